@@ -1,0 +1,180 @@
+package digest
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gowebpki/jcs"
+
+	"github.com/mcpsign/mcpsign/internal/shareddata"
+)
+
+func addSeeds(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"a","description":"d","inputSchema":{"type":"object","properties":{"x":{"type":"number","maximum":1.5e3}}}}`,
+		`{"_meta":{"a":1},"name":"b","x":[true,false,null,-0,0.1,1e-7]}`,
+		`{"name":"\u00e9\ud83d\ude00","\u20ac":"\u0000","e":"\/"}`,
+		`{"a":1,"a":2}`, "{\"a\":\"\xff\"}", `{"a":"\udc00\ud800"}`, `[1e400]`, `{"n":9007199254740992}`,
+	} {
+		f.Add([]byte(s))
+	}
+	if d := shareddata.Dir(); d != "" {
+		for _, dir := range []string{"jcs/input", "jcs/invalid"} {
+			files, _ := filepath.Glob(filepath.Join(d, dir, "*.json"))
+			for _, file := range files {
+				if b, err := os.ReadFile(file); err == nil {
+					f.Add(b)
+				}
+			}
+		}
+	}
+}
+
+// FuzzCanonicalize: no panic; whatever the strict reader accepts,
+// gowebpki/jcs accepts and serializes to the same bytes; the canonical form
+// is a fixed point.
+func FuzzCanonicalize(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out, err := Canonicalize(in)
+		if err != nil {
+			return
+		}
+		want, jerr := jcs.Transform(in)
+		if jerr != nil {
+			t.Fatalf("strict reader accepted what JCS refuses (%v): %q", jerr, in)
+		}
+		if !bytes.Equal(out, want) {
+			t.Fatalf("canonical form differs from JCS for %q:\n ours %q\n jcs  %q", in, out, want)
+		}
+		again, err := Canonicalize(out)
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("canonical form is not a fixed point: %q -> %q (%v)", out, again, err)
+		}
+	})
+}
+
+// FuzzDefinitionDigest: no panic; the digest does not change when members
+// are reordered and whitespace is added.
+func FuzzDefinitionDigest(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		d, err := DefinitionDigest(in)
+		if err != nil {
+			return
+		}
+		if !ValidDigest(d) {
+			t.Fatalf("malformed digest %q", d)
+		}
+		re := reorder(t, in)
+		d2, err := DefinitionDigest(re)
+		if err != nil || d2 != d {
+			t.Fatalf("digest changed under reordering: %q -> %q (%v)", in, re, err)
+		}
+	})
+}
+
+// reorder writes v again with object members in reverse order and extra
+// whitespace, keeping every token's spelling.
+func reorder(t *testing.T, in []byte) []byte {
+	dec := json.NewDecoder(bytes.NewReader(in))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("encoding/json cannot read accepted input %q: %v", in, err)
+	}
+	var b strings.Builder
+	var write func(v any)
+	write = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			// Reverse byte order, the opposite of what JCS sorts to.
+			for i := range keys {
+				for j := i + 1; j < len(keys); j++ {
+					if keys[j] > keys[i] {
+						keys[i], keys[j] = keys[j], keys[i]
+					}
+				}
+			}
+			b.WriteString("{ ")
+			for i, k := range keys {
+				if i > 0 {
+					b.WriteString(" ,\n ")
+				}
+				kb, _ := json.Marshal(k)
+				b.Write(kb)
+				b.WriteString(" :\t")
+				write(x[k])
+			}
+			b.WriteString(" }")
+		case []any:
+			b.WriteString("[ ")
+			for i, e := range x {
+				if i > 0 {
+					b.WriteString(" , ")
+				}
+				write(e)
+			}
+			b.WriteString(" ]")
+		default:
+			vb, _ := json.Marshal(x)
+			b.Write(vb)
+		}
+	}
+	write(v)
+	return []byte(b.String())
+}
+
+// FuzzSplitList: no panic on any list result; items are subslices that
+// the snapshot writer can carry.
+func FuzzSplitList(f *testing.F) {
+	f.Add([]byte(`{"tools":[{"name":"a"}],"nextCursor":"x"}`))
+	f.Add([]byte(`{"tools":[1,"x",{"a":[{}]}]}`))
+	f.Add([]byte(`{"tools":[],"tools":[]}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		items, _, _, err := SplitList(KindTool, in)
+		if err != nil {
+			return
+		}
+		for _, it := range items {
+			if !bytes.Contains(in, it) {
+				t.Fatalf("item %q is not from the input", it)
+			}
+		}
+	})
+}
+
+// FuzzParseSnapshot: no panic; an accepted snapshot writes and reads back
+// to the same digests.
+func FuzzParseSnapshot(f *testing.F) {
+	f.Add([]byte(`{"kind":"mcpsign.snapshot","snapshotVersion":1,"server":{"name":"a","version":"1"},"protocolVersion":"p","tools":[{"name":"t"}],"prompts":[],"resourceTemplates":[],"capturedAt":"2026-01-01T00:00:00Z"}`))
+	f.Add([]byte(`{"tools":[{"name":"a"}]}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		s, err := ParseSnapshot(in)
+		if err != nil {
+			return
+		}
+		file, err := s.MarshalFile()
+		if err != nil {
+			return
+		}
+		s2, err := ParseSnapshot(file)
+		if err != nil {
+			t.Fatalf("written snapshot does not read back: %v\n%s", err, file)
+		}
+		r1, r2 := Compute(s), Compute(s2)
+		for _, k := range Kinds {
+			if r1.Sets[k] != r2.Sets[k] {
+				t.Fatalf("%s set digest changed after write and read", k)
+			}
+		}
+	})
+}

@@ -1,0 +1,236 @@
+package digest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// rawArray splits a JSON array into its elements' exact bytes, without
+// copying them.
+func rawArray(v []byte, what string) ([]json.RawMessage, error) {
+	elems, err := arrayElements(v, what)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]json.RawMessage, len(elems))
+	for i, e := range elems {
+		items[i] = e
+	}
+	return items, nil
+}
+
+// SplitList reads one page of a list result (the "result" of tools/list,
+// prompts/list or resources/templates/list) and returns its definitions as
+// the exact bytes received, and the cursor of the next page when there is
+// one. A repeated member name in the result, a missing definitions array or
+// a nextCursor that is not a string is an error.
+func SplitList(k Kind, result []byte) (items []json.RawMessage, nextCursor string, hasNext bool, err error) {
+	what := k.ListMethod() + " result"
+	_, values, err := topMembers(result, what)
+	if err != nil {
+		return nil, "", false, err
+	}
+	list, ok := values[k.ListMember()]
+	if !ok {
+		return nil, "", false, fmt.Errorf("%s has no %q member", what, k.ListMember())
+	}
+	items, err = rawArray(list, what+" member "+strconv.Quote(k.ListMember()))
+	if err != nil {
+		return nil, "", false, err
+	}
+	if c, ok := values["nextCursor"]; ok {
+		if len(c) == 0 || c[0] != '"' {
+			return nil, "", false, fmt.Errorf("%s: nextCursor is not a string", what)
+		}
+		s, err := DecodeString(c)
+		if err != nil {
+			return nil, "", false, fmt.Errorf("%s: nextCursor: %w", what, err)
+		}
+		return items, s, true, nil
+	}
+	return items, "", false, nil
+}
+
+// DecodeString decodes one JSON string strictly: invalid UTF-8 and lone or
+// reversed surrogates are refused instead of being replaced by U+FFFD, so
+// that a digest over the decoded text is a digest over what was sent.
+func DecodeString(raw []byte) (string, error) {
+	c := canonPool.Get().(*canonicalizer)
+	defer canonPool.Put(c)
+	c.in, c.pos, c.path, c.keys = raw, 0, c.path[:0], c.keys[:0]
+	c.skipSpace()
+	if c.pos >= len(raw) || raw[c.pos] != '"' {
+		return "", errors.New("not a JSON string")
+	}
+	s, err := c.str(nil, false)
+	if err != nil {
+		return "", err
+	}
+	c.skipSpace()
+	if c.pos != len(raw) {
+		return "", errors.New("unexpected data after the JSON string")
+	}
+	return string(s), nil
+}
+
+// ParseSnapshot reads a snapshot file (kind "mcpsign.snapshot", version 1)
+// or a bare list result ({"tools": […]}, {"prompts": […]} or
+// {"resourceTemplates": […]}). Definitions are kept as the exact bytes in
+// the file. A bare list that names a next page is refused: a set is taken
+// over all pages.
+func ParseSnapshot(data []byte) (*Snapshot, error) {
+	names, values, err := topMembers(data, "snapshot")
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := values["kind"]; !ok {
+		return parseBareList(values)
+	}
+	s := &Snapshot{Kind: SnapshotKind, SnapshotVersion: SnapshotVersion}
+	for _, name := range names {
+		v := values[name]
+		var err error
+		switch name {
+		case "kind":
+			var kind string
+			if err = json.Unmarshal(v, &kind); err == nil && kind != SnapshotKind {
+				err = fmt.Errorf("is %q, not %q", kind, SnapshotKind)
+			}
+		case "snapshotVersion":
+			var ver int
+			if err = json.Unmarshal(v, &ver); err == nil && ver != SnapshotVersion {
+				err = fmt.Errorf("%d is not supported (this mcpsign reads version %d)", ver, SnapshotVersion)
+			}
+		case "server":
+			err = parseServerInfo(v, &s.Server)
+		case "protocolVersion":
+			s.ProtocolVersion, err = DecodeString(v)
+		case "instructions":
+			var ins string
+			ins, err = DecodeString(v)
+			s.Instructions = &ins
+		case "tools", "prompts", "resourceTemplates":
+			var items []json.RawMessage
+			items, err = rawArray(v, "the member")
+			s.SetDefinitions(kindOfListMember(name), items)
+		case "capturedAt":
+			var at string
+			if at, err = DecodeString(v); err == nil {
+				s.CapturedAt, err = time.Parse(time.RFC3339Nano, at)
+			}
+		default:
+			err = errors.New("is not a member of a snapshot file")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: member %s: %w", strconv.Quote(name), err)
+		}
+	}
+	for _, need := range []string{"snapshotVersion", "server", "protocolVersion", "tools", "prompts", "resourceTemplates"} {
+		if _, ok := values[need]; !ok {
+			return nil, fmt.Errorf("snapshot: member %q is missing", need)
+		}
+	}
+	return s, nil
+}
+
+func parseServerInfo(v []byte, si *ServerInfo) error {
+	_, m, err := topMembers(v, "server")
+	if err != nil {
+		return err
+	}
+	for name, val := range m {
+		switch name {
+		case "name":
+			si.Name, err = DecodeString(val)
+		case "version":
+			si.Version, err = DecodeString(val)
+		default:
+			err = errors.New("unknown member")
+		}
+		if err != nil {
+			return fmt.Errorf("server member %s: %w", strconv.Quote(name), err)
+		}
+	}
+	return nil
+}
+
+func kindOfListMember(name string) Kind {
+	for _, k := range Kinds {
+		if k.ListMember() == name {
+			return k
+		}
+	}
+	return ""
+}
+
+func parseBareList(values map[string][]byte) (*Snapshot, error) {
+	s := &Snapshot{Kind: SnapshotKind, SnapshotVersion: SnapshotVersion}
+	found := 0
+	for _, k := range Kinds {
+		v, ok := values[k.ListMember()]
+		if !ok {
+			continue
+		}
+		found++
+		items, err := rawArray(v, "list result member "+strconv.Quote(k.ListMember()))
+		if err != nil {
+			return nil, err
+		}
+		s.SetDefinitions(k, items)
+	}
+	if found == 0 {
+		return nil, errors.New(`not a snapshot: no "kind" member, and not a list result (no "tools", "prompts" or "resourceTemplates" array)`)
+	}
+	if _, ok := values["nextCursor"]; ok {
+		return nil, errors.New("list result has a nextCursor: it is one page of a longer listing; take a whole snapshot with `mcpsign snapshot`")
+	}
+	for _, k := range Kinds {
+		if s.Definitions(k) == nil {
+			s.SetDefinitions(k, []json.RawMessage{})
+		}
+	}
+	return s, nil
+}
+
+// MarshalFile returns the snapshot file: the envelope of the normative
+// format with every definition written out as the exact bytes received, so
+// that the digest of the file equals the digest of the live server.
+func (s *Snapshot) MarshalFile() ([]byte, error) {
+	var b bytes.Buffer
+	str := func(v string) { b.Write(appendCanonicalString(nil, []byte(v))) }
+	b.WriteString("{\n  \"kind\": \"" + SnapshotKind + "\",\n  \"snapshotVersion\": 1,\n  \"server\": {\"name\": ")
+	str(s.Server.Name)
+	b.WriteString(", \"version\": ")
+	str(s.Server.Version)
+	b.WriteString("},\n  \"protocolVersion\": ")
+	str(s.ProtocolVersion)
+	if s.Instructions != nil {
+		b.WriteString(",\n  \"instructions\": ")
+		str(*s.Instructions)
+	}
+	for _, k := range Kinds {
+		b.WriteString(",\n  \"" + k.ListMember() + "\": [")
+		for i, raw := range s.Definitions(k) {
+			if !json.Valid(raw) {
+				return nil, fmt.Errorf("%s #%d is not valid JSON", k, i)
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("\n    ")
+			b.Write(raw)
+		}
+		if len(s.Definitions(k)) > 0 {
+			b.WriteString("\n  ")
+		}
+		b.WriteByte(']')
+	}
+	b.WriteString(",\n  \"capturedAt\": ")
+	str(s.CapturedAt.UTC().Format(time.RFC3339Nano))
+	b.WriteString("\n}\n")
+	return b.Bytes(), nil
+}

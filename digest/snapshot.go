@@ -1,0 +1,111 @@
+package digest
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Kind is the kind of an MCP definition.
+type Kind string
+
+// The three kinds of definition that mcpsign digests. The string values are
+// the ones used in snapshots, statements, locks and JSON output.
+const (
+	KindTool             Kind = "tool"
+	KindPrompt           Kind = "prompt"
+	KindResourceTemplate Kind = "resourceTemplate"
+)
+
+// Kinds lists every Kind in the canonical order used for output and sorting.
+var Kinds = [...]Kind{KindTool, KindPrompt, KindResourceTemplate}
+
+// KeyMember is the member of a definition that identifies it within its kind:
+// "name" for tools and prompts, "uriTemplate" for resource templates.
+func (k Kind) KeyMember() string {
+	if k == KindResourceTemplate {
+		return "uriTemplate"
+	}
+	return "name"
+}
+
+// ListMethod is the MCP method that lists definitions of this kind.
+func (k Kind) ListMethod() string {
+	switch k {
+	case KindTool:
+		return "tools/list"
+	case KindPrompt:
+		return "prompts/list"
+	default:
+		return "resources/templates/list"
+	}
+}
+
+// ListMember is the member of a list result that holds the definitions.
+func (k Kind) ListMember() string {
+	switch k {
+	case KindTool:
+		return "tools"
+	case KindPrompt:
+		return "prompts"
+	default:
+		return "resourceTemplates"
+	}
+}
+
+// Valid reports whether k is one of the three known kinds.
+func (k Kind) Valid() bool {
+	return k == KindTool || k == KindPrompt || k == KindResourceTemplate
+}
+
+// ServerInfo names the server as it introduced itself (serverInfo).
+type ServerInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// SnapshotKind and SnapshotVersion identify a snapshot file.
+const (
+	SnapshotKind    = "mcpsign.snapshot"
+	SnapshotVersion = 1
+)
+
+// Snapshot is what a source yielded: the server's identity, its protocol
+// version and instructions, and every definition of every kind, each kept as
+// the raw bytes received so that a digest computed later equals one computed
+// live. Its JSON form is the normative snapshot file (docs/SNAPSHOT.md).
+type Snapshot struct {
+	Kind              string            `json:"kind"`
+	SnapshotVersion   int               `json:"snapshotVersion"`
+	Server            ServerInfo        `json:"server"`
+	ProtocolVersion   string            `json:"protocolVersion"`
+	Instructions      *string           `json:"instructions,omitempty"`
+	Tools             []json.RawMessage `json:"tools"`
+	Prompts           []json.RawMessage `json:"prompts"`
+	ResourceTemplates []json.RawMessage `json:"resourceTemplates"`
+	CapturedAt        time.Time         `json:"capturedAt"`
+}
+
+// Definitions returns the raw definitions of one kind.
+func (s *Snapshot) Definitions(k Kind) []json.RawMessage {
+	switch k {
+	case KindTool:
+		return s.Tools
+	case KindPrompt:
+		return s.Prompts
+	case KindResourceTemplate:
+		return s.ResourceTemplates
+	}
+	return nil
+}
+
+// SetDefinitions replaces the raw definitions of one kind.
+func (s *Snapshot) SetDefinitions(k Kind, defs []json.RawMessage) {
+	switch k {
+	case KindTool:
+		s.Tools = defs
+	case KindPrompt:
+		s.Prompts = defs
+	case KindResourceTemplate:
+		s.ResourceTemplates = defs
+	}
+}
