@@ -1,0 +1,76 @@
+package options
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/mcpsign/mcpsign/source"
+)
+
+// SourceOptions are the flags that say how to read a SOURCE: a snapshot
+// file, a stdio server command, or a Streamable HTTP URL.
+type SourceOptions struct {
+	Timeout         time.Duration
+	Headers         []string
+	Verbose         bool
+	MaxMessageBytes int64
+	ProtocolVersion string
+}
+
+// AddFlags adds the source flags to fs.
+func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.DurationVar(&o.Timeout, "timeout", source.DefaultTimeout, "time limit for listing a live server, from start to the last page")
+	fs.StringArrayVar(&o.Headers, "header", nil, "HTTP header 'Name: value' sent to a Streamable HTTP server, e.g. for auth (repeatable; values are never printed)")
+	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "show the stderr of a stdio server and the progress of the listing")
+	fs.Int64Var(&o.MaxMessageBytes, "max-message-bytes", source.DefaultMaxMessageBytes, "largest message accepted from a server")
+	fs.StringVar(&o.ProtocolVersion, "protocol-version", "", "force an MCP protocol version (default: try 2026-07-28 server/discover, then the initialize handshake)")
+}
+
+// Spec returns the source named by the positional arguments: SOURCE, or the
+// words after "--".
+func (o *SourceOptions) Spec(cmd *cobra.Command, args []string) (source.Spec, error) {
+	var arg string
+	var after []string
+	if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+		after = args[dash:]
+		args = args[:dash]
+	}
+	switch len(args) {
+	case 0:
+	case 1:
+		arg = args[0]
+	default:
+		return source.Spec{}, fmt.Errorf("one SOURCE expected, got %d arguments (put a server command after --, or quote it)", len(args))
+	}
+	return source.ParseSpec(arg, after)
+}
+
+// Options returns the source options; a live server's stderr and progress go
+// to stderr with --verbose.
+func (o *SourceOptions) Options(stderr io.Writer) (source.Options, error) {
+	headers, err := source.ParseHeaders(o.Headers)
+	if err != nil {
+		return source.Options{}, err
+	}
+	opts := source.Options{
+		Timeout:         o.Timeout,
+		MaxMessageBytes: o.MaxMessageBytes,
+		Headers:         headers,
+		ProtocolVersion: o.ProtocolVersion,
+	}
+	if o.Verbose {
+		opts.Stderr = stderr
+		opts.Progress = func(stage string, page int) {
+			if page > 0 {
+				fmt.Fprintf(stderr, "mcpsign: %s page %d\n", stage, page)
+			} else {
+				fmt.Fprintf(stderr, "mcpsign: %s\n", stage)
+			}
+		}
+	}
+	return opts, nil
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mcpsign",
+		Short: "Sign and verify what MCP servers tell models",
+		Long: `mcpsign signs and verifies the definitions an MCP server serves: its tools,
+prompts, resource templates and instructions.
+
+A publisher computes a digest of every definition and signs them into an in-toto
+attestation in a standard Sigstore bundle (keyless through Fulcio and Rekor, a
+plain key, or an enterprise x509 certificate). A host verifies the signature,
+the signer's identity, the transparency log and the digests before it first
+approves a server, then pins the approved digests so that any later change
+("rug pull") is blocked.
+
+Exit codes: 0 success; 1 verification failed or drift found; 2 usage, input,
+I/O or connection error.`,
+		Example: `  # Digest the definitions of a server started over stdio
+  mcpsign digest -- npx -y @modelcontextprotocol/server-everything
+
+  # Save them, byte-exact, for review or offline signing
+  mcpsign snapshot -o server.snapshot.json -- ./my-server --stdio`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())
+	})
+	root.AddCommand(
+		newVersionCmd(a),
+		newDigestCmd(a),
+		newSnapshotCmd(a),
+	)
+	return root
+}

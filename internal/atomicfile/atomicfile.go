@@ -1,0 +1,81 @@
+// Package atomicfile writes files so that a reader, or a crash, never sees
+// half of one: the data goes to a temporary file in the same directory,
+// which is synced and then renamed over the target.
+package atomicfile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// ErrExists is returned by Write when the target exists and overwriting was
+// not asked for.
+var ErrExists = errors.New("file exists")
+
+// Options control Write.
+type Options struct {
+	// Perm is the mode of a new file; 0 means 0644. Keys use 0600.
+	Perm fs.FileMode
+	// Overwrite replaces an existing file; without it an existing target
+	// is left untouched and Write returns ErrExists.
+	Overwrite bool
+}
+
+// Write writes data to path atomically. On any error the target is left as
+// it was and the temporary file is removed.
+func Write(path string, data []byte, opts Options) (err error) {
+	perm := opts.Perm
+	if perm == 0 {
+		perm = 0o644
+	}
+	if !opts.Overwrite {
+		if _, err := os.Lstat(path); err == nil {
+			return fmt.Errorf("%s: %w (pass --force to replace it)", path, ErrExists)
+		}
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(perm); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if _, err = tmp.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if !opts.Overwrite {
+		// Link fails if the target appeared meanwhile: no silent replace.
+		if err = os.Link(tmp.Name(), path); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				err = fmt.Errorf("%s: %w (pass --force to replace it)", path, ErrExists)
+			} else {
+				err = fmt.Errorf("writing %s: %w", path, err)
+			}
+			return err
+		}
+		os.Remove(tmp.Name())
+	} else if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		d.Sync() // make the rename durable; best effort on filesystems that refuse
+		d.Close()
+	}
+	return nil
+}

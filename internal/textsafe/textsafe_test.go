@@ -1,0 +1,47 @@
+package textsafe
+
+import "testing"
+
+func TestEscape(t *testing.T) {
+	tests := []struct{ in, want, layout string }{
+		{"plain text", "plain text", "plain text"},
+		{"Résumé € 😀", "Résumé € 😀", "Résumé € 😀"},
+		{"a\x1b[31mred", `a\u{1B}[31mred`, `a\u{1B}[31mred`},
+		{"zero\u200bwidth", `zero\u{200B}width`, `zero\u{200B}width`},
+		{"bidi \u202eevil", `bidi \u{202E}evil`, `bidi \u{202E}evil`},
+		{"isolate \u2066x\u2069", `isolate \u{2066}x\u{2069}`, `isolate \u{2066}x\u{2069}`},
+		{"bom\ufeff", `bom\u{FEFF}`, `bom\u{FEFF}`},
+		{"line\nbreak\ttab", `line\u{A}break\u{9}tab`, "line\nbreak\ttab"},
+		{"cr\rx", `cr\u{D}x`, `cr\u{D}x`},
+		{"sep\u2028x", `sep\u{2028}x`, `sep\u{2028}x`},
+		{"nbsp\u00a0x", `nbsp\u{A0}x`, `nbsp\u{A0}x`},
+		{"c1\u0085x", `c1\u{85}x`, `c1\u{85}x`},
+		{"bad\xffbyte", `bad\xffbyte`, `bad\xffbyte`},
+		{`back\slash`, `back\\slash`, `back\\slash`},
+		{"tag\U000E0041", `tag\u{E0041}`, `tag\u{E0041}`},
+		{"private\ue000", `private\u{E000}`, `private\u{E000}`},
+	}
+	for _, tt := range tests {
+		if got := Escape(tt.in); got != tt.want {
+			t.Errorf("Escape(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := EscapeKeepLayout(tt.in); got != tt.layout {
+			t.Errorf("EscapeKeepLayout(%q) = %q, want %q", tt.in, got, tt.layout)
+		}
+	}
+	if got := Quote(`say "hi"` + "\u200b"); got != `"say \"hi\"\u{200B}"` {
+		t.Errorf("Quote: %s", got)
+	}
+}
+
+func FuzzEscape(f *testing.F) {
+	f.Add("a\u202eb\x00\xff")
+	f.Fuzz(func(t *testing.T, s string) {
+		out := Escape(s)
+		for _, r := range out {
+			if unsafeRune(r) {
+				t.Fatalf("Escape(%q) left %U", s, r)
+			}
+		}
+	})
+}
