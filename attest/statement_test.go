@@ -1,0 +1,241 @@
+package attest
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/shareddata"
+)
+
+func exampleSnapshot() *digest.Snapshot {
+	ins := "Use search_notes before write_note."
+	return &digest.Snapshot{
+		Server:          digest.ServerInfo{Name: "example", Version: "1.0.0"},
+		ProtocolVersion: "2025-11-25",
+		Instructions:    &ins,
+		Tools: []json.RawMessage{
+			json.RawMessage(`{"name":"write_note","inputSchema":{"type":"object"},"execution":{"taskSupport":"forbidden"}}`),
+			json.RawMessage(`{"name":"search_notes","description":"Search.","inputSchema":{"type":"object"},"_meta":{"x":1}}`),
+		},
+		Prompts:           []json.RawMessage{json.RawMessage(`{"name":"summarize","arguments":[{"name":"id","required":true}]}`)},
+		ResourceTemplates: []json.RawMessage{json.RawMessage(`{"uriTemplate":"notes://{id}","name":"note"}`)},
+	}
+}
+
+func TestBuildAndParse(t *testing.T) {
+	snap := exampleSnapshot()
+	st, err := Build(snap, Options{
+		Packages: []Package{{PURL: "pkg:npm/example@1.0.0", Digest: map[string]string{"sha512": "ab"}}},
+		Source:   &Source{Repository: "https://github.com/o/r", Commit: strings.Repeat("a", 40), Ref: "refs/tags/v1.0.0"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNames := []string{"tool/search_notes", "tool/write_note", "prompt/summarize", "resourceTemplate/notes://{id}", "instructions"}
+	if len(st.Subject) != len(wantNames) {
+		t.Fatalf("subjects %+v", st.Subject)
+	}
+	r := digest.Compute(snap)
+	for i, name := range wantNames {
+		if st.Subject[i].Name != name {
+			t.Errorf("subject %d is %q, want %q", i, st.Subject[i].Name, name)
+		}
+	}
+	d := st.Digests()
+	for _, def := range r.Definitions {
+		if d[SubjectName(def.Kind, def.Key)] != def.Digest {
+			t.Errorf("%s/%s digest mismatch", def.Kind, def.Key)
+		}
+	}
+	if d[InstructionsSubject] != r.Instructions {
+		t.Error("instructions subject")
+	}
+	if st.Predicate.Sets.Tools != r.Sets[digest.KindTool] {
+		t.Error("tools set digest")
+	}
+	payload, err := st.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Parse(payload)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, payload)
+	}
+	if raw, ok := got.EmbeddedDefinition(digest.KindTool, "write_note"); !ok || !strings.Contains(string(raw), "execution") {
+		t.Errorf("embedded definition lost: %s", raw)
+	}
+	if got.Predicate.Source.Ref != "refs/tags/v1.0.0" {
+		t.Error("source lost")
+	}
+
+	st.Predicate.Definitions = nil
+	none, err := Build(snap, Options{OmitDefinitions: true})
+	if err != nil || none.Predicate.Definitions != nil {
+		t.Fatal("OmitDefinitions")
+	}
+	p2, _ := none.Marshal()
+	if strings.Contains(string(p2), `"definitions":`) {
+		t.Error("definitions embedded despite OmitDefinitions")
+	}
+	if _, err := Parse(p2); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBuildRefusals(t *testing.T) {
+	bad := exampleSnapshot()
+	bad.Tools = append(bad.Tools, json.RawMessage(`{"name":"x","n":1e20}`))
+	var ie *digest.InvalidDefinitionsError
+	if _, err := Build(bad, Options{}); !errors.As(err, &ie) {
+		t.Fatalf("want InvalidDefinitionsError, got %v", err)
+	}
+	big := &digest.Snapshot{}
+	for i := 0; i <= MaxSubjects; i++ {
+		big.Tools = append(big.Tools, json.RawMessage(`{"name":"t`+strings.Repeat("x", i%7)+string(rune('a'+i%26))+`_`+itoa(i)+`"}`))
+	}
+	if _, err := Build(big, Options{}); !errors.Is(err, ErrTooManySubjects) {
+		t.Fatalf("want ErrTooManySubjects, got %v", err)
+	}
+	if _, err := Build(&digest.Snapshot{}, Options{}); err == nil {
+		t.Error("an empty server must not be signable")
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// mutate builds a valid payload, lets f change its JSON object, and returns
+// the payload again.
+func mutate(t *testing.T, f func(m map[string]any)) []byte {
+	st, err := Build(exampleSnapshot(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := st.Marshal()
+	var m map[string]any
+	if err := json.Unmarshal(p, &m); err != nil {
+		t.Fatal(err)
+	}
+	f(m)
+	out, _ := json.Marshal(m)
+	return out
+}
+
+func TestParseRefusals(t *testing.T) {
+	subjects := func(m map[string]any) []any { return m["subject"].([]any) }
+	pred := func(m map[string]any) map[string]any { return m["predicate"].(map[string]any) }
+	tests := []struct {
+		name    string
+		payload []byte
+		want    error
+	}{
+		{"v0.1 statement", mutate(t, func(m map[string]any) { m["_type"] = "https://in-toto.io/Statement/v0.1" }), ErrStatementType},
+		{"other statement", mutate(t, func(m map[string]any) { m["_type"] = "https://example.com/v1" }), ErrStatementType},
+		{"predicate type", mutate(t, func(m map[string]any) { m["predicateType"] = "https://slsa.dev/provenance/v1" }), ErrPredicateType},
+		{"duplicate subject", mutate(t, func(m map[string]any) { m["subject"] = append(subjects(m), subjects(m)[0]) }), ErrSubjects},
+		{"swapped names", mutate(t, func(m map[string]any) {
+			s := subjects(m)
+			a, b := s[0].(map[string]any), s[1].(map[string]any)
+			a["name"], b["name"] = b["name"], a["name"]
+		}), ErrPredicate}, // the set digest no longer matches, nor the embedded definitions
+		{"wrong kind", mutate(t, func(m map[string]any) {
+			subjects(m)[0].(map[string]any)["name"] = "prompt/search_notes"
+		}), ErrPredicate},
+		{"bad kind", mutate(t, func(m map[string]any) { subjects(m)[0].(map[string]any)["name"] = "widget/x" }), ErrSubjects},
+		{"empty key", mutate(t, func(m map[string]any) { subjects(m)[0].(map[string]any)["name"] = "tool/" }), ErrSubjects},
+		{"two digests", mutate(t, func(m map[string]any) {
+			subjects(m)[0].(map[string]any)["digest"].(map[string]any)["sha512"] = strings.Repeat("0", 128)
+		}), ErrSubjects},
+		{"uppercase hex", mutate(t, func(m map[string]any) {
+			dg := subjects(m)[0].(map[string]any)["digest"].(map[string]any)
+			dg["sha256"] = strings.ToUpper(dg["sha256"].(string))
+		}), ErrSubjects},
+		{"set mismatch", mutate(t, func(m map[string]any) {
+			pred(m)["sets"].(map[string]any)["prompts"] = digest.EmptySetDigest
+		}), ErrPredicate},
+		{"unknown predicate member", mutate(t, func(m map[string]any) { pred(m)["extra"] = true }), ErrPredicate},
+		{"embedded changed", mutate(t, func(m map[string]any) {
+			tools := pred(m)["definitions"].(map[string]any)["tools"].([]any)
+			tools[0].(map[string]any)["description"] = "Search. <IMPORTANT>exfiltrate</IMPORTANT>"
+		}), ErrEmbedded},
+		{"embedded missing", mutate(t, func(m map[string]any) {
+			pred(m)["definitions"].(map[string]any)["tools"] = []any{}
+		}), ErrEmbedded},
+		{"repeated member", []byte(`{"_type":"https://in-toto.io/Statement/v1","_type":"x"}`), ErrNotJSON},
+		{"not json", []byte(`{"_type":`), ErrNotJSON},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse(tt.payload)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("want %v, got %v", tt.want, err)
+			}
+		})
+	}
+}
+
+// TestInTotoVectors feeds the in-toto reference vectors to Parse: every
+// invalid statement is refused, and the valid ones are refused too because
+// they are not mcpsign statements (other predicate type, v0.1 type) — for
+// the reason the reference validator would accept.
+func TestInTotoVectors(t *testing.T) {
+	dir := shareddata.Path(t, "intoto/statement")
+	for _, sub := range []string{"valid", "invalid"} {
+		files, _ := filepath.Glob(filepath.Join(dir, sub, "*.json"))
+		if len(files) == 0 {
+			t.Fatalf("no vectors in %s", sub)
+		}
+		for _, f := range files {
+			t.Run(sub+"/"+filepath.Base(f), func(t *testing.T) {
+				b, _ := os.ReadFile(f)
+				_, err := Parse(b)
+				if err == nil {
+					t.Fatal("accepted a statement that is not an mcpsign statement")
+				}
+				if sub == "invalid" && !errors.Is(err, ErrStatementType) && !errors.Is(err, ErrNotJSON) {
+					t.Errorf("invalid vector refused for the wrong reason: %v", err)
+				}
+				if sub == "valid" && !errors.Is(err, ErrPredicateType) && !errors.Is(err, ErrStatementType) {
+					t.Errorf("valid vector refused for the wrong reason: %v", err)
+				}
+			})
+		}
+	}
+}
+
+func TestSourceFromGitHubActions(t *testing.T) {
+	env := map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "o/r", "GITHUB_SHA": "abc", "GITHUB_REF": "refs/heads/main"}
+	s := SourceFromGitHubActions(func(k string) string { return env[k] })
+	if s == nil || s.Repository != "https://github.com/o/r" || s.Commit != "abc" || s.Ref != "refs/heads/main" {
+		t.Errorf("got %+v", s)
+	}
+	if SourceFromGitHubActions(func(string) string { return "" }) != nil {
+		t.Error("outside Actions must be nil")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	st, _ := Build(exampleSnapshot(), Options{})
+	p, _ := st.Marshal()
+	f.Add(p)
+	f.Add([]byte(`{"_type":"https://in-toto.io/Statement/v1","subject":[],"predicateType":"x","predicate":{}}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		st, err := Parse(in)
+		if err != nil {
+			return
+		}
+		// Whatever is accepted is self-consistent and marshals back to
+		// something accepted.
+		out, err := st.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Parse(out); err != nil {
+			t.Fatalf("accepted statement does not survive a round trip: %v", err)
+		}
+	})
+}
