@@ -100,8 +100,7 @@ func writeDigestText(w io.Writer, snap *digest.Snapshot, r *digest.Result) error
 	if snap.ProtocolVersion != "" {
 		fmt.Fprintf(w, " · protocol %s", textsafe.Escape(snap.ProtocolVersion))
 	}
-	fmt.Fprintf(w, " · %d tools, %d prompts, %d resource templates\n\n",
-		r.Counts[digest.KindTool], r.Counts[digest.KindPrompt], r.Counts[digest.KindResourceTemplate])
+	fmt.Fprintf(w, " · %s\n\n", countSummary(r))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tKEY\tDIGEST")
 	for _, d := range r.Definitions {
@@ -129,6 +128,19 @@ func writeDigestText(w io.Writer, snap *digest.Snapshot, r *digest.Result) error
 	}
 	fmt.Fprintf(tw, "instructions\t\t%s\n", ins)
 	return tw.Flush()
+}
+
+// countSummary says how many definitions of each kind there are.
+func countSummary(r *digest.Result) string {
+	plural := func(n int, one, many string) string {
+		if n == 1 {
+			return fmt.Sprintf("%d %s", n, one)
+		}
+		return fmt.Sprintf("%d %s", n, many)
+	}
+	return plural(r.Counts[digest.KindTool], "tool", "tools") + ", " +
+		plural(r.Counts[digest.KindPrompt], "prompt", "prompts") + ", " +
+		plural(r.Counts[digest.KindResourceTemplate], "resource template", "resource templates")
 }
 
 // digestJSON is the stable JSON form of the digest command (docs/JSON.md).

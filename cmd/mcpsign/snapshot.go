@@ -49,9 +49,8 @@ evidence), the culprits are listed, and the command exits 1.`,
 				return err
 			}
 			r := digest.Compute(snap)
-			fmt.Fprintf(a.stderr, "mcpsign: wrote %s: %s %s, %d tools, %d prompts, %d resource templates\n",
-				output, textsafe.Escape(snap.Server.Name), textsafe.Escape(snap.Server.Version),
-				r.Counts[digest.KindTool], r.Counts[digest.KindPrompt], r.Counts[digest.KindResourceTemplate])
+			fmt.Fprintf(a.stderr, "mcpsign: wrote %s: %s %s, %s\n",
+				output, textsafe.Escape(snap.Server.Name), textsafe.Escape(snap.Server.Version), countSummary(r))
 			if err := r.Err(); err != nil {
 				return failed(err)
 			}
