@@ -43,7 +43,7 @@ trap 'scripts/sigstore-local/stop.sh "$STATE" || true' EXIT
 export SIGSTACK_ENV=$STATE/env.sh
 
 step "go vet"
-go vet ./...
+go vet ./... ./testdata/exampleserver ./testdata/badservers
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
