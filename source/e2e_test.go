@@ -1,0 +1,325 @@
+package source
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsign/mcpsign/digest"
+)
+
+// The e2e tests run the official MCP servers pinned in testdata/npm
+// (package.json and package-lock.json; install with `npm ci` there). They
+// are skipped when testdata/npm/node_modules or node is missing, unless
+// MCPSIGN_REQUIRE_E2E=1 (CI), which makes that a failure.
+
+const npmDir = "../testdata/npm"
+
+// npmServer returns the path of an installed server's entry point, or
+// skips (fails under MCPSIGN_REQUIRE_E2E=1) when it is not installed.
+func npmServer(t *testing.T, pkg string) (node, entry string) {
+	t.Helper()
+	missing := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...) + "; install with: (cd testdata/npm && npm ci)"
+		if os.Getenv("MCPSIGN_REQUIRE_E2E") == "1" {
+			t.Fatal("MCPSIGN_REQUIRE_E2E=1 but " + msg)
+		}
+		t.Skip("skipping e2e: " + msg)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing("node is not on PATH")
+	}
+	entry, err = filepath.Abs(filepath.Join(npmDir, "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(entry); err != nil {
+		missing("%s is not installed (%v)", pkg, err)
+	}
+	return node, entry
+}
+
+// sdkCounts lists a server with a plain go-sdk client session (typed,
+// through go-sdk's own pagination) and returns the number of each kind.
+func sdkCounts(t *testing.T, transport mcp.Transport) map[digest.Kind]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpsign-e2e", Version: "0"}, nil)
+	cs, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		t.Fatalf("go-sdk client: %v", err)
+	}
+	defer cs.Close()
+	caps := cs.InitializeResult().Capabilities
+	counts := map[digest.Kind]int{}
+	if caps.Tools != nil {
+		for _, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				t.Fatalf("go-sdk tools: %v", err)
+			}
+			counts[digest.KindTool]++
+		}
+	}
+	if caps.Prompts != nil {
+		for _, err := range cs.Prompts(ctx, nil) {
+			if err != nil {
+				t.Fatalf("go-sdk prompts: %v", err)
+			}
+			counts[digest.KindPrompt]++
+		}
+	}
+	if caps.Resources != nil {
+		for _, err := range cs.ResourceTemplates(ctx, nil) {
+			if err != nil {
+				t.Fatalf("go-sdk resource templates: %v", err)
+			}
+			counts[digest.KindResourceTemplate]++
+		}
+	}
+	return counts
+}
+
+// checkE2E checks a live snapshot against the go-sdk counts, the
+// execution member and the snapshot-file round trip.
+func checkE2E(t *testing.T, live *digest.Snapshot, sdk map[digest.Kind]int, minTools int) {
+	t.Helper()
+	r := digest.Compute(live)
+	if err := r.Err(); err != nil {
+		t.Errorf("live definitions without a digest: %v", err)
+	}
+	for _, k := range digest.Kinds {
+		if got := len(live.Definitions(k)); got != sdk[k] {
+			t.Errorf("%s: mcpsign listed %d, a go-sdk client %d", k, got, sdk[k])
+		}
+	}
+	if len(live.Tools) < minTools {
+		t.Errorf("%d tools, want at least %d", len(live.Tools), minTools)
+	}
+	t.Logf("server %s %s, protocol %s: %d tools, %d prompts, %d resource templates, instructions %v",
+		live.Server.Name, live.Server.Version, live.ProtocolVersion, len(live.Tools), len(live.Prompts),
+		len(live.ResourceTemplates), live.Instructions != nil)
+
+	// The official servers send "execution", which go-sdk's typed Tool
+	// drops: it must be in the captured bytes and in the digest.
+	withExecution := 0
+	for _, raw := range live.Tools {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		exec, ok := m["execution"]
+		if !ok {
+			continue
+		}
+		withExecution++
+		before, err := digest.DefinitionDigest(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(m, "execution")
+		stripped, _ := json.Marshal(m)
+		after, err := digest.DefinitionDigest(stripped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if before == after {
+			t.Errorf("the digest of %s does not cover its execution member %s", m["name"], exec)
+		}
+	}
+	if withExecution == 0 {
+		t.Error(`no tool has an "execution" member in the captured bytes`)
+	}
+
+	// The digest of the snapshot file equals the live digest.
+	file, err := live.MarshalFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "snapshot.json")
+	if err := os.WriteFile(path, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := ParseSpec(path, nil)
+	if err != nil || spec.File != path {
+		t.Fatalf("ParseSpec(%s) = %+v, %v", path, spec, err)
+	}
+	saved, err := Load(context.Background(), spec, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := digest.Compute(saved)
+	for _, k := range digest.Kinds {
+		if r.Sets[k] == "" || s.Sets[k] != r.Sets[k] {
+			t.Errorf("%s set digest: live %q, snapshot %q", k, r.Sets[k], s.Sets[k])
+		}
+	}
+	if s.Instructions != r.Instructions || len(s.Definitions) != len(r.Definitions) {
+		t.Errorf("instructions %q vs %q, %d vs %d definitions", s.Instructions, r.Instructions, len(s.Definitions), len(r.Definitions))
+	}
+	for i := range r.Definitions {
+		if i < len(s.Definitions) && (s.Definitions[i].Key != r.Definitions[i].Key || s.Definitions[i].Digest != r.Definitions[i].Digest) {
+			t.Errorf("definition %d: live %s %s, snapshot %s %s", i, r.Definitions[i].Key, r.Definitions[i].Digest, s.Definitions[i].Key, s.Definitions[i].Digest)
+		}
+	}
+	if saved.ProtocolVersion != live.ProtocolVersion || saved.Server != live.Server || !saved.CapturedAt.Equal(live.CapturedAt) {
+		t.Errorf("snapshot envelope changed: %+v / %v vs %+v / %v", saved.Server, saved.CapturedAt, live.Server, live.CapturedAt)
+	}
+}
+
+func TestE2EStdio(t *testing.T) {
+	tests := []struct {
+		pkg      string
+		args     func(t *testing.T) []string
+		env      func(t *testing.T) []string
+		minTools int
+	}{
+		{pkg: "server-everything", args: func(*testing.T) []string { return []string{"stdio"} }, minTools: 5},
+		{
+			pkg: "server-memory",
+			env: func(t *testing.T) []string {
+				return []string{"MEMORY_FILE_PATH=" + filepath.Join(t.TempDir(), "memory.jsonl")}
+			},
+			minTools: 5,
+		},
+		{pkg: "server-filesystem", args: func(t *testing.T) []string { return []string{t.TempDir()} }, minTools: 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.pkg, func(t *testing.T) {
+			t.Parallel()
+			node, entry := npmServer(t, tt.pkg)
+			argv := []string{node, entry}
+			if tt.args != nil {
+				argv = append(argv, tt.args(t)...)
+			}
+			var env []string
+			if tt.env != nil {
+				env = tt.env(t)
+			}
+			start := time.Now()
+			var stderr bytes.Buffer
+			live, err := Load(context.Background(), Spec{Command: argv}, Options{Env: env, Stderr: &stderr})
+			took := time.Since(start)
+			if err != nil {
+				t.Fatalf("%v; stderr:\n%s", err, stderr.String())
+			}
+			t.Logf("Load over stdio took %v (shutdown included)", took.Round(time.Millisecond))
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Env = append(os.Environ(), env...)
+			checkE2E(t, live, sdkCounts(t, &mcp.CommandTransport{Command: cmd}), tt.minTools)
+		})
+	}
+}
+
+func TestE2EStreamableHTTP(t *testing.T) {
+	node, entry := npmServer(t, "server-everything")
+	url := startEverythingHTTP(t, node, entry)
+	start := time.Now()
+	live, err := Load(context.Background(), Spec{URL: url}, Options{Headers: map[string][]string{"X-Mcpsign-Test": {"e2e"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Load over Streamable HTTP took %v", time.Since(start).Round(time.Millisecond))
+	checkE2E(t, live, sdkCounts(t, &mcp.StreamableClientTransport{Endpoint: url}), 5)
+
+	// server-everything offers get-roots-list only to clients that announce
+	// roots (as go-sdk's default client, and mcpsign by default, do): the
+	// listing depends on the announced capabilities.
+	bare, err := Load(context.Background(), Spec{URL: url}, Options{ClientCapabilities: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasTool(live, "get-roots-list") || hasTool(bare, "get-roots-list") || len(bare.Tools) != len(live.Tools)-1 {
+		t.Errorf("get-roots-list: with roots %v (%d tools), without %v (%d tools)",
+			hasTool(live, "get-roots-list"), len(live.Tools), hasTool(bare, "get-roots-list"), len(bare.Tools))
+	}
+
+	// The same server over stdio yields the same digests.
+	stdio, err := Load(context.Background(), Spec{Command: []string{node, entry, "stdio"}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := digest.Compute(live), digest.Compute(stdio)
+	for _, k := range digest.Kinds {
+		if a.Sets[k] != b.Sets[k] {
+			t.Errorf("%s set digest over HTTP %s, over stdio %s", k, a.Sets[k], b.Sets[k])
+		}
+	}
+}
+
+// startEverythingHTTP starts server-everything in streamableHttp mode on a
+// free port (its PORT variable) and returns its URL. It is stopped, with
+// its process group, when the test ends.
+func startEverythingHTTP(t *testing.T, node, entry string) string {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		cmd := exec.Command(node, entry, "streamableHttp")
+		cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+		})
+		ready := make(chan string, 1)
+		go func() {
+			var lines []string
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() {
+				lines = append(lines, sc.Text())
+				if strings.Contains(sc.Text(), "listening on port") {
+					ready <- ""
+				}
+			}
+			ready <- strings.Join(lines, "\n")
+		}()
+		select {
+		case out := <-ready:
+			if out == "" {
+				return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+			}
+			if attempt < 3 && strings.Contains(out, "already in use") {
+				continue // the port was taken between Close and the server's listen
+			}
+			t.Fatalf("server-everything exited: %s", out)
+		case <-time.After(20 * time.Second):
+			t.Fatal("server-everything did not start listening within 20s")
+		}
+	}
+}
+
+func hasTool(snap *digest.Snapshot, name string) bool {
+	for _, raw := range snap.Tools {
+		var tool struct{ Name string }
+		if json.Unmarshal(raw, &tool) == nil && tool.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,128 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Stages named by a [StageError]. A list stage is named by its method:
+// "tools/list", "prompts/list" or "resources/templates/list".
+const (
+	StageFile       = "file"       // reading or parsing a snapshot file
+	StageStart      = "start"      // starting the server process, or reaching the URL
+	StageInitialize = "initialize" // server/discover or the initialize handshake
+)
+
+// StageError is the error of a source that could not yield a snapshot. It
+// names the stage that failed and, for a list stage, the page (from 1). The
+// CLI maps it to exit code 2 (usage, input, I/O or connection error).
+//
+// Its message reads like `tools/list page 3: cursor "abc" repeated (cursor
+// loop)` or `initialize: server exited (exit status 1) before answering;
+// stderr: "…"`.
+type StageError struct {
+	Stage string // StageFile, StageStart, StageInitialize, or a list method
+	Page  int    // page number from 1 for a list stage, else 0
+	Err   error
+}
+
+// Error names the stage (and page), then the cause.
+func (e *StageError) Error() string {
+	if e.Page > 0 {
+		return fmt.Sprintf("%s page %d: %v", e.Stage, e.Page, e.Err)
+	}
+	return e.Stage + ": " + e.Err.Error()
+}
+
+// Unwrap returns the underlying error.
+func (e *StageError) Unwrap() error { return e.Err }
+
+// Errors a StageError may wrap; test for them with errors.Is.
+var (
+	// ErrTimeout: the server did not answer within Options.Timeout.
+	ErrTimeout = errors.New("timeout")
+	// ErrMessageTooLarge: a message exceeded Options.MaxMessageBytes.
+	ErrMessageTooLarge = errors.New("message too large")
+	// ErrFileTooLarge: a snapshot file exceeded Options.MaxFileBytes.
+	ErrFileTooLarge = errors.New("file too large")
+	// ErrCursorLoop: a list result repeated an earlier cursor.
+	ErrCursorLoop = errors.New("cursor loop")
+	// ErrTooManyPages: a listing had more than Options.MaxPages pages.
+	ErrTooManyPages = errors.New("too many pages")
+	// ErrServerExited: the server process exited (or closed its stdout)
+	// before the listing was complete. The error is an *ExitError.
+	ErrServerExited = errors.New("server exited")
+	// ErrProtocol: the server broke JSON-RPC or MCP (a message that does not
+	// parse, a response to a request never sent, an unsupported protocol
+	// version, a list result that is not one).
+	ErrProtocol = errors.New("protocol error")
+)
+
+// ExitError describes a stdio server that exited before the listing was
+// complete: its exit status and the tail of its stderr.
+type ExitError struct {
+	Status string // as os.ProcessState.String(): "exit status 1", "signal: killed"; "" if still running
+	Stderr string // the last bytes of its stderr, raw
+}
+
+// Error gives the exit status and the escaped tail of stderr.
+func (e *ExitError) Error() string {
+	msg := "server exited"
+	if e.Status == "" {
+		msg = "server closed its stdout"
+	} else {
+		msg += " (" + e.Status + ")"
+	}
+	msg += " before answering"
+	if e.Stderr != "" {
+		msg += "; stderr: " + escapeText(e.Stderr, 1024)
+	} else {
+		msg += "; its stderr was empty"
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrServerExited) true.
+func (e *ExitError) Is(target error) bool { return target == ErrServerExited }
+
+// RPCError is a JSON-RPC error response from the server.
+type RPCError struct {
+	Method  string
+	Code    int64
+	Message string
+}
+
+// Error gives the method, the code and the escaped message.
+func (e *RPCError) Error() string {
+	return fmt.Sprintf("server answered %s with error %d: %s", e.Method, e.Code, shorten(e.Message, 512))
+}
+
+// escapeText quotes server-controlled text for a message: control and
+// invisible characters and invalid UTF-8 are escaped, and text beyond max
+// bytes is cut from the front (the end of a stderr is what tells). The
+// result is a Go double-quoted string.
+func escapeText(s string, max int) string {
+	prefix := ""
+	if len(s) > max {
+		s = s[len(s)-max:]
+		for len(s) > 0 && !utf8.RuneStart(s[0]) {
+			s = s[1:]
+		}
+		prefix = "…"
+	}
+	return prefix + strconv.Quote(s)
+}
+
+// shorten quotes a server-controlled value for a message, keeping its start.
+func shorten(s string, max int) string {
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "…"
+}

@@ -1,0 +1,336 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/fixtures"
+)
+
+const secret = "s3cret-token-value"
+
+func TestHTTPExampleServer(t *testing.T) {
+	tests := []struct {
+		name     string
+		mode     string
+		args     []string
+		protocol string
+		pages    int
+	}{
+		{name: "stateful", protocol: "2025-11-25", pages: 1},
+		{name: "stateless", args: []string{"--stateless"}, protocol: "2026-07-28", pages: 1},
+		{name: "paginated", mode: fixtures.ModePaginated, protocol: "2025-11-25", pages: 5},
+		{name: "paginated stateless", mode: fixtures.ModePaginated, args: []string{"--stateless"}, protocol: "2026-07-28", pages: 5},
+	}
+	var want *digest.Result
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url := fixtures.StartExampleHTTP(t, tt.mode, tt.args...)
+			spec, err := ParseSpec(url, nil)
+			if err != nil || spec.URL != url {
+				t.Fatalf("ParseSpec(%q) = %+v, %v", url, spec, err)
+			}
+			pages := 0
+			snap, err := Load(context.Background(), spec, Options{Progress: func(stage string, page int) {
+				if stage == "tools/list" {
+					pages = page
+				}
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkExample(t, snap, tt.protocol)
+			if pages != tt.pages {
+				t.Errorf("%d pages, want %d", pages, tt.pages)
+			}
+			r := digest.Compute(snap)
+			if want == nil {
+				want = r
+			} else if r.Sets[digest.KindTool] != want.Sets[digest.KindTool] {
+				t.Errorf("tools set digest %s, want %s", r.Sets[digest.KindTool], want.Sets[digest.KindTool])
+			}
+		})
+	}
+}
+
+func TestHTTPErrors(t *testing.T) {
+	closed := func() string { // a port nobody listens on
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return "http://" + addr + "/mcp"
+	}
+	tests := []struct {
+		name  string
+		url   func(t *testing.T) string
+		opts  Options
+		is    error
+		stage string
+		page  int
+		msg   string
+	}{
+		{
+			name: "cursor loop", url: func(t *testing.T) string { return fixtures.StartExampleHTTP(t, fixtures.ModeCursorLoop) },
+			is: ErrCursorLoop, stage: "tools/list", page: 2, msg: `cursor "cursor-loop" repeated (cursor loop)`,
+		},
+		{
+			name: "oversized", url: func(t *testing.T) string { return fixtures.StartExampleHTTP(t, fixtures.ModeOversized) },
+			opts: Options{Timeout: 2 * time.Minute}, // 17 MiB is slow to make and read under -race on a small machine
+			is:   ErrMessageTooLarge, stage: "tools/list", page: 1, msg: "more than 16777216 bytes",
+		},
+		{
+			name: "oversized event, smaller cap", url: func(t *testing.T) string { return fixtures.StartExampleHTTP(t, "") },
+			opts: Options{MaxMessageBytes: 1000},
+			is:   ErrMessageTooLarge, stage: "tools/list", page: 1, msg: "more than 1000",
+		},
+		{
+			name: "oversized JSON body", url: func(t *testing.T) string { return sdkHTTP(t, 30, &mcp.StreamableHTTPOptions{JSONResponse: true}, nil) },
+			opts: Options{MaxMessageBytes: 1000},
+			is:   ErrMessageTooLarge, stage: "tools/list", page: 1, msg: "more than 1000",
+		},
+		{
+			name: "never answers", url: func(t *testing.T) string {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					io.Copy(io.Discard, r.Body) // then the server notices the client leaving
+					select {
+					case <-r.Context().Done():
+					case <-time.After(10 * time.Second):
+					}
+				}))
+				t.Cleanup(srv.Close)
+				return srv.URL
+			},
+			opts: Options{Timeout: 300 * time.Millisecond},
+			is:   ErrTimeout, stage: "initialize", msg: "initialize: timeout: no complete answer within 300ms",
+		},
+		{
+			name: "not MCP", url: func(t *testing.T) string {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/json")
+					w.Write([]byte(`{"hello":"world"}`))
+				}))
+				t.Cleanup(srv.Close)
+				return srv.URL
+			},
+			stage: "initialize",
+		},
+		{
+			name: "unreachable", url: func(*testing.T) string { return closed() },
+			stage: "start", msg: "connection refused",
+		},
+		{
+			name: "no such host", url: func(*testing.T) string { return "http://mcpsign-no-such-host.invalid/mcp" },
+			stage: "start",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			snap, err := Load(context.Background(), Spec{URL: tt.url(t)}, tt.opts)
+			if err == nil {
+				t.Fatalf("no error; %d tools", len(snap.Tools))
+			}
+			var se *StageError
+			if !errors.As(err, &se) || se.Stage != tt.stage || se.Page != tt.page {
+				t.Errorf("error %q is not a StageError at %s page %d", err, tt.stage, tt.page)
+			}
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("error %q is not %v", err, tt.is)
+			}
+			if !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("error %q does not contain %q", err, tt.msg)
+			}
+			t.Logf("%v: %v", time.Since(start).Round(time.Millisecond), err)
+		})
+	}
+}
+
+// sdkHTTP serves a go-sdk server (newSDKServer) over Streamable HTTP on
+// 127.0.0.1, behind mw if given.
+func sdkHTTP(t *testing.T, tools int, opts *mcp.StreamableHTTPOptions, mw func(http.Handler) http.Handler) string {
+	t.Helper()
+	srv := newSDKServer(tools, 0)
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
+	if mw != nil {
+		h = mw(h)
+	}
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return ts.URL + "/mcp"
+}
+
+// headerLog records the headers of each request.
+type headerLog struct {
+	mu   sync.Mutex
+	reqs []http.Header
+}
+
+func (l *headerLog) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		l.reqs = append(l.reqs, r.Header.Clone())
+		l.mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer "+secret {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func TestHTTPHeaders(t *testing.T) {
+	for _, stateless := range []bool{false, true} {
+		log := &headerLog{}
+		url := sdkHTTP(t, 3, &mcp.StreamableHTTPOptions{Stateless: stateless}, log.middleware)
+		headers, err := ParseHeaders([]string{"Authorization: Bearer " + secret, "X-Extra:  two words "})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := Load(context.Background(), Spec{URL: url}, Options{Headers: headers})
+		if err != nil {
+			t.Fatalf("stateless=%v: %v", stateless, err)
+		}
+		want := "2025-11-25"
+		if stateless {
+			want = "2026-07-28"
+		}
+		if snap.ProtocolVersion != want || len(snap.Tools) != 3 {
+			t.Errorf("stateless=%v: protocol %q, %d tools", stateless, snap.ProtocolVersion, len(snap.Tools))
+		}
+		log.mu.Lock()
+		for i, h := range log.reqs {
+			if h.Get("X-Extra") != "two words" {
+				t.Errorf("request %d: X-Extra %q", i, h.Get("X-Extra"))
+			}
+			// Every request after the handshake names the protocol version.
+			if i >= 2 && h.Get("Mcp-Protocol-Version") != want && h.Get("Mcp-Protocol-Version") != "" {
+				t.Errorf("request %d: Mcp-Protocol-Version %q, want %q", i, h.Get("Mcp-Protocol-Version"), want)
+			}
+		}
+		last := log.reqs[len(log.reqs)-1]
+		log.mu.Unlock()
+		if !stateless && last.Get("Mcp-Protocol-Version") != want {
+			t.Errorf("last request: Mcp-Protocol-Version %q, want %q", last.Get("Mcp-Protocol-Version"), want)
+		}
+	}
+}
+
+// TestHTTPHeaderValuesNeverShown: a refused token, and a redirect to another
+// origin, fail without the header value in the error, and the other origin
+// never sees the header.
+func TestHTTPHeaderValuesNeverShown(t *testing.T) {
+	log := &headerLog{}
+	good := sdkHTTP(t, 3, nil, log.middleware)
+	headers := http.Header{"Authorization": {"Bearer wrong-" + secret}}
+	_, err := Load(context.Background(), Spec{URL: good}, Options{Headers: headers})
+	if err == nil || strings.Contains(err.Error(), secret) {
+		t.Fatalf("error %v: want an error without the header value", err)
+	}
+	if !strings.Contains(err.Error(), "Unauthorized") {
+		t.Errorf("error %q does not say Unauthorized", err)
+	}
+	t.Log(err)
+
+	other := &headerLog{}
+	otherURL := sdkHTTP(t, 3, nil, other.middleware)
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, otherURL, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirect.Close)
+	headers = http.Header{"Authorization": {"Bearer " + secret}}
+	_, err = Load(context.Background(), Spec{URL: redirect.URL + "/mcp"}, Options{Headers: headers})
+	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "redirect to another origin") {
+		t.Fatalf("error %v: want a refused redirect without the header value", err)
+	}
+	other.mu.Lock()
+	defer other.mu.Unlock()
+	if len(other.reqs) > 0 {
+		t.Errorf("the other origin got %d requests", len(other.reqs))
+	}
+}
+
+func TestParseHeaders(t *testing.T) {
+	h, err := ParseHeaders([]string{"Authorization: Bearer a:b", "x-api-key:k", "X-Api-Key: k2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Get("Authorization") != "Bearer a:b" || strings.Join(h.Values("X-Api-Key"), ",") != "k,k2" {
+		t.Errorf("headers %v", h)
+	}
+	for _, bad := range []string{"no colon " + secret, ": " + secret, "Bad Name: " + secret, "Mcp-Session-Id: " + secret, "accept: " + secret} {
+		_, err := ParseHeaders([]string{bad})
+		if err == nil {
+			t.Errorf("ParseHeaders(%q): no error", bad)
+		} else if strings.Contains(err.Error(), secret) {
+			t.Errorf("ParseHeaders error %q shows the value", err)
+		}
+	}
+	if _, err := Load(context.Background(), Spec{URL: "http://127.0.0.1:1/"}, Options{Headers: http.Header{"X": {"a\r\nb"}}}); err == nil {
+		t.Error("a header value with a line break was accepted")
+	}
+}
+
+// TestSSECap: the cap applies to each event, not to the stream; blank
+// lines (\n\n or \r\n\r\n) end an event.
+func TestSSECap(t *testing.T) {
+	event := func(n int, eol string) string {
+		return "id: 1" + eol + "data: " + strings.Repeat("x", n) + eol + eol
+	}
+	tests := []struct {
+		name   string
+		stream string
+		trip   bool
+	}{
+		{name: "many small events", stream: strings.Repeat(event(90, "\n"), 50)},
+		{name: "many small events, CRLF", stream: strings.Repeat(event(90, "\r\n"), 50)},
+		{name: "one big event", stream: event(10, "\n") + event(200, "\n"), trip: true},
+		{name: "big event over several data lines", stream: "data: " + strings.Repeat("x", 60) + "\ndata: " + strings.Repeat("x", 60) + "\n\n", trip: true},
+	}
+	for _, tt := range tests {
+		tripped := false
+		c := &sseCap{body: io.NopCloser(strings.NewReader(tt.stream)), max: 120, tooLarge: func() error {
+			tripped = true
+			return ErrMessageTooLarge
+		}}
+		// Read in odd-sized chunks, so lines and events span reads.
+		buf := make([]byte, 7)
+		var err error
+		for err == nil {
+			_, err = c.Read(buf)
+		}
+		if tripped != tt.trip || (tt.trip && !errors.Is(err, ErrMessageTooLarge)) || (!tt.trip && err != io.EOF) {
+			t.Errorf("%s: tripped %v, err %v; want tripped %v", tt.name, tripped, err, tt.trip)
+		}
+	}
+}
+
+func TestBodyCap(t *testing.T) {
+	for _, tt := range []struct {
+		size int
+		trip bool
+	}{{100, false}, {101, true}, {5000, true}} {
+		tripped := false
+		b := &bodyCap{body: io.NopCloser(strings.NewReader(strings.Repeat("x", tt.size))), left: 100, tooLarge: func() error {
+			tripped = true
+			return ErrMessageTooLarge
+		}}
+		data, err := io.ReadAll(b)
+		if tripped != tt.trip || (tt.trip != (err != nil)) || (!tt.trip && len(data) != tt.size) {
+			t.Errorf("size %d: tripped %v, %d bytes, err %v", tt.size, tripped, len(data), err)
+		}
+	}
+}

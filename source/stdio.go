@@ -1,0 +1,348 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsign/mcpsign/digest"
+)
+
+// stderrTailBytes is how much of a server's stderr is kept for the error
+// message when it exits early.
+const stderrTailBytes = 4 << 10
+
+// loadStdio starts argv as a stdio MCP server in its own process group,
+// lists it, and shuts it down (also on error and cancellation).
+func loadStdio(parent context.Context, argv []string, o *Options) (*digest.Snapshot, error) {
+	ctx, abort, stop := withLimits(parent, o)
+	defer stop()
+	o.Progress(StageStart, 0)
+	p, err := startServer(argv, o)
+	if err != nil {
+		return nil, &StageError{Stage: StageStart, Err: err}
+	}
+	out := &lineCap{r: p.stdout, max: o.MaxMessageBytes, abort: abort}
+	t := &mcp.IOTransport{Reader: out, Writer: p.stdin, MaxLineLength: frameLimit(o.MaxMessageBytes)}
+	conn, err := t.Connect(ctx)
+	if err != nil {
+		p.shutdown(o.ShutdownGrace)
+		return nil, &StageError{Stage: StageStart, Err: err}
+	}
+	defer func() {
+		p.shutdown(o.ShutdownGrace) // stdin closed first: the spec's orderly shutdown
+		conn.Close()
+	}()
+	// The end of stdout is how a server's exit usually shows, but a child
+	// of it may hold stdout open: watch the process itself too. The delay
+	// lets the reader take what the server wrote before it exited.
+	go func() {
+		select {
+		case <-p.exited:
+		case <-ctx.Done():
+			return
+		}
+		t := time.NewTimer(exitAbortDelay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			abort(p.exitError())
+		case <-ctx.Done():
+		}
+	}()
+	s := &session{conn: conn, o: o, exited: p.exitError}
+	return s.run(ctx)
+}
+
+// exitAbortDelay is how long after the server's exit the exchange is
+// aborted if the end of its stdout has not shown it yet.
+const exitAbortDelay = 250 * time.Millisecond
+
+// frameLimit is go-sdk's own per-frame cap, a backstop for a message spread
+// over several lines (lineCap caps each line exactly). It counts read-ahead
+// too, hence the slack beyond one pipe read.
+func frameLimit(max int64) int {
+	if max > math.MaxInt32 {
+		return -1
+	}
+	return int(max) + 2<<20
+}
+
+// server is a started stdio server process.
+type server struct {
+	cmd    *exec.Cmd
+	pid    int
+	stdin  *onceCloser // our end of its stdin
+	stdout *os.File    // our end of its stdout
+	stderr *os.File    // our end of its stderr
+
+	tail       tailBuffer
+	stderrDone chan struct{} // closed when stderr is drained
+	exited     chan struct{} // closed when Wait returned
+	waitErr    error         // from Wait, valid after exited
+	stopOnce   sync.Once
+}
+
+// startServer starts argv with pipes for stdin, stdout and stderr, in a
+// new process group. The pipes are plain os.Pipe files (not exec's
+// goroutine-backed ones), so that Wait returns when the process exits even
+// if a child of it still holds a pipe, and a pending read can be unblocked
+// by closing our end.
+func startServer(argv []string, o *Options) (_ *server, err error) {
+	var toClose []*os.File
+	defer func() {
+		if err != nil {
+			for _, f := range toClose {
+				f.Close()
+			}
+		}
+	}()
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			toClose = append(toClose, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if o.Env != nil {
+		cmd.Env = append(os.Environ(), o.Env...)
+	}
+	setProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	// The child has its ends now; ours must go so that EOF can be seen.
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	s := &server{
+		cmd:        cmd,
+		pid:        cmd.Process.Pid,
+		stdin:      &onceCloser{f: inW},
+		stdout:     outR,
+		stderr:     errR,
+		tail:       tailBuffer{max: stderrTailBytes},
+		stderrDone: make(chan struct{}),
+		exited:     make(chan struct{}),
+	}
+	go s.drainStderr(o.Stderr)
+	go func() {
+		s.waitErr = cmd.Wait()
+		close(s.exited)
+	}()
+	return s, nil
+}
+
+func (s *server) drainStderr(w io.Writer) {
+	defer close(s.stderrDone)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := s.stderr.Read(buf)
+		if n > 0 {
+			s.tail.Write(buf[:n])
+			if w != nil {
+				w.Write(buf[:n]) // best effort: a failing writer must not stop the drain
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// waitExit waits up to d for the process to exit.
+func (s *server) waitExit(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// exitError reports the server gone: its exit status and the tail of its
+// stderr once it has exited, or that it closed its stdout while still
+// running. It waits up to a second for the exit status, as the end of
+// stdout usually comes just before the exit.
+func (s *server) exitError() error {
+	if !s.waitExit(time.Second) {
+		return &ExitError{Stderr: s.tail.String()}
+	}
+	// Let the stderr drain reach its end so the tail is complete.
+	select {
+	case <-s.stderrDone:
+	case <-time.After(500 * time.Millisecond):
+	}
+	status := "exited"
+	if s.cmd.ProcessState != nil {
+		status = s.cmd.ProcessState.String()
+	}
+	return &ExitError{Status: status, Stderr: s.tail.String()}
+}
+
+// shutdown stops the server as the MCP spec asks for stdio: close its stdin,
+// wait for it to exit, then SIGTERM, then SIGKILL, each after grace; the
+// signals go to its whole process group. Whatever the leader leaves behind
+// in its group is terminated the same way, so no orphan is left. It also
+// releases stderr; it is idempotent.
+func (s *server) shutdown(grace time.Duration) {
+	s.stopOnce.Do(func() {
+		s.stdin.Close()
+		// Keep reading stdout meanwhile (the exchange may have stopped
+		// reading mid-message), so a server blocked writing can see the end
+		// of its stdin and exit. Closing our end afterwards stops this.
+		go io.Copy(io.Discard, s.stdout)
+		if !s.waitExit(grace) {
+			signalGroup(s.pid, sigTerm)
+			if !s.waitExit(grace) {
+				signalGroup(s.pid, sigKill)
+				s.waitExit(grace)
+			}
+		}
+		if groupAlive(s.pid) {
+			signalGroup(s.pid, sigTerm)
+			if !waitGroupGone(s.pid, grace) {
+				signalGroup(s.pid, sigKill)
+				waitGroupGone(s.pid, grace)
+			}
+		}
+		// Give stderr a moment to reach EOF, then unblock the drain in case
+		// a process outside the group still holds the pipe; after this no
+		// more writes go to Options.Stderr.
+		select {
+		case <-s.stderrDone:
+		case <-time.After(100 * time.Millisecond):
+		}
+		s.stderr.Close()
+		<-s.stderrDone
+	})
+}
+
+// waitGroupGone polls until no live process is left in the group.
+func waitGroupGone(pgid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if !groupAlive(pgid) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// onceCloser is the write end of the server's stdin; it may be closed by
+// the shutdown and again by the transport.
+type onceCloser struct {
+	f    *os.File
+	once sync.Once
+	err  error
+}
+
+func (c *onceCloser) Write(p []byte) (int, error) { return c.f.Write(p) }
+
+func (c *onceCloser) Close() error {
+	c.once.Do(func() { c.err = c.f.Close() })
+	return c.err
+}
+
+// lineCap caps the length of each line read from a stdio server, that is
+// of each newline-delimited JSON-RPC message. Exceeding the cap aborts the
+// exchange with ErrMessageTooLarge as the cause, so the stage that was
+// waiting reports it.
+type lineCap struct {
+	r     io.ReadCloser
+	max   int64
+	abort context.CancelCauseFunc
+	line  int64 // bytes of the current line so far
+	err   error
+}
+
+func (c *lineCap) Read(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.r.Read(p)
+	rest := p[:n]
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, '\n')
+		seg := rest
+		if i >= 0 {
+			seg = rest[:i]
+		}
+		c.line += int64(len(seg))
+		if c.line > c.max+1 { // +1: a line may end in \r\n
+
+			c.err = fmt.Errorf("%w: a message has more than %d bytes", ErrMessageTooLarge, c.max)
+			c.abort(c.err)
+			return 0, c.err
+		}
+		if i < 0 {
+			break
+		}
+		c.line = 0
+		rest = rest[i+1:]
+	}
+	return n, err
+}
+
+func (c *lineCap) Close() error { return c.r.Close() }
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.buf
+	if len(b) > t.max {
+		b = b[len(b)-t.max:]
+	}
+	return string(bytes.TrimRight(b, " \t\r\n"))
+}
+
+// Signals of the shutdown sequence.
+const (
+	sigTerm = syscall.SIGTERM
+	sigKill = syscall.SIGKILL
+)
