@@ -1,4 +1,4 @@
-package main
+package exampleserver
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log"
 	"sync"
 	"time"
 
@@ -41,6 +40,7 @@ type behavior struct {
 	driftAfter time.Duration // list-changed: drift this long after the first request; 0 = after the first tools/call
 	stateless  bool          // HTTP without sessions: honest-probe counts per process
 	calls      io.Writer     // calls log, or nil
+	logf       func(format string, args ...any)
 
 	callsMu sync.Mutex
 
@@ -55,8 +55,9 @@ type behavior struct {
 
 // newBehavior returns the middleware state for cfg; the server is set with
 // attach.
-func newBehavior(cfg config, cat *catalog, calls io.Writer) *behavior {
+func newBehavior(cfg config, cat *catalog, calls io.Writer, logf func(string, ...any)) *behavior {
 	b := &behavior{
+		logf:       logf,
 		mode:       cfg.mode,
 		cat:        cat,
 		driftAfter: cfg.driftAfter,
@@ -181,12 +182,12 @@ func (b *behavior) logCall(name string, args json.RawMessage) {
 	}
 	line, err := json.Marshal(rec)
 	if err != nil {
-		log.Printf("calls log: %v", err)
+		b.logf("calls log: %v", err)
 		return
 	}
 	b.callsMu.Lock()
 	defer b.callsMu.Unlock()
 	if _, err := b.calls.Write(append(line, '\n')); err != nil {
-		log.Printf("calls log: %v", fmt.Errorf("writing: %w", err))
+		b.logf("calls log: %v", fmt.Errorf("writing: %w", err))
 	}
 }

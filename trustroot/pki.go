@@ -1,0 +1,215 @@
+package trustroot
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore/pkg/signature"
+)
+
+// Bounds on PEM input.
+const (
+	// MaxPEMBytes is the largest PEM file read (certificates or a key).
+	MaxPEMBytes = 1 << 20
+	// MaxPEMCertificates is the most certificates read from one PEM file.
+	MaxPEMCertificates = 100
+)
+
+// ParseCertificatesPEM parses every CERTIFICATE block of data, in order. It
+// refuses data with no certificate, a block of another type, trailing
+// non-PEM bytes, more than MaxPEMCertificates certificates or more than
+// MaxPEMBytes.
+func ParseCertificatesPEM(data []byte) ([]*x509.Certificate, error) {
+	if len(data) > MaxPEMBytes {
+		return nil, fmt.Errorf("PEM data is %d bytes, more than %d", len(data), MaxPEMBytes)
+	}
+	var certs []*x509.Certificate
+	rest := data
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("PEM block %d is %q, want CERTIFICATE", len(certs)+1, block.Type)
+		}
+		if len(certs) == MaxPEMCertificates {
+			return nil, fmt.Errorf("more than %d certificates", MaxPEMCertificates)
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("certificate %d: %w", len(certs)+1, err)
+		}
+		certs = append(certs, c)
+	}
+	if len(certs) == 0 {
+		return nil, errors.New("no PEM CERTIFICATE block found")
+	}
+	if len(trimSpace(rest)) > 0 {
+		return nil, fmt.Errorf("unexpected data after certificate %d", len(certs))
+	}
+	return certs, nil
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n') {
+		b = b[1:]
+	}
+	return b
+}
+
+// pkiMaterial is trusted material made only of certificate authorities.
+type pkiMaterial struct {
+	root.BaseTrustedMaterial
+	cas []root.CertificateAuthority
+}
+
+func (p *pkiMaterial) FulcioCertificateAuthorities() []root.CertificateAuthority { return p.cas }
+
+// LoadPKI returns trusted material for certificates issued by an enterprise
+// x509 PKI: one certificate authority per root certificate in rootsPEM, each
+// with every certificate of intermediatesPEM (which may be empty) as a
+// possible intermediate. A leaf verifies when crypto/x509 builds a path from
+// it to one of the roots at the verified signing time with the code-signing
+// extended key usage allowed along the path (a leaf without extended key
+// usage is allowed), exactly as for a Fulcio certificate. The material has
+// no logs, timestamping authorities or keys: combine it with the ones the
+// policy requires (root.TrustedMaterialCollection, LogsAndTimestamps).
+//
+// Every root and intermediate must be a CA certificate (basic constraints
+// with the CA bit); a root need not be self-signed.
+func LoadPKI(rootsPEM, intermediatesPEM []byte) (root.TrustedMaterial, error) {
+	roots, err := ParseCertificatesPEM(rootsPEM)
+	if err != nil {
+		return nil, fmt.Errorf("CA roots: %w", err)
+	}
+	var inters []*x509.Certificate
+	if len(trimSpace(intermediatesPEM)) > 0 {
+		if inters, err = ParseCertificatesPEM(intermediatesPEM); err != nil {
+			return nil, fmt.Errorf("CA intermediates: %w", err)
+		}
+	}
+	for i, c := range roots {
+		if !c.BasicConstraintsValid || !c.IsCA {
+			return nil, fmt.Errorf("CA roots: certificate %d (%s) is not a CA certificate", i+1, c.Subject)
+		}
+	}
+	for i, c := range inters {
+		if !c.BasicConstraintsValid || !c.IsCA {
+			return nil, fmt.Errorf("CA intermediates: certificate %d (%s) is not a CA certificate", i+1, c.Subject)
+		}
+	}
+	m := &pkiMaterial{}
+	for _, r := range roots {
+		m.cas = append(m.cas, &root.FulcioCertificateAuthority{Root: r, Intermediates: inters})
+	}
+	return m, nil
+}
+
+// LoadPKIFiles is LoadPKI on the contents of two PEM files; intermediates
+// may be "".
+func LoadPKIFiles(rootsPath, intermediatesPath string) (root.TrustedMaterial, error) {
+	rootsPEM, err := readCapped(rootsPath, MaxPEMBytes)
+	if err != nil {
+		return nil, err
+	}
+	var interPEM []byte
+	if intermediatesPath != "" {
+		if interPEM, err = readCapped(intermediatesPath, MaxPEMBytes); err != nil {
+			return nil, err
+		}
+	}
+	tm, err := LoadPKI(rootsPEM, interPEM)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rootsPath, err)
+	}
+	return tm, nil
+}
+
+// LoadPublicKey returns trusted material holding one PEM public key (a
+// "PUBLIC KEY" block, PKIX) for the key method: ECDSA on P-256, P-384 or
+// P-521 (verified with SHA-256, SHA-384, SHA-512), Ed25519, or RSA of at
+// least 2048 bits (PKCS #1 v1.5, SHA-256), the defaults of sigstore's
+// signature package. The key is valid at every time and answers every key
+// hint, as cosign's --key does: a signature by another key fails to verify.
+func LoadPublicKey(pemBytes []byte) (root.TrustedMaterial, error) {
+	v, err := ParsePublicKeyPEM(pemBytes)
+	if err != nil {
+		return nil, err
+	}
+	key := root.NewExpiringKey(v, timeZero, timeZero)
+	return root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) {
+		return key, nil
+	}), nil
+}
+
+// LoadPublicKeyFile is LoadPublicKey on the contents of a file.
+func LoadPublicKeyFile(path string) (root.TrustedMaterial, error) {
+	data, err := readCapped(path, MaxPEMBytes)
+	if err != nil {
+		return nil, err
+	}
+	tm, err := LoadPublicKey(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return tm, nil
+}
+
+// ParsePublicKeyPEM parses one PEM public key and returns its verifier (see
+// LoadPublicKey for the accepted keys).
+func ParsePublicKeyPEM(pemBytes []byte) (signature.Verifier, error) {
+	if len(pemBytes) > MaxPEMBytes {
+		return nil, fmt.Errorf("PEM data is %d bytes, more than %d", len(pemBytes), MaxPEMBytes)
+	}
+	block, rest := pem.Decode(pemBytes)
+	if block == nil {
+		return nil, errors.New("no PEM block found")
+	}
+	if block.Type != "PUBLIC KEY" {
+		return nil, fmt.Errorf("PEM block is %q, want PUBLIC KEY", block.Type)
+	}
+	if len(trimSpace(rest)) > 0 {
+		return nil, errors.New("unexpected data after the public key")
+	}
+	pub, err := x509.ParsePKIXPublicKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("public key: %w", err)
+	}
+	if err := checkPublicKey(pub); err != nil {
+		return nil, err
+	}
+	v, err := signature.LoadDefaultVerifier(pub)
+	if err != nil {
+		return nil, fmt.Errorf("public key: %w", err)
+	}
+	return v, nil
+}
+
+func checkPublicKey(pub crypto.PublicKey) error {
+	switch k := pub.(type) {
+	case *ecdsa.PublicKey:
+		switch k.Curve {
+		case elliptic.P256(), elliptic.P384(), elliptic.P521():
+			return nil
+		}
+		return fmt.Errorf("unsupported ECDSA curve %s", k.Curve.Params().Name)
+	case ed25519.PublicKey:
+		return nil
+	case *rsa.PublicKey:
+		if k.N.BitLen() < 2048 {
+			return fmt.Errorf("RSA key of %d bits: at least 2048 are required", k.N.BitLen())
+		}
+		return nil
+	}
+	return fmt.Errorf("unsupported public key type %T", pub)
+}
