@@ -1,0 +1,222 @@
+package verify
+
+import (
+	"crypto"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
+)
+
+// Method is how the bundle must have been signed.
+type Method string
+
+// The signing methods (DESIGN.md "Signing methods").
+const (
+	// MethodSigstore: a Fulcio certificate for an OIDC identity, with SCTs,
+	// a transparency log entry and a verified signing time, all required.
+	MethodSigstore Method = "sigstore"
+	// MethodKey: a plain public key; the log entry and the timestamp are
+	// what Policy.RequireTlog and Policy.RequireTimestamp say.
+	MethodKey Method = "key"
+	// MethodCertificate: an enterprise x509 certificate chaining to
+	// Trust.CertificateAuthorities at the verified signing time.
+	MethodCertificate Method = "certificate"
+)
+
+// Valid reports whether m is a known method.
+func (m Method) Valid() bool {
+	return m == MethodSigstore || m == MethodKey || m == MethodCertificate
+}
+
+// Identity names the signer a policy accepts. Empty fields are not checked.
+// Every regular expression is matched against the whole value: mcpsign
+// anchors it as ^(?:…)$ (sigstore-go and cosign do not).
+type Identity struct {
+	// SAN and SANRegexp match the certificate's identity. For the sigstore
+	// method it is the SAN sigstore-go summarizes (the first URI, else the
+	// first e-mail address, else the Fulcio otherName); for the certificate
+	// method, any one of the certificate's e-mail, URI or DNS SANs.
+	SAN       string
+	SANRegexp string
+	// Issuer and IssuerRegexp match the Fulcio OIDC issuer extension
+	// (1.3.6.1.4.1.57264.1.8, or .1.1). Required for the sigstore method;
+	// for the certificate method the extension must then be present.
+	Issuer       string
+	IssuerRegexp string
+
+	// GitHub workflow claims, compared exactly with Fulcio's (deprecated,
+	// still issued) extensions 1.3.6.1.4.1.57264.1.2-.6, as cosign does.
+	GitHubWorkflowRepository string
+	GitHubWorkflowRef        string
+	GitHubWorkflowSHA        string
+	GitHubWorkflowTrigger    string
+	GitHubWorkflowName       string
+
+	// For enterprise certificates (certificate method), which carry no OIDC
+	// issuer: the subject distinguished name in RFC 2253 form as Go and
+	// `openssl x509 -noout -subject -nameopt RFC2253` print it (e.g.
+	// "CN=release,O=Example Corp"), and SANs that must be among the
+	// certificate's.
+	Subject string
+	Email   string
+	URI     string
+	DNS     string
+}
+
+func (id *Identity) pkiFields() bool {
+	return id.Subject != "" || id.Email != "" || id.URI != "" || id.DNS != ""
+}
+
+func (id *Identity) any() bool {
+	return *id != Identity{}
+}
+
+// Policy is what a bundle must satisfy besides the trusted material.
+type Policy struct {
+	Method   Method
+	Identity Identity
+	// PublicKey is the signer's key, for MethodKey.
+	PublicKey crypto.PublicKey
+
+	// RequireTlog requires a verified transparency log entry (always
+	// required by MethodSigstore).
+	RequireTlog bool
+	// RequireTimestamp requires a verified RFC 3161 timestamp.
+	RequireTimestamp bool
+	// AllowCurrentTime lets MethodCertificate check a bundle that has no
+	// timestamp and no required log entry at the current time instead of a
+	// verified signing time. A certificate that has expired since signing
+	// then fails.
+	AllowCurrentTime bool
+}
+
+// Trust is the material a Verifier trusts.
+type Trust struct {
+	// Sigstore is the trusted material of a Sigstore deployment (a
+	// trusted_root.json): its Fulcio CAs and CT logs for MethodSigstore, its
+	// transparency logs and timestamp authorities for every method. For
+	// MethodKey and MethodCertificate it is needed only when the policy
+	// requires a log entry or a timestamp, or the bundle carries a
+	// timestamp; its Fulcio CAs are never used for them.
+	Sigstore root.TrustedMaterial
+	// CertificateAuthorities anchor MethodCertificate: enterprise roots and
+	// intermediates (see PKIAuthorities).
+	CertificateAuthorities []root.CertificateAuthority
+}
+
+// PKIAuthorities returns one certificate authority per root, each with
+// every intermediate, for Trust.CertificateAuthorities. A chain is then
+// checked with Go's x509 path validation at the verified signing time, the
+// leaf's extended key usage limited to codeSigning (or none).
+func PKIAuthorities(roots, intermediates []*x509.Certificate) ([]root.CertificateAuthority, error) {
+	if len(roots) == 0 {
+		return nil, errors.New("no root certificates")
+	}
+	for _, c := range intermediates {
+		if !c.IsCA {
+			return nil, fmt.Errorf("intermediate %s is not a CA certificate", c.Subject)
+		}
+	}
+	cas := make([]root.CertificateAuthority, 0, len(roots))
+	for _, r := range roots {
+		if !r.IsCA {
+			return nil, fmt.Errorf("root %s is not a CA certificate", r.Subject)
+		}
+		cas = append(cas, &root.FulcioCertificateAuthority{
+			Root:          r,
+			Intermediates: append([]*x509.Certificate(nil), intermediates...),
+			URI:           "pki:" + r.Subject.String(),
+		})
+	}
+	return cas, nil
+}
+
+// anchored compiles re matched against a whole value.
+func anchored(flag, re string) (*regexp.Regexp, error) {
+	if re == "" {
+		return nil, nil
+	}
+	r, err := regexp.Compile(`^(?:` + re + `)$`)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	return r, nil
+}
+
+// matcher is a compiled Identity.
+type matcher struct {
+	id        Identity
+	sanRe     *regexp.Regexp
+	issuerRe  *regexp.Regexp
+	sigstore  sgverify.CertificateIdentity // for MethodSigstore
+	workflows certificate.Extensions
+}
+
+func compileIdentity(m Method, id Identity) (*matcher, error) {
+	var err error
+	c := &matcher{id: id}
+	if c.sanRe, err = anchored("identity regexp", id.SANRegexp); err != nil {
+		return nil, err
+	}
+	if c.issuerRe, err = anchored("issuer regexp", id.IssuerRegexp); err != nil {
+		return nil, err
+	}
+	c.workflows = certificate.Extensions{
+		GithubWorkflowRepository: id.GitHubWorkflowRepository,
+		GithubWorkflowRef:        id.GitHubWorkflowRef,
+		GithubWorkflowSHA:        id.GitHubWorkflowSHA,
+		GithubWorkflowTrigger:    id.GitHubWorkflowTrigger,
+		GithubWorkflowName:       id.GitHubWorkflowName,
+	}
+	switch m {
+	case MethodSigstore:
+		if id.SAN == "" && id.SANRegexp == "" {
+			return nil, errors.New("the sigstore method needs the signer's identity: a certificate identity or identity regexp")
+		}
+		if id.Issuer == "" && id.IssuerRegexp == "" {
+			return nil, errors.New("the sigstore method needs the OIDC issuer of the signer's identity: a certificate OIDC issuer or issuer regexp")
+		}
+		if id.pkiFields() {
+			return nil, errors.New("subject, e-mail, URI and DNS criteria are for the certificate method")
+		}
+		san := sgverify.SubjectAlternativeNameMatcher{SubjectAlternativeName: id.SAN}
+		if c.sanRe != nil {
+			san.Regexp = *c.sanRe
+		}
+		iss := sgverify.IssuerMatcher{Issuer: id.Issuer}
+		if c.issuerRe != nil {
+			iss.Regexp = *c.issuerRe
+		}
+		c.sigstore, err = sgverify.NewCertificateIdentity(san, iss, c.workflows)
+		if err != nil {
+			return nil, err
+		}
+	case MethodCertificate:
+		if !id.pkiFields() && id.SAN == "" && id.SANRegexp == "" {
+			return nil, errors.New("the certificate method needs the signer's identity: a certificate subject, e-mail, URI, DNS name, identity or identity regexp")
+		}
+	case MethodKey:
+		if id.any() {
+			return nil, errors.New("the key method takes no certificate identity: the key is the identity")
+		}
+	}
+	return c, nil
+}
+
+// KeyID returns the identity of a public key as mcpsign reports it:
+// "sha256:" and the hex SHA-256 of its PKIX (SubjectPublicKeyInfo) DER.
+func KeyID(pub crypto.PublicKey) (string, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(der)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}

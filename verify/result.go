@@ -1,0 +1,87 @@
+package verify
+
+import (
+	"time"
+
+	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
+	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
+
+	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/digest"
+)
+
+// Result is what a verification established. Fields are filled step by
+// step: after a failure, those of the steps that passed are set.
+type Result struct {
+	// Verified is true only when every step passed.
+	Verified bool
+	Method   Method
+
+	// Identity is the signer: the certificate's SAN (sigstore, and
+	// certificate when it has one) or the public key's ID (key, see KeyID).
+	Identity string
+	// Issuer is the OIDC issuer of a Fulcio certificate, or for an
+	// enterprise certificate without one, its issuer's distinguished name.
+	Issuer string
+	// Subject is an enterprise certificate's subject distinguished name.
+	Subject string
+	// Certificate is sigstore-go's summary of the signing certificate: SAN,
+	// issuer and every Fulcio extension; nil for a key.
+	Certificate *certificate.Summary
+
+	// BundleDigest is "sha256:" and the hex SHA-256 of the bundle bytes.
+	BundleDigest    string
+	BundleMediaType string
+	// Tlog is the verified transparency log entry, when the policy
+	// required one.
+	Tlog *TlogEvidence
+	// SigningTime is the earliest verified time the certificate was
+	// checked at, and TimeSource its kind: "Tlog" (integrated time),
+	// "TimestampAuthority" or "CurrentTime". Zero for a key signature
+	// without timestamp.
+	SigningTime time.Time
+	TimeSource  string
+	// Timestamps are all the verified times.
+	Timestamps []sgverify.TimestampVerificationResult
+
+	// Statement is the parsed, validated statement (Verify only).
+	Statement *attest.Statement
+	// Server and ProtocolVersion are what the statement says was signed;
+	// Observed is the server as it introduced itself now. A different
+	// name or version is reported, not failed: it is not shown to models.
+	Server          digest.ServerInfo
+	ProtocolVersion string
+	Observed        *digest.ServerInfo
+	// Claims are the predicate's source and package claims.
+	Claims []Claim
+	// Definitions has one row per definition served or signed, ordered by
+	// kind then key; Instructions is nil when neither side has any.
+	Definitions  []Row
+	Instructions *InstructionsRow
+
+	// Sigstore is sigstore-go's verification result.
+	Sigstore *sgverify.VerificationResult
+}
+
+// TlogEvidence identifies the transparency log entry of a bundle.
+type TlogEvidence struct {
+	LogIndex int64 `json:"logIndex"`
+	// LogID is the hex log ID (key ID) of the log.
+	LogID string `json:"logId"`
+	// IntegratedTime is the entry's integrated time, when a signed entry
+	// timestamp vouches for it (Rekor v1); Rekor v2 has none.
+	IntegratedTime *time.Time `json:"integratedTime,omitempty"`
+}
+
+// Counts returns the number of definition rows (instructions included) by
+// status.
+func (r *Result) Counts() map[Status]int {
+	c := map[Status]int{}
+	for _, row := range r.Definitions {
+		c[row.Status]++
+	}
+	if r.Instructions != nil {
+		c[r.Instructions.Status]++
+	}
+	return c
+}

@@ -1,0 +1,424 @@
+package verify
+
+import (
+	"context"
+	"crypto"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
+	"github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/digest"
+)
+
+// Verifier checks bundles against one trust and one policy. It is safe for
+// concurrent use and meant to be reused: build it once per trusted root and
+// policy.
+type Verifier struct {
+	policy Policy
+	trust  root.TrustedMaterial
+	id     *matcher
+	keyID  string
+	// logsAndTSAs: the trust has a Sigstore trusted root (logs, TSAs).
+	logsAndTSAs bool
+	// sigstore-go verifiers, indexed by [lite]: lite ones leave the
+	// statement's predicate unparsed (Verify parses it itself, strictly).
+	timed   [2]*sgverify.Verifier // the time comes from the policy or the bundle's timestamps
+	current [2]*sgverify.Verifier // certificate method, no timestamp: the current time
+}
+
+func newSigstoreVerifiers(tm root.TrustedMaterial, opts ...sgverify.VerifierOption) ([2]*sgverify.Verifier, error) {
+	var out [2]*sgverify.Verifier
+	var err error
+	if out[0], err = sgverify.NewVerifier(tm, opts...); err != nil {
+		return out, err
+	}
+	out[1], err = sgverify.NewVerifier(tm, append(opts, sgverify.WithoutStatementPredicate())...)
+	return out, err
+}
+
+// New returns a Verifier for policy p over trust t. It fails, as a usage
+// error (not a *StepError), when the policy is incomplete or contradicts
+// itself, or the trust lacks what the method needs.
+func New(t Trust, p Policy) (*Verifier, error) {
+	if !p.Method.Valid() {
+		return nil, fmt.Errorf("unknown verification method %q (want sigstore, key or certificate)", p.Method)
+	}
+	id, err := compileIdentity(p.Method, p.Identity)
+	if err != nil {
+		return nil, err
+	}
+	v := &Verifier{policy: p, id: id, logsAndTSAs: t.Sigstore != nil}
+	var opts []sgverify.VerifierOption
+	switch p.Method {
+	case MethodSigstore:
+		if t.Sigstore == nil {
+			return nil, errors.New("the sigstore method needs a Sigstore trusted root")
+		}
+		if p.PublicKey != nil || len(t.CertificateAuthorities) > 0 {
+			return nil, errors.New("the sigstore method takes no public key and no enterprise CA: its trust is the Sigstore trusted root")
+		}
+		if p.AllowCurrentTime {
+			return nil, errors.New("the sigstore method always needs a verified signing time: short-lived certificates cannot be checked at the current time")
+		}
+		v.trust = t.Sigstore
+		opts = append(opts,
+			sgverify.WithSignedCertificateTimestamps(1),
+			sgverify.WithTransparencyLog(1),
+			sgverify.WithObserverTimestamps(1))
+		if p.RequireTimestamp {
+			opts = append(opts, sgverify.WithSignedTimestamps(1))
+		}
+	case MethodKey:
+		if p.PublicKey == nil {
+			return nil, errors.New("the key method needs the signer's public key")
+		}
+		if len(t.CertificateAuthorities) > 0 {
+			return nil, errors.New("the key method takes no certificate authority")
+		}
+		if p.AllowCurrentTime {
+			return nil, errors.New("the key method checks no certificate: allowing the current time means nothing for it")
+		}
+		if (p.RequireTlog || p.RequireTimestamp) && t.Sigstore == nil {
+			return nil, errors.New("requiring a log entry or a timestamp needs a Sigstore trusted root with the logs and timestamp authorities")
+		}
+		km, err := keyMaterial(p.PublicKey)
+		if err != nil {
+			return nil, err
+		}
+		if v.keyID, err = KeyID(p.PublicKey); err != nil {
+			return nil, fmt.Errorf("public key: %w", err)
+		}
+		v.trust = root.TrustedMaterialCollection{km}
+		if t.Sigstore != nil {
+			v.trust = root.TrustedMaterialCollection{km, withoutCAs{t.Sigstore}}
+		}
+		if p.RequireTlog {
+			opts = append(opts, sgverify.WithTransparencyLog(1))
+		}
+		if p.RequireTimestamp {
+			opts = append(opts, sgverify.WithSignedTimestamps(1))
+		} else {
+			opts = append(opts, sgverify.WithNoObserverTimestamps())
+		}
+	case MethodCertificate:
+		if len(t.CertificateAuthorities) == 0 {
+			return nil, errors.New("the certificate method needs the enterprise root (and intermediate) certificates to trust")
+		}
+		if p.PublicKey != nil {
+			return nil, errors.New("the certificate method takes no public key")
+		}
+		if (p.RequireTlog || p.RequireTimestamp) && t.Sigstore == nil {
+			return nil, errors.New("requiring a log entry or a timestamp needs a Sigstore trusted root with the logs and timestamp authorities")
+		}
+		cas := &caMaterial{cas: t.CertificateAuthorities}
+		v.trust = root.TrustedMaterialCollection{cas}
+		if t.Sigstore != nil {
+			v.trust = root.TrustedMaterialCollection{cas, withoutCAs{t.Sigstore}}
+		}
+		if p.RequireTlog {
+			opts = append(opts, sgverify.WithTransparencyLog(1))
+		}
+		switch {
+		case p.RequireTimestamp:
+			opts = append(opts, sgverify.WithSignedTimestamps(1))
+		default:
+			// A log's signed entry timestamp or an RFC 3161 timestamp.
+			opts = append(opts, sgverify.WithObserverTimestamps(1))
+		}
+		if p.AllowCurrentTime && !p.RequireTlog && !p.RequireTimestamp {
+			v.current, err = newSigstoreVerifiers(v.trust, sgverify.WithCurrentTime())
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	v.timed, err = newSigstoreVerifiers(v.trust, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Policy returns the verifier's policy.
+func (v *Verifier) Policy() Policy { return v.policy }
+
+// Artifact is what a generic bundle was signed over: the artifact's bytes,
+// or its digest. For a DSSE bundle it must be one of the statement's
+// subjects; for a message signature, the signed message.
+type Artifact struct {
+	// Reader streams the artifact. Exactly one of Reader and Digest.
+	Reader io.Reader
+	// Digest and DigestAlgorithm ("sha256", "sha384" or "sha512") name it
+	// by digest instead.
+	Digest          []byte
+	DigestAlgorithm string
+}
+
+// Verify checks a bundle of an mcpsign statement against the definitions a
+// server serves now (snap), in the steps of docs/VERIFY.md: bundle,
+// signature, chain, tlog, time, identity, statement and match.
+//
+// It returns a Result whenever the bundle parses, with every check made so
+// far; the Result is Verified only when err is nil. A failure is a
+// *StepError naming its step. A nil snap is refused: a statement is never
+// verified without what it must match.
+func (v *Verifier) Verify(ctx context.Context, bundleJSON []byte, snap *digest.Snapshot) (*Result, error) {
+	if snap == nil {
+		return nil, errors.New("no snapshot to match the statement against")
+	}
+	res, b, err := v.verifySigstore(ctx, bundleJSON, nil)
+	if err != nil {
+		return res, err
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	// Statement: payload type, strict in-toto v1 with our predicate,
+	// well-formed unique subjects, embedded definitions equal to them.
+	env, err := b.Envelope()
+	if err != nil {
+		return res, stepErr(StepStatement, "the bundle holds a message signature, not a DSSE envelope with a statement")
+	}
+	raw := env.RawEnvelope()
+	if raw.PayloadType != attest.PayloadType {
+		return res, &StepError{Step: StepStatement, Err: fmt.Errorf("%w: %q, want %q", ErrPayloadType, raw.PayloadType, attest.PayloadType)}
+	}
+	payload, err := raw.DecodeB64Payload()
+	if err != nil {
+		return res, stepErr(StepStatement, "DSSE payload: %w", err)
+	}
+	st, err := attest.Parse(payload)
+	if err != nil {
+		return res, &StepError{Step: StepStatement, Err: err}
+	}
+	res.Statement = st
+	res.Server = st.Predicate.Server
+	res.ProtocolVersion = st.Predicate.ProtocolVersion
+	res.Claims, err = checkClaims(st, res.Certificate)
+	if err != nil {
+		return res, &StepError{Step: StepStatement, Err: err}
+	}
+	// Match: every name and digest, both ways, and the instructions.
+	res.Observed = &snap.Server
+	res.Definitions, res.Instructions, err = match(st, snap)
+	if err != nil {
+		return res, &StepError{Step: StepMatch, Err: err}
+	}
+	res.Verified = true
+	return res, nil
+}
+
+// VerifyBundle is the generic Sigstore bundle check (message signatures and
+// DSSE envelopes), as the sigstore-conformance verify protocol runs it: the
+// signature, chain, log, time and identity steps, and the artifact (or its
+// digest) among the signed subjects or equal to the signed message. It
+// binds no subject names and parses no mcpsign statement.
+func (v *Verifier) VerifyBundle(ctx context.Context, bundleJSON []byte, a Artifact) (*Result, error) {
+	var ap sgverify.ArtifactPolicyOption
+	switch {
+	case a.Reader != nil && a.Digest == nil:
+		ap = sgverify.WithArtifact(a.Reader)
+	case a.Reader == nil && a.Digest != nil:
+		alg := a.DigestAlgorithm
+		if alg == "" {
+			alg = "sha256"
+		}
+		ap = sgverify.WithArtifactDigest(alg, a.Digest)
+	default:
+		return nil, errors.New("give the artifact or its digest, not both or neither")
+	}
+	res, _, err := v.verifySigstore(ctx, bundleJSON, ap)
+	if err != nil {
+		return res, err
+	}
+	res.Verified = true
+	return res, nil
+}
+
+// verifySigstore runs the bundle, signature, chain, tlog, time and
+// identity steps. A nil ap means an mcpsign statement: a DSSE envelope whose
+// subjects the caller binds.
+func (v *Verifier) verifySigstore(ctx context.Context, bundleJSON []byte, ap sgverify.ArtifactPolicyOption) (*Result, *bundle.Bundle, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	b, err := ParseBundle(bundleJSON, v.policy.Method == MethodCertificate)
+	if err != nil {
+		return nil, nil, err
+	}
+	res := &Result{Method: v.policy.Method, BundleDigest: BundleDigest(bundleJSON), BundleMediaType: b.GetMediaType()}
+	statement := ap == nil
+	if statement {
+		if b.GetDsseEnvelope() == nil {
+			return res, nil, stepErr(StepStatement, "the bundle holds a message signature, not a DSSE envelope with an mcpsign statement")
+		}
+		ap = sgverify.WithoutArtifactUnsafe()
+	}
+	vc, err := b.VerificationContent()
+	if err != nil {
+		return res, nil, stepErr(StepBundle, "verification material: %w", err)
+	}
+	leaf := vc.Certificate()
+	switch {
+	case leaf != nil && v.policy.Method == MethodKey:
+		return res, nil, stepErr(StepSignature, "the bundle is signed with a certificate, but the policy names a public key")
+	case leaf == nil && v.policy.Method != MethodKey:
+		return res, nil, stepErr(StepChain, "the bundle is signed with a bare public key, but the %s method needs a certificate", v.policy.Method)
+	case leaf != nil:
+		if err := checkKeyUsage(leaf); err != nil {
+			return res, nil, &StepError{Step: StepChain, Err: err}
+		}
+	}
+
+	lite := 0
+	if statement {
+		lite = 1
+	}
+	sv := v.timed[lite]
+	if v.current[0] != nil {
+		ts, err := b.Timestamps()
+		if err != nil {
+			return res, nil, stepErr(StepBundle, "timestamps: %w", err)
+		}
+		if len(ts) == 0 {
+			sv = v.current[lite]
+		}
+	} else if v.policy.Method == MethodCertificate && !v.policy.RequireTlog && !v.policy.RequireTimestamp {
+		if ts, err := b.Timestamps(); err == nil && len(ts) == 0 {
+			return res, nil, &StepError{Step: StepTime, Err: fmt.Errorf("%w: the bundle has no RFC 3161 timestamp; require a log entry (--require-tlog), or allow checking the certificate at the current time (--allow-current-time)", ErrNoSigningTime)}
+		}
+	}
+	if v.policy.Method == MethodCertificate && !v.logsAndTSAs {
+		if ts, err := b.Timestamps(); err == nil && len(ts) > 0 {
+			return res, nil, &StepError{Step: StepTime, Err: fmt.Errorf("%w: the bundle's RFC 3161 timestamp needs the trusted root that lists its timestamp authority (--trusted-root)", ErrNoSigningTime)}
+		}
+	}
+
+	pol := []sgverify.PolicyOption{sgverify.WithoutIdentitiesUnsafe()}
+	if v.policy.Method == MethodKey {
+		pol = []sgverify.PolicyOption{sgverify.WithKey()}
+	}
+	vr, err := sv.Verify(b, sgverify.NewPolicy(ap, pol...))
+	if err != nil {
+		se := classify(err)
+		// sigstore-go fetches the statement after the signature verified:
+		// an envelope of another payload type fails there.
+		if env := b.GetDsseEnvelope(); se.Step == StepStatement && env != nil && env.GetPayloadType() != attest.PayloadType {
+			se.Err = fmt.Errorf("%w: %q, want %q", ErrPayloadType, env.GetPayloadType(), attest.PayloadType)
+		}
+		return res, nil, se
+	}
+	res.Sigstore = vr
+	res.Timestamps = vr.VerifiedTimestamps
+	res.SigningTime, res.TimeSource = signingTime(vr.VerifiedTimestamps)
+	if v.policy.RequireTlog || v.policy.Method == MethodSigstore {
+		res.Tlog = tlogEvidence(b, v.trust, vr.VerifiedTimestamps)
+	}
+	if err := ctx.Err(); err != nil {
+		return res, nil, err
+	}
+
+	// Identity.
+	switch v.policy.Method {
+	case MethodKey:
+		res.Identity = v.keyID
+	default:
+		s := vr.Signature.Certificate
+		res.Certificate = s
+		res.Identity, res.Issuer = s.SubjectAlternativeName, s.Issuer
+		if v.policy.Method == MethodSigstore {
+			if err := v.id.verifySigstore(*s); err != nil {
+				return res, nil, &StepError{Step: StepIdentity, Err: err}
+			}
+			ci := v.id.sigstore
+			vr.VerifiedIdentity = &ci
+		} else {
+			res.Subject = leaf.Subject.String()
+			res.Issuer = leaf.Issuer.String()
+			if s.Issuer != "" {
+				res.Issuer = s.Issuer
+			}
+			if err := v.id.verifyPKI(leaf, *s); err != nil {
+				return res, nil, &StepError{Step: StepIdentity, Err: err}
+			}
+		}
+	}
+	return res, b, nil
+}
+
+// signingTime returns the earliest verified time and its source.
+func signingTime(ts []sgverify.TimestampVerificationResult) (time.Time, string) {
+	var t time.Time
+	src := ""
+	for _, x := range ts {
+		if t.IsZero() || x.Timestamp.Before(t) {
+			t, src = x.Timestamp, x.Type
+		}
+	}
+	return t, src
+}
+
+// tlogEvidence reports the bundle's first log entry from a trusted log,
+// read from the bundle's protobuf (sigstore-go has parsed and verified the
+// entries: the log step passed). The integrated time is reported only when
+// verified: sigstore-go returned it as a log timestamp (Rekor v1, signed
+// entry timestamp); Rekor v2 gives none.
+func tlogEvidence(b *bundle.Bundle, tm root.TrustedMaterial, ts []sgverify.TimestampVerificationResult) *TlogEvidence {
+	logs := tm.RekorLogs()
+	for _, e := range b.GetVerificationMaterial().GetTlogEntries() {
+		id := hex.EncodeToString(e.GetLogId().GetKeyId())
+		if _, ok := logs[id]; !ok {
+			continue
+		}
+		ev := &TlogEvidence{LogIndex: e.GetLogIndex(), LogID: id}
+		if it := e.GetIntegratedTime(); it > 0 && e.GetInclusionPromise() != nil {
+			t := time.Unix(it, 0).UTC()
+			if slices.ContainsFunc(ts, func(x sgverify.TimestampVerificationResult) bool {
+				return x.Type == "Tlog" && x.Timestamp.Equal(t)
+			}) {
+				ev.IntegratedTime = &t
+			}
+		}
+		return ev
+	}
+	return nil
+}
+
+// withoutCAs hides the Fulcio CAs and CT logs of a Sigstore trusted root:
+// for the key and certificate methods it supplies only logs and timestamp
+// authorities.
+type withoutCAs struct{ root.TrustedMaterial }
+
+func (withoutCAs) FulcioCertificateAuthorities() []root.CertificateAuthority { return nil }
+func (withoutCAs) CTLogs() map[string]*root.TransparencyLog                  { return nil }
+func (withoutCAs) PublicKeyVerifier(string) (root.TimeConstrainedVerifier, error) {
+	return nil, errors.New("no public keys")
+}
+
+// caMaterial offers enterprise CAs where sigstore-go looks for Fulcio's.
+type caMaterial struct {
+	root.BaseTrustedMaterial
+	cas []root.CertificateAuthority
+}
+
+func (c *caMaterial) FulcioCertificateAuthorities() []root.CertificateAuthority { return c.cas }
+
+// keyMaterial trusts one public key, whatever key hint the bundle gives,
+// with no validity window (as cosign does).
+func keyMaterial(pub crypto.PublicKey) (root.TrustedMaterial, error) {
+	sv, err := signature.LoadDefaultVerifier(pub)
+	if err != nil {
+		return nil, fmt.Errorf("public key: %w", err)
+	}
+	k := root.NewExpiringKey(sv, time.Time{}, time.Time{})
+	return root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) { return k, nil }), nil
+}
