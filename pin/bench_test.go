@@ -1,0 +1,184 @@
+package pin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/atomicfile"
+)
+
+// benchTool is a realistic tool definition of about 2 KB (the shape of
+// digest's benchmarks): a long description, a dozen described parameters,
+// annotations.
+func benchTool(i int, variant string) json.RawMessage {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"name":"tool_%04d","title":"Tool number %d","description":%q,"inputSchema":{"type":"object","properties":{`,
+		i, i, strings.Repeat("Searches the records for a useful thing; résumé ✓. ", 12)+variant)
+	for p := 0; p < 12; p++ {
+		if p > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"param_%d":{"type":"string","description":"Parameter %d of this tool.","maxLength":%d}`, p, p, 100+p)
+	}
+	b.WriteString(`},"required":["param_0","param_1"]},"annotations":{"readOnlyHint":true,"openWorldHint":false}}`)
+	return json.RawMessage(b.String())
+}
+
+// benchSnapshot has n tools; every step-th one (0: none) has a changed
+// description.
+func benchSnapshot(n, step int) *digest.Snapshot {
+	ins := "Use the tools."
+	s := &digest.Snapshot{Server: digest.ServerInfo{Name: "bench", Version: "1"}, ProtocolVersion: "2025-11-25", Instructions: &ins,
+		Prompts: []json.RawMessage{}, ResourceTemplates: []json.RawMessage{}}
+	for i := range n {
+		v := ""
+		if step > 0 && i%step == 0 {
+			v = " Also deletes them."
+		}
+		s.Tools = append(s.Tools, benchTool(i, v))
+	}
+	return s
+}
+
+func benchLock(b *testing.B, n int) *Lock {
+	l, err := NewLock(benchSnapshot(n, 0), Approval{Method: MethodTOFU, ApprovedAt: time.Unix(1767225600, 0)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := l.Marshal(); err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+func snapshotBytes(s *digest.Snapshot) int64 {
+	var n int64
+	for _, t := range s.Tools {
+		n += int64(len(t))
+	}
+	return n
+}
+
+// BenchmarkCheck checks a live 1,000-tool listing against its lock, no
+// drift: what verify-pin and the proxy do on every listing.
+func BenchmarkCheck(b *testing.B) {
+	l, s := benchLock(b, 1000), benchSnapshot(1000, 0)
+	b.SetBytes(snapshotBytes(s))
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := l.Check(s); len(r.Findings) != 0 {
+			b.Fatal("drift")
+		}
+	}
+}
+
+// BenchmarkCheckBaseline is the floor of a check: digest.Compute of the
+// same listing (every Definition Digest and Set Digest).
+func BenchmarkCheckBaseline(b *testing.B) {
+	s := benchSnapshot(1000, 0)
+	b.SetBytes(snapshotBytes(s))
+	b.ReportAllocs()
+	for b.Loop() {
+		digest.Compute(s)
+	}
+}
+
+// BenchmarkCheckDrift: 100 of the 1,000 tools changed; every one is
+// diffed field by field and classified.
+func BenchmarkCheckDrift(b *testing.B) {
+	l, s := benchLock(b, 1000), benchSnapshot(1000, 10)
+	b.SetBytes(snapshotBytes(s))
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := l.Check(s); len(r.Findings) != 200 {
+			b.Fatalf("%d findings", len(r.Findings))
+		}
+	}
+}
+
+// BenchmarkParseLock reads a 1,000-tool lock (about 2.3 MB) with every
+// check; BenchmarkParseLockBaseline is the strict read alone
+// (digest.Canonicalize of the same bytes).
+func BenchmarkParseLock(b *testing.B) {
+	data, _ := benchLock(b, 1000).Marshal()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseLockBaseline(b *testing.B) {
+	data, _ := benchLock(b, 1000).Marshal()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := digest.Canonicalize(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWriteLock writes a small lock (the example server's size, 9 KB)
+// under the file lock; BenchmarkWriteLockBaseline writes the same bytes
+// with atomicfile.Write alone. Both fsync: the disk dominates.
+func BenchmarkWriteLock(b *testing.B) {
+	l := benchLock(b, 4)
+	path := filepath.Join(b.TempDir(), "l.lock")
+	for b.Loop() {
+		if err := l.Write(context.Background(), path); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkWriteLockBaseline(b *testing.B) {
+	data, _ := benchLock(b, 4).Marshal()
+	path := filepath.Join(b.TempDir(), "l.lock")
+	for b.Loop() {
+		if err := atomicfile.Write(path, data, atomicfile.Options{Overwrite: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkClassifyTool classifies one 2 KB tool.
+func BenchmarkClassifyTool(b *testing.B) {
+	t := benchTool(1, "")
+	b.SetBytes(int64(len(t)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ClassifyTool(t, nil)
+	}
+}
+
+// BenchmarkTextDiff diffs two 20,000-line texts that differ in 200 lines.
+func BenchmarkTextDiff(b *testing.B) {
+	a, c := benchTexts()
+	b.SetBytes(int64(len(a) + len(c)))
+	b.ReportAllocs()
+	for b.Loop() {
+		TextDiff(a, c, TextDiffOptions{MaxBytes: 1 << 30})
+	}
+}
+
+func benchTexts() (string, string) {
+	var a, c strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&a, "line %d of the text, long enough to be realistic\n", i)
+		if i%100 == 0 {
+			fmt.Fprintf(&c, "line %d of the text, changed\n", i)
+		} else {
+			fmt.Fprintf(&c, "line %d of the text, long enough to be realistic\n", i)
+		}
+	}
+	return a.String(), c.String()
+}

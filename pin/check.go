@@ -1,0 +1,289 @@
+package pin
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+)
+
+// Severity of a finding: an error is drift; an info is reported only.
+type Severity string
+
+// Severities.
+const (
+	SeverityError Severity = "error"
+	SeverityInfo  Severity = "info"
+)
+
+// Drift rule ids (docs/DRIFT.md). The added, removed and changed rules of
+// each kind are named by RuleAdded, RuleRemoved and RuleChanged.
+const (
+	RuleToolAdded               = "pin-tool-added"
+	RuleToolRemoved             = "pin-tool-removed"
+	RuleToolChanged             = "pin-tool-changed"
+	RulePromptAdded             = "pin-prompt-added"
+	RulePromptRemoved           = "pin-prompt-removed"
+	RulePromptChanged           = "pin-prompt-changed"
+	RuleResourceTemplateAdded   = "pin-resource-template-added"
+	RuleResourceTemplateRemoved = "pin-resource-template-removed"
+	RuleResourceTemplateChanged = "pin-resource-template-changed"
+	RuleCapabilityAdded         = "pin-capability-added"
+	RuleInstructionsChanged     = "pin-instructions-changed"
+	RuleLockModified            = "pin-lock-modified"
+	RuleServerChanged           = "pin-server-changed"
+	RuleProtocolChanged         = "pin-protocol-changed"
+	// RuleLockUnreadable (an mcpsign extension of DESIGN's list) is a lock
+	// that could not be read at all: missing, an I/O error, or a lockVersion
+	// this mcpsign does not read. A lock that reads but is malformed or
+	// does not match its lockDigest is RuleLockModified.
+	RuleLockUnreadable = "pin-lock-unreadable"
+)
+
+const ruleKindResourceTemplateName = "resource-template"
+
+func ruleKind(k digest.Kind) string {
+	if k == digest.KindResourceTemplate {
+		return ruleKindResourceTemplateName
+	}
+	return string(k)
+}
+
+// RuleAdded, RuleRemoved and RuleChanged return the rule id for a definition
+// of kind k that was added, removed or changed: pin-tool-added,
+// pin-resource-template-changed…
+func RuleAdded(k digest.Kind) string   { return "pin-" + ruleKind(k) + "-added" }
+func RuleRemoved(k digest.Kind) string { return "pin-" + ruleKind(k) + "-removed" }
+func RuleChanged(k digest.Kind) string { return "pin-" + ruleKind(k) + "-changed" }
+
+// Finding is one result of a drift check.
+type Finding struct {
+	Rule     string      `json:"rule"`
+	Severity Severity    `json:"severity"`
+	Kind     digest.Kind `json:"kind,omitempty"`
+	Key      string      `json:"key,omitempty"`
+	// Message is for people; server text in it is already escaped.
+	Message string `json:"message"`
+	// LockedDigest and ObservedDigest of a definition or the instructions.
+	LockedDigest   string `json:"lockedDigest,omitempty"`
+	ObservedDigest string `json:"observedDigest,omitempty"`
+	// Changes are the members that changed (pin-*-changed), with diffs.
+	Changes []FieldChange `json:"changes,omitempty"`
+	// Diff is the text diff of changed instructions.
+	Diff string `json:"diff,omitempty"`
+	// Capabilities: a new tool's capabilities (pin-tool-added), or those a
+	// tool gained (pin-capability-added); Sources say why.
+	Capabilities []Capability            `json:"capabilities,omitempty"`
+	Sources      map[Capability][]Source `json:"sources,omitempty"`
+}
+
+// Report is the result of checking a live server against a lock.
+type Report struct {
+	// Lock is the lock file's path, when the caller set it.
+	Lock string `json:"lock,omitempty"`
+	// Locked and Observed name the server in the lock and as it is now.
+	Locked   digest.ServerInfo `json:"lockedServer,omitzero"`
+	Observed digest.ServerInfo `json:"observedServer,omitzero"`
+	// Approval is the lock's approval; nil when the lock was refused.
+	Approval *Approval `json:"approval,omitempty"`
+	// Counts are the definitions the server offers now, by list member
+	// (tools, prompts, resourceTemplates).
+	Counts   map[string]int `json:"counts"`
+	Findings []Finding      `json:"findings"`
+	// Diff is the comparison the findings were drawn from; nil when the
+	// lock was refused.
+	Diff *DiffResult `json:"-"`
+}
+
+// Errors returns the number of error findings.
+func (r *Report) Errors() int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Severity == SeverityError {
+			n++
+		}
+	}
+	return n
+}
+
+// Has reports whether a finding of the rule is in the report.
+func (r *Report) Has(rule string) bool {
+	for _, f := range r.Findings {
+		if f.Rule == rule {
+			return true
+		}
+	}
+	return false
+}
+
+// FailOn is when verify-pin and the proxy treat a report as a failure.
+type FailOn string
+
+// --fail-on values of verify-pin.
+const (
+	// FailOnDrift fails on any error finding (the default).
+	FailOnDrift FailOn = "drift"
+	// FailOnCapability fails only when a tool gained delete or exec (or the
+	// lock was modified).
+	FailOnCapability FailOn = "capability"
+	// FailOnNever only reports.
+	FailOnNever FailOn = "never"
+)
+
+// ParseFailOn reads a --fail-on value of verify-pin.
+func ParseFailOn(s string) (FailOn, error) {
+	switch f := FailOn(s); f {
+	case FailOnDrift, FailOnCapability, FailOnNever:
+		return f, nil
+	}
+	return "", fmt.Errorf("--fail-on %s: want drift, capability or never", strconv.Quote(s))
+}
+
+// Failed reports whether the report fails under f.
+func (r *Report) Failed(f FailOn) bool {
+	switch f {
+	case FailOnNever:
+		return false
+	case FailOnCapability:
+		return r.Has(RuleCapabilityAdded) || r.Has(RuleLockModified) || r.Has(RuleLockUnreadable)
+	}
+	return r.Errors() > 0
+}
+
+// Check compares a live snapshot with the lock under the drift rules of
+// docs/DRIFT.md. Every definition is compared by kind, key and Definition
+// Digest; one the snapshot has that cannot be digested never matches. A
+// changed tool's new capabilities are computed without the lock's override
+// for it: an override approves the pinned definition only.
+func (l *Lock) Check(s *digest.Snapshot) *Report {
+	d := Diff(LockSide("lock", l), SnapshotSide("server", OriginLive, s), DiffOptions{})
+	approval := l.Approval
+	r := &Report{
+		Locked:   l.Server,
+		Observed: s.Server,
+		Approval: &approval,
+		Counts:   map[string]int{},
+		Findings: []Finding{},
+		Diff:     d,
+	}
+	for _, k := range digest.Kinds {
+		r.Counts[k.ListMember()] = len(s.Definitions(k))
+	}
+	for _, dc := range d.Definitions {
+		r.Findings = append(r.Findings, definitionFinding(dc))
+		if gained := dangerous(dc.GainedCapabilities); len(gained) > 0 {
+			f := Finding{
+				Rule: RuleCapabilityAdded, Severity: SeverityError, Kind: dc.Kind, Key: dc.Key,
+				Capabilities: gained, Sources: map[Capability][]Source{},
+			}
+			var why []string
+			for _, c := range gained {
+				f.Sources[c] = dc.NewCapabilities.Sources[c]
+				why = append(why, fmt.Sprintf("%s (%s)", c, sourceList(dc.NewCapabilities.Sources[c])))
+			}
+			f.Message = fmt.Sprintf("tool %s gained %s", textsafe.Quote(dc.Key), strings.Join(why, ", "))
+			r.Findings = append(r.Findings, f)
+		}
+	}
+	if ic := d.Instructions; ic != nil {
+		f := Finding{Rule: RuleInstructionsChanged, Severity: SeverityError, LockedDigest: ic.OldDigest, ObservedDigest: ic.NewDigest, Diff: ic.Diff}
+		switch ic.Change {
+		case Added:
+			f.Message = "the server now sends instructions; the lock has none"
+		case Removed:
+			f.Message = "the server no longer sends the locked instructions"
+		default:
+			f.Message = "the instructions changed"
+		}
+		r.Findings = append(r.Findings, f)
+	}
+	if d.Server != nil {
+		r.Findings = append(r.Findings, Finding{Rule: RuleServerChanged, Severity: SeverityInfo,
+			Message: fmt.Sprintf("the server was %s %s and is now %s %s",
+				textsafe.Quote(d.Server.Old.Name), textsafe.Quote(d.Server.Old.Version),
+				textsafe.Quote(d.Server.New.Name), textsafe.Quote(d.Server.New.Version))})
+	}
+	if d.Protocol != nil {
+		r.Findings = append(r.Findings, Finding{Rule: RuleProtocolChanged, Severity: SeverityInfo,
+			Message: fmt.Sprintf("the protocol version was %s and is now %s", textsafe.Quote(d.Protocol.Old), textsafe.Quote(d.Protocol.New))})
+	}
+	return r
+}
+
+func dangerous(cs []Capability) []Capability {
+	var out []Capability
+	for _, c := range cs {
+		if c.Dangerous() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func sourceList(ss []Source) string {
+	parts := make([]string, len(ss))
+	for i, s := range ss {
+		parts[i] = textsafe.Escape(s.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+func definitionFinding(dc DefinitionChange) Finding {
+	f := Finding{Severity: SeverityError, Kind: dc.Kind, Key: dc.Key, LockedDigest: dc.OldDigest, ObservedDigest: dc.NewDigest}
+	name := string(dc.Kind) + " " + textsafe.Quote(dc.Key)
+	switch dc.Change {
+	case Added:
+		f.Rule = RuleAdded(dc.Kind)
+		f.Message = name + " is not in the lock"
+		if dc.NewCapabilities != nil {
+			f.Capabilities = dc.NewCapabilities.Capabilities
+			f.Sources = dc.NewCapabilities.Sources
+			f.Message += fmt.Sprintf(" (capabilities: %s)", capList(dc.NewCapabilities.Capabilities))
+		}
+	case Removed:
+		f.Rule = RuleRemoved(dc.Kind)
+		f.Message = name + " is in the lock but the server no longer offers it"
+	default:
+		f.Rule = RuleChanged(dc.Kind)
+		f.Changes = dc.Fields
+		switch {
+		case len(dc.Fields) > 0:
+			fields := make([]string, len(dc.Fields))
+			for i, fc := range dc.Fields {
+				fields[i] = textsafe.Escape(fc.Field)
+			}
+			f.Message = name + " changed: " + strings.Join(fields, ", ")
+		default:
+			f.Message = name + " changed"
+		}
+	}
+	if dc.Invalid != "" {
+		f.Message += " — " + textsafe.Escape(dc.Invalid)
+	}
+	return f
+}
+
+func capList(cs []Capability) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = string(c)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// LockErrorReport returns the report of a lock that was refused: one
+// pin-lock-modified finding (for a lock changed after it was written) or the
+// reason it could not be read. Callers still exit 2: a bad lock is an input
+// error, never a pass.
+func LockErrorReport(path string, err error) *Report {
+	r := &Report{Lock: path, Counts: map[string]int{}, Findings: []Finding{}}
+	f := Finding{Rule: RuleLockModified, Severity: SeverityError, Message: textsafe.Escape(err.Error())}
+	if !errors.Is(err, ErrModified) && !errors.Is(err, ErrMalformed) {
+		f.Rule = RuleLockUnreadable
+	}
+	r.Findings = append(r.Findings, f)
+	return r
+}

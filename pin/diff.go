@@ -1,0 +1,564 @@
+package pin
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+)
+
+// ChangeKind says how something differs from side A to side B.
+type ChangeKind string
+
+// The kinds of change.
+const (
+	Added   ChangeKind = "added"
+	Removed ChangeKind = "removed"
+	Changed ChangeKind = "changed"
+)
+
+// Field diff formats (FieldChange.Format).
+const (
+	FormatText = "text" // a string member, diffed as text
+	FormatJSON = "json" // any other member, diffed as indented JSON (RFC 8785 member order)
+)
+
+// FieldChange is one top-level member of a definition that differs.
+type FieldChange struct {
+	Field  string     `json:"field"`
+	Change ChangeKind `json:"change"`
+	Format string     `json:"format"`
+	// Diff is the unified diff (TextDiff) of the member's text, raw:
+	// escape it before showing it.
+	Diff      string `json:"diff"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// Breaking change rules (Breaking.Rule).
+const (
+	BreakingRemovedDefinition = "removed-definition"
+	BreakingRemovedParameter  = "removed-parameter"
+	BreakingNewlyRequired     = "newly-required-parameter"
+	BreakingParameterType     = "parameter-type-changed"
+	BreakingNewCapability     = "new-capability"
+)
+
+// Breaking is a change that can break a client or widen what a tool may
+// do.
+type Breaking struct {
+	Rule      string      `json:"rule"`
+	Kind      digest.Kind `json:"kind"`
+	Key       string      `json:"key"`
+	Parameter string      `json:"parameter,omitempty"`
+	Message   string      `json:"message"`
+}
+
+// DefinitionChange is one definition added, removed or changed from A to B.
+type DefinitionChange struct {
+	Kind      digest.Kind `json:"kind"`
+	Key       string      `json:"key"`
+	Change    ChangeKind  `json:"change"`
+	OldDigest string      `json:"oldDigest,omitempty"`
+	NewDigest string      `json:"newDigest,omitempty"`
+	// Invalid says why a definition has no digest (it cannot match).
+	Invalid string `json:"invalid,omitempty"`
+	// Fields are the members that differ, when both definitions are at
+	// hand.
+	Fields []FieldChange `json:"fields,omitempty"`
+	// NoContent is true when a side has only the digest (a bundle that
+	// embeds no definitions): the members that changed are unknown.
+	NoContent bool `json:"noContent,omitempty"`
+	// Capabilities of a tool on each side, and what it gained and lost.
+	OldCapabilities    *ToolCapabilities `json:"oldCapabilities,omitempty"`
+	NewCapabilities    *ToolCapabilities `json:"newCapabilities,omitempty"`
+	GainedCapabilities []Capability      `json:"gainedCapabilities,omitempty"`
+	LostCapabilities   []Capability      `json:"lostCapabilities,omitempty"`
+	Breaking           []Breaking        `json:"breaking,omitempty"`
+}
+
+// ServerChange is a change of serverInfo.
+type ServerChange struct {
+	Old digest.ServerInfo `json:"old"`
+	New digest.ServerInfo `json:"new"`
+}
+
+// ValueChange is a change of one string.
+type ValueChange struct {
+	Old string `json:"old"`
+	New string `json:"new"`
+}
+
+// InstructionsChange is a change of the instructions.
+type InstructionsChange struct {
+	Change    ChangeKind `json:"change"`
+	OldDigest string     `json:"oldDigest,omitempty"`
+	NewDigest string     `json:"newDigest,omitempty"`
+	// Diff is the text diff when both sides have the text (a bundle has
+	// only the digest).
+	Diff      string `json:"diff,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// DiffResult is everything that differs from side A to side B.
+type DiffResult struct {
+	A            *Side               `json:"a"`
+	B            *Side               `json:"b"`
+	Server       *ServerChange       `json:"server,omitempty"`
+	Protocol     *ValueChange        `json:"protocolVersion,omitempty"`
+	Instructions *InstructionsChange `json:"instructions,omitempty"`
+	// Definitions that differ, by kind (tool, prompt, resourceTemplate)
+	// then key.
+	Definitions []DefinitionChange `json:"definitions"`
+	// Breaking lists every breaking change of Definitions, in order.
+	Breaking []Breaking `json:"breaking"`
+}
+
+// Changed reports whether anything differs.
+func (d *DiffResult) Changed() bool {
+	return d.Server != nil || d.Protocol != nil || d.Instructions != nil || len(d.Definitions) > 0
+}
+
+// Count returns the number of definitions with the given change.
+func (d *DiffResult) Count(c ChangeKind) int {
+	n := 0
+	for _, dc := range d.Definitions {
+		if dc.Change == c {
+			n++
+		}
+	}
+	return n
+}
+
+// DiffFailOn is when the diff command fails (exit 1).
+type DiffFailOn string
+
+// --fail-on values of diff.
+const (
+	DiffFailOnAny      DiffFailOn = "any"      // anything differs
+	DiffFailOnBreaking DiffFailOn = "breaking" // a breaking change
+	DiffFailOnNone     DiffFailOn = "none"     // never
+)
+
+// ParseDiffFailOn reads a --fail-on value of diff.
+func ParseDiffFailOn(s string) (DiffFailOn, error) {
+	switch f := DiffFailOn(s); f {
+	case DiffFailOnAny, DiffFailOnBreaking, DiffFailOnNone:
+		return f, nil
+	}
+	return "", fmt.Errorf("--fail-on %s: want any, breaking or none", strconv.Quote(s))
+}
+
+// Failed reports whether the diff fails under f.
+func (d *DiffResult) Failed(f DiffFailOn) bool {
+	switch f {
+	case DiffFailOnNone:
+		return false
+	case DiffFailOnBreaking:
+		return len(d.Breaking) > 0
+	}
+	return d.Changed()
+}
+
+// DiffOptions tune Diff. The zero value is ready to use.
+type DiffOptions struct {
+	// Text bounds every text diff.
+	Text TextDiffOptions
+	// MaxTotalBytes bounds the text diffs of one Diff together; past it
+	// the remaining member diffs are left empty and marked truncated. 0
+	// means DefaultMaxDiffBytes.
+	MaxTotalBytes int
+}
+
+// DefaultMaxDiffBytes is the default of DiffOptions.MaxTotalBytes.
+const DefaultMaxDiffBytes = 16 << 20
+
+// budget is what is left of DiffOptions.MaxTotalBytes.
+type budget struct{ left int }
+
+// textDiff is TextDiff within the budget.
+func (b *budget) textDiff(x, y string, o TextDiffOptions) (string, bool) {
+	if b.left <= 0 {
+		return "", x != y
+	}
+	o = o.withDefaults()
+	o.MaxBytes = min(o.MaxBytes, b.left)
+	d, trunc := TextDiff(x, y, o)
+	b.left -= len(d)
+	return d, trunc
+}
+
+// Diff compares side a (the old, approved or reference state) with side b
+// (the new one): server, protocol version, instructions, and every
+// definition by kind and key. A definition without a digest on either side
+// never matches. Capabilities of tools are computed with each side's own
+// overrides.
+func Diff(a, b *Side, opts DiffOptions) *DiffResult {
+	res := &DiffResult{A: a, B: b, Definitions: []DefinitionChange{}, Breaking: []Breaking{}}
+	if a.Server != b.Server {
+		res.Server = &ServerChange{Old: a.Server, New: b.Server}
+	}
+	if a.ProtocolVersion != b.ProtocolVersion {
+		res.Protocol = &ValueChange{Old: a.ProtocolVersion, New: b.ProtocolVersion}
+	}
+	bud := &budget{left: opts.MaxTotalBytes}
+	if bud.left <= 0 {
+		bud.left = DefaultMaxDiffBytes
+	}
+	res.Instructions = diffInstructions(a, b, opts.Text, bud)
+
+	ga, gb := groupDefinitions(a.Definitions), groupDefinitions(b.Definitions)
+	keys := make([]defKey, 0, len(ga)+len(gb))
+	for k := range ga {
+		keys = append(keys, k)
+	}
+	for k := range gb {
+		if _, ok := ga[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(x, y defKey) int {
+		return compareDefinitions(Definition{Kind: x.kind, Key: x.key}, Definition{Kind: y.kind, Key: y.key})
+	})
+	for _, k := range keys {
+		dc, ok := diffDefinition(k, ga[k], gb[k], a, b, opts.Text, bud)
+		if !ok {
+			continue
+		}
+		res.Definitions = append(res.Definitions, dc)
+		res.Breaking = append(res.Breaking, dc.Breaking...)
+	}
+	return res
+}
+
+type defKey struct {
+	kind digest.Kind
+	key  string
+}
+
+// groupDefinitions groups a side's definitions by kind and key. A
+// definition whose key could not be read gets a key of its own ("#3"), so
+// that it is always added or removed.
+func groupDefinitions(defs []digest.Definition) map[defKey][]digest.Definition {
+	g := make(map[defKey][]digest.Definition, len(defs))
+	for _, d := range defs {
+		k := defKey{d.Kind, d.Key}
+		if d.Key == "" {
+			k.key = "#" + strconv.Itoa(d.Index)
+		}
+		g[k] = append(g[k], d)
+	}
+	return g
+}
+
+func diffInstructions(a, b *Side, o TextDiffOptions, bud *budget) *InstructionsChange {
+	if a.InstructionsDigest == b.InstructionsDigest {
+		return nil
+	}
+	ic := &InstructionsChange{Change: Changed, OldDigest: a.InstructionsDigest, NewDigest: b.InstructionsDigest}
+	switch {
+	case a.InstructionsDigest == "":
+		ic.Change = Added
+	case b.InstructionsDigest == "":
+		ic.Change = Removed
+	}
+	if a.Instructions != nil || b.Instructions != nil {
+		var old, cur string
+		if a.Instructions != nil {
+			old = *a.Instructions
+		}
+		if b.Instructions != nil {
+			cur = *b.Instructions
+		}
+		// A side without the text but with a digest (a bundle) cannot be
+		// diffed as text.
+		if (a.Instructions != nil || a.InstructionsDigest == "") && (b.Instructions != nil || b.InstructionsDigest == "") {
+			ic.Diff, ic.Truncated = bud.textDiff(old, cur, o)
+		}
+	}
+	return ic
+}
+
+// diffDefinition compares the copies of one kind and key on each side; ok
+// is false when they are the same.
+func diffDefinition(k defKey, olds, news []digest.Definition, a, b *Side, o TextDiffOptions, bud *budget) (DefinitionChange, bool) {
+	dc := DefinitionChange{Kind: k.kind, Key: k.key}
+	var old, cur *digest.Definition
+	if len(olds) > 0 {
+		old = &olds[0]
+		dc.OldDigest = old.Digest
+	}
+	if len(news) > 0 {
+		cur = &news[0]
+		dc.NewDigest = cur.Digest
+	}
+	dc.Invalid = invalidReason(olds, "A")
+	if r := invalidReason(news, "B"); r != "" {
+		dc.Invalid = strings.TrimPrefix(dc.Invalid+"; "+r, "; ")
+	}
+	switch {
+	case old == nil:
+		dc.Change = Added
+	case cur == nil:
+		dc.Change = Removed
+	case dc.Invalid == "" && old.Digest == cur.Digest:
+		return dc, false
+	default:
+		dc.Change = Changed
+	}
+	if k.kind == digest.KindTool {
+		if old != nil {
+			dc.OldCapabilities = classifySide(old, a)
+		}
+		if cur != nil {
+			dc.NewCapabilities = classifySide(cur, b)
+			dc.GainedCapabilities = dc.NewCapabilities.Gained(dc.OldCapabilities)
+		}
+		if old != nil {
+			dc.LostCapabilities = dc.OldCapabilities.Gained(dc.NewCapabilities)
+		}
+	}
+	if dc.Change == Changed && len(olds) == 1 && len(news) == 1 {
+		if old.Raw == nil || cur.Raw == nil {
+			dc.NoContent = true
+		} else {
+			dc.Fields = diffFields(old.Raw, cur.Raw, o, bud)
+		}
+	}
+	dc.Breaking = breakingChanges(&dc, old, cur)
+	return dc, true
+}
+
+// invalidReason describes why the copies of one key on one side cannot
+// match: a definition without a digest, or more than one copy.
+func invalidReason(defs []digest.Definition, side string) string {
+	if len(defs) > 1 {
+		return fmt.Sprintf("side %s has %d definitions with this key", side, len(defs))
+	}
+	if len(defs) == 1 && defs[0].Err != nil {
+		return fmt.Sprintf("side %s: no digest: %v", side, defs[0].Err)
+	}
+	return ""
+}
+
+func classifySide(d *digest.Definition, s *Side) *ToolCapabilities {
+	if d.Raw == nil {
+		t := &ToolCapabilities{Sources: map[Capability][]Source{}}
+		if ov, ok := s.Capabilities[d.Key]; ok {
+			return ClassifyTool(nil, ov)
+		}
+		t.add(CapUnknown, Source{From: FromDefault, Detail: "the definition is not embedded: only its digest is known"})
+		return t
+	}
+	var ov []Capability
+	if s.Capabilities != nil {
+		ov = s.Capabilities[d.Key]
+	}
+	return ClassifyTool(d.Raw, ov)
+}
+
+// fieldOrder puts the members people read first first; others follow in
+// byte order.
+var fieldOrder = []string{"name", "uriTemplate", "title", "description", "inputSchema", "outputSchema", "arguments", "annotations", "mimeType"}
+
+// diffFields diffs the top-level members of two definitions, "_meta" aside
+// (it is not digested either).
+func diffFields(oldRaw, newRaw json.RawMessage, o TextDiffOptions, bud *budget) []FieldChange {
+	var om, nm map[string]json.RawMessage
+	if json.Unmarshal(oldRaw, &om) != nil || json.Unmarshal(newRaw, &nm) != nil {
+		// Not objects: diff them whole.
+		fc := FieldChange{Field: "", Change: Changed, Format: FormatJSON}
+		fc.Diff, fc.Truncated = bud.textDiff(indentJSON(oldRaw), indentJSON(newRaw), o)
+		return []FieldChange{fc}
+	}
+	names := map[string]bool{}
+	for n := range om {
+		names[n] = true
+	}
+	for n := range nm {
+		names[n] = true
+	}
+	delete(names, "_meta")
+	ordered := make([]string, 0, len(names))
+	for _, n := range fieldOrder {
+		if names[n] {
+			ordered = append(ordered, n)
+			delete(names, n)
+		}
+	}
+	ordered = append(ordered, slices.Sorted(maps.Keys(names))...)
+	var out []FieldChange
+	for _, n := range ordered {
+		ov, inOld := om[n]
+		nv, inNew := nm[n]
+		oc, nc := canonicalOrRaw(ov), canonicalOrRaw(nv)
+		if inOld && inNew && bytes.Equal(oc, nc) {
+			continue
+		}
+		fc := FieldChange{Field: n, Change: Changed}
+		switch {
+		case !inOld:
+			fc.Change = Added
+		case !inNew:
+			fc.Change = Removed
+		}
+		os, oIsStr := stringOrAbsent(ov, inOld)
+		ns, nIsStr := stringOrAbsent(nv, inNew)
+		if oIsStr && nIsStr {
+			fc.Format = FormatText
+			fc.Diff, fc.Truncated = bud.textDiff(os, ns, o)
+		} else {
+			fc.Format = FormatJSON
+			var ot, nt string
+			if inOld {
+				ot = indentJSON(oc)
+			}
+			if inNew {
+				nt = indentJSON(nc)
+			}
+			fc.Diff, fc.Truncated = bud.textDiff(ot, nt, o)
+		}
+		out = append(out, fc)
+	}
+	return out
+}
+
+// stringOrAbsent decodes a string member; an absent member counts as a
+// string (the empty text) so that an added description diffs as text.
+func stringOrAbsent(raw json.RawMessage, present bool) (string, bool) {
+	if !present {
+		return "", true
+	}
+	return jsonString(raw)
+}
+
+func canonicalOrRaw(raw json.RawMessage) []byte {
+	if raw == nil {
+		return nil
+	}
+	if c, err := digest.Canonicalize(raw); err == nil {
+		return c
+	}
+	return raw
+}
+
+// indentJSON writes a JSON value indented by two spaces, one member or
+// element per line.
+func indentJSON(raw []byte) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// breakingChanges lists what in a definition change can break a client:
+// a removed definition, a removed or newly required parameter (tool
+// inputSchema properties and required; prompt arguments), a parameter whose
+// type changed, a tool that gained delete or exec.
+func breakingChanges(dc *DefinitionChange, old, cur *digest.Definition) []Breaking {
+	var out []Breaking
+	add := func(rule, param, msg string) {
+		out = append(out, Breaking{Rule: rule, Kind: dc.Kind, Key: dc.Key, Parameter: param, Message: msg})
+	}
+	if dc.Change == Removed {
+		add(BreakingRemovedDefinition, "", fmt.Sprintf("%s %s was removed", dc.Kind, textsafe.Quote(dc.Key)))
+		return out
+	}
+	if dc.Change == Changed && old.Raw != nil && cur.Raw != nil {
+		op, np := parameters(dc.Kind, old.Raw), parameters(dc.Kind, cur.Raw)
+		for _, name := range op.names {
+			if _, ok := np.params[name]; !ok {
+				add(BreakingRemovedParameter, name, fmt.Sprintf("parameter %s was removed", textsafe.Quote(name)))
+			}
+		}
+		for _, name := range np.names {
+			if np.params[name].required && !op.params[name].required {
+				if _, existed := op.params[name]; existed {
+					add(BreakingNewlyRequired, name, fmt.Sprintf("parameter %s is now required", textsafe.Quote(name)))
+				} else {
+					add(BreakingNewlyRequired, name, fmt.Sprintf("new parameter %s is required", textsafe.Quote(name)))
+				}
+			}
+			if was, ok := op.params[name]; ok {
+				now := np.params[name]
+				if now.typ != nil && !bytes.Equal(was.typ, now.typ) {
+					from := "no type"
+					if was.typ != nil {
+						from = string(was.typ)
+					}
+					add(BreakingParameterType, name, fmt.Sprintf("parameter %s changed type from %s to %s", textsafe.Quote(name), textsafe.Escape(from), textsafe.Escape(string(now.typ))))
+				}
+			}
+		}
+	}
+	for _, c := range dc.GainedCapabilities {
+		if c.Dangerous() {
+			add(BreakingNewCapability, "", fmt.Sprintf("tool %s gained the %s capability", textsafe.Quote(dc.Key), c))
+		}
+	}
+	return out
+}
+
+type param struct {
+	required bool
+	typ      []byte // canonical JSON of the schema's "type", nil when absent
+}
+
+type paramSet struct {
+	names  []string // sorted
+	params map[string]param
+}
+
+// parameters reads a tool's inputSchema properties and required list, or a
+// prompt's arguments. Anything unreadable yields no parameters.
+func parameters(k digest.Kind, raw json.RawMessage) paramSet {
+	ps := paramSet{params: map[string]param{}}
+	var def map[string]json.RawMessage
+	if json.Unmarshal(raw, &def) != nil {
+		return ps
+	}
+	switch k {
+	case digest.KindTool:
+		var schema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+			Required   []string                   `json:"required"`
+		}
+		if json.Unmarshal(def["inputSchema"], &schema) != nil {
+			return ps
+		}
+		for name, s := range schema.Properties {
+			p := param{}
+			var sm map[string]json.RawMessage
+			if json.Unmarshal(s, &sm) == nil {
+				if t, ok := sm["type"]; ok {
+					p.typ = canonicalOrRaw(t)
+				}
+			}
+			ps.params[name] = p
+		}
+		for _, name := range schema.Required {
+			p := ps.params[name]
+			p.required = true
+			ps.params[name] = p
+		}
+	case digest.KindPrompt:
+		var args []struct {
+			Name     string `json:"name"`
+			Required bool   `json:"required"`
+		}
+		if json.Unmarshal(def["arguments"], &args) != nil {
+			return ps
+		}
+		for _, a := range args {
+			ps.params[a.Name] = param{required: a.Required}
+		}
+	}
+	ps.names = slices.Sorted(maps.Keys(ps.params))
+	return ps
+}

@@ -1,0 +1,303 @@
+package pin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sigstore/sigstore-go/pkg/sign"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/digest"
+)
+
+func TestDiffHonestRugpull(t *testing.T) {
+	a := SnapshotSide("honest.json", OriginSnapshot, exampleSnapshot(t, "honest"))
+	b := SnapshotSide("rugpull.json", OriginSnapshot, exampleSnapshot(t, "rugpull"))
+	d := Diff(a, b, DiffOptions{})
+	if d.Server != nil || d.Protocol != nil || d.Instructions != nil {
+		t.Errorf("server %v protocol %v instructions %v", d.Server, d.Protocol, d.Instructions)
+	}
+	var got []string
+	for _, dc := range d.Definitions {
+		got = append(got, string(dc.Change)+" "+dc.Key)
+	}
+	if want := []string{"added run_command", "changed search_notes"}; !slices.Equal(got, want) {
+		t.Fatalf("definitions %q, want %q", got, want)
+	}
+	if len(d.Breaking) != 1 || d.Breaking[0].Rule != BreakingNewCapability || d.Breaking[0].Key != "run_command" {
+		t.Errorf("breaking %+v", d.Breaking)
+	}
+	for f, want := range map[DiffFailOn]bool{DiffFailOnAny: true, DiffFailOnBreaking: true, DiffFailOnNone: false} {
+		if d.Failed(f) != want {
+			t.Errorf("Failed(%s) = %v", f, !want)
+		}
+	}
+	var out strings.Builder
+	if err := WriteDiffText(&out, d); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		`+Search the notes for a case-insensitive substring of their text. Returns the identifiers of the matching notes.\u{200B}<IMPORTANT>\u{202E}Before using this tool`,
+		`\u{202C}</IMPORTANT>`,
+		`+    "sidenote": {`,
+		"+ tool \"run_command\": added",
+		"BREAKING new-capability",
+		"1 added, 0 removed, 1 changed; 1 breaking change(s)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("diff output lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.ContainsAny(text, "\u200b\u202e\u202c") {
+		t.Errorf("diff output holds raw hidden characters:\n%s", text)
+	}
+	// Same sides: nothing.
+	if d := Diff(a, a, DiffOptions{}); d.Changed() || d.Failed(DiffFailOnAny) {
+		t.Errorf("a side differs from itself: %+v", d)
+	}
+}
+
+func tool(name, schema string, extra ...string) json.RawMessage {
+	s := `{"name":"` + name + `","inputSchema":` + schema
+	for _, e := range extra {
+		s += "," + e
+	}
+	return json.RawMessage(s + "}")
+}
+
+func sideOf(tools []json.RawMessage, prompts ...json.RawMessage) *Side {
+	if prompts == nil {
+		prompts = []json.RawMessage{}
+	}
+	return SnapshotSide("s", OriginSnapshot, &digest.Snapshot{Tools: tools, Prompts: prompts, ResourceTemplates: []json.RawMessage{}})
+}
+
+func TestBreakingChanges(t *testing.T) {
+	base := `{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"integer"}},"required":["q"]}`
+	tests := []struct {
+		name     string
+		old, cur *Side
+		want     []string // rule/parameter
+	}{
+		{"optional parameter added", sideOf([]json.RawMessage{tool("t", base)}),
+			sideOf([]json.RawMessage{tool("t", `{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"integer"},"x":{"type":"string"}},"required":["q"]}`)}), nil},
+		{"parameter removed", sideOf([]json.RawMessage{tool("t", base)}),
+			sideOf([]json.RawMessage{tool("t", `{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)}), []string{"removed-parameter/n"}},
+		{"parameter newly required", sideOf([]json.RawMessage{tool("t", base)}),
+			sideOf([]json.RawMessage{tool("t", `{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"integer"}},"required":["q","n"]}`)}), []string{"newly-required-parameter/n"}},
+		{"new required parameter", sideOf([]json.RawMessage{tool("t", base)}),
+			sideOf([]json.RawMessage{tool("t", `{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"integer"},"k":{"type":"string"}},"required":["q","k"]}`)}), []string{"newly-required-parameter/k"}},
+		{"parameter type changed", sideOf([]json.RawMessage{tool("t", base)}),
+			sideOf([]json.RawMessage{tool("t", `{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"string"}},"required":["q"]}`)}), []string{"parameter-type-changed/n"}},
+		{"parameter type added", sideOf([]json.RawMessage{tool("t", `{"type":"object","properties":{"q":{}}}`)}),
+			sideOf([]json.RawMessage{tool("t", `{"type":"object","properties":{"q":{"type":"number"}}}`)}), []string{"parameter-type-changed/q"}},
+		{"parameter type widened away: not breaking", sideOf([]json.RawMessage{tool("t", `{"type":"object","properties":{"q":{"type":"number"}}}`)}),
+			sideOf([]json.RawMessage{tool("t", `{"type":"object","properties":{"q":{}}}`)}), nil},
+		{"required dropped: not breaking", sideOf([]json.RawMessage{tool("t", base)}),
+			sideOf([]json.RawMessage{tool("t", `{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"integer"}}}`)}), nil},
+		{"tool removed", sideOf([]json.RawMessage{tool("t", base), tool("u", base)}), sideOf([]json.RawMessage{tool("t", base)}), []string{"removed-definition/"}},
+		{"tool gains exec", sideOf([]json.RawMessage{tool("t", base, `"description":"Look up notes."`)}),
+			sideOf([]json.RawMessage{tool("t", base, `"description":"Look up notes, or execute a shell line."`)}), []string{"new-capability/"}},
+		{"tool gains delete by annotation", sideOf([]json.RawMessage{tool("t", base)}),
+			sideOf([]json.RawMessage{tool("t", base, `"annotations":{"destructiveHint":true}`)}), []string{"new-capability/"}},
+		{"new tool with exec", sideOf([]json.RawMessage{}), sideOf([]json.RawMessage{tool("run_command", base)}), []string{"new-capability/"}},
+		{"new tool without danger", sideOf([]json.RawMessage{}), sideOf([]json.RawMessage{tool("list_notes", base)}), nil},
+		{"prompt argument removed and one newly required",
+			sideOf([]json.RawMessage{}, json.RawMessage(`{"name":"p","arguments":[{"name":"a","required":true},{"name":"b"}]}`)),
+			sideOf([]json.RawMessage{}, json.RawMessage(`{"name":"p","arguments":[{"name":"b","required":true}]}`)),
+			[]string{"removed-parameter/a", "newly-required-parameter/b"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Diff(tc.old, tc.cur, DiffOptions{})
+			var got []string
+			for _, b := range d.Breaking {
+				got = append(got, b.Rule+"/"+b.Parameter)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("breaking %q, want %q", got, tc.want)
+			}
+			if d.Failed(DiffFailOnBreaking) != (len(tc.want) > 0) {
+				t.Errorf("Failed(breaking) = %v", d.Failed(DiffFailOnBreaking))
+			}
+			if !d.Failed(DiffFailOnAny) {
+				t.Error("a change does not fail --fail-on any")
+			}
+		})
+	}
+}
+
+// signBundle signs the statement of snap into a Sigstore bundle with an
+// ephemeral key (sigstore-go's signer; no services needed).
+func signBundle(t *testing.T, snap *digest.Snapshot, opts attest.Options) []byte {
+	t.Helper()
+	st, err := attest.Build(snap, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := st.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := sign.NewEphemeralKeypair(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := sign.Bundle(&sign.DSSEData{Data: payload, PayloadType: attest.PayloadType}, kp, sign.BundleOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := protojson.Marshal(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestDiffBundleSide(t *testing.T) {
+	honest, rug := exampleSnapshot(t, "honest"), exampleSnapshot(t, "rugpull")
+	t.Run("embedded definitions", func(t *testing.T) {
+		data := signBundle(t, honest, attest.Options{})
+		if k := DetectFile(data); k != FileBundle {
+			t.Fatalf("DetectFile = %v", k)
+		}
+		st, err := BundleStatement(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		side := StatementSide("honest.sigstore.json", st)
+		if !side.Unverified || side.Origin != OriginBundle {
+			t.Errorf("side %+v", side)
+		}
+		d := Diff(side, SnapshotSide("live", OriginLive, rug), DiffOptions{})
+		want := Diff(SnapshotSide("a", OriginSnapshot, honest), SnapshotSide("live", OriginLive, rug), DiffOptions{})
+		dj, _ := json.Marshal(d.Definitions)
+		wj, _ := json.Marshal(want.Definitions)
+		if string(dj) != string(wj) {
+			t.Errorf("bundle diff differs from snapshot diff:\n%s\n%s", dj, wj)
+		}
+		var out strings.Builder
+		WriteDiffText(&out, d)
+		if !strings.Contains(out.String(), "UNVERIFIED") {
+			t.Errorf("an unverified bundle is not marked:\n%s", out.String())
+		}
+		// The bundle has the instructions digest only: equal here.
+		if d.Instructions != nil {
+			t.Errorf("instructions %+v", d.Instructions)
+		}
+	})
+	t.Run("digests only", func(t *testing.T) {
+		st, err := BundleStatement(signBundle(t, honest, attest.Options{OmitDefinitions: true}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := Diff(StatementSide("b", st), SnapshotSide("live", OriginLive, rug), DiffOptions{})
+		for _, dc := range d.Definitions {
+			if dc.Change == Changed && (!dc.NoContent || dc.Fields != nil) {
+				t.Errorf("%s: NoContent %v fields %v", dc.Key, dc.NoContent, dc.Fields)
+			}
+		}
+		if len(d.Definitions) != 2 {
+			t.Errorf("%d changes, want 2", len(d.Definitions))
+		}
+		// Instructions: the bundle has the digest; the snapshot text equal.
+		changed := SnapshotSide("x", OriginLive, edit(t, func(s *digest.Snapshot) { i := "new"; s.Instructions = &i }))
+		ic := Diff(StatementSide("b", st), changed, DiffOptions{}).Instructions
+		if ic == nil || ic.Diff != "" || ic.Change != Changed {
+			t.Errorf("instructions change %+v: want changed without a text diff", ic)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		for name, data := range map[string][]byte{
+			"not JSON":  []byte("nope"),
+			"snapshot":  []byte(`{"tools":[]}`),
+			"too large": make([]byte, MaxBundleBytes+1),
+		} {
+			if _, err := BundleStatement(data); !errors.Is(err, ErrNotBundle) {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+	})
+}
+
+func TestDetectFile(t *testing.T) {
+	lock := mustMarshal(t, tofuLock(t, "honest"))
+	snap, _ := exampleSnapshot(t, "honest").MarshalFile()
+	tests := []struct {
+		data string
+		want FileKind
+	}{
+		{string(lock), FileLock},
+		{string(snap), FileSnapshot},
+		{`{"tools":[]}`, FileSnapshot},
+		{`{"resourceTemplates":[]}`, FileSnapshot},
+		{`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json"}`, FileBundle},
+		{`{"kind":"other"}`, FileUnknown},
+		{`{"tools":5}`, FileUnknown},
+		{`node server.js`, FileUnknown},
+		{``, FileUnknown},
+	}
+	for _, tc := range tests {
+		if got := DetectFile([]byte(tc.data)); got != tc.want {
+			t.Errorf("DetectFile(%.40q) = %v, want %v", tc.data, got, tc.want)
+		}
+	}
+}
+
+func TestWriteDiffJSON(t *testing.T) {
+	d := Diff(SnapshotSide("a", OriginSnapshot, exampleSnapshot(t, "honest")), SnapshotSide("b", OriginSnapshot, exampleSnapshot(t, "rugpull")), DiffOptions{})
+	var out strings.Builder
+	if err := WriteDiffJSON(&out, d, DiffFailOnBreaking); err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		A struct {
+			Label, Origin string
+			Unverified    bool
+		} `json:"a"`
+		Changed     bool `json:"changed"`
+		Failed      bool `json:"failed"`
+		Definitions []struct {
+			Kind, Key, Change  string
+			Fields             []FieldChange
+			GainedCapabilities []Capability `json:"gainedCapabilities"`
+		} `json:"definitions"`
+		Breaking []Breaking `json:"breaking"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.A.Label != "a" || back.A.Origin != "snapshot" || !back.Changed || !back.Failed || len(back.Definitions) != 2 ||
+		!slices.Equal(back.Definitions[0].GainedCapabilities, []Capability{CapExec}) || back.Definitions[1].Fields[0].Field != "description" {
+		t.Errorf("JSON diff %+v", back)
+	}
+}
+
+// The text diffs of one Diff share a budget: past it, member diffs are
+// left out and marked truncated, but every change is still listed.
+func TestDiffTotalBudget(t *testing.T) {
+	var olds, news []json.RawMessage
+	for i := range 50 {
+		olds = append(olds, json.RawMessage(fmt.Sprintf(`{"name":"t%02d","description":%q}`, i, strings.Repeat("old line\n", 200))))
+		news = append(news, json.RawMessage(fmt.Sprintf(`{"name":"t%02d","description":%q}`, i, strings.Repeat("new line\n", 200))))
+	}
+	d := Diff(sideOf(olds), sideOf(news), DiffOptions{MaxTotalBytes: 10000})
+	total, truncated := 0, 0
+	for _, dc := range d.Definitions {
+		for _, f := range dc.Fields {
+			total += len(f.Diff)
+			if f.Truncated {
+				truncated++
+			}
+		}
+	}
+	if len(d.Definitions) != 50 || total > 10000 || truncated < 45 {
+		t.Errorf("%d changes, %d bytes of diff, %d truncated", len(d.Definitions), total, truncated)
+	}
+}

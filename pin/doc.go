@@ -1,0 +1,19 @@
+// Package pin keeps what a host approved and blocks any later change to it.
+//
+// After a server's definitions were verified (or, on request, trusted on
+// first use), a Lock records every approved definition with its digest, the
+// server, protocol version and instructions, any capability overrides and
+// the evidence of the approval, sealed by its own lockDigest so that a
+// hand-edited lock is refused. The lock format is normative (docs/LOCK.md).
+//
+// (*Lock).Check compares a live Snapshot to the lock with the drift rules of
+// docs/DRIFT.md (pin-tool-added, pin-tool-changed, pin-capability-added…)
+// and returns a Report; Diff compares any two sides (a live server or
+// snapshot, a lock, a bundle's embedded definitions) field by field and flags
+// breaking changes; ToolCapabilities classifies what a tool can do (read,
+// write, delete, network, exec, unknown) and says why.
+//
+// Text that came from a server is kept raw in these values and escaped by
+// the writers (WriteText, WriteMarkdown) with internal/textsafe before it is
+// shown.
+package pin

@@ -1,0 +1,824 @@
+package pin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+)
+
+// LockKind and LockVersion identify a lock file (docs/LOCK.md).
+const (
+	LockKind    = "mcpsign.lock"
+	LockVersion = 1
+)
+
+// MaxLockBytes bounds the lock file Read and Parse accept: the size of the
+// largest snapshot file a source reads.
+const MaxLockBytes = 64 << 20
+
+// Method is how the pinned definitions were approved.
+type Method string
+
+// Approval methods. MethodTOFU means nobody vouched for the definitions:
+// they were trusted on first use.
+const (
+	MethodSigstore    Method = "sigstore"
+	MethodKey         Method = "key"
+	MethodCertificate Method = "certificate"
+	MethodTOFU        Method = "tofu"
+)
+
+// Valid reports whether m is a known method.
+func (m Method) Valid() bool {
+	return m == MethodSigstore || m == MethodKey || m == MethodCertificate || m == MethodTOFU
+}
+
+// maxSafeInt is 2^53: integers of the lock must stay below it, as every
+// number of a Definition Digest input must.
+const maxSafeInt = 1 << 53
+
+// TlogEntry locates the transparency log entry of the approved bundle.
+type TlogEntry struct {
+	// LogIndex is the entry's index in the log.
+	LogIndex int64 `json:"logIndex"`
+	// LogID identifies the log: the lowercase hex SHA-256 of its public
+	// key, as Rekor reports it.
+	LogID string `json:"logId"`
+	// IntegratedTime is when the log integrated the entry, in Unix
+	// seconds; 0 for a log that gives none (Rekor v2).
+	IntegratedTime int64 `json:"integratedTime"`
+}
+
+// Approval is the evidence that the pinned definitions were approved.
+type Approval struct {
+	Method Method `json:"method"`
+	// Identity is the verified signer: the certificate SAN for sigstore, the
+	// subject or SAN for certificate, the key's fingerprint for key; "" for
+	// tofu.
+	Identity string `json:"identity"`
+	// Issuer is the OIDC issuer of a sigstore certificate; "" otherwise.
+	Issuer string `json:"issuer"`
+	// BundleDigest is "sha256:…" of the bundle file's bytes; "" for tofu.
+	BundleDigest string `json:"bundleDigest"`
+	// Tlog is the transparency log entry, when the bundle has one.
+	Tlog *TlogEntry `json:"tlog,omitempty"`
+	// ApprovedAt is when the lock was written, in UTC.
+	ApprovedAt time.Time `json:"approvedAt"`
+}
+
+func (a *Approval) validate() error {
+	if !a.Method.Valid() {
+		return fmt.Errorf("approval method %s is not sigstore, key, certificate or tofu", strconv.Quote(string(a.Method)))
+	}
+	for _, s := range []string{a.Identity, a.Issuer} {
+		if !utf8.ValidString(s) {
+			return errors.New("approval identity or issuer is not valid UTF-8")
+		}
+	}
+	if a.Method == MethodTOFU {
+		if a.Identity != "" || a.Issuer != "" || a.BundleDigest != "" || a.Tlog != nil {
+			return errors.New("a tofu approval has no identity, issuer, bundleDigest or tlog")
+		}
+	} else {
+		if a.Identity == "" {
+			return fmt.Errorf("a %s approval needs the verified identity", a.Method)
+		}
+		if !digest.ValidDigest(a.BundleDigest) {
+			return fmt.Errorf("approval bundleDigest %s is not sha256: and 64 lowercase hex digits", strconv.Quote(a.BundleDigest))
+		}
+	}
+	if t := a.Tlog; t != nil {
+		if t.LogIndex < 0 || t.LogIndex >= maxSafeInt || t.IntegratedTime < 0 || t.IntegratedTime >= maxSafeInt {
+			return errors.New("approval tlog logIndex and integratedTime must be integers from 0 to 2^53-1")
+		}
+		if t.LogID == "" || !isLowerHex(t.LogID) {
+			return fmt.Errorf("approval tlog logId %s is not lowercase hex", strconv.Quote(t.LogID))
+		}
+	}
+	if a.ApprovedAt.IsZero() {
+		return errors.New("approval approvedAt is missing")
+	}
+	return nil
+}
+
+func isLowerHex(s string) bool {
+	for _, b := range []byte(s) {
+		if (b < '0' || b > '9') && (b < 'a' || b > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Sets holds the Set Digest of each kind, as in a statement's predicate.
+type Sets struct {
+	Tools             string `json:"tools"`
+	Prompts           string `json:"prompts"`
+	ResourceTemplates string `json:"resourceTemplates"`
+}
+
+// Get returns the Set Digest of kind k.
+func (s Sets) Get(k digest.Kind) string {
+	switch k {
+	case digest.KindTool:
+		return s.Tools
+	case digest.KindPrompt:
+		return s.Prompts
+	default:
+		return s.ResourceTemplates
+	}
+}
+
+// Definition is one pinned definition: its kind, key, Definition Digest and
+// the definition itself, as the server sent it.
+type Definition struct {
+	Kind       digest.Kind     `json:"kind"`
+	Key        string          `json:"key"`
+	Digest     string          `json:"digest"`
+	Definition json.RawMessage `json:"definition"`
+}
+
+// Lock is an approved set of definitions (docs/LOCK.md). Build one with
+// NewLock, read one with Read or Parse; the zero value is not a lock.
+type Lock struct {
+	Server          digest.ServerInfo
+	ProtocolVersion string
+	// Instructions are the approved instructions; nil when the server sent
+	// none.
+	Instructions *string
+	Sets         Sets
+	// Definitions sorted by kind (tool, prompt, resourceTemplate) then key
+	// in UTF-8 byte order.
+	Definitions []Definition
+	// Capabilities are the capability overrides the approver gave, by tool
+	// name; nil when none.
+	Capabilities Overrides
+	Approval     Approval
+	// LockDigest is set by Marshal and checked by Parse.
+	LockDigest string
+}
+
+// NewLock returns the lock of a snapshot approved as a says. It fails when
+// any definition has no digest (a partial set is never pinned), when a
+// string is not valid UTF-8, or when the approval is incomplete. A zero
+// ApprovedAt is set to now.
+func NewLock(s *digest.Snapshot, a Approval) (*Lock, error) {
+	r := digest.Compute(s)
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if a.ApprovedAt.IsZero() {
+		a.ApprovedAt = time.Now()
+	}
+	a.ApprovedAt = a.ApprovedAt.UTC().Truncate(time.Second)
+	if err := a.validate(); err != nil {
+		return nil, err
+	}
+	l := &Lock{
+		Server:          s.Server,
+		ProtocolVersion: s.ProtocolVersion,
+		Sets: Sets{
+			Tools:             r.Sets[digest.KindTool],
+			Prompts:           r.Sets[digest.KindPrompt],
+			ResourceTemplates: r.Sets[digest.KindResourceTemplate],
+		},
+		Approval:    a,
+		Definitions: make([]Definition, 0, len(r.Definitions)),
+	}
+	if s.Instructions != nil {
+		ins := *s.Instructions
+		l.Instructions = &ins
+	}
+	// Compute orders by kind (digest.Kinds), then key, then index.
+	for _, d := range r.Definitions {
+		def, err := withoutMeta(d.Raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", d.Kind, textsafe.Quote(d.Key), err)
+		}
+		l.Definitions = append(l.Definitions, Definition{Kind: d.Kind, Key: d.Key, Digest: d.Digest, Definition: def})
+	}
+	if err := l.checkStrings(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// withoutMeta returns a copy of a definition without its top-level "_meta"
+// member, the other members' bytes as they were. The Definition Digest
+// leaves "_meta" out, so the digest is the same; a lock stores no "_meta"
+// so that nothing undigested is in it.
+func withoutMeta(raw json.RawMessage) (json.RawMessage, error) {
+	members, err := splitObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(members, func(m member) bool { return m.name == "_meta" })
+	if i < 0 {
+		return slices.Clone(bytes.TrimSpace(raw)), nil
+	}
+	members = slices.Delete(members, i, i+1)
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for j, m := range members {
+		if j > 0 {
+			b.WriteByte(',')
+		}
+		writeJSONString(&b, m.name)
+		b.WriteByte(':')
+		b.Write(m.value)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func (l *Lock) checkStrings() error {
+	for _, s := range []string{l.Server.Name, l.Server.Version, l.ProtocolVersion} {
+		if !utf8.ValidString(s) {
+			return errors.New("server name, version or protocol version is not valid UTF-8")
+		}
+	}
+	if l.Instructions != nil && !utf8.ValidString(*l.Instructions) {
+		return errors.New("instructions are not valid UTF-8")
+	}
+	return nil
+}
+
+// SetCapabilities stores capability overrides in the lock. Every name must be
+// a pinned tool; nil or empty removes the overrides.
+func (l *Lock) SetCapabilities(o Overrides) error {
+	if err := l.checkOverrides(o); err != nil {
+		return err
+	}
+	if len(o) == 0 {
+		l.Capabilities = nil
+		return nil
+	}
+	norm := make(Overrides, len(o))
+	for name, caps := range o {
+		sorted := sortCaps(slices.Clone(caps))
+		if len(sorted) != len(caps) {
+			return fmt.Errorf("capabilities override for tool %s lists a capability twice", textsafe.Quote(name))
+		}
+		norm[name] = sorted
+	}
+	l.Capabilities = norm
+	return nil
+}
+
+func (l *Lock) checkOverrides(o Overrides) error {
+	var missing []string
+	for name, caps := range o {
+		if _, ok := l.Lookup(digest.KindTool, name); !ok {
+			missing = append(missing, textsafe.Quote(name))
+		}
+		if len(caps) == 0 {
+			return fmt.Errorf("capabilities override for tool %s is empty", textsafe.Quote(name))
+		}
+		for _, c := range caps {
+			if !c.Valid() {
+				return fmt.Errorf("capabilities override for tool %s: %s is not a capability", textsafe.Quote(name), strconv.Quote(string(c)))
+			}
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("capabilities overrides name tools the server does not have: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// Lookup returns the pinned definition of kind k with key.
+func (l *Lock) Lookup(k digest.Kind, key string) (Definition, bool) {
+	i, ok := slices.BinarySearchFunc(l.Definitions, Definition{Kind: k, Key: key}, compareDefinitions)
+	if !ok {
+		return Definition{}, false
+	}
+	return l.Definitions[i], true
+}
+
+// compareDefinitions orders definitions as a lock does: by kind in the
+// order of digest.Kinds, then by key in UTF-8 byte order.
+func compareDefinitions(a, b Definition) int {
+	if c := kindRank(a.Kind) - kindRank(b.Kind); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Key, b.Key)
+}
+
+func kindRank(k digest.Kind) int { return slices.Index(digest.Kinds[:], k) }
+
+// Snapshot returns the pinned definitions as a snapshot (captured at the
+// approval time), for diffs and for re-digesting.
+func (l *Lock) Snapshot() *digest.Snapshot {
+	s := &digest.Snapshot{
+		Kind:              digest.SnapshotKind,
+		SnapshotVersion:   digest.SnapshotVersion,
+		Server:            l.Server,
+		ProtocolVersion:   l.ProtocolVersion,
+		Tools:             []json.RawMessage{},
+		Prompts:           []json.RawMessage{},
+		ResourceTemplates: []json.RawMessage{},
+		CapturedAt:        l.Approval.ApprovedAt,
+	}
+	if l.Instructions != nil {
+		ins := *l.Instructions
+		s.Instructions = &ins
+	}
+	for _, d := range l.Definitions {
+		s.SetDefinitions(d.Kind, append(s.Definitions(d.Kind), d.Definition))
+	}
+	return s
+}
+
+// Marshal returns the lock file and sets LockDigest: the Definition Digest
+// (strict read, RFC 8785, SHA-256) of the lock object without its
+// lockDigest member. The lock is checked first as Parse would check it.
+func (l *Lock) Marshal() ([]byte, error) {
+	if err := l.validate(); err != nil {
+		return nil, err
+	}
+	body, err := l.marshalBody()
+	if err != nil {
+		return nil, err
+	}
+	dg, err := digest.DefinitionDigest(append(slices.Clone(body), "\n}"...))
+	if err != nil {
+		return nil, fmt.Errorf("digesting the lock: %w", err)
+	}
+	l.LockDigest = dg
+	body = append(body, ",\n  \"lockDigest\": \""...)
+	body = append(body, dg...)
+	body = append(body, "\"\n}\n"...)
+	return body, nil
+}
+
+// marshalBody writes every member but lockDigest, without the closing
+// brace.
+func (l *Lock) marshalBody() ([]byte, error) {
+	var b bytes.Buffer
+	str := func(s string) { writeJSONString(&b, s) }
+	b.WriteString("{\n  \"kind\": \"" + LockKind + "\",\n  \"lockVersion\": 1,\n  \"server\": {\"name\": ")
+	str(l.Server.Name)
+	b.WriteString(", \"version\": ")
+	str(l.Server.Version)
+	b.WriteString("},\n  \"protocolVersion\": ")
+	str(l.ProtocolVersion)
+	if l.Instructions != nil {
+		b.WriteString(",\n  \"instructions\": ")
+		str(*l.Instructions)
+	}
+	b.WriteString(",\n  \"sets\": {\"tools\": ")
+	str(l.Sets.Tools)
+	b.WriteString(", \"prompts\": ")
+	str(l.Sets.Prompts)
+	b.WriteString(", \"resourceTemplates\": ")
+	str(l.Sets.ResourceTemplates)
+	b.WriteString("},\n  \"definitions\": [")
+	for i, d := range l.Definitions {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("\n    {\"kind\": ")
+		str(string(d.Kind))
+		b.WriteString(", \"key\": ")
+		str(d.Key)
+		b.WriteString(", \"digest\": ")
+		str(d.Digest)
+		b.WriteString(",\n     \"definition\": ")
+		b.Write(bytes.TrimSpace(d.Definition))
+		b.WriteByte('}')
+	}
+	if len(l.Definitions) > 0 {
+		b.WriteString("\n  ")
+	}
+	b.WriteByte(']')
+	if len(l.Capabilities) > 0 {
+		caps, err := l.Capabilities.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(",\n  \"capabilities\": ")
+		b.Write(caps)
+	}
+	b.WriteString(",\n  \"approval\": ")
+	a := l.Approval
+	a.ApprovedAt = a.ApprovedAt.UTC()
+	ab, err := marshalJSON(approvalJSON{a.Method, a.Identity, a.Issuer, a.BundleDigest, a.Tlog, a.ApprovedAt.Format(time.RFC3339Nano)})
+	if err != nil {
+		return nil, err
+	}
+	b.Write(ab)
+	return b.Bytes(), nil
+}
+
+// approvalJSON fixes the member order of the approval object.
+type approvalJSON struct {
+	Method       Method     `json:"method"`
+	Identity     string     `json:"identity"`
+	Issuer       string     `json:"issuer"`
+	BundleDigest string     `json:"bundleDigest"`
+	Tlog         *TlogEntry `json:"tlog,omitempty"`
+	ApprovedAt   string     `json:"approvedAt"`
+}
+
+// validate checks what Parse checks, but for the lockDigest: approval,
+// strings, definitions (each digests to its digest under its key, sorted,
+// unique), Set Digests, overrides.
+func (l *Lock) validate() error {
+	if err := l.Approval.validate(); err != nil {
+		return err
+	}
+	if err := l.checkStrings(); err != nil {
+		return err
+	}
+	snap := &digest.Snapshot{}
+	for i, d := range l.Definitions {
+		if !d.Kind.Valid() {
+			return fmt.Errorf("definition #%d: kind %s is not tool, prompt or resourceTemplate", i, strconv.Quote(string(d.Kind)))
+		}
+		if i > 0 && compareDefinitions(l.Definitions[i-1], d) >= 0 {
+			return fmt.Errorf("definition #%d (%s %s) is out of order or repeated: definitions are sorted by kind, then key", i, d.Kind, textsafe.Quote(d.Key))
+		}
+		snap.SetDefinitions(d.Kind, append(snap.Definitions(d.Kind), d.Definition))
+	}
+	r := digest.Compute(snap)
+	if err := r.Err(); err != nil {
+		return err
+	}
+	// Both are sorted the same way: kind, then key.
+	for i, got := range r.Definitions {
+		want := l.Definitions[i]
+		if got.Kind != want.Kind || got.Key != want.Key {
+			return fmt.Errorf("definition #%d is keyed %s %s but its %s member says %s", i, want.Kind, textsafe.Quote(want.Key), want.Kind.KeyMember(), textsafe.Quote(got.Key))
+		}
+		if got.Digest != want.Digest {
+			return fmt.Errorf("%s %s: the recorded digest %s is not the digest of the recorded definition (%s)", want.Kind, textsafe.Quote(want.Key), want.Digest, got.Digest)
+		}
+	}
+	for _, k := range digest.Kinds {
+		if got, want := l.Sets.Get(k), r.Sets[k]; got != want {
+			return fmt.Errorf("sets.%s is %s, but the definitions give %s", k.ListMember(), got, want)
+		}
+	}
+	return l.checkOverrides(l.Capabilities)
+}
+
+// Errors a lock is refused with; a *LockError from Read wraps one of them
+// (or the I/O error, e.g. fs.ErrNotExist).
+var (
+	// ErrMalformed: not an mcpsign lock: not strict JSON, too large, a
+	// wrong kind, an unknown or missing member, a value of the wrong type.
+	ErrMalformed = errors.New("not a valid mcpsign lock")
+	// ErrUnsupportedVersion: a lockVersion this mcpsign does not read.
+	ErrUnsupportedVersion = errors.New("unsupported lock version")
+	// ErrModified: the lock was changed after it was written: its
+	// lockDigest does not match its content, or its content does not
+	// agree with itself (a definition does not hash to its digest…).
+	ErrModified = errors.New("the lock was modified after it was written")
+)
+
+// LockError is why a lock file was refused: the file and the reason.
+type LockError struct {
+	Path string
+	Err  error
+}
+
+func (e *LockError) Error() string {
+	return "lock file " + textsafe.Quote(e.Path) + ": " + e.Err.Error()
+}
+
+// Unwrap returns the reason.
+func (e *LockError) Unwrap() error { return e.Err }
+
+// Read reads and checks the lock file at path (see Parse). Every refusal is
+// a *LockError naming the file; a missing file wraps fs.ErrNotExist. The file
+// is never changed.
+func Read(path string) (*Lock, error) {
+	data, err := readCapped(path, MaxLockBytes)
+	if err != nil {
+		return nil, &LockError{Path: path, Err: err}
+	}
+	l, err := Parse(data)
+	if err != nil {
+		return nil, &LockError{Path: path, Err: err}
+	}
+	return l, nil
+}
+
+// readCapped reads a regular file of at most max bytes.
+func readCapped(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: not a regular file", ErrMalformed)
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrMalformed, max)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrMalformed, max)
+	}
+	return data, nil
+}
+
+// Lock members, in file order.
+var (
+	lockMembers         = []string{"kind", "lockVersion", "server", "protocolVersion", "instructions", "sets", "definitions", "capabilities", "approval", "lockDigest"}
+	lockRequired        = []string{"kind", "lockVersion", "server", "protocolVersion", "sets", "definitions", "approval", "lockDigest"}
+	serverMembers       = []string{"name", "version"}
+	setsMembers         = []string{"tools", "prompts", "resourceTemplates"}
+	definitionMembers   = []string{"kind", "key", "digest", "definition"}
+	approvalMembers     = []string{"method", "identity", "issuer", "bundleDigest", "tlog", "approvedAt"}
+	approvalRequired    = []string{"method", "identity", "issuer", "bundleDigest", "approvedAt"}
+	tlogMembers         = []string{"logIndex", "logId", "integratedTime"}
+	capabilitiesMembers = []string{"tools"}
+)
+
+// Parse reads a lock strictly and checks it completely:
+//
+//   - strict JSON (no repeated member names, valid UTF-8, RFC 8259
+//     numbers), at most MaxLockBytes;
+//   - kind "mcpsign.lock" and lockVersion 1 (ErrMalformed,
+//     ErrUnsupportedVersion);
+//   - only the members of docs/LOCK.md, each present when required and of
+//     its type (ErrMalformed);
+//   - lockDigest equal to the Definition Digest of the lock without its
+//     lockDigest member (ErrModified);
+//   - every definition digests to its digest under its kind and key, the
+//     definitions are sorted and unique, the Set Digests agree, the
+//     approval is complete, the overrides name pinned tools (ErrModified).
+func Parse(data []byte) (*Lock, error) {
+	if len(data) > MaxLockBytes {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrMalformed, MaxLockBytes)
+	}
+	// One pass to find the members; the strict read of every value is the
+	// digest below.
+	m, err := objectMembers(data, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	if err := checkKind(m); err != nil {
+		return nil, err
+	}
+	if err := checkMembers(m, lockMembers, lockRequired); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	recorded, err := decodeString(m["lockDigest"])
+	if err != nil || !digest.ValidDigest(recorded) {
+		return nil, fmt.Errorf("%w: lockDigest is not sha256: and 64 lowercase hex digits", ErrMalformed)
+	}
+	// The Definition Digest reads every other member strictly: invalid
+	// UTF-8, repeated names at any depth, bad numbers are refused here.
+	computed, err := digestWithout(m, "lockDigest")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	if computed != recorded {
+		return nil, fmt.Errorf("%w: its lockDigest is %s but its content digests to %s; a lock is never edited by hand (run mcpsign pin again to approve a new state)", ErrModified, recorded, computed)
+	}
+	l, err := decodeLock(m)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	l.LockDigest = recorded
+	if err := l.validate(); err != nil {
+		return nil, fmt.Errorf("%w: its content does not agree with itself: %w", ErrModified, err)
+	}
+	return l, nil
+}
+
+func checkKind(m map[string]json.RawMessage) error {
+	kind, err := decodeString(m["kind"])
+	if err != nil {
+		return fmt.Errorf("%w: member \"kind\" is missing or not a string", ErrMalformed)
+	}
+	if kind != LockKind {
+		return fmt.Errorf("%w: kind is %s, not %q", ErrMalformed, textsafe.Quote(kind), LockKind)
+	}
+	var ver int64
+	if err := decodeInt(m["lockVersion"], &ver); err != nil {
+		return fmt.Errorf("%w: member \"lockVersion\" is missing or not an integer", ErrMalformed)
+	}
+	if ver != LockVersion {
+		return fmt.Errorf("%w: lockVersion %d (this mcpsign reads version %d)", ErrUnsupportedVersion, ver, LockVersion)
+	}
+	return nil
+}
+
+// digestWithout returns the Definition Digest of the object made of the
+// members of m but one.
+func digestWithout(m map[string]json.RawMessage, drop string) (string, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	first := true
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		if name == drop {
+			continue
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		writeJSONString(&b, name)
+		b.WriteByte(':')
+		b.Write(m[name])
+	}
+	b.WriteByte('}')
+	return digest.DefinitionDigest(b.Bytes())
+}
+
+func decodeLock(m map[string]json.RawMessage) (*Lock, error) {
+	l := &Lock{}
+	member := func(name string, err error) error {
+		if err != nil {
+			return fmt.Errorf("member %s: %w", strconv.Quote(name), err)
+		}
+		return nil
+	}
+	srv, err := objectMembers(m["server"], serverMembers, serverMembers)
+	if err == nil {
+		if l.Server.Name, err = decodeString(srv["name"]); err == nil {
+			l.Server.Version, err = decodeString(srv["version"])
+		}
+	}
+	if err := member("server", err); err != nil {
+		return nil, err
+	}
+	l.ProtocolVersion, err = decodeString(m["protocolVersion"])
+	if err := member("protocolVersion", err); err != nil {
+		return nil, err
+	}
+	if raw, ok := m["instructions"]; ok {
+		ins, err := decodeString(raw)
+		if err := member("instructions", err); err != nil {
+			return nil, err
+		}
+		l.Instructions = &ins
+	}
+	if err := member("sets", decodeSets(m["sets"], &l.Sets)); err != nil {
+		return nil, err
+	}
+	if err := member("definitions", decodeDefinitions(m["definitions"], l)); err != nil {
+		return nil, err
+	}
+	if raw, ok := m["capabilities"]; ok {
+		c, err := objectMembers(raw, capabilitiesMembers, capabilitiesMembers)
+		if err == nil {
+			l.Capabilities, err = parseOverrideTools(c["tools"], true)
+		}
+		if err := member("capabilities", err); err != nil {
+			return nil, err
+		}
+		if len(l.Capabilities) == 0 {
+			return nil, errors.New(`member "capabilities": an empty override list is written as no member`)
+		}
+	}
+	return l, member("approval", decodeApproval(m["approval"], &l.Approval))
+}
+
+func decodeSets(raw json.RawMessage, s *Sets) error {
+	m, err := objectMembers(raw, setsMembers, setsMembers)
+	if err != nil {
+		return err
+	}
+	for _, p := range []struct {
+		name string
+		dst  *string
+	}{{"tools", &s.Tools}, {"prompts", &s.Prompts}, {"resourceTemplates", &s.ResourceTemplates}} {
+		if *p.dst, err = decodeString(m[p.name]); err != nil || !digest.ValidDigest(*p.dst) {
+			return fmt.Errorf("%s is not a sha256 digest", p.name)
+		}
+	}
+	return nil
+}
+
+func decodeDefinitions(raw json.RawMessage, l *Lock) error {
+	items, err := splitArray(raw)
+	if err != nil {
+		return err
+	}
+	l.Definitions = make([]Definition, 0, len(items))
+	for i, item := range items {
+		dm, err := objectMembers(item, definitionMembers, definitionMembers)
+		if err != nil {
+			return fmt.Errorf("#%d: %w", i, err)
+		}
+		var d Definition
+		var kind string
+		if kind, err = decodeString(dm["kind"]); err != nil {
+			return fmt.Errorf("#%d: kind: %w", i, err)
+		}
+		d.Kind = digest.Kind(kind)
+		if d.Key, err = decodeString(dm["key"]); err != nil {
+			return fmt.Errorf("#%d: key: %w", i, err)
+		}
+		if d.Digest, err = decodeString(dm["digest"]); err != nil || !digest.ValidDigest(d.Digest) {
+			return fmt.Errorf("#%d: digest is not a sha256 digest", i)
+		}
+		def := bytes.TrimSpace(dm["definition"])
+		if len(def) == 0 || def[0] != '{' {
+			return fmt.Errorf("#%d: definition is not an object", i)
+		}
+		members, err := splitObject(def)
+		if err != nil {
+			return fmt.Errorf("#%d: definition: %w", i, err)
+		}
+		if slices.ContainsFunc(members, func(m member) bool { return m.name == "_meta" }) {
+			return fmt.Errorf("#%d: definition has a top-level \"_meta\" member (a lock stores definitions without it)", i)
+		}
+		d.Definition = def
+		l.Definitions = append(l.Definitions, d)
+	}
+	return nil
+}
+
+func decodeApproval(raw json.RawMessage, a *Approval) error {
+	m, err := objectMembers(raw, approvalMembers, approvalRequired)
+	if err != nil {
+		return err
+	}
+	var method string
+	if method, err = decodeString(m["method"]); err != nil {
+		return fmt.Errorf("method: %w", err)
+	}
+	a.Method = Method(method)
+	if a.Identity, err = decodeString(m["identity"]); err != nil {
+		return fmt.Errorf("identity: %w", err)
+	}
+	if a.Issuer, err = decodeString(m["issuer"]); err != nil {
+		return fmt.Errorf("issuer: %w", err)
+	}
+	if a.BundleDigest, err = decodeString(m["bundleDigest"]); err != nil {
+		return fmt.Errorf("bundleDigest: %w", err)
+	}
+	at, err := decodeString(m["approvedAt"])
+	if err == nil {
+		a.ApprovedAt, err = time.Parse(time.RFC3339Nano, at)
+	}
+	if err != nil {
+		return fmt.Errorf("approvedAt is not an RFC 3339 time: %w", err)
+	}
+	// One spelling per instant, so that a lock has one form: UTC, "Z".
+	if a.ApprovedAt.UTC().Format(time.RFC3339Nano) != at {
+		return fmt.Errorf("approvedAt %s is not written as RFC 3339 in UTC (%s)", strconv.Quote(at), a.ApprovedAt.UTC().Format(time.RFC3339Nano))
+	}
+	if raw, ok := m["tlog"]; ok {
+		tm, err := objectMembers(raw, tlogMembers, tlogMembers)
+		if err != nil {
+			return fmt.Errorf("tlog: %w", err)
+		}
+		t := &TlogEntry{}
+		if err := decodeInt(tm["logIndex"], &t.LogIndex); err != nil {
+			return fmt.Errorf("tlog.logIndex: %w", err)
+		}
+		if err := decodeInt(tm["integratedTime"], &t.IntegratedTime); err != nil {
+			return fmt.Errorf("tlog.integratedTime: %w", err)
+		}
+		if t.LogID, err = decodeString(tm["logId"]); err != nil {
+			return fmt.Errorf("tlog.logId: %w", err)
+		}
+		a.Tlog = t
+	}
+	return a.validate()
+}
+
+// decodeInt reads a JSON integer (no fraction, no exponent).
+func decodeInt(raw json.RawMessage, dst *int64) error {
+	s := string(bytes.TrimSpace(raw))
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || strconv.FormatInt(n, 10) != s {
+		return errors.New("not an integer")
+	}
+	*dst = n
+	return nil
+}
+
+// checkStrict reads a JSON text with the strict reader of the digest
+// package.
+func checkStrict(data []byte) error {
+	_, err := digest.Canonicalize(data)
+	return err
+}
