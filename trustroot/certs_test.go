@@ -35,6 +35,7 @@ type certSpec struct {
 	extra       []pkix.Extension
 	curve       elliptic.Curve // default P-256
 	criticalEKU bool           // timestamping leaves: EKU extension marked critical
+	serial      int64          // default: a fresh one
 }
 
 type testCert struct {
@@ -43,7 +44,6 @@ type testCert struct {
 }
 
 var (
-	oidExtKeyUsage        = asn1.ObjectIdentifier{2, 5, 29, 37}
 	oidTimeStamping       = asn1.ObjectIdentifier{1, 3, 6, 1, 5, 5, 7, 3, 8}
 	oidUnhandledCritical  = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 99999, 1}
 	policyConstraintsZero = []byte{0x30, 0x03, 0x80, 0x01, 0x00} // requireExplicitPolicy 0
@@ -65,8 +65,12 @@ func issue(t testing.TB, spec certSpec, parent *testCert) *testCert {
 	if org == "" {
 		org = "mcpsign test"
 	}
+	sn := spec.serial
+	if sn == 0 {
+		sn = serial.Add(1)
+	}
 	tmpl := &x509.Certificate{
-		SerialNumber:       big.NewInt(serial.Add(1)),
+		SerialNumber:       big.NewInt(sn),
 		Subject:            pkix.Name{CommonName: spec.cn, Organization: []string{org}},
 		NotBefore:          spec.notBefore,
 		NotAfter:           spec.notAfter,

@@ -2,14 +2,16 @@ package trustroot
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/x509"
 	"encoding/asn1"
 	"errors"
 	"sync"
 	"time"
 
+	"github.com/digitorus/pkcs7"
+	"github.com/digitorus/timestamp"
 	"github.com/sigstore/sigstore-go/pkg/root"
-	tsaverification "github.com/sigstore/timestamp-authority/v2/pkg/verification"
 )
 
 // WithChainCache returns trusted material that accepts and rejects exactly
@@ -110,6 +112,7 @@ var (
 	oidPolicyMappings    = asn1.ObjectIdentifier{2, 5, 29, 33}
 	oidPolicyConstraints = asn1.ObjectIdentifier{2, 5, 29, 36}
 	oidInhibitAnyPolicy  = asn1.ObjectIdentifier{2, 5, 29, 54}
+	oidExtKeyUsage       = asn1.ObjectIdentifier{2, 5, 29, 37}
 )
 
 func hasExtension(c *x509.Certificate, oids ...asn1.ObjectIdentifier) bool {
@@ -253,8 +256,10 @@ func (f *cachedCA) Verify(leaf *x509.Certificate, observerTimestamp time.Time) (
 // cachedTSA verifies timestamp responses signed by the leaf of one
 // SigstoreTimestampingAuthority whose chain is built once, on first use.
 type cachedTSA struct {
-	tsa  *root.SigstoreTimestampingAuthority
-	leaf []*x509.Certificate // for tsaverification.VerifyOpts.Roots
+	tsa *root.SigstoreTimestampingAuthority
+	// leafOK: the static checks the timestamp-authority library makes of
+	// the signing certificate on every response hold for tsa.Leaf.
+	leafOK bool
 
 	once   sync.Once
 	chains [][]*x509.Certificate
@@ -265,7 +270,23 @@ func newCachedTSA(tsa *root.SigstoreTimestampingAuthority) *cachedTSA {
 	if tsa.Root == nil || tsa.Leaf == nil || len(tsa.Leaf.Raw) == 0 {
 		return nil
 	}
-	return &cachedTSA{tsa: tsa, leaf: []*x509.Certificate{tsa.Leaf}}
+	return &cachedTSA{tsa: tsa, leafOK: tsaLeafOK(tsa.Leaf)}
+}
+
+// tsaLeafOK mirrors the checks of the signing certificate alone in the
+// timestamp-authority library's verifyLeafCert (v2.1.3): an end-entity
+// certificate whose extended key usage extension is critical and holds
+// exactly one usage, time stamping.
+func tsaLeafOK(c *x509.Certificate) bool {
+	if c.IsCA || len(c.ExtKeyUsage)+len(c.UnknownExtKeyUsage) != 1 || c.ExtKeyUsage[0] != x509.ExtKeyUsageTimeStamping {
+		return false
+	}
+	for _, e := range c.Extensions {
+		if e.Id.Equal(oidExtKeyUsage) {
+			return e.Critical
+		}
+	}
+	return false
 }
 
 // verifiedChains returns the chains from the leaf to the root that
@@ -340,23 +361,60 @@ func (f *cachedTSA) Verify(signedTimestamp []byte, signatureBytes []byte) (*root
 }
 
 // verifyCached is the cached path alone: it accepts only what f.tsa.Verify
-// accepts, and may refuse what f.tsa.Verify would accept.
+// accepts, and may refuse what f.tsa.Verify would accept. It makes every
+// check of the timestamp-authority library's VerifyTimestampResponse
+// (v2.1.3), with the same library functions where they are exported, except
+// that the response's signature is checked once, where the library checks
+// it twice (in timestamp.ParseResponse, then again on a second parse of the
+// same token), and that the signing certificate's chain is the cached one.
 func (f *cachedTSA) verifyCached(signedTimestamp []byte, signatureBytes []byte) (*root.Timestamp, error) {
-	tsa := f.tsa
-	// The response, its signature by the leaf, the leaf itself (validity
-	// at the asserted time, key usage, not a CA, ESS certificate id) and
-	// the hashed message are checked here as by the plain authority; with
-	// the leaf as the only anchor, crypto/x509 stops at the leaf.
-	ts, err := tsaverification.VerifyTimestampResponse(signedTimestamp, bytes.NewReader(signatureBytes),
-		tsaverification.VerifyOpts{Roots: f.leaf, TSACertificate: tsa.Leaf})
+	tsa, leaf := f.tsa, f.tsa.Leaf
+	if !f.leafOK {
+		return nil, errNotCached
+	}
+	// Parse; ParseResponse checks the token's signature when the token
+	// carries certificates.
+	ts, err := timestamp.ParseResponse(signedTimestamp)
 	if err != nil {
 		return nil, err
+	}
+	switch ts.HashAlgorithm {
+	case crypto.SHA256, crypto.SHA384, crypto.SHA512:
+	default: // SHA-1 is refused as weak, anything else as unsupported
+		return nil, errNotCached
+	}
+	p7, err := pkcs7.Parse(ts.RawToken)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case p7.Certificates == nil:
+		// No certificate in the token: the signature is checked against
+		// the trusted signing certificate, as the library does.
+		p7.Certificates = []*x509.Certificate{leaf}
+		if err := p7.Verify(); err != nil {
+			return nil, err
+		}
+	case len(p7.Certificates) == 0:
+		return nil, errNotCached
+	}
+	// The signer must be the trusted signing certificate itself (then the
+	// ESS certificate id matches too).
+	if signer := p7.GetOnlySigner(); signer == nil || !leaf.Equal(signer) {
+		return nil, errNotCached
+	}
+	// The signed message is the signature being timestamped.
+	h := ts.HashAlgorithm.New()
+	h.Write(signatureBytes)
+	if !bytes.Equal(h.Sum(nil), ts.HashedMessage) {
+		return nil, errNotCached
 	}
 	if !tsa.ValidityPeriodStart.IsZero() && ts.Time.Before(tsa.ValidityPeriodStart) ||
 		!tsa.ValidityPeriodEnd.IsZero() && ts.Time.After(tsa.ValidityPeriodEnd) {
 		return nil, errNotCached
 	}
-	// The rest of the path: every certificate valid at the asserted time.
+	// The path: every certificate, the signing one included, valid at the
+	// asserted time.
 	for _, chain := range f.verifiedChains() {
 		valid := true
 		for _, c := range chain {

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"crypto"
 	"crypto/elliptic"
-	"crypto/sha256"
+	_ "crypto/sha512"
 	"crypto/x509"
 	"encoding/asn1"
 	"sort"
@@ -22,7 +22,8 @@ type tsaHierarchy struct {
 	authority *root.SigstoreTimestampingAuthority
 	signer    *testCert // signs responses
 	embed     []*x509.Certificate
-	noCerts   bool // response without certificates
+	noCerts   bool        // response without certificates
+	hash      crypto.Hash // message imprint algorithm; default SHA-256
 }
 
 func tsaRootSpec() certSpec {
@@ -43,10 +44,15 @@ func tsaLeafSpec() certSpec {
 // respond returns a timestamp response over signature, asserting time at.
 func (h *tsaHierarchy) respond(t testing.TB, signature []byte, at time.Time) []byte {
 	t.Helper()
-	sum := sha256.Sum256(signature)
+	alg := h.hash
+	if alg == 0 {
+		alg = crypto.SHA256
+	}
+	hh := alg.New()
+	hh.Write(signature)
 	ts := timestamp.Timestamp{
-		HashAlgorithm:     crypto.SHA256,
-		HashedMessage:     sum[:],
+		HashAlgorithm:     alg,
+		HashedMessage:     hh.Sum(nil),
 		Time:              at,
 		Policy:            asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 2},
 		AddTSACertificate: !h.noCerts,
@@ -131,6 +137,20 @@ func tsaCases() []tsaCase {
 		{name: "response by an untrusted TSA", build: std(nil, true, func(t *testing.T, h *tsaHierarchy, _, _ *testCert) {
 			or := issue(t, tsaRootSpec(), nil)
 			h.signer = issue(t, tsaLeafSpec(), or)
+		})},
+		{name: "SHA-512 message imprint", build: std(nil, true, func(_ *testing.T, h *tsaHierarchy, _, _ *testCert) {
+			h.hash = crypto.SHA512
+		}), accept: true, fast: true},
+		{name: "embedded impostor with the leaf's issuer and serial", build: std(nil, true, func(t *testing.T, h *tsaHierarchy, _, i *testCert) {
+			spec := tsaLeafSpec()
+			spec.serial = h.authority.Leaf.SerialNumber.Int64()
+			h.signer = issue(t, spec, i)
+		})},
+		{name: "impostor's response without certificates", build: std(nil, true, func(t *testing.T, h *tsaHierarchy, _, i *testCert) {
+			spec := tsaLeafSpec()
+			spec.serial = h.authority.Leaf.SerialNumber.Int64()
+			h.signer = issue(t, spec, i)
+			h.noCerts = true
 		})},
 		{name: "response over another signature", build: std(nil, true, nil),
 			respond: func(t *testing.T, h *tsaHierarchy, _ []byte, at time.Time) []byte {

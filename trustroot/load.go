@@ -221,8 +221,6 @@ func readCapped(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-var timeZero time.Time
-
 // logsAndTimestamps exposes only the logs and timestamping authorities of
 // a material.
 type logsAndTimestamps struct {

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -146,7 +147,7 @@ func LoadPublicKey(pemBytes []byte) (root.TrustedMaterial, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := root.NewExpiringKey(v, timeZero, timeZero)
+	key := root.NewExpiringKey(v, time.Time{}, time.Time{})
 	return root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) {
 		return key, nil
 	}), nil

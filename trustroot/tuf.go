@@ -80,18 +80,6 @@ func mirrorOf(opts Options) string {
 	return tuf.DefaultMirror
 }
 
-// MirrorCacheDir returns the directory holding opts' TUF metadata.
-func MirrorCacheDir(opts Options) (string, error) {
-	dir := opts.CacheDir
-	if dir == "" {
-		var err error
-		if dir, err = DefaultCacheDir(); err != nil {
-			return "", err
-		}
-	}
-	return filepath.Join(dir, tuf.URLToPath(mirrorOf(opts))), nil
-}
-
 func newTUFClient(ctx context.Context, opts Options, timeout time.Duration) (*tuf.Client, error) {
 	mirror := mirrorOf(opts)
 	cacheDir := opts.CacheDir

@@ -37,6 +37,17 @@ I/O or connection error.`,
 		newVersionCmd(a),
 		newDigestCmd(a),
 		newSnapshotCmd(a),
+		newAttestCmd(a),
+		newSignCmd(a),
+		newKeygenCmd(a),
+		newVerifyCmd(a),
+		newTrustrootCmd(a),
+		newProxyCmd(a),
+		newDemoCmd(a),
+		newExampleServerCmd(a),
+		newPinCmd(a),
+		newVerifyPinCmd(a),
+		newDiffCmd(a),
 	)
 	return root
 }

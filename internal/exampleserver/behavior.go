@@ -56,6 +56,9 @@ type behavior struct {
 // newBehavior returns the middleware state for cfg; the server is set with
 // attach.
 func newBehavior(cfg config, cat *catalog, calls io.Writer, logf func(string, ...any)) *behavior {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
 	b := &behavior{
 		logf:       logf,
 		mode:       cfg.mode,

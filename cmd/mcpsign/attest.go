@@ -1,0 +1,121 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+)
+
+func newAttestCmd(a *app) *cobra.Command {
+	var (
+		src    options.SourceOptions
+		stmt   options.StatementOptions
+		output string
+		force  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "attest SOURCE -o FILE | attest -o FILE -- CMD [ARGS...]",
+		Short: "Write the unsigned in-toto statement that 'mcpsign sign' would sign",
+		Long: `Write the in-toto Statement v1 that 'mcpsign sign' signs, unsigned, for review.
+
+The statement has one subject per definition, named tool/<name>,
+prompt/<name> or resourceTemplate/<uriTemplate> (plus "instructions"), with its
+Definition Digest as sha256; and the predicate
+https://mcpsign.dev/definitions/v1: the server name and version, the protocol
+version, the Set Digest of each kind, optionally the packages and the source
+revision the definitions belong to, and by default the definitions themselves
+(so that a verifier can show what changed). The format is docs/STATEMENT.md.
+
+In GitHub Actions the source revision defaults to the workflow's repository,
+commit and ref; --source-* override each part.
+
+A definition that cannot be digested is listed and nothing is written (exit 1):
+a partial set is never signed. A statement holds at most 1024 subjects.`,
+		Example: `  mcpsign attest -o statement.json -- node server.js --stdio
+  mcpsign attest server.snapshot.json -o statement.json \
+    --package-purl pkg:npm/%40acme/notes-mcp@1.2.0 --package-digest sha512:3b1f… \
+    --source-repository https://github.com/acme/notes-mcp --source-ref refs/tags/v1.2.0
+  mcpsign attest server.snapshot.json -o - | jq .predicate.sets`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output == "" {
+				return errors.New("missing -o FILE: where to write the statement ('-' for standard output)")
+			}
+			aopts, err := stmt.AttestOptions(a.getenv)
+			if err != nil {
+				return err
+			}
+			snap, err := loadSource(cmd, a, &src, args)
+			if err != nil {
+				return err
+			}
+			st, payload, err := buildStatement(snap, aopts)
+			if err != nil {
+				return err
+			}
+			if output == "-" {
+				_, err = a.stdout.Write(payload)
+				return err
+			}
+			if err := atomicfile.Write(output, payload, atomicfile.Options{Overwrite: force}); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stderr, "mcpsign: wrote %s: %s\n", output, statementSummary(st))
+			return nil
+		},
+	}
+	src.AddFlags(cmd.Flags())
+	stmt.AddFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&output, "output", "o", "", "statement file to write ('-' for standard output)")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output file")
+	return cmd
+}
+
+// buildStatement makes and serializes the statement of snap. Invalid
+// definitions fail with exit 1 (the error lists them).
+func buildStatement(snap *digest.Snapshot, opts attest.Options) (*attest.Statement, []byte, error) {
+	st, err := attest.Build(snap, opts)
+	if err != nil {
+		var ie *digest.InvalidDefinitionsError
+		if errors.As(err, &ie) {
+			return nil, nil, failed(fmt.Errorf("nothing signed or written: %w", err))
+		}
+		return nil, nil, err
+	}
+	payload, err := st.Marshal()
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, payload, nil
+}
+
+// statementSummary describes a statement in one line.
+func statementSummary(st *attest.Statement) string {
+	counts := map[digest.Kind]int{}
+	ins := ""
+	for _, s := range st.Subject {
+		if k, _, ok := attest.ParseSubjectName(s.Name); ok {
+			counts[k]++
+		} else {
+			ins = ", instructions"
+		}
+	}
+	p := st.Predicate
+	return fmt.Sprintf("%s %s, %s (%s, %s, %s%s)",
+		textsafe.Quote(p.Server.Name), textsafe.Escape(p.Server.Version), plural(len(st.Subject), "subject"),
+		plural(counts[digest.KindTool], "tool"), plural(counts[digest.KindPrompt], "prompt"),
+		plural(counts[digest.KindResourceTemplate], "resource template"), ins)
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsign/mcpsign/internal/demo"
+	"github.com/mcpsign/mcpsign/internal/exampleserver"
+)
+
+// envDemoServer overrides the example server the demo runs (a command line,
+// split on spaces): tests set it, as a test binary has no example-server
+// command.
+const envDemoServer = "MCPSIGN_DEMO_SERVER"
+
+func newDemoCmd(a *app) *cobra.Command {
+	var (
+		dir     string
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "demo [--keep DIR]",
+		Short: "See mcpsign work end to end in a few seconds: sign, verify, pin, and block a rug pull",
+		Long: `Run the whole story on a small example MCP server built into mcpsign, offline
+and without any account, in a temporary directory:
+
+  1. snapshot the server's definitions (tools, prompts, resource templates,
+     instructions) and digest each one;
+  2. sign them as a publisher would, with a fresh key;
+  3. verify the live server against the signature, as a host does before it
+     first approves a server;
+  4. pin what was approved in a lock file;
+  5. run an honest client session through 'mcpsign proxy';
+  6. switch the server to its rug-pull release (a hidden instruction in a tool
+     description, a new tool) and watch the proxy block it before any tool
+     call reaches it, with the diff, hidden characters shown.
+
+Each step shows the command that does the same by hand. The demo exits 0 when
+everything behaved as expected, 1 otherwise.`,
+		Example: `  mcpsign demo
+
+  # Keep the files (key, snapshot, bundle, lock) to try the commands shown
+  mcpsign demo --keep ./mcpsign-demo`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			server, err := demoServer(a)
+			if err != nil {
+				return err
+			}
+			err = demo.Run(cmd.Context(), demo.Options{Out: a.stdout, Server: server, Dir: dir, Timeout: timeout})
+			if errors.Is(err, demo.ErrUnexpected) {
+				return silentExit(exitFailed) // the narration said what went wrong
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&dir, "keep", "", "write the files to this directory and keep them, instead of a temporary directory")
+	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "time limit for the whole demo")
+	return cmd
+}
+
+// demoServer is the example server's command: this mcpsign's hidden
+// example-server command, or $MCPSIGN_DEMO_SERVER.
+func demoServer(a *app) ([]string, error) {
+	if s := a.getenv(envDemoServer); s != "" {
+		return strings.Fields(s), nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the mcpsign executable to run the example server: %w", err)
+	}
+	return []string{self, "example-server"}, nil
+}
+
+// newExampleServerCmd is the hidden command that runs the example server
+// (internal/exampleserver) over stdio, for the demo and the documentation.
+func newExampleServerCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:                "example-server [--mode MODE] [flags]",
+		Short:              "Run the example MCP server (for the demo and the documentation)",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			code := exampleserver.Main(cmd.Context(), args, a.getenv, io.NopCloser(a.stdin), a.stdout, a.stderr)
+			if code != 0 {
+				return silentExit(code)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/sign"
+)
+
+func newKeygenCmd(a *app) *cobra.Command {
+	var o options.KeygenOptions
+	cmd := &cobra.Command{
+		Use:   "keygen [-o PREFIX] [--algorithm ALG]",
+		Short: "Make a key pair for 'mcpsign sign key'",
+		Long: `Make a new private key, encrypted with a password, and its public key:
+
+  PREFIX.key  the private key: PEM "ENCRYPTED PRIVATE KEY" (PKCS#8, PBES2 with
+              PBKDF2-HMAC-SHA256 at 600,000 iterations and AES-256-CBC), mode
+              0600; OpenSSL and most libraries read it
+  PREFIX.pub  the public key: PEM "PUBLIC KEY", to give to verifiers
+
+The password comes from the environment variable named by --password-env, or is
+asked for twice at the terminal (never echoed). An empty password is refused.
+Existing files are kept unless --force; both files are written atomically, and
+neither is left behind if the other cannot be written.
+
+Keep the private key secret and backed up. For signing in CI without a
+long-lived key, prefer 'mcpsign sign sigstore' (keyless).`,
+		Example: `  mcpsign keygen -o release
+  MCPSIGN_KEY_PASSWORD=... mcpsign keygen --algorithm ed25519 --password-env MCPSIGN_KEY_PASSWORD -o ci
+  openssl pkey -in release.key -noout        # OpenSSL reads it too (asks the password)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Output == "" {
+				return errors.New("-o PREFIX is empty")
+			}
+			keyPath, pubPath := o.Output+".key", o.Output+".pub"
+			if !o.Force {
+				for _, p := range []string{keyPath, pubPath} {
+					if _, err := os.Lstat(p); err == nil {
+						return fmt.Errorf("%s: %w (pass --force to replace it)", p, atomicfile.ErrExists)
+					}
+				}
+			}
+			key, err := sign.GenerateKey(sign.Algorithm(o.Algorithm))
+			if err != nil {
+				return err
+			}
+			pw, err := passwordFunc(a, o.PasswordEnv, "the new key")(true)
+			if err != nil {
+				return err
+			}
+			priv, err := sign.MarshalEncryptedPrivateKey(key, pw)
+			clear(pw)
+			if err != nil {
+				return err
+			}
+			pub, err := sign.MarshalPublicKey(key)
+			if err != nil {
+				return err
+			}
+			if err := atomicfile.Write(keyPath, priv, atomicfile.Options{Perm: 0o600, Overwrite: o.Force}); err != nil {
+				return err
+			}
+			if err := atomicfile.Write(pubPath, pub, atomicfile.Options{Perm: 0o644, Overwrite: o.Force}); err != nil {
+				os.Remove(keyPath)
+				return err
+			}
+			hint, _ := sign.KeyHint(key.Public())
+			fmt.Fprintf(a.stderr, "mcpsign: wrote %s (private, keep it secret) and %s (public)\nmcpsign: key hint %s\n", keyPath, pubPath, hint)
+			return nil
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// passwordFunc reads a key password from the environment variable envVar,
+// else from the terminal without echo; what names the key in the prompt.
+func passwordFunc(a *app, envVar, what string) sign.PasswordFunc {
+	return func(confirm bool) ([]byte, error) {
+		if envVar != "" {
+			v := a.getenv(envVar)
+			if v == "" {
+				return nil, fmt.Errorf("--password-env %s: the variable is unset or empty", envVar)
+			}
+			return []byte(v), nil
+		}
+		f, ok := a.stdin.(*os.File)
+		if !ok || !a.isTerminal() {
+			return nil, fmt.Errorf("%w: pass --password-env VAR naming an environment variable that holds it, or run at a terminal to be asked", sign.ErrPasswordRequired)
+		}
+		fmt.Fprintf(a.stderr, "Password for %s: ", what)
+		pw, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(a.stderr)
+		if err != nil {
+			return nil, fmt.Errorf("reading the password: %w", err)
+		}
+		if !confirm {
+			return pw, nil
+		}
+		fmt.Fprintf(a.stderr, "Password again: ")
+		again, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(a.stderr)
+		if err != nil {
+			return nil, fmt.Errorf("reading the password: %w", err)
+		}
+		same := bytes.Equal(pw, again)
+		clear(again)
+		if !same {
+			clear(pw)
+			return nil, errors.New("the passwords do not match")
+		}
+		return pw, nil
+	}
+}

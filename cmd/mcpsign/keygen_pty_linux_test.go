@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPTY returns the controller and the terminal of a new pseudo-terminal.
+func openPTY(t *testing.T) (ctl, tty *os.File) {
+	t.Helper()
+	ctl, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals: %v", err)
+	}
+	fd := int(ctl.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tty, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tty.Close(); ctl.Close() })
+	return ctl, tty
+}
+
+// runAtTerminal runs mcpsign with stdin on a real terminal and types lines
+// into it, one after each prompt it sees on stderr. It returns the exit
+// code, stderr, and everything the terminal echoed.
+func runAtTerminal(t *testing.T, lines []string, args ...string) (int, string, string) {
+	t.Helper()
+	ctl, tty := openPTY(t)
+	var echoed bytes.Buffer
+	var mu sync.Mutex
+	go func() {
+		buf := make([]byte, 1024)
+		for {
+			n, err := ctl.Read(buf)
+			mu.Lock()
+			echoed.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	stderr := &promptWriter{prompts: make(chan struct{}, 8)}
+	go func() {
+		for _, l := range lines {
+			select {
+			case <-stderr.prompts:
+			case <-time.After(30 * time.Second):
+				return
+			}
+			// Give ReadPassword time to turn echo off before typing.
+			time.Sleep(200 * time.Millisecond)
+			io.WriteString(ctl, l+"\r")
+		}
+	}()
+	a := &app{
+		stdin: tty, stdout: io.Discard, stderr: stderr,
+		getenv:     func(string) string { return "" },
+		isTerminal: func() bool { return true },
+	}
+	code := run(context.Background(), args, a)
+	time.Sleep(50 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	return code, stderr.String(), echoed.String()
+}
+
+// promptWriter is stderr that signals each password prompt.
+type promptWriter struct {
+	mu      sync.Mutex
+	b       bytes.Buffer
+	prompts chan struct{}
+}
+
+func (w *promptWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if bytes.Contains(p, []byte("assword")) {
+		w.prompts <- struct{}{}
+	}
+	return w.b.Write(p)
+}
+
+func (w *promptWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+func TestPasswordPromptAtTerminal(t *testing.T) {
+	dir := t.TempDir()
+	snap, _ := exampleSnapshot(t, dir)
+	const pw = "typed at the terminal"
+	prefix := filepath.Join(dir, "tty")
+
+	code, stderr, echoed := runAtTerminal(t, []string{pw, pw}, "keygen", "-o", prefix, "--algorithm", "ed25519")
+	if code != 0 {
+		t.Fatalf("keygen at a terminal: exit %d %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "Password for the new key:") || !strings.Contains(stderr, "Password again:") {
+		t.Errorf("prompts: %q", stderr)
+	}
+	if strings.Contains(echoed+stderr, pw) {
+		t.Error("the password was echoed")
+	}
+
+	code, stderr, _ = runAtTerminal(t, []string{pw, pw + "!"}, "keygen", "-o", filepath.Join(dir, "mismatch"))
+	if code != 2 || !strings.Contains(stderr, "do not match") {
+		t.Errorf("mismatch: exit %d %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "mismatch.key")); err == nil {
+		t.Error("key written after a mismatch")
+	}
+
+	out := filepath.Join(dir, "b.json")
+	code, stderr, echoed = runAtTerminal(t, []string{pw}, "sign", "key", "--key", prefix+".key", snap, "-o", out)
+	if code != 0 {
+		t.Fatalf("sign at a terminal: exit %d %s", code, stderr)
+	}
+	if strings.Contains(echoed+stderr, pw) {
+		t.Error("the password was echoed")
+	}
+	code, stderr, _ = runAtTerminal(t, []string{"wrong " + pw}, "sign", "key", "--key", prefix+".key", snap, "-o", filepath.Join(dir, "c.json"))
+	if code != 2 || !strings.Contains(stderr, "wrong password") {
+		t.Errorf("wrong password at a terminal: exit %d %s", code, stderr)
+	}
+}

@@ -1,0 +1,82 @@
+package options
+
+import (
+	"crypto"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mcpsign/mcpsign/trustroot"
+	"github.com/mcpsign/mcpsign/verify"
+)
+
+// maxKeyFileBytes bounds a --key file.
+const maxKeyFileBytes = 64 << 10
+
+// identityFlags are the flags that name a signer; none of them may be given
+// empty (an empty regular expression would match anything).
+var identityFlags = []string{
+	"certificate-identity", "certificate-identity-regexp",
+	"certificate-oidc-issuer", "certificate-oidc-issuer-regexp",
+	"certificate-github-workflow-repository", "certificate-github-workflow-ref",
+	"certificate-github-workflow-sha", "certificate-github-workflow-trigger",
+	"certificate-github-workflow-name",
+	"certificate-subject", "certificate-email", "certificate-uri", "certificate-dns",
+	"key",
+}
+
+// VerifyIdentity returns the identity policy the flags name. A flag given
+// with an empty value is refused rather than ignored. Regular expressions
+// are anchored by verify (^(?:…)$).
+func (o *IdentityOptions) VerifyIdentity(fs *pflag.FlagSet) (verify.Identity, error) {
+	for _, name := range identityFlags {
+		if f := fs.Lookup(name); f != nil && f.Changed && f.Value.String() == "" {
+			return verify.Identity{}, fmt.Errorf("--%s is empty: give a value or leave the flag out", name)
+		}
+	}
+	return verify.Identity{
+		SAN:                      o.CertificateIdentity,
+		SANRegexp:                o.CertificateIdentityRegexp,
+		Issuer:                   o.CertificateOIDCIssuer,
+		IssuerRegexp:             o.CertificateOIDCIssuerRegexp,
+		GitHubWorkflowRepository: o.GitHubWorkflowRepository,
+		GitHubWorkflowRef:        o.GitHubWorkflowRef,
+		GitHubWorkflowSHA:        o.GitHubWorkflowSHA,
+		GitHubWorkflowTrigger:    o.GitHubWorkflowTrigger,
+		GitHubWorkflowName:       o.GitHubWorkflowName,
+		Subject:                  o.CertificateSubject,
+		Email:                    o.CertificateEmail,
+		URI:                      o.CertificateURI,
+		DNS:                      o.CertificateDNS,
+	}, nil
+}
+
+// PublicKey reads the --key PEM public key; nil when --key is not given.
+func (o *IdentityOptions) PublicKey() (crypto.PublicKey, error) {
+	if o.Key == "" {
+		return nil, nil
+	}
+	f, err := os.Open(o.Key)
+	if err != nil {
+		return nil, fmt.Errorf("--key: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("--key %s: %w", o.Key, err)
+	}
+	if len(data) > maxKeyFileBytes {
+		return nil, fmt.Errorf("--key %s: larger than %d bytes: not a PEM public key", o.Key, maxKeyFileBytes)
+	}
+	v, err := trustroot.ParsePublicKeyPEM(data)
+	if err != nil {
+		return nil, fmt.Errorf("--key %s: want a PEM public key (PUBLIC KEY block): %w", o.Key, err)
+	}
+	pub, err := v.PublicKey()
+	if err != nil {
+		return nil, fmt.Errorf("--key %s: %w", o.Key, err)
+	}
+	return pub, nil
+}

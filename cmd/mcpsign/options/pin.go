@@ -1,0 +1,73 @@
+package options
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mcpsign/mcpsign/pin"
+)
+
+// PinOptions are the flags of 'mcpsign pin' besides the source, trust,
+// identity and bundle groups.
+type PinOptions struct {
+	Lock         string
+	TOFU         bool
+	Force        bool
+	Capabilities string
+}
+
+// AddFlags adds the pin flags to fs.
+func (o *PinOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Lock, "lock", "", "lock file to write (docs/LOCK.md) (required)")
+	fs.BoolVar(&o.TOFU, "tofu", false, "trust on first use: pin what the server serves now without any signature (recorded as method tofu)")
+	fs.BoolVar(&o.Force, "force", false, "replace an existing lock file")
+	fs.StringVar(&o.Capabilities, "capabilities", "", `capabilities overrides, JSON {"tools": {"NAME": ["read", ...]}}, stored in the lock`)
+}
+
+// VerifyPinOptions are the flags of 'mcpsign verify-pin'.
+type VerifyPinOptions struct {
+	Lock   string
+	FailOn string
+}
+
+// AddFlags adds the verify-pin flags to fs.
+func (o *VerifyPinOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Lock, "lock", "", "lock file to check against (required)")
+	fs.StringVar(&o.FailOn, "fail-on", string(pin.FailOnDrift), "exit 1 on: drift (any error finding), capability (a tool gained delete or exec), never")
+}
+
+// DiffOptions are the flags of 'mcpsign diff' besides the source group.
+type DiffOptions struct {
+	FailOn       string
+	Capabilities string
+}
+
+// AddFlags adds the diff flags to fs.
+func (o *DiffOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.FailOn, "fail-on", string(pin.DiffFailOnNone), "exit 1 on: any (any difference), breaking (a breaking change), none")
+	fs.StringVar(&o.Capabilities, "capabilities", "", "capabilities overrides (caps.json) applied to the tools of both sides, replacing a lock's own")
+}
+
+// ReadOverrides reads a caps.json file; an empty path means none.
+func ReadOverrides(path string) (pin.Overrides, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--capabilities: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, pin.MaxOverridesBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("--capabilities %s: %w", path, err)
+	}
+	o, err := pin.ParseOverrides(data)
+	if err != nil {
+		return nil, fmt.Errorf("--capabilities %s: %w", path, err)
+	}
+	return o, nil
+}

@@ -1,0 +1,41 @@
+package options
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mcpsign/mcpsign/proxy"
+	"github.com/mcpsign/mcpsign/source"
+)
+
+// ProxyOptions are the flags of 'mcpsign proxy' besides the trust, identity
+// and verification groups.
+type ProxyOptions struct {
+	Lock            string
+	TOFU            bool
+	CheckTimeout    time.Duration
+	MaxMessageBytes int
+	ShutdownGrace   time.Duration
+	Quiet           bool
+}
+
+// AddFlags adds the proxy flags to fs.
+func (o *ProxyOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Lock, "lock", "", "lock file to enforce (docs/LOCK.md); written on first use with --bundle or --tofu (required)")
+	fs.BoolVar(&o.TOFU, "tofu", false, "with no lock file, trust the first definitions seen and write them to the lock (method tofu: no signature vouches for them)")
+	fs.DurationVar(&o.CheckTimeout, "check-timeout", proxy.DefaultCheckTimeout, "time limit for each listing the proxy takes itself (start-up, after list_changed)")
+	fs.IntVar(&o.MaxMessageBytes, "max-message-bytes", source.DefaultMaxMessageBytes, "largest message relayed either way")
+	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", proxy.DefaultShutdownGrace, "how long the server gets to exit after its stdin closes, and again after SIGTERM")
+	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "print nothing on stderr but the server's stderr and the report of a block")
+}
+
+// AddBundleFlags adds the flags of VerifyOptions that verifying a bundle in
+// the proxy uses: --bundle and the log and time policy (no --write-lock:
+// the proxy writes the lock itself).
+func (o *VerifyOptions) AddBundleFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Bundle, "bundle", "", "Sigstore bundle of the signed definitions: verified on first use (then the lock is written) and when the server changes (a signed update rolls the lock forward)")
+	fs.BoolVar(&o.RequireTlog, "require-tlog", false, "key and certificate methods: require a transparency log entry from a log of the trusted root")
+	fs.BoolVar(&o.RequireTimestamp, "require-timestamp", false, "require an RFC 3161 timestamp from a timestamp authority of the trusted root")
+	fs.BoolVar(&o.AllowCurrentTime, "allow-current-time", false, "certificate method: check the chain at the current time when the bundle has no timestamp")
+}

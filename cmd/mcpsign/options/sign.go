@@ -1,0 +1,209 @@
+package options
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mcpsign/mcpsign/attest"
+)
+
+// StatementOptions are the optional parts of the signed statement: the
+// released packages and the source revision the definitions belong to, and
+// whether the definitions themselves are embedded. Shared by attest and
+// sign.
+type StatementOptions struct {
+	PackagePURLs       []string
+	PackageDigests     []string
+	SourceRepository   string
+	SourceCommit       string
+	SourceRef          string
+	NoEmbedDefinitions bool
+}
+
+// AddFlags adds the statement flags to fs.
+func (o *StatementOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&o.PackagePURLs, "package-purl", nil, "package URL of the released artifact that serves these definitions, e.g. pkg:npm/%40acme/mcp-notes@1.2.0 (repeatable)")
+	fs.StringArrayVar(&o.PackageDigests, "package-digest", nil, "digest of the package named by the --package-purl in the same position, ALG:HEX, e.g. sha512:ab12… (repeatable)")
+	fs.StringVar(&o.SourceRepository, "source-repository", "", "source repository URL (default in GitHub Actions: $GITHUB_SERVER_URL/$GITHUB_REPOSITORY)")
+	fs.StringVar(&o.SourceCommit, "source-commit", "", "source commit (default in GitHub Actions: $GITHUB_SHA)")
+	fs.StringVar(&o.SourceRef, "source-ref", "", "source ref, e.g. refs/tags/v1.2.0 (default in GitHub Actions: $GITHUB_REF)")
+	fs.BoolVar(&o.NoEmbedDefinitions, "no-embed-definitions", false, "leave the definitions out of the statement (only their digests are signed; verifiers then cannot show a diff)")
+}
+
+// MaxPackages bounds --package-purl.
+const MaxPackages = 64
+
+// Compiled on first use: {16,256} alone costs about a millisecond, which
+// every mcpsign process (verify included) would otherwise pay at start-up.
+var (
+	digestAlgRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`) })
+	digestHexRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{16,256}$`) })
+	purlTypeRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^pkg:[a-zA-Z.+-][a-zA-Z0-9.+-]*/`) })
+)
+
+// AttestOptions returns the attest options. The source revision flags
+// default, each one, to the GitHub Actions environment read with getenv.
+func (o *StatementOptions) AttestOptions(getenv func(string) string) (attest.Options, error) {
+	pkgs, err := ParsePackages(o.PackagePURLs, o.PackageDigests)
+	if err != nil {
+		return attest.Options{}, err
+	}
+	opts := attest.Options{Packages: pkgs, OmitDefinitions: o.NoEmbedDefinitions}
+	src := attest.Source{Repository: o.SourceRepository, Commit: o.SourceCommit, Ref: o.SourceRef}
+	if gh := attest.SourceFromGitHubActions(getenv); gh != nil {
+		if src.Repository == "" {
+			src.Repository = gh.Repository
+		}
+		if src.Commit == "" {
+			src.Commit = gh.Commit
+		}
+		if src.Ref == "" {
+			src.Ref = gh.Ref
+		}
+	}
+	for name, v := range map[string]string{"--source-repository": src.Repository, "--source-commit": src.Commit, "--source-ref": src.Ref} {
+		if len(v) > 2048 || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return attest.Options{}, fmt.Errorf("%s: control characters or more than 2048 bytes", name)
+		}
+	}
+	if src != (attest.Source{}) {
+		opts.Source = &src
+	}
+	return opts, nil
+}
+
+// ParsePackages pairs package URLs with digests by position: either no
+// digests, or one ALG:HEX digest per package URL.
+func ParsePackages(purls, digests []string) ([]attest.Package, error) {
+	if len(purls) > MaxPackages {
+		return nil, fmt.Errorf("--package-purl: at most %d packages", MaxPackages)
+	}
+	if len(digests) > 0 && len(digests) != len(purls) {
+		return nil, fmt.Errorf("--package-digest: %d digests for %d --package-purl; give one digest per package, in the same order, or none", len(digests), len(purls))
+	}
+	var out []attest.Package
+	for i, p := range purls {
+		if len(p) > 2048 || !purlTypeRe().MatchString(p) || strings.ContainsFunc(p, func(r rune) bool { return r <= 0x20 || r == 0x7f }) {
+			return nil, fmt.Errorf("--package-purl %q: not a package URL (pkg:TYPE/NAMESPACE/NAME@VERSION, see github.com/package-url/purl-spec)", p)
+		}
+		pkg := attest.Package{PURL: p}
+		if len(digests) > 0 {
+			alg, hexd, ok := strings.Cut(digests[i], ":")
+			if !ok || !digestAlgRe().MatchString(alg) || !digestHexRe().MatchString(hexd) {
+				return nil, fmt.Errorf("--package-digest %q: want ALG:HEX with a lowercase algorithm and lowercase hex, e.g. sha256:9f86d0…", digests[i])
+			}
+			pkg.Digest = map[string]string{alg: hexd}
+		}
+		out = append(out, pkg)
+	}
+	return out, nil
+}
+
+// BundleOutputOptions say where the bundle goes.
+type BundleOutputOptions struct {
+	Bundle string
+	Force  bool
+}
+
+// DefaultBundle is the bundle file name when none is given.
+const DefaultBundle = "mcp-definitions.sigstore.json"
+
+// AddFlags adds -o/--bundle and --force to fs.
+func (o *BundleOutputOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVarP(&o.Bundle, "bundle", "o", DefaultBundle, "Sigstore bundle file to write")
+	fs.BoolVar(&o.Force, "force", false, "replace an existing bundle file")
+}
+
+// KeyOptions name a private key and where its password comes from.
+type KeyOptions struct {
+	Key         string
+	PasswordEnv string
+}
+
+// AddFlags adds --key and --password-env to fs.
+func (o *KeyOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Key, "key", "", "PEM private key file (ECDSA P-256/P-384, Ed25519, RSA ≥ 2048; plain or encrypted PKCS#8, SEC 1, PKCS#1, or a cosign key)")
+	fs.StringVar(&o.PasswordEnv, "password-env", "", "name of the environment variable holding the key's password (default: prompt, when stdin is a terminal)")
+}
+
+// LogOptions are the optional transparency log and timestamp of the key and
+// certificate methods.
+type LogOptions struct {
+	TlogUpload    bool
+	SigningConfig string
+	RekorURL      string
+	RekorVersion  uint32
+	TSAURL        string
+}
+
+// AddFlags adds the log and timestamp flags to fs.
+func (o *LogOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.TlogUpload, "tlog-upload", false, "log the signature in a Rekor transparency log (public: anyone can see the entry)")
+	fs.StringVar(&o.SigningConfig, "signing-config", "", "Sigstore signing_config.json (v0.2): its Rekor (with --tlog-upload) and its timestamp authorities are used")
+	fs.StringVar(&o.RekorURL, "rekor-url", "", "Rekor URL for --tlog-upload (instead of --signing-config)")
+	fs.Uint32Var(&o.RekorVersion, "rekor-version", 1, "API version of --rekor-url: 1 (rekor) or 2 (rekor-tiles)")
+	fs.StringVar(&o.TSAURL, "tsa-url", "", "RFC 3161 timestamp authority endpoint URL, e.g. https://timestamp.sigstore.dev/api/v1/timestamp (instead of --signing-config)")
+}
+
+// Validate refuses contradictory log options.
+func (o *LogOptions) Validate() error {
+	switch {
+	case o.SigningConfig != "" && (o.RekorURL != "" || o.TSAURL != ""):
+		return errors.New("--signing-config names the services: do not combine it with --rekor-url or --tsa-url")
+	case o.RekorURL != "" && !o.TlogUpload:
+		return errors.New("--rekor-url without --tlog-upload: add --tlog-upload to log the signature")
+	case o.TlogUpload && o.SigningConfig == "" && o.RekorURL == "":
+		return errors.New("--tlog-upload needs a log: pass --rekor-url URL or --signing-config FILE")
+	}
+	return nil
+}
+
+// KeylessOptions are the flags of the sigstore method.
+type KeylessOptions struct {
+	IdentityToken string
+	OIDCClientID  string
+	SigningConfig string
+}
+
+// AddFlags adds the keyless flags to fs.
+func (o *KeylessOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.IdentityToken, "identity-token", "", "OIDC identity token, or a file holding one (default: $SIGSTORE_ID_TOKEN, the GitHub Actions token, or a browser login at a terminal); prefer a file: a value shows in the process list")
+	fs.StringVar(&o.OIDCClientID, "oidc-client-id", "sigstore", "OIDC client ID: the audience Fulcio expects in the token")
+	fs.StringVar(&o.SigningConfig, "signing-config", "", "Sigstore signing_config.json (v0.2) naming Fulcio, Rekor, the timestamp authorities and the OIDC provider (default: the public-good one through TUF)")
+}
+
+// KeygenOptions are the flags of keygen.
+type KeygenOptions struct {
+	Algorithm   string
+	Output      string
+	PasswordEnv string
+	Force       bool
+}
+
+// AddFlags adds the keygen flags to fs.
+func (o *KeygenOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Algorithm, "algorithm", "ecdsa-p256", "key algorithm: ecdsa-p256, ecdsa-p384, ed25519 or rsa-3072")
+	fs.StringVarP(&o.Output, "output", "o", "mcpsign", "file name prefix: writes PREFIX.key (encrypted, mode 0600) and PREFIX.pub")
+	fs.StringVar(&o.PasswordEnv, "password-env", "", "name of the environment variable holding the new key's password (default: prompt twice, when stdin is a terminal)")
+	fs.BoolVar(&o.Force, "force", false, "replace existing key files")
+}
+
+// AddSigstoreFlags adds the Sigstore trust flags of o (--trusted-root,
+// --tuf-cache, --tuf-mirror, --offline), as AddFlags defines them, to fs;
+// with caRoots also --ca-roots.
+func (o *TrustOptions) AddSigstoreFlags(fs *pflag.FlagSet, caRoots bool) {
+	all := pflag.NewFlagSet("trust", pflag.ContinueOnError)
+	o.AddFlags(all)
+	names := []string{"trusted-root", "tuf-cache", "tuf-mirror", "offline"}
+	if caRoots {
+		names = append(names, "ca-roots")
+	}
+	for _, n := range names {
+		fs.AddFlag(all.Lookup(n))
+	}
+}

@@ -1,0 +1,57 @@
+package options
+
+import (
+	"context"
+	"errors"
+
+	"github.com/sigstore/sigstore-go/pkg/root"
+
+	"github.com/mcpsign/mcpsign/trustroot"
+)
+
+// TrustRootOptions returns the trustroot.Options the trust flags name.
+func (o *TrustOptions) TrustRootOptions() trustroot.Options {
+	return trustroot.Options{
+		TrustedRootPath: o.TrustedRoot,
+		CacheDir:        o.TUFCache,
+		Mirror:          o.TUFMirror,
+		Offline:         o.Offline,
+	}
+}
+
+// LoadTrustedMaterial returns the Sigstore trusted material the flags name
+// (--trusted-root, else the TUF root with --tuf-cache, --tuf-mirror and
+// --offline), wrapped in trustroot.WithChainCache: verify with it.
+func (o *TrustOptions) LoadTrustedMaterial(ctx context.Context) (root.TrustedMaterial, error) {
+	tm, err := trustroot.Load(ctx, o.TrustRootOptions())
+	if err != nil {
+		return nil, err
+	}
+	return trustroot.WithChainCache(tm), nil
+}
+
+// LoadSigningConfig returns the public-good signing configuration through
+// TUF with the trust flags' cache, mirror and offline rules, or the file
+// path names when not "".
+func (o *TrustOptions) LoadSigningConfig(ctx context.Context, path string) (*root.SigningConfig, error) {
+	opts := o.TrustRootOptions()
+	opts.SigningConfigPath = path
+	return trustroot.LoadSigningConfig(ctx, opts)
+}
+
+// LoadPKI returns the enterprise PKI material of --ca-roots and
+// --ca-intermediates wrapped in trustroot.WithChainCache, or nil when
+// --ca-roots is not given.
+func (o *TrustOptions) LoadPKI() (root.TrustedMaterial, error) {
+	if o.CARoots == "" {
+		if o.CAIntermediates != "" {
+			return nil, errors.New("--ca-intermediates needs --ca-roots: the PEM file of the trusted root CA certificates")
+		}
+		return nil, nil
+	}
+	tm, err := trustroot.LoadPKIFiles(o.CARoots, o.CAIntermediates)
+	if err != nil {
+		return nil, err
+	}
+	return trustroot.WithChainCache(tm), nil
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/proxy"
+	"github.com/mcpsign/mcpsign/verify"
+)
+
+// exitBlocked is the exit code of a proxy that blocked changed definitions.
+const exitBlocked = 42
+
+func newProxyCmd(a *app) *cobra.Command {
+	var (
+		po options.ProxyOptions
+		f  verifyFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "proxy --lock FILE [--bundle FILE verify-flags | --tofu] -- CMD [ARGS...]",
+		Short: "Run a stdio MCP server behind a proxy that blocks any change to its pinned definitions",
+		Long: `Run a stdio MCP server (the command after --) behind a proxy that relays its
+JSON-RPC byte for byte and lets nothing through that the lock does not approve.
+A host starts 'mcpsign proxy ... -- CMD' instead of CMD (docs/HOSTS.md shows the
+configuration of Claude Desktop and VS Code).
+
+  start-up   the lock is read first: an unreadable or modified lock is refused
+             (exit 2) before the server starts. After the client's initialize
+             (or server/discover, or its first request under protocol
+             2026-07-28) the proxy holds the client's traffic and the server's
+             answer, lists every page of tools, prompts and resource templates
+             itself, and compares them, and the instructions, with the lock.
+  session    every list result the client receives is checked too (a server
+             can answer the proxy honestly and the client otherwise), and every
+             notifications/*/list_changed makes the proxy list and check again
+             before the notification is forwarded.
+  drift      on any change the proxy answers every held, pending and later
+             request with JSON-RPC error -32001 "blocked by mcpsign:
+             definitions changed", stops the server (its whole process group),
+             prints the diff to stderr (control, bidirectional and invisible
+             characters escaped), and exits 42 when the client disconnects.
+
+First use: with no lock file, --bundle and the verify flags verify the
+publisher's signature over the server's definitions and write the lock (signed
+first use); --tofu writes it from the first definitions seen, unsigned. With
+neither, a missing lock is an error.
+
+Signed updates: when the server changed and --bundle (re-read at that moment)
+verifies the new definitions under the same policy, signed by the signer the
+lock records (same method, identity and issuer), the lock is rolled forward
+atomically and the session goes on. Anything else blocks. Several proxies may
+share one lock: writes take its file lock, and a proxy re-reads the lock before
+refusing a change another one approved.
+
+The verification method follows from the flags: --key selects key, --ca-roots
+selects certificate, otherwise sigstore (keyless; --certificate-identity and
+--certificate-oidc-issuer required).
+
+Nothing but the relayed protocol is written to stdout. The server's stderr is
+passed to stderr, escaped.
+
+Exit codes: 0 the session ended (the client or the server closed it); 2 bad
+usage, a bad lock, a server that could not be started or checked; 42 the
+definitions changed and the session was blocked.`,
+		Example: `  # Pin on first use (unsigned), then enforce: what a host runs
+  mcpsign proxy --lock notes.mcpsign.lock --tofu -- npx -y @acme/notes-mcp@1.2.0
+
+  # Signed first use and signed updates, keyless
+  mcpsign proxy --lock notes.mcpsign.lock --bundle notes.sigstore.json \
+    --certificate-identity https://github.com/acme/notes-mcp/.github/workflows/release.yml@refs/tags/v1.2.0 \
+    --certificate-oidc-issuer https://token.actions.githubusercontent.com \
+    --trusted-root trusted_root.json -- npx -y @acme/notes-mcp@1.2.0
+
+  # A publisher key, offline
+  mcpsign proxy --lock notes.mcpsign.lock --bundle notes.sigstore.json --key acme.pub.pem -- ./notes-server
+
+  # See it work end to end
+  mcpsign demo`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runProxy(cmd, a, &po, &f, args)
+		},
+	}
+	fs := cmd.Flags()
+	po.AddFlags(fs)
+	f.vo.AddBundleFlags(fs)
+	f.trust.AddFlags(fs)
+	f.id.AddFlags(fs)
+	return cmd
+}
+
+func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFlags, args []string) error {
+	dash := cmd.ArgsLenAtDash()
+	if dash != 0 || len(args) == 0 {
+		return errors.New("give the server command after --: mcpsign proxy --lock FILE -- CMD [ARGS...]")
+	}
+	if po.Lock == "" {
+		return errors.New("--lock FILE is required: the lock to enforce (written on first use with --bundle or --tofu)")
+	}
+	var lo proxy.LockOptions
+	lo.TOFU = po.TOFU
+	if f.vo.Bundle != "" {
+		v, err := verifyPolicy(cmd, f, proxyMethod(f), false)
+		if err != nil {
+			return err
+		}
+		lo.Verify = proxy.BundleVerifier(v, f.vo.Bundle)
+	} else if cmd.Flags().Changed("key") || cmd.Flags().Changed("certificate-identity") || cmd.Flags().Changed("certificate-identity-regexp") {
+		return errors.New("the identity flags need --bundle: the signed definitions to verify")
+	}
+	policy, err := proxy.NewLockPolicy(po.Lock, lo)
+	if err != nil {
+		return err
+	}
+	opts := proxy.Options{
+		Command:         args,
+		Policy:          policy,
+		Stderr:          a.stderr,
+		MaxMessageBytes: po.MaxMessageBytes,
+		CheckTimeout:    po.CheckTimeout,
+		ShutdownGrace:   po.ShutdownGrace,
+	}
+	if !po.Quiet {
+		opts.OnEvent = func(e proxy.Event) {
+			if e.Kind == proxy.EventBlocked || e.Decision == nil || e.Decision.Summary == "" {
+				return
+			}
+			fmt.Fprintf(a.stderr, "mcpsign proxy: %s: %s\n", textsafe.Escape(e.What), textsafe.Escape(e.Decision.Summary))
+		}
+	}
+	err = proxy.Run(cmd.Context(), a.stdin, a.stdout, opts)
+	var blocked *proxy.BlockedError
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+		return nil
+	case errors.As(err, &blocked):
+		// The report is on stderr already.
+		if blocked.Drift() {
+			return silentExit(exitBlocked)
+		}
+		return silentExit(exitError)
+	}
+	return err
+}
+
+// proxyMethod is the verification method the flags select.
+func proxyMethod(f *verifyFlags) verify.Method {
+	switch {
+	case f.id.Key != "":
+		return verify.MethodKey
+	case f.trust.CARoots != "":
+		return verify.MethodCertificate
+	}
+	return verify.MethodSigstore
+}

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/pin"
+)
+
+// cliSession runs one mcpsign command in-process with its stdio on pipes.
+type cliSession struct {
+	in     *io.PipeWriter
+	out    *io.PipeReader
+	stderr *lockedBuffer
+	code   chan int
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func newLockedBuffer() *lockedBuffer { return &lockedBuffer{} }
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func startCLI(t *testing.T, env map[string]string, args ...string) *cliSession {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &cliSession{in: inW, out: outR, stderr: newLockedBuffer(), code: make(chan int, 1)}
+	a := &app{
+		stdin:      inR,
+		stdout:     outW,
+		stderr:     s.stderr,
+		getenv:     func(k string) string { return env[k] },
+		isTerminal: func() bool { return false },
+	}
+	go func() {
+		code := run(context.Background(), args, a)
+		outW.Close()
+		s.code <- code
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		if t.Failed() {
+			t.Logf("stderr:\n%s", s.stderr.String())
+		}
+	})
+	return s
+}
+
+// exit closes the client's side and returns the exit code.
+func (s *cliSession) exit(t *testing.T) int {
+	t.Helper()
+	s.in.Close()
+	select {
+	case c := <-s.code:
+		return c
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command did not end")
+		return -1
+	}
+}
+
+// client connects a go-sdk client to the command's stdio; every line the
+// client reads is recorded.
+func (s *cliSession) client(t *testing.T) (*mcp.ClientSession, *bytes.Buffer, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	seen := &bytes.Buffer{}
+	r := io.NopCloser(io.TeeReader(s.out, seen))
+	c := mcp.NewClient(&mcp.Implementation{Name: "cli-test", Version: "0"}, nil)
+	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: r, Writer: s.in}, nil)
+	return cs, seen, err
+}
+
+func TestProxyCommand(t *testing.T) {
+	server := fixtures.BuildExampleServer(t)
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "mcp.lock")
+	calls := filepath.Join(dir, "calls.log")
+
+	// No lock and neither --tofu nor --bundle: refused before the server starts.
+	if code, _, stderr := runCLI(t, "proxy", "--lock", lock, "--", server); code != 2 || !strings.Contains(stderr, lock) {
+		t.Fatalf("missing lock: exit %d, stderr %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "proxy", "--lock", lock, "--tofu", server); code != 2 || !strings.Contains(stderr, "after --") {
+		t.Fatalf("no --: exit %d, stderr %q", code, stderr)
+	}
+
+	// First use, trusted: the session goes on and the lock is written.
+	s := startCLI(t, nil, "proxy", "--lock", lock, "--tofu", "--", server, "--calls-log", calls)
+	cs, seen, err := s.client(t)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "x"}}); err != nil {
+		t.Fatalf("call: %v", err)
+	}
+	cs.Close()
+	if code := s.exit(t); code != 0 {
+		t.Fatalf("honest session: exit %d", code)
+	}
+	if _, err := pin.Read(lock); err != nil {
+		t.Fatalf("lock: %v", err)
+	}
+	// Nothing but JSON-RPC on stdout.
+	sc := bufio.NewScanner(seen)
+	for sc.Scan() {
+		if !json.Valid(sc.Bytes()) {
+			t.Errorf("stdout holds a line that is not JSON: %q", sc.Text())
+		}
+	}
+	if !strings.Contains(s.stderr.String(), "wrote the lock") {
+		t.Errorf("no notice of the first use on stderr: %s", s.stderr.String())
+	}
+
+	// The rug pull: blocked, exit 42, the diff escaped on stderr.
+	os.Remove(calls)
+	s = startCLI(t, nil, "proxy", "--lock", lock, "--", server, "--mode", "rugpull", "--calls-log", calls)
+	if _, _, err := s.client(t); err == nil || !strings.Contains(err.Error(), "blocked by mcpsign") {
+		t.Fatalf("rug pull: connect %v, want the block error", err)
+	}
+	if code := s.exit(t); code != exitBlocked {
+		t.Fatalf("rug pull: exit %d, want %d", code, exitBlocked)
+	}
+	stderr := s.stderr.String()
+	if !strings.Contains(stderr, "pin-tool-added") || !strings.Contains(stderr, `\u{202E}`) || strings.ContainsAny(stderr, "\u200b\u202e\u202c") {
+		t.Errorf("the report is incomplete or holds hidden characters:\n%s", stderr)
+	}
+	if data, _ := os.ReadFile(calls); len(data) != 0 {
+		t.Errorf("calls reached the server: %s", data)
+	}
+
+	// A hand-edited lock: exit 2 naming the file, the file untouched.
+	data, _ := os.ReadFile(lock)
+	edited := bytes.Replace(data, []byte("Search the notes"), []byte("Search all notes"), 1)
+	if err := os.WriteFile(lock, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "proxy", "--lock", lock, "--", server, "--calls-log", calls)
+	if code != 2 || !strings.Contains(stderr, lock) || !strings.Contains(stderr, "modified") || stdout != "" {
+		t.Errorf("modified lock: exit %d, stderr %q", code, stderr)
+	}
+	if after, _ := os.ReadFile(lock); !bytes.Equal(after, edited) {
+		t.Errorf("the modified lock was changed")
+	}
+}
+
+// TestProxyCommandSignedFirstUse: --bundle with --key verifies and writes
+// the lock; the wrong key refuses.
+func TestProxyCommandSignedFirstUse(t *testing.T) {
+	server := fixtures.BuildExampleServer(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "demo")
+	// The demo's files: a key pair and a bundle over the honest server.
+	if code, _, stderr := runCLIEnv(t, map[string]string{envDemoServer: server}, "demo", "--keep", out); code != 0 {
+		t.Fatalf("demo: exit %d: %s", code, stderr)
+	}
+	bundle, pub := filepath.Join(out, "server.sigstore.json"), filepath.Join(out, "publisher.pub")
+	lock := filepath.Join(dir, "mcp.lock")
+	s := startCLI(t, nil, "proxy", "--lock", lock, "--bundle", bundle, "--key", pub, "--", server)
+	cs, _, err := s.client(t)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	cs.Close()
+	if code := s.exit(t); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	l, err := pin.Read(lock)
+	if err != nil || l.Approval.Method != pin.MethodKey {
+		t.Fatalf("lock %v %+v", err, l)
+	}
+
+	// Another key: the first use does not verify, the session is blocked.
+	other := filepath.Join(dir, "other")
+	if code, _, stderr := runCLIEnv(t, map[string]string{envDemoServer: server}, "demo", "--keep", other); code != 0 {
+		t.Fatalf("demo: exit %d: %s", code, stderr)
+	}
+	lock2 := filepath.Join(dir, "mcp2.lock")
+	s = startCLI(t, nil, "proxy", "--lock", lock2, "--bundle", bundle, "--key", filepath.Join(other, "publisher.pub"), "--", server)
+	if _, _, err := s.client(t); err == nil {
+		t.Fatal("a bundle by another key was accepted")
+	}
+	if code := s.exit(t); code != exitBlocked {
+		t.Errorf("exit %d, want %d", code, exitBlocked)
+	}
+	if _, err := os.Stat(lock2); err == nil {
+		t.Errorf("a lock was written")
+	}
+}
+
+func runCLIEnv(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	a := &app{
+		stdin:      strings.NewReader(""),
+		stdout:     &out,
+		stderr:     &errb,
+		getenv:     func(k string) string { return env[k] },
+		isTerminal: func() bool { return false },
+	}
+	code = run(context.Background(), args, a)
+	return code, out.String(), errb.String()
+}
+
+// TestDemo runs 'mcpsign demo' against the example server binary.
+func TestDemo(t *testing.T) {
+	server := fixtures.BuildExampleServer(t)
+	start := time.Now()
+	code, stdout, stderr := runCLIEnv(t, map[string]string{envDemoServer: server}, "demo")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"1. The server", "✓ verified", "✓ allowed", "blocked by mcpsign", `\u{200B}`, "✓ blocked before any call", "list_changed", "Everything behaved as expected"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the narration lacks %q", want)
+		}
+	}
+	if strings.ContainsAny(stdout, "\u200b\u202e") {
+		t.Errorf("the narration holds unescaped hidden characters")
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the demo took %v", d)
+	}
+}
+
+// TestExampleServerCommand: the hidden command serves the example server
+// over the command's stdio.
+func TestExampleServerCommand(t *testing.T) {
+	s := startCLI(t, nil, "example-server", "--mode", "rugpull")
+	cs, _, err := s.client(t)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(res.Tools) != len(fixtures.RugPullToolNames()) {
+		t.Fatalf("tools/list: %v", err)
+	}
+	cs.Close()
+	if code := s.exit(t); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	if code, _, stderr := runCLI(t, "example-server", "--mode", "nonsense"); code != 2 || !strings.Contains(stderr, "unknown mode") {
+		t.Errorf("bad mode: exit %d, %q", code, stderr)
+	}
+}

@@ -1,0 +1,536 @@
+package main
+
+import (
+	"context"
+	"crypto"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/sign"
+)
+
+// signFlags are the flags every sign method has.
+type signFlags struct {
+	src   options.SourceOptions
+	stmt  options.StatementOptions
+	out   options.BundleOutputOptions
+	trust options.TrustOptions
+	fmt   options.OutputOptions
+}
+
+func (f *signFlags) addFlags(fs *pflag.FlagSet, caRoots bool) {
+	f.src.AddFlags(fs)
+	f.stmt.AddFlags(fs)
+	f.out.AddFlags(fs)
+	f.trust.AddSigstoreFlags(fs, caRoots)
+	f.fmt.AddFlags(fs)
+}
+
+const signLongCommon = `
+SOURCE is what 'mcpsign digest' reads: a snapshot file, a stdio server command
+(or the words after --), or a Streamable HTTP URL. Its definitions become an
+in-toto statement (see 'mcpsign attest' and docs/STATEMENT.md) signed into a
+Sigstore bundle v0.3: a DSSE envelope with payload type
+application/vnd.in-toto+json, which cosign and every Sigstore client can verify.
+
+Before the bundle is written it is verified with sigstore-go's verifier (the
+signature, the certificate chain, the log entry and the timestamps), and the
+signer is shown. The bundle is written atomically, to -o/--bundle (default
+mcp-definitions.sigstore.json); an existing file is kept unless --force. On any
+error nothing is written.
+
+A definition that cannot be digested is listed and nothing is signed (exit 1).
+Bad input, a bad key or password, or a service that fails: exit 2.`
+
+func newSignCmd(a *app) *cobra.Command {
+	cmd := newSignSigstoreCmd(a, "sign")
+	cmd.Short = "Sign a server's definitions into a Sigstore bundle (keyless by default)"
+	cmd.Long = `Sign what an MCP server serves with one of three methods:
+
+  mcpsign sign sigstore SOURCE      keyless: a Fulcio certificate for your OIDC
+                                    identity, a Rekor entry and a timestamp
+                                    (the default: 'mcpsign sign SOURCE')
+  mcpsign sign key SOURCE           a private key you hold ('mcpsign keygen')
+  mcpsign sign certificate SOURCE   a key and an x509 certificate from your CA
+` + signLongCommon + `
+
+Without a method, 'mcpsign sign' signs keylessly and takes the flags of
+'mcpsign sign sigstore'. See docs/SIGNING.md.`
+	cmd.AddCommand(newSignSigstoreCmd(a, "sigstore"), newSignKeyCmd(a), newSignCertificateCmd(a))
+	cmd.SuggestionsMinimumDistance = 2
+	keyless := cmd.RunE
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		// 'mcpsign sign kye' is a typo, not a server command named kye.
+		if len(args) == 1 && c.ArgsLenAtDash() < 0 && !strings.ContainsAny(args[0], "./: ") {
+			if sug := c.SuggestionsFor(args[0]); len(sug) > 0 {
+				return fmt.Errorf("unknown sign method %q: did you mean %q? (to sign a server command of that name keylessly, put it after --)", args[0], sug[0])
+			}
+		}
+		return keyless(c, args)
+	}
+	return cmd
+}
+
+func newSignSigstoreCmd(a *app, use string) *cobra.Command {
+	var (
+		f  signFlags
+		kl options.KeylessOptions
+	)
+	cmd := &cobra.Command{
+		Use:   use + " SOURCE | " + use + " -- CMD [ARGS...]",
+		Short: "Sign keylessly: ephemeral key, Fulcio certificate, Rekor entry, timestamp",
+		Long: `Sign keylessly with Sigstore: an ephemeral ECDSA P-256 key, a short-lived Fulcio
+certificate binding it to your OIDC identity (an e-mail address, or a CI
+workflow), an entry in the Rekor transparency log, and RFC 3161 timestamps.
+The private key is never written anywhere.
+
+The identity token comes from, in order: --identity-token (a token, or a file
+holding one), $SIGSTORE_ID_TOKEN, the GitHub Actions ambient token (the job
+needs 'permissions: id-token: write'), or a browser login when you run it at a
+terminal. Its audience must be the Fulcio client ID (--oidc-client-id, default
+sigstore). The token is never printed.
+
+The services come from --signing-config (a Sigstore signing_config.json v0.2),
+else from the public-good Sigstore through TUF; the bundle is verified against
+--trusted-root, else the public-good trusted root through TUF.
+` + signLongCommon,
+		Example: `  # At a terminal: log in with a browser, sign with the public-good Sigstore
+  mcpsign sign -- node server.js --stdio
+
+  # In GitHub Actions (permissions: id-token: write)
+  mcpsign sign sigstore server.snapshot.json -o notes.sigstore.json \
+    --package-purl pkg:npm/%40acme/notes-mcp@1.2.0
+
+  # A private Sigstore deployment
+  mcpsign sign sigstore server.snapshot.json --signing-config signing_config.json \
+    --trusted-root trusted_root.json --identity-token /run/secrets/id_token`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSign(cmd, a, &f, args, func(ctx context.Context) (sign.Options, error) {
+				sc, err := f.trust.LoadSigningConfig(ctx, kl.SigningConfig)
+				if err != nil {
+					return sign.Options{}, err
+				}
+				tm, err := f.trust.LoadTrustedMaterial(ctx)
+				if err != nil {
+					return sign.Options{}, err
+				}
+				svc, err := sign.SelectServices(sc, sign.ServiceNeeds{Fulcio: true, Rekor: true, TSA: true}, time.Now())
+				if err != nil {
+					return sign.Options{}, err
+				}
+				tok, err := sign.IDToken(ctx, sign.TokenOptions{
+					Flag: kl.IdentityToken, Getenv: a.getenv, ClientID: kl.OIDCClientID,
+					Interactive: a.isTerminal(), Issuer: svc.OIDCIssuer, In: a.stdin, Out: a.stderr,
+				})
+				if err != nil {
+					return sign.Options{}, err
+				}
+				s, err := sign.NewSigstoreSigner(tok, svc.FulcioURL)
+				if err != nil {
+					return sign.Options{}, err
+				}
+				return sign.Options{
+					Signer: s, TransparencyLogs: svc.TransparencyLogs,
+					TimestampAuthorities: svc.TimestampAuthorities, TrustedMaterial: tm,
+				}, nil
+			})
+		},
+	}
+	f.addFlags(cmd.Flags(), false)
+	kl.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func newSignKeyCmd(a *app) *cobra.Command {
+	var (
+		f   signFlags
+		key options.KeyOptions
+		lg  options.LogOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "key --key KEY SOURCE | key --key KEY -- CMD [ARGS...]",
+		Short: "Sign with a private key you hold",
+		Long: `Sign with a private key: ECDSA P-256 or P-384, Ed25519, or RSA of 2048, 3072 or
+4096 bits, in PEM: PKCS#8 (plain or encrypted with PBES2), SEC 1, PKCS#1, or a
+cosign key. 'mcpsign keygen' makes one. The password of an encrypted key comes
+from the environment variable named by --password-env, or is asked for at the
+terminal. Verifiers pin the public key; the bundle names it by its hint
+(base64 of the SHA-256 of the public key's DER).
+
+By default nothing leaves the machine. --tlog-upload logs the signature in
+Rekor (--rekor-url, or the Rekor of --signing-config); --tsa-url (or the
+timestamp authorities of --signing-config) adds a signed timestamp. Rekor v2
+cannot log an Ed25519 DSSE signature: use ECDSA or RSA with it.
+` + signLongCommon,
+		Example: `  mcpsign keygen -o release
+  mcpsign sign key --key release.key server.snapshot.json -o notes.sigstore.json
+  cosign verify-blob-attestation --new-bundle-format --bundle notes.sigstore.json \
+    --key release.pub --insecure-ignore-tlog --type https://mcpsign.dev/definitions/v1 \
+    --digest <a subject's sha256> --digestAlg sha256
+
+  # In CI, logged and timestamped
+  MCPSIGN_KEY_PASSWORD=... mcpsign sign key --key release.key --password-env MCPSIGN_KEY_PASSWORD \
+    --tlog-upload --rekor-url https://rekor.sigstore.dev \
+    --tsa-url https://timestamp.sigstore.dev/api/v1/timestamp -- ./server --stdio`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if key.Key == "" {
+				return fmt.Errorf("missing --key: the PEM private key to sign with ('mcpsign keygen' makes one)")
+			}
+			if err := lg.Validate(); err != nil {
+				return err
+			}
+			return runSign(cmd, a, &f, args, func(ctx context.Context) (sign.Options, error) {
+				priv, err := loadKey(a, &key)
+				if err != nil {
+					return sign.Options{}, err
+				}
+				s, err := sign.NewKeySigner(priv)
+				if err != nil {
+					return sign.Options{}, err
+				}
+				return withLogs(ctx, sign.Options{Signer: s}, &f, &lg)
+			})
+		},
+	}
+	f.addFlags(cmd.Flags(), false)
+	key.AddFlags(cmd.Flags())
+	lg.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func newSignCertificateCmd(a *app) *cobra.Command {
+	var (
+		f          signFlags
+		key        options.KeyOptions
+		lg         options.LogOptions
+		certPath   string
+		chainPath  string
+		embedChain bool
+	)
+	cmd := &cobra.Command{
+		Use:   "certificate --key KEY --certificate CERT [--certificate-chain CHAIN] SOURCE",
+		Short: "Sign with a private key and an x509 certificate from your CA",
+		Long: `Sign with a private key and its x509 certificate from an enterprise CA.
+
+Before anything is signed, the certificate is refused if its public key is not
+the key's, if it is expired or not yet valid, if it lacks the digitalSignature
+key usage, if it has an extended key usage other than codeSigning (no EKU at all
+is accepted), or if --certificate-chain (the issuing intermediates in order,
+then the root) does not link it to a root. Give the root last in the chain or
+with --ca-roots.
+
+The bundle holds the leaf certificate only (as Sigstore bundle v0.3
+recommends); verifiers trust your roots and intermediates ('mcpsign verify
+--ca-roots --ca-intermediates', cosign '--certificate-chain'). --embed-chain
+puts the intermediates into the bundle instead (x509CertificateChain), which
+only verifiers told to accept a chain in a v0.3 bundle read.
+
+--tlog-upload and --tsa-url (or --signing-config) work as for 'sign key'.
+` + signLongCommon,
+		Example: `  mcpsign sign certificate --key release.key --certificate release.crt \
+    --certificate-chain ca-chain.pem server.snapshot.json -o notes.sigstore.json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if key.Key == "" || certPath == "" {
+				return fmt.Errorf("missing --key or --certificate: the private key and its PEM certificate")
+			}
+			if err := lg.Validate(); err != nil {
+				return err
+			}
+			return runSign(cmd, a, &f, args, func(ctx context.Context) (sign.Options, error) {
+				certs, err := readCertificates(certPath)
+				if err != nil {
+					return sign.Options{}, fmt.Errorf("--certificate %s: %w", certPath, err)
+				}
+				var chain, roots []*x509.Certificate
+				if chainPath != "" {
+					if chain, err = readCertificates(chainPath); err != nil {
+						return sign.Options{}, fmt.Errorf("--certificate-chain %s: %w", chainPath, err)
+					}
+				} else if len(certs) > 1 {
+					// A PEM file of leaf then chain.
+					chain = certs[1:]
+				}
+				if f.trust.CARoots != "" {
+					if roots, err = readCertificates(f.trust.CARoots); err != nil {
+						return sign.Options{}, fmt.Errorf("--ca-roots %s: %w", f.trust.CARoots, err)
+					}
+				}
+				priv, err := loadKey(a, &key)
+				if err != nil {
+					return sign.Options{}, err
+				}
+				s, err := sign.NewCertificateSigner(priv, certs[0], chain, roots, time.Now())
+				if err != nil {
+					return sign.Options{}, err
+				}
+				s.EmbedChain = embedChain
+				return withLogs(ctx, sign.Options{Signer: s}, &f, &lg)
+			})
+		},
+	}
+	f.addFlags(cmd.Flags(), true)
+	key.AddFlags(cmd.Flags())
+	lg.AddFlags(cmd.Flags())
+	cmd.Flags().StringVar(&certPath, "certificate", "", "PEM certificate of the signing key (the leaf)")
+	cmd.Flags().StringVar(&chainPath, "certificate-chain", "", "PEM file of the issuing intermediates in order, then the root")
+	cmd.Flags().BoolVar(&embedChain, "embed-chain", false, "put the intermediates into the bundle (x509CertificateChain) instead of the leaf only")
+	return cmd
+}
+
+// loadKey reads and decrypts the --key file.
+func loadKey(a *app, o *options.KeyOptions) (crypto.Signer, error) {
+	b, err := readLimited(o.Key, sign.MaxKeyFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("--key: %w", err)
+	}
+	k, err := sign.LoadPrivateKey(b, passwordFunc(a, o.PasswordEnv, o.Key))
+	clear(b)
+	if err != nil {
+		return nil, fmt.Errorf("--key %s: %w", o.Key, err)
+	}
+	return k, nil
+}
+
+// withLogs adds the transparency log, timestamp authorities and trusted
+// root that the log flags ask for.
+func withLogs(ctx context.Context, opts sign.Options, f *signFlags, lg *options.LogOptions) (sign.Options, error) {
+	if lg.SigningConfig != "" {
+		sc, err := f.trust.LoadSigningConfig(ctx, lg.SigningConfig)
+		if err != nil {
+			return opts, err
+		}
+		svc, err := sign.SelectServices(sc, sign.ServiceNeeds{Rekor: lg.TlogUpload, TSA: true}, time.Now())
+		if err != nil {
+			return opts, err
+		}
+		opts.TransparencyLogs, opts.TimestampAuthorities = svc.TransparencyLogs, svc.TimestampAuthorities
+	} else {
+		if lg.TlogUpload {
+			opts.TransparencyLogs = []sign.RekorService{{URL: lg.RekorURL, Version: lg.RekorVersion}}
+		}
+		if lg.TSAURL != "" {
+			opts.TimestampAuthorities = []string{lg.TSAURL}
+		}
+	}
+	if len(opts.TransparencyLogs) > 0 || len(opts.TimestampAuthorities) > 0 {
+		tm, err := f.trust.LoadTrustedMaterial(ctx)
+		if err != nil {
+			return opts, err
+		}
+		opts.TrustedMaterial = tm
+	}
+	return opts, nil
+}
+
+// runSign is the common course of every sign method: refuse an existing
+// output early, build the statement, sign (mk makes the signer and its
+// services), write, report.
+func runSign(cmd *cobra.Command, a *app, f *signFlags, args []string, mk func(context.Context) (sign.Options, error)) error {
+	asJSON, err := f.fmt.JSON()
+	if err != nil {
+		return err
+	}
+	out := f.out.Bundle
+	if out == "" {
+		return fmt.Errorf("-o/--bundle is empty")
+	}
+	if !f.out.Force {
+		// Checked again when writing; this spares a log entry for nothing.
+		if _, err := os.Lstat(out); err == nil {
+			return fmt.Errorf("%s: %w (pass --force to replace it)", out, atomicfile.ErrExists)
+		}
+	}
+	aopts, err := f.stmt.AttestOptions(a.getenv)
+	if err != nil {
+		return err
+	}
+	snap, err := loadSource(cmd, a, &f.src, args)
+	if err != nil {
+		return err
+	}
+	st, payload, err := buildStatement(snap, aopts)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	opts, err := mk(ctx)
+	if err != nil {
+		return err
+	}
+	opts.Retries = sign.DefaultRetries
+	res, err := sign.Sign(ctx, payload, opts)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(out, res.Bundle, atomicfile.Options{Overwrite: f.out.Force}); err != nil {
+		return err
+	}
+	if f.src.Verbose {
+		t := res.Timings
+		fmt.Fprintf(a.stderr, "mcpsign: timings: Fulcio %s, Rekor %s, timestamp authority %s, verify %s, sign total %s\n",
+			ms(t.Fulcio), ms(t.Rekor), ms(t.TSA), ms(t.Verify), ms(t.Total))
+	}
+	if asJSON {
+		return writeSignJSON(a.stdout, out, st, res)
+	}
+	return writeSignText(a.stdout, out, st, res)
+}
+
+func ms(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
+
+func writeSignText(w io.Writer, path string, st *attest.Statement, res *sign.Result) error {
+	fmt.Fprintf(w, "Signed %s\n", statementSummary(st))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  method\t%s\n", res.Method)
+	id := res.Identity
+	switch res.Method {
+	case sign.MethodSigstore:
+		fmt.Fprintf(tw, "  signer\t%s\n", textsafe.Quote(id.SAN))
+		fmt.Fprintf(tw, "  issuer\t%s\n", textsafe.Quote(id.Issuer))
+	case sign.MethodCertificate:
+		fmt.Fprintf(tw, "  subject\t%s\n", textsafe.Quote(id.Subject))
+		for _, san := range id.SANs {
+			fmt.Fprintf(tw, "  SAN\t%s\n", textsafe.Quote(san))
+		}
+		if c := id.Certificate; c != nil {
+			fmt.Fprintf(tw, "  issued by\t%s\n", textsafe.Quote(c.Issuer.String()))
+			fmt.Fprintf(tw, "  valid until\t%s\n", c.NotAfter.UTC().Format(time.RFC3339))
+		}
+	case sign.MethodKey:
+		fmt.Fprintf(tw, "  key hint\t%s\n", textsafe.Escape(id.KeyHint))
+	}
+	if len(res.TlogEntries) == 0 {
+		fmt.Fprintf(tw, "  tlog\tnone\n")
+	}
+	for _, e := range res.TlogEntries {
+		proof := "inclusion proof"
+		if !e.InclusionProof {
+			proof = "inclusion promise only"
+		}
+		fmt.Fprintf(tw, "  tlog\tindex %d, log %s (%s, %s)\n", e.LogIndex, shortID(e.LogID), textsafe.Escape(e.Kind), proof)
+	}
+	tsa := 0
+	for _, t := range res.Timestamps {
+		if t.Kind == "tsa" {
+			tsa++
+			fmt.Fprintf(tw, "  timestamp\t%s from %s\n", t.Time.UTC().Format(time.RFC3339), textsafe.Quote(t.URI))
+		} else {
+			fmt.Fprintf(tw, "  log time\t%s\n", t.Time.UTC().Format(time.RFC3339))
+		}
+	}
+	if tsa == 0 {
+		fmt.Fprintf(tw, "  timestamp\tnone\n")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "Wrote %s (verified before writing)\n", path)
+	return err
+}
+
+func shortID(id string) string {
+	if len(id) > 16 {
+		return id[:16] + "…"
+	}
+	return id
+}
+
+// signJSON is the stable JSON form of the sign command (docs/SIGNING.md).
+type signJSON struct {
+	Bundle     string          `json:"bundle"`
+	Method     sign.Method     `json:"method"`
+	Server     json.RawMessage `json:"server"`
+	Subjects   int             `json:"subjects"`
+	Identity   signIdentity    `json:"identity"`
+	Tlog       []signTlog      `json:"tlog"`
+	Timestamps []signTimestamp `json:"timestamps"`
+}
+
+type signIdentity struct {
+	SAN     string   `json:"san,omitempty"`
+	Issuer  string   `json:"issuer,omitempty"`
+	SANs    []string `json:"sans,omitempty"`
+	Subject string   `json:"subject,omitempty"`
+	KeyHint string   `json:"keyHint,omitempty"`
+}
+
+type signTlog struct {
+	LogIndex       int64      `json:"logIndex"`
+	LogID          string     `json:"logId"`
+	Kind           string     `json:"kind"`
+	InclusionProof bool       `json:"inclusionProof"`
+	IntegratedTime *time.Time `json:"integratedTime,omitempty"`
+}
+
+type signTimestamp struct {
+	Kind string    `json:"kind"`
+	URI  string    `json:"uri,omitempty"`
+	Time time.Time `json:"time"`
+}
+
+func writeSignJSON(w io.Writer, path string, st *attest.Statement, res *sign.Result) error {
+	server, _ := json.Marshal(st.Predicate.Server)
+	out := signJSON{
+		Bundle: path, Method: res.Method, Server: server, Subjects: len(st.Subject),
+		Identity: signIdentity{SAN: res.Identity.SAN, Issuer: res.Identity.Issuer},
+		Tlog:     []signTlog{}, Timestamps: []signTimestamp{},
+	}
+	switch res.Method {
+	case sign.MethodKey:
+		out.Identity = signIdentity{KeyHint: res.Identity.KeyHint}
+	case sign.MethodCertificate:
+		out.Identity = signIdentity{SAN: res.Identity.SAN, SANs: res.Identity.SANs, Subject: res.Identity.Subject}
+	}
+	for _, e := range res.TlogEntries {
+		t := signTlog{LogIndex: e.LogIndex, LogID: e.LogID, Kind: e.Kind, InclusionProof: e.InclusionProof}
+		if !e.IntegratedTime.IsZero() {
+			it := e.IntegratedTime.UTC()
+			t.IntegratedTime = &it
+		}
+		out.Tlog = append(out.Tlog, t)
+	}
+	for _, t := range res.Timestamps {
+		out.Timestamps = append(out.Timestamps, signTimestamp{Kind: t.Kind, URI: t.URI, Time: t.Time.UTC()})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// readLimited reads a file of at most limit bytes.
+func readLimited(path string, limit int64) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
+	}
+	return b, nil
+}
+
+func readCertificates(path string) ([]*x509.Certificate, error) {
+	b, err := readLimited(path, sign.MaxKeyFileBytes)
+	if err != nil {
+		return nil, err
+	}
+	return sign.ParseCertificates(b)
+}

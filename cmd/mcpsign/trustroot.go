@@ -1,0 +1,436 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/trustroot"
+)
+
+func newTrustrootCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "trustroot",
+		Short: "Fetch, create and inspect Sigstore trusted roots",
+		Long: `A trusted root (trusted_root.json, a Sigstore format) lists what a verifier
+trusts: certificate authorities (Fulcio or your own), transparency logs (Rekor),
+certificate transparency logs and RFC 3161 timestamp authorities, each with the
+period it is trusted for.
+
+Verification commands take one with --trusted-root FILE, or get the public-good
+one through TUF (cached under the user cache directory, or --tuf-cache; with
+--offline only the cache is used, and nothing usable cached is an error).
+
+  fetch   get the public-good (or another TUF repository's) trusted root
+  create  write one for a private deployment from PEM files
+  show    print what one trusts, and for how long
+
+See docs/TRUSTROOT.md.`,
+		Example: `  mcpsign trustroot fetch -o trusted_root.json
+  mcpsign trustroot show trusted_root.json
+  mcpsign trustroot create --certificate-chain fulcio-chain.pem \
+    --rekor-key rekor.pub --rekor-url https://rekor.example --rekor-origin rekor.example \
+    --ctfe-key ct.pub --tsa-certificate-chain tsa-chain.pem -o trusted_root.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newTrustrootFetchCmd(a), newTrustrootCreateCmd(a), newTrustrootShowCmd(a))
+	return cmd
+}
+
+func newTrustrootFetchCmd(a *app) *cobra.Command {
+	var (
+		output, scOutput, cacheDir, mirror, tufRoot string
+		force                                       bool
+		timeout                                     time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "fetch -o FILE",
+		Short: "Fetch the trusted root of a TUF repository (public-good by default)",
+		Long: `Update the TUF metadata of the Sigstore public-good repository (or --tuf-mirror)
+over the network, verify it with sigstore-go's TUF client starting from the
+TUF root embedded in mcpsign (or --tuf-root, or a newer one already cached),
+and write its trusted_root.json target to FILE atomically.
+
+This is always an online fetch; it also refreshes the TUF cache, so that later
+commands with --offline can use it. Pin the written file and pass it with
+--trusted-root to verify without TUF at all (air-gapped hosts).
+
+--signing-config-output also writes the repository's signing configuration
+(signing_config.v0.2.json: the Fulcio, Rekor and TSA services to sign with).`,
+		Example: `  # Pin today's public-good trusted root
+  mcpsign trustroot fetch -o trusted_root.json
+
+  # A private TUF repository, first use: its initial root.json is needed once
+  mcpsign trustroot fetch --tuf-mirror https://tuf.example.com --tuf-root root.json -o trusted_root.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output == "" {
+				return errors.New("missing -o FILE: where to write the trusted root")
+			}
+			opts := trustroot.Options{CacheDir: cacheDir, Mirror: mirror, Refresh: true, Timeout: timeout}
+			if tufRoot != "" {
+				data, err := trReadFile(tufRoot, trustroot.MaxTrustedRootBytes)
+				if err != nil {
+					return fmt.Errorf("--tuf-root: %w", err)
+				}
+				opts.TUFRoot = data
+			}
+			data, err := trustroot.FetchTrustedRootJSON(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			var sc []byte
+			if scOutput != "" {
+				if sc, err = trustroot.FetchSigningConfigJSON(cmd.Context(), opts); err != nil {
+					return err
+				}
+			}
+			if err := atomicfile.Write(output, data, atomicfile.Options{Overwrite: force}); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(output), trSHA256(data))
+			if scOutput != "" {
+				if err := atomicfile.Write(scOutput, sc, atomicfile.Options{Overwrite: force}); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(scOutput), trSHA256(sc))
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&output, "output", "o", "", "file to write the trusted root to")
+	fs.StringVar(&scOutput, "signing-config-output", "", "also write the repository's signing configuration to this file")
+	fs.BoolVar(&force, "force", false, "replace existing output files")
+	fs.StringVar(&cacheDir, "tuf-cache", "", "TUF metadata cache directory (default: mcpsign/tuf under the user cache directory)")
+	fs.StringVar(&mirror, "tuf-mirror", "", "TUF repository URL (default: the Sigstore public-good repository)")
+	fs.StringVar(&tufRoot, "tuf-root", "", "initial TUF root.json of --tuf-mirror (needed once for a repository other than public-good or staging)")
+	fs.DurationVar(&timeout, "timeout", trustroot.DefaultTimeout, "time limit for the TUF update")
+	return cmd
+}
+
+func newTrustrootCreateCmd(a *app) *cobra.Command {
+	var (
+		output                                                     string
+		force                                                      bool
+		caChains, caURLs, caStarts, caEnds                         []string
+		rekorKeys, rekorURLs, rekorOrigins, rekorStarts, rekorEnds []string
+		ctKeys, ctURLs, ctStarts, ctEnds                           []string
+		tsaChains, tsaURLs, tsaStarts, tsaEnds                     []string
+	)
+	cmd := &cobra.Command{
+		Use:   "create -o FILE [--certificate-chain PEM]... [--rekor-key PEM]... [--ctfe-key PEM]... [--tsa-certificate-chain PEM]...",
+		Short: "Write a trusted root for a private Sigstore deployment from PEM files",
+		Long: `Write a Sigstore trusted_root.json from PEM files, for a private deployment (or a
+test stack). cosign ('--trusted-root'), sigstore-go and mcpsign verify with it.
+
+Each repeatable key or chain flag starts one entry; the URL, origin, start and
+end flags that follow it by position belong to it (the second --rekor-url to
+the second --rekor-key).
+
+  --certificate-chain PEM      a code-signing CA: intermediates first, root last
+                               (a leaf-issuing Fulcio with its root). Trusted from
+                               --certificate-chain-start (default: the root's
+                               NotBefore) to --certificate-chain-end (default: open).
+  --rekor-key PEM              a Rekor log's public key. For Rekor v2 give
+                               --rekor-origin (the checkpoint origin, which must be
+                               the host name of --rekor-url): the log id is then the
+                               C2SP signed-note key hash of (origin, key), as
+                               Rekor v2 entries carry it; without an origin it is
+                               the SHA-256 of the DER key (Rekor v1).
+  --ctfe-key PEM               a certificate transparency log's public key.
+  --tsa-certificate-chain PEM  an RFC 3161 TSA: its signing certificate first,
+                               root last. Trusted from --tsa-start (default: the
+                               signing certificate's NotBefore) to --tsa-end.
+
+Log keys are trusted from --rekor-start/--ctfe-start (default: the Unix epoch,
+as cosign does) to --rekor-end/--ctfe-end (default: open). Times are RFC 3339.
+
+Every chain is checked (each certificate signed by the next); the output is
+checked by parsing it back, and written atomically. See docs/TRUSTROOT.md.`,
+		Example: `  # The local test stack (scripts/sigstore-local), as start.sh builds it with cosign
+  S=/tmp/mcpsign-sigstore
+  mcpsign trustroot create -o trusted_root.json \
+    --certificate-chain $S/fulcio-chain.pem --certificate-chain-url http://127.0.0.1:5555 \
+    --rekor-key $S/keys/rekor-pub.pem --rekor-url http://127.0.0.1:3003 --rekor-origin 127.0.0.1 \
+    --rekor-start 2020-01-01T00:00:00Z \
+    --ctfe-key $S/keys/ct-pub.pem --ctfe-url http://127.0.0.1:6962 --ctfe-start 2020-01-01T00:00:00Z \
+    --tsa-certificate-chain $S/tsa-chain.pem --tsa-url http://127.0.0.1:3004/api/v1/timestamp`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output == "" {
+				return errors.New("missing -o FILE: where to write the trusted root (- for standard output)")
+			}
+			var opts trustroot.CreateOptions
+			var err error
+			if opts.CertificateAuthorities, err = trCreateAuthorities(trEntryFlags{"--certificate-chain", "--certificate-chain-url", "", "--certificate-chain-start", "--certificate-chain-end"},
+				caChains, caURLs, caStarts, caEnds); err != nil {
+				return err
+			}
+			if opts.TimestampAuthorities, err = trCreateAuthorities(trEntryFlags{"--tsa-certificate-chain", "--tsa-url", "", "--tsa-start", "--tsa-end"},
+				tsaChains, tsaURLs, tsaStarts, tsaEnds); err != nil {
+				return err
+			}
+			if opts.TransparencyLogs, err = trCreateLogs(trEntryFlags{"--rekor-key", "--rekor-url", "--rekor-origin", "--rekor-start", "--rekor-end"},
+				rekorKeys, rekorURLs, rekorOrigins, rekorStarts, rekorEnds); err != nil {
+				return err
+			}
+			if opts.CTLogs, err = trCreateLogs(trEntryFlags{"--ctfe-key", "--ctfe-url", "", "--ctfe-start", "--ctfe-end"},
+				ctKeys, ctURLs, nil, ctStarts, ctEnds); err != nil {
+				return err
+			}
+			data, warnings, err := trustroot.Create(opts)
+			if err != nil {
+				return err
+			}
+			for _, w := range warnings {
+				fmt.Fprintf(a.stderr, "mcpsign: warning: %s\n", textsafe.Escape(w))
+			}
+			if output == "-" {
+				_, err := a.stdout.Write(data)
+				return err
+			}
+			if err := atomicfile.Write(output, data, atomicfile.Options{Overwrite: force}); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(output), trSHA256(data))
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&output, "output", "o", "", "file to write the trusted root to, or - for standard output")
+	fs.BoolVar(&force, "force", false, "replace an existing output file")
+	fs.StringArrayVar(&caChains, "certificate-chain", nil, "PEM file of a certificate authority chain, intermediates first, root last (repeatable)")
+	fs.StringArrayVar(&caURLs, "certificate-chain-url", nil, "URL of the certificate authority (by position)")
+	fs.StringArrayVar(&caStarts, "certificate-chain-start", nil, "RFC 3339 time the certificate authority is trusted from (by position; default: its root's NotBefore)")
+	fs.StringArrayVar(&caEnds, "certificate-chain-end", nil, "RFC 3339 time the certificate authority is trusted until (by position; default: open)")
+	fs.StringArrayVar(&rekorKeys, "rekor-key", nil, "PEM public key of a Rekor transparency log (repeatable)")
+	fs.StringArrayVar(&rekorURLs, "rekor-url", nil, "URL of the Rekor log (by position)")
+	fs.StringArrayVar(&rekorOrigins, "rekor-origin", nil, "checkpoint origin of a Rekor v2 log, the host name of its URL (by position)")
+	fs.StringArrayVar(&rekorStarts, "rekor-start", nil, "RFC 3339 time the Rekor key is trusted from (by position; default: the Unix epoch)")
+	fs.StringArrayVar(&rekorEnds, "rekor-end", nil, "RFC 3339 time the Rekor key is trusted until (by position; default: open)")
+	fs.StringArrayVar(&ctKeys, "ctfe-key", nil, "PEM public key of a certificate transparency log (repeatable)")
+	fs.StringArrayVar(&ctURLs, "ctfe-url", nil, "URL of the CT log (by position)")
+	fs.StringArrayVar(&ctStarts, "ctfe-start", nil, "RFC 3339 time the CT key is trusted from (by position; default: the Unix epoch)")
+	fs.StringArrayVar(&ctEnds, "ctfe-end", nil, "RFC 3339 time the CT key is trusted until (by position; default: open)")
+	fs.StringArrayVar(&tsaChains, "tsa-certificate-chain", nil, "PEM file of a timestamp authority chain, signing certificate first, root last (repeatable)")
+	fs.StringArrayVar(&tsaURLs, "tsa-url", nil, "URL of the timestamp authority (by position)")
+	fs.StringArrayVar(&tsaStarts, "tsa-start", nil, "RFC 3339 time the timestamp authority is trusted from (by position; default: its signing certificate's NotBefore)")
+	fs.StringArrayVar(&tsaEnds, "tsa-end", nil, "RFC 3339 time the timestamp authority is trusted until (by position; default: open)")
+	return cmd
+}
+
+// trByPosition returns the values of a companion flag, one per entry of
+// the primary flag ("" where not given).
+func trByPosition(flag string, vals []string, n int, primary string) ([]string, error) {
+	if len(vals) > n {
+		return nil, fmt.Errorf("%s given %d times but %s only %d: each belongs to the %s at its position", flag, len(vals), primary, n, primary)
+	}
+	out := make([]string, n)
+	copy(out, vals)
+	return out, nil
+}
+
+func trParseTime(flag, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s %s: want an RFC 3339 time such as 2025-01-31T00:00:00Z", flag, textsafe.Quote(v))
+	}
+	return t, nil
+}
+
+// trEntryFlags are one entry kind's flags of 'trustroot create': the
+// primary (a PEM file per entry) and its positional companions.
+type trEntryFlags struct {
+	primary, url, origin, start, end string
+}
+
+// trCompanions returns, per entry, the url, origin, start and end values.
+func (f trEntryFlags) companions(n int, urls, origins, starts, ends []string) (u, o, s, e []string, err error) {
+	if u, err = trByPosition(f.url, urls, n, f.primary); err != nil {
+		return
+	}
+	if o, err = trByPosition(f.origin, origins, n, f.primary); err != nil {
+		return
+	}
+	if s, err = trByPosition(f.start, starts, n, f.primary); err != nil {
+		return
+	}
+	e, err = trByPosition(f.end, ends, n, f.primary)
+	return
+}
+
+func trCreateAuthorities(f trEntryFlags, chains, urls, starts, ends []string) ([]trustroot.Authority, error) {
+	u, _, s, e, err := f.companions(len(chains), urls, nil, starts, ends)
+	if err != nil {
+		return nil, err
+	}
+	var out []trustroot.Authority
+	for i, path := range chains {
+		pemData, err := trReadFile(path, trustroot.MaxPEMBytes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.primary, err)
+		}
+		a := trustroot.Authority{ChainPEM: pemData, URI: u[i]}
+		if a.Start, err = trParseTime(f.start, s[i]); err != nil {
+			return nil, err
+		}
+		if a.End, err = trParseTime(f.end, e[i]); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func trCreateLogs(f trEntryFlags, keys, urls, origins, starts, ends []string) ([]trustroot.Log, error) {
+	u, o, s, e, err := f.companions(len(keys), urls, origins, starts, ends)
+	if err != nil {
+		return nil, err
+	}
+	var out []trustroot.Log
+	for i, path := range keys {
+		pemData, err := trReadFile(path, trustroot.MaxPEMBytes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.primary, err)
+		}
+		l := trustroot.Log{KeyPEM: pemData, BaseURL: u[i], Origin: o[i]}
+		if l.Start, err = trParseTime(f.start, s[i]); err != nil {
+			return nil, err
+		}
+		if l.End, err = trParseTime(f.end, e[i]); err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func newTrustrootShowCmd(a *app) *cobra.Command {
+	var out options.OutputOptions
+	cmd := &cobra.Command{
+		Use:   "show FILE",
+		Short: "Print what a trusted root trusts, and for how long",
+		Long: `Print what a Sigstore trusted_root.json trusts: every certificate authority with
+its certificates (subject, key, validity) and the period it is trusted for;
+every transparency log and CT log with its URL, key type, log id and period;
+every timestamp authority with its chain. Each entry says whether it is active,
+ended or not yet valid now. Text from the file and its certificates is escaped.
+
+--format json prints the same as a stable document (docs/TRUSTROOT.md).`,
+		Example: `  mcpsign trustroot show trusted_root.json
+  mcpsign trustroot show trusted_root.json --format json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.JSON()
+			if err != nil {
+				return err
+			}
+			data, err := trReadFile(args[0], trustroot.MaxTrustedRootBytes)
+			if err != nil {
+				return err
+			}
+			tr, err := trustroot.ParseTrustedRoot(data)
+			if err != nil {
+				return fmt.Errorf("%s: %w", textsafe.Escape(args[0]), err)
+			}
+			d := trustroot.Describe(tr, time.Now())
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(struct {
+					File   string `json:"file"`
+					SHA256 string `json:"sha256"`
+					*trustroot.Description
+				}{args[0], trSHA256(data), d})
+			}
+			return writeTrustrootText(a.stdout, args[0], data, d)
+		},
+	}
+	out.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func writeTrustrootText(w io.Writer, file string, data []byte, d *trustroot.Description) error {
+	fmt.Fprintf(w, "%s  sha256:%s\n", textsafe.Escape(file), trSHA256(data))
+	authorities := func(title string, as []trustroot.AuthorityDescription) {
+		fmt.Fprintf(w, "\n%s: %d\n", title, len(as))
+		for i, a := range as {
+			fmt.Fprintf(w, "  %d. %s\n     trusted %s (%s)\n", i+1, trOrNone(a.URI), trPeriod(a.ValidFrom, a.ValidUntil), a.Status)
+			for _, c := range a.Certificates {
+				fmt.Fprintf(w, "     %-12s %s\n", c.Role, textsafe.Escape(c.Subject))
+				fmt.Fprintf(w, "     %-12s %s, %s to %s (%s), sha256:%s\n", "", c.KeyType,
+					c.NotBefore.Format(time.RFC3339), c.NotAfter.Format(time.RFC3339), c.Status, c.SHA256)
+			}
+		}
+	}
+	logs := func(title string, ls []trustroot.LogDescription) {
+		fmt.Fprintf(w, "\n%s: %d\n", title, len(ls))
+		for i, l := range ls {
+			fmt.Fprintf(w, "  %d. %s\n     %s, log id %s\n     trusted %s (%s)\n", i+1, trOrNone(l.BaseURL), l.KeyType, l.LogID,
+				trPeriod(l.ValidFrom, l.ValidUntil), l.Status)
+		}
+	}
+	authorities("Certificate authorities", d.CertificateAuthorities)
+	logs("Transparency logs", d.TransparencyLogs)
+	logs("Certificate transparency logs", d.CTLogs)
+	authorities("Timestamp authorities", d.TimestampAuthorities)
+	return nil
+}
+
+func trOrNone(s string) string {
+	if s == "" {
+		return "(no URL)"
+	}
+	return textsafe.Escape(s)
+}
+
+func trPeriod(from, until *time.Time) string {
+	f, u := "always", "open end"
+	if from != nil {
+		f = "from " + from.Format(time.RFC3339)
+	}
+	if until != nil {
+		u = "until " + until.Format(time.RFC3339)
+	}
+	if from == nil && until == nil {
+		return "at all times"
+	}
+	return f + ", " + u
+}
+
+func trSHA256(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// trReadFile reads a file of at most limit bytes.
+func trReadFile(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", textsafe.Escape(path), limit)
+	}
+	return data, nil
+}

@@ -1,0 +1,416 @@
+package main
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/verify"
+)
+
+// verifyFlags are the flag groups of a verify command.
+type verifyFlags struct {
+	src   options.SourceOptions
+	out   options.OutputOptions
+	trust options.TrustOptions
+	id    options.IdentityOptions
+	vo    options.VerifyOptions
+}
+
+const verifyLongCommon = `
+The checks, in order (docs/VERIFY.md); the first that fails is named and the
+command exits 1:
+
+  bundle     the Sigstore bundle parses (at most 16 MiB) and is v0.1 to v0.3
+  signature  the signature over the DSSE envelope
+  chain      the certificate chains to the trusted CAs at the verified
+             signing time, allows code signing (digitalSignature; no EKU or
+             codeSigning) and, for Fulcio, carries verified SCTs
+  tlog       a transparency log entry for this signature, with an inclusion
+             proof or a signed entry timestamp, from a trusted log
+  time       a verified signing time: log integrated time or RFC 3161
+             timestamp
+  identity   the signer is the one the policy names (regular expressions
+             match the whole value)
+  statement  an in-toto Statement v1 with the mcpsign definitions predicate,
+             one well-formed subject per definition, and predicate claims
+             that agree with the certificate
+  match      every definition the server serves now is signed with the same
+             digest, none is missing, the instructions are the same
+
+The per-definition table shows OK, CHANGED (with a diff against the signed
+definition when the statement embeds it), EXTRA (served but not signed),
+MISSING (signed but not served) and INVALID (cannot be digested). A partial
+match never passes.
+
+With --write-lock FILE a successful verification writes the lock (docs/LOCK.md)
+with the approved definitions and the evidence: method, identity, issuer,
+bundle digest and log entry. Nothing is written on failure.
+
+SOURCE is what 'mcpsign digest' accepts: a snapshot file, a command line that
+starts a stdio server, a Streamable HTTP URL, or the words after --.
+
+Exit codes: 0 verified; 1 a check failed; 2 bad usage, an unreadable or
+malformed bundle, a missing trusted root, or a server that could not be read.`
+
+func newVerifyCmd(a *app) *cobra.Command {
+	cmd := newVerifyMethodCmd(a, verify.MethodSigstore, "verify [sigstore|key|certificate|bundle] SOURCE --bundle FILE [flags]")
+	cmd.Short = "Verify a server's definitions against a signed statement before approving it"
+	cmd.Long = `Verify that what an MCP server serves now is exactly what a trusted publisher
+signed, before a host first approves the server.
+
+'mcpsign verify SOURCE' is 'mcpsign verify sigstore SOURCE': a keyless
+signature whose Fulcio certificate names the signer's OIDC identity. Use
+'verify key' for a signature by a plain key, 'verify certificate' for an
+enterprise x509 certificate, and 'verify bundle' for any Sigstore bundle over
+any artifact.
+` + verifyLongCommon
+	cmd.AddCommand(
+		newVerifyMethodCmd(a, verify.MethodSigstore, "sigstore SOURCE --bundle FILE [flags]"),
+		newVerifyMethodCmd(a, verify.MethodKey, "key SOURCE --bundle FILE --key PUB.pem [flags]"),
+		newVerifyMethodCmd(a, verify.MethodCertificate, "certificate SOURCE --bundle FILE --ca-roots FILE (--certificate-subject DN | SAN flags) [flags]"),
+		newVerifyBundleCmd(a),
+	)
+	return cmd
+}
+
+var verifyExamples = map[verify.Method]string{
+	verify.MethodSigstore: `  # A release signed in GitHub Actions, verified against a live stdio server
+  mcpsign verify sigstore --bundle mcp-definitions.sigstore.json \
+    --certificate-identity https://github.com/acme/notes-mcp/.github/workflows/release.yml@refs/tags/v1.2.0 \
+    --certificate-oidc-issuer https://token.actions.githubusercontent.com \
+    --trusted-root trusted_root.json -- npx -y @acme/notes-mcp@1.2.0
+
+  # Any tag of the repository's release workflow (anchored: the whole SAN must match)
+  mcpsign verify server.snapshot.json --bundle mcp-definitions.sigstore.json \
+    --certificate-identity-regexp 'https://github\.com/acme/notes-mcp/\.github/workflows/release\.yml@refs/tags/v.*' \
+    --certificate-oidc-issuer https://token.actions.githubusercontent.com --trusted-root trusted_root.json
+
+  # Approve and pin in one step, machine-readable report
+  mcpsign verify https://mcp.example.com/mcp --bundle b.sigstore.json --certificate-identity alice@example.com \
+    --certificate-oidc-issuer https://accounts.google.com --trusted-root trusted_root.json \
+    --write-lock notes.mcpsign.lock --format json`,
+	verify.MethodKey: `  # A bundle signed with 'mcpsign sign key', offline
+  mcpsign verify key server.snapshot.json --bundle mcp-definitions.sigstore.json --key publisher.pub.pem
+
+  # The same, also requiring its Rekor entry and a timestamp
+  mcpsign verify key --bundle b.sigstore.json --key publisher.pub.pem \
+    --require-tlog --require-timestamp --trusted-root trusted_root.json -- ./notes-server --stdio`,
+	verify.MethodCertificate: `  # An enterprise certificate, checked at the time of its RFC 3161 timestamp
+  mcpsign verify certificate server.snapshot.json --bundle b.sigstore.json \
+    --ca-roots corp-root.pem --ca-intermediates corp-intermediates.pem \
+    --certificate-subject 'CN=MCP Release Signing,O=Example Corp' --trusted-root trusted_root.json
+
+  # No timestamp in the bundle: check the chain now (fails once the certificate expires)
+  mcpsign verify certificate server.snapshot.json --bundle b.sigstore.json --ca-roots corp-root.pem \
+    --certificate-email release@example.com --allow-current-time`,
+}
+
+func newVerifyMethodCmd(a *app, m verify.Method, use string) *cobra.Command {
+	f := &verifyFlags{}
+	cmd := &cobra.Command{
+		Use:     use,
+		Example: verifyExamples[m],
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runVerify(cmd, a, f, m, args)
+		},
+	}
+	switch m {
+	case verify.MethodSigstore:
+		cmd.Short = "Verify a keyless (Fulcio/Rekor) signature of a server's definitions"
+		cmd.Long = `Verify a keyless Sigstore signature of a server's definitions: a Fulcio
+certificate for the signer's OIDC identity, with SCTs, a transparency log entry
+and a verified signing time, all required.
+
+The signer must be named: --certificate-identity (or -regexp) and
+--certificate-oidc-issuer (or -regexp); GitHub workflow claims may narrow it.
+` + verifyLongCommon
+	case verify.MethodKey:
+		cmd.Short = "Verify a signature of a server's definitions by a public key"
+		cmd.Long = `Verify a signature of a server's definitions by the publisher's key (--key, a
+PEM public key). A transparency log entry and an RFC 3161 timestamp are checked
+when required (--require-tlog, --require-timestamp, with --trusted-root).
+` + verifyLongCommon
+	case verify.MethodCertificate:
+		cmd.Short = "Verify a signature of a server's definitions by an enterprise x509 certificate"
+		cmd.Long = `Verify a signature of a server's definitions by an enterprise x509
+certificate chaining to --ca-roots (through --ca-intermediates or the chain in
+the bundle). The chain is checked at the verified signing time: an RFC 3161
+timestamp (from a TSA of --trusted-root) or, with --require-tlog, the log's
+signed entry timestamp; at the current time only with --allow-current-time.
+The leaf must allow code signing (digitalSignature; no EKU or codeSigning).
+
+The signer is named by --certificate-subject (the subject DN in RFC 2253
+form, as 'openssl x509 -noout -subject -nameopt RFC2253' prints it) and/or
+the SAN flags --certificate-email, --certificate-uri, --certificate-dns,
+--certificate-identity(-regexp).
+` + verifyLongCommon
+	}
+	fs := cmd.Flags()
+	f.src.AddFlags(fs)
+	f.out.AddFlags(fs)
+	f.trust.AddFlags(fs)
+	f.id.AddFlags(fs)
+	f.vo.AddFlags(fs, m, false)
+	hide := func(names ...string) {
+		for _, n := range names {
+			_ = fs.MarkHidden(n)
+		}
+	}
+	pki := []string{"certificate-subject", "certificate-email", "certificate-uri", "certificate-dns", "ca-roots", "ca-intermediates"}
+	switch m {
+	case verify.MethodSigstore:
+		hide(append(pki, "key")...)
+	case verify.MethodKey:
+		hide(append(pki, "certificate-identity", "certificate-identity-regexp", "certificate-oidc-issuer",
+			"certificate-oidc-issuer-regexp", "certificate-github-workflow-repository", "certificate-github-workflow-ref",
+			"certificate-github-workflow-sha", "certificate-github-workflow-trigger", "certificate-github-workflow-name")...)
+	case verify.MethodCertificate:
+		hide("key")
+	}
+	return cmd
+}
+
+// verifyPolicy turns the flags into a policy and the trust it needs, and
+// returns the verifier; generic is the 'verify bundle' command.
+func verifyPolicy(cmd *cobra.Command, f *verifyFlags, m verify.Method, generic bool) (*verify.Verifier, error) {
+	if f.vo.Bundle == "" {
+		if generic {
+			return nil, errors.New("--bundle FILE is required: the Sigstore bundle to check")
+		}
+		return nil, errors.New("--bundle FILE is required: the Sigstore bundle of the signed statement")
+	}
+	id, err := f.id.VerifyIdentity(cmd.Flags())
+	if err != nil {
+		return nil, err
+	}
+	key, err := f.id.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	if key != nil && m != verify.MethodKey {
+		return nil, fmt.Errorf("--key is for 'mcpsign verify key', not the %s method", m)
+	}
+	p := f.vo.Policy(m, id, key)
+	if m == verify.MethodSigstore && !f.vo.RequireTlog {
+		if fl := cmd.Flags().Lookup("require-tlog"); fl != nil && fl.Changed {
+			return nil, errors.New("--require-tlog=false: a keyless certificate always needs its transparency log entry")
+		}
+	}
+	trust, err := verifyTrust(cmd.Context(), &f.trust, p)
+	if err != nil {
+		return nil, err
+	}
+	return verify.New(trust, p)
+}
+
+// verifyGCPercent is the garbage collector's GOGC while a verify command
+// runs: it verifies one bundle, bounded in size, and exits. At the default
+// (100) the start-up allocations of the whole CLI plus one verification
+// just cross the runtime's first 4 MB heap goal, and that one collection
+// costs more CPU than the verification itself; at 400 the first goal is
+// 16 MB. Memory stays proportional to the live heap (at most 5x).
+const verifyGCPercent = 400
+
+func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args []string) error {
+	debug.SetGCPercent(verifyGCPercent) // not restored: lowering it again would collect at once
+	asJSON, err := f.out.JSON()
+	if err != nil {
+		return err
+	}
+	// With --format json, an input error is a report too (exit 2).
+	inputErr := func(err error) error {
+		if asJSON {
+			_ = writeVerifyJSON(a.stdout, verify.NewReport(nil, err))
+		}
+		return err
+	}
+	v, err := verifyPolicy(cmd, f, m, false)
+	if err != nil {
+		return inputErr(err)
+	}
+	bundleJSON, err := verify.ReadBundleFile(f.vo.Bundle)
+	if err != nil {
+		return inputErr(fmt.Errorf("--bundle: %w", err))
+	}
+	snap, err := loadSource(cmd, a, &f.src, args)
+	if err != nil {
+		return inputErr(err)
+	}
+	res, verr := v.Verify(cmd.Context(), bundleJSON, snap)
+	if verr == nil && f.vo.WriteLock != "" {
+		if err := writeVerifiedLock(cmd, f, snap, res); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		err = writeVerifyJSON(a.stdout, verify.NewReport(res, verr))
+	} else {
+		err = writeVerifyText(a.stdout, res, verr)
+	}
+	if err != nil {
+		return err
+	}
+	if verr == nil && f.vo.WriteLock != "" && !asJSON {
+		fmt.Fprintf(a.stdout, "\nlock written to %s\n", f.vo.WriteLock)
+	}
+	return verifyExit(verr, !asJSON)
+}
+
+// verifyExit maps a verification error to the exit code: 1 for a failed
+// check, 2 for a bundle that is malformed, unsupported or too large (bad
+// input), or any other error. reported says the text report, which names
+// the failed step, is already on stdout: the exit is then silent.
+func verifyExit(err error, reported bool) error {
+	if err == nil {
+		return nil
+	}
+	step, ok := verify.FailedStep(err)
+	switch {
+	case !ok:
+		return err
+	case step == verify.StepBundle:
+		return withCode(exitError, fmt.Errorf("%w (pass --bundle with a Sigstore bundle v0.1-v0.3 JSON file, e.g. from 'mcpsign sign')", err))
+	case reported:
+		return silentExit(exitFailed)
+	}
+	return failed(err)
+}
+
+// writeVerifiedLock hands the verified definitions and the evidence to pin.
+func writeVerifiedLock(cmd *cobra.Command, f *verifyFlags, snap *digest.Snapshot, res *verify.Result) error {
+	ap := pin.ApprovalOf(res)
+	lock, err := pin.NewLock(snap, ap)
+	if err != nil {
+		return fmt.Errorf("--write-lock: %w", err)
+	}
+	if f.vo.Force {
+		err = lock.Write(cmd.Context(), f.vo.WriteLock)
+	} else {
+		err = lock.Create(cmd.Context(), f.vo.WriteLock)
+	}
+	if err != nil {
+		return fmt.Errorf("--write-lock: %w", err)
+	}
+	return nil
+}
+
+func newVerifyBundleCmd(a *app) *cobra.Command {
+	f := &verifyFlags{}
+	cmd := &cobra.Command{
+		Use:   "bundle --bundle FILE (--certificate-identity ID --certificate-oidc-issuer ISS | --key PUB.pem) [--trusted-root FILE] ARTIFACT|sha256:HEX",
+		Short: "Verify any Sigstore bundle over an artifact or digest",
+		Long: `Verify a Sigstore bundle (a message signature or a DSSE envelope) over an
+artifact, given as a file or as ALG:HEX (sha256, sha384 or sha512): for a DSSE
+envelope the artifact must be one of the statement's subjects, for a message
+signature the signed message. This is a generic Sigstore check, the one the
+sigstore-conformance suite drives; it binds no mcpsign subject names (use
+'mcpsign verify' for definitions).
+
+The argument is read as a digest only when it is ALG: and the right number of
+hex digits and no file of that name exists.
+
+With --certificate-identity (or -regexp) and --certificate-oidc-issuer (or
+-regexp): a keyless certificate, SCTs, a log entry and a verified time are
+required. With --key: a signature by that key, with a log entry unless
+--require-tlog=false. With --ca-roots: an enterprise certificate.
+
+Exit codes: 0 verified; 1 a check failed; 2 bad usage, an unreadable or
+malformed bundle, or a missing trusted root.`,
+		Example: `  # A keyless bundle over a file, offline
+  mcpsign verify bundle --bundle a.txt.sigstore.json \
+    --certificate-identity alice@example.com --certificate-oidc-issuer https://accounts.google.com \
+    --trusted-root trusted_root.json a.txt
+
+  # A DSSE bundle by one of its subject digests
+  mcpsign verify bundle --bundle model.sig --certificate-identity stefanb@us.ibm.com \
+    --certificate-oidc-issuer https://sigstore.verify.ibm.com/oauth2 --trusted-root trusted_root.json \
+    sha256:61d4849d9d90076d6215f4d525f13d6574af8e3f67aef3e6f36fc40a14fdd226
+
+  # A key-signed bundle
+  mcpsign verify bundle --bundle b.sigstore.json --key publisher.pub.pem --trusted-root trusted_root.json artifact.bin`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runVerifyBundle(cmd, a, f, args[0])
+		},
+	}
+	fs := cmd.Flags()
+	f.out.AddFlags(fs)
+	f.trust.AddFlags(fs)
+	f.id.AddFlags(fs)
+	f.vo.AddFlags(fs, verify.MethodSigstore, true)
+	return cmd
+}
+
+func runVerifyBundle(cmd *cobra.Command, a *app, f *verifyFlags, arg string) error {
+	debug.SetGCPercent(verifyGCPercent) // not restored: lowering it again would collect at once
+	asJSON, err := f.out.JSON()
+	if err != nil {
+		return err
+	}
+	m := verify.MethodSigstore
+	switch {
+	case f.id.Key != "":
+		m = verify.MethodKey
+	case f.trust.CARoots != "":
+		m = verify.MethodCertificate
+	}
+	inputErr := func(err error) error {
+		if asJSON {
+			_ = writeVerifyJSON(a.stdout, verify.NewReport(nil, err))
+		}
+		return err
+	}
+	v, err := verifyPolicy(cmd, f, m, true)
+	if err != nil {
+		return inputErr(err)
+	}
+	bundleJSON, err := verify.ReadBundleFile(f.vo.Bundle)
+	if err != nil {
+		return inputErr(fmt.Errorf("--bundle: %w", err))
+	}
+	art, closeArt, err := bundleArtifact(arg)
+	if err != nil {
+		return inputErr(err)
+	}
+	defer closeArt()
+	res, verr := v.VerifyBundle(cmd.Context(), bundleJSON, art)
+	if asJSON {
+		err = writeVerifyJSON(a.stdout, verify.NewReport(res, verr))
+	} else {
+		err = writeVerifyText(a.stdout, res, verr)
+	}
+	if err != nil {
+		return err
+	}
+	return verifyExit(verr, !asJSON)
+}
+
+// bundleArtifact reads the ARTIFACT|ALG:HEX argument of verify bundle.
+func bundleArtifact(arg string) (verify.Artifact, func(), error) {
+	none := func() {}
+	if alg, hx, ok := strings.Cut(arg, ":"); ok {
+		want := map[string]int{"sha256": 64, "sha384": 96, "sha512": 128}[alg]
+		if want > 0 && len(hx) == want {
+			if _, err := os.Stat(arg); errors.Is(err, os.ErrNotExist) {
+				d, err := hex.DecodeString(hx)
+				if err == nil {
+					return verify.Artifact{Digest: d, DigestAlgorithm: alg}, none, nil
+				}
+			}
+		}
+	}
+	fh, err := os.Open(arg)
+	if err != nil {
+		return verify.Artifact{}, none, fmt.Errorf("artifact: %w (give a file, or sha256: and 64 hex digits)", err)
+	}
+	return verify.Artifact{Reader: fh}, func() { fh.Close() }, nil
+}

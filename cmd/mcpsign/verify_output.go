@@ -1,0 +1,153 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/verify"
+)
+
+func writeVerifyJSON(w io.Writer, r *verify.Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// shortDigest shortens "sha256:<64 hex>" for the table; "-" for none.
+func shortDigest(d string) string {
+	if d == "" {
+		return "-"
+	}
+	if strings.HasPrefix(d, digest.Prefix) && len(d) > len(digest.Prefix)+12 {
+		return d[:len(digest.Prefix)+12] + "…"
+	}
+	return d
+}
+
+// writeVerifyText writes the human report: one verdict line, the evidence,
+// the claims, then the per-definition table and the diffs of changed
+// definitions. Every string from the bundle, the certificate or the server
+// is escaped.
+func writeVerifyText(w io.Writer, res *verify.Result, verr error) error {
+	esc := textsafe.Escape
+	switch {
+	case verr == nil && res != nil && res.Statement != nil:
+		fmt.Fprintf(w, "VERIFIED %s %s: %s match the signed statement\n",
+			esc(res.Server.Name), esc(res.Server.Version), verifiedSummary(res))
+	case verr == nil:
+		fmt.Fprintln(w, "VERIFIED Sigstore bundle")
+	default:
+		step, ok := verify.FailedStep(verr)
+		msg := verr.Error()
+		if ok {
+			var se *verify.StepError
+			if errors.As(verr, &se) {
+				msg = se.Err.Error()
+			}
+			fmt.Fprintf(w, "FAILED at step %s: %s\n", step, textsafe.EscapeKeepLayout(msg))
+		} else {
+			fmt.Fprintf(w, "FAILED: %s\n", textsafe.EscapeKeepLayout(msg))
+		}
+	}
+	if res == nil {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	line := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "  %s\t%s\n", k, v)
+		}
+	}
+	line("method", string(res.Method))
+	line("identity", esc(res.Identity))
+	line("issuer", esc(res.Issuer))
+	line("subject", esc(res.Subject))
+	if t := res.Tlog; t != nil {
+		s := fmt.Sprintf("index %d in log %s", t.LogIndex, t.LogID)
+		if t.IntegratedTime != nil {
+			s += ", integrated " + t.IntegratedTime.UTC().Format(time.RFC3339)
+		}
+		line("log entry", s)
+	}
+	if !res.SigningTime.IsZero() {
+		line("signed at", res.SigningTime.UTC().Format(time.RFC3339)+" ("+timeSource(res.TimeSource)+")")
+	}
+	line("bundle", res.BundleDigest)
+	if res.Statement != nil && res.Observed != nil && (res.Observed.Name != res.Server.Name || res.Observed.Version != res.Server.Version) {
+		line("note", fmt.Sprintf("signed for server %s %s, the server now calls itself %s %s",
+			textsafe.Quote(res.Server.Name), textsafe.Quote(res.Server.Version), textsafe.Quote(res.Observed.Name), textsafe.Quote(res.Observed.Version)))
+	}
+	for _, c := range res.Claims {
+		line("claim", fmt.Sprintf("%s %s: %s (%s)", c.Name, textsafe.Quote(c.Value), c.Status, c.Evidence))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if res.Definitions == nil && res.Instructions == nil {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STATUS\tKIND\tKEY\tSIGNED\tSERVED")
+	for _, r := range res.Definitions {
+		key := esc(r.Key)
+		if r.Key == "" {
+			key = fmt.Sprintf("(#%d)", r.Index)
+		}
+		served := shortDigest(r.Observed)
+		if r.Status == verify.StatusInvalid {
+			served = "invalid: " + esc(r.Reason)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Status, r.Kind, key, shortDigest(r.Signed), served)
+	}
+	if ins := res.Instructions; ins != nil {
+		fmt.Fprintf(tw, "%s\tinstructions\t\t%s\t%s\n", ins.Status, shortDigest(ins.Signed), shortDigest(ins.Observed))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range res.Definitions {
+		if r.Diff != "" {
+			fmt.Fprintf(w, "\n%s %s changed:\n%s", r.Kind, textsafe.Quote(r.Key), r.Diff)
+		}
+	}
+	return nil
+}
+
+func timeSource(s string) string {
+	switch s {
+	case "Tlog":
+		return "transparency log"
+	case "TimestampAuthority":
+		return "timestamp authority"
+	case "CurrentTime":
+		return "current time: no verified signing time"
+	}
+	return s
+}
+
+func verifiedSummary(res *verify.Result) string {
+	n := map[digest.Kind]int{}
+	for _, r := range res.Definitions {
+		n[r.Kind]++
+	}
+	plural := func(k int, one, many string) string {
+		if k == 1 {
+			return fmt.Sprintf("%d %s", k, one)
+		}
+		return fmt.Sprintf("%d %s", k, many)
+	}
+	s := plural(n[digest.KindTool], "tool", "tools") + ", " + plural(n[digest.KindPrompt], "prompt", "prompts") +
+		", " + plural(n[digest.KindResourceTemplate], "resource template", "resource templates")
+	if res.Instructions != nil {
+		s += " and the instructions"
+	}
+	return s
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/pin"
+)
+
+// maxStepSummaryBytes is what verify-pin appends to a GitHub job summary at
+// most: GitHub refuses a step summary over 1 MiB.
+const maxStepSummaryBytes = 1000 << 10
+
+func newVerifyPinCmd(a *app) *cobra.Command {
+	var (
+		src options.SourceOptions
+		out options.OutputOptions
+		vp  options.VerifyPinOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "verify-pin SOURCE --lock FILE [--fail-on drift|capability|never] [flags]",
+		Short: "Check a server against its lock: any change to its definitions is drift",
+		Long: `Check that a server still serves exactly what its lock approved: every tool,
+prompt and resource template by kind, key and Definition Digest, and the
+instructions. The lock is read and checked first (a modified or unreadable lock
+is refused before the server is started).
+
+Drift rules (docs/DRIFT.md):
+
+  errors  pin-tool-added, pin-tool-removed, pin-tool-changed (and the same for
+          prompt and resource-template), pin-capability-added (a tool gained
+          delete or exec), pin-instructions-changed, pin-lock-modified
+  infos   pin-server-changed, pin-protocol-changed
+
+A changed definition is shown field by field: descriptions as text diffs,
+schemas and annotations as indented-JSON diffs, with control, bidirectional
+and invisible characters escaped (a hidden instruction shows as \u{200B}…).
+
+--fail-on drift (the default) fails on any error; capability fails only when a
+tool gained delete or exec; never only reports. Under GitHub Actions
+($GITHUB_STEP_SUMMARY set) the report is also appended to the job summary as
+Markdown. --format json prints the stable report of docs/DRIFT.md.
+
+SOURCE is what 'mcpsign digest' accepts: a snapshot file, a command line that
+starts a stdio server, a Streamable HTTP URL, or the words after --.
+
+Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
+--fail-on; 2 bad usage, a bad lock, or a server that could not be read.`,
+		Example: `  # In CI: fail the job on any change to the pinned definitions
+  mcpsign verify-pin --lock notes.mcpsign.lock -- npx -y @acme/notes-mcp@1.2.0
+
+  # Tolerate wording changes, fail only when a tool can newly delete or execute
+  mcpsign verify-pin https://mcp.example.com/mcp --lock remote.mcpsign.lock --fail-on capability
+
+  # Machine-readable, never failing
+  mcpsign verify-pin server.snapshot.json --lock notes.mcpsign.lock --fail-on never --format json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.JSON()
+			if err != nil {
+				return err
+			}
+			failOn, err := pin.ParseFailOn(vp.FailOn)
+			if err != nil {
+				return err
+			}
+			if vp.Lock == "" {
+				return errors.New("--lock FILE is required: the lock to check against")
+			}
+			if _, err := src.Spec(cmd, args); err != nil {
+				return err
+			}
+			lock, err := pin.Read(vp.Lock)
+			if err != nil {
+				rep := pin.LockErrorReport(vp.Lock, err)
+				if serr := appendStepSummary(a, rep, failOn); serr != nil {
+					return serr
+				}
+				if asJSON {
+					if werr := pin.WriteReportJSON(a.stdout, rep, failOn); werr != nil {
+						return werr
+					}
+					return silentExit(exitError)
+				}
+				return err
+			}
+			snap, err := loadSource(cmd, a, &src, args)
+			if err != nil {
+				return err
+			}
+			rep := lock.Check(snap)
+			rep.Lock = vp.Lock
+			if asJSON {
+				err = pin.WriteReportJSON(a.stdout, rep, failOn)
+			} else {
+				err = pin.WriteReportText(a.stdout, rep)
+			}
+			if err != nil {
+				return err
+			}
+			if err := appendStepSummary(a, rep, failOn); err != nil {
+				return err
+			}
+			if rep.Failed(failOn) {
+				return silentExit(exitFailed)
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	src.AddFlags(fs)
+	out.AddFlags(fs)
+	vp.AddFlags(fs)
+	return cmd
+}
+
+// appendStepSummary appends the report as Markdown to $GITHUB_STEP_SUMMARY
+// when it is set (GitHub Actions), at most maxStepSummaryBytes.
+func appendStepSummary(a *app, rep *pin.Report, failOn pin.FailOn) error {
+	path := a.getenv("GITHUB_STEP_SUMMARY")
+	if path == "" {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := pin.WriteReportMarkdown(&b, rep, failOn); err != nil {
+		return err
+	}
+	data := b.Bytes()
+	if len(data) > maxStepSummaryBytes {
+		data = append(bytes.Clone(data[:maxStepSummaryBytes]), "\n\n… (report truncated: run verify-pin locally for the whole diff)\n"...)
+		data = bytes.ToValidUTF8(data, nil)
+	}
+	data = append(data, '\n')
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
+	}
+	return f.Close()
+}

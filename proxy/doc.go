@@ -1,0 +1,20 @@
+// Package proxy is the enforcing stdio proxy of mcpsign: it runs an MCP
+// server as a child process and relays newline-delimited JSON-RPC between a
+// client and the server byte for byte, letting nothing reach the client
+// that a Policy does not approve.
+//
+// Run holds the client's traffic after the handshake until the proxy has
+// listed every page of the server's tools, prompts and resource templates
+// itself (with request ids the client cannot use, whose answers are never
+// forwarded) and the policy approved them with the instructions; it then
+// checks every list result the client receives and lists again on every
+// list_changed notification. When the policy refuses, Run answers every
+// held, pending and later request with JSON-RPC error BlockedCode, stops
+// the server's process group, writes the report (escaped) and returns a
+// *BlockedError once the client leaves.
+//
+// LockPolicy is the Policy of a lock file (package pin): drift rules,
+// signed first use, and signed updates that roll the lock forward when the
+// publisher the lock records signed them (see BundleVerifier). The format
+// of what the proxy does on the wire is documented in docs/PROXY.md.
+package proxy

@@ -1,0 +1,183 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseEnvelope(t *testing.T) {
+	cases := []struct {
+		name   string
+		in     string
+		kind   msgKind
+		method string
+		id     string // raw
+		idKey  string
+		lists  listMembers
+		err    string // substring of the error; "" when accepted
+	}{
+		{name: "request", in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`, kind: kindRequest, method: "tools/list", id: "1", idKey: "n:1"},
+		{name: "string id", in: `{"jsonrpc":"2.0","id":"a\u0062","method":"ping"}`, kind: kindRequest, method: "ping", id: `"a\u0062"`, idKey: "s:ab"},
+		{name: "float id", in: `{"jsonrpc":"2.0","id":1.0e0,"result":{}}`, kind: kindResponse, id: "1.0e0", idKey: "n:1"},
+		{name: "notification", in: ` { "method" : "notifications/tools/list_changed" , "jsonrpc":"2.0"} `, kind: kindNotification, method: "notifications/tools/list_changed"},
+		{name: "escaped member names", in: `{"\u006aSONRPC":"2.0","\u0069d":7,"\u006dethod":"x"}`, kind: kindRequest, method: "x", id: "7", idKey: "n:7"},
+		{name: "error response", in: `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}`, kind: kindResponse, id: "null", idKey: "null"},
+		{name: "list result", in: `{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a}\"{"}],"nextCursor":"c"}}`, kind: kindResponse, id: "2", idKey: "n:2", lists: hasTools},
+		{name: "all lists", in: `{"id":2,"result":{"prompts":[],"resourceTemplates":[],"tools":[]}}`, kind: kindResponse, id: "2", idKey: "n:2", lists: hasTools | hasPrompts | hasResourceTemplates},
+		{name: "other members", in: `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"tools"}]},"extra":{"tools":[]}}`, kind: kindResponse, id: "3", idKey: "n:3"},
+		{name: "deep value", in: `{"id":3,"result":{"a":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}}`, kind: kindResponse, id: "3", idKey: "n:3"},
+		{name: "invalid UTF-8 in a value is relayed", in: "{\"id\":3,\"result\":{\"text\":\"\xff\"}}", kind: kindResponse, id: "3", idKey: "n:3"},
+
+		{name: "batch", in: `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, err: "batches"},
+		{name: "not an object", in: `"hello"`, err: "not a JSON object"},
+		{name: "empty", in: ``, err: "empty"},
+		{name: "repeated id", in: `{"id":1,"id":2,"result":{}}`, err: "repeated"},
+		{name: "repeated result", in: `{"id":1,"result":{},"result":{"tools":[]}}`, err: "repeated"},
+		{name: "result in another case", in: `{"id":1,"result":{},"Result":{"tools":[]}}`, err: "repeated"},
+		{name: "result with a long s", in: `{"id":1,"result":{},"re\u017fult":{"tools":[]}}`, err: "repeated"},
+		{name: "ID and id", in: `{"ID":1,"id":2,"result":{}}`, err: "repeated"},
+		{name: "repeated method", in: `{"id":1,"method":"ping","method":"x"}`, err: "repeated"},
+		{name: "escaped repeated name", in: `{"id":1,"\u0072esult":{},"result":{}}`, err: "repeated"},
+		{name: "Tools in a result", in: `{"id":1,"result":{"Tools":[{"name":"evil"}]}}`, err: "would be read as"},
+		{name: "tools twice in a result", in: `{"id":1,"result":{"tools":[],"tools":[{"name":"evil"}]}}`, err: "repeated result member"},
+		{name: "nextCursor in another case", in: `{"id":1,"result":{"tools":[],"NextCursor":"x"}}`, err: "would be read as"},
+		{name: "result and error", in: `{"id":1,"result":{},"error":{}}`, err: "both"},
+		{name: "request with a result", in: `{"id":1,"method":"x","result":{}}`, err: "request with a result"},
+		{name: "request with a null id", in: `{"id":null,"method":"x"}`, err: "null id"},
+		{name: "response without id", in: `{"result":{}}`, err: "without an id"},
+		{name: "neither", in: `{"jsonrpc":"2.0"}`, err: "neither"},
+		{name: "method not a string", in: `{"id":1,"method":7}`, err: "method is not a string"},
+		{name: "id an object", in: `{"id":{},"method":"x"}`, err: "id is neither"},
+		{name: "trailing data", in: `{"id":1,"result":{}} {}`, err: "after the message"},
+		{name: "trailing comma", in: `{"id":1,"result":{},}`, err: "expected a member name"},
+		{name: "leading zero", in: `{"id":01,"result":{}}`, err: "invalid number"},
+		{name: "bad escape", in: `{"id":1,"result":{"a":"\x"}}`, err: "invalid escape"},
+		{name: "control character", in: "{\"id\":1,\"result\":{\"a\":\"\x01\"}}", err: "control character"},
+		{name: "lone surrogate in a name", in: `{"id":1,"\ud800":1,"result":{}}`, err: "lone surrogate"},
+		{name: "invalid UTF-8 in a name", in: "{\"id\":1,\"\xff\":1,\"result\":{}}", err: "invalid UTF-8"},
+		{name: "too deep", in: `{"id":1,"result":` + strings.Repeat("[", maxEnvelopeDepth+2) + strings.Repeat("]", maxEnvelopeDepth+2) + `}`, err: "too deep"},
+		{name: "unterminated", in: `{"id":1,"result":{"a":"b}}`, err: "unterminated"},
+		{name: "bad literal", in: `{"id":1,"result":tru}`, err: "invalid character"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env, err := parseEnvelope([]byte(c.in))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if env.kind != c.kind || env.method != c.method || string(env.id) != c.id || env.idKey != c.idKey || env.lists != c.lists {
+				t.Errorf("got kind %v method %q id %s key %q lists %b", env.kind, env.method, env.id, env.idKey, env.lists)
+			}
+		})
+	}
+}
+
+func TestParseEnvelopeBatchError(t *testing.T) {
+	if _, err := parseEnvelope([]byte(" [1]")); !errors.Is(err, errBatch) {
+		t.Errorf("error %v, want errBatch", err)
+	}
+}
+
+// FuzzParseEnvelope checks the envelope reader against encoding/json (the
+// reader of the go-sdk and of many peers): whatever it accepts is valid
+// JSON, and a case-insensitive reader finds the same id, method, result and
+// error in it; whatever list result it reads is the one such a reader sees.
+func FuzzParseEnvelope(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`,
+		`{"jsonrpc":"2.0","id":"x","result":{"tools":[{"name":"a"}],"nextCursor":"c"}}`,
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"no"}}`,
+		`{"method":"notifications/tools/list_changed"}`,
+		`{"id":1,"result":{},"Result":{"tools":[]}}`,
+		`{"id":1,"result":{"Tools":[]}}`,
+		`{"id":1e400,"result":{}}`,
+		`[{"id":1,"method":"ping"}]`,
+		`{"\u0069d":1,"reſult":{}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		env, err := parseEnvelope(data)
+		if err != nil {
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("accepted invalid JSON: %q", data)
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method *string         `json:"method"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(data, &m); err != nil {
+			// encoding/json refuses what it cannot hold in the struct, e.g.
+			// a method that is not a string: parseEnvelope refuses those.
+			t.Fatalf("encoding/json refuses an accepted message %q: %v", data, err)
+		}
+		if !bytes.Equal(m.ID, env.id) || !bytes.Equal(m.Result, env.result) || !bytes.Equal(m.Error, env.errorV) {
+			t.Fatalf("readers disagree on %q: id %s/%s result %s/%s", data, m.ID, env.id, m.Result, env.result)
+		}
+		if (m.Method != nil) != (env.method != "" || env.kind == kindRequest || env.kind == kindNotification) {
+			t.Fatalf("readers disagree on the method of %q", data)
+		}
+		if m.Method != nil && *m.Method != env.method && !strings.ContainsRune(*m.Method, '\uFFFD') {
+			t.Fatalf("method %q vs %q in %q", *m.Method, env.method, data)
+		}
+		if len(env.result) > 0 && env.result[0] == '{' {
+			var r map[string]json.RawMessage
+			if json.Unmarshal(env.result, &r) == nil {
+				var lists struct {
+					Tools             json.RawMessage `json:"tools"`
+					Prompts           json.RawMessage `json:"prompts"`
+					ResourceTemplates json.RawMessage `json:"resourceTemplates"`
+				}
+				_ = json.Unmarshal(env.result, &lists)
+				for flag, raw := range map[listMembers]json.RawMessage{hasTools: lists.Tools, hasPrompts: lists.Prompts, hasResourceTemplates: lists.ResourceTemplates} {
+					if raw != nil && env.lists&flag == 0 {
+						t.Fatalf("a case-insensitive reader finds a list the proxy does not in %q", data)
+					}
+				}
+			}
+		}
+	})
+}
+
+// FuzzMembers checks the strict object reader the proxy uses for handshake
+// results and _meta: what it accepts is valid JSON with unique member names
+// whose values encoding/json finds under the same names.
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":[{"c":"d"}]}`, `{"a":1,"a":2}`, `{"\u0061":1}`, `{}`, ` {"x":null} `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := members(data, "x")
+		if err != nil {
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("accepted invalid JSON: %q", data)
+		}
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatalf("encoding/json refuses %q: %v", data, err)
+		}
+		if len(want) != len(m) {
+			t.Fatalf("%d members, encoding/json finds %d in %q", len(m), len(want), data)
+		}
+		for k, v := range m {
+			if !bytes.Equal(want[k], v) {
+				t.Fatalf("member %q: %s vs %s", k, v, want[k])
+			}
+		}
+	})
+}

@@ -1,0 +1,91 @@
+package proxy
+
+import (
+	"encoding/json"
+
+	"github.com/mcpsign/mcpsign/digest"
+)
+
+// approvedSet is the snapshot the policy last approved as a whole, indexed
+// so that a list result made of the very bytes approved passes without
+// asking the policy again.
+type approvedSet struct {
+	snap *digest.Snapshot
+	// byRaw maps each approved definition's exact bytes to its index, per
+	// kind; a definition repeated in the approved listing is left out (the
+	// policy refuses duplicates, so this does not happen in practice).
+	byRaw map[digest.Kind]map[string]int
+	// keys are the approved definitions' keys by index, per kind.
+	keys map[digest.Kind][]string
+}
+
+func newApprovedSet(s *digest.Snapshot) *approvedSet {
+	a := &approvedSet{snap: s, byRaw: map[digest.Kind]map[string]int{}, keys: map[digest.Kind][]string{}}
+	r := digest.Compute(s)
+	for _, k := range digest.Kinds {
+		defs := s.Definitions(k)
+		m := make(map[string]int, len(defs))
+		dup := map[string]bool{}
+		for i, raw := range defs {
+			if _, ok := m[string(raw)]; ok {
+				dup[string(raw)] = true
+			}
+			m[string(raw)] = i
+		}
+		for d := range dup {
+			delete(m, d)
+		}
+		a.byRaw[k] = m
+		a.keys[k] = make([]string, len(defs))
+	}
+	for _, d := range r.Definitions {
+		a.keys[d.Kind][d.Index] = d.Key
+	}
+	return a
+}
+
+// covers reports whether items are all approved definitions of kind k,
+// byte for byte, none twice, and, for a complete listing, all of them.
+func (a *approvedSet) covers(k digest.Kind, items []json.RawMessage, complete bool) bool {
+	m := a.byRaw[k]
+	var used []bool
+	for _, it := range items {
+		i, ok := m[string(it)]
+		if !ok {
+			return false
+		}
+		if used == nil {
+			used = make([]bool, len(a.snap.Definitions(k)))
+		}
+		if used[i] {
+			return false
+		}
+		used[i] = true
+	}
+	return !complete || len(items) == len(a.snap.Definitions(k))
+}
+
+// with returns the approved snapshot with the definitions of the page's kind
+// replaced by what the client received. For an incomplete listing, the
+// approved definitions of keys the client has not received yet are kept:
+// their absence cannot be judged until the last page.
+func (a *approvedSet) with(pc *pageCheck) *digest.Snapshot {
+	s := *a.snap
+	defs := make([]json.RawMessage, 0, len(pc.items))
+	defs = append(defs, pc.items...)
+	if !pc.complete {
+		seen := map[string]bool{}
+		tmp := &digest.Snapshot{}
+		tmp.SetDefinitions(pc.kind, pc.items)
+		for _, d := range digest.Compute(tmp).Definitions {
+			seen[d.Key] = true
+		}
+		for i, raw := range a.snap.Definitions(pc.kind) {
+			if key := a.keys[pc.kind][i]; key == "" || !seen[key] {
+				defs = append(defs, raw)
+			}
+		}
+	}
+	s.SetDefinitions(pc.kind, defs)
+	return &s
+}

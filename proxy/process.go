@@ -1,0 +1,190 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+)
+
+// child is the server process: started in a process group of its own so
+// that it and everything it starts can be stopped together.
+type child struct {
+	cmd    *exec.Cmd
+	pid    int
+	stdin  *os.File // our end of its stdin
+	stdout *os.File // our end of its stdout
+	stderr *os.File // our end of its stderr
+
+	stderrDone chan struct{} // closed when stderr is drained
+	exited     chan struct{} // closed when Wait returned
+	waitErr    error         // from Wait, valid after exited
+
+	stdinOnce sync.Once
+	stopOnce  sync.Once
+}
+
+// startChild starts argv with pipes for its standard streams. The pipes are
+// plain os.Pipe files, not exec's goroutine-backed ones, so that Wait
+// returns when the process exits even if a grandchild still holds a pipe.
+// Its stderr is copied to stderr (escaped, line by line) until it ends.
+func startChild(argv []string, env []string, dir string, stderr io.Writer) (_ *child, err error) {
+	if len(argv) == 0 {
+		return nil, errors.New("no server command given")
+	}
+	var toClose []*os.File
+	defer func() {
+		if err != nil {
+			for _, f := range toClose {
+				f.Close()
+			}
+		}
+	}()
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			toClose = append(toClose, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	setProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the server: %w", err)
+	}
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	c := &child{
+		cmd:        cmd,
+		pid:        cmd.Process.Pid,
+		stdin:      inW,
+		stdout:     outR,
+		stderr:     errR,
+		stderrDone: make(chan struct{}),
+		exited:     make(chan struct{}),
+	}
+	go c.drainStderr(stderr)
+	go func() {
+		c.waitErr = cmd.Wait()
+		close(c.exited)
+	}()
+	return c, nil
+}
+
+// drainStderr copies the server's stderr to w with every control, bidi and
+// invisible character escaped (a server must not be able to write terminal
+// escape sequences through the proxy), one line at a time.
+func (c *child) drainStderr(w io.Writer) {
+	defer close(c.stderrDone)
+	if w == nil {
+		w = io.Discard
+	}
+	copyEscapedLines(w, c.stderr, "")
+}
+
+// closeStdin closes the server's stdin: the MCP way to ask a stdio server
+// to exit.
+func (c *child) closeStdin() {
+	c.stdinOnce.Do(func() { c.stdin.Close() })
+}
+
+// waitExit waits up to d for the process to exit.
+func (c *child) waitExit(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// stop shuts the server down as the MCP specification asks for stdio:
+// stdin closed, then SIGTERM, then SIGKILL, each after grace, the signals to
+// its whole process group; then whatever the leader left in its group gets
+// the same. It is idempotent and returns once the server has exited.
+func (c *child) stop(grace time.Duration) {
+	c.stopOnce.Do(func() {
+		c.closeStdin()
+		if !c.waitExit(grace) {
+			signalGroup(c.pid, sigTerm)
+			if !c.waitExit(grace) {
+				signalGroup(c.pid, sigKill)
+				c.waitExit(grace)
+			}
+		}
+		if groupAlive(c.pid) {
+			signalGroup(c.pid, sigTerm)
+			if !waitGroupGone(c.pid, grace) {
+				signalGroup(c.pid, sigKill)
+				waitGroupGone(c.pid, grace)
+			}
+		}
+		select {
+		case <-c.stderrDone:
+		case <-time.After(100 * time.Millisecond):
+		}
+		c.stderr.Close()
+		<-c.stderrDone
+		c.stdout.Close()
+	})
+}
+
+// status describes how the server exited, once it has.
+func (c *child) status() string {
+	select {
+	case <-c.exited:
+	default:
+		return "still running"
+	}
+	if c.cmd.ProcessState != nil {
+		return c.cmd.ProcessState.String()
+	}
+	return "exited"
+}
+
+// exitedCleanly reports whether the server has exited with status 0.
+func (c *child) exitedCleanly() bool {
+	select {
+	case <-c.exited:
+		return c.waitErr == nil
+	default:
+		return false
+	}
+}
+
+// waitGroupGone polls until no live process is left in the group.
+func waitGroupGone(pgid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if !groupAlive(pgid) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,252 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/mcpsign/mcpsign/digest"
+)
+
+// Defaults of [Options].
+const (
+	DefaultMaxMessageBytes = 16 << 20 // 16 MiB, as the source package
+	DefaultCheckTimeout    = 30 * time.Second
+	DefaultShutdownGrace   = 2 * time.Second
+	DefaultMaxHeldBytes    = 64 << 20
+	// MaxPages is the most pages the proxy reads of one kind, and the most
+	// pages of one client listing it accumulates (DESIGN.md: more than 1000
+	// pages is an error).
+	MaxPages = 1000
+	// MaxInFlight is the most client requests the proxy tracks at once; a
+	// client request beyond it is answered with an error by the proxy.
+	MaxInFlight = 1 << 16
+)
+
+// BlockedCode is the JSON-RPC error code of every request the proxy answers
+// once it has blocked a server, and BlockedMessage the error's message when
+// the definitions changed.
+const (
+	BlockedCode    = -32001
+	BlockedMessage = "blocked by mcpsign: definitions changed"
+	// UncheckedMessage is the error's message when the definitions could not
+	// be checked (the server did not answer the listing in time, broke the
+	// protocol, or the policy failed).
+	UncheckedMessage = "blocked by mcpsign: definitions could not be checked"
+)
+
+// Policy decides whether the definitions a server serves may reach the
+// client. The proxy calls Check with every snapshot it needs judged: the
+// complete listing it takes itself at start-up and after every
+// list_changed, and each list result the client receives (see
+// [Decision]). Calls are never concurrent.
+//
+// A Policy may change what it approves (a signed update rolls a lock
+// forward, another proxy on the same lock did so): it then allows the new
+// snapshot and sets Decision.Updated. An error blocks the session, as a
+// refusal does.
+type Policy interface {
+	Check(ctx context.Context, snap *digest.Snapshot) (*Decision, error)
+}
+
+// PolicyFunc adapts a function to the Policy interface.
+type PolicyFunc func(ctx context.Context, snap *digest.Snapshot) (*Decision, error)
+
+// Check calls f.
+func (f PolicyFunc) Check(ctx context.Context, snap *digest.Snapshot) (*Decision, error) {
+	return f(ctx, snap)
+}
+
+// Decision is a policy's verdict on one snapshot.
+type Decision struct {
+	// Allow lets the definitions through.
+	Allow bool
+	// Updated says the policy now approves something it did not before:
+	// a lock written on first use, or rolled forward by a signed update.
+	Updated bool
+	// Summary is one line for people: what was compared and the outcome,
+	// e.g. "definitions match lock mcp.lock (5 tools, 2 prompts, 1
+	// resource template)". Raw text: the proxy escapes it.
+	Summary string
+	// Report is the full explanation of a refusal: the findings and the
+	// diff, several lines. Raw text: the proxy escapes it (textsafe), so a
+	// policy must not escape it itself.
+	Report string
+	// Findings are short identifiers of what changed, e.g.
+	// "pin-tool-added tool/run_command"; they go into the data of the
+	// JSON-RPC errors the proxy answers with.
+	Findings []string
+}
+
+// Event is something the proxy tells its caller about while it runs.
+type Event struct {
+	Kind EventKind
+	// Decision is the policy's verdict, for EventChecked, EventUpdated and
+	// an EventBlocked caused by a refusal.
+	Decision *Decision
+	// Err is why the proxy blocked when the definitions could not be
+	// checked.
+	Err error
+	// What names what was checked: "start-up listing", "tools/list result",
+	// "re-listing after notifications/tools/list_changed".
+	What string
+}
+
+// EventKind says what happened.
+type EventKind int
+
+// The events of a session.
+const (
+	// EventChecked: a listing or list result matched the policy.
+	EventChecked EventKind = iota + 1
+	// EventUpdated: the policy approved changed definitions (first use, or
+	// a signed update) and the session goes on.
+	EventUpdated
+	// EventBlocked: the proxy blocked the session.
+	EventBlocked
+)
+
+// Options configure [Run].
+type Options struct {
+	// Command is the server's argv. Required.
+	Command []string
+	// Env is added to the inherited environment of the server ("NAME=value";
+	// a later entry wins). Dir is its working directory ("" is ours).
+	Env []string
+	Dir string
+	// Policy judges the definitions. Required.
+	Policy Policy
+	// Stderr receives the server's stderr (escaped) and the report of a
+	// block. Nil discards them.
+	Stderr io.Writer
+	// MaxMessageBytes caps one message, either way. Zero means
+	// DefaultMaxMessageBytes.
+	MaxMessageBytes int
+	// CheckTimeout bounds each listing the proxy takes itself (at start-up,
+	// after list_changed), policy check included. Zero means
+	// DefaultCheckTimeout.
+	CheckTimeout time.Duration
+	// ShutdownGrace is how long the server gets to exit after its stdin is
+	// closed, and again after SIGTERM, before SIGKILL. Zero means
+	// DefaultShutdownGrace.
+	ShutdownGrace time.Duration
+	// MaxHeldBytes caps the messages held while a check runs, and the data
+	// queued for a peer that does not read. Zero means DefaultMaxHeldBytes.
+	MaxHeldBytes int
+	// OnEvent, when set, is called (from the proxy's goroutine: it must not
+	// block) for each check, update and block.
+	OnEvent func(Event)
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.CheckTimeout <= 0 {
+		o.CheckTimeout = DefaultCheckTimeout
+	}
+	if o.ShutdownGrace <= 0 {
+		o.ShutdownGrace = DefaultShutdownGrace
+	}
+	if o.MaxHeldBytes <= 0 {
+		o.MaxHeldBytes = DefaultMaxHeldBytes
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	if o.OnEvent == nil {
+		o.OnEvent = func(Event) {}
+	}
+	return o
+}
+
+// BlockedError is what Run returns after it blocked a session: the policy
+// refused the definitions (Decision is set: the definitions changed), or
+// they could not be checked (Err is set). The CLI exits 42 for the first
+// and 2 for the second.
+type BlockedError struct {
+	// What names what was being checked.
+	What string
+	// Decision is the refusal, when the definitions changed.
+	Decision *Decision
+	// Err is why the definitions could not be checked.
+	Err error
+
+	subjectID []byte // the client request whose answer carried the problem
+}
+
+func (e *BlockedError) Error() string {
+	if e.Decision != nil {
+		msg := "blocked: definitions changed (" + e.What + ")"
+		if e.Decision.Summary != "" {
+			msg += ": " + e.Decision.Summary
+		}
+		return msg
+	}
+	return fmt.Sprintf("blocked: %s could not be checked: %v", e.What, e.Err)
+}
+
+func (e *BlockedError) Unwrap() error { return e.Err }
+
+// Drift reports whether the block was a refusal of changed definitions.
+func (e *BlockedError) Drift() bool { return e.Decision != nil }
+
+// ServerExitError is what Run returns when the server exited with a
+// failure status on its own.
+type ServerExitError struct {
+	Status string // as os.ProcessState.String()
+}
+
+func (e *ServerExitError) Error() string { return "server exited (" + e.Status + ")" }
+
+// Run starts the server and relays newline-delimited JSON-RPC between the
+// client (in, out) and the server's stdio, byte for byte, enforcing the
+// policy:
+//
+//   - after the client's initialize (or server/discover, or its first
+//     request under the 2026-07-28 protocol) the proxy holds the client's
+//     traffic and the server's answer, lists every page of every kind of
+//     definition itself (its own requests, with ids the client cannot use,
+//     never forwarded), and asks the policy; only then does the answer
+//     reach the client;
+//   - every list result the client receives is checked, its pages
+//     accumulated, before it is forwarded;
+//   - every notifications/{tools,prompts,resources}/list_changed makes the
+//     proxy list and check again before the notification is forwarded.
+//
+// On a refusal (or when the definitions cannot be checked) the proxy
+// answers every held and in-flight request, and every later one, with
+// JSON-RPC error BlockedCode, stops the server, writes the report to
+// Options.Stderr, and returns a *BlockedError once the client closes its
+// side (in reaches EOF).
+//
+// Run returns nil when the client closed its side or the server exited
+// with status 0; a *ServerExitError when the server failed on its own; the
+// context's error when ctx ends first. The server never outlives Run.
+func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
+	o := opts.withDefaults()
+	if o.Policy == nil {
+		return errors.New("proxy: no policy given")
+	}
+	if len(o.Command) == 0 {
+		return errors.New("proxy: no server command given")
+	}
+	c, err := startChild(o.Command, o.Env, o.Dir, o.Stderr)
+	if err != nil {
+		return err
+	}
+	r := newRelay(&o, c, in, out)
+	return r.run(ctx)
+}
+
+// indent prefixes every line of text.
+func indent(text, prefix string) string {
+	text = strings.TrimRight(text, "\n")
+	if text == "" {
+		return ""
+	}
+	return prefix + strings.ReplaceAll(text, "\n", "\n"+prefix) + "\n"
+}

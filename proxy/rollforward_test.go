@@ -1,0 +1,265 @@
+package proxy
+
+import (
+	"context"
+	"crypto"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/sign"
+	"github.com/mcpsign/mcpsign/verify"
+)
+
+// publisher is a signing key and the verifier that trusts it.
+type publisher struct {
+	key crypto.Signer
+	v   *verify.Verifier
+}
+
+func newPublisher(t *testing.T) *publisher {
+	t.Helper()
+	key, err := sign.GenerateKey(sign.ECDSAP256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := verify.New(verify.Trust{}, verify.Policy{Method: verify.MethodKey, PublicKey: key.Public()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &publisher{key: key, v: v}
+}
+
+// sign writes the bundle of snap, signed with p's key, to path.
+func (p *publisher) sign(t *testing.T, snap *digest.Snapshot, path string) {
+	t.Helper()
+	st, err := attest.Build(snap, attest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := st.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := sign.NewKeySigner(p.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sign.Sign(context.Background(), payload, sign.Options{Signer: signer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, res.Bundle, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func toolNamesOf(t *testing.T, ctx context.Context, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+// TestSignedFirstUseAndRollForward: with no lock, a verified bundle writes
+// it (signed first use); a changed server whose bundle, signed by the same
+// publisher, covers the new definitions rolls it forward and the session
+// goes on; a bundle by another key, or that does not cover the server,
+// blocks.
+func TestSignedFirstUseAndRollForward(t *testing.T) {
+	ctx := testContext(t)
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "mcp.lock")
+	bundle := filepath.Join(dir, "server.sigstore.json")
+	honest := snapshotOf(t, exampleArgv(t, fixtures.ModeHonest))
+	rugpull := snapshotOf(t, exampleArgv(t, fixtures.ModeRugPull))
+	alice, mallory := newPublisher(t), newPublisher(t)
+
+	// Signed first use.
+	alice.sign(t, honest, bundle)
+	s := startProxy(t, lockPolicy(t, lock, LockOptions{Verify: BundleVerifier(alice.v, bundle)}), exampleArgv(t, fixtures.ModeHonest), nil)
+	cs, err := s.connect(ctx, "", nil)
+	if err != nil {
+		t.Fatalf("signed first use: %v", err)
+	}
+	if got := toolNamesOf(t, ctx, cs); !slices.Equal(got, fixtures.HonestToolNames()) {
+		t.Errorf("tools %v", got)
+	}
+	cs.Close()
+	if err := s.wait(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	first, err := pin.Read(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aliceID, _ := verify.KeyID(alice.key.Public())
+	if first.Approval.Method != pin.MethodKey || first.Approval.Identity != aliceID || first.Approval.BundleDigest == "" {
+		t.Fatalf("first approval %+v", first.Approval)
+	}
+
+	// An update by another key, verified under its own policy: the lock
+	// names alice, so it blocks; under alice's policy it does not verify.
+	mallory.sign(t, rugpull, bundle)
+	for name, v := range map[string]*verify.Verifier{"mallory's policy": mallory.v, "alice's policy": alice.v} {
+		t.Run(name, func(t *testing.T) {
+			s := startProxy(t, lockPolicy(t, lock, LockOptions{Verify: BundleVerifier(v, bundle)}), exampleArgv(t, fixtures.ModeRugPull), nil)
+			if _, err := s.connect(ctx, "", nil); !isBlocked(err) {
+				t.Fatalf("connect: %v, want the block error", err)
+			}
+			if b := asBlocked(s.wait()); b == nil || !b.Drift() {
+				t.Fatalf("Run: %v, want a drift block", b)
+			}
+			if l, err := pin.Read(lock); err != nil || l.LockDigest != first.LockDigest {
+				t.Errorf("the lock changed: %v", err)
+			}
+		})
+	}
+
+	// A bundle by alice over the old definitions does not cover the new.
+	alice.sign(t, honest, bundle)
+	s = startProxy(t, lockPolicy(t, lock, LockOptions{Verify: BundleVerifier(alice.v, bundle)}), exampleArgv(t, fixtures.ModeRugPull), nil)
+	if _, err := s.connect(ctx, "", nil); !isBlocked(err) {
+		t.Fatalf("stale bundle: connect: %v, want the block error", err)
+	}
+	s.wait()
+	if !strings.Contains(s.stderr.String(), "does not approve") {
+		t.Errorf("the report does not say the bundle does not approve the change:\n%s", s.stderr.String())
+	}
+
+	// Alice signs the new definitions: the lock rolls forward.
+	alice.sign(t, rugpull, bundle)
+	s = startProxy(t, lockPolicy(t, lock, LockOptions{Verify: BundleVerifier(alice.v, bundle)}), exampleArgv(t, fixtures.ModeRugPull), nil)
+	cs, err = s.connect(ctx, "", nil)
+	if err != nil {
+		t.Fatalf("signed update: %v", err)
+	}
+	if got := toolNamesOf(t, ctx, cs); !slices.Equal(got, fixtures.RugPullToolNames()) {
+		t.Errorf("tools %v", got)
+	}
+	cs.Close()
+	if err := s.wait(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	next, err := pin.Read(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := next.Lookup(digest.KindTool, "run_command"); !ok || next.Approval.Identity != aliceID || next.Approval.BundleDigest == first.Approval.BundleDigest {
+		t.Errorf("the lock was not rolled forward: %+v", next.Approval)
+	}
+}
+
+// TestRollForwardMidSession: the server changes during a session and its
+// bundle covers the change: the proxy lists again, rolls the lock forward,
+// forwards the list_changed notification, and the session goes on.
+func TestRollForwardMidSession(t *testing.T) {
+	for _, g := range generations {
+		t.Run(g.name, func(t *testing.T) {
+			ctx := testContext(t)
+			dir := t.TempDir()
+			lock := filepath.Join(dir, "mcp.lock")
+			bundle := filepath.Join(dir, "server.sigstore.json")
+			alice := newPublisher(t)
+			alice.sign(t, snapshotOf(t, exampleArgv(t, fixtures.ModeHonest)), bundle)
+			policy := lockPolicy(t, lock, LockOptions{Verify: BundleVerifier(alice.v, bundle)})
+			s := startProxy(t, policy, exampleArgv(t, fixtures.ModeListChanged, g.serverArgs...), nil)
+			changed := make(chan struct{}, 1)
+			cs, err := s.connect(ctx, "", &mcp.ClientOptions{
+				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+			})
+			if err != nil {
+				t.Fatalf("connect: %v", err)
+			}
+			// The publisher releases the change, then the server makes it.
+			alice.sign(t, snapshotOf(t, exampleArgv(t, fixtures.ModeRugPull, g.serverArgs...)), bundle)
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "x"}}); err != nil {
+				t.Fatalf("call: %v", err)
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				t.Fatal("the list_changed notification never came")
+			}
+			if got := toolNamesOf(t, ctx, cs); !slices.Equal(got, fixtures.RugPullToolNames()) {
+				t.Errorf("tools after the update %v", got)
+			}
+			cs.Close()
+			if err := s.wait(); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if _, ok := policy.Lock().Lookup(digest.KindTool, "run_command"); !ok {
+				t.Errorf("the lock in force was not rolled forward")
+			}
+		})
+	}
+}
+
+// TestConcurrentProxiesOneLock: proxies started together on one lock, for a
+// first use and then for a signed update, all let their sessions through,
+// and the lock is whole and approves what they served.
+func TestConcurrentProxiesOneLock(t *testing.T) {
+	ctx := testContext(t)
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "mcp.lock")
+	bundle := filepath.Join(dir, "server.sigstore.json")
+	alice := newPublisher(t)
+	const n = 6
+	for _, step := range []struct {
+		mode  string
+		tools []string
+	}{{fixtures.ModeHonest, fixtures.HonestToolNames()}, {fixtures.ModeRugPull, fixtures.RugPullToolNames()}} {
+		alice.sign(t, snapshotOf(t, exampleArgv(t, step.mode)), bundle)
+		errs := make(chan error, n)
+		for i := 0; i < n; i++ {
+			go func() {
+				errs <- func() error {
+					p, err := NewLockPolicy(lock, LockOptions{Verify: BundleVerifier(alice.v, bundle)})
+					if err != nil {
+						return err
+					}
+					s := startProxy(t, p, exampleArgv(t, step.mode), nil)
+					cs, err := s.connect(ctx, "", nil)
+					if err != nil {
+						return err
+					}
+					res, err := cs.ListTools(ctx, nil)
+					if err != nil {
+						return err
+					}
+					if len(res.Tools) != len(step.tools) {
+						t.Errorf("%d tools", len(res.Tools))
+					}
+					cs.Close()
+					return s.wait()
+				}()
+			}()
+		}
+		for i := 0; i < n; i++ {
+			if err := <-errs; err != nil {
+				t.Errorf("%s: a proxy failed: %v", step.mode, err)
+			}
+		}
+		l, err := pin.Read(lock)
+		if err != nil {
+			t.Fatalf("%s: the lock: %v", step.mode, err)
+		}
+		if r := l.Check(snapshotOf(t, exampleArgv(t, step.mode))); r.Errors() != 0 {
+			t.Errorf("%s: the lock does not approve the server: %d findings", step.mode, r.Errors())
+		}
+	}
+}
