@@ -22,24 +22,24 @@ import (
 // root.SigstoreTimestampingAuthority rebuild and re-verify the whole chain
 // (leaf → intermediate → root) on every call; for the public-good instance
 // that is one P-384 signature per chain per call that never changes. The
-// cached material keeps, per trusted root:
+// cached material keeps, per trusted root, computed on first use:
 //
 //   - for every Fulcio (or PKI) intermediate whose only possible issuer is
 //     the CA's root: the result of checking the intermediate's signature
-//     under the root (on first use), and the static properties of the root (no name
+//     under the root, and the static properties of the root (no name
 //     constraints, key usage allowing code signing, path length). A leaf
-//     issued by such an intermediate is then verified with crypto/x509
-//     against the intermediate as trust anchor (leaf signature, leaf and
+//     issued by such an intermediate is verified with crypto/x509 against
+//     the intermediate as trust anchor (leaf signature, leaf and
 //     intermediate validity at the verified time, key usage, name
 //     constraints, policies), and the root's validity at the same time is
-//     checked on every call;
-//   - for every timestamping authority with a leaf certificate: the chains
-//     from its leaf to its root as crypto/x509 built them once (on first
-//     use). Every
-//     timestamp response is still parsed and its signature, its leaf, its
-//     hashed message and its hash algorithm checked by the timestamp-authority
-//     library, and every certificate of the cached chain must be valid at the
-//     time the response asserts.
+//     checked, on every call;
+//   - for every timestamping authority with a signing certificate: the
+//     chains from it to its root as crypto/x509 built them, and the static
+//     checks of the signing certificate. Every timestamp response is still
+//     parsed, its hash algorithm, its signature (once: the
+//     timestamp-authority library checks it twice), its signer and its
+//     hashed message checked, and every certificate of the cached chain must
+//     be valid at the time the response asserts.
 //
 // Nothing is skipped: what changes per bundle (the leaf and its signature,
 // the timestamp response, the times) is checked on every call, and any case
@@ -53,7 +53,8 @@ import (
 // FulcioCertificateAuthorities lists each cached authority followed by the
 // plain one it stands for, so that sigstore-go can still add the
 // intermediates a bundle carries to the plain one: use the returned material
-// to verify, and tm to describe.
+// to verify, and tm to describe. WithChainCache of a cached material returns
+// it unchanged. The material is safe for concurrent use.
 //
 // One difference remains by design: when a bundle carries its own
 // intermediate certificates (or a timestamp response embeds certificates),

@@ -16,10 +16,10 @@ import (
 // from --trusted-root or TUF (cached; --offline never fetches), and the
 // enterprise CAs for the certificate method.
 //
-// The material is not wrapped in trustroot.WithChainCache: a command
-// verifies one bundle, and the cache checks every authority's chain up front
-// (a P-384 signature each), which only pays from the second verification on.
-// Hosts that verify many bundles with one Verifier wrap it (docs/VERIFY.md).
+// The material is wrapped in trustroot.WithChainCache: it verifies each
+// constant chain on first use only, so one verification costs no more than
+// without it, and the proxy, which may verify again on a roll-forward,
+// reuses the work. Every per-bundle check still runs on every call.
 func verifyTrust(ctx context.Context, t *options.TrustOptions, p verify.Policy) (verify.Trust, error) {
 	var tr verify.Trust
 	needRoot := p.Method == verify.MethodSigstore || p.RequireTlog || p.RequireTimestamp
@@ -31,7 +31,7 @@ func verifyTrust(ctx context.Context, t *options.TrustOptions, p verify.Policy) 
 			}
 			return tr, fmt.Errorf("no trusted root: %w (pass --trusted-root FILE, a Sigstore trusted_root.json, or run 'mcpsign trustroot fetch' while online)", err)
 		}
-		tr.Sigstore = tm
+		tr.Sigstore = trustroot.WithChainCache(tm)
 	}
 	if p.Method == verify.MethodCertificate {
 		if t.CARoots == "" {
@@ -41,7 +41,7 @@ func verifyTrust(ctx context.Context, t *options.TrustOptions, p verify.Policy) 
 		if err != nil {
 			return tr, fmt.Errorf("--ca-roots/--ca-intermediates: %w", err)
 		}
-		tr.CertificateAuthorities = pki.FulcioCertificateAuthorities()
+		tr.CertificateAuthorities = trustroot.WithChainCache(pki).FulcioCertificateAuthorities()
 	} else if t.CARoots != "" || t.CAIntermediates != "" {
 		return tr, fmt.Errorf("--ca-roots and --ca-intermediates are for 'mcpsign verify certificate', not the %s method", p.Method)
 	}

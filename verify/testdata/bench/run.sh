@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../../.."
 export GOTOOLCHAIN=local
 B=$(mktemp -d); trap 'rm -rf "$B"' EXIT
 go build -o "$B/mcpsign" ./cmd/mcpsign
-go build -o "$B/minverify" ./verify/testdata/minverify
+go build -o "$B/minverify" ./scripts/bench/minimal-verifier
 COSIGN=${SIGSTACK_BIN:-$HOME/.cache/mcpsign/sigstore-local/bin}/cosign
 command -v "$COSIGN" >/dev/null || COSIGN=$(command -v cosign)
 H=$(mktemp -d) # cosign: no TUF, no home config
