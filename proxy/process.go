@@ -1,13 +1,14 @@
 package proxy
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"sync"
 	"time"
+
+	"github.com/mcpsign/mcpsign/internal/procgroup"
 )
 
 // child is the server process: started in a process group of its own so
@@ -31,50 +32,13 @@ type child struct {
 // plain os.Pipe files, not exec's goroutine-backed ones, so that Wait
 // returns when the process exits even if a grandchild still holds a pipe.
 // Its stderr is copied to stderr (escaped, line by line) until it ends.
-func startChild(argv []string, env []string, dir string, stderr io.Writer) (_ *child, err error) {
-	if len(argv) == 0 {
-		return nil, errors.New("no server command given")
-	}
-	var toClose []*os.File
-	defer func() {
-		if err != nil {
-			for _, f := range toClose {
-				f.Close()
-			}
-		}
-	}()
-	pipe := func() (r, w *os.File, err error) {
-		r, w, err = os.Pipe()
-		if err == nil {
-			toClose = append(toClose, r, w)
-		}
-		return r, w, err
-	}
-	inR, inW, err := pipe()
+func startChild(argv []string, env []string, dir string, stderr io.Writer) (*child, error) {
+	p, err := procgroup.Start(argv, env, dir)
 	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := pipe()
-	if err != nil {
-		return nil, err
-	}
-	errR, errW, err := pipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.Dir = dir
-	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
-	}
-	setProcessGroup(cmd)
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the server: %w", err)
 	}
-	inR.Close()
-	outW.Close()
-	errW.Close()
+	cmd := p.Cmd
+	inW, outR, errR := p.Stdin, p.Stdout, p.Stderr
 	c := &child{
 		cmd:        cmd,
 		pid:        cmd.Process.Pid,
@@ -128,20 +92,7 @@ func (c *child) waitExit(d time.Duration) bool {
 func (c *child) stop(grace time.Duration) {
 	c.stopOnce.Do(func() {
 		c.closeStdin()
-		if !c.waitExit(grace) {
-			signalGroup(c.pid, sigTerm)
-			if !c.waitExit(grace) {
-				signalGroup(c.pid, sigKill)
-				c.waitExit(grace)
-			}
-		}
-		if groupAlive(c.pid) {
-			signalGroup(c.pid, sigTerm)
-			if !waitGroupGone(c.pid, grace) {
-				signalGroup(c.pid, sigKill)
-				waitGroupGone(c.pid, grace)
-			}
-		}
+		procgroup.Stop(c.pid, grace, c.waitExit)
 		select {
 		case <-c.stderrDone:
 		case <-time.After(100 * time.Millisecond):
@@ -172,19 +123,5 @@ func (c *child) exitedCleanly() bool {
 		return c.waitErr == nil
 	default:
 		return false
-	}
-}
-
-// waitGroupGone polls until no live process is left in the group.
-func waitGroupGone(pgid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if !groupAlive(pgid) {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -9,12 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/procgroup"
 )
 
 // stderrTailBytes is how much of a server's stderr is kept for the error
@@ -97,47 +97,13 @@ type server struct {
 // goroutine-backed ones), so that Wait returns when the process exits even
 // if a child of it still holds a pipe, and a pending read can be unblocked
 // by closing our end.
-func startServer(argv []string, o *Options) (_ *server, err error) {
-	var toClose []*os.File
-	defer func() {
-		if err != nil {
-			for _, f := range toClose {
-				f.Close()
-			}
-		}
-	}()
-	pipe := func() (r, w *os.File, err error) {
-		r, w, err = os.Pipe()
-		if err == nil {
-			toClose = append(toClose, r, w)
-		}
-		return r, w, err
-	}
-	inR, inW, err := pipe()
+func startServer(argv []string, o *Options) (*server, error) {
+	p, err := procgroup.Start(argv, o.Env, "")
 	if err != nil {
 		return nil, err
 	}
-	outR, outW, err := pipe()
-	if err != nil {
-		return nil, err
-	}
-	errR, errW, err := pipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	if o.Env != nil {
-		cmd.Env = append(os.Environ(), o.Env...)
-	}
-	setProcessGroup(cmd)
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	// The child has its ends now; ours must go so that EOF can be seen.
-	inR.Close()
-	outW.Close()
-	errW.Close()
+	cmd := p.Cmd
+	inW, outR, errR := p.Stdin, p.Stdout, p.Stderr
 	s := &server{
 		cmd:        cmd,
 		pid:        cmd.Process.Pid,
@@ -217,20 +183,7 @@ func (s *server) shutdown(grace time.Duration) {
 		// reading mid-message), so a server blocked writing can see the end
 		// of its stdin and exit. Closing our end afterwards stops this.
 		go io.Copy(io.Discard, s.stdout)
-		if !s.waitExit(grace) {
-			signalGroup(s.pid, sigTerm)
-			if !s.waitExit(grace) {
-				signalGroup(s.pid, sigKill)
-				s.waitExit(grace)
-			}
-		}
-		if groupAlive(s.pid) {
-			signalGroup(s.pid, sigTerm)
-			if !waitGroupGone(s.pid, grace) {
-				signalGroup(s.pid, sigKill)
-				waitGroupGone(s.pid, grace)
-			}
-		}
+		procgroup.Stop(s.pid, grace, s.waitExit)
 		// Give stderr a moment to reach EOF, then unblock the drain in case
 		// a process outside the group still holds the pipe; after this no
 		// more writes go to Options.Stderr.
@@ -241,20 +194,6 @@ func (s *server) shutdown(grace time.Duration) {
 		s.stderr.Close()
 		<-s.stderrDone
 	})
-}
-
-// waitGroupGone polls until no live process is left in the group.
-func waitGroupGone(pgid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if !groupAlive(pgid) {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // onceCloser is the write end of the server's stdin; it may be closed by
@@ -340,9 +279,3 @@ func (t *tailBuffer) String() string {
 	}
 	return string(bytes.TrimRight(b, " \t\r\n"))
 }
-
-// Signals of the shutdown sequence.
-const (
-	sigTerm = syscall.SIGTERM
-	sigKill = syscall.SIGKILL
-)

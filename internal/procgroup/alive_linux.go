@@ -1,4 +1,4 @@
-package proxy
+package procgroup
 
 import (
 	"bytes"
@@ -6,20 +6,23 @@ import (
 	"strconv"
 )
 
-// groupAlive reports whether a live (not zombie) process is in the process
-// group pgid. It reads /proc rather than probing with kill(-pgid, 0), which
-// also counts zombies: orphans reparented to a PID 1 that does not reap them
-// (common in containers) would keep the group "alive" forever.
-func groupAlive(pgid int) bool {
+// Alive reports whether any live (not zombie) process is in the group pgid.
+func Alive(pgid int) bool { return len(Members(pgid)) > 0 }
+
+// Members returns the pids of the live (not zombie) processes in the group
+// pgid, read from /proc.
+func Members(pgid int) []int {
 	dir, err := os.Open("/proc")
 	if err != nil {
-		return false
+		return nil
 	}
 	defer dir.Close()
 	names, _ := dir.Readdirnames(-1)
+	var pids []int
 	want := []byte(strconv.Itoa(pgid))
 	for _, name := range names {
-		if _, err := strconv.Atoi(name); err != nil {
+		pid, err := strconv.Atoi(name)
+		if err != nil {
 			continue
 		}
 		stat, err := os.ReadFile("/proc/" + name + "/stat")
@@ -36,8 +39,8 @@ func groupAlive(pgid int) bool {
 			continue
 		}
 		if bytes.Equal(f[2], want) {
-			return true
+			pids = append(pids, pid)
 		}
 	}
-	return false
+	return pids
 }

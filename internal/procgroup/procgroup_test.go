@@ -1,0 +1,39 @@
+//go:build linux
+
+package procgroup
+
+import (
+	"io"
+	"testing"
+	"time"
+)
+
+// TestStartAndKillGroup starts a shell that leaves a grandchild behind and
+// checks that killing the group leaves nobody.
+func TestStartAndKillGroup(t *testing.T) {
+	p, err := Start([]string{"sh", "-c", "sleep 60 & echo started; exec sleep 60"}, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 8)
+	if _, err := io.ReadFull(p.Stdout, buf); err != nil || string(buf) != "started\n" {
+		t.Fatalf("read %q, %v", buf, err)
+	}
+	pgid := p.Cmd.Process.Pid
+	if n := len(Members(pgid)); n != 2 {
+		t.Fatalf("want the shell's sleep and the grandchild in the group, found %d", n)
+	}
+	Terminate(pgid)
+	p.Cmd.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for Alive(pgid) {
+		if time.Now().After(deadline) {
+			Kill(pgid)
+			t.Fatal("group still alive after SIGTERM")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := Start(nil, nil, ""); err == nil {
+		t.Error("an empty command must be refused")
+	}
+}

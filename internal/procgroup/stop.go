@@ -1,0 +1,41 @@
+package procgroup
+
+import "time"
+
+// Stop ends the process group led by pid once the caller has closed the
+// leader's stdin (the MCP way to ask a stdio server to exit): it waits up to
+// grace for the leader to exit (leaderExited reports whether it did within
+// a duration), then sends SIGTERM, then SIGKILL, each after grace; then
+// whatever the leader left in its group gets the same, so that no orphan is
+// left.
+func Stop(pid int, grace time.Duration, leaderExited func(time.Duration) bool) {
+	if !leaderExited(grace) {
+		Terminate(pid)
+		if !leaderExited(grace) {
+			Kill(pid)
+			leaderExited(grace)
+		}
+	}
+	if Alive(pid) {
+		Terminate(pid)
+		if !WaitGone(pid, grace) {
+			Kill(pid)
+			WaitGone(pid, grace)
+		}
+	}
+}
+
+// WaitGone polls until no live process is left in the group pgid, for at
+// most d, and reports whether the group is gone.
+func WaitGone(pgid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if !Alive(pgid) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
