@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
@@ -123,23 +124,7 @@ func isLowerHex(s string) bool {
 }
 
 // Sets holds the Set Digest of each kind, as in a statement's predicate.
-type Sets struct {
-	Tools             string `json:"tools"`
-	Prompts           string `json:"prompts"`
-	ResourceTemplates string `json:"resourceTemplates"`
-}
-
-// Get returns the Set Digest of kind k.
-func (s Sets) Get(k digest.Kind) string {
-	switch k {
-	case digest.KindTool:
-		return s.Tools
-	case digest.KindPrompt:
-		return s.Prompts
-	default:
-		return s.ResourceTemplates
-	}
-}
+type Sets = attest.Sets
 
 // Definition is one pinned definition: its kind, key, Definition Digest and
 // the definition itself, as the server sent it.
