@@ -2,16 +2,11 @@ package pin
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/sigstore/sigstore-go/pkg/sign"
-	"google.golang.org/protobuf/encoding/protojson"
-
-	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 )
 
@@ -131,99 +126,6 @@ func TestBreakingChanges(t *testing.T) {
 			}
 		})
 	}
-}
-
-// signBundle signs the statement of snap into a Sigstore bundle with an
-// ephemeral key (sigstore-go's signer; no services needed).
-func signBundle(t *testing.T, snap *digest.Snapshot, opts attest.Options) []byte {
-	t.Helper()
-	st, err := attest.Build(snap, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, err := st.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kp, err := sign.NewEphemeralKeypair(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pb, err := sign.Bundle(&sign.DSSEData{Data: payload, PayloadType: attest.PayloadType}, kp, sign.BundleOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := protojson.Marshal(pb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
-func TestDiffBundleSide(t *testing.T) {
-	honest, rug := exampleSnapshot(t, "honest"), exampleSnapshot(t, "rugpull")
-	t.Run("embedded definitions", func(t *testing.T) {
-		data := signBundle(t, honest, attest.Options{})
-		if k := DetectFile(data); k != FileBundle {
-			t.Fatalf("DetectFile = %v", k)
-		}
-		st, err := BundleStatement(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		side := StatementSide("honest.sigstore.json", st)
-		if !side.Unverified || side.Origin != OriginBundle {
-			t.Errorf("side %+v", side)
-		}
-		d := Diff(side, SnapshotSide("live", OriginLive, rug), DiffOptions{})
-		want := Diff(SnapshotSide("a", OriginSnapshot, honest), SnapshotSide("live", OriginLive, rug), DiffOptions{})
-		dj, _ := json.Marshal(d.Definitions)
-		wj, _ := json.Marshal(want.Definitions)
-		if string(dj) != string(wj) {
-			t.Errorf("bundle diff differs from snapshot diff:\n%s\n%s", dj, wj)
-		}
-		var out strings.Builder
-		WriteDiffText(&out, d)
-		if !strings.Contains(out.String(), "UNVERIFIED") {
-			t.Errorf("an unverified bundle is not marked:\n%s", out.String())
-		}
-		// The bundle has the instructions digest only: equal here.
-		if d.Instructions != nil {
-			t.Errorf("instructions %+v", d.Instructions)
-		}
-	})
-	t.Run("digests only", func(t *testing.T) {
-		st, err := BundleStatement(signBundle(t, honest, attest.Options{OmitDefinitions: true}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := Diff(StatementSide("b", st), SnapshotSide("live", OriginLive, rug), DiffOptions{})
-		for _, dc := range d.Definitions {
-			if dc.Change == Changed && (!dc.NoContent || dc.Fields != nil) {
-				t.Errorf("%s: NoContent %v fields %v", dc.Key, dc.NoContent, dc.Fields)
-			}
-		}
-		if len(d.Definitions) != 2 {
-			t.Errorf("%d changes, want 2", len(d.Definitions))
-		}
-		// Instructions: the bundle has the digest; the snapshot text equal.
-		changed := SnapshotSide("x", OriginLive, edit(t, func(s *digest.Snapshot) { i := "new"; s.Instructions = &i }))
-		ic := Diff(StatementSide("b", st), changed, DiffOptions{}).Instructions
-		if ic == nil || ic.Diff != "" || ic.Change != Changed {
-			t.Errorf("instructions change %+v: want changed without a text diff", ic)
-		}
-	})
-	t.Run("refused", func(t *testing.T) {
-		for name, data := range map[string][]byte{
-			"not JSON":  []byte("nope"),
-			"snapshot":  []byte(`{"tools":[]}`),
-			"too large": make([]byte, MaxBundleBytes+1),
-		} {
-			if _, err := BundleStatement(data); !errors.Is(err, ErrNotBundle) {
-				t.Errorf("%s: %v", name, err)
-			}
-		}
-	})
 }
 
 func TestDetectFile(t *testing.T) {

@@ -3,18 +3,11 @@ package pin
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
-
-	"github.com/sigstore/sigstore-go/pkg/bundle"
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Origin says what a side of a diff was read from.
@@ -119,37 +112,6 @@ func StatementSide(label string, st *attest.Statement) *Side {
 	return side
 }
 
-// MaxBundleBytes bounds a bundle file read for a diff.
-const MaxBundleBytes = attest.MaxStatementBytes + 1<<20
-
-// ErrNotBundle is returned by BundleStatement for a file that is not a
-// Sigstore bundle with a DSSE envelope.
-var ErrNotBundle = errors.New("not a Sigstore bundle with a DSSE envelope")
-
-// BundleStatement reads the statement out of a Sigstore bundle's DSSE
-// envelope WITHOUT verifying anything but its form: the bundle must parse
-// (sigstore-go), the payload type must be in-toto, and the statement must
-// pass attest.Parse. Use it to show what a bundle claims (a diff); never to
-// decide what to trust.
-func BundleStatement(data []byte) (*attest.Statement, error) {
-	if len(data) > MaxBundleBytes {
-		return nil, fmt.Errorf("%w: larger than %d bytes", ErrNotBundle, MaxBundleBytes)
-	}
-	b := &bundle.Bundle{}
-	bundle.AllowCertificateChain()(b)
-	if err := b.UnmarshalJSON(data); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotBundle, err)
-	}
-	env := b.GetDsseEnvelope()
-	if env == nil {
-		return nil, fmt.Errorf("%w: it signs a message, not a DSSE envelope", ErrNotBundle)
-	}
-	if env.GetPayloadType() != attest.PayloadType {
-		return nil, fmt.Errorf("%w: payload type %s, want %s", ErrNotBundle, strconv.Quote(env.GetPayloadType()), attest.PayloadType)
-	}
-	return attest.Parse(env.GetPayload())
-}
-
 // FileKind is what a file given as a side holds.
 type FileKind int
 
@@ -192,44 +154,4 @@ func DetectFile(data []byte) FileKind {
 		}
 	}
 	return FileUnknown
-}
-
-// ReadSideFile reads path as a side of a diff when it is a file that holds
-// a lock, a Sigstore bundle or a snapshot (decided by content, see
-// DetectFile): a lock is checked completely (Read), a bundle's statement is
-// read WITHOUT verifying its signature (the side is marked Unverified), a
-// snapshot is parsed strictly. ok is false, with no error, when path is not
-// such a file (a missing file, a directory, a program, anything else): the
-// caller then treats it as a source (a command line or URL). A file that is
-// a lock, a bundle or a snapshot but is refused is an error.
-func ReadSideFile(path string) (side *Side, ok bool, err error) {
-	fi, err := os.Stat(path)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > MaxBundleBytes {
-		return nil, false, nil
-	}
-	data, err := readCapped(path, MaxBundleBytes)
-	if err != nil {
-		return nil, false, fmt.Errorf("%s: %w", textsafe.Quote(path), err)
-	}
-	switch DetectFile(data) {
-	case FileLock:
-		l, err := Parse(data)
-		if err != nil {
-			return nil, true, &LockError{Path: path, Err: err}
-		}
-		return LockSide(path, l), true, nil
-	case FileBundle:
-		st, err := BundleStatement(data)
-		if err != nil {
-			return nil, true, fmt.Errorf("bundle %s: %w", textsafe.Quote(path), err)
-		}
-		return StatementSide(path, st), true, nil
-	case FileSnapshot:
-		s, err := digest.ParseSnapshot(data)
-		if err != nil {
-			return nil, true, fmt.Errorf("snapshot %s: %w", textsafe.Quote(path), err)
-		}
-		return SnapshotSide(path, OriginSnapshot, s), true, nil
-	}
-	return nil, false, nil
 }

@@ -15,6 +15,6 @@
 //
 // LockPolicy is the Policy of a lock file (package pin): drift rules,
 // signed first use, and signed updates that roll the lock forward when the
-// publisher the lock records signed them (see BundleVerifier). The format
+// publisher the lock records signed them (see pinbundle.Verifier). The format
 // of what the proxy does on the wire is documented in docs/PROXY.md.
 package proxy

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/internal/sigstack"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/sign"
 	"github.com/mcpsign/mcpsign/trustroot"
 	"github.com/mcpsign/mcpsign/verify"
@@ -85,7 +86,7 @@ func TestKeylessUpdateByAnotherIdentityBlocks(t *testing.T) {
 	rugpull := snapshotOf(t, exampleArgv(t, fixtures.ModeRugPull))
 
 	signKeyless(t, env, trusted, honest, "release@example.com", bundle)
-	s := startProxy(t, lockPolicy(t, lock, LockOptions{Verify: BundleVerifier(v, bundle)}), exampleArgv(t, fixtures.ModeHonest), nil)
+	s := startProxy(t, lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(v, bundle)}), exampleArgv(t, fixtures.ModeHonest), nil)
 	cs, err := s.connect(ctx, "", nil)
 	if err != nil {
 		t.Fatalf("signed first use: %v", err)
@@ -104,7 +105,7 @@ func TestKeylessUpdateByAnotherIdentityBlocks(t *testing.T) {
 	}
 
 	signKeyless(t, env, trusted, rugpull, "intern@example.com", bundle)
-	s = startProxy(t, lockPolicy(t, lock, LockOptions{Verify: BundleVerifier(v, bundle)}), exampleArgv(t, fixtures.ModeRugPull), nil)
+	s = startProxy(t, lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(v, bundle)}), exampleArgv(t, fixtures.ModeRugPull), nil)
 	if _, err := s.connect(ctx, "", nil); !isBlocked(err) {
 		t.Fatalf("update by another identity: %v, want the block error", err)
 	}
@@ -119,7 +120,7 @@ func TestKeylessUpdateByAnotherIdentityBlocks(t *testing.T) {
 	}
 
 	signKeyless(t, env, trusted, rugpull, "release@example.com", bundle)
-	s = startProxy(t, lockPolicy(t, lock, LockOptions{Verify: BundleVerifier(v, bundle)}), exampleArgv(t, fixtures.ModeRugPull), nil)
+	s = startProxy(t, lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(v, bundle)}), exampleArgv(t, fixtures.ModeRugPull), nil)
 	cs, err = s.connect(ctx, "", nil)
 	if err != nil {
 		t.Fatalf("update by the recorded identity: %v", err)

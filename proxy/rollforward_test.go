@@ -15,6 +15,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/sign"
 	"github.com/mcpsign/mcpsign/verify"
 )
@@ -91,7 +92,7 @@ func TestSignedFirstUseAndRollForward(t *testing.T) {
 
 	// Signed first use.
 	alice.sign(t, honest, bundle)
-	s := startProxy(t, lockPolicy(t, lock, LockOptions{Verify: BundleVerifier(alice.v, bundle)}), exampleArgv(t, fixtures.ModeHonest), nil)
+	s := startProxy(t, lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(alice.v, bundle)}), exampleArgv(t, fixtures.ModeHonest), nil)
 	cs, err := s.connect(ctx, "", nil)
 	if err != nil {
 		t.Fatalf("signed first use: %v", err)
@@ -117,7 +118,7 @@ func TestSignedFirstUseAndRollForward(t *testing.T) {
 	mallory.sign(t, rugpull, bundle)
 	for name, v := range map[string]*verify.Verifier{"mallory's policy": mallory.v, "alice's policy": alice.v} {
 		t.Run(name, func(t *testing.T) {
-			s := startProxy(t, lockPolicy(t, lock, LockOptions{Verify: BundleVerifier(v, bundle)}), exampleArgv(t, fixtures.ModeRugPull), nil)
+			s := startProxy(t, lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(v, bundle)}), exampleArgv(t, fixtures.ModeRugPull), nil)
 			if _, err := s.connect(ctx, "", nil); !isBlocked(err) {
 				t.Fatalf("connect: %v, want the block error", err)
 			}
@@ -132,7 +133,7 @@ func TestSignedFirstUseAndRollForward(t *testing.T) {
 
 	// A bundle by alice over the old definitions does not cover the new.
 	alice.sign(t, honest, bundle)
-	s = startProxy(t, lockPolicy(t, lock, LockOptions{Verify: BundleVerifier(alice.v, bundle)}), exampleArgv(t, fixtures.ModeRugPull), nil)
+	s = startProxy(t, lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(alice.v, bundle)}), exampleArgv(t, fixtures.ModeRugPull), nil)
 	if _, err := s.connect(ctx, "", nil); !isBlocked(err) {
 		t.Fatalf("stale bundle: connect: %v, want the block error", err)
 	}
@@ -143,7 +144,7 @@ func TestSignedFirstUseAndRollForward(t *testing.T) {
 
 	// Alice signs the new definitions: the lock rolls forward.
 	alice.sign(t, rugpull, bundle)
-	s = startProxy(t, lockPolicy(t, lock, LockOptions{Verify: BundleVerifier(alice.v, bundle)}), exampleArgv(t, fixtures.ModeRugPull), nil)
+	s = startProxy(t, lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(alice.v, bundle)}), exampleArgv(t, fixtures.ModeRugPull), nil)
 	cs, err = s.connect(ctx, "", nil)
 	if err != nil {
 		t.Fatalf("signed update: %v", err)
@@ -176,7 +177,7 @@ func TestRollForwardMidSession(t *testing.T) {
 			bundle := filepath.Join(dir, "server.sigstore.json")
 			alice := newPublisher(t)
 			alice.sign(t, snapshotOf(t, exampleArgv(t, fixtures.ModeHonest)), bundle)
-			policy := lockPolicy(t, lock, LockOptions{Verify: BundleVerifier(alice.v, bundle)})
+			policy := lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(alice.v, bundle)})
 			s := startProxy(t, policy, exampleArgv(t, fixtures.ModeListChanged, g.serverArgs...), nil)
 			changed := make(chan struct{}, 1)
 			cs, err := s.connect(ctx, "", &mcp.ClientOptions{
@@ -228,7 +229,7 @@ func TestConcurrentProxiesOneLock(t *testing.T) {
 		for i := 0; i < n; i++ {
 			go func() {
 				errs <- func() error {
-					p, err := NewLockPolicy(lock, LockOptions{Verify: BundleVerifier(alice.v, bundle)})
+					p, err := NewLockPolicy(lock, LockOptions{Verify: pinbundle.Verifier(alice.v, bundle)})
 					if err != nil {
 						return err
 					}

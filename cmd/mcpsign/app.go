@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/mcpsign/mcpsign/internal/proxycmd"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
@@ -27,6 +28,10 @@ type app struct {
 	getenv func(string) string
 	// isTerminal reports whether stdin is a terminal (for prompts).
 	isTerminal func() bool
+	// handOverProxy, when set, replaces the process with mcpsign-proxy to
+	// run a proxy (see handOverProxy). Tests leave it nil: the proxy runs in
+	// their process.
+	handOverProxy func(cfg *proxycmd.Config, verifyArgs []string) (bool, error)
 }
 
 func newApp() *app {
@@ -39,6 +44,7 @@ func newApp() *app {
 			fi, err := os.Stdin.Stat()
 			return err == nil && fi.Mode()&os.ModeCharDevice != 0
 		},
+		handOverProxy: handOverProxy,
 	}
 }
 

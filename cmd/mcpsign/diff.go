@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/source"
 )
 
@@ -104,7 +105,7 @@ usage, an unreadable side, or a server that could not be read.`,
 // diffSide reads one side: a lock, bundle or snapshot file by content, or
 // else a source, listed live.
 func diffSide(cmd *cobra.Command, a *app, src *options.SourceOptions, arg string) (*pin.Side, error) {
-	side, ok, err := pin.ReadSideFile(arg)
+	side, ok, err := pinbundle.ReadSideFile(arg)
 	if ok || err != nil {
 		return side, err
 	}

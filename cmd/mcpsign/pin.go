@@ -12,6 +12,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -137,7 +138,7 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 			fmt.Fprintf(a.stderr, "mcpsign: nothing pinned: the bundle does not verify\n")
 			return verifyExit(verr, true)
 		}
-		approval = pin.ApprovalOf(res)
+		approval = pinbundle.ApprovalOf(res)
 	} else {
 		fmt.Fprintf(a.stderr, "mcpsign: WARNING: --tofu: trusting these definitions on first use. No signature vouches\n"+
 			"mcpsign: WARNING: for them: if the server is already hostile, so is the lock. Read the capabilities\n"+

@@ -1,20 +1,18 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/proxy"
 	"github.com/mcpsign/mcpsign/verify"
 )
-
-// exitBlocked is the exit code of a proxy that blocked changed definitions.
-const exitBlocked = 42
 
 func newProxyCmd(a *app) *cobra.Command {
 	var (
@@ -61,6 +59,13 @@ The verification method follows from the flags: --key selects key, --ca-roots
 selects certificate, otherwise sigstore (keyless; --certificate-identity and
 --certificate-oidc-issuer required).
 
+Process: once the command line checks out, mcpsign hands the session over to
+mcpsign-proxy, the small executable installed beside it (go install
+github.com/mcpsign/mcpsign/cmd/...): the same process, streams and ID, without
+the signing and TUF code; when definitions need approving it runs 'mcpsign
+proxy-verify' with the same flags. Without mcpsign-proxy, mcpsign runs the
+proxy itself (docs/PROXY.md).
+
 Nothing but the relayed protocol is written to stdout. The server's stderr is
 passed to stderr, escaped.
 
@@ -85,66 +90,99 @@ definitions changed and the session was blocked.`,
 			return runProxy(cmd, a, &po, &f, args)
 		},
 	}
-	fs := cmd.Flags()
+	addProxyFlags(cmd.Flags(), &po, &f)
+	return cmd
+}
+
+// addProxyFlags adds the flags of 'mcpsign proxy', which 'mcpsign
+// proxy-verify' takes too.
+func addProxyFlags(fs *pflag.FlagSet, po *options.ProxyOptions, f *verifyFlags) {
 	po.AddFlags(fs)
 	f.vo.AddBundleFlags(fs)
 	f.trust.AddFlags(fs)
 	f.id.AddFlags(fs)
-	return cmd
 }
 
 func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFlags, args []string) error {
-	dash := cmd.ArgsLenAtDash()
-	if dash != 0 || len(args) == 0 {
+	if dash := cmd.ArgsLenAtDash(); dash != 0 || len(args) == 0 {
 		return errors.New("give the server command after --: mcpsign proxy --lock FILE -- CMD [ARGS...]")
+	}
+	cfg := &proxycmd.Config{
+		Lock:            po.Lock,
+		TOFU:            po.TOFU,
+		Quiet:           po.Quiet,
+		MaxMessageBytes: po.MaxMessageBytes,
+		CheckTimeout:    po.CheckTimeout,
+		ShutdownGrace:   po.ShutdownGrace,
+		Command:         args,
 	}
 	if po.Lock == "" {
 		return errors.New("--lock FILE is required: the lock to enforce (written on first use with --bundle or --tofu)")
 	}
-	var lo proxy.LockOptions
-	lo.TOFU = po.TOFU
+	var v *verify.Verifier
 	if f.vo.Bundle != "" {
-		v, err := verifyPolicy(cmd, f, proxyMethod(f), false)
-		if err != nil {
+		// Checked now, so that bad flags or trust material fail before the
+		// server starts, whichever process verifies later.
+		var err error
+		if v, err = verifyPolicy(cmd, f, proxyMethod(f), false); err != nil {
 			return err
 		}
-		lo.Verify = proxy.BundleVerifier(v, f.vo.Bundle)
 	} else if cmd.Flags().Changed("key") || cmd.Flags().Changed("certificate-identity") || cmd.Flags().Changed("certificate-identity-regexp") {
 		return errors.New("the identity flags need --bundle: the signed definitions to verify")
 	}
-	policy, err := proxy.NewLockPolicy(po.Lock, lo)
-	if err != nil {
-		return err
+	if a.handOverProxy != nil {
+		var verifyArgs []string
+		if v != nil {
+			verifyArgs = changedFlagArgs(cmd.Flags())
+		}
+		if handed, err := a.handOverProxy(cfg, verifyArgs); handed || err != nil {
+			return err
+		}
 	}
-	opts := proxy.Options{
-		Command:         args,
-		Policy:          policy,
-		Stderr:          a.stderr,
-		MaxMessageBytes: po.MaxMessageBytes,
-		CheckTimeout:    po.CheckTimeout,
-		ShutdownGrace:   po.ShutdownGrace,
+	var vf proxy.VerifyFunc
+	if v != nil {
+		vf = pinbundle.Verifier(v, f.vo.Bundle)
 	}
-	if !po.Quiet {
-		opts.OnEvent = func(e proxy.Event) {
-			if e.Kind == proxy.EventBlocked || e.Decision == nil || e.Decision.Summary == "" {
-				return
+	if code := proxycmd.Run(cmd.Context(), cfg, vf, a.stdin, a.stdout, a.stderr); code != proxycmd.ExitOK {
+		return silentExit(code)
+	}
+	return nil
+}
+
+// handOverProxy replaces the process with mcpsign-proxy, when it is
+// installed beside this executable, to run cfg; verifyArgs (nil without
+// --bundle) are the flags it gives 'mcpsign proxy-verify'. It reports
+// false when there is no mcpsign-proxy to hand over to, and returns only on
+// that or on a failed exec.
+func handOverProxy(cfg *proxycmd.Config, verifyArgs []string) (bool, error) {
+	lean, ok := proxycmd.Executable()
+	if !ok {
+		return false, nil
+	}
+	if verifyArgs != nil {
+		self, err := os.Executable()
+		if err != nil {
+			return false, nil
+		}
+		cfg.VerifyCommand = append([]string{self, proxyVerifyCommand}, verifyArgs...)
+	}
+	return true, proxycmd.Exec(lean, cfg)
+}
+
+// changedFlagArgs returns the flags set on the command line as arguments
+// that give the same values again (--name=value, one per element of a list).
+func changedFlagArgs(fs *pflag.FlagSet) []string {
+	args := []string{}
+	fs.Visit(func(fl *pflag.Flag) {
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			for _, e := range sv.GetSlice() {
+				args = append(args, "--"+fl.Name+"="+e)
 			}
-			fmt.Fprintf(a.stderr, "mcpsign proxy: %s: %s\n", textsafe.Escape(e.What), textsafe.Escape(e.Decision.Summary))
+			return
 		}
-	}
-	err = proxy.Run(cmd.Context(), a.stdin, a.stdout, opts)
-	var blocked *proxy.BlockedError
-	switch {
-	case err == nil, errors.Is(err, context.Canceled):
-		return nil
-	case errors.As(err, &blocked):
-		// The report is on stderr already.
-		if blocked.Drift() {
-			return silentExit(exitBlocked)
-		}
-		return silentExit(exitError)
-	}
-	return err
+		args = append(args, "--"+fl.Name+"="+fl.Value.String())
+	})
+	return args
 }
 
 // proxyMethod is the verification method the flags select.

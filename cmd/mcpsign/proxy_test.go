@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/proxycmd"
 	"github.com/mcpsign/mcpsign/pin"
 )
 
@@ -145,8 +146,8 @@ func TestProxyCommand(t *testing.T) {
 	if _, _, err := s.client(t); err == nil || !strings.Contains(err.Error(), "blocked by mcpsign") {
 		t.Fatalf("rug pull: connect %v, want the block error", err)
 	}
-	if code := s.exit(t); code != exitBlocked {
-		t.Fatalf("rug pull: exit %d, want %d", code, exitBlocked)
+	if code := s.exit(t); code != proxycmd.ExitBlocked {
+		t.Fatalf("rug pull: exit %d, want %d", code, proxycmd.ExitBlocked)
 	}
 	stderr := s.stderr.String()
 	if !strings.Contains(stderr, "pin-tool-added") || !strings.Contains(stderr, `\u{202E}`) || strings.ContainsAny(stderr, "\u200b\u202e\u202c") {
@@ -178,7 +179,7 @@ func TestProxyCommandSignedFirstUse(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "demo")
 	// The demo's files: a key pair and a bundle over the honest server.
-	if code, _, stderr := runCLIEnv(t, map[string]string{envDemoServer: server}, "demo", "--keep", out); code != 0 {
+	if code, _, stderr := runWith(t, map[string]string{envDemoServer: server}, "demo", "--keep", out); code != 0 {
 		t.Fatalf("demo: exit %d: %s", code, stderr)
 	}
 	bundle, pub := filepath.Join(out, "server.sigstore.json"), filepath.Join(out, "publisher.pub")
@@ -199,7 +200,7 @@ func TestProxyCommandSignedFirstUse(t *testing.T) {
 
 	// Another key: the first use does not verify, the session is blocked.
 	other := filepath.Join(dir, "other")
-	if code, _, stderr := runCLIEnv(t, map[string]string{envDemoServer: server}, "demo", "--keep", other); code != 0 {
+	if code, _, stderr := runWith(t, map[string]string{envDemoServer: server}, "demo", "--keep", other); code != 0 {
 		t.Fatalf("demo: exit %d: %s", code, stderr)
 	}
 	lock2 := filepath.Join(dir, "mcp2.lock")
@@ -207,33 +208,19 @@ func TestProxyCommandSignedFirstUse(t *testing.T) {
 	if _, _, err := s.client(t); err == nil {
 		t.Fatal("a bundle by another key was accepted")
 	}
-	if code := s.exit(t); code != exitBlocked {
-		t.Errorf("exit %d, want %d", code, exitBlocked)
+	if code := s.exit(t); code != proxycmd.ExitBlocked {
+		t.Errorf("exit %d, want %d", code, proxycmd.ExitBlocked)
 	}
 	if _, err := os.Stat(lock2); err == nil {
 		t.Errorf("a lock was written")
 	}
 }
 
-func runCLIEnv(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	a := &app{
-		stdin:      strings.NewReader(""),
-		stdout:     &out,
-		stderr:     &errb,
-		getenv:     func(k string) string { return env[k] },
-		isTerminal: func() bool { return false },
-	}
-	code = run(context.Background(), args, a)
-	return code, out.String(), errb.String()
-}
-
 // TestDemo runs 'mcpsign demo' against the example server binary.
 func TestDemo(t *testing.T) {
 	server := fixtures.BuildExampleServer(t)
 	start := time.Now()
-	code, stdout, stderr := runCLIEnv(t, map[string]string{envDemoServer: server}, "demo")
+	code, stdout, stderr := runWith(t, map[string]string{envDemoServer: server}, "demo")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -287,7 +288,7 @@ func verifyExit(err error, reported bool) error {
 
 // writeVerifiedLock hands the verified definitions and the evidence to pin.
 func writeVerifiedLock(cmd *cobra.Command, f *verifyFlags, snap *digest.Snapshot, res *verify.Result) error {
-	ap := pin.ApprovalOf(res)
+	ap := pinbundle.ApprovalOf(res)
 	lock, err := pin.NewLock(snap, ap)
 	if err != nil {
 		return fmt.Errorf("--write-lock: %w", err)

@@ -33,6 +33,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/proxy"
 	"github.com/mcpsign/mcpsign/sign"
 	"github.com/mcpsign/mcpsign/source"
@@ -214,7 +215,7 @@ func (d *demo) run() error {
 	// 4. ... and pins them.
 	d.heading("The host pins what it approved")
 	lockPath := d.path("mcp.lock")
-	lock, err := pin.NewLock(live, pin.ApprovalOf(vres))
+	lock, err := pin.NewLock(live, pinbundle.ApprovalOf(vres))
 	if err != nil {
 		return err
 	}
@@ -295,7 +296,7 @@ type session struct {
 }
 
 func (d *demo) startSession(lockPath string, v *verify.Verifier, bundlePath string, argv []string) (*session, error) {
-	policy, err := proxy.NewLockPolicy(lockPath, proxy.LockOptions{Verify: proxy.BundleVerifier(v, bundlePath)})
+	policy, err := proxy.NewLockPolicy(lockPath, proxy.LockOptions{Verify: pinbundle.Verifier(v, bundlePath)})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
-package pin
+package pinbundle
 
 import (
+	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -11,9 +12,9 @@ import (
 // log entry. It records evidence only; it does not check that
 // res is verified: callers pass the Result of a Verify that returned no
 // error.
-func ApprovalOf(res *verify.Result) Approval {
-	a := Approval{
-		Method:       Method(res.Method),
+func ApprovalOf(res *verify.Result) pin.Approval {
+	a := pin.Approval{
+		Method:       pin.Method(res.Method),
 		Identity:     res.Identity,
 		BundleDigest: res.BundleDigest,
 	}
@@ -26,7 +27,7 @@ func ApprovalOf(res *verify.Result) Approval {
 		}
 	}
 	if t := res.Tlog; t != nil {
-		a.Tlog = &TlogEntry{LogIndex: t.LogIndex, LogID: t.LogID}
+		a.Tlog = &pin.TlogEntry{LogIndex: t.LogIndex, LogID: t.LogID}
 		if t.IntegratedTime != nil {
 			a.Tlog.IntegratedTime = t.IntegratedTime.Unix()
 		}

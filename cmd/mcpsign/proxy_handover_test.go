@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/pin"
+)
+
+// proxyProcess is 'mcpsign proxy' run as a host runs it: a process of its
+// own, with a go-sdk client on its stdio.
+type proxyProcess struct {
+	cmd    *exec.Cmd
+	stderr *lockedBuffer
+	cs     *mcp.ClientSession
+}
+
+// startProxyProcess runs argv and connects a client; err is the connect
+// error (a blocked session fails its initialize).
+func startProxyProcess(t *testing.T, argv ...string) (*proxyProcess, error) {
+	t.Helper()
+	p := &proxyProcess{cmd: exec.Command(argv[0], argv[1:]...), stderr: newLockedBuffer()}
+	p.cmd.Stderr = p.stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "handover-test", Version: "0"}, nil)
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: p.cmd, TerminateDuration: 10 * time.Second}, nil)
+	t.Cleanup(func() {
+		if p.cmd.Process != nil && p.cmd.ProcessState == nil {
+			p.cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("stderr of %s:\n%s", filepath.Base(argv[0]), p.stderr.String())
+		}
+	})
+	p.cs = cs
+	return p, err
+}
+
+// end closes the client's side and returns the exit code.
+func (p *proxyProcess) end(t *testing.T) int {
+	t.Helper()
+	if p.cs != nil {
+		p.cs.Close() // closes stdin, waits for the process
+	} else {
+		done := make(chan struct{})
+		go func() { p.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the proxy did not end")
+		}
+	}
+	if p.cmd.ProcessState == nil {
+		t.Fatal("the proxy has not exited")
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// executableName returns the base name of the file pid runs ("" where /proc
+// is not there).
+func executableName(pid int) string {
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return ""
+	}
+	return filepath.Base(exe)
+}
+
+// childEnviron returns the environment of pid's child process (Linux).
+func childEnviron(t *testing.T, pid int) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after ")".
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strings.Split(string(env), "\x00")
+		}
+	}
+	t.Fatalf("no child of %d", pid)
+	return nil
+}
+
+// TestProxyHandOver runs the installed pair, mcpsign and mcpsign-proxy, as
+// a host does: 'mcpsign proxy' becomes mcpsign-proxy (same process), which
+// verifies through 'mcpsign proxy-verify' on signed first use and on a
+// signed update, and blocks a rug pull the bundle does not cover before any
+// call reaches the server. Without mcpsign-proxy beside it, mcpsign runs the
+// proxy itself.
+func TestProxyHandOver(t *testing.T) {
+	mcpsign := fixtures.BuildMcpsign(t)
+	server := fixtures.BuildExampleServer(t)
+	dir := t.TempDir()
+	env := map[string]string{"PW": "handover-test"}
+	key := filepath.Join(dir, "publisher")
+	if code, _, stderr := runWith(t, env, "keygen", "-o", key, "--password-env", "PW"); code != 0 {
+		t.Fatalf("keygen: %s", stderr)
+	}
+	bundle := filepath.Join(dir, "server.sigstore.json")
+	sign := func(mode string) {
+		t.Helper()
+		if code, _, stderr := runWith(t, env, "sign", "key", "--key", key+".key", "--password-env", "PW", "-o", bundle, "--force", "--", server, "--mode", mode); code != 0 {
+			t.Fatalf("sign %s: %s", mode, stderr)
+		}
+	}
+	lock := filepath.Join(dir, "mcp.lock")
+	calls := filepath.Join(dir, "calls.log")
+	proxyArgv := func(exe, mode string) []string {
+		return []string{exe, "proxy", "--lock", lock, "--bundle", bundle, "--key", key + ".pub", "--", server, "--mode", mode, "--calls-log", calls}
+	}
+	onLinux := runtime.GOOS == "linux"
+	toolNames := func(t *testing.T, cs *mcp.ClientSession) []string {
+		t.Helper()
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		var names []string
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+		}
+		slices.Sort(names)
+		return names
+	}
+
+	t.Run("signed first use", func(t *testing.T) {
+		sign(fixtures.ModeHonest)
+		p, err := startProxyProcess(t, proxyArgv(mcpsign, fixtures.ModeHonest)...)
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		if onLinux {
+			if name := executableName(p.cmd.Process.Pid); name != proxycmd.ExecutableName {
+				t.Errorf("the proxy runs as %q, want %q", name, proxycmd.ExecutableName)
+			}
+			for _, kv := range childEnviron(t, p.cmd.Process.Pid) {
+				if strings.HasPrefix(kv, proxycmd.EnvConfig+"=") {
+					t.Errorf("the server inherited %s", proxycmd.EnvConfig)
+				}
+			}
+		}
+		if got := toolNames(t, p.cs); !slices.Equal(got, fixtures.HonestToolNames()) {
+			t.Errorf("tools %q", got)
+		}
+		if code := p.end(t); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		l, err := pin.Read(lock)
+		if err != nil || l.Approval.Method != pin.MethodKey || !strings.HasPrefix(l.Approval.BundleDigest, "sha256:") {
+			t.Fatalf("lock: %v %+v", err, l)
+		}
+		if !strings.Contains(p.stderr.String(), "signed first use: verified") {
+			t.Errorf("stderr does not report the signed first use:\n%s", p.stderr.String())
+		}
+	})
+
+	t.Run("rug pull the bundle does not cover", func(t *testing.T) {
+		before, err := os.ReadFile(lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := startProxyProcess(t, proxyArgv(mcpsign, fixtures.ModeRugPull)...)
+		if err == nil {
+			_, err = p.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "x"}})
+		}
+		if err == nil || !strings.Contains(err.Error(), "blocked by mcpsign") {
+			t.Fatalf("the rug pull was not blocked: %v", err)
+		}
+		if code := p.end(t); code != proxycmd.ExitBlocked {
+			t.Errorf("exit %d, want %d", code, proxycmd.ExitBlocked)
+		}
+		for _, want := range []string{"verification failed at step match", "run_command"} {
+			if !strings.Contains(p.stderr.String(), want) {
+				t.Errorf("stderr lacks %q:\n%s", want, p.stderr.String())
+			}
+		}
+		if data, err := os.ReadFile(calls); err == nil && strings.Contains(string(data), "tools/call") {
+			t.Errorf("a call reached the server:\n%s", data)
+		}
+		if after, _ := os.ReadFile(lock); !bytes.Equal(before, after) {
+			t.Error("the lock changed")
+		}
+	})
+
+	t.Run("signed update", func(t *testing.T) {
+		sign(fixtures.ModeRugPull)
+		p, err := startProxyProcess(t, proxyArgv(mcpsign, fixtures.ModeRugPull)...)
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		if got := toolNames(t, p.cs); !slices.Equal(got, fixtures.RugPullToolNames()) {
+			t.Errorf("tools %q", got)
+		}
+		if code := p.end(t); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		l, err := pin.Read(lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(l.Definitions, func(d pin.Definition) bool { return d.Key == "run_command" }) {
+			t.Error("the lock was not rolled forward")
+		}
+	})
+
+	t.Run("mcpsign-proxy by hand", func(t *testing.T) {
+		cmd := exec.Command(filepath.Join(filepath.Dir(mcpsign), proxycmd.ExecutableName), "--lock", lock, "--", server)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != proxycmd.ExitError || !strings.Contains(string(out), "started by 'mcpsign proxy'") {
+			t.Errorf("err %v, output %q", err, out)
+		}
+	})
+
+	t.Run("mcpsign alone", func(t *testing.T) {
+		alone := filepath.Join(t.TempDir(), "mcpsign")
+		if err := os.Link(mcpsign, alone); err != nil {
+			t.Skipf("linking the executable: %v", err)
+		}
+		p, err := startProxyProcess(t, proxyArgv(alone, fixtures.ModeRugPull)...)
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		if onLinux {
+			if name := executableName(p.cmd.Process.Pid); name != "mcpsign" {
+				t.Errorf("the proxy runs as %q, want mcpsign itself", name)
+			}
+		}
+		if code := p.end(t); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+	})
+}

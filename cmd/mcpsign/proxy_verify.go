@@ -1,0 +1,64 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/pin/pinbundle"
+)
+
+// proxyVerifyCommand is the hidden command mcpsign-proxy runs to verify.
+const proxyVerifyCommand = "proxy-verify"
+
+// maxProxyVerifyInput bounds the snapshot read from stdin.
+const maxProxyVerifyInput = 256 << 20
+
+func newProxyVerifyCmd(a *app) *cobra.Command {
+	var (
+		po options.ProxyOptions
+		f  verifyFlags
+	)
+	cmd := &cobra.Command{
+		Use:   proxyVerifyCommand + " --bundle FILE [the flags of 'mcpsign proxy']",
+		Short: "Verify definitions for mcpsign-proxy (internal)",
+		Long: `Verify the --bundle of a proxy against the definitions it observed, for
+mcpsign-proxy, the small executable that runs 'mcpsign proxy' without linking
+the verifier. It reads the definitions as a snapshot file (docs/SNAPSHOT.md)
+on stdin, verifies the bundle exactly as 'mcpsign verify' does under the
+flags (the flags of 'mcpsign proxy'; the proxy-only ones are ignored), and
+prints the approval to record in the lock, as JSON, on stdout.
+
+Exit codes: 0 verified; 1 the bundle does not verify; 2 bad input or flags.`,
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v, err := verifyPolicy(cmd, &f, proxyMethod(&f), false)
+			if err != nil {
+				return err
+			}
+			data, err := io.ReadAll(io.LimitReader(a.stdin, maxProxyVerifyInput+1))
+			if err != nil {
+				return fmt.Errorf("reading the definitions: %w", err)
+			}
+			if len(data) > maxProxyVerifyInput {
+				return fmt.Errorf("the definitions are larger than %d bytes", maxProxyVerifyInput)
+			}
+			snap, err := digest.ParseSnapshot(data)
+			if err != nil {
+				return fmt.Errorf("the definitions: %w", err)
+			}
+			appr, err := pinbundle.Verifier(v, f.vo.Bundle)(cmd.Context(), snap)
+			if err != nil {
+				return failed(err)
+			}
+			return json.NewEncoder(a.stdout).Encode(appr)
+		},
+	}
+	addProxyFlags(cmd.Flags(), &po, &f)
+	return cmd
+}

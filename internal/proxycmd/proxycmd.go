@@ -1,0 +1,145 @@
+// Package proxycmd runs 'mcpsign proxy' from its parsed configuration. Both
+// executables use it: mcpsign, which parses the command line and checks the
+// flags, and mcpsign-proxy, the small executable mcpsign hands the session
+// over to (exec, same process) so that a proxy that runs as long as the host
+// does not carry the signing, TUF and verification code. Verification then
+// runs in a short-lived 'mcpsign proxy-verify' process, only when
+// definitions need approving (proxy.CommandVerifier).
+package proxycmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/proxy"
+)
+
+// Exit codes of the proxy (docs/PROXY.md).
+const (
+	ExitOK      = 0
+	ExitError   = 2
+	ExitBlocked = 42
+)
+
+// EnvConfig is the environment variable through which mcpsign hands the
+// configuration to mcpsign-proxy. mcpsign-proxy removes it from its
+// environment before it starts the server.
+const EnvConfig = "MCPSIGN_PROXY_CONFIG"
+
+// ExecutableName is the file name of the small proxy executable, installed
+// beside mcpsign (go install .../cmd/...).
+const ExecutableName = "mcpsign-proxy"
+
+// maxConfigBytes bounds the configuration read from the environment.
+const maxConfigBytes = 1 << 20
+
+// Config is a parsed 'mcpsign proxy' command line.
+type Config struct {
+	Lock            string        `json:"lock"`
+	TOFU            bool          `json:"tofu,omitempty"`
+	Quiet           bool          `json:"quiet,omitempty"`
+	MaxMessageBytes int           `json:"maxMessageBytes,omitempty"`
+	CheckTimeout    time.Duration `json:"checkTimeout,omitempty"`
+	ShutdownGrace   time.Duration `json:"shutdownGrace,omitempty"`
+	// Command is the server's argv.
+	Command []string `json:"command"`
+	// VerifyCommand, with --bundle, is the argv that verifies definitions
+	// the lock does not hold (proxy.CommandVerifier): mcpsign proxy-verify
+	// and the verification flags.
+	VerifyCommand []string `json:"verifyCommand,omitempty"`
+}
+
+// Run runs the proxy of cfg and returns the exit code: 0 when the session
+// ended, 42 when changed definitions were blocked, 2 on any other error
+// (printed to stderr, escaped, after "mcpsign: "). verify approves
+// definitions the lock does not hold; nil leaves that to the lock and TOFU
+// (in mcpsign-proxy it is built from cfg.VerifyCommand).
+func Run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Reader, stdout, stderr io.Writer) int {
+	code, err := run(ctx, cfg, verify, stdin, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpsign: %s\n", textsafe.EscapeKeepLayout(err.Error()))
+	}
+	return code
+}
+
+func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	if len(cfg.Command) == 0 {
+		return ExitError, errors.New("give the server command after --: mcpsign proxy --lock FILE -- CMD [ARGS...]")
+	}
+	if cfg.Lock == "" {
+		return ExitError, errors.New("--lock FILE is required: the lock to enforce (written on first use with --bundle or --tofu)")
+	}
+	policy, err := proxy.NewLockPolicy(cfg.Lock, proxy.LockOptions{Verify: verify, TOFU: cfg.TOFU})
+	if err != nil {
+		return ExitError, err
+	}
+	opts := proxy.Options{
+		Command:         cfg.Command,
+		Policy:          policy,
+		Stderr:          stderr,
+		MaxMessageBytes: cfg.MaxMessageBytes,
+		CheckTimeout:    cfg.CheckTimeout,
+		ShutdownGrace:   cfg.ShutdownGrace,
+	}
+	if !cfg.Quiet {
+		opts.OnEvent = func(e proxy.Event) {
+			if e.Kind == proxy.EventBlocked || e.Decision == nil || e.Decision.Summary == "" {
+				return
+			}
+			fmt.Fprintf(stderr, "mcpsign proxy: %s: %s\n", textsafe.Escape(e.What), textsafe.Escape(e.Decision.Summary))
+		}
+	}
+	err = proxy.Run(ctx, stdin, stdout, opts)
+	var blocked *proxy.BlockedError
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+		return ExitOK, nil
+	case errors.As(err, &blocked):
+		// The report is on stderr already.
+		if blocked.Drift() {
+			return ExitBlocked, nil
+		}
+		return ExitError, nil
+	}
+	return ExitError, err
+}
+
+// ConfigFromEnv reads the configuration mcpsign handed over and removes it
+// from the environment, so that the server does not inherit it.
+func ConfigFromEnv() (*Config, error) {
+	data, ok := os.LookupEnv(EnvConfig)
+	if !ok {
+		return nil, fmt.Errorf("%s is started by 'mcpsign proxy', not by hand: run 'mcpsign proxy --help'", ExecutableName)
+	}
+	if err := os.Unsetenv(EnvConfig); err != nil {
+		return nil, err
+	}
+	if len(data) > maxConfigBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", EnvConfig, maxConfigBytes)
+	}
+	var cfg Config
+	dec := json.NewDecoder(strings.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvConfig, err)
+	}
+	return &cfg, nil
+}
+
+// withoutConfig returns env without any EnvConfig entry.
+func withoutConfig(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, EnvConfig+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

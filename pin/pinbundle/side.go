@@ -1,0 +1,106 @@
+package pinbundle
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/sigstore/sigstore-go/pkg/bundle"
+
+	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/pin"
+)
+
+// MaxBytes bounds a bundle file read for a diff.
+const MaxBytes = attest.MaxStatementBytes + 1<<20
+
+// ErrNotBundle is returned by Statement for a file that is not a Sigstore
+// bundle with a DSSE envelope.
+var ErrNotBundle = errors.New("not a Sigstore bundle with a DSSE envelope")
+
+// Statement reads the statement out of a Sigstore bundle's DSSE envelope
+// WITHOUT verifying anything but its form: the bundle must parse
+// (sigstore-go), the payload type must be in-toto, and the statement must
+// pass attest.Parse. Use it to show what a bundle claims (a diff); never to
+// decide what to trust.
+func Statement(data []byte) (*attest.Statement, error) {
+	if len(data) > MaxBytes {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrNotBundle, MaxBytes)
+	}
+	b := &bundle.Bundle{}
+	bundle.AllowCertificateChain()(b)
+	if err := b.UnmarshalJSON(data); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotBundle, err)
+	}
+	env := b.GetDsseEnvelope()
+	if env == nil {
+		return nil, fmt.Errorf("%w: it signs a message, not a DSSE envelope", ErrNotBundle)
+	}
+	if env.GetPayloadType() != attest.PayloadType {
+		return nil, fmt.Errorf("%w: payload type %s, want %s", ErrNotBundle, strconv.Quote(env.GetPayloadType()), attest.PayloadType)
+	}
+	return attest.Parse(env.GetPayload())
+}
+
+// ReadSideFile reads path as a side of a diff when it is a file that holds
+// a lock, a Sigstore bundle or a snapshot (decided by content, see
+// pin.DetectFile): a lock is checked completely (pin.Parse), a bundle's
+// statement is read WITHOUT verifying its signature (the side is marked
+// Unverified), a snapshot is parsed strictly. ok is false, with no error,
+// when path is not such a file (a missing file, a directory, a program,
+// anything else): the caller then treats it as a source (a command line or
+// URL). A file that is a lock, a bundle or a snapshot but is refused is an
+// error.
+func ReadSideFile(path string) (side *pin.Side, ok bool, err error) {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > MaxBytes {
+		return nil, false, nil
+	}
+	data, err := readCapped(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %w", textsafe.Quote(path), err)
+	}
+	switch pin.DetectFile(data) {
+	case pin.FileLock:
+		l, err := pin.Parse(data)
+		if err != nil {
+			return nil, true, &pin.LockError{Path: path, Err: err}
+		}
+		return pin.LockSide(path, l), true, nil
+	case pin.FileBundle:
+		st, err := Statement(data)
+		if err != nil {
+			return nil, true, fmt.Errorf("bundle %s: %w", textsafe.Quote(path), err)
+		}
+		return pin.StatementSide(path, st), true, nil
+	case pin.FileSnapshot:
+		s, err := digest.ParseSnapshot(data)
+		if err != nil {
+			return nil, true, fmt.Errorf("snapshot %s: %w", textsafe.Quote(path), err)
+		}
+		return pin.SnapshotSide(path, pin.OriginSnapshot, s), true, nil
+	}
+	return nil, false, nil
+}
+
+// readCapped reads at most MaxBytes of the file at path: it may have grown
+// since it was looked at.
+func readCapped(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxBytes {
+		return nil, fmt.Errorf("larger than %d bytes", MaxBytes)
+	}
+	return data, nil
+}

@@ -1,0 +1,29 @@
+package pinbundle
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/verify"
+)
+
+// Verifier returns a function, usable as a proxy.VerifyFunc, that verifies
+// the bundle file at bundlePath with v (its trust and policy) against the
+// observed definitions, reading the file anew on every call (a host that
+// updates a server and its bundle together gets the update approved), and
+// returns the approval to record (ApprovalOf).
+func Verifier(v *verify.Verifier, bundlePath string) func(context.Context, *digest.Snapshot) (pin.Approval, error) {
+	return func(ctx context.Context, snap *digest.Snapshot) (pin.Approval, error) {
+		data, err := verify.ReadBundleFile(bundlePath)
+		if err != nil {
+			return pin.Approval{}, fmt.Errorf("reading the bundle: %w", err)
+		}
+		res, err := v.Verify(ctx, data, snap)
+		if err != nil {
+			return pin.Approval{}, err
+		}
+		return ApprovalOf(res), nil
+	}
+}
