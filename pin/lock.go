@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"slices"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
@@ -502,31 +502,17 @@ func Read(path string) (*Lock, error) {
 	return l, nil
 }
 
-// readCapped reads a regular file of at most max bytes.
+// readCapped reads a regular file of at most max bytes (a FIFO or device
+// is refused before it is opened: opening one could block).
 func readCapped(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
+	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: not a regular file", ErrMalformed)
 	}
-	if fi.Size() > max {
-		return nil, fmt.Errorf("%w: larger than %d bytes", ErrMalformed, max)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%w: larger than %d bytes", ErrMalformed, max)
-	}
-	return data, nil
+	return boundedfile.Read(path, max, ErrMalformed)
 }
 
 // Lock members, in file order.

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/sigstore/sigstore/pkg/oauthflow"
+
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
 )
 
 // DefaultClientID is the OIDC client ID (and token audience) of the
@@ -162,7 +164,7 @@ func IDToken(ctx context.Context, opts TokenOptions) (*Token, error) {
 // exists, else the value itself if it has the shape of a compact JWT.
 func tokenFromFlag(v string) (string, TokenSource, error) {
 	if fi, err := os.Stat(v); err == nil && fi.Mode().IsRegular() {
-		b, err := readBounded(v, MaxTokenBytes)
+		b, err := boundedfile.Read(v, MaxTokenBytes, nil)
 		if err != nil {
 			return "", "", fmt.Errorf("--identity-token file: %w", err)
 		}
@@ -311,21 +313,4 @@ func browserToken(opts TokenOptions) (string, error) {
 		return "", fmt.Errorf("%w: browser login at %s: %w", ErrNoToken, opts.Issuer, err)
 	}
 	return tok.RawString, nil
-}
-
-// readBounded reads a file of at most limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
-	}
-	return b, nil
 }

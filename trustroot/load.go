@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	prototrustroot "github.com/sigstore/protobuf-specs/gen/pb-go/trustroot/v1"
 	"github.com/sigstore/sigstore-go/pkg/root"
 )
@@ -204,21 +204,10 @@ func ParseTrustedRoot(data []byte) (*root.TrustedRoot, error) {
 	return tr, nil
 }
 
-// readCapped reads at most limit bytes of a file, and fails on more.
+// readCapped reads a file of at most limit bytes; a larger one is
+// ErrTooLarge.
 func readCapped(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: more than %d bytes: %w", path, limit, ErrTooLarge)
-	}
-	return data, nil
+	return boundedfile.Read(path, limit, ErrTooLarge)
 }
 
 // logsAndTimestamps exposes only the logs and timestamping authorities of

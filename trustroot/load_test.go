@@ -78,7 +78,7 @@ func TestLoadTrustedRootFile(t *testing.T) {
 		{"too many logs", manyLogs, "more than"},
 		{"chain too long", longChain, "more than"},
 		{"not JSON", []byte("<html>"), "trusted root"},
-		{"too large", append(prod, make([]byte, MaxTrustedRootBytes)...), "more than"},
+		{"too large", append(prod, make([]byte, MaxTrustedRootBytes)...), "larger than 1048576 bytes"},
 		{"tlog without validity", mutated(func(d map[string]any) {
 			delete(d["tlogs"].([]any)[0].(map[string]any)["publicKey"].(map[string]any), "validFor")
 		}), "validity"},

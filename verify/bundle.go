@@ -5,10 +5,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"golang.org/x/mod/semver"
@@ -24,19 +23,7 @@ const MaxBundleBytes = 16 << 20
 // ReadBundleFile reads a bundle file, refusing one larger than
 // MaxBundleBytes without reading it all.
 func ReadBundleFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxBundleBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(data) > MaxBundleBytes {
-		return nil, fmt.Errorf("%s: %w: larger than %d bytes", path, ErrBundleTooLarge, MaxBundleBytes)
-	}
-	return data, nil
+	return boundedfile.Read(path, MaxBundleBytes, ErrBundleTooLarge)
 }
 
 // BundleDigest returns "sha256:" and the hex SHA-256 of a bundle's bytes:

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/sign"
 )
@@ -292,7 +293,7 @@ only verifiers told to accept a chain in a v0.3 bundle read.
 
 // loadKey reads and decrypts the --key file.
 func loadKey(a *app, o *options.KeyOptions) (crypto.Signer, error) {
-	b, err := readLimited(o.Key, sign.MaxKeyFileBytes)
+	b, err := boundedfile.Read(o.Key, sign.MaxKeyFileBytes, nil)
 	if err != nil {
 		return nil, fmt.Errorf("--key: %w", err)
 	}
@@ -510,25 +511,8 @@ func writeSignJSON(w io.Writer, path string, st *attest.Statement, res *sign.Res
 	return enc.Encode(out)
 }
 
-// readLimited reads a file of at most limit bytes.
-func readLimited(path string, limit int64) ([]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
-	}
-	return b, nil
-}
-
 func readCertificates(path string) ([]*x509.Certificate, error) {
-	b, err := readLimited(path, sign.MaxKeyFileBytes)
+	b, err := boundedfile.Read(path, sign.MaxKeyFileBytes, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/trustroot"
 )
@@ -80,7 +80,7 @@ commands with --offline can use it. Pin the written file and pass it with
 			}
 			opts := trustroot.Options{CacheDir: cacheDir, Mirror: mirror, Refresh: true, Timeout: timeout}
 			if tufRoot != "" {
-				data, err := trReadFile(tufRoot, trustroot.MaxTrustedRootBytes)
+				data, err := boundedfile.Read(tufRoot, trustroot.MaxTrustedRootBytes, nil)
 				if err != nil {
 					return fmt.Errorf("--tuf-root: %w", err)
 				}
@@ -281,7 +281,7 @@ func trCreateAuthorities(f trEntryFlags, chains, urls, starts, ends []string) ([
 	}
 	var out []trustroot.Authority
 	for i, path := range chains {
-		pemData, err := trReadFile(path, trustroot.MaxPEMBytes)
+		pemData, err := boundedfile.Read(path, trustroot.MaxPEMBytes, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f.primary, err)
 		}
@@ -304,7 +304,7 @@ func trCreateLogs(f trEntryFlags, keys, urls, origins, starts, ends []string) ([
 	}
 	var out []trustroot.Log
 	for i, path := range keys {
-		pemData, err := trReadFile(path, trustroot.MaxPEMBytes)
+		pemData, err := boundedfile.Read(path, trustroot.MaxPEMBytes, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f.primary, err)
 		}
@@ -340,7 +340,7 @@ ended or not yet valid now. Text from the file and its certificates is escaped.
 			if err != nil {
 				return err
 			}
-			data, err := trReadFile(args[0], trustroot.MaxTrustedRootBytes)
+			data, err := boundedfile.Read(args[0], trustroot.MaxTrustedRootBytes, nil)
 			if err != nil {
 				return err
 			}
@@ -416,21 +416,4 @@ func trPeriod(from, until *time.Time) string {
 func trSHA256(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
-}
-
-// trReadFile reads a file of at most limit bytes.
-func trReadFile(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", textsafe.Escape(path), limit)
-	}
-	return data, nil
 }

@@ -3,7 +3,6 @@ package pinbundle
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 )
@@ -60,7 +60,7 @@ func ReadSideFile(path string) (side *pin.Side, ok bool, err error) {
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() > MaxBytes {
 		return nil, false, nil
 	}
-	data, err := readCapped(path)
+	data, err := boundedfile.Read(path, MaxBytes, nil)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: %w", textsafe.Quote(path), err)
 	}
@@ -85,22 +85,4 @@ func ReadSideFile(path string) (side *pin.Side, ok bool, err error) {
 		return pin.SnapshotSide(path, pin.OriginSnapshot, s), true, nil
 	}
 	return nil, false, nil
-}
-
-// readCapped reads at most MaxBytes of the file at path: it may have grown
-// since it was looked at.
-func readCapped(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxBytes {
-		return nil, fmt.Errorf("larger than %d bytes", MaxBytes)
-	}
-	return data, nil
 }

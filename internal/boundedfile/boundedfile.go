@@ -1,0 +1,42 @@
+// Package boundedfile reads the files whose size mcpsign bounds (bundles,
+// locks, keys, certificates, trusted roots, tokens), so that a huge or
+// endless file is refused after at most limit+1 bytes instead of filling
+// memory.
+package boundedfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+)
+
+// ErrTooLarge is wrapped by the error of a file larger than its limit when
+// the caller names no error of its own.
+var ErrTooLarge = errors.New("file too large")
+
+// Read reads the file at path, refusing one of more than limit bytes. The
+// error of a file too large says the path and the limit and wraps tooLarge
+// (ErrTooLarge when nil), so that callers keep their own typed errors; an
+// error opening the file is os.Open's (it names the path), an error reading
+// it is wrapped with the path.
+func Read(path string, limit int64, tooLarge error) ([]byte, error) {
+	if tooLarge == nil {
+		tooLarge = ErrTooLarge
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", textsafe.Escape(path), err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: %w: larger than %d bytes", textsafe.Escape(path), tooLarge, limit)
+	}
+	return data, nil
+}
