@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/mcpsign/mcpsign/digest"
 )
 
 // maxEnvelopeDepth bounds the nesting of a relayed message. MCP messages
@@ -152,7 +152,7 @@ func parseEnvelope(line []byte) (envelope, error) {
 					if val[0] != '"' {
 						return env, &envelopeError{valStart, "method is not a string"}
 					}
-					if env.method, err = decodeString(val); err != nil {
+					if env.method, err = digest.DecodeString(val); err != nil {
 						return env, &envelopeError{valStart, "method: " + err.Error()}
 					}
 					hasMethod = true
@@ -255,7 +255,7 @@ const idNull = "null"
 func idKey(raw []byte) (string, error) {
 	switch c := raw[0]; {
 	case c == '"':
-		s, err := decodeString(raw)
+		s, err := digest.DecodeString(raw)
 		if err != nil {
 			return "", fmt.Errorf("id: %w", err)
 		}
@@ -566,93 +566,8 @@ func (s *scanner) number() error {
 func decodeName(raw, quoted []byte) (string, error) {
 	for _, b := range raw {
 		if b == '\\' || b >= 0x80 {
-			return decodeString(quoted)
+			return digest.DecodeString(quoted)
 		}
 	}
 	return string(raw), nil
-}
-
-// decodeString decodes one JSON string token strictly: invalid UTF-8 and
-// lone surrogates are refused rather than replaced, so that two readers
-// cannot disagree about a name.
-func decodeString(quoted []byte) (string, error) {
-	if len(quoted) < 2 || quoted[0] != '"' || quoted[len(quoted)-1] != '"' {
-		return "", errors.New("not a JSON string")
-	}
-	in := quoted[1 : len(quoted)-1]
-	out := make([]byte, 0, len(in))
-	for i := 0; i < len(in); {
-		b := in[i]
-		switch {
-		case b == '\\':
-			if i+1 >= len(in) {
-				return "", errors.New("unterminated escape")
-			}
-			switch in[i+1] {
-			case '"', '\\', '/':
-				out = append(out, in[i+1])
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r, n, err := decodeU(in[i:])
-				if err != nil {
-					return "", err
-				}
-				out = utf8.AppendRune(out, r)
-				i += n
-				continue
-			default:
-				return "", errors.New("invalid escape")
-			}
-			i += 2
-		case b < 0x20:
-			return "", errors.New("unescaped control character")
-		case b < utf8.RuneSelf:
-			out = append(out, b)
-			i++
-		default:
-			r, size := utf8.DecodeRune(in[i:])
-			if r == utf8.RuneError && size <= 1 {
-				return "", errors.New("invalid UTF-8")
-			}
-			out = append(out, in[i:i+size]...)
-			i += size
-		}
-	}
-	return string(out), nil
-}
-
-// decodeU decodes a \uXXXX escape, or a surrogate pair of two, at the start
-// of in, and returns the rune and the bytes consumed.
-func decodeU(in []byte) (rune, int, error) {
-	hex := func(b []byte) (rune, bool) {
-		if len(b) < 6 || b[0] != '\\' || b[1] != 'u' || !isHex4(b[2:6]) {
-			return 0, false
-		}
-		v, _ := strconv.ParseUint(string(b[2:6]), 16, 16)
-		return rune(v), true
-	}
-	r, ok := hex(in)
-	if !ok {
-		return 0, 0, errors.New("invalid \\u escape")
-	}
-	switch {
-	case utf16.IsSurrogate(r) && r < 0xDC00:
-		r2, ok := hex(in[6:])
-		if !ok || r2 < 0xDC00 || r2 > 0xDFFF {
-			return 0, 0, errors.New("lone surrogate")
-		}
-		return utf16.DecodeRune(r, r2), 12, nil
-	case utf16.IsSurrogate(r):
-		return 0, 0, errors.New("lone surrogate")
-	}
-	return r, 6, nil
 }

@@ -56,7 +56,7 @@ func TestParseEnvelope(t *testing.T) {
 		{name: "leading zero", in: `{"id":01,"result":{}}`, err: "invalid number"},
 		{name: "bad escape", in: `{"id":1,"result":{"a":"\x"}}`, err: "invalid escape"},
 		{name: "control character", in: "{\"id\":1,\"result\":{\"a\":\"\x01\"}}", err: "control character"},
-		{name: "lone surrogate in a name", in: `{"id":1,"\ud800":1,"result":{}}`, err: "lone surrogate"},
+		{name: "lone surrogate in a name", in: `{"id":1,"\ud800":1,"result":{}}`, err: "lone high surrogate"},
 		{name: "invalid UTF-8 in a name", in: "{\"id\":1,\"\xff\":1,\"result\":{}}", err: "invalid UTF-8"},
 		{name: "too deep", in: `{"id":1,"result":` + strings.Repeat("[", maxEnvelopeDepth+2) + strings.Repeat("]", maxEnvelopeDepth+2) + `}`, err: "too deep"},
 		{name: "unterminated", in: `{"id":1,"result":{"a":"b}}`, err: "unterminated"},
