@@ -562,12 +562,26 @@ func (s *scanner) number() error {
 
 // decodeName decodes a member name: raw is its content, quoted the whole
 // string token. Names without escapes are the common case and cost no
-// decoding.
+// decoding; the names of every message cost no allocation either.
 func decodeName(raw, quoted []byte) (string, error) {
 	for _, b := range raw {
 		if b == '\\' || b >= 0x80 {
 			return digest.DecodeString(quoted)
 		}
+	}
+	switch string(raw) { // no conversion: the compiler compares the bytes
+	case "jsonrpc":
+		return "jsonrpc", nil
+	case "id":
+		return "id", nil
+	case "method":
+		return "method", nil
+	case "params":
+		return "params", nil
+	case "result":
+		return "result", nil
+	case "error":
+		return "error", nil
 	}
 	return string(raw), nil
 }

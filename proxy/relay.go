@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/rawio"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
@@ -134,11 +135,15 @@ func newRelay(o *Options, c *child, in io.Reader, out io.Writer) *relay {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
 	return &relay{
-		o:        o,
-		c:        c,
-		clientIn: in,
-		toClient: newOutQueue(out, o.MaxHeldBytes),
-		toServer: newOutQueue(c.stdin, o.MaxHeldBytes),
+		o: o,
+		c: c,
+		// Pipes in the poller are read and written by raw system calls
+		// (internal/rawio): a relay is idle between messages, and going
+		// through the runtime's system call path would wake its monitor
+		// thread on every message.
+		clientIn: rawio.Reader(in),
+		toClient: newOutQueue(rawio.Writer(out), o.MaxHeldBytes),
+		toServer: newOutQueue(rawio.Writer(c.stdin), o.MaxHeldBytes),
 		prefix:   "mcpsign-" + hex.EncodeToString(rnd[:]) + "-",
 		own:      map[string]chan ownReply{},
 		wake:     make(chan struct{}, 1),
@@ -208,7 +213,7 @@ func (r *relay) signal() {
 
 func (r *relay) run(ctx context.Context) error {
 	go r.read(r.clientIn, false)
-	go r.read(r.c.stdout, true)
+	go r.read(rawio.Reader(r.c.stdout), true)
 	defer r.toClient.wait(r.o.ShutdownGrace)
 	var endTimer <-chan time.Time // after the client left: how long the server gets to finish
 	closing := false

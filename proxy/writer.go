@@ -19,6 +19,7 @@ type outQueue struct {
 	mu      sync.Mutex
 	drained sync.Cond // signalled when the queue empties or writing fails
 	q       [][]byte
+	spare   [][]byte // the other slice of flush's two (see flush)
 	size    int
 	max     int
 	busy    bool   // a goroutine is writing
@@ -56,9 +57,13 @@ func (o *outQueue) flush() {
 		return
 	}
 	o.busy = true
-	var batch [][]byte
+	// Two slices take turns as the queue and the batch being written, so
+	// that a busy session does not allocate one per message.
+	batch := o.spare
+	o.spare = nil
 	for {
 		if len(o.q) == 0 || o.err != nil {
+			o.spare = batch[:0]
 			o.busy = false
 			done := o.closed && o.onEmpty != nil
 			fn := o.onEmpty

@@ -34,11 +34,12 @@ func main() {
 	if len(cfg.VerifyCommand) > 0 {
 		verify = proxy.CommandVerifier(cfg.VerifyCommand)
 	}
-	stdin, restore := proxycmd.PollableStdin()
+	stdin, stdout, restore := proxycmd.PollableStdio()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := proxycmd.Run(ctx, cfg, verify, stdin, os.Stdout, os.Stderr)
+	code := proxycmd.Run(ctx, cfg, verify, stdin, stdout, os.Stderr)
 	stop()
 	restore()
-	runtime.KeepAlive(stdin) // its finalizer would close fd 0
+	runtime.KeepAlive(stdin) // their finalizers would close fds 0 and 1
+	runtime.KeepAlive(stdout)
 	os.Exit(code)
 }
