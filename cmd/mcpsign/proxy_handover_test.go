@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/sigstack"
 	"github.com/mcpsign/mcpsign/pin"
 )
 
@@ -261,4 +262,65 @@ func TestProxyHandOver(t *testing.T) {
 			t.Fatalf("exit %d", code)
 		}
 	})
+}
+
+// TestProxyHandOverKeyless passes the keyless verify flags (identity,
+// issuer, an anchored identity regexp, the trusted root, the timestamp
+// policy) through the hand-over to 'mcpsign proxy-verify', against the
+// local Sigstore stack: the recorded signer first uses; anyone else is
+// blocked before a lock is written.
+func TestProxyHandOverKeyless(t *testing.T) {
+	env := sigstack.Require(t)
+	mcpsign := fixtures.BuildMcpsign(t)
+	server := fixtures.BuildExampleServer(t)
+	dir := t.TempDir()
+	email := "handover@example.com"
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte(env.FreshToken(t, email)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(dir, "k.sigstore.json")
+	if code, _, stderr := runCLI(t, "sign", "--signing-config", env.SigningConfig, "--trusted-root", env.TrustedRoot,
+		"--identity-token", token, "-o", bundle, "--", server); code != 0 {
+		t.Fatalf("sign: %s", stderr)
+	}
+	tests := []struct {
+		name     string
+		identity []string
+		wantCode int
+	}{
+		{"the signer", []string{"--certificate-identity", email}, 0},
+		{"the signer, by an anchored regexp", []string{"--certificate-identity-regexp", `^handover@example\.com$`}, 0},
+		{"anyone else", []string{"--certificate-identity", "mallory@example.com"}, proxycmd.ExitBlocked},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			lock := filepath.Join(dir, fmt.Sprintf("%d.lock", i))
+			argv := append([]string{mcpsign, "proxy", "--lock", lock, "--bundle", bundle, "--trusted-root", env.TrustedRoot,
+				"--certificate-oidc-issuer", env.OIDCIssuer, "--require-timestamp"}, tc.identity...)
+			p, err := startProxyProcess(t, append(argv, "--", server)...)
+			if (err == nil) != (tc.wantCode == 0) {
+				t.Fatalf("connect: %v", err)
+			}
+			if code := p.end(t); code != tc.wantCode {
+				t.Fatalf("exit %d, want %d", code, tc.wantCode)
+			}
+			l, err := pin.Read(lock)
+			if tc.wantCode != 0 {
+				if err == nil {
+					t.Error("a lock was written")
+				}
+				if !strings.Contains(p.stderr.String(), "mallory@example.com") {
+					t.Errorf("the report does not name the expected identity:\n%s", p.stderr.String())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a := l.Approval; a.Method != pin.MethodSigstore || a.Identity != email || a.Issuer != env.OIDCIssuer || a.Tlog == nil {
+				t.Errorf("approval %+v", a)
+			}
+		})
+	}
 }
