@@ -17,6 +17,9 @@ type span struct{ start, end int }
 type structScanner struct {
 	in  []byte
 	pos int
+	// escapes, when set, checks the form of every escape in every string
+	// (Members: the whole object must be RFC 8259 JSON).
+	escapes bool
 }
 
 func (s *structScanner) errorf(format string, args ...any) error {
@@ -79,6 +82,10 @@ func (s *structScanner) str() (span, error) {
 		case b == '"':
 			s.pos++
 			return span{start, s.pos - 1}, nil
+		case b == '\\' && s.escapes:
+			if err := s.escape(); err != nil {
+				return span{}, err
+			}
 		case b == '\\':
 			s.pos += 2
 		case b < 0x20:
@@ -88,6 +95,25 @@ func (s *structScanner) str() (span, error) {
 		}
 	}
 	return span{}, s.errorf("unterminated string")
+}
+
+// escape checks the form of the escape at s.pos and skips it.
+func (s *structScanner) escape() error {
+	if s.pos+1 >= len(s.in) {
+		return s.errorf("unterminated string")
+	}
+	switch s.in[s.pos+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		s.pos += 2
+	case 'u':
+		if _, ok := hex4(s.in, s.pos+2); !ok {
+			return s.errorf("invalid \\u escape")
+		}
+		s.pos += 6
+	default:
+		return s.errorf("invalid escape %s", quoteByte(s.in[s.pos+1]))
+	}
+	return nil
 }
 
 // object skips an object; for each member it calls each (when not nil)
@@ -166,14 +192,24 @@ func (s *structScanner) array(depth int, each func(val span)) error {
 	}
 }
 
-// topMembers returns the members of the JSON object that is the whole of
-// data, as subslices of data (no copy), refusing a repeated name. Names are
-// decoded strictly.
-func topMembers(data []byte, what string) (names []string, values map[string][]byte, err error) {
-	s := &structScanner{in: data}
+// Members returns the members of the JSON object that is the whole of
+// data, in order, with their values as subslices of data (no copy). The
+// object's structure is checked (RFC 8259) and its member names are decoded
+// strictly (DecodeString), so a repeated name is refused however it is
+// spelled ("id" and "\u0069d" are one name). Values are checked for
+// structure and escape form only: decode a string value with DecodeString.
+func Members(data []byte) (names []string, values map[string][]byte, err error) {
+	return members(data, true)
+}
+
+// members is Members; escapes says whether escapes in values are checked
+// (the envelope of a listing leaves them to each definition's own check,
+// so that a bad definition is named).
+func members(data []byte, escapes bool) (names []string, values map[string][]byte, err error) {
+	s := &structScanner{in: data, escapes: escapes}
 	s.space()
 	if s.pos >= len(data) || data[s.pos] != '{' {
-		return nil, nil, fmt.Errorf("%s: not a JSON object", what)
+		return nil, nil, errors.New("not a JSON object")
 	}
 	values = map[string][]byte{}
 	err = s.object(1, func(name, val span) error {
@@ -194,6 +230,16 @@ func topMembers(data []byte, what string) (names []string, values map[string][]b
 			err = s.errorf("unexpected data after the JSON object")
 		}
 	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return names, values, nil
+}
+
+// topMembers is Members for the envelope of a listing or snapshot, with
+// errors that name what data is.
+func topMembers(data []byte, what string) (names []string, values map[string][]byte, err error) {
+	names, values, err = members(data, false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", what, err)
 	}

@@ -101,82 +101,57 @@ func parseEnvelope(line []byte) (envelope, error) {
 	}
 	var seen [6]bool // jsonrpc, id, method, params, result, error
 	var hasMethod bool
-	s.pos++
-	s.space()
-	if s.pos < len(line) && line[s.pos] == '}' {
-		s.pos++
-	} else {
-		for {
-			s.space()
-			if s.pos >= len(line) || line[s.pos] != '"' {
-				return env, s.fail("expected a member name")
-			}
-			nameStart := s.pos
-			raw, err := s.str()
-			if err != nil {
-				return env, err
-			}
-			name, err := decodeName(raw, line[nameStart:s.pos])
-			if err != nil {
-				return env, &envelopeError{nameStart, err.Error()}
-			}
-			s.space()
-			if s.pos >= len(line) || line[s.pos] != ':' {
-				return env, s.fail("expected ':' after a member name")
-			}
-			s.pos++
-			s.space()
-			valStart := s.pos
-			slot := memberSlot(name)
-			if slot == slotResult && s.pos < len(line) && line[s.pos] == '{' {
-				env.lists, err = s.resultObject()
-			} else {
-				err = s.value(1)
-			}
-			if err != nil {
-				return env, err
-			}
-			val := line[valStart:s.pos:s.pos]
-			if slot >= 0 {
-				if seen[slot] {
-					return env, &envelopeError{nameStart, "repeated member " + strconv.Quote(name)}
-				}
-				seen[slot] = true
-				switch slot {
-				case slotID:
-					if env.idKey, err = idKey(val); err != nil {
-						return env, &envelopeError{valStart, err.Error()}
-					}
-					env.id = val
-				case slotMethod:
-					if val[0] != '"' {
-						return env, &envelopeError{valStart, "method is not a string"}
-					}
-					if env.method, err = digest.DecodeString(val); err != nil {
-						return env, &envelopeError{valStart, "method: " + err.Error()}
-					}
-					hasMethod = true
-				case slotParams:
-					env.params = val
-				case slotResult:
-					env.result = val
-				case slotError:
-					env.errorV = val
-				}
-			} else if isDuplicateOther(&s, name) {
-				return env, &envelopeError{nameStart, "repeated member " + strconv.Quote(name)}
-			}
-			s.space()
-			if s.pos < len(line) && line[s.pos] == ',' {
-				s.pos++
-				continue
-			}
-			if s.pos < len(line) && line[s.pos] == '}' {
-				s.pos++
-				break
-			}
-			return env, s.fail("expected ',' or '}' in an object")
+	err := s.object(1, func(nameStart int, raw []byte) error {
+		name, err := decodeName(raw, line[nameStart:nameStart+len(raw)+2])
+		if err != nil {
+			return &envelopeError{nameStart, err.Error()}
 		}
+		valStart := s.pos
+		slot := memberSlot(name)
+		if slot == slotResult && s.pos < len(line) && line[s.pos] == '{' {
+			env.lists, err = s.resultObject()
+		} else {
+			err = s.value(1)
+		}
+		if err != nil {
+			return err
+		}
+		val := line[valStart:s.pos:s.pos]
+		if slot < 0 {
+			if isDuplicateOther(&s, name) {
+				return &envelopeError{nameStart, "repeated member " + strconv.Quote(name)}
+			}
+			return nil
+		}
+		if seen[slot] {
+			return &envelopeError{nameStart, "repeated member " + strconv.Quote(name)}
+		}
+		seen[slot] = true
+		switch slot {
+		case slotID:
+			if env.idKey, err = idKey(val); err != nil {
+				return &envelopeError{valStart, err.Error()}
+			}
+			env.id = val
+		case slotMethod:
+			if val[0] != '"' {
+				return &envelopeError{valStart, "method is not a string"}
+			}
+			if env.method, err = digest.DecodeString(val); err != nil {
+				return &envelopeError{valStart, "method: " + err.Error()}
+			}
+			hasMethod = true
+		case slotParams:
+			env.params = val
+		case slotResult:
+			env.result = val
+		case slotError:
+			env.errorV = val
+		}
+		return nil
+	})
+	if err != nil {
+		return env, err
 	}
 	s.space()
 	if s.pos != len(line) {
@@ -301,7 +276,7 @@ func (s *scanner) value(depth int) error {
 	}
 	switch b := s.in[s.pos]; {
 	case b == '{':
-		return s.object(depth + 1)
+		return s.object(depth+1, nil)
 	case b == '[':
 		return s.array(depth + 1)
 	case b == '"':
@@ -320,7 +295,12 @@ func (s *scanner) value(depth int) error {
 	}
 }
 
-func (s *scanner) object(depth int) error {
+// object reads the object at s.pos (its '{'). For each member it reads the
+// name and the ':', then calls each with where the name starts and its raw
+// content (without the quotes); each must read the value. A nil each skips
+// every value. Every object of a message is read here, so that all agree on
+// what a member is.
+func (s *scanner) object(depth int, each func(nameStart int, raw []byte) error) error {
 	if depth > maxEnvelopeDepth {
 		return s.fail("nesting too deep")
 	}
@@ -335,7 +315,9 @@ func (s *scanner) object(depth int) error {
 		if s.pos >= len(s.in) || s.in[s.pos] != '"' {
 			return s.fail("expected a member name")
 		}
-		if _, err := s.str(); err != nil {
+		nameStart := s.pos
+		raw, err := s.str()
+		if err != nil {
 			return err
 		}
 		s.space()
@@ -344,7 +326,12 @@ func (s *scanner) object(depth int) error {
 		}
 		s.pos++
 		s.space()
-		if err := s.value(depth); err != nil {
+		if each == nil {
+			err = s.value(depth)
+		} else {
+			err = each(nameStart, raw)
+		}
+		if err != nil {
 			return err
 		}
 		s.space()
@@ -374,63 +361,32 @@ var resultMembers = [...]string{"tools", "prompts", "resourceTemplates", "nextCu
 func (s *scanner) resultObject() (listMembers, error) {
 	var lists listMembers
 	var seen [len(resultMembers)]bool
-	s.pos++
-	s.space()
-	if s.pos < len(s.in) && s.in[s.pos] == '}' {
-		s.pos++
-		return 0, nil
-	}
-	for {
-		s.space()
-		if s.pos >= len(s.in) || s.in[s.pos] != '"' {
-			return 0, s.fail("expected a member name")
-		}
-		nameStart := s.pos
-		raw, err := s.str()
+	err := s.object(2, func(nameStart int, raw []byte) error {
+		name, err := decodeName(raw, s.in[nameStart:nameStart+len(raw)+2])
 		if err != nil {
-			return 0, err
-		}
-		name, err := decodeName(raw, s.in[nameStart:s.pos])
-		if err != nil {
-			return 0, &envelopeError{nameStart, err.Error()}
+			return &envelopeError{nameStart, err.Error()}
 		}
 		for i, m := range resultMembers {
 			if len(name) < len(m) || len(name) > 3*len(m) || !strings.EqualFold(name, m) {
 				continue
 			}
 			if name != m {
-				return 0, &envelopeError{nameStart, "result member " + strconv.Quote(name) + " would be read as " + strconv.Quote(m)}
+				return &envelopeError{nameStart, "result member " + strconv.Quote(name) + " would be read as " + strconv.Quote(m)}
 			}
 			if seen[i] {
-				return 0, &envelopeError{nameStart, "repeated result member " + strconv.Quote(name)}
+				return &envelopeError{nameStart, "repeated result member " + strconv.Quote(name)}
 			}
 			seen[i] = true
 			if i < 3 {
 				lists |= 1 << i
 			}
 		}
-		s.space()
-		if s.pos >= len(s.in) || s.in[s.pos] != ':' {
-			return 0, s.fail("expected ':' after a member name")
-		}
-		s.pos++
-		s.space()
-		if err := s.value(2); err != nil {
-			return 0, err
-		}
-		s.space()
-		if s.pos < len(s.in) {
-			switch s.in[s.pos] {
-			case ',':
-				s.pos++
-				continue
-			case '}':
-				s.pos++
-				return lists, nil
-			}
-		}
-		return 0, s.fail("expected ',' or '}' in an object")
+		return s.value(2)
+	})
+	if err != nil {
+		return 0, err
 	}
+	return lists, nil
 }
 
 func (s *scanner) array(depth int) error {

@@ -405,64 +405,13 @@ func serverInfo(raw []byte) (digest.ServerInfo, error) {
 }
 
 // members returns the members of the JSON object data, refusing repeated
-// names (decoded), as subslices of data.
+// names (decoded), as subslices of data (digest.Members).
 func members(data []byte, what string) (map[string][]byte, error) {
-	s := scanner{in: data}
-	s.space()
-	if s.pos >= len(data) || data[s.pos] != '{' {
-		return nil, fmt.Errorf("%s is not a JSON object", what)
+	_, m, err := digest.Members(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	out := map[string][]byte{}
-	s.pos++
-	s.space()
-	if s.pos < len(data) && data[s.pos] == '}' {
-		s.pos++
-	} else {
-		for {
-			s.space()
-			if s.pos >= len(data) || data[s.pos] != '"' {
-				return nil, fmt.Errorf("%s: %w", what, s.fail("expected a member name"))
-			}
-			start := s.pos
-			raw, err := s.str()
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", what, err)
-			}
-			name, err := decodeName(raw, data[start:s.pos])
-			if err != nil {
-				return nil, fmt.Errorf("%s: member name: %w", what, err)
-			}
-			s.space()
-			if s.pos >= len(data) || data[s.pos] != ':' {
-				return nil, fmt.Errorf("%s: %w", what, s.fail("expected ':'"))
-			}
-			s.pos++
-			s.space()
-			vs := s.pos
-			if err := s.value(1); err != nil {
-				return nil, fmt.Errorf("%s: %w", what, err)
-			}
-			if _, dup := out[name]; dup {
-				return nil, fmt.Errorf("%s: repeated member %s", what, strconv.Quote(name))
-			}
-			out[name] = data[vs:s.pos:s.pos]
-			s.space()
-			if s.pos < len(data) && data[s.pos] == ',' {
-				s.pos++
-				continue
-			}
-			if s.pos < len(data) && data[s.pos] == '}' {
-				s.pos++
-				break
-			}
-			return nil, fmt.Errorf("%s: %w", what, s.fail("expected ',' or '}'"))
-		}
-	}
-	s.space()
-	if s.pos != len(data) {
-		return nil, fmt.Errorf("%s: %w", what, s.fail("unexpected data after the object"))
-	}
-	return out, nil
+	return m, nil
 }
 
 // shorten cuts s to about max bytes for a message.
