@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
+
+	"github.com/mcpsign/mcpsign/internal/jsonscan"
 )
 
 // MaxDepth bounds the nesting of arrays and objects in any JSON text that
@@ -130,7 +132,7 @@ func (c *canonicalizer) value(depth int) error {
 	case b == 'n':
 		return c.literal("null")
 	default:
-		return c.fail("invalid character " + quoteByte(b) + " where a value was expected")
+		return c.fail("invalid character " + jsonscan.QuoteByte(b) + " where a value was expected")
 	}
 }
 
@@ -179,7 +181,7 @@ func (c *canonicalizer) array(depth int) error {
 			c.path = c.path[:len(c.path)-1]
 			return nil
 		default:
-			return c.fail("expected ',' or ']' in an array, found " + quoteByte(c.in[c.pos]))
+			return c.fail("expected ',' or ']' in an array, found " + jsonscan.QuoteByte(c.in[c.pos]))
 		}
 	}
 }
@@ -209,7 +211,7 @@ func (c *canonicalizer) object(depth int) error {
 			if c.pos >= len(c.in) {
 				return c.fail("unexpected end of input in an object")
 			}
-			return c.fail("expected a member name, found " + quoteByte(c.in[c.pos]))
+			return c.fail("expected a member name, found " + jsonscan.QuoteByte(c.in[c.pos]))
 		}
 		keyStart := len(c.keys)
 		var err error
@@ -269,7 +271,7 @@ func (c *canonicalizer) object(depth int) error {
 			continue
 		}
 		if c.in[c.pos] != '}' {
-			return c.fail("expected ',' or '}' in an object, found " + quoteByte(c.in[c.pos]))
+			return c.fail("expected ',' or '}' in an object, found " + jsonscan.QuoteByte(c.in[c.pos]))
 		}
 		c.pos++
 		break
@@ -362,7 +364,7 @@ func (c *canonicalizer) str(dst []byte, canonical bool) ([]byte, error) {
 		case b == '\\':
 			return c.strSlow(dst, start, canonical)
 		case b < 0x20:
-			return dst, c.fail("unescaped control character " + quoteByte(b) + " in a string")
+			return dst, c.fail("unescaped control character " + jsonscan.QuoteByte(b) + " in a string")
 		case b < utf8.RuneSelf:
 			c.pos++
 		default:
@@ -420,7 +422,7 @@ func (c *canonicalizer) strSlow(dst []byte, start int, canonical bool) ([]byte, 
 				return dst, c.fail("invalid escape \\" + string(rune(e)))
 			}
 		case b < 0x20:
-			return dst, c.fail("unescaped control character " + quoteByte(b) + " in a string")
+			return dst, c.fail("unescaped control character " + jsonscan.QuoteByte(b) + " in a string")
 		case b < utf8.RuneSelf:
 			decoded = append(decoded, b)
 			c.pos++
@@ -492,70 +494,18 @@ func hex4(in []byte, at int) (rune, bool) {
 // gowebpki/jcs formats it.
 func (c *canonicalizer) number() error {
 	start := c.pos
-	in := c.in
-	p := c.pos
-	if in[p] == '-' {
-		p++
+	p, reason := jsonscan.NumberEnd(c.in, start)
+	if reason != "" {
+		return c.fail(reason)
 	}
-	if p >= len(in) {
-		c.pos = p
-		return c.fail("invalid number: digits expected after '-'")
-	}
-	switch {
-	case in[p] == '0':
-		p++
-		if p < len(in) && in[p] >= '0' && in[p] <= '9' {
-			c.pos = start
-			return c.fail("invalid number: leading zero")
-		}
-	case in[p] >= '1' && in[p] <= '9':
-		for p < len(in) && in[p] >= '0' && in[p] <= '9' {
-			p++
-		}
-	default:
-		c.pos = start
-		return c.fail("invalid number: digits expected")
-	}
-	intDigits := p - start
-	simple := true
-	if p < len(in) && in[p] == '.' {
-		simple = false
-		p++
-		d := p
-		for p < len(in) && in[p] >= '0' && in[p] <= '9' {
-			p++
-		}
-		if p == d {
-			c.pos = start
-			return c.fail("invalid number: digits expected after '.'")
+	intDigits, simple := p-start, true
+	for i, b := range c.in[start:p] {
+		if b == '.' || b == 'e' || b == 'E' {
+			intDigits, simple = i, false
+			break
 		}
 	}
-	if p < len(in) && (in[p] == 'e' || in[p] == 'E') {
-		simple = false
-		p++
-		if p < len(in) && (in[p] == '+' || in[p] == '-') {
-			p++
-		}
-		d := p
-		for p < len(in) && in[p] >= '0' && in[p] <= '9' {
-			p++
-		}
-		if p == d {
-			c.pos = start
-			return c.fail("invalid number: digits expected in the exponent")
-		}
-	}
-	// A number token must end at a delimiter; "1x", "0x10" and "1_0" are
-	// not numbers.
-	if p < len(in) {
-		switch in[p] {
-		case ',', ']', '}', ' ', '\t', '\n', '\r':
-		default:
-			c.pos = start
-			return c.fail("invalid number: unexpected " + quoteByte(in[p]) + " in a number")
-		}
-	}
-	tok := in[start:p]
+	tok := c.in[start:p]
 	c.pos = p
 	// Integers of at most 15 digits are exact doubles below 2^53 and are
 	// already in canonical form, but for "-0".
@@ -656,11 +606,4 @@ func utf16Weight(r rune) int {
 		return int(r) + 0x110000
 	}
 	return int(r)
-}
-
-func quoteByte(b byte) string {
-	if b >= 0x20 && b < 0x7F {
-		return strconv.QuoteRune(rune(b))
-	}
-	return "byte 0x" + strconv.FormatUint(uint64(b), 16)
 }

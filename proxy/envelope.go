@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/jsonscan"
 )
 
 // maxEnvelopeDepth bounds the nesting of a relayed message. MCP messages
@@ -86,41 +87,58 @@ func (e *envelopeError) Error() string {
 // the peer's: with a repeated "id" or "result", two readers could see two
 // different messages.
 func parseEnvelope(line []byte) (envelope, error) {
-	var env envelope
-	s := scanner{in: line}
-	s.space()
-	if s.pos >= len(line) {
-		return env, s.fail("empty message")
+	env, err := readEnvelope(line)
+	var se *jsonscan.Error
+	if errors.As(err, &se) {
+		return env, &envelopeError{se.Offset, se.Reason}
 	}
-	switch line[s.pos] {
+	return env, err
+}
+
+func readEnvelope(line []byte) (envelope, error) {
+	var env envelope
+	s := &jsonscan.Scanner{In: line, MaxDepth: maxEnvelopeDepth, Escapes: true}
+	s.Space()
+	if s.Pos >= len(line) {
+		return env, s.Fail("empty message")
+	}
+	switch line[s.Pos] {
 	case '{':
 	case '[':
 		return env, errBatch
 	default:
-		return env, s.fail("not a JSON object")
+		return env, s.Fail("not a JSON object")
 	}
 	var seen [6]bool // jsonrpc, id, method, params, result, error
+	var others map[string]struct{}
 	var hasMethod bool
-	err := s.object(1, func(nameStart int, raw []byte) error {
-		name, err := decodeName(raw, line[nameStart:nameStart+len(raw)+2])
+	err := s.Object(0, func(nameSpan jsonscan.Span) error {
+		nameStart := nameSpan.Start - 1
+		name, err := decodeName(line[nameSpan.Start:nameSpan.End], line[nameStart:nameSpan.End+1])
 		if err != nil {
 			return &envelopeError{nameStart, err.Error()}
 		}
-		valStart := s.pos
+		valStart := s.Pos
 		slot := memberSlot(name)
-		if slot == slotResult && s.pos < len(line) && line[s.pos] == '{' {
-			env.lists, err = s.resultObject()
+		if slot == slotResult && s.Pos < len(line) && line[s.Pos] == '{' {
+			env.lists, err = resultObject(s)
 		} else {
-			err = s.value(1)
+			_, err = s.Value(1)
 		}
 		if err != nil {
 			return err
 		}
-		val := line[valStart:s.pos:s.pos]
+		val := line[valStart:s.Pos:s.Pos]
 		if slot < 0 {
-			if isDuplicateOther(&s, name) {
+			// Messages rarely have members of their own: the set of their
+			// names is made on first use.
+			if others == nil {
+				others = map[string]struct{}{}
+			}
+			if _, dup := others[name]; dup {
 				return &envelopeError{nameStart, "repeated member " + strconv.Quote(name)}
 			}
+			others[name] = struct{}{}
 			return nil
 		}
 		if seen[slot] {
@@ -153,31 +171,31 @@ func parseEnvelope(line []byte) (envelope, error) {
 	if err != nil {
 		return env, err
 	}
-	s.space()
-	if s.pos != len(line) {
-		return env, s.fail("unexpected data after the message")
+	s.Space()
+	if s.Pos != len(line) {
+		return env, s.Fail("unexpected data after the message")
 	}
 	switch {
 	case hasMethod:
 		if env.result != nil || env.errorV != nil {
-			return env, s.fail("a request with a result or an error")
+			return env, s.Fail("a request with a result or an error")
 		}
 		env.kind = kindNotification
 		if env.id != nil {
 			if env.idKey == idNull {
-				return env, s.fail("a request with a null id")
+				return env, s.Fail("a request with a null id")
 			}
 			env.kind = kindRequest
 		}
 	case env.result != nil && env.errorV != nil:
-		return env, s.fail("a response with both a result and an error")
+		return env, s.Fail("a response with both a result and an error")
 	case env.result != nil || env.errorV != nil:
 		if env.id == nil {
-			return env, s.fail("a response without an id")
+			return env, s.Fail("a response without an id")
 		}
 		env.kind = kindResponse
 	default:
-		return env, s.fail("neither a request nor a response")
+		return env, s.Fail("neither a request nor a response")
 	}
 	return env, nil
 }
@@ -204,20 +222,6 @@ func memberSlot(name string) int {
 		}
 	}
 	return -1
-}
-
-// isDuplicateOther records a member name other than the JSON-RPC ones and
-// reports whether it was seen before. Messages rarely have any such member,
-// so the set is allocated on first use.
-func isDuplicateOther(s *scanner, name string) bool {
-	if s.others == nil {
-		s.others = map[string]struct{}{}
-	}
-	if _, ok := s.others[name]; ok {
-		return true
-	}
-	s.others[name] = struct{}{}
-	return false
 }
 
 // idNull is the idKey of a null id.
@@ -247,108 +251,6 @@ func idKey(raw []byte) (string, error) {
 	return "", errors.New("id is neither a string, a number nor null")
 }
 
-// scanner checks the RFC 8259 structure of a message while skipping values.
-type scanner struct {
-	in     []byte
-	pos    int
-	others map[string]struct{}
-}
-
-func (s *scanner) fail(reason string) error {
-	return &envelopeError{s.pos, reason}
-}
-
-func (s *scanner) space() {
-	for s.pos < len(s.in) {
-		switch s.in[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
-	}
-}
-
-// value skips one value.
-func (s *scanner) value(depth int) error {
-	if s.pos >= len(s.in) {
-		return s.fail("unexpected end of message")
-	}
-	switch b := s.in[s.pos]; {
-	case b == '{':
-		return s.object(depth+1, nil)
-	case b == '[':
-		return s.array(depth + 1)
-	case b == '"':
-		_, err := s.str()
-		return err
-	case b == '-' || (b >= '0' && b <= '9'):
-		return s.number()
-	default:
-		for _, lit := range [...]string{"true", "false", "null"} {
-			if len(s.in)-s.pos >= len(lit) && string(s.in[s.pos:s.pos+len(lit)]) == lit {
-				s.pos += len(lit)
-				return nil
-			}
-		}
-		return s.fail("invalid character where a value was expected")
-	}
-}
-
-// object reads the object at s.pos (its '{'). For each member it reads the
-// name and the ':', then calls each with where the name starts and its raw
-// content (without the quotes); each must read the value. A nil each skips
-// every value. Every object of a message is read here, so that all agree on
-// what a member is.
-func (s *scanner) object(depth int, each func(nameStart int, raw []byte) error) error {
-	if depth > maxEnvelopeDepth {
-		return s.fail("nesting too deep")
-	}
-	s.pos++
-	s.space()
-	if s.pos < len(s.in) && s.in[s.pos] == '}' {
-		s.pos++
-		return nil
-	}
-	for {
-		s.space()
-		if s.pos >= len(s.in) || s.in[s.pos] != '"' {
-			return s.fail("expected a member name")
-		}
-		nameStart := s.pos
-		raw, err := s.str()
-		if err != nil {
-			return err
-		}
-		s.space()
-		if s.pos >= len(s.in) || s.in[s.pos] != ':' {
-			return s.fail("expected ':' after a member name")
-		}
-		s.pos++
-		s.space()
-		if each == nil {
-			err = s.value(depth)
-		} else {
-			err = each(nameStart, raw)
-		}
-		if err != nil {
-			return err
-		}
-		s.space()
-		if s.pos < len(s.in) {
-			switch s.in[s.pos] {
-			case ',':
-				s.pos++
-				continue
-			case '}':
-				s.pos++
-				return nil
-			}
-		}
-		return s.fail("expected ',' or '}' in an object")
-	}
-}
-
 // resultMembers are the members of a list result that the proxy reads;
 // each must appear at most once, spelled exactly (see memberSlot).
 var resultMembers = [...]string{"tools", "prompts", "resourceTemplates", "nextCursor"}
@@ -358,11 +260,12 @@ var resultMembers = [...]string{"tools", "prompts", "resourceTemplates", "nextCu
 // repeated, or spelled otherwise than exactly but the same to a
 // case-insensitive reader ("Tools"), is refused: a peer would read
 // definitions the proxy did not check.
-func (s *scanner) resultObject() (listMembers, error) {
+func resultObject(s *jsonscan.Scanner) (listMembers, error) {
 	var lists listMembers
 	var seen [len(resultMembers)]bool
-	err := s.object(2, func(nameStart int, raw []byte) error {
-		name, err := decodeName(raw, s.in[nameStart:nameStart+len(raw)+2])
+	err := s.Object(1, func(nameSpan jsonscan.Span) error {
+		nameStart := nameSpan.Start - 1
+		name, err := decodeName(s.In[nameSpan.Start:nameSpan.End], s.In[nameStart:nameSpan.End+1])
 		if err != nil {
 			return &envelopeError{nameStart, err.Error()}
 		}
@@ -381,139 +284,13 @@ func (s *scanner) resultObject() (listMembers, error) {
 				lists |= 1 << i
 			}
 		}
-		return s.value(2)
+		_, err = s.Value(2)
+		return err
 	})
 	if err != nil {
 		return 0, err
 	}
 	return lists, nil
-}
-
-func (s *scanner) array(depth int) error {
-	if depth > maxEnvelopeDepth {
-		return s.fail("nesting too deep")
-	}
-	s.pos++
-	s.space()
-	if s.pos < len(s.in) && s.in[s.pos] == ']' {
-		s.pos++
-		return nil
-	}
-	for {
-		s.space()
-		if err := s.value(depth); err != nil {
-			return err
-		}
-		s.space()
-		if s.pos < len(s.in) {
-			switch s.in[s.pos] {
-			case ',':
-				s.pos++
-				continue
-			case ']':
-				s.pos++
-				return nil
-			}
-		}
-		return s.fail("expected ',' or ']' in an array")
-	}
-}
-
-// str skips a string and returns its raw content (without the quotes).
-// Escapes are checked for form; content bytes are not checked for UTF-8
-// (a string outside the definitions may hold anything a peer accepts).
-func (s *scanner) str() ([]byte, error) {
-	s.pos++
-	start := s.pos
-	in := s.in
-	for s.pos < len(in) {
-		b := in[s.pos]
-		switch {
-		case b == '"':
-			s.pos++
-			return in[start : s.pos-1], nil
-		case b == '\\':
-			if s.pos+1 >= len(in) {
-				return nil, s.fail("unterminated string")
-			}
-			switch in[s.pos+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.pos += 2
-			case 'u':
-				if s.pos+6 > len(in) || !isHex4(in[s.pos+2:s.pos+6]) {
-					return nil, s.fail("invalid \\u escape")
-				}
-				s.pos += 6
-			default:
-				return nil, s.fail("invalid escape")
-			}
-		case b < 0x20:
-			return nil, s.fail("unescaped control character in a string")
-		default:
-			s.pos++
-		}
-	}
-	return nil, s.fail("unterminated string")
-}
-
-func isHex4(b []byte) bool {
-	for _, c := range b {
-		if !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')) {
-			return false
-		}
-	}
-	return true
-}
-
-func (s *scanner) number() error {
-	in, p := s.in, s.pos
-	if in[p] == '-' {
-		p++
-	}
-	switch {
-	case p >= len(in):
-		return s.fail("invalid number")
-	case in[p] == '0':
-		p++
-	case in[p] >= '1' && in[p] <= '9':
-		for p < len(in) && in[p] >= '0' && in[p] <= '9' {
-			p++
-		}
-	default:
-		return s.fail("invalid number")
-	}
-	if p < len(in) && in[p] == '.' {
-		p++
-		d := p
-		for p < len(in) && in[p] >= '0' && in[p] <= '9' {
-			p++
-		}
-		if p == d {
-			return s.fail("invalid number")
-		}
-	}
-	if p < len(in) && (in[p] == 'e' || in[p] == 'E') {
-		p++
-		if p < len(in) && (in[p] == '+' || in[p] == '-') {
-			p++
-		}
-		d := p
-		for p < len(in) && in[p] >= '0' && in[p] <= '9' {
-			p++
-		}
-		if p == d {
-			return s.fail("invalid number")
-		}
-	}
-	if p < len(in) {
-		switch in[p] {
-		case ',', ']', '}', ' ', '\t', '\n', '\r':
-		default:
-			return s.fail("invalid number")
-		}
-	}
-	s.pos = p
-	return nil
 }
 
 // decodeName decodes a member name: raw is its content, quoted the whole

@@ -58,7 +58,7 @@ func TestParseEnvelope(t *testing.T) {
 		{name: "control character", in: "{\"id\":1,\"result\":{\"a\":\"\x01\"}}", err: "control character"},
 		{name: "lone surrogate in a name", in: `{"id":1,"\ud800":1,"result":{}}`, err: "lone high surrogate"},
 		{name: "invalid UTF-8 in a name", in: "{\"id\":1,\"\xff\":1,\"result\":{}}", err: "invalid UTF-8"},
-		{name: "too deep", in: `{"id":1,"result":` + strings.Repeat("[", maxEnvelopeDepth+2) + strings.Repeat("]", maxEnvelopeDepth+2) + `}`, err: "too deep"},
+		{name: "too deep", in: `{"id":1,"result":` + strings.Repeat("[", maxEnvelopeDepth+2) + strings.Repeat("]", maxEnvelopeDepth+2) + `}`, err: "nesting deeper than"},
 		{name: "unterminated", in: `{"id":1,"result":{"a":"b}}`, err: "unterminated"},
 		{name: "bad literal", in: `{"id":1,"result":tru}`, err: "invalid character"},
 	}
