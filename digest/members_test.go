@@ -39,3 +39,33 @@ func TestMembers(t *testing.T) {
 		t.Errorf("envelope: %v", err)
 	}
 }
+
+func TestParseServerInfo(t *testing.T) {
+	tests := []struct {
+		in   string
+		want ServerInfo
+		err  string
+	}{
+		{``, ServerInfo{}, ""},
+		{`null`, ServerInfo{}, ""},
+		{`{"name":"notes","version":"1.2.0","title":"Notes"}`, ServerInfo{"notes", "1.2.0"}, ""},
+		{`{"name":null}`, ServerInfo{}, ""},
+		{`{"name":"a","name":"b"}`, ServerInfo{}, `repeated member "name"`},
+		{`{"name":"a","\u006eame":"b"}`, ServerInfo{}, `repeated member "name"`},
+		{`{"name":7}`, ServerInfo{}, "serverInfo.name"},
+		{`{"version":"\udc00"}`, ServerInfo{}, "lone low surrogate"},
+		{`"notes"`, ServerInfo{}, "not a JSON object"},
+	}
+	for _, tc := range tests {
+		got, err := ParseServerInfo([]byte(tc.in))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: err %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %+v, %v", tc.in, got, err)
+		}
+	}
+}

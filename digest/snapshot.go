@@ -2,6 +2,7 @@ package digest
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -52,6 +53,20 @@ func (k Kind) ListMember() string {
 	}
 }
 
+// Capability is the server capability that announces definitions of this
+// kind: "tools", "prompts", or "resources" (resource templates are
+// resources).
+func (k Kind) Capability() string {
+	switch k {
+	case KindTool:
+		return "tools"
+	case KindPrompt:
+		return "prompts"
+	default:
+		return "resources"
+	}
+}
+
 // Valid reports whether k is one of the three known kinds.
 func (k Kind) Valid() bool {
 	return k == KindTool || k == KindPrompt || k == KindResourceTemplate
@@ -61,6 +76,35 @@ func (k Kind) Valid() bool {
 type ServerInfo struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
+}
+
+// ParseServerInfo reads the serverInfo of an initialize or server/discover
+// result strictly, since its strings go into snapshots and locks: an object
+// without repeated members (Members), whose name and version, when present
+// and not null, are strings decoded by DecodeString. Absent (empty raw) or
+// null leaves both empty; other members are ignored.
+func ParseServerInfo(raw []byte) (ServerInfo, error) {
+	var si ServerInfo
+	if len(raw) == 0 || string(raw) == "null" {
+		return si, nil
+	}
+	_, m, err := Members(raw)
+	if err != nil {
+		return si, fmt.Errorf("serverInfo: %w", err)
+	}
+	for _, f := range [...]struct {
+		name string
+		dst  *string
+	}{{"name", &si.Name}, {"version", &si.Version}} {
+		v, ok := m[f.name]
+		if !ok || string(v) == "null" {
+			continue
+		}
+		if *f.dst, err = DecodeString(v); err != nil {
+			return si, fmt.Errorf("serverInfo.%s: %w", f.name, err)
+		}
+	}
+	return si, nil
 }
 
 // SnapshotKind and SnapshotVersion identify a snapshot file.

@@ -182,7 +182,7 @@ func (r *relay) listAll(ctx context.Context, h *hello) (*digest.Snapshot, error)
 	}
 	for _, k := range digest.Kinds {
 		defs := []json.RawMessage{}
-		if h.caps == nil || announced(h.caps, capabilityOf(k)) {
+		if h.caps == nil || announced(h.caps, k.Capability()) {
 			var err error
 			defs, err = r.listKind(ctx, h, k)
 			if err != nil {
@@ -237,18 +237,8 @@ func (r *relay) listKind(ctx context.Context, h *hello, k digest.Kind) ([]json.R
 	}
 }
 
-// capabilityOf is the server capability that announces a kind.
-func capabilityOf(k digest.Kind) string {
-	switch k {
-	case digest.KindTool:
-		return "tools"
-	case digest.KindPrompt:
-		return "prompts"
-	default:
-		return "resources"
-	}
-}
-
+// announced reports whether the server announced the capability name (a
+// member that is present and not null).
 func announced(caps map[string][]byte, name string) bool {
 	v, ok := caps[name]
 	return ok && string(v) != "null"
@@ -323,7 +313,7 @@ func helloFromDiscover(result []byte, meta []byte) (h *hello, ok bool, err error
 			if err != nil {
 				return nil, false, err
 			}
-			if h.server, err = serverInfo(mm[metaServerInfo]); err != nil {
+			if h.server, err = digest.ParseServerInfo(mm[metaServerInfo]); err != nil {
 				return nil, false, err
 			}
 		}
@@ -336,7 +326,7 @@ func helloFromDiscover(result []byte, meta []byte) (h *hello, ok bool, err error
 // result.
 func (h *hello) read(m map[string][]byte, what string) error {
 	var err error
-	if h.server, err = serverInfo(m["serverInfo"]); err != nil {
+	if h.server, err = digest.ParseServerInfo(m["serverInfo"]); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	if v, ok := m["instructions"]; ok && string(v) != "null" {
@@ -380,28 +370,6 @@ func requestMeta(clientMeta []byte, version string) (json.RawMessage, error) {
 		out[metaClientCapabilities] = json.RawMessage(`{}`)
 	}
 	return json.Marshal(out)
-}
-
-// serverInfo reads serverInfo strictly; absent or null leaves it empty.
-func serverInfo(raw []byte) (digest.ServerInfo, error) {
-	var si digest.ServerInfo
-	if len(raw) == 0 || string(raw) == "null" {
-		return si, nil
-	}
-	m, err := members(raw, "serverInfo")
-	if err != nil {
-		return si, err
-	}
-	for name, dst := range map[string]*string{"name": &si.Name, "version": &si.Version} {
-		v, ok := m[name]
-		if !ok || string(v) == "null" {
-			continue
-		}
-		if *dst, err = digest.DecodeString(v); err != nil {
-			return si, fmt.Errorf("serverInfo.%s: %w", name, err)
-		}
-	}
-	return si, nil
 }
 
 // members returns the members of the JSON object data, refusing repeated

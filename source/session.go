@@ -67,7 +67,7 @@ func (s *session) run(ctx context.Context) (*digest.Snapshot, error) {
 	}
 	for _, k := range digest.Kinds {
 		defs := []json.RawMessage{}
-		if announced(h.caps, capabilityOf(k)) {
+		if announced(h.caps, k.Capability()) {
 			defs, err = s.list(ctx, h, k)
 			if err != nil {
 				return nil, err
@@ -79,18 +79,8 @@ func (s *session) run(ctx context.Context) (*digest.Snapshot, error) {
 	return snap, nil
 }
 
-// capabilityOf is the server capability that announces a kind.
-func capabilityOf(k digest.Kind) string {
-	switch k {
-	case digest.KindTool:
-		return "tools"
-	case digest.KindPrompt:
-		return "prompts"
-	default:
-		return "resources"
-	}
-}
-
+// announced reports whether the server announced the capability name (a
+// member that is present and not null).
 func announced(caps map[string]json.RawMessage, name string) bool {
 	v, ok := caps[name]
 	return ok && string(v) != "null"
@@ -223,27 +213,11 @@ func (s *session) initialize(ctx context.Context, version string) (*hello, error
 	return h, nil
 }
 
-// serverInfo reads serverInfo strictly (its strings go into the snapshot).
-// A missing serverInfo leaves the name and version empty.
+// serverInfo reads serverInfo strictly (digest.ParseServerInfo).
 func serverInfo(raw json.RawMessage) (digest.ServerInfo, error) {
-	var si digest.ServerInfo
-	if len(raw) == 0 || string(raw) == "null" {
-		return si, nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return si, fmt.Errorf("%w: serverInfo: %w", ErrProtocol, err)
-	}
-	for name, dst := range map[string]*string{"name": &si.Name, "version": &si.Version} {
-		v, ok := m[name]
-		if !ok || string(v) == "null" {
-			continue
-		}
-		str, err := digest.DecodeString(v)
-		if err != nil {
-			return si, fmt.Errorf("%w: serverInfo.%s: %w", ErrProtocol, name, err)
-		}
-		*dst = str
+	si, err := digest.ParseServerInfo(raw)
+	if err != nil {
+		return si, fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
 	return si, nil
 }
