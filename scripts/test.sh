@@ -53,7 +53,7 @@ fi
 
 step "mcpsign binary"
 mkdir -p bin
-go build -o bin/mcpsign ./cmd/mcpsign
+go build -o bin/ ./cmd/mcpsign ./cmd/mcpsign-proxy   # installed as a pair: mcpsign proxy hands over to mcpsign-proxy
 export PATH=$PWD/bin:$PATH
 
 step "go test -race ./..."
