@@ -108,6 +108,7 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		return errors.New("give the server command after --: mcpsign proxy --lock FILE -- CMD [ARGS...]")
 	}
 	cfg := &proxycmd.Config{
+		Version:         proxycmd.BuildVersion(),
 		Lock:            po.Lock,
 		TOFU:            po.TOFU,
 		Quiet:           po.Quiet,

@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +44,10 @@ const maxConfigBytes = 1 << 20
 
 // Config is a parsed 'mcpsign proxy' command line.
 type Config struct {
+	// Version is the build version of the mcpsign that made the
+	// configuration; mcpsign-proxy refuses one not its own (BuildVersion):
+	// the two are installed and upgraded together.
+	Version         string        `json:"version"`
 	Lock            string        `json:"lock"`
 	TOFU            bool          `json:"tofu,omitempty"`
 	Quiet           bool          `json:"quiet,omitempty"`
@@ -127,10 +133,25 @@ func ConfigFromEnv() (*Config, error) {
 	var cfg Config
 	dec := json.NewDecoder(strings.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
+	err := dec.Decode(&cfg)
+	if v := BuildVersion(); cfg.Version != v && (err == nil || cfg.Version != "") {
+		// Checked first: another version's configuration may not decode.
+		return nil, fmt.Errorf("%s %s was started by mcpsign %s: install both from one release (go install github.com/mcpsign/mcpsign/cmd/...@VERSION)",
+			ExecutableName, v, strconv.Quote(cfg.Version))
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", EnvConfig, err)
 	}
 	return &cfg, nil
+}
+
+// BuildVersion is the module version this executable was built from
+// ("(devel)" when the build recorded none).
+func BuildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }
 
 // withoutConfig returns env without any EnvConfig entry.

@@ -5,11 +5,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
 
 func TestConfigFromEnv(t *testing.T) {
+	v := strconv.Quote(BuildVersion())
 	tests := []struct {
 		name    string
 		value   *string
@@ -17,9 +19,12 @@ func TestConfigFromEnv(t *testing.T) {
 	}{
 		{"missing: started by hand", nil, "started by 'mcpsign proxy'"},
 		{"not JSON", ptr("{"), EnvConfig},
-		{"an unknown member", ptr(`{"lock":"l","command":["s"],"verifyComand":["x"]}`), "unknown field"},
+		{"an unknown member", ptr(`{"version":` + v + `,"lock":"l","command":["s"],"verifyComand":["x"]}`), "unknown field"},
+		{"another version", ptr(`{"version":"v0.0.1","lock":"l","command":["s"]}`), `started by mcpsign "v0.0.1": install both from one release`},
+		{"another version, with a member we do not know", ptr(`{"version":"v9.0.0","lock":"l","command":["s"],"sandbox":true}`), `started by mcpsign "v9.0.0"`},
+		{"no version", ptr(`{"lock":"l","command":["s"]}`), `started by mcpsign ""`},
 		{"too large", ptr(`{"lock":"` + strings.Repeat("a", maxConfigBytes) + `"}`), "larger than"},
-		{"good", ptr(`{"lock":"l","tofu":true,"command":["s","--flag"],"verifyCommand":["mcpsign","proxy-verify","--key=k.pub"]}`), ""},
+		{"good", ptr(`{"version":` + v + `,"lock":"l","tofu":true,"command":["s","--flag"],"verifyCommand":["mcpsign","proxy-verify","--key=k.pub"]}`), ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
