@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,30 +21,12 @@ import (
 
 const testTimeout = 30 * time.Second
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers and readers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // session is one proxy run with the client's ends of its stdio.
 type session struct {
 	t      *testing.T
 	in     *io.PipeWriter // the proxy's stdin: what the client writes
 	out    *io.PipeReader // the proxy's stdout: what the client reads
-	stderr *syncBuffer
+	stderr *fixtures.SyncBuffer
 	done   chan error
 	events chan Event
 }
@@ -55,7 +36,7 @@ func startProxy(t *testing.T, policy Policy, argv []string, mod func(*Options)) 
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &session{t: t, in: inW, out: outR, stderr: &syncBuffer{}, done: make(chan error, 1), events: make(chan Event, 64)}
+	s := &session{t: t, in: inW, out: outR, stderr: &fixtures.SyncBuffer{}, done: make(chan error, 1), events: make(chan Event, 64)}
 	o := Options{
 		Command:       argv,
 		Policy:        policy,

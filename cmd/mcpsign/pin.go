@@ -105,7 +105,7 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 	case f.vo.Bundle == "":
 		return errors.New("pin needs a verified bundle (--bundle FILE and the verify flags) or, knowingly, --tofu (trust on first use)")
 	default:
-		if v, err = verifyPolicy(cmd, f, proxyMethod(f), false); err != nil {
+		if v, err = verifyPolicy(cmd, f, methodOf(f), false); err != nil {
 			return err
 		}
 	}

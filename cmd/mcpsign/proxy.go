@@ -125,7 +125,7 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		// Checked now, so that bad flags or trust material fail before the
 		// server starts, whichever process verifies later.
 		var err error
-		if v, err = verifyPolicy(cmd, f, proxyMethod(f), false); err != nil {
+		if v, err = verifyPolicy(cmd, f, methodOf(f), false); err != nil {
 			return err
 		}
 	} else if cmd.Flags().Changed("key") || cmd.Flags().Changed("certificate-identity") || cmd.Flags().Changed("certificate-identity-regexp") {
@@ -184,15 +184,4 @@ func changedFlagArgs(fs *pflag.FlagSet) []string {
 		args = append(args, "--"+fl.Name+"="+fl.Value.String())
 	})
 	return args
-}
-
-// proxyMethod is the verification method the flags select.
-func proxyMethod(f *verifyFlags) verify.Method {
-	switch {
-	case f.id.Key != "":
-		return verify.MethodKey
-	case f.trust.CARoots != "":
-		return verify.MethodCertificate
-	}
-	return verify.MethodSigstore
 }

@@ -27,7 +27,7 @@ import (
 // own, with a go-sdk client on its stdio.
 type proxyProcess struct {
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *fixtures.SyncBuffer
 	cs     *mcp.ClientSession
 }
 
@@ -35,7 +35,7 @@ type proxyProcess struct {
 // error (a blocked session fails its initialize).
 func startProxyProcess(t *testing.T, argv ...string) (*proxyProcess, error) {
 	t.Helper()
-	p := &proxyProcess{cmd: exec.Command(argv[0], argv[1:]...), stderr: newLockedBuffer()}
+	p := &proxyProcess{cmd: exec.Command(argv[0], argv[1:]...), stderr: &fixtures.SyncBuffer{}}
 	p.cmd.Stderr = p.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

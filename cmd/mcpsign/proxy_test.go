@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,34 +23,15 @@ import (
 type cliSession struct {
 	in     *io.PipeWriter
 	out    *io.PipeReader
-	stderr *lockedBuffer
+	stderr *fixtures.SyncBuffer
 	code   chan int
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func newLockedBuffer() *lockedBuffer { return &lockedBuffer{} }
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func startCLI(t *testing.T, env map[string]string, args ...string) *cliSession {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &cliSession{in: inW, out: outR, stderr: newLockedBuffer(), code: make(chan int, 1)}
+	s := &cliSession{in: inW, out: outR, stderr: &fixtures.SyncBuffer{}, code: make(chan int, 1)}
 	a := &app{
 		stdin:      inR,
 		stdout:     outW,

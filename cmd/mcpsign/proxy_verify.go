@@ -37,7 +37,7 @@ Exit codes: 0 verified; 1 the bundle does not verify; 2 bad input or flags.`,
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v, err := verifyPolicy(cmd, &f, proxyMethod(&f), false)
+			v, err := verifyPolicy(cmd, &f, methodOf(&f), false)
 			if err != nil {
 				return err
 			}

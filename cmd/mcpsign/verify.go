@@ -221,26 +221,47 @@ func verifyPolicy(cmd *cobra.Command, f *verifyFlags, m verify.Method, generic b
 // 16 MB. Memory stays proportional to the live heap (at most 5x).
 const verifyGCPercent = 400
 
+// methodOf is the verification method the flags select: --key selects
+// key, --ca-roots certificate, anything else sigstore (keyless).
+func methodOf(f *verifyFlags) verify.Method {
+	switch {
+	case f.id.Key != "":
+		return verify.MethodKey
+	case f.trust.CARoots != "":
+		return verify.MethodCertificate
+	}
+	return verify.MethodSigstore
+}
+
+// verifyInputs builds the verifier of the flags for method m and reads
+// --bundle. With --format json an input error is a report too (exit 2):
+// the returned inputErr writes it, for the caller's later input errors as
+// well.
+func verifyInputs(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, generic, asJSON bool) (v *verify.Verifier, bundleJSON []byte, inputErr func(error) error, err error) {
+	inputErr = func(err error) error {
+		if asJSON {
+			_ = writeVerifyJSON(a.stdout, verify.NewReport(nil, err))
+		}
+		return err
+	}
+	if v, err = verifyPolicy(cmd, f, m, generic); err != nil {
+		return nil, nil, inputErr, inputErr(err)
+	}
+	if bundleJSON, err = verify.ReadBundleFile(f.vo.Bundle); err != nil {
+		return nil, nil, inputErr, inputErr(fmt.Errorf("--bundle: %w", err))
+	}
+	return v, bundleJSON, inputErr, nil
+}
+
 func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args []string) error {
 	debug.SetGCPercent(verifyGCPercent) // not restored: lowering it again would collect at once
 	asJSON, err := f.out.JSON()
 	if err != nil {
 		return err
 	}
-	// With --format json, an input error is a report too (exit 2).
-	inputErr := func(err error) error {
-		if asJSON {
-			_ = writeVerifyJSON(a.stdout, verify.NewReport(nil, err))
-		}
+	v, bundleJSON, inputErr, err := verifyInputs(cmd, a, f, m, false, asJSON)
+	if err != nil {
 		return err
-	}
-	v, err := verifyPolicy(cmd, f, m, false)
-	if err != nil {
-		return inputErr(err)
-	}
-	bundleJSON, err := verify.ReadBundleFile(f.vo.Bundle)
-	if err != nil {
-		return inputErr(fmt.Errorf("--bundle: %w", err))
 	}
 	snap, err := loadSource(cmd, a, &f.src, args)
 	if err != nil {
@@ -357,26 +378,9 @@ func runVerifyBundle(cmd *cobra.Command, a *app, f *verifyFlags, arg string) err
 	if err != nil {
 		return err
 	}
-	m := verify.MethodSigstore
-	switch {
-	case f.id.Key != "":
-		m = verify.MethodKey
-	case f.trust.CARoots != "":
-		m = verify.MethodCertificate
-	}
-	inputErr := func(err error) error {
-		if asJSON {
-			_ = writeVerifyJSON(a.stdout, verify.NewReport(nil, err))
-		}
+	v, bundleJSON, inputErr, err := verifyInputs(cmd, a, f, methodOf(f), true, asJSON)
+	if err != nil {
 		return err
-	}
-	v, err := verifyPolicy(cmd, f, m, true)
-	if err != nil {
-		return inputErr(err)
-	}
-	bundleJSON, err := verify.ReadBundleFile(f.vo.Bundle)
-	if err != nil {
-		return inputErr(fmt.Errorf("--bundle: %w", err))
 	}
 	art, closeArt, err := bundleArtifact(arg)
 	if err != nil {
