@@ -27,14 +27,22 @@ var generations = []struct {
 	{name: "initialize", serverArgs: []string{"--protocol-versions", "2025-11-25"}, want: "2025-11-25"},
 }
 
+// startLocked runs the example server in mode (with extra args) behind a
+// proxy enforcing a tofu lock of its honest definitions, and returns the
+// session and the server's calls log.
+func startLocked(t *testing.T, mode string, args ...string) (s *session, calls string) {
+	t.Helper()
+	lock := writeTOFULock(t, exampleArgv(t, fixtures.ModeHonest))
+	calls = filepath.Join(t.TempDir(), "calls.log")
+	s = startProxy(t, lockPolicy(t, lock, LockOptions{}), exampleArgv(t, mode, append([]string{"--calls-log", calls}, args...)...), nil)
+	return s, calls
+}
+
 func TestHonestSession(t *testing.T) {
 	for _, g := range generations {
 		t.Run(g.name, func(t *testing.T) {
 			ctx := testContext(t)
-			lock := writeTOFULock(t, exampleArgv(t, fixtures.ModeHonest))
-			calls := filepath.Join(t.TempDir(), "calls.log")
-			s := startProxy(t, lockPolicy(t, lock, LockOptions{}),
-				exampleArgv(t, fixtures.ModeHonest, append([]string{"--calls-log", calls}, g.serverArgs...)...), nil)
+			s, calls := startLocked(t, fixtures.ModeHonest, g.serverArgs...)
 			cs, err := s.connect(ctx, "", nil)
 			if err != nil {
 				t.Fatalf("connect: %v", err)
@@ -83,10 +91,7 @@ func TestRugPullBlockedBeforeAnyCall(t *testing.T) {
 	for _, g := range generations {
 		t.Run(g.name, func(t *testing.T) {
 			ctx := testContext(t)
-			lock := writeTOFULock(t, exampleArgv(t, fixtures.ModeHonest))
-			calls := filepath.Join(t.TempDir(), "calls.log")
-			s := startProxy(t, lockPolicy(t, lock, LockOptions{}),
-				exampleArgv(t, fixtures.ModeRugPull, append([]string{"--calls-log", calls}, g.serverArgs...)...), nil)
+			s, calls := startLocked(t, fixtures.ModeRugPull, g.serverArgs...)
 			_, err := s.connect(ctx, "", nil)
 			if !isBlocked(err) {
 				t.Fatalf("connect: %v, want the block error", err)
@@ -119,10 +124,7 @@ func TestHonestProbeBlocked(t *testing.T) {
 	for _, g := range generations {
 		t.Run(g.name, func(t *testing.T) {
 			ctx := testContext(t)
-			lock := writeTOFULock(t, exampleArgv(t, fixtures.ModeHonest))
-			calls := filepath.Join(t.TempDir(), "calls.log")
-			s := startProxy(t, lockPolicy(t, lock, LockOptions{}),
-				exampleArgv(t, fixtures.ModeHonestProbe, append([]string{"--calls-log", calls}, g.serverArgs...)...), nil)
+			s, calls := startLocked(t, fixtures.ModeHonestProbe, g.serverArgs...)
 			cs, err := s.connect(ctx, "", nil)
 			if err != nil {
 				t.Fatalf("connect: %v (the start-up listing is honest)", err)
@@ -150,10 +152,7 @@ func TestListChangedMidSession(t *testing.T) {
 	for _, g := range generations {
 		t.Run(g.name, func(t *testing.T) {
 			ctx := testContext(t)
-			lock := writeTOFULock(t, exampleArgv(t, fixtures.ModeHonest))
-			calls := filepath.Join(t.TempDir(), "calls.log")
-			s := startProxy(t, lockPolicy(t, lock, LockOptions{}),
-				exampleArgv(t, fixtures.ModeListChanged, append([]string{"--calls-log", calls}, g.serverArgs...)...), nil)
+			s, calls := startLocked(t, fixtures.ModeListChanged, g.serverArgs...)
 			changed := make(chan struct{}, 1)
 			cs, err := s.connect(ctx, "", &mcp.ClientOptions{
 				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {

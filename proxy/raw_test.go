@@ -259,9 +259,7 @@ func TestUncheckable(t *testing.T) {
 // TestClientBatchRefused: a JSON-RPC batch is answered by the proxy and
 // never reaches the server.
 func TestClientBatchRefused(t *testing.T) {
-	lock := writeTOFULock(t, exampleArgv(t, fixtures.ModeHonest))
-	calls := filepath.Join(t.TempDir(), "calls.log")
-	s := startProxy(t, lockPolicy(t, lock, LockOptions{}), exampleArgv(t, fixtures.ModeHonest, "--calls-log", calls), nil)
+	s, calls := startLocked(t, fixtures.ModeHonest)
 	p := newRawPeer(t, s.out, s.in)
 	runScript(t, p, legacyScript[:2])
 	p.send(`[{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"search_notes","arguments":{"query":"x"}}}]`)
