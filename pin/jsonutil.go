@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mcpsign/mcpsign/internal/jsonscan"
 )
 
 // objectMembers reads a JSON object and returns its members by exact
@@ -102,186 +104,60 @@ type member struct {
 	value []byte
 }
 
-// errSyntax is the error of the splitters on text that is not JSON.
-var errSyntax = errors.New("not well-formed JSON")
-
 // splitObject splits a JSON object into its members without decoding the
-// values: one pass over the bytes, so that a large lock is not decoded
-// member by member. Names are decoded (escapes and all); values are only
-// delimited, and must be checked by a strict reader before they are
-// trusted. A repeated name is an error.
+// values: one pass over the bytes (internal/jsonscan), so that a large lock
+// is not decoded member by member. Names are decoded (escapes and all);
+// values are only delimited, and must be checked by a strict reader before
+// they are trusted. A repeated name is an error.
 func splitObject(raw []byte) ([]member, error) {
-	i := skipWS(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
+	s := &jsonscan.Scanner{In: raw, MaxDepth: maxScanDepth}
+	s.Space()
+	if s.Pos >= len(raw) || raw[s.Pos] != '{' {
 		return nil, errors.New("not a JSON object")
 	}
 	var out []member
 	seen := map[string]bool{}
-	i = skipWS(raw, i+1)
-	if i < len(raw) && raw[i] == '}' {
-		if skipWS(raw, i+1) != len(raw) {
-			return nil, errSyntax
-		}
-		return out, nil
-	}
-	for {
-		end, err := scanString(raw, i)
-		if err != nil {
-			return nil, err
-		}
+	err := s.Object(0, func(nameSpan jsonscan.Span) error {
 		var name string
-		if err := json.Unmarshal(raw[i:end], &name); err != nil {
-			return nil, errSyntax
+		if err := json.Unmarshal(raw[nameSpan.Start-1:nameSpan.End+1], &name); err != nil {
+			return fmt.Errorf("member name: %w", err)
 		}
 		if seen[name] {
-			return nil, fmt.Errorf("member %s is repeated", strconv.Quote(name))
+			return fmt.Errorf("member %s is repeated", strconv.Quote(name))
 		}
 		seen[name] = true
-		i = skipWS(raw, end)
-		if i >= len(raw) || raw[i] != ':' {
-			return nil, errSyntax
+		val, err := s.Value(1)
+		if err != nil {
+			return err
 		}
-		start := skipWS(raw, i+1)
-		if end, err = scanValue(raw, start, 0); err != nil {
-			return nil, err
-		}
-		out = append(out, member{name: name, value: raw[start:end]})
-		i = skipWS(raw, end)
-		if i >= len(raw) {
-			return nil, errSyntax
-		}
-		if raw[i] == '}' {
-			if skipWS(raw, i+1) != len(raw) {
-				return nil, errSyntax
-			}
-			return out, nil
-		}
-		if raw[i] != ',' {
-			return nil, errSyntax
-		}
-		i = skipWS(raw, i+1)
+		out = append(out, member{name: name, value: raw[val.Start:val.End]})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	if s.Space(); s.Pos != len(raw) {
+		return nil, s.Fail("unexpected data after the JSON object")
+	}
+	return out, nil
 }
 
 // splitArray splits a JSON array into its elements' exact bytes.
 func splitArray(raw []byte) ([][]byte, error) {
-	i := skipWS(raw, 0)
-	if i >= len(raw) || raw[i] != '[' {
+	s := &jsonscan.Scanner{In: raw, MaxDepth: maxScanDepth}
+	s.Space()
+	if s.Pos >= len(raw) || raw[s.Pos] != '[' {
 		return nil, errors.New("not an array")
 	}
 	var out [][]byte
-	i = skipWS(raw, i+1)
-	if i < len(raw) && raw[i] == ']' {
-		if skipWS(raw, i+1) != len(raw) {
-			return nil, errSyntax
-		}
-		return out, nil
+	if err := s.Array(0, func(elem jsonscan.Span) { out = append(out, raw[elem.Start:elem.End]) }); err != nil {
+		return nil, err
 	}
-	for {
-		end, err := scanValue(raw, i, 0)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, raw[i:end])
-		i = skipWS(raw, end)
-		if i >= len(raw) {
-			return nil, errSyntax
-		}
-		if raw[i] == ']' {
-			if skipWS(raw, i+1) != len(raw) {
-				return nil, errSyntax
-			}
-			return out, nil
-		}
-		if raw[i] != ',' {
-			return nil, errSyntax
-		}
-		i = skipWS(raw, i+1)
+	if s.Space(); s.Pos != len(raw) {
+		return nil, s.Fail("unexpected data after the JSON array")
 	}
+	return out, nil
 }
 
 // maxScanDepth bounds the nesting splitObject and splitArray follow.
 const maxScanDepth = 1000
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// scanString returns the end of the string starting at b[i].
-func scanString(b []byte, i int) (int, error) {
-	if i >= len(b) || b[i] != '"' {
-		return 0, errSyntax
-	}
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1, nil
-		}
-	}
-	return 0, errSyntax
-}
-
-// scanValue returns the end of the JSON value starting at b[i]. It
-// delimits; it does not validate numbers or literals.
-func scanValue(b []byte, i, depth int) (int, error) {
-	if i >= len(b) {
-		return 0, errSyntax
-	}
-	if depth > maxScanDepth {
-		return 0, errors.New("nested too deeply")
-	}
-	switch b[i] {
-	case '"':
-		return scanString(b, i)
-	case '{', '[':
-		closer := byte('}')
-		if b[i] == '[' {
-			closer = ']'
-		}
-		i = skipWS(b, i+1)
-		if i < len(b) && b[i] == closer {
-			return i + 1, nil
-		}
-		for {
-			var err error
-			if closer == '}' {
-				if i, err = scanString(b, i); err != nil {
-					return 0, err
-				}
-				i = skipWS(b, i)
-				if i >= len(b) || b[i] != ':' {
-					return 0, errSyntax
-				}
-				i = skipWS(b, i+1)
-			}
-			if i, err = scanValue(b, i, depth+1); err != nil {
-				return 0, err
-			}
-			i = skipWS(b, i)
-			if i >= len(b) {
-				return 0, errSyntax
-			}
-			if b[i] == closer {
-				return i + 1, nil
-			}
-			if b[i] != ',' {
-				return 0, errSyntax
-			}
-			i = skipWS(b, i+1)
-		}
-	default:
-		start := i
-		for i < len(b) && strings.IndexByte(" \t\r\n,]}:", b[i]) < 0 {
-			i++
-		}
-		if i == start {
-			return 0, errSyntax
-		}
-		return i, nil
-	}
-}
