@@ -26,13 +26,19 @@ func rawArray(v []byte, what string) ([]json.RawMessage, error) {
 // SplitList reads one page of a list result (the "result" of tools/list,
 // prompts/list or resources/templates/list) and returns its definitions as
 // the exact bytes received, and the cursor of the next page when there is
-// one. A repeated member name in the result, a missing definitions array or
-// a nextCursor that is not a string is an error.
+// one. A repeated member name in the result, a case variant of a list
+// member or of nextCursor, a missing definitions array or a nextCursor that
+// is not a string is an error.
 func SplitList(k Kind, result []byte) (items []json.RawMessage, nextCursor string, hasNext bool, err error) {
 	what := k.ListMethod() + " result"
-	_, values, err := topMembers(result, what)
+	names, values, err := topMembers(result, what)
 	if err != nil {
 		return nil, "", false, err
+	}
+	// A case variant of a list member ("Tools") is what a case-insensitive
+	// reader would take for the list.
+	if err := CheckCaseVariants(names, "tools", "prompts", "resourceTemplates", "nextCursor"); err != nil {
+		return nil, "", false, fmt.Errorf("%s: %w", what, err)
 	}
 	list, ok := values[k.ListMember()]
 	if !ok {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/mcpsign/mcpsign/internal/jsonscan"
 )
@@ -99,4 +100,50 @@ func arrayElements(v []byte, what string) ([][]byte, error) {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return items, nil
+}
+
+// ReadMembers is Members for an object of which the reader reads the members
+// named in known: besides repeated names, it refuses a name that is not one
+// of them but equal to one under Unicode case folding ("Tools", "reſult" with
+// U+017F). encoding/json, and so many Go peers, match member names that way
+// and would read such a member as the known one, while a case-sensitive
+// reader (the TypeScript SDK, go-sdk) would not: the two would see different
+// values. Other members are returned as they are.
+func ReadMembers(data []byte, known ...string) (map[string][]byte, error) {
+	names, values, err := members(data, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckCaseVariants(names, known...); err != nil {
+		return nil, err
+	}
+	return values, nil
+}
+
+// CheckCaseVariants reports an error for the first of names that is not
+// one of known but equal to one of them under Unicode case folding (see
+// ReadMembers).
+func CheckCaseVariants(names []string, known ...string) error {
+	for _, n := range names {
+		for _, k := range known {
+			if CaseVariant(n, k) {
+				return fmt.Errorf("member %s would be read as %s by a case-insensitive reader", strconv.Quote(n), strconv.Quote(k))
+			}
+		}
+	}
+	return nil
+}
+
+// CaseVariant reports whether name differs from known but equals it under
+// Unicode simple case folding, as encoding/json matches member names.
+func CaseVariant(name, known string) bool {
+	// A folded rune is at most three times as long in UTF-8 ("k" and the
+	// Kelvin sign): the length test keeps the common case cheap.
+	return name != known && len(name) >= len(known) && len(name) <= 3*len(known) && strings.EqualFold(name, known)
+}
+
+// Elements returns the elements of the JSON array v as subslices of v, its
+// structure checked (RFC 8259).
+func Elements(v []byte) ([][]byte, error) {
+	return arrayElements(v, "value")
 }

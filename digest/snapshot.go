@@ -88,7 +88,7 @@ func ParseServerInfo(raw []byte) (ServerInfo, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return si, nil
 	}
-	_, m, err := Members(raw)
+	m, err := ReadMembers(raw, "name", "version")
 	if err != nil {
 		return si, fmt.Errorf("serverInfo: %w", err)
 	}

@@ -17,14 +17,15 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/rawio"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
 // inbound is one line read from a peer, parsed.
 type inbound struct {
-	line  []byte   // exact bytes, line end included
-	env   envelope // valid when perr is nil
-	perr  error    // why the line is not a JSON-RPC message
-	blank bool     // only white space
+	line  []byte          // exact bytes, line end included
+	env   mcpwire.Message // valid when perr is nil
+	perr  error           // why the line is not a JSON-RPC message
+	blank bool            // only white space
 }
 
 // pendingReq is a client request forwarded to the server and not yet
@@ -35,6 +36,9 @@ type pendingReq struct {
 	meta   []byte // server/discover: the request's _meta
 	kind   digest.Kind
 	cursor *string // list requests: the cursor asked for
+	// gating: a list request whose answer the client will see: later client
+	// requests wait until that answer was checked (docs/PROXY.md, "Order").
+	gating bool
 }
 
 // chain accumulates the pages of one listing the client reads, so that the
@@ -58,14 +62,14 @@ type task struct {
 
 	// start-up and re-listing
 	startup  bool   // the start-up check: the session opens when it passes
-	hello    *hello // from the held handshake answer; nil: discover first
+	hello    *mcpwire.Hello // from the held handshake answer; nil: discover first
 	discover []byte // modern session without server/discover: the client's _meta
 	relist   bool
 
 	// list result and instructions checks
 	snap   *digest.Snapshot // the snapshot to judge
 	page   *pageCheck       // to rebuild snap after an update
-	helloR *hello           // the session's hello, to list again
+	helloR *mcpwire.Hello   // the session's hello, to list again
 }
 
 // pageCheck is what a list-result check needs to be rebuilt against a newly
@@ -81,7 +85,7 @@ type taskResult struct {
 	t        *task
 	decision *Decision
 	approved *digest.Snapshot // the snapshot now approved, when allowed
-	hello    *hello           // the hello the start-up check used
+	hello    *mcpwire.Hello   // the hello the start-up check used
 	err      error
 }
 
@@ -115,9 +119,11 @@ type relay struct {
 	heldClient      []*inbound
 	heldServer      []*inbound
 	heldBytes       int
-	pending         map[string]*pendingReq
+	pending         mcpwire.Pending[*pendingReq]
+	listsInFlight   int  // client list requests forwarded and not yet answered
+	draining        bool // drain is running: a nested call leaves the work to it
 	chains          map[digest.Kind]map[string]*chain
-	session         *hello
+	session         *mcpwire.Hello
 	approved        *approvedSet
 	stopped         chan struct{} // closed when the server was stopped after a block
 	dropInitialized bool          // the proxy sent notifications/initialized: drop the client's
@@ -147,7 +153,6 @@ func newRelay(o *Options, c *child, in io.Reader, out io.Writer) *relay {
 		prefix:   "mcpsign-" + hex.EncodeToString(rnd[:]) + "-",
 		own:      map[string]chan ownReply{},
 		wake:     make(chan struct{}, 1),
-		pending:  map[string]*pendingReq{},
 		chains:   map[digest.Kind]map[string]*chain{},
 	}
 }
@@ -155,9 +160,9 @@ func newRelay(o *Options, c *child, in io.Reader, out io.Writer) *relay {
 // read reads one peer's lines and handles each under the lock, on this
 // goroutine, then writes what the handling queued.
 func (r *relay) read(src io.Reader, server bool) {
-	lr := newLineReader(src, r.o.MaxMessageBytes)
+	lr := mcpwire.NewLineReader(src, r.o.MaxMessageBytes)
 	for {
-		line, err := lr.next()
+		line, err := lr.Next()
 		if err != nil {
 			r.mu.Lock()
 			if server {
@@ -177,11 +182,14 @@ func (r *relay) read(src io.Reader, server bool) {
 			return
 		}
 		m := &inbound{line: line}
-		body := content(line)
+		body := mcpwire.Content(line)
 		if len(bytes.TrimSpace(body)) == 0 {
 			m.blank = true
 		} else {
-			m.env, m.perr = parseEnvelope(body)
+			m.env, m.perr = mcpwire.Parse(body)
+			if m.perr == nil && server {
+				m.perr = serverFraming(line, &m.env)
+			}
 		}
 		if server && m.perr == nil && !m.blank && r.deliverOwn(&m.env) {
 			continue
@@ -293,21 +301,63 @@ func (r *relay) hold(list *[]*inbound, m *inbound) {
 // fromClient handles one message from the client.
 func (r *relay) fromClient(m *inbound) {
 	if r.blocked != nil {
-		if m.perr == nil && m.env.kind == kindRequest {
-			r.answerBlocked(m.env.id)
+		if m.perr == nil && m.env.Kind == mcpwire.KindRequest {
+			r.answerBlocked(m.env.ID)
 		}
 		return
 	}
-	if r.gateClosed() && m.perr == nil && !m.blank && m.env.kind == kindResponse {
+	if r.gateClosed() && m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindResponse {
 		// An answer to a request of the server's the client has seen: it
 		// changes nothing the check is about, and the server may be waiting
 		// for it.
 		r.sendServer(m.line)
 		return
 	}
+	if m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindNotification && m.env.Method == mcpwire.MethodCancelled && r.cancel(m) {
+		return
+	}
 	if r.gateClosed() || (len(r.heldClient) > 0 && !r.passesEarly(m)) || !r.clientMessage(m) {
 		r.hold(&r.heldClient, m)
 	}
+}
+
+// cancel handles the client's notifications/cancelled at once, whatever is
+// held: a request cancelled while held is dropped (the client expects no
+// answer to it), and a list request cancelled in flight no longer holds
+// later requests, since the server may never answer it. It reports whether
+// the notification was consumed; otherwise it goes the normal way.
+func (r *relay) cancel(m *inbound) bool {
+	id := cancelledID(m.env.Params)
+	if id == nil {
+		return false
+	}
+	for i, h := range r.heldClient {
+		if h.perr == nil && !h.blank && h.env.Kind == mcpwire.KindRequest && bytes.Equal(h.env.ID, id) {
+			r.heldClient = append(r.heldClient[:i:i], r.heldClient[i+1:]...)
+			r.heldBytes -= len(h.line)
+			return true
+		}
+	}
+	if p, ok := r.pending.Get(id); ok && p.gating {
+		p.gating = false
+		r.listsInFlight--
+		r.sendServer(m.line)
+		r.drain()
+		return true
+	}
+	return false
+}
+
+// cancelledID returns the raw requestId of notifications/cancelled params.
+func cancelledID(params []byte) []byte {
+	if len(params) == 0 || params[0] != '{' {
+		return nil
+	}
+	m, err := digest.ReadMembers(params, "requestId")
+	if err != nil {
+		return nil
+	}
+	return m["requestId"]
 }
 
 // passesEarly reports whether a client message may overtake held ones before
@@ -317,11 +367,11 @@ func (r *relay) passesEarly(m *inbound) bool {
 	if r.checked || m.perr != nil || m.blank {
 		return false
 	}
-	switch m.env.kind {
-	case kindRequest:
-		return m.env.method == methodInitialize || m.env.method == methodDiscover || m.env.method == methodPing
-	case kindNotification:
-		return m.env.method == "notifications/cancelled"
+	switch m.env.Kind {
+	case mcpwire.KindRequest:
+		return m.env.Method == mcpwire.MethodInitialize || m.env.Method == mcpwire.MethodDiscover || m.env.Method == mcpwire.MethodPing
+	case mcpwire.KindNotification:
+		return m.env.Method == "notifications/cancelled"
 	}
 	return false
 }
@@ -330,59 +380,75 @@ func (r *relay) passesEarly(m *inbound) bool {
 // start-up check has passed. It reports whether the message was consumed
 // (false: it stays held and the draining stops).
 func (r *relay) clientMessage(m *inbound) bool {
-	if errors.Is(m.perr, errBatch) {
+	if errors.Is(m.perr, mcpwire.ErrBatch) {
 		// MCP has no batches since 2025-06-18; relaying one would bring back
 		// a batch of answers the proxy would have to take apart to check.
 		r.answer([]byte("null"), -32600, "mcpsign proxy: JSON-RPC batches are not supported", nil)
 		return true
 	}
-	if m.blank || m.perr != nil {
-		// Not a message the proxy can read: the server will refuse it. It
-		// cannot be a request the proxy must track, so it is relayed as is,
-		// once the start-up check has passed.
-		if !r.checked && !m.blank {
-			return false
-		}
+	if m.blank {
 		r.sendServer(m.line)
 		return true
 	}
+	if m.perr != nil {
+		// Not a message the proxy can read strictly: it is not relayed,
+		// since the server could read it as a request the proxy does not
+		// track, and its answer would answer nothing pending.
+		io.WriteString(r.o.Stderr, "mcpsign proxy: dropped a message from the client that is not strict JSON-RPC: "+safeLine(m.perr.Error())+"\n")
+		return true
+	}
 	env := &m.env
-	switch env.kind {
-	case kindRequest:
-		handshake := env.method == methodInitialize || env.method == methodDiscover
-		if !r.checked && !handshake && env.method != methodPing {
+	switch env.Kind {
+	case mcpwire.KindRequest:
+		handshake := env.Method == mcpwire.MethodInitialize || env.Method == mcpwire.MethodDiscover
+		if !r.checked && !handshake && env.Method != mcpwire.MethodPing {
 			if !r.handshaking {
 				// The 2026-07-28 generation needs no handshake: the first
 				// request starts the check, with its _meta.
-				r.startTask(&task{what: "start-up listing", startup: true, discover: metaOf(env.params)})
+				r.startTask(&task{what: "start-up listing", startup: true, discover: mcpwire.MetaOf(env.Params)})
 			}
 			return false
 		}
-		if len(r.pending) >= MaxInFlight {
-			r.answer(env.id, -32603, "mcpsign proxy: too many requests in flight", nil)
+		if r.listsInFlight > 0 && env.Method != mcpwire.MethodPing {
+			// A listing the client will see is unanswered: what the server
+			// says in it is checked before anything else reaches the server.
+			return false
+		}
+		if r.pending.Len() >= MaxInFlight {
+			r.answer(env.ID, -32603, "mcpsign proxy: too many requests in flight", nil)
 			return true
 		}
-		p := &pendingReq{id: env.id, method: env.method}
+		p := &pendingReq{id: env.ID, method: env.Method}
 		switch {
 		case handshake:
 			r.handshaking = true
-			if env.method == methodDiscover {
-				p.meta = metaOf(env.params)
+			if env.Method == mcpwire.MethodDiscover {
+				p.meta = mcpwire.MetaOf(env.Params)
 			}
 		default:
 			for _, k := range digest.Kinds {
-				if env.method == k.ListMethod() {
+				if env.Method == k.ListMethod() {
 					p.kind = k
-					p.cursor = cursorOf(env.params)
+					p.cursor = cursorOf(env.Params)
+					p.gating = true
 				}
 			}
 		}
-		r.pending[env.idKey] = p
-	case kindNotification:
-		if !r.checked && env.method != "notifications/cancelled" {
+		if err := r.pending.Add(env.ID, p); err != nil {
+			r.answer(env.ID, -32600, "mcpsign proxy: a request with this id is already in flight", nil)
+			return true
+		}
+		if p.gating {
+			r.listsInFlight++
+		}
+	case mcpwire.KindNotification:
+		if r.listsInFlight > 0 && env.Method != mcpwire.MethodCancelled {
+			return false // in order behind the requests held
+		}
+		if !r.checked && env.Method != mcpwire.MethodCancelled {
 			return false // held until the start-up check has passed
 		}
-		if env.method == methodInitialized && r.dropInitialized {
+		if env.Method == mcpwire.MethodInitialized && r.dropInitialized {
 			r.dropInitialized = false // the proxy sent it already
 			return true
 		}
@@ -397,7 +463,7 @@ func (r *relay) fromServer(m *inbound) {
 	if r.blocked != nil {
 		return
 	}
-	if r.gateClosed() && !(m.perr == nil && !m.blank && m.env.kind == kindRequest && m.env.method == methodPing && len(r.heldServer) == 0) {
+	if r.gateClosed() && !(m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindRequest && m.env.Method == mcpwire.MethodPing && len(r.heldServer) == 0) {
 		r.hold(&r.heldServer, m)
 		return
 	}
@@ -410,26 +476,31 @@ func (r *relay) serverMessage(m *inbound) {
 		return
 	}
 	if m.perr != nil {
-		r.block(&BlockedError{What: "a message from the server", Err: m.perr})
+		r.block(&BlockedError{What: "a message from the server", Err: fmt.Errorf("%w: %w", mcpwire.ErrProtocol, m.perr)})
 		return
 	}
 	env := &m.env
-	switch env.kind {
-	case kindResponse:
-		p := r.pending[env.idKey]
-		delete(r.pending, env.idKey)
-		if env.idKey == idNull {
-			p = nil
+	switch env.Kind {
+	case mcpwire.KindResponse:
+		// Tied to a request by its exact id only: anything a client could
+		// match otherwise, or an answer to nothing pending, would reach the
+		// client as an answer the proxy did not check.
+		p, err := r.pending.Take(env.ID)
+		if err != nil {
+			r.block(&BlockedError{What: "a response from the server", Err: err})
+			return
 		}
-		var subjID []byte
-		if p != nil {
-			subjID = p.id
+		if p.gating {
+			p.gating = false
+			r.listsInFlight--
+			defer r.drainClient()
 		}
-		if p != nil && env.result != nil {
+		subjID := p.id
+		if env.Result != nil {
 			switch p.method {
-			case methodInitialize:
+			case mcpwire.MethodInitialize:
 				r.handshaking = false
-				h, err := helloFromInitialize(env.result)
+				h, err := mcpwire.ParseInitialize(env.Result)
 				if err != nil {
 					r.block(&BlockedError{What: "the initialize result", Err: err, subjectID: subjID})
 					return
@@ -443,26 +514,26 @@ func (r *relay) serverMessage(m *inbound) {
 				r.dropInitialized = true
 				r.startTask(&task{what: "start-up listing", startup: true, subject: m, subjID: subjID, hello: h})
 				return
-			case methodDiscover:
+			case mcpwire.MethodDiscover:
 				r.handshaking = false
 				r.discovered(m, p)
 				return
 			}
 		}
-		if p != nil && (p.method == methodInitialize || p.method == methodDiscover) {
+		if p.method == mcpwire.MethodInitialize || p.method == mcpwire.MethodDiscover {
 			r.handshaking = false // an error answer: the client tries again or falls back
 		}
-		if env.lists != 0 {
+		if env.Lists != 0 {
 			r.listResult(m, p)
 			return
 		}
-	case kindNotification:
-		if isListChanged(env.method) {
+	case mcpwire.KindNotification:
+		if isListChanged(env.Method) {
 			if !r.checked {
 				r.sendClient(m.line)
 				return
 			}
-			r.startTask(&task{what: "re-listing after " + env.method, subject: m, relist: true, helloR: r.session})
+			r.startTask(&task{what: "re-listing after " + env.Method, subject: m, relist: true, helloR: r.session})
 			return
 		}
 	}
@@ -471,7 +542,7 @@ func (r *relay) serverMessage(m *inbound) {
 
 // discovered handles the server's answer to the client's server/discover.
 func (r *relay) discovered(m *inbound, p *pendingReq) {
-	h, modern, err := helloFromDiscover(m.env.result, p.meta)
+	h, modern, err := mcpwire.ParseDiscover(m.env.Result, p.meta, proxyClientInfo)
 	if err != nil {
 		r.block(&BlockedError{What: "the server/discover result", Err: err, subjectID: p.id})
 		return
@@ -486,12 +557,12 @@ func (r *relay) discovered(m *inbound, p *pendingReq) {
 		return
 	}
 	// A later server/discover: its instructions reach the client.
-	if equalInstructions(h.instructions, r.approved.snap.Instructions) {
+	if equalInstructions(h.Instructions, r.approved.snap.Instructions) {
 		r.sendClient(m.line)
 		return
 	}
 	snap := *r.approved.snap
-	snap.Instructions = h.instructions
+	snap.Instructions = h.Instructions
 	r.startTask(&task{what: "server/discover result", subject: m, subjID: p.id, snap: &snap, helloR: r.session})
 }
 
@@ -528,10 +599,10 @@ func (r *relay) listResult(m *inbound, p *pendingReq) {
 		return
 	}
 	for _, k := range digest.Kinds {
-		if m.env.lists&listFlag(k) == 0 {
+		if m.env.Lists&mcpwire.ListFlag(k) == 0 {
 			continue
 		}
-		items, next, hasNext, err := digest.SplitList(k, m.env.result)
+		items, next, hasNext, err := digest.SplitList(k, m.env.Result)
 		if err != nil {
 			r.block(&BlockedError{What: what, Err: err, subjectID: subjID})
 			return
@@ -577,37 +648,13 @@ func (r *relay) listResult(m *inbound, p *pendingReq) {
 	r.sendClient(m.line)
 }
 
-func listFlag(k digest.Kind) listMembers {
-	switch k {
-	case digest.KindTool:
-		return hasTools
-	case digest.KindPrompt:
-		return hasPrompts
-	}
-	return hasResourceTemplates
-}
-
-// metaOf returns the _meta of request params, or nil.
-func metaOf(params []byte) []byte {
-	if len(params) == 0 || params[0] != '{' {
-		return nil
-	}
-	m, err := members(params, "params")
-	if err != nil {
-		return nil
-	}
-	if v, ok := m["_meta"]; ok && len(v) > 0 && v[0] == '{' {
-		return v
-	}
-	return nil
-}
 
 // cursorOf returns the cursor of list request params, or nil.
 func cursorOf(params []byte) *string {
 	if len(params) == 0 || params[0] != '{' {
 		return nil
 	}
-	m, err := members(params, "params")
+	m, err := digest.ReadMembers(params, "cursor")
 	if err != nil {
 		return nil
 	}
@@ -691,10 +738,13 @@ func (r *relay) runTask(ctx context.Context, t *task) taskResult {
 			// A modern session that began without server/discover: ask the
 			// server itself, with the client's _meta.
 			meta := t.discover
-			res, err := r.call(ctx, methodDiscover, listParams{Meta: mustMeta(meta)})
+			params, _ := json.Marshal(struct {
+				Meta json.RawMessage `json:"_meta"`
+			}{mustMeta(meta)})
+			res, err := r.Call(ctx, mcpwire.MethodDiscover, params)
 			var modern bool
 			if err == nil {
-				h, modern, err = helloFromDiscover(res, meta)
+				h, modern, err = mcpwire.ParseDiscover(res, meta, proxyClientInfo)
 			}
 			if err != nil {
 				return taskResult{err: fmt.Errorf("server/discover: %w", err)}
@@ -722,17 +772,17 @@ func (r *relay) runTask(ctx context.Context, t *task) taskResult {
 // mustMeta is the _meta of the proxy's own server/discover: the client's
 // protocol version, info and capabilities, or the proxy's.
 func mustMeta(clientMeta []byte) json.RawMessage {
-	version := protocolModern
+	version := mcpwire.ProtocolModern
 	if clientMeta != nil {
-		if m, err := members(clientMeta, "_meta"); err == nil {
-			if v, ok := m[metaProtocolVersion]; ok {
-				if s, err := digest.DecodeString(v); err == nil && s >= protocolModern {
+		if m, err := digest.ReadMembers(clientMeta, mcpwire.MetaProtocolVersion); err == nil {
+			if v, ok := m[mcpwire.MetaProtocolVersion]; ok {
+				if s, err := digest.DecodeString(v); err == nil && s >= mcpwire.ProtocolModern {
 					version = s
 				}
 			}
 		}
 	}
-	meta, _ := requestMeta(clientMeta, version)
+	meta, _ := mcpwire.RequestMeta(clientMeta, version, proxyClientInfo)
 	return meta
 }
 
@@ -773,8 +823,35 @@ func (r *relay) taskDone(res *taskResult) {
 	r.drain()
 }
 
+// drainClient lets held client messages go on once no check and no
+// listing the client will see holds them.
+func (r *relay) drainClient() {
+	if r.listsInFlight == 0 && len(r.heldClient) > 0 && !r.gateClosed() && r.blocked == nil {
+		r.drain()
+	}
+}
+
+// serverFraming checks what the strict envelope reader leaves to the
+// reader of a server's lines: the framing of the line (mcpwire.CheckFraming)
+// and the JSON-RPC version, without which both official SDKs drop a
+// message the proxy would have read.
+func serverFraming(line []byte, m *mcpwire.Message) error {
+	if err := mcpwire.CheckFraming(line); err != nil {
+		return err
+	}
+	if !m.Versioned {
+		return errors.New(`a message without "jsonrpc":"2.0"`)
+	}
+	return nil
+}
+
 // drain processes the held messages in order until a check starts again.
 func (r *relay) drain() {
+	if r.draining {
+		return // the drain below this call goes on with what is left
+	}
+	r.draining = true
+	defer func() { r.draining = false }()
 	for len(r.heldServer) > 0 && !r.gateClosed() && r.blocked == nil {
 		m := r.heldServer[0]
 		r.heldServer = r.heldServer[1:]
@@ -832,13 +909,13 @@ func (r *relay) block(b *BlockedError) {
 	if b.subjectID != nil {
 		r.answer(b.subjectID, BlockedCode, msg, data)
 	}
-	for _, p := range r.pending {
-		r.answer(p.id, BlockedCode, msg, data)
-	}
-	r.pending = nil
+	r.pending.Drain(func(id []byte, _ *pendingReq) {
+		r.answer(id, BlockedCode, msg, data)
+	})
+	r.listsInFlight = 0
 	for _, m := range r.heldClient {
-		if m.perr == nil && !m.blank && m.env.kind == kindRequest {
-			r.answer(m.env.id, BlockedCode, msg, data)
+		if m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindRequest {
+			r.answer(m.env.ID, BlockedCode, msg, data)
 		}
 	}
 	r.heldClient, r.heldServer, r.heldBytes = nil, nil, 0

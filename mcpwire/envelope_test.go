@@ -1,4 +1,4 @@
-package proxy
+package mcpwire
 
 import (
 	"bytes"
@@ -6,39 +6,44 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/mcpsign/mcpsign/digest"
 )
 
 func TestParseEnvelope(t *testing.T) {
 	cases := []struct {
 		name   string
 		in     string
-		kind   msgKind
+		kind   Kind
 		method string
 		id     string // raw
-		idKey  string
-		lists  listMembers
+		lists  Lists
 		err    string // substring of the error; "" when accepted
 	}{
-		{name: "request", in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`, kind: kindRequest, method: "tools/list", id: "1", idKey: "n:1"},
-		{name: "string id", in: `{"jsonrpc":"2.0","id":"a\u0062","method":"ping"}`, kind: kindRequest, method: "ping", id: `"a\u0062"`, idKey: "s:ab"},
-		{name: "float id", in: `{"jsonrpc":"2.0","id":1.0e0,"result":{}}`, kind: kindResponse, id: "1.0e0", idKey: "n:1"},
-		{name: "notification", in: ` { "method" : "notifications/tools/list_changed" , "jsonrpc":"2.0"} `, kind: kindNotification, method: "notifications/tools/list_changed"},
-		{name: "escaped member names", in: `{"\u006aSONRPC":"2.0","\u0069d":7,"\u006dethod":"x"}`, kind: kindRequest, method: "x", id: "7", idKey: "n:7"},
-		{name: "error response", in: `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}`, kind: kindResponse, id: "null", idKey: "null"},
-		{name: "list result", in: `{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a}\"{"}],"nextCursor":"c"}}`, kind: kindResponse, id: "2", idKey: "n:2", lists: hasTools},
-		{name: "all lists", in: `{"id":2,"result":{"prompts":[],"resourceTemplates":[],"tools":[]}}`, kind: kindResponse, id: "2", idKey: "n:2", lists: hasTools | hasPrompts | hasResourceTemplates},
-		{name: "other members", in: `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"tools"}]},"extra":{"tools":[]}}`, kind: kindResponse, id: "3", idKey: "n:3"},
-		{name: "deep value", in: `{"id":3,"result":{"a":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}}`, kind: kindResponse, id: "3", idKey: "n:3"},
-		{name: "invalid UTF-8 in a value is relayed", in: "{\"id\":3,\"result\":{\"text\":\"\xff\"}}", kind: kindResponse, id: "3", idKey: "n:3"},
+		{name: "request", in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`, kind: KindRequest, method: "tools/list", id: "1"},
+		{name: "string id", in: `{"jsonrpc":"2.0","id":"a\u0062","method":"ping"}`, kind: KindRequest, method: "ping", id: `"a\u0062"`},
+		{name: "float id", in: `{"jsonrpc":"2.0","id":1.0e0,"result":{}}`, kind: KindResponse, id: "1.0e0"},
+		{name: "notification", in: ` { "method" : "notifications/tools/list_changed" , "jsonrpc":"2.0"} `, kind: KindNotification, method: "notifications/tools/list_changed"},
+		{name: "escaped member names", in: `{"\u006asonrpc":"2.0","\u0069d":7,"\u006dethod":"x"}`, kind: KindRequest, method: "x", id: "7"},
+		{name: "error response", in: `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}`, kind: KindResponse, id: "null"},
+		{name: "list result", in: `{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a}\"{"}],"nextCursor":"c"}}`, kind: KindResponse, id: "2", lists: HasTools},
+		{name: "all lists", in: `{"id":2,"result":{"prompts":[],"resourceTemplates":[],"tools":[]}}`, kind: KindResponse, id: "2", lists: HasTools | HasPrompts | HasResourceTemplates},
+		{name: "other members", in: `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"tools"}]},"extra":{"tools":[]}}`, kind: KindResponse, id: "3"},
+		{name: "deep value", in: `{"id":3,"result":{"a":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}}`, kind: KindResponse, id: "3"},
+		{name: "invalid UTF-8 in a value is relayed", in: "{\"id\":3,\"result\":{\"text\":\"\xff\"}}", kind: KindResponse, id: "3"},
 
 		{name: "batch", in: `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, err: "batches"},
 		{name: "not an object", in: `"hello"`, err: "not a JSON object"},
 		{name: "empty", in: ``, err: "empty"},
 		{name: "repeated id", in: `{"id":1,"id":2,"result":{}}`, err: "repeated"},
 		{name: "repeated result", in: `{"id":1,"result":{},"result":{"tools":[]}}`, err: "repeated"},
-		{name: "result in another case", in: `{"id":1,"result":{},"Result":{"tools":[]}}`, err: "repeated"},
-		{name: "result with a long s", in: `{"id":1,"result":{},"re\u017fult":{"tools":[]}}`, err: "repeated"},
-		{name: "ID and id", in: `{"ID":1,"id":2,"result":{}}`, err: "repeated"},
+		{name: "result in another case", in: `{"id":1,"result":{},"Result":{"tools":[]}}`, err: "would be read as"},
+		{name: "result with a long s", in: `{"id":1,"result":{},"re\u017fult":{"tools":[]}}`, err: "would be read as"},
+		{name: "ID and id", in: `{"ID":1,"id":2,"result":{}}`, err: "would be read as"},
+		{name: "ID alone", in: `{"jsonrpc":"2.0","ID":1,"result":{}}`, err: "would be read as"},
+		{name: "Method alone", in: `{"jsonrpc":"2.0","Method":"ping"}`, err: "would be read as"},
+		{name: "jsonrpc 1.0", in: `{"jsonrpc":"1.0","id":1,"result":{}}`, err: "jsonrpc is not"},
+		{name: "JSONRPC", in: `{"JSONRPC":"2.0","id":1,"result":{}}`, err: "would be read as"},
 		{name: "repeated method", in: `{"id":1,"method":"ping","method":"x"}`, err: "repeated"},
 		{name: "escaped repeated name", in: `{"id":1,"\u0072esult":{},"result":{}}`, err: "repeated"},
 		{name: "Tools in a result", in: `{"id":1,"result":{"Tools":[{"name":"evil"}]}}`, err: "would be read as"},
@@ -58,13 +63,13 @@ func TestParseEnvelope(t *testing.T) {
 		{name: "control character", in: "{\"id\":1,\"result\":{\"a\":\"\x01\"}}", err: "control character"},
 		{name: "lone surrogate in a name", in: `{"id":1,"\ud800":1,"result":{}}`, err: "lone high surrogate"},
 		{name: "invalid UTF-8 in a name", in: "{\"id\":1,\"\xff\":1,\"result\":{}}", err: "invalid UTF-8"},
-		{name: "too deep", in: `{"id":1,"result":` + strings.Repeat("[", maxEnvelopeDepth+2) + strings.Repeat("]", maxEnvelopeDepth+2) + `}`, err: "nesting deeper than"},
+		{name: "too deep", in: `{"id":1,"result":` + strings.Repeat("[", MaxDepth+2) + strings.Repeat("]", MaxDepth+2) + `}`, err: "nesting deeper than"},
 		{name: "unterminated", in: `{"id":1,"result":{"a":"b}}`, err: "unterminated"},
 		{name: "bad literal", in: `{"id":1,"result":tru}`, err: "invalid character"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			env, err := parseEnvelope([]byte(c.in))
+			env, err := Parse([]byte(c.in))
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error %v, want %q", err, c.err)
@@ -74,16 +79,16 @@ func TestParseEnvelope(t *testing.T) {
 			if err != nil {
 				t.Fatalf("refused: %v", err)
 			}
-			if env.kind != c.kind || env.method != c.method || string(env.id) != c.id || env.idKey != c.idKey || env.lists != c.lists {
-				t.Errorf("got kind %v method %q id %s key %q lists %b", env.kind, env.method, env.id, env.idKey, env.lists)
+			if env.Kind != c.kind || env.Method != c.method || string(env.ID) != c.id || env.Lists != c.lists {
+				t.Errorf("got kind %v method %q id %s lists %b", env.Kind, env.Method, env.ID, env.Lists)
 			}
 		})
 	}
 }
 
 func TestParseEnvelopeBatchError(t *testing.T) {
-	if _, err := parseEnvelope([]byte(" [1]")); !errors.Is(err, errBatch) {
-		t.Errorf("error %v, want errBatch", err)
+	if _, err := Parse([]byte(" [1]")); !errors.Is(err, ErrBatch) {
+		t.Errorf("error %v, want ErrBatch", err)
 	}
 }
 
@@ -106,7 +111,7 @@ func FuzzParseEnvelope(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		env, err := parseEnvelope(data)
+		env, err := Parse(data)
 		if err != nil {
 			return
 		}
@@ -124,26 +129,26 @@ func FuzzParseEnvelope(f *testing.F) {
 			// a method that is not a string: parseEnvelope refuses those.
 			t.Fatalf("encoding/json refuses an accepted message %q: %v", data, err)
 		}
-		if !bytes.Equal(m.ID, env.id) || !bytes.Equal(m.Result, env.result) || !bytes.Equal(m.Error, env.errorV) {
-			t.Fatalf("readers disagree on %q: id %s/%s result %s/%s", data, m.ID, env.id, m.Result, env.result)
+		if !bytes.Equal(m.ID, env.ID) || !bytes.Equal(m.Result, env.Result) || !bytes.Equal(m.Error, env.Error) {
+			t.Fatalf("readers disagree on %q: id %s/%s result %s/%s", data, m.ID, env.ID, m.Result, env.Result)
 		}
-		if (m.Method != nil) != (env.method != "" || env.kind == kindRequest || env.kind == kindNotification) {
+		if (m.Method != nil) != (env.Method != "" || env.Kind == KindRequest || env.Kind == KindNotification) {
 			t.Fatalf("readers disagree on the method of %q", data)
 		}
-		if m.Method != nil && *m.Method != env.method && !strings.ContainsRune(*m.Method, '\uFFFD') {
-			t.Fatalf("method %q vs %q in %q", *m.Method, env.method, data)
+		if m.Method != nil && *m.Method != env.Method && !strings.ContainsRune(*m.Method, '\uFFFD') {
+			t.Fatalf("method %q vs %q in %q", *m.Method, env.Method, data)
 		}
-		if len(env.result) > 0 && env.result[0] == '{' {
+		if len(env.Result) > 0 && env.Result[0] == '{' {
 			var r map[string]json.RawMessage
-			if json.Unmarshal(env.result, &r) == nil {
+			if json.Unmarshal(env.Result, &r) == nil {
 				var lists struct {
 					Tools             json.RawMessage `json:"tools"`
 					Prompts           json.RawMessage `json:"prompts"`
 					ResourceTemplates json.RawMessage `json:"resourceTemplates"`
 				}
-				_ = json.Unmarshal(env.result, &lists)
-				for flag, raw := range map[listMembers]json.RawMessage{hasTools: lists.Tools, hasPrompts: lists.Prompts, hasResourceTemplates: lists.ResourceTemplates} {
-					if raw != nil && env.lists&flag == 0 {
+				_ = json.Unmarshal(env.Result, &lists)
+				for flag, raw := range map[Lists]json.RawMessage{HasTools: lists.Tools, HasPrompts: lists.Prompts, HasResourceTemplates: lists.ResourceTemplates} {
+					if raw != nil && env.Lists&flag == 0 {
 						t.Fatalf("a case-insensitive reader finds a list the proxy does not in %q", data)
 					}
 				}
@@ -161,7 +166,7 @@ func FuzzMembers(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := members(data, "x")
+		_, m, err := digest.Members(data)
 		if err != nil {
 			return
 		}

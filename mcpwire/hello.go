@@ -1,0 +1,233 @@
+package mcpwire
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/mcpsign/mcpsign/digest"
+)
+
+// Protocol facts of both generations.
+const (
+	// ProtocolModern is the first version of the stateless generation
+	// (SEP-2575): server/discover, and a _meta on every request. Later
+	// versions compare greater as strings.
+	ProtocolModern = "2026-07-28"
+
+	MethodInitialize  = "initialize"
+	MethodDiscover    = "server/discover"
+	MethodPing        = "ping"
+	MethodInitialized = "notifications/initialized"
+	MethodCancelled   = "notifications/cancelled"
+
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+
+	CodeMethodNotFound = -32601
+)
+
+// Hello is what a handshake said: the protocol generation and version, the
+// server, its instructions and its capabilities, and, under the modern
+// generation, the _meta to send with every request.
+type Hello struct {
+	Modern          bool
+	Meta            json.RawMessage // modern: the _meta sent with each request
+	ProtocolVersion string
+	Server          digest.ServerInfo
+	Instructions    *string
+	// Caps are the server's capabilities by name; nil when unknown (a modern
+	// session without server/discover): every kind is then listed, and a
+	// kind the server does not implement counts as empty.
+	Caps map[string][]byte
+}
+
+// Announced reports whether the server announced the capability name (a
+// member that is present and not null), or its capabilities are unknown.
+func (h *Hello) Announced(name string) bool {
+	if h.Caps == nil {
+		return true
+	}
+	v, ok := h.Caps[name]
+	return ok && string(v) != "null"
+}
+
+// The members of handshake results that mcpsign reads: each is read
+// strictly, and a case variant of one is refused (digest.ReadMembers).
+var (
+	initializeMembers = []string{"protocolVersion", "capabilities", "serverInfo", "instructions", "_meta"}
+	discoverMembers   = []string{"supportedVersions", "capabilities", "serverInfo", "instructions", "_meta"}
+	capabilityNames   = []string{"tools", "prompts", "resources", "logging", "completions", "experimental", "extensions"}
+)
+
+// ParseInitialize reads the result of initialize: protocol version,
+// server, instructions and capabilities, strictly: the instructions are
+// digested, and the result is what the client receives.
+func ParseInitialize(result []byte) (*Hello, error) {
+	const what = "initialize result"
+	m, err := readMembers(result, what, initializeMembers)
+	if err != nil {
+		return nil, err
+	}
+	h := &Hello{}
+	if v, ok := m["protocolVersion"]; ok {
+		if h.ProtocolVersion, err = digest.DecodeString(v); err != nil {
+			return nil, fmt.Errorf("%w: %s: protocolVersion: %w", ErrProtocol, what, err)
+		}
+	}
+	if err := h.read(m, what); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// ParseDiscover reads the result of server/discover. meta is the _meta of
+// the client's request, whose protocol version, client info and
+// capabilities mcpsign's own requests repeat; nil means mcpsign's own
+// (clientInfo, when not nil, names mcpsign). ok is false when the server
+// offers no version of the modern generation (a client falls back to
+// initialize then).
+func ParseDiscover(result []byte, meta []byte, clientInfo json.RawMessage) (h *Hello, ok bool, err error) {
+	const what = "server/discover result"
+	m, err := readMembers(result, what, discoverMembers)
+	if err != nil {
+		return nil, false, err
+	}
+	var versions []string
+	if v, ok := m["supportedVersions"]; ok {
+		elems, err := digest.Elements(v)
+		if err != nil {
+			return nil, false, fmt.Errorf("%w: %s: supportedVersions: %w", ErrProtocol, what, err)
+		}
+		for _, e := range elems {
+			s, err := digest.DecodeString(e)
+			if err != nil {
+				return nil, false, fmt.Errorf("%w: %s: supportedVersions: %w", ErrProtocol, what, err)
+			}
+			versions = append(versions, s)
+		}
+	}
+	want := ProtocolModern
+	if meta != nil {
+		if pm, err := digest.ReadMembers(meta, MetaProtocolVersion); err == nil {
+			if v, ok := pm[MetaProtocolVersion]; ok {
+				if s, err := digest.DecodeString(v); err == nil {
+					want = s
+				}
+			}
+		}
+	}
+	version := ""
+	if slices.Contains(versions, want) {
+		version = want
+	} else {
+		for _, v := range versions {
+			if v >= ProtocolModern && v > version {
+				version = v
+			}
+		}
+	}
+	if version == "" || version < ProtocolModern {
+		return nil, false, nil
+	}
+	h = &Hello{Modern: true, ProtocolVersion: version}
+	if err := h.read(m, what); err != nil {
+		return nil, false, err
+	}
+	if h.Server == (digest.ServerInfo{}) {
+		// Where go-sdk v1.8.0 puts it.
+		if mv, ok := m["_meta"]; ok && string(mv) != "null" {
+			mm, err := readMembers(mv, what+" _meta", []string{MetaServerInfo})
+			if err != nil {
+				return nil, false, err
+			}
+			if h.Server, err = digest.ParseServerInfo(mm[MetaServerInfo]); err != nil {
+				return nil, false, fmt.Errorf("%w: %w", ErrProtocol, err)
+			}
+		}
+	}
+	h.Meta, err = RequestMeta(meta, version, clientInfo)
+	return h, true, err
+}
+
+// read takes server info, instructions and capabilities from a handshake
+// result.
+func (h *Hello) read(m map[string][]byte, what string) error {
+	var err error
+	if h.Server, err = digest.ParseServerInfo(m["serverInfo"]); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrProtocol, what, err)
+	}
+	if v, ok := m["instructions"]; ok && string(v) != "null" {
+		// The digest is over the exact text: invalid UTF-8 or a lone
+		// surrogate is refused rather than replaced.
+		s, err := digest.DecodeString(v)
+		if err != nil {
+			return fmt.Errorf("%w: %s: instructions: %w", ErrProtocol, what, err)
+		}
+		h.Instructions = &s
+	}
+	h.Caps = map[string][]byte{}
+	if v, ok := m["capabilities"]; ok && string(v) != "null" {
+		if h.Caps, err = readMembers(v, what+" capabilities", capabilityNames); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RequestMeta builds the _meta of mcpsign's own modern requests: the
+// client's protocol version, client info and capabilities when it sent them
+// (so that the server answers mcpsign as it answers the client), with the
+// version the server offers. clientInfo stands in for a client that sent
+// none (nil: "mcpsign").
+func RequestMeta(clientMeta []byte, version string, clientInfo json.RawMessage) (json.RawMessage, error) {
+	out := map[string]json.RawMessage{}
+	if clientMeta != nil {
+		m, err := digest.ReadMembers(clientMeta, MetaClientInfo, MetaClientCapabilities)
+		if err == nil {
+			for _, k := range []string{MetaClientInfo, MetaClientCapabilities} {
+				if v, ok := m[k]; ok {
+					out[k] = v
+				}
+			}
+		}
+	}
+	v, _ := json.Marshal(version)
+	out[MetaProtocolVersion] = v
+	if _, ok := out[MetaClientInfo]; !ok {
+		if clientInfo == nil {
+			clientInfo = json.RawMessage(`{"name":"mcpsign","version":"devel"}`)
+		}
+		out[MetaClientInfo] = clientInfo
+	}
+	if _, ok := out[MetaClientCapabilities]; !ok {
+		out[MetaClientCapabilities] = json.RawMessage(`{}`)
+	}
+	return json.Marshal(out)
+}
+
+// MetaOf returns the _meta of request params, or nil.
+func MetaOf(params []byte) []byte {
+	if len(params) == 0 || params[0] != '{' {
+		return nil
+	}
+	m, err := digest.ReadMembers(params, "_meta")
+	if err != nil {
+		return nil
+	}
+	if v, ok := m["_meta"]; ok && len(v) > 0 && v[0] == '{' {
+		return v
+	}
+	return nil
+}
+
+// readMembers is digest.ReadMembers with errors that say what data is.
+func readMembers(data []byte, what string, known []string) (map[string][]byte, error) {
+	m, err := digest.ReadMembers(data, known...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrProtocol, what, err)
+	}
+	return m, nil
+}
