@@ -61,9 +61,9 @@ type task struct {
 	subjID  []byte   // the client request subject answers, if any
 
 	// start-up and re-listing
-	startup  bool   // the start-up check: the session opens when it passes
+	startup  bool           // the start-up check: the session opens when it passes
 	hello    *mcpwire.Hello // from the held handshake answer; nil: discover first
-	discover []byte // modern session without server/discover: the client's _meta
+	discover []byte         // modern session without server/discover: the client's _meta
 	relist   bool
 
 	// list result and instructions checks
@@ -647,7 +647,6 @@ func (r *relay) listResult(m *inbound, p *pendingReq) {
 	}
 	r.sendClient(m.line)
 }
-
 
 // cursorOf returns the cursor of list request params, or nil.
 func cursorOf(params []byte) *string {

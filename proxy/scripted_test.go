@@ -2,8 +2,8 @@ package proxy
 
 import (
 	"bufio"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
