@@ -93,22 +93,23 @@ func (e *IDError) Unwrap() error { return ErrProtocol }
 // id resp for the answer to a request sent with id req (both raw JSON):
 // "the TypeScript SDK" (it looks up Number(id) among its numeric ids),
 // "go-sdk" (it decodes a number as float64 and truncates it to an integer),
-// or "" for neither. Byte-identical ids are not a loose match.
+// both joined by " and ", or "" for neither. Byte-identical ids are not a loose match.
 func LooseMatch(req, resp []byte) string {
 	if string(req) == string(resp) {
 		return ""
 	}
+	var by []string
 	if rq, ok := jsNumber(req); ok && isNumber(req) {
 		if rs, ok := jsNumber(resp); ok && rq == rs {
-			return "the TypeScript SDK"
+			by = append(by, "the TypeScript SDK")
 		}
 	}
 	if rq, ok := goSDKKey(req); ok {
 		if rs, ok := goSDKKey(resp); ok && rq == rs {
-			return "go-sdk"
+			by = append(by, "go-sdk")
 		}
 	}
-	return ""
+	return strings.Join(by, " and ")
 }
 
 func isNumber(raw []byte) bool {

@@ -3,6 +3,7 @@ package source
 import (
 	"errors"
 	"fmt"
+	"github.com/mcpsign/mcpsign/mcpwire"
 	"strconv"
 	"unicode/utf8"
 )
@@ -44,20 +45,23 @@ var (
 	// ErrTimeout: the server did not answer within Options.Timeout.
 	ErrTimeout = errors.New("timeout")
 	// ErrMessageTooLarge: a message exceeded Options.MaxMessageBytes.
-	ErrMessageTooLarge = errors.New("message too large")
+	ErrMessageTooLarge = mcpwire.ErrMessageTooLarge
 	// ErrFileTooLarge: a snapshot file exceeded Options.MaxFileBytes.
 	ErrFileTooLarge = errors.New("file too large")
 	// ErrCursorLoop: a list result repeated an earlier cursor.
-	ErrCursorLoop = errors.New("cursor loop")
+	ErrCursorLoop = mcpwire.ErrCursorLoop
 	// ErrTooManyPages: a listing had more than Options.MaxPages pages.
-	ErrTooManyPages = errors.New("too many pages")
+	ErrTooManyPages = mcpwire.ErrTooManyPages
+	// ErrListingTooLarge: the pages of a listing held more than
+	// Options.MaxListingBytes bytes.
+	ErrListingTooLarge = mcpwire.ErrListingTooLarge
 	// ErrServerExited: the server process exited (or closed its stdout)
 	// before the listing was complete. The error is an *ExitError.
 	ErrServerExited = errors.New("server exited")
 	// ErrProtocol: the server broke JSON-RPC or MCP (a message that does not
 	// parse, a response to a request never sent, an unsupported protocol
 	// version, a list result that is not one).
-	ErrProtocol = errors.New("protocol error")
+	ErrProtocol = mcpwire.ErrProtocol
 )
 
 // ExitError describes a stdio server that exited before the listing was
@@ -87,17 +91,8 @@ func (e *ExitError) Error() string {
 // Is makes errors.Is(err, ErrServerExited) true.
 func (e *ExitError) Is(target error) bool { return target == ErrServerExited }
 
-// RPCError is a JSON-RPC error response from the server.
-type RPCError struct {
-	Method  string
-	Code    int64
-	Message string
-}
-
-// Error gives the method, the code and the escaped message.
-func (e *RPCError) Error() string {
-	return fmt.Sprintf("server answered %s with error %d: %s", e.Method, e.Code, shorten(e.Message, 512))
-}
+// RPCError is a JSON-RPC error answer from the server (mcpwire.RPCError).
+type RPCError = mcpwire.RPCError
 
 // escapeText quotes server-controlled text for a message: control and
 // invisible characters and invalid UTF-8 are escaped, and text beyond max

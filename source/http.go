@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/digest"
@@ -136,7 +137,7 @@ func loadHTTP(parent context.Context, endpoint string, o *Options) (*digest.Snap
 		return nil, &StageError{Stage: StageStart, Err: err}
 	}
 	defer conn.Close() // ends the session (DELETE) if the server made one
-	s := &session{conn: conn, o: o, httpRejects: true, negotiated: rt.setVersion}
+	s := &session{w: &sdkWire{conn: conn}, o: o, httpRejects: true, negotiated: rt.setVersion}
 	snap, err := s.run(ctx)
 	if err != nil {
 		var se *StageError
@@ -173,13 +174,16 @@ func originOf(u *url.URL) string {
 	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
 }
 
-// roundTripper adds headers and caps response bodies.
+// roundTripper adds headers, caps response bodies, and reads every
+// message in them strictly (httpIDs.check) before go-sdk decodes it.
 type roundTripper struct {
 	base    http.RoundTripper
 	origin  string
 	headers http.Header
 	max     int64
 	abort   context.CancelCauseFunc
+
+	ids httpIDs // requests in flight: every response is read strictly against them
 
 	mu      sync.Mutex
 	version string // negotiated by the initialize handshake
@@ -211,6 +215,15 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if version != "" && req.Header.Get("Mcp-Protocol-Version") == "" {
 		req.Header.Set("Mcp-Protocol-Version", version)
 	}
+	if req.Body != nil && req.Method == http.MethodPost {
+		body, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		rt.ids.sent(body)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	resp, err := rt.base.RoundTrip(req)
 	if err != nil {
 		return nil, err
@@ -220,10 +233,20 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		rt.abort(err)
 		return err
 	}
+	violation := func(err error) error {
+		rt.abort(err)
+		return err
+	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt == "text/event-stream" {
-		resp.Body = &sseCap{body: resp.Body, max: rt.max + 16<<10, tooLarge: tooLarge}
-	} else {
+	if resp.StatusCode/100 != 2 {
+		mt = "" // a rejection: go-sdk reports the status and reads no message
+	}
+	switch mt {
+	case "text/event-stream":
+		resp.Body = newStrictSSE(&sseCap{body: resp.Body, max: rt.max + 16<<10, tooLarge: tooLarge}, &rt.ids, violation)
+	case "application/json":
+		resp.Body = &strictJSON{body: &bodyCap{body: resp.Body, left: rt.max, tooLarge: tooLarge}, ids: &rt.ids, fail: violation}
+	default:
 		resp.Body = &bodyCap{body: resp.Body, left: rt.max, tooLarge: tooLarge}
 	}
 	return resp, nil
@@ -312,3 +335,38 @@ func countCR(b []byte) int {
 }
 
 func (s *sseCap) Close() error { return s.body.Close() }
+
+// sdkWire carries messages through go-sdk's Streamable HTTP transport,
+// which frames them in request and response bodies. The bodies themselves
+// are read strictly before go-sdk decodes them (roundTripper: every
+// message is checked with mcpwire.Parse, and every response must carry the
+// id of a request in flight byte for byte), so that what go-sdk hands on
+// is exactly what was sent; a message is then re-encoded from go-sdk's form
+// for the session to read.
+type sdkWire struct {
+	conn mcp.Connection
+}
+
+func (w *sdkWire) send(ctx context.Context, msg []byte) error {
+	m, err := jsonrpc.DecodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	return w.conn.Write(ctx, m)
+}
+
+func (w *sdkWire) recv(ctx context.Context) ([]byte, error) {
+	m, err := w.conn.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r, ok := m.(*jsonrpc.Response); ok && r.Error != nil {
+		var we *jsonrpc.Error
+		if !errors.As(r.Error, &we) {
+			// A transport-made error (go-sdk's HTTP client reports a stream
+			// that ended without the response this way).
+			return nil, r.Error
+		}
+	}
+	return jsonrpc.EncodeMessage(m)
+}

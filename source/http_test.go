@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -127,6 +128,31 @@ func TestHTTPErrors(t *testing.T) {
 				return srv.URL
 			},
 			stage: "initialize",
+		},
+		{
+			name: "JSON answer under a loose id", url: func(t *testing.T) string {
+				return rawHTTP(t, func(id json.RawMessage) (string, string) {
+					return "application/json", `{"jsonrpc":"2.0","id":` + string(id) + `.0,"result":{}}`
+				})
+			},
+			is: ErrProtocol, stage: "initialize", msg: "answers no pending request (the TypeScript SDK and go-sdk would take it for the answer to request 1)",
+		},
+		{
+			name: "SSE answer with a case variant", url: func(t *testing.T) string {
+				return rawHTTP(t, func(id json.RawMessage) (string, string) {
+					return "text/event-stream", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":" + string(id) +
+						",\"result\":{\"supportedVersions\":[\"2026-07-28\"],\"instructions\":\"evil\",\"Instructions\":\"good\"}}\n\n"
+				})
+			},
+			is: ErrProtocol, stage: "initialize", msg: `member "Instructions" would be read as "instructions"`,
+		},
+		{
+			name: "SSE answer to nothing pending", url: func(t *testing.T) string {
+				return rawHTTP(t, func(id json.RawMessage) (string, string) {
+					return "text/event-stream", "data: {\"jsonrpc\":\"2.0\",\"id\":\"x\",\"result\":{}}\n\n"
+				})
+			},
+			is: ErrProtocol, stage: "initialize", msg: `a response with id "x" answers no pending request`,
 		},
 		{
 			name: "unreachable", url: func(*testing.T) string { return closed() },
@@ -333,4 +359,23 @@ func TestBodyCap(t *testing.T) {
 			t.Errorf("size %d: tripped %v, %d bytes, err %v", tt.size, tripped, len(data), err)
 		}
 	}
+}
+
+// rawHTTP serves hand-written Streamable HTTP answers: answer gets the id
+// of each request posted and returns the response's content type and body.
+func rawHTTP(t *testing.T, answer func(id json.RawMessage) (contentType, body string)) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&req) != nil || req.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		ct, body := answer(req.ID)
+		w.Header().Set("Content-Type", ct)
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -7,28 +7,36 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
-// codeMethodNotFound is the JSON-RPC error code for an unknown method.
-const codeMethodNotFound = -32601
+// wire carries whole JSON-RPC messages to and from a server: stdio lines
+// (stdioWire) or Streamable HTTP through go-sdk's transport (httpWire).
+type wire interface {
+	// send writes one message.
+	send(ctx context.Context, msg []byte) error
+	// recv returns the exact bytes of the next message.
+	recv(ctx context.Context) ([]byte, error)
+}
 
-// session drives one MCP client exchange over a go-sdk transport connection,
-// speaking JSON-RPC itself so that every result is seen as the raw bytes the
-// server sent, and no page ever comes from a cache.
+// session is one MCP client exchange: it speaks JSON-RPC itself, reads
+// every message with mcpwire's strict reader, ties answers to its requests
+// by their exact ids (mcpwire.Pending), and lists through mcpwire.ListAll,
+// so that what it digests is what the proxy checks and a client holds.
 type session struct {
-	conn mcp.Connection
+	w    wire
 	o    *Options
 	next int64 // next request id
 
-	// httpRejects is set for the HTTP transport: a failed Write there is an
+	// httpRejects is set for the HTTP transport: a failed send there is an
 	// HTTP-level rejection of one request (a 4xx status), after which the
 	// connection is still usable, so server/discover may fall back.
 	httpRejects bool
@@ -41,15 +49,6 @@ type session struct {
 	exited func() error
 }
 
-// hello is what the handshake learned.
-type hello struct {
-	protocolVersion string
-	modern          bool // server/discover succeeded: every request carries _meta
-	server          digest.ServerInfo
-	instructions    *string
-	caps            map[string]json.RawMessage
-}
-
 // run does the handshake and lists every announced kind. ctx carries the
 // timeout and the abort cause (see withLimits).
 func (s *session) run(ctx context.Context) (*digest.Snapshot, error) {
@@ -58,37 +57,21 @@ func (s *session) run(ctx context.Context) (*digest.Snapshot, error) {
 	if err != nil {
 		return nil, &StageError{Stage: StageInitialize, Err: err}
 	}
-	snap := &digest.Snapshot{
-		Kind:            digest.SnapshotKind,
-		SnapshotVersion: digest.SnapshotVersion,
-		Server:          h.server,
-		ProtocolVersion: h.protocolVersion,
-		Instructions:    h.instructions,
+	snap, err := mcpwire.ListAll(ctx, s, h, mcpwire.Limits{
+		MaxPages: s.o.MaxPages,
+		MaxBytes: s.o.MaxListingBytes,
+		Progress: s.o.Progress,
+	})
+	var le *mcpwire.ListError
+	if errors.As(err, &le) {
+		return nil, &StageError{Stage: le.Method, Page: le.Page, Err: le.Err}
 	}
-	for _, k := range digest.Kinds {
-		defs := []json.RawMessage{}
-		if announced(h.caps, k.Capability()) {
-			defs, err = s.list(ctx, h, k)
-			if err != nil {
-				return nil, err
-			}
-		}
-		snap.SetDefinitions(k, defs)
-	}
-	snap.CapturedAt = time.Now().UTC()
-	return snap, nil
-}
-
-// announced reports whether the server announced the capability name (a
-// member that is present and not null).
-func announced(caps map[string]json.RawMessage, name string) bool {
-	v, ok := caps[name]
-	return ok && string(v) != "null"
+	return snap, err
 }
 
 // handshake follows the go-sdk client: server/discover first (2026-07-28),
 // then the initialize handshake when the server does not speak it.
-func (s *session) handshake(ctx context.Context) (*hello, error) {
+func (s *session) handshake(ctx context.Context) (*mcpwire.Hello, error) {
 	want := s.o.ProtocolVersion
 	if want == "" || want == ProtocolModern {
 		h, err := s.discover(ctx)
@@ -115,24 +98,27 @@ type fallbackError struct{ err error }
 func (e *fallbackError) Error() string { return e.err.Error() }
 func (e *fallbackError) Unwrap() error { return e.err }
 
-func (s *session) clientInfo() map[string]string {
-	return map[string]string{"name": s.o.ClientName, "version": s.o.ClientVersion}
+func (s *session) clientInfo() json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"name": s.o.ClientName, "version": s.o.ClientVersion})
+	return b
 }
 
 // requestMeta is the SEP-2575 per-request _meta that go-sdk v1.8.0 sends
 // (client.go injectRequestMeta): protocol version, client info, and client
 // capabilities.
-func (s *session) requestMeta(version string) map[string]any {
-	return map[string]any{
-		mcp.MetaKeyProtocolVersion:    version,
+func (s *session) requestMeta(version string) json.RawMessage {
+	b, _ := json.Marshal(map[string]json.RawMessage{
 		mcp.MetaKeyClientInfo:         s.clientInfo(),
 		mcp.MetaKeyClientCapabilities: s.o.ClientCapabilities,
-	}
+	})
+	meta, _ := mcpwire.RequestMeta(b, version, nil)
+	return meta
 }
 
-func (s *session) discover(ctx context.Context) (*hello, error) {
-	const method = "server/discover"
-	raw, err := s.call(ctx, method, map[string]any{"_meta": s.requestMeta(ProtocolModern)})
+func (s *session) discover(ctx context.Context) (*mcpwire.Hello, error) {
+	meta := s.requestMeta(ProtocolModern)
+	params, _ := json.Marshal(map[string]json.RawMessage{"_meta": meta})
+	raw, err := s.Call(ctx, mcpwire.MethodDiscover, params)
 	if err != nil {
 		var rpc *RPCError
 		var rej *rejectedError
@@ -145,191 +131,91 @@ func (s *session) discover(ctx context.Context) (*hello, error) {
 		}
 		return nil, err
 	}
-	var res struct {
-		SupportedVersions []string                   `json:"supportedVersions"`
-		Capabilities      map[string]json.RawMessage `json:"capabilities"`
-		Instructions      json.RawMessage            `json:"instructions"`
-		ServerInfo        json.RawMessage            `json:"serverInfo"`
-		Meta              map[string]json.RawMessage `json:"_meta"`
-	}
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("%w: %s result: %w", ErrProtocol, method, err)
-	}
-	supported := false
-	for _, v := range res.SupportedVersions {
-		supported = supported || v == ProtocolModern
-	}
-	if !supported {
-		return nil, &fallbackError{fmt.Errorf("server/discover offers versions %s, not %s", shorten(strings.Join(res.SupportedVersions, ", "), 200), ProtocolModern)}
-	}
-	h := &hello{protocolVersion: ProtocolModern, modern: true, caps: res.Capabilities}
-	info := res.ServerInfo
-	if len(info) == 0 || string(info) == "null" {
-		info = res.Meta[mcp.MetaKeyServerInfo] // where go-sdk v1.8.0 puts it
-	}
-	if h.server, err = serverInfo(info); err != nil {
+	h, ok, err := mcpwire.ParseDiscover(raw, meta, nil)
+	if err != nil {
 		return nil, err
 	}
-	if h.instructions, err = instructions(res.Instructions); err != nil {
-		return nil, err
+	if !ok || h.ProtocolVersion != ProtocolModern {
+		return nil, &fallbackError{fmt.Errorf("server/discover offers no protocol version %s", ProtocolModern)}
 	}
 	return h, nil
 }
 
-func (s *session) initialize(ctx context.Context, version string) (*hello, error) {
-	raw, err := s.call(ctx, "initialize", map[string]any{
+func (s *session) initialize(ctx context.Context, version string) (*mcpwire.Hello, error) {
+	params, _ := json.Marshal(map[string]any{
 		"protocolVersion": version,
 		"capabilities":    s.o.ClientCapabilities,
 		"clientInfo":      s.clientInfo(),
 	})
+	raw, err := s.Call(ctx, mcpwire.MethodInitialize, params)
 	if err != nil {
 		return nil, err
 	}
-	var res struct {
-		ProtocolVersion string                     `json:"protocolVersion"`
-		Capabilities    map[string]json.RawMessage `json:"capabilities"`
-		ServerInfo      json.RawMessage            `json:"serverInfo"`
-		Instructions    json.RawMessage            `json:"instructions"`
-	}
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("%w: initialize result: %w", ErrProtocol, err)
-	}
-	if !isLegacy(res.ProtocolVersion) {
-		return nil, fmt.Errorf("%w: server chose protocol version %s, which the initialize handshake does not support", ErrProtocol, shorten(res.ProtocolVersion, 64))
-	}
-	h := &hello{protocolVersion: res.ProtocolVersion, caps: res.Capabilities}
-	if h.server, err = serverInfo(res.ServerInfo); err != nil {
+	h, err := mcpwire.ParseInitialize(raw)
+	if err != nil {
 		return nil, err
 	}
-	if h.instructions, err = instructions(res.Instructions); err != nil {
-		return nil, err
+	if !isLegacy(h.ProtocolVersion) {
+		return nil, fmt.Errorf("%w: server chose protocol version %s, which the initialize handshake does not support", ErrProtocol, shorten(h.ProtocolVersion, 64))
 	}
 	if s.negotiated != nil {
-		s.negotiated(res.ProtocolVersion)
+		s.negotiated(h.ProtocolVersion)
 	}
-	if err := s.notify(ctx, "notifications/initialized"); err != nil {
+	if err := s.send(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
 		return nil, err
 	}
 	return h, nil
 }
 
-// serverInfo reads serverInfo strictly (digest.ParseServerInfo).
-func serverInfo(raw json.RawMessage) (digest.ServerInfo, error) {
-	si, err := digest.ParseServerInfo(raw)
-	if err != nil {
-		return si, fmt.Errorf("%w: %w", ErrProtocol, err)
-	}
-	return si, nil
-}
-
-// instructions reads the instructions strictly: their digest is over the
-// exact text, so invalid UTF-8 or a lone surrogate is refused rather than
-// replaced. Absent or null means none.
-func instructions(raw json.RawMessage) (*string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	str, err := digest.DecodeString(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%w: instructions: %w", ErrProtocol, err)
-	}
-	return &str, nil
-}
-
-// list reads every page of one kind.
-func (s *session) list(ctx context.Context, h *hello, k digest.Kind) ([]json.RawMessage, error) {
-	method := k.ListMethod()
-	all := []json.RawMessage{}
-	seen := map[string]bool{"": true} // the first page is asked for without a cursor
-	cursor := ""
-	for page := 1; ; page++ {
-		s.o.Progress(method, page)
-		params := map[string]any{}
-		if h.modern {
-			params["_meta"] = s.requestMeta(h.protocolVersion)
-		}
-		if page > 1 {
-			params["cursor"] = cursor
-		}
-		raw, err := s.call(ctx, method, params)
-		if err != nil {
-			var rpc *RPCError
-			if k == digest.KindResourceTemplate && page == 1 && errors.As(err, &rpc) && rpc.Code == codeMethodNotFound {
-				// Announcing resources without implementing templates is
-				// common (resources/list only): the server has none.
-				return all, nil
-			}
-			return nil, &StageError{Stage: method, Page: page, Err: err}
-		}
-		items, next, hasNext, err := digest.SplitList(k, raw)
-		if err != nil {
-			return nil, &StageError{Stage: method, Page: page, Err: fmt.Errorf("%w: %w", ErrProtocol, err)}
-		}
-		all = append(all, items...)
-		if !hasNext {
-			return all, nil
-		}
-		if seen[next] {
-			return nil, &StageError{Stage: method, Page: page, Err: fmt.Errorf("cursor %s repeated (%w)", shorten(next, 80), ErrCursorLoop)}
-		}
-		if page >= s.o.MaxPages {
-			return nil, &StageError{Stage: method, Page: page, Err: fmt.Errorf("%w: page %d still has a nextCursor (at most %d pages are read)", ErrTooManyPages, page, s.o.MaxPages)}
-		}
-		seen[next] = true
-		cursor = next
-	}
-}
-
-// call sends one request and waits for its response, answering the
-// server's own requests (ping) and skipping its notifications meanwhile.
-func (s *session) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	p, err := json.Marshal(params)
-	if err != nil {
-		return nil, err
-	}
+// Call implements mcpwire.Caller: it sends one request and waits for its
+// response, answering the server's own requests (ping) and skipping its
+// notifications meanwhile. The response must carry the request's id byte
+// for byte; any other response is a protocol violation.
+func (s *session) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	s.next++
-	id, err := jsonrpc.MakeID(float64(s.next))
-	if err != nil {
-		return nil, err
+	id := []byte(strconv.FormatInt(s.next, 10))
+	var pending mcpwire.Pending[string]
+	pending.Add(id, method)
+	req := make([]byte, 0, 64+len(method)+len(params))
+	req = append(req, `{"jsonrpc":"2.0","id":`...)
+	req = append(req, id...)
+	req = append(req, `,"method":`...)
+	req = strconv.AppendQuote(req, method)
+	if len(params) > 0 {
+		req = append(req, `,"params":`...)
+		req = append(req, params...)
 	}
-	if err := s.conn.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: p}); err != nil {
-		return nil, s.transportError(ctx, err, true)
+	req = append(req, '}')
+	if err := s.send(ctx, req); err != nil {
+		return nil, err
 	}
 	for {
-		msg, err := s.conn.Read(ctx)
+		raw, err := s.w.recv(ctx)
 		if err != nil {
 			return nil, s.transportError(ctx, err, false)
 		}
-		switch m := msg.(type) {
-		case *jsonrpc.Response:
-			if m.ID != id {
-				got := fmt.Sprint(m.ID.Raw())
-				if str, ok := m.ID.Raw().(string); ok {
-					got = shorten(str, 40)
-				}
-				return nil, fmt.Errorf("%w: response to request id %s, which was never sent (waiting for %s)", ErrProtocol, got, method)
+		m, err := mcpwire.Parse(raw)
+		if err == nil && !m.Versioned {
+			err = errors.New(`a message without "jsonrpc":"2.0"`)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: waiting for the answer to %s: %w", ErrProtocol, method, err)
+		}
+		switch m.Kind {
+		case mcpwire.KindResponse:
+			if _, err := pending.Take(m.ID); err != nil {
+				return nil, fmt.Errorf("%w (waiting for the answer to %s)", err, method)
 			}
 			if m.Error != nil {
-				var we *jsonrpc.Error
-				if errors.As(m.Error, &we) {
-					return nil, &RPCError{Method: method, Code: we.Code, Message: we.Message}
-				}
-				// A transport-made error (go-sdk's HTTP client reports a
-				// stream that ended without the response this way).
-				return nil, fmt.Errorf("%s: %w", method, m.Error)
-			}
-			if len(m.Result) == 0 {
-				return nil, fmt.Errorf("%w: response to %s has neither result nor error", ErrProtocol, method)
+				return nil, readRPCError(method, m.Error)
 			}
 			if int64(len(m.Result)) > s.o.MaxMessageBytes {
 				return nil, fmt.Errorf("%w: the %s result has %d bytes, more than %d", ErrMessageTooLarge, method, len(m.Result), s.o.MaxMessageBytes)
 			}
 			return m.Result, nil
-		case *jsonrpc.Request:
-			if m.IsCall() {
-				if err := s.answer(ctx, m); err != nil {
-					return nil, s.transportError(ctx, err, true)
-				}
+		case mcpwire.KindRequest:
+			if err := s.answer(ctx, &m); err != nil {
+				return nil, err
 			}
 			// Notifications (log messages, list_changed, progress) are
 			// ignored: the listing is what the server answers.
@@ -337,24 +223,40 @@ func (s *session) call(ctx context.Context, method string, params any) (json.Raw
 	}
 }
 
+// readRPCError reads a JSON-RPC error object strictly.
+func readRPCError(method string, raw []byte) error {
+	e := &RPCError{Method: method, Message: "unreadable error object"}
+	m, err := digest.ReadMembers(raw, "code", "message", "data")
+	if err != nil {
+		return e
+	}
+	if c, err := strconv.ParseInt(string(m["code"]), 10, 64); err == nil {
+		e.Code = c
+	}
+	if msg, err := digest.DecodeString(m["message"]); err == nil {
+		e.Message = msg
+	}
+	return e
+}
+
 // answer replies to a request from the server: ping gets an empty result,
 // roots/list no roots, anything else "method not found" (mcpsign offers no
 // other client feature, whatever capabilities it was told to announce).
-func (s *session) answer(ctx context.Context, req *jsonrpc.Request) error {
-	resp := &jsonrpc.Response{ID: req.ID}
+func (s *session) answer(ctx context.Context, req *mcpwire.Message) error {
+	var body string
 	switch req.Method {
-	case "ping":
-		resp.Result = json.RawMessage(`{}`)
+	case mcpwire.MethodPing:
+		body = `"result":{}`
 	case "roots/list":
-		resp.Result = json.RawMessage(`{"roots":[]}`)
+		body = `"result":{"roots":[]}`
 	default:
-		resp.Error = &jsonrpc.Error{Code: codeMethodNotFound, Message: "method not found: mcpsign only lists definitions"}
+		body = `"error":{"code":-32601,"message":"method not found: mcpsign only lists definitions"}`
 	}
-	return s.conn.Write(ctx, resp)
+	return s.send(ctx, []byte(`{"jsonrpc":"2.0","id":`+string(req.ID)+`,`+body+`}`))
 }
 
-func (s *session) notify(ctx context.Context, method string) error {
-	if err := s.conn.Write(ctx, &jsonrpc.Request{Method: method}); err != nil {
+func (s *session) send(ctx context.Context, msg []byte) error {
+	if err := s.w.send(ctx, msg); err != nil {
 		return s.transportError(ctx, err, true)
 	}
 	return nil
@@ -366,12 +268,15 @@ type rejectedError struct{ err error }
 func (e *rejectedError) Error() string { return e.err.Error() }
 func (e *rejectedError) Unwrap() error { return e.err }
 
-// transportError turns a failed Read or Write into the error to report:
+// transportError turns a failed read or write into the error to report:
 // the abort cause or timeout when the context is done, the server's exit
 // when it is gone, an oversized message, or a protocol error.
 func (s *session) transportError(ctx context.Context, err error, write bool) error {
 	if ctx.Err() != nil {
 		return contextError(ctx)
+	}
+	if errors.Is(err, ErrMessageTooLarge) {
+		return err
 	}
 	if isFrameTooLarge(err) {
 		return fmt.Errorf("%w: a message has more than %d bytes", ErrMessageTooLarge, s.o.MaxMessageBytes)
@@ -409,7 +314,6 @@ func gone(err error) bool {
 func isFrameTooLarge(err error) bool {
 	return strings.Contains(err.Error(), "exceeded the configured maximum line length")
 }
-
 // contextError reports why ctx is done: an abort cause set by a size cap,
 // the listing timeout, or the caller's cancellation.
 func contextError(ctx context.Context) error {

@@ -31,7 +31,7 @@ type script func(req rawRequest) []string
 // scriptedConn returns a client connection to a scripted server that writes
 // exactly the bytes its script returns. The requests it saw are returned
 // too.
-func scriptedConn(t *testing.T, sc script) (mcp.Connection, func() []rawRequest) {
+func scriptedConn(t *testing.T, sc script) (wire, func() []rawRequest) {
 	t.Helper()
 	toClient, serverOut := io.Pipe()
 	serverIn, fromClient := io.Pipe()
@@ -73,12 +73,12 @@ func scriptedConn(t *testing.T, sc script) (mcp.Connection, func() []rawRequest)
 			}
 		}
 	}()
-	conn, err := (&mcp.IOTransport{Reader: toClient, Writer: fromClient}).Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	stopping := make(chan struct{})
+	conn := newStdioWire(toClient, fromClient, DefaultMaxMessageBytes, stopping)
 	t.Cleanup(func() {
-		conn.Close()
+		close(stopping)
+		fromClient.Close()
+		toClient.Close()
 		serverIn.Close()
 		<-done
 	})
@@ -90,7 +90,7 @@ func scriptedConn(t *testing.T, sc script) (mcp.Connection, func() []rawRequest)
 }
 
 // runSession runs a session over conn with opts.
-func runSession(t *testing.T, conn mcp.Connection, opts Options) (*digest.Snapshot, error) {
+func runSession(t *testing.T, conn wire, opts Options) (*digest.Snapshot, error) {
 	t.Helper()
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
@@ -98,7 +98,7 @@ func runSession(t *testing.T, conn mcp.Connection, opts Options) (*digest.Snapsh
 	}
 	ctx, _, stop := withLimits(context.Background(), &o)
 	defer stop()
-	return (&session{conn: conn, o: &o}).run(ctx)
+	return (&session{w: conn, o: &o}).run(ctx)
 }
 
 func result(body string) string { return `{"jsonrpc":"2.0","id":{{id}},"result":` + body + `}` }
@@ -109,6 +109,25 @@ func rpcError(code int, msg string) string {
 
 const legacyInit = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"prompts":{},"resources":{}},` +
 	`"serverInfo":{"name":"scripted","version":"1.2.3"},"instructions":"Use it \u00e9 well."}`
+
+// answerAs answers server/discover under the raw id given instead of the
+// request's own.
+func answerAs(id string) script {
+	return func(req rawRequest) []string {
+		return []string{`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32601,"message":"no"}}`}
+	}
+}
+
+// legacyWith is legacy with the initialize result given.
+func legacyWith(init string, lists map[string][]string) script {
+	inner := legacy(lists)
+	return func(req rawRequest) []string {
+		if req.Method == "initialize" {
+			return []string{result(init)}
+		}
+		return inner(req)
+	}
+}
 
 // legacy wraps a tools/prompts/templates script with the initialize
 // handshake of a server that does not know server/discover.
@@ -286,9 +305,61 @@ func TestSessionErrors(t *testing.T) {
 			is:   ErrProtocol, stage: "tools/list", page: 1, msg: "nextCursor is not a string",
 		},
 		{
+			name: "instructions in another case",
+			sc: legacyWith(`{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"},` +
+				`"instructions":"<evil>","INSTRUCTIONS":"Be helpful."}`, nil),
+			is: ErrProtocol, stage: "initialize", msg: `member "INSTRUCTIONS" would be read as "instructions"`,
+		},
+		{
+			name: "serverInfo name in another case",
+			sc:   legacyWith(`{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","NAME":"t"}}`, nil),
+			is:   ErrProtocol, stage: "initialize", msg: `member "NAME" would be read as "name"`,
+		},
+		{
+			name: "Tools beside tools",
+			sc:   legacy(map[string][]string{"tools/list": {result(`{"tools":[],"Tools":[` + toolA + `]}`)}}),
+			is:   ErrProtocol, stage: "tools/list", page: 1, msg: `member "Tools" would be read as "tools"`,
+		},
+		{
+			name: "answer under id 1.0 (go-sdk reads 1)",
+			sc:   answerAs("1.0"),
+			is:   ErrProtocol, stage: "initialize", msg: "a response with id 1.0 answers no pending request (the TypeScript SDK and go-sdk would take it for the answer to request 1)",
+		},
+		{
+			name: "answer under id 1e0",
+			sc:   answerAs("1e0"),
+			is:   ErrProtocol, stage: "initialize", msg: "the TypeScript SDK and go-sdk would take it for the answer to request 1",
+		},
+		{
+			name: "answer under id \"1\" (the TypeScript SDK reads 1)",
+			sc:   answerAs(`"1"`),
+			is:   ErrProtocol, stage: "initialize", msg: "the TypeScript SDK would take it for the answer to request 1",
+		},
+		{
+			name: "answer under id 1.5 (go-sdk truncates)",
+			sc:   answerAs("1.5"),
+			is:   ErrProtocol, stage: "initialize", msg: "(go-sdk would take it for the answer to request 1)",
+		},
+		{
+			name: "white space after a message",
+			sc: func(req rawRequest) []string {
+				return []string{rpcError(-32601, "Method not found") + "  "}
+			},
+			is: ErrProtocol, stage: "initialize", msg: "white space after the message",
+		},
+		{
+			name: "listing over its byte budget",
+			sc: legacy(map[string][]string{"tools/list": {
+				result(`{"tools":[` + toolA + `],"nextCursor":"p1"}`),
+				result(`{"tools":[` + toolA + `],"nextCursor":"p2"}`),
+			}}),
+			opts: Options{MaxListingBytes: 200},
+			is:   ErrListingTooLarge, stage: "tools/list", page: 2, msg: "more than 200 bytes",
+		},
+		{
 			name: "duplicate member in a list result",
 			sc:   legacy(map[string][]string{"tools/list": {result(`{"tools":[],"tools":[` + toolA + `]}`)}}),
-			is:   ErrProtocol, stage: "tools/list", page: 1, msg: `repeated member "tools"`,
+			is:   ErrProtocol, stage: "tools/list", page: 1, msg: `repeated result member "tools"`,
 		},
 		{
 			name: "too many pages",
@@ -329,7 +400,7 @@ func TestSessionErrors(t *testing.T) {
 			sc: func(req rawRequest) []string {
 				return []string{`{"jsonrpc":"2.0","id":77,"result":{}}`}
 			},
-			is: ErrProtocol, stage: "initialize", msg: "response to request id 77, which was never sent",
+			is: ErrProtocol, stage: "initialize", msg: "a response with id 77 answers no pending request",
 		},
 		{
 			name: "not JSON",
@@ -339,12 +410,12 @@ func TestSessionErrors(t *testing.T) {
 		{
 			name: "wrong jsonrpc version",
 			sc:   func(rawRequest) []string { return []string{`{"jsonrpc":"1.0","id":{{id}},"result":{}}`} },
-			is:   ErrProtocol, stage: "initialize", msg: "invalid message version tag",
+			is:   ErrProtocol, stage: "initialize", msg: `jsonrpc is not "2.0"`,
 		},
 		{
 			name: "neither result nor error",
 			sc:   func(rawRequest) []string { return []string{`{"jsonrpc":"2.0","id":{{id}}}`} },
-			is:   ErrProtocol, stage: "initialize", msg: "neither result nor error",
+			is:   ErrProtocol, stage: "initialize", msg: "neither a request nor a response",
 		},
 		{
 			name: "unsupported protocol version",
@@ -460,7 +531,7 @@ func inMemory(t *testing.T, srv *mcp.Server, opts Options) (*digest.Snapshot, er
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	return runSession(t, conn, opts)
+	return runSession(t, &sdkWire{conn: conn}, opts)
 }
 
 // newSDKServer builds a go-sdk server with n tools and prompts, one

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpsign/mcpsign/mcpwire"
 	"io"
 	"net/http"
 	"net/url"
@@ -22,6 +23,9 @@ import (
 const (
 	DefaultTimeout         = 30 * time.Second
 	DefaultMaxMessageBytes = 16 << 20 // 16 MiB
+	// DefaultMaxListingBytes is the budget of one live listing, all pages of
+	// all kinds, as the snapshot-file cap.
+	DefaultMaxListingBytes = mcpwire.DefaultMaxListingBytes
 	DefaultMaxFileBytes    = 64 << 20 // 64 MiB
 	DefaultShutdownGrace   = 2 * time.Second
 	// MaxPages is the most pages read of one kind (DESIGN.md: more than
@@ -64,6 +68,10 @@ type Options struct {
 	// MaxPages caps the pages read of one kind; a server with more pages is
 	// an error. Zero, or a value above MaxPages, means MaxPages.
 	MaxPages int
+	// MaxListingBytes caps the bytes of every page of every kind of one
+	// listing together; a server that serves more is an error wrapping
+	// ErrListingTooLarge. Zero means DefaultMaxListingBytes.
+	MaxListingBytes int64
 	// Headers are sent with every HTTP request to a Streamable HTTP server
 	// (for example Authorization). Their values never appear in errors.
 	// Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version and
@@ -122,6 +130,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxPages <= 0 || o.MaxPages > MaxPages {
 		o.MaxPages = MaxPages
+	}
+	if o.MaxListingBytes <= 0 {
+		o.MaxListingBytes = DefaultMaxListingBytes
 	}
 	if o.ClientName == "" {
 		o.ClientName = "mcpsign"

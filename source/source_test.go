@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -169,31 +168,6 @@ func TestClientCapabilities(t *testing.T) {
 	}
 	if reqs[1].Method != "initialize" || string(reqs[1].Params["capabilities"]) != caps {
 		t.Errorf("initialize params %s", reqs[1].Params)
-	}
-}
-
-func TestLineCap(t *testing.T) {
-	for _, tt := range []struct {
-		name   string
-		stream string
-		trip   bool
-	}{
-		{name: "lines at the cap", stream: strings.Repeat(strings.Repeat("x", 100)+"\n", 20)},
-		{name: "CRLF at the cap", stream: strings.Repeat(strings.Repeat("x", 100)+"\r\n", 20)},
-		{name: "one line over", stream: "short\n" + strings.Repeat("x", 102) + "\n", trip: true},
-		{name: "no newline at all", stream: strings.Repeat("x", 1000), trip: true},
-	} {
-		var cause error
-		c := &lineCap{r: io.NopCloser(strings.NewReader(tt.stream)), max: 100, abort: func(err error) { cause = err }}
-		buf := make([]byte, 13)
-		var err error
-		for err == nil {
-			_, err = c.Read(buf)
-		}
-		tripped := errors.Is(err, ErrMessageTooLarge)
-		if tripped != tt.trip || (tt.trip && !errors.Is(cause, ErrMessageTooLarge)) || (!tt.trip && err != io.EOF) {
-			t.Errorf("%s: err %v, abort cause %v; want tripped %v", tt.name, err, cause, tt.trip)
-		}
 	}
 }
 

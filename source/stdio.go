@@ -11,9 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/internal/procgroup"
 )
 
@@ -31,16 +30,10 @@ func loadStdio(parent context.Context, argv []string, o *Options) (*digest.Snaps
 	if err != nil {
 		return nil, &StageError{Stage: StageStart, Err: err}
 	}
-	out := &lineCap{r: p.stdout, max: o.MaxMessageBytes, abort: abort}
-	t := &mcp.IOTransport{Reader: out, Writer: p.stdin, MaxLineLength: frameLimit(o.MaxMessageBytes)}
-	conn, err := t.Connect(ctx)
-	if err != nil {
-		p.shutdown(o.ShutdownGrace)
-		return nil, &StageError{Stage: StageStart, Err: err}
-	}
+	w := newStdioWire(p.stdout, p.stdin, o.MaxMessageBytes, p.stopping)
 	defer func() {
 		p.shutdown(o.ShutdownGrace) // stdin closed first: the spec's orderly shutdown
-		conn.Close()
+		p.stdout.Close()            // ends the reader, whoever still holds the pipe
 	}()
 	// The end of stdout is how a server's exit usually shows, but a child
 	// of it may hold stdout open: watch the process itself too. The delay
@@ -59,23 +52,13 @@ func loadStdio(parent context.Context, argv []string, o *Options) (*digest.Snaps
 		case <-ctx.Done():
 		}
 	}()
-	s := &session{conn: conn, o: o, exited: p.exitError}
+	s := &session{w: w, o: o, exited: p.exitError}
 	return s.run(ctx)
 }
 
 // exitAbortDelay is how long after the server's exit the exchange is
 // aborted if the end of its stdout has not shown it yet.
 const exitAbortDelay = 250 * time.Millisecond
-
-// frameLimit is go-sdk's own per-frame cap, a backstop for a message spread
-// over several lines (lineCap caps each line exactly). It counts read-ahead
-// too, hence the slack beyond one pipe read.
-func frameLimit(max int64) int {
-	if max > math.MaxInt32 {
-		return -1
-	}
-	return int(max) + 2<<20
-}
 
 // server is a started stdio server process.
 type server struct {
@@ -90,6 +73,7 @@ type server struct {
 	exited     chan struct{} // closed when Wait returned
 	waitErr    error         // from Wait, valid after exited
 	stopOnce   sync.Once
+	stopping   chan struct{} // closed when shutdown begins
 }
 
 // startServer starts argv with pipes for stdin, stdout and stderr, in a
@@ -113,6 +97,7 @@ func startServer(argv []string, o *Options) (*server, error) {
 		tail:       tailBuffer{max: stderrTailBytes},
 		stderrDone: make(chan struct{}),
 		exited:     make(chan struct{}),
+		stopping:   make(chan struct{}),
 	}
 	go s.drainStderr(o.Stderr)
 	go func() {
@@ -179,10 +164,10 @@ func (s *server) exitError() error {
 func (s *server) shutdown(grace time.Duration) {
 	s.stopOnce.Do(func() {
 		s.stdin.Close()
-		// Keep reading stdout meanwhile (the exchange may have stopped
-		// reading mid-message), so a server blocked writing can see the end
-		// of its stdin and exit. Closing our end afterwards stops this.
-		go io.Copy(io.Discard, s.stdout)
+		// The reader of stdout goes on reading meanwhile (stdioWire: the
+		// exchange may have stopped reading mid-message), so a server
+		// blocked writing can see the end of its stdin and exit.
+		close(s.stopping)
 		procgroup.Stop(s.pid, grace, s.waitExit)
 		// Give stderr a moment to reach EOF, then unblock the drain in case
 		// a process outside the group still holds the pipe; after this no
@@ -211,48 +196,6 @@ func (c *onceCloser) Close() error {
 	return c.err
 }
 
-// lineCap caps the length of each line read from a stdio server, that is
-// of each newline-delimited JSON-RPC message. Exceeding the cap aborts the
-// exchange with ErrMessageTooLarge as the cause, so the stage that was
-// waiting reports it.
-type lineCap struct {
-	r     io.ReadCloser
-	max   int64
-	abort context.CancelCauseFunc
-	line  int64 // bytes of the current line so far
-	err   error
-}
-
-func (c *lineCap) Read(p []byte) (int, error) {
-	if c.err != nil {
-		return 0, c.err
-	}
-	n, err := c.r.Read(p)
-	rest := p[:n]
-	for len(rest) > 0 {
-		i := bytes.IndexByte(rest, '\n')
-		seg := rest
-		if i >= 0 {
-			seg = rest[:i]
-		}
-		c.line += int64(len(seg))
-		if c.line > c.max+1 { // +1: a line may end in \r\n
-
-			c.err = fmt.Errorf("%w: a message has more than %d bytes", ErrMessageTooLarge, c.max)
-			c.abort(c.err)
-			return 0, c.err
-		}
-		if i < 0 {
-			break
-		}
-		c.line = 0
-		rest = rest[i+1:]
-	}
-	return n, err
-}
-
-func (c *lineCap) Close() error { return c.r.Close() }
-
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {
 	mu  sync.Mutex
@@ -278,4 +221,69 @@ func (t *tailBuffer) String() string {
 		b = b[len(b)-t.max:]
 	}
 	return string(bytes.TrimRight(b, " \t\r\n"))
+}
+
+// stdioWire reads a stdio server's stdout one line, one message, at a time
+// (mcpwire.LineReader, capped at max bytes, framing checked as the
+// strictest client reads it) and writes messages to its stdin.
+type stdioWire struct {
+	stdin io.Writer
+	lines chan lineOrErr
+}
+
+type lineOrErr struct {
+	line []byte
+	err  error
+}
+
+// newStdioWire starts the reader of the server's stdout. Once stopping is
+// closed, the reader goes on reading and dropping what the server writes
+// until its stdout ends.
+func newStdioWire(stdout io.Reader, stdin io.Writer, max int64, stopping <-chan struct{}) *stdioWire {
+	w := &stdioWire{stdin: stdin, lines: make(chan lineOrErr)}
+	if max > math.MaxInt32 {
+		max = math.MaxInt32
+	}
+	lr := mcpwire.NewLineReader(stdout, int(max))
+	go func() {
+		for {
+			line, err := lr.Next()
+			if err == nil {
+				if len(bytes.TrimSpace(line)) == 0 {
+					continue // go-sdk skips white space between messages
+				}
+				err = mcpwire.CheckFraming(line)
+				if err != nil {
+					err = fmt.Errorf("%w: %w", ErrProtocol, err)
+				}
+			}
+			select {
+			case w.lines <- lineOrErr{mcpwire.Content(line), err}:
+			case <-stopping:
+				if err == nil {
+					continue
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return w
+}
+
+func (w *stdioWire) send(ctx context.Context, msg []byte) error {
+	line := make([]byte, 0, len(msg)+1)
+	line = append(append(line, msg...), '\n')
+	_, err := w.stdin.Write(line)
+	return err
+}
+
+func (w *stdioWire) recv(ctx context.Context) ([]byte, error) {
+	select {
+	case l := <-w.lines:
+		return l.line, l.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
 }

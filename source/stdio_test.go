@@ -164,7 +164,7 @@ func TestStdioErrors(t *testing.T) {
 		},
 		{
 			name: "bad JSON-RPC version", argv: []string{bad, "--behavior", fixtures.BadJSONRPCVersion},
-			is: ErrProtocol, stage: "initialize", msgs: []string{`invalid message version tag "1.0"`},
+			is: ErrProtocol, stage: "initialize", msgs: []string{`jsonrpc is not "2.0"`},
 		},
 		{
 			name: "error on list", argv: []string{bad, "--behavior", fixtures.BadErrorOnList},
