@@ -314,6 +314,7 @@ func gone(err error) bool {
 func isFrameTooLarge(err error) bool {
 	return strings.Contains(err.Error(), "exceeded the configured maximum line length")
 }
+
 // contextError reports why ctx is done: an abort cause set by a size cap,
 // the listing timeout, or the caller's cancellation.
 func contextError(ctx context.Context) error {

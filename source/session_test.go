@@ -306,7 +306,7 @@ func TestSessionErrors(t *testing.T) {
 		},
 		{
 			name: "instructions in another case",
-			sc: legacyWith(`{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"},` +
+			sc: legacyWith(`{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"},`+
 				`"instructions":"<evil>","INSTRUCTIONS":"Be helpful."}`, nil),
 			is: ErrProtocol, stage: "initialize", msg: `member "INSTRUCTIONS" would be read as "instructions"`,
 		},

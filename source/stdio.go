@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/internal/procgroup"
+	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
 // stderrTailBytes is how much of a server's stderr is kept for the error
