@@ -31,6 +31,8 @@
 //	no-key               tools/list answers a tool without a name and a good one
 //	non-string-key       tools/list answers a tool whose name is the number 7
 //	                     and a good one
+//	flood-pages          tools/list answers every page with one new tool of
+//	                     15 MiB and a nextCursor, without end
 package main
 
 import (
@@ -51,7 +53,7 @@ import (
 // behaviors lists every --behavior value.
 var behaviors = []string{
 	"never-answers", "never-exits", "exits-at-once", "bad-jsonrpc", "bad-jsonrpc-version",
-	"error-on-list", "hangs-on-list", "non-string-cursor", "invalid-definitions", "no-key", "non-string-key",
+	"error-on-list", "hangs-on-list", "non-string-cursor", "invalid-definitions", "no-key", "non-string-key", "flood-pages",
 }
 
 // Raw result bodies.
@@ -177,6 +179,18 @@ func answer(behavior string, line []byte, out io.Writer) error {
 			return rpcError(-32603, "internal error: the tools are unavailable")
 		case "hangs-on-list":
 			return nil
+		case "flood-pages":
+			// A page of 15 MiB, under the 16 MiB message cap; the tool's
+			// name follows the cursor so that every page is new.
+			var cursor struct {
+				Params struct {
+					Cursor string `json:"cursor"`
+				} `json:"params"`
+			}
+			json.Unmarshal(line, &cursor)
+			n := len(cursor.Params.Cursor)
+			desc := strings.Repeat("x", 15<<20)
+			return result(fmt.Sprintf(`{"tools":[{"name":"t%d","description":"%s","inputSchema":{"type":"object"}}],"nextCursor":"%sc"}`, n, desc, cursor.Params.Cursor))
 		}
 		if body, ok := toolsListResults[behavior]; ok {
 			return result(body)

@@ -18,6 +18,7 @@ type SourceOptions struct {
 	Headers         []string
 	Verbose         bool
 	MaxMessageBytes int64
+	MaxListingBytes int64
 	ProtocolVersion string
 }
 
@@ -27,6 +28,7 @@ func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.Headers, "header", nil, "HTTP header 'Name: value' sent to a Streamable HTTP server, e.g. for auth (repeatable; values are never printed)")
 	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "show the stderr of a stdio server and the progress of the listing")
 	fs.Int64Var(&o.MaxMessageBytes, "max-message-bytes", source.DefaultMaxMessageBytes, "largest message accepted from a server")
+	fs.Int64Var(&o.MaxListingBytes, "max-listing-bytes", source.DefaultMaxListingBytes, "most bytes of a live listing, all pages of all kinds together")
 	fs.StringVar(&o.ProtocolVersion, "protocol-version", "", "force an MCP protocol version (default: try 2026-07-28 server/discover, then the initialize handshake)")
 }
 
@@ -59,6 +61,7 @@ func (o *SourceOptions) Options(stderr io.Writer) (source.Options, error) {
 	opts := source.Options{
 		Timeout:         o.Timeout,
 		MaxMessageBytes: o.MaxMessageBytes,
+		MaxListingBytes: o.MaxListingBytes,
 		Headers:         headers,
 		ProtocolVersion: o.ProtocolVersion,
 	}
