@@ -306,10 +306,10 @@ func (r *relay) fromClient(m *inbound) {
 		}
 		return
 	}
-	if r.gateClosed() && m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindResponse {
+	if m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindResponse && (r.gateClosed() || len(r.heldClient) > 0) {
 		// An answer to a request of the server's the client has seen: it
 		// changes nothing the check is about, and the server may be waiting
-		// for it.
+		// for it before it answers what holds the client's messages.
 		r.sendServer(m.line)
 		return
 	}

@@ -52,6 +52,8 @@ const (
 //	split-view      answers the proxy's own tools/list honestly and the
 //	                client's with a changed tool
 //	silent-list     never answers the client's tools/list
+//	ping-before-list pings the client on its tools/list and answers it
+//	                only after the pong
 //
 // Every tools/call it receives is appended to the file named by
 // scriptedCallsEnv, when set.
@@ -70,8 +72,10 @@ func scriptedServer(behavior string) int {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 	}
-	waitingPong := false
-	handle := func(m msg) {
+	waitingPong, pinged := false, false
+	var later []msg // what came while waiting for the pong, in order
+	var handle func(m msg)
+	handle = func(m msg) {
 		switch m.Method {
 		case "initialize":
 			if behavior == "loose-initialize" && isNumber(m.ID) {
@@ -92,6 +96,12 @@ func scriptedServer(behavior string) int {
 				answer(m.ID, `{"tools":[`+scriptedEvilTool+`]}`)
 				return
 			case behavior == "silent-list" && !own:
+				return
+			case behavior == "ping-before-list" && !own && !pinged:
+				pinged = true
+				send(`{"jsonrpc":"2.0","id":"srv-ping","method":"ping"}`)
+				waitingPong = true
+				later = append(later, m)
 				return
 			}
 			answer(m.ID, `{"tools":[`+scriptedTool+`]}`)
@@ -116,7 +126,6 @@ func scriptedServer(behavior string) int {
 			}
 		}
 	}
-	var later []msg // what came while waiting for the pong, in order
 	for in.Scan() {
 		var m msg
 		if json.Unmarshal(in.Bytes(), &m) != nil {
@@ -300,6 +309,27 @@ func TestWireRules(t *testing.T) {
 		p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
 		if m := decode(t, p.next()); string(m.ID) != "3" || m.Error != nil {
 			t.Fatalf("call answer %+v", m)
+		}
+		if err := s.wait(); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+
+	t.Run("the server's request during a held listing is answered", func(t *testing.T) {
+		s, p, _ := start(t, "ping-before-list")
+		p.send(initialize)
+		decode(t, p.next())
+		p.send(initialized)
+		p.send(toolsList)
+		p.send(toolsCall) // held behind the listing
+		if m := decode(t, p.next()); m.Method != "ping" {
+			t.Fatalf("got %+v, want the server's ping", m)
+		}
+		p.send(`{"jsonrpc":"2.0","id":"srv-ping","result":{}}`) // must not wait behind the call
+		for _, id := range []string{"2", "3"} {
+			if m := decode(t, p.next()); string(m.ID) != id || m.Error != nil {
+				t.Fatalf("got %+v, want the answer to %s", m, id)
+			}
 		}
 		if err := s.wait(); err != nil {
 			t.Errorf("Run: %v", err)
