@@ -344,3 +344,17 @@ func decodeName(raw, quoted []byte) (string, error) {
 	}
 	return string(raw), nil
 }
+
+// ParseFromServer is Parse for a message a server sent: it must also carry
+// "jsonrpc":"2.0", without which both official SDKs drop a message that
+// mcpsign would have read. Every error wraps ErrProtocol.
+func ParseFromServer(data []byte) (Message, error) {
+	m, err := Parse(data)
+	if err == nil && !m.Versioned {
+		err = errors.New(`a message without "jsonrpc":"2.0"`)
+	}
+	if err != nil {
+		return m, fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
+	return m, nil
+}

@@ -88,12 +88,13 @@ var ErrFraming = errors.New("white space after the message on its line")
 // CheckFraming checks the framing of one stdio line as the strictest
 // official client reads it: nothing may follow the message on its line but
 // the line end. Leading white space is read alike by both and allowed.
+// The error wraps ErrProtocol and ErrFraming.
 func CheckFraming(line []byte) error {
 	c := Content(line)
 	if n := len(c); n > 0 {
 		switch c[n-1] {
 		case ' ', '\t', '\r':
-			return ErrFraming
+			return fmt.Errorf("%w: %w", ErrProtocol, ErrFraming)
 		}
 	}
 	return nil

@@ -186,9 +186,13 @@ func (r *relay) read(src io.Reader, server bool) {
 		if len(bytes.TrimSpace(body)) == 0 {
 			m.blank = true
 		} else {
-			m.env, m.perr = mcpwire.Parse(body)
-			if m.perr == nil && server {
-				m.perr = serverFraming(line, &m.env)
+			if server {
+				m.env, m.perr = mcpwire.ParseFromServer(body)
+				if m.perr == nil {
+					m.perr = mcpwire.CheckFraming(line)
+				}
+			} else {
+				m.env, m.perr = mcpwire.Parse(body)
 			}
 		}
 		if server && m.perr == nil && !m.blank && r.deliverOwn(&m.env) {
@@ -476,7 +480,7 @@ func (r *relay) serverMessage(m *inbound) {
 		return
 	}
 	if m.perr != nil {
-		r.block(&BlockedError{What: "a message from the server", Err: fmt.Errorf("%w: %w", mcpwire.ErrProtocol, m.perr)})
+		r.block(&BlockedError{What: "a message from the server", Err: m.perr})
 		return
 	}
 	env := &m.env
@@ -828,20 +832,6 @@ func (r *relay) drainClient() {
 	if r.listsInFlight == 0 && len(r.heldClient) > 0 && !r.gateClosed() && r.blocked == nil {
 		r.drain()
 	}
-}
-
-// serverFraming checks what the strict envelope reader leaves to the
-// reader of a server's lines: the framing of the line (mcpwire.CheckFraming)
-// and the JSON-RPC version, without which both official SDKs drop a
-// message the proxy would have read.
-func serverFraming(line []byte, m *mcpwire.Message) error {
-	if err := mcpwire.CheckFraming(line); err != nil {
-		return err
-	}
-	if !m.Versioned {
-		return errors.New(`a message without "jsonrpc":"2.0"`)
-	}
-	return nil
 }
 
 // drain processes the held messages in order until a check starts again.

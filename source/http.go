@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
 // reservedHeader reports whether a header (canonical name) is set by the
@@ -175,7 +176,7 @@ func originOf(u *url.URL) string {
 }
 
 // roundTripper adds headers, caps response bodies, and reads every
-// message in them strictly (httpIDs.check) before go-sdk decodes it.
+// message in them strictly (mcpwire.HTTPBodies) before go-sdk decodes it.
 type roundTripper struct {
 	base    http.RoundTripper
 	origin  string
@@ -183,7 +184,7 @@ type roundTripper struct {
 	max     int64
 	abort   context.CancelCauseFunc
 
-	ids httpIDs // requests in flight: every response is read strictly against them
+	ids mcpwire.HTTPBodies // requests in flight: every response body is read strictly against them
 
 	mu      sync.Mutex
 	version string // negotiated by the initialize handshake
@@ -221,7 +222,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		rt.ids.sent(body)
+		rt.ids.Sent(body)
 		req.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	resp, err := rt.base.RoundTrip(req)
@@ -243,9 +244,9 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	switch mt {
 	case "text/event-stream":
-		resp.Body = newStrictSSE(&sseCap{body: resp.Body, max: rt.max + 16<<10, tooLarge: tooLarge}, &rt.ids, violation)
+		resp.Body = rt.ids.SSE(&sseCap{body: resp.Body, max: rt.max + 16<<10, tooLarge: tooLarge}, violation)
 	case "application/json":
-		resp.Body = &strictJSON{body: &bodyCap{body: resp.Body, left: rt.max, tooLarge: tooLarge}, ids: &rt.ids, fail: violation}
+		resp.Body = rt.ids.JSON(&bodyCap{body: resp.Body, left: rt.max, tooLarge: tooLarge}, violation)
 	default:
 		resp.Body = &bodyCap{body: resp.Body, left: rt.max, tooLarge: tooLarge}
 	}

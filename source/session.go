@@ -194,12 +194,9 @@ func (s *session) Call(ctx context.Context, method string, params json.RawMessag
 		if err != nil {
 			return nil, s.transportError(ctx, err, false)
 		}
-		m, err := mcpwire.Parse(raw)
-		if err == nil && !m.Versioned {
-			err = errors.New(`a message without "jsonrpc":"2.0"`)
-		}
+		m, err := mcpwire.ParseFromServer(raw)
 		if err != nil {
-			return nil, fmt.Errorf("%w: waiting for the answer to %s: %w", ErrProtocol, method, err)
+			return nil, fmt.Errorf("waiting for the answer to %s: %w", method, err)
 		}
 		switch m.Kind {
 		case mcpwire.KindResponse:

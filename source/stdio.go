@@ -3,7 +3,6 @@ package source
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"math"
 	"os"
@@ -253,9 +252,6 @@ func newStdioWire(stdout io.Reader, stdin io.Writer, max int64, stopping <-chan 
 					continue // go-sdk skips white space between messages
 				}
 				err = mcpwire.CheckFraming(line)
-				if err != nil {
-					err = fmt.Errorf("%w: %w", ErrProtocol, err)
-				}
 			}
 			select {
 			case w.lines <- lineOrErr{mcpwire.Content(line), err}:

@@ -1,27 +1,29 @@
-package source
+package mcpwire
 
 import (
 	"bufio"
 	"bytes"
-	"errors"
-	"fmt"
 	"io"
 	"sync"
-
-	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
-// httpIDs are the ids of the requests sent over one Streamable HTTP
-// connection and not answered yet, as their exact bytes.
-type httpIDs struct {
+// HTTPBodies reads the bodies of one Streamable HTTP connection strictly,
+// as the stdio reader reads lines: it learns the ids of the requests posted
+// (Sent) and wraps every response body (JSON or SSE) so that each message
+// in it is checked (Parse, the JSON-RPC version, and for a response an id
+// byte-identical to one in flight) before the bytes are passed on. A
+// transport that decodes the bytes after this check, leniently (go-sdk's),
+// only ever sees messages that cannot mean two things. Safe for concurrent
+// use.
+type HTTPBodies struct {
 	mu      sync.Mutex
-	pending mcpwire.Pending[struct{}]
+	pending Pending[struct{}]
 }
 
-// sent records the id of a request in an HTTP request body.
-func (p *httpIDs) sent(body []byte) {
-	m, err := mcpwire.Parse(body)
-	if err != nil || m.Kind != mcpwire.KindRequest {
+// Sent records the id of a request in an HTTP request body.
+func (p *HTTPBodies) Sent(body []byte) {
+	m, err := Parse(body)
+	if err != nil || m.Kind != KindRequest {
 		return
 	}
 	p.mu.Lock()
@@ -29,19 +31,15 @@ func (p *httpIDs) sent(body []byte) {
 	p.mu.Unlock()
 }
 
-// check reads one message of a response body strictly, as the stdio reader
-// does: mcpwire.Parse, the JSON-RPC version, and for a response an id that
-// is byte-identical to one in flight. go-sdk decodes the bytes after this
-// check, leniently: only a message that cannot mean two things reaches it.
-func (p *httpIDs) check(msg []byte) error {
-	m, err := mcpwire.Parse(msg)
-	if err == nil && !m.Versioned {
-		err = errors.New(`a message without "jsonrpc":"2.0"`)
-	}
+// Check reads one message of a response body strictly: Parse, the JSON-RPC
+// version, and for a response an id byte-identical to one in flight, which
+// it then no longer is.
+func (p *HTTPBodies) Check(msg []byte) error {
+	m, err := ParseFromServer(msg)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrProtocol, err)
+		return err
 	}
-	if m.Kind == mcpwire.KindResponse {
+	if m.Kind == KindResponse {
 		p.mu.Lock()
 		_, err = p.pending.Take(m.ID)
 		p.mu.Unlock()
@@ -49,11 +47,24 @@ func (p *httpIDs) check(msg []byte) error {
 	return err
 }
 
+// JSON wraps a response body that holds one message (application/json):
+// nothing of it is passed on until it is whole and checked. fail is told
+// the violation and returns the error the reader reports.
+func (p *HTTPBodies) JSON(body io.ReadCloser, fail func(error) error) io.ReadCloser {
+	return &strictJSON{body: body, ids: p, fail: fail}
+}
+
+// SSE wraps a server-sent event stream (text/event-stream): each event is
+// passed on once the message in its data lines was checked.
+func (p *HTTPBodies) SSE(body io.ReadCloser, fail func(error) error) io.ReadCloser {
+	return &strictSSE{body: body, r: bufio.NewReader(body), ids: p, fail: fail}
+}
+
 // strictJSON holds a response body that is one message until it is whole
 // and checked.
 type strictJSON struct {
 	body  io.ReadCloser
-	ids   *httpIDs
+	ids   *HTTPBodies
 	fail  func(error) error
 	ready *bytes.Reader
 	err   error
@@ -64,13 +75,13 @@ func (b *strictJSON) Read(p []byte) (int, error) {
 		return 0, b.err
 	}
 	if b.ready == nil {
-		data, err := io.ReadAll(b.body) // capped by bodyCap
+		data, err := io.ReadAll(b.body) // the caller caps the body
 		if err != nil {
 			b.err = err
 			return 0, err
 		}
 		if len(bytes.TrimSpace(data)) > 0 {
-			if err := b.ids.check(bytes.TrimSpace(data)); err != nil {
+			if err := b.ids.Check(bytes.TrimSpace(data)); err != nil {
 				b.err = b.fail(err)
 				return 0, b.err
 			}
@@ -87,7 +98,7 @@ func (b *strictJSON) Close() error { return b.body.Close() }
 type strictSSE struct {
 	body  io.ReadCloser
 	r     *bufio.Reader
-	ids   *httpIDs
+	ids   *HTTPBodies
 	fail  func(error) error
 	event []byte // the bytes of the event being read
 	data  []byte // its data, the data lines joined by "\n"
@@ -95,22 +106,18 @@ type strictSSE struct {
 	err   error
 }
 
-func newStrictSSE(body io.ReadCloser, ids *httpIDs, fail func(error) error) *strictSSE {
-	return &strictSSE{body: body, r: bufio.NewReader(body), ids: ids, fail: fail}
-}
-
 func (s *strictSSE) Read(p []byte) (int, error) {
 	for len(s.out) == 0 {
 		if s.err != nil {
 			return 0, s.err
 		}
-		line, err := s.r.ReadBytes('\n') // capped per event by sseCap
+		line, err := s.r.ReadBytes('\n') // the caller caps each event
 		s.event = append(s.event, line...)
 		content := bytes.TrimRight(line, "\r\n")
 		switch {
 		case len(content) == 0 && len(line) > 0:
 			if len(s.data) > 0 {
-				if cerr := s.ids.check(s.data); cerr != nil {
+				if cerr := s.ids.Check(s.data); cerr != nil {
 					s.err = s.fail(cerr)
 					return 0, s.err
 				}
