@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/root"
@@ -212,6 +213,9 @@ func compileIdentity(m Method, id Identity) (*matcher, error) {
 		if !id.pkiFields() && id.SAN == "" && id.SANRegexp == "" {
 			return nil, errors.New("the certificate method needs the signer's identity: a certificate subject, e-mail, URI, DNS name, identity or identity regexp")
 		}
+		if id.DNS != "" && !validDNSName(id.DNS) {
+			return nil, fmt.Errorf("certificate DNS name %s is not a DNS name (letters, digits and hyphens in dot-separated labels, or a leading *.)", strconv.Quote(id.DNS))
+		}
 		if id.Subject != "" {
 			canon, err := dn.Canonical(id.Subject)
 			if err != nil {
@@ -239,4 +243,30 @@ func KeyID(pub crypto.PublicKey) (string, error) {
 	}
 	sum := sha256.Sum256(der)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// validDNSName reports whether s is a host name as a dNSName SAN holds one:
+// dot-separated labels of ASCII letters, digits and hyphens (not first or
+// last), 1 to 63 bytes each, at most 253 in all; the first label may be
+// "*". A DNS criterion outside this grammar could only match a SAN that is
+// not a DNS name (such as an e-mail address in a dNSName).
+func validDNSName(s string) bool {
+	if s == "" || s == "*" || len(s) > 253 {
+		return false
+	}
+	for i, label := range strings.Split(s, ".") {
+		if i == 0 && label == "*" {
+			continue
+		}
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for j := 0; j < len(label); j++ {
+			c := label[j]
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -77,17 +77,19 @@ func parseSANs(cert *x509.Certificate) ([]san, error) {
 		s := san{kind: sanOther}
 		switch gn.Tag {
 		case 0:
+			// OtherName ::= SEQUENCE { type-id OID, value [0] EXPLICIT ANY }
 			var on struct {
 				ID    asn1.ObjectIdentifier
-				Value asn1.RawValue `asn1:"explicit,tag:0"`
+				Value asn1.RawValue
 			}
-			if r, err := asn1.UnmarshalWithParams(gn.FullBytes, &on, "tag:0"); err != nil || len(r) > 0 {
+			if r, err := asn1.UnmarshalWithParams(gn.FullBytes, &on, "tag:0"); err != nil || len(r) > 0 ||
+				on.Value.Class != asn1.ClassContextSpecific || on.Value.Tag != 0 || !on.Value.IsCompound {
 				return nil, fmt.Errorf("%w: an otherName that is not well-formed", errSAN)
 			}
 			s.kind = sanOtherName
 			if on.ID.Equal(certificate.OIDOtherName) {
 				var v string
-				if r, err := asn1.UnmarshalWithParams(on.Value.FullBytes, &v, "utf8"); err != nil || len(r) > 0 {
+				if r, err := asn1.UnmarshalWithParams(on.Value.Bytes, &v, "utf8"); err != nil || len(r) > 0 {
 					return nil, fmt.Errorf("%w: Fulcio's otherName is not a UTF8String", errSAN)
 				}
 				s = san{kind: sanFulcio, value: v}

@@ -253,7 +253,9 @@ func parseString(s string) ([]entry, error) {
 		if eq < 0 {
 			return nil, syntax(i, "an attribute without '='")
 		}
-		oid, err := parseType(s[i : i+eq])
+		// Spaces around a type are read (RFC 2253 readers allow them after
+		// a separator) so that the canonical form shows they do not belong.
+		oid, err := parseType(strings.Trim(s[i:i+eq], " "))
 		if err != nil {
 			return nil, syntax(i, "%v", err)
 		}

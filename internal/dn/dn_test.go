@@ -183,6 +183,8 @@ func TestCanonical(t *testing.T) {
 		{"1.3.6.1.4.1.99999.1=hello", "1.3.6.1.4.1.99999.1=#0C0568656C6C6F"},
 		{"1.3.6.1.4.1.99999.1=#0c0568656c6c6f", "1.3.6.1.4.1.99999.1=#0C0568656C6C6F"},
 		{"CN=a;b", `CN=a\;b`},
+		{"CN=x, O=y", "CN=x,O=y"},
+		{" CN = x", `CN=\ x`},
 		{`CN=\ x\ `, `CN=\ x\ `},
 		{`CN=x\=y`, `CN=x=y`},
 		{"uid=x,UID=y", "uid=x,UID=y"},
@@ -194,7 +196,7 @@ func TestCanonical(t *testing.T) {
 		}
 	}
 	for _, in := range []string{
-		"", "CN", "cn=x", "CommonName=x", "CN=x,", "CN=x+", ",CN=x", "CN=x, O=y", "CN=a\\", "CN=a\\zz",
+		"", "CN", "cn=x", "CommonName=x", "CN=x,", "CN=x+", ",CN=x", "CN=a\\", "CN=a\\zz",
 		"CN=a\\4", "CN=\x01", "CN=#", "CN=#0G", "CN=#0C01", "CN=#0C017800", "CN=\\ff", "3.1=x", "1.40=x",
 		"1=x", "1.02=x", "1..2=x", "1.2.3333333333=x", "=x",
 	} {
