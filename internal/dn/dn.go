@@ -30,6 +30,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Errors returned (wrapped) by Format and Canonical.
@@ -362,4 +364,17 @@ func parseValue(s string) (asn1.RawValue, int, error) {
 
 func isHex(c byte) bool {
 	return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')
+}
+
+// Text returns a name as Format writes it for a terminal: unchanged when it
+// is printable ASCII (a formatted name always is, and its escapes are its
+// own, so a second escaping would double its backslashes), else, for a
+// string that did not come from Format, escaped by textsafe.
+func Text(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return textsafe.Escape(s)
+		}
+	}
+	return s
 }

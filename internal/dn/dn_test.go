@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 var (
@@ -270,4 +272,16 @@ func FuzzCanonical(f *testing.F) {
 			t.Fatalf("Canonical(%q) = %q, then %q, %v", s, c, c2, err)
 		}
 	})
+}
+
+func TestText(t *testing.T) {
+	for in, want := range map[string]string{
+		`CN=a\,b\\c,O=x`: `CN=a\,b\\c,O=x`,
+		"CN=a\x1b[31m":   textsafe.Escape("CN=a\x1b[31m"),
+		"CN=a\u202eb":    textsafe.Escape("CN=a\u202eb"),
+	} {
+		if got := Text(in); got != want {
+			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
