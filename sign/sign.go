@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/internal/dn"
 	"github.com/mcpsign/mcpsign/trustroot"
 )
 
@@ -394,7 +395,7 @@ func describe(nb *bundle.Bundle, vr *verify.VerificationResult, bundleJSON []byt
 	}
 	if c := vc.Certificate(); c != nil {
 		res.Identity.Certificate = c
-		res.Identity.Subject = c.Subject.String()
+		res.Identity.Subject = dn.String(c.RawSubject)
 	}
 	if vr.Signature != nil && vr.Signature.Certificate != nil {
 		res.Identity.SAN = vr.Signature.Certificate.SubjectAlternativeName

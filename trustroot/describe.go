@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
+
+	"github.com/mcpsign/mcpsign/internal/dn"
 )
 
 // Description is what a trusted root trusts and for how long: the stable
@@ -145,8 +147,8 @@ func describeCert(c *x509.Certificate, role string, now time.Time) CertificateDe
 	}
 	return CertificateDescription{
 		Role:      role,
-		Subject:   c.Subject.String(),
-		Issuer:    c.Issuer.String(),
+		Subject:   dn.String(c.RawSubject),
+		Issuer:    dn.String(c.RawIssuer),
 		NotBefore: c.NotBefore.UTC(),
 		NotAfter:  c.NotAfter.UTC(),
 		Status:    status,

@@ -16,10 +16,11 @@ type ClaimStatus string
 // Claim statuses. A claim that contradicts the certificate is not a status:
 // it fails the statement step.
 const (
-	// ClaimVerified: a Fulcio source extension of the certificate agrees.
+	// ClaimVerified: a Fulcio source extension of a certificate issued by a
+	// Fulcio CA of the trusted root (sigstore method) agrees.
 	ClaimVerified ClaimStatus = "verified"
-	// ClaimUnverified: only the signer's word (no certificate, or no such
-	// extension in it).
+	// ClaimUnverified: only the signer's word (no certificate, an
+	// enterprise certificate, or no such extension in it).
 	ClaimUnverified ClaimStatus = "unverified"
 )
 
@@ -55,10 +56,14 @@ var sourceExtensions = []struct {
 }
 
 // checkClaims compares the predicate's source claims with the certificate's
-// Fulcio source extensions (cert is nil for a key signature). A claim the
-// certificate contradicts is an error; one it cannot vouch for is marked
-// unverified. Package claims are always the signer's word.
-func checkClaims(st *attest.Statement, cert *certificate.Summary) ([]Claim, error) {
+// Fulcio source extensions (cert is nil for a key signature). Only a
+// certificate from a Fulcio CA of the trusted root (fulcio, the sigstore
+// method) vouches for them: an enterprise CA's leaf may carry the same
+// extensions with any value, so they are ignored and its claims stay
+// unverified. A claim a Fulcio certificate contradicts is an error; one it
+// cannot vouch for is marked unverified. Package claims are always the
+// signer's word.
+func checkClaims(st *attest.Statement, cert *certificate.Summary, fulcio bool) ([]Claim, error) {
 	var out []Claim
 	if src := st.Predicate.Source; src != nil {
 		for _, se := range sourceExtensions {
@@ -70,6 +75,8 @@ func checkClaims(st *attest.Statement, cert *certificate.Summary) ([]Claim, erro
 			switch {
 			case cert == nil:
 				c.Evidence = "signed with a key: no certificate to vouch for it"
+			case !fulcio:
+				c.Evidence = "signed with an enterprise certificate: only a Fulcio CA of the trusted root vouches for " + se.oid
 			case se.ext(&cert.Extensions) == "":
 				c.Evidence = "the certificate has no extension " + se.oid
 			case se.ext(&cert.Extensions) != v:

@@ -22,8 +22,9 @@ const (
 	// the certificate's or the given key.
 	StepSignature Step = "signature"
 	// StepChain: the certificate chains to the trusted authorities at the
-	// verified signing time, has the digitalSignature key usage and no EKU
-	// or codeSigning, and (Fulcio certificates) carries verified SCTs.
+	// verified signing time, is not a CA, has the digitalSignature key
+	// usage and no EKU or codeSigning, and (Fulcio certificates) carries
+	// verified SCTs.
 	StepChain Step = "chain"
 	// StepTlog: a transparency log entry for this very signature, with an
 	// inclusion proof against a checkpoint signed by a trusted log, or a
@@ -76,6 +77,13 @@ var (
 	// ErrKeyUsage: the signing certificate lacks the digitalSignature key
 	// usage, or has extended key usages without codeSigning.
 	ErrKeyUsage = errors.New("certificate key usage does not allow code signing")
+	// ErrLeafIsCA: the signing certificate is a CA certificate
+	// (basicConstraints CA:TRUE).
+	ErrLeafIsCA = errors.New("the signing certificate is a CA certificate")
+	// ErrIssuerExtensions: the certificate's two Fulcio OIDC issuer
+	// extensions (1.3.6.1.4.1.57264.1.1 and .1.8) disagree, or .1.8 is
+	// malformed.
+	ErrIssuerExtensions = errors.New("the certificate's OIDC issuer extensions are inconsistent")
 	// ErrNoSigningTime: no verified time to check the certificate at.
 	ErrNoSigningTime = errors.New("no verified signing time")
 	// ErrIdentityMismatch: the signer is not the one the policy names.

@@ -3,19 +3,25 @@ package verify
 import (
 	"crypto/x509"
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
+
+	"github.com/mcpsign/mcpsign/internal/dn"
 )
 
-// checkKeyUsage refuses a signing certificate that is not meant for code
-// signing: the key usage extension must be present with digitalSignature
-// (neither sigstore-go nor cosign checks it), and the extended key usages,
-// if any, must include codeSigning. Go's path validation also applies the
-// extended key usage to the chain.
-func checkKeyUsage(cert *x509.Certificate) error {
+// checkLeaf refuses a signing certificate that is not meant for code
+// signing: a CA certificate (basicConstraints CA:TRUE), or one whose key
+// usage extension lacks digitalSignature (neither sigstore-go nor cosign
+// checks it), or whose extended key usages, if any, do not include
+// codeSigning. Go's path validation also applies the extended key usage to
+// the chain.
+func checkLeaf(cert *x509.Certificate) error {
+	if cert.IsCA {
+		return fmt.Errorf("%w: the signing certificate has basicConstraints CA:TRUE", ErrLeafIsCA)
+	}
 	if cert.KeyUsage&x509.KeyUsageDigitalSignature == 0 {
 		return fmt.Errorf("%w: the signing certificate lacks the digitalSignature key usage", ErrKeyUsage)
 	}
@@ -28,67 +34,165 @@ func checkKeyUsage(cert *x509.Certificate) error {
 	return nil
 }
 
-// verifySigstore matches a Fulcio certificate's summary.
-func (m *matcher) verifySigstore(s certificate.Summary) error {
-	if err := m.sigstore.Verify(s); err != nil {
-		return fmt.Errorf("%w: %w", ErrIdentityMismatch, err)
+// oidcIssuer returns the Fulcio OIDC issuer of cert: the extension
+// 1.3.6.1.4.1.57264.1.8 (a DER UTF8String) or the deprecated .1.1 (raw
+// bytes), "" when it has neither. Both present and different is refused
+// (sigstore-go takes whichever comes last).
+func oidcIssuer(cert *x509.Certificate) (string, error) {
+	var v1, v8 string
+	var has1, has8 bool
+	for _, e := range cert.Extensions {
+		switch {
+		case e.Id.Equal(certificate.OIDIssuer):
+			v1, has1 = string(e.Value), true
+		case e.Id.Equal(certificate.OIDIssuerV2):
+			if err := certificate.ParseDERString(e.Value, &v8); err != nil {
+				return "", fmt.Errorf("%w: the OIDC issuer extension %s: %w", ErrIssuerExtensions, certificate.OIDIssuerV2, err)
+			}
+			has8 = true
+		}
 	}
-	return nil
+	if has1 && has8 && v1 != v8 {
+		return "", fmt.Errorf("%w: %s says %s, %s says %s", ErrIssuerExtensions,
+			certificate.OIDIssuer, strconv.Quote(v1), certificate.OIDIssuerV2, strconv.Quote(v8))
+	}
+	if has8 {
+		return v8, nil
+	}
+	return v1, nil
 }
 
-// sans lists a certificate's SAN values: e-mail addresses, URIs, DNS names,
-// and the Fulcio otherName sigstore-go found.
-func sans(cert *x509.Certificate, s certificate.Summary) []string {
-	var out []string
-	out = append(out, cert.EmailAddresses...)
-	for _, u := range cert.URIs {
-		out = append(out, u.String())
+// identityKinds are the SAN types an identity (exact or regexp) is matched
+// against: e-mail and URI; Fulcio's otherName only for the sigstore method,
+// where a Fulcio CA of the trusted root issued it. An enterprise CA's name
+// constraints cannot cover an otherName (crypto/x509 applies none to it),
+// so the certificate method never matches one.
+func identityKinds(m Method) []sanKind {
+	if m == MethodSigstore {
+		return []sanKind{sanEmail, sanURI, sanFulcio}
 	}
-	out = append(out, cert.DNSNames...)
-	if s.SubjectAlternativeName != "" && !slices.Contains(out, s.SubjectAlternativeName) {
-		out = append(out, s.SubjectAlternativeName)
-	}
-	return out
+	return []sanKind{sanEmail, sanURI}
 }
 
-// verifyPKI matches an enterprise certificate: every criterion given must
-// hold.
-func (m *matcher) verifyPKI(cert *x509.Certificate, s certificate.Summary) error {
+// listSANs describes SANs for an error message.
+func listSANs(sans []san) string {
+	if len(sans) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(sans))
+	for i, s := range sans {
+		if s.kind == sanOther || s.kind == sanOtherName {
+			parts[i] = "(" + s.kind.String() + ")"
+			continue
+		}
+		parts[i] = s.kind.String() + " " + strconv.Quote(s.value)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// matched is what the identity step established.
+type matched struct {
+	// identity is the SAN the policy matched (of the first criterion with
+	// a SAN, in the order identity, e-mail, URI, DNS), or "" when the
+	// policy named no SAN.
+	identity string
+	// issuer is the Fulcio OIDC issuer, "" when the certificate has none.
+	issuer string
+	// subject is the certificate's subject DN (internal/dn form).
+	subject string
+}
+
+// verifyCert matches a signing certificate against the policy on the
+// certificate's own encoding: each SAN criterion only against the SAN
+// types it names, the subject against the DER subject. Every criterion
+// given must hold.
+func (m *matcher) verifyCert(method Method, cert *x509.Certificate, s certificate.Summary) (matched, error) {
+	var out matched
 	id := &m.id
-	mismatch := func(what, want, got string) error {
-		return fmt.Errorf("%w: %s is %s, the policy wants %s", ErrIdentityMismatch, what, strconv.Quote(got), strconv.Quote(want))
+	fail := func(format string, args ...any) (matched, error) {
+		return out, fmt.Errorf("%w: "+format, append([]any{ErrIdentityMismatch}, args...)...)
 	}
-	if id.Subject != "" && cert.Subject.String() != id.Subject {
-		return mismatch("the certificate subject", id.Subject, cert.Subject.String())
+	sans, err := parseSANs(cert)
+	if err != nil {
+		return fail("%w", err)
 	}
-	if id.Email != "" && !slices.Contains(cert.EmailAddresses, id.Email) {
-		return fmt.Errorf("%w: no e-mail SAN %s in the certificate (it has %q)", ErrIdentityMismatch, strconv.Quote(id.Email), cert.EmailAddresses)
+	if out.issuer, err = oidcIssuer(cert); err != nil {
+		return out, err
 	}
-	if id.URI != "" && !slices.ContainsFunc(cert.URIs, func(u *url.URL) bool { return u.String() == id.URI }) {
-		return fmt.Errorf("%w: no URI SAN %s in the certificate", ErrIdentityMismatch, strconv.Quote(id.URI))
+	subject, subjectErr := dn.Format(cert.RawSubject)
+	out.subject = dn.String(cert.RawSubject)
+	first := func(kinds []sanKind, ok func(string) bool) (string, bool) {
+		for _, s := range sans {
+			if slices.Contains(kinds, s.kind) && ok(s.value) {
+				return s.value, true
+			}
+		}
+		return "", false
 	}
-	if id.DNS != "" && !slices.Contains(cert.DNSNames, id.DNS) {
-		return fmt.Errorf("%w: no DNS SAN %s in the certificate (it has %q)", ErrIdentityMismatch, strconv.Quote(id.DNS), cert.DNSNames)
+	take := func(v string) {
+		if out.identity == "" {
+			out.identity = v
+		}
 	}
-	all := sans(cert, s)
-	if id.SAN != "" && !slices.Contains(all, id.SAN) {
-		return fmt.Errorf("%w: no SAN %s in the certificate (it has %q)", ErrIdentityMismatch, strconv.Quote(id.SAN), all)
+
+	if id.SAN != "" || m.sanRe != nil {
+		want := func(v string) bool {
+			return (id.SAN == "" || v == id.SAN) && (m.sanRe == nil || m.sanRe.MatchString(v))
+		}
+		criterion := strconv.Quote(id.SAN)
+		if id.SAN == "" {
+			criterion = "matching " + strconv.Quote(m.sanRe.String())
+		}
+		v, ok := first(identityKinds(method), want)
+		if !ok {
+			if _, other := first([]sanKind{sanFulcio}, want); other && method != MethodSigstore {
+				return fail("the identity %s is only in the certificate's %s SAN, which is not an identity for the certificate method: an enterprise CA's name constraints do not apply to it", criterion, sanFulcio)
+			}
+			return fail("no e-mail or URI SAN %s in the certificate (its SANs: %s)", criterion, listSANs(sans))
+		}
+		take(v)
 	}
-	if m.sanRe != nil && !slices.ContainsFunc(all, m.sanRe.MatchString) {
-		return fmt.Errorf("%w: no SAN of the certificate (%q) matches %s", ErrIdentityMismatch, all, strconv.Quote(m.sanRe.String()))
+	if id.Email != "" {
+		v, ok := first([]sanKind{sanEmail}, func(v string) bool { return v == id.Email })
+		if !ok {
+			return fail("no e-mail SAN %s in the certificate (its SANs: %s)", strconv.Quote(id.Email), listSANs(sans))
+		}
+		take(v)
+	}
+	if id.URI != "" {
+		v, ok := first([]sanKind{sanURI}, func(v string) bool { return uriEqual(v, id.URI) })
+		if !ok {
+			return fail("no URI SAN %s in the certificate (its SANs: %s)", strconv.Quote(id.URI), listSANs(sans))
+		}
+		take(v)
+	}
+	if id.DNS != "" {
+		v, ok := first([]sanKind{sanDNS}, func(v string) bool { return v == id.DNS })
+		if !ok {
+			return fail("no DNS SAN %s in the certificate (its SANs: %s)", strconv.Quote(id.DNS), listSANs(sans))
+		}
+		take(v)
+	}
+	if id.Subject != "" {
+		switch {
+		case subjectErr != nil:
+			return fail("the certificate subject cannot be compared: %w", subjectErr)
+		case subject != id.Subject:
+			return fail("the certificate subject is %s, the policy wants %s", strconv.Quote(subject), strconv.Quote(id.Subject))
+		}
 	}
 	if id.Issuer != "" || m.issuerRe != nil {
 		switch {
-		case s.Issuer == "":
-			return fmt.Errorf("%w: the policy names an OIDC issuer but the certificate has no issuer extension", ErrIdentityMismatch)
-		case id.Issuer != "" && s.Issuer != id.Issuer:
-			return mismatch("the OIDC issuer", id.Issuer, s.Issuer)
-		case m.issuerRe != nil && !m.issuerRe.MatchString(s.Issuer):
-			return fmt.Errorf("%w: the OIDC issuer %s does not match %s", ErrIdentityMismatch, strconv.Quote(s.Issuer), strconv.Quote(m.issuerRe.String()))
+		case out.issuer == "":
+			return fail("the policy names an OIDC issuer but the certificate has no issuer extension")
+		case id.Issuer != "" && out.issuer != id.Issuer:
+			return fail("the OIDC issuer is %s, the policy wants %s", strconv.Quote(out.issuer), strconv.Quote(id.Issuer))
+		case m.issuerRe != nil && !m.issuerRe.MatchString(out.issuer):
+			return fail("the OIDC issuer %s does not match %s", strconv.Quote(out.issuer), strconv.Quote(m.issuerRe.String()))
 		}
 	}
 	if err := certificate.CompareExtensions(m.workflows, s.Extensions); err != nil {
-		return fmt.Errorf("%w: %w", ErrIdentityMismatch, err)
+		return fail("%w", err)
 	}
-	return nil
+	return out, nil
 }

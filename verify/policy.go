@@ -8,10 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
+
+	"github.com/mcpsign/mcpsign/internal/dn"
 )
 
 // Method is how the bundle must have been signed.
@@ -39,15 +43,18 @@ func (m Method) Valid() bool {
 // Every regular expression is matched against the whole value: mcpsign
 // anchors it as ^(?:…)$ (sigstore-go and cosign do not).
 type Identity struct {
-	// SAN and SANRegexp match the certificate's identity. For the sigstore
-	// method it is the SAN sigstore-go summarizes (the first URI, else the
-	// first e-mail address, else the Fulcio otherName); for the certificate
-	// method, any one of the certificate's e-mail, URI or DNS SANs.
+	// SAN and SANRegexp match the certificate's identity: one of its
+	// e-mail (rfc822Name) or URI SANs, byte for byte as the certificate
+	// encodes them, and for the sigstore method also Fulcio's otherName
+	// (1.3.6.1.4.1.57264.1.7). The certificate method never matches an
+	// otherName: an enterprise CA's name constraints do not apply to it.
+	// Both given: one SAN must satisfy both.
 	SAN       string
 	SANRegexp string
 	// Issuer and IssuerRegexp match the Fulcio OIDC issuer extension
-	// (1.3.6.1.4.1.57264.1.8, or .1.1). Required for the sigstore method;
-	// for the certificate method the extension must then be present.
+	// (1.3.6.1.4.1.57264.1.8, or .1.1; both present must agree). Required
+	// for the sigstore method; for the certificate method the extension
+	// must then be present.
 	Issuer       string
 	IssuerRegexp string
 
@@ -60,10 +67,14 @@ type Identity struct {
 	GitHubWorkflowName       string
 
 	// For enterprise certificates (certificate method), which carry no OIDC
-	// issuer: the subject distinguished name in RFC 2253 form as Go and
-	// `openssl x509 -noout -subject -nameopt RFC2253` print it (e.g.
-	// "CN=release,O=Example Corp"), and SANs that must be among the
-	// certificate's.
+	// issuer. Subject is the subject distinguished name exactly as
+	// `openssl x509 -noout -subject -nameopt RFC2253` prints it from the
+	// certificate's DER (every RDN, most significant last, e.g.
+	// "CN=MCP Release Signing,O=Example Corp"; docs/VERIFY.md "Identity");
+	// New refuses one not written in that form. Email must equal one of the
+	// certificate's e-mail SANs, DNS one of its DNS SANs (exactly), URI one
+	// of its URI SANs with the scheme and host compared case-insensitively
+	// and the rest exactly.
 	Subject string
 	Email   string
 	URI     string
@@ -132,7 +143,7 @@ func PKIAuthorities(roots, intermediates []*x509.Certificate) ([]root.Certificat
 		cas = append(cas, &root.FulcioCertificateAuthority{
 			Root:          r,
 			Intermediates: append([]*x509.Certificate(nil), intermediates...),
-			URI:           "pki:" + r.Subject.String(),
+			URI:           "pki:" + dn.String(r.RawSubject),
 		})
 	}
 	return cas, nil
@@ -155,7 +166,7 @@ type matcher struct {
 	id        Identity
 	sanRe     *regexp.Regexp
 	issuerRe  *regexp.Regexp
-	sigstore  sgverify.CertificateIdentity // for MethodSigstore
+	sigstore  sgverify.CertificateIdentity // for MethodSigstore: reported, not matched
 	workflows certificate.Extensions
 }
 
@@ -202,6 +213,19 @@ func compileIdentity(m Method, id Identity) (*matcher, error) {
 		if !id.pkiFields() && id.SAN == "" && id.SANRegexp == "" {
 			return nil, errors.New("the certificate method needs the signer's identity: a certificate subject, e-mail, URI, DNS name, identity or identity regexp")
 		}
+		if id.DNS != "" && !validDNSName(id.DNS) {
+			return nil, fmt.Errorf("certificate DNS name %s is not a DNS name (letters, digits and hyphens in dot-separated labels, or a leading *.)", strconv.Quote(id.DNS))
+		}
+		if id.Subject != "" {
+			canon, err := dn.Canonical(id.Subject)
+			if err != nil {
+				return nil, fmt.Errorf("certificate subject: %w", err)
+			}
+			if canon != id.Subject {
+				return nil, fmt.Errorf("certificate subject %s is not written as certificates' subjects are compared (RFC 2253 as openssl -nameopt RFC2253 prints it): write %s",
+					strconv.Quote(id.Subject), strconv.Quote(canon))
+			}
+		}
 	case MethodKey:
 		if id.any() {
 			return nil, errors.New("the key method takes no certificate identity: the key is the identity")
@@ -219,4 +243,30 @@ func KeyID(pub crypto.PublicKey) (string, error) {
 	}
 	sum := sha256.Sum256(der)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// validDNSName reports whether s is a host name as a dNSName SAN holds one:
+// dot-separated labels of ASCII letters, digits and hyphens (not first or
+// last), 1 to 63 bytes each, at most 253 in all; the first label may be
+// "*". A DNS criterion outside this grammar could only match a SAN that is
+// not a DNS name (such as an e-mail address in a dNSName).
+func validDNSName(s string) bool {
+	if s == "" || s == "*" || len(s) > 253 {
+		return false
+	}
+	for i, label := range strings.Split(s, ".") {
+		if i == 0 && label == "*" {
+			continue
+		}
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for j := 0; j < len(label); j++ {
+			c := label[j]
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }

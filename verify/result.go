@@ -17,16 +17,19 @@ type Result struct {
 	Verified bool
 	Method   Method
 
-	// Identity is the signer: the certificate's SAN (sigstore, and
-	// certificate when it has one) or the public key's ID (key, see KeyID).
+	// Identity is the signer: the certificate SAN the policy matched (for
+	// a certificate policy that names no SAN, the subject DN) or the public
+	// key's ID (key, see KeyID).
 	Identity string
 	// Issuer is the OIDC issuer of a Fulcio certificate, or for an
 	// enterprise certificate without one, its issuer's distinguished name.
 	Issuer string
-	// Subject is an enterprise certificate's subject distinguished name.
+	// Subject is an enterprise certificate's subject distinguished name,
+	// written from its DER as docs/VERIFY.md "Identity" says.
 	Subject string
-	// Certificate is sigstore-go's summary of the signing certificate: SAN,
-	// issuer and every Fulcio extension; nil for a key.
+	// Certificate is sigstore-go's summary of the signing certificate:
+	// SAN (set to the one the policy matched, "" when none), issuer and
+	// every Fulcio extension; nil for a key.
 	Certificate *certificate.Summary
 
 	// BundleDigest is "sha256:" and the hex SHA-256 of the bundle bytes.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/dn"
 )
 
 // Verifier checks bundles against one trust and one policy. It is safe for
@@ -203,7 +204,7 @@ func (v *Verifier) Verify(ctx context.Context, bundleJSON []byte, snap *digest.S
 	res.Statement = st
 	res.Server = st.Predicate.Server
 	res.ProtocolVersion = st.Predicate.ProtocolVersion
-	res.Claims, err = checkClaims(st, res.Certificate)
+	res.Claims, err = checkClaims(st, res.Certificate, v.policy.Method == MethodSigstore)
 	if err != nil {
 		return res, &StepError{Step: StepStatement, Err: err}
 	}
@@ -274,8 +275,14 @@ func (v *Verifier) verifySigstore(ctx context.Context, bundleJSON []byte, ap sgv
 	case leaf == nil && v.policy.Method != MethodKey:
 		return res, nil, stepErr(StepChain, "the bundle is signed with a bare public key, but the %s method needs a certificate", v.policy.Method)
 	case leaf != nil:
-		if err := checkKeyUsage(leaf); err != nil {
+		if err := checkLeaf(leaf); err != nil {
 			return res, nil, &StepError{Step: StepChain, Err: err}
+		}
+	}
+	var entity sgverify.SignedEntity = b
+	if leaf != nil && v.policy.Method == MethodCertificate {
+		if entity, err = summarizable(b, leaf); err != nil {
+			return res, nil, &StepError{Step: StepIdentity, Err: fmt.Errorf("%w: %w", ErrIdentityMismatch, err)}
 		}
 	}
 
@@ -307,7 +314,7 @@ func (v *Verifier) verifySigstore(ctx context.Context, bundleJSON []byte, ap sgv
 	if v.policy.Method == MethodKey {
 		pol = []sgverify.PolicyOption{sgverify.WithKey()}
 	}
-	vr, err := sv.Verify(b, sgverify.NewPolicy(ap, pol...))
+	vr, err := sv.Verify(entity, sgverify.NewPolicy(ap, pol...))
 	if err != nil {
 		se := classify(err)
 		// sigstore-go fetches the statement after the signature verified:
@@ -327,29 +334,37 @@ func (v *Verifier) verifySigstore(ctx context.Context, bundleJSON []byte, ap sgv
 		return res, nil, err
 	}
 
-	// Identity.
+	// Identity, matched on the certificate's own encoding (sigstore-go's
+	// summary keeps one SAN, and a URI only as Go re-serializes it).
 	switch v.policy.Method {
 	case MethodKey:
 		res.Identity = v.keyID
 	default:
 		s := vr.Signature.Certificate
 		res.Certificate = s
-		res.Identity, res.Issuer = s.SubjectAlternativeName, s.Issuer
-		if v.policy.Method == MethodSigstore {
-			if err := v.id.verifySigstore(*s); err != nil {
-				return res, nil, &StepError{Step: StepIdentity, Err: err}
+		if v.policy.Method == MethodCertificate {
+			res.Subject = dn.String(leaf.RawSubject)
+			res.Issuer = dn.String(leaf.RawIssuer)
+		}
+		got, err := v.id.verifyCert(v.policy.Method, leaf, *s)
+		if got.issuer != "" {
+			res.Issuer = got.issuer
+		}
+		if err != nil {
+			if s.SubjectAlternativeName == unsummarizedSAN {
+				s.SubjectAlternativeName = ""
 			}
+			return res, nil, &StepError{Step: StepIdentity, Err: err}
+		}
+		// The summary names the SAN that matched, as the result does.
+		s.SubjectAlternativeName, s.Issuer = got.identity, got.issuer
+		res.Identity = got.identity
+		if res.Identity == "" {
+			res.Identity = res.Subject
+		}
+		if v.policy.Method == MethodSigstore {
 			ci := v.id.sigstore
 			vr.VerifiedIdentity = &ci
-		} else {
-			res.Subject = leaf.Subject.String()
-			res.Issuer = leaf.Issuer.String()
-			if s.Issuer != "" {
-				res.Issuer = s.Issuer
-			}
-			if err := v.id.verifyPKI(leaf, *s); err != nil {
-				return res, nil, &StepError{Step: StepIdentity, Err: err}
-			}
 		}
 	}
 	return res, b, nil

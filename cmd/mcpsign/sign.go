@@ -19,6 +19,7 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/internal/dn"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/sign"
 )
@@ -402,12 +403,14 @@ func writeSignText(w io.Writer, path string, st *attest.Statement, res *sign.Res
 		fmt.Fprintf(tw, "  signer\t%s\n", textsafe.Quote(id.SAN))
 		fmt.Fprintf(tw, "  issuer\t%s\n", textsafe.Quote(id.Issuer))
 	case sign.MethodCertificate:
-		fmt.Fprintf(tw, "  subject\t%s\n", textsafe.Quote(id.Subject))
+		// DNs in quotes but not re-escaped: the text between the quotes is
+		// what --certificate-subject takes.
+		fmt.Fprintf(tw, "  subject\t\"%s\"\n", dn.Text(id.Subject))
 		for _, san := range id.SANs {
 			fmt.Fprintf(tw, "  SAN\t%s\n", textsafe.Quote(san))
 		}
 		if c := id.Certificate; c != nil {
-			fmt.Fprintf(tw, "  issued by\t%s\n", textsafe.Quote(c.Issuer.String()))
+			fmt.Fprintf(tw, "  issued by\t\"%s\"\n", dn.Text(dn.String(c.RawIssuer)))
 			fmt.Fprintf(tw, "  valid until\t%s\n", c.NotAfter.UTC().Format(time.RFC3339))
 		}
 	case sign.MethodKey:

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/internal/dn"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/trustroot"
 )
@@ -372,7 +373,7 @@ func writeTrustrootText(w io.Writer, file string, data []byte, d *trustroot.Desc
 		for i, a := range as {
 			fmt.Fprintf(w, "  %d. %s\n     trusted %s (%s)\n", i+1, trOrNone(a.URI), trPeriod(a.ValidFrom, a.ValidUntil), a.Status)
 			for _, c := range a.Certificates {
-				fmt.Fprintf(w, "     %-12s %s\n", c.Role, textsafe.Escape(c.Subject))
+				fmt.Fprintf(w, "     %-12s %s\n", c.Role, dn.Text(c.Subject))
 				fmt.Fprintf(w, "     %-12s %s, %s to %s (%s), sha256:%s\n", "", c.KeyType,
 					c.NotBefore.Format(time.RFC3339), c.NotAfter.Format(time.RFC3339), c.Status, c.SHA256)
 			}

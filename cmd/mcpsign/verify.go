@@ -147,12 +147,15 @@ certificate chaining to --ca-roots (through --ca-intermediates or the chain in
 the bundle). The chain is checked at the verified signing time: an RFC 3161
 timestamp (from a TSA of --trusted-root) or, with --require-tlog, the log's
 signed entry timestamp; at the current time only with --allow-current-time.
-The leaf must allow code signing (digitalSignature; no EKU or codeSigning).
+The leaf must allow code signing (digitalSignature; no EKU or codeSigning) and
+must not be a CA.
 
-The signer is named by --certificate-subject (the subject DN in RFC 2253
-form, as 'openssl x509 -noout -subject -nameopt RFC2253' prints it) and/or
-the SAN flags --certificate-email, --certificate-uri, --certificate-dns,
---certificate-identity(-regexp).
+The signer is named by --certificate-subject (the subject DN exactly as
+'openssl x509 -noout -subject -nameopt RFC2253' prints it) and/or the SAN flags
+--certificate-email (e-mail SANs), --certificate-uri (URI SANs),
+--certificate-dns (DNS SANs), --certificate-identity(-regexp) (e-mail or URI
+SANs; never an otherName, which an enterprise CA's name constraints do not
+cover).
 ` + verifyLongCommon
 	}
 	fs := cmd.Flags()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/dn"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/verify"
 )
@@ -68,7 +69,7 @@ func writeVerifyText(w io.Writer, res *verify.Result, verr error) error {
 	line("method", string(res.Method))
 	line("identity", esc(res.Identity))
 	line("issuer", esc(res.Issuer))
-	line("subject", esc(res.Subject))
+	line("subject", dn.Text(res.Subject))
 	if t := res.Tlog; t != nil {
 		s := fmt.Sprintf("index %d in log %s", t.LogIndex, t.LogID)
 		if t.IntegratedTime != nil {

@@ -31,8 +31,8 @@ type IdentityOptions struct {
 
 // AddFlags adds the identity flags to fs.
 func (o *IdentityOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.CertificateIdentity, "certificate-identity", "", "expected signer identity (certificate SAN), exact")
-	fs.StringVar(&o.CertificateIdentityRegexp, "certificate-identity-regexp", "", "expected signer identity, as a regular expression matched against the whole SAN")
+	fs.StringVar(&o.CertificateIdentity, "certificate-identity", "", "expected signer identity: an e-mail or URI SAN as the certificate encodes it (or Fulcio's otherName, sigstore only), exact")
+	fs.StringVar(&o.CertificateIdentityRegexp, "certificate-identity-regexp", "", "expected signer identity, as a regular expression matched against the whole of an e-mail or URI SAN (or Fulcio's otherName, sigstore only)")
 	fs.StringVar(&o.CertificateOIDCIssuer, "certificate-oidc-issuer", "", "expected OIDC issuer of the signer's certificate, exact")
 	fs.StringVar(&o.CertificateOIDCIssuerRegexp, "certificate-oidc-issuer-regexp", "", "expected OIDC issuer, as a regular expression matched against the whole issuer")
 	fs.StringVar(&o.GitHubWorkflowRepository, "certificate-github-workflow-repository", "", "expected GitHub workflow repository (owner/name) in the certificate")
@@ -40,9 +40,9 @@ func (o *IdentityOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.GitHubWorkflowSHA, "certificate-github-workflow-sha", "", "expected GitHub workflow commit SHA")
 	fs.StringVar(&o.GitHubWorkflowTrigger, "certificate-github-workflow-trigger", "", "expected GitHub workflow trigger event, e.g. push")
 	fs.StringVar(&o.GitHubWorkflowName, "certificate-github-workflow-name", "", "expected GitHub workflow name")
-	fs.StringVar(&o.CertificateSubject, "certificate-subject", "", "expected subject DN of an enterprise certificate, e.g. 'CN=release,O=Example'")
+	fs.StringVar(&o.CertificateSubject, "certificate-subject", "", "expected subject DN of an enterprise certificate exactly as 'openssl x509 -noout -subject -nameopt RFC2253' prints it, e.g. 'CN=release,O=Example'")
 	fs.StringVar(&o.CertificateEmail, "certificate-email", "", "expected email SAN of an enterprise certificate")
-	fs.StringVar(&o.CertificateURI, "certificate-uri", "", "expected URI SAN of an enterprise certificate")
+	fs.StringVar(&o.CertificateURI, "certificate-uri", "", "expected URI SAN of an enterprise certificate (scheme and host case-insensitive)")
 	fs.StringVar(&o.CertificateDNS, "certificate-dns", "", "expected DNS SAN of an enterprise certificate")
 	fs.StringVar(&o.Key, "key", "", "PEM public key of the signer (key method)")
 }
