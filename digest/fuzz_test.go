@@ -139,14 +139,28 @@ func FuzzSplitList(f *testing.F) {
 	f.Add([]byte(`{"tools":[{"name":"a"}],"nextCursor":"x"}`))
 	f.Add([]byte(`{"tools":[1,"x",{"a":[{}]}]}`))
 	f.Add([]byte(`{"tools":[],"tools":[]}`))
+	f.Add([]byte(`{"tools":[{"name":"a"}],"Tools":[{"name":"evil"}]}`))
+	f.Add([]byte("{\"tool\u017f\":[],\"tools\":[{\"name\":\"a\"}]}"))
+	f.Add([]byte(`{"tools":[],"nextCursor":"a","NextCursor":"b"}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		items, _, _, err := SplitList(KindTool, in)
+		items, cursor, hasNext, err := SplitList(KindTool, in)
 		if err != nil {
 			return
 		}
 		for _, it := range items {
 			if !bytes.Contains(in, it) {
 				t.Fatalf("item %q is not from the input", it)
+			}
+		}
+		// A case-insensitive reader (encoding/json, as go-sdk reads a
+		// result) sees the same definitions and cursor.
+		var lenient struct {
+			Tools      []json.RawMessage
+			NextCursor *string
+		}
+		if json.Unmarshal(in, &lenient) == nil {
+			if len(lenient.Tools) != len(items) || (lenient.NextCursor != nil) != hasNext || (hasNext && *lenient.NextCursor != cursor) {
+				t.Fatalf("a lenient reader reads %d tools, cursor %v; SplitList %d, %q %v", len(lenient.Tools), lenient.NextCursor, len(items), cursor, hasNext)
 			}
 		}
 	})
