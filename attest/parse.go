@@ -1,10 +1,10 @@
 package attest
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 
 	intoto "github.com/in-toto/attestation/go/v1"
@@ -32,10 +32,18 @@ const MaxStatementBytes = 64 << 20
 //   - strict JSON (no repeated member names, valid UTF-8, RFC 8259 numbers);
 //   - an in-toto Statement v1 (v0.1 is refused) that the in-toto reference
 //     validator accepts, with predicate type PredicateType;
+//   - every object mcpsign reads (the statement, each subject, the
+//     predicate, server, sets, each package, source, definitions) has only
+//     the members docs/STATEMENT.md names, spelled exactly, and the required
+//     ones: an unknown member, or one that differs only in case ("Sets"), is
+//     refused, named, wrapping ErrStatementType, ErrSubjects or ErrPredicate
+//     for the object it is in;
+//   - what in-toto's own reader (protojson) reads is what mcpsign reads:
+//     type, predicate type, subject names and digests;
 //   - subjects: unique, well-formed names (kind/key or "instructions"), each
 //     with exactly one sha256 digest of 64 lowercase hex digits;
-//   - predicate: known members only, well-formed Set Digests that equal the
-//     Set Digests recomputed from the subjects;
+//   - predicate: well-formed Set Digests that equal the Set Digests
+//     recomputed from the subjects;
 //   - embedded definitions, when present: each digests and keys to exactly
 //     one subject, and together they cover every definition subject.
 func Parse(payload []byte) (*Statement, error) {
@@ -44,6 +52,10 @@ func Parse(payload []byte) (*Statement, error) {
 	}
 	if _, err := digest.Canonicalize(payload); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotJSON, err)
+	}
+	st, predicate, err := readEnvelope(payload)
+	if err != nil {
+		return nil, err
 	}
 	var ref intoto.Statement
 	if err := protojson.Unmarshal(payload, &ref); err != nil {
@@ -58,12 +70,11 @@ func Parse(payload []byte) (*Statement, error) {
 	if ref.GetPredicateType() != PredicateType {
 		return nil, fmt.Errorf("%w: %q, want %q", ErrPredicateType, ref.GetPredicateType(), PredicateType)
 	}
-
-	var st Statement
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&st); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrPredicate, err)
+	if err := sameAsInToto(st, &ref); err != nil {
+		return nil, err
+	}
+	if err := readPredicate(predicate, &st.Predicate); err != nil {
+		return nil, err
 	}
 	if err := st.validateSubjects(); err != nil {
 		return nil, err
@@ -71,7 +82,30 @@ func Parse(payload []byte) (*Statement, error) {
 	if err := st.validatePredicate(); err != nil {
 		return nil, err
 	}
-	return &st, nil
+	return st, nil
+}
+
+// sameAsInToto checks that in-toto's reading of the payload (protojson,
+// which sigstore-go also uses to find the subjects) is mcpsign's: the same
+// type, predicate type, and subjects with the same names and digests and
+// nothing else. readStatement accepts only spellings that both read alike,
+// so this holds by construction; it is checked so that it stays so.
+func sameAsInToto(st *Statement, ref *intoto.Statement) error {
+	if ref.GetType() != st.Type || ref.GetPredicateType() != st.PredicateType {
+		return fmt.Errorf("%w: in-toto reads type %q and predicate type %q, mcpsign %q and %q", ErrStatementType, ref.GetType(), ref.GetPredicateType(), st.Type, st.PredicateType)
+	}
+	subs := ref.GetSubject()
+	if len(subs) != len(st.Subject) {
+		return fmt.Errorf("%w: in-toto reads %d subjects, mcpsign %d", ErrSubjects, len(subs), len(st.Subject))
+	}
+	for i, rs := range subs {
+		s := st.Subject[i]
+		if rs.GetName() != s.Name || !maps.Equal(rs.GetDigest(), s.Digest) || rs.GetUri() != "" || len(rs.GetContent()) != 0 ||
+			rs.GetDownloadLocation() != "" || rs.GetMediaType() != "" || rs.GetAnnotations() != nil {
+			return fmt.Errorf("%w: subject #%d reads differently to in-toto", ErrSubjects, i)
+		}
+	}
+	return nil
 }
 
 func (st *Statement) validateSubjects() error {

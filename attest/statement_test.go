@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -196,7 +198,9 @@ func TestInTotoVectors(t *testing.T) {
 				if err == nil {
 					t.Fatal("accepted a statement that is not an mcpsign statement")
 				}
-				if sub == "invalid" && !errors.Is(err, ErrStatementType) && !errors.Is(err, ErrNotJSON) {
+				// A subject member mcpsign does not read (downloadLocation)
+				// is refused before the reference validator runs.
+				if sub == "invalid" && !errors.Is(err, ErrStatementType) && !errors.Is(err, ErrNotJSON) && !errors.Is(err, ErrSubjects) {
 					t.Errorf("invalid vector refused for the wrong reason: %v", err)
 				}
 				if sub == "valid" && !errors.Is(err, ErrPredicateType) && !errors.Is(err, ErrStatementType) {
@@ -218,15 +222,40 @@ func TestSourceFromGitHubActions(t *testing.T) {
 	}
 }
 
+// FuzzParse: no panic; an accepted statement marshals back to one that is
+// accepted, and a lenient reader (encoding/json, names matched without
+// regard to case, last one wins) reads the same statement from the bytes.
 func FuzzParse(f *testing.F) {
 	st, _ := Build(exampleSnapshot(), Options{})
 	p, _ := st.Marshal()
 	f.Add(p)
+	f.Add([]byte(fullPayload(f)))
 	f.Add([]byte(`{"_type":"https://in-toto.io/Statement/v1","subject":[],"predicateType":"x","predicate":{}}`))
+	for _, h := range hostileStatements(f) {
+		f.Add([]byte(h.payload))
+	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		st, err := Parse(in)
 		if err != nil {
 			return
+		}
+		var lenient Statement
+		if err := json.Unmarshal(in, &lenient); err != nil {
+			t.Fatalf("accepted, but encoding/json refuses it: %v", err)
+		}
+		if lenient.Type != st.Type || lenient.PredicateType != st.PredicateType ||
+			!reflect.DeepEqual(lenient.Subject, st.Subject) || lenient.Predicate.Server != st.Predicate.Server ||
+			lenient.Predicate.ProtocolVersion != st.Predicate.ProtocolVersion || lenient.Predicate.Sets != st.Predicate.Sets ||
+			!reflect.DeepEqual(lenient.Predicate.Source, st.Predicate.Source) || len(lenient.Predicate.Package) != len(st.Predicate.Package) ||
+			(lenient.Predicate.Definitions == nil) != (st.Predicate.Definitions == nil) {
+			t.Fatalf("a lenient reader reads another statement:\n%+v\n%+v", lenient, *st)
+		}
+		if d := st.Predicate.Definitions; d != nil {
+			for _, k := range digest.Kinds {
+				if len(lenient.Predicate.Definitions.Get(k)) != len(d.Get(k)) {
+					t.Fatalf("%s: a lenient reader reads %d definitions, mcpsign %d", k, len(lenient.Predicate.Definitions.Get(k)), len(d.Get(k)))
+				}
+			}
 		}
 		// Whatever is accepted is self-consistent and marshals back to
 		// something accepted.
@@ -238,4 +267,96 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted statement does not survive a round trip: %v", err)
 		}
 	})
+}
+
+// fullPayload is a valid statement with every object mcpsign reads.
+func fullPayload(t testing.TB) string {
+	st, err := Build(exampleSnapshot(), Options{
+		Packages: []Package{{PURL: "pkg:npm/example@1.0.0", Digest: map[string]string{"sha512": "ab"}}},
+		Source:   &Source{Repository: "https://github.com/o/r", Commit: "c", Ref: "refs/tags/v1"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := st.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(p)
+}
+
+// hostileStatements are valid statements edited so that a lenient reader
+// (encoding/json: names matched without regard to case, last one wins,
+// or protojson: proto field names) reads something else than mcpsign: each
+// must be refused, naming the member, with the sentinel of its object.
+func hostileStatements(t testing.TB) []struct {
+	name, payload string
+	want          error
+	msg           string
+} {
+	full := fullPayload(t)
+	edit := func(old, new string) string {
+		if !strings.Contains(full, old) {
+			t.Fatalf("no %q in the payload", old)
+		}
+		return strings.Replace(full, old, new, 1)
+	}
+	const garbageSets = `"sets": {"tools": "x", "prompts": "x", "resourceTemplates": "x"}, `
+	return []struct {
+		name, payload string
+		want          error
+		msg           string
+	}{
+		// The statement's top level.
+		{"proto name predicate_type", edit(`"predicateType"`, `"predicate_type"`), ErrStatementType, `unknown member "predicate_type"`},
+		{"proto name type", edit(`"_type"`, `"type"`), ErrStatementType, `unknown member "type"`},
+		{"Subject beside subject", edit(`"predicateType"`, `"Subject": [], "predicateType"`), ErrStatementType, `member "Subject" is not "subject"`},
+		{"Predicate after predicate", edit(`"predicateType"`, `"Predicate": {}, "predicateType"`), ErrStatementType, `member "Predicate" is not "predicate"`},
+		{"unknown top member", edit(`"predicateType"`, `"extra": 1, "predicateType"`), ErrStatementType, `unknown member "extra"`},
+		{"no predicate", full[:strings.Index(full, `,
+  "predicate": {`)] + "}", ErrStatementType, `statement: member "predicate" is missing`},
+
+		// Subject entries.
+		{"subject Name", edit(`"name": "tool/search_notes",`, `"name": "tool/search_notes", "Name": "tool/evil",`), ErrSubjects, `subject[0]: member "Name" is not "name"`},
+		{"subject uri", edit(`"name": "tool/search_notes",`, `"name": "tool/search_notes", "uri": "https://x",`), ErrSubjects, `subject[0]: unknown member "uri"`},
+		{"subject download_location", edit(`"name": "tool/search_notes",`, `"name": "tool/search_notes", "download_location": "x",`), ErrSubjects, `unknown member "download_location"`},
+		{"subject Digest", edit(`"name": "tool/search_notes",`, `"name": "tool/search_notes", "Digest": {},`), ErrSubjects, `member "Digest" is not "digest"`},
+
+		// The predicate.
+		{"garbage sets then Sets", edit(`"sets": {`, garbageSets+`"Sets": {`), ErrPredicate, `predicate: member "Sets" is not "sets"`},
+		{"Sets then garbage sets", edit(`"sets": {`, `"Sets": {"tools": "x", "prompts": "x", "resourceTemplates": "x"}, "sets": {`), ErrPredicate, `member "Sets" is not "sets"`},
+		{"empty definitions then Definitions", edit(`"definitions": {`, `"definitions": {"tools": [], "prompts": [], "resourceTemplates": []}, "Definitions": {`), ErrPredicate, `member "Definitions" is not "definitions"`},
+		{"long s definitionſ", edit(`"definitions": {`, `"definitions": {"tools": [], "prompts": [], "resourceTemplates": []}, "definition\u017f": {`), ErrPredicate, `member "definition\u017f" is not "definitions"`},
+		{"Server", edit(`"server": {`, `"Server": {"name": "evil", "version": ""}, "server": {`), ErrPredicate, `member "Server" is not "server"`},
+		{"protocolversion", edit(`"protocolVersion"`, `"protocolversion": "x", "protocolVersion"`), ErrPredicate, `member "protocolversion" is not "protocolVersion"`},
+		{"unknown predicate member", edit(`"sets": {`, `"extra": true, "sets": {`), ErrPredicate, `predicate: unknown member "extra"`},
+		{"server Name", edit(`"name": "example",`, `"name": "example", "Name": "evil",`), ErrPredicate, `predicate.server: member "Name" is not "name"`},
+		{"server no version", edit(`"name": "example",
+      "version": "1.0.0"`, `"name": "example"`), ErrPredicate, `predicate.server: member "version" is missing`},
+		{"sets Tools", edit(`"tools": "sha256:`, `"Tools": "x", "tools": "sha256:`), ErrPredicate, `predicate.sets: member "Tools" is not "tools"`},
+		{"package PURL", edit(`"purl": `, `"PURL": "pkg:npm/evil@1", "purl": `), ErrPredicate, `predicate.package[0]: member "PURL" is not "purl"`},
+		{"package unknown", edit(`"purl": `, `"url": "x", "purl": `), ErrPredicate, `predicate.package[0]: unknown member "url"`},
+		{"source Ref", edit(`"ref": `, `"Ref": "refs/heads/evil", "ref": `), ErrPredicate, `predicate.source: member "Ref" is not "ref"`},
+		{"source unknown", edit(`"ref": `, `"branch": "x", "ref": `), ErrPredicate, `predicate.source: unknown member "branch"`},
+		{"definitions Tools", edit(`"definitions": {`, `"definitions": {"Tools": [],`), ErrPredicate, `predicate.definitions: member "Tools" is not "tools"`},
+		{"definitions unknown", edit(`"definitions": {`, `"definitions": {"resources": [],`), ErrPredicate, `predicate.definitions: unknown member "resources"`},
+		{"null source", regexp.MustCompile(`"source": \{[^}]*\}`).ReplaceAllString(full, `"source": null`), ErrPredicate, `predicate.source: not a JSON object`},
+		{"null definitions", full[:strings.Index(full, `"definitions": {`)] + `"definitions": null}}`, ErrPredicate, `predicate.definitions: not a JSON object`},
+		{"definitions not arrays", edit(`"prompts": [`, `"prompts": {}, "x": [`), ErrPredicate, `predicate.definitions: unknown member "x"`},
+		{"non-string protocol version", edit(`"protocolVersion": "2025-11-25"`, `"protocolVersion": 1`), ErrPredicate, `predicate.protocolVersion: not a JSON string`},
+	}
+}
+
+func TestParseStrictMembers(t *testing.T) {
+	if _, err := Parse([]byte(fullPayload(t))); err != nil {
+		t.Fatalf("the unedited payload: %v", err)
+	}
+	for _, tt := range hostileStatements(t) {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.payload))
+			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.msg) {
+				t.Fatalf("want %v with %q, got %v", tt.want, tt.msg, err)
+			}
+		})
+	}
 }

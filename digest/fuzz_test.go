@@ -139,8 +139,11 @@ func FuzzSplitList(f *testing.F) {
 	f.Add([]byte(`{"tools":[{"name":"a"}],"nextCursor":"x"}`))
 	f.Add([]byte(`{"tools":[1,"x",{"a":[{}]}]}`))
 	f.Add([]byte(`{"tools":[],"tools":[]}`))
+	f.Add([]byte(`{"tools":[{"name":"a"}],"Tools":[{"name":"evil"}]}`))
+	f.Add([]byte("{\"tool\u017f\":[],\"tools\":[{\"name\":\"a\"}]}"))
+	f.Add([]byte(`{"tools":[],"nextCursor":"a","NextCursor":"b"}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		items, _, _, err := SplitList(KindTool, in)
+		items, cursor, hasNext, err := SplitList(KindTool, in)
 		if err != nil {
 			return
 		}
@@ -149,18 +152,73 @@ func FuzzSplitList(f *testing.F) {
 				t.Fatalf("item %q is not from the input", it)
 			}
 		}
+		// A case-insensitive reader (encoding/json, as go-sdk reads a
+		// result) sees the same definitions and cursor.
+		var lenient struct {
+			Tools      []json.RawMessage
+			NextCursor *string
+		}
+		if json.Unmarshal(in, &lenient) == nil {
+			if len(lenient.Tools) != len(items) || (lenient.NextCursor != nil) != hasNext || (hasNext && *lenient.NextCursor != cursor) {
+				t.Fatalf("a lenient reader reads %d tools, cursor %v; SplitList %d, %q %v", len(lenient.Tools), lenient.NextCursor, len(items), cursor, hasNext)
+			}
+		}
 	})
 }
 
-// FuzzParseSnapshot: no panic; an accepted snapshot writes and reads back
-// to the same digests.
+// FuzzParseSnapshot: no panic; an accepted file writes and reads back to
+// the same digests, and a lenient reader (encoding/json, which matches
+// member names without regard to case) sees the same instructions, server
+// and definitions in it.
 func FuzzParseSnapshot(f *testing.F) {
-	f.Add([]byte(`{"kind":"mcpsign.snapshot","snapshotVersion":1,"server":{"name":"a","version":"1"},"protocolVersion":"p","tools":[{"name":"t"}],"prompts":[],"resourceTemplates":[],"capturedAt":"2026-01-01T00:00:00Z"}`))
-	f.Add([]byte(`{"tools":[{"name":"a"}]}`))
+	const full = `"snapshotVersion":1,"server":{"name":"a","version":"1"},"protocolVersion":"p","instructions":"obey","tools":[{"name":"t"}],"prompts":[],"resourceTemplates":[],"capturedAt":"2026-01-01T00:00:00Z"`
+	for _, seed := range []string{
+		`{"kind":"mcpsign.snapshot",` + full + `}`,
+		`{"tools":[{"name":"a"}]}`,
+		`{"prompts":[]}`,
+		`{"Kind":"mcpsign.snapshot",` + full + `}`,
+		`{` + full + `}`,
+		`{"tools":[{"name":"a"}],"Tools":[{"name":"evil"}]}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`,
+		`{"tools":[],"nextCursor":"x"}`,
+		`{"kind":"mcpsign.snapshot",` + full + `,"Instructions":"x"}`,
+		"{\"\u212aind\":\"mcpsign.snapshot\"," + full + "}",
+	} {
+		f.Add([]byte(seed))
+	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		s, err := ParseSnapshot(in)
 		if err != nil {
 			return
+		}
+		var lenient struct {
+			Server            *ServerInfo
+			Instructions      *string
+			Tools             []json.RawMessage
+			Prompts           []json.RawMessage
+			ResourceTemplates []json.RawMessage
+		}
+		if json.Unmarshal(in, &lenient) == nil {
+			if (lenient.Instructions == nil) != (s.Instructions == nil) || (s.Instructions != nil && *lenient.Instructions != *s.Instructions) {
+				t.Fatalf("instructions: lenient %v, strict %v", lenient.Instructions, s.Instructions)
+			}
+			if lenient.Server != nil && *lenient.Server != s.Server {
+				t.Fatalf("server: lenient %+v, strict %+v", *lenient.Server, s.Server)
+			}
+			for _, k := range Kinds {
+				var l []json.RawMessage
+				switch k {
+				case KindTool:
+					l = lenient.Tools
+				case KindPrompt:
+					l = lenient.Prompts
+				default:
+					l = lenient.ResourceTemplates
+				}
+				if len(l) != len(s.Definitions(k)) {
+					t.Fatalf("%s: lenient reads %d, strict %d", k, len(l), len(s.Definitions(k)))
+				}
+			}
 		}
 		file, err := s.MarshalFile()
 		if err != nil {

@@ -61,6 +61,12 @@ func SplitList(k Kind, result []byte) (items []json.RawMessage, nextCursor strin
 	return items, "", false, nil
 }
 
+// QuoteName quotes a member name for an error message in ASCII, so that a
+// name that only looks like another ("\u212aind", with U+212A KELVIN SIGN,
+// for "kind") or hides characters is shown as it is spelled.
+func QuoteName(name string) string { return strconv.QuoteToASCII(name) }
+
+
 // DecodeString decodes one JSON string strictly: invalid UTF-8 and lone or
 // reversed surrogates are refused instead of being replaced by U+FFFD, so
 // that a digest over the decoded text is a digest over what was sent.
@@ -83,18 +89,32 @@ func DecodeString(raw []byte) (string, error) {
 	return string(s), nil
 }
 
-// ParseSnapshot reads a snapshot file (kind "mcpsign.snapshot", version 1)
-// or a bare list result ({"tools": […]}, {"prompts": […]} or
-// {"resourceTemplates": […]}). Definitions are kept as the exact bytes in
-// the file. A bare list that names a next page is refused: a set is taken
-// over all pages.
+// ErrSnapshot is wrapped by every error of ParseSnapshot: the file is
+// neither a snapshot file nor a bare list result, as docs/SNAPSHOT.md
+// defines them.
+var ErrSnapshot = errors.New("invalid snapshot file")
+
+// ParseSnapshot reads a SOURCE file strictly, one way (docs/SNAPSHOT.md):
+//
+//   - an object with a member "kind" is a snapshot file: kind exactly
+//     "mcpsign.snapshot", snapshotVersion 1, every required member present
+//     and no other member, at the top level or in server;
+//   - an object without "kind" is a bare list result: exactly one member,
+//     "tools", "prompts" or "resourceTemplates", read by SplitList. Any
+//     other member ("Kind", "Tools", "result", "instructions", "_meta",
+//     "nextCursor"…) is refused, naming it: a file that looks like a snapshot
+//     to a lenient reader is never read as a list that drops its
+//     instructions and server.
+//
+// Definitions are kept as the exact bytes in the file. Every error wraps
+// ErrSnapshot and names the member at fault.
 func ParseSnapshot(data []byte) (*Snapshot, error) {
 	names, values, err := topMembers(data, "snapshot")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrSnapshot, err)
 	}
 	if _, ok := values["kind"]; !ok {
-		return parseBareList(values)
+		return parseBareList(data, names)
 	}
 	s := &Snapshot{Kind: SnapshotKind, SnapshotVersion: SnapshotVersion}
 	for _, name := range names {
@@ -103,13 +123,12 @@ func ParseSnapshot(data []byte) (*Snapshot, error) {
 		switch name {
 		case "kind":
 			var kind string
-			if err = json.Unmarshal(v, &kind); err == nil && kind != SnapshotKind {
-				err = fmt.Errorf("is %q, not %q", kind, SnapshotKind)
+			if kind, err = DecodeString(v); err == nil && kind != SnapshotKind {
+				err = fmt.Errorf("is %s, not %q", strconv.QuoteToASCII(kind), SnapshotKind)
 			}
 		case "snapshotVersion":
-			var ver int
-			if err = json.Unmarshal(v, &ver); err == nil && ver != SnapshotVersion {
-				err = fmt.Errorf("%d is not supported (this mcpsign reads version %d)", ver, SnapshotVersion)
+			if string(v) != "1" {
+				err = fmt.Errorf("%s is not supported (this mcpsign reads version %d, written 1)", shortValue(v), SnapshotVersion)
 			}
 		case "server":
 			err = parseServerInfo(v, &s.Server)
@@ -132,33 +151,47 @@ func ParseSnapshot(data []byte) (*Snapshot, error) {
 			err = errors.New("is not a member of a snapshot file")
 		}
 		if err != nil {
-			return nil, fmt.Errorf("snapshot: member %s: %w", strconv.Quote(name), err)
+			return nil, fmt.Errorf("%w: member %s: %w", ErrSnapshot, QuoteName(name), err)
 		}
 	}
-	for _, need := range []string{"snapshotVersion", "server", "protocolVersion", "tools", "prompts", "resourceTemplates"} {
+	for _, need := range [...]string{"snapshotVersion", "server", "protocolVersion", "tools", "prompts", "resourceTemplates", "capturedAt"} {
 		if _, ok := values[need]; !ok {
-			return nil, fmt.Errorf("snapshot: member %q is missing", need)
+			return nil, fmt.Errorf("%w: member %q is missing", ErrSnapshot, need)
 		}
 	}
 	return s, nil
 }
 
+// shortValue quotes the start of a raw JSON value for an error message.
+func shortValue(v []byte) string {
+	if len(v) > 40 {
+		return strconv.QuoteToASCII(string(v[:40])) + "…"
+	}
+	return strconv.QuoteToASCII(string(v))
+}
+
 func parseServerInfo(v []byte, si *ServerInfo) error {
-	_, m, err := topMembers(v, "server")
+	names, m, err := topMembers(v, "server")
 	if err != nil {
 		return err
 	}
-	for name, val := range m {
+	for _, name := range names {
+		val := m[name]
 		switch name {
 		case "name":
 			si.Name, err = DecodeString(val)
 		case "version":
 			si.Version, err = DecodeString(val)
 		default:
-			err = errors.New("unknown member")
+			err = errors.New("is not a member of server")
 		}
 		if err != nil {
-			return fmt.Errorf("server member %s: %w", strconv.Quote(name), err)
+			return fmt.Errorf("server member %s: %w", QuoteName(name), err)
+		}
+	}
+	for _, need := range [...]string{"name", "version"} {
+		if _, ok := m[need]; !ok {
+			return fmt.Errorf("server member %q is missing", need)
 		}
 	}
 	return nil
@@ -173,32 +206,32 @@ func kindOfListMember(name string) Kind {
 	return ""
 }
 
-func parseBareList(values map[string][]byte) (*Snapshot, error) {
+// parseBareList reads a SOURCE file without "kind": exactly one member, the
+// definitions array of one kind, as SplitList reads a list result.
+func parseBareList(data []byte, names []string) (*Snapshot, error) {
+	var kind Kind
+	for _, name := range names {
+		switch k := kindOfListMember(name); {
+		case name == "nextCursor":
+			return nil, fmt.Errorf("%w: member \"nextCursor\": a list result with a next page is one page of a longer listing; take a whole snapshot with `mcpsign snapshot`", ErrSnapshot)
+		case k == "" || kind != "":
+			return nil, fmt.Errorf("%w: member %s: a file without \"kind\" must be a bare list result, with exactly one member, \"tools\", \"prompts\" or \"resourceTemplates\" (a snapshot file has \"kind\": %q)", ErrSnapshot, QuoteName(name), SnapshotKind)
+		default:
+			kind = k
+		}
+	}
+	if kind == "" {
+		return nil, fmt.Errorf("%w: no \"kind\" member, and not a list result (no \"tools\", \"prompts\" or \"resourceTemplates\" array)", ErrSnapshot)
+	}
+	items, _, _, err := SplitList(kind, data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSnapshot, err)
+	}
 	s := &Snapshot{Kind: SnapshotKind, SnapshotVersion: SnapshotVersion}
-	found := 0
 	for _, k := range Kinds {
-		v, ok := values[k.ListMember()]
-		if !ok {
-			continue
-		}
-		found++
-		items, err := rawArray(v, "list result member "+strconv.Quote(k.ListMember()))
-		if err != nil {
-			return nil, err
-		}
-		s.SetDefinitions(k, items)
+		s.SetDefinitions(k, []json.RawMessage{})
 	}
-	if found == 0 {
-		return nil, errors.New(`not a snapshot: no "kind" member, and not a list result (no "tools", "prompts" or "resourceTemplates" array)`)
-	}
-	if _, ok := values["nextCursor"]; ok {
-		return nil, errors.New("list result has a nextCursor: it is one page of a longer listing; take a whole snapshot with `mcpsign snapshot`")
-	}
-	for _, k := range Kinds {
-		if s.Definitions(k) == nil {
-			s.SetDefinitions(k, []json.RawMessage{})
-		}
-	}
+	s.SetDefinitions(kind, items)
 	return s, nil
 }
 

@@ -3,6 +3,7 @@ package digest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,12 @@ func TestSplitList(t *testing.T) {
 		{"not array", KindTool, `{"tools":{}}`, 0, "", false, "not a JSON array"},
 		{"garbage", KindTool, `{"tools":[}`, 0, "", false, "invalid JSON"},
 		{"trailing", KindTool, `{"tools":[]} x`, 0, "", false, "after the JSON object"},
+		{"case variant list", KindTool, `{"tools":[],"Tools":[{"name":"evil"}]}`, 0, "", false, `member "Tools" would be read as "tools"`},
+		{"case variant alone", KindTool, `{"TOOLS":[{"name":"evil"}]}`, 0, "", false, `member "TOOLS" would be read as "tools"`},
+		{"long s variant", KindTool, "{\"tools\":[],\"tool\u017f\":[]}", 0, "", false, "would be read as \"tools\""},
+		{"kelvin variant", KindTool, "{\"tools\":[],\"nextCursor\":\"a\",\"NEXTCURSOR\":\"b\"}", 0, "", false, "would be read as \"nextCursor\""},
+		{"another kind in another case", KindTool, `{"tools":[],"Prompts":[]}`, 0, "", false, `member "Prompts" would be read as "prompts"`},
+		{"another kind exactly", KindTool, `{"tools":[],"prompts":[]}`, 0, "", false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,28 +114,72 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 }
 
-func TestParseSnapshotErrors(t *testing.T) {
-	tests := []struct{ name, in, err string }{
-		{"wrong kind", `{"kind":"other","snapshotVersion":1}`, `"kind"`},
-		{"future version", `{"kind":"mcpsign.snapshot","snapshotVersion":2}`, "not supported"},
-		{"unknown member", `{"kind":"mcpsign.snapshot","snapshotVersion":1,"extra":1}`, "not a member"},
-		{"missing tools", `{"kind":"mcpsign.snapshot","snapshotVersion":1,"server":{"name":"a","version":"b"},"protocolVersion":"x","prompts":[],"resourceTemplates":[]}`, `"tools" is missing`},
-		{"bad instructions", "{\"kind\":\"mcpsign.snapshot\",\"snapshotVersion\":1,\"instructions\":\"\xff\"}", "invalid UTF-8"},
-		{"paged bare list", `{"tools":[],"nextCursor":"x"}`, "one page"},
-		{"neither", `{"foo":[]}`, "not a snapshot"},
-		{"repeated", `{"tools":[],"tools":[]}`, "repeated"},
-		{"array", `[]`, "not a JSON object"},
+func TestParseSnapshotStrict(t *testing.T) {
+	const full = `"snapshotVersion":1,"server":{"name":"a","version":"1"},"protocolVersion":"p","instructions":"obey","tools":[{"name":"t"}],"prompts":[],"resourceTemplates":[],"capturedAt":"2026-01-01T00:00:00Z"`
+	tests := []struct {
+		name, in string
+		err      string // "" means accepted
+		tools    int
+		ins      bool // instructions read
+	}{
+		{"snapshot", `{"kind":"mcpsign.snapshot",` + full + `}`, "", 1, true},
+		{"escaped kind name", `{"\u006bind":"mcpsign.snapshot",` + full + `}`, "", 1, true},
+		{"bare tools", `{"tools":[{"name":"a"},{"name":"b"}]}`, "", 2, false},
+		{"bare prompts", `{"prompts":[{"name":"p"}]}`, "", 0, false},
+		{"bare templates", `{"resourceTemplates":[]}`, "", 0, false},
+
+		// A lenient reader took these for bare lists and dropped the rest.
+		{"Kind spelled", `{"Kind":"mcpsign.snapshot",` + full + `}`, `member "Kind": a file without "kind" must be a bare list result`, 0, false},
+		{"kelvin kind", "{\"\u212aind\":\"mcpsign.snapshot\"," + full + "}", `member "\u212aind"`, 0, false},
+		{"no kind", `{` + full + `}`, `member "snapshotVersion": a file without "kind"`, 0, false},
+		{"tools and Tools", `{"tools":[{"name":"a"}],"Tools":[{"name":"evil"}]}`, `member "Tools": a file without "kind"`, 0, false},
+		{"Tools then tools", `{"Tools":[{"name":"evil"}],"tools":[{"name":"a"}]}`, `member "Tools": a file without "kind"`, 0, false},
+		{"json-rpc result", `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`, `member "jsonrpc": a file without "kind"`, 0, false},
+		{"bare result", `{"result":{"tools":[]}}`, `member "result"`, 0, false},
+		{"bare with instructions", `{"tools":[],"instructions":"obey"}`, `member "instructions"`, 0, false},
+		{"bare with _meta", `{"prompts":[{"name":"p"}],"_meta":{}}`, `member "_meta"`, 0, false},
+		{"two kinds", `{"tools":[],"prompts":[]}`, `member "prompts"`, 0, false},
+		{"paged bare list", `{"tools":[],"nextCursor":"x"}`, `member "nextCursor": a list result with a next page`, 0, false},
+		{"null cursor", `{"tools":[],"nextCursor":null}`, `member "nextCursor"`, 0, false},
+		{"bare not array", `{"tools":{}}`, "not a JSON array", 0, false},
+		{"neither", `{}`, `no "kind" member`, 0, false},
+		{"repeated", `{"tools":[],"tools":[]}`, `repeated member "tools"`, 0, false},
+		{"array", `[]`, "not a JSON object", 0, false},
+
+		// The snapshot file itself: exact spelling, every member known.
+		{"wrong kind", `{"kind":"mcpsign.Snapshot",` + full + `}`, `member "kind": is "mcpsign.Snapshot", not "mcpsign.snapshot"`, 0, false},
+		{"kind not string", `{"kind":1,` + full + `}`, `member "kind": not a JSON string`, 0, false},
+		{"future version", `{"kind":"mcpsign.snapshot","snapshotVersion":2}`, `member "snapshotVersion": "2" is not supported`, 0, false},
+		{"version spelled 1.0", `{"kind":"mcpsign.snapshot","snapshotVersion":1.0}`, `member "snapshotVersion": "1.0" is not supported`, 0, false},
+		{"Tools in snapshot", `{"kind":"mcpsign.snapshot",` + full + `,"Tools":[]}`, `member "Tools": is not a member of a snapshot file`, 0, false},
+		{"Instructions in snapshot", `{"kind":"mcpsign.snapshot",` + full + `,"Instructions":"x"}`, `member "Instructions": is not a member`, 0, false},
+		{"unknown member", `{"kind":"mcpsign.snapshot",` + full + `,"extra":1}`, `member "extra": is not a member`, 0, false},
+		{"server Name", `{"kind":"mcpsign.snapshot","server":{"name":"a","version":"1","Name":"b"}}`, `server member "Name": is not a member of server`, 0, false},
+		{"server no version", `{"kind":"mcpsign.snapshot","server":{"name":"a"}}`, `server member "version" is missing`, 0, false},
+		{"missing tools", `{"kind":"mcpsign.snapshot","snapshotVersion":1,"server":{"name":"a","version":"b"},"protocolVersion":"x","prompts":[],"resourceTemplates":[],"capturedAt":"2026-01-01T00:00:00Z"}`, `member "tools" is missing`, 0, false},
+		{"missing capturedAt", `{"kind":"mcpsign.snapshot","snapshotVersion":1,"server":{"name":"a","version":"b"},"protocolVersion":"x","tools":[],"prompts":[],"resourceTemplates":[]}`, `member "capturedAt" is missing`, 0, false},
+		{"bad instructions", "{\"kind\":\"mcpsign.snapshot\",\"snapshotVersion\":1,\"instructions\":\"\xff\"}", "invalid UTF-8", 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseSnapshot([]byte(tt.in))
-			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Fatalf("error %v, want %q", err, tt.err)
+			s, err := ParseSnapshot([]byte(tt.in))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, ErrSnapshot) {
+					t.Fatalf("error %v, want %q wrapping ErrSnapshot", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Tools) != tt.tools || (s.Instructions != nil) != tt.ins {
+				t.Errorf("got %d tools, instructions %v", len(s.Tools), s.Instructions)
+			}
+			for _, k := range Kinds {
+				if s.Definitions(k) == nil {
+					t.Errorf("%s: nil definitions", k)
+				}
 			}
 		})
-	}
-	s, err := ParseSnapshot([]byte(`{"prompts":[{"name":"p"}],"_meta":{}}`))
-	if err != nil || len(s.Prompts) != 1 || s.Tools == nil {
-		t.Fatalf("bare list: %v %+v", err, s)
 	}
 }

@@ -78,6 +78,30 @@ func members(data []byte, escapes bool) (names []string, values map[string][]byt
 	return names, values, nil
 }
 
+// Elements returns the elements of the JSON array that is the whole of
+// data, in order, as subslices of data (no copy). The array's structure is
+// checked as Members checks an object's, escapes included; the elements
+// are not decoded.
+func Elements(data []byte) ([][]byte, error) {
+	s := newScanner(data, true)
+	s.Space()
+	if s.Pos >= len(data) || data[s.Pos] != '[' {
+		return nil, errors.New("not a JSON array")
+	}
+	items := [][]byte{}
+	err := s.Array(0, func(elem jsonscan.Span) { items = append(items, data[elem.Start:elem.End:elem.End]) })
+	if err == nil {
+		s.Space()
+		if s.Pos != len(data) {
+			err = s.Fail("unexpected data after the JSON array")
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 // topMembers is Members for the envelope of a listing or snapshot, with
 // errors that name what data is.
 func topMembers(data []byte, what string) (names []string, values map[string][]byte, err error) {
@@ -140,10 +164,4 @@ func CaseVariant(name, known string) bool {
 	// A folded rune is at most three times as long in UTF-8 ("k" and the
 	// Kelvin sign): the length test keeps the common case cheap.
 	return name != known && len(name) >= len(known) && len(name) <= 3*len(known) && strings.EqualFold(name, known)
-}
-
-// Elements returns the elements of the JSON array v as subslices of v, its
-// structure checked (RFC 8259).
-func Elements(v []byte) ([][]byte, error) {
-	return arrayElements(v, "value")
 }

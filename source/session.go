@@ -196,7 +196,7 @@ func (s *session) Call(ctx context.Context, method string, params json.RawMessag
 		}
 		m, err := mcpwire.ParseFromServer(raw)
 		if err != nil {
-			return nil, fmt.Errorf("waiting for the answer to %s: %w", method, err)
+			return nil, fmt.Errorf("%w (waiting for the answer to %s)", err, method)
 		}
 		switch m.Kind {
 		case mcpwire.KindResponse:

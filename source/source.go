@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Defaults of [Options].
@@ -304,26 +306,16 @@ func Load(ctx context.Context, spec Spec, opts Options) (*digest.Snapshot, error
 	}
 }
 
-// loadFile reads a snapshot file, size-capped, and parses it.
+// loadFile reads a snapshot file, size-capped, and parses it with
+// digest.ParseSnapshot, the one reader of snapshot files.
 func loadFile(path string, o *Options) (*digest.Snapshot, error) {
-	fail := func(err error) (*digest.Snapshot, error) {
-		return nil, &StageError{Stage: StageFile, Err: fmt.Errorf("%s: %w", path, err)}
-	}
-	f, err := os.Open(path)
+	data, err := boundedfile.Read(path, o.MaxFileBytes, ErrFileTooLarge)
 	if err != nil {
-		return fail(err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, o.MaxFileBytes+1))
-	if err != nil {
-		return fail(err)
-	}
-	if int64(len(data)) > o.MaxFileBytes {
-		return fail(fmt.Errorf("%w: larger than %d bytes", ErrFileTooLarge, o.MaxFileBytes))
+		return nil, &StageError{Stage: StageFile, Err: err}
 	}
 	snap, err := digest.ParseSnapshot(data)
 	if err != nil {
-		return fail(err)
+		return nil, &StageError{Stage: StageFile, Err: fmt.Errorf("%s: %w", textsafe.Escape(path), err)}
 	}
 	return snap, nil
 }

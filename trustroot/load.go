@@ -2,6 +2,7 @@ package trustroot
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	prototrustroot "github.com/sigstore/protobuf-specs/gen/pb-go/trustroot/v1"
 	"github.com/sigstore/sigstore-go/pkg/root"
 )
@@ -47,6 +49,10 @@ var (
 	ErrOffline = errors.New("offline: no usable cached TUF metadata")
 	// ErrTooLarge is returned (wrapped) for input over its size bound.
 	ErrTooLarge = errors.New("too large")
+	// ErrDuplicateLogID is returned (wrapped) for a trusted root that lists
+	// two transparency logs, or two CT logs, with one log id: sigstore-go
+	// keys logs by id and would keep only the last.
+	ErrDuplicateLogID = errors.New("duplicate log id")
 )
 
 // Options say where trusted material comes from.
@@ -194,6 +200,14 @@ func ParseTrustedRoot(data []byte) (*root.TrustedRoot, error) {
 			}
 		}
 	}
+	for _, logs := range []struct {
+		what string
+		logs []*prototrustroot.TransparencyLogInstance
+	}{{"tlogs", pb.GetTlogs()}, {"ctlogs", pb.GetCtlogs()}} {
+		if err := uniqueLogIDs(logs.what, logs.logs); err != nil {
+			return nil, err
+		}
+	}
 	if len(pb.GetCertificateAuthorities())+len(pb.GetTlogs())+len(pb.GetCtlogs())+len(pb.GetTimestampAuthorities()) == 0 {
 		return nil, errors.New("trusted root trusts nothing: no certificate authority, log or timestamp authority")
 	}
@@ -202,6 +216,24 @@ func ParseTrustedRoot(data []byte) (*root.TrustedRoot, error) {
 		return nil, fmt.Errorf("trusted root: %w", err)
 	}
 	return tr, nil
+}
+
+// uniqueLogIDs refuses two logs of one list (what: "tlogs" or "ctlogs")
+// with one log id, naming both and the id.
+func uniqueLogIDs(what string, logs []*prototrustroot.TransparencyLogInstance) error {
+	first := make(map[string]int, len(logs))
+	for i, l := range logs {
+		if len(l.GetLogId().GetKeyId()) == 0 {
+			continue // sigstore-go refuses a log without an id
+		}
+		id := hex.EncodeToString(l.GetLogId().GetKeyId())
+		if j, dup := first[id]; dup {
+			return fmt.Errorf("trusted root: %s[%d] (%s) and %s[%d] (%s) have one log id %s: %w",
+				what, j, textsafe.Escape(logs[j].GetBaseUrl()), what, i, textsafe.Escape(l.GetBaseUrl()), id, ErrDuplicateLogID)
+		}
+		first[id] = i
+	}
+	return nil
 }
 
 // readCapped reads a file of at most limit bytes; a larger one is

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,6 +97,29 @@ func TestLoadTrustedRootFile(t *testing.T) {
 				t.Errorf("err = %v, want %q", err, tc.want)
 			}
 		})
+	}
+	// Two logs of one kind with one log id: sigstore-go would keep the last.
+	dupOf := func(list string) []byte {
+		return mutated(func(d map[string]any) {
+			logs := d[list].([]any)
+			var twin map[string]any
+			b, _ := json.Marshal(logs[0])
+			_ = json.Unmarshal(b, &twin)
+			twin["baseUrl"] = "https://evil.example"
+			d[list] = append(logs, twin)
+		})
+	}
+	for _, list := range []string{"tlogs", "ctlogs"} {
+		data := dupOf(list)
+		n := len(doc[list].([]any))
+		_, err := LoadTrustedRootFile(writeFile(t, "dup.json", data))
+		want := fmt.Sprintf("%s[0] (%s) and %s[%d] (https://evil.example) have one log id", list, doc[list].([]any)[0].(map[string]any)["baseUrl"], list, n)
+		if !errors.Is(err, ErrDuplicateLogID) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", list, err, want)
+		}
+		if _, err := ParseTrustedRoot(data); !errors.Is(err, ErrDuplicateLogID) {
+			t.Errorf("%s: ParseTrustedRoot: %v", list, err)
+		}
 	}
 	if _, err := LoadTrustedRootFile(filepath.Join(t.TempDir(), "missing.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)

@@ -86,6 +86,10 @@ var (
 	ErrIssuerExtensions = errors.New("the certificate's OIDC issuer extensions are inconsistent")
 	// ErrNoSigningTime: no verified time to check the certificate at.
 	ErrNoSigningTime = errors.New("no verified signing time")
+	// ErrLogIndex: the verified log entry's index is beyond MaxLogIndex, or
+	// nothing vouches for it (a Rekor v1 entry without its signed entry
+	// timestamp).
+	ErrLogIndex = errors.New("log index out of range")
 	// ErrIdentityMismatch: the signer is not the one the policy names.
 	ErrIdentityMismatch = errors.New("signer identity does not match the policy")
 	// ErrPayloadType: the DSSE payload is not an in-toto statement.

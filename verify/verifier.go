@@ -12,6 +12,7 @@ import (
 
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/tlog"
 	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/signature"
 
@@ -328,7 +329,9 @@ func (v *Verifier) verifySigstore(ctx context.Context, bundleJSON []byte, ap sgv
 	res.Timestamps = vr.VerifiedTimestamps
 	res.SigningTime, res.TimeSource = signingTime(vr.VerifiedTimestamps)
 	if v.policy.RequireTlog || v.policy.Method == MethodSigstore {
-		res.Tlog = tlogEvidence(b, v.trust, vr.VerifiedTimestamps)
+		if res.Tlog, err = tlogEvidence(b, v.trust, vr.VerifiedTimestamps); err != nil {
+			return res, nil, err
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return res, nil, err
@@ -382,31 +385,71 @@ func signingTime(ts []sgverify.TimestampVerificationResult) (time.Time, string) 
 	return t, src
 }
 
-// tlogEvidence reports the bundle's first log entry from a trusted log,
-// read from the bundle's protobuf (sigstore-go has parsed and verified the
-// entries: the log step passed). The integrated time is reported only when
-// verified: sigstore-go returned it as a log timestamp (Rekor v1, signed
-// entry timestamp); Rekor v2 gives none.
-func tlogEvidence(b *bundle.Bundle, tm root.TrustedMaterial, ts []sgverify.TimestampVerificationResult) *TlogEvidence {
-	logs := tm.RekorLogs()
-	for _, e := range b.GetVerificationMaterial().GetTlogEntries() {
-		id := hex.EncodeToString(e.GetLogId().GetKeyId())
-		if _, ok := logs[id]; !ok {
+// MaxLogIndex is the largest log index a verified log entry may have: 2^53−1,
+// the largest integer that every JSON reader (and the lock, read by the
+// strict reader) holds exactly.
+const MaxLogIndex = 1<<53 - 1
+
+// tlogEvidence returns the first log entry of the bundle that sigstore-go
+// verifies: each entry is verified on its own with sigstore-go's
+// VerifyTlogEntry, against the same trusted material, since its result for
+// the bundle (a threshold met, log timestamps with a time and a URL only)
+// does not say which entry passed, and it skips an entry whose signed entry
+// timestamp fails: a copied entry from a trusted log with a garbage SET,
+// placed first, must not become the evidence. The integrated time is
+// reported only when a signed entry timestamp vouches for it and
+// sigstore-go returned it as a verified log timestamp (Rekor v2 gives none).
+// A Rekor v1 entry without a signed entry timestamp is not evidence: nothing
+// vouches for its log index. No entry that verifies on its own and has a
+// vouched-for log index, or such an index beyond MaxLogIndex, is a StepTlog
+// failure.
+func tlogEvidence(b *bundle.Bundle, tm root.TrustedMaterial, ts []sgverify.TimestampVerificationResult) (*TlogEvidence, error) {
+	entries, err := b.TlogEntries()
+	if err != nil {
+		return nil, stepErr(StepTlog, "log entries: %w", err)
+	}
+	unsigned := false
+	for _, e := range entries {
+		logTimes, err := sgverify.VerifyTlogEntry(oneEntry{b, e}, tm, 1, true)
+		if err != nil {
 			continue
 		}
-		ev := &TlogEvidence{LogIndex: e.GetLogIndex(), LogID: id}
-		if it := e.GetIntegratedTime(); it > 0 && e.GetInclusionPromise() != nil {
-			t := time.Unix(it, 0).UTC()
+		// What vouches for the log index: a Rekor v2 inclusion proof is
+		// computed over it; a Rekor v1 one only over the index in its
+		// shard's tree, and only the signed entry timestamp covers the
+		// entry's (global) log index.
+		if !e.IsRekorV2() && !e.HasInclusionPromise() {
+			unsigned = true
+			continue
+		}
+		if e.LogIndex() > MaxLogIndex {
+			return nil, &StepError{Step: StepTlog, Err: fmt.Errorf("%w: %d is more than 2^53-1, the largest a lock holds", ErrLogIndex, e.LogIndex())}
+		}
+		ev := &TlogEvidence{LogIndex: e.LogIndex(), LogID: hex.EncodeToString([]byte(e.LogKeyID()))}
+		if len(logTimes) > 0 && e.HasInclusionPromise() {
+			t := logTimes[0].Time.UTC()
 			if slices.ContainsFunc(ts, func(x sgverify.TimestampVerificationResult) bool {
 				return x.Type == "Tlog" && x.Timestamp.Equal(t)
 			}) {
 				ev.IntegratedTime = &t
 			}
 		}
-		return ev
+		return ev, nil
 	}
-	return nil
+	if unsigned {
+		return nil, &StepError{Step: StepTlog, Err: fmt.Errorf("%w: no verified entry's log index is vouched for (a Rekor v1 entry needs its signed entry timestamp)", ErrLogIndex)}
+	}
+	return nil, stepErr(StepTlog, "no transparency log entry of the bundle verifies on its own against the trusted logs")
 }
+
+// oneEntry is a bundle with one of its log entries only, for verifying
+// that entry alone.
+type oneEntry struct {
+	*bundle.Bundle
+	entry *tlog.Entry
+}
+
+func (o oneEntry) TlogEntries() ([]*tlog.Entry, error) { return []*tlog.Entry{o.entry}, nil }
 
 // withoutCAs hides the Fulcio CAs and CT logs of a Sigstore trusted root:
 // for the key and certificate methods it supplies only logs and timestamp
