@@ -66,7 +66,6 @@ func SplitList(k Kind, result []byte) (items []json.RawMessage, nextCursor strin
 // for "kind") or hides characters is shown as it is spelled.
 func QuoteName(name string) string { return strconv.QuoteToASCII(name) }
 
-
 // DecodeString decodes one JSON string strictly: invalid UTF-8 and lone or
 // reversed surrogates are refused instead of being replaced by U+FFFD, so
 // that a digest over the decoded text is a digest over what was sent.
