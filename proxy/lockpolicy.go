@@ -205,9 +205,7 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 func (p *LockPolicy) adopt(ctx context.Context, rep *pin.Report, disk *pin.Lock, snap *digest.Snapshot) *Decision {
 	held := p.cur
 	if err := pin.SameSigner(held.Approval, disk.Approval); err != nil {
-		var ae *pin.ApprovalError
-		errors.As(err, &ae)
-		return p.refuseChanged(rep, "it is not approved by the signer of the lock in force: "+ae.Reason)
+		return p.refuseChanged(rep, fmt.Sprintf("it is approved by %s, the lock in force by %s: not the same signer", describeApproval(disk.Approval), describeApproval(held.Approval)))
 	}
 	if held.Approval.Method == pin.MethodTOFU {
 		return p.refuseChanged(rep, "the lock in force was trusted on first use (tofu): nothing can vouch for a tofu lock another process wrote")
@@ -226,7 +224,9 @@ func (p *LockPolicy) adopt(ctx context.Context, rep *pin.Report, disk *pin.Lock,
 		return p.refuseChanged(rep, why)
 	}
 	if err := pin.CheckRollForward(held, p.curTime, &v); err != nil {
-		return p.refuseRule(rep, err, "the lock "+p.path+" was changed by another process to an approval that does not go forward from the lock in force; it is not adopted and the file is left as it is", pin.RuleLockChangedByAnotherProcess)
+		d := p.refuseRule(rep, err, "the lock "+p.path+" was changed by another process to an approval that does not go forward from the lock in force; it is not adopted and the file is left as it is", pin.RuleLockChangedByAnotherProcess)
+		d.Summary = changedSummary(p.path) + d.Summary
+		return d
 	}
 	p.hold(disk, v.SignedAt)
 	return &Decision{
@@ -353,9 +353,13 @@ func (e *verifyError) Error() string { return e.err.Error() }
 // unreadable) in place of the lock in force: why says what is wrong with it.
 func (p *LockPolicy) refuseChanged(rep *pin.Report, why string) *Decision {
 	d := p.refuse(rep, "the lock "+p.path+" was changed by another process: "+why+"\nit is not adopted and the file is left as it is")
-	d.Summary = "the lock " + p.path + " was changed by another process and is not adopted; " + d.Summary
+	d.Summary = changedSummary(p.path) + d.Summary
 	d.Findings = append([]string{pin.RuleLockChangedByAnotherProcess}, d.Findings...)
 	return d
+}
+
+func changedSummary(path string) string {
+	return "the lock " + path + " was changed by another process and is not adopted; "
 }
 
 // refuseRule refuses for the *pin.ApprovalError err (a roll-forward rule),
@@ -405,6 +409,15 @@ func describeSigner(a pin.Approval) string {
 		s += " (issuer \"" + a.Issuer + "\")"
 	}
 	return s
+}
+
+// describeApproval is describeSigner, and says that nobody signed a tofu
+// approval.
+func describeApproval(a pin.Approval) string {
+	if a.Method == pin.MethodTOFU {
+		return "tofu (trusted on first use: nobody signed it)"
+	}
+	return describeSigner(a)
 }
 
 // carryOverrides keeps the capability overrides of tools whose definition
