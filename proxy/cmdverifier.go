@@ -33,7 +33,8 @@ const (
 //
 // where server is the signed statement's server and signedAt, omitted when
 // there is none, the verified signing time (RFC 3339). Members are exactly
-// these (unknown ones refuse), approval and server are required, the method
+// these, spelled exactly and none repeated (read strictly, digest.Members;
+// anything else refuses), approval and server are required, the method
 // is a signed one and the server name is not empty. Any other exit refuses,
 // and its stderr says why. The command is killed when ctx ends.
 //
@@ -96,6 +97,11 @@ func parseVerified(data []byte) (pin.Verified, error) {
 	if dec.More() {
 		return pin.Verified{}, errors.New("the verifier's answer is not an approval: more than one JSON value")
 	}
+	// encoding/json takes a repeated member (the last) and any case of a
+	// name: the strict reader refuses both.
+	if err := exactMembers(bytes.TrimSpace(data), verifiedMembers); err != nil {
+		return pin.Verified{}, fmt.Errorf("the verifier's answer is not an approval: %w", err)
+	}
 	switch {
 	case a.Approval == nil:
 		return pin.Verified{}, errors.New("the verifier's answer is not an approval: no approval")
@@ -112,6 +118,40 @@ func parseVerified(data []byte) (pin.Verified, error) {
 		v.SignedAt = a.SignedAt.UTC()
 	}
 	return v, nil
+}
+
+// verifiedMembers are the members of a verifier's answer, and of the
+// objects in it (nil: not an object read further).
+var verifiedMembers = map[string]map[string]any{
+	"":         {"approval": nil, "server": nil, "signedAt": nil},
+	"approval": {"method": nil, "identity": nil, "issuer": nil, "bundleDigest": nil, "tlog": nil, "approvedAt": nil},
+	"server":   {"name": nil, "version": nil},
+	"tlog":     {"logIndex": nil, "logId": nil, "integratedTime": nil},
+}
+
+// exactMembers checks with digest.Members (no repeated name, however
+// spelled) that the object data, and the approval, server and tlog objects
+// in it, have only the members of want, spelled exactly.
+func exactMembers(data []byte, want map[string]map[string]any) error {
+	var walk func(obj string, data []byte) error
+	walk = func(obj string, data []byte) error {
+		names, values, err := digest.Members(data)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if _, ok := want[obj][n]; !ok {
+				return fmt.Errorf("unknown member %q", n)
+			}
+			if _, sub := want[n]; sub && n != "" && !bytes.Equal(bytes.TrimSpace(values[n]), []byte("null")) {
+				if err := walk(n, bytes.TrimSpace(values[n])); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk("", data)
 }
 
 // verifierReason is what a failed verifier printed, without mcpsign's own
