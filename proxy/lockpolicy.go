@@ -179,9 +179,13 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 		}
 		return nil, errLockChanged
 	})
+	var le *pin.LockError
 	switch {
 	case errors.Is(err, errLockChanged):
 		return p.refuseChanged(rep, err.Error()), nil
+	case errors.As(err, &le):
+		// It was readable a moment ago.
+		return p.refuseChanged(rep, "it can no longer be read: "+err.Error()), nil
 	case err != nil:
 		return p.refuse(rep, "rolling the lock forward failed: "+err.Error()), nil
 	case adopted != nil:
