@@ -24,24 +24,34 @@ const (
 
 // CommandVerifier returns a VerifyFunc that hands verification to another
 // process: argv is started with the observed definitions on its stdin, as a
-// snapshot file (docs/SNAPSHOT.md). It approves by exiting 0 with the
-// approval to record (a pin.Approval, as in a lock's "approval" member) as
-// the only JSON value on its stdout; any other exit refuses, and its stderr
-// says why. The command is killed when ctx ends.
+// snapshot file (docs/SNAPSHOT.md). It approves by exiting 0 with what the
+// verification established as the only JSON value on its stdout, a
+// pin.Verified:
+//
+//	{"approval":{…as in a lock's "approval" member…},
+//	 "server":{"name":"…","version":"…"},"signedAt":"2026-05-01T12:00:00Z"}
+//
+// where server is the signed statement's server and signedAt, omitted when
+// there is none, the verified signing time (RFC 3339). Members are exactly
+// these, spelled exactly and none repeated (read strictly, digest.Members;
+// anything else refuses), approval and server are required, the method
+// is a signed one and the server name is not empty. Any other exit refuses,
+// and its stderr says why. The command is killed when ctx ends.
 //
 // 'mcpsign proxy' runs as the small mcpsign-proxy executable, which does not
 // link the verifier, and verifies with 'mcpsign proxy-verify' and the same
 // flags: the verification code runs only when a definition needs approving,
-// in a process that exits when it is done.
+// in a process that exits when it is done. Both are of one release (the
+// hand-over refuses another version), so the answer's form changes with it.
 func CommandVerifier(argv []string) VerifyFunc {
 	argv = append([]string(nil), argv...)
-	return func(ctx context.Context, snap *digest.Snapshot) (pin.Approval, error) {
+	return func(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error) {
 		if len(argv) == 0 {
-			return pin.Approval{}, errors.New("no verifier command")
+			return pin.Verified{}, errors.New("no verifier command")
 		}
 		in, err := snap.MarshalFile()
 		if err != nil {
-			return pin.Approval{}, fmt.Errorf("the definitions to verify: %w", err)
+			return pin.Verified{}, fmt.Errorf("the definitions to verify: %w", err)
 		}
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Stdin = bytes.NewReader(in)
@@ -53,35 +63,95 @@ func CommandVerifier(argv []string) VerifyFunc {
 		cmd.WaitDelay = verifierWaitDelay
 		runErr := cmd.Run()
 		if ctx.Err() != nil {
-			return pin.Approval{}, fmt.Errorf("verifying: %w", context.Cause(ctx))
+			return pin.Verified{}, fmt.Errorf("verifying: %w", context.Cause(ctx))
 		}
 		if runErr != nil {
 			var exit *exec.ExitError
 			if !errors.As(runErr, &exit) {
-				return pin.Approval{}, fmt.Errorf("starting the verifier %s: %w", argv[0], runErr)
+				return pin.Verified{}, fmt.Errorf("starting the verifier %s: %w", argv[0], runErr)
 			}
 			if why := verifierReason(stderr.String()); why != "" {
-				return pin.Approval{}, errors.New(why)
+				return pin.Verified{}, errors.New(why)
 			}
-			return pin.Approval{}, fmt.Errorf("the verifier %s failed (%v) and said nothing", argv[0], runErr)
+			return pin.Verified{}, fmt.Errorf("the verifier %s failed (%v) and said nothing", argv[0], runErr)
 		}
 		if stdout.over {
-			return pin.Approval{}, fmt.Errorf("the verifier's answer is larger than %d bytes", maxVerifierStdout)
+			return pin.Verified{}, fmt.Errorf("the verifier's answer is larger than %d bytes", maxVerifierStdout)
 		}
-		var a pin.Approval
-		dec := json.NewDecoder(bytes.NewReader(stdout.Bytes()))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&a); err != nil {
-			return pin.Approval{}, fmt.Errorf("the verifier's answer is not an approval: %w", err)
-		}
-		if dec.More() {
-			return pin.Approval{}, errors.New("the verifier's answer is not an approval: more than one JSON value")
-		}
-		if a.Method == "" || a.Method == pin.MethodTOFU {
-			return pin.Approval{}, fmt.Errorf("the verifier's answer is not a signed approval: method %q", a.Method)
-		}
-		return a, nil
+		return parseVerified(stdout.Bytes())
 	}
+}
+
+// parseVerified reads a verifier's answer (see CommandVerifier).
+func parseVerified(data []byte) (pin.Verified, error) {
+	var a struct {
+		Approval *pin.Approval      `json:"approval"`
+		Server   *digest.ServerInfo `json:"server"`
+		SignedAt *time.Time         `json:"signedAt"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return pin.Verified{}, fmt.Errorf("the verifier's answer is not an approval: %w", err)
+	}
+	if dec.More() {
+		return pin.Verified{}, errors.New("the verifier's answer is not an approval: more than one JSON value")
+	}
+	// encoding/json takes a repeated member (the last) and any case of a
+	// name: the strict reader refuses both.
+	if err := exactMembers(bytes.TrimSpace(data), verifiedMembers); err != nil {
+		return pin.Verified{}, fmt.Errorf("the verifier's answer is not an approval: %w", err)
+	}
+	switch {
+	case a.Approval == nil:
+		return pin.Verified{}, errors.New("the verifier's answer is not an approval: no approval")
+	case a.Server == nil || a.Server.Name == "":
+		return pin.Verified{}, errors.New("the verifier's answer is not an approval: no signed server name")
+	case a.Approval.Method == "" || a.Approval.Method == pin.MethodTOFU:
+		return pin.Verified{}, fmt.Errorf("the verifier's answer is not a signed approval: method %q", a.Approval.Method)
+	}
+	v := pin.Verified{Approval: *a.Approval, Server: *a.Server}
+	if a.SignedAt != nil {
+		if a.SignedAt.IsZero() {
+			return pin.Verified{}, errors.New("the verifier's answer is not an approval: a zero signedAt")
+		}
+		v.SignedAt = a.SignedAt.UTC()
+	}
+	return v, nil
+}
+
+// verifiedMembers are the members of a verifier's answer, and of the
+// objects in it (nil: not an object read further).
+var verifiedMembers = map[string]map[string]any{
+	"":         {"approval": nil, "server": nil, "signedAt": nil},
+	"approval": {"method": nil, "identity": nil, "issuer": nil, "bundleDigest": nil, "tlog": nil, "approvedAt": nil},
+	"server":   {"name": nil, "version": nil},
+	"tlog":     {"logIndex": nil, "logId": nil, "integratedTime": nil},
+}
+
+// exactMembers checks with digest.Members (no repeated name, however
+// spelled) that the object data, and the approval, server and tlog objects
+// in it, have only the members of want, spelled exactly.
+func exactMembers(data []byte, want map[string]map[string]any) error {
+	var walk func(obj string, data []byte) error
+	walk = func(obj string, data []byte) error {
+		names, values, err := digest.Members(data)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if _, ok := want[obj][n]; !ok {
+				return fmt.Errorf("unknown member %q", n)
+			}
+			if _, sub := want[n]; sub && n != "" && !bytes.Equal(bytes.TrimSpace(values[n]), []byte("null")) {
+				if err := walk(n, bytes.TrimSpace(values[n])); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk("", data)
 }
 
 // verifierReason is what a failed verifier printed, without mcpsign's own

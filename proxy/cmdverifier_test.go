@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,26 +33,41 @@ func TestCommandVerifier(t *testing.T) {
 	}
 	dir := t.TempDir()
 	got := filepath.Join(dir, "stdin")
-	const approval = `{"method":"key","identity":"sha256:00","issuer":"","bundleDigest":"sha256:11","approvedAt":"0001-01-01T00:00:00Z"}`
+	const bare = `{"method":"key","identity":"sha256:00","issuer":"","bundleDigest":"sha256:11","approvedAt":"0001-01-01T00:00:00Z"}`
+	const approval = `{"approval":` + bare + `,"server":{"name":"notes","version":"2.0.0"}}`
+	const timed = `{"approval":` + bare + `,"server":{"name":"notes","version":"2.0.0"},"signedAt":"2026-05-01T12:00:00Z"}`
+	signedAt := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
-		name    string
-		script  string
-		ctx     func() (context.Context, context.CancelFunc)
-		wantErr string // "" approves
+		name     string
+		script   string
+		ctx      func() (context.Context, context.CancelFunc)
+		wantErr  string    // "" approves
+		signedAt time.Time // of an approval
 	}{
-		{"approves", `cat > "$1"; echo '` + approval + `'`, nil, ""},
+		{"approves", `cat > "$1"; echo '` + approval + `'`, nil, "", time.Time{}},
+		{"approves with a signing time", `cat > "$1"; echo '` + timed + `'`, nil, "", signedAt},
+		{"answers a bare approval (the answer of another release)", `cat >/dev/null; echo '` + bare + `'`, nil, `unknown field "method"`, time.Time{}},
+		{"answers no server", `cat >/dev/null; echo '{"approval":` + bare + `}'`, nil, "no signed server name", time.Time{}},
+		{"answers an empty server name", `cat >/dev/null; echo '{"approval":` + bare + `,"server":{"name":"","version":"1"}}'`, nil, "no signed server name", time.Time{}},
+		{"answers no approval", `cat >/dev/null; echo '{"server":{"name":"notes","version":"1"}}'`, nil, "no approval", time.Time{}},
+		{"answers an unknown member in the approval", `cat >/dev/null; echo '{"approval":{"method":"key","approvedBy":"me"},"server":{"name":"notes","version":"1"}}'`, nil, "not an approval", time.Time{}},
+		{"answers a repeated member", `cat >/dev/null; echo '{"approval":` + bare + `,"server":{"name":"twofaced","version":"1"},"server":{"name":"notes","version":"2.0.0"}}'`, nil, `repeated member "server"`, time.Time{}},
+		{"answers a member in another case", `cat >/dev/null; echo '{"approval":` + bare + `,"Server":{"name":"notes","version":"2.0.0"}}'`, nil, `unknown member "Server"`, time.Time{}},
+		{"answers a repeated approval member", `cat >/dev/null; echo '{"approval":{"method":"key","method":"key","identity":"sha256:00","issuer":"","bundleDigest":"sha256:11","approvedAt":"0001-01-01T00:00:00Z"},"server":{"name":"notes","version":"2"}}'`, nil, `repeated member "method"`, time.Time{}},
+		{"answers a zero signing time", `cat >/dev/null; echo '{"approval":` + bare + `,"server":{"name":"notes","version":"1"},"signedAt":"0001-01-01T00:00:00Z"}'`, nil, "zero signedAt", time.Time{}},
+		{"answers a signing time that is not one", `cat >/dev/null; echo '{"approval":` + bare + `,"server":{"name":"notes","version":"1"},"signedAt":"yesterday"}'`, nil, "not an approval", time.Time{}},
 		{"refuses with its reason", `cat >/dev/null; echo 'mcpsign: verification failed at step identity: signed by intern@example.com' >&2; exit 1`, nil,
-			"verification failed at step identity: signed by intern@example.com"},
-		{"exits 0 with no answer", `cat >/dev/null`, nil, "not an approval"},
-		{"answers garbage", `cat >/dev/null; echo '{"method":"key",'`, nil, "not an approval"},
-		{"answers an unknown member", `cat >/dev/null; echo '{"method":"key","approvedBy":"me"}'`, nil, "not an approval"},
-		{"answers two values", `cat >/dev/null; echo '` + approval + approval + `'`, nil, "more than one JSON value"},
-		{"answers tofu", `cat >/dev/null; echo '{"method":"tofu"}'`, nil, "not a signed approval"},
-		{"answers too much", `cat >/dev/null; head -c 200000 /dev/zero`, nil, "larger than"},
-		{"fails silently", `cat >/dev/null; exit 3`, nil, "said nothing"},
+			"verification failed at step identity: signed by intern@example.com", time.Time{}},
+		{"exits 0 with no answer", `cat >/dev/null`, nil, "not an approval", time.Time{}},
+		{"answers garbage", `cat >/dev/null; echo '{"approval":{"method":"key",'`, nil, "not an approval", time.Time{}},
+		{"answers an unknown member", `cat >/dev/null; echo '{"approval":` + bare + `,"server":{"name":"notes","version":"1"},"approvedBy":"me"}'`, nil, "not an approval", time.Time{}},
+		{"answers two values", `cat >/dev/null; echo '` + approval + approval + `'`, nil, "more than one JSON value", time.Time{}},
+		{"answers tofu", `cat >/dev/null; echo '{"approval":{"method":"tofu"},"server":{"name":"notes","version":"1"}}'`, nil, "not a signed approval", time.Time{}},
+		{"answers too much", `cat >/dev/null; head -c 200000 /dev/zero`, nil, "larger than", time.Time{}},
+		{"fails silently", `cat >/dev/null; exit 3`, nil, "said nothing", time.Time{}},
 		{"hangs", `cat >/dev/null; sleep 30`, func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(context.Background(), 300*time.Millisecond)
-		}, "verifying: context deadline exceeded"},
+		}, "verifying: context deadline exceeded", time.Time{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,8 +91,9 @@ func TestCommandVerifier(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a.Method != pin.MethodKey || a.Identity != "sha256:00" || a.BundleDigest != "sha256:11" {
-				t.Errorf("approval %+v", a)
+			if a.Approval.Method != pin.MethodKey || a.Approval.Identity != "sha256:00" || a.Approval.BundleDigest != "sha256:11" ||
+				a.Server != (digest.ServerInfo{Name: "notes", Version: "2.0.0"}) || !a.SignedAt.Equal(tc.signedAt) {
+				t.Errorf("answer %+v", a)
 			}
 			in, err := os.ReadFile(got)
 			if err != nil {
@@ -95,6 +112,46 @@ func TestCommandVerifier(t *testing.T) {
 		_, err := CommandVerifier([]string{filepath.Join(dir, "missing")})(context.Background(), snap)
 		if err == nil || !strings.Contains(err.Error(), "starting the verifier") {
 			t.Fatalf("err %v", err)
+		}
+	})
+}
+
+// FuzzParseVerified: a verifier's answer is either refused or a signed
+// approval of a named server, and what is accepted reads back the same.
+func FuzzParseVerified(f *testing.F) {
+	for _, seed := range []string{
+		`{"approval":{"method":"key","identity":"sha256:00","issuer":"","bundleDigest":"sha256:11","approvedAt":"0001-01-01T00:00:00Z"},"server":{"name":"notes","version":"2.0.0"}}`,
+		`{"approval":{"method":"sigstore","identity":"a@example.com","issuer":"https://i","bundleDigest":"sha256:11","tlog":{"logIndex":1,"logId":"0a","integratedTime":5},"approvedAt":"2026-05-01T12:00:00Z"},"server":{"name":"n","version":""},"signedAt":"2026-05-01T12:00:00+02:00"}`,
+		`{"approval":{"method":"tofu"},"server":{"name":"n","version":"1"}}`,
+		`{"approval":{"method":"key"},"server":{"name":""}}`,
+		`{"approval":{"method":"key"},"server":{"name":"n"},"signedAt":"0001-01-01T00:00:00Z"}`,
+		`{"method":"key","identity":"sha256:00"}`,
+		`{"approval":{"method":"key"},"server":{"name":"n"}} {}`,
+		`{"approval":null,"server":null}`,
+		`{"APPROVAL":{"method":"key"},"Server":{"name":"n"}}`,
+		``, `[]`, `null`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := parseVerified(data)
+		if err != nil {
+			return
+		}
+		if v.Approval.Method == "" || v.Approval.Method == pin.MethodTOFU || v.Server.Name == "" {
+			t.Fatalf("accepted %+v from %q", v, data)
+		}
+		if !v.SignedAt.IsZero() && v.SignedAt.Location() != time.UTC {
+			t.Fatalf("signedAt %v is not UTC", v.SignedAt)
+		}
+		again, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := parseVerified(again)
+		if err != nil || back.Server != v.Server || !back.SignedAt.Equal(v.SignedAt) || back.Approval.Method != v.Approval.Method ||
+			back.Approval.Identity != v.Approval.Identity || back.Approval.BundleDigest != v.Approval.BundleDigest {
+			t.Fatalf("%q reads back as %+v (%v), was %+v", again, back, err, v)
 		}
 	})
 }

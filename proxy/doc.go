@@ -15,7 +15,9 @@
 //
 // LockPolicy is the Policy of a lock file (package pin): drift rules,
 // signed first use, and signed updates that roll the lock forward when the
-// publisher the lock records signed them. The verifier is a VerifyFunc:
+// publisher the lock records signed them for the same server and they do
+// not go back; a lock another process wrote is adopted only when it is at
+// least as strong and verifies again. The verifier is a VerifyFunc:
 // pinbundle.Verifier verifies in the same process, CommandVerifier hands
 // the definitions to another process (mcpsign-proxy runs 'mcpsign
 // proxy-verify'). The format of what the proxy does on the wire is

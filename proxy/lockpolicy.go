@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
@@ -15,17 +16,20 @@ import (
 )
 
 // VerifyFunc verifies the publisher's signature over observed definitions
-// (a Sigstore bundle, under the caller's trust policy) and returns the
-// approval to record in a lock. The CLI builds one from --bundle and the
-// verify flags; it re-reads the bundle on every call, so that a host which
-// updates a server and its bundle together gets the update approved.
-type VerifyFunc func(ctx context.Context, snap *digest.Snapshot) (pin.Approval, error)
+// (a Sigstore bundle, under the caller's trust policy) and returns what the
+// verification established: the approval to record in a lock, the server
+// name and version of the signed statement (required), and the verified
+// signing time (zero when there is none). The CLI builds one from --bundle
+// and the verify flags; it re-reads the bundle on every call, so that a host
+// which updates a server and its bundle together gets the update approved.
+type VerifyFunc func(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error)
 
 // LockOptions configure a [LockPolicy].
 type LockOptions struct {
 	// Verify, when set, approves definitions the lock does not hold: on
 	// first use (no lock yet: signed first use) and when the server changed
-	// (a signed update rolls the lock forward). Nil: nothing but the lock
+	// (a signed update rolls the lock forward), and re-verifies a lock
+	// another process wrote before it is adopted. Nil: nothing but the lock
 	// (or TOFU) approves.
 	Verify VerifyFunc
 	// TOFU allows a first use without a signature: with no lock file, the
@@ -38,23 +42,41 @@ type LockOptions struct {
 // neither a verifier nor TOFU was given.
 var ErrNoLock = errors.New("no lock file")
 
+// errLockChanged is why a roll-forward does not overwrite the lock file.
+var errLockChanged = errors.New("the lock file changed while the update was verified; not overwriting it")
+
 // LockPolicy is the [Policy] of a lock file (docs/LOCK.md): the definitions
 // must match the lock under the drift rules of docs/DRIFT.md (any error
 // finding refuses; notices such as a new server version pass).
 //
-// Changes are approved only by a signature: with a VerifyFunc, definitions
-// the lock does not hold are verified, and if the signer is the one the lock
-// recorded (same method, identity and issuer), the lock is rolled forward
-// atomically under its file lock and the session goes on. A lock approved
-// on first use (tofu) is never rolled forward. Before refusing, the lock is
-// read again: another proxy on the same lock may have rolled it forward
-// already.
+// Changes are approved only by a signature (docs/PROXY.md): with a
+// VerifyFunc, definitions the lock does not hold are verified, and if the
+// signer is the one the lock recorded (same method, identity and issuer),
+// the statement is for the lock's server, and it goes forward (not signed
+// before the lock's evidence, not a lower version), the lock is rolled
+// forward atomically under its file lock and the session goes on. A lock
+// approved on first use (tofu) is never rolled forward.
+//
+// The lock file may change under a running proxy: another proxy on the same
+// lock may have rolled it forward, but the server, running as the same user,
+// can write it too. Before refusing, the lock is read again, and a changed
+// one is adopted only when it is at least as strong as the lock in force:
+// the same method and signer, a signed method (a tofu lock is never
+// replaced from disk), definitions that match the server's, and an approval
+// the VerifyFunc reproduces (same bundle digest and log entry, same signed
+// server) that passes the roll-forward rules. Anything else refuses with
+// the finding pin-lock-changed-by-another-process; the file is left as it
+// is.
 type LockPolicy struct {
 	path string
 	opts LockOptions
 
 	mu  sync.Mutex
 	cur *pin.Lock // nil before a first use
+	// curTime is the verified signing time of cur's approval: the one the
+	// VerifyFunc reported when this policy verified it, else the lock's
+	// own evidence (pin.Lock.EvidenceTime); zero when unknown.
+	curTime time.Time
 }
 
 // NewLockPolicy reads the lock at path. An unreadable, malformed or modified
@@ -66,7 +88,7 @@ func NewLockPolicy(path string, opts LockOptions) (*LockPolicy, error) {
 	l, err := pin.Read(path)
 	switch {
 	case err == nil:
-		p.cur = l
+		p.hold(l, time.Time{})
 	case errors.Is(err, fs.ErrNotExist) && (opts.Verify != nil || opts.TOFU):
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%w at %s: give --bundle with the verify flags for a signed first use, or --tofu to trust the first definitions seen", ErrNoLock, path)
@@ -74,6 +96,16 @@ func NewLockPolicy(path string, opts LockOptions) (*LockPolicy, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// hold makes l the lock in force; signedAt is its verified signing time
+// when this policy verified it (zero: the lock's own evidence).
+func (p *LockPolicy) hold(l *pin.Lock, signedAt time.Time) {
+	p.cur = l
+	p.curTime = signedAt
+	if signedAt.IsZero() {
+		p.curTime = l.EvidenceTime()
+	}
 }
 
 // Lock returns the lock in force, nil before a first use.
@@ -99,16 +131,14 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 		return &Decision{Allow: true, Summary: "definitions match the lock " + p.path + " (" + counts(snap) + ")"}, nil
 	}
 
-	// Another proxy on the same lock may have approved the change.
-	if disk, err := pin.Read(p.path); err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			return p.refuse(rep, "the lock can no longer be read: "+err.Error()), nil
-		}
-	} else if disk.LockDigest != p.cur.LockDigest {
-		if r2 := disk.Check(snap); !r2.Failed(pin.FailOnDrift) {
-			p.cur = disk
-			return &Decision{Allow: true, Updated: true, Summary: "the lock " + p.path + " was updated by another process; the definitions match it"}, nil
-		}
+	// The lock on disk: another proxy may have approved the change, or
+	// another process may have written anything at all.
+	disk, err := pin.Read(p.path)
+	if err != nil {
+		return p.refuseChanged(rep, "it can no longer be read: "+err.Error()), nil
+	}
+	if disk.LockDigest != p.cur.LockDigest {
+		return p.adopt(ctx, rep, disk, snap), nil
 	}
 
 	if p.opts.Verify == nil {
@@ -117,14 +147,18 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 	if p.cur.Approval.Method == pin.MethodTOFU {
 		return p.refuse(rep, "the lock was trusted on first use (tofu): no signer to accept an update from; re-pin with 'mcpsign pin'"), nil
 	}
-	appr, err := p.opts.Verify(ctx, snap)
+	v, err := p.verify(ctx, snap)
 	if err != nil {
 		return p.refuse(rep, "the bundle does not approve the new definitions: "+err.Error()), nil
 	}
-	if why := sameSigner(p.cur.Approval, appr); why != "" {
-		return p.refuse(rep, "the new definitions are signed by another signer: "+why), nil
+	if err := pin.CheckRollForward(p.cur, p.curTime, &v); err != nil {
+		what := "the signed update is refused"
+		if ae := (*pin.ApprovalError)(nil); errors.As(err, &ae) && ae.Rule == pin.RuleRollForwardOtherSigner {
+			what = "the new definitions are signed by another signer"
+		}
+		return p.refuseRule(rep, err, what), nil
 	}
-	next, err := pin.NewLock(snap, appr)
+	next, err := p.newLock(snap, &v)
 	if err != nil {
 		return p.refuse(rep, "the new definitions cannot be pinned: "+err.Error()), nil
 	}
@@ -134,58 +168,161 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 	err = pin.Update(ctx, p.path, func(cur *pin.Lock) (*pin.Lock, error) {
 		switch {
 		case cur == nil:
-			return nil, errors.New("the lock file disappeared")
+			return nil, fmt.Errorf("%w: it was removed", errLockChanged)
 		case cur.LockDigest == prev.LockDigest:
 			return next, nil
-		case !cur.Check(snap).Failed(pin.FailOnDrift):
-			// Another proxy rolled it forward to the same definitions
-			// meanwhile: keep its lock.
+		case !cur.Check(snap).Failed(pin.FailOnDrift) && sameEvidence(cur, &v) == "":
+			// Another proxy rolled it forward meanwhile, with the bundle
+			// just verified, to these definitions: keep its lock.
 			adopted = cur
 			return nil, nil
 		}
-		return nil, errors.New("the lock changed while the update was verified; not overwriting it")
+		return nil, errLockChanged
 	})
-	if err != nil {
+	var le *pin.LockError
+	switch {
+	case errors.Is(err, errLockChanged):
+		return p.refuseChanged(rep, err.Error()), nil
+	case errors.As(err, &le):
+		// It was readable a moment ago.
+		return p.refuseChanged(rep, "it can no longer be read: "+err.Error()), nil
+	case err != nil:
 		return p.refuse(rep, "rolling the lock forward failed: "+err.Error()), nil
+	case adopted != nil:
+		p.hold(adopted, v.SignedAt)
+		return &Decision{Allow: true, Updated: true, Summary: "the lock " + p.path + " was rolled forward by another process with the same verified bundle; the definitions match it"}, nil
 	}
-	if adopted != nil {
-		p.cur = adopted
-		return &Decision{Allow: true, Updated: true, Summary: "the lock " + p.path + " was updated by another process; the definitions match it"}, nil
-	}
-	p.cur = next
+	p.hold(next, v.SignedAt)
 	return &Decision{
 		Allow:   true,
 		Updated: true,
-		Summary: fmt.Sprintf("signed update by %s: the lock %s was rolled forward (%s)", describeSigner(appr), p.path, counts(snap)),
+		Summary: fmt.Sprintf("signed update by %s: the lock %s was rolled forward (%s)", describeSigner(v.Approval), p.path, counts(snap)),
 		Report:  reportText(rep),
 	}, nil
 }
 
+// adopt decides about disk, a lock another process wrote in place of the
+// one in force, when the definitions do not match the lock in force: it is
+// adopted only when it is at least as strong (see LockPolicy); otherwise
+// the refusal names pin-lock-changed-by-another-process and the file is
+// left as it is.
+func (p *LockPolicy) adopt(ctx context.Context, rep *pin.Report, disk *pin.Lock, snap *digest.Snapshot) *Decision {
+	held := p.cur
+	if err := pin.SameSigner(held.Approval, disk.Approval); err != nil {
+		return p.refuseChanged(rep, fmt.Sprintf("it is approved by %s, the lock in force by %s: not the same signer", describeApproval(disk.Approval), describeApproval(held.Approval)))
+	}
+	if held.Approval.Method == pin.MethodTOFU {
+		return p.refuseChanged(rep, "the lock in force was trusted on first use (tofu): nothing can vouch for a tofu lock another process wrote")
+	}
+	if r := disk.Check(snap); r.Failed(pin.FailOnDrift) {
+		return p.refuseChanged(rep, fmt.Sprintf("it does not approve the server's definitions either (%d drift finding(s))", r.Errors()))
+	}
+	if p.opts.Verify == nil {
+		return p.refuseChanged(rep, "no --bundle was given to verify the approval it records")
+	}
+	v, err := p.verify(ctx, snap)
+	if err != nil {
+		return p.refuseChanged(rep, "the bundle does not verify its definitions under this proxy's policy: "+err.Error())
+	}
+	if why := sameEvidence(disk, &v); why != "" {
+		return p.refuseChanged(rep, why)
+	}
+	if err := pin.CheckRollForward(held, p.curTime, &v); err != nil {
+		d := p.refuseRule(rep, err, "the lock "+p.path+" was changed by another process to an approval that does not go forward from the lock in force; it is not adopted and the file is left as it is", pin.RuleLockChangedByAnotherProcess)
+		d.Summary = changedSummary(p.path) + d.Summary
+		return d
+	}
+	p.hold(disk, v.SignedAt)
+	return &Decision{
+		Allow:   true,
+		Updated: true,
+		Summary: fmt.Sprintf("the lock %s was updated by another process; its approval by %s verified again, and the definitions match it (%s)", p.path, describeSigner(v.Approval), counts(snap)),
+	}
+}
+
+// verify runs the VerifyFunc and checks that it said what was signed.
+func (p *LockPolicy) verify(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error) {
+	v, err := p.opts.Verify(ctx, snap)
+	if err != nil {
+		return pin.Verified{}, err
+	}
+	if v.Server.Name == "" {
+		return pin.Verified{}, errors.New("the verifier did not say which server the bundle signs")
+	}
+	if v.Approval.Method == pin.MethodTOFU || !v.Approval.Method.Valid() {
+		return pin.Verified{}, fmt.Errorf("the verifier's approval is not signed: method %q", v.Approval.Method)
+	}
+	return v, nil
+}
+
+// newLock is the lock of snap approved by v. Its server is the signed one
+// (the statement's), not the serverInfo nobody signed, so that the
+// roll-forward rules compare signed names and versions.
+func (p *LockPolicy) newLock(snap *digest.Snapshot, v *pin.Verified) (*pin.Lock, error) {
+	l, err := pin.NewLock(snap, v.Approval)
+	if err != nil {
+		return nil, err
+	}
+	l.Server = v.Server
+	return l, nil
+}
+
+// sameEvidence says why the approval recorded in l is not the one v
+// established (method, signer, bundle digest, log entry, signed server), or
+// "" when it is.
+func sameEvidence(l *pin.Lock, v *pin.Verified) string {
+	a, b := l.Approval, v.Approval
+	switch {
+	case a.Method != b.Method || a.Identity != b.Identity || a.Issuer != b.Issuer:
+		return fmt.Sprintf("it records the signer %s, the bundle is signed by %s", describeSigner(a), describeSigner(b))
+	case a.BundleDigest != b.BundleDigest:
+		return fmt.Sprintf("it records the bundle %s, the bundle verified is %s", a.BundleDigest, b.BundleDigest)
+	case (a.Tlog == nil) != (b.Tlog == nil) || (a.Tlog != nil && *a.Tlog != *b.Tlog):
+		return "the transparency log entry it records is not the bundle's"
+	case l.Server != v.Server:
+		return fmt.Sprintf("it records the server %q %q, the bundle signs %q %q", l.Server.Name, l.Server.Version, v.Server.Name, v.Server.Version)
+	}
+	return ""
+}
+
 // firstUse writes the lock from the first definitions seen, verified (or
 // trusted, with TOFU). It returns (nil, nil) when another process wrote the
-// lock first: the definitions are then checked against that lock.
+// lock first and it may stand: the definitions are then checked against
+// that lock. With a VerifyFunc, that lock must record the very approval
+// just verified; any other is refused (pin-lock-changed-by-another-process).
 func (p *LockPolicy) firstUse(ctx context.Context, snap *digest.Snapshot) (*Decision, error) {
-	appr := pin.Approval{Method: pin.MethodTOFU}
-	how := "trusted on first use (tofu: nobody vouched for these definitions)"
-	if p.opts.Verify != nil {
-		var err error
-		appr, err = p.opts.Verify(ctx, snap)
-		if err != nil {
-			return &Decision{
-				Summary:  "first use: the bundle does not verify against the server's definitions",
-				Report:   err.Error(),
-				Findings: []string{"verify-failed"},
-			}, nil
+	var v *pin.Verified
+	l, err := func() (*pin.Lock, error) {
+		if p.opts.Verify == nil {
+			return pin.NewLock(snap, pin.Approval{Method: pin.MethodTOFU})
 		}
-		how = "signed first use: verified, signed by " + describeSigner(appr)
-	}
-	l, err := pin.NewLock(snap, appr)
-	if err != nil {
+		got, err := p.verify(ctx, snap)
+		if err != nil {
+			return nil, &verifyError{err}
+		}
+		v = &got
+		return p.newLock(snap, v)
+	}()
+	var ve *verifyError
+	switch {
+	case errors.As(err, &ve):
+		return &Decision{
+			Summary:  "first use: the bundle does not verify against the server's definitions",
+			Report:   ve.err.Error(),
+			Findings: []string{"verify-failed"},
+		}, nil
+	case err != nil:
 		return &Decision{
 			Summary:  "first use: the definitions cannot be pinned",
 			Report:   err.Error(),
 			Findings: []string{"invalid-definitions"},
 		}, nil
+	}
+	how := "trusted on first use (tofu: nobody vouched for these definitions)"
+	var signedAt time.Time
+	if v != nil {
+		how = "signed first use: verified, signed by " + describeSigner(v.Approval)
+		signedAt = v.SignedAt
 	}
 	if err := l.Create(ctx, p.path); err != nil {
 		if !errors.Is(err, pin.ErrExists) {
@@ -195,11 +332,50 @@ func (p *LockPolicy) firstUse(ctx context.Context, snap *digest.Snapshot) (*Deci
 		if rerr != nil {
 			return nil, rerr
 		}
-		p.cur = winner
+		if v != nil {
+			if why := sameEvidence(winner, v); why != "" {
+				return &Decision{
+					Summary:  "first use: the lock " + p.path + " was written by another process meanwhile, with another approval; it is not adopted",
+					Report:   "the lock " + p.path + " was changed by another process: " + why + "\nit is not adopted and the file is left as it is\n",
+					Findings: []string{pin.RuleLockChangedByAnotherProcess},
+				}, nil
+			}
+		}
+		p.hold(winner, signedAt)
 		return nil, nil
 	}
-	p.cur = l
+	p.hold(l, signedAt)
 	return &Decision{Allow: true, Updated: true, Summary: "wrote the lock " + p.path + ": " + how + " (" + counts(snap) + ")"}, nil
+}
+
+// verifyError marks a failed verification in firstUse.
+type verifyError struct{ err error }
+
+func (e *verifyError) Error() string { return e.err.Error() }
+
+// refuseChanged refuses a lock another process wrote (or removed, or made
+// unreadable) in place of the lock in force: why says what is wrong with it.
+func (p *LockPolicy) refuseChanged(rep *pin.Report, why string) *Decision {
+	d := p.refuse(rep, "the lock "+p.path+" was changed by another process: "+why+"\nit is not adopted and the file is left as it is")
+	d.Summary = changedSummary(p.path) + d.Summary
+	d.Findings = append([]string{pin.RuleLockChangedByAnotherProcess}, d.Findings...)
+	return d
+}
+
+func changedSummary(path string) string {
+	return "the lock " + path + " was changed by another process and is not adopted; "
+}
+
+// refuseRule refuses for the *pin.ApprovalError err (a roll-forward rule),
+// with more rules before it.
+func (p *LockPolicy) refuseRule(rep *pin.Report, err error, what string, more ...string) *Decision {
+	var ae *pin.ApprovalError
+	if !errors.As(err, &ae) {
+		return p.refuse(rep, what+": "+err.Error())
+	}
+	d := p.refuse(rep, what+": "+ae.Reason+" ("+ae.Rule+")")
+	d.Findings = append(append(more, ae.Rule), d.Findings...)
+	return d
 }
 
 // refuse turns a failed report into a refusal.
@@ -229,20 +405,6 @@ func reportText(rep *pin.Report) string {
 	return b.String()
 }
 
-// sameSigner says why a new approval is not by the signer the lock
-// recorded, or "" when it is.
-func sameSigner(locked, next pin.Approval) string {
-	switch {
-	case locked.Method != next.Method:
-		return fmt.Sprintf("the lock was approved by %s signature, the update by %s", locked.Method, next.Method)
-	case locked.Identity != next.Identity:
-		return fmt.Sprintf("the lock was approved for %q, the update is signed by %q", locked.Identity, next.Identity)
-	case locked.Issuer != next.Issuer:
-		return fmt.Sprintf("the lock was approved for issuer %q, the update's issuer is %q", locked.Issuer, next.Issuer)
-	}
-	return ""
-}
-
 // describeSigner names a signer for people; the text is escaped where it
 // is shown.
 func describeSigner(a pin.Approval) string {
@@ -251,6 +413,15 @@ func describeSigner(a pin.Approval) string {
 		s += " (issuer \"" + a.Issuer + "\")"
 	}
 	return s
+}
+
+// describeApproval is describeSigner, and says that nobody signed a tofu
+// approval.
+func describeApproval(a pin.Approval) string {
+	if a.Method == pin.MethodTOFU {
+		return "tofu (trusted on first use: nobody signed it)"
+	}
+	return describeSigner(a)
 }
 
 // carryOverrides keeps the capability overrides of tools whose definition

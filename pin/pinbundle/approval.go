@@ -34,3 +34,22 @@ func ApprovalOf(res *verify.Result) pin.Approval {
 	}
 	return a
 }
+
+// VerifiedOf returns what a successful verification established: the
+// approval (ApprovalOf), the server name and version of the signed
+// statement, and the verified signing time, the earliest of the
+// transparency log and timestamp authority times that verified (a check at
+// the current time is no evidence of when the bundle was signed: zero
+// then). Like ApprovalOf it does not check that res is verified.
+func VerifiedOf(res *verify.Result) pin.Verified {
+	v := pin.Verified{Approval: ApprovalOf(res), Server: res.Server}
+	for _, ts := range res.Timestamps {
+		if ts.Type != "Tlog" && ts.Type != "TimestampAuthority" {
+			continue
+		}
+		if t := ts.Timestamp.UTC(); v.SignedAt.IsZero() || t.Before(v.SignedAt) {
+			v.SignedAt = t
+		}
+	}
+	return v
+}

@@ -1,11 +1,18 @@
 package pinbundle
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
+
+	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/pin"
+	mcpsign "github.com/mcpsign/mcpsign/sign"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -44,5 +51,81 @@ func TestApprovalOf(t *testing.T) {
 		if _, err := pin.NewLock(snap, got); err != nil {
 			t.Errorf("%s: the approval does not make a lock: %v", tc.name, err)
 		}
+	}
+}
+
+func TestVerifiedOf(t *testing.T) {
+	t1 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.FixedZone("CEST", 2*3600))
+	t2 := t1.Add(time.Minute)
+	now := t2.Add(time.Hour)
+	bd := "sha256:" + "ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12"
+	ts := func(typ string, at time.Time) sgverify.TimestampVerificationResult {
+		return sgverify.TimestampVerificationResult{Type: typ, Timestamp: at}
+	}
+	tests := []struct {
+		name string
+		ts   []sgverify.TimestampVerificationResult
+		want time.Time
+	}{
+		{"no timestamps", nil, time.Time{}},
+		{"the current time is no evidence", []sgverify.TimestampVerificationResult{ts("CurrentTime", now)}, time.Time{}},
+		{"log", []sgverify.TimestampVerificationResult{ts("Tlog", t2)}, t2},
+		{"timestamp authority", []sgverify.TimestampVerificationResult{ts("TimestampAuthority", t1)}, t1},
+		{"the earliest verified time", []sgverify.TimestampVerificationResult{ts("Tlog", t2), ts("CurrentTime", t1.Add(-time.Hour)), ts("TimestampAuthority", t1)}, t1},
+		{"an unknown kind is no evidence", []sgverify.TimestampVerificationResult{ts("Other", t1)}, time.Time{}},
+	}
+	for _, tc := range tests {
+		res := verify.Result{Method: verify.MethodKey, Identity: "sha256:00", BundleDigest: bd,
+			Server: digest.ServerInfo{Name: "notes", Version: "2.0.0"}, Timestamps: tc.ts}
+		got := VerifiedOf(&res)
+		if !got.SignedAt.Equal(tc.want) || (!got.SignedAt.IsZero() && got.SignedAt.Location() != time.UTC) {
+			t.Errorf("%s: signedAt %v, want %v (UTC)", tc.name, got.SignedAt, tc.want)
+		}
+		if got.Server != res.Server || got.Approval.Identity != "sha256:00" || got.Approval.BundleDigest != bd {
+			t.Errorf("%s: %+v", tc.name, got)
+		}
+	}
+}
+
+// TestVerifierSignedServer: Verifier reports the server the statement
+// signs, not the serverInfo the server announced.
+func TestVerifierSignedServer(t *testing.T) {
+	key, err := mcpsign.GenerateKey(mcpsign.ECDSAP256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := verify.New(verify.Trust{}, verify.Policy{Method: verify.MethodKey, PublicKey: key.Public()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed := snapshot(t, honestSnap) // notes 1.0.0
+	st, err := attest.Build(signed, attest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := st.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := mcpsign.NewKeySigner(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := mcpsign.Sign(context.Background(), payload, mcpsign.Options{Signer: signer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "b.sigstore.json")
+	if err := os.WriteFile(path, out.Bundle, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	observed := snapshot(t, honestSnap)
+	observed.Server = digest.ServerInfo{Name: "twofaced", Version: "9.9.9"}
+	got, err := Verifier(v, path)(context.Background(), observed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Server != (digest.ServerInfo{Name: "notes", Version: "1.0.0"}) || got.Approval.Method != pin.MethodKey || !got.SignedAt.IsZero() {
+		t.Errorf("%+v: want the signed server notes 1.0.0 and no signing time", got)
 	}
 }

@@ -13,17 +13,18 @@ import (
 // the bundle file at bundlePath with v (its trust and policy) against the
 // observed definitions, reading the file anew on every call (a host that
 // updates a server and its bundle together gets the update approved), and
-// returns the approval to record (ApprovalOf).
-func Verifier(v *verify.Verifier, bundlePath string) func(context.Context, *digest.Snapshot) (pin.Approval, error) {
-	return func(ctx context.Context, snap *digest.Snapshot) (pin.Approval, error) {
+// returns what the verification established (VerifiedOf): the approval to
+// record, the signed server and the verified signing time.
+func Verifier(v *verify.Verifier, bundlePath string) func(context.Context, *digest.Snapshot) (pin.Verified, error) {
+	return func(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error) {
 		data, err := verify.ReadBundleFile(bundlePath)
 		if err != nil {
-			return pin.Approval{}, fmt.Errorf("reading the bundle: %w", err)
+			return pin.Verified{}, fmt.Errorf("reading the bundle: %w", err)
 		}
 		res, err := v.Verify(ctx, data, snap)
 		if err != nil {
-			return pin.Approval{}, err
+			return pin.Verified{}, err
 		}
-		return ApprovalOf(res), nil
+		return VerifiedOf(res), nil
 	}
 }
