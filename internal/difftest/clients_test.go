@@ -57,10 +57,17 @@ type toolCall struct {
 	Arguments map[string]any `json:"arguments"`
 }
 
+// The clients' hard timeout per request and how long they wait for things
+// to settle (notifications, re-listings) after a call, in the table.
 const (
 	requestTimeout = 3 * time.Second
 	settleTime     = 300 * time.Millisecond
 )
+
+// timing is a client's request timeout and settle time.
+type timing struct{ request, settle time.Duration }
+
+var tableTiming = timing{request: requestTimeout, settle: settleTime}
 
 // npmDir is testdata/npm, where tsclient.mjs and its node_modules are.
 const npmDir = "../../testdata/npm"
@@ -179,14 +186,14 @@ func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 
 // goClient runs the go-sdk client over transport, as the TypeScript client
 // does, and returns what it holds (ExitCode left to the caller).
-func goClient(transport mcp.Transport, sc scenario) *holdings {
+func goClient(transport mcp.Transport, sc scenario, tm timing) *holdings {
 	h := &holdings{}
 	var mu sync.Mutex // guards h against the list_changed handlers
 	rt := &rawTransport{Transport: transport}
 
 	// do runs one request under the hard timeout.
 	do := func(method string, f func(ctx context.Context) error) bool {
-		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), tm.request)
 		defer cancel()
 		err := f(ctx)
 		mu.Lock()
@@ -320,12 +327,12 @@ func goClient(transport mcp.Transport, sc scenario) *holdings {
 		mu.Unlock()
 	}
 	settle := func() {
-		time.Sleep(settleTime)
+		time.Sleep(tm.settle)
 		done := make(chan struct{})
 		go func() { relists.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(4 * requestTimeout):
+		case <-time.After(4 * tm.request):
 			mu.Lock()
 			h.Hung = append(h.Hung, "list_changed re-listing")
 			mu.Unlock()

@@ -130,10 +130,19 @@ type outcome struct {
 // answer in time, and either the session is blocked (answers are block
 // errors or a closed transport, no tools/call reached the server after its
 // first scripted line, the lock is untouched) or the client holds exactly
-// the lock's instructions and definitions.
-func oracle(l *pin.Lock, w *world, o outcome, serverWritesLock bool) []string {
+// the lock's instructions and definitions. Not strict (the fuzzer, whose
+// servers may refuse or ignore requests on their own): only the first part,
+// and hangs count only in a blocked session, where the proxy answers.
+func oracle(l *pin.Lock, w *world, o outcome, serverWritesLock, strict bool) []string {
 	var v []string
 	h := o.h
+	if !strict && !o.blocked {
+		// A server may leave a request unanswered: the proxy answers for
+		// it only once it blocked.
+		h2 := *h
+		h2.Hung, h2.Calls = nil, nil
+		h = &h2
+	}
 	for _, m := range h.Hung {
 		v = append(v, "no answer in time to "+m)
 	}
@@ -174,24 +183,27 @@ func oracle(l *pin.Lock, w *world, o outcome, serverWritesLock bool) []string {
 		}
 		return v
 	}
-	// Let through: the client must hold exactly what the lock approved.
-	if (h.Instructions == nil) != (l.Instructions == nil) {
-		v = append(v, fmt.Sprintf("session let through, instructions held %v, lock %v", h.Instructions != nil, l.Instructions != nil))
-	}
+	// Let through: the client must hold exactly what the lock approved (a
+	// complete listing that hides a definition is a lie too).
 	for _, k := range digest.Kinds {
-		if held[k] == nil {
-			v = append(v, fmt.Sprintf("session let through, but the client never listed its %ss", k))
-			continue
-		}
 		want := 0
 		for _, d := range l.Definitions {
 			if d.Kind == k {
 				want++
 			}
 		}
-		if len(held[k]) != want {
+		switch {
+		case held[k] == nil && strict:
+			v = append(v, fmt.Sprintf("session let through, but the client never listed its %ss", k))
+		case held[k] != nil && len(held[k]) != want:
 			v = append(v, fmt.Sprintf("session let through, client holds %d %ss, the lock %d", len(held[k]), k, want))
 		}
+	}
+	if !strict {
+		return v
+	}
+	if (h.Instructions == nil) != (l.Instructions == nil) {
+		v = append(v, fmt.Sprintf("session let through, instructions held %v, lock %v", h.Instructions != nil, l.Instructions != nil))
 	}
 	for _, c := range h.Calls {
 		if !c.OK && !c.Hung {
@@ -238,7 +250,7 @@ func runGoCLI(t testing.TB, argv []string, sc scenario) outcome {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	var stderr fixtures.SyncBuffer
 	cmd.Stderr = &stderr
-	h := goClient(&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, sc)
+	h := goClient(&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, sc, tableTiming)
 	if cmd.Process != nil && cmd.ProcessState == nil {
 		// The client never closed the transport (it failed to connect).
 		done := make(chan struct{})
@@ -342,7 +354,7 @@ func TestHostileServers(t *testing.T) {
 			run := func(t *testing.T, client string, f func(w *world) outcome) {
 				w := newWorld(t, r.transcript, lockData)
 				o := f(w)
-				v := oracle(l, w, o, r.writesLock)
+				v := oracle(l, w, o, r.writesLock, true)
 				passed[client] = len(v) == 0 && !o.blocked
 				for _, s := range v {
 					t.Errorf("%s client: %s", client, s)
