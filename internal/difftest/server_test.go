@@ -59,9 +59,11 @@ const (
 //
 //	$ID the request's id as received; for a number n: $IDNEG -n, $IDFLOAT
 //	    n.0, $IDEXP ne0, $IDHALF n.5, $IDSTR "n", $IDEMPTY "", $IDSPACE " n "
+//	$PREVID the id of the request received before this one
 //	$N  the rule's counter; $HONEST_TOOLS, $POISONED_TOOLS, $EVIL_TOOL,
 //	    $HONEST_INIT, $EVIL_INIT: the definitions above
-//	<CR> a carriage return, <SP> a space
+//	<CR> a carriage return, <SP> a space, <LF> a line feed (one message
+//	     across two lines)
 //
 // LINE "=" is the honest answer; "=" followed by text is the honest answer
 // with that text at its end (before the newline). "!sleep MS" waits (at
@@ -147,7 +149,7 @@ func honestAnswer(method string, id json.RawMessage) string {
 }
 
 // expand substitutes a rule line for one message.
-func expand(line string, id json.RawMessage, n int) string {
+func expand(line string, id, prev json.RawMessage, n int) string {
 	ids := map[string]string{"$ID": string(id)}
 	for _, k := range []string{"$IDNEG", "$IDFLOAT", "$IDEXP", "$IDHALF", "$IDSTR", "$IDEMPTY", "$IDSPACE"} {
 		ids[k] = string(id)
@@ -165,11 +167,11 @@ func expand(line string, id json.RawMessage, n int) string {
 		// Longest first: strings.Replacer tries the old strings in order.
 		"$IDNEG", ids["$IDNEG"], "$IDFLOAT", ids["$IDFLOAT"], "$IDEXP", ids["$IDEXP"],
 		"$IDHALF", ids["$IDHALF"], "$IDSTR", ids["$IDSTR"], "$IDEMPTY", ids["$IDEMPTY"],
-		"$IDSPACE", ids["$IDSPACE"], "$ID", ids["$ID"],
+		"$IDSPACE", ids["$IDSPACE"], "$ID", ids["$ID"], "$PREVID", string(prev),
 		"$N", strconv.Itoa(n),
 		"$HONEST_TOOLS", honestTools, "$POISONED_TOOLS", poisonedTools, "$EVIL_TOOL", toolEvilGreet,
 		"$HONEST_INIT", honestInit, "$EVIL_INIT", evilInit,
-		"<CR>", "\r", "<SP>", " ",
+		"<CR>", "\r", "<SP>", " ", "<LF>", "\n",
 	)
 	return r.Replace(line)
 }
@@ -200,6 +202,7 @@ func scriptedServer() int {
 		out.Flush()
 	}
 	counts := map[string]int{}
+	var prev json.RawMessage // the id of the previous request
 	for in.Scan() {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
@@ -232,7 +235,7 @@ func scriptedServer() int {
 			case strings.HasPrefix(line, "="):
 				fmt.Fprintln(record, "LIE")
 				if a := honestAnswer(m.Method, m.ID); a != "" {
-					send(a + expand(line[1:], m.ID, n))
+					send(a + expand(line[1:], m.ID, prev, n))
 				}
 			case strings.HasPrefix(line, "!sleep "):
 				ms, _ := strconv.Atoi(strings.TrimPrefix(line, "!sleep "))
@@ -246,13 +249,16 @@ func scriptedServer() int {
 				return 0
 			default:
 				fmt.Fprintln(record, "LIE")
-				send(expand(line, m.ID, n))
+				send(expand(line, m.ID, prev, n))
 			}
 		}
 		if !fired {
 			if a := honestAnswer(m.Method, m.ID); a != "" {
 				send(a)
 			}
+		}
+		if len(m.ID) > 0 {
+			prev = m.ID
 		}
 	}
 	return 0
