@@ -393,6 +393,7 @@ func TestHostileServers(t *testing.T) {
 			}
 			verified := err == nil
 			through := passed["go-sdk"] && (!tsRan || passed["TypeScript"])
+			t.Logf("verify-pin passed=%v, proxy let through unchanged=%v", verified, through)
 			if verified != through {
 				t.Errorf("verify-pin passed=%v, but the proxy let the session through unchanged=%v (go-sdk %v, TypeScript %v); verify-pin said:\n%s",
 					verified, through, passed["go-sdk"], passed["TypeScript"], tail(string(out), 2000))
