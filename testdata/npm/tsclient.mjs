@@ -1,0 +1,207 @@
+// The differential tests' TypeScript client (internal/difftest): the official
+// MCP TypeScript SDK, pinned in package-lock.json, as a host uses it.
+//
+//   node tsclient.mjs '<config JSON>'
+//
+// config: {command, args, call?: {name, arguments}, pipeline?: bool,
+// afterCall?: {name, arguments}, timeoutMs, settleMs}. It spawns command
+// through StdioClientTransport, connects, reads getInstructions(), lists
+// every page of tools, prompts and resource templates (following
+// nextCursor), optionally calls a tool (with pipeline: a tools/list and the
+// call at once), re-lists on every list_changed, optionally makes one more
+// call once things settled, and prints ONE JSON line of what it holds:
+// {instructions, tools, prompts, resourceTemplates, calls:[{name, ok,
+// errorCode}], errors:[{method, code, message}], hung:[method], exitCode,
+// stderr}. Definitions are the raw objects of the answers the SDK accepted
+// (its typed schemas drop unknown members). Every request has a hard
+// timeout: one that runs out is listed in hung.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import {
+  CallToolResultSchema,
+  ListPromptsResultSchema,
+  ListResourceTemplatesResultSchema,
+  ListToolsResultSchema,
+  PromptListChangedNotificationSchema,
+  ResourceListChangedNotificationSchema,
+  ToolListChangedNotificationSchema,
+  isJSONRPCResultResponse,
+  isJSONRPCErrorResponse,
+} from '@modelcontextprotocol/sdk/types.js';
+
+const cfg = JSON.parse(process.argv[2]);
+const timeoutMs = cfg.timeoutMs ?? 3000;
+const settleMs = cfg.settleMs ?? 300;
+const out = {
+  instructions: null,
+  tools: null,
+  prompts: null,
+  resourceTemplates: null,
+  calls: [],
+  errors: [],
+  hung: [],
+  exitCode: null,
+  stderr: '',
+};
+
+const transport = new StdioClientTransport({
+  command: cfg.command,
+  args: cfg.args,
+  env: process.env,
+  stderr: 'pipe',
+});
+let exited;
+const exitedPromise = new Promise((resolve) => { exited = resolve; });
+const start = transport.start.bind(transport);
+transport.start = async () => {
+  await start();
+  transport._process.on('exit', (code, signal) => {
+    out.exitCode = code ?? signal;
+    exited();
+  });
+};
+transport.stderr?.on('data', (d) => {
+  out.stderr = (out.stderr + d.toString()).slice(-4000);
+});
+
+const client = new Client({ name: 'mcpsign-difftest-ts', version: '0' }, { capabilities: {} });
+const HUNG = Symbol('hung');
+
+// withTimeout runs one request under the hard timeout.
+async function withTimeout(method, promise) {
+  let timer;
+  const t = new Promise((resolve) => { timer = setTimeout(() => resolve(HUNG), timeoutMs); });
+  try {
+    const r = await Promise.race([promise, t]);
+    if (r === HUNG) {
+      out.hung.push(method);
+      return { hung: true };
+    }
+    return { value: r };
+  } catch (e) {
+    out.errors.push({ method, code: typeof e?.code === 'number' ? e.code : null, message: String(e?.message ?? e) });
+    return { error: e };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// The raw answer the SDK accepted for each of its request ids, matched as
+// Protocol._onresponse matches them: Number(id), first answer wins.
+const raw = new Map();
+function hookTransport() {
+  const prev = transport.onmessage;
+  transport.onmessage = (m, extra) => {
+    if (isJSONRPCResultResponse(m) || isJSONRPCErrorResponse(m)) {
+      const id = Number(m.id);
+      if (!raw.has(id)) raw.set(id, m);
+    }
+    prev?.(m, extra);
+  };
+}
+
+// request sends one request through the SDK and returns its result and the
+// raw answer it was resolved with.
+async function request(method, params, schema) {
+  const id = client._requestMessageId;
+  const r = await withTimeout(method, client.request({ method, params }, schema, { timeout: timeoutMs * 3 }));
+  if (!('value' in r)) return null;
+  return { value: r.value, raw: raw.get(id)?.result };
+}
+
+const kinds = {
+  tools: { method: 'tools/list', member: 'tools', schema: ListToolsResultSchema, key: 'name' },
+  prompts: { method: 'prompts/list', member: 'prompts', schema: ListPromptsResultSchema, key: 'name' },
+  resourceTemplates: { method: 'resources/templates/list', member: 'resourceTemplates', schema: ListResourceTemplatesResultSchema, key: 'uriTemplate' },
+};
+
+// listKind reads every page of one kind; what the client holds changes only
+// when the whole listing succeeded.
+async function listKind(kind) {
+  const k = kinds[kind];
+  const items = [];
+  const seen = new Set();
+  let cursor;
+  for (let page = 0; page < 100; page++) {
+    const r = await request(k.method, cursor === undefined ? {} : { cursor }, k.schema);
+    if (r === null) return;
+    const keys = new Set(r.value[k.member].map((d) => d[k.key]));
+    for (const d of r.raw?.[k.member] ?? []) {
+      if (keys.has(d?.[k.key])) items.push(d);
+    }
+    cursor = r.value.nextCursor;
+    if (cursor === undefined) {
+      out[kind] = items;
+      return;
+    }
+    if (seen.has(cursor)) {
+      out.errors.push({ method: k.method, code: null, message: 'repeated cursor' });
+      return;
+    }
+    seen.add(cursor);
+  }
+}
+
+async function listAll() {
+  const caps = client.getServerCapabilities() ?? {};
+  if (caps.tools) await listKind('tools');
+  if (caps.prompts) await listKind('prompts');
+  if (caps.resources) await listKind('resourceTemplates');
+}
+
+async function call(c) {
+  const r = await withTimeout('tools/call', client.request({ method: 'tools/call', params: { name: c.name, arguments: c.arguments ?? {} } }, CallToolResultSchema, { timeout: timeoutMs * 3 }));
+  if ('value' in r) out.calls.push({ name: c.name, ok: true, errorCode: null });
+  else if (r.hung) out.calls.push({ name: c.name, ok: false, errorCode: null, hung: true });
+  else out.calls.push({ name: c.name, ok: false, errorCode: typeof r.error?.code === 'number' ? r.error.code : null });
+}
+
+const relists = new Set();
+function onChanged(kind) {
+  return async () => {
+    const p = listKind(kind);
+    relists.add(p);
+    await p;
+    relists.delete(p);
+  };
+}
+client.setNotificationHandler(ToolListChangedNotificationSchema, onChanged('tools'));
+client.setNotificationHandler(PromptListChangedNotificationSchema, onChanged('prompts'));
+client.setNotificationHandler(ResourceListChangedNotificationSchema, onChanged('resourceTemplates'));
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+async function settle() {
+  await sleep(settleMs);
+  for (let i = 0; i < 50 && relists.size > 0; i++) {
+    await withTimeout('list_changed re-listing', Promise.all([...relists]));
+  }
+}
+
+async function main() {
+  const c = await withTimeout('initialize', client.connect(transport, { timeout: timeoutMs * 3 }));
+  if ('value' in c) {
+    hookTransport();
+    out.instructions = client.getInstructions() ?? null;
+    await listAll();
+    if (cfg.pipeline && cfg.call) {
+      await Promise.all([listKind('tools'), call(cfg.call)]);
+    } else if (cfg.call) {
+      await call(cfg.call);
+    }
+    await settle();
+    if (cfg.afterCall) {
+      await call(cfg.afterCall);
+      await settle();
+    }
+  }
+  await Promise.race([client.close(), sleep(6000)]);
+  await Promise.race([exitedPromise, sleep(3000)]);
+  process.stdout.write(JSON.stringify(out) + '\n');
+  process.exit(0);
+}
+
+main().catch((e) => {
+  out.errors.push({ method: 'client', code: null, message: String(e?.stack ?? e) });
+  process.stdout.write(JSON.stringify(out) + '\n');
+  process.exit(0);
+});
