@@ -16,7 +16,7 @@ import (
 // A response is tied to a request only by a byte-identical id: "1" answers
 // the request whose id was 1, and "1.0", "1e0", "\"1\"" or "-0" answer
 // nothing. The official SDKs match ids loosely (the TypeScript SDK looks up
-// Number(id), so -0, "0", "" and null all find request 0; go-sdk truncates
+// Number(id), so -0, "0" and "" all find request 0; go-sdk truncates
 // a number to an integer, so 2.5 finds request 2): an answer that one of
 // them could take for a pending request's, or that answers nothing pending,
 // is a protocol violation, since mcpsign and a client would disagree on
@@ -118,7 +118,8 @@ func isNumber(raw []byte) bool {
 
 // jsNumber is JavaScript's Number() of a JSON id value: a number as itself,
 // a string converted as Number(string) does (trimmed; "" is 0; 0x, 0o and
-// 0b prefixes; "Infinity"), null as 0. NaN is not a number (ok false).
+// 0b prefixes; "Infinity"). NaN, and null (its schema takes only a string
+// or a number as an id), are no number (ok false).
 func jsNumber(raw []byte) (float64, bool) {
 	switch {
 	case isNumber(raw):
@@ -127,8 +128,6 @@ func jsNumber(raw []byte) (float64, bool) {
 			return 0, false
 		}
 		return f + 0, true // -0 is 0 to a Map lookup (SameValueZero)
-	case string(raw) == "null":
-		return 0, true
 	case len(raw) > 0 && raw[0] == '"':
 		s, err := digest.DecodeString(raw)
 		if err != nil {
