@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/procgroup"
+	"github.com/mcpsign/mcpsign/mcpwire/proctree"
 )
 
 // stderrTailBytes is how much of a server's stderr is kept for the error
@@ -81,6 +81,7 @@ func frameLimit(max int64) int {
 type server struct {
 	cmd    *exec.Cmd
 	pid    int
+	proc   *proctree.Piped
 	stdin  *onceCloser // our end of its stdin
 	stdout *os.File    // our end of its stdout
 	stderr *os.File    // our end of its stderr
@@ -98,7 +99,7 @@ type server struct {
 // if a child of it still holds a pipe, and a pending read can be unblocked
 // by closing our end.
 func startServer(argv []string, o *Options) (*server, error) {
-	p, err := procgroup.Start(argv, o.Env, "")
+	p, err := proctree.Start(argv, o.Env, "")
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +108,7 @@ func startServer(argv []string, o *Options) (*server, error) {
 	s := &server{
 		cmd:        cmd,
 		pid:        cmd.Process.Pid,
+		proc:       p,
 		stdin:      &onceCloser{f: inW},
 		stdout:     outR,
 		stderr:     errR,
@@ -183,7 +185,7 @@ func (s *server) shutdown(grace time.Duration) {
 		// reading mid-message), so a server blocked writing can see the end
 		// of its stdin and exit. Closing our end afterwards stops this.
 		go io.Copy(io.Discard, s.stdout)
-		procgroup.Stop(s.pid, grace, s.waitExit)
+		s.proc.Stop(grace, s.waitExit)
 		// Give stderr a moment to reach EOF, then unblock the drain in case
 		// a process outside the group still holds the pipe; after this no
 		// more writes go to Options.Stderr.

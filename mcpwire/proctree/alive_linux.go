@@ -1,7 +1,6 @@
-package procgroup
+package proctree
 
 import (
-	"bytes"
 	"os"
 	"strconv"
 )
@@ -19,28 +18,29 @@ func Members(pgid int) []int {
 	defer dir.Close()
 	names, _ := dir.Readdirnames(-1)
 	var pids []int
-	want := []byte(strconv.Itoa(pgid))
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + name + "/stat")
-		if err != nil {
-			continue // gone meanwhile
-		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces and parens.
-		end := bytes.LastIndexByte(stat, ')')
-		if end < 0 {
-			continue
-		}
-		f := bytes.Fields(stat[end+1:])
-		if len(f) < 3 || string(f[0]) == "Z" || string(f[0]) == "X" {
-			continue
-		}
-		if bytes.Equal(f[2], want) {
+		s, ok := readStat(pid)
+		if ok && !s.zombie() && s.pgrp == pgid {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// readStat reads /proc/<pid>/stat; false when the process is gone (or the
+// line does not parse, or names another pid).
+func readStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	s, err := parseStat(b)
+	if err != nil || s.pid != pid {
+		return procStat{}, false
+	}
+	return s, true
 }

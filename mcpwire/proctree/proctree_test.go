@@ -1,6 +1,6 @@
 //go:build linux
 
-package procgroup
+package proctree
 
 import (
 	"io"
