@@ -236,7 +236,7 @@ func (t *tree) stop(grace time.Duration) {
 			for _, m := range live {
 				if !termed[m.ident()] {
 					termed[m.ident()] = true
-					signal(m.ident(), unix.SIGTERM)
+					sendSignal(m.ident(), unix.SIGTERM)
 				}
 			}
 			if time.Now().After(deadline) {
@@ -262,7 +262,7 @@ func (t *tree) kill(grace time.Duration) {
 	frozen := map[ident]bool{}
 	defer func() {
 		for id := range frozen {
-			signal(id, unix.SIGKILL)
+			sendSignal(id, unix.SIGKILL)
 		}
 	}()
 	deadline := time.Now().Add(grace)
@@ -276,23 +276,23 @@ func (t *tree) kill(grace time.Duration) {
 			if !frozen[m.ident()] {
 				frozen[m.ident()] = true
 				fresh = true
-				signal(m.ident(), unix.SIGSTOP)
+				sendSignal(m.ident(), unix.SIGSTOP)
 			}
 		}
 		if !fresh {
 			for _, m := range live {
-				signal(m.ident(), unix.SIGKILL)
+				sendSignal(m.ident(), unix.SIGKILL)
 			}
 		}
 		time.Sleep(sweepInterval)
 	}
 }
 
-// signal sends sig to the process id names, if it is still that process:
+// sendSignal sends sig to the process id names, if it is still that process:
 // through a pidfd opened before its start time is compared, so that a pid
 // reused meanwhile is never signalled. Where pidfds are missing (Linux
 // before 5.3) the comparison is made just before kill.
-func signal(id ident, sig unix.Signal) bool {
+func sendSignal(id ident, sig unix.Signal) bool {
 	fd, err := unix.PidfdOpen(id.pid, 0)
 	switch {
 	case err == nil:

@@ -1,0 +1,289 @@
+package proctree
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fixtureEnv selects what the test binary does when re-executed as a
+// fixture (see runFixture).
+const fixtureEnv = "PROCTREE_FIXTURE"
+
+// noRaceSleep keeps a fixture built with -race from sleeping a second at
+// exit (the race detector's default), which Stop would time.
+const noRaceSleep = "GORACE=atexit_sleep_ms=0"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(fixtureEnv); mode != "" {
+		os.Exit(runFixture(mode))
+	}
+	os.Exit(m.Run())
+}
+
+// runFixture is the test binary as a server (it prints the pid of the
+// process it left behind on stdout, then exits at the end of its stdin) or
+// as a process of the server's tree.
+func runFixture(mode string) int {
+	switch mode {
+	case "sleep": // a descendant that dies of SIGTERM
+		time.Sleep(time.Minute)
+	case "sleep-noterm": // a descendant that must be killed
+		signal.Ignore(syscall.SIGTERM)
+		time.Sleep(time.Minute)
+	case "sleep-short": // a descendant that exits by itself soon
+		time.Sleep(50 * time.Millisecond)
+	case "group": // server: a child left in its process group
+		return serve(spawn("sleep", nil, os.Stdout))
+	case "setsid": // server: a child in a new session
+		return serve(spawn("sleep", &syscall.SysProcAttr{Setsid: true}, nil))
+	case "setsid-noterm": // server: a child in a new session that ignores SIGTERM
+		return serve(spawn("sleep-noterm", &syscall.SysProcAttr{Setsid: true}, nil))
+	case "doublefork", "doublefork-short": // server: a daemon, re-parented to mcpsign
+		sleeper := "sleep"
+		if mode == "doublefork-short" {
+			sleeper = "sleep-short"
+		}
+		cmd := fixtureCmd("fork-exit", &syscall.SysProcAttr{Setsid: true})
+		cmd.Env = append(cmd.Env, "PROCTREE_SLEEPER="+sleeper)
+		// The pid once the first fork has exited: re-parented by then.
+		pid, err := cmd.Output()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		os.Stdout.Write(pid)
+		return serve(0)
+	case "fork-exit": // the daemon's first fork: starts it and exits
+		spawn(os.Getenv("PROCTREE_SLEEPER"), nil, nil)
+		return 0
+	default:
+		fmt.Fprintln(os.Stderr, "unknown fixture", mode)
+		return 2
+	}
+	return 0
+}
+
+func fixtureCmd(mode string, attr *syscall.SysProcAttr) *exec.Cmd {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), fixtureEnv+"="+mode, noRaceSleep)
+	cmd.SysProcAttr = attr
+	return cmd
+}
+
+// spawn starts a fixture, prints its pid and leaves it running.
+func spawn(mode string, attr *syscall.SysProcAttr, stdout *os.File) int {
+	cmd := fixtureCmd(mode, attr)
+	if stdout != nil {
+		cmd.Stdout = stdout
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(cmd.Process.Pid)
+	return cmd.Process.Pid
+}
+
+// serve reads stdin to its end, as a stdio server does.
+func serve(int) int {
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// started is a fixture server started through Start.
+type started struct {
+	p      *Piped
+	exited chan struct{}
+	left   ident // the process it left behind
+}
+
+func (s *started) waitExit(d time.Duration) bool {
+	select {
+	case <-s.exited:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// startFixture starts the test binary as the fixture server mode and reads
+// the pid of the process it leaves behind.
+func startFixture(t *testing.T, mode string) *started {
+	t.Helper()
+	p, err := Start([]string{os.Args[0]}, []string{fixtureEnv + "=" + mode, noRaceSleep}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &started{p: p, exited: make(chan struct{})}
+	go func() {
+		_ = p.Cmd.Wait()
+		close(s.exited)
+	}()
+	t.Cleanup(func() {
+		p.Stdin.Close()
+		p.Stop(time.Second, s.waitExit)
+		p.Stdout.Close()
+		p.Stderr.Close()
+	})
+	line, err := bufio.NewReader(p.Stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the fixture's pid: %v (%q)", err, line)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := readStat(pid)
+	if !ok {
+		t.Fatalf("process %d left by %s is not there", pid, mode)
+	}
+	s.left = st.ident()
+	t.Cleanup(func() {
+		if !gone(s.left) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	return s
+}
+
+// gone reports whether the process id is no more: no /proc entry (so not a
+// zombie either), or one of another process.
+func gone(id ident) bool {
+	s, ok := readStat(id.pid)
+	return !ok || s.start != id.start
+}
+
+// TestStopTree: whatever way a server's descendant left it, Stop leaves
+// neither it nor its zombie, within the grace unless it ignores SIGTERM.
+func TestStopTree(t *testing.T) {
+	const grace = 400 * time.Millisecond
+	for _, tc := range []struct {
+		mode       string
+		reparented bool          // a child of ours before Stop
+		within     time.Duration // Stop returns within
+	}{
+		{"group", false, grace},
+		{"setsid", false, grace},
+		{"doublefork", true, grace},
+		{"setsid-noterm", false, 3 * grace},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			s := startFixture(t, tc.mode)
+			st, _ := readStat(s.left.pid)
+			if tc.reparented != (st.ppid == os.Getpid()) {
+				t.Fatalf("process %d has parent %d, we are %d (subreaper)", st.pid, st.ppid, os.Getpid())
+			}
+			if tc.mode != "group" && st.pgrp == s.p.Cmd.Process.Pid {
+				t.Fatalf("process %d is still in the server's group", st.pid)
+			}
+			s.p.Stdin.Close()
+			begin := time.Now()
+			s.p.Stop(grace, s.waitExit)
+			took := time.Since(begin)
+			if !gone(s.left) {
+				st, _ := readStat(s.left.pid)
+				t.Fatalf("process %d is still there after Stop, state %c", st.pid, st.state)
+			}
+			if took > tc.within {
+				t.Errorf("Stop took %v, want at most %v", took, tc.within)
+			}
+			s.p.Stop(grace, s.waitExit) // again: nothing to do
+		})
+	}
+}
+
+// TestReapWhileRunning: a daemon of the server that dies while the server
+// runs is re-parented to us and reaped, not left a zombie.
+func TestReapWhileRunning(t *testing.T) {
+	s := startFixture(t, "doublefork-short")
+	deadline := time.Now().Add(3 * time.Second)
+	for !gone(s.left) {
+		if time.Now().After(deadline) {
+			st, _ := readStat(s.left.pid)
+			t.Fatalf("process %d still there, state %c, parent %d", st.pid, st.state, st.ppid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case <-s.exited:
+		t.Fatal("the server exited: the reap was not while it ran")
+	default:
+	}
+}
+
+// TestStopLeavesOthers: stopping one server leaves alone another server and
+// its tree, and a child this program started in its own process group.
+func TestStopLeavesOthers(t *testing.T) {
+	a := startFixture(t, "setsid")
+	b := startFixture(t, "setsid")
+	other := fixtureCmd("sleep", nil)
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		other.Process.Kill()
+		other.Wait()
+	}()
+	otherStat, _ := readStat(other.Process.Pid)
+	time.Sleep(pollInterval + 100*time.Millisecond) // both trees recorded
+	a.p.Stdin.Close()
+	a.p.Stop(300*time.Millisecond, a.waitExit)
+	if !gone(a.left) {
+		t.Errorf("the first server's setsid child %d survived its Stop", a.left.pid)
+	}
+	bLeader, _ := readStat(b.p.Cmd.Process.Pid)
+	for name, id := range map[string]ident{
+		"the second server":            bLeader.ident(),
+		"the second server's child":    b.left,
+		"a child of ours in our group": otherStat.ident(),
+	} {
+		if s, ok := readStat(id.pid); !ok || s.ident() != id || s.zombie() {
+			t.Errorf("%s (%d) was stopped with the first server", name, id.pid)
+		}
+	}
+	b.p.Stdin.Close()
+	b.p.Stop(300*time.Millisecond, b.waitExit)
+	if !gone(b.left) {
+		t.Errorf("the second server's setsid child %d survived its Stop", b.left.pid)
+	}
+}
+
+// TestSignalChecksStartTime: a pid whose start time is not the one recorded
+// (a reused pid) is not signalled.
+func TestSignalChecksStartTime(t *testing.T) {
+	cmd := fixtureCmd("sleep", nil)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	st, ok := readStat(cmd.Process.Pid)
+	if !ok {
+		t.Fatal("no stat for the child")
+	}
+	reused := ident{pid: st.pid, start: st.start + 1}
+	if sendSignal(reused, syscall.SIGKILL) {
+		t.Fatal("a process with another start time was signalled")
+	}
+	time.Sleep(20 * time.Millisecond)
+	if s, ok := readStat(st.pid); !ok || s.zombie() {
+		t.Fatal("the child died of a signal meant for another process")
+	}
+	if !sendSignal(st.ident(), syscall.SIGKILL) {
+		t.Fatal("the recorded process was not signalled")
+	}
+	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("the child did not die of SIGKILL: %v", err)
+	}
+}
