@@ -38,6 +38,7 @@ func runFixture(mode string) int {
 		time.Sleep(time.Minute)
 	case "sleep-noterm": // a descendant that must be killed
 		signal.Ignore(syscall.SIGTERM)
+		fmt.Println("ready")
 		time.Sleep(time.Minute)
 	case "sleep-short": // a descendant that exits by itself soon
 		time.Sleep(50 * time.Millisecond)
@@ -47,6 +48,14 @@ func runFixture(mode string) int {
 		return serve(spawn("sleep", &syscall.SysProcAttr{Setsid: true}, nil))
 	case "setsid-noterm": // server: a child in a new session that ignores SIGTERM
 		return serve(spawn("sleep-noterm", &syscall.SysProcAttr{Setsid: true}, nil))
+	case "setsid-forkloop": // server: a child in a new session that forks without end
+		return serve(spawn("forkloop", &syscall.SysProcAttr{Setsid: true}, nil))
+	case "forkloop":
+		signal.Ignore(syscall.SIGTERM)
+		fmt.Println("ready")
+		for {
+			_ = fixtureCmd("sleep", nil).Start()
+		}
 	case "doublefork", "doublefork-short": // server: a daemon, re-parented to mcpsign
 		sleeper := "sleep"
 		if mode == "doublefork-short" {
@@ -79,15 +88,30 @@ func fixtureCmd(mode string, attr *syscall.SysProcAttr) *exec.Cmd {
 	return cmd
 }
 
-// spawn starts a fixture, prints its pid and leaves it running.
+// spawn starts a fixture, prints its pid and leaves it running. One that
+// ignores SIGTERM is waited for until it does.
 func spawn(mode string, attr *syscall.SysProcAttr, stdout *os.File) int {
 	cmd := fixtureCmd(mode, attr)
 	if stdout != nil {
 		cmd.Stdout = stdout
 	}
+	var ready io.Reader
+	if mode == "sleep-noterm" || mode == "forkloop" {
+		r, err := cmd.StdoutPipe()
+		if err != nil {
+			os.Exit(1)
+		}
+		ready = r
+	}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	if ready != nil {
+		if line, err := bufio.NewReader(ready).ReadString('\n'); err != nil || line != "ready\n" {
+			fmt.Fprintln(os.Stderr, "fixture not ready:", line, err)
+			os.Exit(1)
+		}
 	}
 	fmt.Println(cmd.Process.Pid)
 	return cmd.Process.Pid
@@ -175,6 +199,7 @@ func TestStopTree(t *testing.T) {
 		{"setsid", false, grace},
 		{"doublefork", true, grace},
 		{"setsid-noterm", false, 3 * grace},
+		{"setsid-forkloop", false, 5 * grace}, // each walk reads hundreds of processes
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			s := startFixture(t, tc.mode)
@@ -193,12 +218,32 @@ func TestStopTree(t *testing.T) {
 				st, _ := readStat(s.left.pid)
 				t.Fatalf("process %d is still there after Stop, state %c", st.pid, st.state)
 			}
+			if st.session == st.pid {
+				if left := inSession(st.session); len(left) > 0 {
+					t.Fatalf("processes %v are still in the session of %d", left, st.pid)
+				}
+			}
 			if took > tc.within {
 				t.Errorf("Stop took %v, want at most %v", took, tc.within)
 			}
 			s.p.Stop(grace, s.waitExit) // again: nothing to do
 		})
 	}
+}
+
+// inSession returns the processes (zombies included) of the session sid.
+func inSession(sid int) []int {
+	w := walker{}
+	w.scan() // the fallback walk, tested here too
+	var pids []int
+	for _, children := range w.byPpid {
+		for _, pid := range children {
+			if s, ok := readStat(pid); ok && s.session == sid {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
 }
 
 // TestReapWhileRunning: a daemon of the server that dies while the server
