@@ -1,8 +1,11 @@
 package proctree
 
 import (
+	"errors"
 	"os"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // Alive reports whether any live (not zombie) process is in the group pgid.
@@ -34,7 +37,7 @@ func Members(pgid int) []int {
 // readStat reads /proc/<pid>/stat; false when the process is gone (or the
 // line does not parse, or names another pid).
 func readStat(pid int) (procStat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := readProc("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return procStat{}, false
 	}
@@ -43,4 +46,35 @@ func readStat(pid int) (procStat, bool) {
 		return procStat{}, false
 	}
 	return s, true
+}
+
+// readProc reads a small /proc file with plain system calls: the walk reads
+// a few of them every poll, and os.File's poller set-up would cost more than
+// the read.
+func readProc(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 0, 512)
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) >= 1<<20 {
+				return nil, errors.New("proctree: " + path + " is larger than 1 MiB")
+			}
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
 }

@@ -328,7 +328,7 @@ func (w *walker) children(pid int) []int {
 		}
 		var pids []int
 		for _, tid := range tids {
-			b, err := os.ReadFile(dir + "/" + tid + "/children")
+			b, err := readProc(dir + "/" + tid + "/children")
 			if errors.Is(err, os.ErrNotExist) {
 				if _, serr := os.Stat(dir + "/" + tid); serr == nil {
 					w.scan() // the kernel has no children files

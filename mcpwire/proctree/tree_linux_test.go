@@ -332,3 +332,28 @@ func TestSignalChecksStartTime(t *testing.T) {
 		t.Fatalf("the child did not die of SIGKILL: %v", err)
 	}
 }
+
+// BenchmarkPoll is one recording of a running server's tree: what the proxy
+// spends every pollInterval while the session lasts.
+func BenchmarkPoll(b *testing.B) {
+	p, err := Start([]string{os.Args[0]}, []string{fixtureEnv + "=setsid", noRaceSleep}, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = p.Cmd.Wait(); close(exited) }()
+	s := &started{p: p, exited: exited}
+	defer func() {
+		p.Stdin.Close()
+		p.Stop(time.Second, s.waitExit)
+	}()
+	if _, err := bufio.NewReader(p.Stdout).ReadString('\n'); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if live, _ := p.tree.sweep(); len(live) != 1 {
+			b.Fatalf("%d live descendants, want the setsid child", len(live))
+		}
+	}
+}
