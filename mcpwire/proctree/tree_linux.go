@@ -237,6 +237,8 @@ func (t *tree) stop(grace time.Duration) {
 				if !termed[m.ident()] {
 					termed[m.ident()] = true
 					sendSignal(m.ident(), unix.SIGTERM)
+					// A stopped process sees SIGTERM only once continued.
+					sendSignal(m.ident(), unix.SIGCONT)
 				}
 			}
 			if time.Now().After(deadline) {

@@ -48,6 +48,16 @@ func runFixture(mode string) int {
 		return serve(spawn("sleep", &syscall.SysProcAttr{Setsid: true}, nil))
 	case "setsid-noterm": // server: a child in a new session that ignores SIGTERM
 		return serve(spawn("sleep-noterm", &syscall.SysProcAttr{Setsid: true}, nil))
+	case "setsid-stopped": // server: a child in a new session, stopped (SIGSTOP)
+		cmd := fixtureCmd("sleep", &syscall.SysProcAttr{Setsid: true})
+		if err := cmd.Start(); err != nil || syscall.Kill(cmd.Process.Pid, syscall.SIGSTOP) != nil {
+			return 1
+		}
+		for st, _ := readStat(cmd.Process.Pid); st.state != 'T'; st, _ = readStat(cmd.Process.Pid) {
+			time.Sleep(time.Millisecond)
+		}
+		fmt.Println(cmd.Process.Pid)
+		return serve(0)
 	case "setsid-forkloop": // server: a child in a new session that forks without end
 		return serve(spawn("forkloop", &syscall.SysProcAttr{Setsid: true}, nil))
 	case "forkloop":
@@ -199,6 +209,7 @@ func TestStopTree(t *testing.T) {
 		{"setsid", false, grace},
 		{"doublefork", true, grace},
 		{"setsid-noterm", false, 3 * grace},
+		{"setsid-stopped", false, grace},
 		{"setsid-forkloop", false, 5 * grace}, // each walk reads hundreds of processes
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
