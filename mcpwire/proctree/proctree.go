@@ -123,13 +123,8 @@ func Start(argv []string, env []string, dir string) (_ *Piped, err error) {
 	if err := prepare(); err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	t, err := newTree(cmd.Process.Pid)
+	t, err := startTree(cmd)
 	if err != nil {
-		Kill(cmd.Process.Pid)
-		_ = cmd.Wait()
 		return nil, err
 	}
 	// The child has its ends now; ours must go so that EOF can be seen.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"sync"
 	"time"
@@ -56,17 +57,27 @@ type tree struct {
 	self     int   // our pid
 	selfPgrp int   // our process group
 	seen     map[ident]struct{}
+	stopping bool          // set when stop begins, under registry's lock
 	quit     chan struct{} // closed by stop: ends the poll
 	done     chan struct{} // closed when the poll has ended
 	stopOnce sync.Once
 }
 
-// newTree starts tracking the descendants of the server pid, which must not
-// have been reaped yet.
-func newTree(pid int) (*tree, error) {
-	s, ok := readStat(pid)
+// startTree starts cmd and tracks the descendants of the server. The start
+// and the registration are one step under the registry's lock, so that no
+// other tree's walk sees the new server as a child of ours before it is
+// known as a server.
+func startTree(cmd *exec.Cmd) (*tree, error) {
+	registry.Lock()
+	defer registry.Unlock()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s, ok := readStat(cmd.Process.Pid) // not reaped: nobody waits for it yet
 	if !ok {
-		return nil, fmt.Errorf("proctree: reading /proc/%d/stat of the server", pid)
+		Kill(cmd.Process.Pid)
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("proctree: reading /proc/%d/stat of the server", cmd.Process.Pid)
 	}
 	t := &tree{
 		leader:   s.ident(),
@@ -76,9 +87,7 @@ func newTree(pid int) (*tree, error) {
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	registry.Lock()
 	registry.trees[t] = struct{}{}
-	registry.Unlock()
 	go t.poll()
 	return t, nil
 }
@@ -203,9 +212,9 @@ func (t *tree) owns(s procStat) bool {
 		return false // started by this program without a group of its own
 	}
 	for o := range registry.trees {
-		if o != t && o.leader.start <= s.start {
-			// It may descend from that server as well: it is left to
-			// whichever of the two stops last.
+		if o != t && !o.stopping && o.leader.start <= s.start {
+			// It may descend from that server, still running, as well:
+			// it is left to whichever of the two stops last.
 			return false
 		}
 	}
@@ -221,6 +230,9 @@ func (t *tree) stop(grace time.Duration) {
 	t.stopOnce.Do(func() {
 		close(t.quit)
 		<-t.done
+		registry.Lock()
+		t.stopping = true
+		registry.Unlock()
 		defer func() {
 			registry.Lock()
 			delete(registry.trees, t)

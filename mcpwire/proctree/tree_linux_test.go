@@ -368,3 +368,61 @@ func BenchmarkPoll(b *testing.B) {
 		}
 	}
 }
+
+// TestConcurrentTrees: servers started and stopped at the same time do not
+// take each other for an orphan: each exits by itself (status 0) at the end
+// of its stdin. A setsid child re-parented to us before it was recorded may
+// descend from any of the servers that ran when it started, so it is
+// stopped with the last of them: once all are stopped, none is left.
+func TestConcurrentTrees(t *testing.T) {
+	const n = 6
+	for round := 0; round < 3; round++ {
+		type result struct {
+			child ident
+			err   error
+		}
+		results := make(chan result, n)
+		for i := 0; i < n; i++ {
+			go func() {
+				p, err := Start([]string{os.Args[0]}, []string{fixtureEnv + "=setsid", noRaceSleep}, "")
+				if err != nil {
+					results <- result{err: err}
+					return
+				}
+				s := &started{p: p, exited: make(chan struct{})}
+				go func() { _ = p.Cmd.Wait(); close(s.exited) }()
+				line, err := bufio.NewReader(p.Stdout).ReadString('\n')
+				pid, _ := strconv.Atoi(strings.TrimSpace(line))
+				st, ok := readStat(pid)
+				p.Stdin.Close()
+				p.Stop(time.Second, s.waitExit)
+				p.Stdout.Close()
+				p.Stderr.Close()
+				switch {
+				case err != nil || !ok:
+					results <- result{err: fmt.Errorf("no setsid child: %q, %v", line, err)}
+				case !p.Cmd.ProcessState.Success():
+					results <- result{child: st.ident(), err: fmt.Errorf("server %d: %v", p.Cmd.Process.Pid, p.Cmd.ProcessState)}
+				default:
+					results <- result{child: st.ident()}
+				}
+			}()
+		}
+		var children []ident
+		for i := 0; i < n; i++ {
+			r := <-results
+			if r.err != nil {
+				t.Error(r.err)
+			}
+			if r.child.pid != 0 {
+				children = append(children, r.child)
+			}
+		}
+		for _, c := range children {
+			if !gone(c) {
+				syscall.Kill(c.pid, syscall.SIGKILL)
+				t.Errorf("setsid child %d survived every Stop", c.pid)
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ package proctree
 
 import (
 	"errors"
+	"os/exec"
 	"time"
 )
 
@@ -17,5 +18,6 @@ func prepare() error { return nil }
 // tree tracks nothing outside Linux: the group signals are all there is.
 type tree struct{}
 
-func newTree(int) (*tree, error) { return &tree{}, nil }
-func (*tree) stop(time.Duration) {}
+// startTree starts cmd.
+func startTree(cmd *exec.Cmd) (*tree, error) { return &tree{}, cmd.Start() }
+func (*tree) stop(time.Duration)             {}
