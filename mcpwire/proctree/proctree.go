@@ -28,8 +28,9 @@
 // A child of ours counts as a server's descendant when it was seen below
 // the server (the tree is recorded every 250 ms while the server runs), is
 // in the server's process group, or started after the server, in a process
-// group other than ours, while no other server of this process ran (when
-// two ran, it waits for the last of them to stop). So a process that the
+// group other than ours, and no other server of this process that started
+// before it still runs (it may descend from that one: it is left to the last
+// of them to stop). So a process that the
 // rest of a program starts in a process group of its own while a server
 // runs may be taken for the server's; mcpsign starts none.
 //
