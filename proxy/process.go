@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/procgroup"
+	"github.com/mcpsign/mcpsign/mcpwire/proctree"
 )
 
 // child is the server process: started in a process group of its own so
@@ -16,6 +16,7 @@ import (
 type child struct {
 	cmd    *exec.Cmd
 	pid    int
+	proc   *proctree.Piped
 	stdin  *os.File // our end of its stdin
 	stdout *os.File // our end of its stdout
 	stderr *os.File // our end of its stderr
@@ -33,7 +34,7 @@ type child struct {
 // returns when the process exits even if a grandchild still holds a pipe.
 // Its stderr is copied to stderr (escaped, line by line) until it ends.
 func startChild(argv []string, env []string, dir string, stderr io.Writer) (*child, error) {
-	p, err := procgroup.Start(argv, env, dir)
+	p, err := proctree.Start(argv, env, dir)
 	if err != nil {
 		return nil, fmt.Errorf("starting the server: %w", err)
 	}
@@ -42,6 +43,7 @@ func startChild(argv []string, env []string, dir string, stderr io.Writer) (*chi
 	c := &child{
 		cmd:        cmd,
 		pid:        cmd.Process.Pid,
+		proc:       p,
 		stdin:      inW,
 		stdout:     outR,
 		stderr:     errR,
@@ -92,7 +94,7 @@ func (c *child) waitExit(d time.Duration) bool {
 func (c *child) stop(grace time.Duration) {
 	c.stopOnce.Do(func() {
 		c.closeStdin()
-		procgroup.Stop(c.pid, grace, c.waitExit)
+		c.proc.Stop(grace, c.waitExit)
 		select {
 		case <-c.stderrDone:
 		case <-time.After(100 * time.Millisecond):

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/procgroup"
 	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/mcpwire/proctree"
 )
 
 // stderrTailBytes is how much of a server's stderr is kept for the error
@@ -63,6 +63,7 @@ const exitAbortDelay = 250 * time.Millisecond
 type server struct {
 	cmd    *exec.Cmd
 	pid    int
+	proc   *proctree.Piped
 	stdin  *onceCloser // our end of its stdin
 	stdout *os.File    // our end of its stdout
 	stderr *os.File    // our end of its stderr
@@ -81,7 +82,7 @@ type server struct {
 // if a child of it still holds a pipe, and a pending read can be unblocked
 // by closing our end.
 func startServer(argv []string, o *Options) (*server, error) {
-	p, err := procgroup.Start(argv, o.Env, "")
+	p, err := proctree.Start(argv, o.Env, "")
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +91,7 @@ func startServer(argv []string, o *Options) (*server, error) {
 	s := &server{
 		cmd:        cmd,
 		pid:        cmd.Process.Pid,
+		proc:       p,
 		stdin:      &onceCloser{f: inW},
 		stdout:     outR,
 		stderr:     errR,
@@ -167,7 +169,7 @@ func (s *server) shutdown(grace time.Duration) {
 		// exchange may have stopped reading mid-message), so a server
 		// blocked writing can see the end of its stdin and exit.
 		close(s.stopping)
-		procgroup.Stop(s.pid, grace, s.waitExit)
+		s.proc.Stop(grace, s.waitExit)
 		// Give stderr a moment to reach EOF, then unblock the drain in case
 		// a process outside the group still holds the pipe; after this no
 		// more writes go to Options.Stderr.

@@ -17,7 +17,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
-	"github.com/mcpsign/mcpsign/internal/procgroup"
+	"github.com/mcpsign/mcpsign/mcpwire/proctree"
 )
 
 // keys returns the key of each definition of kind k, in listing order.
@@ -256,7 +256,7 @@ func checkNoOrphans(t *testing.T, dir string) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 		if name == "leader" {
-			if m := procgroup.Members(pid); len(m) > 0 {
+			if m := proctree.Members(pid); len(m) > 0 {
 				t.Errorf("process group %d still has %v", pid, m)
 				syscall.Kill(-pid, syscall.SIGKILL)
 			}

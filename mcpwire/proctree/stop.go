@@ -1,13 +1,13 @@
-package procgroup
+package proctree
 
 import "time"
 
-// Stop ends the process group led by pid once the caller has closed the
-// leader's stdin (the MCP way to ask a stdio server to exit): it waits up to
-// grace for the leader to exit (leaderExited reports whether it did within
-// a duration), then sends SIGTERM, then SIGKILL, each after grace; then
-// whatever the leader left in its group gets the same, so that no orphan is
-// left.
+// Stop ends the process group led by pid, and nothing outside it
+// (Piped.Stop ends the whole tree), once the caller has closed the leader's
+// stdin (the MCP way to ask a stdio server to exit): it waits up to grace
+// for the leader to exit (leaderExited reports whether it did within a
+// duration), then sends SIGTERM, then SIGKILL, each after grace; then
+// whatever the leader left in its group gets the same.
 func Stop(pid int, grace time.Duration, leaderExited func(time.Duration) bool) {
 	if !leaderExited(grace) {
 		Terminate(pid)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package procgroup
+package proctree
 
 import (
 	"os/exec"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package procgroup
+package proctree
 
 import (
 	"io"
@@ -9,7 +9,8 @@ import (
 )
 
 // TestStartAndKillGroup starts a shell that leaves a grandchild behind and
-// checks that killing the group leaves nobody.
+// checks that killing the group (the package functions, without Piped.Stop)
+// leaves nobody.
 func TestStartAndKillGroup(t *testing.T) {
 	p, err := Start([]string{"sh", "-c", "sleep 60 & echo started; exec sleep 60"}, nil, "")
 	if err != nil {
@@ -20,6 +21,7 @@ func TestStartAndKillGroup(t *testing.T) {
 		t.Fatalf("read %q, %v", buf, err)
 	}
 	pgid := p.Cmd.Process.Pid
+	defer p.Stop(time.Second, func(time.Duration) bool { return true })
 	if n := len(Members(pgid)); n != 2 {
 		t.Fatalf("want the shell's sleep and the grandchild in the group, found %d", n)
 	}

@@ -1,0 +1,57 @@
+//go:build linux
+
+package proxy
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpsign/mcpsign/internal/fixtures"
+)
+
+// TestSessionEndStopsSetsidChild: a child that the server put in a session
+// of its own (out of its process group) does not outlive the proxy's
+// session, not even as a zombie.
+func TestSessionEndStopsSetsidChild(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid command")
+	}
+	ctx := testContext(t)
+	lock := writeTOFULock(t, exampleArgv(t, fixtures.ModeHonest))
+	dir := t.TempDir()
+	script := `setsid sh -c 'echo $$ > "$0/setsid"; exec sleep 300' "$1" &
+while [ ! -s "$1/setsid" ]; do sleep 0.01; done; shift; exec "$@"`
+	argv := append([]string{"/bin/sh", "-c", script, "sh", dir}, exampleArgv(t, fixtures.ModeHonest)...)
+	s := startProxy(t, lockPolicy(t, lock, LockOptions{}), argv, func(o *Options) { o.ShutdownGrace = 500 * time.Millisecond })
+	cs, err := s.connect(ctx, "", nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "setsid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := "/proc/" + strconv.Itoa(pid)
+	if _, err := os.Stat(proc); err != nil {
+		t.Fatalf("the setsid child %d is not running during the session", pid)
+	}
+	cs.Close()
+	if err := s.wait(); err != nil {
+		t.Fatalf("session: %v", err)
+	}
+	if _, err := os.Stat(proc); err == nil {
+		stat, _ := os.ReadFile(proc + "/stat")
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the setsid child %d is still there after the session: %s", pid, stat)
+	}
+}
