@@ -4,7 +4,6 @@ package proxy
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,15 +18,10 @@ import (
 // of its own (out of its process group) does not outlive the proxy's
 // session, not even as a zombie.
 func TestSessionEndStopsSetsidChild(t *testing.T) {
-	if _, err := exec.LookPath("setsid"); err != nil {
-		t.Skip("no setsid command")
-	}
 	ctx := testContext(t)
 	lock := writeTOFULock(t, exampleArgv(t, fixtures.ModeHonest))
 	dir := t.TempDir()
-	script := `setsid sh -c 'echo $$ > "$0/setsid"; exec sleep 300' "$1" &
-while [ ! -s "$1/setsid" ]; do sleep 0.01; done; shift; exec "$@"`
-	argv := append([]string{"/bin/sh", "-c", script, "sh", dir}, exampleArgv(t, fixtures.ModeHonest)...)
+	argv := fixtures.WithSetsidChild(t, dir, exampleArgv(t, fixtures.ModeHonest))
 	s := startProxy(t, lockPolicy(t, lock, LockOptions{}), argv, func(o *Options) { o.ShutdownGrace = 500 * time.Millisecond })
 	cs, err := s.connect(ctx, "", nil)
 	if err != nil {

@@ -5,7 +5,6 @@ package source
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,19 +14,6 @@ import (
 
 	"github.com/mcpsign/mcpsign/internal/fixtures"
 )
-
-// withSetsidChild wraps argv in a shell that first starts a child in a new
-// session (setsid: out of the server's process group, which signals to the
-// group do not reach), records its pid in dir/setsid, then execs argv.
-func withSetsidChild(t *testing.T, dir string, argv []string) []string {
-	t.Helper()
-	if _, err := exec.LookPath("setsid"); err != nil {
-		t.Skip("no setsid command")
-	}
-	script := `setsid sh -c 'echo $$ > "$0/setsid"; exec sleep 300' "$1" &
-while [ ! -s "$1/setsid" ]; do sleep 0.01; done; shift; exec "$@"`
-	return append([]string{"/bin/sh", "-c", script, "sh", dir}, argv...)
-}
 
 // TestStdioNoSetsidSurvivor: a server's child in a session of its own is
 // gone, not even a zombie, once Load has returned.
@@ -51,7 +37,7 @@ func TestStdioNoSetsidSurvivor(t *testing.T) {
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	snap, err := Load(ctx, Spec{Command: withSetsidChild(t, dir, []string{fixtures.BuildExampleServer(t)})}, opts)
+	snap, err := Load(ctx, Spec{Command: fixtures.WithSetsidChild(t, dir, []string{fixtures.BuildExampleServer(t)})}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
