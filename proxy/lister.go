@@ -123,3 +123,11 @@ func parseRPCError(raw []byte) error {
 func (r *relay) listAll(ctx context.Context, h *mcpwire.Hello) (*digest.Snapshot, error) {
 	return mcpwire.ListAll(ctx, r, h, mcpwire.Limits{MaxPages: MaxPages})
 }
+
+// shorten cuts s to about max bytes for a message.
+func shorten(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
+}

@@ -17,10 +17,17 @@ type approvedSet struct {
 	byRaw map[digest.Kind]map[string]int
 	// keys are the approved definitions' keys by index, per kind.
 	keys map[digest.Kind][]string
+	// approvedKeys are the keys of the approved definitions, per kind.
+	approvedKeys map[digest.Kind]map[string]bool
+}
+
+// hasKey reports whether a definition of kind k with key is approved.
+func (a *approvedSet) hasKey(k digest.Kind, key string) bool {
+	return a.approvedKeys[k][key]
 }
 
 func newApprovedSet(s *digest.Snapshot) *approvedSet {
-	a := &approvedSet{snap: s, byRaw: map[digest.Kind]map[string]int{}, keys: map[digest.Kind][]string{}}
+	a := &approvedSet{snap: s, byRaw: map[digest.Kind]map[string]int{}, keys: map[digest.Kind][]string{}, approvedKeys: map[digest.Kind]map[string]bool{}}
 	r := digest.Compute(s)
 	for _, k := range digest.Kinds {
 		defs := s.Definitions(k)
@@ -40,6 +47,10 @@ func newApprovedSet(s *digest.Snapshot) *approvedSet {
 	}
 	for _, d := range r.Definitions {
 		a.keys[d.Kind][d.Index] = d.Key
+		if a.approvedKeys[d.Kind] == nil {
+			a.approvedKeys[d.Kind] = map[string]bool{}
+		}
+		a.approvedKeys[d.Kind][d.Key] = true
 	}
 	return a
 }

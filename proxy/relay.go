@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -352,6 +353,37 @@ func (r *relay) cancel(m *inbound) bool {
 	return false
 }
 
+// codeInvalidParams is JSON-RPC's error code for invalid params: the name of
+// an unknown tool or prompt, as MCP servers answer it.
+const codeInvalidParams = -32602
+
+// usesDefinition returns the definition a request uses by name: the tool of
+// tools/call, the prompt of prompts/get. ok is false for other requests and
+// for params without a string name (the server refuses those itself).
+func usesDefinition(env *mcpwire.Message) (k digest.Kind, name string, ok bool) {
+	switch env.Method {
+	case "tools/call":
+		k = digest.KindTool
+	case "prompts/get":
+		k = digest.KindPrompt
+	default:
+		return "", "", false
+	}
+	if len(env.Params) == 0 || env.Params[0] != '{' {
+		return "", "", false
+	}
+	m, err := digest.ReadMembers(env.Params, "name")
+	if err != nil {
+		return "", "", false
+	}
+	v, present := m["name"]
+	if !present || len(v) == 0 || v[0] != '"' {
+		return "", "", false
+	}
+	name, err = digest.DecodeString(v)
+	return k, name, err == nil
+}
+
 // cancelledID returns the raw requestId of notifications/cancelled params.
 func cancelledID(params []byte) []byte {
 	if len(params) == 0 || params[0] != '{' {
@@ -417,6 +449,14 @@ func (r *relay) clientMessage(m *inbound) bool {
 			// A listing the client will see is unanswered: what the server
 			// says in it is checked before anything else reaches the server.
 			return false
+		}
+		if k, name, ok := usesDefinition(env); ok && r.approved != nil && !r.approved.hasKey(k, name) {
+			// A call of a tool (or a prompt) that is not among the approved
+			// definitions never reaches the server, whatever the client
+			// learnt it from: the server may have changed under the proxy
+			// (a rewritten lock, a list_changed still on its way).
+			r.answer(env.ID, codeInvalidParams, "mcpsign proxy: "+string(k)+" "+strconv.Quote(shorten(name, 200))+" is not among the approved definitions", nil)
+			return true
 		}
 		if r.pending.Len() >= MaxInFlight {
 			r.answer(env.ID, -32603, "mcpsign proxy: too many requests in flight", nil)

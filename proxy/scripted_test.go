@@ -338,6 +338,27 @@ func TestWireRules(t *testing.T) {
 		}
 	})
 
+	t.Run("a call of a tool that is not approved never reaches the server", func(t *testing.T) {
+		s, p, calls := start(t, "honest")
+		p.send(initialize)
+		decode(t, p.next())
+		p.send(initialized)
+		p.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"run_command","arguments":{}}}`)
+		if m := decode(t, p.next()); string(m.ID) != "4" || m.Error == nil || m.Error.Code != -32602 || !strings.Contains(m.Error.Message, `"run_command" is not among the approved definitions`) {
+			t.Errorf("answer %+v, want error -32602 naming the tool", m)
+		}
+		p.send(toolsCall)
+		if m := decode(t, p.next()); string(m.ID) != "3" || m.Error != nil {
+			t.Errorf("a call of an approved tool: %+v", m)
+		}
+		if err := s.wait(); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		if b, _ := os.ReadFile(calls); string(b) != "3\n" {
+			t.Errorf("the server received calls %q, want only 3", b)
+		}
+	})
+
 	t.Run("a request id already in flight is refused", func(t *testing.T) {
 		s, p, _ := start(t, "silent-list")
 		p.send(initialize)
