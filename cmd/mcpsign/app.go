@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 
+	"golang.org/x/term"
+
 	"github.com/mcpsign/mcpsign/internal/proxycmd"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
@@ -28,6 +30,9 @@ type app struct {
 	getenv func(string) string
 	// isTerminal reports whether stdin is a terminal (for prompts).
 	isTerminal func() bool
+	// stderrIsTerminal reports whether stderr is a terminal (for progress).
+	// Nil means it is not.
+	stderrIsTerminal func() bool
 	// handOverProxy, when set, replaces the process with mcpsign-proxy to
 	// run a proxy (see handOverProxy). Tests leave it nil: the proxy runs in
 	// their process.
@@ -40,12 +45,16 @@ func newApp() *app {
 		stdout: os.Stdout,
 		stderr: os.Stderr,
 		getenv: os.Getenv,
-		isTerminal: func() bool {
-			fi, err := os.Stdin.Stat()
-			return err == nil && fi.Mode()&os.ModeCharDevice != 0
-		},
+		isTerminal:       func() bool { return isTerminalFile(os.Stdin) },
+		stderrIsTerminal: func() bool { return isTerminalFile(os.Stderr) },
 		handOverProxy: handOverProxy,
 	}
+}
+
+// isTerminalFile reports whether f is a terminal: a real terminal test
+// (tcgetattr), not "is a character device", which /dev/null also is.
+func isTerminalFile(f *os.File) bool {
+	return f != nil && term.IsTerminal(int(f.Fd()))
 }
 
 // exitError carries an exit code other than 2 out of a command.
