@@ -41,13 +41,13 @@ type app struct {
 
 func newApp() *app {
 	return &app{
-		stdin:  os.Stdin,
-		stdout: os.Stdout,
-		stderr: os.Stderr,
-		getenv: os.Getenv,
+		stdin:            os.Stdin,
+		stdout:           os.Stdout,
+		stderr:           os.Stderr,
+		getenv:           os.Getenv,
 		isTerminal:       func() bool { return isTerminalFile(os.Stdin) },
 		stderrIsTerminal: func() bool { return isTerminalFile(os.Stderr) },
-		handOverProxy: handOverProxy,
+		handOverProxy:    handOverProxy,
 	}
 }
 
