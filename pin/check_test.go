@@ -39,6 +39,7 @@ func TestCheckExampleServer(t *testing.T) {
 			"pin-tool-added tool/run_command",
 			"pin-capability-added tool/run_command",
 			"pin-tool-changed tool/search_notes",
+			"pin-hidden-characters tool/search_notes",
 		}, []FailOn{FailOnDrift, FailOnCapability}},
 	}
 	for _, tc := range tests {
@@ -273,7 +274,7 @@ func TestReportWriters(t *testing.T) {
 	if err := json.Unmarshal([]byte(js.String()), &back); err != nil {
 		t.Fatal(err)
 	}
-	if !back.Failed || back.FailOn != "drift" || back.Errors != 3 || back.Lock != "mcp.lock.json" || len(back.Findings) != 3 || back.Findings[0].Rule != RuleToolAdded {
+	if !back.Failed || back.FailOn != "drift" || back.Errors != 4 || back.Lock != "mcp.lock.json" || len(back.Findings) != 4 || back.Findings[0].Rule != RuleToolAdded {
 		t.Errorf("JSON report %+v", back)
 	}
 }

@@ -94,7 +94,7 @@ func TestPinTOFUAndVerifyPin(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := strings.Join(rules(r), ", ")
-			if got != "pin-tool-added run_command, pin-capability-added run_command, pin-tool-changed search_notes" || r.Failed != (want == 1) || r.FailOn != failOn {
+			if got != "pin-tool-added run_command, pin-capability-added run_command, pin-tool-changed search_notes, pin-hidden-characters search_notes" || r.Failed != (want == 1) || r.FailOn != failOn {
 				t.Errorf("--fail-on %s: %+v", failOn, r)
 			}
 		}
@@ -110,7 +110,7 @@ func TestPinTOFUAndVerifyPin(t *testing.T) {
 			t.Fatalf("exit %d %s", code, stderr)
 		}
 		md, _ := os.ReadFile(summary)
-		for _, want := range []string{"# earlier step\n", "### mcpsign verify-pin: ❌ drift: 3 error(s)", "| error | `pin-capability-added` |", "```diff", `\u{200B}<IMPORTANT>`} {
+		for _, want := range []string{"# earlier step\n", "### mcpsign verify-pin: ❌ drift: 4 error(s)", "| error | `pin-hidden-characters` |", "| error | `pin-capability-added` |", "```diff", `\u{200B}<IMPORTANT>`} {
 			if !strings.Contains(string(md), want) {
 				t.Errorf("summary lacks %q:\n%s", want, md)
 			}
@@ -295,7 +295,7 @@ func TestDiffCommand(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"snapshots", []string{honest, rug}, 0, []string{"(snapshot)", `\u{200B}<IMPORTANT>\u{202E}`, "BREAKING new-capability", "1 added, 0 removed, 1 changed; 1 breaking change(s)"}},
+		{"snapshots", []string{honest, rug}, 0, []string{"(snapshot)", `\u{200B}<IMPORTANT>\u{202E}`, "BREAKING new-capability", "BREAKING hidden-characters: tool \"search_notes\": \"description\" gained hidden characters (U+200B, U+202C, U+202E)", "1 added, 0 removed, 1 changed; 2 breaking change(s)"}},
 		{"fail on breaking", []string{honest, rug, "--fail-on", "breaking"}, 1, []string{"BREAKING"}},
 		{"fail on any, no change", []string{lock, server + " --mode honest", "--fail-on", "any"}, 0, []string{"(lock)", "(live)", "no differences"}},
 		{"reversed: removal is breaking", []string{rug, honest, "--fail-on", "breaking"}, 1, []string{"- tool \"run_command\": removed", "BREAKING removed-definition"}},
