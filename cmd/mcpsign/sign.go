@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -348,11 +347,11 @@ func runSign(cmd *cobra.Command, a *app, f *signFlags, args []string, mk func(co
 	if out == "" {
 		return fmt.Errorf("-o/--bundle is empty")
 	}
-	if !f.out.Force {
-		// Checked again when writing; this spares a log entry for nothing.
-		if _, err := os.Lstat(out); err == nil {
-			return fmt.Errorf("%s: %w (pass --force to replace it)", out, atomicfile.ErrExists)
-		}
+	// Before any network call (a log entry for nothing): the directory
+	// exists and is writable, the target is no directory, and it is new
+	// unless --force. Checked again when writing.
+	if err := atomicfile.Check(out, atomicfile.Options{Overwrite: f.out.Force}); err != nil {
+		return err
 	}
 	aopts, err := f.stmt.AttestOptions(a.getenv)
 	if err != nil {
