@@ -137,13 +137,18 @@ const (
 	FailOnNever FailOn = "never"
 )
 
-// ParseFailOn reads a --fail-on value of verify-pin.
+// ParseFailOn reads a --fail-on value of verify-pin: drift, capability or
+// never; any and none (diff's words) are aliases of drift and never.
 func ParseFailOn(s string) (FailOn, error) {
 	switch f := FailOn(s); f {
 	case FailOnDrift, FailOnCapability, FailOnNever:
 		return f, nil
+	case "any":
+		return FailOnDrift, nil
+	case "none":
+		return FailOnNever, nil
 	}
-	return "", fmt.Errorf("--fail-on %s: want drift, capability or never", strconv.Quote(s))
+	return "", fmt.Errorf("--fail-on %s: want drift (or any), capability or never (or none)", strconv.Quote(s))
 }
 
 // Failed reports whether the report fails under f.
@@ -188,7 +193,11 @@ func (l *Lock) Check(s *digest.Snapshot) *Report {
 				f.Sources[c] = dc.NewCapabilities.Sources[c]
 				why = append(why, fmt.Sprintf("%s (%s)", c, sourceList(dc.NewCapabilities.Sources[c])))
 			}
-			f.Message = fmt.Sprintf("tool %s gained %s", textsafe.Quote(dc.Key), strings.Join(why, ", "))
+			if dc.Change == Added {
+				f.Message = fmt.Sprintf("new tool %s has %s", textsafe.Quote(dc.Key), strings.Join(why, ", "))
+			} else {
+				f.Message = fmt.Sprintf("tool %s gained %s", textsafe.Quote(dc.Key), strings.Join(why, ", "))
+			}
 			r.Findings = append(r.Findings, f)
 		}
 		for _, b := range dc.Breaking {

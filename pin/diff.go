@@ -144,23 +144,30 @@ func (d *DiffResult) Count(c ChangeKind) int {
 	return n
 }
 
-// DiffFailOn is when the diff command fails (exit 1).
+// DiffFailOn is when the diff command fails (exit 1). Its words are
+// verify-pin's (FailOn), with breaking besides; docs/DRIFT.md.
 type DiffFailOn string
 
 // --fail-on values of diff.
 const (
-	DiffFailOnAny      DiffFailOn = "any"      // anything differs
-	DiffFailOnBreaking DiffFailOn = "breaking" // a breaking change
-	DiffFailOnNone     DiffFailOn = "none"     // never
+	DiffFailOnAny        DiffFailOn = "drift"      // anything differs (alias "any")
+	DiffFailOnBreaking   DiffFailOn = "breaking"   // a breaking change
+	DiffFailOnCapability DiffFailOn = "capability" // a new-capability or hidden-characters change
+	DiffFailOnNone       DiffFailOn = "never"      // never (alias "none")
 )
 
-// ParseDiffFailOn reads a --fail-on value of diff.
+// ParseDiffFailOn reads a --fail-on value of diff: drift, breaking,
+// capability or never; any and none are aliases of drift and never.
 func ParseDiffFailOn(s string) (DiffFailOn, error) {
 	switch f := DiffFailOn(s); f {
-	case DiffFailOnAny, DiffFailOnBreaking, DiffFailOnNone:
+	case DiffFailOnAny, DiffFailOnBreaking, DiffFailOnCapability, DiffFailOnNone:
 		return f, nil
+	case "any":
+		return DiffFailOnAny, nil
+	case "none":
+		return DiffFailOnNone, nil
 	}
-	return "", fmt.Errorf("--fail-on %s: want any, breaking or none", strconv.Quote(s))
+	return "", fmt.Errorf("--fail-on %s: want drift (or any), breaking, capability or never (or none)", strconv.Quote(s))
 }
 
 // Failed reports whether the diff fails under f.
@@ -170,6 +177,13 @@ func (d *DiffResult) Failed(f DiffFailOn) bool {
 		return false
 	case DiffFailOnBreaking:
 		return len(d.Breaking) > 0
+	case DiffFailOnCapability:
+		for _, b := range d.Breaking {
+			if b.Rule == BreakingNewCapability || b.Rule == BreakingHiddenCharacters {
+				return true
+			}
+		}
+		return false
 	}
 	return d.Changed()
 }
@@ -508,7 +522,11 @@ func breakingChanges(dc *DefinitionChange, old, cur *digest.Definition) []Breaki
 	}
 	for _, c := range dc.GainedCapabilities {
 		if c.Dangerous() {
-			add(BreakingNewCapability, "", fmt.Sprintf("tool %s gained the %s capability", textsafe.Quote(dc.Key), c))
+			if dc.Change == Added {
+				add(BreakingNewCapability, "", fmt.Sprintf("new tool %s has the %s capability", textsafe.Quote(dc.Key), c))
+			} else {
+				add(BreakingNewCapability, "", fmt.Sprintf("tool %s gained the %s capability", textsafe.Quote(dc.Key), c))
+			}
 		}
 	}
 	if cur != nil && cur.Raw != nil {

@@ -46,7 +46,7 @@ func TestDiffHonestRugpull(t *testing.T) {
 		"+ tool \"run_command\": added",
 		"BREAKING new-capability",
 		"BREAKING hidden-characters",
-		"1 added, 0 removed, 1 changed; 2 breaking change(s)",
+		"1 added, 0 removed, 1 changed; 2 breaking changes",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("diff output lacks %q:\n%s", want, text)

@@ -70,18 +70,17 @@ func WriteReportText(w io.Writer, r *Report) error {
 	}
 	if r.Approval != nil {
 		e.printf("pinned: %s, %s\n", serverName(r.Locked), describeApproval(r.Approval))
-		e.printf("server: %s · %d tools, %d prompts, %d resource templates\n",
-			serverName(r.Observed), r.Counts["tools"], r.Counts["prompts"], r.Counts["resourceTemplates"])
+		e.printf("server: %s · %s\n", serverName(r.Observed), countText(r.Counts))
 	}
 	errs := r.Errors()
 	if errs == 0 {
 		e.printf("\nOK: the server matches the lock")
 		if n := len(r.Findings); n > 0 {
-			e.printf(" (%d notice(s))", n)
+			e.printf(" (%s)", plural(n, "notice"))
 		}
 		e.printf("\n")
 	} else {
-		e.printf("\nDRIFT: %d error(s), %d notice(s)\n", errs, len(r.Findings)-errs)
+		e.printf("\nDRIFT: %s, %s\n", plural(errs, "error"), plural(len(r.Findings)-errs, "notice"))
 	}
 	for _, f := range r.Findings {
 		e.printf("\n%-5s  %s  %s\n", f.Severity, f.Rule, f.Message)
@@ -127,7 +126,7 @@ func WriteReportMarkdown(w io.Writer, r *Report, f FailOn) error {
 	if r.Approval == nil {
 		verdict = "❌ the lock was refused"
 	} else if n := r.Errors(); n > 0 {
-		verdict = fmt.Sprintf("❌ drift: %d error(s)", n)
+		verdict = "❌ drift: " + plural(n, "error")
 		if !r.Failed(f) {
 			verdict += fmt.Sprintf(" (not failing: --fail-on %s)", f)
 		}
@@ -138,8 +137,7 @@ func WriteReportMarkdown(w io.Writer, r *Report, f FailOn) error {
 	}
 	if r.Approval != nil {
 		e.printf("- Pinned: %s, %s\n", mdText(serverName(r.Locked)), mdText(describeApproval(r.Approval)))
-		e.printf("- Server: %s · %d tools, %d prompts, %d resource templates\n",
-			mdText(serverName(r.Observed)), r.Counts["tools"], r.Counts["prompts"], r.Counts["resourceTemplates"])
+		e.printf("- Server: %s · %s\n", mdText(serverName(r.Observed)), countText(r.Counts))
 	}
 	if len(r.Findings) == 0 {
 		return e.err
@@ -273,7 +271,7 @@ func WriteDiffText(w io.Writer, d *DiffResult) error {
 	}
 	e.printf("\n%d added, %d removed, %d changed", d.Count(Added), d.Count(Removed), d.Count(Changed))
 	if n := len(d.Breaking); n > 0 {
-		e.printf("; %d breaking change(s)", n)
+		e.printf("; %s", plural(n, "breaking change"))
 	}
 	if !d.Changed() {
 		e.printf(": no differences")
@@ -339,4 +337,17 @@ func WriteCapabilities(w io.Writer, l *Lock) error {
 		e.printf("  %s %-24s %s\n", mark, textsafe.Escape(d.Key), describeCapabilities(t))
 	}
 	return e.err
+}
+
+// countText is digest.CountText of a report's counts (by list member).
+func countText(counts map[string]int) string {
+	return digest.CountText(func(k digest.Kind) int { return counts[k.ListMember()] })
+}
+
+// plural returns "1 error", "2 errors".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -13,8 +13,9 @@ import (
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
-// Exit codes (docs/CLI.md): 0 success; 1 verification failed or drift
-// found; 2 usage, input, I/O or connection error.
+// Exit codes: 0 success; 1 verification failed or drift found; 2 usage,
+// input, I/O or connection error (and 42, proxycmd.ExitBlocked, from the
+// proxy).
 const (
 	exitOK     = 0
 	exitFailed = 1

@@ -132,15 +132,7 @@ func writeDigestText(w io.Writer, snap *digest.Snapshot, r *digest.Result) error
 
 // countSummary says how many definitions of each kind there are.
 func countSummary(r *digest.Result) string {
-	plural := func(n int, one, many string) string {
-		if n == 1 {
-			return fmt.Sprintf("%d %s", n, one)
-		}
-		return fmt.Sprintf("%d %s", n, many)
-	}
-	return plural(r.Counts[digest.KindTool], "tool", "tools") + ", " +
-		plural(r.Counts[digest.KindPrompt], "prompt", "prompts") + ", " +
-		plural(r.Counts[digest.KindResourceTemplate], "resource template", "resource templates")
+	return digest.CountText(func(k digest.Kind) int { return r.Counts[k] })
 }
 
 // digestJSON is the stable JSON form of the digest command (docs/JSON.md).

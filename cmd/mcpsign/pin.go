@@ -174,9 +174,9 @@ func writePinText(w io.Writer, path string, l *pin.Lock) error {
 	if l.Instructions != nil {
 		ins = "instructions"
 	}
-	fmt.Fprintf(w, "pinned %s %s to %s: %d tools, %d prompts, %d resource templates, %s\n",
+	fmt.Fprintf(w, "pinned %s %s to %s: %s, %s\n",
 		textsafe.Quote(l.Server.Name), textsafe.Quote(l.Server.Version), textsafe.Escape(path),
-		counts[digest.KindTool], counts[digest.KindPrompt], counts[digest.KindResourceTemplate], ins)
+		digest.CountText(func(k digest.Kind) int { return counts[k] }), ins)
 	fmt.Fprintf(w, "approval: %s\nlockDigest: %s\n", approvalText(&l.Approval), l.LockDigest)
 	if counts[digest.KindTool] > 0 {
 		fmt.Fprintf(w, "\ncapabilities (! = can delete or execute):\n")

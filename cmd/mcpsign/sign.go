@@ -167,8 +167,9 @@ func newSignKeyCmd(a *app) *cobra.Command {
 4096 bits, in PEM: PKCS#8 (plain or encrypted with PBES2), SEC 1, PKCS#1, or a
 cosign key. 'mcpsign keygen' makes one. The password of an encrypted key comes
 from the environment variable named by --password-env, or is asked for at the
-terminal. Verifiers pin the public key; the bundle names it by its hint
-(base64 of the SHA-256 of the public key's DER).
+terminal. Verifiers pin the public key. mcpsign names a key by the SHA-256 of
+its DER SubjectPublicKeyInfo, as sha256:HEX (what 'keygen', 'sign' and
+'verify' print); the bundle carries the same digest in base64 as its key hint.
 
 By default nothing leaves the machine. --tlog-upload logs the signature in
 Rekor (--rekor-url, or the Rekor of --signing-config); --tsa-url (or the
@@ -410,7 +411,7 @@ func writeSignText(w io.Writer, path string, st *attest.Statement, res *sign.Res
 			fmt.Fprintf(tw, "  valid until\t%s\n", c.NotAfter.UTC().Format(time.RFC3339))
 		}
 	case sign.MethodKey:
-		fmt.Fprintf(tw, "  key hint\t%s\n", textsafe.Escape(id.KeyHint))
+		fmt.Fprintf(tw, "  key\t%s\n", textsafe.Escape(id.KeyID))
 	}
 	if len(res.TlogEntries) == 0 {
 		fmt.Fprintf(tw, "  tlog\tnone\n")
@@ -464,6 +465,7 @@ type signIdentity struct {
 	Issuer  string   `json:"issuer,omitempty"`
 	SANs    []string `json:"sans,omitempty"`
 	Subject string   `json:"subject,omitempty"`
+	KeyID   string   `json:"keyId,omitempty"`
 	KeyHint string   `json:"keyHint,omitempty"`
 }
 
@@ -490,7 +492,7 @@ func writeSignJSON(w io.Writer, path string, st *attest.Statement, res *sign.Res
 	}
 	switch res.Method {
 	case sign.MethodKey:
-		out.Identity = signIdentity{KeyHint: res.Identity.KeyHint}
+		out.Identity = signIdentity{KeyID: res.Identity.KeyID, KeyHint: res.Identity.KeyHint}
 	case sign.MethodCertificate:
 		out.Identity = signIdentity{SAN: res.Identity.SAN, SANs: res.Identity.SANs, Subject: res.Identity.Subject}
 	}

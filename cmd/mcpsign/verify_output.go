@@ -138,14 +138,7 @@ func verifiedSummary(res *verify.Result) string {
 	for _, r := range res.Definitions {
 		n[r.Kind]++
 	}
-	plural := func(k int, one, many string) string {
-		if k == 1 {
-			return fmt.Sprintf("%d %s", k, one)
-		}
-		return fmt.Sprintf("%d %s", k, many)
-	}
-	s := plural(n[digest.KindTool], "tool", "tools") + ", " + plural(n[digest.KindPrompt], "prompt", "prompts") +
-		", " + plural(n[digest.KindResourceTemplate], "resource template", "resource templates")
+	s := digest.CountText(func(k digest.Kind) int { return n[k] })
 	if res.Instructions != nil {
 		s += " and the instructions"
 	}
