@@ -52,6 +52,11 @@ func newApp() *app {
 	}
 }
 
+// stderrTerminal reports whether stderr is a terminal, for progress.
+func (a *app) stderrTerminal() bool {
+	return a.stderrIsTerminal != nil && a.stderrIsTerminal()
+}
+
 // isTerminalFile reports whether f is a terminal: a real terminal test
 // (tcgetattr), not "is a character device", which /dev/null also is.
 func isTerminalFile(f *os.File) bool {

@@ -117,11 +117,12 @@ func diffSide(cmd *cobra.Command, a *app, src *options.SourceOptions, arg string
 	if err != nil {
 		return nil, err
 	}
-	opts, err := src.Options(a.stderr)
+	opts, done, err := src.Options(a.stderr, a.stderrTerminal())
 	if err != nil {
 		return nil, err
 	}
 	snap, err := source.Load(cmd.Context(), spec, opts)
+	done()
 	if err != nil {
 		return nil, err
 	}

@@ -84,10 +84,11 @@ func loadSource(cmd *cobra.Command, a *app, src *options.SourceOptions, args []s
 	if err != nil {
 		return nil, err
 	}
-	opts, err := src.Options(a.stderr)
+	opts, done, err := src.Options(a.stderr, a.stderrTerminal())
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	return source.Load(cmd.Context(), spec, opts)
 }
 
