@@ -150,6 +150,18 @@ func anchored(flag, re string) (*regexp.Regexp, error) {
 	return r, nil
 }
 
+// CheckIdentity reports, without any trusted material, whether the identity
+// of p is complete and well-formed for its method: the first check of New,
+// for a caller that wants it before loading a trusted root. A missing
+// identity or issuer is ErrNoIdentity or ErrNoIssuer.
+func (p Policy) CheckIdentity() error {
+	if !p.Method.Valid() {
+		return fmt.Errorf("unknown verification method %q (want sigstore, key or certificate)", p.Method)
+	}
+	_, err := compileIdentity(p.Method, p.Identity)
+	return err
+}
+
 // matcher is a compiled Identity.
 type matcher struct {
 	id        Identity
@@ -178,10 +190,10 @@ func compileIdentity(m Method, id Identity) (*matcher, error) {
 	switch m {
 	case MethodSigstore:
 		if id.SAN == "" && id.SANRegexp == "" {
-			return nil, errors.New("the sigstore method needs the signer's identity: a certificate identity or identity regexp")
+			return nil, fmt.Errorf("%w: the sigstore method needs the signer's identity: a certificate identity or identity regexp", ErrNoIdentity)
 		}
 		if id.Issuer == "" && id.IssuerRegexp == "" {
-			return nil, errors.New("the sigstore method needs the OIDC issuer of the signer's identity: a certificate OIDC issuer or issuer regexp")
+			return nil, fmt.Errorf("%w: the sigstore method needs the OIDC issuer of the signer's identity: a certificate OIDC issuer or issuer regexp", ErrNoIssuer)
 		}
 		if id.pkiFields() {
 			return nil, errors.New("subject, e-mail, URI and DNS criteria are for the certificate method")
@@ -200,7 +212,7 @@ func compileIdentity(m Method, id Identity) (*matcher, error) {
 		}
 	case MethodCertificate:
 		if !id.pkiFields() && id.SAN == "" && id.SANRegexp == "" {
-			return nil, errors.New("the certificate method needs the signer's identity: a certificate subject, e-mail, URI, DNS name, identity or identity regexp")
+			return nil, fmt.Errorf("%w: the certificate method needs the signer's identity: a certificate subject, e-mail, URI, DNS name, identity or identity regexp", ErrNoIdentity)
 		}
 	case MethodKey:
 		if id.any() {
