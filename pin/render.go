@@ -12,7 +12,7 @@ import (
 )
 
 // The writers below turn reports and diffs into text for people, Markdown
-// for a CI job summary, or JSON for machines (docs/DRIFT.md, docs/DIFF.md).
+// for a CI job summary, or JSON for machines (docs/DRIFT.md, docs/JSON.md).
 // Every server-provided string is escaped for text and Markdown (control,
 // bidirectional and invisible characters); JSON keeps it raw, as JSON
 // escaping is unambiguous.
@@ -203,6 +203,8 @@ func mdFence(s string) string {
 
 // ReportJSON is the stable JSON form of verify-pin (docs/DRIFT.md).
 type ReportJSON struct {
+	// ReportVersion is 1 (docs/JSON.md).
+	ReportVersion int `json:"reportVersion"`
 	*Report
 	FailOn FailOn `json:"failOn"`
 	Failed bool   `json:"failed"`
@@ -213,7 +215,7 @@ type ReportJSON struct {
 func WriteReportJSON(w io.Writer, r *Report, f FailOn) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(ReportJSON{Report: r, FailOn: f, Failed: r.Failed(f), Errors: r.Errors()})
+	return enc.Encode(ReportJSON{ReportVersion: 1, Report: r, FailOn: f, Failed: r.Failed(f), Errors: r.Errors()})
 }
 
 // WriteDiffText writes a diff for people: the two sides (a bundle marked
@@ -305,17 +307,18 @@ func describeCapabilities(t *ToolCapabilities) string {
 	return strings.Join(parts, ", ")
 }
 
-// WriteDiffJSON writes the diff as JSON (docs/DIFF.md) with the verdict
-// under f.
+// WriteDiffJSON writes the diff as JSON (docs/JSON.md, docs/DRIFT.md) with
+// the verdict under f, reportVersion 1.
 func WriteDiffJSON(w io.Writer, d *DiffResult, f DiffFailOn) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
+		ReportVersion int `json:"reportVersion"`
 		*DiffResult
 		Changed bool       `json:"changed"`
 		FailOn  DiffFailOn `json:"failOn"`
 		Failed  bool       `json:"failed"`
-	}{d, d.Changed(), f, d.Failed(f)})
+	}{1, d, d.Changed(), f, d.Failed(f)})
 }
 
 // WriteCapabilities writes the capabilities of every tool of a lock, with

@@ -63,6 +63,10 @@ func isTerminalFile(f *os.File) bool {
 	return f != nil && term.IsTerminal(int(f.Fd()))
 }
 
+// reportVersion is the reportVersion of every --format json output of the
+// CLI (docs/JSON.md); verify's is verify.Report's.
+const reportVersion = 1
+
 // exitError carries an exit code other than 2 out of a command.
 type exitCodeError struct {
 	code int

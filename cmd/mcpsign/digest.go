@@ -138,6 +138,7 @@ func countSummary(r *digest.Result) string {
 
 // digestJSON is the stable JSON form of the digest command (docs/JSON.md).
 type digestJSON struct {
+	ReportVersion   int                     `json:"reportVersion"`
 	Server          digest.ServerInfo       `json:"server"`
 	ProtocolVersion string                  `json:"protocolVersion"`
 	Definitions     []definitionJSON        `json:"definitions"`
@@ -163,6 +164,7 @@ type invalidDefinitionJSON struct {
 
 func writeDigestJSON(w io.Writer, snap *digest.Snapshot, r *digest.Result) error {
 	out := digestJSON{
+		ReportVersion:   reportVersion,
 		Server:          snap.Server,
 		ProtocolVersion: snap.ProtocolVersion,
 		Definitions:     []definitionJSON{},

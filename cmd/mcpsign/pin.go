@@ -204,16 +204,17 @@ func approvalText(a *pin.Approval) string {
 
 // pinJSON is the stable JSON output of 'mcpsign pin' (docs/LOCK.md).
 type pinJSON struct {
-	Lock         string                           `json:"lock"`
-	LockDigest   string                           `json:"lockDigest"`
-	Server       digest.ServerInfo                `json:"server"`
-	Approval     pin.Approval                     `json:"approval"`
-	Counts       map[string]int                   `json:"counts"`
-	Capabilities map[string]*pin.ToolCapabilities `json:"capabilities"`
+	ReportVersion int                              `json:"reportVersion"`
+	Lock          string                           `json:"lock"`
+	LockDigest    string                           `json:"lockDigest"`
+	Server        digest.ServerInfo                `json:"server"`
+	Approval      pin.Approval                     `json:"approval"`
+	Counts        map[string]int                   `json:"counts"`
+	Capabilities  map[string]*pin.ToolCapabilities `json:"capabilities"`
 }
 
 func writePinJSON(w io.Writer, path string, l *pin.Lock) error {
-	out := pinJSON{Lock: path, LockDigest: l.LockDigest, Server: l.Server, Approval: l.Approval,
+	out := pinJSON{ReportVersion: reportVersion, Lock: path, LockDigest: l.LockDigest, Server: l.Server, Approval: l.Approval,
 		Counts: map[string]int{}, Capabilities: l.ToolCapabilities()}
 	for _, k := range digest.Kinds {
 		out.Counts[k.ListMember()] = 0

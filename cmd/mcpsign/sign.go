@@ -178,9 +178,10 @@ cannot log an Ed25519 DSSE signature: use ECDSA or RSA with it.
 ` + signLongCommon,
 		Example: `  mcpsign keygen -o release
   mcpsign sign key --key release.key server.snapshot.json -o notes.sigstore.json
+  mcpsign trustroot fetch -o trusted_root.json   # cosign needs a trusted root with a bundle
   cosign verify-blob-attestation --new-bundle-format --bundle notes.sigstore.json \
-    --key release.pub --insecure-ignore-tlog --type https://mcpsign.dev/definitions/v1 \
-    --digest <a subject's sha256> --digestAlg sha256
+    --key release.pub --insecure-ignore-tlog --trusted-root trusted_root.json \
+    --type https://mcpsign.dev/definitions/v1 --digest <a subject's sha256> --digestAlg sha256
 
   # In CI, logged and timestamped
   MCPSIGN_KEY_PASSWORD=... mcpsign sign key --key release.key --password-env MCPSIGN_KEY_PASSWORD \
@@ -451,13 +452,14 @@ func shortID(id string) string {
 
 // signJSON is the stable JSON form of the sign command (docs/SIGNING.md).
 type signJSON struct {
-	Bundle     string          `json:"bundle"`
-	Method     sign.Method     `json:"method"`
-	Server     json.RawMessage `json:"server"`
-	Subjects   int             `json:"subjects"`
-	Identity   signIdentity    `json:"identity"`
-	Tlog       []signTlog      `json:"tlog"`
-	Timestamps []signTimestamp `json:"timestamps"`
+	ReportVersion int             `json:"reportVersion"`
+	Bundle        string          `json:"bundle"`
+	Method        sign.Method     `json:"method"`
+	Server        json.RawMessage `json:"server"`
+	Subjects      int             `json:"subjects"`
+	Identity      signIdentity    `json:"identity"`
+	Tlog          []signTlog      `json:"tlog"`
+	Timestamps    []signTimestamp `json:"timestamps"`
 }
 
 type signIdentity struct {
@@ -486,7 +488,8 @@ type signTimestamp struct {
 func writeSignJSON(w io.Writer, path string, st *attest.Statement, res *sign.Result) error {
 	server, _ := json.Marshal(st.Predicate.Server)
 	out := signJSON{
-		Bundle: path, Method: res.Method, Server: server, Subjects: len(st.Subject),
+		ReportVersion: reportVersion,
+		Bundle:        path, Method: res.Method, Server: server, Subjects: len(st.Subject),
 		Identity: signIdentity{SAN: res.Identity.SAN, Issuer: res.Identity.Issuer},
 		Tlog:     []signTlog{}, Timestamps: []signTimestamp{},
 	}

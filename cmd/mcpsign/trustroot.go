@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -353,10 +354,11 @@ ended or not yet valid now. Text from the file and its certificates is escaped.
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
 				return enc.Encode(struct {
-					File   string `json:"file"`
-					SHA256 string `json:"sha256"`
+					ReportVersion int    `json:"reportVersion"`
+					File          string `json:"file"`
+					SHA256        string `json:"sha256"`
 					*trustroot.Description
-				}{args[0], trSHA256(data), d})
+				}{reportVersion, args[0], trSHA256(data), d})
 			}
 			return writeTrustrootText(a.stdout, args[0], data, d)
 		},
@@ -372,7 +374,7 @@ func writeTrustrootText(w io.Writer, file string, data []byte, d *trustroot.Desc
 		for i, a := range as {
 			fmt.Fprintf(w, "  %d. %s\n     trusted %s (%s)\n", i+1, trOrNone(a.URI), trPeriod(a.ValidFrom, a.ValidUntil), a.Status)
 			for _, c := range a.Certificates {
-				fmt.Fprintf(w, "     %-12s %s\n", c.Role, textsafe.Escape(c.Subject))
+				fmt.Fprintf(w, "     %-12s %s\n", c.Role, dnText(c.Subject))
 				fmt.Fprintf(w, "     %-12s %s, %s to %s (%s), sha256:%s\n", "", c.KeyType,
 					c.NotBefore.Format(time.RFC3339), c.NotAfter.Format(time.RFC3339), c.Status, c.SHA256)
 			}
@@ -390,6 +392,13 @@ func writeTrustrootText(w io.Writer, file string, data []byte, d *trustroot.Desc
 	logs("Certificate transparency logs", d.CTLogs)
 	authorities("Timestamp authorities", d.TimestampAuthorities)
 	return nil
+}
+
+// dnText escapes an RFC 2253 distinguished name for a terminal but keeps its
+// own backslash escapes as they are ("O=GitHub\, Inc.", not "O=GitHub\\,
+// Inc."): hidden and control characters are still escaped.
+func dnText(s string) string {
+	return strings.ReplaceAll(textsafe.Escape(s), `\\`, `\`)
 }
 
 func trOrNone(s string) string {
