@@ -288,3 +288,28 @@ func TestMarkdownEscaping(t *testing.T) {
 		t.Errorf("fence %q", f)
 	}
 }
+
+// TestReportOtherServer: a lock approved for a server of another name says
+// so in the report's first line.
+func TestReportOtherServer(t *testing.T) {
+	lock := tofuLock(t, "honest")
+	snap := exampleSnapshot(t, "honest")
+	for _, tc := range []struct {
+		name, server, want string
+	}{
+		{"same server", snap.Server.Name, "pinned: "},
+		{"other server", "other\u202eserver", `NOTE: this lock is for server "mcpsign-example", but the server calls itself "other\u{202E}server"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := *snap
+			s.Server.Name = tc.server
+			var out strings.Builder
+			if err := WriteReportText(&out, lock.Check(&s)); err != nil {
+				t.Fatal(err)
+			}
+			if first, _, _ := strings.Cut(out.String(), "\n"); !strings.HasPrefix(first, tc.want) {
+				t.Errorf("first line %q, want %q", first, tc.want)
+			}
+		})
+	}
+}

@@ -65,6 +65,9 @@ func serverName(s digest.ServerInfo) string {
 // approval, then every finding with its field diffs, server text escaped.
 func WriteReportText(w io.Writer, r *Report) error {
 	e := &errWriter{w: w}
+	if n := otherServer(r); n != "" {
+		e.printf("%s\n", n)
+	}
 	if r.Lock != "" {
 		e.printf("lock:   %s\n", textsafe.Escape(r.Lock))
 	}
@@ -132,6 +135,9 @@ func WriteReportMarkdown(w io.Writer, r *Report, f FailOn) error {
 		}
 	}
 	e.printf("### mcpsign verify-pin: %s\n\n", verdict)
+	if n := otherServer(r); n != "" {
+		e.printf("**%s**\n\n", mdText(n))
+	}
 	if r.Lock != "" {
 		e.printf("- Lock: %s\n", mdText(r.Lock))
 	}
@@ -353,4 +359,15 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// otherServer is the first line of a report whose lock was approved for a
+// server of another name: a lock passed for the wrong server is the likelier
+// mistake, and its findings are read in that light. "" when the names agree.
+func otherServer(r *Report) string {
+	if r.Approval == nil || r.Locked.Name == r.Observed.Name {
+		return ""
+	}
+	return fmt.Sprintf("NOTE: this lock is for server %s, but the server calls itself %s",
+		textsafe.Quote(r.Locked.Name), textsafe.Quote(r.Observed.Name))
 }
