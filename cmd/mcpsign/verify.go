@@ -324,6 +324,9 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 	return verifyExit(verr, !asJSON)
 }
 
+// bundleHint follows a bundle that cannot be read.
+const bundleHint = "pass --bundle with a Sigstore bundle v0.1-v0.3 JSON file, e.g. from 'mcpsign sign'"
+
 // verifyExit maps a verification error to the exit code: 1 for a failed
 // check, 2 for a bundle that is malformed, unsupported or too large (bad
 // input), or any other error. reported says the text report, which names
@@ -336,8 +339,10 @@ func verifyExit(err error, reported bool) error {
 	switch {
 	case !ok:
 		return err
+	case step == verify.StepBundle && reported:
+		return silentExit(exitError) // the report said it, with bundleHint
 	case step == verify.StepBundle:
-		return withCode(exitError, fmt.Errorf("%w (pass --bundle with a Sigstore bundle v0.1-v0.3 JSON file, e.g. from 'mcpsign sign')", err))
+		return withCode(exitError, fmt.Errorf("%w (%s)", err, bundleHint))
 	case reported:
 		return silentExit(exitFailed)
 	}

@@ -42,6 +42,19 @@ func TestVerifyHints(t *testing.T) {
 			t.Errorf("JSON: exit %d:\n%s", code, stdout)
 		}
 	})
+	t.Run("a malformed bundle is reported once", func(t *testing.T) {
+		bad := filepath.Join(dir, "bad.json")
+		os.WriteFile(bad, []byte(`{"mediaType":"x"}`), 0o644)
+		for _, args := range [][]string{
+			{"verify", "key", "--bundle", bad, "--key", filepath.Join(dir, "a.pub"), snap},
+			{"pin", snap, "--lock", filepath.Join(dir, "z.lock"), "--bundle", bad, "--key", filepath.Join(dir, "a.pub")},
+		} {
+			code, stdout, stderr := runCLI(t, args...)
+			if code != 2 || strings.Count(stdout+stderr, "unsupported media type") != 1 || !strings.Contains(stdout, "FAILED at step bundle") || !strings.Contains(stdout, "pass --bundle") {
+				t.Errorf("%s: exit %d\nstdout %s\nstderr %s", args[0], code, stdout, stderr)
+			}
+		}
+	})
 	t.Run("right key, changed signature", func(t *testing.T) {
 		var b map[string]any
 		data, _ := os.ReadFile(bundle)
@@ -49,9 +62,10 @@ func TestVerifyHints(t *testing.T) {
 		env := b["dsseEnvelope"].(map[string]any)
 		sig := env["signatures"].([]any)[0].(map[string]any)
 		s := []byte(sig["sig"].(string))
-		s[10] ^= 'A' ^ 'B'
-		if s[10] == '+' || s[10] == '/' || s[10] == '=' {
-			s[10] = 'Q'
+		if s[10] == 'A' {
+			s[10] = 'B'
+		} else {
+			s[10] = 'A'
 		}
 		sig["sig"] = string(s)
 		tampered := filepath.Join(dir, "t.json")

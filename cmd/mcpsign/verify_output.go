@@ -52,6 +52,9 @@ func writeVerifyText(w io.Writer, res *verify.Result, verr error) error {
 				msg = se.Err.Error()
 			}
 			fmt.Fprintf(w, "FAILED at step %s: %s\n", step, textsafe.EscapeKeepLayout(msg))
+			if step == verify.StepBundle {
+				fmt.Fprintf(w, "(%s)\n", bundleHint)
+			}
 		} else {
 			fmt.Fprintf(w, "FAILED: %s\n", textsafe.EscapeKeepLayout(msg))
 		}

@@ -192,7 +192,7 @@ func TestVerifyKeyCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"truncated bundle", []string{"verify", "key", snap, "--bundle", trunc, "--key", key}, "pass --bundle"},
+		{"truncated bundle, JSON", []string{"verify", "key", snap, "--bundle", trunc, "--key", key, "--format", "json"}, "pass --bundle"},
 		{"missing bundle", []string{"verify", "key", snap, "--bundle", filepath.Join(dir, "nope.json"), "--key", key}, "no such file"},
 		{"no bundle", []string{"verify", "key", snap, "--key", key}, "--bundle FILE is required"},
 		{"no key", []string{"verify", "key", snap, "--bundle", bundle}, "public key"},
