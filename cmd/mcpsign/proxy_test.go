@@ -218,6 +218,27 @@ func TestDemo(t *testing.T) {
 	}
 }
 
+// TestDemoKeepTwice: a second 'demo --keep DIR' refuses to replace the
+// first one's files, unless --force, which leaves other files alone.
+func TestDemoKeepTwice(t *testing.T) {
+	env := map[string]string{envDemoServer: fixtures.BuildExampleServer(t)}
+	dir := filepath.Join(t.TempDir(), "demo")
+	if code, stdout, stderr := runWith(t, env, "demo", "--keep", dir); code != 0 {
+		t.Fatalf("first: exit %d\n%s%s", code, stdout, stderr)
+	}
+	mine := filepath.Join(dir, "mine.txt")
+	os.WriteFile(mine, []byte("mine"), 0o644)
+	if code, _, stderr := runWith(t, env, "demo", "--keep", dir); code != 2 || !strings.Contains(stderr, "--force") {
+		t.Errorf("second without --force: exit %d %s", code, stderr)
+	}
+	if code, stdout, stderr := runWith(t, env, "demo", "--keep", dir, "--force"); code != 0 || !strings.Contains(stdout, "Everything behaved as expected") {
+		t.Errorf("second with --force: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if b, _ := os.ReadFile(mine); string(b) != "mine" {
+		t.Error("--force touched a file that is not the demo's")
+	}
+}
+
 // TestExampleServerCommand: the hidden command serves the example server
 // over the command's stdio.
 func TestExampleServerCommand(t *testing.T) {
