@@ -3,6 +3,8 @@ package digest
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -65,6 +67,32 @@ func (k Kind) Capability() string {
 	default:
 		return "resources"
 	}
+}
+
+// Count returns n definitions of kind k in words for people, singular or
+// plural: "1 tool", "2 prompts", "0 resource templates".
+func (k Kind) Count(n int) string {
+	noun := "resource template"
+	switch k {
+	case KindTool:
+		noun = "tool"
+	case KindPrompt:
+		noun = "prompt"
+	}
+	if n != 1 {
+		noun += "s"
+	}
+	return strconv.Itoa(n) + " " + noun
+}
+
+// CountText returns "N tools, N prompts, N resource templates" (singular
+// where N is 1) for the number of definitions of each kind that n gives.
+func CountText(n func(Kind) int) string {
+	parts := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		parts[i] = k.Count(n(k))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Valid reports whether k is one of the three known kinds.

@@ -32,10 +32,14 @@ const (
 	RuleResourceTemplateRemoved = "pin-resource-template-removed"
 	RuleResourceTemplateChanged = "pin-resource-template-changed"
 	RuleCapabilityAdded         = "pin-capability-added"
-	RuleInstructionsChanged     = "pin-instructions-changed"
-	RuleLockModified            = "pin-lock-modified"
-	RuleServerChanged           = "pin-server-changed"
-	RuleProtocolChanged         = "pin-protocol-changed"
+	// RuleHiddenCharacters (an mcpsign extension of the drift rules): a
+	// text of a definition gained invisible, bidirectional-control or tag
+	// characters (BreakingHiddenCharacters).
+	RuleHiddenCharacters    = "pin-hidden-characters"
+	RuleInstructionsChanged = "pin-instructions-changed"
+	RuleLockModified        = "pin-lock-modified"
+	RuleServerChanged       = "pin-server-changed"
+	RuleProtocolChanged     = "pin-protocol-changed"
 	// RuleLockUnreadable (an mcpsign extension of DESIGN's list) is a lock
 	// that could not be read at all: missing, an I/O error, or a lockVersion
 	// this mcpsign does not read. A lock that reads but is malformed or
@@ -126,20 +130,25 @@ type FailOn string
 const (
 	// FailOnDrift fails on any error finding (the default).
 	FailOnDrift FailOn = "drift"
-	// FailOnCapability fails only when a tool gained delete or exec (or the
-	// lock was modified).
+	// FailOnCapability fails only when a tool gained delete or exec, a
+	// text gained hidden characters, or the lock was modified.
 	FailOnCapability FailOn = "capability"
 	// FailOnNever only reports.
 	FailOnNever FailOn = "never"
 )
 
-// ParseFailOn reads a --fail-on value of verify-pin.
+// ParseFailOn reads a --fail-on value of verify-pin: drift, capability or
+// never; any and none (diff's words) are aliases of drift and never.
 func ParseFailOn(s string) (FailOn, error) {
 	switch f := FailOn(s); f {
 	case FailOnDrift, FailOnCapability, FailOnNever:
 		return f, nil
+	case "any":
+		return FailOnDrift, nil
+	case "none":
+		return FailOnNever, nil
 	}
-	return "", fmt.Errorf("--fail-on %s: want drift, capability or never", strconv.Quote(s))
+	return "", fmt.Errorf("--fail-on %s: want drift (or any), capability or never (or none)", strconv.Quote(s))
 }
 
 // Failed reports whether the report fails under f.
@@ -148,7 +157,7 @@ func (r *Report) Failed(f FailOn) bool {
 	case FailOnNever:
 		return false
 	case FailOnCapability:
-		return r.Has(RuleCapabilityAdded) || r.Has(RuleLockModified) || r.Has(RuleLockUnreadable)
+		return r.Has(RuleCapabilityAdded) || r.Has(RuleHiddenCharacters) || r.Has(RuleLockModified) || r.Has(RuleLockUnreadable)
 	}
 	return r.Errors() > 0
 }
@@ -184,8 +193,20 @@ func (l *Lock) Check(s *digest.Snapshot) *Report {
 				f.Sources[c] = dc.NewCapabilities.Sources[c]
 				why = append(why, fmt.Sprintf("%s (%s)", c, sourceList(dc.NewCapabilities.Sources[c])))
 			}
-			f.Message = fmt.Sprintf("tool %s gained %s", textsafe.Quote(dc.Key), strings.Join(why, ", "))
+			if dc.Change == Added {
+				f.Message = fmt.Sprintf("new tool %s has %s", textsafe.Quote(dc.Key), strings.Join(why, ", "))
+			} else {
+				f.Message = fmt.Sprintf("tool %s gained %s", textsafe.Quote(dc.Key), strings.Join(why, ", "))
+			}
 			r.Findings = append(r.Findings, f)
+		}
+		for _, b := range dc.Breaking {
+			if b.Rule == BreakingHiddenCharacters {
+				r.Findings = append(r.Findings, Finding{
+					Rule: RuleHiddenCharacters, Severity: SeverityError, Kind: dc.Kind, Key: dc.Key,
+					LockedDigest: dc.OldDigest, ObservedDigest: dc.NewDigest, Message: b.Message,
+				})
+			}
 		}
 	}
 	if ic := d.Instructions; ic != nil {

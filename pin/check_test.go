@@ -39,6 +39,7 @@ func TestCheckExampleServer(t *testing.T) {
 			"pin-tool-added tool/run_command",
 			"pin-capability-added tool/run_command",
 			"pin-tool-changed tool/search_notes",
+			"pin-hidden-characters tool/search_notes",
 		}, []FailOn{FailOnDrift, FailOnCapability}},
 	}
 	for _, tc := range tests {
@@ -273,7 +274,7 @@ func TestReportWriters(t *testing.T) {
 	if err := json.Unmarshal([]byte(js.String()), &back); err != nil {
 		t.Fatal(err)
 	}
-	if !back.Failed || back.FailOn != "drift" || back.Errors != 3 || back.Lock != "mcp.lock.json" || len(back.Findings) != 3 || back.Findings[0].Rule != RuleToolAdded {
+	if !back.Failed || back.FailOn != "drift" || back.Errors != 4 || back.Lock != "mcp.lock.json" || len(back.Findings) != 4 || back.Findings[0].Rule != RuleToolAdded {
 		t.Errorf("JSON report %+v", back)
 	}
 }
@@ -285,5 +286,30 @@ func TestMarkdownEscaping(t *testing.T) {
 	}
 	if f := mdFence("a ```` b"); f != "`````" {
 		t.Errorf("fence %q", f)
+	}
+}
+
+// TestReportOtherServer: a lock approved for a server of another name says
+// so in the report's first line.
+func TestReportOtherServer(t *testing.T) {
+	lock := tofuLock(t, "honest")
+	snap := exampleSnapshot(t, "honest")
+	for _, tc := range []struct {
+		name, server, want string
+	}{
+		{"same server", snap.Server.Name, "pinned: "},
+		{"other server", "other\u202eserver", `NOTE: this lock is for server "mcpsign-example", but the server calls itself "other\u{202E}server"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := *snap
+			s.Server.Name = tc.server
+			var out strings.Builder
+			if err := WriteReportText(&out, lock.Check(&s)); err != nil {
+				t.Fatal(err)
+			}
+			if first, _, _ := strings.Cut(out.String(), "\n"); !strings.HasPrefix(first, tc.want) {
+				t.Errorf("first line %q, want %q", first, tc.want)
+			}
+		})
 	}
 }

@@ -47,6 +47,11 @@ const (
 	BreakingNewlyRequired     = "newly-required-parameter"
 	BreakingParameterType     = "parameter-type-changed"
 	BreakingNewCapability     = "new-capability"
+	// BreakingHiddenCharacters: a text of the definition (a string value
+	// or a member name, at any depth, "_meta" aside) holds more of some
+	// invisible, bidirectional-control or tag character (textsafe.Hidden)
+	// than before; for a new definition, any at all.
+	BreakingHiddenCharacters = "hidden-characters"
 )
 
 // Breaking is a change that can break a client or widen what a tool may
@@ -56,7 +61,11 @@ type Breaking struct {
 	Kind      digest.Kind `json:"kind"`
 	Key       string      `json:"key"`
 	Parameter string      `json:"parameter,omitempty"`
-	Message   string      `json:"message"`
+	// Field is the top-level member of a hidden-characters change, and
+	// Characters the characters it gained ("U+200B"), in code point order.
+	Field      string   `json:"field,omitempty"`
+	Characters []string `json:"characters,omitempty"`
+	Message    string   `json:"message"`
 }
 
 // DefinitionChange is one definition added, removed or changed from A to B.
@@ -135,23 +144,30 @@ func (d *DiffResult) Count(c ChangeKind) int {
 	return n
 }
 
-// DiffFailOn is when the diff command fails (exit 1).
+// DiffFailOn is when the diff command fails (exit 1). Its words are
+// verify-pin's (FailOn), with breaking besides; docs/DRIFT.md.
 type DiffFailOn string
 
 // --fail-on values of diff.
 const (
-	DiffFailOnAny      DiffFailOn = "any"      // anything differs
-	DiffFailOnBreaking DiffFailOn = "breaking" // a breaking change
-	DiffFailOnNone     DiffFailOn = "none"     // never
+	DiffFailOnAny        DiffFailOn = "drift"      // anything differs (alias "any")
+	DiffFailOnBreaking   DiffFailOn = "breaking"   // a breaking change
+	DiffFailOnCapability DiffFailOn = "capability" // a new-capability or hidden-characters change
+	DiffFailOnNone       DiffFailOn = "never"      // never (alias "none")
 )
 
-// ParseDiffFailOn reads a --fail-on value of diff.
+// ParseDiffFailOn reads a --fail-on value of diff: drift, breaking,
+// capability or never; any and none are aliases of drift and never.
 func ParseDiffFailOn(s string) (DiffFailOn, error) {
 	switch f := DiffFailOn(s); f {
-	case DiffFailOnAny, DiffFailOnBreaking, DiffFailOnNone:
+	case DiffFailOnAny, DiffFailOnBreaking, DiffFailOnCapability, DiffFailOnNone:
 		return f, nil
+	case "any":
+		return DiffFailOnAny, nil
+	case "none":
+		return DiffFailOnNone, nil
 	}
-	return "", fmt.Errorf("--fail-on %s: want any, breaking or none", strconv.Quote(s))
+	return "", fmt.Errorf("--fail-on %s: want drift (or any), breaking, capability or never (or none)", strconv.Quote(s))
 }
 
 // Failed reports whether the diff fails under f.
@@ -161,6 +177,13 @@ func (d *DiffResult) Failed(f DiffFailOn) bool {
 		return false
 	case DiffFailOnBreaking:
 		return len(d.Breaking) > 0
+	case DiffFailOnCapability:
+		for _, b := range d.Breaking {
+			if b.Rule == BreakingNewCapability || b.Rule == BreakingHiddenCharacters {
+				return true
+			}
+		}
+		return false
 	}
 	return d.Changed()
 }
@@ -499,8 +522,101 @@ func breakingChanges(dc *DefinitionChange, old, cur *digest.Definition) []Breaki
 	}
 	for _, c := range dc.GainedCapabilities {
 		if c.Dangerous() {
-			add(BreakingNewCapability, "", fmt.Sprintf("tool %s gained the %s capability", textsafe.Quote(dc.Key), c))
+			if dc.Change == Added {
+				add(BreakingNewCapability, "", fmt.Sprintf("new tool %s has the %s capability", textsafe.Quote(dc.Key), c))
+			} else {
+				add(BreakingNewCapability, "", fmt.Sprintf("tool %s gained the %s capability", textsafe.Quote(dc.Key), c))
+			}
 		}
+	}
+	if cur != nil && cur.Raw != nil {
+		var oldRaw json.RawMessage
+		if old != nil {
+			oldRaw = old.Raw
+		}
+		for _, h := range gainedHidden(oldRaw, cur.Raw) {
+			out = append(out, Breaking{
+				Rule: BreakingHiddenCharacters, Kind: dc.Kind, Key: dc.Key, Field: h.field, Characters: h.chars,
+				Message: fmt.Sprintf("%s %s: %s gained hidden characters (%s)", dc.Kind, textsafe.Quote(dc.Key),
+					fieldName(h.field), strings.Join(h.chars, ", ")),
+			})
+		}
+	}
+	return out
+}
+
+func fieldName(f string) string {
+	if f == "" {
+		return "the definition"
+	}
+	return textsafe.Quote(f)
+}
+
+type hiddenGain struct {
+	field string
+	chars []string
+}
+
+// gainedHidden returns, per top-level member of cur ("_meta" aside, as it is
+// not digested), the hidden characters (textsafe.Hidden) it holds more of
+// than the same member of old, in any string value or member name. A nil
+// old (a new definition, or one known by digest only) has none.
+func gainedHidden(old, cur json.RawMessage) []hiddenGain {
+	om, nm := hiddenByMember(old), hiddenByMember(cur)
+	var out []hiddenGain
+	for _, f := range slices.Sorted(maps.Keys(nm)) {
+		var chars []string
+		for _, r := range slices.Sorted(maps.Keys(nm[f])) {
+			if nm[f][r] > om[f][r] {
+				chars = append(chars, fmt.Sprintf("U+%04X", r))
+			}
+		}
+		if len(chars) > 0 {
+			out = append(out, hiddenGain{field: f, chars: chars})
+		}
+	}
+	return out
+}
+
+// hiddenByMember counts the hidden characters of a definition by top-level
+// member; a value that is not an object is counted under "".
+func hiddenByMember(raw json.RawMessage) map[string]map[rune]int {
+	out := map[string]map[rune]int{}
+	if raw == nil {
+		return out
+	}
+	countString := func(field, s string) {
+		for _, r := range s {
+			if textsafe.Hidden(r) {
+				if out[field] == nil {
+					out[field] = map[rune]int{}
+				}
+				out[field][r]++
+			}
+		}
+	}
+	count := func(field string, b []byte) {
+		// Token yields member names as strings too.
+		dec := json.NewDecoder(bytes.NewReader(b))
+		for {
+			tok, err := dec.Token()
+			if err != nil {
+				return
+			}
+			if s, ok := tok.(string); ok {
+				countString(field, s)
+			}
+		}
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		count("", raw)
+		return out
+	}
+	delete(m, "_meta")
+	for name, v := range m {
+		countString(name, name)
+		count(name, v)
 	}
 	return out
 }

@@ -24,7 +24,9 @@ func TestDiffHonestRugpull(t *testing.T) {
 	if want := []string{"added run_command", "changed search_notes"}; !slices.Equal(got, want) {
 		t.Fatalf("definitions %q, want %q", got, want)
 	}
-	if len(d.Breaking) != 1 || d.Breaking[0].Rule != BreakingNewCapability || d.Breaking[0].Key != "run_command" {
+	if len(d.Breaking) != 2 || d.Breaking[0].Rule != BreakingNewCapability || d.Breaking[0].Key != "run_command" ||
+		d.Breaking[1].Rule != BreakingHiddenCharacters || d.Breaking[1].Key != "search_notes" || d.Breaking[1].Field != "description" ||
+		!slices.Equal(d.Breaking[1].Characters, []string{"U+200B", "U+202C", "U+202E"}) {
 		t.Errorf("breaking %+v", d.Breaking)
 	}
 	for f, want := range map[DiffFailOn]bool{DiffFailOnAny: true, DiffFailOnBreaking: true, DiffFailOnNone: false} {
@@ -43,7 +45,8 @@ func TestDiffHonestRugpull(t *testing.T) {
 		`+    "sidenote": {`,
 		"+ tool \"run_command\": added",
 		"BREAKING new-capability",
-		"1 added, 0 removed, 1 changed; 1 breaking change(s)",
+		"BREAKING hidden-characters",
+		"1 added, 0 removed, 1 changed; 2 breaking changes",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("diff output lacks %q:\n%s", want, text)
@@ -55,6 +58,77 @@ func TestDiffHonestRugpull(t *testing.T) {
 	// Same sides: nothing.
 	if d := Diff(a, a, DiffOptions{}); d.Changed() || d.Failed(DiffFailOnAny) {
 		t.Errorf("a side differs from itself: %+v", d)
+	}
+}
+
+// TestHiddenCharactersBreaking: invisible, bidi-control and tag characters
+// newly added to any text of a definition are breaking on their own.
+func TestHiddenCharactersBreaking(t *testing.T) {
+	const schema = `{"type":"object"}`
+	for _, tc := range []struct {
+		name     string
+		old, cur *Side
+		want     []string // field: characters
+	}{
+		{"zero width space and override in a description",
+			sideOf([]json.RawMessage{tool("t", schema, `"description":"Search."`)}),
+			sideOf([]json.RawMessage{tool("t", schema, `"description":"Search.\u200B<IMPORTANT>\u202E"`)}),
+			[]string{"description: U+200B, U+202E"}},
+		{"a tag character deep in a schema",
+			sideOf([]json.RawMessage{tool("t", `{"type":"object","properties":{"q":{"description":"a"}}}`)}),
+			sideOf([]json.RawMessage{tool("t", `{"type":"object","properties":{"q":{"description":"a\uDB40\uDC41"}}}`)}),
+			[]string{"inputSchema: U+E0041"}},
+		{"in a member name",
+			sideOf([]json.RawMessage{tool("t", `{"type":"object","properties":{"q":{}}}`)}),
+			sideOf([]json.RawMessage{tool("t", `{"type":"object","properties":{"q\u2066":{}}}`)}),
+			[]string{"inputSchema: U+2066"}},
+		{"one more of a character already there",
+			sideOf([]json.RawMessage{tool("t", schema, `"description":"a\u200Bb"`)}),
+			sideOf([]json.RawMessage{tool("t", schema, `"description":"a\u200Bb\u200B"`)}),
+			[]string{"description: U+200B"}},
+		{"a new tool that has one",
+			sideOf([]json.RawMessage{}),
+			sideOf([]json.RawMessage{tool("t", schema, `"title":"\uFEFFt"`)}),
+			[]string{"title: U+FEFF"}},
+		{"a prompt",
+			sideOf([]json.RawMessage{}, json.RawMessage(`{"name":"p","description":"x"}`)),
+			sideOf([]json.RawMessage{}, json.RawMessage(`{"name":"p","description":"x\u200F"}`)),
+			[]string{"description: U+200F"}},
+		{"the same hidden characters: not breaking",
+			sideOf([]json.RawMessage{tool("t", schema, `"description":"a\u200B"`)}),
+			sideOf([]json.RawMessage{tool("t", schema, `"description":"b\u200B"`)}),
+			nil},
+		{"removed hidden characters: not breaking",
+			sideOf([]json.RawMessage{tool("t", schema, `"description":"a\u200B"`)}),
+			sideOf([]json.RawMessage{tool("t", schema, `"description":"a"`)}),
+			nil},
+		{"in _meta, which is not digested: not breaking",
+			sideOf([]json.RawMessage{tool("t", schema)}),
+			sideOf([]json.RawMessage{tool("t", schema, `"_meta":{"x":"\u200B"}`, `"title":"new"`)}),
+			nil},
+		{"visible text and emoji: not breaking",
+			sideOf([]json.RawMessage{tool("t", schema, `"description":"a"`)}),
+			sideOf([]json.RawMessage{tool("t", schema, `"description":"é ✓ 🙂"`)}),
+			nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Diff(tc.old, tc.cur, DiffOptions{})
+			var got []string
+			for _, b := range d.Breaking {
+				if b.Rule == BreakingHiddenCharacters {
+					got = append(got, b.Field+": "+strings.Join(b.Characters, ", "))
+					if strings.ContainsAny(b.Message, "\u200b\u202e\ufeff") {
+						t.Errorf("message holds raw hidden characters: %q", b.Message)
+					}
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("hidden-characters %q, want %q", got, tc.want)
+			}
+			if (len(tc.want) > 0) && !d.Failed(DiffFailOnBreaking) {
+				t.Error("not a failure under --fail-on breaking")
+			}
+		})
 	}
 }
 

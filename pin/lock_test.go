@@ -332,6 +332,27 @@ func TestFileLockWaitIsBounded(t *testing.T) {
 	}
 }
 
+// TestWriteLeavesNothingBeside: writing a lock leaves the lock only (no
+// zero-byte PATH.lock sidecar, no temporary file).
+func TestWriteLeavesNothingBeside(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mcp.lock")
+	l := tofuLock(t, "honest")
+	if err := l.Create(context.Background(), path); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Write(context.Background(), path); err != nil {
+		t.Fatal(err)
+	}
+	if err := Update(context.Background(), path, func(cur *Lock) (*Lock, error) { return cur, nil }); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != "mcp.lock" {
+		t.Errorf("files beside the lock: %v", entries)
+	}
+}
+
 // A definition's top-level _meta is not digested: the lock stores the
 // definition without it, so that nothing undigested is pinned (or shown as
 // approved).

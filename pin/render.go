@@ -12,7 +12,7 @@ import (
 )
 
 // The writers below turn reports and diffs into text for people, Markdown
-// for a CI job summary, or JSON for machines (docs/DRIFT.md, docs/DIFF.md).
+// for a CI job summary, or JSON for machines (docs/DRIFT.md, docs/JSON.md).
 // Every server-provided string is escaped for text and Markdown (control,
 // bidirectional and invisible characters); JSON keeps it raw, as JSON
 // escaping is unambiguous.
@@ -65,23 +65,25 @@ func serverName(s digest.ServerInfo) string {
 // approval, then every finding with its field diffs, server text escaped.
 func WriteReportText(w io.Writer, r *Report) error {
 	e := &errWriter{w: w}
+	if n := otherServer(r); n != "" {
+		e.printf("%s\n", n)
+	}
 	if r.Lock != "" {
 		e.printf("lock:   %s\n", textsafe.Escape(r.Lock))
 	}
 	if r.Approval != nil {
 		e.printf("pinned: %s, %s\n", serverName(r.Locked), describeApproval(r.Approval))
-		e.printf("server: %s · %d tools, %d prompts, %d resource templates\n",
-			serverName(r.Observed), r.Counts["tools"], r.Counts["prompts"], r.Counts["resourceTemplates"])
+		e.printf("server: %s · %s\n", serverName(r.Observed), countText(r.Counts))
 	}
 	errs := r.Errors()
 	if errs == 0 {
 		e.printf("\nOK: the server matches the lock")
 		if n := len(r.Findings); n > 0 {
-			e.printf(" (%d notice(s))", n)
+			e.printf(" (%s)", plural(n, "notice"))
 		}
 		e.printf("\n")
 	} else {
-		e.printf("\nDRIFT: %d error(s), %d notice(s)\n", errs, len(r.Findings)-errs)
+		e.printf("\nDRIFT: %s, %s\n", plural(errs, "error"), plural(len(r.Findings)-errs, "notice"))
 	}
 	for _, f := range r.Findings {
 		e.printf("\n%-5s  %s  %s\n", f.Severity, f.Rule, f.Message)
@@ -127,19 +129,21 @@ func WriteReportMarkdown(w io.Writer, r *Report, f FailOn) error {
 	if r.Approval == nil {
 		verdict = "❌ the lock was refused"
 	} else if n := r.Errors(); n > 0 {
-		verdict = fmt.Sprintf("❌ drift: %d error(s)", n)
+		verdict = "❌ drift: " + plural(n, "error")
 		if !r.Failed(f) {
 			verdict += fmt.Sprintf(" (not failing: --fail-on %s)", f)
 		}
 	}
 	e.printf("### mcpsign verify-pin: %s\n\n", verdict)
+	if n := otherServer(r); n != "" {
+		e.printf("**%s**\n\n", mdText(n))
+	}
 	if r.Lock != "" {
 		e.printf("- Lock: %s\n", mdText(r.Lock))
 	}
 	if r.Approval != nil {
 		e.printf("- Pinned: %s, %s\n", mdText(serverName(r.Locked)), mdText(describeApproval(r.Approval)))
-		e.printf("- Server: %s · %d tools, %d prompts, %d resource templates\n",
-			mdText(serverName(r.Observed)), r.Counts["tools"], r.Counts["prompts"], r.Counts["resourceTemplates"])
+		e.printf("- Server: %s · %s\n", mdText(serverName(r.Observed)), countText(r.Counts))
 	}
 	if len(r.Findings) == 0 {
 		return e.err
@@ -205,6 +209,8 @@ func mdFence(s string) string {
 
 // ReportJSON is the stable JSON form of verify-pin (docs/DRIFT.md).
 type ReportJSON struct {
+	// ReportVersion is 1 (docs/JSON.md).
+	ReportVersion int `json:"reportVersion"`
 	*Report
 	FailOn FailOn `json:"failOn"`
 	Failed bool   `json:"failed"`
@@ -215,7 +221,7 @@ type ReportJSON struct {
 func WriteReportJSON(w io.Writer, r *Report, f FailOn) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(ReportJSON{Report: r, FailOn: f, Failed: r.Failed(f), Errors: r.Errors()})
+	return enc.Encode(ReportJSON{ReportVersion: 1, Report: r, FailOn: f, Failed: r.Failed(f), Errors: r.Errors()})
 }
 
 // WriteDiffText writes a diff for people: the two sides (a bundle marked
@@ -273,7 +279,7 @@ func WriteDiffText(w io.Writer, d *DiffResult) error {
 	}
 	e.printf("\n%d added, %d removed, %d changed", d.Count(Added), d.Count(Removed), d.Count(Changed))
 	if n := len(d.Breaking); n > 0 {
-		e.printf("; %d breaking change(s)", n)
+		e.printf("; %s", plural(n, "breaking change"))
 	}
 	if !d.Changed() {
 		e.printf(": no differences")
@@ -307,17 +313,18 @@ func describeCapabilities(t *ToolCapabilities) string {
 	return strings.Join(parts, ", ")
 }
 
-// WriteDiffJSON writes the diff as JSON (docs/DIFF.md) with the verdict
-// under f.
+// WriteDiffJSON writes the diff as JSON (docs/JSON.md, docs/DRIFT.md) with
+// the verdict under f, reportVersion 1.
 func WriteDiffJSON(w io.Writer, d *DiffResult, f DiffFailOn) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
+		ReportVersion int `json:"reportVersion"`
 		*DiffResult
 		Changed bool       `json:"changed"`
 		FailOn  DiffFailOn `json:"failOn"`
 		Failed  bool       `json:"failed"`
-	}{d, d.Changed(), f, d.Failed(f)})
+	}{1, d, d.Changed(), f, d.Failed(f)})
 }
 
 // WriteCapabilities writes the capabilities of every tool of a lock, with
@@ -339,4 +346,28 @@ func WriteCapabilities(w io.Writer, l *Lock) error {
 		e.printf("  %s %-24s %s\n", mark, textsafe.Escape(d.Key), describeCapabilities(t))
 	}
 	return e.err
+}
+
+// countText is digest.CountText of a report's counts (by list member).
+func countText(counts map[string]int) string {
+	return digest.CountText(func(k digest.Kind) int { return counts[k.ListMember()] })
+}
+
+// plural returns "1 error", "2 errors".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// otherServer is the first line of a report whose lock was approved for a
+// server of another name: a lock passed for the wrong server is the likelier
+// mistake, and its findings are read in that light. "" when the names agree.
+func otherServer(r *Report) string {
+	if r.Approval == nil || r.Locked.Name == r.Observed.Name {
+		return ""
+	}
+	return fmt.Sprintf("NOTE: this lock is for server %s, but the server calls itself %s",
+		textsafe.Quote(r.Locked.Name), textsafe.Quote(r.Observed.Name))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
@@ -18,13 +19,8 @@ var ErrExists = atomicfile.ErrExists
 // lock when its context has no deadline.
 const DefaultLockWait = 30 * time.Second
 
-// FileLockSuffix names the sidecar file whose flock serializes writers:
-// PATH + FileLockSuffix. It is created empty and never removed (removing it
-// would let two writers lock two different files).
-const FileLockSuffix = ".lock"
-
 // Write replaces the lock file at path atomically (temporary file, fsync,
-// rename) while holding an exclusive lock on the sidecar PATH.lock, so that
+// rename) while holding an exclusive flock on the lock's directory, so that
 // concurrent writers never interleave. A reader sees the old lock or the new
 // one, whole, even if the process is killed mid-write.
 func (l *Lock) Write(ctx context.Context, path string) error {
@@ -73,18 +69,22 @@ func Update(ctx context.Context, path string, fn func(cur *Lock) (*Lock, error))
 	})
 }
 
-// withFileLock runs fn holding an exclusive flock on PATH.lock, waiting for
-// it until ctx is done (or DefaultLockWait when ctx has no deadline).
+// withFileLock runs fn holding an exclusive flock on the directory of path,
+// waiting for it until ctx is done (or DefaultLockWait when ctx has no
+// deadline). The directory is locked, not a sidecar file: nothing is left
+// beside the lock, and the directory, unlike the lock file (replaced by a
+// rename), stays one inode. Writers of different locks in one directory
+// wait for each other, which costs a few milliseconds at most.
 func withFileLock(ctx context.Context, path string, fn func() error) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultLockWait)
 		defer cancel()
 	}
-	lockPath := path + FileLockSuffix
-	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
+	lockPath := filepath.Dir(path)
+	f, err := os.Open(lockPath)
 	if err != nil {
-		return fmt.Errorf("opening the file lock %s: %w", lockPath, err)
+		return fmt.Errorf("opening the directory %s to lock it: %w", lockPath, err)
 	}
 	defer f.Close()
 	delay := time.Millisecond
@@ -100,7 +100,7 @@ func withFileLock(ctx context.Context, path string, fn func() error) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("waiting for the file lock %s (another mcpsign is writing the lock): %w", lockPath, ctx.Err())
+			return fmt.Errorf("waiting for the file lock on %s (another mcpsign is writing a lock there): %w", lockPath, ctx.Err())
 		case <-t.C:
 		}
 		delay = min(2*delay, 10*time.Millisecond)

@@ -113,9 +113,11 @@ type relay struct {
 	// goroutines take it to handle a message or a result; writes happen
 	// after it is released (see outQueue).
 	mu              sync.Mutex
-	checked         bool  // the start-up check passed
-	handshaking     bool  // an initialize or server/discover is in flight
-	running         *task // the check in progress: traffic is held meanwhile
+	checked         bool        // the start-up check passed
+	handshaking     bool        // an initialize or server/discover is in flight
+	handshakeTimer  *time.Timer // blocks when the handshake is unanswered for CheckTimeout
+	handshakeGen    int         // of the handshake the timer is for
+	running         *task       // the check in progress: traffic is held meanwhile
 	blocked         *BlockedError
 	heldClient      []*inbound
 	heldServer      []*inbound
@@ -228,6 +230,14 @@ func (r *relay) run(ctx context.Context) error {
 	go r.read(r.clientIn, false)
 	go r.read(rawio.Reader(r.c.stdout), true)
 	defer r.toClient.wait(r.o.ShutdownGrace)
+	defer func() {
+		r.mu.Lock()
+		if r.handshakeTimer != nil {
+			r.handshakeTimer.Stop()
+		}
+		r.handshakeGen++ // a callback already waiting for mu does nothing
+		r.mu.Unlock()
+	}()
 	var endTimer <-chan time.Time // after the client left: how long the server gets to finish
 	closing := false
 	for {
@@ -290,6 +300,28 @@ func (r *relay) finish() error {
 		return &ServerExitError{Status: status}
 	}
 	return nil
+}
+
+// awaitHandshake bounds the wait for the server's answer to the client's
+// method (initialize or server/discover) by CheckTimeout: a server that
+// never answers blocks the session (the client gets BlockedCode, the report
+// says what was awaited), so that the proxy is never silent. Called with mu
+// held.
+func (r *relay) awaitHandshake(method string) {
+	if r.handshakeTimer != nil {
+		r.handshakeTimer.Stop()
+	}
+	r.handshakeGen++
+	gen := r.handshakeGen
+	r.handshakeTimer = time.AfterFunc(r.o.CheckTimeout, func() {
+		r.mu.Lock()
+		if gen == r.handshakeGen && r.handshaking && r.blocked == nil {
+			r.block(&BlockedError{What: "the server's answer to " + method, Err: fmt.Errorf("no answer within %s", r.o.CheckTimeout)})
+		}
+		r.mu.Unlock()
+		r.flush()
+		r.signal()
+	})
 }
 
 // gateClosed reports whether traffic is held.
@@ -466,6 +498,7 @@ func (r *relay) clientMessage(m *inbound) bool {
 		switch {
 		case handshake:
 			r.handshaking = true
+			r.awaitHandshake(env.Method)
 			if env.Method == mcpwire.MethodDiscover {
 				p.meta = mcpwire.MetaOf(env.Params)
 			}

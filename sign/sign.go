@@ -3,7 +3,9 @@ package sign
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -144,8 +146,12 @@ type Identity struct {
 	SANs []string
 	// Subject is the certificate subject DN (certificate).
 	Subject string
-	// KeyHint identifies the public key (key).
+	// KeyHint is the bundle's hint of the public key (key): base64 of the
+	// SHA-256 of its DER SubjectPublicKeyInfo.
 	KeyHint string
+	// KeyID is the same digest as mcpsign names keys everywhere else
+	// ("sha256:" and lowercase hex, as verify.KeyID), when the hint is one.
+	KeyID string
 	// Certificate is the signing certificate (sigstore, certificate).
 	Certificate *x509.Certificate
 }
@@ -409,6 +415,9 @@ func describe(nb *bundle.Bundle, vr *verify.VerificationResult, bundleJSON []byt
 	}
 	if pk := vc.PublicKey(); pk != nil {
 		res.Identity.KeyHint = string(pk.Hint())
+		if raw, err := base64.StdEncoding.DecodeString(res.Identity.KeyHint); err == nil && len(raw) == sha256.Size {
+			res.Identity.KeyID = "sha256:" + hex.EncodeToString(raw)
+		}
 	}
 	entries, err := nb.TlogEntries()
 	if err != nil {

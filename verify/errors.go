@@ -96,6 +96,12 @@ var (
 	ErrPayloadType = errors.New("wrong DSSE payload type")
 	// ErrClaimMismatch: a predicate claim disagrees with the certificate.
 	ErrClaimMismatch = errors.New("predicate claim contradicts the certificate")
+	// ErrNoIdentity: the policy names no signer identity, which the method
+	// needs (returned by New, not wrapped in a *StepError).
+	ErrNoIdentity = errors.New("no signer identity in the policy")
+	// ErrNoIssuer: the sigstore policy names no OIDC issuer (returned by
+	// New, not wrapped in a *StepError).
+	ErrNoIssuer = errors.New("no OIDC issuer in the policy")
 	// ErrMismatch: the observed definitions differ from the signed ones.
 	ErrMismatch = errors.New("the server's definitions do not match the signed statement")
 )

@@ -161,6 +161,18 @@ func anchored(flag, re string) (*regexp.Regexp, error) {
 	return r, nil
 }
 
+// CheckIdentity reports, without any trusted material, whether the identity
+// of p is complete and well-formed for its method: the first check of New,
+// for a caller that wants it before loading a trusted root. A missing
+// identity or issuer is ErrNoIdentity or ErrNoIssuer.
+func (p Policy) CheckIdentity() error {
+	if !p.Method.Valid() {
+		return fmt.Errorf("unknown verification method %q (want sigstore, key or certificate)", p.Method)
+	}
+	_, err := compileIdentity(p.Method, p.Identity)
+	return err
+}
+
 // matcher is a compiled Identity.
 type matcher struct {
 	id        Identity
@@ -189,10 +201,10 @@ func compileIdentity(m Method, id Identity) (*matcher, error) {
 	switch m {
 	case MethodSigstore:
 		if id.SAN == "" && id.SANRegexp == "" {
-			return nil, errors.New("the sigstore method needs the signer's identity: a certificate identity or identity regexp")
+			return nil, fmt.Errorf("%w: the sigstore method needs the signer's identity: a certificate identity or identity regexp", ErrNoIdentity)
 		}
 		if id.Issuer == "" && id.IssuerRegexp == "" {
-			return nil, errors.New("the sigstore method needs the OIDC issuer of the signer's identity: a certificate OIDC issuer or issuer regexp")
+			return nil, fmt.Errorf("%w: the sigstore method needs the OIDC issuer of the signer's identity: a certificate OIDC issuer or issuer regexp", ErrNoIssuer)
 		}
 		if id.pkiFields() {
 			return nil, errors.New("subject, e-mail, URI and DNS criteria are for the certificate method")
@@ -211,7 +223,7 @@ func compileIdentity(m Method, id Identity) (*matcher, error) {
 		}
 	case MethodCertificate:
 		if !id.pkiFields() && id.SAN == "" && id.SANRegexp == "" {
-			return nil, errors.New("the certificate method needs the signer's identity: a certificate subject, e-mail, URI, DNS name, identity or identity regexp")
+			return nil, fmt.Errorf("%w: the certificate method needs the signer's identity: a certificate subject, e-mail, URI, DNS name, identity or identity regexp", ErrNoIdentity)
 		}
 		if id.DNS != "" && !validDNSName(id.DNS) {
 			return nil, fmt.Errorf("certificate DNS name %s is not a DNS name (letters, digits and hyphens in dot-separated labels, or a leading *.)", strconv.Quote(id.DNS))

@@ -7,12 +7,15 @@ import (
 	"io"
 	"os"
 
+	"golang.org/x/term"
+
 	"github.com/mcpsign/mcpsign/internal/proxycmd"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
-// Exit codes (docs/CLI.md): 0 success; 1 verification failed or drift
-// found; 2 usage, input, I/O or connection error.
+// Exit codes: 0 success; 1 verification failed or drift found; 2 usage,
+// input, I/O or connection error (and 42, proxycmd.ExitBlocked, from the
+// proxy).
 const (
 	exitOK     = 0
 	exitFailed = 1
@@ -28,6 +31,9 @@ type app struct {
 	getenv func(string) string
 	// isTerminal reports whether stdin is a terminal (for prompts).
 	isTerminal func() bool
+	// stderrIsTerminal reports whether stderr is a terminal (for progress).
+	// Nil means it is not.
+	stderrIsTerminal func() bool
 	// handOverProxy, when set, replaces the process with mcpsign-proxy to
 	// run a proxy (see handOverProxy). Tests leave it nil: the proxy runs in
 	// their process.
@@ -36,17 +42,30 @@ type app struct {
 
 func newApp() *app {
 	return &app{
-		stdin:  os.Stdin,
-		stdout: os.Stdout,
-		stderr: os.Stderr,
-		getenv: os.Getenv,
-		isTerminal: func() bool {
-			fi, err := os.Stdin.Stat()
-			return err == nil && fi.Mode()&os.ModeCharDevice != 0
-		},
-		handOverProxy: handOverProxy,
+		stdin:            os.Stdin,
+		stdout:           os.Stdout,
+		stderr:           os.Stderr,
+		getenv:           os.Getenv,
+		isTerminal:       func() bool { return isTerminalFile(os.Stdin) },
+		stderrIsTerminal: func() bool { return isTerminalFile(os.Stderr) },
+		handOverProxy:    handOverProxy,
 	}
 }
+
+// stderrTerminal reports whether stderr is a terminal, for progress.
+func (a *app) stderrTerminal() bool {
+	return a.stderrIsTerminal != nil && a.stderrIsTerminal()
+}
+
+// isTerminalFile reports whether f is a terminal: a real terminal test
+// (tcgetattr), not "is a character device", which /dev/null also is.
+func isTerminalFile(f *os.File) bool {
+	return f != nil && term.IsTerminal(int(f.Fd()))
+}
+
+// reportVersion is the reportVersion of every --format json output of the
+// CLI (docs/JSON.md); verify's is verify.Report's.
+const reportVersion = 1
 
 // exitError carries an exit code other than 2 out of a command.
 type exitCodeError struct {

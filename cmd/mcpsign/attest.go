@@ -107,10 +107,9 @@ func statementSummary(st *attest.Statement) string {
 		}
 	}
 	p := st.Predicate
-	return fmt.Sprintf("%s %s, %s (%s, %s, %s%s)",
+	return fmt.Sprintf("%s %s, %s (%s%s)",
 		textsafe.Quote(p.Server.Name), textsafe.Escape(p.Server.Version), plural(len(st.Subject), "subject"),
-		plural(counts[digest.KindTool], "tool"), plural(counts[digest.KindPrompt], "prompt"),
-		plural(counts[digest.KindResourceTemplate], "resource template"), ins)
+		digest.CountText(func(k digest.Kind) int { return counts[k] }), ins)
 }
 
 func plural(n int, noun string) string {

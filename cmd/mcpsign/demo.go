@@ -23,9 +23,10 @@ func newDemoCmd(a *app) *cobra.Command {
 	var (
 		dir     string
 		timeout time.Duration
+		force   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "demo [--keep DIR]",
+		Use:   "demo [--keep DIR [--force]]",
 		Short: "See mcpsign work end to end in a few seconds: sign, verify, pin, and block a rug pull",
 		Long: `Run the whole story on a small example MCP server built into mcpsign, offline
 and without any account, in a temporary directory:
@@ -46,14 +47,15 @@ everything behaved as expected, 1 otherwise.`,
 		Example: `  mcpsign demo
 
   # Keep the files (key, snapshot, bundle, lock) to try the commands shown
-  mcpsign demo --keep ./mcpsign-demo`,
+  mcpsign demo --keep ./mcpsign-demo
+  mcpsign demo --keep ./mcpsign-demo --force   # again, replacing that demo's files`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			server, err := demoServer(a)
 			if err != nil {
 				return err
 			}
-			err = demo.Run(cmd.Context(), demo.Options{Out: a.stdout, Server: server, Dir: dir, Timeout: timeout})
+			err = demo.Run(cmd.Context(), demo.Options{Out: a.stdout, Server: server, Dir: dir, Force: force, Timeout: timeout})
 			if errors.Is(err, demo.ErrUnexpected) {
 				return silentExit(exitFailed) // the narration said what went wrong
 			}
@@ -61,6 +63,7 @@ everything behaved as expected, 1 otherwise.`,
 		},
 	}
 	cmd.Flags().StringVar(&dir, "keep", "", "write the files to this directory and keep them, instead of a temporary directory")
+	cmd.Flags().BoolVar(&force, "force", false, "with --keep, replace the files of an earlier demo in DIR (others are left alone)")
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "time limit for the whole demo")
 	return cmd
 }

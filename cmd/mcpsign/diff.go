@@ -20,7 +20,7 @@ func newDiffCmd(a *app) *cobra.Command {
 		do  options.DiffOptions
 	)
 	cmd := &cobra.Command{
-		Use:   "diff A B [--fail-on any|breaking|none] [flags]",
+		Use:   "diff A B [--fail-on drift|breaking|capability|never] [flags]",
 		Short: "Show what changed between two states of a server's definitions",
 		Long: `Show what changed from A to B, where each side is a live server, a snapshot, a
 lock or a Sigstore bundle whose statement embeds the definitions.
@@ -40,9 +40,13 @@ bidirectional and invisible characters are escaped.
 
 Breaking changes are flagged: a removed definition, a removed parameter
 (inputSchema properties, prompt arguments), a newly required parameter, a
-parameter whose type changed, and a tool that newly can delete or execute.
---fail-on any exits 1 on any difference, breaking on a breaking change;
-none (the default) only reports. --format json prints docs/DIFF.md.
+parameter whose type changed, a tool that newly can delete or execute, and
+text that gained hidden (invisible, bidirectional-control or tag) characters.
+--fail-on takes verify-pin's words: drift exits 1 on any difference, breaking
+on a breaking change, capability on a new delete or exec or hidden characters;
+never (the default) only reports (any and none are aliases of drift and
+never). The rules are in docs/DRIFT.md; --format json prints the report of
+docs/JSON.md.
 
 Exit codes: 0 no failing difference; 1 a difference under --fail-on; 2 bad
 usage, an unreadable side, or a server that could not be read.`,
@@ -113,11 +117,12 @@ func diffSide(cmd *cobra.Command, a *app, src *options.SourceOptions, arg string
 	if err != nil {
 		return nil, err
 	}
-	opts, err := src.Options(a.stderr)
+	opts, done, err := src.Options(a.stderr, a.stderrTerminal())
 	if err != nil {
 		return nil, err
 	}
 	snap, err := source.Load(cmd.Context(), spec, opts)
+	done()
 	if err != nil {
 		return nil, err
 	}

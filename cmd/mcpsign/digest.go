@@ -84,10 +84,11 @@ func loadSource(cmd *cobra.Command, a *app, src *options.SourceOptions, args []s
 	if err != nil {
 		return nil, err
 	}
-	opts, err := src.Options(a.stderr)
+	opts, done, err := src.Options(a.stderr, a.stderrTerminal())
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	return source.Load(cmd.Context(), spec, opts)
 }
 
@@ -132,19 +133,12 @@ func writeDigestText(w io.Writer, snap *digest.Snapshot, r *digest.Result) error
 
 // countSummary says how many definitions of each kind there are.
 func countSummary(r *digest.Result) string {
-	plural := func(n int, one, many string) string {
-		if n == 1 {
-			return fmt.Sprintf("%d %s", n, one)
-		}
-		return fmt.Sprintf("%d %s", n, many)
-	}
-	return plural(r.Counts[digest.KindTool], "tool", "tools") + ", " +
-		plural(r.Counts[digest.KindPrompt], "prompt", "prompts") + ", " +
-		plural(r.Counts[digest.KindResourceTemplate], "resource template", "resource templates")
+	return digest.CountText(func(k digest.Kind) int { return r.Counts[k] })
 }
 
 // digestJSON is the stable JSON form of the digest command (docs/JSON.md).
 type digestJSON struct {
+	ReportVersion   int                     `json:"reportVersion"`
 	Server          digest.ServerInfo       `json:"server"`
 	ProtocolVersion string                  `json:"protocolVersion"`
 	Definitions     []definitionJSON        `json:"definitions"`
@@ -170,6 +164,7 @@ type invalidDefinitionJSON struct {
 
 func writeDigestJSON(w io.Writer, snap *digest.Snapshot, r *digest.Result) error {
 	out := digestJSON{
+		ReportVersion:   reportVersion,
 		Server:          snap.Server,
 		ProtocolVersion: snap.ProtocolVersion,
 		Definitions:     []definitionJSON{},

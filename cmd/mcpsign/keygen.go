@@ -12,6 +12,7 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/sign"
+	"github.com/mcpsign/mcpsign/verify"
 )
 
 func newKeygenCmd(a *app) *cobra.Command {
@@ -73,8 +74,8 @@ long-lived key, prefer 'mcpsign sign sigstore' (keyless).`,
 				os.Remove(keyPath)
 				return err
 			}
-			hint, _ := sign.KeyHint(key.Public())
-			fmt.Fprintf(a.stderr, "mcpsign: wrote %s (private, keep it secret) and %s (public)\nmcpsign: key hint %s\n", keyPath, pubPath, hint)
+			id, _ := verify.KeyID(key.Public())
+			fmt.Fprintf(a.stderr, "mcpsign: wrote %s (private, keep it secret) and %s (public)\nmcpsign: key %s\n", keyPath, pubPath, id)
 			return nil
 		},
 	}

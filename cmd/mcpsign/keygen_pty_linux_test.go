@@ -143,3 +143,31 @@ func TestPasswordPromptAtTerminal(t *testing.T) {
 		t.Errorf("wrong password at a terminal: exit %d %s", code, stderr)
 	}
 }
+
+// TestTerminalCheck: /dev/null is a character device but not a terminal;
+// CI with stdin from /dev/null gets the clear "pass --password-env" message,
+// not a prompt that fails with "inappropriate ioctl for device".
+func TestTerminalCheck(t *testing.T) {
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	_, tty := openPTY(t)
+	if isTerminalFile(devnull) {
+		t.Error("/dev/null counts as a terminal")
+	}
+	if !isTerminalFile(tty) {
+		t.Error("a pseudo-terminal does not count as a terminal")
+	}
+	var errb bytes.Buffer
+	a := &app{
+		stdin: devnull, stdout: io.Discard, stderr: &errb,
+		getenv:     func(string) string { return "" },
+		isTerminal: func() bool { return isTerminalFile(devnull) },
+	}
+	code := run(context.Background(), []string{"keygen", "-o", filepath.Join(t.TempDir(), "k")}, a)
+	if code != 2 || !strings.Contains(errb.String(), "--password-env") || strings.Contains(errb.String(), "ioctl") {
+		t.Errorf("keygen with stdin from /dev/null: exit %d %q", code, errb.String())
+	}
+}

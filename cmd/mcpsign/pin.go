@@ -174,9 +174,9 @@ func writePinText(w io.Writer, path string, l *pin.Lock) error {
 	if l.Instructions != nil {
 		ins = "instructions"
 	}
-	fmt.Fprintf(w, "pinned %s %s to %s: %d tools, %d prompts, %d resource templates, %s\n",
+	fmt.Fprintf(w, "pinned %s %s to %s: %s, %s\n",
 		textsafe.Quote(l.Server.Name), textsafe.Quote(l.Server.Version), textsafe.Escape(path),
-		counts[digest.KindTool], counts[digest.KindPrompt], counts[digest.KindResourceTemplate], ins)
+		digest.CountText(func(k digest.Kind) int { return counts[k] }), ins)
 	fmt.Fprintf(w, "approval: %s\nlockDigest: %s\n", approvalText(&l.Approval), l.LockDigest)
 	if counts[digest.KindTool] > 0 {
 		fmt.Fprintf(w, "\ncapabilities (! = can delete or execute):\n")
@@ -204,16 +204,17 @@ func approvalText(a *pin.Approval) string {
 
 // pinJSON is the stable JSON output of 'mcpsign pin' (docs/LOCK.md).
 type pinJSON struct {
-	Lock         string                           `json:"lock"`
-	LockDigest   string                           `json:"lockDigest"`
-	Server       digest.ServerInfo                `json:"server"`
-	Approval     pin.Approval                     `json:"approval"`
-	Counts       map[string]int                   `json:"counts"`
-	Capabilities map[string]*pin.ToolCapabilities `json:"capabilities"`
+	ReportVersion int                              `json:"reportVersion"`
+	Lock          string                           `json:"lock"`
+	LockDigest    string                           `json:"lockDigest"`
+	Server        digest.ServerInfo                `json:"server"`
+	Approval      pin.Approval                     `json:"approval"`
+	Counts        map[string]int                   `json:"counts"`
+	Capabilities  map[string]*pin.ToolCapabilities `json:"capabilities"`
 }
 
 func writePinJSON(w io.Writer, path string, l *pin.Lock) error {
-	out := pinJSON{Lock: path, LockDigest: l.LockDigest, Server: l.Server, Approval: l.Approval,
+	out := pinJSON{ReportVersion: reportVersion, Lock: path, LockDigest: l.LockDigest, Server: l.Server, Approval: l.Approval,
 		Counts: map[string]int{}, Capabilities: l.ToolCapabilities()}
 	for _, k := range digest.Kinds {
 		out.Counts[k.ListMember()] = 0

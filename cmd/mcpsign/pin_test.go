@@ -48,7 +48,7 @@ func TestPinTOFUAndVerifyPin(t *testing.T) {
 		t.Fatalf("pin --tofu: exit %d %s", code, stderr)
 	}
 	if !strings.Contains(stderr, "WARNING: --tofu") || !strings.Contains(stdout, "tofu (trusted on first use") ||
-		!strings.Contains(stdout, "! delete_note") || !strings.Contains(stdout, "5 tools, 2 prompts, 1 resource templates") {
+		!strings.Contains(stdout, "! delete_note") || !strings.Contains(stdout, "5 tools, 2 prompts, 1 resource template,") {
 		t.Errorf("pin output:\n%s\n%s", stdout, stderr)
 	}
 	l, err := pin.Read(lock)
@@ -84,7 +84,7 @@ func TestPinTOFUAndVerifyPin(t *testing.T) {
 		}
 	})
 	t.Run("fail-on", func(t *testing.T) {
-		for failOn, want := range map[string]int{"drift": 1, "capability": 1, "never": 0} {
+		for failOn, want := range map[string]int{"drift": 1, "capability": 1, "never": 0, "any": 1, "none": 0} {
 			code, stdout, stderr := runCLI(t, "verify-pin", "--lock", lock, "--fail-on", failOn, "--format", "json", "--", server, "--mode", "rugpull")
 			if code != want {
 				t.Errorf("--fail-on %s: exit %d, want %d %s", failOn, code, want, stderr)
@@ -94,11 +94,11 @@ func TestPinTOFUAndVerifyPin(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := strings.Join(rules(r), ", ")
-			if got != "pin-tool-added run_command, pin-capability-added run_command, pin-tool-changed search_notes" || r.Failed != (want == 1) || r.FailOn != failOn {
+			if got != "pin-tool-added run_command, pin-capability-added run_command, pin-tool-changed search_notes, pin-hidden-characters search_notes" || r.Failed != (want == 1) || r.FailOn != strings.NewReplacer("any", "drift", "none", "never").Replace(failOn) {
 				t.Errorf("--fail-on %s: %+v", failOn, r)
 			}
 		}
-		if code, _, stderr := runCLI(t, "verify-pin", "--lock", lock, "--fail-on", "sometimes", "--", server); code != 2 || !strings.Contains(stderr, "want drift, capability or never") {
+		if code, _, stderr := runCLI(t, "verify-pin", "--lock", lock, "--fail-on", "sometimes", "--", server); code != 2 || !strings.Contains(stderr, "want drift (or any), capability or never (or none)") {
 			t.Errorf("bad --fail-on: exit %d %s", code, stderr)
 		}
 	})
@@ -110,7 +110,7 @@ func TestPinTOFUAndVerifyPin(t *testing.T) {
 			t.Fatalf("exit %d %s", code, stderr)
 		}
 		md, _ := os.ReadFile(summary)
-		for _, want := range []string{"# earlier step\n", "### mcpsign verify-pin: ❌ drift: 3 error(s)", "| error | `pin-capability-added` |", "```diff", `\u{200B}<IMPORTANT>`} {
+		for _, want := range []string{"# earlier step\n", "### mcpsign verify-pin: ❌ drift: 4 errors", "| error | `pin-hidden-characters` |", "| error | `pin-capability-added` |", "```diff", `\u{200B}<IMPORTANT>`} {
 			if !strings.Contains(string(md), want) {
 				t.Errorf("summary lacks %q:\n%s", want, md)
 			}
@@ -295,8 +295,12 @@ func TestDiffCommand(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"snapshots", []string{honest, rug}, 0, []string{"(snapshot)", `\u{200B}<IMPORTANT>\u{202E}`, "BREAKING new-capability", "1 added, 0 removed, 1 changed; 1 breaking change(s)"}},
+		{"snapshots", []string{honest, rug}, 0, []string{"(snapshot)", `\u{200B}<IMPORTANT>\u{202E}`, "BREAKING new-capability", "BREAKING hidden-characters: tool \"search_notes\": \"description\" gained hidden characters (U+200B, U+202C, U+202E)", "1 added, 0 removed, 1 changed; 2 breaking changes"}},
 		{"fail on breaking", []string{honest, rug, "--fail-on", "breaking"}, 1, []string{"BREAKING"}},
+		{"fail on capability", []string{honest, rug, "--fail-on", "capability"}, 1, []string{"BREAKING new-capability: new tool \"run_command\" has the exec capability"}},
+		{"fail on drift", []string{honest, rug, "--fail-on", "drift"}, 1, []string{"BREAKING"}},
+		{"never", []string{honest, rug, "--fail-on", "never"}, 0, []string{"BREAKING"}},
+		{"none is never", []string{honest, rug, "--fail-on", "none"}, 0, []string{"BREAKING"}},
 		{"fail on any, no change", []string{lock, server + " --mode honest", "--fail-on", "any"}, 0, []string{"(lock)", "(live)", "no differences"}},
 		{"reversed: removal is breaking", []string{rug, honest, "--fail-on", "breaking"}, 1, []string{"- tool \"run_command\": removed", "BREAKING removed-definition"}},
 		{"bundle side is unverified", []string{bundle, rug}, 0, []string{"(bundle)", "UNVERIFIED", "~ tool \"search_notes\": changed"}},

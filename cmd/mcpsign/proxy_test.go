@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -217,6 +218,27 @@ func TestDemo(t *testing.T) {
 	}
 }
 
+// TestDemoKeepTwice: a second 'demo --keep DIR' refuses to replace the
+// first one's files, unless --force, which leaves other files alone.
+func TestDemoKeepTwice(t *testing.T) {
+	env := map[string]string{envDemoServer: fixtures.BuildExampleServer(t)}
+	dir := filepath.Join(t.TempDir(), "demo")
+	if code, stdout, stderr := runWith(t, env, "demo", "--keep", dir); code != 0 {
+		t.Fatalf("first: exit %d\n%s%s", code, stdout, stderr)
+	}
+	mine := filepath.Join(dir, "mine.txt")
+	os.WriteFile(mine, []byte("mine"), 0o644)
+	if code, _, stderr := runWith(t, env, "demo", "--keep", dir); code != 2 || !strings.Contains(stderr, "--force") {
+		t.Errorf("second without --force: exit %d %s", code, stderr)
+	}
+	if code, stdout, stderr := runWith(t, env, "demo", "--keep", dir, "--force"); code != 0 || !strings.Contains(stdout, "Everything behaved as expected") {
+		t.Errorf("second with --force: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if b, _ := os.ReadFile(mine); string(b) != "mine" {
+		t.Error("--force touched a file that is not the demo's")
+	}
+}
+
 // TestExampleServerCommand: the hidden command serves the example server
 // over the command's stdio.
 func TestExampleServerCommand(t *testing.T) {
@@ -235,5 +257,51 @@ func TestExampleServerCommand(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "example-server", "--mode", "nonsense"); code != 2 || !strings.Contains(stderr, "unknown mode") {
 		t.Errorf("bad mode: exit %d, %q", code, stderr)
+	}
+}
+
+// TestProxySilentServer: a server that never answers initialize is not
+// waited for silently: after --check-timeout the client gets error -32001,
+// stderr says what was awaited, and the proxy exits 2 once the client
+// leaves.
+func TestProxySilentServer(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	lock := filepath.Join(t.TempDir(), "mcp.lock")
+	s := startCLI(t, nil, "proxy", "--lock", lock, "--tofu", "--check-timeout", "300ms", "--", sh, "-c", "cat >/dev/null")
+	go io.WriteString(s.in, `{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(s.out)
+		if sc.Scan() {
+			line <- sc.Text()
+		}
+		close(line)
+		io.Copy(io.Discard, s.out)
+	}()
+	var answer struct {
+		ID    int `json:"id"`
+		Error struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	select {
+	case l := <-line:
+		if err := json.Unmarshal([]byte(l), &answer); err != nil || answer.ID != 7 || answer.Error.Code != -32001 {
+			t.Errorf("answer to initialize: %q", l)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer to initialize")
+	}
+	if code := s.exit(t); code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+	if stderr := s.stderr.String(); !strings.Contains(stderr, "the server's answer to initialize") || !strings.Contains(stderr, "no answer within 300ms") {
+		t.Errorf("stderr does not say what was awaited: %s", stderr)
+	}
+	if _, err := os.Stat(lock); err == nil {
+		t.Error("a lock was written")
 	}
 }

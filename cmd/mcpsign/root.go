@@ -21,7 +21,11 @@ approves a server, then pins the approved digests so that any later change
 ("rug pull") is blocked.
 
 Exit codes: 0 success; 1 verification failed or drift found; 2 usage, input,
-I/O or connection error.`,
+I/O or connection error; 42 'mcpsign proxy' blocked a session whose
+definitions changed.
+
+'mcpsign version' (or --version) prints the version; docs/ describes every
+format and rule.`,
 		Example: `  # Digest the definitions of a server started over stdio
   mcpsign digest -- npx -y @modelcontextprotocol/server-everything
 
@@ -29,7 +33,9 @@ I/O or connection error.`,
   mcpsign snapshot -o server.snapshot.json -- ./my-server --stdio`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildVersion(),
 	}
+	root.SetVersionTemplate("mcpsign {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())
 	})

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -169,8 +168,9 @@ func newSignKeyCmd(a *app) *cobra.Command {
 4096 bits, in PEM: PKCS#8 (plain or encrypted with PBES2), SEC 1, PKCS#1, or a
 cosign key. 'mcpsign keygen' makes one. The password of an encrypted key comes
 from the environment variable named by --password-env, or is asked for at the
-terminal. Verifiers pin the public key; the bundle names it by its hint
-(base64 of the SHA-256 of the public key's DER).
+terminal. Verifiers pin the public key. mcpsign names a key by the SHA-256 of
+its DER SubjectPublicKeyInfo, as sha256:HEX (what 'keygen', 'sign' and
+'verify' print); the bundle carries the same digest in base64 as its key hint.
 
 By default nothing leaves the machine. --tlog-upload logs the signature in
 Rekor (--rekor-url, or the Rekor of --signing-config); --tsa-url (or the
@@ -179,9 +179,10 @@ cannot log an Ed25519 DSSE signature: use ECDSA or RSA with it.
 ` + signLongCommon,
 		Example: `  mcpsign keygen -o release
   mcpsign sign key --key release.key server.snapshot.json -o notes.sigstore.json
+  mcpsign trustroot fetch -o trusted_root.json   # cosign needs a trusted root with a bundle
   cosign verify-blob-attestation --new-bundle-format --bundle notes.sigstore.json \
-    --key release.pub --insecure-ignore-tlog --type https://mcpsign.dev/definitions/v1 \
-    --digest <a subject's sha256> --digestAlg sha256
+    --key release.pub --insecure-ignore-tlog --trusted-root trusted_root.json \
+    --type https://mcpsign.dev/definitions/v1 --digest <a subject's sha256> --digestAlg sha256
 
   # In CI, logged and timestamped
   MCPSIGN_KEY_PASSWORD=... mcpsign sign key --key release.key --password-env MCPSIGN_KEY_PASSWORD \
@@ -349,11 +350,11 @@ func runSign(cmd *cobra.Command, a *app, f *signFlags, args []string, mk func(co
 	if out == "" {
 		return fmt.Errorf("-o/--bundle is empty")
 	}
-	if !f.out.Force {
-		// Checked again when writing; this spares a log entry for nothing.
-		if _, err := os.Lstat(out); err == nil {
-			return fmt.Errorf("%s: %w (pass --force to replace it)", out, atomicfile.ErrExists)
-		}
+	// Before any network call (a log entry for nothing): the directory
+	// exists and is writable, the target is no directory, and it is new
+	// unless --force. Checked again when writing.
+	if err := atomicfile.Check(out, atomicfile.Options{Overwrite: f.out.Force}); err != nil {
+		return err
 	}
 	aopts, err := f.stmt.AttestOptions(a.getenv)
 	if err != nil {
@@ -414,7 +415,7 @@ func writeSignText(w io.Writer, path string, st *attest.Statement, res *sign.Res
 			fmt.Fprintf(tw, "  valid until\t%s\n", c.NotAfter.UTC().Format(time.RFC3339))
 		}
 	case sign.MethodKey:
-		fmt.Fprintf(tw, "  key hint\t%s\n", textsafe.Escape(id.KeyHint))
+		fmt.Fprintf(tw, "  key\t%s\n", textsafe.Escape(id.KeyID))
 	}
 	if len(res.TlogEntries) == 0 {
 		fmt.Fprintf(tw, "  tlog\tnone\n")
@@ -454,13 +455,14 @@ func shortID(id string) string {
 
 // signJSON is the stable JSON form of the sign command (docs/SIGNING.md).
 type signJSON struct {
-	Bundle     string          `json:"bundle"`
-	Method     sign.Method     `json:"method"`
-	Server     json.RawMessage `json:"server"`
-	Subjects   int             `json:"subjects"`
-	Identity   signIdentity    `json:"identity"`
-	Tlog       []signTlog      `json:"tlog"`
-	Timestamps []signTimestamp `json:"timestamps"`
+	ReportVersion int             `json:"reportVersion"`
+	Bundle        string          `json:"bundle"`
+	Method        sign.Method     `json:"method"`
+	Server        json.RawMessage `json:"server"`
+	Subjects      int             `json:"subjects"`
+	Identity      signIdentity    `json:"identity"`
+	Tlog          []signTlog      `json:"tlog"`
+	Timestamps    []signTimestamp `json:"timestamps"`
 }
 
 type signIdentity struct {
@@ -468,6 +470,7 @@ type signIdentity struct {
 	Issuer  string   `json:"issuer,omitempty"`
 	SANs    []string `json:"sans,omitempty"`
 	Subject string   `json:"subject,omitempty"`
+	KeyID   string   `json:"keyId,omitempty"`
 	KeyHint string   `json:"keyHint,omitempty"`
 }
 
@@ -488,13 +491,14 @@ type signTimestamp struct {
 func writeSignJSON(w io.Writer, path string, st *attest.Statement, res *sign.Result) error {
 	server, _ := json.Marshal(st.Predicate.Server)
 	out := signJSON{
-		Bundle: path, Method: res.Method, Server: server, Subjects: len(st.Subject),
+		ReportVersion: reportVersion,
+		Bundle:        path, Method: res.Method, Server: server, Subjects: len(st.Subject),
 		Identity: signIdentity{SAN: res.Identity.SAN, Issuer: res.Identity.Issuer},
 		Tlog:     []signTlog{}, Timestamps: []signTimestamp{},
 	}
 	switch res.Method {
 	case sign.MethodKey:
-		out.Identity = signIdentity{KeyHint: res.Identity.KeyHint}
+		out.Identity = signIdentity{KeyID: res.Identity.KeyID, KeyHint: res.Identity.KeyHint}
 	case sign.MethodCertificate:
 		out.Identity = signIdentity{SAN: res.Identity.SAN, SANs: res.Identity.SANs, Subject: res.Identity.Subject}
 	}

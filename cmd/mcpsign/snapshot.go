@@ -30,7 +30,8 @@ offline. The format is documented in docs/SNAPSHOT.md.
 The file is written atomically; an existing file is kept unless --force. When
 a definition cannot be digested the snapshot is still written (it is
 evidence), the culprits are listed, and the command exits 1.`,
-		Example: `  mcpsign snapshot -o example.snapshot.json -- ./mcpsign-example-server
+		Example: `  # The example server built into mcpsign
+  mcpsign snapshot -o example.snapshot.json -- mcpsign example-server
   mcpsign snapshot https://mcp.example.com/mcp -o remote.snapshot.json
   mcpsign digest example.snapshot.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -354,10 +354,11 @@ ended or not yet valid now. Text from the file and its certificates is escaped.
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
 				return enc.Encode(struct {
-					File   string `json:"file"`
-					SHA256 string `json:"sha256"`
+					ReportVersion int    `json:"reportVersion"`
+					File          string `json:"file"`
+					SHA256        string `json:"sha256"`
 					*trustroot.Description
-				}{args[0], trSHA256(data), d})
+				}{reportVersion, args[0], trSHA256(data), d})
 			}
 			return writeTrustrootText(a.stdout, args[0], data, d)
 		},

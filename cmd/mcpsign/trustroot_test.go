@@ -43,6 +43,12 @@ func TestTrustrootShow(t *testing.T) {
 		}
 	}
 
+	// An RFC 2253 escape is shown once, not doubled.
+	code, out, stderr = runCLI(t, "trustroot", "show", shareddata.Path(t, "real-bundles/trusted-roots/production_trusted_root.sigstore-go-old.json"))
+	if code != 0 || !strings.Contains(out, `root         CN=Internal Services Root,O=GitHub\, Inc.`+"\n") {
+		t.Errorf("DN escape: exit %d\n%s%s", code, out, stderr)
+	}
+
 	code, out, stderr = runCLI(t, "trustroot", "show", "--format", "json", path)
 	if code != 0 {
 		t.Fatalf("json: exit %d: %s", code, stderr)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
@@ -24,6 +26,10 @@ type verifyFlags struct {
 	trust options.TrustOptions
 	id    options.IdentityOptions
 	vo    options.VerifyOptions
+
+	// trustUsed is the Sigstore trusted material verifyPolicy loaded, for
+	// explaining a failure (explainFailure).
+	trustUsed root.TrustedMaterial
 }
 
 const verifyLongCommon = `
@@ -209,11 +215,41 @@ func verifyPolicy(cmd *cobra.Command, f *verifyFlags, m verify.Method, generic b
 			return nil, errors.New("--require-tlog=false: a keyless certificate always needs its transparency log entry")
 		}
 	}
+	// The identity first: a missing flag is named before a trusted root is
+	// looked for (which may go to the network).
+	if err := p.CheckIdentity(); err != nil {
+		return nil, identityFlagHint(m, err)
+	}
 	trust, err := verifyTrust(cmd.Context(), &f.trust, p)
 	if err != nil {
 		return nil, err
 	}
+	f.trustUsed = trust.Sigstore
 	return verify.New(trust, p)
+}
+
+// policyKey is the --key public key, nil without one or when it cannot be
+// read (verifyPolicy read it already).
+func (f *verifyFlags) policyKey() crypto.PublicKey {
+	k, err := f.id.PublicKey()
+	if err != nil || k == nil {
+		return nil
+	}
+	return k
+}
+
+// identityFlagHint names the flags that give what the policy lacks, as
+// cosign does.
+func identityFlagHint(m verify.Method, err error) error {
+	switch {
+	case errors.Is(err, verify.ErrNoIssuer):
+		return fmt.Errorf("missing --certificate-oidc-issuer (or --certificate-oidc-issuer-regexp): %w", err)
+	case errors.Is(err, verify.ErrNoIdentity) && m == verify.MethodCertificate:
+		return fmt.Errorf("missing --certificate-subject, --certificate-email, --certificate-uri, --certificate-dns or --certificate-identity (or --certificate-identity-regexp): %w", err)
+	case errors.Is(err, verify.ErrNoIdentity):
+		return fmt.Errorf("missing --certificate-identity (or --certificate-identity-regexp): %w", err)
+	}
+	return err
 }
 
 // verifyGCPercent is the garbage collector's GOGC while a verify command
@@ -271,6 +307,7 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 		return inputErr(err)
 	}
 	res, verr := v.Verify(cmd.Context(), bundleJSON, snap)
+	verr = explainFailure(verr, bundleJSON, f.policyKey(), f.trustUsed)
 	if verr == nil && f.vo.WriteLock != "" {
 		if err := writeVerifiedLock(cmd, f, snap, res); err != nil {
 			return err
@@ -290,6 +327,9 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 	return verifyExit(verr, !asJSON)
 }
 
+// bundleHint follows a bundle that cannot be read.
+const bundleHint = "pass --bundle with a Sigstore bundle v0.1-v0.3 JSON file, e.g. from 'mcpsign sign'"
+
 // verifyExit maps a verification error to the exit code: 1 for a failed
 // check, 2 for a bundle that is malformed, unsupported or too large (bad
 // input), or any other error. reported says the text report, which names
@@ -302,8 +342,10 @@ func verifyExit(err error, reported bool) error {
 	switch {
 	case !ok:
 		return err
+	case step == verify.StepBundle && reported:
+		return silentExit(exitError) // the report said it, with bundleHint
 	case step == verify.StepBundle:
-		return withCode(exitError, fmt.Errorf("%w (pass --bundle with a Sigstore bundle v0.1-v0.3 JSON file, e.g. from 'mcpsign sign')", err))
+		return withCode(exitError, fmt.Errorf("%w (%s)", err, bundleHint))
 	case reported:
 		return silentExit(exitFailed)
 	}
@@ -391,6 +433,7 @@ func runVerifyBundle(cmd *cobra.Command, a *app, f *verifyFlags, arg string) err
 	}
 	defer closeArt()
 	res, verr := v.VerifyBundle(cmd.Context(), bundleJSON, art)
+	verr = explainFailure(verr, bundleJSON, f.policyKey(), f.trustUsed)
 	if asJSON {
 		err = writeVerifyJSON(a.stdout, verify.NewReport(res, verr))
 	} else {

@@ -53,6 +53,9 @@ func writeVerifyText(w io.Writer, res *verify.Result, verr error) error {
 				msg = se.Err.Error()
 			}
 			fmt.Fprintf(w, "FAILED at step %s: %s\n", step, textsafe.EscapeKeepLayout(msg))
+			if step == verify.StepBundle {
+				fmt.Fprintf(w, "(%s)\n", bundleHint)
+			}
 		} else {
 			fmt.Fprintf(w, "FAILED: %s\n", textsafe.EscapeKeepLayout(msg))
 		}
@@ -139,14 +142,7 @@ func verifiedSummary(res *verify.Result) string {
 	for _, r := range res.Definitions {
 		n[r.Kind]++
 	}
-	plural := func(k int, one, many string) string {
-		if k == 1 {
-			return fmt.Sprintf("%d %s", k, one)
-		}
-		return fmt.Sprintf("%d %s", k, many)
-	}
-	s := plural(n[digest.KindTool], "tool", "tools") + ", " + plural(n[digest.KindPrompt], "prompt", "prompts") +
-		", " + plural(n[digest.KindResourceTemplate], "resource template", "resource templates")
+	s := digest.CountText(func(k digest.Kind) int { return n[k] })
 	if res.Instructions != nil {
 		s += " and the instructions"
 	}

@@ -33,8 +33,10 @@ is refused before the server is started).
 Drift rules (docs/DRIFT.md):
 
   errors  pin-tool-added, pin-tool-removed, pin-tool-changed (and the same for
-          prompt and resource-template), pin-capability-added (a tool gained
-          delete or exec), pin-instructions-changed, pin-lock-modified
+          prompt and resource-template), pin-capability-added (a tool has a
+          new delete or exec), pin-hidden-characters (a text gained
+          invisible, bidirectional-control or tag characters),
+          pin-instructions-changed, pin-lock-modified
   infos   pin-server-changed, pin-protocol-changed
 
 A changed definition is shown field by field: descriptions as text diffs,
@@ -42,7 +44,8 @@ schemas and annotations as indented-JSON diffs, with control, bidirectional
 and invisible characters escaped (a hidden instruction shows as \u{200B}…).
 
 --fail-on drift (the default) fails on any error; capability fails only when a
-tool gained delete or exec; never only reports. Under GitHub Actions
+tool has a new delete or exec, or a text gained hidden characters; never only
+reports (any and none, diff's words, are aliases of drift and never). Under GitHub Actions
 ($GITHUB_STEP_SUMMARY set) the report is also appended to the job summary as
 Markdown. --format json prints the stable report of docs/DRIFT.md.
 

@@ -192,13 +192,14 @@ func TestVerifyKeyCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"truncated bundle", []string{"verify", "key", snap, "--bundle", trunc, "--key", key}, "pass --bundle"},
+		{"truncated bundle, JSON", []string{"verify", "key", snap, "--bundle", trunc, "--key", key, "--format", "json"}, "pass --bundle"},
 		{"missing bundle", []string{"verify", "key", snap, "--bundle", filepath.Join(dir, "nope.json"), "--key", key}, "no such file"},
 		{"no bundle", []string{"verify", "key", snap, "--key", key}, "--bundle FILE is required"},
 		{"no key", []string{"verify", "key", snap, "--bundle", bundle}, "public key"},
 		{"key for sigstore", []string{"verify", snap, "--bundle", bundle, "--key", key}, "--key is for 'mcpsign verify key'"},
 		{"empty identity regexp", []string{"verify", "sigstore", snap, "--bundle", bundle, "--certificate-identity-regexp", "", "--certificate-oidc-issuer", "x"}, "--certificate-identity-regexp is empty"},
-		{"bad regexp", []string{"verify", "sigstore", snap, "--bundle", bundle, "--certificate-identity-regexp", "(", "--certificate-oidc-issuer", "x", "--trusted-root", filepath.Join(dir, "none.json")}, "trusted-root"},
+		{"bad regexp", []string{"verify", "sigstore", snap, "--bundle", bundle, "--certificate-identity-regexp", "(", "--certificate-oidc-issuer", "x", "--trusted-root", filepath.Join(dir, "none.json")}, "identity regexp: error parsing regexp"},
+		{"missing trusted root file", []string{"verify", "sigstore", snap, "--bundle", bundle, "--certificate-identity", "a", "--certificate-oidc-issuer", "x", "--trusted-root", filepath.Join(dir, "none.json")}, "--trusted-root"},
 		{"no trusted root offline", []string{"verify", snap, "--bundle", bundle, "--certificate-identity", "a", "--certificate-oidc-issuer", "b", "--offline", "--tuf-cache", t.TempDir()}, "--trusted-root FILE"},
 		{"require-tlog without a root", []string{"verify", "key", snap, "--bundle", bundle, "--key", key, "--require-tlog", "--offline", "--tuf-cache", t.TempDir()}, "--trusted-root FILE"},
 		{"missing source", []string{"verify", "key", filepath.Join(dir, "nope.json"), "--bundle", bundle, "--key", key}, "nope.json"},

@@ -15,16 +15,13 @@ func newVersionCmd(a *app) *cobra.Command {
 		Args:    cobra.NoArgs,
 		Example: "  mcpsign version",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			version, deps := "(devel)", map[string]string{}
+			deps := map[string]string{}
 			if bi, ok := debug.ReadBuildInfo(); ok {
-				if bi.Main.Version != "" {
-					version = bi.Main.Version
-				}
 				for _, d := range bi.Deps {
 					deps[d.Path] = d.Version
 				}
 			}
-			fmt.Fprintf(a.stdout, "mcpsign %s\n", version)
+			fmt.Fprintf(a.stdout, "mcpsign %s\n", buildVersion())
 			fmt.Fprintf(a.stdout, "  go          %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			for _, d := range []struct{ name, path string }{
 				{"sigstore-go", "github.com/sigstore/sigstore-go"},
@@ -38,4 +35,14 @@ func newVersionCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// buildVersion is the module version mcpsign was built from ("(devel)" when
+// the build recorded none): what 'mcpsign version' and 'mcpsign --version'
+// print first.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }

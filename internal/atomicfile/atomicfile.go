@@ -15,6 +15,55 @@ import (
 // not asked for.
 var ErrExists = errors.New("file exists")
 
+// ErrIsDirectory is returned by Check and Write when the target is a
+// directory.
+var ErrIsDirectory = errors.New("is a directory")
+
+// ErrNoDirectory is returned by Check when the directory of the target does
+// not exist or is not a directory.
+var ErrNoDirectory = errors.New("no such directory")
+
+// cause drops the file names of a path error (they may name the temporary
+// file, which means nothing to the reader) and keeps what went wrong.
+func cause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}
+
+// Check reports whether Write could write path with opts, before any costly
+// work that would be wasted if it could not (a transparency log entry): the
+// target is not a directory, it does not exist unless opts.Overwrite, and
+// its directory exists and a file can be created in it (a temporary file is
+// made and removed). Write checks everything again.
+func Check(path string, opts Options) error {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.IsDir() {
+			return fmt.Errorf("%s: %w", path, ErrIsDirectory)
+		}
+		if !opts.Overwrite {
+			return fmt.Errorf("%s: %w (pass --force to replace it)", path, ErrExists)
+		}
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s: %w %s", path, ErrNoDirectory, dir)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("%s: cannot write in %s: %w", path, dir, cause(err))
+	}
+	tmp.Close()
+	os.Remove(tmp.Name())
+	return nil
+}
+
 // Options control Write.
 type Options struct {
 	// Perm is the mode of a new file; 0 means 0644. Keys use 0600.
@@ -39,7 +88,7 @@ func Write(path string, data []byte, opts Options) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, cause(err))
 	}
 	defer func() {
 		if err != nil {
@@ -48,16 +97,16 @@ func Write(path string, data []byte, opts Options) (err error) {
 		}
 	}()
 	if err = tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, cause(err))
 	}
 	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, cause(err))
 	}
 	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, cause(err))
 	}
 	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, cause(err))
 	}
 	if !opts.Overwrite {
 		// Link fails if the target appeared meanwhile: no silent replace.
@@ -65,13 +114,13 @@ func Write(path string, data []byte, opts Options) (err error) {
 			if errors.Is(err, fs.ErrExist) {
 				err = fmt.Errorf("%s: %w (pass --force to replace it)", path, ErrExists)
 			} else {
-				err = fmt.Errorf("writing %s: %w", path, err)
+				err = fmt.Errorf("writing %s: %w", path, cause(err))
 			}
 			return err
 		}
 		os.Remove(tmp.Name())
 	} else if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, cause(err))
 	}
 	if d, derr := os.Open(dir); derr == nil {
 		d.Sync() // make the rename durable; best effort on filesystems that refuse

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -34,5 +35,44 @@ func TestWrite(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
 		t.Errorf("temporary files left behind: %v", entries)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	os.WriteFile(file, []byte("x"), 0o644)
+	ro := filepath.Join(dir, "ro")
+	os.Mkdir(ro, 0o555)
+	for _, tc := range []struct {
+		name string
+		path string
+		opts Options
+		want error // nil: no error
+	}{
+		{"new file", filepath.Join(dir, "new"), Options{}, nil},
+		{"existing", file, Options{}, ErrExists},
+		{"existing, overwrite", file, Options{Overwrite: true}, nil},
+		{"directory", dir, Options{Overwrite: true}, ErrIsDirectory},
+		{"missing directory", filepath.Join(dir, "nope", "x"), Options{}, ErrNoDirectory},
+		{"file as directory", filepath.Join(file, "x"), Options{}, ErrNoDirectory},
+		{"read-only directory", filepath.Join(ro, "x"), Options{}, os.ErrPermission},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.want == os.ErrPermission && os.Geteuid() == 0 {
+				t.Skip("root writes anywhere")
+			}
+			err := Check(tc.path, tc.opts)
+			if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
+				t.Fatalf("Check: %v, want %v", err, tc.want)
+			}
+		})
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("Check left files behind: %v", entries)
+	}
+	// Write's errors name the target, never the temporary file.
+	if err := Write(filepath.Join(dir, "nope", "x"), []byte("x"), Options{}); err == nil || strings.Contains(err.Error(), ".tmp-") {
+		t.Errorf("Write: %v", err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,8 +52,17 @@ type Options struct {
 	// Dir, when set, is where the files go, and they are kept; otherwise a
 	// temporary directory is made and removed at the end.
 	Dir string
+	// Force replaces the files of an earlier demo in Dir (demoFiles);
+	// without it an existing one is an error. Other files are left alone.
+	Force bool
 	// Timeout bounds the whole demo. Zero means a minute.
 	Timeout time.Duration
+}
+
+// demoFiles are the files a demo writes in its directory.
+var demoFiles = []string{
+	"publisher.key", "publisher.pub", "server.snapshot.json", "server.sigstore.json", "mcp.lock",
+	"calls-honest.log", "calls-rugpull.log", "calls-list-changed.log",
 }
 
 // ErrUnexpected is wrapped by the error of a demo in which something did
@@ -92,6 +102,12 @@ func Run(ctx context.Context, o Options) (err error) {
 		defer os.RemoveAll(d.dir)
 	} else if err := os.MkdirAll(d.dir, 0o755); err != nil {
 		return err
+	} else if o.Force {
+		for _, name := range demoFiles {
+			if err := os.Remove(d.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
 	}
 	start := time.Now()
 	d.printf("mcpsign demo: sign what an MCP server tells models, pin it, and watch the proxy\n")

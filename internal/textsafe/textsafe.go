@@ -103,3 +103,20 @@ func unsafeRune(r rune) bool {
 func Quote(s string) string {
 	return `"` + strings.ReplaceAll(Escape(s), `"`, `\"`) + `"`
 }
+
+// Hidden reports whether r is a character a reader cannot see but a model
+// reads: an invisible format character (Unicode category Cf, such as U+200B
+// and U+FEFF), a bidirectional control (U+061C, U+200E-U+200F,
+// U+202A-U+202E, U+2066-U+2069) or a tag character (U+E0000-U+E007F).
+// docs/DRIFT.md: text of a definition that gains one is a finding of its
+// own.
+func Hidden(r rune) bool {
+	switch {
+	case r == 0x061C, r == 0x200E, r == 0x200F,
+		r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+		return true
+	case r >= 0xE0000 && r <= 0xE007F:
+		return true
+	}
+	return unicode.Is(unicode.Cf, r)
+}

@@ -45,3 +45,14 @@ func FuzzEscape(f *testing.F) {
 		}
 	})
 }
+
+func TestHidden(t *testing.T) {
+	for r, want := range map[rune]bool{
+		0x200B: true, 0x202E: true, 0x2066: true, 0x061C: true, 0xFEFF: true, 0xE0041: true, 0x200D: true,
+		'a': false, ' ': false, '\n': false, 'é': false, 0x1F642: false, 0x00A0: false,
+	} {
+		if got := Hidden(r); got != want {
+			t.Errorf("Hidden(%U) = %v, want %v", r, got, want)
+		}
+	}
+}

@@ -36,7 +36,7 @@ type VerifyPinOptions struct {
 // AddFlags adds the verify-pin flags to fs.
 func (o *VerifyPinOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Lock, "lock", "", "lock file to check against (required)")
-	fs.StringVar(&o.FailOn, "fail-on", string(pin.FailOnDrift), "exit 1 on: drift (any error finding), capability (a tool gained delete or exec), never")
+	fs.StringVar(&o.FailOn, "fail-on", string(pin.FailOnDrift), "exit 1 on: drift (any error finding; alias any), capability (a tool gained delete or exec, or a text hidden characters), never (alias none)")
 }
 
 // DiffOptions are the flags of 'mcpsign diff' besides the source group.
@@ -47,7 +47,7 @@ type DiffOptions struct {
 
 // AddFlags adds the diff flags to fs.
 func (o *DiffOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.FailOn, "fail-on", string(pin.DiffFailOnNone), "exit 1 on: any (any difference), breaking (a breaking change), none")
+	fs.StringVar(&o.FailOn, "fail-on", string(pin.DiffFailOnNone), "exit 1 on: drift (any difference; alias any), breaking (a breaking change), capability (a tool gained delete or exec, or a text hidden characters), never (alias none)")
 	fs.StringVar(&o.Capabilities, "capabilities", "", "capabilities overrides (caps.json) applied to the tools of both sides, replacing a lock's own")
 }
 

@@ -17,6 +17,7 @@ type SourceOptions struct {
 	Timeout         time.Duration
 	Headers         []string
 	Verbose         bool
+	Quiet           bool
 	MaxMessageBytes int64
 	MaxListingBytes int64
 	ProtocolVersion string
@@ -26,7 +27,8 @@ type SourceOptions struct {
 func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Timeout, "timeout", source.DefaultTimeout, "time limit for listing a live server, from start to the last page")
 	fs.StringArrayVar(&o.Headers, "header", nil, "HTTP header 'Name: value' sent to a Streamable HTTP server, e.g. for auth (repeatable; values are never printed)")
-	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "show the stderr of a stdio server and the progress of the listing")
+	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "show the stderr of a stdio server and the progress of the listing, one line a step")
+	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "show no progress of a live listing at the terminal")
 	fs.Int64Var(&o.MaxMessageBytes, "max-message-bytes", source.DefaultMaxMessageBytes, "largest message accepted from a server")
 	fs.Int64Var(&o.MaxListingBytes, "max-listing-bytes", source.DefaultMaxListingBytes, "most bytes of a live listing, all pages of all kinds together")
 	fs.StringVar(&o.ProtocolVersion, "protocol-version", "", "force an MCP protocol version (default: try 2026-07-28 server/discover, then the initialize handshake)")
@@ -51,12 +53,15 @@ func (o *SourceOptions) Spec(cmd *cobra.Command, args []string) (source.Spec, er
 	return source.ParseSpec(arg, after)
 }
 
-// Options returns the source options; a live server's stderr and progress go
-// to stderr with --verbose.
-func (o *SourceOptions) Options(stderr io.Writer) (source.Options, error) {
+// Options returns the source options and a function to call once the
+// source was read. A live server's stderr and progress go to stderr with
+// --verbose, one line a step; else, when stderr is a terminal and not
+// --quiet, a spinner on stderr says what the listing waits for (progress.go).
+// Nothing of it ever goes to stdout.
+func (o *SourceOptions) Options(stderr io.Writer, stderrIsTerminal bool) (source.Options, func(), error) {
 	headers, err := source.ParseHeaders(o.Headers)
 	if err != nil {
-		return source.Options{}, err
+		return source.Options{}, nil, err
 	}
 	opts := source.Options{
 		Timeout:         o.Timeout,
@@ -65,7 +70,9 @@ func (o *SourceOptions) Options(stderr io.Writer) (source.Options, error) {
 		Headers:         headers,
 		ProtocolVersion: o.ProtocolVersion,
 	}
-	if o.Verbose {
+	done := func() {}
+	switch {
+	case o.Verbose:
 		opts.Stderr = stderr
 		opts.Progress = func(stage string, page int) {
 			if page > 0 {
@@ -74,6 +81,8 @@ func (o *SourceOptions) Options(stderr io.Writer) (source.Options, error) {
 				fmt.Fprintf(stderr, "mcpsign: %s\n", stage)
 			}
 		}
+	case stderrIsTerminal && !o.Quiet:
+		opts.Progress, done = TerminalProgress(stderr)
 	}
-	return opts, nil
+	return opts, done, nil
 }
