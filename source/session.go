@@ -69,102 +69,24 @@ func (s *session) run(ctx context.Context) (*digest.Snapshot, error) {
 	return snap, err
 }
 
-// handshake follows the go-sdk client: server/discover first (2026-07-28),
-// then the initialize handshake when the server does not speak it.
+// handshake opens the session (mcpwire.Handshake).
 func (s *session) handshake(ctx context.Context) (*mcpwire.Hello, error) {
-	want := s.o.ProtocolVersion
-	if want == "" || want == ProtocolModern {
-		h, err := s.discover(ctx)
-		if err == nil {
-			return h, nil
-		}
-		var fb *fallbackError
-		if !errors.As(err, &fb) {
-			return nil, err
-		}
-		if want == ProtocolModern {
-			return nil, fmt.Errorf("server/discover (protocol %s forced): %w", ProtocolModern, fb.err)
-		}
-		want = ProtocolLegacy
-	}
-	return s.initialize(ctx, want)
-}
-
-// fallbackError marks a server/discover failure after which the initialize
-// handshake is tried: the server answered with an error, or did not offer
-// the modern version.
-type fallbackError struct{ err error }
-
-func (e *fallbackError) Error() string { return e.err.Error() }
-func (e *fallbackError) Unwrap() error { return e.err }
-
-func (s *session) clientInfo() json.RawMessage {
-	b, _ := json.Marshal(map[string]string{"name": s.o.ClientName, "version": s.o.ClientVersion})
-	return b
-}
-
-// requestMeta is the SEP-2575 per-request _meta that go-sdk v1.8.0 sends
-// (client.go injectRequestMeta): protocol version, client info, and client
-// capabilities.
-func (s *session) requestMeta(version string) json.RawMessage {
-	b, _ := json.Marshal(map[string]json.RawMessage{
-		mcp.MetaKeyClientInfo:         s.clientInfo(),
-		mcp.MetaKeyClientCapabilities: s.o.ClientCapabilities,
+	info, _ := json.Marshal(map[string]string{"name": s.o.ClientName, "version": s.o.ClientVersion})
+	return mcpwire.Handshake(ctx, s, mcpwire.HandshakeOptions{
+		ProtocolVersion:    s.o.ProtocolVersion,
+		ClientInfo:         info,
+		ClientCapabilities: s.o.ClientCapabilities,
+		Rejected: func(err error) bool {
+			var rej *rejectedError
+			return errors.As(err, &rej)
+		},
+		Negotiated: s.negotiated,
 	})
-	meta, _ := mcpwire.RequestMeta(b, version, nil)
-	return meta
 }
 
-func (s *session) discover(ctx context.Context) (*mcpwire.Hello, error) {
-	meta := s.requestMeta(ProtocolModern)
-	params, _ := json.Marshal(map[string]json.RawMessage{"_meta": meta})
-	raw, err := s.Call(ctx, mcpwire.MethodDiscover, params)
-	if err != nil {
-		var rpc *RPCError
-		var rej *rejectedError
-		if errors.As(err, &rpc) || errors.As(err, &rej) {
-			// go-sdk falls back to initialize on any error answer; an
-			// UnsupportedProtocolVersion error naming a newer modern
-			// version would be retried there, but this package speaks only
-			// one modern version, so it falls back as well.
-			return nil, &fallbackError{err}
-		}
-		return nil, err
-	}
-	h, ok, err := mcpwire.ParseDiscover(raw, meta, nil)
-	if err != nil {
-		return nil, err
-	}
-	if !ok || h.ProtocolVersion != ProtocolModern {
-		return nil, &fallbackError{fmt.Errorf("server/discover offers no protocol version %s", ProtocolModern)}
-	}
-	return h, nil
-}
-
-func (s *session) initialize(ctx context.Context, version string) (*mcpwire.Hello, error) {
-	params, _ := json.Marshal(map[string]any{
-		"protocolVersion": version,
-		"capabilities":    s.o.ClientCapabilities,
-		"clientInfo":      s.clientInfo(),
-	})
-	raw, err := s.Call(ctx, mcpwire.MethodInitialize, params)
-	if err != nil {
-		return nil, err
-	}
-	h, err := mcpwire.ParseInitialize(raw)
-	if err != nil {
-		return nil, err
-	}
-	if !isLegacy(h.ProtocolVersion) {
-		return nil, fmt.Errorf("%w: server chose protocol version %s, which the initialize handshake does not support", ErrProtocol, shorten(h.ProtocolVersion, 64))
-	}
-	if s.negotiated != nil {
-		s.negotiated(h.ProtocolVersion)
-	}
-	if err := s.send(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
-		return nil, err
-	}
-	return h, nil
+// Notify implements mcpwire.Client.
+func (s *session) Notify(ctx context.Context, method string) error {
+	return s.send(ctx, []byte(`{"jsonrpc":"2.0","method":`+strconv.Quote(method)+`}`))
 }
 
 // Call implements mcpwire.Caller: it sends one request and waits for its

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -46,14 +45,12 @@ const (
 	ProtocolModern = "2026-07-28"
 	// ProtocolLegacy is the newest version of the initialize handshake
 	// generation, the one sent when falling back from server/discover.
-	ProtocolLegacy = "2025-11-25"
+	ProtocolLegacy = mcpwire.ProtocolLegacy
 )
 
 // legacyVersions are the initialize-handshake versions a server may answer
 // with, newest first (the same set go-sdk v1.8.0 accepts).
-func legacyVersions() []string {
-	return []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
-}
+func legacyVersions() []string { return mcpwire.LegacyVersions() }
 
 // Options tunes how a [Spec] is loaded. The zero value is ready to use.
 type Options struct {
@@ -166,9 +163,7 @@ func (o *Options) validate() error {
 	return validateHeaders(o.Headers)
 }
 
-func isLegacy(v string) bool {
-	return slices.Contains(legacyVersions(), v)
-}
+func isLegacy(v string) bool { return mcpwire.IsLegacy(v) }
 
 // Spec says where a snapshot comes from. Exactly one field is set; build it
 // with [ParseSpec], or directly.
