@@ -96,6 +96,9 @@ var (
 	ErrPayloadType = errors.New("wrong DSSE payload type")
 	// ErrClaimMismatch: a predicate claim disagrees with the certificate.
 	ErrClaimMismatch = errors.New("predicate claim contradicts the certificate")
+	// ErrPackageMismatch: the statement does not bind a package artifact
+	// the policy requires.
+	ErrPackageMismatch = errors.New("the statement does not bind the required package")
 	// ErrMismatch: the observed definitions differ from the signed ones.
 	ErrMismatch = errors.New("the server's definitions do not match the signed statement")
 )

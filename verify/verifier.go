@@ -205,8 +205,12 @@ func (v *Verifier) Verify(ctx context.Context, bundleJSON []byte, snap *digest.S
 	res.Statement = st
 	res.Server = st.Predicate.Server
 	res.ProtocolVersion = st.Predicate.ProtocolVersion
+	res.CertificateSource = vouchedSource(res.Certificate, v.policy.Method == MethodSigstore)
 	res.Claims, err = checkClaims(st, res.Certificate, v.policy.Method == MethodSigstore)
 	if err != nil {
+		return res, &StepError{Step: StepStatement, Err: err}
+	}
+	if err := checkPackages(st, v.policy.Packages, res.Claims); err != nil {
 		return res, &StepError{Step: StepStatement, Err: err}
 	}
 	// Match: every name and digest, both ways, and the instructions.
