@@ -16,6 +16,7 @@ import (
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	sigsign "github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore-go/pkg/verify"
@@ -45,6 +46,12 @@ var (
 	ErrConfig = errors.New("signing configuration")
 	// ErrSelfCheck: the new bundle did not verify; it is not returned.
 	ErrSelfCheck = errors.New("the new bundle does not verify")
+	// ErrClaimMismatch: the statement's source claims contradict the
+	// Fulcio certificate just issued (every verifier would refuse the
+	// bundle); nothing was timestamped or logged. It wraps the
+	// *attest.SourceMismatchError naming the claim and the certificate's
+	// value.
+	ErrClaimMismatch = errors.New("the statement's source claim contradicts the signing certificate")
 )
 
 // Service names, as used in ServiceError and Timings.
@@ -211,7 +218,7 @@ func Sign(ctx context.Context, payload []byte, opts Options) (*Result, error) {
 			inner: sigsign.NewFulcio(&sigsign.FulcioOptions{
 				BaseURL: s.fulcioURL, Timeout: opts.Timeout, Retries: opts.Retries, Transport: timing.forService(false),
 			}),
-			url: s.fulcioURL, tracker: tr,
+			url: s.fulcioURL, tracker: tr, source: st.Predicate.Source,
 		}
 		bopts.CertificateProviderOptions = &sigsign.CertificateProviderOptions{IDToken: s.token.Raw()}
 	}
@@ -510,7 +517,7 @@ type stageTracker struct {
 // a timestamp authority (the only service sigstore-go calls directly).
 func (t *stageTracker) classify(err error, opts Options) error {
 	var se *ServiceError
-	if errors.As(err, &se) {
+	if errors.As(err, &se) || errors.Is(err, ErrClaimMismatch) {
 		return err
 	}
 	t.mu.Lock()
@@ -522,11 +529,15 @@ func (t *stageTracker) classify(err error, opts Options) error {
 	return fmt.Errorf("signing: %w", err)
 }
 
-// fulcioProvider names and times Fulcio.
+// fulcioProvider names and times Fulcio, and checks the statement's source
+// claims against the certificate it issues before sigstore-go goes on to
+// the timestamp authorities and the logs.
 type fulcioProvider struct {
 	inner   sigsign.CertificateProvider
 	url     string
 	tracker *stageTracker
+	// source is the statement's source claim (nil: none).
+	source *attest.Source
 }
 
 func (f *fulcioProvider) GetCertificate(ctx context.Context, kp sigsign.Keypair, o *sigsign.CertificateProviderOptions) ([]byte, error) {
@@ -539,7 +550,34 @@ func (f *fulcioProvider) GetCertificate(ctx context.Context, kp sigsign.Keypair,
 	if err != nil {
 		return nil, &ServiceError{Service: ServiceFulcio, URL: f.url, Err: err}
 	}
+	if err := checkSourceClaims(der, f.source); err != nil {
+		return nil, err
+	}
 	return der, nil
+}
+
+// checkSourceClaims compares the statement's source claims with the Fulcio
+// source extensions (1.3.6.1.4.1.57264.1.12–.14) of the certificate der,
+// as every verifier will (docs/SIGNING.md): a contradiction wraps
+// ErrClaimMismatch and attest.ErrSourceMismatch.
+func checkSourceClaims(der []byte, claimed *attest.Source) error {
+	if claimed == nil {
+		return nil
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		return fmt.Errorf("%w: reading the certificate: %w", ErrSelfCheck, err)
+	}
+	sum, err := certificate.SummarizeCertificate(c)
+	if err != nil {
+		return fmt.Errorf("%w: reading the certificate's extensions: %w", ErrSelfCheck, err)
+	}
+	e := sum.Extensions
+	vouched := &attest.Source{Repository: e.SourceRepositoryURI, Commit: e.SourceRepositoryDigest, Ref: e.SourceRepositoryRef}
+	if err := attest.CheckSource(claimed, vouched); err != nil {
+		return fmt.Errorf("%w: %w; nothing was timestamped, logged or written: correct or drop the claim", ErrClaimMismatch, err)
+	}
+	return nil
 }
 
 // rekorLog names and times a transparency log.

@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -374,6 +375,9 @@ func runSign(cmd *cobra.Command, a *app, f *signFlags, args []string, mk func(co
 	}
 	opts.Retries = sign.DefaultRetries
 	res, err := sign.Sign(ctx, payload, opts)
+	if errors.Is(err, sign.ErrClaimMismatch) {
+		return fmt.Errorf("%w (the claims come from --source-repository, --source-commit and --source-ref, in GitHub Actions by default from GITHUB_REPOSITORY, GITHUB_SHA and GITHUB_REF)", err)
+	}
 	if err != nil {
 		return err
 	}
