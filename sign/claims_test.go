@@ -168,3 +168,36 @@ func TestSourceClaimsCheckedAtFulcio(t *testing.T) {
 		})
 	}
 }
+
+func TestCertificateSource(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(exts ...pkix.Extension) *x509.Certificate {
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), ExtraExtensions: exts}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := x509.ParseCertificate(der)
+		return c
+	}
+	utf8 := func(n int, v string) pkix.Extension {
+		b, _ := asn1.MarshalWithParams(v, "utf8")
+		return pkix.Extension{Id: asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 1, n}, Value: b}
+	}
+	if s, err := certificateSource(mk()); s != nil || err != nil {
+		t.Errorf("no extensions: %+v %v", s, err)
+	}
+	got, err := certificateSource(mk(utf8(13, "abc"), utf8(14, "refs/heads/main")))
+	if err != nil || got == nil || *got != (attest.Source{Commit: "abc", Ref: "refs/heads/main"}) {
+		t.Errorf("got %+v", got)
+	}
+	if err := checkSourceClaims(mk(utf8(13, "abc")).Raw, &attest.Source{Commit: "abd"}); !errors.Is(err, ErrClaimMismatch) {
+		t.Errorf("mismatch: %v", err)
+	}
+	if err := checkSourceClaims(mk(utf8(13, "abc")).Raw, &attest.Source{Commit: "abc", Ref: "refs/x"}); err != nil {
+		t.Errorf("agreeing: %v", err)
+	}
+}

@@ -155,6 +155,10 @@ type Identity struct {
 	KeyHint string
 	// Certificate is the signing certificate (sigstore, certificate).
 	Certificate *x509.Certificate
+	// Source is the source repository, commit and ref the Fulcio
+	// certificate's extensions vouch for (sigstore; nil when it has none).
+	// The statement's source claims agree with it: Sign checked them.
+	Source *attest.Source
 }
 
 // TlogEntry is a transparency log entry of the bundle.
@@ -414,6 +418,11 @@ func describe(nb *bundle.Bundle, vr *verify.VerificationResult, bundleJSON []byt
 			res.Identity.SAN = res.Identity.SANs[0]
 		}
 	}
+	if _, keyless := s.(*SigstoreSigner); keyless && res.Identity.Certificate != nil {
+		if res.Identity.Source, err = certificateSource(res.Identity.Certificate); err != nil {
+			return nil, fmt.Errorf("%w: reading the certificate's extensions: %w", ErrSelfCheck, err)
+		}
+	}
 	if pk := vc.PublicKey(); pk != nil {
 		res.Identity.KeyHint = string(pk.Hint())
 	}
@@ -568,12 +577,10 @@ func checkSourceClaims(der []byte, claimed *attest.Source) error {
 	if err != nil {
 		return fmt.Errorf("%w: reading the certificate: %w", ErrSelfCheck, err)
 	}
-	sum, err := certificate.SummarizeCertificate(c)
+	vouched, err := certificateSource(c)
 	if err != nil {
 		return fmt.Errorf("%w: reading the certificate's extensions: %w", ErrSelfCheck, err)
 	}
-	e := sum.Extensions
-	vouched := &attest.Source{Repository: e.SourceRepositoryURI, Commit: e.SourceRepositoryDigest, Ref: e.SourceRepositoryRef}
 	if err := attest.CheckSource(claimed, vouched); err != nil {
 		return fmt.Errorf("%w: %w; nothing was timestamped, logged or written: correct or drop the claim", ErrClaimMismatch, err)
 	}
@@ -646,3 +653,17 @@ func (t *timingTransport) forService(timed bool) http.RoundTripper {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// certificateSource returns what the Fulcio source extensions of c vouch
+// for, nil when it has none.
+func certificateSource(c *x509.Certificate) (*attest.Source, error) {
+	e, err := certificate.ParseExtensions(c.Extensions)
+	if err != nil {
+		return nil, err
+	}
+	src := attest.Source{Repository: e.SourceRepositoryURI, Commit: e.SourceRepositoryDigest, Ref: e.SourceRepositoryRef}
+	if src == (attest.Source{}) {
+		return nil, nil
+	}
+	return &src, nil
+}

@@ -406,6 +406,7 @@ func writeSignText(w io.Writer, path string, st *attest.Statement, res *sign.Res
 	case sign.MethodSigstore:
 		fmt.Fprintf(tw, "  signer\t%s\n", textsafe.Quote(id.SAN))
 		fmt.Fprintf(tw, "  issuer\t%s\n", textsafe.Quote(id.Issuer))
+		writeSignSource(tw, st.Predicate.Source, id.Source)
 	case sign.MethodCertificate:
 		// DNs in quotes but not re-escaped: the text between the quotes is
 		// what --certificate-subject takes.
@@ -473,6 +474,28 @@ type signIdentity struct {
 	SANs    []string `json:"sans,omitempty"`
 	Subject string   `json:"subject,omitempty"`
 	KeyHint string   `json:"keyHint,omitempty"`
+	// Source is what the Fulcio certificate's source extensions vouch for.
+	Source *attest.Source `json:"source,omitempty"`
+}
+
+// writeSignSource writes the source the certificate vouches for, each
+// field with whether the statement claims it (a contradiction never gets
+// here: sign.Sign refuses it).
+func writeSignSource(w io.Writer, claimed, vouched *attest.Source) {
+	if vouched == nil {
+		return
+	}
+	for _, f := range attest.SourceFields() {
+		v := f.Get(vouched)
+		if v == "" {
+			continue
+		}
+		note := "the statement does not claim it"
+		if claimed != nil && f.Get(claimed) == v {
+			note = "the statement's claim agrees"
+		}
+		fmt.Fprintf(w, "  certificate %s\t%s (%s)\n", f.Claim, textsafe.Quote(v), note)
+	}
 }
 
 type signTlog struct {
@@ -493,7 +516,7 @@ func writeSignJSON(w io.Writer, path string, st *attest.Statement, res *sign.Res
 	server, _ := json.Marshal(st.Predicate.Server)
 	out := signJSON{
 		Bundle: path, Method: res.Method, Server: server, Subjects: len(st.Subject),
-		Identity: signIdentity{SAN: res.Identity.SAN, Issuer: res.Identity.Issuer},
+		Identity: signIdentity{SAN: res.Identity.SAN, Issuer: res.Identity.Issuer, Source: res.Identity.Source},
 		Tlog:     []signTlog{}, Timestamps: []signTimestamp{},
 	}
 	switch res.Method {
