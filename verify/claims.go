@@ -132,7 +132,7 @@ func checkPackages(st *attest.Statement, reqs []PackageRequirement, claims []Cla
 			}
 		}
 		if found < 0 {
-			return fmt.Errorf("%w: the artifact %s has digest %s; the statement binds %s",
+			return fmt.Errorf("%w: the artifact %s is %s; the statement binds %s",
 				ErrPackageMismatch, r.Name, digestList(r.Digests), boundList(st.Predicate.Package))
 		}
 		name := fmt.Sprintf("package[%d].purl", found)
