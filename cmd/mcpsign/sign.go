@@ -114,8 +114,9 @@ else from the public-good Sigstore through TUF; the bundle is verified against
   mcpsign sign -- node server.js --stdio
 
   # In GitHub Actions (permissions: id-token: write)
+  # (the package entry, purl and sha512, read from npm pack's tarball)
   mcpsign sign sigstore server.snapshot.json -o notes.sigstore.json \
-    --package-purl pkg:npm/%40acme/notes-mcp@1.2.0
+    --package acme-notes-mcp-1.2.0.tgz
 
   # A private Sigstore deployment
   mcpsign sign sigstore server.snapshot.json --signing-config signing_config.json \
