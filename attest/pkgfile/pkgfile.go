@@ -40,8 +40,9 @@ const (
 	// (npm tarball, sdist) or the sum of the declared sizes of a zip's
 	// entries that are read.
 	MaxUnpackedBytes = 1 << 30
-	// MaxEntries bounds an archive's entries.
-	MaxEntries = 100_000
+	// MaxEntries bounds an archive's entries (a zip's are counted from its
+	// end of central directory record, before the directory is read).
+	MaxEntries = 65_000
 	// MaxManifestBytes bounds package.json, METADATA, PKG-INFO and
 	// manifest.json.
 	MaxManifestBytes = 1 << 20
@@ -341,9 +342,9 @@ func parseWheel(name string, data []byte) (*Artifact, error) {
 	if !pyNameRe.MatchString(dist) || !versionRe.MatchString(version) {
 		return nil, fail("wheel file name %s: not a distribution name and version", textsafe.Quote(name))
 	}
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	zr, err := openZip(data)
 	if err != nil {
-		return nil, fail("not a zip archive: %v", err)
+		return nil, err
 	}
 	meta, err := zipFile(zr, dist+"-"+version+".dist-info/METADATA")
 	if err != nil {
@@ -412,6 +413,36 @@ func checkCoreMetadata(what string, meta []byte, dist, version string) error {
 	return nil
 }
 
+// openZip opens a zip archive after reading the entry count of its end of
+// central directory record (the last one, as archive/zip finds it), so that
+// a directory of millions of entries is refused before it is read.
+func openZip(data []byte) (*zip.Reader, error) {
+	const eocdLen = 22
+	start := max(0, len(data)-eocdLen-0xFFFF)
+	var rec []byte
+	// archive/zip takes the last signature whose comment fits in the file.
+	for end := len(data); ; {
+		i := bytes.LastIndex(data[start:end], []byte("PK\x05\x06"))
+		if i < 0 {
+			return nil, fail("not a zip archive: no end of central directory record")
+		}
+		p := start + i
+		if p+eocdLen <= len(data) && p+eocdLen+(int(data[p+20])|int(data[p+21])<<8) <= len(data) {
+			rec = data[p:]
+			break
+		}
+		end = p
+	}
+	if n := int(rec[10]) | int(rec[11])<<8; n > MaxEntries {
+		return nil, fmt.Errorf("%w: %d entries, at most %d", ErrTooLarge, n, MaxEntries)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, fail("not a zip archive: %v", err)
+	}
+	return zr, nil
+}
+
 // zipFile checks every entry name of a zip and the bounds, and returns the
 // content of its one file named want.
 func zipFile(zr *zip.Reader, want string) ([]byte, error) {
@@ -460,9 +491,9 @@ func zipFile(zr *zip.Reader, want string) ([]byte, error) {
 var mcpbNameRe = regexp.MustCompile(`^[A-Za-z0-9@][A-Za-z0-9@._/-]{0,213}$`)
 
 func parseMCPB(data []byte) (*Artifact, error) {
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	zr, err := openZip(data)
 	if err != nil {
-		return nil, fail("not a zip archive: %v", err)
+		return nil, err
 	}
 	mf, err := zipFile(zr, "manifest.json")
 	if err != nil {

@@ -252,3 +252,32 @@ func TestNPMPack(t *testing.T) {
 		t.Errorf("integrity %s not in npm pack's output:\n%s", a.Integrity(), out)
 	}
 }
+
+// TestZipEntryBound: a zip announcing more entries than MaxEntries is
+// refused from its end of central directory record, before the directory
+// is read.
+func TestZipEntryBound(t *testing.T) {
+	var files []entry
+	for i := 0; i < 3; i++ {
+		files = append(files, entry{name: "f" + string(rune('a'+i))})
+	}
+	z := makeZip(t, files...)
+	// The record is the last 22 bytes (no comment); its total count is at
+	// offset 10.
+	forged := append([]byte{}, z...)
+	forged[len(forged)-12], forged[len(forged)-11] = 0xFF, 0xFF
+	if _, err := Parse("n.mcpb", forged); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("count 65535: %v", err)
+	}
+	n := MaxEntries + 1
+	forged[len(forged)-12], forged[len(forged)-11] = byte(n), byte(n>>8)
+	if _, err := Parse("n.mcpb", forged); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("count %d: %v", n, err)
+	}
+	if _, err := Parse("n.mcpb", z); !errors.Is(err, ErrArtifact) || !strings.Contains(err.Error(), "manifest.json") {
+		t.Errorf("3 entries: %v", err)
+	}
+	if _, err := Parse("n.mcpb", []byte("PK\x05\x06")); !errors.Is(err, ErrArtifact) {
+		t.Errorf("truncated record: %v", err)
+	}
+}
