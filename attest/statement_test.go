@@ -360,3 +360,34 @@ func TestParseStrictMembers(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckSource(t *testing.T) {
+	cert := &Source{Repository: "https://github.com/a/b", Commit: "c1", Ref: "refs/tags/v1"}
+	for _, tc := range []struct {
+		name    string
+		claimed *Source
+		field   string // "" means agree
+	}{
+		{"equal", &Source{Repository: "https://github.com/a/b", Commit: "c1", Ref: "refs/tags/v1"}, ""},
+		{"subset", &Source{Commit: "c1"}, ""},
+		{"nil", nil, ""},
+		{"commit", &Source{Repository: "https://github.com/a/b", Commit: "c2"}, "source.commit"},
+		{"repository first", &Source{Repository: "https://github.com/a/c", Commit: "c2"}, "source.repository"},
+		{"ref", &Source{Ref: "refs/heads/main"}, "source.ref"},
+	} {
+		err := CheckSource(tc.claimed, cert)
+		var me *SourceMismatchError
+		if tc.field == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		if !errors.As(err, &me) || !errors.Is(err, ErrSourceMismatch) || me.Field.Claim != tc.field {
+			t.Errorf("%s: %v; want a mismatch of %s", tc.name, err, tc.field)
+		}
+	}
+	if err := CheckSource(&Source{Commit: "x"}, &Source{}); err != nil {
+		t.Errorf("a field the certificate lacks is compared: %v", err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	sigsign "github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore-go/pkg/verify"
@@ -47,6 +48,12 @@ var (
 	ErrConfig = errors.New("signing configuration")
 	// ErrSelfCheck: the new bundle did not verify; it is not returned.
 	ErrSelfCheck = errors.New("the new bundle does not verify")
+	// ErrClaimMismatch: the statement's source claims contradict the
+	// Fulcio certificate just issued (every verifier would refuse the
+	// bundle); nothing was timestamped or logged. It wraps the
+	// *attest.SourceMismatchError naming the claim and the certificate's
+	// value.
+	ErrClaimMismatch = errors.New("the statement's source claim contradicts the signing certificate")
 )
 
 // Service names, as used in ServiceError and Timings.
@@ -154,6 +161,10 @@ type Identity struct {
 	KeyID string
 	// Certificate is the signing certificate (sigstore, certificate).
 	Certificate *x509.Certificate
+	// Source is the source repository, commit and ref the Fulcio
+	// certificate's extensions vouch for (sigstore; nil when it has none).
+	// The statement's source claims agree with it: Sign checked them.
+	Source *attest.Source
 }
 
 // TlogEntry is a transparency log entry of the bundle.
@@ -217,7 +228,7 @@ func Sign(ctx context.Context, payload []byte, opts Options) (*Result, error) {
 			inner: sigsign.NewFulcio(&sigsign.FulcioOptions{
 				BaseURL: s.fulcioURL, Timeout: opts.Timeout, Retries: opts.Retries, Transport: timing.forService(false),
 			}),
-			url: s.fulcioURL, tracker: tr,
+			url: s.fulcioURL, tracker: tr, source: st.Predicate.Source,
 		}
 		bopts.CertificateProviderOptions = &sigsign.CertificateProviderOptions{IDToken: s.token.Raw()}
 	}
@@ -413,6 +424,11 @@ func describe(nb *bundle.Bundle, vr *verify.VerificationResult, bundleJSON []byt
 			res.Identity.SAN = res.Identity.SANs[0]
 		}
 	}
+	if _, keyless := s.(*SigstoreSigner); keyless && res.Identity.Certificate != nil {
+		if res.Identity.Source, err = certificateSource(res.Identity.Certificate); err != nil {
+			return nil, fmt.Errorf("%w: reading the certificate's extensions: %w", ErrSelfCheck, err)
+		}
+	}
 	if pk := vc.PublicKey(); pk != nil {
 		res.Identity.KeyHint = string(pk.Hint())
 		if raw, err := base64.StdEncoding.DecodeString(res.Identity.KeyHint); err == nil && len(raw) == sha256.Size {
@@ -519,7 +535,7 @@ type stageTracker struct {
 // a timestamp authority (the only service sigstore-go calls directly).
 func (t *stageTracker) classify(err error, opts Options) error {
 	var se *ServiceError
-	if errors.As(err, &se) {
+	if errors.As(err, &se) || errors.Is(err, ErrClaimMismatch) {
 		return err
 	}
 	t.mu.Lock()
@@ -531,11 +547,15 @@ func (t *stageTracker) classify(err error, opts Options) error {
 	return fmt.Errorf("signing: %w", err)
 }
 
-// fulcioProvider names and times Fulcio.
+// fulcioProvider names and times Fulcio, and checks the statement's source
+// claims against the certificate it issues before sigstore-go goes on to
+// the timestamp authorities and the logs.
 type fulcioProvider struct {
 	inner   sigsign.CertificateProvider
 	url     string
 	tracker *stageTracker
+	// source is the statement's source claim (nil: none).
+	source *attest.Source
 }
 
 func (f *fulcioProvider) GetCertificate(ctx context.Context, kp sigsign.Keypair, o *sigsign.CertificateProviderOptions) ([]byte, error) {
@@ -548,7 +568,32 @@ func (f *fulcioProvider) GetCertificate(ctx context.Context, kp sigsign.Keypair,
 	if err != nil {
 		return nil, &ServiceError{Service: ServiceFulcio, URL: f.url, Err: err}
 	}
+	if err := checkSourceClaims(der, f.source); err != nil {
+		return nil, err
+	}
 	return der, nil
+}
+
+// checkSourceClaims compares the statement's source claims with the Fulcio
+// source extensions (1.3.6.1.4.1.57264.1.12–.14) of the certificate der,
+// as every verifier will (docs/SIGNING.md): a contradiction wraps
+// ErrClaimMismatch and attest.ErrSourceMismatch.
+func checkSourceClaims(der []byte, claimed *attest.Source) error {
+	if claimed == nil {
+		return nil
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		return fmt.Errorf("%w: reading the certificate: %w", ErrSelfCheck, err)
+	}
+	vouched, err := certificateSource(c)
+	if err != nil {
+		return fmt.Errorf("%w: reading the certificate's extensions: %w", ErrSelfCheck, err)
+	}
+	if err := attest.CheckSource(claimed, vouched); err != nil {
+		return fmt.Errorf("%w: %w; nothing was timestamped, logged or written: correct or drop the claim", ErrClaimMismatch, err)
+	}
+	return nil
 }
 
 // rekorLog names and times a transparency log.
@@ -617,3 +662,17 @@ func (t *timingTransport) forService(timed bool) http.RoundTripper {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// certificateSource returns what the Fulcio source extensions of c vouch
+// for, nil when it has none.
+func certificateSource(c *x509.Certificate) (*attest.Source, error) {
+	e, err := certificate.ParseExtensions(c.Extensions)
+	if err != nil {
+		return nil, err
+	}
+	src := attest.Source{Repository: e.SourceRepositoryURI, Commit: e.SourceRepositoryDigest, Ref: e.SourceRepositoryRef}
+	if src == (attest.Source{}) {
+		return nil, nil
+	}
+	return &src, nil
+}

@@ -2,22 +2,25 @@ package verify
 
 import (
 	"fmt"
-	"strconv"
+	"sort"
+	"strings"
 
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 
 	"github.com/mcpsign/mcpsign/attest"
 )
 
-// ClaimStatus says whether the signing certificate vouches for a predicate
-// claim.
+// ClaimStatus says whether something other than the signer vouches for a
+// predicate claim.
 type ClaimStatus string
 
-// Claim statuses. A claim that contradicts the certificate is not a status:
-// it fails the statement step.
+// Claim statuses. A claim that contradicts the certificate, or a required
+// package the statement does not bind, is not a status: it fails the
+// statement step.
 const (
 	// ClaimVerified: a Fulcio source extension of a certificate issued by a
-	// Fulcio CA of the trusted root (sigstore method) agrees.
+	// Fulcio CA of the trusted root (sigstore method) agrees, or, for a
+	// package, its digest is that of an artifact the policy requires.
 	ClaimVerified ClaimStatus = "verified"
 	// ClaimUnverified: only the signer's word (no certificate, an
 	// enterprise certificate, or no such extension in it).
@@ -36,23 +39,32 @@ type Claim struct {
 	Evidence string `json:"evidence"`
 }
 
-// sourceExtensions pairs each source claim with the Fulcio extension that
-// can vouch for it.
-var sourceExtensions = []struct {
-	name  string
-	oid   string
-	claim func(*attest.Source) string
-	ext   func(*certificate.Extensions) string
-}{
-	{"source.repository", "1.3.6.1.4.1.57264.1.12 (source repository URI)",
-		func(s *attest.Source) string { return s.Repository },
-		func(e *certificate.Extensions) string { return e.SourceRepositoryURI }},
-	{"source.commit", "1.3.6.1.4.1.57264.1.13 (source repository digest)",
-		func(s *attest.Source) string { return s.Commit },
-		func(e *certificate.Extensions) string { return e.SourceRepositoryDigest }},
-	{"source.ref", "1.3.6.1.4.1.57264.1.14 (source repository ref)",
-		func(s *attest.Source) string { return s.Ref },
-		func(e *certificate.Extensions) string { return e.SourceRepositoryRef }},
+// PackageRequirement is a released artifact that the statement must bind:
+// some package entry of the predicate must carry a digest of it, and no
+// digest of that entry may differ from the artifact's in an algorithm
+// both have.
+type PackageRequirement struct {
+	// Name says which artifact it is in messages (a file name, an npm
+	// integrity string); it is escaped when printed.
+	Name string
+	// Digests are the artifact's digests, algorithm → lowercase hex
+	// ("sha256", "sha512").
+	Digests map[string]string
+}
+
+// vouchedSource is the source a certificate's Fulcio extensions vouch for:
+// only a certificate from a Fulcio CA of the trusted root (fulcio, the
+// sigstore method) does; nil otherwise, or when it has no source extension.
+func vouchedSource(cert *certificate.Summary, fulcio bool) *attest.Source {
+	if cert == nil || !fulcio {
+		return nil
+	}
+	e := &cert.Extensions
+	s := attest.Source{Repository: e.SourceRepositoryURI, Commit: e.SourceRepositoryDigest, Ref: e.SourceRepositoryRef}
+	if s == (attest.Source{}) {
+		return nil
+	}
+	return &s
 }
 
 // checkClaims compares the predicate's source claims with the certificate's
@@ -61,30 +73,31 @@ var sourceExtensions = []struct {
 // method) vouches for them: an enterprise CA's leaf may carry the same
 // extensions with any value, so they are ignored and its claims stay
 // unverified. A claim a Fulcio certificate contradicts is an error; one it
-// cannot vouch for is marked unverified. Package claims are always the
-// signer's word.
+// cannot vouch for is marked unverified. Package claims are the signer's
+// word unless a required package (see checkPackages) vouches for them.
 func checkClaims(st *attest.Statement, cert *certificate.Summary, fulcio bool) ([]Claim, error) {
 	var out []Claim
+	vouched := vouchedSource(cert, fulcio)
 	if src := st.Predicate.Source; src != nil {
-		for _, se := range sourceExtensions {
-			v := se.claim(src)
+		if err := attest.CheckSource(src, vouched); err != nil {
+			return out, fmt.Errorf("%w: %w", ErrClaimMismatch, err)
+		}
+		for _, f := range attest.SourceFields() {
+			v := f.Get(src)
 			if v == "" {
 				continue
 			}
-			c := Claim{Name: se.name, Value: v, Status: ClaimUnverified}
+			c := Claim{Name: f.Claim, Value: v, Status: ClaimUnverified}
 			switch {
 			case cert == nil:
 				c.Evidence = "signed with a key: no certificate to vouch for it"
 			case !fulcio:
-				c.Evidence = "signed with an enterprise certificate: only a Fulcio CA of the trusted root vouches for " + se.oid
-			case se.ext(&cert.Extensions) == "":
-				c.Evidence = "the certificate has no extension " + se.oid
-			case se.ext(&cert.Extensions) != v:
-				return out, fmt.Errorf("%w: the predicate says %s is %s, the certificate's extension %s says %s",
-					ErrClaimMismatch, se.name, strconv.Quote(v), se.oid, strconv.Quote(se.ext(&cert.Extensions)))
+				c.Evidence = "signed with an enterprise certificate: only a Fulcio CA of the trusted root vouches for " + f.Extension
+			case vouched == nil || f.Get(vouched) == "":
+				c.Evidence = "the certificate has no extension " + f.Extension
 			default:
 				c.Status = ClaimVerified
-				c.Evidence = "agrees with the certificate's extension " + se.oid
+				c.Evidence = "agrees with the certificate's extension " + f.Extension
 			}
 			out = append(out, c)
 		}
@@ -96,4 +109,64 @@ func checkClaims(st *attest.Statement, cert *certificate.Summary, fulcio bool) (
 		})
 	}
 	return out, nil
+}
+
+// checkPackages requires that the statement binds every required package,
+// and marks the package claims it vouches for verified in claims. A
+// failure wraps ErrPackageMismatch and names the artifact's digests and the
+// statement's.
+func checkPackages(st *attest.Statement, reqs []PackageRequirement, claims []Claim) error {
+	for _, r := range reqs {
+		found := -1
+		for i, p := range st.Predicate.Package {
+			common, differ := 0, false
+			for alg, h := range p.Digest {
+				if want, ok := r.Digests[alg]; ok {
+					common++
+					differ = differ || want != h
+				}
+			}
+			if common > 0 && !differ {
+				found = i
+				break
+			}
+		}
+		if found < 0 {
+			return fmt.Errorf("%w: the artifact %s is %s; the statement binds %s",
+				ErrPackageMismatch, r.Name, digestList(r.Digests), boundList(st.Predicate.Package))
+		}
+		name := fmt.Sprintf("package[%d].purl", found)
+		for i := range claims {
+			if claims[i].Name == name {
+				claims[i].Status = ClaimVerified
+				claims[i].Evidence = "its digest is that of the required artifact " + r.Name
+			}
+		}
+	}
+	return nil
+}
+
+// digestList writes digests as "alg:hex", sorted, joined with " and ".
+func digestList(d map[string]string) string {
+	var s []string
+	for alg, h := range d {
+		s = append(s, alg+":"+h)
+	}
+	sort.Strings(s)
+	return strings.Join(s, " and ")
+}
+
+func boundList(pkgs []attest.Package) string {
+	if len(pkgs) == 0 {
+		return "no package"
+	}
+	var s []string
+	for i, p := range pkgs {
+		d := digestList(p.Digest)
+		if d == "" {
+			d = "no digest"
+		}
+		s = append(s, fmt.Sprintf("package[%d] %s with %s", i, p.PURL, d))
+	}
+	return strings.Join(s, "; ")
 }

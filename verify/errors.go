@@ -102,6 +102,9 @@ var (
 	// ErrNoIssuer: the sigstore policy names no OIDC issuer (returned by
 	// New, not wrapped in a *StepError).
 	ErrNoIssuer = errors.New("no OIDC issuer in the policy")
+	// ErrPackageMismatch: the statement does not bind a package artifact
+	// the policy requires.
+	ErrPackageMismatch = errors.New("the statement does not bind the required package")
 	// ErrMismatch: the observed definitions differ from the signed ones.
 	ErrMismatch = errors.New("the server's definitions do not match the signed statement")
 )

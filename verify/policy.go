@@ -106,6 +106,9 @@ type Policy struct {
 	// verified signing time. A certificate that has expired since signing
 	// then fails.
 	AllowCurrentTime bool
+	// Packages are released artifacts the statement must bind, each by a
+	// digest of a predicate package entry (checked at the statement step).
+	Packages []PackageRequirement
 }
 
 // Trust is the material a Verifier trusts.

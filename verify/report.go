@@ -3,6 +3,7 @@ package verify
 import (
 	"time"
 
+	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
@@ -42,9 +43,12 @@ type Report struct {
 	ProtocolVersion string             `json:"protocolVersion,omitempty"`
 	ObservedServer  *digest.ServerInfo `json:"observedServer,omitempty"`
 	Claims          []Claim            `json:"claims,omitempty"`
-	Definitions     []Row              `json:"definitions,omitempty"`
-	Instructions    *InstructionsRow   `json:"instructions,omitempty"`
-	Counts          map[Status]int     `json:"counts,omitempty"`
+	// CertificateSource is what the certificate's Fulcio source extensions
+	// vouch for (sigstore method).
+	CertificateSource *attest.Source   `json:"certificateSource,omitempty"`
+	Definitions       []Row            `json:"definitions,omitempty"`
+	Instructions      *InstructionsRow `json:"instructions,omitempty"`
+	Counts            map[Status]int   `json:"counts,omitempty"`
 
 	// Sigstore is sigstore-go's verification result (its own JSON form,
 	// mediaType application/vnd.dev.sigstore.verificationresult+json;
@@ -79,6 +83,7 @@ func NewReport(res *Result, err error) *Report {
 	}
 	r.ObservedServer = res.Observed
 	r.Claims = res.Claims
+	r.CertificateSource = res.CertificateSource
 	r.Definitions = res.Definitions
 	r.Instructions = res.Instructions
 	if res.Definitions != nil || res.Instructions != nil {

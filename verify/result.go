@@ -57,6 +57,10 @@ type Result struct {
 	Observed        *digest.ServerInfo
 	// Claims are the predicate's source and package claims.
 	Claims []Claim
+	// CertificateSource is the source repository, commit and ref that the
+	// signing certificate's Fulcio extensions vouch for (sigstore method
+	// only); nil when it has none.
+	CertificateSource *attest.Source
 	// Definitions has one row per definition served or signed, ordered by
 	// kind then key; Instructions is nil when neither side has any.
 	Definitions  []Row

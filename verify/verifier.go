@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sigstore/sigstore-go/pkg/bundle"
@@ -57,6 +58,16 @@ func New(t Trust, p Policy) (*Verifier, error) {
 	id, err := compileIdentity(p.Method, p.Identity)
 	if err != nil {
 		return nil, err
+	}
+	for i, r := range p.Packages {
+		if len(r.Digests) == 0 {
+			return nil, fmt.Errorf("required package %d (%s) has no digest", i, r.Name)
+		}
+		for alg, h := range r.Digests {
+			if _, err := hex.DecodeString(h); err != nil || h == "" || strings.ToLower(h) != h || strings.ToLower(alg) != alg {
+				return nil, fmt.Errorf("required package %d (%s): digest %s:%s is not a lowercase algorithm and lowercase hex", i, r.Name, alg, h)
+			}
+		}
 	}
 	v := &Verifier{policy: p, id: id, logsAndTSAs: t.Sigstore != nil}
 	var opts []sgverify.VerifierOption
@@ -205,8 +216,12 @@ func (v *Verifier) Verify(ctx context.Context, bundleJSON []byte, snap *digest.S
 	res.Statement = st
 	res.Server = st.Predicate.Server
 	res.ProtocolVersion = st.Predicate.ProtocolVersion
+	res.CertificateSource = vouchedSource(res.Certificate, v.policy.Method == MethodSigstore)
 	res.Claims, err = checkClaims(st, res.Certificate, v.policy.Method == MethodSigstore)
 	if err != nil {
+		return res, &StepError{Step: StepStatement, Err: err}
+	}
+	if err := checkPackages(st, v.policy.Packages, res.Claims); err != nil {
 		return res, &StepError{Step: StepStatement, Err: err}
 	}
 	// Match: every name and digest, both ways, and the instructions.

@@ -521,6 +521,8 @@ func TestNewRefusesBadPolicies(t *testing.T) {
 		{"key without key", Trust{}, Policy{Method: MethodKey}},
 		{"key with identity", Trust{}, Policy{Method: MethodKey, PublicKey: pub, Identity: Identity{SAN: "a"}}},
 		{"key requiring tlog without root", Trust{}, Policy{Method: MethodKey, PublicKey: pub, RequireTlog: true}},
+		{"package without digest", Trust{}, Policy{Method: MethodKey, PublicKey: pub, Packages: []PackageRequirement{{Name: "x"}}}},
+		{"package with uppercase hex", Trust{}, Policy{Method: MethodKey, PublicKey: pub, Packages: []PackageRequirement{{Name: "x", Digests: map[string]string{"sha256": "AB"}}}}},
 		{"certificate without CAs", Trust{Sigstore: f.vs}, Policy{Method: MethodCertificate, Identity: Identity{Subject: "CN=x"}}},
 		{"certificate without identity", Trust{CertificateAuthorities: cas}, Policy{Method: MethodCertificate}},
 		{"certificate requiring a timestamp without root", Trust{CertificateAuthorities: cas}, Policy{Method: MethodCertificate, Identity: Identity{Subject: "CN=x"}, RequireTimestamp: true}},

@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -112,8 +113,9 @@ else from the public-good Sigstore through TUF; the bundle is verified against
   mcpsign sign -- node server.js --stdio
 
   # In GitHub Actions (permissions: id-token: write)
+  # (the package entry, purl and sha512, read from npm pack's tarball)
   mcpsign sign sigstore server.snapshot.json -o notes.sigstore.json \
-    --package-purl pkg:npm/%40acme/notes-mcp@1.2.0
+    --package acme-notes-mcp-1.2.0.tgz
 
   # A private Sigstore deployment
   mcpsign sign sigstore server.snapshot.json --signing-config signing_config.json \
@@ -375,6 +377,9 @@ func runSign(cmd *cobra.Command, a *app, f *signFlags, args []string, mk func(co
 	}
 	opts.Retries = sign.DefaultRetries
 	res, err := sign.Sign(ctx, payload, opts)
+	if errors.Is(err, sign.ErrClaimMismatch) {
+		return fmt.Errorf("%w (the claims come from --source-repository, --source-commit and --source-ref, in GitHub Actions by default from GITHUB_REPOSITORY, GITHUB_SHA and GITHUB_REF)", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -403,6 +408,7 @@ func writeSignText(w io.Writer, path string, st *attest.Statement, res *sign.Res
 	case sign.MethodSigstore:
 		fmt.Fprintf(tw, "  signer\t%s\n", textsafe.Quote(id.SAN))
 		fmt.Fprintf(tw, "  issuer\t%s\n", textsafe.Quote(id.Issuer))
+		writeSignSource(tw, st.Predicate.Source, id.Source)
 	case sign.MethodCertificate:
 		// DNs in quotes but not re-escaped: the text between the quotes is
 		// what --certificate-subject takes.
@@ -472,6 +478,28 @@ type signIdentity struct {
 	Subject string   `json:"subject,omitempty"`
 	KeyID   string   `json:"keyId,omitempty"`
 	KeyHint string   `json:"keyHint,omitempty"`
+	// Source is what the Fulcio certificate's source extensions vouch for.
+	Source *attest.Source `json:"source,omitempty"`
+}
+
+// writeSignSource writes the source the certificate vouches for, each
+// field with whether the statement claims it (a contradiction never gets
+// here: sign.Sign refuses it).
+func writeSignSource(w io.Writer, claimed, vouched *attest.Source) {
+	if vouched == nil {
+		return
+	}
+	for _, f := range attest.SourceFields() {
+		v := f.Get(vouched)
+		if v == "" {
+			continue
+		}
+		note := "the statement does not claim it"
+		if claimed != nil && f.Get(claimed) == v {
+			note = "the statement's claim agrees"
+		}
+		fmt.Fprintf(w, "  certificate %s\t%s (%s)\n", f.Claim, textsafe.Quote(v), note)
+	}
 }
 
 type signTlog struct {
@@ -493,7 +521,7 @@ func writeSignJSON(w io.Writer, path string, st *attest.Statement, res *sign.Res
 	out := signJSON{
 		ReportVersion: reportVersion,
 		Bundle:        path, Method: res.Method, Server: server, Subjects: len(st.Subject),
-		Identity: signIdentity{SAN: res.Identity.SAN, Issuer: res.Identity.Issuer},
+		Identity: signIdentity{SAN: res.Identity.SAN, Issuer: res.Identity.Issuer, Source: res.Identity.Source},
 		Tlog:     []signTlog{}, Timestamps: []signTimestamp{},
 	}
 	switch res.Method {

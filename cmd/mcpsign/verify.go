@@ -210,6 +210,9 @@ func verifyPolicy(cmd *cobra.Command, f *verifyFlags, m verify.Method, generic b
 		return nil, fmt.Errorf("--key is for 'mcpsign verify key', not the %s method", m)
 	}
 	p := f.vo.Policy(m, id, key)
+	if p.Packages, err = f.vo.PackageRequirements(); err != nil {
+		return nil, err
+	}
 	if m == verify.MethodSigstore && !f.vo.RequireTlog {
 		if fl := cmd.Flags().Lookup("require-tlog"); fl != nil && fl.Changed {
 			return nil, errors.New("--require-tlog=false: a keyless certificate always needs its transparency log entry")

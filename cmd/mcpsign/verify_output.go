@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/dn"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
@@ -91,6 +92,7 @@ func writeVerifyText(w io.Writer, res *verify.Result, verr error) error {
 	for _, c := range res.Claims {
 		line("claim", fmt.Sprintf("%s %s: %s (%s)", c.Name, textsafe.Quote(c.Value), c.Status, c.Evidence))
 	}
+	writeCertificateSource(line, res)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -123,6 +125,36 @@ func writeVerifyText(w io.Writer, res *verify.Result, verr error) error {
 		}
 	}
 	return nil
+}
+
+// writeCertificateSource writes the source repository, commit and ref the
+// certificate's Fulcio extensions vouch for, each with whether the
+// predicate claims the same (a contradiction failed the statement step).
+func writeCertificateSource(line func(k, v string), res *verify.Result) {
+	cs := res.CertificateSource
+	if cs == nil {
+		return
+	}
+	var claimed *attest.Source
+	if res.Statement != nil {
+		claimed = res.Statement.Predicate.Source
+	}
+	for _, f := range attest.SourceFields() {
+		v := f.Get(cs)
+		if v == "" {
+			continue
+		}
+		agree := "the predicate does not claim it"
+		switch {
+		case claimed != nil && f.Get(claimed) == v:
+			agree = "the predicate's claim agrees"
+		case claimed != nil && f.Get(claimed) != "":
+			agree = "the predicate claims " + textsafe.Quote(f.Get(claimed))
+		case res.Statement == nil:
+			agree = "the statement was not read"
+		}
+		line("certificate "+f.Claim, textsafe.Quote(v)+" ("+agree+")")
+	}
 }
 
 func timeSource(s string) string {

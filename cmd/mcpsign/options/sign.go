@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/attest/pkgfile"
 )
 
 // StatementOptions are the optional parts of the signed statement: the
@@ -17,6 +18,7 @@ import (
 // whether the definitions themselves are embedded. Shared by attest and
 // sign.
 type StatementOptions struct {
+	PackageFiles       []string
 	PackagePURLs       []string
 	PackageDigests     []string
 	SourceRepository   string
@@ -27,6 +29,7 @@ type StatementOptions struct {
 
 // AddFlags adds the statement flags to fs.
 func (o *StatementOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&o.PackageFiles, "package", nil, "released artifact file that serves these definitions: an npm tarball (npm pack's .tgz), a Python wheel (.whl) or sdist (.tar.gz), or an MCP Bundle (.mcpb); its package URL and digest are read from it (repeatable)")
 	fs.StringArrayVar(&o.PackagePURLs, "package-purl", nil, "package URL of the released artifact that serves these definitions, e.g. pkg:npm/%40acme/mcp-notes@1.2.0 (repeatable)")
 	fs.StringArrayVar(&o.PackageDigests, "package-digest", nil, "digest of the package named by the --package-purl in the same position, ALG:HEX, e.g. sha512:ab12… (repeatable)")
 	fs.StringVar(&o.SourceRepository, "source-repository", "", "source repository URL (default in GitHub Actions: $GITHUB_SERVER_URL/$GITHUB_REPOSITORY)")
@@ -53,7 +56,18 @@ func (o *StatementOptions) AttestOptions(getenv func(string) string) (attest.Opt
 	if err != nil {
 		return attest.Options{}, err
 	}
-	opts := attest.Options{Packages: pkgs, OmitDefinitions: o.NoEmbedDefinitions}
+	if len(o.PackageFiles)+len(pkgs) > MaxPackages {
+		return attest.Options{}, fmt.Errorf("--package and --package-purl: at most %d packages", MaxPackages)
+	}
+	var fromFiles []attest.Package
+	for _, f := range o.PackageFiles {
+		a, err := pkgfile.Read(f)
+		if err != nil {
+			return attest.Options{}, fmt.Errorf("--package: %w", err)
+		}
+		fromFiles = append(fromFiles, a.Package())
+	}
+	opts := attest.Options{Packages: append(fromFiles, pkgs...), OmitDefinitions: o.NoEmbedDefinitions}
 	src := attest.Source{Repository: o.SourceRepository, Commit: o.SourceCommit, Ref: o.SourceRef}
 	if gh := attest.SourceFromGitHubActions(getenv); gh != nil {
 		if src.Repository == "" {

@@ -2,9 +2,15 @@ package options
 
 import (
 	"crypto"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/mcpsign/mcpsign/attest/pkgfile"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -18,6 +24,8 @@ type VerifyOptions struct {
 	AllowCurrentTime bool
 	WriteLock        string
 	Force            bool
+	PackageFiles     []string
+	PackageIntegrity []string
 }
 
 // AddFlags adds the flags that apply to method m. The generic bundle check
@@ -36,6 +44,8 @@ func (o *VerifyOptions) AddFlags(fs *pflag.FlagSet, m verify.Method, generic boo
 		fs.BoolVar(&o.AllowCurrentTime, "allow-current-time", false, "check the certificate chain at the current time when the bundle has no timestamp (and no log entry is required), instead of failing")
 	}
 	if !generic {
+		fs.StringArrayVar(&o.PackageFiles, "package-file", nil, "require that the statement binds this released artifact (an npm tarball, wheel, sdist or MCP Bundle): a package entry with its digest (repeatable)")
+		fs.StringArrayVar(&o.PackageIntegrity, "package-integrity", nil, "require that the statement binds the npm package of this integrity string, as in a package-lock: sha512-BASE64 (repeatable)")
 		fs.StringVar(&o.WriteLock, "write-lock", "", "on success, write the lock file (docs/LOCK.md) with the approved definitions and the approval evidence")
 		fs.BoolVar(&o.Force, "force", false, "replace an existing --write-lock file")
 	}
@@ -55,4 +65,42 @@ func (o *VerifyOptions) Policy(m verify.Method, id verify.Identity, key crypto.P
 		p.PublicKey = key
 	}
 	return p
+}
+
+// PackageRequirements returns the released artifacts the statement must
+// bind: each --package-file, read and digested, and each
+// --package-integrity.
+func (o *VerifyOptions) PackageRequirements() ([]verify.PackageRequirement, error) {
+	if n := len(o.PackageFiles) + len(o.PackageIntegrity); n > MaxPackages {
+		return nil, fmt.Errorf("--package-file and --package-integrity: at most %d packages", MaxPackages)
+	}
+	var out []verify.PackageRequirement
+	for _, f := range o.PackageFiles {
+		a, err := pkgfile.Read(f)
+		if err != nil {
+			return nil, fmt.Errorf("--package-file: %w", err)
+		}
+		out = append(out, verify.PackageRequirement{Name: textsafe.Quote(f) + " (" + a.PURL + ")", Digests: a.Digests()})
+	}
+	for _, in := range o.PackageIntegrity {
+		d, err := ParseIntegrity(in)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, verify.PackageRequirement{Name: "of integrity " + textsafe.Quote(in), Digests: d})
+	}
+	return out, nil
+}
+
+// ParseIntegrity reads one Subresource Integrity string as npm writes it in
+// a package-lock ("sha512-" or "sha256-" and the standard base64 of the
+// digest) into algorithm → hex.
+func ParseIntegrity(s string) (map[string]string, error) {
+	alg, b64, ok := strings.Cut(s, "-")
+	size := map[string]int{"sha256": 32, "sha512": 64}[alg]
+	raw, err := base64.StdEncoding.Strict().DecodeString(b64)
+	if !ok || size == 0 || err != nil || len(raw) != size {
+		return nil, fmt.Errorf("--package-integrity %s: want sha512-BASE64 (or sha256-BASE64), as npm writes \"integrity\" in a package-lock", textsafe.Quote(s))
+	}
+	return map[string]string{alg: hex.EncodeToString(raw)}, nil
 }
