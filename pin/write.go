@@ -3,12 +3,10 @@ package pin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
-	"os"
-	"time"
 
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/internal/filelock"
 )
 
 // ErrExists is returned by Create when a lock file is already there.
@@ -16,7 +14,7 @@ var ErrExists = atomicfile.ErrExists
 
 // DefaultLockWait bounds how long a writer waits for another writer's file
 // lock when its context has no deadline.
-const DefaultLockWait = 30 * time.Second
+const DefaultLockWait = filelock.DefaultWait
 
 // FileLockSuffix names the sidecar file whose flock serializes writers:
 // PATH + FileLockSuffix. It is created empty and never removed (removing it
@@ -76,35 +74,5 @@ func Update(ctx context.Context, path string, fn func(cur *Lock) (*Lock, error))
 // withFileLock runs fn holding an exclusive flock on PATH.lock, waiting for
 // it until ctx is done (or DefaultLockWait when ctx has no deadline).
 func withFileLock(ctx context.Context, path string, fn func() error) error {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultLockWait)
-		defer cancel()
-	}
-	lockPath := path + FileLockSuffix
-	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("opening the file lock %s: %w", lockPath, err)
-	}
-	defer f.Close()
-	delay := time.Millisecond
-	for {
-		ok, err := tryLock(f)
-		if err != nil {
-			return fmt.Errorf("locking %s: %w", lockPath, err)
-		}
-		if ok {
-			break
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("waiting for the file lock %s (another mcpsign is writing the lock): %w", lockPath, ctx.Err())
-		case <-t.C:
-		}
-		delay = min(2*delay, 10*time.Millisecond)
-	}
-	defer unlock(f)
-	return fn()
+	return filelock.With(ctx, path+FileLockSuffix, "another mcpsign is writing the lock", fn)
 }
