@@ -43,7 +43,10 @@ func TestManualLock(t *testing.T) {
 		{"no approver", func(a *Approval) { a.Approver = "" }, "reason and approver"},
 		{"no previous lock", func(a *Approval) { a.PreviousLockDigest = "" }, "previousLockDigest"},
 		{"with a signer", func(a *Approval) { a.Identity = "x" }, "manual approval has no identity"},
-		{"reason on tofu", func(a *Approval) { a.Method = MethodTOFU; a.PreviousLockDigest, a.Approver, a.SourceRevision = "", "", "" }, "manual approvals only"},
+		{"reason on tofu", func(a *Approval) {
+			a.Method = MethodTOFU
+			a.PreviousLockDigest, a.Approver, a.SourceRevision = "", "", ""
+		}, "manual approvals only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := manualApproval()

@@ -114,12 +114,12 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		tofuHeld bool      // the lock in force is a tofu lock of notes 2.0.0
+		tofuHeld bool // the lock in force is a tofu lock of notes 2.0.0
 		// manualHeld: the lock in force is a manual approval of notes 2.0.0
 		manualHeld bool
-		heldAt   time.Time // the held lock's log integrated time
-		signs    string    // the release alice's bundle signs
-		signedAt time.Time // its verified signing time (zero: none)
+		heldAt     time.Time // the held lock's log integrated time
+		signs      string    // the release alice's bundle signs
+		signedAt   time.Time // its verified signing time (zero: none)
 		// change, when set, changes the lock file behind the proxy's back.
 		change   func(t *testing.T, e *env)
 		observed string // the release the server now serves
@@ -202,7 +202,7 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 			},
 			findings: []string{pin.RuleLockChangedByAnotherProcess}, after: "unchanged"},
 		{name: "rewritten as a manual approval of poisoned definitions", signs: "notes 2.0.0", observed: "notes poisoned",
-			change: func(t *testing.T, e *env) { writeLock(t, manualLock(t, "notes poisoned", e.lock), e.lock) },
+			change:   func(t *testing.T, e *env) { writeLock(t, manualLock(t, "notes poisoned", e.lock), e.lock) },
 			findings: []string{pin.RuleLockChangedByAnotherProcess, "pin-tool-changed tool/read_note", "pin-tool-added tool/run_command"}, after: "unchanged"},
 		{name: "manual lock rewritten as a manual approval", manualHeld: true, signs: "notes 2.0.0", observed: "notes poisoned",
 			change:   func(t *testing.T, e *env) { writeLock(t, manualLock(t, "notes poisoned", e.lock), e.lock) },
