@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/pin"
 )
@@ -389,16 +388,7 @@ func (p *LockPolicy) refuse(rep *pin.Report, why string) *Decision {
 		Summary: fmt.Sprintf("%d drift finding(s) against the lock %s", rep.Errors(), p.path),
 		Report:  reportText(rep) + "\n" + why + "\n",
 	}
-	for _, f := range rep.Findings {
-		if f.Severity != pin.SeverityError {
-			continue
-		}
-		id := f.Rule
-		if f.Kind != "" {
-			id += " " + attest.SubjectName(f.Kind, f.Key)
-		}
-		d.Findings = append(d.Findings, id)
-	}
+	d.Findings = rep.FindingIDs()
 	return d
 }
 

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 
+	"golang.org/x/term"
+
 	"github.com/mcpsign/mcpsign/internal/proxycmd"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
@@ -36,14 +38,11 @@ type app struct {
 
 func newApp() *app {
 	return &app{
-		stdin:  os.Stdin,
-		stdout: os.Stdout,
-		stderr: os.Stderr,
-		getenv: os.Getenv,
-		isTerminal: func() bool {
-			fi, err := os.Stdin.Stat()
-			return err == nil && fi.Mode()&os.ModeCharDevice != 0
-		},
+		stdin:         os.Stdin,
+		stdout:        os.Stdout,
+		stderr:        os.Stderr,
+		getenv:        os.Getenv,
+		isTerminal:    func() bool { return term.IsTerminal(int(os.Stdin.Fd())) },
 		handOverProxy: handOverProxy,
 	}
 }

@@ -115,6 +115,7 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		MaxMessageBytes: po.MaxMessageBytes,
 		CheckTimeout:    po.CheckTimeout,
 		ShutdownGrace:   po.ShutdownGrace,
+		AuditLog:        po.Audit.Log,
 		Command:         args,
 	}
 	if po.Lock == "" {

@@ -49,6 +49,8 @@ I/O or connection error.`,
 		newPinCmd(a),
 		newVerifyPinCmd(a),
 		newDiffCmd(a),
+		newApproveCmd(a),
+		newAuditCmd(a),
 	)
 	return root
 }

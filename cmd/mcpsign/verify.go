@@ -317,6 +317,7 @@ func writeVerifiedLock(cmd *cobra.Command, f *verifyFlags, snap *digest.Snapshot
 	if err != nil {
 		return fmt.Errorf("--write-lock: %w", err)
 	}
+	before := existingLock(f.vo.WriteLock)
 	if f.vo.Force {
 		err = lock.Write(cmd.Context(), f.vo.WriteLock)
 	} else {
@@ -325,7 +326,7 @@ func writeVerifiedLock(cmd *cobra.Command, f *verifyFlags, snap *digest.Snapshot
 	if err != nil {
 		return fmt.Errorf("--write-lock: %w", err)
 	}
-	return nil
+	return auditApproved(cmd.Context(), f.vo.Audit.Log, before, lock)
 }
 
 func newVerifyBundleCmd(a *app) *cobra.Command {

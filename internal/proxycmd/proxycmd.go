@@ -54,6 +54,9 @@ type Config struct {
 	MaxMessageBytes int           `json:"maxMessageBytes,omitempty"`
 	CheckTimeout    time.Duration `json:"checkTimeout,omitempty"`
 	ShutdownGrace   time.Duration `json:"shutdownGrace,omitempty"`
+	// AuditLog, when set, is the audit log (docs/AUDIT.md) the proxy
+	// appends its approvals, roll-forwards and blocks to.
+	AuditLog string `json:"auditLog,omitempty"`
 	// Command is the server's argv.
 	Command []string `json:"command"`
 	// VerifyCommand, with --bundle, is the argv that verifies definitions
@@ -88,7 +91,7 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 	}
 	opts := proxy.Options{
 		Command:         cfg.Command,
-		Policy:          policy,
+		Policy:          auditPolicy(policy, cfg.AuditLog, stderr),
 		Stderr:          stderr,
 		MaxMessageBytes: cfg.MaxMessageBytes,
 		CheckTimeout:    cfg.CheckTimeout,

@@ -18,6 +18,7 @@ type ProxyOptions struct {
 	MaxMessageBytes int
 	ShutdownGrace   time.Duration
 	Quiet           bool
+	Audit           AuditOptions
 }
 
 // AddFlags adds the proxy flags to fs.
@@ -28,6 +29,7 @@ func (o *ProxyOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxMessageBytes, "max-message-bytes", source.DefaultMaxMessageBytes, "largest message relayed either way")
 	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", proxy.DefaultShutdownGrace, "how long the server gets to exit after its stdin closes, and again after SIGTERM")
 	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "print nothing on stderr but the server's stderr and the report of a block")
+	o.Audit.AddFlags(fs)
 }
 
 // AddBundleFlags adds the flags of VerifyOptions that verifying a bundle in

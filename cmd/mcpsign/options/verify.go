@@ -18,6 +18,8 @@ type VerifyOptions struct {
 	AllowCurrentTime bool
 	WriteLock        string
 	Force            bool
+	// Audit is --audit-log, with --write-lock.
+	Audit AuditOptions
 }
 
 // AddFlags adds the flags that apply to method m. The generic bundle check
@@ -38,6 +40,7 @@ func (o *VerifyOptions) AddFlags(fs *pflag.FlagSet, m verify.Method, generic boo
 	if !generic {
 		fs.StringVar(&o.WriteLock, "write-lock", "", "on success, write the lock file (docs/LOCK.md) with the approved definitions and the approval evidence")
 		fs.BoolVar(&o.Force, "force", false, "replace an existing --write-lock file")
+		o.Audit.AddFlags(fs)
 	}
 }
 
