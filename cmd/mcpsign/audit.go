@@ -179,4 +179,3 @@ func orNull(s string) string {
 	}
 	return s
 }
-
