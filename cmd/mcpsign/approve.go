@@ -94,7 +94,7 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 	ctx := cmd.Context()
 	held, err := pin.Read(ao.Lock)
 	if err != nil {
-		if aerr := auditevent.Append(ctx, ao.Audit.Log, auditevent.Refusal(audit.LockRefused, nil, nil, []string{lockRefusedFinding(err)})); aerr != nil {
+		if aerr := auditevent.Append(ctx, ao.Audit.Log, auditevent.Refusal(audit.LockRefused, nil, nil, []string{auditevent.LockFinding(err)})); aerr != nil {
 			return errors.Join(err, aerr)
 		}
 		return err
@@ -209,13 +209,4 @@ func osUser(a *app) (string, error) {
 		return u, nil
 	}
 	return "", errors.New("neither the account database nor $USER names it")
-}
-
-// lockRefusedFinding is the audit finding of a lock that cannot be read:
-// pin-lock-modified for a modified one (DRIFT.md), else lock-unreadable.
-func lockRefusedFinding(err error) string {
-	if errors.Is(err, pin.ErrModified) {
-		return "pin-lock-modified"
-	}
-	return "lock-unreadable"
 }

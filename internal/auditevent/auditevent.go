@@ -5,6 +5,7 @@ package auditevent
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/mcpsign/mcpsign/audit"
@@ -89,6 +90,16 @@ func Refusal(kind audit.Kind, lock *pin.Lock, snap *digest.Snapshot, findings []
 		e.Findings = []string{"unspecified"}
 	}
 	return e
+}
+
+// LockFinding is the finding of a lock that cannot be used: the rule
+// pin-lock-modified (DRIFT.md) for a modified lock, lock-unreadable for any
+// other error.
+func LockFinding(err error) string {
+	if errors.Is(err, pin.ErrModified) {
+		return pin.RuleLockModified
+	}
+	return "lock-unreadable"
 }
 
 // Append appends e to the log at path; nothing when path is "".

@@ -19,7 +19,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpsign/mcpsign/audit"
+	"github.com/mcpsign/mcpsign/internal/auditevent"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/proxy"
 )
 
@@ -87,6 +90,11 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 	}
 	policy, err := proxy.NewLockPolicy(cfg.Lock, proxy.LockOptions{Verify: verify, TOFU: cfg.TOFU})
 	if err != nil {
+		if le := (*pin.LockError)(nil); errors.As(err, &le) && cfg.AuditLog != "" {
+			if aerr := audit.Append(ctx, cfg.AuditLog, auditevent.Refusal(audit.LockRefused, nil, nil, []string{auditevent.LockFinding(err)})); aerr != nil {
+				err = errors.Join(err, fmt.Errorf("audit log: %w", aerr))
+			}
+		}
 		return ExitError, err
 	}
 	opts := proxy.Options{
