@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/mcpsign/mcpsign/digest"
@@ -204,11 +205,43 @@ func (e *Event) Marshal() ([]byte, error) {
 	if err := enc.Encode(w); err != nil {
 		return nil, err
 	}
-	line := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	line := ASCII(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
 	if len(line)+1 > MaxLineBytes {
 		return nil, fmt.Errorf("the event is %d bytes, more than a line may hold (%d)", len(line)+1, MaxLineBytes)
 	}
 	return line, nil
+}
+
+// ASCII returns the JSON text line with every character outside printable
+// ASCII (U+0080 and above, and DEL) written as a \u escape (a UTF-16
+// surrogate pair above U+FFFF): the same JSON values, safe to print on a
+// terminal. encoding/json has already escaped the other control
+// characters; outside strings a JSON text is ASCII, so only string contents
+// change. Invalid UTF-8 becomes U+FFFD (a line that reads has none).
+func ASCII(line []byte) []byte {
+	ascii := true
+	for _, c := range line {
+		if c >= 0x7f {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return line
+	}
+	out := make([]byte, 0, len(line)+32)
+	for _, r := range string(line) {
+		switch {
+		case r < 0x7f:
+			out = append(out, byte(r))
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, "\\u%04x\\u%04x", r1, r2)
+		default:
+			out = fmt.Appendf(out, "\\u%04x", r)
+		}
+	}
+	return out
 }
 
 func (w *wire) validate() error {

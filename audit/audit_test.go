@@ -326,3 +326,26 @@ func TestRepairRefusesEdits(t *testing.T) {
 		t.Fatalf("Append = %v, want ErrMalformed", err)
 	}
 }
+
+// TestLinesAreASCII: server text outside printable ASCII is written as \u
+// escapes (safe on a terminal) and reads back as the same string.
+func TestLinesAreASCII(t *testing.T) {
+	e := event(0)
+	e.Findings = []string{"pin-tool-added tool/x\u202e\u200b\x7f😀é"}
+	line, err := e.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range line {
+		if c < 0x20 || c >= 0x7f {
+			t.Fatalf("byte %#x in %s", c, line)
+		}
+	}
+	if !bytes.Contains(line, []byte(`x\u202e\u200b\u007f\ud83d\ude00\u00e9`)) {
+		t.Errorf("line %s", line)
+	}
+	back, err := ParseLine(line)
+	if err != nil || back.Findings[0] != e.Findings[0] {
+		t.Fatalf("ParseLine = %+v, %v", back, err)
+	}
+}

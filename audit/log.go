@@ -23,6 +23,9 @@ type Record struct {
 	Offset int64
 	Event  *Event
 	Digest string
+	// Raw is the line's bytes without its newline; valid only during the
+	// callback of Scan.
+	Raw []byte
 }
 
 // Scan reads the log r line by line and calls fn with every line that is
@@ -79,7 +82,7 @@ func Scan(r io.Reader, fn func(Record) error) error {
 				"its prev is %s, the digest of the line before is %s: a line before it (or this one) was removed, edited or moved", got, want)}
 		}
 		prev = LineDigest(line)
-		if err := fn(Record{Line: n, Offset: offset, Event: ev, Digest: prev}); err != nil {
+		if err := fn(Record{Line: n, Offset: offset, Event: ev, Digest: prev, Raw: line}); err != nil {
 			return err
 		}
 		offset += int64(len(buf))

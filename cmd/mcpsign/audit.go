@@ -120,11 +120,7 @@ break is reported, and the command exits 1.`,
 					return nil
 				}
 				if asJSON {
-					line, err := e.Marshal()
-					if err != nil {
-						return err
-					}
-					_, err = fmt.Fprintf(a.stdout, "%s\n", line)
+					_, err := fmt.Fprintf(a.stdout, "%s\n", audit.ASCII(r.Raw))
 					return err
 				}
 				return writeAuditEvent(a.stdout, r)
