@@ -106,6 +106,11 @@ type Event struct {
 	// one) for the other kinds.
 	Evidence *Evidence
 	Findings []string
+	// Changes, of an Approved or RolledForward event that replaced a lock,
+	// say what changed from it: the drift findings ("pin-tool-added
+	// tool/x"), a capability gained with the capabilities
+	// ("pin-capability-added tool/x: exec"); nil when nothing was replaced.
+	Changes []string
 	// Prev is the digest of the previous line ("" for the first line),
 	// set by Append and by the reader.
 	Prev string
@@ -122,6 +127,7 @@ type wire struct {
 	Instructions *string           `json:"instructions"`
 	Evidence     *Evidence         `json:"evidence,omitempty"`
 	Findings     []string          `json:"findings,omitempty"`
+	Changes      []string          `json:"changes,omitempty"`
 	Prev         *string           `json:"prev"`
 }
 
@@ -194,6 +200,7 @@ func (e *Event) Marshal() ([]byte, error) {
 		Instructions: orNull(e.Instructions),
 		Evidence:     e.Evidence,
 		Findings:     e.Findings,
+		Changes:      e.Changes,
 		Prev:         orNull(e.Prev),
 	}
 	if err := w.validate(); err != nil {
@@ -269,6 +276,8 @@ func (w *wire) validate() error {
 		return fmt.Errorf("a %s event has evidence and no findings", w.Event)
 	case !w.Event.approval() && (w.Evidence != nil || len(w.Findings) == 0):
 		return fmt.Errorf("a %s event has findings (at least one) and no evidence", w.Event)
+	case w.Changes != nil && (!w.Event.approval() || len(w.Changes) == 0):
+		return errors.New("changes are those of an approval, and never empty (left out when none)")
 	case w.Evidence != nil:
 		v := w.Evidence
 		if v.Method == "" {
@@ -286,6 +295,7 @@ func (w *wire) validate() error {
 		strs = append(strs, v.Method, v.Identity, v.Issuer, v.Approver, v.Reason, v.SourceRevision)
 	}
 	strs = append(strs, w.Findings...)
+	strs = append(strs, w.Changes...)
 	for _, s := range strs {
 		if !utf8.ValidString(s) {
 			return errors.New("a string is not valid UTF-8")
@@ -346,6 +356,6 @@ func parseLine(line []byte) (*Event, error) {
 		Time: t.UTC(), Event: w.Event, Server: w.Server,
 		LockBefore: deref(w.LockBefore), LockAfter: deref(w.LockAfter),
 		Sets: w.Sets, Instructions: deref(w.Instructions),
-		Evidence: w.Evidence, Findings: w.Findings, Prev: deref(w.Prev),
+		Evidence: w.Evidence, Findings: w.Findings, Changes: w.Changes, Prev: deref(w.Prev),
 	}, nil
 }

@@ -117,6 +117,7 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 		tofuHeld bool // the lock in force is a tofu lock of notes 2.0.0
 		// manualHeld: the lock in force is a manual approval of notes 2.0.0
 		manualHeld bool
+		manualRF   bool      // LockOptions.ManualRollForward
 		heldAt     time.Time // the held lock's log integrated time
 		signs      string    // the release alice's bundle signs
 		signedAt   time.Time // its verified signing time (zero: none)
@@ -130,6 +131,8 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 		after string
 	}{
 		{name: "forward to a newer version", signs: "notes 3.0.0", observed: "notes 3.0.0", allow: true, after: "notes 3.0.0"},
+		{name: "forward to a newer version, roll-forward manual", manualRF: true, signs: "notes 3.0.0", observed: "notes 3.0.0",
+			findings: []string{"pin-tool-added tool/search"}, after: "unchanged"},
 		{name: "forward, signed later", heldAt: t2, signs: "notes 3.0.0", signedAt: t3, observed: "notes 3.0.0", allow: true, after: "notes 3.0.0"},
 		{name: "forward to another server", signs: "twofaced 1.0.0", observed: "twofaced 1.0.0",
 			findings: []string{pin.RuleRollForwardOtherServer}, after: "unchanged"},
@@ -244,7 +247,7 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 			if tc.signs != "notes 2.0.0" {
 				alice.sign(t, release(t, tc.signs), e.bundle)
 			}
-			e.policy = lockPolicy(t, e.lock, LockOptions{Verify: atTime(pinbundle.Verifier(alice.v, e.bundle), tc.signedAt)})
+			e.policy = lockPolicy(t, e.lock, LockOptions{Verify: atTime(pinbundle.Verifier(alice.v, e.bundle), tc.signedAt), ManualRollForward: tc.manualRF})
 			if tc.change != nil {
 				tc.change(t, e)
 			}

@@ -35,6 +35,11 @@ type LockOptions struct {
 	// first definitions seen are written to it, recorded as method "tofu".
 	// It never approves a change.
 	TOFU bool
+	// ManualRollForward makes every change wait for a person: a signed
+	// update is refused like any drift, to be reviewed and approved with
+	// 'mcpsign approve' (policy rollForward "manual"). First use is not
+	// affected.
+	ManualRollForward bool
 }
 
 // ErrNoLock is the error of NewLockPolicy when there is no lock file and
@@ -140,6 +145,9 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 		return p.adopt(ctx, rep, disk, snap), nil
 	}
 
+	if p.opts.ManualRollForward {
+		return p.refuse(rep, "roll-forward is manual: a change waits for a person's review, signed or not; approve it with 'mcpsign approve' and restart the proxy"), nil
+	}
 	if p.opts.Verify == nil {
 		return p.refuse(rep, "no --bundle was given: only a signed update can change the pinned definitions"), nil
 	}

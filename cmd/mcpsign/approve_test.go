@@ -134,14 +134,15 @@ func TestApproveRugPull(t *testing.T) {
 		t.Fatalf("audit verify: exit %d %s %s", code, stdout, stderr)
 	}
 	code, shown, _ := runCLI(t, "audit", "show", log, "--server", "mcpsign-example")
-	if code != 0 || !strings.Contains(shown, "approved") || !strings.Contains(shown, `approver "alice"`) || !strings.Contains(shown, `\u{202E}`) || strings.Contains(shown, "\u202e") {
+	if code != 0 || !strings.Contains(shown, "approved") || !strings.Contains(shown, `approver "alice"`) || !strings.Contains(shown, `\u{202E}`) || !strings.Contains(shown, "change: pin-capability-added tool/") || strings.Contains(shown, "\u202e") {
 		t.Errorf("audit show:\n%s", shown)
 	}
 	if code, shown, _ := runCLI(t, "audit", "show", log, "--server", "other"); code != 0 || shown != "" {
 		t.Errorf("audit show --server other: %d %q", code, shown)
 	}
 	code, js, _ := runCLI(t, "audit", "show", log, "--format", "json", "--since", "1h")
-	if lines := strings.Split(strings.TrimSpace(js), "\n"); code != 0 || len(lines) != 2 || !strings.Contains(lines[1], `"method":"manual"`) || !strings.Contains(lines[1], `"previousLockDigest":"`+held.LockDigest+`"`) {
+	if lines := strings.Split(strings.TrimSpace(js), "\n"); code != 0 || len(lines) != 2 || !strings.Contains(lines[1], `"method":"manual"`) || !strings.Contains(lines[1], `"previousLockDigest":"`+held.LockDigest+`"`) ||
+		!strings.Contains(lines[1], `"changes":["pin-tool-added tool/run_command: exec`) {
 		t.Errorf("audit show --format json: %d\n%s", code, js)
 	}
 }

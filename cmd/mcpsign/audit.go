@@ -165,6 +165,9 @@ func writeAuditEvent(w io.Writer, r audit.Record) error {
 	for _, f := range e.Findings {
 		fmt.Fprintf(&b, "    finding: %s\n", textsafe.Escape(f))
 	}
+	for _, c := range e.Changes {
+		fmt.Fprintf(&b, "    change: %s\n", textsafe.Escape(c))
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -6,6 +6,7 @@ package auditevent
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/mcpsign/mcpsign/audit"
@@ -61,14 +62,43 @@ func digestOf(l *pin.Lock) string {
 }
 
 // Approval is the event (audit.Approved or audit.RolledForward) of the lock
-// after replacing before (nil on a first use).
+// after replacing before (nil on a first use), with the changes from
+// before (Changes).
 func Approval(kind audit.Kind, before, after *pin.Lock) *audit.Event {
 	sets, ins := OfLock(after)
-	return &audit.Event{
+	e := &audit.Event{
 		Time: time.Now().UTC(), Event: kind, Server: after.Server,
 		LockBefore: digestOf(before), LockAfter: after.LockDigest,
 		Sets: sets, Instructions: ins, Evidence: Evidence(after.Approval),
 	}
+	if before != nil {
+		e.Changes = Changes(before.Check(after.Snapshot()))
+	}
+	return e
+}
+
+// Changes lists what a report found changed, for the changes of an
+// approval: every error finding (pin.Report.FindingIDs), a capability
+// gained with the capabilities ("pin-capability-added tool/x: exec,
+// delete"); nil when nothing.
+func Changes(rep *pin.Report) []string {
+	var out []string
+	for _, f := range rep.Findings {
+		if f.Severity != pin.SeverityError {
+			continue
+		}
+		one := &pin.Report{Findings: []pin.Finding{f}}
+		id := one.FindingIDs()[0]
+		if len(f.Capabilities) > 0 && (f.Rule == pin.RuleCapabilityAdded || f.Rule == pin.RuleAdded(digest.KindTool)) {
+			caps := make([]string, len(f.Capabilities))
+			for i, c := range f.Capabilities {
+				caps[i] = string(c)
+			}
+			id += ": " + strings.Join(caps, ", ")
+		}
+		out = append(out, id)
+	}
+	return out
 }
 
 // Refusal is the event (audit.Blocked, audit.Warned, audit.LockRefused)
