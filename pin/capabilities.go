@@ -483,3 +483,21 @@ func (l *Lock) ToolCapabilities() map[string]*ToolCapabilities {
 	}
 	return out
 }
+
+// CarryOverrides sets on l the capability overrides of prev for the tools
+// whose definition did not change (same key and digest): an override
+// approves a pinned definition only.
+func (l *Lock) CarryOverrides(prev *Lock) {
+	if len(prev.Capabilities) == 0 {
+		return
+	}
+	keep := Overrides{}
+	for name, caps := range prev.Capabilities {
+		old, ok1 := prev.Lookup(digest.KindTool, name)
+		cur, ok2 := l.Lookup(digest.KindTool, name)
+		if ok1 && ok2 && old.Digest == cur.Digest {
+			keep[name] = caps
+		}
+	}
+	_ = l.SetCapabilities(keep) // every name is a tool of l
+}

@@ -3,6 +3,7 @@ package pin
 import (
 	"errors"
 	"fmt"
+	"github.com/mcpsign/mcpsign/attest"
 	"strconv"
 	"strings"
 
@@ -100,6 +101,24 @@ type Report struct {
 	// Diff is the comparison the findings were drawn from; nil when the
 	// lock was refused.
 	Diff *DiffResult `json:"-"`
+}
+
+// FindingIDs returns the error findings as short identifiers: the rule,
+// and the definition's subject name when it is about one, e.g.
+// "pin-tool-added tool/run_command" (raw server text: escape it to print).
+func (r *Report) FindingIDs() []string {
+	var ids []string
+	for _, f := range r.Findings {
+		if f.Severity != SeverityError {
+			continue
+		}
+		id := f.Rule
+		if f.Kind != "" {
+			id += " " + attest.SubjectName(f.Kind, f.Key)
+		}
+		ids = append(ids, id)
+	}
+	return ids
 }
 
 // Errors returns the number of error findings.

@@ -33,17 +33,26 @@ const MaxLockBytes = 64 << 20
 type Method string
 
 // Approval methods. MethodTOFU means nobody vouched for the definitions:
-// they were trusted on first use.
+// they were trusted on first use. MethodManual means a person approved them
+// after a review ('mcpsign approve'): the approval names them and their
+// reason, but no signature vouches for it.
 const (
 	MethodSigstore    Method = "sigstore"
 	MethodKey         Method = "key"
 	MethodCertificate Method = "certificate"
 	MethodTOFU        Method = "tofu"
+	MethodManual      Method = "manual"
 )
 
 // Valid reports whether m is a known method.
 func (m Method) Valid() bool {
-	return m == MethodSigstore || m == MethodKey || m == MethodCertificate || m == MethodTOFU
+	return m.Signed() || m == MethodTOFU || m == MethodManual
+}
+
+// Signed reports whether m is a signature (sigstore, key, certificate):
+// the only methods a signer can roll forward and a proxy re-verify.
+func (m Method) Signed() bool {
+	return m == MethodSigstore || m == MethodKey || m == MethodCertificate
 }
 
 // maxSafeInt is 2^53: integers of the lock must stay below it, as every
@@ -77,20 +86,40 @@ type Approval struct {
 	Tlog *TlogEntry `json:"tlog,omitempty"`
 	// ApprovedAt is when the lock was written, in UTC.
 	ApprovedAt time.Time `json:"approvedAt"`
+
+	// Reason, Approver and PreviousLockDigest are those of a manual
+	// approval (required for it, empty otherwise): why the change was
+	// approved, who approved it, and the lockDigest of the lock it replaced.
+	Reason             string `json:"reason,omitempty"`
+	Approver           string `json:"approver,omitempty"`
+	PreviousLockDigest string `json:"previousLockDigest,omitempty"`
+	// SourceRevision is the source revision the approver reviewed (a
+	// commit, a tag), optional, manual approvals only.
+	SourceRevision string `json:"sourceRevision,omitempty"`
 }
 
 func (a *Approval) validate() error {
 	if !a.Method.Valid() {
-		return fmt.Errorf("approval method %s is not sigstore, key, certificate or tofu", strconv.Quote(string(a.Method)))
+		return fmt.Errorf("approval method %s is not sigstore, key, certificate, tofu or manual", strconv.Quote(string(a.Method)))
 	}
-	for _, s := range []string{a.Identity, a.Issuer} {
+	for _, s := range []string{a.Identity, a.Issuer, a.Reason, a.Approver, a.SourceRevision} {
 		if !utf8.ValidString(s) {
-			return errors.New("approval identity or issuer is not valid UTF-8")
+			return errors.New("approval identity, issuer, reason, approver or sourceRevision is not valid UTF-8")
 		}
 	}
-	if a.Method == MethodTOFU {
+	if a.Method == MethodManual {
+		switch {
+		case a.Reason == "" || a.Approver == "":
+			return errors.New("a manual approval needs its reason and approver")
+		case !digest.ValidDigest(a.PreviousLockDigest):
+			return fmt.Errorf("approval previousLockDigest %s is not sha256: and 64 lowercase hex digits", strconv.Quote(a.PreviousLockDigest))
+		}
+	} else if a.Reason != "" || a.Approver != "" || a.PreviousLockDigest != "" || a.SourceRevision != "" {
+		return fmt.Errorf("a %s approval has no reason, approver, previousLockDigest or sourceRevision (manual approvals only)", a.Method)
+	}
+	if a.Method == MethodTOFU || a.Method == MethodManual {
 		if a.Identity != "" || a.Issuer != "" || a.BundleDigest != "" || a.Tlog != nil {
-			return errors.New("a tofu approval has no identity, issuer, bundleDigest or tlog")
+			return fmt.Errorf("a %s approval has no identity, issuer, bundleDigest or tlog", a.Method)
 		}
 	} else {
 		if a.Identity == "" {
@@ -400,7 +429,8 @@ func (l *Lock) marshalBody() ([]byte, error) {
 	b.WriteString(",\n  \"approval\": ")
 	a := l.Approval
 	a.ApprovedAt = a.ApprovedAt.UTC()
-	ab, err := marshalJSON(approvalJSON{a.Method, a.Identity, a.Issuer, a.BundleDigest, a.Tlog, a.ApprovedAt.Format(time.RFC3339Nano)})
+	ab, err := marshalJSON(approvalJSON{a.Method, a.Identity, a.Issuer, a.BundleDigest, a.Tlog, a.ApprovedAt.Format(time.RFC3339Nano),
+		a.Reason, a.Approver, a.PreviousLockDigest, a.SourceRevision})
 	if err != nil {
 		return nil, err
 	}
@@ -416,6 +446,11 @@ type approvalJSON struct {
 	BundleDigest string     `json:"bundleDigest"`
 	Tlog         *TlogEntry `json:"tlog,omitempty"`
 	ApprovedAt   string     `json:"approvedAt"`
+
+	Reason             string `json:"reason,omitempty"`
+	Approver           string `json:"approver,omitempty"`
+	PreviousLockDigest string `json:"previousLockDigest,omitempty"`
+	SourceRevision     string `json:"sourceRevision,omitempty"`
 }
 
 // validate checks what Parse checks, but for the lockDigest: approval,
@@ -522,7 +557,7 @@ var (
 	serverMembers       = []string{"name", "version"}
 	setsMembers         = []string{"tools", "prompts", "resourceTemplates"}
 	definitionMembers   = []string{"kind", "key", "digest", "definition"}
-	approvalMembers     = []string{"method", "identity", "issuer", "bundleDigest", "tlog", "approvedAt"}
+	approvalMembers     = []string{"method", "identity", "issuer", "bundleDigest", "tlog", "approvedAt", "reason", "approver", "previousLockDigest", "sourceRevision"}
 	approvalRequired    = []string{"method", "identity", "issuer", "bundleDigest", "approvedAt"}
 	tlogMembers         = []string{"logIndex", "logId", "integratedTime"}
 	capabilitiesMembers = []string{"tools"}
@@ -755,6 +790,19 @@ func decodeApproval(raw json.RawMessage, a *Approval) error {
 	// One spelling per instant, so that a lock has one form: UTC, "Z".
 	if a.ApprovedAt.UTC().Format(time.RFC3339Nano) != at {
 		return fmt.Errorf("approvedAt %s is not written as RFC 3339 in UTC (%s)", strconv.Quote(at), a.ApprovedAt.UTC().Format(time.RFC3339Nano))
+	}
+	for name, dst := range map[string]*string{"reason": &a.Reason, "approver": &a.Approver, "previousLockDigest": &a.PreviousLockDigest, "sourceRevision": &a.SourceRevision} {
+		raw, ok := m[name]
+		if !ok {
+			continue
+		}
+		if *dst, err = decodeString(raw); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if *dst == "" {
+			// Absent, never empty: one form per lock.
+			return fmt.Errorf("%s is empty (it is left out when there is none)", name)
+		}
 	}
 	if raw, ok := m["tlog"]; ok {
 		tm, err := objectMembers(raw, tlogMembers, tlogMembers)

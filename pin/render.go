@@ -35,6 +35,8 @@ func describeApproval(a *Approval) string {
 	switch a.Method {
 	case MethodTOFU:
 		return "trusted on first use (tofu, no signature) at " + at
+	case MethodManual:
+		return ManualText(a) + ", at " + at
 	case MethodKey:
 		return fmt.Sprintf("signed with key %s, approved at %s", textsafe.Escape(a.Identity), at)
 	default:
@@ -48,6 +50,16 @@ func describeApproval(a *Approval) string {
 		}
 		return s
 	}
+}
+
+// ManualText describes a manual approval for people: who approved it and
+// why (escaped), and the source revision reviewed, if any.
+func ManualText(a *Approval) string {
+	s := fmt.Sprintf("approved manually by %s (no signature): %s", textsafe.Quote(a.Approver), textsafe.Quote(a.Reason))
+	if a.SourceRevision != "" {
+		s += ", source revision " + textsafe.Quote(a.SourceRevision)
+	}
+	return s
 }
 
 func serverName(s digest.ServerInfo) string {

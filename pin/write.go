@@ -3,13 +3,11 @@ package pin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/internal/filelock"
 )
 
 // ErrExists is returned by Create when a lock file is already there.
@@ -17,7 +15,7 @@ var ErrExists = atomicfile.ErrExists
 
 // DefaultLockWait bounds how long a writer waits for another writer's file
 // lock when its context has no deadline.
-const DefaultLockWait = 30 * time.Second
+const DefaultLockWait = filelock.DefaultWait
 
 // Write replaces the lock file at path atomically (temporary file, fsync,
 // rename) while holding an exclusive flock on the lock's directory, so that
@@ -76,35 +74,5 @@ func Update(ctx context.Context, path string, fn func(cur *Lock) (*Lock, error))
 // rename), stays one inode. Writers of different locks in one directory
 // wait for each other, which costs a few milliseconds at most.
 func withFileLock(ctx context.Context, path string, fn func() error) error {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultLockWait)
-		defer cancel()
-	}
-	lockPath := filepath.Dir(path)
-	f, err := os.Open(lockPath)
-	if err != nil {
-		return fmt.Errorf("opening the directory %s to lock it: %w", lockPath, err)
-	}
-	defer f.Close()
-	delay := time.Millisecond
-	for {
-		ok, err := tryLock(f)
-		if err != nil {
-			return fmt.Errorf("locking %s: %w", lockPath, err)
-		}
-		if ok {
-			break
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("waiting for the file lock on %s (another mcpsign is writing a lock there): %w", lockPath, ctx.Err())
-		case <-t.C:
-		}
-		delay = min(2*delay, 10*time.Millisecond)
-	}
-	defer unlock(f)
-	return fn()
+	return filelock.With(ctx, filepath.Dir(path), "another mcpsign is writing a lock there", fn)
 }

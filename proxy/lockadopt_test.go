@@ -71,6 +71,21 @@ func signedLock(t *testing.T, p *publisher, snap *digest.Snapshot, bundle string
 	return l
 }
 
+// manualLock is a manual approval of the release name replacing the lock
+// at path (as 'mcpsign approve' writes it).
+func manualLock(t *testing.T, name, path string) *pin.Lock {
+	t.Helper()
+	prev, err := pin.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := pin.NewLock(release(t, name), pin.Approval{Method: pin.MethodManual, Reason: "reviewed", Approver: "alice", PreviousLockDigest: prev.LockDigest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func writeLock(t *testing.T, l *pin.Lock, path string) []byte {
 	t.Helper()
 	data, err := l.Marshal()
@@ -99,10 +114,13 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		tofuHeld bool      // the lock in force is a tofu lock of notes 2.0.0
-		heldAt   time.Time // the held lock's log integrated time
-		signs    string    // the release alice's bundle signs
-		signedAt time.Time // its verified signing time (zero: none)
+		tofuHeld bool // the lock in force is a tofu lock of notes 2.0.0
+		// manualHeld: the lock in force is a manual approval of notes 2.0.0
+		manualHeld bool
+		manualRF   bool      // LockOptions.ManualRollForward
+		heldAt     time.Time // the held lock's log integrated time
+		signs      string    // the release alice's bundle signs
+		signedAt   time.Time // its verified signing time (zero: none)
 		// change, when set, changes the lock file behind the proxy's back.
 		change   func(t *testing.T, e *env)
 		observed string // the release the server now serves
@@ -113,6 +131,8 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 		after string
 	}{
 		{name: "forward to a newer version", signs: "notes 3.0.0", observed: "notes 3.0.0", allow: true, after: "notes 3.0.0"},
+		{name: "forward to a newer version, roll-forward manual", manualRF: true, signs: "notes 3.0.0", observed: "notes 3.0.0",
+			findings: []string{"pin-tool-added tool/search"}, after: "unchanged"},
 		{name: "forward, signed later", heldAt: t2, signs: "notes 3.0.0", signedAt: t3, observed: "notes 3.0.0", allow: true, after: "notes 3.0.0"},
 		{name: "forward to another server", signs: "twofaced 1.0.0", observed: "twofaced 1.0.0",
 			findings: []string{pin.RuleRollForwardOtherServer}, after: "unchanged"},
@@ -184,6 +204,14 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 				writeLock(t, l, e.lock)
 			},
 			findings: []string{pin.RuleLockChangedByAnotherProcess}, after: "unchanged"},
+		{name: "rewritten as a manual approval of poisoned definitions", signs: "notes 2.0.0", observed: "notes poisoned",
+			change:   func(t *testing.T, e *env) { writeLock(t, manualLock(t, "notes poisoned", e.lock), e.lock) },
+			findings: []string{pin.RuleLockChangedByAnotherProcess, "pin-tool-changed tool/read_note", "pin-tool-added tool/run_command"}, after: "unchanged"},
+		{name: "manual lock rewritten as a manual approval", manualHeld: true, signs: "notes 2.0.0", observed: "notes poisoned",
+			change:   func(t *testing.T, e *env) { writeLock(t, manualLock(t, "notes poisoned", e.lock), e.lock) },
+			findings: []string{pin.RuleLockChangedByAnotherProcess}, after: "unchanged"},
+		{name: "manual lock and a signed update: no signer to roll forward from", manualHeld: true, signs: "notes 3.0.0", observed: "notes 3.0.0",
+			findings: []string{"pin-tool-added tool/search"}, after: "unchanged"},
 		{name: "rolled forward by another proxy with the same bundle", signs: "notes 2.0.0", observed: "notes 3.0.0",
 			change: func(t *testing.T, e *env) {
 				alice.sign(t, release(t, "notes 3.0.0"), e.bundle)
@@ -208,6 +236,10 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if tc.manualHeld {
+				writeLock(t, held, e.lock)
+				held = manualLock(t, "notes 2.0.0", e.lock)
+			}
 			if !tc.heldAt.IsZero() {
 				held.Approval.Tlog = &pin.TlogEntry{LogIndex: 7, LogID: "0a", IntegratedTime: tc.heldAt.Unix()}
 			}
@@ -215,7 +247,7 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 			if tc.signs != "notes 2.0.0" {
 				alice.sign(t, release(t, tc.signs), e.bundle)
 			}
-			e.policy = lockPolicy(t, e.lock, LockOptions{Verify: atTime(pinbundle.Verifier(alice.v, e.bundle), tc.signedAt)})
+			e.policy = lockPolicy(t, e.lock, LockOptions{Verify: atTime(pinbundle.Verifier(alice.v, e.bundle), tc.signedAt), ManualRollForward: tc.manualRF})
 			if tc.change != nil {
 				tc.change(t, e)
 			}

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/pin"
 )
@@ -36,6 +35,11 @@ type LockOptions struct {
 	// first definitions seen are written to it, recorded as method "tofu".
 	// It never approves a change.
 	TOFU bool
+	// ManualRollForward makes every change wait for a person: a signed
+	// update is refused like any drift, to be reviewed and approved with
+	// 'mcpsign approve' (policy rollForward "manual"). First use is not
+	// affected.
+	ManualRollForward bool
 }
 
 // ErrNoLock is the error of NewLockPolicy when there is no lock file and
@@ -141,11 +145,17 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 		return p.adopt(ctx, rep, disk, snap), nil
 	}
 
+	if p.opts.ManualRollForward {
+		return p.refuse(rep, "roll-forward is manual: a change waits for a person's review, signed or not; approve it with 'mcpsign approve' and restart the proxy"), nil
+	}
 	if p.opts.Verify == nil {
 		return p.refuse(rep, "no --bundle was given: only a signed update can change the pinned definitions"), nil
 	}
-	if p.cur.Approval.Method == pin.MethodTOFU {
+	switch p.cur.Approval.Method {
+	case pin.MethodTOFU:
 		return p.refuse(rep, "the lock was trusted on first use (tofu): no signer to accept an update from; re-pin with 'mcpsign pin'"), nil
+	case pin.MethodManual:
+		return p.refuse(rep, "the lock was approved manually: no signer to accept an update from; review the change and approve it with 'mcpsign approve'"), nil
 	}
 	v, err := p.verify(ctx, snap)
 	if err != nil {
@@ -162,7 +172,7 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 	if err != nil {
 		return p.refuse(rep, "the new definitions cannot be pinned: "+err.Error()), nil
 	}
-	carryOverrides(next, p.cur)
+	next.CarryOverrides(p.cur)
 	prev := p.cur
 	var adopted *pin.Lock
 	err = pin.Update(ctx, p.path, func(cur *pin.Lock) (*pin.Lock, error) {
@@ -211,8 +221,10 @@ func (p *LockPolicy) adopt(ctx context.Context, rep *pin.Report, disk *pin.Lock,
 	if err := pin.SameSigner(held.Approval, disk.Approval); err != nil {
 		return p.refuseChanged(rep, fmt.Sprintf("it is approved by %s, the lock in force by %s: not the same signer", describeApproval(disk.Approval), describeApproval(held.Approval)))
 	}
-	if held.Approval.Method == pin.MethodTOFU {
-		return p.refuseChanged(rep, "the lock in force was trusted on first use (tofu): nothing can vouch for a tofu lock another process wrote")
+	if !held.Approval.Method.Signed() {
+		// A manual approval names a person, but anything that can write
+		// the file can write that name: it is never adopted from disk.
+		return p.refuseChanged(rep, fmt.Sprintf("the lock in force is %s: nothing can vouch for a %s lock another process wrote (restart the proxy to enforce the lock on disk)", describeApproval(held.Approval), held.Approval.Method))
 	}
 	if r := disk.Check(snap); r.Failed(pin.FailOnDrift) {
 		return p.refuseChanged(rep, fmt.Sprintf("it does not approve the server's definitions either (%d drift finding(s))", r.Errors()))
@@ -249,7 +261,7 @@ func (p *LockPolicy) verify(ctx context.Context, snap *digest.Snapshot) (pin.Ver
 	if v.Server.Name == "" {
 		return pin.Verified{}, errors.New("the verifier did not say which server the bundle signs")
 	}
-	if v.Approval.Method == pin.MethodTOFU || !v.Approval.Method.Valid() {
+	if !v.Approval.Method.Signed() {
 		return pin.Verified{}, fmt.Errorf("the verifier's approval is not signed: method %q", v.Approval.Method)
 	}
 	return v, nil
@@ -384,16 +396,7 @@ func (p *LockPolicy) refuse(rep *pin.Report, why string) *Decision {
 		Summary: fmt.Sprintf("%d drift finding(s) against the lock %s", rep.Errors(), p.path),
 		Report:  reportText(rep) + "\n" + why + "\n",
 	}
-	for _, f := range rep.Findings {
-		if f.Severity != pin.SeverityError {
-			continue
-		}
-		id := f.Rule
-		if f.Kind != "" {
-			id += " " + attest.SubjectName(f.Kind, f.Key)
-		}
-		d.Findings = append(d.Findings, id)
-	}
+	d.Findings = rep.FindingIDs()
 	return d
 }
 
@@ -422,23 +425,6 @@ func describeApproval(a pin.Approval) string {
 		return "tofu (trusted on first use: nobody signed it)"
 	}
 	return describeSigner(a)
-}
-
-// carryOverrides keeps the capability overrides of tools whose definition
-// did not change: an override approves a pinned definition only.
-func carryOverrides(next, prev *pin.Lock) {
-	if len(prev.Capabilities) == 0 {
-		return
-	}
-	keep := pin.Overrides{}
-	for name, caps := range prev.Capabilities {
-		old, ok1 := prev.Lookup(digest.KindTool, name)
-		cur, ok2 := next.Lookup(digest.KindTool, name)
-		if ok1 && ok2 && old.Digest == cur.Digest {
-			keep[name] = caps
-		}
-	}
-	_ = next.SetCapabilities(keep) // every name is a tool of next
 }
 
 func counts(s *digest.Snapshot) string {

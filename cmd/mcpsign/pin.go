@@ -151,12 +151,16 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 	if err := lock.SetCapabilities(overrides); err != nil {
 		return fmt.Errorf("--capabilities: %w", err)
 	}
+	before := existingLock(po.Lock)
 	if po.Force {
 		err = lock.Write(cmd.Context(), po.Lock)
 	} else {
 		err = lock.Create(cmd.Context(), po.Lock)
 	}
 	if err != nil {
+		return err
+	}
+	if err := auditApproved(cmd.Context(), po.Audit.Log, before, lock); err != nil {
 		return err
 	}
 	if asJSON {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -108,17 +109,22 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		return errors.New("give the server command after --: mcpsign proxy --lock FILE -- CMD [ARGS...]")
 	}
 	cfg := &proxycmd.Config{
-		Version:         proxycmd.BuildVersion(),
-		Lock:            po.Lock,
-		TOFU:            po.TOFU,
-		Quiet:           po.Quiet,
-		MaxMessageBytes: po.MaxMessageBytes,
-		CheckTimeout:    po.CheckTimeout,
-		ShutdownGrace:   po.ShutdownGrace,
-		Command:         args,
+		Version:           proxycmd.BuildVersion(),
+		Lock:              po.Lock,
+		TOFU:              po.TOFU,
+		Quiet:             po.Quiet,
+		MaxMessageBytes:   po.MaxMessageBytes,
+		CheckTimeout:      po.CheckTimeout,
+		ShutdownGrace:     po.ShutdownGrace,
+		AuditLog:          po.Audit.Log,
+		ManualRollForward: po.RollForward == "manual",
+		Command:           args,
 	}
 	if po.Lock == "" {
 		return errors.New("--lock FILE is required: the lock to enforce (written on first use with --bundle or --tofu)")
+	}
+	if po.RollForward != "signed" && po.RollForward != "manual" {
+		return fmt.Errorf("--roll-forward %q: want signed or manual", po.RollForward)
 	}
 	var v *verify.Verifier
 	if f.vo.Bundle != "" {

@@ -55,6 +55,8 @@ format and rule.`,
 		newPinCmd(a),
 		newVerifyPinCmd(a),
 		newDiffCmd(a),
+		newApproveCmd(a),
+		newAuditCmd(a),
 	)
 	return root
 }

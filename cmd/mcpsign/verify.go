@@ -362,6 +362,7 @@ func writeVerifiedLock(cmd *cobra.Command, f *verifyFlags, snap *digest.Snapshot
 	if err != nil {
 		return fmt.Errorf("--write-lock: %w", err)
 	}
+	before := existingLock(f.vo.WriteLock)
 	if f.vo.Force {
 		err = lock.Write(cmd.Context(), f.vo.WriteLock)
 	} else {
@@ -370,7 +371,7 @@ func writeVerifiedLock(cmd *cobra.Command, f *verifyFlags, snap *digest.Snapshot
 	if err != nil {
 		return fmt.Errorf("--write-lock: %w", err)
 	}
-	return nil
+	return auditApproved(cmd.Context(), f.vo.Audit.Log, before, lock)
 }
 
 func newVerifyBundleCmd(a *app) *cobra.Command {

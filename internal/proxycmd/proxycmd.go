@@ -19,7 +19,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpsign/mcpsign/audit"
+	"github.com/mcpsign/mcpsign/internal/auditevent"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/proxy"
 )
 
@@ -54,6 +57,11 @@ type Config struct {
 	MaxMessageBytes int           `json:"maxMessageBytes,omitempty"`
 	CheckTimeout    time.Duration `json:"checkTimeout,omitempty"`
 	ShutdownGrace   time.Duration `json:"shutdownGrace,omitempty"`
+	// AuditLog, when set, is the audit log (docs/AUDIT.md) the proxy
+	// appends its approvals, roll-forwards and blocks to.
+	AuditLog string `json:"auditLog,omitempty"`
+	// ManualRollForward refuses signed updates too (--roll-forward manual).
+	ManualRollForward bool `json:"manualRollForward,omitempty"`
 	// Command is the server's argv.
 	Command []string `json:"command"`
 	// VerifyCommand, with --bundle, is the argv that verifies definitions
@@ -82,13 +90,18 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 	if cfg.Lock == "" {
 		return ExitError, errors.New("--lock FILE is required: the lock to enforce (written on first use with --bundle or --tofu)")
 	}
-	policy, err := proxy.NewLockPolicy(cfg.Lock, proxy.LockOptions{Verify: verify, TOFU: cfg.TOFU})
+	policy, err := proxy.NewLockPolicy(cfg.Lock, proxy.LockOptions{Verify: verify, TOFU: cfg.TOFU, ManualRollForward: cfg.ManualRollForward})
 	if err != nil {
+		if le := (*pin.LockError)(nil); errors.As(err, &le) && cfg.AuditLog != "" {
+			if aerr := audit.Append(ctx, cfg.AuditLog, auditevent.Refusal(audit.LockRefused, nil, nil, []string{auditevent.LockFinding(err)})); aerr != nil {
+				err = errors.Join(err, fmt.Errorf("audit log: %w", aerr))
+			}
+		}
 		return ExitError, err
 	}
 	opts := proxy.Options{
 		Command:         cfg.Command,
-		Policy:          policy,
+		Policy:          auditPolicy(policy, cfg.AuditLog, stderr),
 		Stderr:          stderr,
 		MaxMessageBytes: cfg.MaxMessageBytes,
 		CheckTimeout:    cfg.CheckTimeout,

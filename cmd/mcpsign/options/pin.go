@@ -17,6 +17,7 @@ type PinOptions struct {
 	TOFU         bool
 	Force        bool
 	Capabilities string
+	Audit        AuditOptions
 }
 
 // AddFlags adds the pin flags to fs.
@@ -25,6 +26,7 @@ func (o *PinOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.TOFU, "tofu", false, "trust on first use: pin what the server serves now without any signature (recorded as method tofu)")
 	fs.BoolVar(&o.Force, "force", false, "replace an existing lock file")
 	fs.StringVar(&o.Capabilities, "capabilities", "", `capabilities overrides, JSON {"tools": {"NAME": ["read", ...]}}, stored in the lock`)
+	o.Audit.AddFlags(fs)
 }
 
 // VerifyPinOptions are the flags of 'mcpsign verify-pin'.

@@ -18,6 +18,8 @@ type ProxyOptions struct {
 	MaxMessageBytes int
 	ShutdownGrace   time.Duration
 	Quiet           bool
+	Audit           AuditOptions
+	RollForward     string
 }
 
 // AddFlags adds the proxy flags to fs.
@@ -28,6 +30,8 @@ func (o *ProxyOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxMessageBytes, "max-message-bytes", source.DefaultMaxMessageBytes, "largest message relayed either way")
 	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", proxy.DefaultShutdownGrace, "how long the server gets to exit after its stdin closes, and again after SIGTERM")
 	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "print nothing on stderr but the server's stderr and the report of a block")
+	o.Audit.AddFlags(fs)
+	fs.StringVar(&o.RollForward, "roll-forward", "signed", "signed: a change signed by the lock's signer rolls the lock forward; manual: every change waits for 'mcpsign approve'")
 }
 
 // AddBundleFlags adds the flags of VerifyOptions that verifying a bundle in

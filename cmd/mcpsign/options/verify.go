@@ -26,6 +26,8 @@ type VerifyOptions struct {
 	Force            bool
 	PackageFiles     []string
 	PackageIntegrity []string
+	// Audit is --audit-log, with --write-lock.
+	Audit AuditOptions
 }
 
 // AddFlags adds the flags that apply to method m. The generic bundle check
@@ -48,6 +50,7 @@ func (o *VerifyOptions) AddFlags(fs *pflag.FlagSet, m verify.Method, generic boo
 		fs.StringArrayVar(&o.PackageIntegrity, "package-integrity", nil, "require that the statement binds the npm package of this integrity string, as in a package-lock: sha512-BASE64 (repeatable)")
 		fs.StringVar(&o.WriteLock, "write-lock", "", "on success, write the lock file (docs/LOCK.md) with the approved definitions and the approval evidence")
 		fs.BoolVar(&o.Force, "force", false, "replace an existing --write-lock file")
+		o.Audit.AddFlags(fs)
 	}
 }
 

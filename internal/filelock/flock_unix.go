@@ -1,6 +1,6 @@
 //go:build unix
 
-package pin
+package filelock
 
 import (
 	"errors"

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsign/mcpsign/audit"
+	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+)
+
+func newAuditCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Check and read a hash-chained audit log",
+		Long: `The audit log (docs/AUDIT.md) is a JSON Lines file that 'mcpsign pin',
+'verify --write-lock', 'approve' and 'proxy' append to with --audit-log FILE:
+every approval, roll-forward, block and refused lock, each line holding the
+SHA-256 of the line before it, so that a removed, edited or reordered line
+breaks the chain.`,
+	}
+	cmd.AddCommand(newAuditVerifyCmd(a), newAuditShowCmd(a), newAuditRepairCmd(a))
+	return cmd
+}
+
+func newAuditVerifyCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify FILE",
+		Short: "Check an audit log's hash chain; name the first broken line",
+		Long: `Read every line of the audit log strictly and check its chain: the first
+line's prev is null, every other's is the SHA-256 of the line before.
+
+Exit codes: 0 the chain verifies; 1 a line is malformed, breaks the chain or is
+not whole (named with its number and byte offset); 2 the file cannot be read.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := audit.Verify(args[0])
+			var le *audit.LineError
+			if errors.As(err, &le) {
+				return failed(fmt.Errorf("audit log %s: %w", args[0], err))
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "audit log %s: %d event(s), the chain verifies\n", textsafe.Escape(args[0]), n)
+			return nil
+		},
+	}
+}
+
+func newAuditRepairCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "repair FILE",
+		Short: "Cut the partial last line a killed writer left, so that writers can go on",
+		Long: `A writer killed mid-write leaves a last line without its newline, and
+writers refuse to append after it. repair checks the whole chain and, when the
+only fault is that partial last line, cuts it (under the writers' file lock).
+Any other break (a line removed, edited or reordered) is refused: it is
+evidence, and repair never rewrites it.
+
+Exit codes: 0 repaired or already whole; 1 the chain is broken elsewhere; 2 the
+file cannot be read or written.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cut, err := audit.Repair(cmd.Context(), args[0])
+			var le *audit.LineError
+			if errors.As(err, &le) {
+				return failed(fmt.Errorf("audit log %s: not repaired: %w", args[0], err))
+			}
+			if err != nil {
+				return err
+			}
+			if cut == 0 {
+				fmt.Fprintf(a.stdout, "audit log %s is whole: nothing to repair\n", textsafe.Escape(args[0]))
+			} else {
+				fmt.Fprintf(a.stdout, "audit log %s: cut a partial last line (%d bytes)\n", textsafe.Escape(args[0]), cut)
+			}
+			return nil
+		},
+	}
+}
+
+func newAuditShowCmd(a *app) *cobra.Command {
+	var o options.AuditShowOptions
+	cmd := &cobra.Command{
+		Use:   "show FILE [--server NAME] [--since TIME] [--format json]",
+		Short: "Show the events of an audit log",
+		Long: `Print the events of the audit log, oldest first, server text escaped; with
+--format json, the lines themselves as written. The chain is checked while
+reading: at the first broken line the events before it have been shown, the
+break is reported, and the command exits 1.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := o.Out.JSON()
+			if err != nil {
+				return err
+			}
+			var since time.Time
+			if o.Since != "" {
+				if d, derr := time.ParseDuration(o.Since); derr == nil {
+					since = time.Now().Add(-d)
+				} else if since, err = time.Parse(time.RFC3339Nano, o.Since); err != nil {
+					return fmt.Errorf("--since %q: want an RFC 3339 time or a duration such as 24h", o.Since)
+				}
+			}
+			f, err := os.Open(args[0])
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			err = audit.Scan(f, func(r audit.Record) error {
+				e := r.Event
+				if (o.Server != "" && e.Server.Name != o.Server) || (!since.IsZero() && e.Time.Before(since)) {
+					return nil
+				}
+				if asJSON {
+					_, err := fmt.Fprintf(a.stdout, "%s\n", audit.ASCII(r.Raw))
+					return err
+				}
+				return writeAuditEvent(a.stdout, r)
+			})
+			var le *audit.LineError
+			if errors.As(err, &le) {
+				return failed(fmt.Errorf("audit log %s: %w", args[0], err))
+			}
+			return err
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// writeAuditEvent writes one event for people, every server string
+// escaped.
+func writeAuditEvent(w io.Writer, r audit.Record) error {
+	e := r.Event
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d  %s  %-14s %s %s\n", r.Line, e.Time.Format(time.RFC3339), e.Event, textsafe.Quote(e.Server.Name), textsafe.Quote(e.Server.Version))
+	fmt.Fprintf(&b, "    lock: %s -> %s\n", orNull(e.LockBefore), orNull(e.LockAfter))
+	if s := e.Sets; s != nil {
+		fmt.Fprintf(&b, "    sets: tools %s, prompts %s, resourceTemplates %s\n", s.Tools, s.Prompts, s.ResourceTemplates)
+	}
+	if e.Instructions != "" {
+		fmt.Fprintf(&b, "    instructions: %s\n", e.Instructions)
+	}
+	if v := e.Evidence; v != nil {
+		fmt.Fprintf(&b, "    evidence: %s", textsafe.Escape(v.Method))
+		for _, kv := range [][2]string{{"identity", v.Identity}, {"issuer", v.Issuer}, {"bundle", v.BundleDigest},
+			{"approver", v.Approver}, {"reason", v.Reason}, {"source revision", v.SourceRevision}, {"previous lock", v.PreviousLockDigest}} {
+			if kv[1] != "" {
+				fmt.Fprintf(&b, ", %s %s", kv[0], textsafe.Quote(kv[1]))
+			}
+		}
+		if v.LogIndex != nil {
+			fmt.Fprintf(&b, ", log index %d", *v.LogIndex)
+		}
+		b.WriteString("\n")
+	}
+	for _, f := range e.Findings {
+		fmt.Fprintf(&b, "    finding: %s\n", textsafe.Escape(f))
+	}
+	for _, c := range e.Changes {
+		fmt.Fprintf(&b, "    change: %s\n", textsafe.Escape(c))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orNull(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

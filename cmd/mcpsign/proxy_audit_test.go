@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpsign/mcpsign/audit"
+	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/proxycmd"
+)
+
+// TestProxyAuditLog: a proxy records its first use (approved), a block
+// (blocked, with the findings) and a modified lock (lock-refused); a
+// session that matches the lock records nothing.
+func TestProxyAuditLog(t *testing.T) {
+	server := fixtures.BuildExampleServer(t)
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "mcp.lock")
+	log := filepath.Join(dir, "audit.jsonl")
+	session := func(t *testing.T, want int, args ...string) {
+		t.Helper()
+		s := startCLI(t, nil, append([]string{"proxy", "--lock", lock, "--audit-log", log}, args...)...)
+		cs, _, err := s.client(t)
+		if err == nil {
+			cs.Close()
+		}
+		if code := s.exit(t); code != want {
+			t.Fatalf("exit %d, want %d", code, want)
+		}
+	}
+	session(t, 0, "--tofu", "--", server)
+	session(t, 0, "--", server)
+	session(t, proxycmd.ExitBlocked, "--", server, "--mode", fixtures.ModeRugPull)
+	data, _ := os.ReadFile(lock)
+	os.WriteFile(lock, bytes.Replace(data, []byte("Search the notes"), []byte("Search all notes"), 1), 0o644)
+	if code, _, stderr := runCLI(t, "proxy", "--lock", lock, "--audit-log", log, "--", server); code != 2 || !strings.Contains(stderr, "modified") {
+		t.Fatalf("modified lock: exit %d %s", code, stderr)
+	}
+
+	var kinds []string
+	f, err := os.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var blocked *audit.Event
+	if err := audit.Scan(f, func(r audit.Record) error {
+		kinds = append(kinds, string(r.Event.Event))
+		if r.Event.Event == audit.Blocked {
+			blocked = r.Event
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(kinds, " "); got != "approved blocked lock-refused" {
+		t.Fatalf("events %q", got)
+	}
+	if blocked.LockBefore == "" || blocked.LockBefore != blocked.LockAfter || blocked.Sets == nil ||
+		!strings.Contains(strings.Join(blocked.Findings, ","), "pin-tool-added tool/run_command") {
+		t.Errorf("blocked event %+v", blocked)
+	}
+}

@@ -1,0 +1,61 @@
+// Package filelock serializes writers of one file across processes with an
+// exclusive flock(2) of a sidecar file (docs/LOCK.md "Writing a lock",
+// docs/AUDIT.md "Writing"). Where flock is not available it fails closed.
+package filelock
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+)
+
+// DefaultWait bounds how long With waits for another holder when its
+// context has no deadline.
+const DefaultWait = 30 * time.Second
+
+// With runs fn holding an exclusive flock on lockPath: a directory (opened
+// read-only, so a directory the writer may not write is locked too, and no
+// file is left beside what it guards), or a file (created empty with mode
+// 0644 when missing, never removed: removing it would let two writers lock
+// two different files). It waits for the lock until ctx is done, or
+// DefaultWait when ctx has no deadline. what names the writer in the error
+// of a wait that timed out ("another mcpsign is writing the lock").
+func With(ctx context.Context, lockPath, what string, fn func() error) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultWait)
+		defer cancel()
+	}
+	var f *os.File
+	var err error
+	if fi, serr := os.Stat(lockPath); serr == nil && fi.IsDir() {
+		f, err = os.Open(lockPath)
+	} else {
+		f, err = os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("opening the file lock %s: %w", lockPath, err)
+	}
+	defer f.Close()
+	delay := time.Millisecond
+	for {
+		ok, err := tryLock(f)
+		if err != nil {
+			return fmt.Errorf("locking %s: %w", lockPath, err)
+		}
+		if ok {
+			break
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("waiting for the file lock %s (%s): %w", lockPath, what, ctx.Err())
+		case <-t.C:
+		}
+		delay = min(2*delay, 10*time.Millisecond)
+	}
+	defer unlock(f)
+	return fn()
+}

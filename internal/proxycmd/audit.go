@@ -1,0 +1,53 @@
+package proxycmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/mcpsign/mcpsign/audit"
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/auditevent"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/proxy"
+)
+
+// auditPolicy returns p, recording its verdicts in the audit log at path
+// (docs/AUDIT.md): a lock written on first use is approved, a lock rolled
+// forward (or adopted from another proxy) rolled-forward, a refusal
+// blocked. A definitions match is not recorded. An audit log that cannot be
+// written blocks the session: what is not recorded is not approved.
+func auditPolicy(p *proxy.LockPolicy, path string, stderr io.Writer) proxy.Policy {
+	if path == "" {
+		return p
+	}
+	return proxy.PolicyFunc(func(ctx context.Context, snap *digest.Snapshot) (*proxy.Decision, error) {
+		before := p.Lock()
+		d, err := p.Check(ctx, snap)
+		if err != nil || d == nil {
+			return d, err
+		}
+		var e *audit.Event
+		switch after := p.Lock(); {
+		case !d.Allow:
+			e = auditevent.Refusal(audit.Blocked, before, snap, d.Findings)
+		case d.Updated && before == nil:
+			e = auditevent.Approval(audit.Approved, nil, after)
+		case d.Updated:
+			e = auditevent.Approval(audit.RolledForward, before, after)
+		default:
+			return d, nil
+		}
+		if aerr := audit.Append(ctx, path, e); aerr != nil {
+			fmt.Fprintf(stderr, "mcpsign proxy: %s\n", textsafe.Escape("audit log: "+aerr.Error()))
+			if d.Allow {
+				return &proxy.Decision{
+					Summary:  "the audit log " + path + " cannot be written, so nothing is approved: " + aerr.Error(),
+					Report:   "the audit log " + path + " cannot be written: " + aerr.Error() + "\n",
+					Findings: []string{"audit-log-unwritable"},
+				}, nil
+			}
+		}
+		return d, nil
+	})
+}

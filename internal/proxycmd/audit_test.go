@@ -1,0 +1,98 @@
+package proxycmd
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpsign/mcpsign/audit"
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/proxy"
+)
+
+func snap(t *testing.T, version string, tools ...string) *digest.Snapshot {
+	t.Helper()
+	s, err := digest.ParseSnapshot([]byte(`{"kind":"mcpsign.snapshot","snapshotVersion":1,"server":{"name":"notes","version":"` + version + `"},"protocolVersion":"2025-11-25",` +
+		`"tools":[` + strings.Join(tools, ",") + `],"prompts":[],"resourceTemplates":[],"capturedAt":"2026-11-29T15:00:00Z"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestAuditPolicy: the events of the proxy's verdicts: a signed update
+// rolled forward (with what changed: a new exec tool), a refused one
+// blocked, a match nothing.
+func TestAuditPolicy(t *testing.T) {
+	read := `{"name":"read_note","description":"Read a note.","inputSchema":{"type":"object"}}`
+	run := `{"name":"run_command","description":"Run a shell command.","inputSchema":{"type":"object"}}`
+	dir := t.TempDir()
+	lockPath, logPath := filepath.Join(dir, "mcp.lock"), filepath.Join(dir, "audit.jsonl")
+	approval := pin.Approval{Method: pin.MethodKey, Identity: "sha256:" + strings.Repeat("a", 64), BundleDigest: "sha256:" + strings.Repeat("b", 64)}
+	held, err := pin.NewLock(snap(t, "1.0.0", read), approval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Write(context.Background(), lockPath); err != nil {
+		t.Fatal(err)
+	}
+	signs := "notes"
+	verify := func(_ context.Context, s *digest.Snapshot) (pin.Verified, error) {
+		return pin.Verified{Approval: approval, Server: digest.ServerInfo{Name: signs, Version: s.Server.Version}}, nil
+	}
+	lp, err := proxy.NewLockPolicy(lockPath, proxy.LockOptions{Verify: verify})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := auditPolicy(lp, logPath, io.Discard)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		snap  *digest.Snapshot
+		allow bool
+	}{
+		{snap(t, "1.0.0", read), true},
+		{snap(t, "2.0.0", read, run), true},
+	} {
+		if d, err := p.Check(ctx, tc.snap); err != nil || d.Allow != tc.allow {
+			t.Fatalf("Check: %+v %v", d, err)
+		}
+	}
+	signs = "twofaced"
+	if d, err := p.Check(ctx, snap(t, "3.0.0", read)); err != nil || d.Allow {
+		t.Fatalf("Check of another server's signature: %+v %v", d, err)
+	}
+
+	f, err := os.Open(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var events []*audit.Event
+	if err := audit.Scan(f, func(r audit.Record) error { events = append(events, r.Event); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 2 {
+		t.Fatalf("%d events, want 2", len(events))
+	}
+	rf, bl := events[0], events[1]
+	if rf.Event != audit.RolledForward || rf.LockBefore != held.LockDigest || rf.LockAfter == held.LockDigest ||
+		rf.Evidence == nil || rf.Evidence.Method != "key" || strings.Join(rf.Changes, ";") != "pin-tool-added tool/run_command: exec;pin-capability-added tool/run_command: exec" {
+		t.Errorf("rolled-forward event %+v %+v", rf, rf.Evidence)
+	}
+	if bl.Event != audit.Blocked || bl.LockBefore != rf.LockAfter || bl.LockAfter != rf.LockAfter ||
+		len(bl.Findings) == 0 || bl.Findings[0] != pin.RuleRollForwardOtherServer {
+		t.Errorf("blocked event %+v", bl)
+	}
+
+	// An audit log that cannot be written blocks what would be approved.
+	os.WriteFile(logPath, []byte("{"), 0o644)
+	signs = "notes"
+	d, err := p.Check(ctx, snap(t, "4.0.0", read))
+	if err != nil || d.Allow || d.Findings[0] != "audit-log-unwritable" {
+		t.Fatalf("Check with a torn audit log: %+v %v", d, err)
+	}
+}
