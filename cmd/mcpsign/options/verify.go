@@ -13,6 +13,7 @@ import (
 // hand-off to a lock.
 type VerifyOptions struct {
 	Bundle           string
+	BundleFromServer bool
 	RequireTlog      bool
 	RequireTimestamp bool
 	AllowCurrentTime bool
@@ -24,7 +25,10 @@ type VerifyOptions struct {
 // (generic true) requires a log entry by default, as Sigstore clients do;
 // the key and certificate methods make it a choice.
 func (o *VerifyOptions) AddFlags(fs *pflag.FlagSet, m verify.Method, generic bool) {
-	fs.StringVar(&o.Bundle, "bundle", "", "Sigstore bundle to verify (required)")
+	fs.StringVar(&o.Bundle, "bundle", "", "Sigstore bundle to verify: a file, or an https:// URL (required, unless --bundle-from-server)")
+	if !generic {
+		o.addFromServerFlag(fs)
+	}
 	switch {
 	case generic:
 		fs.BoolVar(&o.RequireTlog, "require-tlog", true, "require a verified transparency log entry (always required for keyless certificates)")
@@ -55,4 +59,9 @@ func (o *VerifyOptions) Policy(m verify.Method, id verify.Identity, key crypto.P
 		p.PublicKey = key
 	}
 	return p
+}
+
+// addFromServerFlag adds --bundle-from-server (docs/DISCOVERY.md).
+func (o *VerifyOptions) addFromServerFlag(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.BundleFromServer, "bundle-from-server", false, "verify the bundle the server advertises in its hello (capabilities \"dev.mcpsign/attestation\"), exactly as a --bundle file: only the signature and the policy decide")
 }
