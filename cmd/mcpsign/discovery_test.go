@@ -266,3 +266,45 @@ func TestProxyBundleFromServer(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyHandOverBundleFromServer: as a host runs it, 'mcpsign proxy'
+// hands over to mcpsign-proxy, which links no verifier and gives the
+// advertised capabilities to 'mcpsign proxy-verify' (proxy.CommandVerifier).
+func TestProxyHandOverBundleFromServer(t *testing.T) {
+	d := discoverySetup(t)
+	mcpsign := fixtures.BuildMcpsign(t)
+	for _, tt := range []struct {
+		name    string
+		server  []string
+		allowed bool
+	}{
+		{"modern", []string{"--bundle", d.honest}, true},
+		{"legacy", []string{"--bundle", d.honest, "--protocol-versions", "2025-11-25"}, true},
+		{"another signer", []string{"--bundle", d.mallory, "--protocol-versions", "2025-11-25"}, false},
+		{"other definitions", []string{"--bundle", d.rugpull}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lock := filepath.Join(t.TempDir(), "l.lock")
+			argv := append([]string{mcpsign, "proxy", "--lock", lock, "--bundle-from-server", "--key", d.alicePub, "--", d.server}, tt.server...)
+			p, err := startProxyProcess(t, argv...)
+			if (err == nil) != tt.allowed {
+				t.Fatalf("connect: %v, want allowed %v", err, tt.allowed)
+			}
+			code := p.end(t)
+			_, statErr := os.Stat(lock)
+			if !tt.allowed {
+				if code != proxycmd.ExitBlocked || statErr == nil {
+					t.Fatalf("exit %d, lock written %v; want %d and no lock", code, statErr == nil, proxycmd.ExitBlocked)
+				}
+				return
+			}
+			l, err := pin.Read(lock)
+			if code != 0 || err != nil || l.Approval.BundleDigest != inlineSHA(t, d.honest) {
+				t.Fatalf("exit %d, lock %v %+v", code, err, l.Approval)
+			}
+			if !strings.Contains(p.stderr.String(), "signed first use: verified") {
+				t.Errorf("stderr:\n%s", p.stderr.String())
+			}
+		})
+	}
+}
