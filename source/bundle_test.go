@@ -7,11 +7,14 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
@@ -103,6 +106,54 @@ func TestAdvertisedBundle(t *testing.T) {
 			}
 			if err != nil || string(got) != tt.want {
 				t.Fatalf("got %s, %v", got, err)
+			}
+		})
+	}
+}
+
+// TestLoadAdvertised: a live server's advertised attestation rides beside
+// the snapshot, from the member of the generation negotiated, over stdio
+// and Streamable HTTP; a server that advertises none leaves it nil.
+func TestLoadAdvertised(t *testing.T) {
+	server := fixtures.BuildExampleServer(t)
+	bundle := filepath.Join(t.TempDir(), "b.json")
+	if err := os.WriteFile(bundle, []byte(`{"mediaType": "m"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stateless := fixtures.StartExampleHTTP(t, "", "--stateless", "--bundle", bundle)
+	for _, tt := range []struct {
+		name     string
+		spec     Spec
+		protocol string
+		want     string // the inline bundle; "" none
+	}{
+		{"stdio, modern", Spec{Command: []string{server, "--bundle", bundle}}, ProtocolModern, `{"mediaType":"m"}`},
+		{"stdio, initialize", Spec{Command: []string{server, "--bundle", bundle, "--protocol-versions", "2025-11-25"}}, "2025-11-25", `{"mediaType":"m"}`},
+		{"http, modern", Spec{URL: stateless}, ProtocolModern, `{"mediaType":"m"}`},
+		{"none", Spec{Command: []string{server}}, ProtocolModern, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			snap, err := Load(context.Background(), tt.spec, Options{Timeout: 20 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap.ProtocolVersion != tt.protocol {
+				t.Fatalf("protocol %s, want %s", snap.ProtocolVersion, tt.protocol)
+			}
+			got, err := AdvertisedBundle(context.Background(), snap, BundleOptions{})
+			if tt.want == "" {
+				if !errors.Is(err, mcpwire.ErrNoAttestation) || snap.Advertised != nil {
+					t.Fatalf("advertised %s, %v; want none", snap.Advertised, err)
+				}
+				return
+			}
+			if err != nil || string(got) != tt.want {
+				t.Fatalf("bundle %s, %v; want %s", got, err, tt.want)
+			}
+			// Not in the snapshot file.
+			data, err := snap.MarshalFile()
+			if err != nil || strings.Contains(string(data), "attestation") {
+				t.Fatalf("the snapshot file holds the hint: %v\n%s", err, data)
 			}
 		})
 	}
