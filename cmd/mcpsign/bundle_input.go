@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/proxy"
 	"github.com/mcpsign/mcpsign/source"
@@ -69,15 +70,29 @@ func (b *bundleInput) early(ctx context.Context) ([]byte, error) {
 	return data, nil
 }
 
+// errAdvertised marks a refused advertisement (see advertised): the
+// server, not the --bundle flag, is at fault.
+var errAdvertised = errors.New("the bundle the server advertises")
+
 // advertised returns the bundle the server of snap advertised. A refusal
 // (none advertised, a malformed or oversized hint, a URL that fails) fails
 // the bundle step, as a bad bundle file does.
 func (b *bundleInput) advertised(ctx context.Context, snap *digest.Snapshot) ([]byte, error) {
 	data, err := source.AdvertisedBundle(ctx, snap, b.opts)
 	if err != nil {
-		return nil, &verify.StepError{Step: verify.StepBundle, Err: fmt.Errorf("the bundle the server advertises: %w", err)}
+		return nil, &verify.StepError{Step: verify.StepBundle, Err: fmt.Errorf("%w: %w", errAdvertised, err)}
 	}
 	return data, nil
+}
+
+// blame names the server as the source of a bundle that fails the bundle
+// step after it came from the server.
+func (b *bundleInput) blame(err error) error {
+	var se *verify.StepError
+	if b == nil || !b.fromServer || !errors.As(err, &se) || se.Step != verify.StepBundle || errors.Is(err, errAdvertised) {
+		return err
+	}
+	return &verify.StepError{Step: verify.StepBundle, Err: fmt.Errorf("%w: %w", errAdvertised, se.Err)}
 }
 
 // get returns the bundle to verify snap against, read anew.
@@ -94,5 +109,9 @@ func (b *bundleInput) get(ctx context.Context, snap *digest.Snapshot) ([]byte, e
 
 // verifier is the proxy's VerifyFunc of the input.
 func (b *bundleInput) verifier(v *verify.Verifier) proxy.VerifyFunc {
-	return pinbundle.VerifierOf(v, b.get)
+	vf := pinbundle.VerifierOf(v, b.get)
+	return func(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error) {
+		res, err := vf(ctx, snap)
+		return res, b.blame(err)
+	}
 }

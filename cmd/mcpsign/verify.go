@@ -190,7 +190,7 @@ func verifyPolicy(cmd *cobra.Command, f *verifyFlags, m verify.Method, generic b
 		if generic {
 			return nil, errors.New("--bundle FILE is required: the Sigstore bundle to check")
 		}
-		return nil, errors.New("--bundle FILE is required: the Sigstore bundle of the signed statement")
+		return nil, errors.New("--bundle FILE is required: the Sigstore bundle of the signed statement (or --bundle-from-server: the one the server advertises)")
 	}
 	id, err := f.id.VerifyIdentity(cmd.Flags())
 	if err != nil {
@@ -280,6 +280,7 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 	}
 	if verr == nil {
 		res, verr = v.Verify(cmd.Context(), bundleJSON, snap)
+		verr = bundle.blame(verr)
 	}
 	if verr == nil && f.vo.WriteLock != "" {
 		if err := writeVerifiedLock(cmd, f, snap, res); err != nil {
@@ -312,6 +313,8 @@ func verifyExit(err error, reported bool) error {
 	switch {
 	case !ok:
 		return err
+	case step == verify.StepBundle && errors.Is(err, errAdvertised):
+		return withCode(exitError, err)
 	case step == verify.StepBundle:
 		return withCode(exitError, fmt.Errorf("%w (pass --bundle with a Sigstore bundle v0.1-v0.3 JSON file, e.g. from 'mcpsign sign')", err))
 	case reported:
