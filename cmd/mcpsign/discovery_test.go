@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mcpsign/mcpsign/internal/fixtures"
@@ -23,62 +22,46 @@ import (
 // discoveryFiles are the key pairs and bundles the discovery tests share:
 // alice signs the honest and the rug-pull definitions, mallory the honest.
 type discoveryFiles struct {
-	dir, server                    string
-	honest, rugpull, mallory       string // bundles
-	alicePub                       string
-	malformed, oversized, notFound string
+	dir, server              string
+	honest, rugpull, mallory string // bundles
+	alicePub                 string
+	malformed, oversized     string
 }
 
-var (
-	discoveryOnce sync.Once
-	discovery     discoveryFiles
-)
-
+// discoverySetup makes the files of one test in its temporary directory.
 func discoverySetup(t *testing.T) discoveryFiles {
 	t.Helper()
-	discoveryOnce.Do(func() {
-		server := fixtures.BuildExampleServer(t)
-		dir, err := os.MkdirTemp("", "mcpsign-discovery-")
-		if err != nil {
+	server := fixtures.BuildExampleServer(t)
+	dir := t.TempDir()
+	env := map[string]string{"PW": "discovery"}
+	for _, who := range []string{"alice", "mallory"} {
+		if code, _, stderr := runWith(t, env, "keygen", "-o", filepath.Join(dir, who), "--password-env", "PW"); code != 0 {
+			t.Fatalf("keygen: %s", stderr)
+		}
+	}
+	sign := func(who, out string, server ...string) string {
+		p := filepath.Join(dir, out)
+		args := append([]string{"sign", "key", "--key", filepath.Join(dir, who+".key"), "--password-env", "PW", "-o", p, "--"}, server...)
+		if code, _, stderr := runWith(t, env, args...); code != 0 {
+			t.Fatalf("sign: %s", stderr)
+		}
+		return p
+	}
+	d := discoveryFiles{dir: dir, server: server, alicePub: filepath.Join(dir, "alice.pub")}
+	d.honest = sign("alice", "honest.sigstore.json", server)
+	d.rugpull = sign("alice", "rugpull.sigstore.json", server, "--mode", "rugpull")
+	d.mallory = sign("mallory", "mallory.sigstore.json", server)
+	d.malformed = filepath.Join(dir, "malformed.sigstore.json")
+	d.oversized = filepath.Join(dir, "oversized.sigstore.json")
+	for path, data := range map[string]string{
+		d.malformed: `{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":1}`,
+		d.oversized: `{"mediaType":"` + strings.Repeat("a", 16<<20) + `"}`,
+	} {
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		env := map[string]string{"PW": "discovery"}
-		for _, who := range []string{"alice", "mallory"} {
-			if code, _, stderr := runWith(t, env, "keygen", "-o", filepath.Join(dir, who), "--password-env", "PW"); code != 0 {
-				t.Fatalf("keygen: %s", stderr)
-			}
-		}
-		sign := func(who, out string, server ...string) string {
-			p := filepath.Join(dir, out)
-			args := append([]string{"sign", "key", "--key", filepath.Join(dir, who+".key"), "--password-env", "PW", "-o", p, "--"}, server...)
-			if code, _, stderr := runWith(t, env, args...); code != 0 {
-				t.Fatalf("sign: %s", stderr)
-			}
-			return p
-		}
-		d := discoveryFiles{dir: dir, server: server, alicePub: filepath.Join(dir, "alice.pub")}
-		d.honest = sign("alice", "honest.sigstore.json", server)
-		d.rugpull = sign("alice", "rugpull.sigstore.json", server, "--mode", "rugpull")
-		d.mallory = sign("mallory", "mallory.sigstore.json", server)
-		d.malformed = filepath.Join(dir, "malformed.sigstore.json")
-		os.WriteFile(d.malformed, []byte(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":1}`), 0o644)
-		d.oversized = filepath.Join(dir, "oversized.sigstore.json")
-		os.WriteFile(d.oversized, []byte(`{"mediaType":"`+strings.Repeat("a", 16<<20)+`"}`), 0o644)
-		discovery = d
-	})
-	if discovery.honest == "" {
-		t.Fatal("no discovery files")
 	}
-	t.Cleanup(func() {}) // the files live for the test process
-	return discovery
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if discovery.dir != "" {
-		os.RemoveAll(discovery.dir)
-	}
-	os.Exit(code)
+	return d
 }
 
 // runHTTPS is runWith with a client that trusts the test's TLS server.
