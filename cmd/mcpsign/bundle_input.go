@@ -8,7 +8,6 @@ import (
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/proxy"
 	"github.com/mcpsign/mcpsign/source"
@@ -79,20 +78,34 @@ var errAdvertised = errors.New("the bundle the server advertises")
 // the bundle step, as a bad bundle file does.
 func (b *bundleInput) advertised(ctx context.Context, snap *digest.Snapshot) ([]byte, error) {
 	data, err := source.AdvertisedBundle(ctx, snap, b.opts)
+	if err == nil {
+		// Parsed here too (a chain admitted: the certificate method checks
+		// it again), so that a malformed one is the server's fault.
+		_, err = verify.ParseBundle(data, true)
+		var se *verify.StepError
+		if errors.As(err, &se) {
+			err = se.Err
+		}
+	}
 	if err != nil {
 		return nil, &verify.StepError{Step: verify.StepBundle, Err: fmt.Errorf("%w: %w", errAdvertised, err)}
 	}
 	return data, nil
 }
 
-// blame names the server as the source of a bundle that fails the bundle
-// step after it came from the server.
-func (b *bundleInput) blame(err error) error {
-	var se *verify.StepError
-	if b == nil || !b.fromServer || !errors.As(err, &se) || se.Step != verify.StepBundle || errors.Is(err, errAdvertised) {
+// writeVerifyFailure reports a verification that failed before it began
+// (the server's bundle was refused), as verify reports a failed step.
+func writeVerifyFailure(a *app, asJSON bool, verr error) error {
+	var err error
+	if asJSON {
+		err = writeVerifyJSON(a.stdout, verify.NewReport(nil, verr))
+	} else {
+		err = writeVerifyText(a.stdout, nil, verr)
+	}
+	if err != nil {
 		return err
 	}
-	return &verify.StepError{Step: verify.StepBundle, Err: fmt.Errorf("%w: %w", errAdvertised, se.Err)}
+	return verifyExit(verr, !asJSON)
 }
 
 // get returns the bundle to verify snap against, read anew.
@@ -109,9 +122,5 @@ func (b *bundleInput) get(ctx context.Context, snap *digest.Snapshot) ([]byte, e
 
 // verifier is the proxy's VerifyFunc of the input.
 func (b *bundleInput) verifier(v *verify.Verifier) proxy.VerifyFunc {
-	vf := pinbundle.VerifierOf(v, b.get)
-	return func(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error) {
-		res, err := vf(ctx, snap)
-		return res, b.blame(err)
-	}
+	return pinbundle.VerifierOf(v, b.get)
 }

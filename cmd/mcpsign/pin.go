@@ -136,7 +136,6 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 		}
 		if verr == nil {
 			res, verr = v.Verify(cmd.Context(), bundleJSON, snap)
-			verr = bundle.blame(verr)
 		}
 		if verr != nil {
 			if asJSON {

@@ -273,15 +273,12 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 	if err != nil {
 		return inputErr(err)
 	}
-	var res *verify.Result
-	var verr error
 	if bundle.fromServer {
-		bundleJSON, verr = bundle.advertised(cmd.Context(), snap)
+		if bundleJSON, err = bundle.advertised(cmd.Context(), snap); err != nil {
+			return writeVerifyFailure(a, asJSON, err)
+		}
 	}
-	if verr == nil {
-		res, verr = v.Verify(cmd.Context(), bundleJSON, snap)
-		verr = bundle.blame(verr)
-	}
+	res, verr := v.Verify(cmd.Context(), bundleJSON, snap)
 	if verr == nil && f.vo.WriteLock != "" {
 		if err := writeVerifiedLock(cmd, f, snap, res); err != nil {
 			return err
