@@ -310,8 +310,6 @@ func verifyExit(err error, reported bool) error {
 	switch {
 	case !ok:
 		return err
-	case step == verify.StepBundle && errors.Is(err, errAdvertised):
-		return withCode(exitError, err)
 	case step == verify.StepBundle:
 		return withCode(exitError, fmt.Errorf("%w (pass --bundle with a Sigstore bundle v0.1-v0.3 JSON file, e.g. from 'mcpsign sign')", err))
 	case reported:
