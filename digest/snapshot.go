@@ -155,6 +155,13 @@ type Snapshot struct {
 	Prompts           []json.RawMessage `json:"prompts"`
 	ResourceTemplates []json.RawMessage `json:"resourceTemplates"`
 	CapturedAt        time.Time         `json:"capturedAt"`
+	// Advertised is the capability object of a live server's hello that may
+	// carry its own attestation (capabilities.extensions under the
+	// 2026-07-28 generation, capabilities.experimental under the initialize
+	// one), raw as received; nil when the server sent none or the snapshot
+	// came from a file. It is not part of the snapshot file: it is a hint,
+	// read with mcpwire.AdvertisedAttestation (docs/DISCOVERY.md).
+	Advertised json.RawMessage `json:"-"`
 }
 
 // Definitions returns the raw definitions of one kind.

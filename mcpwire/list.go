@@ -66,6 +66,7 @@ func ListAll(ctx context.Context, c Caller, h *Hello, lim Limits) (*digest.Snaps
 		Server:          h.Server,
 		ProtocolVersion: h.ProtocolVersion,
 		Instructions:    h.Instructions,
+		Advertised:      h.Advertised(),
 	}
 	budget := lim.MaxBytes
 	for _, k := range digest.Kinds {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -43,6 +44,12 @@ const (
 // flags: the verification code runs only when a definition needs approving,
 // in a process that exits when it is done. Both are of one release (the
 // hand-over refuses another version), so the answer's form changes with it.
+//
+// When the server advertised capabilities that may carry its own
+// attestation (digest.Snapshot.Advertised, docs/DISCOVERY.md), which a
+// snapshot file does not hold, they are written to a private temporary
+// file named by an extra last argument AdvertisedFlag+"=FILE", removed
+// when the command is done.
 func CommandVerifier(argv []string) VerifyFunc {
 	argv = append([]string(nil), argv...)
 	return func(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error) {
@@ -53,7 +60,16 @@ func CommandVerifier(argv []string) VerifyFunc {
 		if err != nil {
 			return pin.Verified{}, fmt.Errorf("the definitions to verify: %w", err)
 		}
-		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		args := argv[1:]
+		if snap.Advertised != nil {
+			path, remove, err := writeAdvertised(snap.Advertised)
+			if err != nil {
+				return pin.Verified{}, err
+			}
+			defer remove()
+			args = append(append([]string(nil), args...), AdvertisedFlag+"="+path)
+		}
+		cmd := exec.CommandContext(ctx, argv[0], args...)
 		cmd.Stdin = bytes.NewReader(in)
 		stdout := &cappedBuffer{max: maxVerifierStdout}
 		stderr := &cappedBuffer{max: maxVerifierStderr}
@@ -80,6 +96,30 @@ func CommandVerifier(argv []string) VerifyFunc {
 		}
 		return parseVerified(stdout.Bytes())
 	}
+}
+
+// AdvertisedFlag is the argument by which CommandVerifier hands the
+// verifier command the server's advertised capabilities (a file).
+const AdvertisedFlag = "--server-advertised"
+
+// writeAdvertised writes the advertised capabilities to a temporary file
+// only the user can read.
+func writeAdvertised(data []byte) (path string, remove func(), err error) {
+	f, err := os.CreateTemp("", "mcpsign-advertised-*.json")
+	if err != nil {
+		return "", nil, fmt.Errorf("handing over the advertised attestation: %w", err)
+	}
+	remove = func() { os.Remove(f.Name()) }
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		remove()
+		return "", nil, fmt.Errorf("handing over the advertised attestation: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		remove()
+		return "", nil, fmt.Errorf("handing over the advertised attestation: %w", err)
+	}
+	return f.Name(), remove, nil
 }
 
 // parseVerified reads a verifier's answer (see CommandVerifier).

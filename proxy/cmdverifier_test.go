@@ -155,3 +155,59 @@ func FuzzParseVerified(f *testing.F) {
 		}
 	})
 }
+
+// TestCommandVerifierAdvertised: the server's advertised capabilities reach
+// the command as a file named by the last argument, removed afterwards;
+// without them no argument is added.
+func TestCommandVerifierAdvertised(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the verifier script is POSIX shell")
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "rec")
+	const approval = `{"approval":{"method":"key","identity":"sha256:00","issuer":"","bundleDigest":"sha256:11","approvedAt":"0001-01-01T00:00:00Z"},"server":{"name":"notes","version":"2.0.0"}}`
+	// Records its last argument and the file it names, if any.
+	script := `cat >/dev/null; last=""; for a in "$@"; do last="$a"; done; printf '%s\n' "$last" > "$1"; ` +
+		`case "$last" in ` + AdvertisedFlag + `=*) cat "${last#*=}" >> "$1";; esac; echo '` + approval + `'`
+	const adv = `{"dev.mcpsign/attestation":{"bundle":{"k":1}}}`
+	for _, tt := range []struct {
+		name       string
+		advertised []byte
+		want       string // the recorded last argument's prefix, and the file
+	}{
+		{"advertised", []byte(adv), AdvertisedFlag + "="},
+		{"none", nil, "x"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			snap, err := digest.ParseSnapshot([]byte(`{"tools":[]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap.Advertised = tt.advertised
+			if _, err := CommandVerifier([]string{sh, "-c", script, "sh", rec, "x"})(context.Background(), snap); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, rest, _ := strings.Cut(string(data), "\n")
+			if !strings.HasPrefix(first, tt.want) {
+				t.Fatalf("last argument %q, want %q", first, tt.want)
+			}
+			if tt.advertised == nil {
+				return
+			}
+			if rest != adv {
+				t.Errorf("the file held %q, want %q", rest, adv)
+			}
+			if _, err := os.Stat(strings.TrimPrefix(first, AdvertisedFlag+"=")); err == nil {
+				t.Error("the file was not removed")
+			}
+		})
+	}
+}

@@ -18,7 +18,7 @@ import (
 // before parsing. Sigstore bundles of mcpsign statements are tens of
 // kilobytes; 1024 embedded definitions at the largest sizes servers send
 // stay well below.
-const MaxBundleBytes = 16 << 20
+const MaxBundleBytes = boundedfile.MaxBundleBytes
 
 // ReadBundleFile reads a bundle file, refusing one larger than
 // MaxBundleBytes without reading it all.

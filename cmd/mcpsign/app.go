@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 
 	"golang.org/x/term"
@@ -38,6 +39,10 @@ type app struct {
 	// run a proxy (see handOverProxy). Tests leave it nil: the proxy runs in
 	// their process.
 	handOverProxy func(cfg *proxycmd.Config, verifyArgs []string) (bool, error)
+	// httpClient fetches a bundle URL (--bundle https://…, or one a server
+	// advertises); nil means the default client. Tests set one that trusts
+	// their TLS server.
+	httpClient *http.Client
 }
 
 func newApp() *app {

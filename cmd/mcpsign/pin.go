@@ -94,7 +94,7 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 	}
 	var v *verify.Verifier
 	switch {
-	case po.TOFU && f.vo.Bundle != "":
+	case po.TOFU && (f.vo.Bundle != "" || f.vo.BundleFromServer):
 		return errors.New("give --bundle (a verified signature) or --tofu (no signature), not both")
 	case po.TOFU:
 		for _, name := range []string{"key", "certificate-identity", "certificate-identity-regexp", "certificate-oidc-issuer", "certificate-oidc-issuer-regexp", "ca-roots"} {
@@ -102,7 +102,7 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 				return fmt.Errorf("--%s verifies a bundle; --tofu has none", name)
 			}
 		}
-	case f.vo.Bundle == "":
+	case f.vo.Bundle == "" && !f.vo.BundleFromServer:
 		return errors.New("pin needs a verified bundle (--bundle FILE and the verify flags) or, knowingly, --tofu (trust on first use)")
 	default:
 		if v, err = verifyPolicy(cmd, f, methodOf(f), false); err != nil {
@@ -114,9 +114,13 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 		return err
 	}
 	var bundleJSON []byte
+	var bundle *bundleInput
 	if v != nil {
-		if bundleJSON, err = verify.ReadBundleFile(f.vo.Bundle); err != nil {
-			return fmt.Errorf("--bundle: %w", err)
+		if bundle, err = newBundleInput(a, &f.vo); err != nil {
+			return err
+		}
+		if bundleJSON, err = bundle.early(cmd.Context()); err != nil {
+			return err
 		}
 	}
 	snap, err := loadSource(cmd, a, &f.src, args)
@@ -125,7 +129,14 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 	}
 	approval := pin.Approval{Method: pin.MethodTOFU}
 	if v != nil {
-		res, verr := v.Verify(cmd.Context(), bundleJSON, snap)
+		var res *verify.Result
+		var verr error
+		if bundle.fromServer {
+			bundleJSON, verr = bundle.advertised(cmd.Context(), snap)
+		}
+		if verr == nil {
+			res, verr = v.Verify(cmd.Context(), bundleJSON, snap)
+		}
 		if verr != nil {
 			if asJSON {
 				err = writeVerifyJSON(a.stdout, verify.NewReport(res, verr))

@@ -10,7 +10,6 @@ import (
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/proxycmd"
-	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/proxy"
 	"github.com/mcpsign/mcpsign/verify"
 )
@@ -127,10 +126,13 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		return fmt.Errorf("--roll-forward %q: want signed or manual", po.RollForward)
 	}
 	var v *verify.Verifier
-	if f.vo.Bundle != "" {
+	bundle, err := newBundleInput(a, &f.vo)
+	if err != nil {
+		return err
+	}
+	if bundle != nil {
 		// Checked now, so that bad flags or trust material fail before the
 		// server starts, whichever process verifies later.
-		var err error
 		if v, err = verifyPolicy(cmd, f, methodOf(f), false); err != nil {
 			return err
 		}
@@ -148,7 +150,7 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 	}
 	var vf proxy.VerifyFunc
 	if v != nil {
-		vf = pinbundle.Verifier(v, f.vo.Bundle)
+		vf = bundle.verifier(v)
 	}
 	if code := proxycmd.Run(cmd.Context(), cfg, vf, a.stdin, a.stdout, a.stderr); code != proxycmd.ExitOK {
 		return silentExit(code)

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/pin/pinbundle"
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/proxy"
 )
 
 // proxyVerifyCommand is the hidden command mcpsign-proxy runs to verify.
@@ -20,8 +22,9 @@ const maxProxyVerifyInput = 256 << 20
 
 func newProxyVerifyCmd(a *app) *cobra.Command {
 	var (
-		po options.ProxyOptions
-		f  verifyFlags
+		po         options.ProxyOptions
+		f          verifyFlags
+		advertised string
 	)
 	cmd := &cobra.Command{
 		Use:   proxyVerifyCommand + " --bundle FILE [the flags of 'mcpsign proxy']",
@@ -52,7 +55,18 @@ Exit codes: 0 verified; 1 the bundle does not verify; 2 bad input or flags.`,
 			if err != nil {
 				return fmt.Errorf("the definitions: %w", err)
 			}
-			appr, err := pinbundle.Verifier(v, f.vo.Bundle)(cmd.Context(), snap)
+			if advertised != "" {
+				// What the server advertised beside its definitions
+				// (proxy.CommandVerifier), bounded as its hello was.
+				if snap.Advertised, err = boundedfile.Read(advertised, maxProxyVerifyInput, nil); err != nil {
+					return fmt.Errorf("the advertised attestation: %w", err)
+				}
+			}
+			bundle, err := newBundleInput(a, &f.vo)
+			if err != nil {
+				return err
+			}
+			appr, err := bundle.verifier(v)(cmd.Context(), snap)
 			if err != nil {
 				return failed(err)
 			}
@@ -60,5 +74,6 @@ Exit codes: 0 verified; 1 the bundle does not verify; 2 bad input or flags.`,
 		},
 	}
 	addProxyFlags(cmd.Flags(), &po, &f)
+	cmd.Flags().StringVar(&advertised, strings.TrimPrefix(proxy.AdvertisedFlag, "--"), "", "file of the capabilities the server advertised (from mcpsign-proxy)")
 	return cmd
 }

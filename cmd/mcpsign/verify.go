@@ -192,11 +192,11 @@ cover).
 // verifyPolicy turns the flags into a policy and the trust it needs, and
 // returns the verifier; generic is the 'verify bundle' command.
 func verifyPolicy(cmd *cobra.Command, f *verifyFlags, m verify.Method, generic bool) (*verify.Verifier, error) {
-	if f.vo.Bundle == "" {
+	if f.vo.Bundle == "" && !f.vo.BundleFromServer {
 		if generic {
 			return nil, errors.New("--bundle FILE is required: the Sigstore bundle to check")
 		}
-		return nil, errors.New("--bundle FILE is required: the Sigstore bundle of the signed statement")
+		return nil, errors.New("--bundle FILE is required: the Sigstore bundle of the signed statement (or --bundle-from-server: the one the server advertises)")
 	}
 	id, err := f.id.VerifyIdentity(cmd.Flags())
 	if err != nil {
@@ -279,7 +279,7 @@ func methodOf(f *verifyFlags) verify.Method {
 // --bundle. With --format json an input error is a report too (exit 2):
 // the returned inputErr writes it, for the caller's later input errors as
 // well.
-func verifyInputs(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, generic, asJSON bool) (v *verify.Verifier, bundleJSON []byte, inputErr func(error) error, err error) {
+func verifyInputs(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, generic, asJSON bool) (v *verify.Verifier, bundle *bundleInput, bundleJSON []byte, inputErr func(error) error, err error) {
 	inputErr = func(err error) error {
 		if asJSON {
 			_ = writeVerifyJSON(a.stdout, verify.NewReport(nil, err))
@@ -287,12 +287,15 @@ func verifyInputs(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, g
 		return err
 	}
 	if v, err = verifyPolicy(cmd, f, m, generic); err != nil {
-		return nil, nil, inputErr, inputErr(err)
+		return nil, nil, nil, inputErr, inputErr(err)
 	}
-	if bundleJSON, err = verify.ReadBundleFile(f.vo.Bundle); err != nil {
-		return nil, nil, inputErr, inputErr(fmt.Errorf("--bundle: %w", err))
+	if bundle, err = newBundleInput(a, &f.vo); err != nil {
+		return nil, nil, nil, inputErr, inputErr(err)
 	}
-	return v, bundleJSON, inputErr, nil
+	if bundleJSON, err = bundle.early(cmd.Context()); err != nil {
+		return nil, nil, nil, inputErr, inputErr(err)
+	}
+	return v, bundle, bundleJSON, inputErr, nil
 }
 
 func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args []string) error {
@@ -301,13 +304,18 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 	if err != nil {
 		return err
 	}
-	v, bundleJSON, inputErr, err := verifyInputs(cmd, a, f, m, false, asJSON)
+	v, bundle, bundleJSON, inputErr, err := verifyInputs(cmd, a, f, m, false, asJSON)
 	if err != nil {
 		return err
 	}
 	snap, err := loadSource(cmd, a, &f.src, args)
 	if err != nil {
 		return inputErr(err)
+	}
+	if bundle.fromServer {
+		if bundleJSON, err = bundle.advertised(cmd.Context(), snap); err != nil {
+			return writeVerifyFailure(a, asJSON, err)
+		}
 	}
 	res, verr := v.Verify(cmd.Context(), bundleJSON, snap)
 	verr = explainFailure(verr, bundleJSON, f.policyKey(), f.trustUsed)
@@ -347,6 +355,8 @@ func verifyExit(err error, reported bool) error {
 		return err
 	case step == verify.StepBundle && reported:
 		return silentExit(exitError) // the report said it, with bundleHint
+	case step == verify.StepBundle && errors.Is(err, errAdvertised):
+		return withCode(exitError, err) // the server's bundle: no file to fix
 	case step == verify.StepBundle:
 		return withCode(exitError, fmt.Errorf("%w (%s)", err, bundleHint))
 	case reported:
@@ -427,7 +437,7 @@ func runVerifyBundle(cmd *cobra.Command, a *app, f *verifyFlags, arg string) err
 	if err != nil {
 		return err
 	}
-	v, bundleJSON, inputErr, err := verifyInputs(cmd, a, f, methodOf(f), true, asJSON)
+	v, _, bundleJSON, inputErr, err := verifyInputs(cmd, a, f, methodOf(f), true, asJSON)
 	if err != nil {
 		return err
 	}

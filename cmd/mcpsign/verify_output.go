@@ -54,7 +54,7 @@ func writeVerifyText(w io.Writer, res *verify.Result, verr error) error {
 				msg = se.Err.Error()
 			}
 			fmt.Fprintf(w, "FAILED at step %s: %s\n", step, textsafe.EscapeKeepLayout(msg))
-			if step == verify.StepBundle {
+			if step == verify.StepBundle && !errors.Is(verr, errAdvertised) {
 				fmt.Fprintf(w, "(%s)\n", bundleHint)
 			}
 		} else {

@@ -40,3 +40,24 @@ func Read(path string, limit int64, tooLarge error) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// MaxBundleBytes bounds a Sigstore bundle, wherever it comes from (a file, a
+// server's hello, an HTTPS URL): larger ones are refused before parsing.
+const MaxBundleBytes = 16 << 20
+
+// ReadAll reads r to its end, refusing more than limit bytes after reading
+// at most limit+1. The error of a stream too large wraps tooLarge
+// (ErrTooLarge when nil); what names the stream in errors.
+func ReadAll(r io.Reader, what string, limit int64, tooLarge error) ([]byte, error) {
+	if tooLarge == nil {
+		tooLarge = ErrTooLarge
+	}
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", textsafe.Escape(what), err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: %w: larger than %d bytes", textsafe.Escape(what), tooLarge, limit)
+	}
+	return data, nil
+}

@@ -242,14 +242,20 @@ func (d *demo) run() error {
 	d.printf("   and the evidence (method %s, signer, bundle digest); its own lockDigest seals it\n", lock.Approval.Method)
 	d.printf("   against editing.\n")
 
-	// 5. An honest session.
+	// 5. A server that carries its own bundle.
+	d.heading("A server that carries its own bundle: signed first use, only the policy given")
+	if err := d.fromServer(v, bundlePath); err != nil {
+		return err
+	}
+
+	// 6. An honest session.
 	d.heading("An honest session through the enforcing proxy")
 	d.cmd("mcpsign proxy --lock mcp.lock --bundle server.sigstore.json --key publisher.pub \\\n       -- %s", d.display)
 	if err := d.honestSession(lockPath, v, bundlePath); err != nil {
 		return err
 	}
 
-	// 6. The rug pull.
+	// 7. The rug pull.
 	d.heading("The rug pull: the same server, updated, now says something else")
 	d.printf("   The next release (here: --mode rugpull) hides an instruction in search_notes'\n")
 	d.printf("   description, behind a zero-width space and a right-to-left override, and adds a\n")
@@ -259,7 +265,7 @@ func (d *demo) run() error {
 		return err
 	}
 
-	// 7. A change in the middle of a session.
+	// 8. A change in the middle of a session.
 	d.heading("A server that changes in the middle of a session")
 	d.printf("   This one (--mode list-changed) is honest until its first tool call, then\n")
 	d.printf("   switches to the rug-pull definitions and sends notifications/tools/list_changed.\n")
@@ -312,7 +318,12 @@ type session struct {
 }
 
 func (d *demo) startSession(lockPath string, v *verify.Verifier, bundlePath string, argv []string) (*session, error) {
-	policy, err := proxy.NewLockPolicy(lockPath, proxy.LockOptions{Verify: pinbundle.Verifier(v, bundlePath)})
+	return d.startSessionWith(lockPath, pinbundle.Verifier(v, bundlePath), argv)
+}
+
+// startSessionWith is startSession with the proxy's verifier.
+func (d *demo) startSessionWith(lockPath string, vf proxy.VerifyFunc, argv []string) (*session, error) {
+	policy, err := proxy.NewLockPolicy(lockPath, proxy.LockOptions{Verify: vf})
 	if err != nil {
 		return nil, err
 	}
@@ -350,6 +361,39 @@ func (s *session) end() error {
 	}
 	s.in.Close()
 	return <-s.done
+}
+
+// fromServer starts the example server advertising its bundle in its hello
+// (docs/DISCOVERY.md) through a proxy with no lock and no bundle, only the
+// publisher's key: the proxy verifies what the server carries and writes
+// the lock.
+func (d *demo) fromServer(v *verify.Verifier, bundlePath string) error {
+	d.printf("   A publisher can ship the bundle inside the server: it advertises it in its\n")
+	d.printf("   hello (capabilities \"dev.mcpsign/attestation\"). The host hands over nothing\n")
+	d.printf("   but who must have signed; the server is not trusted, the signature decides:\n")
+	d.cmd("mcpsign proxy --lock first-use.lock --bundle-from-server --key publisher.pub \\\n       -- %s --bundle server.sigstore.json", d.display)
+	lockPath := d.path("first-use.lock")
+	advertised := pinbundle.VerifierOf(v, func(ctx context.Context, snap *digest.Snapshot) ([]byte, error) {
+		return source.AdvertisedBundle(ctx, snap, source.BundleOptions{})
+	})
+	s, err := d.startSessionWith(lockPath, advertised, d.server("honest", "--bundle", bundlePath))
+	if err != nil {
+		if s != nil {
+			s.end()
+			d.printf("%s", indent(s.stderr.String(), "   "))
+		}
+		return fmt.Errorf("%w: the server's own bundle did not verify: %w", ErrUnexpected, err)
+	}
+	if err := s.end(); err != nil {
+		return fmt.Errorf("%w: the session ended with %w", ErrUnexpected, err)
+	}
+	lock, err := pin.Read(lockPath)
+	if err != nil {
+		return fmt.Errorf("%w: no lock after signed first use: %w", ErrUnexpected, err)
+	}
+	d.printf("   ✓ signed first use: the advertised bundle verified under the key; first-use.lock\n")
+	d.printf("     written (method %s). A bundle by anyone else, or for other definitions, blocks.\n", lock.Approval.Method)
+	return nil
 }
 
 func (d *demo) honestSession(lockPath string, v *verify.Verifier, bundlePath string) error {

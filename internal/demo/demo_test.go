@@ -19,7 +19,7 @@ func TestRun(t *testing.T) {
 	if err := Run(context.Background(), Options{Out: &out, Server: []string{fixtures.BuildExampleServer(t)}, Dir: dir}); err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"✓ verified", "✓ allowed", "pin-tool-added", "✓ blocked before any call", "✓ blocked: no call after the change"} {
+	for _, want := range []string{"✓ verified", "✓ signed first use", "✓ allowed", "pin-tool-added", "✓ blocked before any call", "✓ blocked: no call after the change"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the narration lacks %q:\n%s", want, out.String())
 		}
@@ -27,6 +27,9 @@ func TestRun(t *testing.T) {
 	// The kept files: a lock that reads, a private key only its owner reads.
 	if _, err := pin.Read(filepath.Join(dir, "mcp.lock")); err != nil {
 		t.Errorf("lock: %v", err)
+	}
+	if l, err := pin.Read(filepath.Join(dir, "first-use.lock")); err != nil || l.Approval.Method != pin.MethodKey {
+		t.Errorf("first-use.lock: %v", err)
 	}
 	fi, err := os.Stat(filepath.Join(dir, "publisher.key"))
 	if err != nil || fi.Mode().Perm() != 0o600 {

@@ -36,6 +36,13 @@
 // initialize handshake over stdio); --stateless serves HTTP without sessions,
 // which enables protocol 2026-07-28 over HTTP.
 //
+// --bundle FILE (or the MCPSIGN_EXAMPLE_BUNDLE environment variable; the
+// flag wins) advertises that Sigstore bundle in the hello, as
+// capabilities.extensions and capabilities.experimental
+// "dev.mcpsign/attestation" {"bundle": …} (docs/DISCOVERY.md);
+// --bundle-url URL [--bundle-digest sha256:HEX] advertises
+// {"bundleUrl", "bundleDigest"} instead.
+//
 // --calls-log FILE appends one JSON line {"tool":…,"arguments":…} per
 // tools/call received (the file is created at start-up), so that a test can
 // prove that no call reached the server.
@@ -43,6 +50,7 @@ package exampleserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -63,6 +71,13 @@ import (
 // not given.
 const modeEnv = "MCPSIGN_EXAMPLE_MODE"
 
+// bundleEnv names the bundle file to advertise when --bundle is not given.
+const bundleEnv = "MCPSIGN_EXAMPLE_BUNDLE"
+
+// attestationCapability is where the server advertises its bundle
+// (docs/DISCOVERY.md).
+const attestationCapability = "dev.mcpsign/attestation"
+
 // config is the parsed command line.
 type config struct {
 	mode             mode
@@ -73,6 +88,10 @@ type config struct {
 	pageSize         int
 	root             string
 	protocolVersions []string
+	bundleFile       string
+	bundleURL        string
+	bundleDigest     string
+	attestation      map[string]any // the advertised hint, if any
 
 	stdin io.ReadCloser                    // the stdio transport's input
 	logf  func(format string, args ...any) // the server's log
@@ -93,6 +112,13 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdin 
 		return 0
 	}
 	if err != nil {
+		logger.Print(err)
+		return 2
+	}
+	if cfg.bundleFile == "" && cfg.bundleURL == "" {
+		cfg.bundleFile = getenv(bundleEnv)
+	}
+	if cfg.attestation, err = attestationOf(cfg); err != nil {
 		logger.Print(err)
 		return 2
 	}
@@ -126,6 +152,9 @@ func parseArgs(args []string, envMode string, stderr io.Writer) (config, error) 
 	fs.StringVar(&cfg.callsLog, "calls-log", "", "append one JSON line per tools/call received to this file")
 	fs.IntVar(&cfg.pageSize, "page-size", 0, "items per list page (default 1 in paginated mode, else the SDK's 1000)")
 	fs.StringVar(&cfg.root, "root", ".", "directory read_file reads below")
+	fs.StringVar(&cfg.bundleFile, "bundle", "", "advertise this Sigstore bundle in the hello (capabilities \""+attestationCapability+"\"; default $"+bundleEnv+")")
+	fs.StringVar(&cfg.bundleURL, "bundle-url", "", "advertise this bundle URL in the hello instead")
+	fs.StringVar(&cfg.bundleDigest, "bundle-digest", "", "with --bundle-url: the bundle's sha256:HEX digest to advertise")
 	versions := fs.String("protocol-versions", "", "comma-separated protocol versions to offer (default all the SDK supports: "+
 		strings.Join(mcp.SupportedProtocolVersions(), ",")+")")
 	if err := fs.Parse(args); err != nil {
@@ -152,6 +181,12 @@ func parseArgs(args []string, envMode string, stderr io.Writer) (config, error) 
 	}
 	if cfg.pageSize == 0 && cfg.mode == modePaginated {
 		cfg.pageSize = 1
+	}
+	if cfg.bundleFile != "" && cfg.bundleURL != "" {
+		return config{}, fmt.Errorf("%w: give --bundle or --bundle-url, not both", errUsage)
+	}
+	if cfg.bundleDigest != "" && cfg.bundleURL == "" {
+		return config{}, fmt.Errorf("%w: --bundle-digest needs --bundle-url", errUsage)
 	}
 	if cfg.stateless && cfg.httpAddr == "" {
 		return config{}, fmt.Errorf("%w: --stateless needs --http", errUsage)
@@ -198,7 +233,7 @@ func newServer(cfg config, calls io.Writer) *mcp.Server {
 		SupportedProtocolVersions: cfg.protocolVersions,
 		// No logging capability: the server announces exactly tools, prompts
 		// and resources.
-		Capabilities: &mcp.ServerCapabilities{},
+		Capabilities: capabilities(cfg),
 	})
 	tools := cat.honestTools()
 	switch cfg.mode {
@@ -214,6 +249,40 @@ func newServer(cfg config, calls io.Writer) *mcp.Server {
 	cat.addResourceTemplates(s)
 	newBehavior(cfg, cat, calls, cfg.logf).attach(s)
 	return s
+}
+
+// attestationOf builds the attestation hint of cfg: the bundle file's JSON
+// object, or the URL and digest; nil when there is none.
+func attestationOf(cfg config) (map[string]any, error) {
+	switch {
+	case cfg.bundleURL != "":
+		a := map[string]any{"bundleUrl": cfg.bundleURL}
+		if cfg.bundleDigest != "" {
+			a["bundleDigest"] = cfg.bundleDigest
+		}
+		return a, nil
+	case cfg.bundleFile != "":
+		data, err := os.ReadFile(cfg.bundleFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --bundle: %w", errUsage, err)
+		}
+		if !json.Valid(data) {
+			return nil, fmt.Errorf("%w: --bundle %s is not JSON", errUsage, cfg.bundleFile)
+		}
+		return map[string]any{"bundle": json.RawMessage(data)}, nil
+	}
+	return nil, nil
+}
+
+// capabilities are what the server announces besides its features (which
+// the SDK adds): the attestation hint in both generations' places.
+func capabilities(cfg config) *mcp.ServerCapabilities {
+	c := &mcp.ServerCapabilities{}
+	if cfg.attestation != nil {
+		c.AddExtension(attestationCapability, cfg.attestation)
+		c.Experimental = map[string]any{attestationCapability: cfg.attestation}
+	}
+	return c
 }
 
 // run serves until the client goes away (stdio) or ctx is done.

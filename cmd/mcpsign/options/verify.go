@@ -19,6 +19,7 @@ import (
 // hand-off to a lock.
 type VerifyOptions struct {
 	Bundle           string
+	BundleFromServer bool
 	RequireTlog      bool
 	RequireTimestamp bool
 	AllowCurrentTime bool
@@ -34,7 +35,10 @@ type VerifyOptions struct {
 // (generic true) requires a log entry by default, as Sigstore clients do;
 // the key and certificate methods make it a choice.
 func (o *VerifyOptions) AddFlags(fs *pflag.FlagSet, m verify.Method, generic bool) {
-	fs.StringVar(&o.Bundle, "bundle", "", "Sigstore bundle to verify (required)")
+	fs.StringVar(&o.Bundle, "bundle", "", "Sigstore bundle to verify: a file, or an https:// URL (required, unless --bundle-from-server)")
+	if !generic {
+		o.addFromServerFlag(fs)
+	}
 	switch {
 	case generic:
 		fs.BoolVar(&o.RequireTlog, "require-tlog", true, "require a verified transparency log entry (always required for keyless certificates)")
@@ -106,4 +110,9 @@ func ParseIntegrity(s string) (map[string]string, error) {
 		return nil, fmt.Errorf("--package-integrity %s: want sha512-BASE64 (or sha256-BASE64), as npm writes \"integrity\" in a package-lock", textsafe.Quote(s))
 	}
 	return map[string]string{alg: hex.EncodeToString(raw)}, nil
+}
+
+// addFromServerFlag adds --bundle-from-server (docs/DISCOVERY.md).
+func (o *VerifyOptions) addFromServerFlag(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.BundleFromServer, "bundle-from-server", false, "verify the bundle the server advertises in its hello (capabilities \"dev.mcpsign/attestation\"), exactly as a --bundle file: only the signature and the policy decide")
 }
