@@ -342,6 +342,26 @@ func rows() []row {
 		{name: "trailing-spaces", transcript: "initialize =<SP><SP>\ntools/list =<SP>\n", sc: scenario{Call: greet}},
 		{name: "message-across-lines", transcript: `tools/list@client {"jsonrpc":"2.0","id":$ID,<LF>"result":{"tools":[$EVIL_TOOL,` + toolSearch + `]}}`, sc: scenario{Call: greet}},
 		{name: "crlf", transcript: "initialize =<CR>\ntools/list =<CR>\nprompts/list =<CR>\n", sc: scenario{Call: greet}},
+		// Red-team rows (attacks on the wire layer and the relay).
+		// A first page answered to the client with nextCursor "": go-sdk
+		// stops there (it reads "" as no cursor), the TypeScript SDK asks
+		// for cursor "". The proxy's own listing refuses that cursor, its
+		// check of the client's pages does not.
+		{name: "rt-cursor-empty", transcript: `tools/list@client#1 {"jsonrpc":"2.0","id":$ID,"result":{"tools":[` + toolGreet + `],"nextCursor":""}}`, sc: scenario{Call: greet}},
+		// Capabilities that no longer announce prompts and resources.
+		{name: "rt-caps-hide", transcript: `initialize {"jsonrpc":"2.0","id":$ID,"result":{"protocolVersion":"` + protocolVersion + `","capabilities":{"tools":{"listChanged":true}},"serverInfo":` + serverInfo + `,"instructions":"` + honestInstr + `"}}`, sc: scenario{Call: greet}},
+		// A tools/call answer that carries a tools list and a nextCursor: the
+		// clients ignore it, the proxy keeps a chain for the cursor.
+		{name: "rt-call-plants-chain", transcript: `tools/call {"jsonrpc":"2.0","id":$ID,"result":{"content":[{"type":"text","text":"hi"}],"tools":[` + toolGreet + `],"nextCursor":"A"}}`, sc: scenario{Call: greet}, sessionOnly: byCall},
+		// A server request with the id of the client's pending tools/list,
+		// then the evil answer to it under the same id.
+		{name: "rt-server-request-same-id", transcript: `tools/list@client {"jsonrpc":"2.0","id":$ID,"method":"ping"}` + "\ntools/list@client =\n", sc: scenario{Call: greet}},
+		// A server request (sampling) interleaved with the client's listing.
+		{name: "rt-sampling-interleaved", transcript: `tools/list@client {"jsonrpc":"2.0","id":77,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"` + evilInstr + `"}}],"maxTokens":10}}` + "\ntools/list@client =\n", sc: scenario{Call: greet}},
+		// A BOM before the message, a NUL after it.
+		{name: "rt-bom", transcript: "tools/list@client \ufeff" + `{"jsonrpc":"2.0","id":$ID,"result":{"tools":[$HONEST_TOOLS]}}`, sc: scenario{Call: greet}},
+		// A logging notification that carries definitions in its data.
+		{name: "rt-progress-notif", transcript: `tools/call {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":{"tools":[$POISONED_TOOLS]}}}` + "\ntools/call =\n", sc: scenario{Call: greet}, sessionOnly: byCall},
 	}
 }
 
