@@ -360,6 +360,11 @@ func rows() []row {
 		{name: "rt-sampling-interleaved", transcript: `tools/list@client {"jsonrpc":"2.0","id":77,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"` + evilInstr + `"}}],"maxTokens":10}}` + "\ntools/list@client =\n", sc: scenario{Call: greet}},
 		// A BOM before the message, a NUL after it.
 		{name: "rt-bom", transcript: "tools/list@client \ufeff" + `{"jsonrpc":"2.0","id":$ID,"result":{"tools":[$HONEST_TOOLS]}}`, sc: scenario{Call: greet}},
+		// A tools/call answer nested deeper than go-sdk reads (1000) but
+		// within the proxy's bound (10000).
+		{name: "rt-deep-call-answer", transcript: `tools/call {"jsonrpc":"2.0","id":$ID,"result":{"content":[{"type":"text","text":"hi"}],"_meta":{"x":` + strings.Repeat("[", 1500) + strings.Repeat("]", 1500) + `}}}`, sc: scenario{Call: greet}, sessionOnly: byCall},
+		// The initialize answer nested as deep.
+		{name: "rt-deep-init", transcript: `initialize {"jsonrpc":"2.0","id":$ID,"result":` + initHead + `,"instructions":"` + honestInstr + `","_meta":{"x":` + strings.Repeat("[", 1500) + strings.Repeat("]", 1500) + `}}}`, sc: scenario{Call: greet}},
 		// A logging notification that carries definitions in its data.
 		{name: "rt-progress-notif", transcript: `tools/call {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":{"tools":[$POISONED_TOOLS]}}}` + "\ntools/call =\n", sc: scenario{Call: greet}, sessionOnly: byCall},
 	}
