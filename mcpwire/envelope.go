@@ -9,10 +9,11 @@ import (
 	"github.com/mcpsign/mcpsign/internal/jsonscan"
 )
 
-// MaxDepth bounds the nesting of a message. MCP messages nest a few levels;
-// tool results carrying JSON documents nest more, so the bound is generous,
-// but it keeps hostile input from costing unbounded work.
-const MaxDepth = 10000
+// MaxDepth bounds the nesting of a message: go-sdk v1.8.0 refuses a
+// message that nests deeper than 1000 levels (objects and arrays, the
+// envelope included), so a deeper one would reach one official client and
+// not the other.
+const MaxDepth = 1000
 
 // Kind is what a JSON-RPC message is.
 type Kind uint8
@@ -119,7 +120,7 @@ func Parse(data []byte) (Message, error) {
 
 func parse(data []byte) (Message, error) {
 	var m Message
-	s := &jsonscan.Scanner{In: data, MaxDepth: MaxDepth, Escapes: true}
+	s := &jsonscan.Scanner{In: data, MaxDepth: MaxDepth - 1, Escapes: true} // the scanner counts from 0
 	s.Space()
 	if s.Pos >= len(data) {
 		return m, s.Fail("empty message")

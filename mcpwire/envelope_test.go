@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
 	"github.com/mcpsign/mcpsign/digest"
 )
 
@@ -186,4 +188,18 @@ func FuzzMembers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDepthAsGoSDK: the nesting bound is go-sdk's, so that a message one
+// official client refuses for its depth is refused, and one it reads is
+// read.
+func TestDepthAsGoSDK(t *testing.T) {
+	for _, n := range []int{998, 999, 1000, 1001} {
+		msg := `{"jsonrpc":"2.0","id":1,"result":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}`
+		_, ours := Parse([]byte(msg))
+		_, theirs := jsonrpc.DecodeMessage([]byte(msg))
+		if (ours == nil) != (theirs == nil) {
+			t.Errorf("%d arrays inside the envelope: mcpwire %v, go-sdk %v", n, ours, theirs)
+		}
+	}
 }

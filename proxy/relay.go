@@ -45,9 +45,18 @@ type pendingReq struct {
 // chain accumulates the pages of one listing the client reads, so that the
 // definitions it ends up with are checked as a set.
 type chain struct {
+	bytes   int // of the pages' lines (the items point into them) and the cursor
 	items   []json.RawMessage
 	started bool // began with a page asked for without a cursor
 	pages   int
+}
+
+// dropChain forgets the listing of kind k awaiting the page of cursor.
+func (r *relay) dropChain(k digest.Kind, cursor string) {
+	if c := r.chains[k][cursor]; c != nil {
+		r.chainBytes -= c.bytes
+		delete(r.chains[k], cursor)
+	}
 }
 
 // maxChains bounds the listings of one kind awaiting their next page.
@@ -126,6 +135,7 @@ type relay struct {
 	listsInFlight   int  // client list requests forwarded and not yet answered
 	draining        bool // drain is running: a nested call leaves the work to it
 	chains          map[digest.Kind]map[string]*chain
+	chainBytes      int // what the chains keep, counted against MaxHeldBytes
 	session         *mcpwire.Hello
 	approved        *approvedSet
 	stopped         chan struct{} // closed when the server was stopped after a block
@@ -390,8 +400,10 @@ func (r *relay) cancel(m *inbound) bool {
 const codeInvalidParams = -32602
 
 // usesDefinition returns the definition a request uses by name: the tool of
-// tools/call, the prompt of prompts/get. ok is false for other requests and
-// for params without a string name (the server refuses those itself).
+// tools/call, the prompt of prompts/get (k is "" for other requests). ok is
+// false when the params do not read strictly as an object with a string
+// name: the request is then refused, since a lenient reader could take
+// another name from them.
 func usesDefinition(env *mcpwire.Message) (k digest.Kind, name string, ok bool) {
 	switch env.Method {
 	case "tools/call":
@@ -402,15 +414,15 @@ func usesDefinition(env *mcpwire.Message) (k digest.Kind, name string, ok bool) 
 		return "", "", false
 	}
 	if len(env.Params) == 0 || env.Params[0] != '{' {
-		return "", "", false
+		return k, "", false
 	}
 	m, err := digest.ReadMembers(env.Params, "name")
 	if err != nil {
-		return "", "", false
+		return k, "", false
 	}
 	v, present := m["name"]
 	if !present || len(v) == 0 || v[0] != '"' {
-		return "", "", false
+		return k, "", false
 	}
 	name, err = digest.DecodeString(v)
 	return k, name, err == nil
@@ -482,7 +494,13 @@ func (r *relay) clientMessage(m *inbound) bool {
 			// says in it is checked before anything else reaches the server.
 			return false
 		}
-		if k, name, ok := usesDefinition(env); ok && r.approved != nil && !r.approved.hasKey(k, name) {
+		if k, name, ok := usesDefinition(env); k != "" && r.approved != nil && (!ok || !r.approved.hasKey(k, name)) {
+			if !ok {
+				// Params mcpsign cannot read strictly ("Name" beside "name",
+				// a repeated name) could name another tool to the server.
+				r.answer(env.ID, codeInvalidParams, "mcpsign proxy: the "+string(k)+" name of "+env.Method+" cannot be read strictly", nil)
+				return true
+			}
 			// A call of a tool (or a prompt) that is not among the approved
 			// definitions never reaches the server, whatever the client
 			// learnt it from: the server may have changed under the proxy
@@ -540,11 +558,19 @@ func (r *relay) fromServer(m *inbound) {
 	if r.blocked != nil {
 		return
 	}
-	if r.gateClosed() && !(m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindRequest && m.env.Method == mcpwire.MethodPing && len(r.heldServer) == 0) {
+	if r.gateClosed() && !(m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindRequest && passesCheck(m.env.Method) && len(r.heldServer) == 0) {
 		r.hold(&r.heldServer, m)
 		return
 	}
 	r.serverMessage(m)
+}
+
+// passesCheck reports whether a server request may reach the client while
+// a check holds the server's traffic: a server may wait for the answer
+// before it answers the proxy's listing, and these carry nothing for a
+// model (a ping; roots/list, which asks the client for its roots).
+func passesCheck(method string) bool {
+	return method == mcpwire.MethodPing || method == "roots/list"
 }
 
 func (r *relay) serverMessage(m *inbound) {
@@ -684,13 +710,25 @@ func (r *relay) listResult(m *inbound, p *pendingReq) {
 			r.block(&BlockedError{What: what, Err: err, subjectID: subjID})
 			return
 		}
+		if hasNext && next == "" {
+			// go-sdk takes an empty cursor for the last page, the
+			// TypeScript SDK asks for it: the two would hold different
+			// listings (the proxy's own listing refuses it too).
+			r.block(&BlockedError{What: what, Err: fmt.Errorf("%w: an empty nextCursor, which clients read differently", mcpwire.ErrProtocol), subjectID: subjID})
+			return
+		}
+		// Only an answer to the client's own list request of this kind
+		// continues a listing: a list in any other result is checked page
+		// by page, and keeps nothing (else a server could make the proxy
+		// keep cursors without bound).
+		list := p != nil && p.kind == k
 		var ch *chain
-		if p != nil && p.kind == k {
+		if list {
 			if p.cursor == nil {
 				ch = &chain{started: true}
 			} else if c := r.chains[k][*p.cursor]; c != nil {
 				ch = c
-				delete(r.chains[k], *p.cursor)
+				r.dropChain(k, *p.cursor)
 			}
 		}
 		if ch == nil {
@@ -698,22 +736,29 @@ func (r *relay) listResult(m *inbound, p *pendingReq) {
 		}
 		ch.items = append(ch.items, items...)
 		ch.pages++
+		ch.bytes += len(m.line)
 		if ch.pages > MaxPages {
 			r.block(&BlockedError{What: what, Err: fmt.Errorf("a listing of more than %d pages", MaxPages), subjectID: subjID})
 			return
 		}
 		complete := ch.started && !hasNext
-		if hasNext {
+		if hasNext && list {
 			if r.chains[k] == nil {
 				r.chains[k] = map[string]*chain{}
 			}
 			if len(r.chains[k]) >= maxChains {
 				for c := range r.chains[k] {
-					delete(r.chains[k], c)
+					r.dropChain(k, c)
 					break
 				}
 			}
+			ch.bytes += len(next)
 			r.chains[k][next] = ch
+			r.chainBytes += ch.bytes
+			if r.chainBytes > r.o.MaxHeldBytes {
+				r.block(&BlockedError{What: what, Err: fmt.Errorf("more than %d bytes of listings the client is still paging through", r.o.MaxHeldBytes), subjectID: subjID})
+				return
+			}
 		}
 		if r.approved.covers(k, ch.items, complete) {
 			continue // the bytes the policy approved

@@ -44,6 +44,7 @@ const (
 //	honest          nothing more
 //	ping-first      on notifications/initialized, pings the client and
 //	                answers nothing else until the pong came back
+//	roots-first     the same with roots/list
 //	double-answer   answers every tools/list twice: honest, then changed
 //	tools-in-result answers tools/call with a result that also carries a
 //	                changed "tools" list
@@ -83,8 +84,12 @@ func scriptedServer(behavior string) int {
 			}
 			answer(m.ID, scriptedInit)
 		case "notifications/initialized":
-			if behavior == "ping-first" {
+			switch behavior {
+			case "ping-first":
 				send(`{"jsonrpc":"2.0","id":"srv-ping","method":"ping"}`)
+				waitingPong = true
+			case "roots-first":
+				send(`{"jsonrpc":"2.0","id":"srv-ping","method":"roots/list"}`)
 				waitingPong = true
 			}
 		case "ping":
@@ -176,6 +181,22 @@ func TestScriptedServers(t *testing.T) {
 			t.Fatalf("first message %+v, want the server's ping", ping)
 		}
 		p.send(`{"jsonrpc":"2.0","id":"srv-ping","result":{}}`)
+		if m := decode(t, p.next()); string(m.ID) != "1" || m.Error != nil {
+			t.Fatalf("initialize answer %+v", m)
+		}
+		if err := s.wait(); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+
+	t.Run("a server that asks for roots during the check is answered", func(t *testing.T) {
+		s := startProxy(t, lockPolicy(t, lock, LockOptions{}), scriptedArgv(t, "roots-first"), func(o *Options) { o.CheckTimeout = 5 * time.Second })
+		p := newRawPeer(t, s.out, s.in)
+		p.send(initialize)
+		if m := decode(t, p.next()); m.Method != "roots/list" {
+			t.Fatalf("first message %+v, want the server's roots/list", m)
+		}
+		p.send(`{"jsonrpc":"2.0","id":"srv-ping","result":{"roots":[]}}`)
 		if m := decode(t, p.next()); string(m.ID) != "1" || m.Error != nil {
 			t.Fatalf("initialize answer %+v", m)
 		}
@@ -346,6 +367,10 @@ func TestWireRules(t *testing.T) {
 		p.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"run_command","arguments":{}}}`)
 		if m := decode(t, p.next()); string(m.ID) != "4" || m.Error == nil || m.Error.Code != -32602 || !strings.Contains(m.Error.Message, `"run_command" is not among the approved definitions`) {
 			t.Errorf("answer %+v, want error -32602 naming the tool", m)
+		}
+		p.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"greet","Name":"run_command"}}`)
+		if m := decode(t, p.next()); string(m.ID) != "5" || m.Error == nil || m.Error.Code != -32602 || !strings.Contains(m.Error.Message, "cannot be read strictly") {
+			t.Errorf("answer %+v, want error -32602: a name read two ways", m)
 		}
 		p.send(toolsCall)
 		if m := decode(t, p.next()); string(m.ID) != "3" || m.Error != nil {
