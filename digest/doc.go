@@ -15,5 +15,5 @@
 //
 // A definition that cannot be digested is reported with its kind, key and
 // the JSON pointer of the offending value; it never silently drops out of a
-// set. The package imports nothing else of mcpsign.
+// set. Of mcpsign it imports only internal/jsonscan, its structural scanner.
 package digest

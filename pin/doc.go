@@ -10,10 +10,13 @@
 // docs/DRIFT.md (pin-tool-added, pin-tool-changed, pin-capability-added…)
 // and returns a Report; Diff compares any two sides (a live server or
 // snapshot, a lock, a bundle's embedded definitions) field by field and flags
-// breaking changes; ToolCapabilities classifies what a tool can do (read,
-// write, delete, network, exec, unknown) and says why.
+// breaking changes; (*Lock).ToolCapabilities classifies what each tool can
+// do (read, write, delete, network, exec, unknown) and says why;
+// CheckRollForward and SameSigner say whether a signed update may replace
+// the approval a lock holds (docs/DRIFT.md).
 //
 // Text that came from a server is kept raw in these values and escaped by
-// the writers (WriteText, WriteMarkdown) with internal/textsafe before it is
-// shown.
+// the writers (WriteReportText, WriteReportMarkdown, WriteDiffText,
+// WriteCapabilities; the JSON writers leave escaping to JSON) with
+// internal/textsafe before it is shown.
 package pin

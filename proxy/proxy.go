@@ -18,7 +18,7 @@ const (
 	DefaultShutdownGrace   = 2 * time.Second
 	DefaultMaxHeldBytes    = 64 << 20
 	// MaxPages is the most pages the proxy reads of one kind, and the most
-	// pages of one client listing it accumulates (DESIGN.md: more than 1000
+	// pages of one client listing it accumulates (docs/DIGEST.md: more than 1000
 	// pages is an error).
 	MaxPages = 1000
 	// MaxInFlight is the most client requests the proxy tracks at once; a

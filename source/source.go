@@ -29,7 +29,7 @@ const (
 	DefaultMaxListingBytes = mcpwire.DefaultMaxListingBytes
 	DefaultMaxFileBytes    = 64 << 20 // 64 MiB
 	DefaultShutdownGrace   = 2 * time.Second
-	// MaxPages is the most pages read of one kind (DESIGN.md: more than
+	// MaxPages is the most pages read of one kind (docs/DIGEST.md: more than
 	// 1000 pages is an error); [Options.MaxPages] can only lower it.
 	MaxPages = 1000
 )

@@ -21,7 +21,7 @@ import (
 // Method is how the bundle must have been signed.
 type Method string
 
-// The signing methods (DESIGN.md "Signing methods").
+// The signing methods (docs/SIGNING.md).
 const (
 	// MethodSigstore: a Fulcio certificate for an OIDC identity, with SCTs,
 	// a transparency log entry and a verified signing time, all required.
