@@ -182,8 +182,9 @@ func TestChainCacheTamperedBundles(t *testing.T) {
 				}
 			}
 		}
-		if parsed < 100 {
-			t.Errorf("%s: only %d tampered bundles parsed", c.name, parsed)
+		// 100 at the full stride: the threshold scales with the bits tried.
+		if want := 700 / stride; parsed < want {
+			t.Errorf("%s: only %d tampered bundles parsed, want at least %d", c.name, parsed, want)
 		}
 		t.Logf("%s: %d variants, %d parsed, %d accepted by both", c.name, compared, parsed, accepted)
 	}
