@@ -51,6 +51,11 @@ if [[ -n $unformatted ]]; then
 	echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
+step "cross-compile (windows, darwin)"
+for os in windows darwin; do
+	GOOS=$os GOARCH=amd64 go build -o /dev/null ./... || { echo "does not build for $os"; exit 1; }
+done
+
 step "mcpsign binary"
 mkdir -p bin
 go build -o bin/ ./cmd/mcpsign ./cmd/mcpsign-proxy   # installed as a pair: mcpsign proxy hands over to mcpsign-proxy

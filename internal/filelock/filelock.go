@@ -1,6 +1,8 @@
 // Package filelock serializes writers of one file across processes with an
-// exclusive flock(2) of a sidecar file (docs/LOCK.md "Writing a lock",
-// docs/AUDIT.md "Writing"). Where flock is not available it fails closed.
+// exclusive lock: flock(2) of a directory or a sidecar file on Unix,
+// LockFileEx on Windows (where a directory's lock is a file in it,
+// DirLockName), failing closed elsewhere (docs/LOCK.md "Writing a lock",
+// docs/AUDIT.md "Writing").
 package filelock
 
 import (
@@ -27,13 +29,7 @@ func With(ctx context.Context, lockPath, what string, fn func() error) error {
 		ctx, cancel = context.WithTimeout(ctx, DefaultWait)
 		defer cancel()
 	}
-	var f *os.File
-	var err error
-	if fi, serr := os.Stat(lockPath); serr == nil && fi.IsDir() {
-		f, err = os.Open(lockPath)
-	} else {
-		f, err = os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
-	}
+	f, err := openLock(lockPath)
 	if err != nil {
 		return fmt.Errorf("opening the file lock %s: %w", lockPath, err)
 	}
@@ -58,4 +54,15 @@ func With(ctx context.Context, lockPath, what string, fn func() error) error {
 	}
 	defer unlock(f)
 	return fn()
+}
+
+// openFile opens (creating it empty when missing, mode 0644) the file a
+// lock is taken on.
+func openFile(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }

@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package filelock
 
@@ -14,3 +14,5 @@ func tryLock(*os.File) (bool, error) {
 }
 
 func unlock(*os.File) {}
+
+func openLock(path string) (*os.File, error) { return openFile(path) }

@@ -26,3 +26,12 @@ func tryLock(f *os.File) (ok bool, err error) {
 }
 
 func unlock(f *os.File) { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
+
+// openLock opens what With locks: a directory itself (read-only: flock
+// needs no write access), or a file.
+func openLock(path string) (*os.File, error) {
+	if isDir(path) {
+		return os.Open(path)
+	}
+	return openFile(path)
+}
