@@ -39,21 +39,13 @@ func ParseWrapped(argv []string) (Wrapped, bool) {
 	if len(argv) < 4 || !isMcpsign(argv[0]) || argv[1] != "proxy" {
 		return Wrapped{}, false
 	}
-	dash := -1
-	for i := 2; i < len(argv); i++ {
-		if argv[i] == "--" {
-			dash = i
-			break
-		}
-	}
+	dash := dashIndex(argv)
 	if dash < 0 || dash == len(argv)-1 {
 		return Wrapped{}, false
 	}
 	w := Wrapped{Original: append([]string(nil), argv[dash+1:]...)}
-	flags := argv[2:dash]
-	for i := 0; i < len(flags); i++ {
-		f := flags[i]
-		key, val, inline := strings.Cut(f, "=")
+	for i := 2; i < dash; i++ {
+		key, val, inline := strings.Cut(argv[i], "=")
 		var dst *string
 		switch key {
 		case "--policy":
@@ -66,11 +58,8 @@ func ParseWrapped(argv []string) (Wrapped, bool) {
 			continue
 		}
 		if !inline {
-			if i+1 >= len(flags) {
-				break
-			}
 			i++
-			val = flags[i]
+			val = argv[i]
 		}
 		*dst = val
 	}
@@ -86,4 +75,19 @@ func isMcpsign(program string) bool {
 	}
 	base = strings.TrimSuffix(strings.TrimSuffix(base, ".exe"), ".EXE")
 	return base == "mcpsign" || filepath.Base(program) == "mcpsign"
+}
+
+// dashIndex returns the index in argv (program first) of the "--" that
+// ends the proxy's flags: the first one after "proxy" that is not the value
+// of --policy, --name or --lock; -1 if there is none.
+func dashIndex(argv []string) int {
+	for i := 2; i < len(argv); i++ {
+		switch argv[i] {
+		case "--":
+			return i
+		case "--policy", "--name", "--lock":
+			i++
+		}
+	}
+	return -1
 }

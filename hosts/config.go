@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // Kind is how a host starts or reaches a server.
@@ -226,7 +225,13 @@ func notEnforced(s Server) *Change {
 
 // quoteKey writes a map key of Where.
 func quoteKey(k string) string {
-	if k != "" && !strings.ContainsAny(k, `."[]\ `) {
+	bare := k != ""
+	for _, r := range k {
+		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			bare = false
+		}
+	}
+	if bare {
 		return "." + k
 	}
 	return fmt.Sprintf("[%q]", k)

@@ -201,6 +201,9 @@ func wrapJSON(e jsonEntry, self string, prefix []string) {
 			Name:  hujson.Value{BeforeExtra: layout(e.obj.Members[ci].Name.BeforeExtra, "\n"), Value: hujson.String("args")},
 			Value: hujson.Value{BeforeExtra: layout(cmd.BeforeExtra, " "), Value: arr},
 		}
+		if ci == len(e.obj.Members)-1 && cmd.AfterExtra != nil {
+			m.Value.AfterExtra = hujson.Extra{} // keep the trailing comma
+		}
 		e.obj.Members = slices.Insert(e.obj.Members, ci+1, m)
 		return
 	}
@@ -234,13 +237,11 @@ func unwrapJSON(e jsonEntry) {
 	ci := memberIndex(e.obj, e.cmdKey)
 	ai := memberIndex(e.obj, "args")
 	arr := e.obj.Members[ai].Value.Value.(*hujson.Array)
-	dash := -1
-	for i, el := range arr.Elements {
-		if i > 0 && literalString(el.Value) == "--" {
-			dash = i
-			break
-		}
+	argv := []string{literalString(e.obj.Members[ci].Value.Value)}
+	for _, el := range arr.Elements {
+		argv = append(argv, literalString(el.Value))
 	}
+	dash := dashIndex(argv) - 1 // index in args
 	removed := arr.Elements[:dash+2]
 	e.obj.Members[ci].Value.Value = slices.Clone(removed[dash+1].Value.(hujson.Literal))
 	rest := slices.Clone(arr.Elements[dash+2:])
@@ -254,6 +255,15 @@ func unwrapJSON(e jsonEntry) {
 		lay[i] = string(el.BeforeExtra)
 	}
 	if ai == ci+1 && len(arr.AfterExtra) == 0 && slices.Equal(lay, createdLayout) {
+		if ai == len(e.obj.Members)-1 { // the trailing comma, if any, goes back to the command
+			cmd := &e.obj.Members[ci].Value
+			switch {
+			case e.obj.Members[ai].Value.AfterExtra == nil:
+				cmd.AfterExtra = nil
+			case cmd.AfterExtra == nil:
+				cmd.AfterExtra = hujson.Extra{}
+			}
+		}
 		e.obj.Members = slices.Delete(e.obj.Members, ai, ai+1)
 		return
 	}
