@@ -206,6 +206,13 @@ func classify(s *Server) {
 	}
 	if w, ok := ParseWrapped(s.Argv); ok {
 		s.Wrapped = &w
+		return
+	}
+	switch {
+	case s.Name == "":
+		s.Problem = "the entry's name is empty"
+	case len(s.Argv) == 0 || s.Argv[0] == "":
+		s.Problem = "the command is empty"
 	}
 }
 

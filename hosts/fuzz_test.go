@@ -28,9 +28,9 @@ func FuzzArgv(f *testing.F) {
 	})
 }
 
-// FuzzJSONRoundTrip checks, on any file that parses, that wrap then unwrap
+// FuzzRoundTrip checks, on any file that parses (JSONC or TOML), that wrap then unwrap
 // gives back the bytes and that wrap is idempotent.
-func FuzzJSONRoundTrip(f *testing.F) {
+func FuzzRoundTrip(f *testing.F) {
 	for _, fx := range fixtures {
 		f.Add(fx.host == "codex", []byte(fx.data))
 	}

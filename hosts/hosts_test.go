@@ -155,6 +155,10 @@ command = "/usr/bin/srv"
 command = "srv"
 args = []
 
+[mcp_servers.spaced]
+  command="srv3"
+  args = [ ]
+
 [mcp_servers.remote]
 url = "https://r.example/mcp"
 
@@ -162,7 +166,7 @@ url = "https://r.example/mcp"
 command = "not a server"
 `,
 		stdio: map[string][]string{"docs": {"npx", "-y", "mcp-docs@1.0.0"}, "with.dot": {"uvx", "mcp-x", "${HOME}"},
-			"bare": {"/usr/bin/srv"}, "empty": {"srv"}},
+			"bare": {"/usr/bin/srv"}, "empty": {"srv"}, "spaced": {"srv3"}},
 		remote: map[string]string{"remote": "https://r.example/mcp"},
 	},
 }
@@ -349,6 +353,8 @@ func TestEntriesNotEdited(t *testing.T) {
 		{"cursor", `{"mcpServers": {"a": {"command": "x", "args": ["y", 3]}}}`, "a", "not a string"},
 		{"cursor", `{"mcpServers": {"a": {"command": "x", "args": "y"}}}`, "a", "not an array"},
 		{"codex", "[mcp_servers]\na = { command = \"x\" }\n", "a", "not written as a [mcp_servers.NAME] table"},
+		{"cursor", `{"mcpServers": {"": {"command": "x"}}}`, "", "name is empty"},
+		{"gemini", `{"mcpServers": {"a": {"command": ""}}}`, "a", "command is empty"},
 		{"codex", "[mcp_servers.a]\ncommand = \"x\"", "a", "last line"},
 		{"codex", "[mcp_servers.a]\ncommand = \"\"\"x\"\"\"\n", "a", "one-line string"},
 	} {

@@ -273,12 +273,12 @@ func (d *tomlDoc) unwrap(sel func(Server) bool) ([]Change, error) {
 			}
 		case strings.HasPrefix(after, pc):
 			t, ok := stringToken(after[len(pc):])
-			if ok && strings.HasPrefix(after[len(pc)+len(t):], "]") {
+			if ok && strings.HasPrefix(strings.TrimLeft(after[len(pc)+len(t):], " \t"), "]") {
 				tok = t
 				edits = append(edits, edit{e.argsOpen, e.argsOpen + len(pc) + len(t), ""})
 			}
 		}
-		if tok == "" || w.Policy == "" || w.Name == "" {
+		if tok == "" {
 			out = append(out, Change{Server: e.srv, Action: ActSkipped,
 				Reason: "wrapped in a form mcpsign does not write: unwrap it by hand"})
 			continue
