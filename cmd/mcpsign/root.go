@@ -57,6 +57,7 @@ format and rule.`,
 		newDiffCmd(a),
 		newApproveCmd(a),
 		newAuditCmd(a),
+		newHostsCmd(a),
 	)
 	return root
 }

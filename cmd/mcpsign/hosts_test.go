@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runHosts runs mcpsign with HOME (and XDG_CONFIG_HOME) set to home.
+func runHosts(t *testing.T, home string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	a := &app{
+		stdin:  strings.NewReader(""),
+		stdout: &out,
+		stderr: &errb,
+		getenv: func(k string) string {
+			if k == "HOME" {
+				return home
+			}
+			return ""
+		},
+		isTerminal: func() bool { return false },
+	}
+	code := run(context.Background(), args, a)
+	return code, out.String(), errb.String()
+}
+
+const hostsFixture = `{
+  // user servers
+  "mcpServers": {
+    "notes": {"command": "npx", "args": ["-y", "@acme/notes@1.2.0", "${workspaceFolder}"]},
+    "evil\u202e": {"command": "srv"},
+    "web": {"url": "https://mcp.example.com/mcp"}
+  }
+}
+`
+
+func TestHostsCommands(t *testing.T) {
+	home := t.TempDir()
+	cursor := filepath.Join(home, ".cursor", "mcp.json")
+	if err := os.MkdirAll(filepath.Dir(cursor), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cursor, []byte(hostsFixture), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	pol := filepath.Join(home, "policy.json")
+	if err := os.WriteFile(pol, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	self := "/opt/bin/mcpsign"
+	read := func() string {
+		b, err := os.ReadFile(cursor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+
+	// list finds the file under HOME, escapes names, reports the remote one.
+	code, out, stderr := runHosts(t, home, "hosts", "list", "--host", "cursor")
+	if code != 0 {
+		t.Fatalf("list: %d %s", code, stderr)
+	}
+	for _, want := range []string{cursor + " (cursor)", `"notes" (mcpServers): stdio, NOT WRAPPED`, `"evil\u{202E}"`, `"web" (mcpServers): remote "https://mcp.example.com/mcp", NOT ENFORCED`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("list lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\u202e") {
+		t.Error("list printed a bidirectional control raw")
+	}
+
+	// wrap needs --policy.
+	if code, _, stderr := runHosts(t, home, "hosts", "wrap", "--host", "cursor"); code != 2 || !strings.Contains(stderr, "--policy") {
+		t.Errorf("wrap without --policy: %d %s", code, stderr)
+	}
+
+	// --dry-run prints the diff and changes nothing.
+	code, out, stderr = runHosts(t, home, "hosts", "wrap", "--host", "cursor", "--policy", pol, "--mcpsign-path", self, "--dry-run")
+	if code != 0 {
+		t.Fatalf("dry run: %d %s", code, stderr)
+	}
+	if read() != hostsFixture {
+		t.Error("--dry-run changed the file")
+	}
+	wantLine := `+    "notes": {"command": "/opt/bin/mcpsign", "args": ["proxy", "--policy", "` + pol + `", "--name", "notes", "--", "npx", "-y", "@acme/notes@1.2.0", "${workspaceFolder}"]},`
+	if !strings.Contains(out, "--- "+cursor) || !strings.Contains(out, wantLine) || !strings.Contains(out, `-    "notes": {"command": "npx"`) {
+		t.Errorf("dry-run diff:\n%s\nwant %s", out, wantLine)
+	}
+
+	// wrap writes it, keeps the mode; a second wrap changes nothing.
+	code, out, stderr = runHosts(t, home, "hosts", "wrap", "--config", cursor, "--policy", pol, "--mcpsign-path", self)
+	if code != 0 || !strings.Contains(out, `"web" (mcpServers): NOT ENFORCED: remote server`) {
+		t.Fatalf("wrap: %d %s %s", code, out, stderr)
+	}
+	wrapped := read()
+	if !strings.Contains(wrapped, wantLine[1:]) || !strings.Contains(wrapped, "// user servers") {
+		t.Errorf("wrapped file:\n%s", wrapped)
+	}
+	if fi, _ := os.Stat(cursor); fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want 0640", fi.Mode().Perm())
+	}
+	if code, out, _ := runHosts(t, home, "hosts", "wrap", "--config", cursor, "--policy", pol, "--mcpsign-path", self); code != 0 || read() != wrapped || !strings.Contains(out, "already wrapped") {
+		t.Errorf("second wrap: %d %s", code, out)
+	}
+
+	// list --format json reports the wrapped entries.
+	code, out, _ = runHosts(t, home, "hosts", "list", "--config", cursor, "--format", "json")
+	var got struct {
+		Files []fileJSON `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got.Files) != 1 {
+		t.Fatalf("list json: %d %v %s", code, err, out)
+	}
+	byName := map[string]serverJSON{}
+	for _, s := range got.Files[0].Servers {
+		byName[s.Name] = s
+	}
+	if n := byName["notes"]; !n.Wrapped || !n.Enforced || n.Policy != pol || n.PolicyName != "notes" ||
+		n.PolicyStatus != "not checked" || strings.Join(n.Original, " ") != "npx -y @acme/notes@1.2.0 ${workspaceFolder}" {
+		t.Errorf("notes: %+v", n)
+	}
+	if w := byName["web"]; w.Kind != "remote" || w.Enforced || w.URL != "https://mcp.example.com/mcp" {
+		t.Errorf("web: %+v", w)
+	}
+
+	// unwrap --server only that one; then all: the original bytes.
+	if code, _, stderr := runHosts(t, home, "hosts", "unwrap", "--config", cursor, "--server", "notes"); code != 0 || !strings.Contains(read(), `"notes": {"command": "npx"`) || !strings.Contains(read(), `"command": "/opt/bin/mcpsign"`) {
+		t.Errorf("unwrap --server: %d %s\n%s", code, stderr, read())
+	}
+	if code, _, stderr := runHosts(t, home, "hosts", "unwrap", "--config", cursor); code != 0 || read() != hostsFixture {
+		t.Errorf("unwrap: %d %s\n%s", code, stderr, read())
+	}
+	if code, _, stderr := runHosts(t, home, "hosts", "unwrap", "--config", cursor, "--server", "nope"); code != 2 || !strings.Contains(stderr, `no such server "nope"`) {
+		t.Errorf("unknown server: %d %s", code, stderr)
+	}
+}
+
+func TestHostsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "claude_desktop_config.json")
+	content := "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\" \"args\": []}\n  }\n}\n"
+	if err := os.WriteFile(bad, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol := filepath.Join(dir, "p.json")
+	os.WriteFile(pol, []byte("{}"), 0o644)
+	code, _, stderr := runHosts(t, dir, "hosts", "wrap", "--config", bad, "--policy", pol, "--mcpsign-path", "/m/mcpsign")
+	if code != 2 || !strings.Contains(stderr, "line 3") || !strings.Contains(stderr, "file left untouched") {
+		t.Errorf("unparseable: %d %s", code, stderr)
+	}
+	if b, _ := os.ReadFile(bad); string(b) != content {
+		t.Error("an unparseable file was changed")
+	}
+	if code, _, stderr := runHosts(t, dir, "hosts", "list", "--config", filepath.Join(dir, "x.json")); code != 2 || !strings.Contains(stderr, "add --host") {
+		t.Errorf("unknown file name: %d %s", code, stderr)
+	}
+	if code, _, stderr := runHosts(t, dir, "hosts", "list", "--host", "nano"); code != 2 || !strings.Contains(stderr, "unknown host") {
+		t.Errorf("unknown host: %d %s", code, stderr)
+	}
+	// A symlinked configuration is not written through.
+	good := filepath.Join(dir, "real.json")
+	os.WriteFile(good, []byte(`{"mcpServers": {"a": {"command": "x"}}}`), 0o644)
+	link := filepath.Join(dir, "link", "claude_desktop_config.json")
+	os.MkdirAll(filepath.Dir(link), 0o755)
+	if err := os.Symlink(good, link); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runHosts(t, dir, "hosts", "wrap", "--config", link, "--policy", pol, "--mcpsign-path", "/m/mcpsign")
+	if code != 2 || !strings.Contains(stderr, "symbolic link") {
+		t.Errorf("symlink: %d %s", code, stderr)
+	}
+}

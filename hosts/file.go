@@ -1,0 +1,75 @@
+package hosts
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/internal/filelock"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+)
+
+// MaxConfigBytes bounds a configuration file (Claude Code's ~/.claude.json
+// keeps history and grows).
+const MaxConfigBytes = 64 << 20
+
+var (
+	// ErrSymlink reports a configuration file that is a symbolic link:
+	// mcpsign does not write through one (docs/HOSTS.md).
+	ErrSymlink = errors.New("configuration file is a symbolic link")
+	// ErrChanged reports a file that changed between reading and writing.
+	ErrChanged = errors.New("configuration file changed while mcpsign was editing it")
+)
+
+// Load reads and parses the configuration file at path as h's.
+func Load(ctx context.Context, h Host, path string) (*Config, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	data, err := boundedfile.Read(path, MaxConfigBytes, nil)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(h, path, data)
+}
+
+// Save replaces c's file with data, atomically, keeping the file's mode. It
+// holds an exclusive lock on the file's directory while it checks that the
+// file still holds what Load read and writes, refuses a symbolic link
+// (ErrSymlink), and writes nothing when data is what the file holds. No
+// backup is written: Unwrap is Wrap's exact inverse.
+func (c *Config) Save(ctx context.Context, data []byte) error {
+	if bytes.Equal(data, c.data) {
+		return nil
+	}
+	if _, err := Parse(c.Host, c.Path, data); err != nil {
+		return fmt.Errorf("internal error: the edited file does not parse: %w", err)
+	}
+	path := c.Path
+	dir := filepath.Dir(path)
+	return filelock.With(ctx, dir, "another mcpsign is editing "+textsafe.Escape(path), func() error {
+		fi, err := os.Lstat(path)
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("%s: %w: edit the file it points to", textsafe.Escape(path), ErrSymlink)
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", textsafe.Escape(path))
+		}
+		now, err := boundedfile.Read(path, MaxConfigBytes, nil)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(now, c.data) {
+			return fmt.Errorf("%s: %w", textsafe.Escape(path), ErrChanged)
+		}
+		return atomicfile.Write(path, data, atomicfile.Options{Perm: fi.Mode().Perm(), Overwrite: true})
+	})
+}

@@ -1,0 +1,63 @@
+package hosts
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// FuzzArgv checks that ParseWrapped inverts WrapArgv for every argv, and
+// that an argv that does not start mcpsign proxy is never read as wrapped.
+func FuzzArgv(f *testing.F) {
+	f.Add("npx", "-y\x00@acme/x@1", "/p.json", "notes")
+	f.Add("${workspaceFolder}/srv", "--\x00--policy\x00x", "${input:p}", "n")
+	f.Add("mcpsign", "proxy\x00--\x00x", "p", "")
+	f.Fuzz(func(t *testing.T, prog, args, pol, name string) {
+		original := []string{prog}
+		if args != "" {
+			original = append(original, strings.Split(args, "\x00")...)
+		}
+		w, ok := ParseWrapped(WrapArgv("/bin/mcpsign", pol, name, original))
+		if !ok || !slices.Equal(w.Original, original) || w.Policy != pol || w.Name != name {
+			t.Fatalf("ParseWrapped(WrapArgv(%q)) = %+v, %v", original, w, ok)
+		}
+		if _, ok := ParseWrapped(original); ok && !isMcpsign(prog) {
+			t.Fatalf("%q read as wrapped", original)
+		}
+	})
+}
+
+// FuzzRoundTrip checks, on any file that parses (JSONC or TOML), that wrap then unwrap
+// gives back the bytes and that wrap is idempotent.
+func FuzzRoundTrip(f *testing.F) {
+	for _, fx := range fixtures {
+		f.Add(fx.host == "codex", []byte(fx.data))
+	}
+	f.Fuzz(func(t *testing.T, codex bool, data []byte) {
+		h, _ := Lookup("claude-code")
+		if codex {
+			h, _ = Lookup("codex")
+		}
+		c, err := Parse(h, "f", data)
+		if err != nil {
+			return
+		}
+		w, _, err := c.Wrap(WrapOptions{Self: self, Policy: policy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wc, err := Parse(h, "f", w)
+		if err != nil {
+			t.Fatalf("wrapped file does not parse: %v\n%q", err, w)
+		}
+		w2, _, _ := wc.Wrap(WrapOptions{Self: self, Policy: policy})
+		if !bytes.Equal(w, w2) {
+			t.Fatalf("wrap not idempotent:\n%q\n%q", w, w2)
+		}
+		back, _, _ := wc.Unwrap(nil)
+		if !bytes.Equal(back, data) {
+			t.Fatalf("round trip:\n%q\n%q\n%q", data, w, back)
+		}
+	})
+}

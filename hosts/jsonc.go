@@ -1,0 +1,327 @@
+package hosts
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tailscale/hujson"
+)
+
+// jsonDoc is a JSON or JSONC file, edited through hujson so that every byte
+// outside the edited values is kept.
+type jsonDoc struct {
+	host    Host
+	root    hujson.Value
+	entries []jsonEntry
+}
+
+// jsonEntry is a server entry and where its command line is written.
+type jsonEntry struct {
+	srv Server
+	// obj holds the command (cmdKey) and args members: the entry itself,
+	// or Zed's older nested "command": {"path", "args"} object.
+	obj    *hujson.Object
+	cmdKey string
+}
+
+func parseJSON(h Host, data []byte) (document, error) {
+	root, err := hujson.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := root.Value.(*hujson.Object); !ok {
+		return nil, fmt.Errorf("the top level is not an object")
+	}
+	d := &jsonDoc{host: h, root: root}
+	for _, path := range h.Maps {
+		if err := d.collect(&root, path, ""); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// collect finds the server map at path under v and reads its entries.
+func (d *jsonDoc) collect(v *hujson.Value, path []string, where string) error {
+	obj, ok := v.Value.(*hujson.Object)
+	if !ok {
+		return nil
+	}
+	if len(path) == 0 {
+		for i := range obj.Members {
+			m := &obj.Members[i]
+			name := literalString(m.Name.Value)
+			e := jsonEntry{srv: Server{Name: name, Where: strings.TrimPrefix(where, ".")}}
+			d.read(&e, &m.Value)
+			d.entries = append(d.entries, e)
+		}
+		return nil
+	}
+	for i := range obj.Members {
+		m := &obj.Members[i]
+		name := literalString(m.Name.Value)
+		if path[0] != "*" && name != path[0] {
+			continue
+		}
+		if err := d.collect(&m.Value, path[1:], where+quoteKey(name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *jsonDoc) read(e *jsonEntry, v *hujson.Value) {
+	e.srv.Kind = Unknown
+	obj, ok := v.Value.(*hujson.Object)
+	if !ok {
+		e.srv.Problem = "the entry is not an object"
+		return
+	}
+	if cmd := member(obj, "command"); cmd != nil {
+		e.obj, e.cmdKey = obj, "command"
+		if nested, ok := cmd.Value.(*hujson.Object); ok { // Zed's older form
+			e.obj, e.cmdKey = nested, "path"
+		}
+		e.srv.Kind = Stdio
+		argv, problem := readArgv(e.obj, e.cmdKey)
+		e.srv.Argv, e.srv.Problem = argv, problem
+		classify(&e.srv)
+		return
+	}
+	for _, k := range d.host.RemoteKeys {
+		if u := member(obj, k); u != nil {
+			e.srv.Kind = Remote
+			e.srv.URL = literalString(u.Value)
+			return
+		}
+	}
+}
+
+// readArgv reads the command line of obj: cmdKey's string then "args".
+func readArgv(obj *hujson.Object, cmdKey string) ([]string, string) {
+	cmd := member(obj, cmdKey)
+	if cmd == nil || !isString(cmd.Value) {
+		return nil, fmt.Sprintf("%q is not a string", cmdKey)
+	}
+	argv := []string{literalString(cmd.Value)}
+	args := member(obj, "args")
+	if args == nil {
+		return argv, ""
+	}
+	arr, ok := args.Value.(*hujson.Array)
+	if !ok {
+		return argv, `"args" is not an array`
+	}
+	for _, el := range arr.Elements {
+		if !isString(el.Value) {
+			return argv, `"args" has a member that is not a string`
+		}
+		argv = append(argv, literalString(el.Value))
+	}
+	return argv, ""
+}
+
+func (d *jsonDoc) servers() []Server {
+	out := make([]Server, len(d.entries))
+	for i, e := range d.entries {
+		out[i] = e.srv
+	}
+	return out
+}
+
+func (d *jsonDoc) bytes() []byte { return d.root.Pack() }
+
+func (d *jsonDoc) wrap(opts WrapOptions, sel func(Server) bool) ([]Change, error) {
+	var out []Change
+	for _, e := range d.entries {
+		if !sel(e.srv) {
+			continue
+		}
+		if c := notEnforced(e.srv); c != nil {
+			out = append(out, *c)
+			continue
+		}
+		if e.srv.Wrapped != nil {
+			out = append(out, Change{Server: e.srv, Action: ActAlreadyWrapped})
+			continue
+		}
+		wrapJSON(e, opts.Self, wrapPrefix(opts.Policy, e.srv.Name))
+		out = append(out, Change{Server: e.srv, Action: ActWrapped})
+	}
+	return out, nil
+}
+
+func (d *jsonDoc) unwrap(sel func(Server) bool) ([]Change, error) {
+	var out []Change
+	for _, e := range d.entries {
+		if !sel(e.srv) {
+			continue
+		}
+		if c := notEnforced(e.srv); c != nil {
+			out = append(out, *c)
+			continue
+		}
+		if e.srv.Wrapped == nil {
+			out = append(out, Change{Server: e.srv, Action: ActNotWrapped})
+			continue
+		}
+		unwrapJSON(e)
+		out = append(out, Change{Server: e.srv, Action: ActUnwrapped})
+	}
+	return out, nil
+}
+
+// The layouts of the elements wrap inserts when the entry had no "args"
+// (created) or an empty one (filled): unwrap tells the two apart by them,
+// so that it removes the member it created and keeps an empty one.
+var (
+	createdLayout = []string{"", " ", " ", " ", " ", " ", " "}
+	filledLayout  = []string{"", "", "", "", "", "", ""}
+)
+
+// wrapJSON moves the command's literal, byte for byte, after prefix at the
+// front of args, and writes self as the command. The elements that were in
+// args are not touched.
+func wrapJSON(e jsonEntry, self string, prefix []string) {
+	ci := memberIndex(e.obj, e.cmdKey)
+	cmd := &e.obj.Members[ci].Value
+	lits := make([]hujson.Literal, 0, len(prefix)+1)
+	for _, p := range prefix {
+		lits = append(lits, hujson.String(p))
+	}
+	lits = append(lits, slices.Clone(cmd.Value.(hujson.Literal)))
+	cmd.Value = hujson.String(self)
+
+	ai := memberIndex(e.obj, "args")
+	if ai < 0 {
+		arr := &hujson.Array{Elements: elements(lits, createdLayout)}
+		m := hujson.ObjectMember{
+			Name:  hujson.Value{BeforeExtra: layout(e.obj.Members[ci].Name.BeforeExtra, "\n"), Value: hujson.String("args")},
+			Value: hujson.Value{BeforeExtra: layout(cmd.BeforeExtra, " "), Value: arr},
+		}
+		if ci == len(e.obj.Members)-1 && cmd.AfterExtra != nil {
+			m.Value.AfterExtra = hujson.Extra{} // keep the trailing comma
+		}
+		e.obj.Members = slices.Insert(e.obj.Members, ci+1, m)
+		return
+	}
+	arr := e.obj.Members[ai].Value.Value.(*hujson.Array)
+	if len(arr.Elements) == 0 {
+		arr.Elements = elements(lits, filledLayout)
+		return
+	}
+	// The first element's own extra moves to the front (with any comment
+	// in it); the first element gets the array's separator. Unwrap moves
+	// it back.
+	first := arr.Elements[0].BeforeExtra
+	sep := hujson.Extra(" ")
+	switch {
+	case len(arr.Elements) > 1:
+		sep = layout(arr.Elements[1].BeforeExtra, " ")
+	case bytes.Contains(first, []byte("\n")):
+		sep = layout(first, " ")
+	}
+	lay := make([]string, len(lits))
+	lay[0] = string(first)
+	for i := 1; i < len(lay); i++ {
+		lay[i] = string(sep)
+	}
+	arr.Elements[0].BeforeExtra = slices.Clone(sep)
+	arr.Elements = append(elements(lits, lay), arr.Elements...)
+}
+
+// unwrapJSON is wrapJSON's inverse.
+func unwrapJSON(e jsonEntry) {
+	ci := memberIndex(e.obj, e.cmdKey)
+	ai := memberIndex(e.obj, "args")
+	arr := e.obj.Members[ai].Value.Value.(*hujson.Array)
+	argv := []string{literalString(e.obj.Members[ci].Value.Value)}
+	for _, el := range arr.Elements {
+		argv = append(argv, literalString(el.Value))
+	}
+	dash := dashIndex(argv) - 1 // index in args
+	removed := arr.Elements[:dash+2]
+	e.obj.Members[ci].Value.Value = slices.Clone(removed[dash+1].Value.(hujson.Literal))
+	rest := slices.Clone(arr.Elements[dash+2:])
+	if len(rest) > 0 {
+		rest[0].BeforeExtra = slices.Clone(removed[0].BeforeExtra)
+		arr.Elements = rest
+		return
+	}
+	lay := make([]string, len(removed))
+	for i, el := range removed {
+		lay[i] = string(el.BeforeExtra)
+	}
+	if ai == ci+1 && len(arr.AfterExtra) == 0 && slices.Equal(lay, createdLayout) {
+		if ai == len(e.obj.Members)-1 { // the trailing comma, if any, goes back to the command
+			cmd := &e.obj.Members[ci].Value
+			switch {
+			case e.obj.Members[ai].Value.AfterExtra == nil:
+				cmd.AfterExtra = nil
+			case cmd.AfterExtra == nil:
+				cmd.AfterExtra = hujson.Extra{}
+			}
+		}
+		e.obj.Members = slices.Delete(e.obj.Members, ai, ai+1)
+		return
+	}
+	arr.Elements = nil
+}
+
+func elements(lits []hujson.Literal, lay []string) []hujson.Value {
+	out := make([]hujson.Value, len(lits))
+	for i, l := range lits {
+		out[i] = hujson.Value{BeforeExtra: hujson.Extra(lay[i]), Value: l}
+	}
+	return out
+}
+
+// layout returns the whitespace of extra without its comments: a newline
+// and the indentation of its last line when it spans lines, extra itself
+// when it is only blanks, def otherwise.
+func layout(extra hujson.Extra, def string) hujson.Extra {
+	s := string(extra)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		indent := s[i+1:]
+		if strings.Trim(indent, " \t") != "" {
+			indent = ""
+		}
+		return hujson.Extra("\n" + indent)
+	}
+	if strings.Trim(s, " \t\r") == "" {
+		return hujson.Extra(s)
+	}
+	return hujson.Extra(def)
+}
+
+func member(obj *hujson.Object, name string) *hujson.Value {
+	if i := memberIndex(obj, name); i >= 0 {
+		return &obj.Members[i].Value
+	}
+	return nil
+}
+
+// memberIndex returns the index of the last member called name (the one a
+// JSON reader keeps), or -1.
+func memberIndex(obj *hujson.Object, name string) int {
+	for i := len(obj.Members) - 1; i >= 0; i-- {
+		if literalString(obj.Members[i].Name.Value) == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func isString(v hujson.ValueTrimmed) bool {
+	l, ok := v.(hujson.Literal)
+	return ok && l.Kind() == '"'
+}
+
+func literalString(v hujson.ValueTrimmed) string {
+	if l, ok := v.(hujson.Literal); ok && l.Kind() == '"' {
+		return l.String()
+	}
+	return ""
+}

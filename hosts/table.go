@@ -1,0 +1,215 @@
+package hosts
+
+import (
+	"path/filepath"
+	"strings"
+)
+
+// Format is the syntax of a host's configuration file.
+type Format int
+
+const (
+	// JSONC is JSON with comments and trailing commas (read and edited
+	// with hujson, so that comments and layout are kept).
+	JSONC Format = iota
+	// TOML is Codex's config.toml.
+	TOML
+)
+
+// Host describes one MCP host: where its configuration files are and where
+// in them its servers are (docs/HOSTS.md "The host table").
+type Host struct {
+	// Name is what --host takes.
+	Name string
+	// Display is the host's product name.
+	Display string
+	Format  Format
+	// Maps are the paths, from the file's top level, of the objects whose
+	// members are servers; "*" matches every member (Claude Code's
+	// projects.*.mcpServers).
+	Maps [][]string
+	// RemoteKeys are the members that give a remote server's URL.
+	RemoteKeys []string
+	// User are the user-level files per GOOS, as templates: "~" is the home
+	// directory, "%APPDATA%" the Windows roaming application data directory
+	// and "$XDG_CONFIG_HOME" the XDG configuration directory.
+	User map[string][]string
+	// Project are the project files, relative to the project directory.
+	Project []string
+}
+
+const anyOS = "*"
+
+// table is every host mcpsign knows. Keep it the one place host paths are
+// written down.
+var table = []Host{
+	{
+		Name: "claude-desktop", Display: "Claude Desktop", Format: JSONC,
+		Maps:       [][]string{{"mcpServers"}},
+		RemoteKeys: []string{"url"},
+		User: map[string][]string{
+			"darwin":  {"~/Library/Application Support/Claude/claude_desktop_config.json"},
+			"windows": {"%APPDATA%/Claude/claude_desktop_config.json"},
+			"linux":   {"$XDG_CONFIG_HOME/Claude/claude_desktop_config.json"},
+		},
+	},
+	{
+		Name: "claude-code", Display: "Claude Code", Format: JSONC,
+		Maps:       [][]string{{"mcpServers"}, {"projects", "*", "mcpServers"}},
+		RemoteKeys: []string{"url"},
+		User:       map[string][]string{anyOS: {"~/.claude.json"}},
+		Project:    []string{".mcp.json"},
+	},
+	{
+		Name: "vscode", Display: "VS Code", Format: JSONC,
+		Maps:       [][]string{{"servers"}},
+		RemoteKeys: []string{"url"},
+		User: map[string][]string{
+			"darwin":  {"~/Library/Application Support/Code/User/mcp.json"},
+			"windows": {"%APPDATA%/Code/User/mcp.json"},
+			"linux":   {"$XDG_CONFIG_HOME/Code/User/mcp.json"},
+		},
+		Project: []string{".vscode/mcp.json"},
+	},
+	{
+		Name: "cursor", Display: "Cursor", Format: JSONC,
+		Maps:       [][]string{{"mcpServers"}},
+		RemoteKeys: []string{"url"},
+		User:       map[string][]string{anyOS: {"~/.cursor/mcp.json"}},
+		Project:    []string{".cursor/mcp.json"},
+	},
+	{
+		Name: "windsurf", Display: "Windsurf", Format: JSONC,
+		Maps:       [][]string{{"mcpServers"}},
+		RemoteKeys: []string{"serverUrl", "url"},
+		User:       map[string][]string{anyOS: {"~/.codeium/windsurf/mcp_config.json"}},
+	},
+	{
+		Name: "zed", Display: "Zed", Format: JSONC,
+		Maps:       [][]string{{"context_servers"}},
+		RemoteKeys: []string{"url"},
+		User: map[string][]string{
+			"darwin":  {"~/.config/zed/settings.json"},
+			"windows": {"%APPDATA%/Zed/settings.json"},
+			"linux":   {"$XDG_CONFIG_HOME/zed/settings.json"},
+		},
+		Project: []string{".zed/settings.json"},
+	},
+	{
+		Name: "gemini", Display: "Gemini CLI", Format: JSONC,
+		Maps:       [][]string{{"mcpServers"}},
+		RemoteKeys: []string{"httpUrl", "url"},
+		User:       map[string][]string{anyOS: {"~/.gemini/settings.json"}},
+		Project:    []string{".gemini/settings.json"},
+	},
+	{
+		Name: "codex", Display: "Codex", Format: TOML,
+		Maps:       [][]string{{"mcp_servers"}},
+		RemoteKeys: []string{"url"},
+		User:       map[string][]string{anyOS: {"~/.codex/config.toml"}},
+	},
+}
+
+// Hosts returns every known host, in a fixed order.
+func Hosts() []Host {
+	out := make([]Host, len(table))
+	copy(out, table)
+	return out
+}
+
+// Lookup returns the host named name (Host.Name).
+func Lookup(name string) (Host, bool) {
+	for _, h := range table {
+		if h.Name == name {
+			return h, true
+		}
+	}
+	return Host{}, false
+}
+
+// Env is where to look for configuration files.
+type Env struct {
+	// GOOS selects the per-OS paths (runtime.GOOS).
+	GOOS string
+	// Home is the user's home directory.
+	Home string
+	// AppData is %APPDATA% (Windows); empty means Home/AppData/Roaming.
+	AppData string
+	// XDGConfigHome is $XDG_CONFIG_HOME; empty means Home/.config.
+	XDGConfigHome string
+	// Dir is the project directory for project files; empty means none.
+	Dir string
+}
+
+// Paths returns the configuration files of h under env: its user files,
+// then its project files. They need not exist.
+func (h Host) Paths(env Env) []string {
+	var out []string
+	tmpls := h.User[env.GOOS]
+	if t, ok := h.User[anyOS]; ok {
+		tmpls = t
+	}
+	appData := env.AppData
+	if appData == "" {
+		appData = filepath.Join(env.Home, "AppData", "Roaming")
+	}
+	xdg := env.XDGConfigHome
+	if xdg == "" {
+		xdg = filepath.Join(env.Home, ".config")
+	}
+	for _, t := range tmpls {
+		switch {
+		case strings.HasPrefix(t, "~/"):
+			t = filepath.Join(env.Home, filepath.FromSlash(t[2:]))
+		case strings.HasPrefix(t, "%APPDATA%/"):
+			t = filepath.Join(appData, filepath.FromSlash(t[len("%APPDATA%/"):]))
+		case strings.HasPrefix(t, "$XDG_CONFIG_HOME/"):
+			t = filepath.Join(xdg, filepath.FromSlash(t[len("$XDG_CONFIG_HOME/"):]))
+		}
+		out = append(out, t)
+	}
+	if env.Dir != "" {
+		for _, p := range h.Project {
+			out = append(out, filepath.Join(env.Dir, filepath.FromSlash(p)))
+		}
+	}
+	return out
+}
+
+// Infer returns the host whose files are named like path: by the file's
+// name and, where names are shared (mcp.json, settings.json), its directory.
+func Infer(path string) (Host, bool) {
+	base := filepath.Base(path)
+	parent := filepath.Base(filepath.Dir(path))
+	name := ""
+	switch base {
+	case "claude_desktop_config.json":
+		name = "claude-desktop"
+	case ".claude.json", ".mcp.json":
+		name = "claude-code"
+	case "mcp_config.json":
+		name = "windsurf"
+	case "config.toml":
+		if parent == ".codex" {
+			name = "codex"
+		}
+	case "mcp.json":
+		switch parent {
+		case ".vscode", "User":
+			name = "vscode"
+		case ".cursor":
+			name = "cursor"
+		}
+	case "settings.json":
+		switch parent {
+		case "zed", ".zed", "Zed":
+			name = "zed"
+		case ".gemini":
+			name = "gemini"
+		}
+	}
+	if name == "" {
+		return Host{}, false
+	}
+	return Lookup(name)
+}
