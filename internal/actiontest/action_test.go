@@ -237,7 +237,9 @@ func TestActionSignsOnStack(t *testing.T) {
 		t.Fatal("statement does not bind the package")
 	}
 
-	for _, want := range []string{"### mcpsign: signed `mcpsign-example", "| tools | 5, set `sha256:", "| identity | `" + email + "` |", "--package-file 'acme-notes-mcp-1.2.0.tgz'"} {
+	for _, want := range []string{"### mcpsign: signed `mcpsign-example", "| tools | 5, set `sha256:", "| identity | `" + email + "` |", "--package-file 'acme-notes-mcp-1.2.0.tgz'",
+		"| package | `pkg:npm/%40acme/notes-mcp@1.2.0` |",
+		"| source commit | `0123456789abcdef0123456789abcdef01234567` (statement only"} {
 		if !strings.Contains(res.Summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, res.Summary)
 		}
@@ -267,18 +269,28 @@ func TestActionSignsOnStack(t *testing.T) {
 	if o, err := hostRun(verifyCmd + " --format json"); err != nil {
 		t.Fatalf("%s: %v\n%s", verifyCmd, err, o)
 	}
+	// The proxy line's flags are the proxy's: --help parses them all.
+	if strings.Contains(proxyCmd, "--package-file") {
+		t.Fatalf("proxy has no --package-file: %s", proxyCmd)
+	}
+	if o, err := hostRun(strings.Replace(proxyCmd, " -- ", " --help -- ", 1)); err != nil {
+		t.Fatalf("%s: %v\n%s", proxyCmd, err, o)
+	}
 	// and refuses another signer: the printed identity is what decides.
 	other := strings.Replace(verifyCmd, "'"+email+"'", "'someone@example.com'", 1)
 	o, err := hostRun(other)
+	t.Logf("other identity: %s", o)
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || !strings.Contains(string(o), "someone@example.com") {
+	if !errors.As(err, &ee) || !strings.Contains(string(o), "FAILED at step identity") {
 		t.Fatalf("verify with another identity: %v\n%s", err, o)
 	}
 	// and a tampered package.
 	if err := os.WriteFile(pkg, append(mustRead(t, pkg), 0), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if o, err := hostRun(verifyCmd); err == nil || !strings.Contains(string(o), "sha512") {
+	o, err = hostRun(verifyCmd)
+	t.Logf("tampered package: %s", o)
+	if err == nil || !strings.Contains(string(o), "FAILED at step statement: the statement does not bind the required package") {
 		t.Fatalf("verify with a tampered package: %v\n%s", err, o)
 	}
 }

@@ -119,23 +119,34 @@ summary() {
 	printf '| instructions | `%s` |\n' "$(jq -r '.instructions // "none"' "$d")"
 	printf '| identity | `%s` |\n' "$(md "$identity")"
 	printf '| issuer | `%s` |\n' "$(md "$issuer")"
+	# The statement's source and package claims, and what the certificate
+	# vouches for (sign failed already if the two disagree).
 	local f v
+	jq -r '.dsseEnvelope.payload' "$bundle" | base64 -d >"$work/statement.json"
 	for f in repository commit ref; do
 		v=$(jq -r ".identity.source.$f // empty" "$s")
-		[[ -z $v ]] || printf '| source %s | `%s` |\n' "$f" "$(md "$v")"
+		if [[ -n $v ]]; then
+			printf '| source %s | `%s` (certificate) |\n' "$f" "$(md "$v")"
+			continue
+		fi
+		v=$(jq -r ".predicate.source.$f // empty" "$work/statement.json")
+		[[ -z $v ]] || printf '| source %s | `%s` (statement only: the certificate has no such extension) |\n' "$f" "$(md "$v")"
 	done
-	jq -r '.package // empty | .[]? | "| package | `\(.purl)` |"' "$s" 2>/dev/null | while IFS= read -r v; do md "$v"; done
+	jq -r '.predicate.package[]?.purl' "$work/statement.json" | while IFS= read -r v; do
+		printf '| package | `%s` |\n' "$(md "$v")"
+	done
 
 	local flags src
 	flags="--bundle $(shq "$(basename -- "$bundle")") --certificate-identity $(shq "$identity") --certificate-oidc-issuer $(shq "$issuer")"
 	[[ -z ${INPUT_TRUSTED_ROOT:-} ]] || flags+=" --trusted-root $(shq "$(basename -- "$INPUT_TRUSTED_ROOT")")"
-	[[ -z ${INPUT_PACKAGE:-} ]] || flags+=" --package-file $(shq "$(basename -- "$INPUT_PACKAGE")")"
+	local pkgflag=
+	[[ -z ${INPUT_PACKAGE:-} ]] || pkgflag=" --package-file $(shq "$(basename -- "$INPUT_PACKAGE")")"
 	case $kind in
 	snapshot) src=SERVER ;;
 	*) src=$(shq "$INPUT_SERVER") ;;
 	esac
 	printf '\nA host verifies these definitions with:\n\n```sh\n'
-	md "mcpsign verify sigstore $src $flags"
+	md "mcpsign verify sigstore $src $flags$pkgflag"
 	if [[ $kind == command ]]; then
 		printf '\n# and runs the server pinned (signed first use, then enforced):\n'
 		md "mcpsign proxy --lock server.mcpsign.lock $flags -- $INPUT_SERVER"
