@@ -87,3 +87,33 @@ func TestActionsTokenHandlerEmptyRequestTokenRefusesAll(t *testing.T) {
 		t.Fatalf("status %d, want 401", resp.StatusCode)
 	}
 }
+
+func TestMintExtraClaims(t *testing.T) {
+	is, err := New("http://127.0.0.1:1/github", key(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	is.ServeHTTP(rec, httptest.NewRequest("GET", "/token?sub=repo:acme/notes:ref:refs/tags/v1&claim.repository=acme/notes&claim.sha=abc", nil))
+	if rec.Code != 200 {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	p, _ := base64.RawURLEncoding.DecodeString(strings.Split(rec.Body.String(), ".")[1])
+	var c map[string]any
+	if err := json.Unmarshal(p, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c["repository"] != "acme/notes" || c["sha"] != "abc" || c["sub"] != "repo:acme/notes:ref:refs/tags/v1" || c["iss"] != "http://127.0.0.1:1/github" {
+		t.Fatalf("claims %v", c)
+	}
+	if _, ok := c["email"]; ok {
+		t.Fatalf("a token without email has an email claim: %v", c)
+	}
+	for _, q := range []string{"?sub=x&claim.iss=evil", "?sub=x&claim.email_verified=false", "?sub=x&claim.=v", "?sub=x&claim.a=1&claim.a=2", "?claim.repository=x"} {
+		rec := httptest.NewRecorder()
+		is.ServeHTTP(rec, httptest.NewRequest("GET", "/token"+q, nil))
+		if rec.Code != http.StatusBadRequest || strings.Count(rec.Body.String(), ".") == 2 && !strings.Contains(rec.Body.String(), " ") {
+			t.Errorf("%s: status %d %q, want 400", q, rec.Code, rec.Body)
+		}
+	}
+}
