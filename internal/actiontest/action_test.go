@@ -87,21 +87,20 @@ func TestActionWithoutIDToken(t *testing.T) {
 }
 
 // actionsTokenServer answers ACTIONS_ID_TOKEN_REQUEST_URL as GitHub does,
-// {"value": JWT}, the JWT minted by the stack's OIDC issuer for email.
-func actionsTokenServer(t *testing.T, env *sigstack.Env, requestToken, email string) *httptest.Server {
+// {"value": JWT}, the JWT minted by the stack's OIDC issuer at tokenURL
+// with the query claims.
+func actionsTokenServer(t *testing.T, tokenURL, requestToken string, claims url.Values) *httptest.Server {
 	t.Helper()
-	if env.OIDCTokenURL == "" {
-		t.Skip("the stack cannot mint tokens (no SIGSTACK_OIDC_TOKEN_URL)")
-	}
 	mint := func(ctx context.Context, audience string) (string, error) {
-		u, err := url.Parse(env.OIDCTokenURL)
+		u, err := url.Parse(tokenURL)
 		if err != nil {
 			return "", err
 		}
 		q := u.Query()
-		q.Set("email", email)
+		for k, v := range claims {
+			q[k] = v
+		}
 		q.Set("aud", audience)
-		q.Set("ttl", "10m")
 		u.RawQuery = q.Encode()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 		if err != nil {
@@ -153,34 +152,31 @@ func npmPack(t *testing.T, dir string) string {
 	return filepath.Join(dir, "acme-notes-mcp-1.2.0.tgz")
 }
 
-// TestActionSignsOnStack runs action.yml as a runner would, with the
-// ambient token endpoint answered by the local stack's OIDC issuer, then
-// checks its outputs, and runs the verify command its step summary tells
-// hosts to run.
-func TestActionSignsOnStack(t *testing.T) {
-	env := sigstack.Require(t)
-	const email = "release-bot@example.com"
-	ws, temp := t.TempDir(), t.TempDir()
-	tokens := actionsTokenServer(t, env, "runner-request-token", email)
+// stackRun is one run of the action against the local stack.
+type stackRun struct {
+	ws, mcpsign, server string
+	res                 *Result
+	ctx                 context.Context
+}
 
-	// The trust files as a private deployment's workflow would have them in
-	// its checkout; the package from npm pack.
+// runOnStack runs action.yml as a runner would, with the ambient token
+// endpoint answered by the stack's OIDC issuer at tokenURL for claims, the
+// trust files of the stack in the workspace and an npm pack tarball as the
+// package.
+func runOnStack(t *testing.T, env *sigstack.Env, tokenURL string, claims url.Values) *stackRun {
+	t.Helper()
+	ws, temp := t.TempDir(), t.TempDir()
+	tokens := actionsTokenServer(t, tokenURL, "runner-request-token", claims)
 	for src, dst := range map[string]string{env.TrustedRoot: "trusted_root.json", env.SigningConfig: "signing_config.json"} {
-		b, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(ws, dst), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(ws, dst), mustRead(t, src), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	pkg := npmPack(t, ws)
-
+	npmPack(t, ws)
 	// The server: the example server of the mcpsign the action installs
 	// (its install step puts it at RUNNER_TEMP/mcpsign-action/bin).
 	mcpsign := filepath.Join(temp, "mcpsign-action", "bin", "mcpsign")
 	server := mcpsign + " example-server"
-
 	var out bytes.Buffer
 	r := &Runner{
 		ActionDir: repoRoot(t), Workspace: ws, Temp: temp,
@@ -194,16 +190,40 @@ func TestActionSignsOnStack(t *testing.T) {
 		Stdout: &out, Stderr: &out,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	res, err := r.Run(ctx)
 	if err != nil {
 		t.Fatalf("action: %v\n%s", err, out.String())
 	}
-	if got := strings.Join(res.Ran, ","); got != "preflight,install,sign" {
-		t.Fatalf("ran %s (setup-go must be skipped when Go is installed)", got)
-	}
 	if strings.Contains(out.String(), "runner-request-token") || strings.Contains(res.Summary, "eyJ") || strings.Contains(out.String(), "eyJ") {
 		t.Fatal("a token was printed")
+	}
+	t.Logf("step summary:\n%s", res.Summary)
+	return &stackRun{ws: ws, mcpsign: mcpsign, server: server, res: res, ctx: ctx}
+}
+
+// host runs a command line as a host would, in the workspace (which holds
+// the bundle, the trusted root and the package), with the installed mcpsign.
+func (sr *stackRun) host(cmdline string) ([]byte, error) {
+	c := exec.CommandContext(sr.ctx, "bash", "--noprofile", "--norc", "-c", cmdline)
+	c.Dir = sr.ws
+	c.Env = []string{"PATH=" + filepath.Dir(sr.mcpsign) + ":" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	return c.CombinedOutput()
+}
+
+// TestActionSignsOnStack runs the action with an e-mail identity, checks
+// its outputs, and runs the commands its step summary tells hosts to run.
+func TestActionSignsOnStack(t *testing.T) {
+	env := sigstack.Require(t)
+	if env.OIDCTokenURL == "" {
+		t.Skip("the stack cannot mint tokens (no SIGSTACK_OIDC_TOKEN_URL)")
+	}
+	const email = "release-bot@example.com"
+	sr := runOnStack(t, env, env.OIDCTokenURL, url.Values{"email": {email}, "ttl": {"10m"}})
+	res, ws, server, hostRun := sr.res, sr.ws, sr.server, sr.host
+	pkg := filepath.Join(ws, "acme-notes-mcp-1.2.0.tgz")
+	if got := strings.Join(res.Ran, ","); got != "preflight,install,sign" {
+		t.Fatalf("ran %s (setup-go must be skipped when Go is installed)", got)
 	}
 
 	bundlePath := filepath.Join(ws, "notes.sigstore.json")
@@ -244,7 +264,6 @@ func TestActionSignsOnStack(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, res.Summary)
 		}
 	}
-	t.Logf("step summary:\n%s", res.Summary)
 	verifyCmd, proxyCmd := "", ""
 	for _, l := range strings.Split(res.Summary, "\n") {
 		switch {
@@ -258,14 +277,7 @@ func TestActionSignsOnStack(t *testing.T) {
 		t.Fatalf("summary lacks the host commands:\n%s", res.Summary)
 	}
 
-	// The host's command, as printed, verifies (in a directory holding the
-	// bundle, the trusted root and the package, as a host would).
-	hostRun := func(cmdline string) ([]byte, error) {
-		c := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-c", cmdline)
-		c.Dir = ws
-		c.Env = []string{"PATH=" + filepath.Dir(mcpsign) + ":" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-		return c.CombinedOutput()
-	}
+	// The host's command, as printed, verifies.
 	if o, err := hostRun(verifyCmd + " --format json"); err != nil {
 		t.Fatalf("%s: %v\n%s", verifyCmd, err, o)
 	}
