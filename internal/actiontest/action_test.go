@@ -129,6 +129,9 @@ func npmPack(t *testing.T, dir string) string {
 	t.Helper()
 	npm, err := exec.LookPath("npm")
 	if err != nil {
+		if os.Getenv("MCPSIGN_REQUIRE_E2E") == "1" {
+			t.Fatal("npm not on PATH (MCPSIGN_REQUIRE_E2E=1)")
+		}
 		t.Skip("npm not on PATH")
 	}
 	src := filepath.Join(dir, "pkg")

@@ -30,6 +30,7 @@ preflight() {
 	if [[ -z ${ACTIONS_ID_TOKEN_REQUEST_URL:-} || -z ${ACTIONS_ID_TOKEN_REQUEST_TOKEN:-} ]]; then
 		die "no OIDC identity token in this job: add 'permissions: id-token: write' to the job (or the workflow) that uses the mcpsign action"
 	fi
+	command -v jq >/dev/null 2>&1 || die "jq is not installed on this runner (GitHub-hosted runners have it)"
 	[[ -n ${INPUT_SERVER:-} ]] || die "input 'server' is empty: give a server command line, a Streamable HTTP URL or a snapshot file"
 	case ${INPUT_EMBED_DEFINITIONS:-true} in
 	true | false) ;;
@@ -55,6 +56,11 @@ install() {
 # code span or fenced block: control, format (bidi, invisible) and line
 # separator characters and backticks become '?'.
 md() { jq -Rr 'gsub("[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}`]"; "?")' <<<"$1"; }
+
+# sha256: sha256sum on Linux runners, shasum on macOS ones.
+sha256() {
+	if command -v sha256sum >/dev/null 2>&1; then sha256sum; else shasum -a 256; fi
+}
 
 # shq: one shell word for the command lines shown to hosts.
 shq() { jq -Rr '@sh' <<<"$1"; }
@@ -92,7 +98,7 @@ sign() {
 	identity=$(jq -r '.identity.san // empty' "$work/sign.json")
 	issuer=$(jq -r '.identity.issuer // empty' "$work/sign.json")
 	[[ -n $identity && -n $issuer ]] || die "mcpsign sign reported no signer identity"
-	stmt=sha256:$(jq -r '.dsseEnvelope.payload' "$bundle" | base64 -d | sha256sum | cut -d' ' -f1)
+	stmt=sha256:$(jq -r '.dsseEnvelope.payload' "$bundle" | base64 -d | sha256 | cut -d' ' -f1)
 
 	out bundle-path "$bundle"
 	out statement-digest "$stmt"
