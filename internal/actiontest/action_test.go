@@ -63,6 +63,7 @@ func jobEnv(t *testing.T, workspace, temp string) []string {
 // has no ACTIONS_ID_TOKEN_REQUEST_URL; the action fails in its first step
 // with one line naming the permission, before building or signing.
 func TestActionWithoutIDToken(t *testing.T) {
+
 	ws, temp := t.TempDir(), t.TempDir()
 	var stdout, stderr bytes.Buffer
 	r := &Runner{ActionDir: repoRoot(t), Workspace: ws, Temp: temp, Env: jobEnv(t, ws, temp),
@@ -83,6 +84,20 @@ func TestActionWithoutIDToken(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(ws); len(ents) != 0 {
 		t.Fatalf("workspace not empty: %v", ents)
+	}
+}
+
+// TestActionRefusesFlagLikeServer: a server input that mcpsign would read
+// as a flag is refused in the first step.
+func TestActionRefusesFlagLikeServer(t *testing.T) {
+	ws, temp := t.TempDir(), t.TempDir()
+	var stderr bytes.Buffer
+	r := &Runner{ActionDir: repoRoot(t), Workspace: ws, Temp: temp,
+		Env:    append(jobEnv(t, ws, temp), "ACTIONS_ID_TOKEN_REQUEST_URL=http://127.0.0.1:9/", "ACTIONS_ID_TOKEN_REQUEST_TOKEN=x"),
+		Inputs: map[string]string{"server": "--force"}, Stderr: &stderr}
+	_, err := r.Run(context.Background())
+	if err == nil || !strings.Contains(stderr.String(), "input 'server' starts with '-'") {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
 }
 

@@ -113,6 +113,26 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		return res, err
 	}
 	ex := &evaluator{inputs: inputs, actionPath: r.ActionDir, steps: res.Steps}
+	// Every expression of the action must be one the runner knows, also in
+	// steps that a condition skips here.
+	for i, st := range a.Runs.Steps {
+		fields := []string{st.Run, st.Uses}
+		for _, m := range []map[string]string{st.With, st.Env} {
+			for _, v := range m {
+				fields = append(fields, v)
+			}
+		}
+		for _, f := range fields {
+			if _, err := ex.expand(f); err != nil {
+				return res, fmt.Errorf("actiontest: step %d: %w", i+1, err)
+			}
+		}
+		if st.If != "" {
+			if _, err := ex.condition(st.If); err != nil {
+				return res, fmt.Errorf("actiontest: step %d: if: %w", i+1, err)
+			}
+		}
+	}
 	var summary strings.Builder
 	defer func() { res.Summary = summary.String() }()
 	for i, st := range a.Runs.Steps {

@@ -80,6 +80,7 @@ func TestRunnerRefuses(t *testing.T) {
 		{"uses that would run", strings.Replace(toy, "!= 'yes'", "== 'yes'", 1), map[string]string{"who": "x"}, "uses actions/never", true},
 		{"other condition", strings.Replace(toy, "steps.probe.outputs.skip != 'yes'", "always()", 1), map[string]string{"who": "x"}, "always()", true},
 		{"other shell", strings.Replace(toy, "shell: bash", "shell: pwsh", 1), map[string]string{"who": "x"}, "pwsh", true},
+		{"unknown expression in a skipped step", strings.Replace(toy, "uses: actions/never@0000000000000000000000000000000000000000", "uses: actions/never@0000000000000000000000000000000000000000\n      with: {token: \"${{ github.token }}\"}", 1), map[string]string{"who": "x"}, `"github.token"`, true},
 		{"required input missing", toy, nil, `required input "who"`, false},
 		{"undeclared input", toy, map[string]string{"who": "x", "whom": "y"}, `input "whom" is not declared`, false},
 		{"failing step", strings.Replace(toy, `echo "skip=yes"`, "exit 3; echo", 1), map[string]string{"who": "x"}, "step probe: bash: exit status 3", false},

@@ -32,6 +32,8 @@ preflight() {
 	fi
 	command -v jq >/dev/null 2>&1 || die "jq is not installed on this runner (GitHub-hosted runners have it)"
 	[[ -n ${INPUT_SERVER:-} ]] || die "input 'server' is empty: give a server command line, a Streamable HTTP URL or a snapshot file"
+	# A value starting with '-' would be read as a flag of mcpsign.
+	[[ $INPUT_SERVER != -* ]] || die "input 'server' starts with '-': give a command line, a URL or a file (./-name for a file)"
 	case ${INPUT_EMBED_DEFINITIONS:-true} in
 	true | false) ;;
 	*) die "input 'embed-definitions' must be true or false" ;;
@@ -82,14 +84,15 @@ sign() {
 		https://* | http://*) kind=url ;;
 		*) kind=command ;;
 		esac
-		"$mcpsign" snapshot -q -o "$snap" "$server" || die "mcpsign snapshot failed (see above)"
+		"$mcpsign" snapshot -q "--output=$snap" "$server" || die "mcpsign snapshot failed (see above)"
 	fi
 	"$mcpsign" digest --format json "$snap" >"$work/digest.json" || die "mcpsign digest failed: a definition cannot be digested (see above)"
 
-	local args=(sign sigstore "$snap" -o "$output" --format json -q)
-	[[ -z ${INPUT_PACKAGE:-} ]] || args+=(--package "$INPUT_PACKAGE")
-	[[ -z ${INPUT_SIGNING_CONFIG:-} ]] || args+=(--signing-config "$INPUT_SIGNING_CONFIG")
-	[[ -z ${INPUT_TRUSTED_ROOT:-} ]] || args+=(--trusted-root "$INPUT_TRUSTED_ROOT")
+	local args=(sign sigstore "$snap" "--bundle=$output" --format json -q)
+	# --flag=VALUE: a value starting with '-' stays a value.
+	[[ -z ${INPUT_PACKAGE:-} ]] || args+=("--package=$INPUT_PACKAGE")
+	[[ -z ${INPUT_SIGNING_CONFIG:-} ]] || args+=("--signing-config=$INPUT_SIGNING_CONFIG")
+	[[ -z ${INPUT_TRUSTED_ROOT:-} ]] || args+=("--trusted-root=$INPUT_TRUSTED_ROOT")
 	[[ ${INPUT_EMBED_DEFINITIONS:-true} == true ]] || args+=(--no-embed-definitions)
 	"$mcpsign" "${args[@]}" >"$work/sign.json" || die "mcpsign sign failed (see above)"
 
