@@ -19,6 +19,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -36,9 +37,16 @@ const MaxTTL = 24 * time.Hour
 // nbf and exp itself.
 type Claims struct {
 	// Email is the e-mail claim; it becomes the certificate SAN in Fulcio.
+	// It may be empty when Subject is set (a token without email and
+	// email_verified, as GitHub Actions mints).
 	Email string
 	// Subject is the sub claim; empty means Email.
 	Subject string
+	// Extra are further string claims, e.g. the GitHub Actions claims
+	// (repository, sha, ref, job_workflow_ref...) that Fulcio's
+	// github-workflow issuer type turns into certificate extensions. They
+	// may not name a claim Mint sets itself (ReservedClaims).
+	Extra map[string]string
 	// Audience is the aud claim; empty means DefaultAudience.
 	Audience string
 	// TTL is the token lifetime; zero means DefaultTTL.
@@ -98,10 +106,17 @@ func (is *Issuer) KeyID() string { return is.kid }
 // ServeHTTP serves the discovery document, /keys, /token and /healthz.
 func (is *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request) { is.mux.ServeHTTP(w, r) }
 
+// ReservedClaims are the claims Mint sets; Claims.Extra may not name them.
+var ReservedClaims = []string{"iss", "sub", "aud", "iat", "nbf", "exp", "email", "email_verified"}
+
+// ExtraClaimPrefix prefixes the query parameters of GET /token that become
+// Claims.Extra: claim.repository=acme/notes is the claim "repository".
+const ExtraClaimPrefix = "claim."
+
 // Mint returns a signed compact JWT for c.
 func (is *Issuer) Mint(c Claims) (string, error) {
-	if c.Email == "" {
-		return "", errors.New("oidcissuer: email is required")
+	if c.Email == "" && c.Subject == "" {
+		return "", errors.New("oidcissuer: email (or sub) is required")
 	}
 	if c.Subject == "" {
 		c.Subject = c.Email
@@ -120,11 +135,23 @@ func (is *Issuer) Mint(c Claims) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("oidcissuer: encode header: %w", err)
 	}
-	payload, err := json.Marshal(map[string]any{
+	claims := map[string]any{}
+	for k, v := range c.Extra {
+		if k == "" || slices.Contains(ReservedClaims, k) {
+			return "", fmt.Errorf("oidcissuer: extra claim %q is reserved or empty", k)
+		}
+		claims[k] = v
+	}
+	for k, v := range map[string]any{
 		"iss": is.issuer, "sub": c.Subject, "aud": c.Audience,
 		"iat": now, "nbf": now, "exp": now + int64(c.TTL/time.Second),
-		"email": c.Email, "email_verified": true,
-	})
+	} {
+		claims[k] = v
+	}
+	if c.Email != "" {
+		claims["email"], claims["email_verified"] = c.Email, true
+	}
+	payload, err := json.Marshal(claims)
 	if err != nil {
 		return "", fmt.Errorf("oidcissuer: encode claims: %w", err)
 	}
@@ -159,6 +186,18 @@ func (is *Issuer) jwks(w http.ResponseWriter, _ *http.Request) {
 func (is *Issuer) token(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	c := Claims{Email: q.Get("email"), Subject: q.Get("sub"), Audience: q.Get("aud")}
+	for k, v := range q {
+		if name, ok := strings.CutPrefix(k, ExtraClaimPrefix); ok {
+			if len(v) != 1 {
+				http.Error(w, "claim "+name+" given more than once", http.StatusBadRequest)
+				return
+			}
+			if c.Extra == nil {
+				c.Extra = map[string]string{}
+			}
+			c.Extra[name] = v[0]
+		}
+	}
 	if s := q.Get("ttl"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil {

@@ -141,12 +141,19 @@ CURRENT=keys
 ) || die "key generation with openssl failed"
 
 # --- 1. OIDC issuer (before Fulcio: Fulcio reads its discovery at start) ---
-launch oidc "$BIN/oidc-issuer" -addr "$H:$OIDC_PORT" -issuer "$OIDC_URL" -key "$S/keys/oidc-key.pem"
+# It also serves a second issuer, $OIDC_URL/github, whose tokens carry GitHub
+# Actions claims: Fulcio's github-workflow type turns them into the GitHub
+# extensions (1.3.6.1.4.1.57264.1.2-.6, .8-.22), as for the real
+# token.actions.githubusercontent.com.
+launch oidc "$BIN/oidc-issuer" -addr "$H:$OIDC_PORT" -issuer "$OIDC_URL" -key "$S/keys/oidc-key.pem" -github-path /github
 wait_health oidc "$OIDC_URL/healthz"
+curl -sf -o /dev/null --max-time 5 "$OIDC_URL/github/.well-known/openid-configuration" ||
+	die "oidc-issuer does not serve $OIDC_URL/github: rebuild it ($HERE/build.sh)"
 
 # --- 2. Fulcio -------------------------------------------------------------
 cat >"$S/fulcio-config.json" <<EOF
-{"OIDCIssuers":{"$OIDC_URL":{"IssuerURL":"$OIDC_URL","ClientID":"sigstore","Type":"email"}}}
+{"OIDCIssuers":{"$OIDC_URL":{"IssuerURL":"$OIDC_URL","ClientID":"sigstore","Type":"email"},
+ "$OIDC_URL/github":{"IssuerURL":"$OIDC_URL/github","ClientID":"sigstore","Type":"github-workflow"}}}
 EOF
 launch fulcio "$BIN/fulcio" serve --ca ephemeralca --config-path "$S/fulcio-config.json" \
 	--host "$H" --port "$FULCIO_PORT" --grpc-host "$H" --grpc-port "$FULCIO_GRPC_PORT" \

@@ -5,6 +5,11 @@
 // GET /token?email=alice@example.com[&sub=...][&aud=sigstore][&ttl=1h] returns
 // a raw RS256 ID token. It hands a token to anyone who asks: keep it on
 // loopback and use it for tests only.
+//
+// With -github-path /github (start.sh passes it) a second issuer, ISSUER/github,
+// is served under that path, for Fulcio's github-workflow issuer type: its
+// tokens carry the GitHub Actions claims given as claim.NAME=VALUE, e.g.
+// GET /github/token?sub=repo:acme/notes:ref:refs/tags/v1&claim.repository=acme/notes&...
 package main
 
 import (
@@ -17,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,6 +40,7 @@ func run() error {
 	addr := flag.String("addr", "127.0.0.1:5556", "listen address")
 	issuer := flag.String("issuer", "", "issuer URL, exactly as in tokens (default http://ADDR)")
 	keyPath := flag.String("key", "", "PEM file of the RSA signing key; created with mode 0600 if missing (required)")
+	ghPath := flag.String("github-path", "", "also serve a second issuer, ISSUER+PATH, under PATH (e.g. /github), for GitHub Actions-style tokens")
 	flag.Parse()
 	if *keyPath == "" || flag.NArg() != 0 {
 		flag.Usage()
@@ -50,11 +57,26 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	var h http.Handler = is
+	if *ghPath != "" {
+		if !strings.HasPrefix(*ghPath, "/") || strings.HasSuffix(*ghPath, "/") || strings.Count(*ghPath, "/") != 1 {
+			return fmt.Errorf("oidc-issuer: -github-path %q must be one path segment, like /github", *ghPath)
+		}
+		gh, err := oidcissuer.New(*issuer+*ghPath, key)
+		if err != nil {
+			return err
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/", is)
+		mux.Handle(*ghPath+"/", http.StripPrefix(*ghPath, gh))
+		h = mux
+		log.Printf("oidc-issuer: also serving issuer %s", gh.URL())
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("oidc-issuer: listen: %w", err)
 	}
-	srv := &http.Server{Handler: logRequests(is), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: logRequests(h), ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
