@@ -243,3 +243,35 @@ func validHex(s string) bool {
 	_, err := hex.DecodeString(s)
 	return err == nil
 }
+
+// ErrChecksumName is the error of Checksums for a subject name that a
+// checksums file cannot hold as it is (a line break or a backslash, which
+// sha256sum escapes and readers of the format treat differently).
+var ErrChecksumName = errors.New("a subject name cannot be written in a checksums file")
+
+// Checksums returns the subjects in the format of sha256sum(1): one line
+// "HEX  NAME" per subject, in the statement's order, as actions/attest
+// reads its subject-checksums input (docs/PUBLISHING.md).
+func (st *Statement) Checksums() ([]byte, error) {
+	var b bytes.Buffer
+	for _, s := range st.Subject {
+		if strings.ContainsAny(s.Name, "\n\r\\") {
+			return nil, fmt.Errorf("%w: %q", ErrChecksumName, s.Name)
+		}
+		fmt.Fprintf(&b, "%s  %s\n", s.Digest["sha256"], s.Name)
+	}
+	return b.Bytes(), nil
+}
+
+// MarshalPredicate serializes the predicate alone (predicate type
+// PredicateType), as a tool that builds the statement itself takes it.
+func (st *Statement) MarshalPredicate() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(st.Predicate); err != nil {
+		return nil, fmt.Errorf("encoding the predicate: %w", err)
+	}
+	return b.Bytes(), nil
+}

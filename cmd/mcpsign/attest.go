@@ -19,6 +19,7 @@ func newAttestCmd(a *app) *cobra.Command {
 		stmt   options.StatementOptions
 		output string
 		force  bool
+		onlyP  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "attest SOURCE -o FILE | attest -o FILE -- CMD [ARGS...]",
@@ -59,6 +60,11 @@ a partial set is never signed. A statement holds at most 1024 subjects.`,
 			if err != nil {
 				return err
 			}
+			if onlyP {
+				if payload, err = st.MarshalPredicate(); err != nil {
+					return err
+				}
+			}
 			if output == "-" {
 				_, err = a.stdout.Write(payload)
 				return err
@@ -74,6 +80,7 @@ a partial set is never signed. A statement holds at most 1024 subjects.`,
 	stmt.AddFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "", "statement file to write ('-' for standard output)")
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output file")
+	cmd.Flags().BoolVar(&onlyP, "predicate-only", false, "write the predicate alone (type https://mcpsign.dev/definitions/v1), for tools that build the statement themselves, e.g. actions/attest with 'mcpsign digest --checksums' (docs/PUBLISHING.md)")
 	return cmd
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
@@ -17,8 +18,9 @@ import (
 
 func newDigestCmd(a *app) *cobra.Command {
 	var (
-		src options.SourceOptions
-		out options.OutputOptions
+		src       options.SourceOptions
+		out       options.OutputOptions
+		checksums bool
 	)
 	cmd := &cobra.Command{
 		Use:   "digest SOURCE | digest -- CMD [ARGS...]",
@@ -48,7 +50,10 @@ exits 1: a partial set is never reported as complete.`,
   mcpsign digest https://mcp.example.com/mcp --header "Authorization: Bearer $TOKEN"
 
   # A saved snapshot, as JSON for scripts
-  mcpsign digest server.snapshot.json --format json`,
+  mcpsign digest server.snapshot.json --format json
+
+  # The statement's subjects as a checksums file, for actions/attest
+  mcpsign digest server.snapshot.json --checksums > subjects.sha256`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := out.JSON()
 			if err != nil {
@@ -57,6 +62,9 @@ exits 1: a partial set is never reported as complete.`,
 			snap, err := loadSource(cmd, a, &src, args)
 			if err != nil {
 				return err
+			}
+			if checksums {
+				return writeChecksums(a.stdout, snap)
 			}
 			r := digest.Compute(snap)
 			if asJSON {
@@ -75,7 +83,25 @@ exits 1: a partial set is never reported as complete.`,
 	}
 	src.AddFlags(cmd.Flags())
 	out.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&checksums, "checksums", false, "print the statement's subjects (one per definition, and the instructions) as a sha256sum checksums file, for actions/attest (docs/PUBLISHING.md)")
+	cmd.MarkFlagsMutuallyExclusive("checksums", "format")
 	return cmd
+}
+
+// writeChecksums writes the subjects of the statement 'mcpsign sign' would
+// sign in sha256sum format. Invalid definitions fail with exit 1, writing
+// nothing: a partial set is never attested.
+func writeChecksums(w io.Writer, snap *digest.Snapshot) error {
+	st, _, err := buildStatement(snap, attest.Options{})
+	if err != nil {
+		return err
+	}
+	b, err := st.Checksums()
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
 }
 
 // loadSource reads the snapshot that the arguments name.
