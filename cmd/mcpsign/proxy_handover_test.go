@@ -233,6 +233,12 @@ func TestProxyHandOver(t *testing.T) {
 		if !slices.ContainsFunc(l.Definitions, func(d pin.Definition) bool { return d.Key == "run_command" }) {
 			t.Error("the lock was not rolled forward")
 		}
+		// The signed change is shown, with the capability it brings.
+		for _, want := range []string{"rolled forward", `tool "run_command" is not in the lock`, `new tool "run_command" has exec`} {
+			if !strings.Contains(p.stderr.String(), want) {
+				t.Errorf("stderr lacks %q:\n%s", want, p.stderr.String())
+			}
+		}
 	})
 
 	t.Run("mcpsign-proxy by hand", func(t *testing.T) {

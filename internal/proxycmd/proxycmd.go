@@ -113,6 +113,13 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 				return
 			}
 			fmt.Fprintf(stderr, "mcpsign proxy: %s: %s\n", textsafe.Escape(e.What), textsafe.Escape(e.Decision.Summary))
+			if e.Kind == proxy.EventUpdated && e.Decision.Report != "" {
+				// A signed change still deserves a person's eyes: what
+				// changed, and every capability a tool gained, escaped.
+				for _, line := range strings.Split(strings.TrimRight(e.Decision.Report, "\n"), "\n") {
+					fmt.Fprintf(stderr, "  %s\n", textsafe.Escape(line))
+				}
+			}
 		}
 	}
 	err = proxy.Run(ctx, stdin, stdout, opts)
