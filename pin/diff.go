@@ -209,7 +209,7 @@ func (b *budget) textDiff(x, y string, o TextDiffOptions) (string, bool) {
 	if b.left <= 0 {
 		return "", x != y
 	}
-	o = o.withDefaults()
+	o = o.WithDefaults()
 	o.MaxBytes = min(o.MaxBytes, b.left)
 	d, trunc := TextDiff(x, y, o)
 	b.left -= len(d)

@@ -1,4 +1,4 @@
-package pin
+package textdiff
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// applyDiff applies a unified diff made by TextDiff to a and returns the
+// applyDiff applies a unified diff made by Unified to a and returns the
 // result, checking every context and removed line and every hunk header.
 func applyDiff(a, diff string) (string, error) {
 	src := splitLines(a)
@@ -90,25 +90,25 @@ func applyDiff(a, diff string) (string, error) {
 func TestTextDiff(t *testing.T) {
 	tests := []struct {
 		name, a, b, want string
-		opts             TextDiffOptions
+		opts             Options
 	}{
-		{"equal", "x\ny", "x\ny", "", TextDiffOptions{}},
-		{"one line changed", "a", "b", "@@ -1 +1 @@\n-a\n+b\n", TextDiffOptions{}},
-		{"added to empty", "", "a\nb", "@@ -0,0 +1,2 @@\n+a\n+b\n", TextDiffOptions{}},
-		{"removed all", "a\nb", "", "@@ -1,2 +0,0 @@\n-a\n-b\n", TextDiffOptions{}},
+		{"equal", "x\ny", "x\ny", "", Options{}},
+		{"one line changed", "a", "b", "@@ -1 +1 @@\n-a\n+b\n", Options{}},
+		{"added to empty", "", "a\nb", "@@ -0,0 +1,2 @@\n+a\n+b\n", Options{}},
+		{"removed all", "a\nb", "", "@@ -1,2 +0,0 @@\n-a\n-b\n", Options{}},
 		{"middle line with context", "1\n2\n3\n4\n5\n6\n7\n8\n9", "1\n2\n3\n4\nX\n6\n7\n8\n9",
-			"@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+X\n 6\n 7\n 8\n", TextDiffOptions{}},
+			"@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+X\n 6\n 7\n 8\n", Options{}},
 		{"two distant hunks", "1\n2\n3\n4\n5\n6\n7\n8\n9\n10", "X\n2\n3\n4\n5\n6\n7\n8\n9\nY",
-			"@@ -1,2 +1,2 @@\n-1\n+X\n 2\n@@ -9,2 +9,2 @@\n 9\n-10\n+Y\n", TextDiffOptions{Context: 1}},
+			"@@ -1,2 +1,2 @@\n-1\n+X\n 2\n@@ -9,2 +9,2 @@\n 9\n-10\n+Y\n", Options{Context: 1}},
 		{"close hunks merge", "1\n2\n3\n4\n5", "X\n2\n3\n4\nY",
-			"@@ -1,5 +1,5 @@\n-1\n+X\n 2\n 3\n 4\n-5\n+Y\n", TextDiffOptions{Context: 2}},
-		{"insertion without context", "a\nc", "a\nb\nc", "@@ -1,0 +2 @@\n+b\n", TextDiffOptions{Context: -1}},
-		{"trailing newline", "a", "a\n", "@@ -1 +1,2 @@\n a\n+\n", TextDiffOptions{}},
-		{"hidden characters stay raw", "safe", "safe\u200b\u202e!", "@@ -1 +1 @@\n-safe\n+safe\u200b\u202e!\n", TextDiffOptions{}},
+			"@@ -1,5 +1,5 @@\n-1\n+X\n 2\n 3\n 4\n-5\n+Y\n", Options{Context: 2}},
+		{"insertion without context", "a\nc", "a\nb\nc", "@@ -1,0 +2 @@\n+b\n", Options{Context: -1}},
+		{"trailing newline", "a", "a\n", "@@ -1 +1,2 @@\n a\n+\n", Options{}},
+		{"hidden characters stay raw", "safe", "safe\u200b\u202e!", "@@ -1 +1 @@\n-safe\n+safe\u200b\u202e!\n", Options{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, trunc := TextDiff(tc.a, tc.b, tc.opts)
+			got, trunc := Unified(tc.a, tc.b, tc.opts)
 			if got != tc.want || trunc {
 				t.Errorf("TextDiff = %q (truncated %v), want %q", got, trunc, tc.want)
 			}
@@ -125,7 +125,7 @@ func TestTextDiffMinimal(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 300 {
 		a, b := randomLines(r), randomLines(r)
-		ops := diffLines(splitLines(a), splitLines(b), TextDiffOptions{}.withDefaults())
+		ops := diffLines(splitLines(a), splitLines(b), Options{}.WithDefaults())
 		edits := 0
 		for _, op := range ops {
 			if op.kind != opEqual {
@@ -136,7 +136,7 @@ func TestTextDiffMinimal(t *testing.T) {
 		if want := len(la) + len(lb) - 2*lcs(la, lb); edits != want {
 			t.Fatalf("%q → %q: %d edits, the minimum is %d", a, b, edits, want)
 		}
-		d, _ := TextDiff(a, b, TextDiffOptions{})
+		d, _ := Unified(a, b, Options{})
 		if back, err := applyDiff(a, d); err != nil || back != b {
 			t.Fatalf("%q → %q: diff %q applies to %q, %v", a, b, d, back, err)
 		}
@@ -176,7 +176,7 @@ func TestTextDiffBounds(t *testing.T) {
 		fmt.Fprintf(&b, "line %d\n", i*7%5000)
 	}
 	// Past MaxEdits the middle is replaced whole: still a correct diff.
-	d, trunc := TextDiff(a.String(), b.String(), TextDiffOptions{MaxEdits: 10, MaxBytes: 1 << 30})
+	d, trunc := Unified(a.String(), b.String(), Options{MaxEdits: 10, MaxBytes: 1 << 30})
 	if trunc {
 		t.Fatal("truncated")
 	}
@@ -184,18 +184,18 @@ func TestTextDiffBounds(t *testing.T) {
 		t.Fatalf("fallback diff does not apply: %v", err)
 	}
 	// Past MaxLines too.
-	d, _ = TextDiff(a.String(), b.String(), TextDiffOptions{MaxLines: 100, MaxBytes: 1 << 30})
+	d, _ = Unified(a.String(), b.String(), Options{MaxLines: 100, MaxBytes: 1 << 30})
 	if back, err := applyDiff(a.String(), d); err != nil || back != b.String() {
 		t.Fatalf("fallback diff does not apply: %v", err)
 	}
 	// MaxBytes cuts the output and says so.
-	d, trunc = TextDiff(a.String(), b.String(), TextDiffOptions{MaxBytes: 1000})
+	d, trunc = Unified(a.String(), b.String(), Options{MaxBytes: 1000})
 	if !trunc || len(d) > 1000 {
 		t.Errorf("MaxBytes 1000: %d bytes, truncated %v", len(d), trunc)
 	}
 	// One huge line is bounded by MaxBytes too.
 	huge := strings.Repeat("x", 1<<20)
-	if d, trunc := TextDiff(huge, huge+"y", TextDiffOptions{}); !trunc || len(d) > 64<<10 {
+	if d, trunc := Unified(huge, huge+"y", Options{}); !trunc || len(d) > 64<<10 {
 		t.Errorf("huge line: %d bytes, truncated %v", len(d), trunc)
 	}
 }
@@ -211,7 +211,7 @@ func FuzzTextDiff(f *testing.F) {
 			return
 		}
 		context = context % 8
-		d, trunc := TextDiff(a, b, TextDiffOptions{Context: context, MaxEdits: 64})
+		d, trunc := Unified(a, b, Options{Context: context, MaxEdits: 64})
 		if trunc {
 			t.Fatalf("a small diff was truncated")
 		}
@@ -223,7 +223,7 @@ func FuzzTextDiff(f *testing.F) {
 			t.Fatalf("a=%q b=%q diff=%q: applies to %q, %v", a, b, d, back, err)
 		}
 		// Bounded output never exceeds its cap.
-		if d, _ := TextDiff(a, b, TextDiffOptions{MaxBytes: 100}); len(d) > 100 {
+		if d, _ := Unified(a, b, Options{MaxBytes: 100}); len(d) > 100 {
 			t.Fatalf("MaxBytes 100: %d bytes", len(d))
 		}
 	})
