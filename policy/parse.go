@@ -15,13 +15,13 @@ import (
 // Schema, policy/schema.json, lists the same: TestSchemaMembers).
 var (
 	topMembers      = []string{"kind", "policyVersion", "$comment", "trust", "defaults", "servers", "revoked"}
-	trustMembers    = []string{"trustedRoot", "tuf", "caRoots", "caIntermediates"}
+	trustMembers    = []string{"$comment", "trustedRoot", "tuf", "caRoots", "caIntermediates"}
 	tufMembers      = []string{"mirror", "cache"}
 	serverMembers   = []string{"$comment", "identities", "threshold", "require", "maxBundleAge", "bundle", "package", "lock", "mode", "unsigned", "rollForward", "audit"}
 	sigstoreMembers = []string{"method", "issuer", "issuerRegexp", "subject", "subjectRegexp", "sourceRepository", "sourceRef", "workflowSha", "workflowTrigger", "workflowName"}
 	keyMembers      = []string{"method", "key"}
 	certMembers     = []string{"method", "subject", "san", "sanRegexp", "email", "uri", "dns", "issuer"}
-	revokedMembers  = []string{"bundles", "definitions", "identities"}
+	revokedMembers  = []string{"$comment", "bundles", "definitions", "identities"}
 )
 
 // maxString bounds every string member.
@@ -164,6 +164,11 @@ func (p *parser) trust(v []byte) (Trust, error) {
 	m, err := p.object(v, "/trust", trustMembers...)
 	if err != nil {
 		return t, err
+	}
+	if x, ok := m["$comment"]; ok {
+		if err := p.comment(x, "/trust/$comment"); err != nil {
+			return t, err
+		}
 	}
 	if x, ok := m["trustedRoot"]; ok {
 		if t.TrustedRoot, err = p.path(x, "/trust/trustedRoot"); err != nil {
@@ -438,6 +443,11 @@ func (p *parser) revoked(v []byte) (Revoked, error) {
 	m, err := p.object(v, "/revoked", revokedMembers...)
 	if err != nil {
 		return r, err
+	}
+	if x, ok := m["$comment"]; ok {
+		if err := p.comment(x, "/revoked/$comment"); err != nil {
+			return r, err
+		}
 	}
 	list := func(name string, check func(string) bool, want string) ([]string, error) {
 		x, ok := m[name]
