@@ -122,29 +122,6 @@ func (p *parser) path(v []byte, at string) (string, error) {
 	return filepath.Clean(s), nil
 }
 
-func (p *parser) paths(v []byte, at string) ([]string, error) {
-	if len(v) > 0 && v[0] == '"' {
-		s, err := p.path(v, at)
-		if err != nil {
-			return nil, err
-		}
-		return []string{s}, nil
-	}
-	items, err := p.array(v, at, 64)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for i, it := range items {
-		s, err := p.path(it, at+"/"+strconv.Itoa(i))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
 func (p *parser) array(v []byte, at string, max int) ([][]byte, error) {
 	if len(v) == 0 || v[0] != '[' {
 		return nil, p.fail(at, "want an array, not %s", truncate(v))
@@ -198,15 +175,15 @@ func (p *parser) trust(v []byte) (Trust, error) {
 		}
 	}
 	if x, ok := m["caRoots"]; ok {
-		if t.CARoots, err = p.paths(x, "/trust/caRoots"); err != nil {
+		if t.CARoots, err = p.path(x, "/trust/caRoots"); err != nil {
 			return t, err
 		}
 	}
 	if x, ok := m["caIntermediates"]; ok {
-		if len(t.CARoots) == 0 {
+		if t.CARoots == "" {
 			return t, p.fail("/trust/caIntermediates", "intermediates without caRoots")
 		}
-		if t.CAIntermediates, err = p.paths(x, "/trust/caIntermediates"); err != nil {
+		if t.CAIntermediates, err = p.path(x, "/trust/caIntermediates"); err != nil {
 			return t, err
 		}
 	}

@@ -125,9 +125,10 @@ type Trust struct {
 	// the public-good repository and the default cache.
 	TUFMirror string
 	TUFCache  string
-	// CARoots and CAIntermediates are PEM files of enterprise certificates.
-	CARoots         []string
-	CAIntermediates []string
+	// CARoots and CAIntermediates are PEM files of enterprise certificates
+	// (each may hold several).
+	CARoots         string
+	CAIntermediates string
 }
 
 // Identity is one signer a server's policy accepts.

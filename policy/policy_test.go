@@ -107,7 +107,7 @@ func TestResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Trust.TrustedRoot != "/etc/mcpsign/trust/root.json" || a.Trust.CARoots[0] != "/abs/root.pem" {
+	if a.Trust.TrustedRoot != "/etc/mcpsign/trust/root.json" || a.Trust.CARoots != "/abs/root.pem" {
 		t.Errorf("trust paths %+v", a.Trust)
 	}
 	if len(a.Identities) != 1 || a.Identities[0].Key != "/etc/mcpsign/keys/org.pub.pem" || a.Threshold != 1 ||

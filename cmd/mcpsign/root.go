@@ -57,6 +57,7 @@ format and rule.`,
 		newDiffCmd(a),
 		newApproveCmd(a),
 		newAuditCmd(a),
+		newPolicyCmd(a),
 	)
 	return root
 }
