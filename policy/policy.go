@@ -353,8 +353,11 @@ type Resolved struct {
 	MaxBundleAge time.Duration
 	Bundle       Bundle
 	// Package is a purl the statement must bind; empty: none.
-	Package     string
+	Package string
+	// Lock is the lock path; DefaultLock says it is the default, under the
+	// state directory (which may not exist yet).
 	Lock        string
+	DefaultLock bool
 	Mode        Mode
 	Unsigned    Unsigned
 	RollForward RollForward
@@ -408,7 +411,7 @@ func (f *File) Resolve(name string, opts ResolveOptions) (*Resolved, error) {
 				return nil, err
 			}
 		}
-		r.Lock = filepath.Join(dir, name+".mcpsign.lock")
+		r.Lock, r.DefaultLock = filepath.Join(dir, name+".mcpsign.lock"), true
 	}
 	if len(r.Identities) == 0 && r.Unsigned == UnsignedRefuse {
 		return nil, fmt.Errorf("%w %s: the policy names no identity and refuses unsigned servers: add \"identities\" to servers.%s (or to defaults), or set \"unsigned\": \"tofu\" to pin it on first use",

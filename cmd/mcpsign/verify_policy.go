@@ -208,8 +208,8 @@ func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []*verify.Verif
 	}
 	tr.Matched = matching(tr.Signers, len(vs))
 	if tr.Matched < r.Threshold {
-		return tr, fmt.Errorf("%w: %d of the %d listed identities signed these definitions as distinct signers, %d required (%d bundle(s), %d distinct signer(s): two bundles by one signer count once)",
-			errThreshold, tr.Matched, len(vs), r.Threshold, len(bundles), len(tr.Signers))
+		return tr, &verify.StepError{Step: verify.StepIdentity, Err: fmt.Errorf("%w: %d of the %d listed identities signed these definitions as distinct signers, %d required (%d bundle(s), %d distinct signer(s): two bundles by one signer count once)",
+			errThreshold, tr.Matched, len(vs), r.Threshold, len(bundles), len(tr.Signers))}
 	}
 	return tr, nil
 }
@@ -346,10 +346,7 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 	}
 	// A failure past verification (threshold, revocation, age, package) is
 	// reported with the result that did verify.
-	var rep error = verr
-	if _, isStep := verify.FailedStep(verr); verr != nil && !isStep {
-		rep = &verify.StepError{Step: verify.StepIdentity, Err: verr}
-	}
+	rep := verr
 	if asJSON {
 		err = writeVerifyJSON(a.stdout, verify.NewReport(res, rep))
 	} else {
@@ -377,4 +374,79 @@ func writeThreshold(w io.Writer, r *policy.Resolved, tr *thresholdResult) {
 		}
 		fmt.Fprintf(w, "  signer %s %s (identities %s)\n", s.result.Method, textsafe.Quote(s.result.Identity), strings.Join(ids, ", "))
 	}
+}
+
+// runPinWithPolicy is runPin under --policy: the lock, the audit log and
+// the bundles' verification come from the policy; a server it lets pin on
+// first use (no identity, "unsigned": "tofu") is pinned as --tofu is.
+func runPinWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, asJSON bool, args []string) error {
+	r, err := resolvePolicy(cmd, &f.pol)
+	if err != nil {
+		return err
+	}
+	po.Lock, po.Audit.Log = r.Lock, r.Audit
+	if err := ensureLockDir(r); err != nil {
+		return err
+	}
+	overrides, err := options.ReadOverrides(po.Capabilities)
+	if err != nil {
+		return err
+	}
+	approval := pin.Approval{Method: pin.MethodTOFU}
+	if len(r.Identities) == 0 {
+		snap, err := loadSource(cmd, a, &f.src, args)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stderr, "mcpsign: WARNING: policy %s: \"unsigned\": \"tofu\": trusting these definitions on first use;\n"+
+			"mcpsign: WARNING: no signature vouches for them.\n", textsafe.Quote(r.Name))
+		return writePinLock(cmd, a, asJSON, po, snap, approval, overrides)
+	}
+	vs, err := policyVerifiers(cmd.Context(), f, r)
+	if err != nil {
+		return err
+	}
+	inputs, err := policyBundleInputs(a, f, r)
+	if err != nil {
+		return err
+	}
+	var bundles [][]byte
+	for _, b := range inputs {
+		data, err := b.early(cmd.Context())
+		if err != nil {
+			return err
+		}
+		bundles = append(bundles, data)
+	}
+	snap, err := loadSource(cmd, a, &f.src, args)
+	if err != nil {
+		return err
+	}
+	var verr error
+	for i, b := range inputs {
+		if b.fromServer && verr == nil {
+			bundles[i], verr = b.advertised(cmd.Context(), snap)
+		}
+	}
+	var tr *thresholdResult
+	if verr == nil {
+		tr, verr = verifyThreshold(cmd.Context(), r, vs, bundles, snap)
+	}
+	if verr != nil {
+		var res *verify.Result
+		if tr != nil {
+			res = tr.First
+		}
+		if asJSON {
+			err = writeVerifyJSON(a.stdout, verify.NewReport(res, verr))
+		} else {
+			err = writeVerifyText(a.stdout, res, verr)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stderr, "mcpsign: nothing pinned: the bundles do not meet policy %s\n", textsafe.Quote(r.Name))
+		return verifyExit(verr, true)
+	}
+	return writePinLock(cmd, a, asJSON, po, snap, pinbundle.ApprovalOf(tr.First), overrides)
 }
