@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -13,10 +14,12 @@ import (
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/proxycmd"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/policy"
+	"github.com/mcpsign/mcpsign/proxy"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -449,4 +452,53 @@ func runPinWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, po *options.Pi
 		return verifyExit(verr, true)
 	}
 	return writePinLock(cmd, a, asJSON, po, snap, pinbundle.ApprovalOf(tr.First), overrides)
+}
+
+// runProxyWithPolicy is runProxy under --policy, resolved here, before the
+// hand-over to mcpsign-proxy: the lock, first use (a bundle, or "unsigned":
+// "tofu" for a server with no identity), the roll-forward rule and the
+// audit log come from the policy. A lock resting on a revoked item blocks
+// at start. Modes warn and audit are not enforced yet: the proxy blocks.
+func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *verifyFlags) error {
+	abs, err := filepath.Abs(f.pol.File)
+	if err != nil {
+		return err
+	}
+	f.pol.File = abs // for proxy-verify, whatever its directory
+	r, err := resolvePolicy(cmd, &f.pol)
+	if err != nil {
+		return err
+	}
+	if err := ensureLockDir(r); err != nil {
+		return err
+	}
+	cfg.Lock, cfg.AuditLog, cfg.ManualRollForward = r.Lock, r.Audit, r.RollForward == policy.RollForwardManual
+	cfg.TOFU = len(r.Identities) == 0 && r.Unsigned == policy.UnsignedTOFU
+	if r.Mode != policy.ModeBlock {
+		fmt.Fprintf(a.stderr, "mcpsign: policy %s: mode %s is not supported by the proxy yet: blocking on drift, as mode block does\n", textsafe.Quote(r.Name), r.Mode)
+	}
+	if l, err := pin.Read(r.Lock); err == nil {
+		if rerr := lockRevoked(r, l); rerr != nil {
+			return withCode(proxycmd.ExitBlocked, fmt.Errorf("blocked: %s: %s %s: the lock rests on a %w; it approves nothing (verify a new bundle and pin again)",
+				rulePolicyRevoked, textsafe.Escape(r.Lock), textsafe.Quote(r.Name), rerr))
+		}
+	}
+	var vf proxy.VerifyFunc
+	if len(r.Identities) > 0 {
+		vs, err := policyVerifiers(cmd.Context(), f, r)
+		if err != nil {
+			return err
+		}
+		var inputs []*bundleInput
+		if len(f.vo.Bundles) > 0 || r.Bundle.Kind != policy.BundleNone {
+			if inputs, err = policyBundleInputs(a, f, r); err != nil {
+				return err
+			}
+			vf = policyVerifyFunc(r, vs, inputs)
+		}
+	}
+	if cfg.TOFU {
+		fmt.Fprintf(a.stderr, "mcpsign: policy %s: \"unsigned\": \"tofu\": with no lock, the first definitions seen are pinned (no signature vouches for them)\n", textsafe.Quote(r.Name))
+	}
+	return startProxy(cmd, a, cfg, vf)
 }
