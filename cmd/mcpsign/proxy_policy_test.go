@@ -116,7 +116,7 @@ func TestPolicyOnPinVerifyPinAndProxy(t *testing.T) {
 	var gotCfg *proxycmd.Config
 	var gotArgs []string
 	a := &app{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, getenv: func(string) string { return "" },
-		isTerminal: func() bool { return false },
+		isTerminal:    func() bool { return false },
 		handOverProxy: func(cfg *proxycmd.Config, args []string) (bool, error) { gotCfg, gotArgs = cfg, args; return true, nil }}
 	rel, _ := filepath.Rel(mustGetwd(t), pol)
 	if code := run(context.Background(), []string{"proxy", "--policy", rel, "--name", "notes", "--", server}, a); code != 0 {
