@@ -78,14 +78,44 @@ func TestPolicyOnPinVerifyPinAndProxy(t *testing.T) {
 	if code := s.exit(t); code != 0 {
 		t.Fatalf("proxy --policy: exit %d", code)
 	}
-	// A rug pull under mode warn still blocks (warn is not enforced yet), and says so.
-	warn := write("warn.json", "", `,"mode":"warn"`)
-	s = startCLI(t, nil, "proxy", "--policy", warn, "--name", "notes", "--", server, "--mode", "rugpull")
+	// A rug pull: mode block (the default) blocks it; warn relays it and
+	// reports it on stderr; audit relays it and only records it.
+	s = startCLI(t, nil, "proxy", "--policy", pol, "--name", "notes", "--", server, "--mode", "rugpull")
 	if _, _, err := s.client(t); err == nil {
-		t.Fatal("rug pull under a policy was not blocked")
+		t.Fatal("rug pull under mode block was not blocked")
 	}
-	if code := s.exit(t); code != proxycmd.ExitBlocked || !strings.Contains(s.stderr.String(), "mode warn is not supported by the proxy yet") {
-		t.Errorf("rug pull: exit %d, stderr %s", code, s.stderr.String())
+	if code := s.exit(t); code != proxycmd.ExitBlocked {
+		t.Errorf("rug pull, block: exit %d", code)
+	}
+	auditLog := filepath.Join(dir, "audit.jsonl")
+	warnedBefore := 0
+	for _, mode := range []string{"warn", "audit"} {
+		p := write(mode+".json", "", fmt.Sprintf(`,"mode":%q,"audit":"audit.jsonl"`, mode))
+		s = startCLI(t, nil, "proxy", "--policy", p, "--name", "notes", "--", server, "--mode", "rugpull")
+		cs, _, err := s.client(t)
+		if err != nil {
+			t.Fatalf("rug pull under mode %s: %v", mode, err)
+		}
+		tools, err := cs.ListTools(context.Background(), nil)
+		if err != nil || len(tools.Tools) == 0 {
+			t.Errorf("mode %s: tools/list %v", mode, err)
+		}
+		cs.Close()
+		if code := s.exit(t); code != 0 {
+			t.Errorf("mode %s: exit %d", mode, code)
+		}
+		warned := strings.Contains(s.stderr.String(), "WARNING: mode warn: drift relayed")
+		if warned != (mode == "warn") || (mode == "warn" && !strings.Contains(s.stderr.String(), "pin-tool-")) {
+			t.Errorf("mode %s: stderr %s", mode, s.stderr.String())
+		}
+		n := strings.Count(string(mustRead(t, auditLog)), `"event":"warned"`)
+		if n <= warnedBefore {
+			t.Errorf("mode %s: no new warned event in the audit log", mode)
+		}
+		warnedBefore = n
+	}
+	if code, _, stderr := runCLI(t, "proxy", "--policy", write("noaudit.json", "", `,"mode":"audit"`), "--name", "notes", "--", server); code != 2 || !strings.Contains(stderr, "mode audit") {
+		t.Errorf("mode audit without a log: exit %d %q", code, stderr)
 	}
 	// A revoked bundle blocks at start, naming it, before the server runs.
 	code, _, stderr := runCLI(t, "proxy", "--policy", revoked, "--name", "notes", "--", server)

@@ -457,8 +457,8 @@ func runPinWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, po *options.Pi
 // runProxyWithPolicy is runProxy under --policy, resolved here, before the
 // hand-over to mcpsign-proxy: the lock, first use (a bundle, or "unsigned":
 // "tofu" for a server with no identity), the roll-forward rule and the
-// audit log come from the policy. A lock resting on a revoked item blocks
-// at start. Modes warn and audit are not enforced yet: the proxy blocks.
+// audit log come from the policy, and the mode. A lock resting on a revoked
+// item blocks at start.
 func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *verifyFlags) error {
 	abs, err := filepath.Abs(f.pol.File)
 	if err != nil {
@@ -474,8 +474,9 @@ func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *ver
 	}
 	cfg.Lock, cfg.AuditLog, cfg.ManualRollForward = r.Lock, r.Audit, r.RollForward == policy.RollForwardManual
 	cfg.TOFU = len(r.Identities) == 0 && r.Unsigned == policy.UnsignedTOFU
-	if r.Mode != policy.ModeBlock {
-		fmt.Fprintf(a.stderr, "mcpsign: policy %s: mode %s is not supported by the proxy yet: blocking on drift, as mode block does\n", textsafe.Quote(r.Name), r.Mode)
+	cfg.Mode = string(r.Mode)
+	if r.Mode == policy.ModeAudit && r.Audit == "" {
+		return fmt.Errorf("--policy %s: server %s: mode audit records drift only in the audit log: add \"audit\" (its path) to the server or the defaults", textsafe.Escape(f.pol.File), textsafe.Quote(r.Name))
 	}
 	if l, err := pin.Read(r.Lock); err == nil {
 		if rerr := lockRevoked(r, l); rerr != nil {
