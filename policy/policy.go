@@ -6,6 +6,7 @@
 package policy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/url"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/internal/jsonscan"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -239,6 +241,17 @@ func Parse(data []byte, path string) (*File, error) {
 	}
 	p := &parser{dir: filepath.Dir(abs)}
 	f := &File{Path: abs, Servers: map[string]Server{}}
+	// The whole document's syntax is checked here (nested values too), so
+	// a syntax error's offset is one into data: say its line and column.
+	if _, _, err := digest.Members(data); err != nil {
+		var se *jsonscan.Error
+		if errors.As(err, &se) && se.Offset >= 0 && se.Offset <= len(data) {
+			line := 1 + bytes.Count(data[:se.Offset], []byte("\n"))
+			col := se.Offset - bytes.LastIndexByte(data[:se.Offset], '\n')
+			return nil, fmt.Errorf("%w: line %d, column %d: %s", ErrSyntax, line, col, se.Reason)
+		}
+		return nil, p.fail("", "%v", err)
+	}
 	m, err := p.object(data, "", topMembers...)
 	if err != nil {
 		return nil, err

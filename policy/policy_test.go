@@ -66,6 +66,7 @@ func TestParseRefusals(t *testing.T) {
 		{"intermediates alone", `{` + base + `,"trust":{"caIntermediates":"i.pem"}}`, `/trust/caIntermediates: intermediates without caRoots`, false},
 		{"tuf http mirror", `{` + base + `,"trust":{"tuf":{"mirror":"http://tuf"}}}`, `/trust/tuf/mirror`, false},
 		{"trailing data", `{` + base + `} {}`, `unexpected data after the JSON object`, false},
+		{"syntax error line", "{" + base + ",\n  \"servers\": {\n    \"a\": {\"mode\": \"warn\",}\n  }\n}", `line 3, column 26: expected a member name`, false},
 		{"bad utf8", "{" + base + `,"$comment":"` + "\xff" + `"}`, `/$comment`, false},
 	}
 	for _, tt := range tests {
