@@ -83,8 +83,8 @@ func policyVerifiers(ctx context.Context, f *verifyFlags, r *policy.Resolved) ([
 			Packages:         pkgs,
 		}
 		if id.Method == verify.MethodKey {
-			io := options.IdentityOptions{Key: id.Key}
-			if p.PublicKey, err = io.PublicKey(); err != nil {
+			ko := options.IdentityOptions{Key: id.Key}
+			if p.PublicKey, err = ko.PublicKey(); err != nil {
 				return nil, fmt.Errorf("policy identity %d: %w", i, err)
 			}
 		}
