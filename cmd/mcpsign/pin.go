@@ -81,12 +81,19 @@ cannot be digested.`,
 	f.vo.AddBundleFlags(fs)
 	f.trust.AddFlags(fs)
 	f.id.AddFlags(fs)
+	f.pol.AddFlags(fs)
 	return cmd
 }
 
 func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, args []string) error {
 	asJSON, err := f.out.JSON()
 	if err != nil {
+		return err
+	}
+	if f.pol.File != "" {
+		return runPinWithPolicy(cmd, a, f, po, asJSON, args)
+	}
+	if err := checkNames(&f.pol); err != nil {
 		return err
 	}
 	if po.Lock == "" {
@@ -155,6 +162,11 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 			"mcpsign: WARNING: for them: if the server is already hostile, so is the lock. Read the capabilities\n"+
 			"mcpsign: WARNING: below, and prefer a signed bundle (--bundle) when the publisher provides one.\n")
 	}
+	return writePinLock(cmd, a, asJSON, po, snap, approval, overrides)
+}
+
+// writePinLock writes the lock of snap with approval, and reports it.
+func writePinLock(cmd *cobra.Command, a *app, asJSON bool, po *options.PinOptions, snap *digest.Snapshot, approval pin.Approval, overrides pin.Overrides) error {
 	lock, err := pin.NewLock(snap, approval)
 	if err != nil {
 		return err

@@ -101,6 +101,7 @@ func addProxyFlags(fs *pflag.FlagSet, po *options.ProxyOptions, f *verifyFlags) 
 	f.vo.AddBundleFlags(fs)
 	f.trust.AddFlags(fs)
 	f.id.AddFlags(fs)
+	f.pol.AddFlags(fs)
 }
 
 func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFlags, args []string) error {
@@ -118,6 +119,12 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		AuditLog:          po.Audit.Log,
 		ManualRollForward: po.RollForward == "manual",
 		Command:           args,
+	}
+	if f.pol.File != "" {
+		return runProxyWithPolicy(cmd, a, cfg, f)
+	}
+	if err := checkNames(&f.pol); err != nil {
+		return err
 	}
 	if po.Lock == "" {
 		return errors.New("--lock FILE is required: the lock to enforce (written on first use with --bundle or --tofu)")
@@ -139,18 +146,25 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 	} else if cmd.Flags().Changed("key") || cmd.Flags().Changed("certificate-identity") || cmd.Flags().Changed("certificate-identity-regexp") {
 		return errors.New("the identity flags need --bundle: the signed definitions to verify")
 	}
+	var vf proxy.VerifyFunc
+	if v != nil {
+		vf = bundle.verifier(v)
+	}
+	return startProxy(cmd, a, cfg, vf)
+}
+
+// startProxy hands cfg over to mcpsign-proxy when it is installed (vf
+// non-nil: it verifies through 'mcpsign proxy-verify' with the same flags),
+// else runs the proxy in this process.
+func startProxy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.VerifyFunc) error {
 	if a.handOverProxy != nil {
 		var verifyArgs []string
-		if v != nil {
+		if vf != nil {
 			verifyArgs = changedFlagArgs(cmd.Flags())
 		}
 		if handed, err := a.handOverProxy(cfg, verifyArgs); handed || err != nil {
 			return err
 		}
-	}
-	var vf proxy.VerifyFunc
-	if v != nil {
-		vf = bundle.verifier(v)
 	}
 	if code := proxycmd.Run(cmd.Context(), cfg, vf, a.stdin, a.stdout, a.stderr); code != proxycmd.ExitOK {
 		return silentExit(code)

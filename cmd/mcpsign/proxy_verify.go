@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/proxy"
 )
 
@@ -40,9 +42,31 @@ Exit codes: 0 verified; 1 the bundle does not verify; 2 bad input or flags.`,
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v, err := verifyPolicy(cmd, &f, methodOf(&f), false)
-			if err != nil {
-				return err
+			var verifyFn func(context.Context, *digest.Snapshot) (pin.Verified, error)
+			if f.pol.File != "" {
+				r, err := resolvePolicy(cmd, &f.pol)
+				if err != nil {
+					return err
+				}
+				vs, err := policyVerifiers(cmd.Context(), &f, r)
+				if err != nil {
+					return err
+				}
+				inputs, err := policyBundleInputs(a, &f, r)
+				if err != nil {
+					return err
+				}
+				verifyFn = policyVerifyFunc(r, vs, inputs)
+			} else {
+				v, err := verifyPolicy(cmd, &f, methodOf(&f), false)
+				if err != nil {
+					return err
+				}
+				bundle, err := newBundleInput(a, &f.vo)
+				if err != nil {
+					return err
+				}
+				verifyFn = bundle.verifier(v)
 			}
 			data, err := io.ReadAll(io.LimitReader(a.stdin, maxProxyVerifyInput+1))
 			if err != nil {
@@ -62,11 +86,7 @@ Exit codes: 0 verified; 1 the bundle does not verify; 2 bad input or flags.`,
 					return fmt.Errorf("the advertised attestation: %w", err)
 				}
 			}
-			bundle, err := newBundleInput(a, &f.vo)
-			if err != nil {
-				return err
-			}
-			appr, err := bundle.verifier(v)(cmd.Context(), snap)
+			appr, err := verifyFn(cmd.Context(), snap)
 			if err != nil {
 				return failed(err)
 			}

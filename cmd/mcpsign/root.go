@@ -58,6 +58,7 @@ format and rule.`,
 		newApproveCmd(a),
 		newAuditCmd(a),
 		newHostsCmd(a),
+		newPolicyCmd(a),
 	)
 	return root
 }

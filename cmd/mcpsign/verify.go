@@ -26,6 +26,7 @@ type verifyFlags struct {
 	trust options.TrustOptions
 	id    options.IdentityOptions
 	vo    options.VerifyOptions
+	pol   options.PolicyOptions
 
 	// trustUsed is the Sigstore trusted material verifyPolicy loaded, for
 	// explaining a failure (explainFailure).
@@ -170,6 +171,7 @@ cover).
 	f.trust.AddFlags(fs)
 	f.id.AddFlags(fs)
 	f.vo.AddFlags(fs, m, false)
+	f.pol.AddFlags(fs)
 	hide := func(names ...string) {
 		for _, n := range names {
 			_ = fs.MarkHidden(n)
@@ -192,6 +194,9 @@ cover).
 // verifyPolicy turns the flags into a policy and the trust it needs, and
 // returns the verifier; generic is the 'verify bundle' command.
 func verifyPolicy(cmd *cobra.Command, f *verifyFlags, m verify.Method, generic bool) (*verify.Verifier, error) {
+	if len(f.vo.Bundles) > 1 {
+		return nil, fmt.Errorf("--bundle given %d times: more than one bundle is for a --policy threshold", len(f.vo.Bundles))
+	}
 	if f.vo.Bundle == "" && !f.vo.BundleFromServer {
 		if generic {
 			return nil, errors.New("--bundle FILE is required: the Sigstore bundle to check")
@@ -300,6 +305,12 @@ func verifyInputs(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, g
 
 func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args []string) error {
 	debug.SetGCPercent(verifyGCPercent) // not restored: lowering it again would collect at once
+	if f.pol.File != "" {
+		return runVerifyWithPolicy(cmd, a, f, args)
+	}
+	if err := checkNames(&f.pol); err != nil {
+		return err
+	}
 	asJSON, err := f.out.JSON()
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/policy"
 )
 
 // maxStepSummaryBytes is what verify-pin appends to a GitHub job summary at
@@ -21,6 +22,7 @@ func newVerifyPinCmd(a *app) *cobra.Command {
 		src options.SourceOptions
 		out options.OutputOptions
 		vp  options.VerifyPinOptions
+		pol options.PolicyOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "verify-pin SOURCE --lock FILE [--fail-on drift|capability|never] [flags]",
@@ -71,6 +73,15 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 			if err != nil {
 				return err
 			}
+			var pr *policy.Resolved
+			if pol.File != "" {
+				if pr, err = resolvePolicy(cmd, &pol); err != nil {
+					return err
+				}
+				vp.Lock = pr.Lock
+			} else if err := checkNames(&pol); err != nil {
+				return err
+			}
 			if vp.Lock == "" {
 				return errors.New("--lock FILE is required: the lock to check against")
 			}
@@ -90,6 +101,24 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 					return silentExit(exitError)
 				}
 				return err
+			}
+			if pr != nil {
+				if rerr := lockRevoked(pr, lock); rerr != nil {
+					// Blocked at start, before the server runs, whatever --fail-on says.
+					rep := revokedReport(vp.Lock, rerr)
+					if asJSON {
+						err = pin.WriteReportJSON(a.stdout, rep, failOn)
+					} else {
+						err = pin.WriteReportText(a.stdout, rep)
+					}
+					if err != nil {
+						return err
+					}
+					if err := appendStepSummary(a, rep, failOn); err != nil {
+						return err
+					}
+					return silentExit(exitFailed)
+				}
 			}
 			snap, err := loadSource(cmd, a, &src, args)
 			if err != nil {
@@ -118,6 +147,7 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 	src.AddFlags(fs)
 	out.AddFlags(fs)
 	vp.AddFlags(fs)
+	pol.AddFlags(fs)
 	return cmd
 }
 

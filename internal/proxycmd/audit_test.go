@@ -48,7 +48,7 @@ func TestAuditPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := auditPolicy(lp, logPath, io.Discard)
+	p := auditPolicy(lp, logPath, "", io.Discard)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		snap  *digest.Snapshot

@@ -62,6 +62,10 @@ type Config struct {
 	AuditLog string `json:"auditLog,omitempty"`
 	// ManualRollForward refuses signed updates too (--roll-forward manual).
 	ManualRollForward bool `json:"manualRollForward,omitempty"`
+	// Mode is the policy mode (docs/POLICY.md): "" or "block" blocks drift;
+	// "warn" relays it and reports it on stderr, "audit" relays it and only
+	// records it in AuditLog (required). Both record it as "warned".
+	Mode string `json:"mode,omitempty"`
 	// Command is the server's argv.
 	Command []string `json:"command"`
 	// VerifyCommand, with --bundle, is the argv that verifies definitions
@@ -90,6 +94,15 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 	if cfg.Lock == "" {
 		return ExitError, errors.New("--lock FILE is required: the lock to enforce (written on first use with --bundle or --tofu)")
 	}
+	switch cfg.Mode {
+	case "", ModeBlock, ModeWarn:
+	case ModeAudit:
+		if cfg.AuditLog == "" {
+			return ExitError, errors.New("mode audit records drift only in the audit log: it needs an audit log")
+		}
+	default:
+		return ExitError, fmt.Errorf("unknown mode %q (want block, warn or audit)", cfg.Mode)
+	}
 	policy, err := proxy.NewLockPolicy(cfg.Lock, proxy.LockOptions{Verify: verify, TOFU: cfg.TOFU, ManualRollForward: cfg.ManualRollForward})
 	if err != nil {
 		if le := (*pin.LockError)(nil); errors.As(err, &le) && cfg.AuditLog != "" {
@@ -101,7 +114,7 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 	}
 	opts := proxy.Options{
 		Command:         cfg.Command,
-		Policy:          auditPolicy(policy, cfg.AuditLog, stderr),
+		Policy:          auditPolicy(policy, cfg.AuditLog, cfg.Mode, stderr),
 		Stderr:          stderr,
 		MaxMessageBytes: cfg.MaxMessageBytes,
 		CheckTimeout:    cfg.CheckTimeout,

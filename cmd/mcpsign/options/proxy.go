@@ -38,7 +38,7 @@ func (o *ProxyOptions) AddFlags(fs *pflag.FlagSet) {
 // the proxy uses: --bundle and the log and time policy (no --write-lock:
 // the proxy writes the lock itself).
 func (o *VerifyOptions) AddBundleFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Bundle, "bundle", "", "Sigstore bundle of the signed definitions (a file, or an https:// URL): verified on first use (then the lock is written) and when the server changes (a signed update rolls the lock forward)")
+	fs.Var(bundleList{&o.Bundle, &o.Bundles}, "bundle", "Sigstore bundle of the signed definitions (a file, or an https:// URL): verified on first use (then the lock is written) and when the server changes (a signed update rolls the lock forward); repeat it with --policy for a threshold")
 	o.addFromServerFlag(fs)
 	fs.BoolVar(&o.RequireTlog, "require-tlog", false, "key and certificate methods: require a transparency log entry from a log of the trusted root")
 	fs.BoolVar(&o.RequireTimestamp, "require-timestamp", false, "require an RFC 3161 timestamp from a timestamp authority of the trusted root")

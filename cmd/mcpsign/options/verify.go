@@ -18,7 +18,10 @@ import (
 // trust and identity groups: the bundle, the log and time policy, and the
 // hand-off to a lock.
 type VerifyOptions struct {
-	Bundle           string
+	Bundle string
+	// Bundles are every --bundle given, in order (Bundle is the last): more
+	// than one is for a policy threshold (docs/POLICY.md).
+	Bundles          []string
 	BundleFromServer bool
 	RequireTlog      bool
 	RequireTimestamp bool
@@ -35,7 +38,11 @@ type VerifyOptions struct {
 // (generic true) requires a log entry by default, as Sigstore clients do;
 // the key and certificate methods make it a choice.
 func (o *VerifyOptions) AddFlags(fs *pflag.FlagSet, m verify.Method, generic bool) {
-	fs.StringVar(&o.Bundle, "bundle", "", "Sigstore bundle to verify: a file, or an https:// URL (required, unless --bundle-from-server)")
+	if generic {
+		fs.StringVar(&o.Bundle, "bundle", "", "Sigstore bundle to verify: a file, or an https:// URL (required)")
+	} else {
+		fs.Var(bundleList{&o.Bundle, &o.Bundles}, "bundle", "Sigstore bundle to verify: a file, or an https:// URL (required, unless --bundle-from-server or a --policy that names one); repeat it with --policy for a threshold: one bundle per signer")
+	}
 	if !generic {
 		o.addFromServerFlag(fs)
 	}

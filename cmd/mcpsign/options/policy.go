@@ -1,0 +1,62 @@
+package options
+
+import (
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// PolicyOptions are --policy FILE --name NAME (docs/POLICY.md): the policy
+// file gives the trust and identity for the server NAME in place of their
+// flags.
+type PolicyOptions struct {
+	File string
+	Name string
+}
+
+// AddFlags adds --policy and --name to fs.
+func (o *PolicyOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.File, "policy", "", "policy file (docs/POLICY.md) that gives the trust, identities and rules for the server --name, in place of their flags")
+	fs.StringVar(&o.Name, "name", "", "the server's name in the --policy file")
+}
+
+// policyReplaced are the flags a policy file replaces: giving one with
+// --policy is a usage error.
+var policyReplaced = append(append([]string{}, identityFlags...),
+	"trusted-root", "tuf-cache", "tuf-mirror", "ca-roots", "ca-intermediates",
+	"require-tlog", "require-timestamp", "bundle-from-server", "tofu", "roll-forward", "audit-log", "lock")
+
+// Conflict returns the first flag given in fs that the policy replaces,
+// "" when none; except are flags the command keeps under a policy.
+func (o *PolicyOptions) Conflict(fs *pflag.FlagSet, except ...string) string {
+	for _, name := range policyReplaced {
+		if f := fs.Lookup(name); f != nil && f.Changed && !contains(except, name) {
+			return name
+		}
+	}
+	return ""
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// bundleList is a repeatable --bundle: every value is kept in list (for a
+// policy threshold), and the last is *last, as a single --bundle was.
+type bundleList struct {
+	last *string
+	list *[]string
+}
+
+func (b bundleList) String() string { return strings.Join(*b.list, ",") }
+func (b bundleList) Type() string   { return "string" }
+func (b bundleList) Set(s string) error {
+	*b.list = append(*b.list, s)
+	*b.last = s
+	return nil
+}

@@ -1,0 +1,505 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/pin/pinbundle"
+	"github.com/mcpsign/mcpsign/policy"
+	"github.com/mcpsign/mcpsign/proxy"
+	"github.com/mcpsign/mcpsign/verify"
+)
+
+// errThreshold is a policy threshold that the bundles do not meet.
+var errThreshold = errors.New("policy threshold not met")
+
+// resolvePolicy reads --policy and resolves --name, after refusing every
+// flag the policy replaces (except those in keep).
+func resolvePolicy(cmd *cobra.Command, po *options.PolicyOptions, keep ...string) (*policy.Resolved, error) {
+	if name := po.Conflict(cmd.Flags(), keep...); name != "" {
+		return nil, fmt.Errorf("--%s and --policy: the policy file gives it for server --name; leave --%s out", name, name)
+	}
+	if po.Name == "" {
+		return nil, errors.New("--policy needs --name NAME: the server's name in the policy file")
+	}
+	f, err := policy.Read(po.File)
+	if err != nil {
+		return nil, fmt.Errorf("--policy: %w", err)
+	}
+	r, err := f.Resolve(po.Name, policy.ResolveOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("--policy %s: %w", textsafe.Escape(po.File), err)
+	}
+	return r, nil
+}
+
+// checkNames refuses --name without --policy.
+func checkNames(po *options.PolicyOptions) error {
+	if po.File == "" && po.Name != "" {
+		return errors.New("--name is the server's name in a --policy file: give --policy FILE too")
+	}
+	return nil
+}
+
+// policyTrust is the trust options of the policy for method m (the
+// enterprise CAs only for the certificate method, which alone uses them).
+func policyTrust(r *policy.Resolved, offline bool, m verify.Method) *options.TrustOptions {
+	t := &options.TrustOptions{TrustedRoot: r.Trust.TrustedRoot, TUFCache: r.Trust.TUFCache, TUFMirror: r.Trust.TUFMirror, Offline: offline}
+	if m == verify.MethodCertificate {
+		t.CARoots, t.CAIntermediates = r.Trust.CARoots, r.Trust.CAIntermediates
+	}
+	return t
+}
+
+// policyVerifiers returns one verifier per identity of r, in order.
+func policyVerifiers(ctx context.Context, f *verifyFlags, r *policy.Resolved) ([]*verify.Verifier, error) {
+	if len(r.Identities) == 0 {
+		return nil, fmt.Errorf("server %s has no identity in the policy (unsigned: tofu): no signature to verify", textsafe.Quote(r.Name))
+	}
+	pkgs, err := f.vo.PackageRequirements()
+	if err != nil {
+		return nil, err
+	}
+	var vs []*verify.Verifier
+	for i, id := range r.Identities {
+		p := verify.Policy{
+			Method: id.Method, Identity: id.Identity,
+			RequireTlog:      r.RequireTlog && id.Method != verify.MethodSigstore,
+			RequireTimestamp: r.RequireTimestamp,
+			AllowCurrentTime: f.vo.AllowCurrentTime && id.Method == verify.MethodCertificate,
+			Packages:         pkgs,
+		}
+		if id.Method == verify.MethodKey {
+			ko := options.IdentityOptions{Key: id.Key}
+			if p.PublicKey, err = ko.PublicKey(); err != nil {
+				return nil, fmt.Errorf("policy identity %d: %w", i, err)
+			}
+		}
+		trust, err := verifyTrust(ctx, policyTrust(r, f.trust.Offline, id.Method), p)
+		if err != nil {
+			return nil, fmt.Errorf("policy identity %d (%s): %w", i, textsafe.Escape(id.String()), err)
+		}
+		if f.trustUsed == nil {
+			f.trustUsed = trust.Sigstore
+		}
+		v, err := verify.New(trust, p)
+		if err != nil {
+			return nil, fmt.Errorf("policy identity %d (%s): %w", i, textsafe.Escape(id.String()), err)
+		}
+		vs = append(vs, v)
+	}
+	return vs, nil
+}
+
+// policyBundleInputs are the bundles to verify: every --bundle, else the
+// one the policy names.
+func policyBundleInputs(a *app, f *verifyFlags, r *policy.Resolved) ([]*bundleInput, error) {
+	var vos []options.VerifyOptions
+	switch {
+	case len(f.vo.Bundles) > 0:
+		for _, b := range f.vo.Bundles {
+			vos = append(vos, options.VerifyOptions{Bundle: b})
+		}
+	case r.Bundle.Kind == policy.BundleServer:
+		vos = append(vos, options.VerifyOptions{BundleFromServer: true})
+	case r.Bundle.Kind != policy.BundleNone:
+		vos = append(vos, options.VerifyOptions{Bundle: r.Bundle.Location})
+	default:
+		return nil, fmt.Errorf("--bundle FILE is required: the policy names no bundle for server %s", textsafe.Quote(r.Name))
+	}
+	var out []*bundleInput
+	for i := range vos {
+		b, err := newBundleInput(a, &vos[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// stepRank orders the steps, to report the failure that got furthest.
+var stepRank = []verify.Step{verify.StepBundle, verify.StepSignature, verify.StepChain, verify.StepTlog,
+	verify.StepTime, verify.StepIdentity, verify.StepStatement, verify.StepMatch}
+
+func rank(err error) int {
+	s, ok := verify.FailedStep(err)
+	if !ok {
+		return -1
+	}
+	return slices.Index(stepRank, s)
+}
+
+// thresholdResult is what verifyThreshold established.
+type thresholdResult struct {
+	// First is the result of the first bundle (reported, and the lock's
+	// evidence).
+	First *verify.Result
+	// Signers are the distinct signers, each with the listed identities
+	// (indices) it satisfies; Matched is how many distinct identities a
+	// one-to-one assignment of signers covers.
+	Signers []signer
+	Matched int
+}
+
+type signer struct {
+	key        string // method, identity and issuer
+	result     *verify.Result
+	identities []int
+}
+
+// verifyThreshold verifies every bundle against snap under every identity
+// of r: each bundle must verify under at least one. Signers are told apart
+// by what the verification established (method, identity, issuer), never
+// by bundle: two bundles by one key are one signer. The threshold is met
+// when k distinct identities can each be assigned a different signer.
+func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []*verify.Verifier, bundles [][]byte, snap *digest.Snapshot) (*thresholdResult, error) {
+	tr := &thresholdResult{}
+	bySigner := map[string]int{}
+	for bi, data := range bundles {
+		var best error
+		var res *verify.Result
+		var ids []int
+		for i, v := range vs {
+			rr, err := v.Verify(ctx, data, snap)
+			if err != nil {
+				if best == nil || rank(err) > rank(best) {
+					best = err
+				}
+				continue
+			}
+			if res == nil {
+				res = rr
+			}
+			ids = append(ids, i)
+		}
+		if res == nil {
+			tr.Matched = matching(tr.Signers, len(vs))
+			return tr, numbered(best, bi, len(bundles))
+		}
+		if err := policyChecks(r, res, snap); err != nil {
+			tr.Matched = matching(tr.Signers, len(vs))
+			return tr, numbered(err, bi, len(bundles))
+		}
+		if tr.First == nil {
+			tr.First = res
+		}
+		key := string(res.Method) + "\x00" + res.Identity + "\x00" + res.Issuer
+		if j, ok := bySigner[key]; ok {
+			for _, i := range ids {
+				if !slices.Contains(tr.Signers[j].identities, i) {
+					tr.Signers[j].identities = append(tr.Signers[j].identities, i)
+				}
+			}
+			continue
+		}
+		bySigner[key] = len(tr.Signers)
+		tr.Signers = append(tr.Signers, signer{key: key, result: res, identities: ids})
+	}
+	tr.Matched = matching(tr.Signers, len(vs))
+	if tr.Matched < r.Threshold {
+		return tr, &verify.StepError{Step: verify.StepIdentity, Err: fmt.Errorf("%w: %d of the %d listed identities signed these definitions as distinct signers, %d required (%d bundle(s), %d distinct signer(s): two bundles by one signer count once)",
+			errThreshold, tr.Matched, len(vs), r.Threshold, len(bundles), len(tr.Signers))}
+	}
+	return tr, nil
+}
+
+// numbered names bundle i of n in err, keeping its step.
+func numbered(err error, i, n int) error {
+	if n < 2 {
+		return err
+	}
+	var se *verify.StepError
+	if errors.As(err, &se) {
+		return &verify.StepError{Step: se.Step, Err: fmt.Errorf("bundle %d of %d: %w", i+1, n, se.Err)}
+	}
+	return fmt.Errorf("bundle %d of %d: %w", i+1, n, err)
+}
+
+// matching is the size of a maximum one-to-one assignment of signers to
+// the identities each satisfies (augmenting paths; at most 32 identities).
+func matching(signers []signer, n int) int {
+	owner := make([]int, n)
+	for i := range owner {
+		owner[i] = -1
+	}
+	var try func(s int, seen []bool) bool
+	try = func(s int, seen []bool) bool {
+		for _, id := range signers[s].identities {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			if owner[id] < 0 || try(owner[id], seen) {
+				owner[id] = s
+				return true
+			}
+		}
+		return false
+	}
+	count := 0
+	for s := range signers {
+		if try(s, make([]bool, n)) {
+			count++
+		}
+	}
+	return count
+}
+
+// policyChecks are the policy's checks beyond verify's: revocation, the
+// bundle's age and the package.
+func policyChecks(r *policy.Resolved, res *verify.Result, snap *digest.Snapshot) error {
+	var defs []string
+	if len(r.Revoked.Definitions) > 0 {
+		l, err := pin.NewLock(snap, pinbundle.ApprovalOf(res))
+		if err != nil {
+			return err
+		}
+		for _, d := range l.Definitions {
+			defs = append(defs, d.Digest)
+		}
+	}
+	if err := r.Revoked.Check(res.Identity, res.BundleDigest, defs); err != nil {
+		return &verify.StepError{Step: verify.StepIdentity, Err: err}
+	}
+	if r.MaxBundleAge > 0 {
+		if res.SigningTime.IsZero() {
+			return &verify.StepError{Step: verify.StepTime, Err: fmt.Errorf("policy maxBundleAge %s: the bundle has no verified signing time (require a timestamp or a log entry)", r.MaxBundleAge)}
+		}
+		if age := time.Since(res.SigningTime); age > r.MaxBundleAge {
+			return &verify.StepError{Step: verify.StepTime, Err: fmt.Errorf("policy maxBundleAge %s: the bundle was signed %s ago (%s)", r.MaxBundleAge, age.Round(time.Second), res.SigningTime.UTC().Format(time.RFC3339))}
+		}
+	}
+	if r.Package != "" {
+		found := false
+		for _, c := range res.Claims {
+			if strings.HasPrefix(c.Name, "package[") && strings.HasSuffix(c.Name, "].purl") && c.Value == r.Package {
+				found = true
+			}
+		}
+		if !found {
+			return &verify.StepError{Step: verify.StepStatement, Err: fmt.Errorf("policy package %s: the statement binds no package of that purl", textsafe.Quote(r.Package))}
+		}
+	}
+	return nil
+}
+
+// runVerifyWithPolicy is runVerify under --policy.
+func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []string) error {
+	asJSON, err := f.out.JSON()
+	if err != nil {
+		return err
+	}
+	inputErr := func(err error) error {
+		if asJSON {
+			_ = writeVerifyJSON(a.stdout, verify.NewReport(nil, err))
+		}
+		return err
+	}
+	r, err := resolvePolicy(cmd, &f.pol, "lock")
+	if err != nil {
+		return inputErr(err)
+	}
+	vs, err := policyVerifiers(cmd.Context(), f, r)
+	if err != nil {
+		return inputErr(err)
+	}
+	inputs, err := policyBundleInputs(a, f, r)
+	if err != nil {
+		return inputErr(err)
+	}
+	var bundles [][]byte
+	for _, b := range inputs {
+		data, err := b.early(cmd.Context())
+		if err != nil {
+			return inputErr(err)
+		}
+		bundles = append(bundles, data)
+	}
+	snap, err := loadSource(cmd, a, &f.src, args)
+	if err != nil {
+		return inputErr(err)
+	}
+	for i, b := range inputs {
+		if b.fromServer {
+			if bundles[i], err = b.advertised(cmd.Context(), snap); err != nil {
+				return writeVerifyFailure(a, asJSON, err)
+			}
+		}
+	}
+	tr, verr := verifyThreshold(cmd.Context(), r, vs, bundles, snap)
+	res := tr.First
+	if verr == nil && f.vo.WriteLock != "" {
+		if err := writeVerifiedLock(cmd, f, snap, res); err != nil {
+			return err
+		}
+	}
+	// A failure past verification (threshold, revocation, age, package) is
+	// reported with the result that did verify.
+	rep := verr
+	if asJSON {
+		err = writeVerifyJSON(a.stdout, verify.NewReport(res, rep))
+	} else {
+		err = writeVerifyText(a.stdout, res, rep)
+		if err == nil {
+			writeThreshold(a.stdout, r, tr)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if verr == nil && f.vo.WriteLock != "" && !asJSON {
+		fmt.Fprintf(a.stdout, "\nlock written to %s\n", f.vo.WriteLock)
+	}
+	return verifyExit(rep, !asJSON)
+}
+
+// writeThreshold says which distinct signers met the policy.
+func writeThreshold(w io.Writer, r *policy.Resolved, tr *thresholdResult) {
+	fmt.Fprintf(w, "\npolicy %s: %d of %d distinct identities required, %d signed\n", textsafe.Escape(r.Name), r.Threshold, len(r.Identities), tr.Matched)
+	for _, s := range tr.Signers {
+		var ids []string
+		for _, i := range s.identities {
+			ids = append(ids, fmt.Sprint(i))
+		}
+		fmt.Fprintf(w, "  signer %s %s (identities %s)\n", s.result.Method, textsafe.Quote(s.result.Identity), strings.Join(ids, ", "))
+	}
+}
+
+// runPinWithPolicy is runPin under --policy: the lock, the audit log and
+// the bundles' verification come from the policy; a server it lets pin on
+// first use (no identity, "unsigned": "tofu") is pinned as --tofu is.
+func runPinWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, asJSON bool, args []string) error {
+	r, err := resolvePolicy(cmd, &f.pol)
+	if err != nil {
+		return err
+	}
+	po.Lock, po.Audit.Log = r.Lock, r.Audit
+	if err := ensureLockDir(r); err != nil {
+		return err
+	}
+	overrides, err := options.ReadOverrides(po.Capabilities)
+	if err != nil {
+		return err
+	}
+	approval := pin.Approval{Method: pin.MethodTOFU}
+	if len(r.Identities) == 0 {
+		snap, err := loadSource(cmd, a, &f.src, args)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stderr, "mcpsign: WARNING: policy %s: \"unsigned\": \"tofu\": trusting these definitions on first use;\n"+
+			"mcpsign: WARNING: no signature vouches for them.\n", textsafe.Quote(r.Name))
+		return writePinLock(cmd, a, asJSON, po, snap, approval, overrides)
+	}
+	vs, err := policyVerifiers(cmd.Context(), f, r)
+	if err != nil {
+		return err
+	}
+	inputs, err := policyBundleInputs(a, f, r)
+	if err != nil {
+		return err
+	}
+	var bundles [][]byte
+	for _, b := range inputs {
+		data, err := b.early(cmd.Context())
+		if err != nil {
+			return err
+		}
+		bundles = append(bundles, data)
+	}
+	snap, err := loadSource(cmd, a, &f.src, args)
+	if err != nil {
+		return err
+	}
+	var verr error
+	for i, b := range inputs {
+		if b.fromServer && verr == nil {
+			bundles[i], verr = b.advertised(cmd.Context(), snap)
+		}
+	}
+	var tr *thresholdResult
+	if verr == nil {
+		tr, verr = verifyThreshold(cmd.Context(), r, vs, bundles, snap)
+	}
+	if verr != nil {
+		var res *verify.Result
+		if tr != nil {
+			res = tr.First
+		}
+		if asJSON {
+			err = writeVerifyJSON(a.stdout, verify.NewReport(res, verr))
+		} else {
+			err = writeVerifyText(a.stdout, res, verr)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stderr, "mcpsign: nothing pinned: the bundles do not meet policy %s\n", textsafe.Quote(r.Name))
+		return verifyExit(verr, true)
+	}
+	return writePinLock(cmd, a, asJSON, po, snap, pinbundle.ApprovalOf(tr.First), overrides)
+}
+
+// runProxyWithPolicy is runProxy under --policy, resolved here, before the
+// hand-over to mcpsign-proxy: the lock, first use (a bundle, or "unsigned":
+// "tofu" for a server with no identity), the roll-forward rule and the
+// audit log come from the policy, and the mode. A lock resting on a revoked
+// item blocks at start.
+func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *verifyFlags) error {
+	abs, err := filepath.Abs(f.pol.File)
+	if err != nil {
+		return err
+	}
+	f.pol.File = abs // for proxy-verify, whatever its directory
+	r, err := resolvePolicy(cmd, &f.pol)
+	if err != nil {
+		return err
+	}
+	if err := ensureLockDir(r); err != nil {
+		return err
+	}
+	cfg.Lock, cfg.AuditLog, cfg.ManualRollForward = r.Lock, r.Audit, r.RollForward == policy.RollForwardManual
+	cfg.TOFU = len(r.Identities) == 0 && r.Unsigned == policy.UnsignedTOFU
+	cfg.Mode = string(r.Mode)
+	if r.Mode == policy.ModeAudit && r.Audit == "" {
+		return fmt.Errorf("--policy %s: server %s: mode audit records drift only in the audit log: add \"audit\" (its path) to the server or the defaults", textsafe.Escape(f.pol.File), textsafe.Quote(r.Name))
+	}
+	if l, err := pin.Read(r.Lock); err == nil {
+		if rerr := lockRevoked(r, l); rerr != nil {
+			return withCode(proxycmd.ExitBlocked, fmt.Errorf("blocked: %s: %s %s: the lock rests on a %w; it approves nothing (verify a new bundle and pin again)",
+				rulePolicyRevoked, textsafe.Escape(r.Lock), textsafe.Quote(r.Name), rerr))
+		}
+	}
+	var vf proxy.VerifyFunc
+	if len(r.Identities) > 0 {
+		vs, err := policyVerifiers(cmd.Context(), f, r)
+		if err != nil {
+			return err
+		}
+		var inputs []*bundleInput
+		if len(f.vo.Bundles) > 0 || r.Bundle.Kind != policy.BundleNone {
+			if inputs, err = policyBundleInputs(a, f, r); err != nil {
+				return err
+			}
+			vf = policyVerifyFunc(r, vs, inputs)
+		}
+	}
+	if cfg.TOFU {
+		fmt.Fprintf(a.stderr, "mcpsign: policy %s: \"unsigned\": \"tofu\": with no lock, the first definitions seen are pinned (no signature vouches for them)\n", textsafe.Quote(r.Name))
+	}
+	return startProxy(cmd, a, cfg, vf)
+}

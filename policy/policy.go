@@ -1,0 +1,495 @@
+// Package policy reads the mcpsign policy file (docs/POLICY.md): whom to
+// trust for which MCP server, what a bundle must carry, where each server's
+// lock lives, how the proxy enforces it and what is revoked. Parse checks
+// the whole file strictly; Resolve gives one server's effective policy, the
+// defaults merged with the server's own entry.
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/internal/jsonscan"
+	"github.com/mcpsign/mcpsign/verify"
+)
+
+// Kind and Version are the values of the file's "kind" and "policyVersion".
+const (
+	Kind    = "mcpsign.policy"
+	Version = 1
+)
+
+// MaxFileBytes bounds a policy file.
+const MaxFileBytes = 1 << 20
+
+// Limits on lists, so that a hostile file cannot make verification costly.
+const (
+	MaxServers    = 1024
+	MaxIdentities = 32
+	MaxRevoked    = 4096
+)
+
+// Errors wrapped by Parse and Resolve.
+var (
+	// ErrSyntax: the file is not the strict JSON the policy is written in,
+	// or a member has the wrong type or value.
+	ErrSyntax = errors.New("invalid policy")
+	// ErrUnknownMember: a member the format does not define (named).
+	ErrUnknownMember = errors.New("unknown member")
+	// ErrNoServer: Resolve was asked for a server the file does not name.
+	ErrNoServer = errors.New("no such server in the policy")
+	// ErrNoIdentity: the server's policy names no identity and refuses
+	// unsigned servers, so the server is blocked.
+	ErrNoIdentity = errors.New("no identity for the server")
+	// ErrBadName: a server name that is not a safe file name.
+	ErrBadName = errors.New("invalid server name")
+	// ErrTooLarge: the file is larger than MaxFileBytes.
+	ErrTooLarge = errors.New("policy file too large")
+)
+
+// Mode is how the proxy enforces a server's lock.
+type Mode string
+
+// The modes.
+const (
+	// ModeBlock blocks a server that drifts (the default: fail closed).
+	ModeBlock Mode = "block"
+	// ModeWarn relays a drifted server and reports the drift on stderr.
+	ModeWarn Mode = "warn"
+	// ModeAudit relays a drifted server and only records it in the audit log.
+	ModeAudit Mode = "audit"
+)
+
+// Unsigned is what to do with a server that has no lock and no bundle.
+type Unsigned string
+
+// The unsigned choices.
+const (
+	UnsignedRefuse Unsigned = "refuse"
+	UnsignedTOFU   Unsigned = "tofu"
+)
+
+// RollForward is how a change of a locked server may be approved.
+type RollForward string
+
+// The roll-forward choices (docs/LOCK.md).
+const (
+	RollForwardSigned RollForward = "signed"
+	RollForwardManual RollForward = "manual"
+)
+
+// BundleKind says where a server's bundle comes from.
+type BundleKind string
+
+// The bundle sources.
+const (
+	BundleNone   BundleKind = ""
+	BundleServer BundleKind = "server"
+	BundleFile   BundleKind = "file"
+	BundleURL    BundleKind = "url"
+)
+
+// Bundle is a bundle source: advertised by the server, a file (absolute
+// path) or an https URL.
+type Bundle struct {
+	Kind     BundleKind
+	Location string
+}
+
+func (b Bundle) String() string {
+	switch b.Kind {
+	case BundleServer:
+		return "advertised by the server"
+	case BundleNone:
+		return "none"
+	}
+	return b.Location
+}
+
+// Trust is the trusted material, every path absolute (resolved against the
+// policy file's directory).
+type Trust struct {
+	// TrustedRoot is a trusted_root.json; empty means TUF.
+	TrustedRoot string
+	// TUFMirror and TUFCache are the TUF repository and cache; empty means
+	// the public-good repository and the default cache.
+	TUFMirror string
+	TUFCache  string
+	// CARoots and CAIntermediates are PEM files of enterprise certificates
+	// (each may hold several).
+	CARoots         string
+	CAIntermediates string
+}
+
+// Identity is one signer a server's policy accepts.
+type Identity struct {
+	Method verify.Method
+	// Identity is the certificate identity (sigstore and certificate).
+	Identity verify.Identity
+	// Key is the PEM public key file (key method), absolute.
+	Key string
+}
+
+// String describes the identity for a report (not escaped).
+func (id Identity) String() string {
+	switch id.Method {
+	case verify.MethodKey:
+		return "key " + id.Key
+	case verify.MethodSigstore:
+		s := "sigstore issuer " + orRe(id.Identity.Issuer, id.Identity.IssuerRegexp) + " subject " + orRe(id.Identity.SAN, id.Identity.SANRegexp)
+		if id.Identity.GitHubWorkflowRepository != "" {
+			s += " repository " + id.Identity.GitHubWorkflowRepository
+		}
+		if id.Identity.GitHubWorkflowRef != "" {
+			s += " ref " + id.Identity.GitHubWorkflowRef
+		}
+		return s
+	}
+	var parts []string
+	for _, p := range [][2]string{{"subject", id.Identity.Subject}, {"san", orRe(id.Identity.SAN, id.Identity.SANRegexp)},
+		{"email", id.Identity.Email}, {"uri", id.Identity.URI}, {"dns", id.Identity.DNS}} {
+		if p[1] != "" {
+			parts = append(parts, p[0]+" "+p[1])
+		}
+	}
+	return "certificate " + strings.Join(parts, " ")
+}
+
+func orRe(exact, re string) string {
+	if exact != "" {
+		return exact
+	}
+	if re != "" {
+		return "~" + re
+	}
+	return ""
+}
+
+// Revoked lists what no longer approves anything.
+type Revoked struct {
+	// Bundles and Definitions are "sha256:…" digests: of a bundle file's
+	// bytes, and Definition Digests (docs/DIGEST.md).
+	Bundles     []string
+	Definitions []string
+	// Identities are signer identities exactly as a lock's approval and
+	// verify's report record them: a certificate SAN or subject DN, or a
+	// key's "sha256:…" key ID.
+	Identities []string
+}
+
+// Server is one server's entry (or the defaults) as written: a nil pointer
+// or slice is a member not given.
+type Server struct {
+	Identities       []Identity
+	Threshold        *int
+	RequireTlog      *bool
+	RequireTimestamp *bool
+	MaxBundleAge     *time.Duration
+	Bundle           *Bundle
+	Package          *string
+	Lock             *string
+	Mode             *Mode
+	Unsigned         *Unsigned
+	RollForward      *RollForward
+	Audit            *string
+}
+
+// File is a parsed policy file.
+type File struct {
+	// Path is the file's absolute path.
+	Path     string
+	Trust    Trust
+	Defaults Server
+	// Names are the servers in the order the file lists them.
+	Names   []string
+	Servers map[string]Server
+	Revoked Revoked
+}
+
+// Read reads and parses the policy file at path.
+func Read(path string) (*File, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := boundedfile.Read(abs, MaxFileBytes, ErrTooLarge)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, abs)
+}
+
+// Parse parses a policy file's bytes; path is the file's path, against whose
+// directory relative paths are resolved. Every refusal wraps ErrSyntax or
+// ErrUnknownMember and names the member (as a JSON path).
+func Parse(data []byte, path string) (*File, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	p := &parser{dir: filepath.Dir(abs)}
+	f := &File{Path: abs, Servers: map[string]Server{}}
+	// The whole document's syntax is checked here (nested values too), so
+	// a syntax error's offset is one into data: say its line and column.
+	if _, _, err := digest.Members(data); err != nil {
+		var se *jsonscan.Error
+		if errors.As(err, &se) && se.Offset >= 0 && se.Offset <= len(data) {
+			line := 1 + bytes.Count(data[:se.Offset], []byte("\n"))
+			col := se.Offset - bytes.LastIndexByte(data[:se.Offset], '\n')
+			return nil, fmt.Errorf("%w: line %d, column %d: %s", ErrSyntax, line, col, se.Reason)
+		}
+		return nil, p.fail("", "%v", err)
+	}
+	m, err := p.object(data, "", topMembers...)
+	if err != nil {
+		return nil, err
+	}
+	kind, ok := m["kind"]
+	if !ok {
+		return nil, p.fail("", "missing member \"kind\" (want %q)", Kind)
+	}
+	if s, err := p.str(kind, "/kind"); err != nil {
+		return nil, err
+	} else if s != Kind {
+		return nil, p.fail("/kind", "is %s, want %q", strconv.Quote(s), Kind)
+	}
+	ver, ok := m["policyVersion"]
+	if !ok {
+		return nil, p.fail("", "missing member \"policyVersion\" (want %d)", Version)
+	}
+	if string(ver) != strconv.Itoa(Version) {
+		return nil, p.fail("/policyVersion", "is %s, want %d", truncate(ver), Version)
+	}
+	if c, ok := m["$comment"]; ok {
+		if err := p.comment(c, "/$comment"); err != nil {
+			return nil, err
+		}
+	}
+	if v, ok := m["trust"]; ok {
+		if f.Trust, err = p.trust(v); err != nil {
+			return nil, err
+		}
+	}
+	if v, ok := m["defaults"]; ok {
+		if f.Defaults, err = p.server(v, "/defaults"); err != nil {
+			return nil, err
+		}
+	}
+	if v, ok := m["servers"]; ok {
+		names, vals, err := digest.Members(v)
+		if err != nil {
+			return nil, p.fail("/servers", "%v", err)
+		}
+		if len(names) > MaxServers {
+			return nil, p.fail("/servers", "more than %d servers", MaxServers)
+		}
+		for _, n := range names {
+			at := "/servers/" + pointerToken(n)
+			if err := ValidName(n); err != nil {
+				return nil, p.fail(at, "%v", err)
+			}
+			s, err := p.server(vals[n], at)
+			if err != nil {
+				return nil, err
+			}
+			f.Names = append(f.Names, n)
+			f.Servers[n] = s
+		}
+	}
+	if v, ok := m["revoked"]; ok {
+		if f.Revoked, err = p.revoked(v); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// ValidName reports whether name can name a server: 1 to 64 ASCII letters,
+// digits, '.', '_' and '-', the first a letter or digit (so that it is a
+// safe file name on every system: the default lock is named after it).
+func ValidName(name string) error {
+	if !nameRe.MatchString(name) {
+		return fmt.Errorf("%w %s: want 1 to 64 ASCII letters, digits, '.', '_' or '-', starting with a letter or digit", ErrBadName, strconv.Quote(name))
+	}
+	return nil
+}
+
+// DefaultStateDir is the directory default locks go under: mcpsign/locks in
+// $XDG_STATE_HOME when it is set to an absolute path, else in
+// ~/.local/state on Linux and the BSDs, else in os.UserConfigDir().
+func DefaultStateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "mcpsign", "locks"), nil
+	}
+	switch runtime.GOOS {
+	case "darwin", "windows", "ios", "plan9":
+	default:
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("no state directory for default locks: %w", err)
+		}
+		return filepath.Join(home, ".local", "state", "mcpsign", "locks"), nil
+	}
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("no state directory for default locks: %w", err)
+	}
+	return filepath.Join(d, "mcpsign", "locks"), nil
+}
+
+// Resolved is one server's effective policy: the defaults, then the
+// server's own members over them.
+type Resolved struct {
+	Name       string
+	Trust      Trust
+	Identities []Identity
+	// Threshold is how many distinct identities must each have signed the
+	// same definitions (1 when not given).
+	Threshold        int
+	RequireTlog      bool
+	RequireTimestamp bool
+	// MaxBundleAge is the oldest verified signing time accepted; 0: any.
+	MaxBundleAge time.Duration
+	Bundle       Bundle
+	// Package is a purl the statement must bind; empty: none.
+	Package string
+	// Lock is the lock path; DefaultLock says it is the default, under the
+	// state directory (which may not exist yet).
+	Lock        string
+	DefaultLock bool
+	Mode        Mode
+	Unsigned    Unsigned
+	RollForward RollForward
+	Audit       string
+	Revoked     Revoked
+}
+
+// ResolveOptions control Resolve.
+type ResolveOptions struct {
+	// StateDir is where a default lock goes; empty means DefaultStateDir.
+	StateDir string
+}
+
+// Resolve returns the effective policy of the server name. A server the
+// file does not list is ErrNoServer; a server with no identity whose
+// policy refuses unsigned servers is ErrNoIdentity, with what to add.
+func (f *File) Resolve(name string, opts ResolveOptions) (*Resolved, error) {
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
+	s, ok := f.Servers[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s (it lists %s)", ErrNoServer, strconv.Quote(name), listNames(f.Names))
+	}
+	d := f.Defaults
+	r := &Resolved{Name: name, Trust: f.Trust, Revoked: f.Revoked,
+		Threshold: 1, Mode: ModeBlock, Unsigned: UnsignedRefuse, RollForward: RollForwardSigned}
+	r.Identities = d.Identities
+	if s.Identities != nil {
+		r.Identities = s.Identities
+	}
+	pick(&r.Threshold, d.Threshold, s.Threshold)
+	pick(&r.RequireTlog, d.RequireTlog, s.RequireTlog)
+	pick(&r.RequireTimestamp, d.RequireTimestamp, s.RequireTimestamp)
+	pick(&r.MaxBundleAge, d.MaxBundleAge, s.MaxBundleAge)
+	pick(&r.Bundle, d.Bundle, s.Bundle)
+	pick(&r.Package, d.Package, s.Package)
+	pick(&r.Mode, d.Mode, s.Mode)
+	pick(&r.Unsigned, d.Unsigned, s.Unsigned)
+	pick(&r.RollForward, d.RollForward, s.RollForward)
+	pick(&r.Audit, d.Audit, s.Audit)
+	if s.Lock != nil {
+		r.Lock = *s.Lock
+	} else {
+		// A lock in the defaults would be one file for every server: the
+		// parser refuses it, and the default is keyed by name.
+		dir := opts.StateDir
+		if dir == "" {
+			var err error
+			if dir, err = DefaultStateDir(); err != nil {
+				return nil, err
+			}
+		}
+		r.Lock, r.DefaultLock = filepath.Join(dir, name+".mcpsign.lock"), true
+	}
+	if len(r.Identities) == 0 && r.Unsigned == UnsignedRefuse {
+		return nil, fmt.Errorf("%w %s: the policy names no identity and refuses unsigned servers: add \"identities\" to servers.%s (or to defaults), or set \"unsigned\": \"tofu\" to pin it on first use",
+			ErrNoIdentity, strconv.Quote(name), name)
+	}
+	if r.Threshold > len(r.Identities) && len(r.Identities) > 0 {
+		return nil, fmt.Errorf("%w: server %s: threshold %d but only %d identities listed", ErrSyntax, strconv.Quote(name), r.Threshold, len(r.Identities))
+	}
+	if len(r.Identities) == 0 {
+		r.Threshold = 0
+	}
+	return r, nil
+}
+
+func pick[T any](dst *T, def, own *T) {
+	if def != nil {
+		*dst = *def
+	}
+	if own != nil {
+		*dst = *own
+	}
+}
+
+func listNames(names []string) string {
+	if len(names) == 0 {
+		return "no server"
+	}
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// RevokedError is a revoked item a lock or a bundle rests on.
+type RevokedError struct {
+	// What is "bundle", "definition" or "identity"; Value is its digest or
+	// identity.
+	What  string
+	Value string
+}
+
+func (e *RevokedError) Error() string {
+	return fmt.Sprintf("revoked %s %s (policy \"revoked\")", e.What, strconv.Quote(e.Value))
+}
+
+// Check returns a *RevokedError for the first of the approval's identity,
+// bundle digest and definition digests the policy revokes, nil if none.
+func (r Revoked) Check(identity, bundleDigest string, definitions []string) error {
+	if bundleDigest != "" && slices.Contains(r.Bundles, bundleDigest) {
+		return &RevokedError{"bundle", bundleDigest}
+	}
+	if identity != "" && slices.Contains(r.Identities, identity) {
+		return &RevokedError{"identity", identity}
+	}
+	for _, d := range definitions {
+		if slices.Contains(r.Definitions, d) {
+			return &RevokedError{"definition", d}
+		}
+	}
+	return nil
+}
+
+// ValidBundleURL reports whether s is an https URL with a host.
+func validBundleURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme == "https" && u.Host != "" && u.User == nil
+}

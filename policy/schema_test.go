@@ -1,0 +1,142 @@
+package policy
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// docsExamples returns every ```json block of docs/POLICY.md.
+func docsExamples(t *testing.T) []string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "POLICY.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	rest := string(doc)
+	for {
+		var ok bool
+		if _, rest, ok = strings.Cut(rest, "```json\n"); !ok {
+			break
+		}
+		var block string
+		block, rest, _ = strings.Cut(rest, "```")
+		out = append(out, block)
+	}
+	if len(out) == 0 {
+		t.Fatal("docs/POLICY.md has no json block")
+	}
+	return out
+}
+
+func schema(t *testing.T) (*jsonschema.Resolved, map[string]any) {
+	t.Helper()
+	data, err := os.ReadFile("schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	return rs, raw
+}
+
+// The examples of docs/POLICY.md, and the file 'policy init' writes, are
+// accepted by both the parser and the JSON Schema.
+func TestDocsExamples(t *testing.T) {
+	rs, _ := schema(t)
+	examples := append(docsExamples(t), string(InitTemplate()))
+	for i, ex := range examples {
+		if _, err := Parse([]byte(ex), "/etc/mcpsign/policy.json"); err != nil {
+			t.Errorf("example %d: parser: %v", i, err)
+		}
+		var inst any
+		if err := json.Unmarshal([]byte(ex), &inst); err != nil {
+			t.Fatal(err)
+		}
+		if err := rs.Validate(inst); err != nil {
+			t.Errorf("example %d: schema: %v", i, err)
+		}
+	}
+}
+
+// Documents the parser refuses are refused by the schema too (those the
+// schema can express).
+func TestSchemaRefuses(t *testing.T) {
+	rs, _ := schema(t)
+	for _, body := range []string{
+		`{"policyVersion":1}`,
+		`{` + base + `,"server":{}}`,
+		`{` + base + `,"servers":{"a":{"mdoe":"warn"}}}`,
+		`{` + base + `,"servers":{"../a":{}}}`,
+		`{` + base + `,"servers":{"a":{"mode":"off"}}}`,
+		`{` + base + `,"defaults":{"lock":"x"}}`,
+		`{` + base + `,"servers":{"a":{"identities":[{"method":"key","key":"k","issuer":"i"}]}}}`,
+		`{` + base + `,"servers":{"a":{"identities":[{"method":"sigstore","subject":"a"}]}}}`,
+		`{` + base + `,"revoked":{"bundles":["sha256:00"]}}`,
+		`{` + base + `,"servers":{"a":{"require":["tlog","tlog"]}}}`,
+	} {
+		var inst any
+		if err := json.Unmarshal([]byte(body), &inst); err != nil {
+			t.Fatal(err)
+		}
+		if rs.Validate(inst) == nil {
+			t.Errorf("schema accepts %s", body)
+		}
+		if _, err := Parse([]byte(body), "/p.json"); err == nil {
+			t.Errorf("parser accepts %s", body)
+		}
+	}
+}
+
+// The schema's property lists are the parser's member lists.
+func TestSchemaMembers(t *testing.T) {
+	_, raw := schema(t)
+	props := func(obj any) []string {
+		m := obj.(map[string]any)["properties"].(map[string]any)
+		var out []string
+		for k := range m {
+			out = append(out, k)
+		}
+		slices.Sort(out)
+		return out
+	}
+	defs := raw["$defs"].(map[string]any)
+	ids := defs["identity"].(map[string]any)["oneOf"].([]any)
+	noLock := slices.DeleteFunc(slices.Clone(serverMembers), func(s string) bool { return s == "lock" })
+	for _, c := range []struct {
+		name   string
+		schema any
+		parser []string
+	}{
+		{"top", raw, topMembers},
+		{"trust", defs["trust"], trustMembers},
+		{"tuf", defs["trust"].(map[string]any)["properties"].(map[string]any)["tuf"], tufMembers},
+		{"server", defs["server"], serverMembers},
+		{"defaults", defs["defaults"], noLock},
+		{"sigstore", ids[0], sigstoreMembers},
+		{"key", ids[1], keyMembers},
+		{"certificate", ids[2], certMembers},
+		{"revoked", defs["revoked"], revokedMembers},
+	} {
+		want := slices.Sorted(slices.Values(c.parser))
+		if got := props(c.schema); !slices.Equal(got, want) {
+			t.Errorf("%s: schema properties %v, parser members %v", c.name, got, want)
+		}
+	}
+}
