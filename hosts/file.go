@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"time"
 
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
@@ -41,18 +43,22 @@ func Load(ctx context.Context, h Host, path string) (*Config, error) {
 // Save replaces c's file with data, atomically, keeping the file's mode. It
 // holds an exclusive lock on the file's directory while it checks that the
 // file still holds what Load read and writes, refuses a symbolic link
-// (ErrSymlink), and writes nothing when data is what the file holds. No
-// backup is written: Unwrap is Wrap's exact inverse.
-func (c *Config) Save(ctx context.Context, data []byte) error {
+// (ErrSymlink), and writes nothing when data is what the file holds.
+// Before it replaces the file it writes the bytes it held to a timestamped
+// backup beside it (BackupPath), with the file's mode: Unwrap is Wrap's
+// exact inverse, but a host config is the user's, and one whose edits
+// between the two are lost should still be at hand. It returns the
+// backup's path ("" when nothing was written).
+func (c *Config) Save(ctx context.Context, data []byte) (backup string, err error) {
 	if bytes.Equal(data, c.data) {
-		return nil
+		return "", nil
 	}
 	if _, err := Parse(c.Host, c.Path, data); err != nil {
-		return fmt.Errorf("internal error: the edited file does not parse: %w", err)
+		return "", fmt.Errorf("internal error: the edited file does not parse: %w", err)
 	}
 	path := c.Path
 	dir := filepath.Dir(path)
-	return filelock.With(ctx, dir, "another mcpsign is editing "+textsafe.Escape(path), func() error {
+	err = filelock.With(ctx, dir, "another mcpsign is editing "+textsafe.Escape(path), func() error {
 		fi, err := os.Lstat(path)
 		if err != nil {
 			return err
@@ -70,6 +76,29 @@ func (c *Config) Save(ctx context.Context, data []byte) error {
 		if !bytes.Equal(now, c.data) {
 			return fmt.Errorf("%s: %w", textsafe.Escape(path), ErrChanged)
 		}
+		for i := 0; ; i++ {
+			b := BackupPath(path, time.Now(), i)
+			err := atomicfile.Write(b, c.data, atomicfile.Options{Perm: fi.Mode().Perm()})
+			if errors.Is(err, atomicfile.ErrExists) && i < 100 {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("writing the backup of %s: %w", textsafe.Escape(path), err)
+			}
+			backup = b
+			break
+		}
 		return atomicfile.Write(path, data, atomicfile.Options{Perm: fi.Mode().Perm(), Overwrite: true})
 	})
+	return backup, err
+}
+
+// BackupPath is the backup Save writes of path at time t: PATH.mcpsign-
+// backup-YYYYMMDDTHHMMSSZ, with "-N" added for the Nth of one second.
+func BackupPath(path string, t time.Time, n int) string {
+	b := path + ".mcpsign-backup-" + t.UTC().Format("20060102T150405Z")
+	if n > 0 {
+		b += "-" + strconv.Itoa(n)
+	}
+	return b
 }

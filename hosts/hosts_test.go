@@ -410,8 +410,16 @@ func TestSave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Save(ctx, out); err != nil {
+	held, _ := os.ReadFile(path)
+	backup, err := c.Save(ctx, out)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(backup); err != nil || !bytes.Equal(b, held) {
+		t.Errorf("backup %s: %v, holds the original %v", backup, err, bytes.Equal(b, held))
+	}
+	if bfi, err := os.Stat(backup); err != nil || bfi.Mode().Perm() != 0o600 {
+		t.Errorf("backup mode: %v %v", bfi, err)
 	}
 	fi, _ := os.Stat(path)
 	got, _ := os.ReadFile(path)
@@ -419,7 +427,7 @@ func TestSave(t *testing.T) {
 		t.Errorf("saved mode %v, content equal %v", fi.Mode().Perm(), bytes.Equal(got, out))
 	}
 	// c read the original: the file changed since, so Save refuses.
-	if err := c.Save(ctx, out); !errors.Is(err, ErrChanged) {
+	if _, err := c.Save(ctx, out); !errors.Is(err, ErrChanged) {
 		t.Errorf("stale save: %v, want ErrChanged", err)
 	}
 	// A symbolic link is not written through.
@@ -432,7 +440,7 @@ func TestSave(t *testing.T) {
 		t.Fatal(err)
 	}
 	un, _, _ := lc.Unwrap(nil)
-	if err := lc.Save(ctx, un); !errors.Is(err, ErrSymlink) {
+	if _, err := lc.Save(ctx, un); !errors.Is(err, ErrSymlink) {
 		t.Errorf("save through a symlink: %v, want ErrSymlink", err)
 	}
 	if now, _ := os.ReadFile(path); !bytes.Equal(now, out) {

@@ -438,5 +438,12 @@ func editFile(cmd *cobra.Command, a *app, hf hostFile, wrap bool, opts hosts.Wra
 		}
 		return nil
 	}
-	return c.Save(cmd.Context(), data)
+	backup, err := c.Save(cmd.Context(), data)
+	if err != nil {
+		return err
+	}
+	if backup != "" {
+		fmt.Fprintf(a.stderr, "mcpsign: the file as it was is kept in %s\n", textsafe.Escape(backup))
+	}
+	return nil
 }
