@@ -105,16 +105,7 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 			if pr != nil {
 				if rerr := lockRevoked(pr, lock); rerr != nil {
 					// Blocked at start, before the server runs, whatever --fail-on says.
-					rep := revokedReport(vp.Lock, rerr)
-					if asJSON {
-						err = pin.WriteReportJSON(a.stdout, rep, failOn)
-					} else {
-						err = pin.WriteReportText(a.stdout, rep)
-					}
-					if err != nil {
-						return err
-					}
-					if err := appendStepSummary(a, rep, failOn); err != nil {
+					if err := writePinReport(a, revokedReport(vp.Lock, rerr), asJSON, failOn); err != nil {
 						return err
 					}
 					return silentExit(exitFailed)
@@ -126,15 +117,7 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 			}
 			rep := lock.Check(snap)
 			rep.Lock = vp.Lock
-			if asJSON {
-				err = pin.WriteReportJSON(a.stdout, rep, failOn)
-			} else {
-				err = pin.WriteReportText(a.stdout, rep)
-			}
-			if err != nil {
-				return err
-			}
-			if err := appendStepSummary(a, rep, failOn); err != nil {
+			if err := writePinReport(a, rep, asJSON, failOn); err != nil {
 				return err
 			}
 			if rep.Failed(failOn) {
@@ -177,4 +160,19 @@ func appendStepSummary(a *app, rep *pin.Report, failOn pin.FailOn) error {
 		return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
 	}
 	return f.Close()
+}
+
+// writePinReport writes a verify-pin report on stdout, as text or JSON, and
+// to the GitHub step summary when there is one.
+func writePinReport(a *app, rep *pin.Report, asJSON bool, failOn pin.FailOn) error {
+	var err error
+	if asJSON {
+		err = pin.WriteReportJSON(a.stdout, rep, failOn)
+	} else {
+		err = pin.WriteReportText(a.stdout, rep)
+	}
+	if err != nil {
+		return err
+	}
+	return appendStepSummary(a, rep, failOn)
 }
