@@ -558,6 +558,13 @@ func (r *relay) fromServer(m *inbound) {
 	if r.blocked != nil {
 		return
 	}
+	if m.perr != nil {
+		// A protocol violation is not held behind a check: it blocks now
+		// (a check waiting for an answer the violation carried would
+		// otherwise wait for its timeout).
+		r.block(&BlockedError{What: "a message from the server", Err: m.perr})
+		return
+	}
 	if r.gateClosed() && !(m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindRequest && passesCheck(m.env.Method) && len(r.heldServer) == 0) {
 		r.hold(&r.heldServer, m)
 		return
@@ -1015,6 +1022,12 @@ func (r *relay) block(b *BlockedError) {
 	r.blockMsg, r.blockData = msg, data
 	if b.subjectID != nil {
 		r.answer(b.subjectID, BlockedCode, msg, data)
+	}
+	if t := r.running; t != nil && t.subjID != nil && !bytes.Equal(t.subjID, b.subjectID) {
+		// The request whose held answer a running check is about is
+		// answered here: the check's own end finds the session blocked
+		// and answers nothing.
+		r.answer(t.subjID, BlockedCode, msg, data)
 	}
 	r.pending.Drain(func(id []byte, _ *pendingReq) {
 		r.answer(id, BlockedCode, msg, data)
