@@ -156,6 +156,10 @@ const (
 	FailOnNever FailOn = "never"
 )
 
+// ErrFailOn is the error of ParseFailOn and ParseDiffFailOn for a word they
+// do not know.
+var ErrFailOn = errors.New("unknown failure threshold")
+
 // ParseFailOn reads a --fail-on value of verify-pin: drift, capability or
 // never; any and none (diff's words) are aliases of drift and never.
 func ParseFailOn(s string) (FailOn, error) {
@@ -167,7 +171,7 @@ func ParseFailOn(s string) (FailOn, error) {
 	case "none":
 		return FailOnNever, nil
 	}
-	return "", fmt.Errorf("--fail-on %s: want drift (or any), capability or never (or none)", strconv.Quote(s))
+	return "", fmt.Errorf("%w %s: want drift (or any), capability or never (or none)", ErrFailOn, strconv.Quote(s))
 }
 
 // Failed reports whether the report fails under f.

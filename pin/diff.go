@@ -167,7 +167,7 @@ func ParseDiffFailOn(s string) (DiffFailOn, error) {
 	case "none":
 		return DiffFailOnNone, nil
 	}
-	return "", fmt.Errorf("--fail-on %s: want drift (or any), breaking, capability or never (or none)", strconv.Quote(s))
+	return "", fmt.Errorf("%w %s: want drift (or any), breaking, capability or never (or none)", ErrFailOn, strconv.Quote(s))
 }
 
 // Failed reports whether the diff fails under f.

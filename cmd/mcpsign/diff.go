@@ -66,7 +66,7 @@ usage, an unreadable side, or a server that could not be read.`,
 			}
 			failOn, err := pin.ParseDiffFailOn(do.FailOn)
 			if err != nil {
-				return err
+				return fmt.Errorf("--fail-on: %w", err)
 			}
 			if cmd.ArgsLenAtDash() >= 0 {
 				return errors.New("diff takes two sides and no --: quote a server command line as one argument")

@@ -71,7 +71,7 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 			}
 			failOn, err := pin.ParseFailOn(vp.FailOn)
 			if err != nil {
-				return err
+				return fmt.Errorf("--fail-on: %w", err)
 			}
 			var pr *policy.Resolved
 			if pol.File != "" {

@@ -48,7 +48,7 @@ func Check(path string, opts Options) error {
 			return fmt.Errorf("%s: %w", path, ErrIsDirectory)
 		}
 		if !opts.Overwrite {
-			return fmt.Errorf("%s: %w (pass --force to replace it)", path, ErrExists)
+			return fmt.Errorf("%s: %w", path, ErrExists)
 		}
 	}
 	dir := filepath.Dir(path)
@@ -82,7 +82,7 @@ func Write(path string, data []byte, opts Options) (err error) {
 	}
 	if !opts.Overwrite {
 		if _, err := os.Lstat(path); err == nil {
-			return fmt.Errorf("%s: %w (pass --force to replace it)", path, ErrExists)
+			return fmt.Errorf("%s: %w", path, ErrExists)
 		}
 	}
 	dir := filepath.Dir(path)
@@ -112,7 +112,7 @@ func Write(path string, data []byte, opts Options) (err error) {
 		// Link fails if the target appeared meanwhile: no silent replace.
 		if err = os.Link(tmp.Name(), path); err != nil {
 			if errors.Is(err, fs.ErrExist) {
-				err = fmt.Errorf("%s: %w (pass --force to replace it)", path, ErrExists)
+				err = fmt.Errorf("%s: %w", path, ErrExists)
 			} else {
 				err = fmt.Errorf("writing %s: %w", path, cause(err))
 			}
