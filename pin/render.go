@@ -143,7 +143,7 @@ func WriteReportMarkdown(w io.Writer, r *Report, f FailOn) error {
 	} else if n := r.Errors(); n > 0 {
 		verdict = "❌ drift: " + plural(n, "error")
 		if !r.Failed(f) {
-			verdict += fmt.Sprintf(" (not failing: --fail-on %s)", f)
+			verdict += fmt.Sprintf(" (not failing: the threshold is %s)", f)
 		}
 	}
 	e.printf("### mcpsign verify-pin: %s\n\n", verdict)

@@ -95,7 +95,7 @@ func NewLockPolicy(path string, opts LockOptions) (*LockPolicy, error) {
 		p.hold(l, time.Time{})
 	case errors.Is(err, fs.ErrNotExist) && (opts.Verify != nil || opts.TOFU):
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("%w at %s: give --bundle with the verify flags for a signed first use, or --tofu to trust the first definitions seen", ErrNoLock, path)
+		return nil, fmt.Errorf("%w at %s: nothing approves a first use (neither a verifier for a signed one nor trust on first use was given)", ErrNoLock, path)
 	default:
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 		return p.refuse(rep, "roll-forward is manual: a change waits for a person's review, signed or not; approve it with 'mcpsign approve' and restart the proxy"), nil
 	}
 	if p.opts.Verify == nil {
-		return p.refuse(rep, "no --bundle was given: only a signed update can change the pinned definitions"), nil
+		return p.refuse(rep, "no bundle was given to verify with: only a signed update can change the pinned definitions"), nil
 	}
 	switch p.cur.Approval.Method {
 	case pin.MethodTOFU:
@@ -230,7 +230,7 @@ func (p *LockPolicy) adopt(ctx context.Context, rep *pin.Report, disk *pin.Lock,
 		return p.refuseChanged(rep, fmt.Sprintf("it does not approve the server's definitions either (%d drift finding(s))", r.Errors()))
 	}
 	if p.opts.Verify == nil {
-		return p.refuseChanged(rep, "no --bundle was given to verify the approval it records")
+		return p.refuseChanged(rep, "no bundle was given to verify the approval it records")
 	}
 	v, err := p.verify(ctx, snap)
 	if err != nil {

@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -27,7 +28,11 @@ import (
 func main() {
 	cfg, err := proxycmd.ConfigFromEnv()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "mcpsign: %s\n", textsafe.Escape(err.Error()))
+		msg := err.Error()
+		if errors.Is(err, proxycmd.ErrNotHandedOver) {
+			msg += ": run 'mcpsign proxy --help'"
+		}
+		fmt.Fprintf(os.Stderr, "mcpsign: %s\n", textsafe.Escape(msg))
 		os.Exit(proxycmd.ExitError)
 	}
 	var verify proxy.VerifyFunc

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -157,6 +158,13 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 // non-nil: it verifies through 'mcpsign proxy-verify' with the same flags),
 // else runs the proxy in this process.
 func startProxy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.VerifyFunc) error {
+	if vf == nil && !cfg.TOFU {
+		// Said here, with the flags, before the hand-over: the proxy's own
+		// refusal (proxy.ErrNoLock) names none.
+		if _, err := os.Stat(cfg.Lock); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w at %s: give --bundle with the verify flags for a signed first use, or --tofu to trust the first definitions seen", proxy.ErrNoLock, cfg.Lock)
+		}
+	}
 	if a.handOverProxy != nil {
 		var verifyArgs []string
 		if vf != nil {

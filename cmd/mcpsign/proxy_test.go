@@ -87,7 +87,7 @@ func TestProxyCommand(t *testing.T) {
 	calls := filepath.Join(dir, "calls.log")
 
 	// No lock and neither --tofu nor --bundle: refused before the server starts.
-	if code, _, stderr := runCLI(t, "proxy", "--lock", lock, "--", server); code != 2 || !strings.Contains(stderr, lock) {
+	if code, _, stderr := runCLI(t, "proxy", "--lock", lock, "--", server); code != 2 || !strings.Contains(stderr, lock) || !strings.Contains(stderr, "--tofu") {
 		t.Fatalf("missing lock: exit %d, stderr %q", code, stderr)
 	}
 	if code, _, stderr := runCLI(t, "proxy", "--lock", lock, "--tofu", server); code != 2 || !strings.Contains(stderr, "after --") {

@@ -74,6 +74,14 @@ type Config struct {
 	VerifyCommand []string `json:"verifyCommand,omitempty"`
 }
 
+// Errors of a configuration that 'mcpsign proxy' would not hand over (it
+// checks its flags first, and names them); the CLIs add their hints.
+var (
+	ErrNoCommand     = errors.New("the configuration names no server command")
+	ErrNoLockFile    = errors.New("the configuration names no lock file to enforce")
+	ErrNotHandedOver = errors.New(ExecutableName + " is started by 'mcpsign proxy', not by hand")
+)
+
 // Run runs the proxy of cfg and returns the exit code: 0 when the session
 // ended, 42 when changed definitions were blocked, 2 on any other error
 // (printed to stderr, escaped, after "mcpsign: "). verify approves
@@ -89,10 +97,10 @@ func Run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 
 func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	if len(cfg.Command) == 0 {
-		return ExitError, errors.New("give the server command after --: mcpsign proxy --lock FILE -- CMD [ARGS...]")
+		return ExitError, ErrNoCommand
 	}
 	if cfg.Lock == "" {
-		return ExitError, errors.New("--lock FILE is required: the lock to enforce (written on first use with --bundle or --tofu)")
+		return ExitError, ErrNoLockFile
 	}
 	switch cfg.Mode {
 	case "", ModeBlock, ModeWarn:
@@ -155,7 +163,7 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 func ConfigFromEnv() (*Config, error) {
 	data, ok := os.LookupEnv(EnvConfig)
 	if !ok {
-		return nil, fmt.Errorf("%s is started by 'mcpsign proxy', not by hand: run 'mcpsign proxy --help'", ExecutableName)
+		return nil, ErrNotHandedOver
 	}
 	if err := os.Unsetenv(EnvConfig); err != nil {
 		return nil, err

@@ -70,9 +70,9 @@ func TestRunRefuses(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"no command", Config{Lock: "x.lock"}, "give the server command after --"},
-		{"no lock flag", Config{Command: server}, "--lock FILE is required"},
-		{"no lock file", Config{Lock: filepath.Join(dir, "missing.lock"), Command: server}, "--tofu"},
+		{"no command", Config{Lock: "x.lock"}, ErrNoCommand.Error()},
+		{"no lock flag", Config{Command: server}, ErrNoLockFile.Error()},
+		{"no lock file", Config{Lock: filepath.Join(dir, "missing.lock"), Command: server}, "nothing approves a first use"},
 		{"a bad lock", Config{Lock: edited, Command: server}, edited},
 	}
 	for _, tc := range tests {
