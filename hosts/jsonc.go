@@ -133,44 +133,13 @@ func (d *jsonDoc) servers() []Server {
 
 func (d *jsonDoc) bytes() []byte { return d.root.Pack() }
 
-func (d *jsonDoc) wrap(opts WrapOptions, sel func(Server) bool) ([]Change, error) {
-	var out []Change
-	for _, e := range d.entries {
-		if !sel(e.srv) {
-			continue
-		}
-		if c := notEnforced(e.srv); c != nil {
-			out = append(out, *c)
-			continue
-		}
-		if e.srv.Wrapped != nil {
-			out = append(out, Change{Server: e.srv, Action: ActAlreadyWrapped})
-			continue
-		}
-		wrapJSON(e, opts.Self, wrapPrefix(opts.Policy, e.srv.Name))
-		out = append(out, Change{Server: e.srv, Action: ActWrapped})
-	}
-	return out, nil
+func (d *jsonDoc) wrapEntry(i int, self string, prefix []string) {
+	wrapJSON(d.entries[i], self, prefix)
 }
 
-func (d *jsonDoc) unwrap(sel func(Server) bool) ([]Change, error) {
-	var out []Change
-	for _, e := range d.entries {
-		if !sel(e.srv) {
-			continue
-		}
-		if c := notEnforced(e.srv); c != nil {
-			out = append(out, *c)
-			continue
-		}
-		if e.srv.Wrapped == nil {
-			out = append(out, Change{Server: e.srv, Action: ActNotWrapped})
-			continue
-		}
-		unwrapJSON(e)
-		out = append(out, Change{Server: e.srv, Action: ActUnwrapped})
-	}
-	return out, nil
+func (d *jsonDoc) unwrapEntry(i int) string {
+	unwrapJSON(d.entries[i])
+	return ""
 }
 
 // The layouts of the elements wrap inserts when the entry had no "args"
