@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -31,8 +32,9 @@ type Host struct {
 	// RemoteKeys are the members that give a remote server's URL.
 	RemoteKeys []string
 	// User are the user-level files per GOOS, as templates: "~" is the home
-	// directory, "%APPDATA%" the Windows roaming application data directory
-	// and "$XDG_CONFIG_HOME" the XDG configuration directory.
+	// directory, "%APPDATA%" the Windows roaming application data directory,
+	// "$XDG_CONFIG_HOME" the XDG configuration directory and "$CODEX_HOME"
+	// Codex's home (Env).
 	User map[string][]string
 	// Project are the project files, relative to the project directory.
 	Project []string
@@ -106,7 +108,9 @@ var table = []Host{
 		Name: "codex", Display: "Codex", Format: TOML,
 		Maps:       [][]string{{"mcp_servers"}},
 		RemoteKeys: []string{"url"},
-		User:       map[string][]string{anyOS: {"~/.codex/config.toml"}},
+		User:       map[string][]string{anyOS: {"$CODEX_HOME/config.toml"}},
+		// Codex reads a project's .codex/config.toml in trusted projects.
+		Project: []string{".codex/config.toml"},
 	},
 }
 
@@ -137,43 +141,69 @@ type Env struct {
 	AppData string
 	// XDGConfigHome is $XDG_CONFIG_HOME; empty means Home/.config.
 	XDGConfigHome string
+	// CodexHome is $CODEX_HOME, Codex's home directory; empty means
+	// Home/.codex, as for Codex. A relative one is relative to the current
+	// directory, as for Codex.
+	CodexHome string
 	// Dir is the project directory for project files; empty means none.
 	Dir string
 }
 
 // Paths returns the configuration files of h under env: its user files,
-// then its project files. They need not exist.
+// then its project files, each once. They need not exist.
 func (h Host) Paths(env Env) []string {
 	var out []string
+	add := func(p string) {
+		p = filepath.Clean(p)
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
 	tmpls := h.User[env.GOOS]
 	if t, ok := h.User[anyOS]; ok {
 		tmpls = t
 	}
-	appData := env.AppData
-	if appData == "" {
-		appData = filepath.Join(env.Home, "AppData", "Roaming")
-	}
-	xdg := env.XDGConfigHome
-	if xdg == "" {
-		xdg = filepath.Join(env.Home, ".config")
+	roots := []struct{ token, dir string }{
+		{"~/", env.Home},
+		{"%APPDATA%/", or(env.AppData, filepath.Join(env.Home, "AppData", "Roaming"))},
+		{"$XDG_CONFIG_HOME/", or(env.XDGConfigHome, filepath.Join(env.Home, ".config"))},
+		{"$CODEX_HOME/", or(env.CodexHome, filepath.Join(env.Home, ".codex"))},
 	}
 	for _, t := range tmpls {
-		switch {
-		case strings.HasPrefix(t, "~/"):
-			t = filepath.Join(env.Home, filepath.FromSlash(t[2:]))
-		case strings.HasPrefix(t, "%APPDATA%/"):
-			t = filepath.Join(appData, filepath.FromSlash(t[len("%APPDATA%/"):]))
-		case strings.HasPrefix(t, "$XDG_CONFIG_HOME/"):
-			t = filepath.Join(xdg, filepath.FromSlash(t[len("$XDG_CONFIG_HOME/"):]))
+		for _, r := range roots {
+			if rest, ok := strings.CutPrefix(t, r.token); ok {
+				t = filepath.Join(r.dir, filepath.FromSlash(rest))
+				break
+			}
 		}
-		out = append(out, t)
+		add(t)
 	}
 	if env.Dir != "" {
 		for _, p := range h.Project {
-			out = append(out, filepath.Join(env.Dir, filepath.FromSlash(p)))
+			add(filepath.Join(env.Dir, filepath.FromSlash(p)))
 		}
 	}
 	return out
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Infer returns the host path is a file of under env (one of its Paths),
+// or else the one Infer tells from its name: $CODEX_HOME/config.toml is
+// Codex's whatever the directory is called.
+func (env Env) Infer(path string) (Host, bool) {
+	p := filepath.Clean(path)
+	for _, h := range table {
+		if slices.Contains(h.Paths(env), p) {
+			return h, true
+		}
+	}
+	return Infer(path)
 }
 
 // Infer returns the host whose files are named like path: by the file's
