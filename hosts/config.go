@@ -122,7 +122,7 @@ func Parse(h Host, path string, data []byte) (*Config, error) {
 	case TOML:
 		d, err = parseTOML(h, data)
 	default:
-		d, err = parseJSON(h, data)
+		d, err = parseJSON(h, h.MapsFor(path), data)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrParse, err)

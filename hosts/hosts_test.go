@@ -458,7 +458,10 @@ func TestPaths(t *testing.T) {
 	}{
 		{"claude-desktop", mac, []string{"/Users/me/Library/Application Support/Claude/claude_desktop_config.json"}},
 		{"claude-desktop", with(mac, func(e *Env) { e.GOOS = "linux" }), []string{"/Users/me/.config/Claude/claude_desktop_config.json"}},
-		{"vscode", with(mac, func(e *Env) { e.GOOS = "linux" }), []string{"/Users/me/.config/Code/User/mcp.json", "/src/app/.vscode/mcp.json"}},
+		{"vscode", with(mac, func(e *Env) { e.GOOS = "linux" }), []string{"/Users/me/.config/Code/User/mcp.json", "/Users/me/.config/Code/User/settings.json", "/src/app/.vscode/mcp.json", "/src/app/.vscode/settings.json"}},
+		{"vscode", mac, []string{"/Users/me/Library/Application Support/Code/User/mcp.json", "/Users/me/Library/Application Support/Code/User/settings.json", "/src/app/.vscode/mcp.json", "/src/app/.vscode/settings.json"}},
+		{"vscode", with(mac, func(e *Env) { e.GOOS, e.AppData, e.Dir = "windows", "/c/AppData/Roaming", "" }), []string{"/c/AppData/Roaming/Code/User/mcp.json", "/c/AppData/Roaming/Code/User/settings.json"}},
+		{"vscode", with(mac, func(e *Env) { e.GOOS, e.XDGConfigHome, e.Dir = "linux", "/xdg", "" }), []string{"/xdg/Code/User/mcp.json", "/xdg/Code/User/settings.json"}},
 		{"claude-code", with(mac, func(e *Env) { e.GOOS, e.AppData = "windows", `C:\AppData` }), []string{"/Users/me/.claude.json", "/src/app/.mcp.json"}},
 		// Codex: $CODEX_HOME/config.toml, ~/.codex by default, then the
 		// project's .codex/config.toml.

@@ -26,7 +26,8 @@ type jsonEntry struct {
 	cmdKey string
 }
 
-func parseJSON(h Host, data []byte) (document, error) {
+// parseJSON reads data as h's file whose servers are in the maps at paths.
+func parseJSON(h Host, paths [][]string, data []byte) (document, error) {
 	root, err := hujson.Parse(data)
 	if err != nil {
 		return nil, err
@@ -35,7 +36,7 @@ func parseJSON(h Host, data []byte) (document, error) {
 		return nil, fmt.Errorf("the top level is not an object")
 	}
 	d := &jsonDoc{host: h, root: root}
-	for _, path := range h.Maps {
+	for _, path := range paths {
 		if err := d.collect(&root, path, ""); err != nil {
 			return nil, err
 		}

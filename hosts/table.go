@@ -29,6 +29,10 @@ type Host struct {
 	// members are servers; "*" matches every member (Claude Code's
 	// projects.*.mcpServers).
 	Maps [][]string
+	// FileMaps replaces Maps for the host's files of a given base name
+	// (VS Code keeps servers under "servers" in mcp.json and under
+	// "mcp"."servers" in settings.json).
+	FileMaps map[string][][]string
 	// RemoteKeys are the members that give a remote server's URL.
 	RemoteKeys []string
 	// User are the user-level files per GOOS, as templates: "~" is the home
@@ -64,14 +68,21 @@ var table = []Host{
 	},
 	{
 		Name: "vscode", Display: "VS Code", Format: JSONC,
-		Maps:       [][]string{{"servers"}},
+		// VS Code moves "mcpServers" into "servers" and runs both.
+		Maps: [][]string{{"servers"}, {"mcpServers"}},
+		// VS Code before 1.102 reads servers from the "mcp" setting (later
+		// ones move them to mcp.json); its settings reader splits dotted
+		// member names, so "mcp.servers" is that map too.
+		FileMaps: map[string][][]string{
+			"settings.json": {{"mcp", "servers"}, {"mcp", "mcpServers"}, {"mcp.servers"}},
+		},
 		RemoteKeys: []string{"url"},
 		User: map[string][]string{
-			"darwin":  {"~/Library/Application Support/Code/User/mcp.json"},
-			"windows": {"%APPDATA%/Code/User/mcp.json"},
-			"linux":   {"$XDG_CONFIG_HOME/Code/User/mcp.json"},
+			"darwin":  {"~/Library/Application Support/Code/User/mcp.json", "~/Library/Application Support/Code/User/settings.json"},
+			"windows": {"%APPDATA%/Code/User/mcp.json", "%APPDATA%/Code/User/settings.json"},
+			"linux":   {"$XDG_CONFIG_HOME/Code/User/mcp.json", "$XDG_CONFIG_HOME/Code/User/settings.json"},
 		},
-		Project: []string{".vscode/mcp.json"},
+		Project: []string{".vscode/mcp.json", ".vscode/settings.json"},
 	},
 	{
 		Name: "cursor", Display: "Cursor", Format: JSONC,
@@ -112,6 +123,15 @@ var table = []Host{
 		// Codex reads a project's .codex/config.toml in trusted projects.
 		Project: []string{".codex/config.toml"},
 	},
+}
+
+// MapsFor returns the paths of the server maps in h's file at path: by its
+// base name, FileMaps or else Maps.
+func (h Host) MapsFor(path string) [][]string {
+	if m, ok := h.FileMaps[filepath.Base(path)]; ok {
+		return m
+	}
+	return h.Maps
 }
 
 // Hosts returns every known host, in a fixed order.
@@ -207,7 +227,8 @@ func (env Env) Infer(path string) (Host, bool) {
 }
 
 // Infer returns the host whose files are named like path: by the file's
-// name and, where names are shared (mcp.json, settings.json), its directory.
+// name and, where names are shared (mcp.json, settings.json), its directory
+// (for VS Code's user settings.json, Code/User/).
 func Infer(path string) (Host, bool) {
 	base := filepath.Base(path)
 	parent := filepath.Base(filepath.Dir(path))
@@ -236,6 +257,12 @@ func Infer(path string) (Host, bool) {
 			name = "zed"
 		case ".gemini":
 			name = "gemini"
+		case ".vscode":
+			name = "vscode"
+		case "User":
+			if filepath.Base(filepath.Dir(filepath.Dir(path))) == "Code" {
+				name = "vscode"
+			}
 		}
 	}
 	if name == "" {

@@ -49,8 +49,8 @@ policy file, or take it out again.
 
 Without --config, the user files of every host (or of --host) are read, and
 the project files of the current directory (.mcp.json, .vscode/mcp.json,
-.cursor/mcp.json, .zed/settings.json, .gemini/settings.json,
-.codex/config.toml); Codex's user file is
+.vscode/settings.json, .cursor/mcp.json, .zed/settings.json,
+.gemini/settings.json, .codex/config.toml); Codex's user file is
 $CODEX_HOME/config.toml (~/.codex by default). Edits keep comments and
 layout, are atomic and keep the file's mode; unwrap is wrap's exact inverse,
 and the file as it was is kept in a timestamped backup beside it. Remote

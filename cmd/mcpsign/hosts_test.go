@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -221,5 +222,68 @@ func TestHostsCodexHome(t *testing.T) {
 	// Without CODEX_HOME, a config.toml outside .codex/ names no host.
 	if code, _, stderr := runHosts(t, home, "hosts", "list", "--config", filepath.Join(codexHome, "config.toml")); code != 2 || !strings.Contains(stderr, "add --host") {
 		t.Errorf("config.toml outside CODEX_HOME: %d %s", code, stderr)
+	}
+}
+
+// TestHostsVSCodeSettings: VS Code's user settings.json is found under
+// HOME, its "mcp" servers are listed, --dry-run changes nothing, and wrap,
+// wrap again and unwrap write hosts' golden files byte for byte.
+func TestHostsVSCodeSettings(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the user settings.json is under $XDG_CONFIG_HOME on Linux only")
+	}
+	golden := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join("..", "..", "hosts", "testdata", "golden", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	home := t.TempDir()
+	settings := filepath.Join(home, ".config", "Code", "User", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(settings), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	orig := golden("vscode-settings.json")
+	if err := os.WriteFile(settings, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pol := filepath.Join(home, "policy.json")
+	if err := os.WriteFile(pol, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The golden file was wrapped with this policy path and binary.
+	want := bytes.ReplaceAll(golden("vscode-settings.wrapped.json"), []byte("/etc/mcpsign/policy.json"), []byte(pol))
+	const self = "/opt/mcpsign/bin/mcpsign"
+	read := func() []byte {
+		b, err := os.ReadFile(settings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+
+	code, out, stderr := runHosts(t, home, "hosts", "list", "--host", "vscode")
+	if code != 0 || !strings.Contains(out, settings+" (vscode)") || !strings.Contains(out, `"notes" (mcp.servers): stdio, NOT WRAPPED`) ||
+		!strings.Contains(out, `"github" (mcp.servers): remote`) {
+		t.Fatalf("list: %d %s %s", code, out, stderr)
+	}
+
+	code, out, stderr = runHosts(t, home, "hosts", "wrap", "--host", "vscode", "--policy", pol, "--mcpsign-path", self, "--dry-run")
+	if code != 0 || !bytes.Equal(read(), orig) {
+		t.Fatalf("--dry-run: %d %s, file unchanged %v", code, stderr, bytes.Equal(read(), orig))
+	}
+	if !strings.Contains(out, `+			"time": {"command": "/opt/mcpsign/bin/mcpsign", "args": ["proxy","--policy","`+pol) {
+		t.Errorf("--dry-run diff:\n%s", out)
+	}
+
+	if code, _, stderr := runHosts(t, home, "hosts", "wrap", "--host", "vscode", "--policy", pol, "--mcpsign-path", self); code != 0 || !bytes.Equal(read(), want) {
+		t.Fatalf("wrap: %d %s\n%s", code, stderr, read())
+	}
+	if code, out, _ := runHosts(t, home, "hosts", "wrap", "--config", settings, "--policy", pol, "--mcpsign-path", self); code != 0 || !bytes.Equal(read(), want) || !strings.Contains(out, "already wrapped") {
+		t.Errorf("second wrap: %d %s", code, out)
+	}
+	if code, _, stderr := runHosts(t, home, "hosts", "unwrap", "--host", "vscode"); code != 0 || !bytes.Equal(read(), orig) {
+		t.Errorf("unwrap: %d %s\n%s", code, stderr, read())
 	}
 }
