@@ -130,7 +130,8 @@ func Parse(h Host, path string, data []byte) (*Config, error) {
 	return &Config{Host: h, Path: path, data: data, doc: d}, nil
 }
 
-// Servers returns the file's entries, in file order.
+// Servers returns the file's entries: map by map in the order of the
+// host's maps (Host.MapsFor), each in file order.
 func (c *Config) Servers() []Server { return c.doc.servers() }
 
 // Original returns the bytes Parse read.
