@@ -97,13 +97,17 @@ type Config struct {
 	doc  document
 }
 
-// document is one file format's reader and editor.
+// document is one file format's reader and editor. Config.edit decides
+// what happens to each entry; a document only makes the edit.
 type document interface {
 	servers() []Server
-	// wrap wraps the entries selected; unwrap unwraps them. Both edit
-	// the document and report each selected entry.
-	wrap(opts WrapOptions, sel func(Server) bool) ([]Change, error)
-	unwrap(sel func(Server) bool) ([]Change, error)
+	// wrapEntry puts entry i, a stdio entry that is not wrapped and has
+	// no Problem, behind the proxy: self, then prefix, then its command
+	// line.
+	wrapEntry(i int, self string, prefix []string)
+	// unwrapEntry restores the command line of entry i, a wrapped entry;
+	// it returns why it could not, or "" when it did.
+	unwrapEntry(i int) (reason string)
 	bytes() []byte
 }
 
@@ -118,7 +122,7 @@ func Parse(h Host, path string, data []byte) (*Config, error) {
 	case TOML:
 		d, err = parseTOML(h, data)
 	default:
-		d, err = parseJSON(h, data)
+		d, err = parseJSON(h, h.MapsFor(path), data)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrParse, err)
@@ -126,7 +130,8 @@ func Parse(h Host, path string, data []byte) (*Config, error) {
 	return &Config{Host: h, Path: path, data: data, doc: d}, nil
 }
 
-// Servers returns the file's entries, in file order.
+// Servers returns the file's entries: map by map in the order of the
+// host's maps (Host.MapsFor), each in file order.
 func (c *Config) Servers() []Server { return c.doc.servers() }
 
 // Original returns the bytes Parse read.
@@ -140,26 +145,20 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 	if opts.Self == "" || opts.Policy == "" {
 		return nil, nil, errors.New("wrap needs the path of mcpsign and of the policy")
 	}
-	sel, err := c.selector(opts.Servers)
-	if err != nil {
-		return nil, nil, err
-	}
-	d, err := c.fresh()
-	if err != nil {
-		return nil, nil, err
-	}
-	ch, err := d.wrap(opts, sel)
-	if err != nil {
-		return nil, nil, err
-	}
-	return d.bytes(), ch, nil
+	return c.edit(opts.Servers, true, opts)
 }
 
 // Unwrap restores the original command line of every selected wrapped
 // entry: what follows "--". It is the exact inverse of Wrap: the bytes
 // Wrap changed are restored.
 func (c *Config) Unwrap(servers []string) ([]byte, []Change, error) {
-	sel, err := c.selector(servers)
+	return c.edit(servers, false, WrapOptions{})
+}
+
+// edit wraps (or unwraps) every entry named in names (all when empty) in a
+// fresh copy of the document, and returns its bytes and what it did to each.
+func (c *Config) edit(names []string, wrap bool, opts WrapOptions) ([]byte, []Change, error) {
+	sel, err := c.selector(names)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -167,11 +166,31 @@ func (c *Config) Unwrap(servers []string) ([]byte, []Change, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ch, err := d.unwrap(sel)
-	if err != nil {
-		return nil, nil, err
+	var out []Change
+	for i, s := range d.servers() {
+		if !sel(s) {
+			continue
+		}
+		ch := Change{Server: s}
+		switch ne := notEnforced(s); {
+		case ne != nil:
+			ch = *ne
+		case wrap && s.Wrapped != nil:
+			ch.Action = ActAlreadyWrapped
+		case wrap:
+			d.wrapEntry(i, opts.Self, wrapPrefix(opts.Policy, s.Name))
+			ch.Action = ActWrapped
+		case s.Wrapped == nil:
+			ch.Action = ActNotWrapped
+		default:
+			ch.Action = ActUnwrapped
+			if reason := d.unwrapEntry(i); reason != "" {
+				ch.Action, ch.Reason = ActSkipped, reason
+			}
+		}
+		out = append(out, ch)
 	}
-	return d.bytes(), ch, nil
+	return d.bytes(), out, nil
 }
 
 // fresh parses the original bytes again, so that edits never touch c.

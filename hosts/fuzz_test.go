@@ -39,25 +39,45 @@ func FuzzRoundTrip(f *testing.F) {
 		if codex {
 			h, _ = Lookup("codex")
 		}
-		c, err := Parse(h, "f", data)
-		if err != nil {
-			return
-		}
-		w, _, err := c.Wrap(WrapOptions{Self: self, Policy: policy})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wc, err := Parse(h, "f", w)
-		if err != nil {
-			t.Fatalf("wrapped file does not parse: %v\n%q", err, w)
-		}
-		w2, _, _ := wc.Wrap(WrapOptions{Self: self, Policy: policy})
-		if !bytes.Equal(w, w2) {
-			t.Fatalf("wrap not idempotent:\n%q\n%q", w, w2)
-		}
-		back, _, _ := wc.Unwrap(nil)
-		if !bytes.Equal(back, data) {
-			t.Fatalf("round trip:\n%q\n%q\n%q", data, w, back)
-		}
+		roundTrip(t, h, "f", data)
 	})
+}
+
+// FuzzRoundTripSettings is FuzzRoundTrip on VS Code's settings.json, whose
+// servers are under "mcp" (in three spellings).
+func FuzzRoundTripSettings(f *testing.F) {
+	for _, g := range vscodeSettings {
+		f.Add(readGolden(f, g.file))
+	}
+	f.Add([]byte(`{"mcp": {"servers": {"a": {"command": "x",}, }, "mcpServers": {"b": {"command": "y", "args": []}}}, "mcp.servers": {"c": {"command": "z"}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, _ := Lookup("vscode")
+		roundTrip(t, h, "/p/.vscode/settings.json", data)
+	})
+}
+
+// roundTrip checks that wrap then unwrap gives back data, when it parses as
+// h's file at path, and that wrap is idempotent.
+func roundTrip(t *testing.T, h Host, path string, data []byte) {
+	t.Helper()
+	c, err := Parse(h, path, data)
+	if err != nil {
+		return
+	}
+	w, _, err := c.Wrap(WrapOptions{Self: self, Policy: policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err := Parse(h, path, w)
+	if err != nil {
+		t.Fatalf("wrapped file does not parse: %v\n%q", err, w)
+	}
+	w2, _, _ := wc.Wrap(WrapOptions{Self: self, Policy: policy})
+	if !bytes.Equal(w, w2) {
+		t.Fatalf("wrap not idempotent:\n%q\n%q", w, w2)
+	}
+	back, _, _ := wc.Unwrap(nil)
+	if !bytes.Equal(back, data) {
+		t.Fatalf("round trip:\n%q\n%q\n%q", data, w, back)
+	}
 }

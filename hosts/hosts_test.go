@@ -449,27 +449,54 @@ func TestSave(t *testing.T) {
 }
 
 func TestPaths(t *testing.T) {
-	env := Env{GOOS: "darwin", Home: "/Users/me", Dir: "/src/app"}
+	mac := Env{GOOS: "darwin", Home: "/Users/me", Dir: "/src/app"}
+	with := func(e Env, f func(*Env)) Env { f(&e); return e }
 	for _, tc := range []struct {
-		host, goos string
-		want       []string
+		host string
+		env  Env
+		want []string
 	}{
-		{"claude-desktop", "darwin", []string{"/Users/me/Library/Application Support/Claude/claude_desktop_config.json"}},
-		{"claude-desktop", "linux", []string{"/Users/me/.config/Claude/claude_desktop_config.json"}},
-		{"vscode", "linux", []string{"/Users/me/.config/Code/User/mcp.json", "/src/app/.vscode/mcp.json"}},
-		{"claude-code", "windows", []string{"/Users/me/.claude.json", "/src/app/.mcp.json"}},
-		{"codex", "linux", []string{"/Users/me/.codex/config.toml"}},
+		{"claude-desktop", mac, []string{"/Users/me/Library/Application Support/Claude/claude_desktop_config.json"}},
+		{"claude-desktop", with(mac, func(e *Env) { e.GOOS = "linux" }), []string{"/Users/me/.config/Claude/claude_desktop_config.json"}},
+		{"vscode", with(mac, func(e *Env) { e.GOOS = "linux" }), []string{"/Users/me/.config/Code/User/mcp.json", "/Users/me/.config/Code/User/settings.json", "/src/app/.vscode/mcp.json", "/src/app/.vscode/settings.json"}},
+		{"vscode", mac, []string{"/Users/me/Library/Application Support/Code/User/mcp.json", "/Users/me/Library/Application Support/Code/User/settings.json", "/src/app/.vscode/mcp.json", "/src/app/.vscode/settings.json"}},
+		{"vscode", with(mac, func(e *Env) { e.GOOS, e.AppData, e.Dir = "windows", "/c/AppData/Roaming", "" }), []string{"/c/AppData/Roaming/Code/User/mcp.json", "/c/AppData/Roaming/Code/User/settings.json"}},
+		{"vscode", with(mac, func(e *Env) { e.GOOS, e.XDGConfigHome, e.Dir = "linux", "/xdg", "" }), []string{"/xdg/Code/User/mcp.json", "/xdg/Code/User/settings.json"}},
+		{"claude-code", with(mac, func(e *Env) { e.GOOS, e.AppData = "windows", `C:\AppData` }), []string{"/Users/me/.claude.json", "/src/app/.mcp.json"}},
+		// Codex: $CODEX_HOME/config.toml, ~/.codex by default, then the
+		// project's .codex/config.toml.
+		{"codex", with(mac, func(e *Env) { e.GOOS = "linux" }), []string{"/Users/me/.codex/config.toml", "/src/app/.codex/config.toml"}},
+		{"codex", with(mac, func(e *Env) { e.CodexHome = "/opt/codex-home" }), []string{"/opt/codex-home/config.toml", "/src/app/.codex/config.toml"}},
+		{"codex", with(mac, func(e *Env) { e.CodexHome, e.Dir = "/opt/codex-home/", "" }), []string{"/opt/codex-home/config.toml"}},
+		{"codex", with(mac, func(e *Env) { e.CodexHome = "rel/home" }), []string{"rel/home/config.toml", "/src/app/.codex/config.toml"}},
+		// In the home directory, the project file is the user file: once.
+		{"codex", with(mac, func(e *Env) { e.Dir = "/Users/me" }), []string{"/Users/me/.codex/config.toml"}},
+		{"cursor", with(mac, func(e *Env) { e.Dir = "/Users/me/" }), []string{"/Users/me/.cursor/mcp.json"}},
 	} {
-		env.GOOS = tc.goos
-		if tc.goos == "windows" {
-			env.AppData = `C:\AppData`
-		}
-		got := mustHost(t, tc.host).Paths(env)
+		got := mustHost(t, tc.host).Paths(tc.env)
 		for i := range got {
 			got[i] = filepath.ToSlash(got[i])
 		}
 		if !slices.Equal(got, tc.want) {
-			t.Errorf("%s on %s: %q, want %q", tc.host, tc.goos, got, tc.want)
+			t.Errorf("%s under %+v: %q, want %q", tc.host, tc.env, got, tc.want)
+		}
+	}
+}
+
+func TestEnvInfer(t *testing.T) {
+	env := Env{GOOS: "linux", Home: "/home/me", CodexHome: "/srv/codex"}
+	for _, tc := range []struct {
+		path, want string // want "" for none
+	}{
+		{"/srv/codex/config.toml", "codex"},   // $CODEX_HOME, named anything
+		{"/srv/codex/./config.toml", "codex"}, // cleaned
+		{"/home/me/.codex/config.toml", "codex"},
+		{"/elsewhere/config.toml", ""},
+		{"/home/me/.cursor/mcp.json", "cursor"},
+	} {
+		h, ok := env.Infer(filepath.FromSlash(tc.path))
+		if ok != (tc.want != "") || h.Name != tc.want {
+			t.Errorf("Infer(%s) = %q, %v; want %q", tc.path, h.Name, ok, tc.want)
 		}
 	}
 }

@@ -26,7 +26,8 @@ type jsonEntry struct {
 	cmdKey string
 }
 
-func parseJSON(h Host, data []byte) (document, error) {
+// parseJSON reads data as h's file whose servers are in the maps at paths.
+func parseJSON(h Host, paths [][]string, data []byte) (document, error) {
 	root, err := hujson.Parse(data)
 	if err != nil {
 		return nil, err
@@ -35,7 +36,7 @@ func parseJSON(h Host, data []byte) (document, error) {
 		return nil, fmt.Errorf("the top level is not an object")
 	}
 	d := &jsonDoc{host: h, root: root}
-	for _, path := range h.Maps {
+	for _, path := range paths {
 		if err := d.collect(&root, path, ""); err != nil {
 			return nil, err
 		}
@@ -133,44 +134,13 @@ func (d *jsonDoc) servers() []Server {
 
 func (d *jsonDoc) bytes() []byte { return d.root.Pack() }
 
-func (d *jsonDoc) wrap(opts WrapOptions, sel func(Server) bool) ([]Change, error) {
-	var out []Change
-	for _, e := range d.entries {
-		if !sel(e.srv) {
-			continue
-		}
-		if c := notEnforced(e.srv); c != nil {
-			out = append(out, *c)
-			continue
-		}
-		if e.srv.Wrapped != nil {
-			out = append(out, Change{Server: e.srv, Action: ActAlreadyWrapped})
-			continue
-		}
-		wrapJSON(e, opts.Self, wrapPrefix(opts.Policy, e.srv.Name))
-		out = append(out, Change{Server: e.srv, Action: ActWrapped})
-	}
-	return out, nil
+func (d *jsonDoc) wrapEntry(i int, self string, prefix []string) {
+	wrapJSON(d.entries[i], self, prefix)
 }
 
-func (d *jsonDoc) unwrap(sel func(Server) bool) ([]Change, error) {
-	var out []Change
-	for _, e := range d.entries {
-		if !sel(e.srv) {
-			continue
-		}
-		if c := notEnforced(e.srv); c != nil {
-			out = append(out, *c)
-			continue
-		}
-		if e.srv.Wrapped == nil {
-			out = append(out, Change{Server: e.srv, Action: ActNotWrapped})
-			continue
-		}
-		unwrapJSON(e)
-		out = append(out, Change{Server: e.srv, Action: ActUnwrapped})
-	}
-	return out, nil
+func (d *jsonDoc) unwrapEntry(i int) string {
+	unwrapJSON(d.entries[i])
+	return ""
 }
 
 // The layouts of the elements wrap inserts when the entry had no "args"

@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -28,11 +29,16 @@ type Host struct {
 	// members are servers; "*" matches every member (Claude Code's
 	// projects.*.mcpServers).
 	Maps [][]string
+	// FileMaps replaces Maps for the host's files of a given base name
+	// (VS Code keeps servers under "servers" in mcp.json and under
+	// "mcp"."servers" in settings.json).
+	FileMaps map[string][][]string
 	// RemoteKeys are the members that give a remote server's URL.
 	RemoteKeys []string
 	// User are the user-level files per GOOS, as templates: "~" is the home
-	// directory, "%APPDATA%" the Windows roaming application data directory
-	// and "$XDG_CONFIG_HOME" the XDG configuration directory.
+	// directory, "%APPDATA%" the Windows roaming application data directory,
+	// "$XDG_CONFIG_HOME" the XDG configuration directory and "$CODEX_HOME"
+	// Codex's home (Env).
 	User map[string][]string
 	// Project are the project files, relative to the project directory.
 	Project []string
@@ -62,14 +68,21 @@ var table = []Host{
 	},
 	{
 		Name: "vscode", Display: "VS Code", Format: JSONC,
-		Maps:       [][]string{{"servers"}},
+		// VS Code moves "mcpServers" into "servers" and runs both.
+		Maps: [][]string{{"servers"}, {"mcpServers"}},
+		// VS Code before 1.102 reads servers from the "mcp" setting (later
+		// ones move them to mcp.json); its settings reader splits dotted
+		// member names, so "mcp.servers" is that map too.
+		FileMaps: map[string][][]string{
+			"settings.json": {{"mcp", "servers"}, {"mcp", "mcpServers"}, {"mcp.servers"}},
+		},
 		RemoteKeys: []string{"url"},
 		User: map[string][]string{
-			"darwin":  {"~/Library/Application Support/Code/User/mcp.json"},
-			"windows": {"%APPDATA%/Code/User/mcp.json"},
-			"linux":   {"$XDG_CONFIG_HOME/Code/User/mcp.json"},
+			"darwin":  {"~/Library/Application Support/Code/User/mcp.json", "~/Library/Application Support/Code/User/settings.json"},
+			"windows": {"%APPDATA%/Code/User/mcp.json", "%APPDATA%/Code/User/settings.json"},
+			"linux":   {"$XDG_CONFIG_HOME/Code/User/mcp.json", "$XDG_CONFIG_HOME/Code/User/settings.json"},
 		},
-		Project: []string{".vscode/mcp.json"},
+		Project: []string{".vscode/mcp.json", ".vscode/settings.json"},
 	},
 	{
 		Name: "cursor", Display: "Cursor", Format: JSONC,
@@ -106,8 +119,19 @@ var table = []Host{
 		Name: "codex", Display: "Codex", Format: TOML,
 		Maps:       [][]string{{"mcp_servers"}},
 		RemoteKeys: []string{"url"},
-		User:       map[string][]string{anyOS: {"~/.codex/config.toml"}},
+		User:       map[string][]string{anyOS: {"$CODEX_HOME/config.toml"}},
+		// Codex reads a project's .codex/config.toml in trusted projects.
+		Project: []string{".codex/config.toml"},
 	},
+}
+
+// MapsFor returns the paths of the server maps in h's file at path: by its
+// base name, FileMaps or else Maps.
+func (h Host) MapsFor(path string) [][]string {
+	if m, ok := h.FileMaps[filepath.Base(path)]; ok {
+		return m
+	}
+	return h.Maps
 }
 
 // Hosts returns every known host, in a fixed order.
@@ -137,47 +161,74 @@ type Env struct {
 	AppData string
 	// XDGConfigHome is $XDG_CONFIG_HOME; empty means Home/.config.
 	XDGConfigHome string
+	// CodexHome is $CODEX_HOME, Codex's home directory; empty means
+	// Home/.codex, as for Codex. A relative one is relative to the current
+	// directory, as for Codex.
+	CodexHome string
 	// Dir is the project directory for project files; empty means none.
 	Dir string
 }
 
 // Paths returns the configuration files of h under env: its user files,
-// then its project files. They need not exist.
+// then its project files, each once. They need not exist.
 func (h Host) Paths(env Env) []string {
 	var out []string
+	add := func(p string) {
+		p = filepath.Clean(p)
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
 	tmpls := h.User[env.GOOS]
 	if t, ok := h.User[anyOS]; ok {
 		tmpls = t
 	}
-	appData := env.AppData
-	if appData == "" {
-		appData = filepath.Join(env.Home, "AppData", "Roaming")
-	}
-	xdg := env.XDGConfigHome
-	if xdg == "" {
-		xdg = filepath.Join(env.Home, ".config")
+	roots := []struct{ token, dir string }{
+		{"~/", env.Home},
+		{"%APPDATA%/", or(env.AppData, filepath.Join(env.Home, "AppData", "Roaming"))},
+		{"$XDG_CONFIG_HOME/", or(env.XDGConfigHome, filepath.Join(env.Home, ".config"))},
+		{"$CODEX_HOME/", or(env.CodexHome, filepath.Join(env.Home, ".codex"))},
 	}
 	for _, t := range tmpls {
-		switch {
-		case strings.HasPrefix(t, "~/"):
-			t = filepath.Join(env.Home, filepath.FromSlash(t[2:]))
-		case strings.HasPrefix(t, "%APPDATA%/"):
-			t = filepath.Join(appData, filepath.FromSlash(t[len("%APPDATA%/"):]))
-		case strings.HasPrefix(t, "$XDG_CONFIG_HOME/"):
-			t = filepath.Join(xdg, filepath.FromSlash(t[len("$XDG_CONFIG_HOME/"):]))
+		for _, r := range roots {
+			if rest, ok := strings.CutPrefix(t, r.token); ok {
+				t = filepath.Join(r.dir, filepath.FromSlash(rest))
+				break
+			}
 		}
-		out = append(out, t)
+		add(t)
 	}
 	if env.Dir != "" {
 		for _, p := range h.Project {
-			out = append(out, filepath.Join(env.Dir, filepath.FromSlash(p)))
+			add(filepath.Join(env.Dir, filepath.FromSlash(p)))
 		}
 	}
 	return out
 }
 
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Infer returns the host path is a file of under env (one of its Paths),
+// or else the one Infer tells from its name: $CODEX_HOME/config.toml is
+// Codex's whatever the directory is called.
+func (env Env) Infer(path string) (Host, bool) {
+	p := filepath.Clean(path)
+	for _, h := range table {
+		if slices.Contains(h.Paths(env), p) {
+			return h, true
+		}
+	}
+	return Infer(path)
+}
+
 // Infer returns the host whose files are named like path: by the file's
-// name and, where names are shared (mcp.json, settings.json), its directory.
+// name and, where names are shared (mcp.json, settings.json), its directory
+// (for VS Code's user settings.json, Code/User/).
 func Infer(path string) (Host, bool) {
 	base := filepath.Base(path)
 	parent := filepath.Base(filepath.Dir(path))
@@ -206,6 +257,12 @@ func Infer(path string) (Host, bool) {
 			name = "zed"
 		case ".gemini":
 			name = "gemini"
+		case ".vscode":
+			name = "vscode"
+		case "User":
+			if filepath.Base(filepath.Dir(filepath.Dir(path))) == "Code" {
+				name = "vscode"
+			}
 		}
 	}
 	if name == "" {

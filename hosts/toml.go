@@ -201,93 +201,63 @@ func prefixText(prefix []string, tok, sep string) string {
 	return strings.Join(append(parts, tok), ","+sep)
 }
 
-func (d *tomlDoc) wrap(opts WrapOptions, sel func(Server) bool) ([]Change, error) {
-	var out []Change
-	for _, e := range d.entries {
-		if !sel(e.srv) {
-			continue
-		}
-		if c := notEnforced(e.srv); c != nil {
-			out = append(out, *c)
-			continue
-		}
-		if e.srv.Wrapped != nil {
-			out = append(out, Change{Server: e.srv, Action: ActAlreadyWrapped})
-			continue
-		}
-		tok := string(d.data[e.cmdStart:e.cmdEnd])
-		prefix := wrapPrefix(opts.Policy, e.srv.Name)
-		d.edits = append(d.edits, edit{e.cmdStart, e.cmdEnd, tomlQuote(opts.Self)})
-		switch {
-		case e.argsOpen < 0:
-			line := e.indent + "args = [" + prefixText(prefix, tok, " ") + "]\n"
-			d.edits = append(d.edits, edit{e.cmdLineEnd, e.cmdLineEnd, line})
-		case e.argsEmpty:
-			d.edits = append(d.edits, edit{e.argsOpen, e.argsOpen, prefixText(prefix, tok, "")})
-		default:
-			d.edits = append(d.edits, edit{e.argsOpen, e.argsOpen, prefixText(prefix, tok, " ") + ", "})
-		}
-		out = append(out, Change{Server: e.srv, Action: ActWrapped})
+func (d *tomlDoc) wrapEntry(i int, self string, prefix []string) {
+	e := d.entries[i]
+	tok := string(d.data[e.cmdStart:e.cmdEnd])
+	d.edits = append(d.edits, edit{e.cmdStart, e.cmdEnd, tomlQuote(self)})
+	switch {
+	case e.argsOpen < 0:
+		line := e.indent + "args = [" + prefixText(prefix, tok, " ") + "]\n"
+		d.edits = append(d.edits, edit{e.cmdLineEnd, e.cmdLineEnd, line})
+	case e.argsEmpty:
+		d.edits = append(d.edits, edit{e.argsOpen, e.argsOpen, prefixText(prefix, tok, "")})
+	default:
+		d.edits = append(d.edits, edit{e.argsOpen, e.argsOpen, prefixText(prefix, tok, " ") + ", "})
 	}
-	return out, nil
 }
 
-func (d *tomlDoc) unwrap(sel func(Server) bool) ([]Change, error) {
-	var out []Change
+// unwrapEntry undoes what wrapEntry wrote: the prefix, written in one of
+// wrapEntry's three forms, at the front of args.
+func (d *tomlDoc) unwrapEntry(i int) string {
+	e := d.entries[i]
 	text := string(d.data)
-	for _, e := range d.entries {
-		if !sel(e.srv) {
-			continue
+	w := e.srv.Wrapped
+	prefix := wrapPrefix(w.Policy, w.Name)
+	p := prefixText(prefix, "", " ")
+	pc := prefixText(prefix, "", "")
+	after := text[e.argsOpen:]
+	var tok string
+	var edits []edit
+	switch {
+	case strings.HasPrefix(after, p):
+		t, ok := stringToken(after[len(p):])
+		if !ok {
+			break
 		}
-		if c := notEnforced(e.srv); c != nil {
-			out = append(out, *c)
-			continue
-		}
-		if e.srv.Wrapped == nil {
-			out = append(out, Change{Server: e.srv, Action: ActNotWrapped})
-			continue
-		}
-		w := e.srv.Wrapped
-		prefix := wrapPrefix(w.Policy, w.Name)
-		p := prefixText(prefix, "", " ")
-		pc := prefixText(prefix, "", "")
-		after := text[e.argsOpen:]
-		var tok string
-		var edits []edit
+		tok = t
+		rest := after[len(p)+len(t):]
 		switch {
-		case strings.HasPrefix(after, p):
-			t, ok := stringToken(after[len(p):])
-			if !ok {
-				break
-			}
+		case strings.HasPrefix(rest, ", "):
+			edits = append(edits, edit{e.argsOpen, e.argsOpen + len(p) + len(t) + 2, ""})
+		case strings.HasPrefix(rest, "]") && e.argsOpen-len(e.indent+"args = [") == e.cmdLineEnd &&
+			text[e.cmdLineEnd:e.argsOpen] == e.indent+"args = [" && strings.HasPrefix(rest, "]\n"):
+			edits = append(edits, edit{e.cmdLineEnd, e.argsOpen + len(p) + len(t) + 2, ""})
+		default:
+			tok = ""
+		}
+	case strings.HasPrefix(after, pc):
+		t, ok := stringToken(after[len(pc):])
+		if ok && strings.HasPrefix(strings.TrimLeft(after[len(pc)+len(t):], " \t"), "]") {
 			tok = t
-			rest := after[len(p)+len(t):]
-			switch {
-			case strings.HasPrefix(rest, ", "):
-				edits = append(edits, edit{e.argsOpen, e.argsOpen + len(p) + len(t) + 2, ""})
-			case strings.HasPrefix(rest, "]") && e.argsOpen-len(e.indent+"args = [") == e.cmdLineEnd &&
-				text[e.cmdLineEnd:e.argsOpen] == e.indent+"args = [" && strings.HasPrefix(rest, "]\n"):
-				edits = append(edits, edit{e.cmdLineEnd, e.argsOpen + len(p) + len(t) + 2, ""})
-			default:
-				tok = ""
-			}
-		case strings.HasPrefix(after, pc):
-			t, ok := stringToken(after[len(pc):])
-			if ok && strings.HasPrefix(strings.TrimLeft(after[len(pc)+len(t):], " \t"), "]") {
-				tok = t
-				edits = append(edits, edit{e.argsOpen, e.argsOpen + len(pc) + len(t), ""})
-			}
+			edits = append(edits, edit{e.argsOpen, e.argsOpen + len(pc) + len(t), ""})
 		}
-		if tok == "" {
-			out = append(out, Change{Server: e.srv, Action: ActSkipped,
-				Reason: "wrapped in a form mcpsign does not write: unwrap it by hand"})
-			continue
-		}
-		d.edits = append(d.edits, edits...)
-		d.edits = append(d.edits, edit{e.cmdStart, e.cmdEnd, tok})
-		out = append(out, Change{Server: e.srv, Action: ActUnwrapped})
 	}
-	return out, nil
+	if tok == "" {
+		return "wrapped in a form mcpsign does not write: unwrap it by hand"
+	}
+	d.edits = append(d.edits, edits...)
+	d.edits = append(d.edits, edit{e.cmdStart, e.cmdEnd, tok})
+	return ""
 }
 
 // stringToken returns the one-line TOML string (basic or literal) at the

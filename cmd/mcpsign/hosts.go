@@ -49,10 +49,12 @@ policy file, or take it out again.
 
 Without --config, the user files of every host (or of --host) are read, and
 the project files of the current directory (.mcp.json, .vscode/mcp.json,
-.cursor/mcp.json, .zed/settings.json, .gemini/settings.json). Edits keep
-comments and layout, are atomic and keep the file's mode; unwrap is wrap's
-exact inverse, so no backup is written. Remote servers are reported as not
-enforced. docs/HOSTS.md has the host table.`,
+.vscode/settings.json, .cursor/mcp.json, .zed/settings.json,
+.gemini/settings.json, .codex/config.toml); Codex's user file is
+$CODEX_HOME/config.toml (~/.codex by default). Edits keep comments and
+layout, are atomic and keep the file's mode; unwrap is wrap's exact inverse,
+and the file as it was is kept in a timestamped backup beside it. Remote
+servers are reported as not enforced. docs/HOSTS.md has the host table.`,
 	}
 	cmd.AddCommand(newHostsListCmd(a), newHostsEditCmd(a, true), newHostsEditCmd(a, false))
 	return cmd
@@ -75,26 +77,31 @@ func hostFiles(a *app, f *hostsFlags) ([]hostFile, error) {
 		}
 		only = &h
 	}
-	if f.config != "" {
-		if only != nil {
-			return []hostFile{{*only, f.config}}, nil
-		}
-		h, ok := hosts.Infer(f.config)
-		if !ok {
-			return nil, fmt.Errorf("--config %s: cannot tell its host from its name: add --host (%s)", textsafe.Escape(f.config), hostNames())
-		}
-		return []hostFile{{h, f.config}}, nil
-	}
-	env := hosts.Env{GOOS: runtime.GOOS, Home: a.getenv("HOME"), AppData: a.getenv("APPDATA"), XDGConfigHome: a.getenv("XDG_CONFIG_HOME")}
+	env := hosts.Env{GOOS: runtime.GOOS, Home: a.getenv("HOME"), AppData: a.getenv("APPDATA"),
+		XDGConfigHome: a.getenv("XDG_CONFIG_HOME"), CodexHome: a.getenv("CODEX_HOME")}
 	if env.Home == "" {
 		home, err := os.UserHomeDir()
-		if err != nil {
+		if err != nil && f.config == "" {
 			return nil, fmt.Errorf("cannot find the home directory: %w", err)
 		}
 		env.Home = home
 	}
 	if wd, err := os.Getwd(); err == nil {
 		env.Dir = wd
+	}
+	if f.config != "" {
+		if only != nil {
+			return []hostFile{{*only, f.config}}, nil
+		}
+		named := f.config
+		if abs, err := filepath.Abs(named); err == nil {
+			named = abs
+		}
+		h, ok := env.Infer(named)
+		if !ok {
+			return nil, fmt.Errorf("--config %s: cannot tell its host from its name: add --host (%s)", textsafe.Escape(f.config), hostNames())
+		}
+		return []hostFile{{h, f.config}}, nil
 	}
 	var out []hostFile
 	for _, h := range hosts.Hosts() {

@@ -6,24 +6,26 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
 
-// runHosts runs mcpsign with HOME (and XDG_CONFIG_HOME) set to home.
+// runHosts runs mcpsign with HOME set to home and no other variable.
 func runHosts(t *testing.T, home string, args ...string) (int, string, string) {
+	t.Helper()
+	return runHostsEnv(t, map[string]string{"HOME": home}, args...)
+}
+
+// runHostsEnv runs mcpsign with these environment variables only.
+func runHostsEnv(t *testing.T, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	a := &app{
-		stdin:  strings.NewReader(""),
-		stdout: &out,
-		stderr: &errb,
-		getenv: func(k string) string {
-			if k == "HOME" {
-				return home
-			}
-			return ""
-		},
+		stdin:      strings.NewReader(""),
+		stdout:     &out,
+		stderr:     &errb,
+		getenv:     func(k string) string { return env[k] },
 		isTerminal: func() bool { return false },
 	}
 	code := run(context.Background(), args, a)
@@ -175,5 +177,113 @@ func TestHostsBadInput(t *testing.T) {
 	code, _, stderr = runHosts(t, dir, "hosts", "wrap", "--config", link, "--policy", pol, "--mcpsign-path", "/m/mcpsign")
 	if code != 2 || !strings.Contains(stderr, "symbolic link") {
 		t.Errorf("symlink: %d %s", code, stderr)
+	}
+}
+
+// TestHostsCodexHome: Codex's user file is $CODEX_HOME/config.toml when
+// CODEX_HOME is set, ~/.codex/config.toml when it is not, and --config
+// knows $CODEX_HOME/config.toml for Codex's whatever its directory is called.
+func TestHostsCodexHome(t *testing.T) {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	codexHome := filepath.Join(dir, "codex-state")
+	files := map[string]string{
+		filepath.Join(home, ".codex", "config.toml"): "[mcp_servers.default_home]\ncommand = \"a\"\n",
+		filepath.Join(codexHome, "config.toml"):      "[mcp_servers.codex_home]\ncommand = \"b\"\n",
+	}
+	for p, data := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		env       map[string]string
+		args      []string
+		want, not string
+	}{
+		{"CODEX_HOME set", map[string]string{"HOME": home, "CODEX_HOME": codexHome}, []string{"--host", "codex"},
+			filepath.Join(codexHome, "config.toml") + " (codex)", "default_home"},
+		{"CODEX_HOME unset", map[string]string{"HOME": home}, []string{"--host", "codex"},
+			filepath.Join(home, ".codex", "config.toml") + " (codex)", "codex_home"},
+		{"CODEX_HOME empty", map[string]string{"HOME": home, "CODEX_HOME": ""}, []string{"--host", "codex"},
+			`"default_home"`, "codex_home"},
+		{"--config inferred", map[string]string{"HOME": home, "CODEX_HOME": codexHome}, []string{"--config", filepath.Join(codexHome, "config.toml")},
+			`"codex_home" (mcp_servers): stdio, NOT WRAPPED`, "default_home"},
+	} {
+		code, out, stderr := runHostsEnv(t, tc.env, append([]string{"hosts", "list"}, tc.args...)...)
+		if code != 0 || !strings.Contains(out, tc.want) || strings.Contains(out, tc.not) {
+			t.Errorf("%s: %d %s %s\nwant %q and no %q", tc.name, code, out, stderr, tc.want, tc.not)
+		}
+	}
+	// Without CODEX_HOME, a config.toml outside .codex/ names no host.
+	if code, _, stderr := runHosts(t, home, "hosts", "list", "--config", filepath.Join(codexHome, "config.toml")); code != 2 || !strings.Contains(stderr, "add --host") {
+		t.Errorf("config.toml outside CODEX_HOME: %d %s", code, stderr)
+	}
+}
+
+// TestHostsVSCodeSettings: VS Code's user settings.json is found under
+// HOME, its "mcp" servers are listed, --dry-run changes nothing, and wrap,
+// wrap again and unwrap write hosts' golden files byte for byte.
+func TestHostsVSCodeSettings(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the user settings.json is under $XDG_CONFIG_HOME on Linux only")
+	}
+	golden := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join("..", "..", "hosts", "testdata", "golden", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	home := t.TempDir()
+	settings := filepath.Join(home, ".config", "Code", "User", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(settings), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	orig := golden("vscode-settings.json")
+	if err := os.WriteFile(settings, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pol := filepath.Join(home, "policy.json")
+	if err := os.WriteFile(pol, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The golden file was wrapped with this policy path and binary.
+	want := bytes.ReplaceAll(golden("vscode-settings.wrapped.json"), []byte("/etc/mcpsign/policy.json"), []byte(pol))
+	const self = "/opt/mcpsign/bin/mcpsign"
+	read := func() []byte {
+		b, err := os.ReadFile(settings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+
+	code, out, stderr := runHosts(t, home, "hosts", "list", "--host", "vscode")
+	if code != 0 || !strings.Contains(out, settings+" (vscode)") || !strings.Contains(out, `"notes" (mcp.servers): stdio, NOT WRAPPED`) ||
+		!strings.Contains(out, `"github" (mcp.servers): remote`) {
+		t.Fatalf("list: %d %s %s", code, out, stderr)
+	}
+
+	code, out, stderr = runHosts(t, home, "hosts", "wrap", "--host", "vscode", "--policy", pol, "--mcpsign-path", self, "--dry-run")
+	if code != 0 || !bytes.Equal(read(), orig) {
+		t.Fatalf("--dry-run: %d %s, file unchanged %v", code, stderr, bytes.Equal(read(), orig))
+	}
+	if !strings.Contains(out, `+			"time": {"command": "/opt/mcpsign/bin/mcpsign", "args": ["proxy","--policy","`+pol) {
+		t.Errorf("--dry-run diff:\n%s", out)
+	}
+
+	if code, _, stderr := runHosts(t, home, "hosts", "wrap", "--host", "vscode", "--policy", pol, "--mcpsign-path", self); code != 0 || !bytes.Equal(read(), want) {
+		t.Fatalf("wrap: %d %s\n%s", code, stderr, read())
+	}
+	if code, out, _ := runHosts(t, home, "hosts", "wrap", "--config", settings, "--policy", pol, "--mcpsign-path", self); code != 0 || !bytes.Equal(read(), want) || !strings.Contains(out, "already wrapped") {
+		t.Errorf("second wrap: %d %s", code, out)
+	}
+	if code, _, stderr := runHosts(t, home, "hosts", "unwrap", "--host", "vscode"); code != 0 || !bytes.Equal(read(), orig) {
+		t.Errorf("unwrap: %d %s\n%s", code, stderr, read())
 	}
 }
