@@ -222,7 +222,7 @@ func (b *budget) textDiff(x, y string, o TextOptions) (string, bool) {
 	return d, trunc
 }
 
-// Diff compares side a (the old, approved or reference state) with side b
+// Compare compares side a (the old, approved or reference state) with side b
 // (the new one): server, protocol version, instructions, and every
 // definition by kind and key. A definition without a digest on either side
 // never matches. Capabilities of tools are computed with each side's own

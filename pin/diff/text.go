@@ -12,6 +12,6 @@ type TextOptions = textdiff.Options
 // headers; "" when a and b are equal. Lines are kept raw: escape them
 // before showing them. truncated reports that the output was cut at
 // opts.MaxBytes.
-func Text(a, b string, opts TextOptions) (diff string, truncated bool) {
+func Text(a, b string, opts TextOptions) (unified string, truncated bool) {
 	return textdiff.Unified(a, b, opts)
 }
