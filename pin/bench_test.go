@@ -149,36 +149,3 @@ func BenchmarkWriteLockBaseline(b *testing.B) {
 		}
 	}
 }
-
-// BenchmarkClassifyTool classifies one 2 KB tool.
-func BenchmarkClassifyTool(b *testing.B) {
-	t := benchTool(1, "")
-	b.SetBytes(int64(len(t)))
-	b.ReportAllocs()
-	for b.Loop() {
-		ClassifyTool(t, nil)
-	}
-}
-
-// BenchmarkTextDiff diffs two 20,000-line texts that differ in 200 lines.
-func BenchmarkTextDiff(b *testing.B) {
-	a, c := benchTexts()
-	b.SetBytes(int64(len(a) + len(c)))
-	b.ReportAllocs()
-	for b.Loop() {
-		TextDiff(a, c, TextDiffOptions{MaxBytes: 1 << 30})
-	}
-}
-
-func benchTexts() (string, string) {
-	var a, c strings.Builder
-	for i := range 20000 {
-		fmt.Fprintf(&a, "line %d of the text, long enough to be realistic\n", i)
-		if i%100 == 0 {
-			fmt.Fprintf(&c, "line %d of the text, changed\n", i)
-		} else {
-			fmt.Fprintf(&c, "line %d of the text, long enough to be realistic\n", i)
-		}
-	}
-	return a.String(), c.String()
-}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/pin/capability"
+	"github.com/mcpsign/mcpsign/pin/diff"
 )
 
 // Severity of a finding: an error is drift; an info is reported only.
@@ -35,7 +37,7 @@ const (
 	RuleCapabilityAdded         = "pin-capability-added"
 	// RuleHiddenCharacters (an mcpsign extension of the drift rules): a
 	// text of a definition gained invisible, bidirectional-control or tag
-	// characters (BreakingHiddenCharacters).
+	// characters (diff.BreakingHiddenCharacters).
 	RuleHiddenCharacters    = "pin-hidden-characters"
 	RuleInstructionsChanged = "pin-instructions-changed"
 	RuleLockModified        = "pin-lock-modified"
@@ -76,13 +78,13 @@ type Finding struct {
 	LockedDigest   string `json:"lockedDigest,omitempty"`
 	ObservedDigest string `json:"observedDigest,omitempty"`
 	// Changes are the members that changed (pin-*-changed), with diffs.
-	Changes []FieldChange `json:"changes,omitempty"`
+	Changes []diff.FieldChange `json:"changes,omitempty"`
 	// Diff is the text diff of changed instructions.
 	Diff string `json:"diff,omitempty"`
 	// Capabilities: a new tool's capabilities (pin-tool-added), or those a
 	// tool gained (pin-capability-added); Sources say why.
-	Capabilities []Capability            `json:"capabilities,omitempty"`
-	Sources      map[Capability][]Source `json:"sources,omitempty"`
+	Capabilities []capability.Capability                       `json:"capabilities,omitempty"`
+	Sources      map[capability.Capability][]capability.Source `json:"sources,omitempty"`
 }
 
 // Report is the result of checking a live server against a lock.
@@ -100,7 +102,7 @@ type Report struct {
 	Findings []Finding      `json:"findings"`
 	// Diff is the comparison the findings were drawn from; nil when the
 	// lock was refused.
-	Diff *DiffResult `json:"-"`
+	Diff *diff.Result `json:"-"`
 }
 
 // FindingIDs returns the error findings as short identifiers: the rule,
@@ -156,9 +158,9 @@ const (
 	FailOnNever FailOn = "never"
 )
 
-// ErrFailOn is the error of ParseFailOn and ParseDiffFailOn for a word they
-// do not know.
-var ErrFailOn = errors.New("unknown failure threshold")
+// ErrFailOn is the error of ParseFailOn and diff.ParseFailOn for a word
+// they do not know.
+var ErrFailOn = diff.ErrFailOn
 
 // ParseFailOn reads a --fail-on value of verify-pin: drift, capability or
 // never; any and none (diff's words) are aliases of drift and never.
@@ -191,7 +193,7 @@ func (r *Report) Failed(f FailOn) bool {
 // changed tool's new capabilities are computed without the lock's override
 // for it: an override approves the pinned definition only.
 func (l *Lock) Check(s *digest.Snapshot) *Report {
-	d := Diff(LockSide("lock", l), SnapshotSide("server", OriginLive, s), DiffOptions{})
+	d := diff.Compare(LockSide("lock", l), diff.SnapshotSide("server", diff.OriginLive, s), diff.Options{})
 	approval := l.Approval
 	r := &Report{
 		Locked:   l.Server,
@@ -209,14 +211,14 @@ func (l *Lock) Check(s *digest.Snapshot) *Report {
 		if gained := dangerous(dc.GainedCapabilities); len(gained) > 0 {
 			f := Finding{
 				Rule: RuleCapabilityAdded, Severity: SeverityError, Kind: dc.Kind, Key: dc.Key,
-				Capabilities: gained, Sources: map[Capability][]Source{},
+				Capabilities: gained, Sources: map[capability.Capability][]capability.Source{},
 			}
 			var why []string
 			for _, c := range gained {
 				f.Sources[c] = dc.NewCapabilities.Sources[c]
-				why = append(why, fmt.Sprintf("%s (%s)", c, sourceList(dc.NewCapabilities.Sources[c])))
+				why = append(why, fmt.Sprintf("%s (%s)", c, capability.SourcesText(dc.NewCapabilities.Sources[c])))
 			}
-			if dc.Change == Added {
+			if dc.Change == diff.Added {
 				f.Message = fmt.Sprintf("new tool %s has %s", textsafe.Quote(dc.Key), strings.Join(why, ", "))
 			} else {
 				f.Message = fmt.Sprintf("tool %s gained %s", textsafe.Quote(dc.Key), strings.Join(why, ", "))
@@ -224,7 +226,7 @@ func (l *Lock) Check(s *digest.Snapshot) *Report {
 			r.Findings = append(r.Findings, f)
 		}
 		for _, b := range dc.Breaking {
-			if b.Rule == BreakingHiddenCharacters {
+			if b.Rule == diff.BreakingHiddenCharacters {
 				r.Findings = append(r.Findings, Finding{
 					Rule: RuleHiddenCharacters, Severity: SeverityError, Kind: dc.Kind, Key: dc.Key,
 					LockedDigest: dc.OldDigest, ObservedDigest: dc.NewDigest, Message: b.Message,
@@ -235,9 +237,9 @@ func (l *Lock) Check(s *digest.Snapshot) *Report {
 	if ic := d.Instructions; ic != nil {
 		f := Finding{Rule: RuleInstructionsChanged, Severity: SeverityError, LockedDigest: ic.OldDigest, ObservedDigest: ic.NewDigest, Diff: ic.Diff}
 		switch ic.Change {
-		case Added:
+		case diff.Added:
 			f.Message = "the server now sends instructions; the lock has none"
-		case Removed:
+		case diff.Removed:
 			f.Message = "the server no longer sends the locked instructions"
 		default:
 			f.Message = "the instructions changed"
@@ -257,8 +259,8 @@ func (l *Lock) Check(s *digest.Snapshot) *Report {
 	return r
 }
 
-func dangerous(cs []Capability) []Capability {
-	var out []Capability
+func dangerous(cs []capability.Capability) []capability.Capability {
+	var out []capability.Capability
 	for _, c := range cs {
 		if c.Dangerous() {
 			out = append(out, c)
@@ -267,27 +269,19 @@ func dangerous(cs []Capability) []Capability {
 	return out
 }
 
-func sourceList(ss []Source) string {
-	parts := make([]string, len(ss))
-	for i, s := range ss {
-		parts[i] = textsafe.Escape(s.String())
-	}
-	return strings.Join(parts, "; ")
-}
-
-func definitionFinding(dc DefinitionChange) Finding {
+func definitionFinding(dc diff.DefinitionChange) Finding {
 	f := Finding{Severity: SeverityError, Kind: dc.Kind, Key: dc.Key, LockedDigest: dc.OldDigest, ObservedDigest: dc.NewDigest}
 	name := string(dc.Kind) + " " + textsafe.Quote(dc.Key)
 	switch dc.Change {
-	case Added:
+	case diff.Added:
 		f.Rule = RuleAdded(dc.Kind)
 		f.Message = name + " is not in the lock"
 		if dc.NewCapabilities != nil {
 			f.Capabilities = dc.NewCapabilities.Capabilities
 			f.Sources = dc.NewCapabilities.Sources
-			f.Message += fmt.Sprintf(" (capabilities: %s)", capList(dc.NewCapabilities.Capabilities))
+			f.Message += fmt.Sprintf(" (capabilities: %s)", capability.Names(dc.NewCapabilities.Capabilities))
 		}
-	case Removed:
+	case diff.Removed:
 		f.Rule = RuleRemoved(dc.Kind)
 		f.Message = name + " is in the lock but the server no longer offers it"
 	default:
@@ -308,14 +302,6 @@ func definitionFinding(dc DefinitionChange) Finding {
 		f.Message += " — " + textsafe.Escape(dc.Invalid)
 	}
 	return f
-}
-
-func capList(cs []Capability) string {
-	parts := make([]string, len(cs))
-	for i, c := range cs {
-		parts[i] = string(c)
-	}
-	return strings.Join(parts, ", ")
 }
 
 // LockErrorReport returns the report of a lock that was refused: one

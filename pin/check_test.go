@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/pin/capability"
 )
 
 // findingIDs lists a report's findings as "rule kind/key".
@@ -59,7 +60,7 @@ func TestCheckExampleServer(t *testing.T) {
 			for _, f := range r.Findings {
 				switch f.Rule {
 				case RuleCapabilityAdded:
-					if !slices.Equal(f.Capabilities, []Capability{CapExec}) || len(f.Sources[CapExec]) == 0 {
+					if !slices.Equal(f.Capabilities, []capability.Capability{capability.Exec}) || len(f.Sources[capability.Exec]) == 0 {
 						t.Errorf("capability finding %+v: want exec with its sources", f)
 					}
 				case RuleToolChanged:
@@ -77,7 +78,7 @@ func TestCheckExampleServer(t *testing.T) {
 						t.Errorf("the schema diff lacks the sidenote parameter:\n%s", f.Changes[1].Diff)
 					}
 				case RuleToolAdded:
-					if !slices.Equal(f.Capabilities, []Capability{CapExec}) {
+					if !slices.Equal(f.Capabilities, []capability.Capability{capability.Exec}) {
 						t.Errorf("added tool capabilities %v", f.Capabilities)
 					}
 				}
@@ -179,7 +180,7 @@ func TestCheckOverrideDoesNotCarryOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.SetCapabilities(Overrides{"run_command": {CapRead}}); err != nil {
+	if err := l.SetCapabilities(capability.Overrides{"run_command": {capability.Read}}); err != nil {
 		t.Fatal(err)
 	}
 	data := mustMarshal(t, l)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/pin/capability"
 )
 
 // FuzzReadLock feeds Parse (what Read runs on a file's bytes) arbitrary
@@ -42,7 +42,7 @@ func FuzzReadLock(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	if err := rug.SetCapabilities(Overrides{"run_command": {CapExec}, "search_notes": {CapRead, CapNetwork}}); err != nil {
+	if err := rug.SetCapabilities(capability.Overrides{"run_command": {capability.Exec}, "search_notes": {capability.Read, capability.Network}}); err != nil {
 		f.Fatal(err)
 	}
 	small, err := NewLock(&digest.Snapshot{Tools: []json.RawMessage{json.RawMessage(`{"name":"t"}`)}}, Approval{Method: MethodTOFU, ApprovedAt: time.Unix(0, 0)})
@@ -107,42 +107,6 @@ func resealFuzz(data []byte) ([]byte, bool) {
 	return out, err == nil
 }
 
-// FuzzParseOverrides: a caps.json is accepted only in its documented form,
-// and what is accepted marshals back to an equal set of overrides.
-func FuzzParseOverrides(f *testing.F) {
-	f.Add([]byte(`{"tools":{"a":["write","read"],"b":["exec"]}}`))
-	f.Add([]byte(`{"tools":{}}`))
-	f.Add([]byte(`{"tools":{"a":["read","read"]}}`))
-	f.Add([]byte(`{"tools":{"\u0061":["unknown"]}}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		o, err := ParseOverrides(data)
-		if err != nil {
-			if !errors.Is(err, ErrOverrides) {
-				t.Fatalf("error %v does not wrap ErrOverrides", err)
-			}
-			return
-		}
-		for name, caps := range o {
-			if name == "" || len(caps) == 0 {
-				t.Fatalf("accepted %q: %v", name, caps)
-			}
-			for i, c := range caps {
-				if !c.Valid() || (i > 0 && capRank(caps[i-1]) >= capRank(c)) {
-					t.Fatalf("accepted %q: %v", name, caps)
-				}
-			}
-		}
-		out, err := o.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := ParseOverrides(out)
-		if err != nil || len(back) != len(o) {
-			t.Fatalf("round trip: %v %v", back, err)
-		}
-	})
-}
-
 // FuzzSplitObject checks the one-pass member splitter against
 // encoding/json on valid JSON: the same members, the same value bytes.
 func FuzzSplitObject(f *testing.F) {
@@ -178,38 +142,6 @@ func FuzzSplitObject(f *testing.F) {
 		}
 		if arr, err := splitArray([]byte("[" + strings.TrimPrefix(string(data), "") + "]")); err != nil || len(arr) != 1 {
 			t.Fatalf("splitArray of a one-element array: %v %v", arr, err)
-		}
-	})
-}
-
-// FuzzGainedHidden: the hidden-character reader never panics, finds nothing
-// in a definition compared with itself, and finds exactly the hidden
-// characters of a definition new against none.
-func FuzzGainedHidden(f *testing.F) {
-	f.Add([]byte(`{"name":"t","description":"a\u200b<IMPORTANT>\u202e"}`), []byte(`{"name":"t","description":"a"}`))
-	f.Add([]byte(`{"name":"t","inputSchema":{"properties":{"q\u2066":{"description":"\udb40\udc41"}}}}`), []byte(`{}`))
-	f.Add([]byte(`{"_meta":{"x":"\u200b"}}`), []byte(`[1,"\u200b"]`))
-	f.Add([]byte(`"\ufeff"`), []byte(`{"a":`))
-	f.Fuzz(func(t *testing.T, cur, old []byte) {
-		if g := gainedHidden(cur, cur); len(g) != 0 {
-			t.Fatalf("%q gained %v against itself", cur, g)
-		}
-		g := gainedHidden(old, cur)
-		for _, h := range g {
-			if len(h.chars) == 0 {
-				t.Fatalf("an empty gain for %q", h.field)
-			}
-		}
-		if json.Valid(cur) && !bytes.ContainsAny(cur, `\`) {
-			n := 0
-			for _, r := range string(cur) {
-				if textsafe.Hidden(r) {
-					n++
-				}
-			}
-			if n == 0 && len(gainedHidden(nil, cur)) != 0 {
-				t.Fatalf("hidden characters found in %q, which has none", cur)
-			}
 		}
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/pin/capability"
 )
 
 // LockKind and LockVersion identify a lock file (docs/LOCK.md).
@@ -178,7 +179,7 @@ type Lock struct {
 	Definitions []Definition
 	// Capabilities are the capability overrides the approver gave, by tool
 	// name; nil when none.
-	Capabilities Overrides
+	Capabilities capability.Overrides
 	Approval     Approval
 	// LockDigest is set by Marshal and checked by Parse.
 	LockDigest string
@@ -271,7 +272,7 @@ func (l *Lock) checkStrings() error {
 
 // SetCapabilities stores capability overrides in the lock. Every name must be
 // a pinned tool; nil or empty removes the overrides.
-func (l *Lock) SetCapabilities(o Overrides) error {
+func (l *Lock) SetCapabilities(o capability.Overrides) error {
 	if err := l.checkOverrides(o); err != nil {
 		return err
 	}
@@ -279,9 +280,9 @@ func (l *Lock) SetCapabilities(o Overrides) error {
 		l.Capabilities = nil
 		return nil
 	}
-	norm := make(Overrides, len(o))
+	norm := make(capability.Overrides, len(o))
 	for name, caps := range o {
-		sorted := sortCaps(slices.Clone(caps))
+		sorted := capability.Sort(slices.Clone(caps))
 		if len(sorted) != len(caps) {
 			return fmt.Errorf("capabilities override for tool %s lists a capability twice", textsafe.Quote(name))
 		}
@@ -291,7 +292,7 @@ func (l *Lock) SetCapabilities(o Overrides) error {
 	return nil
 }
 
-func (l *Lock) checkOverrides(o Overrides) error {
+func (l *Lock) checkOverrides(o capability.Overrides) error {
 	var missing []string
 	for name, caps := range o {
 		if _, ok := l.Lookup(digest.KindTool, name); !ok {
@@ -325,13 +326,8 @@ func (l *Lock) Lookup(k digest.Kind, key string) (Definition, bool) {
 // compareDefinitions orders definitions as a lock does: by kind in the
 // order of digest.Kinds, then by key in UTF-8 byte order.
 func compareDefinitions(a, b Definition) int {
-	if c := kindRank(a.Kind) - kindRank(b.Kind); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Key, b.Key)
+	return digest.CompareKeys(a.Kind, a.Key, b.Kind, b.Key)
 }
-
-func kindRank(k digest.Kind) int { return slices.Index(digest.Kinds[:], k) }
 
 // Snapshot returns the pinned definitions as a snapshot (captured at the
 // approval time), for diffs and for re-digesting.
@@ -693,7 +689,7 @@ func decodeLock(m map[string]json.RawMessage) (*Lock, error) {
 	if raw, ok := m["capabilities"]; ok {
 		c, err := objectMembers(raw, capabilitiesMembers, capabilitiesMembers)
 		if err == nil {
-			l.Capabilities, err = parseOverrideTools(c["tools"], true)
+			l.Capabilities, err = capability.ParseOverrideTools(c["tools"], true)
 		}
 		if err := member("capabilities", err); err != nil {
 			return nil, err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/pin/capability"
 )
 
 func TestLockRoundTrip(t *testing.T) {
@@ -34,7 +35,7 @@ func TestLockRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := l.SetCapabilities(Overrides{"run_command": {CapExec, CapNetwork}}); err != nil {
+			if err := l.SetCapabilities(capability.Overrides{"run_command": {capability.Exec, capability.Network}}); err != nil {
 				t.Fatal(err)
 			}
 			data := mustMarshal(t, l)
@@ -254,7 +255,7 @@ func TestNewLockRefuses(t *testing.T) {
 		})
 	}
 	l := tofuLock(t, "honest")
-	if err := l.SetCapabilities(Overrides{"run_command": {CapRead}}); err == nil || !strings.Contains(err.Error(), "run_command") {
+	if err := l.SetCapabilities(capability.Overrides{"run_command": {capability.Read}}); err == nil || !strings.Contains(err.Error(), "run_command") {
 		t.Errorf("override of a tool the server does not have: %v", err)
 	}
 }

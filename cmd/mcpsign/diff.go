@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
-	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/pin/diff"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/source"
 )
@@ -64,7 +64,7 @@ usage, an unreadable side, or a server that could not be read.`,
 			if err != nil {
 				return err
 			}
-			failOn, err := pin.ParseDiffFailOn(do.FailOn)
+			failOn, err := diff.ParseFailOn(do.FailOn)
 			if err != nil {
 				return fmt.Errorf("--fail-on: %w", err)
 			}
@@ -75,7 +75,7 @@ usage, an unreadable side, or a server that could not be read.`,
 			if err != nil {
 				return err
 			}
-			var sides [2]*pin.Side
+			var sides [2]*diff.Side
 			for i, arg := range args {
 				if sides[i], err = diffSide(cmd, a, &src, arg); err != nil {
 					return fmt.Errorf("side %c: %w", 'A'+i, err)
@@ -84,11 +84,11 @@ usage, an unreadable side, or a server that could not be read.`,
 					sides[i].Capabilities = overrides
 				}
 			}
-			d := pin.Diff(sides[0], sides[1], pin.DiffOptions{})
+			d := diff.Compare(sides[0], sides[1], diff.Options{})
 			if asJSON {
-				err = pin.WriteDiffJSON(a.stdout, d, failOn)
+				err = diff.WriteJSON(a.stdout, d, failOn)
 			} else {
-				err = pin.WriteDiffText(a.stdout, d)
+				err = diff.WriteText(a.stdout, d)
 			}
 			if err != nil {
 				return err
@@ -108,7 +108,7 @@ usage, an unreadable side, or a server that could not be read.`,
 
 // diffSide reads one side: a lock, bundle or snapshot file by content, or
 // else a source, listed live.
-func diffSide(cmd *cobra.Command, a *app, src *options.SourceOptions, arg string) (*pin.Side, error) {
+func diffSide(cmd *cobra.Command, a *app, src *options.SourceOptions, arg string) (*diff.Side, error) {
 	side, ok, err := pinbundle.ReadSideFile(arg)
 	if ok || err != nil {
 		return side, err
@@ -126,11 +126,11 @@ func diffSide(cmd *cobra.Command, a *app, src *options.SourceOptions, arg string
 	if err != nil {
 		return nil, err
 	}
-	origin := pin.OriginLive
+	origin := diff.OriginLive
 	if spec.File != "" {
-		origin = pin.OriginSnapshot
+		origin = diff.OriginSnapshot
 	}
-	return pin.SnapshotSide(sideLabel(arg, spec), origin, snap), nil
+	return diff.SnapshotSide(sideLabel(arg, spec), origin, snap), nil
 }
 
 // sideLabel names a side without what a URL may carry in its user info or

@@ -15,7 +15,7 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/hosts"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
-	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/pin/diff"
 )
 
 // hostsFlags are the flags every hosts subcommand takes.
@@ -434,12 +434,12 @@ func editFile(cmd *cobra.Command, a *app, hf hostFile, wrap bool, opts hosts.Wra
 		fmt.Fprintln(a.stdout, "  no servers")
 	}
 	if dryRun {
-		diff, truncated := pin.TextDiff(string(c.Original()), string(data), pin.TextDiffOptions{})
-		if diff == "" {
+		text, truncated := diff.Text(string(c.Original()), string(data), diff.TextOptions{})
+		if text == "" {
 			fmt.Fprintln(a.stdout, "  (no change)")
 			return nil
 		}
-		fmt.Fprintf(a.stdout, "--- %s\n+++ %s\n%s", textsafe.Escape(hf.path), textsafe.Escape(hf.path), textsafe.EscapeKeepLayout(diff))
+		fmt.Fprintf(a.stdout, "--- %s\n+++ %s\n%s", textsafe.Escape(hf.path), textsafe.Escape(hf.path), textsafe.EscapeKeepLayout(text))
 		if truncated {
 			fmt.Fprintln(a.stdout, "(diff truncated)")
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/pin/capability"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/verify"
 )
@@ -166,7 +167,7 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 }
 
 // writePinLock writes the lock of snap with approval, and reports it.
-func writePinLock(cmd *cobra.Command, a *app, asJSON bool, po *options.PinOptions, snap *digest.Snapshot, approval pin.Approval, overrides pin.Overrides) error {
+func writePinLock(cmd *cobra.Command, a *app, asJSON bool, po *options.PinOptions, snap *digest.Snapshot, approval pin.Approval, overrides capability.Overrides) error {
 	lock, err := pin.NewLock(snap, approval)
 	if err != nil {
 		return err
@@ -207,7 +208,7 @@ func writePinText(w io.Writer, path string, l *pin.Lock) error {
 	fmt.Fprintf(w, "approval: %s\nlockDigest: %s\n", approvalText(&l.Approval), l.LockDigest)
 	if counts[digest.KindTool] > 0 {
 		fmt.Fprintf(w, "\ncapabilities (! = can delete or execute):\n")
-		return pin.WriteCapabilities(w, l)
+		return capability.WriteText(w, l.ToolCapabilities())
 	}
 	return nil
 }
@@ -231,13 +232,13 @@ func approvalText(a *pin.Approval) string {
 
 // pinJSON is the stable JSON output of 'mcpsign pin' (docs/LOCK.md).
 type pinJSON struct {
-	ReportVersion int                              `json:"reportVersion"`
-	Lock          string                           `json:"lock"`
-	LockDigest    string                           `json:"lockDigest"`
-	Server        digest.ServerInfo                `json:"server"`
-	Approval      pin.Approval                     `json:"approval"`
-	Counts        map[string]int                   `json:"counts"`
-	Capabilities  map[string]*pin.ToolCapabilities `json:"capabilities"`
+	ReportVersion int                         `json:"reportVersion"`
+	Lock          string                      `json:"lock"`
+	LockDigest    string                      `json:"lockDigest"`
+	Server        digest.ServerInfo           `json:"server"`
+	Approval      pin.Approval                `json:"approval"`
+	Counts        map[string]int              `json:"counts"`
+	Capabilities  map[string]*capability.Tool `json:"capabilities"`
 }
 
 func writePinJSON(w io.Writer, path string, l *pin.Lock) error {

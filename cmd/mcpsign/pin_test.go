@@ -11,6 +11,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/internal/sigstack"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/pin/capability"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -152,18 +153,18 @@ func TestPinCapabilitiesOverride(t *testing.T) {
 		t.Fatalf("exit %d %s", code, stderr)
 	}
 	var out struct {
-		Capabilities map[string]pin.ToolCapabilities `json:"capabilities"`
-		Approval     pin.Approval                    `json:"approval"`
-		LockDigest   string                          `json:"lockDigest"`
+		Capabilities map[string]capability.Tool `json:"capabilities"`
+		Approval     pin.Approval               `json:"approval"`
+		LockDigest   string                     `json:"lockDigest"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatal(err)
 	}
-	if rc := out.Capabilities["run_command"]; !rc.Overridden || len(rc.Capabilities) != 1 || rc.Capabilities[0] != pin.CapRead {
+	if rc := out.Capabilities["run_command"]; !rc.Overridden || len(rc.Capabilities) != 1 || rc.Capabilities[0] != capability.Read {
 		t.Errorf("run_command: %+v", rc)
 	}
 	l, err := pin.Read(lock)
-	if err != nil || l.Capabilities["run_command"][0] != pin.CapRead || l.LockDigest != out.LockDigest {
+	if err != nil || l.Capabilities["run_command"][0] != capability.Read || l.LockDigest != out.LockDigest {
 		t.Errorf("lock overrides %v %v", l, err)
 	}
 	// Overrides of tools the server does not have, or malformed: refused.

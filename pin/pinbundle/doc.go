@@ -4,7 +4,8 @@
 // not hold ([Verifier]), and a bundle's statement read for a diff without
 // verifying it ([Statement], [ReadSideFile]).
 //
-// It is apart from package pin so that pin (the lock, the drift rules, the
-// diff) and package proxy do not link sigstore-go: the long-running proxy
-// executable stays small, and verification runs where it is needed.
+// It is apart from packages pin (the lock, the drift rules), pin/diff and
+// pin/capability so that they and package proxy do not link sigstore-go:
+// the long-running proxy executable stays small, and verification runs
+// where it is needed.
 package pinbundle

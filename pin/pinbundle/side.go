@@ -13,6 +13,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/pin/diff"
 )
 
 // MaxBytes bounds a bundle file read for a diff.
@@ -55,7 +56,7 @@ func Statement(data []byte) (*attest.Statement, error) {
 // anything else): the caller then treats it as a source (a command line or
 // URL). A file that is a lock, a bundle or a snapshot but is refused is an
 // error.
-func ReadSideFile(path string) (side *pin.Side, ok bool, err error) {
+func ReadSideFile(path string) (side *diff.Side, ok bool, err error) {
 	fi, err := os.Stat(path)
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() > MaxBytes {
 		return nil, false, nil
@@ -76,13 +77,13 @@ func ReadSideFile(path string) (side *pin.Side, ok bool, err error) {
 		if err != nil {
 			return nil, true, fmt.Errorf("bundle %s: %w", textsafe.Quote(path), err)
 		}
-		return pin.StatementSide(path, st), true, nil
+		return diff.StatementSide(path, st), true, nil
 	case pin.FileSnapshot:
 		s, err := digest.ParseSnapshot(data)
 		if err != nil {
 			return nil, true, fmt.Errorf("snapshot %s: %w", textsafe.Quote(path), err)
 		}
-		return pin.SnapshotSide(path, pin.OriginSnapshot, s), true, nil
+		return diff.SnapshotSide(path, diff.OriginSnapshot, s), true, nil
 	}
 	return nil, false, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/pin/diff"
 )
 
 const (
@@ -64,7 +65,7 @@ func signBundle(t *testing.T, snap *digest.Snapshot, opts attest.Options) []byte
 
 func TestDiffBundleSide(t *testing.T) {
 	honest, rug := snapshot(t, honestSnap), snapshot(t, rugSnap)
-	live := pin.SnapshotSide("live", pin.OriginLive, rug)
+	live := diff.SnapshotSide("live", diff.OriginLive, rug)
 	t.Run("embedded definitions", func(t *testing.T) {
 		data := signBundle(t, honest, attest.Options{})
 		if k := pin.DetectFile(data); k != pin.FileBundle {
@@ -74,12 +75,12 @@ func TestDiffBundleSide(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		side := pin.StatementSide("honest.sigstore.json", st)
-		if !side.Unverified || side.Origin != pin.OriginBundle {
+		side := diff.StatementSide("honest.sigstore.json", st)
+		if !side.Unverified || side.Origin != diff.OriginBundle {
 			t.Errorf("side %+v", side)
 		}
-		d := pin.Diff(side, live, pin.DiffOptions{})
-		want := pin.Diff(pin.SnapshotSide("a", pin.OriginSnapshot, honest), live, pin.DiffOptions{})
+		d := diff.Compare(side, live, diff.Options{})
+		want := diff.Compare(diff.SnapshotSide("a", diff.OriginSnapshot, honest), live, diff.Options{})
 		dj, _ := json.Marshal(d.Definitions)
 		wj, _ := json.Marshal(want.Definitions)
 		if string(dj) != string(wj) {
@@ -89,7 +90,7 @@ func TestDiffBundleSide(t *testing.T) {
 			t.Errorf("%d changes, want 2 (read_note changed, exec added)", len(d.Definitions))
 		}
 		var out strings.Builder
-		pin.WriteDiffText(&out, d)
+		diff.WriteText(&out, d)
 		if !strings.Contains(out.String(), "UNVERIFIED") || !strings.Contains(out.String(), "evil.example") {
 			t.Errorf("an unverified bundle is not marked, or the change not shown:\n%s", out.String())
 		}
@@ -99,9 +100,9 @@ func TestDiffBundleSide(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := pin.Diff(pin.StatementSide("b", st), live, pin.DiffOptions{})
+		d := diff.Compare(diff.StatementSide("b", st), live, diff.Options{})
 		for _, dc := range d.Definitions {
-			if dc.Change == pin.Changed && (!dc.NoContent || dc.Fields != nil) {
+			if dc.Change == diff.Changed && (!dc.NoContent || dc.Fields != nil) {
 				t.Errorf("%s: NoContent %v fields %v", dc.Key, dc.NoContent, dc.Fields)
 			}
 		}
@@ -112,8 +113,8 @@ func TestDiffBundleSide(t *testing.T) {
 		changed := snapshot(t, honestSnap)
 		ins := "new"
 		changed.Instructions = &ins
-		ic := pin.Diff(pin.StatementSide("b", st), pin.SnapshotSide("x", pin.OriginLive, changed), pin.DiffOptions{}).Instructions
-		if ic == nil || ic.Diff != "" || ic.Change != pin.Changed {
+		ic := diff.Compare(diff.StatementSide("b", st), diff.SnapshotSide("x", diff.OriginLive, changed), diff.Options{}).Instructions
+		if ic == nil || ic.Diff != "" || ic.Change != diff.Changed {
 			t.Errorf("instructions change %+v: want changed without a text diff", ic)
 		}
 	})
@@ -157,12 +158,12 @@ func TestReadSideFile(t *testing.T) {
 	tests := []struct {
 		path   string
 		ok     bool
-		origin pin.Origin
+		origin diff.Origin
 		err    bool
 	}{
-		{write("a.snapshot.json", snapData), true, pin.OriginSnapshot, false},
-		{write("a.lock", lockData), true, pin.OriginLock, false},
-		{write("a.sigstore.json", signBundle(t, honest, attest.Options{})), true, pin.OriginBundle, false},
+		{write("a.snapshot.json", snapData), true, diff.OriginSnapshot, false},
+		{write("a.lock", lockData), true, diff.OriginLock, false},
+		{write("a.sigstore.json", signBundle(t, honest, attest.Options{})), true, diff.OriginBundle, false},
 		{write("edited.lock", bad), true, "", true},
 		{write("broken.sigstore.json", []byte(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json"}`)), true, "", true},
 		{write("server.js", []byte("console.log(1)")), false, "", false},

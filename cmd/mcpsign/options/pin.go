@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/pin/capability"
+	"github.com/mcpsign/mcpsign/pin/diff"
 )
 
 // PinOptions are the flags of 'mcpsign pin' besides the source, trust,
@@ -49,12 +51,12 @@ type DiffOptions struct {
 
 // AddFlags adds the diff flags to fs.
 func (o *DiffOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.FailOn, "fail-on", string(pin.DiffFailOnNone), "exit 1 on: drift (any difference; alias any), breaking (a breaking change), capability (a tool gained delete or exec, or a text hidden characters), never (alias none)")
+	fs.StringVar(&o.FailOn, "fail-on", string(diff.FailOnNone), "exit 1 on: drift (any difference; alias any), breaking (a breaking change), capability (a tool gained delete or exec, or a text hidden characters), never (alias none)")
 	fs.StringVar(&o.Capabilities, "capabilities", "", "capabilities overrides (caps.json) applied to the tools of both sides, replacing a lock's own")
 }
 
 // ReadOverrides reads a caps.json file; an empty path means none.
-func ReadOverrides(path string) (pin.Overrides, error) {
+func ReadOverrides(path string) (capability.Overrides, error) {
 	if path == "" {
 		return nil, nil
 	}
@@ -63,11 +65,11 @@ func ReadOverrides(path string) (pin.Overrides, error) {
 		return nil, fmt.Errorf("--capabilities: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, pin.MaxOverridesBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, capability.MaxOverridesBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("--capabilities %s: %w", path, err)
 	}
-	o, err := pin.ParseOverrides(data)
+	o, err := capability.ParseOverrides(data)
 	if err != nil {
 		return nil, fmt.Errorf("--capabilities %s: %w", path, err)
 	}

@@ -1,8 +1,9 @@
-package pin
+package diff
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/pin/capability"
 )
 
 // ChangeKind says how something differs from side A to side B.
@@ -34,7 +36,7 @@ type FieldChange struct {
 	Field  string     `json:"field"`
 	Change ChangeKind `json:"change"`
 	Format string     `json:"format"`
-	// Diff is the unified diff (TextDiff) of the member's text, raw:
+	// Diff is the unified diff (Text) of the member's text, raw:
 	// escape it before showing it.
 	Diff      string `json:"diff"`
 	Truncated bool   `json:"truncated,omitempty"`
@@ -84,11 +86,11 @@ type DefinitionChange struct {
 	// embeds no definitions): the members that changed are unknown.
 	NoContent bool `json:"noContent,omitempty"`
 	// Capabilities of a tool on each side, and what it gained and lost.
-	OldCapabilities    *ToolCapabilities `json:"oldCapabilities,omitempty"`
-	NewCapabilities    *ToolCapabilities `json:"newCapabilities,omitempty"`
-	GainedCapabilities []Capability      `json:"gainedCapabilities,omitempty"`
-	LostCapabilities   []Capability      `json:"lostCapabilities,omitempty"`
-	Breaking           []Breaking        `json:"breaking,omitempty"`
+	OldCapabilities    *capability.Tool        `json:"oldCapabilities,omitempty"`
+	NewCapabilities    *capability.Tool        `json:"newCapabilities,omitempty"`
+	GainedCapabilities []capability.Capability `json:"gainedCapabilities,omitempty"`
+	LostCapabilities   []capability.Capability `json:"lostCapabilities,omitempty"`
+	Breaking           []Breaking              `json:"breaking,omitempty"`
 }
 
 // ServerChange is a change of serverInfo.
@@ -114,8 +116,8 @@ type InstructionsChange struct {
 	Truncated bool   `json:"truncated,omitempty"`
 }
 
-// DiffResult is everything that differs from side A to side B.
-type DiffResult struct {
+// Result is everything that differs from side A to side B.
+type Result struct {
 	A            *Side               `json:"a"`
 	B            *Side               `json:"b"`
 	Server       *ServerChange       `json:"server,omitempty"`
@@ -129,12 +131,12 @@ type DiffResult struct {
 }
 
 // Changed reports whether anything differs.
-func (d *DiffResult) Changed() bool {
+func (d *Result) Changed() bool {
 	return d.Server != nil || d.Protocol != nil || d.Instructions != nil || len(d.Definitions) > 0
 }
 
 // Count returns the number of definitions with the given change.
-func (d *DiffResult) Count(c ChangeKind) int {
+func (d *Result) Count(c ChangeKind) int {
 	n := 0
 	for _, dc := range d.Definitions {
 		if dc.Change == c {
@@ -144,40 +146,44 @@ func (d *DiffResult) Count(c ChangeKind) int {
 	return n
 }
 
-// DiffFailOn is when the diff command fails (exit 1). Its words are
-// verify-pin's (FailOn), with breaking besides; docs/DRIFT.md.
-type DiffFailOn string
+// ErrFailOn is the error of ParseFailOn (and of pin.ParseFailOn) for a
+// word they do not know.
+var ErrFailOn = errors.New("unknown failure threshold")
+
+// FailOn is when the diff command fails (exit 1). Its words are
+// verify-pin's (pin.FailOn), with breaking besides; docs/DRIFT.md.
+type FailOn string
 
 // --fail-on values of diff.
 const (
-	DiffFailOnAny        DiffFailOn = "drift"      // anything differs (alias "any")
-	DiffFailOnBreaking   DiffFailOn = "breaking"   // a breaking change
-	DiffFailOnCapability DiffFailOn = "capability" // a new-capability or hidden-characters change
-	DiffFailOnNone       DiffFailOn = "never"      // never (alias "none")
+	FailOnAny        FailOn = "drift"      // anything differs (alias "any")
+	FailOnBreaking   FailOn = "breaking"   // a breaking change
+	FailOnCapability FailOn = "capability" // a new-capability or hidden-characters change
+	FailOnNone       FailOn = "never"      // never (alias "none")
 )
 
-// ParseDiffFailOn reads a --fail-on value of diff: drift, breaking,
+// ParseFailOn reads a --fail-on value of diff: drift, breaking,
 // capability or never; any and none are aliases of drift and never.
-func ParseDiffFailOn(s string) (DiffFailOn, error) {
-	switch f := DiffFailOn(s); f {
-	case DiffFailOnAny, DiffFailOnBreaking, DiffFailOnCapability, DiffFailOnNone:
+func ParseFailOn(s string) (FailOn, error) {
+	switch f := FailOn(s); f {
+	case FailOnAny, FailOnBreaking, FailOnCapability, FailOnNone:
 		return f, nil
 	case "any":
-		return DiffFailOnAny, nil
+		return FailOnAny, nil
 	case "none":
-		return DiffFailOnNone, nil
+		return FailOnNone, nil
 	}
 	return "", fmt.Errorf("%w %s: want drift (or any), breaking, capability or never (or none)", ErrFailOn, strconv.Quote(s))
 }
 
 // Failed reports whether the diff fails under f.
-func (d *DiffResult) Failed(f DiffFailOn) bool {
+func (d *Result) Failed(f FailOn) bool {
 	switch f {
-	case DiffFailOnNone:
+	case FailOnNone:
 		return false
-	case DiffFailOnBreaking:
+	case FailOnBreaking:
 		return len(d.Breaking) > 0
-	case DiffFailOnCapability:
+	case FailOnCapability:
 		for _, b := range d.Breaking {
 			if b.Rule == BreakingNewCapability || b.Rule == BreakingHiddenCharacters {
 				return true
@@ -188,41 +194,41 @@ func (d *DiffResult) Failed(f DiffFailOn) bool {
 	return d.Changed()
 }
 
-// DiffOptions tune Diff. The zero value is ready to use.
-type DiffOptions struct {
+// Options tune Diff. The zero value is ready to use.
+type Options struct {
 	// Text bounds every text diff.
-	Text TextDiffOptions
+	Text TextOptions
 	// MaxTotalBytes bounds the text diffs of one Diff together; past it
 	// the remaining member diffs are left empty and marked truncated. 0
-	// means DefaultMaxDiffBytes.
+	// means DefaultMaxBytes.
 	MaxTotalBytes int
 }
 
-// DefaultMaxDiffBytes is the default of DiffOptions.MaxTotalBytes.
-const DefaultMaxDiffBytes = 16 << 20
+// DefaultMaxBytes is the default of Options.MaxTotalBytes.
+const DefaultMaxBytes = 16 << 20
 
-// budget is what is left of DiffOptions.MaxTotalBytes.
+// budget is what is left of Options.MaxTotalBytes.
 type budget struct{ left int }
 
-// textDiff is TextDiff within the budget.
-func (b *budget) textDiff(x, y string, o TextDiffOptions) (string, bool) {
+// textDiff is Text within the budget.
+func (b *budget) textDiff(x, y string, o TextOptions) (string, bool) {
 	if b.left <= 0 {
 		return "", x != y
 	}
 	o = o.WithDefaults()
 	o.MaxBytes = min(o.MaxBytes, b.left)
-	d, trunc := TextDiff(x, y, o)
+	d, trunc := Text(x, y, o)
 	b.left -= len(d)
 	return d, trunc
 }
 
-// Diff compares side a (the old, approved or reference state) with side b
+// Compare compares side a (the old, approved or reference state) with side b
 // (the new one): server, protocol version, instructions, and every
 // definition by kind and key. A definition without a digest on either side
 // never matches. Capabilities of tools are computed with each side's own
 // overrides.
-func Diff(a, b *Side, opts DiffOptions) *DiffResult {
-	res := &DiffResult{A: a, B: b, Definitions: []DefinitionChange{}, Breaking: []Breaking{}}
+func Compare(a, b *Side, opts Options) *Result {
+	res := &Result{A: a, B: b, Definitions: []DefinitionChange{}, Breaking: []Breaking{}}
 	if a.Server != b.Server {
 		res.Server = &ServerChange{Old: a.Server, New: b.Server}
 	}
@@ -231,7 +237,7 @@ func Diff(a, b *Side, opts DiffOptions) *DiffResult {
 	}
 	bud := &budget{left: opts.MaxTotalBytes}
 	if bud.left <= 0 {
-		bud.left = DefaultMaxDiffBytes
+		bud.left = DefaultMaxBytes
 	}
 	res.Instructions = diffInstructions(a, b, opts.Text, bud)
 
@@ -246,7 +252,7 @@ func Diff(a, b *Side, opts DiffOptions) *DiffResult {
 		}
 	}
 	slices.SortFunc(keys, func(x, y defKey) int {
-		return compareDefinitions(Definition{Kind: x.kind, Key: x.key}, Definition{Kind: y.kind, Key: y.key})
+		return digest.CompareKeys(x.kind, x.key, y.kind, y.key)
 	})
 	for _, k := range keys {
 		dc, ok := diffDefinition(k, ga[k], gb[k], a, b, opts.Text, bud)
@@ -279,7 +285,7 @@ func groupDefinitions(defs []digest.Definition) map[defKey][]digest.Definition {
 	return g
 }
 
-func diffInstructions(a, b *Side, o TextDiffOptions, bud *budget) *InstructionsChange {
+func diffInstructions(a, b *Side, o TextOptions, bud *budget) *InstructionsChange {
 	if a.InstructionsDigest == b.InstructionsDigest {
 		return nil
 	}
@@ -309,7 +315,7 @@ func diffInstructions(a, b *Side, o TextDiffOptions, bud *budget) *InstructionsC
 
 // diffDefinition compares the copies of one kind and key on each side; ok
 // is false when they are the same.
-func diffDefinition(k defKey, olds, news []digest.Definition, a, b *Side, o TextDiffOptions, bud *budget) (DefinitionChange, bool) {
+func diffDefinition(k defKey, olds, news []digest.Definition, a, b *Side, o TextOptions, bud *budget) (DefinitionChange, bool) {
 	dc := DefinitionChange{Kind: k.kind, Key: k.key}
 	var old, cur *digest.Definition
 	if len(olds) > 0 {
@@ -369,20 +375,23 @@ func invalidReason(defs []digest.Definition, side string) string {
 	return ""
 }
 
-func classifySide(d *digest.Definition, s *Side) *ToolCapabilities {
+func classifySide(d *digest.Definition, s *Side) *capability.Tool {
 	if d.Raw == nil {
-		t := &ToolCapabilities{Sources: map[Capability][]Source{}}
 		if ov, ok := s.Capabilities[d.Key]; ok {
-			return ClassifyTool(nil, ov)
+			return capability.Classify(nil, ov)
 		}
-		t.add(CapUnknown, Source{From: FromDefault, Detail: "the definition is not embedded: only its digest is known"})
-		return t
+		return &capability.Tool{
+			Capabilities: []capability.Capability{capability.Unknown},
+			Sources: map[capability.Capability][]capability.Source{
+				capability.Unknown: {{From: capability.FromDefault, Detail: "the definition is not embedded: only its digest is known"}},
+			},
+		}
 	}
-	var ov []Capability
+	var ov []capability.Capability
 	if s.Capabilities != nil {
 		ov = s.Capabilities[d.Key]
 	}
-	return ClassifyTool(d.Raw, ov)
+	return capability.Classify(d.Raw, ov)
 }
 
 // fieldOrder puts the members people read first first; others follow in
@@ -391,7 +400,7 @@ var fieldOrder = []string{"name", "uriTemplate", "title", "description", "inputS
 
 // diffFields diffs the top-level members of two definitions, "_meta" aside
 // (it is not digested either).
-func diffFields(oldRaw, newRaw json.RawMessage, o TextDiffOptions, bud *budget) []FieldChange {
+func diffFields(oldRaw, newRaw json.RawMessage, o TextOptions, bud *budget) []FieldChange {
 	var om, nm map[string]json.RawMessage
 	if json.Unmarshal(oldRaw, &om) != nil || json.Unmarshal(newRaw, &nm) != nil {
 		// Not objects: diff them whole.
@@ -457,7 +466,11 @@ func stringOrAbsent(raw json.RawMessage, present bool) (string, bool) {
 	if !present {
 		return "", true
 	}
-	return jsonString(raw)
+	var s string
+	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 func canonicalOrRaw(raw json.RawMessage) []byte {

@@ -1,11 +1,10 @@
-package pin
+package capability
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,29 +20,29 @@ type Capability string
 
 // The capabilities, in their canonical order.
 const (
-	CapRead    Capability = "read"
-	CapWrite   Capability = "write"
-	CapDelete  Capability = "delete"
-	CapNetwork Capability = "network"
-	CapExec    Capability = "exec"
-	// CapUnknown is given to a tool that no annotation or rule classifies.
-	CapUnknown Capability = "unknown"
+	Read    Capability = "read"
+	Write   Capability = "write"
+	Delete  Capability = "delete"
+	Network Capability = "network"
+	Exec    Capability = "exec"
+	// Unknown is given to a tool that no annotation or rule classifies.
+	Unknown Capability = "unknown"
 )
 
-// AllCapabilities lists every capability in canonical order.
-var AllCapabilities = [...]Capability{CapRead, CapWrite, CapDelete, CapNetwork, CapExec, CapUnknown}
+// All lists every capability in canonical order.
+var All = [...]Capability{Read, Write, Delete, Network, Exec, Unknown}
 
-// Valid reports whether c is one of AllCapabilities.
-func (c Capability) Valid() bool { return slices.Contains(AllCapabilities[:], c) }
+// Valid reports whether c is one of All.
+func (c Capability) Valid() bool { return slices.Contains(All[:], c) }
 
 // Dangerous reports whether gaining c is a drift error of its own
 // (pin-capability-added): delete and exec.
-func (c Capability) Dangerous() bool { return c == CapDelete || c == CapExec }
+func (c Capability) Dangerous() bool { return c == Delete || c == Exec }
 
-func capRank(c Capability) int { return slices.Index(AllCapabilities[:], c) }
+func capRank(c Capability) int { return slices.Index(All[:], c) }
 
-// sortCaps sorts and deduplicates capabilities in canonical order.
-func sortCaps(cs []Capability) []Capability {
+// Sort sorts and deduplicates capabilities in canonical order.
+func Sort(cs []Capability) []Capability {
 	slices.SortFunc(cs, func(a, b Capability) int { return capRank(a) - capRank(b) })
 	return slices.Compact(cs)
 }
@@ -70,9 +69,9 @@ func (s Source) String() string {
 	return s.From + " " + strconv.Quote(s.Detail)
 }
 
-// ToolCapabilities is what one tool may do and why.
-type ToolCapabilities struct {
-	// Capabilities in canonical order; never empty (CapUnknown when
+// Tool is what one tool may do and why.
+type Tool struct {
+	// Capabilities in canonical order; never empty (Unknown when
 	// nothing matched).
 	Capabilities []Capability `json:"capabilities"`
 	// Sources says, per capability, where it came from: annotations first,
@@ -86,10 +85,10 @@ type ToolCapabilities struct {
 }
 
 // Has reports whether c is among the capabilities.
-func (t *ToolCapabilities) Has(c Capability) bool { return slices.Contains(t.Capabilities, c) }
+func (t *Tool) Has(c Capability) bool { return slices.Contains(t.Capabilities, c) }
 
 // add records a capability and its source; it never removes one.
-func (t *ToolCapabilities) add(c Capability, s Source) {
+func (t *Tool) add(c Capability, s Source) {
 	if !slices.Contains(t.Sources[c], s) {
 		t.Sources[c] = append(t.Sources[c], s)
 	}
@@ -100,7 +99,7 @@ func (t *ToolCapabilities) add(c Capability, s Source) {
 
 // Gained returns the capabilities of t that old lacks, in canonical order.
 // A nil old has none.
-func (t *ToolCapabilities) Gained(old *ToolCapabilities) []Capability {
+func (t *Tool) Gained(old *Tool) []Capability {
 	var out []Capability
 	for _, c := range t.Capabilities {
 		if old == nil || !old.Has(c) {
@@ -115,7 +114,7 @@ func (t *ToolCapabilities) Gained(old *ToolCapabilities) []Capability {
 // unknown as well, since the rest was not classified.
 const MaxDescriptionScan = 1 << 20
 
-// ClassifyTool returns the capabilities of one raw tool definition:
+// Classify returns the capabilities of one raw tool definition:
 //
 //  1. annotations: readOnlyHint true gives read, destructiveHint true
 //     delete, openWorldHint true network (idempotentHint is recorded only);
@@ -125,32 +124,32 @@ const MaxDescriptionScan = 1 << 20
 //     description against the same lists.
 //
 // A rule only ever adds a capability. When nothing matched the tool is
-// CapUnknown. A non-nil override replaces the result entirely. A definition
-// that is not a JSON object is CapUnknown.
-func ClassifyTool(raw json.RawMessage, override []Capability) *ToolCapabilities {
-	t := &ToolCapabilities{Sources: map[Capability][]Source{}}
+// Unknown. A non-nil override replaces the result entirely. A definition
+// that is not a JSON object is Unknown.
+func Classify(raw json.RawMessage, override []Capability) *Tool {
+	t := &Tool{Sources: map[Capability][]Source{}}
 	if override != nil {
 		t.Overridden = true
-		for _, c := range sortCaps(slices.Clone(override)) {
+		for _, c := range Sort(slices.Clone(override)) {
 			t.add(c, Source{From: FromOverride, Detail: "capabilities override"})
 		}
 		return t
 	}
 	var def map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &def); err != nil {
-		t.add(CapUnknown, Source{From: FromDefault, Detail: "the definition is not a JSON object"})
+		t.add(Unknown, Source{From: FromDefault, Detail: "the definition is not a JSON object"})
 		return t
 	}
 	var texts []string
 	if ann := jsonObject(def["annotations"]); ann != nil {
 		if jsonBool(ann["readOnlyHint"]) {
-			t.add(CapRead, Source{From: FromAnnotation, Detail: "readOnlyHint"})
+			t.add(Read, Source{From: FromAnnotation, Detail: "readOnlyHint"})
 		}
 		if jsonBool(ann["destructiveHint"]) {
-			t.add(CapDelete, Source{From: FromAnnotation, Detail: "destructiveHint"})
+			t.add(Delete, Source{From: FromAnnotation, Detail: "destructiveHint"})
 		}
 		if jsonBool(ann["openWorldHint"]) {
-			t.add(CapNetwork, Source{From: FromAnnotation, Detail: "openWorldHint"})
+			t.add(Network, Source{From: FromAnnotation, Detail: "openWorldHint"})
 		}
 		var idem bool
 		if v, ok := ann["idempotentHint"]; ok && json.Unmarshal(v, &idem) == nil {
@@ -178,11 +177,11 @@ func ClassifyTool(raw json.RawMessage, override []Capability) *ToolCapabilities 
 	}
 	classifyWords(t, FromDescription, words)
 	if len(t.Capabilities) == 0 {
-		t.add(CapUnknown, Source{From: FromDefault, Detail: "no annotation, name or description rule matched"})
+		t.add(Unknown, Source{From: FromDefault, Detail: "no annotation, name or description rule matched"})
 	} else if truncated {
-		t.add(CapUnknown, Source{From: FromDefault, Detail: "description longer than " + strconv.Itoa(MaxDescriptionScan) + " bytes was not read to the end"})
+		t.add(Unknown, Source{From: FromDefault, Detail: "description longer than " + strconv.Itoa(MaxDescriptionScan) + " bytes was not read to the end"})
 	}
-	t.Capabilities = sortCaps(t.Capabilities)
+	t.Capabilities = Sort(t.Capabilities)
 	return t
 }
 
@@ -210,18 +209,18 @@ func jsonString(raw json.RawMessage) (string, bool) {
 // verbs maps each rule word to its capabilities. A word may give more than
 // one ("fetch" reads and uses the network).
 var verbs = map[Capability][]string{
-	CapDelete: {"delete", "remove", "drop", "purge", "destroy", "erase", "wipe", "truncate",
+	Delete: {"delete", "remove", "drop", "purge", "destroy", "erase", "wipe", "truncate",
 		"unlink", "rm", "rmdir", "del", "trash", "kill", "uninstall", "revoke"},
-	CapWrite: {"create", "update", "write", "send", "post", "put", "set", "insert", "modify", "edit",
+	Write: {"create", "update", "write", "send", "post", "put", "set", "insert", "modify", "edit",
 		"add", "upload", "save", "patch", "append", "rename", "move", "replace", "push", "commit",
 		"merge", "publish", "submit", "store", "upsert", "overwrite", "mkdir", "install", "fork",
 		"assign", "fill", "click", "reply"},
-	CapRead: {"get", "list", "search", "read", "fetch", "query", "find", "lookup", "show", "view",
+	Read: {"get", "list", "search", "read", "fetch", "query", "find", "lookup", "show", "view",
 		"describe", "retrieve", "load", "inspect", "browse", "download", "ls", "cat", "grep",
 		"status", "log", "info", "diff", "screenshot", "open"},
-	CapExec: {"exec", "execute", "shell", "eval", "evaluate", "spawn", "subprocess", "bash", "sh",
+	Exec: {"exec", "execute", "shell", "eval", "evaluate", "spawn", "subprocess", "bash", "sh",
 		"zsh", "powershell", "pwsh", "popen"},
-	CapNetwork: {"fetch", "http", "https", "url", "uri", "webhook", "download", "upload", "request",
+	Network: {"fetch", "http", "https", "url", "uri", "webhook", "download", "upload", "request",
 		"browse", "browser", "curl", "wget", "web", "website", "webpage", "internet", "crawl",
 		"scrape", "navigate", "socket", "dns", "ping", "smtp"},
 }
@@ -258,7 +257,7 @@ var runForms = sync.OnceValue(buildRunForms)
 
 func buildForms() map[string]wordRule {
 	m := map[string]wordRule{}
-	for _, c := range AllCapabilities {
+	for _, c := range All {
 		for _, v := range verbs[c] {
 			for _, f := range inflect(v) {
 				r := m[f]
@@ -312,7 +311,7 @@ func isVowel(b byte) bool { return strings.IndexByte("aeiou", b) >= 0 }
 
 // classifyWords applies the one-word rules and the run+command rule to the
 // words of a name or a text.
-func classifyWords(t *ToolCapabilities, from string, words []string) {
+func classifyWords(t *Tool, from string, words []string) {
 	var runVerb, runNoun string
 	for _, w := range words {
 		if r, ok := forms()[w]; ok && (from == FromName || !nameOnly[r.base]) {
@@ -329,7 +328,7 @@ func classifyWords(t *ToolCapabilities, from string, words []string) {
 		}
 	}
 	if runVerb != "" && runNoun != "" {
-		t.add(CapExec, Source{From: from, Detail: runVerb + "+" + runNoun})
+		t.add(Exec, Source{From: from, Detail: runVerb + "+" + runNoun})
 	}
 }
 
@@ -398,21 +397,51 @@ func ParseOverrides(data []byte) (Overrides, error) {
 	if len(data) > MaxOverridesBytes {
 		return nil, fmt.Errorf("%w: %d bytes is more than the %d allowed", ErrOverrides, len(data), MaxOverridesBytes)
 	}
-	top, err := strictObject(data, []string{"tools"}, []string{"tools"})
+	tools, err := toolsMember(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrOverrides, err)
 	}
-	o, err := parseOverrideTools(top["tools"], false)
+	o, err := ParseOverrideTools(tools, false)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrOverrides, err)
 	}
 	return o, nil
 }
 
-// parseOverrideTools reads the "tools" object of overrides; strict (in a
-// lock) also requires each list in canonical order, so that a lock has one
-// form.
-func parseOverrideTools(raw json.RawMessage, strict bool) (Overrides, error) {
+// toolsMember reads a caps.json document with the strict reader of package
+// digest and returns its one member, "tools"; any other member is refused.
+func toolsMember(data []byte) (json.RawMessage, error) {
+	if _, err := digest.Canonicalize(data); err != nil {
+		return nil, err
+	}
+	names, values, err := digest.Members(data)
+	if err != nil {
+		return nil, err
+	}
+	var unknown []string
+	for _, name := range names {
+		if name != "tools" {
+			unknown = append(unknown, strconv.Quote(name))
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		if len(unknown) > 5 {
+			unknown = append(unknown[:5], "…")
+		}
+		return nil, fmt.Errorf("unknown member %s", strings.Join(unknown, ", "))
+	}
+	tools, ok := values["tools"]
+	if !ok {
+		return nil, errors.New(`member "tools" is missing`)
+	}
+	return tools, nil
+}
+
+// ParseOverrideTools reads the "tools" object of overrides (the caller has
+// read the whole text strictly); strict (in a lock) also requires each list
+// in canonical order, so that a lock has one form.
+func ParseOverrideTools(raw json.RawMessage, strict bool) (Overrides, error) {
 	var tools map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &tools); err != nil || tools == nil {
 		return nil, errors.New(`"tools" must be an object from tool name to a list of capabilities`)
@@ -437,7 +466,7 @@ func parseOverrideTools(raw json.RawMessage, strict bool) (Overrides, error) {
 				return nil, fmt.Errorf("tool %s: %s is not a capability (want read, write, delete, network, exec or unknown)", strconv.Quote(name), strconv.Quote(string(c)))
 			}
 		}
-		sorted := sortCaps(slices.Clone(list))
+		sorted := Sort(slices.Clone(list))
 		if len(sorted) != len(list) {
 			return nil, fmt.Errorf("tool %s: a capability is listed twice", strconv.Quote(name))
 		}
@@ -450,54 +479,20 @@ func parseOverrideTools(raw json.RawMessage, strict bool) (Overrides, error) {
 }
 
 // MarshalJSON writes the overrides in their file form, {"tools": {…}},
-// names sorted.
+// names sorted (UTF-8 byte order), each list in canonical order, with <, >
+// and & kept as they are.
 func (o Overrides) MarshalJSON() ([]byte, error) {
+	tools := make(map[string][]Capability, len(o))
+	for name, cs := range o {
+		tools[name] = append([]Capability{}, Sort(slices.Clone(cs))...)
+	}
 	var b bytes.Buffer
-	b.WriteString(`{"tools":{`)
-	for i, name := range slices.Sorted(maps.Keys(o)) {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		writeJSONString(&b, name)
-		b.WriteString(":[")
-		for j, c := range sortCaps(slices.Clone(o[name])) {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			writeJSONString(&b, string(c))
-		}
-		b.WriteByte(']')
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(struct {
+		Tools map[string][]Capability `json:"tools"`
+	}{tools}); err != nil {
+		return nil, err
 	}
-	b.WriteString("}}")
-	return b.Bytes(), nil
-}
-
-// ToolCapabilities returns the capabilities of every pinned tool by name,
-// with the lock's overrides applied.
-func (l *Lock) ToolCapabilities() map[string]*ToolCapabilities {
-	out := map[string]*ToolCapabilities{}
-	for _, d := range l.Definitions {
-		if d.Kind == digest.KindTool {
-			out[d.Key] = ClassifyTool(d.Definition, l.Capabilities[d.Key])
-		}
-	}
-	return out
-}
-
-// CarryOverrides sets on l the capability overrides of prev for the tools
-// whose definition did not change (same key and digest): an override
-// approves a pinned definition only.
-func (l *Lock) CarryOverrides(prev *Lock) {
-	if len(prev.Capabilities) == 0 {
-		return
-	}
-	keep := Overrides{}
-	for name, caps := range prev.Capabilities {
-		old, ok1 := prev.Lookup(digest.KindTool, name)
-		cur, ok2 := l.Lookup(digest.KindTool, name)
-		if ok1 && ok2 && old.Digest == cur.Digest {
-			keep[name] = caps
-		}
-	}
-	_ = l.SetCapabilities(keep) // every name is a tool of l
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

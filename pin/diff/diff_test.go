@@ -1,4 +1,4 @@
-package pin
+package diff
 
 import (
 	"encoding/json"
@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/pin/capability"
 )
 
 func TestDiffHonestRugpull(t *testing.T) {
 	a := SnapshotSide("honest.json", OriginSnapshot, exampleSnapshot(t, "honest"))
 	b := SnapshotSide("rugpull.json", OriginSnapshot, exampleSnapshot(t, "rugpull"))
-	d := Diff(a, b, DiffOptions{})
+	d := Compare(a, b, Options{})
 	if d.Server != nil || d.Protocol != nil || d.Instructions != nil {
 		t.Errorf("server %v protocol %v instructions %v", d.Server, d.Protocol, d.Instructions)
 	}
@@ -29,13 +30,13 @@ func TestDiffHonestRugpull(t *testing.T) {
 		!slices.Equal(d.Breaking[1].Characters, []string{"U+200B", "U+202C", "U+202E"}) {
 		t.Errorf("breaking %+v", d.Breaking)
 	}
-	for f, want := range map[DiffFailOn]bool{DiffFailOnAny: true, DiffFailOnBreaking: true, DiffFailOnNone: false} {
+	for f, want := range map[FailOn]bool{FailOnAny: true, FailOnBreaking: true, FailOnNone: false} {
 		if d.Failed(f) != want {
 			t.Errorf("Failed(%s) = %v", f, !want)
 		}
 	}
 	var out strings.Builder
-	if err := WriteDiffText(&out, d); err != nil {
+	if err := WriteText(&out, d); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
@@ -56,7 +57,7 @@ func TestDiffHonestRugpull(t *testing.T) {
 		t.Errorf("diff output holds raw hidden characters:\n%s", text)
 	}
 	// Same sides: nothing.
-	if d := Diff(a, a, DiffOptions{}); d.Changed() || d.Failed(DiffFailOnAny) {
+	if d := Compare(a, a, Options{}); d.Changed() || d.Failed(FailOnAny) {
 		t.Errorf("a side differs from itself: %+v", d)
 	}
 }
@@ -112,7 +113,7 @@ func TestHiddenCharactersBreaking(t *testing.T) {
 			nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Diff(tc.old, tc.cur, DiffOptions{})
+			d := Compare(tc.old, tc.cur, Options{})
 			var got []string
 			for _, b := range d.Breaking {
 				if b.Rule == BreakingHiddenCharacters {
@@ -125,7 +126,7 @@ func TestHiddenCharactersBreaking(t *testing.T) {
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("hidden-characters %q, want %q", got, tc.want)
 			}
-			if (len(tc.want) > 0) && !d.Failed(DiffFailOnBreaking) {
+			if (len(tc.want) > 0) && !d.Failed(FailOnBreaking) {
 				t.Error("not a failure under --fail-on breaking")
 			}
 		})
@@ -184,7 +185,7 @@ func TestBreakingChanges(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Diff(tc.old, tc.cur, DiffOptions{})
+			d := Compare(tc.old, tc.cur, Options{})
 			var got []string
 			for _, b := range d.Breaking {
 				got = append(got, b.Rule+"/"+b.Parameter)
@@ -192,44 +193,20 @@ func TestBreakingChanges(t *testing.T) {
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("breaking %q, want %q", got, tc.want)
 			}
-			if d.Failed(DiffFailOnBreaking) != (len(tc.want) > 0) {
-				t.Errorf("Failed(breaking) = %v", d.Failed(DiffFailOnBreaking))
+			if d.Failed(FailOnBreaking) != (len(tc.want) > 0) {
+				t.Errorf("Failed(breaking) = %v", d.Failed(FailOnBreaking))
 			}
-			if !d.Failed(DiffFailOnAny) {
+			if !d.Failed(FailOnAny) {
 				t.Error("a change does not fail --fail-on any")
 			}
 		})
 	}
 }
 
-func TestDetectFile(t *testing.T) {
-	lock := mustMarshal(t, tofuLock(t, "honest"))
-	snap, _ := exampleSnapshot(t, "honest").MarshalFile()
-	tests := []struct {
-		data string
-		want FileKind
-	}{
-		{string(lock), FileLock},
-		{string(snap), FileSnapshot},
-		{`{"tools":[]}`, FileSnapshot},
-		{`{"resourceTemplates":[]}`, FileSnapshot},
-		{`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json"}`, FileBundle},
-		{`{"kind":"other"}`, FileUnknown},
-		{`{"tools":5}`, FileUnknown},
-		{`node server.js`, FileUnknown},
-		{``, FileUnknown},
-	}
-	for _, tc := range tests {
-		if got := DetectFile([]byte(tc.data)); got != tc.want {
-			t.Errorf("DetectFile(%.40q) = %v, want %v", tc.data, got, tc.want)
-		}
-	}
-}
-
-func TestWriteDiffJSON(t *testing.T) {
-	d := Diff(SnapshotSide("a", OriginSnapshot, exampleSnapshot(t, "honest")), SnapshotSide("b", OriginSnapshot, exampleSnapshot(t, "rugpull")), DiffOptions{})
+func TestWriteJSON(t *testing.T) {
+	d := Compare(SnapshotSide("a", OriginSnapshot, exampleSnapshot(t, "honest")), SnapshotSide("b", OriginSnapshot, exampleSnapshot(t, "rugpull")), Options{})
 	var out strings.Builder
-	if err := WriteDiffJSON(&out, d, DiffFailOnBreaking); err != nil {
+	if err := WriteJSON(&out, d, FailOnBreaking); err != nil {
 		t.Fatal(err)
 	}
 	var back struct {
@@ -242,7 +219,7 @@ func TestWriteDiffJSON(t *testing.T) {
 		Definitions []struct {
 			Kind, Key, Change  string
 			Fields             []FieldChange
-			GainedCapabilities []Capability `json:"gainedCapabilities"`
+			GainedCapabilities []capability.Capability `json:"gainedCapabilities"`
 		} `json:"definitions"`
 		Breaking []Breaking `json:"breaking"`
 	}
@@ -250,7 +227,7 @@ func TestWriteDiffJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	if back.A.Label != "a" || back.A.Origin != "snapshot" || !back.Changed || !back.Failed || len(back.Definitions) != 2 ||
-		!slices.Equal(back.Definitions[0].GainedCapabilities, []Capability{CapExec}) || back.Definitions[1].Fields[0].Field != "description" {
+		!slices.Equal(back.Definitions[0].GainedCapabilities, []capability.Capability{capability.Exec}) || back.Definitions[1].Fields[0].Field != "description" {
 		t.Errorf("JSON diff %+v", back)
 	}
 }
@@ -263,7 +240,7 @@ func TestDiffTotalBudget(t *testing.T) {
 		olds = append(olds, json.RawMessage(fmt.Sprintf(`{"name":"t%02d","description":%q}`, i, strings.Repeat("old line\n", 200))))
 		news = append(news, json.RawMessage(fmt.Sprintf(`{"name":"t%02d","description":%q}`, i, strings.Repeat("new line\n", 200))))
 	}
-	d := Diff(sideOf(olds), sideOf(news), DiffOptions{MaxTotalBytes: 10000})
+	d := Compare(sideOf(olds), sideOf(news), Options{MaxTotalBytes: 10000})
 	total, truncated := 0, 0
 	for _, dc := range d.Definitions {
 		for _, f := range dc.Fields {

@@ -1,13 +1,11 @@
-package pin
+package diff
 
 import (
-	"bytes"
-	"encoding/json"
 	"slices"
-	"strings"
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/pin/capability"
 )
 
 // Origin says what a side of a diff was read from.
@@ -22,7 +20,7 @@ const (
 )
 
 // Side is one side of a diff: what some source says the server offers.
-// Build one with SnapshotSide, LockSide or StatementSide.
+// Build one with SnapshotSide, StatementSide or pin.LockSide.
 type Side struct {
 	// Label names the side for people (a file name, a URL, a command).
 	Label  string `json:"label"`
@@ -42,7 +40,7 @@ type Side struct {
 	// that has no digest).
 	Definitions []digest.Definition `json:"-"`
 	// Capabilities overrides that apply to this side's tools.
-	Capabilities Overrides `json:"-"`
+	Capabilities capability.Overrides `json:"-"`
 }
 
 // SnapshotSide returns the side of a snapshot (origin OriginLive or
@@ -60,27 +58,6 @@ func SnapshotSide(label string, origin Origin, s *digest.Snapshot) *Side {
 	if s.Instructions != nil {
 		ins := *s.Instructions
 		side.Instructions = &ins
-	}
-	return side
-}
-
-// LockSide returns the side of a lock, with the lock's capability
-// overrides.
-func LockSide(label string, l *Lock) *Side {
-	side := &Side{
-		Label:           label,
-		Origin:          OriginLock,
-		Server:          l.Server,
-		ProtocolVersion: l.ProtocolVersion,
-		Capabilities:    l.Capabilities,
-	}
-	if l.Instructions != nil {
-		ins := *l.Instructions
-		side.Instructions = &ins
-		side.InstructionsDigest = digest.InstructionsDigest(ins)
-	}
-	for i, d := range l.Definitions {
-		side.Definitions = append(side.Definitions, digest.Definition{Kind: d.Kind, Key: d.Key, Index: i, Digest: d.Digest, Raw: d.Definition})
 	}
 	return side
 }
@@ -107,51 +84,7 @@ func StatementSide(label string, st *attest.Statement) *Side {
 		side.Definitions = append(side.Definitions, d)
 	}
 	slices.SortStableFunc(side.Definitions, func(a, b digest.Definition) int {
-		return compareDefinitions(Definition{Kind: a.Kind, Key: a.Key}, Definition{Kind: b.Kind, Key: b.Key})
+		return digest.CompareKeys(a.Kind, a.Key, b.Kind, b.Key)
 	})
 	return side
-}
-
-// FileKind is what a file given as a side holds.
-type FileKind int
-
-// The kinds of file DetectFile tells apart.
-const (
-	FileUnknown  FileKind = iota // none of the below
-	FileLock                     // an mcpsign lock
-	FileBundle                   // a Sigstore bundle
-	FileSnapshot                 // a snapshot file or a bare list result
-)
-
-// DetectFile says what a file holds by its content: a JSON object whose
-// "kind" is mcpsign.lock is a lock, one whose "mediaType" is a Sigstore
-// bundle media type is a bundle, one whose "kind" is mcpsign.snapshot or
-// that has a tools, prompts or resourceTemplates array is a snapshot. It
-// reads only the top-level members; the file still has to be parsed.
-func DetectFile(data []byte) FileKind {
-	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return FileUnknown
-	}
-	var top map[string]json.RawMessage
-	if json.Unmarshal(data, &top) != nil {
-		return FileUnknown
-	}
-	kind, _ := jsonString(top["kind"])
-	mediaType, _ := jsonString(top["mediaType"])
-	switch {
-	case kind == LockKind:
-		return FileLock
-	case strings.HasPrefix(mediaType, "application/vnd.dev.sigstore.bundle"):
-		return FileBundle
-	case kind == digest.SnapshotKind:
-		return FileSnapshot
-	case kind == "":
-		for _, k := range digest.Kinds {
-			if v := bytes.TrimSpace(top[k.ListMember()]); len(v) > 0 && v[0] == '[' {
-				return FileSnapshot
-			}
-		}
-	}
-	return FileUnknown
 }

@@ -1,7 +1,6 @@
-package main
+package verify
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,14 +12,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/dn"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
-	"github.com/mcpsign/mcpsign/verify"
 )
-
-func writeVerifyJSON(w io.Writer, r *verify.Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
 
 // shortDigest shortens "sha256:<64 hex>" for the table; "-" for none.
 func shortDigest(d string) string {
@@ -33,11 +25,22 @@ func shortDigest(d string) string {
 	return d
 }
 
-// writeVerifyText writes the human report: one verdict line, the evidence,
-// the claims, then the per-definition table and the diffs of changed
-// definitions. Every string from the bundle, the certificate or the server
-// is escaped.
-func writeVerifyText(w io.Writer, res *verify.Result, verr error) error {
+// TextOptions tune WriteResultText. The zero value is ready to use.
+type TextOptions struct {
+	// BundleHint, when not empty, follows a failure at StepBundle on a
+	// line of its own, in parentheses: the caller's advice on passing a
+	// readable bundle (this package names no command-line flags).
+	BundleHint string
+}
+
+// WriteResultText writes the text report of a verification for people
+// (docs/VERIFY.md): one verdict line (VERIFIED, or FAILED with the step of
+// verr), the evidence, the claims and the certificate's source, then the
+// per-definition table and the diffs of changed definitions. res may be
+// nil (nothing was verified: the verdict line only); verr is the error the
+// verification returned, nil when it passed. Every string from the bundle, the certificate or
+// the server is escaped with internal/textsafe.
+func WriteResultText(w io.Writer, res *Result, verr error, opts TextOptions) error {
 	esc := textsafe.Escape
 	switch {
 	case verr == nil && res != nil && res.Statement != nil:
@@ -46,16 +49,16 @@ func writeVerifyText(w io.Writer, res *verify.Result, verr error) error {
 	case verr == nil:
 		fmt.Fprintln(w, "VERIFIED Sigstore bundle")
 	default:
-		step, ok := verify.FailedStep(verr)
+		step, ok := FailedStep(verr)
 		msg := verr.Error()
 		if ok {
-			var se *verify.StepError
+			var se *StepError
 			if errors.As(verr, &se) {
 				msg = se.Err.Error()
 			}
 			fmt.Fprintf(w, "FAILED at step %s: %s\n", step, textsafe.EscapeKeepLayout(msg))
-			if step == verify.StepBundle && !errors.Is(verr, errAdvertised) {
-				fmt.Fprintf(w, "(%s)\n", bundleHint)
+			if step == StepBundle && opts.BundleHint != "" {
+				fmt.Fprintf(w, "(%s)\n", opts.BundleHint)
 			}
 		} else {
 			fmt.Fprintf(w, "FAILED: %s\n", textsafe.EscapeKeepLayout(msg))
@@ -108,7 +111,7 @@ func writeVerifyText(w io.Writer, res *verify.Result, verr error) error {
 			key = fmt.Sprintf("(#%d)", r.Index)
 		}
 		served := shortDigest(r.Observed)
-		if r.Status == verify.StatusInvalid {
+		if r.Status == StatusInvalid {
 			served = "invalid: " + esc(r.Reason)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Status, r.Kind, key, shortDigest(r.Signed), served)
@@ -130,7 +133,7 @@ func writeVerifyText(w io.Writer, res *verify.Result, verr error) error {
 // writeCertificateSource writes the source repository, commit and ref the
 // certificate's Fulcio extensions vouch for, each with whether the
 // predicate claims the same (a contradiction failed the statement step).
-func writeCertificateSource(line func(k, v string), res *verify.Result) {
+func writeCertificateSource(line func(k, v string), res *Result) {
 	cs := res.CertificateSource
 	if cs == nil {
 		return
@@ -169,7 +172,7 @@ func timeSource(s string) string {
 	return s
 }
 
-func verifiedSummary(res *verify.Result) string {
+func verifiedSummary(res *Result) string {
 	n := map[digest.Kind]int{}
 	for _, r := range res.Definitions {
 		n[r.Kind]++

@@ -1,0 +1,10 @@
+package diff
+
+import (
+	"testing"
+
+	"github.com/mcpsign/mcpsign/internal/fixtures"
+)
+
+// TestMain removes the fixture binaries the tests built.
+func TestMain(m *testing.M) { fixtures.Main(m) }
