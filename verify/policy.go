@@ -121,35 +121,9 @@ type Trust struct {
 	// timestamp; its Fulcio CAs are never used for them.
 	Sigstore root.TrustedMaterial
 	// CertificateAuthorities anchor MethodCertificate: enterprise roots and
-	// intermediates (see PKIAuthorities).
+	// intermediates, as trustroot.LoadPKI builds them
+	// (FulcioCertificateAuthorities of its material).
 	CertificateAuthorities []root.CertificateAuthority
-}
-
-// PKIAuthorities returns one certificate authority per root, each with
-// every intermediate, for Trust.CertificateAuthorities. A chain is then
-// checked with Go's x509 path validation at the verified signing time, the
-// leaf's extended key usage limited to codeSigning (or none).
-func PKIAuthorities(roots, intermediates []*x509.Certificate) ([]root.CertificateAuthority, error) {
-	if len(roots) == 0 {
-		return nil, errors.New("no root certificates")
-	}
-	for _, c := range intermediates {
-		if !c.IsCA {
-			return nil, fmt.Errorf("intermediate %s is not a CA certificate", c.Subject)
-		}
-	}
-	cas := make([]root.CertificateAuthority, 0, len(roots))
-	for _, r := range roots {
-		if !r.IsCA {
-			return nil, fmt.Errorf("root %s is not a CA certificate", r.Subject)
-		}
-		cas = append(cas, &root.FulcioCertificateAuthority{
-			Root:          r,
-			Intermediates: append([]*x509.Certificate(nil), intermediates...),
-			URI:           "pki:" + dn.String(r.RawSubject),
-		})
-	}
-	return cas, nil
 }
 
 // anchored compiles re matched against a whole value.

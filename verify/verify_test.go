@@ -368,10 +368,7 @@ func TestStepsCertificate(t *testing.T) {
 		}},
 		{name: "ok with both, both required", build: build(Policy{RequireTlog: true, RequireTimestamp: true}, payload, certOpts{tlog: true, tsa: true})},
 		{name: "ok with the chain in the bundle", build: func(t *testing.T) (*Verifier, []byte, *digest.Snapshot) {
-			cas, err := PKIAuthorities([]*x509.Certificate{f.pki.root}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cas := pkiAuthorities(t, f.pki.root, nil)
 			v := mustVerifier(t, Trust{Sigstore: f.vs, CertificateAuthorities: cas},
 				Policy{Method: MethodCertificate, Identity: Identity{Email: "release@example.com"}})
 			return v, certSigned(t, f.pki, f.vs, payload, certOpts{tsa: true, mutate: func(pb *protobundle.Bundle) {
@@ -532,9 +529,6 @@ func TestNewRefusesBadPolicies(t *testing.T) {
 		} else if _, ok := FailedStep(err); ok {
 			t.Errorf("%s: a policy error must not be a step error: %v", tc.name, err)
 		}
-	}
-	if _, err := PKIAuthorities(nil, nil); err == nil {
-		t.Error("PKIAuthorities without roots")
 	}
 }
 

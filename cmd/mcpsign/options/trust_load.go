@@ -2,7 +2,6 @@ package options
 
 import (
 	"context"
-	"errors"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 
@@ -37,21 +36,4 @@ func (o *TrustOptions) LoadSigningConfig(ctx context.Context, path string) (*roo
 	opts := o.TrustRootOptions()
 	opts.SigningConfigPath = path
 	return trustroot.LoadSigningConfig(ctx, opts)
-}
-
-// LoadPKI returns the enterprise PKI material of --ca-roots and
-// --ca-intermediates wrapped in trustroot.WithChainCache, or nil when
-// --ca-roots is not given.
-func (o *TrustOptions) LoadPKI() (root.TrustedMaterial, error) {
-	if o.CARoots == "" {
-		if o.CAIntermediates != "" {
-			return nil, errors.New("--ca-intermediates needs --ca-roots: the PEM file of the trusted root CA certificates")
-		}
-		return nil, nil
-	}
-	tm, err := trustroot.LoadPKIFiles(o.CARoots, o.CAIntermediates)
-	if err != nil {
-		return nil, err
-	}
-	return trustroot.WithChainCache(tm), nil
 }
