@@ -6,6 +6,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/mcpsign/mcpsign/trustroot"
+	"github.com/mcpsign/mcpsign/verify"
 )
 
 // TrustRootOptions returns the trustroot.Options the trust flags name.
@@ -16,6 +17,12 @@ func (o *TrustOptions) TrustRootOptions() trustroot.Options {
 		Mirror:          o.TUFMirror,
 		Offline:         o.Offline,
 	}
+}
+
+// TrustSources returns the verify.TrustSources the trust flags name: the
+// trusted root of TrustRootOptions and --ca-roots, --ca-intermediates.
+func (o *TrustOptions) TrustSources() verify.TrustSources {
+	return verify.TrustSources{Root: o.TrustRootOptions(), CARoots: o.CARoots, CAIntermediates: o.CAIntermediates}
 }
 
 // LoadTrustedMaterial returns the Sigstore trusted material the flags name
