@@ -115,7 +115,7 @@ func TestLoadTrustVerifies(t *testing.T) {
 	if err := os.WriteFile(inters, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.pki.inter.Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := Policy{Method: MethodCertificate, Identity: Identity{Email: "release@example.com"}, RequireTimestamp: true}
+	p := Policy{Method: MethodCertificate, Identities: []Identity{{Email: "release@example.com"}}, RequireTimestamp: true}
 	tr, err := LoadTrust(context.Background(), TrustSources{Root: trustroot.Options{TrustedRootPath: f.writeTrustedRoot(t, dir)}, CARoots: roots, CAIntermediates: inters}, p)
 	if err != nil {
 		t.Fatal(err)
