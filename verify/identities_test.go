@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -82,9 +83,9 @@ func TestIdentities(t *testing.T) {
 		t.Errorf("key: %v, matched %v", err, res.MatchedIdentities)
 	}
 	// Names renumber the identities in the message.
-	ie := &IdentitiesError{Errs: []error{ErrIdentityMismatch, ErrIdentityMismatch}, Names: []string{"identity 3", "identity 5"}}
-	if got := ie.Error(); !strings.Contains(got, "identity 3: signer identity") && !strings.Contains(got, "(identity 3: ") {
-		t.Errorf("names: %s", got)
+	ie := &IdentitiesError{Errs: []error{fmt.Errorf("%w: no e-mail SAN", ErrIdentityMismatch), fmt.Errorf("%w: wrong subject", ErrIdentityMismatch)}, Names: []string{"identity 3", "identity 5"}}
+	if got, want := ie.Error(), "signer identity does not match the policy: none of the policy's 2 identities matches (identity 3: no e-mail SAN; identity 5: wrong subject)"; got != want {
+		t.Errorf("names:\n got %s\nwant %s", got, want)
 	}
 }
 
