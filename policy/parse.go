@@ -408,7 +408,7 @@ func (p *parser) identity(v []byte, at string) (Identity, error) {
 	if id.Identity.SAN != "" && id.Identity.SANRegexp != "" || id.Identity.Issuer != "" && id.Identity.IssuerRegexp != "" {
 		return id, p.fail(at, "give the exact value or the regexp, not both")
 	}
-	pol := verify.Policy{Method: id.Method, Identity: id.Identity}
+	pol := verify.Policy{Method: id.Method, Identities: []verify.Identity{id.Identity}}
 	if err := pol.CheckIdentity(); err != nil {
 		return id, p.fail(at, "%v", err)
 	}

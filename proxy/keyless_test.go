@@ -73,8 +73,8 @@ func TestKeylessUpdateByAnotherIdentityBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := verify.New(verify.Trust{Sigstore: trusted}, verify.Policy{
-		Method:   verify.MethodSigstore,
-		Identity: verify.Identity{SANRegexp: `.*@example\.com`, Issuer: env.OIDCIssuer},
+		Method:     verify.MethodSigstore,
+		Identities: []verify.Identity{{SANRegexp: `.*@example\.com`, Issuer: env.OIDCIssuer}},
 	})
 	if err != nil {
 		t.Fatal(err)

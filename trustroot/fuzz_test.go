@@ -1,10 +1,13 @@
 package trustroot
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/mcpsign/mcpsign/internal/shareddata"
 )
@@ -64,7 +67,16 @@ func FuzzParsePEM(f *testing.F) {
 			if len(certs) == 0 || len(certs) > MaxPEMCertificates {
 				t.Fatalf("%d certificates", len(certs))
 			}
-			_, _ = LoadPKI(data, nil)
+			if tm, err := LoadPKI(data, nil); err == nil {
+				for _, ca := range tm.FulcioCertificateAuthorities() {
+					r := ca.(*root.FulcioCertificateAuthority).Root
+					if !r.IsCA || r.CheckSignatureFrom(r) != nil {
+						t.Fatalf("LoadPKI accepted a root that is not a self-signed CA: %s", r.Subject)
+					}
+				}
+			} else if !errors.Is(err, ErrNotCA) && !errors.Is(err, ErrRootNotSelfSigned) {
+				t.Fatalf("LoadPKI refuses what ParseCertificatesPEM accepts, with no CA error: %v", err)
+			}
 		}
 		if _, err := ParsePublicKeyPEM(data); err == nil {
 			if _, err := LoadPublicKey(data); err != nil {

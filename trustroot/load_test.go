@@ -174,17 +174,49 @@ func TestLoadPKI(t *testing.T) {
 	if _, err := verify.VerifyLeafCertificate(t0, leaf.cert, tm2); err == nil {
 		t.Error("leaf accepted without its intermediate")
 	}
-	for name, tc := range map[string]struct{ roots, inter []byte }{
-		"leaf as a root":        {certsPEM(leaf.cert), nil},
-		"leaf as intermediate":  {certsPEM(r.cert), certsPEM(leaf.cert)},
-		"no certificate":        {[]byte("\n"), nil},
-		"key instead of roots":  {keyPEM(t, r.key.Public()), nil},
-		"trailing garbage":      {append(certsPEM(r.cert), "garbage"...), nil},
-		"garbage intermediates": {certsPEM(r.cert), []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")},
+	if cas := tm2.FulcioCertificateAuthorities(); len(cas) != 1 || cas[0].(*root.FulcioCertificateAuthority).URI != "pki:CN=corp root,O=mcpsign test" {
+		t.Errorf("authorities %+v", cas)
+	}
+	noBasic := rootSpec("no basic constraints")
+	noBasic.noBasic = true
+	notCA := rootSpec("not a CA")
+	notCA.ca = false
+	// Self-issued (issuer = subject) but signed by another key.
+	impostor := issue(t, rootSpec("corp root"), issue(t, rootSpec("corp root"), nil))
+	big := append([]byte("-----BEGIN CERTIFICATE-----\n"), bytes.Repeat([]byte("A"), MaxPEMBytes)...)
+	for _, tc := range []struct {
+		name        string
+		roots       []byte
+		inter       []byte
+		want        error
+		wantMessage string
+	}{
+		{"leaf as a root", certsPEM(leaf.cert), nil, ErrNotCA, "CA roots: certificate 1"},
+		{"root without basic constraints", certsPEM(issue(t, noBasic, nil).cert), nil, ErrNotCA, "CA roots: certificate 1 (CN=no basic constraints"},
+		{"second root not a CA", certsPEM(r.cert, issue(t, notCA, nil).cert), nil, ErrNotCA, "CA roots: certificate 2"},
+		{"leaf as intermediate", certsPEM(r.cert), certsPEM(leaf.cert), ErrNotCA, "CA intermediates: certificate 1"},
+		{"intermediate as a root", certsPEM(i.cert), nil, ErrRootNotSelfSigned, "it is issued by CN=corp root,O=mcpsign test"},
+		{"self-issued root signed by another key", certsPEM(impostor.cert), nil, ErrRootNotSelfSigned, "CA roots: certificate 1"},
+		{"no certificate", []byte("\n"), nil, ErrPEM, "CA roots:"},
+		{"key instead of roots", keyPEM(t, r.key.Public()), nil, ErrPEM, "want CERTIFICATE"},
+		{"trailing garbage", append(certsPEM(r.cert), "garbage"...), nil, ErrPEM, "unexpected data"},
+		{"garbage intermediates", certsPEM(r.cert), []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"), ErrPEM, "CA intermediates:"},
+		{"roots too large", big, nil, ErrTooLarge, "CA roots:"},
+		{"intermediates too large", certsPEM(r.cert), big, ErrTooLarge, "CA intermediates:"},
 	} {
-		if _, err := LoadPKI(tc.roots, tc.inter); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadPKI(tc.roots, tc.inter)
+			if !errors.Is(err, tc.want) || !strings.Contains(fmt.Sprint(err), tc.wantMessage) {
+				t.Fatalf("got %v, want %v with %q", err, tc.want, tc.wantMessage)
+			}
+		})
+	}
+	// LoadPKIFiles names the file, and refuses a file over the bound.
+	if _, err := LoadPKIFiles(writeFile(t, "leaf.pem", certsPEM(leaf.cert)), ""); !errors.Is(err, ErrNotCA) || !strings.Contains(err.Error(), "leaf.pem") {
+		t.Errorf("LoadPKIFiles: %v", err)
+	}
+	if _, err := LoadPKIFiles(writeFile(t, "big.pem", append(big, '\n')), ""); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("LoadPKIFiles of a large file: %v", err)
 	}
 }
 

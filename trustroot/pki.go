@@ -1,6 +1,7 @@
 package trustroot
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/mcpsign/mcpsign/internal/dn"
 )
 
 // Bounds on PEM input.
@@ -68,6 +71,19 @@ func trimSpace(b []byte) []byte {
 	return b
 }
 
+// Errors of LoadPKI, each wrapped with the file and certificate it is about.
+var (
+	// ErrPEM: the PEM data is not one or more CERTIFICATE blocks and
+	// nothing else (see ParseCertificatesPEM).
+	ErrPEM = errors.New("not a PEM certificate list")
+	// ErrNotCA: a root or intermediate is not a CA certificate (basic
+	// constraints with the CA bit).
+	ErrNotCA = errors.New("not a CA certificate")
+	// ErrRootNotSelfSigned: a root is not self-signed (its issuer is not
+	// its subject, or its signature does not verify with its own key).
+	ErrRootNotSelfSigned = errors.New("root certificate is not self-signed")
+)
+
 // pkiMaterial is trusted material made only of certificate authorities.
 type pkiMaterial struct {
 	root.BaseTrustedMaterial
@@ -77,43 +93,73 @@ type pkiMaterial struct {
 func (p *pkiMaterial) FulcioCertificateAuthorities() []root.CertificateAuthority { return p.cas }
 
 // LoadPKI returns trusted material for certificates issued by an enterprise
-// x509 PKI: one certificate authority per root certificate in rootsPEM, each
-// with every certificate of intermediatesPEM (which may be empty) as a
-// possible intermediate. A leaf verifies when crypto/x509 builds a path from
-// it to one of the roots at the verified signing time with the code-signing
-// extended key usage allowed along the path (a leaf without extended key
-// usage is allowed), exactly as for a Fulcio certificate. The material has
-// no logs, timestamping authorities or keys: combine it with the ones the
-// policy requires (root.TrustedMaterialCollection, LogsAndTimestamps).
+// x509 PKI: one certificate authority per root certificate in rootsPEM
+// (named "pki:" and the root's subject DN), each with every certificate of
+// intermediatesPEM (which may be empty) as a possible intermediate. A leaf
+// verifies when crypto/x509 builds a path from it to one of the roots at the
+// verified signing time with the code-signing extended key usage allowed
+// along the path (a leaf without extended key usage is allowed), exactly as
+// for a Fulcio certificate. The material has no logs, timestamping
+// authorities or keys: combine it with the ones the policy requires
+// (root.TrustedMaterialCollection, LogsAndTimestamps).
 //
-// Every root and intermediate must be a CA certificate (basic constraints
-// with the CA bit); a root need not be self-signed.
+// Both inputs are read as ParseCertificatesPEM reads them (bounded; a
+// refusal wraps ErrPEM, or ErrTooLarge for more than MaxPEMBytes). Every root
+// and intermediate must be a CA certificate (basic constraints with the CA
+// bit; ErrNotCA), and every root self-signed: its issuer equal to its
+// subject and its signature verified with its own key by crypto/x509, which
+// verifies no SHA-1 signature (ErrRootNotSelfSigned). This is the one
+// builder of enterprise trust (docs/TRUSTROOT.md "Enterprise PKI").
 func LoadPKI(rootsPEM, intermediatesPEM []byte) (root.TrustedMaterial, error) {
-	roots, err := ParseCertificatesPEM(rootsPEM)
+	roots, err := parsePKI(rootsPEM)
 	if err != nil {
 		return nil, fmt.Errorf("CA roots: %w", err)
 	}
 	var inters []*x509.Certificate
 	if len(trimSpace(intermediatesPEM)) > 0 {
-		if inters, err = ParseCertificatesPEM(intermediatesPEM); err != nil {
+		if inters, err = parsePKI(intermediatesPEM); err != nil {
 			return nil, fmt.Errorf("CA intermediates: %w", err)
 		}
 	}
 	for i, c := range roots {
 		if !c.BasicConstraintsValid || !c.IsCA {
-			return nil, fmt.Errorf("CA roots: certificate %d (%s) is not a CA certificate", i+1, c.Subject)
+			return nil, fmt.Errorf("CA roots: certificate %d (%s): %w", i+1, dn.String(c.RawSubject), ErrNotCA)
+		}
+		if !bytes.Equal(c.RawIssuer, c.RawSubject) {
+			return nil, fmt.Errorf("CA roots: certificate %d (%s): %w: it is issued by %s (give it as an intermediate, with its issuer as the root)",
+				i+1, dn.String(c.RawSubject), ErrRootNotSelfSigned, dn.String(c.RawIssuer))
+		}
+		if err := c.CheckSignatureFrom(c); err != nil {
+			return nil, fmt.Errorf("CA roots: certificate %d (%s): %w: %w", i+1, dn.String(c.RawSubject), ErrRootNotSelfSigned, err)
 		}
 	}
 	for i, c := range inters {
 		if !c.BasicConstraintsValid || !c.IsCA {
-			return nil, fmt.Errorf("CA intermediates: certificate %d (%s) is not a CA certificate", i+1, c.Subject)
+			return nil, fmt.Errorf("CA intermediates: certificate %d (%s): %w", i+1, dn.String(c.RawSubject), ErrNotCA)
 		}
 	}
 	m := &pkiMaterial{}
 	for _, r := range roots {
-		m.cas = append(m.cas, &root.FulcioCertificateAuthority{Root: r, Intermediates: inters})
+		m.cas = append(m.cas, &root.FulcioCertificateAuthority{
+			Root:          r,
+			Intermediates: append([]*x509.Certificate(nil), inters...),
+			URI:           "pki:" + dn.String(r.RawSubject),
+		})
 	}
 	return m, nil
+}
+
+// parsePKI is ParseCertificatesPEM with its refusals wrapped in ErrPEM (or
+// ErrTooLarge).
+func parsePKI(data []byte) ([]*x509.Certificate, error) {
+	if len(data) > MaxPEMBytes {
+		return nil, fmt.Errorf("%w: PEM data is %d bytes, more than %d", ErrTooLarge, len(data), MaxPEMBytes)
+	}
+	certs, err := ParseCertificatesPEM(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPEM, err)
+	}
+	return certs, nil
 }
 
 // LoadPKIFiles is LoadPKI on the contents of two PEM files; intermediates

@@ -15,15 +15,20 @@
 // claims against the certificate's source extensions, and the per-definition
 // match with diffs.
 //
-// A host builds one Verifier per trusted root and policy and reuses it:
+// A host loads the trust a policy needs with LoadTrust, builds one Verifier
+// per trusted root and policy and reuses it (the package's Example goes
+// from a trusted root and a live server to a written lock):
 //
-//	v, err := verify.New(verify.Trust{Sigstore: trustedRoot}, verify.Policy{
+//	p := verify.Policy{
 //		Method: verify.MethodSigstore,
-//		Identity: verify.Identity{
+//		Identities: []verify.Identity{{ // any of them
 //			SAN:    "https://github.com/acme/notes-mcp/.github/workflows/release.yml@refs/tags/v1.2.0",
 //			Issuer: "https://token.actions.githubusercontent.com",
-//		},
-//	})
+//		}},
+//	}
+//	trust, err := verify.LoadTrust(ctx, verify.TrustSources{Root: trustroot.Options{TrustedRootPath: "trusted_root.json"}}, p)
+//	…
+//	v, err := verify.New(trust, p)
 //	…
 //	res, err := v.Verify(ctx, bundleJSON, snapshot)
 package verify

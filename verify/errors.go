@@ -3,6 +3,7 @@ package verify
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -108,6 +109,31 @@ var (
 	// ErrMismatch: the observed definitions differ from the signed ones.
 	ErrMismatch = errors.New("the server's definitions do not match the signed statement")
 )
+
+// IdentitiesError is the identity failure of a policy with several
+// identities, none of which the signer matches: Errs[i] says why identity i
+// (of Policy.Identities) did not, each an ErrIdentityMismatch. errors.Is
+// matches ErrIdentityMismatch. Names, when set, names the identities in the
+// message instead of their index (a caller whose identities are numbered
+// otherwise).
+type IdentitiesError struct {
+	Errs  []error
+	Names []string
+}
+
+func (e *IdentitiesError) Error() string {
+	parts := make([]string, len(e.Errs))
+	for i, err := range e.Errs {
+		name := "identity " + strconv.Itoa(i)
+		if i < len(e.Names) {
+			name = e.Names[i]
+		}
+		parts[i] = name + ": " + strings.TrimPrefix(err.Error(), ErrIdentityMismatch.Error()+": ")
+	}
+	return fmt.Sprintf("%v: none of the policy's %d identities matches (%s)", ErrIdentityMismatch, len(e.Errs), strings.Join(parts, "; "))
+}
+
+func (e *IdentitiesError) Unwrap() []error { return append([]error{ErrIdentityMismatch}, e.Errs...) }
 
 // sigstoreSteps maps the messages with which sigstore-go v1.3.0's
 // (*verify.Verifier).Verify wraps its failures to our steps. The table is

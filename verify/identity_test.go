@@ -99,7 +99,7 @@ func TestIdentity(t *testing.T) {
 	const goForm = "CN=MCP Release Signing,O=Example Corp"
 	build := func(pki *testPKI, id Identity, leaf func(*x509.Certificate)) func(t *testing.T) (*Verifier, []byte, *digest.Snapshot) {
 		return func(t *testing.T) (*Verifier, []byte, *digest.Snapshot) {
-			v := mustVerifier(t, Trust{Sigstore: f.vs, CertificateAuthorities: pki.authorities(t)}, Policy{Method: MethodCertificate, Identity: id})
+			v := mustVerifier(t, Trust{Sigstore: f.vs, CertificateAuthorities: pki.authorities(t)}, Policy{Method: MethodCertificate, Identities: []Identity{id}})
 			return v, certSigned(t, pki, f.vs, f.payload, certOpts{tsa: true, leaf: leaf}), f.snap
 		}
 	}
@@ -286,12 +286,12 @@ func TestNewRefusesIdentityForms(t *testing.T) {
 		{Identity{DNS: "release@example.com"}, "not a DNS name"},
 		{Identity{DNS: "*"}, "not a DNS name"},
 	} {
-		_, err := New(Trust{CertificateAuthorities: cas}, Policy{Method: MethodCertificate, Identity: tc.id, AllowCurrentTime: true})
+		_, err := New(Trust{CertificateAuthorities: cas}, Policy{Method: MethodCertificate, Identities: []Identity{tc.id}, AllowCurrentTime: true})
 		if err == nil || !strings.Contains(err.Error(), tc.substr) {
 			t.Errorf("%+v: %v, want %q", tc.id, err, tc.substr)
 		}
 	}
-	if _, err := New(Trust{CertificateAuthorities: cas}, Policy{Method: MethodCertificate, Identity: Identity{DNS: "*.example.com"}, AllowCurrentTime: true}); err != nil {
+	if _, err := New(Trust{CertificateAuthorities: cas}, Policy{Method: MethodCertificate, Identities: []Identity{{DNS: "*.example.com"}}, AllowCurrentTime: true}); err != nil {
 		t.Errorf("wildcard DNS name: %v", err)
 	}
 }

@@ -91,8 +91,13 @@ func (id *Identity) any() bool {
 
 // Policy is what a bundle must satisfy besides the trusted material.
 type Policy struct {
-	Method   Method
-	Identity Identity
+	Method Method
+	// Identities are the signers the policy accepts, any of them (as
+	// sigstore-go's WithCertificateIdentity given several times): a bundle
+	// passes when its certificate matches one, and Result.MatchedIdentities
+	// says which. MethodSigstore and MethodCertificate need at least one;
+	// MethodKey takes none (the key is the identity).
+	Identities []Identity
 	// PublicKey is the signer's key, for MethodKey.
 	PublicKey crypto.PublicKey
 
@@ -121,35 +126,9 @@ type Trust struct {
 	// timestamp; its Fulcio CAs are never used for them.
 	Sigstore root.TrustedMaterial
 	// CertificateAuthorities anchor MethodCertificate: enterprise roots and
-	// intermediates (see PKIAuthorities).
+	// intermediates, as trustroot.LoadPKI builds them
+	// (FulcioCertificateAuthorities of its material).
 	CertificateAuthorities []root.CertificateAuthority
-}
-
-// PKIAuthorities returns one certificate authority per root, each with
-// every intermediate, for Trust.CertificateAuthorities. A chain is then
-// checked with Go's x509 path validation at the verified signing time, the
-// leaf's extended key usage limited to codeSigning (or none).
-func PKIAuthorities(roots, intermediates []*x509.Certificate) ([]root.CertificateAuthority, error) {
-	if len(roots) == 0 {
-		return nil, errors.New("no root certificates")
-	}
-	for _, c := range intermediates {
-		if !c.IsCA {
-			return nil, fmt.Errorf("intermediate %s is not a CA certificate", c.Subject)
-		}
-	}
-	cas := make([]root.CertificateAuthority, 0, len(roots))
-	for _, r := range roots {
-		if !r.IsCA {
-			return nil, fmt.Errorf("root %s is not a CA certificate", r.Subject)
-		}
-		cas = append(cas, &root.FulcioCertificateAuthority{
-			Root:          r,
-			Intermediates: append([]*x509.Certificate(nil), intermediates...),
-			URI:           "pki:" + dn.String(r.RawSubject),
-		})
-	}
-	return cas, nil
 }
 
 // anchored compiles re matched against a whole value.
@@ -164,16 +143,41 @@ func anchored(flag, re string) (*regexp.Regexp, error) {
 	return r, nil
 }
 
-// CheckIdentity reports, without any trusted material, whether the identity
-// of p is complete and well-formed for its method: the first check of New,
-// for a caller that wants it before loading a trusted root. A missing
-// identity or issuer is ErrNoIdentity or ErrNoIssuer.
+// CheckIdentity reports, without any trusted material, whether the
+// identities of p are complete and well-formed for its method: the first
+// check of New, for a caller that wants it before loading a trusted root. A
+// missing identity or issuer is ErrNoIdentity or ErrNoIssuer.
 func (p Policy) CheckIdentity() error {
 	if !p.Method.Valid() {
 		return fmt.Errorf("unknown verification method %q (want sigstore, key or certificate)", p.Method)
 	}
-	_, err := compileIdentity(p.Method, p.Identity)
+	_, err := compileIdentities(p.Method, p.Identities)
 	return err
+}
+
+// compileIdentities compiles every identity of a policy; none is compiled
+// as the empty identity, which only MethodKey accepts. With several, an
+// error names the identity (its index).
+func compileIdentities(m Method, ids []Identity) ([]*matcher, error) {
+	if len(ids) == 0 {
+		c, err := compileIdentity(m, Identity{})
+		if err != nil {
+			return nil, err
+		}
+		return []*matcher{c}, nil
+	}
+	out := make([]*matcher, 0, len(ids))
+	for i, id := range ids {
+		c, err := compileIdentity(m, id)
+		if err != nil {
+			if len(ids) > 1 {
+				return nil, fmt.Errorf("identity %d: %w", i, err)
+			}
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // matcher is a compiled Identity.

@@ -69,7 +69,7 @@ func readShared(t testing.TB, rel string) []byte {
 }
 
 func sigstorePolicy(id, issuer string) Policy {
-	return Policy{Method: MethodSigstore, Identity: Identity{SAN: id, Issuer: issuer}}
+	return Policy{Method: MethodSigstore, Identities: []Identity{{SAN: id, Issuer: issuer}}}
 }
 
 // TestRealBundles verifies the public-good bundles offline with their
@@ -127,10 +127,10 @@ func TestRealBundles(t *testing.T) {
 				{"wrong identity", mustNew(sigstorePolicy("x"+rb.identity, rb.issuer)), dg, StepIdentity},
 				{"wrong issuer", mustNew(sigstorePolicy(rb.identity, rb.issuer+"x")), dg, StepIdentity},
 				// Unanchored, the regexp would match the real identity.
-				{"unanchored identity regexp", mustNew(Policy{Method: MethodSigstore, Identity: Identity{
-					SANRegexp: strings.TrimSuffix(rb.identity[1:], rb.identity[len(rb.identity)-1:]), Issuer: rb.issuer}}), dg, StepIdentity},
-				{"unanchored issuer regexp", mustNew(Policy{Method: MethodSigstore, Identity: Identity{
-					SAN: rb.identity, IssuerRegexp: "sigstore|github"}}), dg, StepIdentity},
+				{"unanchored identity regexp", mustNew(Policy{Method: MethodSigstore, Identities: []Identity{{
+					SANRegexp: strings.TrimSuffix(rb.identity[1:], rb.identity[len(rb.identity)-1:]), Issuer: rb.issuer}}}), dg, StepIdentity},
+				{"unanchored issuer regexp", mustNew(Policy{Method: MethodSigstore, Identities: []Identity{{
+					SAN: rb.identity, IssuerRegexp: "sigstore|github"}}}), dg, StepIdentity},
 			}
 			for _, f := range fails {
 				_, err := f.v.VerifyBundle(ctx, data, Artifact{Digest: f.dg, DigestAlgorithm: rb.alg})
@@ -139,7 +139,7 @@ func TestRealBundles(t *testing.T) {
 				}
 			}
 			// An anchored regexp of the full identity passes.
-			re := mustNew(Policy{Method: MethodSigstore, Identity: Identity{SANRegexp: regexp.QuoteMeta(rb.identity), IssuerRegexp: regexp.QuoteMeta(rb.issuer)}})
+			re := mustNew(Policy{Method: MethodSigstore, Identities: []Identity{{SANRegexp: regexp.QuoteMeta(rb.identity), IssuerRegexp: regexp.QuoteMeta(rb.issuer)}}})
 			if _, err := re.VerifyBundle(ctx, data, Artifact{Digest: dg, DigestAlgorithm: rb.alg}); err != nil {
 				t.Errorf("quoted regexps: %v", err)
 			}

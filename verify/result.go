@@ -21,6 +21,10 @@ type Result struct {
 	// a certificate policy that names no SAN, the subject DN) or the public
 	// key's ID (key, see KeyID).
 	Identity string
+	// MatchedIdentities are the indices in Policy.Identities of every
+	// identity the signing certificate matches, in order; the first is the
+	// one Identity and Certificate report. Nil for a key.
+	MatchedIdentities []int
 	// Issuer is the OIDC issuer of a Fulcio certificate, or for an
 	// enterprise certificate without one, its issuer's distinguished name.
 	Issuer string

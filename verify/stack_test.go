@@ -89,7 +89,7 @@ func TestKeylessEndToEnd(t *testing.T) {
 	if n := len(res.Definitions); n != len(fixtures.HonestToolNames())+len(fixtures.PromptNames())+len(fixtures.ResourceTemplateURIs()) {
 		t.Errorf("%d rows", n)
 	}
-	if _, err := mk(Policy{Method: MethodSigstore, Identity: Identity{SAN: signer, Issuer: env.OIDCIssuer}, RequireTimestamp: true}).Verify(ctx, b, honest); err != nil {
+	if _, err := mk(Policy{Method: MethodSigstore, Identities: []Identity{{SAN: signer, Issuer: env.OIDCIssuer}}, RequireTimestamp: true}).Verify(ctx, b, honest); err != nil {
 		t.Errorf("timestamp required: %v", err)
 	}
 
@@ -108,12 +108,20 @@ func TestKeylessEndToEnd(t *testing.T) {
 	}{
 		{"wrong identity", sigstorePolicy("someone@example.com", env.OIDCIssuer)},
 		{"wrong issuer", sigstorePolicy(signer, "https://accounts.google.com")},
-		{"identity regexp of a prefix", Policy{Method: MethodSigstore, Identity: Identity{SANRegexp: "publisher", Issuer: env.OIDCIssuer}}},
-		{"issuer regexp of a prefix", Policy{Method: MethodSigstore, Identity: Identity{SAN: signer, IssuerRegexp: "http://127"}}},
+		{"identity regexp of a prefix", Policy{Method: MethodSigstore, Identities: []Identity{{SANRegexp: "publisher", Issuer: env.OIDCIssuer}}}},
+		{"issuer regexp of a prefix", Policy{Method: MethodSigstore, Identities: []Identity{{SAN: signer, IssuerRegexp: "http://127"}}}},
+		{"two identities, neither", Policy{Method: MethodSigstore, Identities: []Identity{{SAN: "someone@example.com", Issuer: env.OIDCIssuer}, {SAN: signer, Issuer: "https://accounts.google.com"}}}},
 	} {
 		if _, err := mk(tc.p).Verify(ctx, b, honest); !isStep(err, StepIdentity) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
+	}
+	// Several identities, any of them: the second one matches, and the
+	// sigstore-go result reports it.
+	two := mk(Policy{Method: MethodSigstore, Identities: []Identity{{SAN: "someone@example.com", Issuer: env.OIDCIssuer}, {SAN: signer, Issuer: env.OIDCIssuer}}})
+	if res, err := two.Verify(ctx, b, honest); err != nil || len(res.MatchedIdentities) != 1 || res.MatchedIdentities[0] != 1 ||
+		res.Identity != signer || res.Sigstore.VerifiedIdentity == nil || res.Sigstore.VerifiedIdentity.SubjectAlternativeName.SubjectAlternativeName != signer {
+		t.Errorf("two identities: %v %+v", err, res)
 	}
 
 	// Tampered payload: the Rekor v2 entry commits to the signature over
@@ -153,7 +161,7 @@ func TestKeylessUnanchoredRegexpTrick(t *testing.T) {
 		if tc.issuerRe != "" {
 			id.Issuer, id.IssuerRegexp = "", tc.issuerRe
 		}
-		_, err := mustVerifier(t, Trust{Sigstore: tr}, Policy{Method: MethodSigstore, Identity: id}).Verify(context.Background(), b, snap)
+		_, err := mustVerifier(t, Trust{Sigstore: tr}, Policy{Method: MethodSigstore, Identities: []Identity{id}}).Verify(context.Background(), b, snap)
 		if tc.ok && err != nil {
 			t.Errorf("%q: %v", tc.re, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"math/big"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/trustroot"
 )
 
 // exampleSnapshot is a small server: two tools, a prompt, a resource
@@ -214,11 +216,24 @@ func (p *testPKI) issue(t testing.TB, pub crypto.PublicKey, tmpl *x509.Certifica
 
 func (p *testPKI) authorities(t testing.TB) []root.CertificateAuthority {
 	t.Helper()
-	cas, err := PKIAuthorities([]*x509.Certificate{p.root}, []*x509.Certificate{p.inter})
+	return pkiAuthorities(t, p.root, p.inter)
+}
+
+// pkiAuthorities builds Trust.CertificateAuthorities as a host does, with
+// trustroot.LoadPKI: one root, and the intermediate when not nil.
+func pkiAuthorities(t testing.TB, rootCert, inter *x509.Certificate) []root.CertificateAuthority {
+	t.Helper()
+	pemOf := func(c *x509.Certificate) []byte {
+		if c == nil {
+			return nil
+		}
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
+	}
+	tm, err := trustroot.LoadPKI(pemOf(rootCert), pemOf(inter))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cas
+	return tm.FulcioCertificateAuthorities()
 }
 
 type staticCert struct{ der []byte }

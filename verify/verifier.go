@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"crypto"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/tlog"
 	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
@@ -28,7 +30,7 @@ import (
 type Verifier struct {
 	policy Policy
 	trust  root.TrustedMaterial
-	id     *matcher
+	ids    []*matcher // one per Policy.Identities (one empty for none)
 	keyID  string
 	// logsAndTSAs: the trust has a Sigstore trusted root (logs, TSAs).
 	logsAndTSAs bool
@@ -55,7 +57,7 @@ func New(t Trust, p Policy) (*Verifier, error) {
 	if !p.Method.Valid() {
 		return nil, fmt.Errorf("unknown verification method %q (want sigstore, key or certificate)", p.Method)
 	}
-	id, err := compileIdentity(p.Method, p.Identity)
+	ids, err := compileIdentities(p.Method, p.Identities)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +71,7 @@ func New(t Trust, p Policy) (*Verifier, error) {
 			}
 		}
 	}
-	v := &Verifier{policy: p, id: id, logsAndTSAs: t.Sigstore != nil}
+	v := &Verifier{policy: p, ids: ids, logsAndTSAs: t.Sigstore != nil}
 	var opts []sgverify.VerifierOption
 	switch p.Method {
 	case MethodSigstore:
@@ -364,7 +366,7 @@ func (v *Verifier) verifySigstore(ctx context.Context, bundleJSON []byte, ap sgv
 			res.Subject = dn.String(leaf.RawSubject)
 			res.Issuer = dn.String(leaf.RawIssuer)
 		}
-		got, err := v.id.verifyCert(v.policy.Method, leaf, *s)
+		got, first, err := v.matchIdentities(leaf, *s, res)
 		if got.issuer != "" {
 			res.Issuer = got.issuer
 		}
@@ -381,11 +383,46 @@ func (v *Verifier) verifySigstore(ctx context.Context, bundleJSON []byte, ap sgv
 			res.Identity = res.Subject
 		}
 		if v.policy.Method == MethodSigstore {
-			ci := v.id.sigstore
+			ci := v.ids[first].sigstore
 			vr.VerifiedIdentity = &ci
 		}
 	}
 	return res, b, nil
+}
+
+// matchIdentities matches the signing certificate against every identity
+// of the policy (any of them): it records in res the indices of those it
+// satisfies, and returns what the first established and its index. With
+// several identities and none satisfied, the error is an
+// *IdentitiesError.
+func (v *Verifier) matchIdentities(leaf *x509.Certificate, s certificate.Summary, res *Result) (matched, int, error) {
+	var got matched
+	first := -1
+	var errs []error
+	for i, m := range v.ids {
+		g, err := m.verifyCert(v.policy.Method, leaf, s)
+		if err != nil {
+			if !errors.Is(err, ErrIdentityMismatch) {
+				return g, -1, err // the certificate itself, whatever the identity
+			}
+			if errs == nil {
+				got = g
+			}
+			errs = append(errs, err)
+			continue
+		}
+		if first < 0 {
+			got, first = g, i
+		}
+		res.MatchedIdentities = append(res.MatchedIdentities, i)
+	}
+	switch {
+	case first >= 0:
+		return got, first, nil
+	case len(errs) == 1:
+		return got, -1, errs[0]
+	}
+	return got, -1, &IdentitiesError{Errs: errs}
 }
 
 // signingTime returns the earliest verified time and its source.

@@ -53,8 +53,8 @@ func mustVerifier(t testing.TB, tr Trust, p Policy) *Verifier {
 func (f *fixture) certVerifier(t testing.TB, p Policy) *Verifier {
 	t.Helper()
 	p.Method = MethodCertificate
-	if p.Identity == (Identity{}) {
-		p.Identity = Identity{Subject: "CN=MCP Release Signing,O=Example Corp"}
+	if len(p.Identities) == 0 {
+		p.Identities = []Identity{{Subject: "CN=MCP Release Signing,O=Example Corp"}}
 	}
 	return mustVerifier(t, Trust{Sigstore: f.vs, CertificateAuthorities: f.pki.authorities(t)}, p)
 }
@@ -368,12 +368,9 @@ func TestStepsCertificate(t *testing.T) {
 		}},
 		{name: "ok with both, both required", build: build(Policy{RequireTlog: true, RequireTimestamp: true}, payload, certOpts{tlog: true, tsa: true})},
 		{name: "ok with the chain in the bundle", build: func(t *testing.T) (*Verifier, []byte, *digest.Snapshot) {
-			cas, err := PKIAuthorities([]*x509.Certificate{f.pki.root}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cas := pkiAuthorities(t, f.pki.root, nil)
 			v := mustVerifier(t, Trust{Sigstore: f.vs, CertificateAuthorities: cas},
-				Policy{Method: MethodCertificate, Identity: Identity{Email: "release@example.com"}})
+				Policy{Method: MethodCertificate, Identities: []Identity{{Email: "release@example.com"}}})
 			return v, certSigned(t, f.pki, f.vs, payload, certOpts{tsa: true, mutate: func(pb *protobundle.Bundle) {
 				leaf := pb.VerificationMaterial.GetCertificate()
 				pb.VerificationMaterial.Content = &protobundle.VerificationMaterial_X509CertificateChain{
@@ -385,7 +382,7 @@ func TestStepsCertificate(t *testing.T) {
 		{name: "timestamp without the trusted root of its TSA", step: StepTime, is: ErrNoSigningTime, substr: "trusted root",
 			build: func(t *testing.T) (*Verifier, []byte, *digest.Snapshot) {
 				v := mustVerifier(t, Trust{CertificateAuthorities: f.pki.authorities(t)},
-					Policy{Method: MethodCertificate, Identity: Identity{Email: "release@example.com"}, AllowCurrentTime: true})
+					Policy{Method: MethodCertificate, Identities: []Identity{{Email: "release@example.com"}}, AllowCurrentTime: true})
 				return v, certSigned(t, f.pki, f.vs, payload, certOpts{tsa: true}), snap
 			}},
 		{name: "current time allowed", build: build(Policy{AllowCurrentTime: true}, payload, certOpts{}), check: func(t *testing.T, res *Result) {
@@ -415,17 +412,17 @@ func TestStepsCertificate(t *testing.T) {
 			c.ExtKeyUsage = nil
 		}})},
 		{name: "wrong subject", step: StepIdentity, is: ErrIdentityMismatch,
-			build: build(Policy{Identity: Identity{Subject: "CN=Someone Else,O=Example Corp"}}, payload, certOpts{tsa: true})},
-		{name: "wrong e-mail", step: StepIdentity, build: build(Policy{Identity: Identity{Email: "alice@example.com"}}, payload, certOpts{tsa: true})},
+			build: build(Policy{Identities: []Identity{{Subject: "CN=Someone Else,O=Example Corp"}}}, payload, certOpts{tsa: true})},
+		{name: "wrong e-mail", step: StepIdentity, build: build(Policy{Identities: []Identity{{Email: "alice@example.com"}}}, payload, certOpts{tsa: true})},
 		{name: "unanchored-regexp trick", step: StepIdentity, is: ErrIdentityMismatch,
-			build: build(Policy{Identity: Identity{SANRegexp: "alice@example.com"}}, payload, certOpts{tsa: true, leaf: func(c *x509.Certificate) {
+			build: build(Policy{Identities: []Identity{{SANRegexp: "alice@example.com"}}}, payload, certOpts{tsa: true, leaf: func(c *x509.Certificate) {
 				c.EmailAddresses = []string{"evil-alice@example.com.attacker"}
 			}})},
-		{name: "anchored regexp of the whole SAN", build: build(Policy{Identity: Identity{SANRegexp: `.*alice@example\.com\.attacker`}}, payload, certOpts{tsa: true, leaf: func(c *x509.Certificate) {
+		{name: "anchored regexp of the whole SAN", build: build(Policy{Identities: []Identity{{SANRegexp: `.*alice@example\.com\.attacker`}}}, payload, certOpts{tsa: true, leaf: func(c *x509.Certificate) {
 			c.EmailAddresses = []string{"evil-alice@example.com.attacker"}
 		}})},
 		{name: "OIDC issuer required but absent", step: StepIdentity,
-			build: build(Policy{Identity: Identity{Email: "release@example.com", Issuer: "https://accounts.example.com"}}, payload, certOpts{tsa: true})},
+			build: build(Policy{Identities: []Identity{{Email: "release@example.com", Issuer: "https://accounts.example.com"}}}, payload, certOpts{tsa: true})},
 		{name: "log entry required, none", step: StepTlog, build: build(Policy{RequireTlog: true}, payload, certOpts{tsa: true})},
 		{name: "log entry for another body", step: StepTlog, build: func(t *testing.T) (*Verifier, []byte, *digest.Snapshot) {
 			other := certSigned(t, f.pki, f.vs, statementOf(t, clone(snap), attest.Options{OmitDefinitions: true}), certOpts{tlog: true})
@@ -485,7 +482,7 @@ func TestStepsSigstore(t *testing.T) {
 	// The same bundle under the certificate method (its CA as an enterprise
 	// root, no SCT needed) verifies: the SCT is what failed above.
 	cv := mustVerifier(t, Trust{Sigstore: f.vs, CertificateAuthorities: f.vs.FulcioCertificateAuthorities()},
-		Policy{Method: MethodCertificate, Identity: Identity{Email: "alice@example.com", Issuer: "https://issuer.example.com"}, RequireTlog: true})
+		Policy{Method: MethodCertificate, Identities: []Identity{{Email: "alice@example.com", Issuer: "https://issuer.example.com"}}, RequireTlog: true})
 	res, err := cv.Verify(context.Background(), b, f.snap)
 	if err != nil {
 		t.Fatalf("certificate method: %v", err)
@@ -511,30 +508,27 @@ func TestNewRefusesBadPolicies(t *testing.T) {
 		p    Policy
 	}{
 		{"unknown method", Trust{Sigstore: f.vs}, Policy{Method: "tofu"}},
-		{"sigstore without identity", Trust{Sigstore: f.vs}, Policy{Method: MethodSigstore, Identity: Identity{Issuer: "x"}}},
-		{"sigstore without issuer", Trust{Sigstore: f.vs}, Policy{Method: MethodSigstore, Identity: Identity{SAN: "x"}}},
+		{"sigstore without identity", Trust{Sigstore: f.vs}, Policy{Method: MethodSigstore, Identities: []Identity{{Issuer: "x"}}}},
+		{"sigstore without issuer", Trust{Sigstore: f.vs}, Policy{Method: MethodSigstore, Identities: []Identity{{SAN: "x"}}}},
 		{"sigstore without trusted root", Trust{}, sigstorePolicy("a", "b")},
-		{"sigstore with current time", Trust{Sigstore: f.vs}, Policy{Method: MethodSigstore, Identity: Identity{SAN: "a", Issuer: "b"}, AllowCurrentTime: true}},
-		{"sigstore with PKI fields", Trust{Sigstore: f.vs}, Policy{Method: MethodSigstore, Identity: Identity{SAN: "a", Issuer: "b", Subject: "CN=x"}}},
-		{"sigstore with a key", Trust{Sigstore: f.vs}, Policy{Method: MethodSigstore, Identity: Identity{SAN: "a", Issuer: "b"}, PublicKey: pub}},
-		{"bad regexp", Trust{Sigstore: f.vs}, Policy{Method: MethodSigstore, Identity: Identity{SANRegexp: "(", Issuer: "b"}}},
+		{"sigstore with current time", Trust{Sigstore: f.vs}, Policy{Method: MethodSigstore, Identities: []Identity{{SAN: "a", Issuer: "b"}}, AllowCurrentTime: true}},
+		{"sigstore with PKI fields", Trust{Sigstore: f.vs}, Policy{Method: MethodSigstore, Identities: []Identity{{SAN: "a", Issuer: "b", Subject: "CN=x"}}}},
+		{"sigstore with a key", Trust{Sigstore: f.vs}, Policy{Method: MethodSigstore, Identities: []Identity{{SAN: "a", Issuer: "b"}}, PublicKey: pub}},
+		{"bad regexp", Trust{Sigstore: f.vs}, Policy{Method: MethodSigstore, Identities: []Identity{{SANRegexp: "(", Issuer: "b"}}}},
 		{"key without key", Trust{}, Policy{Method: MethodKey}},
-		{"key with identity", Trust{}, Policy{Method: MethodKey, PublicKey: pub, Identity: Identity{SAN: "a"}}},
+		{"key with identity", Trust{}, Policy{Method: MethodKey, PublicKey: pub, Identities: []Identity{{SAN: "a"}}}},
 		{"key requiring tlog without root", Trust{}, Policy{Method: MethodKey, PublicKey: pub, RequireTlog: true}},
 		{"package without digest", Trust{}, Policy{Method: MethodKey, PublicKey: pub, Packages: []PackageRequirement{{Name: "x"}}}},
 		{"package with uppercase hex", Trust{}, Policy{Method: MethodKey, PublicKey: pub, Packages: []PackageRequirement{{Name: "x", Digests: map[string]string{"sha256": "AB"}}}}},
-		{"certificate without CAs", Trust{Sigstore: f.vs}, Policy{Method: MethodCertificate, Identity: Identity{Subject: "CN=x"}}},
+		{"certificate without CAs", Trust{Sigstore: f.vs}, Policy{Method: MethodCertificate, Identities: []Identity{{Subject: "CN=x"}}}},
 		{"certificate without identity", Trust{CertificateAuthorities: cas}, Policy{Method: MethodCertificate}},
-		{"certificate requiring a timestamp without root", Trust{CertificateAuthorities: cas}, Policy{Method: MethodCertificate, Identity: Identity{Subject: "CN=x"}, RequireTimestamp: true}},
+		{"certificate requiring a timestamp without root", Trust{CertificateAuthorities: cas}, Policy{Method: MethodCertificate, Identities: []Identity{{Subject: "CN=x"}}, RequireTimestamp: true}},
 	} {
 		if _, err := New(tc.tr, tc.p); err == nil {
 			t.Errorf("%s: New accepted it", tc.name)
 		} else if _, ok := FailedStep(err); ok {
 			t.Errorf("%s: a policy error must not be a step error: %v", tc.name, err)
 		}
-	}
-	if _, err := PKIAuthorities(nil, nil); err == nil {
-		t.Error("PKIAuthorities without roots")
 	}
 }
 

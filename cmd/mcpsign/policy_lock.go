@@ -11,7 +11,6 @@ import (
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/policy"
-	"github.com/mcpsign/mcpsign/verify"
 )
 
 // rulePolicyRevoked is the finding of a lock whose approval rests on an
@@ -51,7 +50,7 @@ func ensureLockDir(r *policy.Resolved) error {
 
 // policyVerifyFunc verifies what the proxy observed under the policy: the
 // bundles of the inputs, k distinct identities (verifyThreshold).
-func policyVerifyFunc(r *policy.Resolved, vs []*verify.Verifier, inputs []*bundleInput) func(context.Context, *digest.Snapshot) (pin.Verified, error) {
+func policyVerifyFunc(r *policy.Resolved, vs []policyVerifier, inputs []*bundleInput) func(context.Context, *digest.Snapshot) (pin.Verified, error) {
 	return func(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error) {
 		var bundles [][]byte
 		for _, b := range inputs {

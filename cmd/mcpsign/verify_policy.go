@@ -64,8 +64,31 @@ func policyTrust(r *policy.Resolved, offline bool, m verify.Method) *options.Tru
 	return t
 }
 
-// policyVerifiers returns one verifier per identity of r, in order.
-func policyVerifiers(ctx context.Context, f *verifyFlags, r *policy.Resolved) ([]*verify.Verifier, error) {
+// policyVerifier verifies under some of the identities of a policy: ids
+// are their indices in the policy, in the order of the verifier's
+// verify.Policy.Identities (one index for a key).
+type policyVerifier struct {
+	v   *verify.Verifier
+	ids []int
+}
+
+// numberIdentities names the identities of an identity failure by their
+// index in the policy.
+func (pv policyVerifier) numberIdentities(err error) {
+	var ie *verify.IdentitiesError
+	if errors.As(err, &ie) {
+		ie.Names = nil
+		for _, i := range pv.ids {
+			ie.Names = append(ie.Names, fmt.Sprintf("identity %d", i))
+		}
+	}
+}
+
+// policyVerifiers returns the verifiers of the identities of r: one for
+// all its sigstore identities and one for all its certificate identities
+// (a bundle passes when any of them matches, and the result says which),
+// and one per key, ordered by their first identity.
+func policyVerifiers(ctx context.Context, f *verifyFlags, r *policy.Resolved) ([]policyVerifier, error) {
 	if len(r.Identities) == 0 {
 		return nil, fmt.Errorf("server %s has no identity in the policy (unsigned: tofu): no signature to verify", textsafe.Quote(r.Name))
 	}
@@ -73,33 +96,49 @@ func policyVerifiers(ctx context.Context, f *verifyFlags, r *policy.Resolved) ([
 	if err != nil {
 		return nil, err
 	}
-	var vs []*verify.Verifier
+	var groups [][]int // identity indices, one group per verifier
+	byMethod := map[verify.Method]int{}
 	for i, id := range r.Identities {
+		if g, ok := byMethod[id.Method]; ok && id.Method != verify.MethodKey {
+			groups[g] = append(groups[g], i)
+			continue
+		}
+		byMethod[id.Method] = len(groups)
+		groups = append(groups, []int{i})
+	}
+	var vs []policyVerifier
+	for _, g := range groups {
+		first := r.Identities[g[0]]
+		m := first.Method
 		p := verify.Policy{
-			Method: id.Method, Identity: id.Identity,
-			RequireTlog:      r.RequireTlog && id.Method != verify.MethodSigstore,
+			Method:           m,
+			RequireTlog:      r.RequireTlog && m != verify.MethodSigstore,
 			RequireTimestamp: r.RequireTimestamp,
-			AllowCurrentTime: f.vo.AllowCurrentTime && id.Method == verify.MethodCertificate,
+			AllowCurrentTime: f.vo.AllowCurrentTime && m == verify.MethodCertificate,
 			Packages:         pkgs,
 		}
-		if id.Method == verify.MethodKey {
-			ko := options.IdentityOptions{Key: id.Key}
+		if m == verify.MethodKey {
+			ko := options.IdentityOptions{Key: first.Key}
 			if p.PublicKey, err = ko.PublicKey(); err != nil {
-				return nil, fmt.Errorf("policy identity %d: %w", i, err)
+				return nil, fmt.Errorf("policy identity %d: %w", g[0], err)
+			}
+		} else {
+			for _, i := range g {
+				p.Identities = append(p.Identities, r.Identities[i].Identity)
 			}
 		}
-		trust, err := verifyTrust(ctx, policyTrust(r, f.trust.Offline, id.Method), p)
+		trust, err := verifyTrust(ctx, policyTrust(r, f.trust.Offline, m), p)
 		if err != nil {
-			return nil, fmt.Errorf("policy identity %d (%s): %w", i, textsafe.Escape(id.String()), err)
+			return nil, fmt.Errorf("policy identity %d (%s): %w", g[0], textsafe.Escape(first.String()), err)
 		}
 		if f.trustUsed == nil {
 			f.trustUsed = trust.Sigstore
 		}
 		v, err := verify.New(trust, p)
 		if err != nil {
-			return nil, fmt.Errorf("policy identity %d (%s): %w", i, textsafe.Escape(id.String()), err)
+			return nil, fmt.Errorf("policy identity %d (%s): %w", g[0], textsafe.Escape(first.String()), err)
 		}
-		vs = append(vs, v)
+		vs = append(vs, policyVerifier{v: v, ids: g})
 	}
 	return vs, nil
 }
@@ -166,16 +205,18 @@ type signer struct {
 // by what the verification established (method, identity, issuer), never
 // by bundle: two bundles by one key are one signer. The threshold is met
 // when k distinct identities can each be assigned a different signer.
-func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []*verify.Verifier, bundles [][]byte, snap *digest.Snapshot) (*thresholdResult, error) {
+func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifier, bundles [][]byte, snap *digest.Snapshot) (*thresholdResult, error) {
 	tr := &thresholdResult{}
+	n := len(r.Identities)
 	bySigner := map[string]int{}
 	for bi, data := range bundles {
 		var best error
 		var res *verify.Result
 		var ids []int
-		for i, v := range vs {
-			rr, err := v.Verify(ctx, data, snap)
+		for _, pv := range vs {
+			rr, err := pv.v.Verify(ctx, data, snap)
 			if err != nil {
+				pv.numberIdentities(err)
 				if best == nil || rank(err) > rank(best) {
 					best = err
 				}
@@ -184,14 +225,20 @@ func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []*verify.Verif
 			if res == nil {
 				res = rr
 			}
-			ids = append(ids, i)
+			if rr.MatchedIdentities == nil { // a key: the verifier's one identity
+				ids = append(ids, pv.ids...)
+			}
+			for _, j := range rr.MatchedIdentities {
+				ids = append(ids, pv.ids[j])
+			}
 		}
+		slices.Sort(ids)
 		if res == nil {
-			tr.Matched = matching(tr.Signers, len(vs))
+			tr.Matched = matching(tr.Signers, n)
 			return tr, numbered(best, bi, len(bundles))
 		}
 		if err := policyChecks(r, res, snap); err != nil {
-			tr.Matched = matching(tr.Signers, len(vs))
+			tr.Matched = matching(tr.Signers, n)
 			return tr, numbered(err, bi, len(bundles))
 		}
 		if tr.First == nil {
@@ -209,10 +256,10 @@ func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []*verify.Verif
 		bySigner[key] = len(tr.Signers)
 		tr.Signers = append(tr.Signers, signer{key: key, result: res, identities: ids})
 	}
-	tr.Matched = matching(tr.Signers, len(vs))
+	tr.Matched = matching(tr.Signers, n)
 	if tr.Matched < r.Threshold {
 		return tr, &verify.StepError{Step: verify.StepIdentity, Err: fmt.Errorf("%w: %d of the %d listed identities signed these definitions as distinct signers, %d required (%d bundle(s), %d distinct signer(s): two bundles by one signer count once)",
-			errThreshold, tr.Matched, len(vs), r.Threshold, len(bundles), len(tr.Signers))}
+			errThreshold, tr.Matched, n, r.Threshold, len(bundles), len(tr.Signers))}
 	}
 	return tr, nil
 }

@@ -274,6 +274,37 @@ func TestVerifyCertificateCommand(t *testing.T) {
 	if code, _, stderr := runCLI(t, "verify", "certificate", snap, "--bundle", good, "--certificate-email", "release@corp.example"); code != 2 || !strings.Contains(stderr, "--ca-roots") {
 		t.Errorf("no roots: exit %d %s", code, stderr)
 	}
+
+	// A policy of several identities, any of them, a key between the
+	// certificate ones: one verifier for both certificate identities, whose
+	// failures are named by their index in the policy.
+	pubDER, _ := x509.MarshalPKIXPublicKey(caKey.Public())
+	vtWrite(t, dir, "k.pub.pem", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}))
+	policyOf := func(name, third string) string {
+		return vtWrite(t, dir, name, []byte(`{"kind":"mcpsign.policy","policyVersion":1,"trust":{"caRoots":"roots.pem"},"servers":{"notes":{"identities":[`+
+			`{"method":"certificate","email":"evil@corp.example"},{"method":"key","key":"k.pub.pem"},`+third+`]}}}`))
+	}
+	for _, tc := range []struct {
+		name, policy string
+		code         int
+		want         []string
+	}{
+		{"the third matches", policyOf("p-ok.json", `{"method":"certificate","subject":"CN=release,O=Corp"}`), 0,
+			[]string{"VERIFIED", `signer certificate "CN=release,O=Corp" (identities 2)`}},
+		{"none matches", policyOf("p-none.json", `{"method":"certificate","subject":"CN=other,O=Corp"}`), 1,
+			[]string{"FAILED at step identity", "none of the policy's 2 identities matches", `identity 0: no e-mail SAN "evil@corp.example"`, `identity 2: the certificate subject is "CN=release,O=Corp"`}},
+	} {
+		code, out, stderr := runCLI(t, "verify", "certificate", snap, "--policy", tc.policy, "--name", "notes", "--bundle", good, "--allow-current-time")
+		if code != tc.code {
+			t.Errorf("%s: exit %d\n%s\n%s", tc.name, code, out, stderr)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: no %q in\n%s", tc.name, w, out)
+			}
+		}
+	}
 }
 
 // TestVerifyKeylessCommand signs the example snapshot with 'mcpsign sign

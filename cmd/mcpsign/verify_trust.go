@@ -6,44 +6,52 @@ import (
 	"fmt"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
-	"github.com/mcpsign/mcpsign/trustroot"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
-// verifyTrust loads what the verify commands trust: the Sigstore trusted
-// root when the method needs one (sigstore always; key and certificate when
-// the policy requires a log entry or timestamp, or --trusted-root is given)
-// from --trusted-root or TUF (cached; --offline never fetches), and the
-// enterprise CAs for the certificate method.
-//
-// The material is wrapped in trustroot.WithChainCache: it verifies each
-// constant chain on first use only, so one verification costs no more than
-// without it, and the proxy, which may verify again on a roll-forward,
-// reuses the work. Every per-bundle check still runs on every call.
+// verifyTrust loads what the verify commands trust (verify.LoadTrust, from
+// --trusted-root or TUF with --tuf-cache, --tuf-mirror and --offline, and
+// --ca-roots and --ca-intermediates), saying a failure with the flags that
+// fix it.
 func verifyTrust(ctx context.Context, t *options.TrustOptions, p verify.Policy) (verify.Trust, error) {
-	var tr verify.Trust
-	needRoot := p.Method == verify.MethodSigstore || p.RequireTlog || p.RequireTimestamp
-	if t.TrustedRoot != "" || needRoot {
-		tm, err := trustroot.Load(ctx, t.TrustRootOptions())
-		if err != nil {
-			if t.TrustedRoot != "" {
-				return tr, fmt.Errorf("--trusted-root: %w", err)
-			}
-			return tr, fmt.Errorf("no trusted root: %w (pass --trusted-root FILE, a Sigstore trusted_root.json, or run 'mcpsign trustroot fetch' while online)", err)
-		}
-		tr.Sigstore = trustroot.WithChainCache(tm)
-	}
-	if p.Method == verify.MethodCertificate {
-		if t.CARoots == "" {
-			return tr, errors.New("the certificate method needs the enterprise roots: pass --ca-roots FILE (PEM) and, if the bundle does not carry them, --ca-intermediates FILE")
-		}
-		pki, err := trustroot.LoadPKIFiles(t.CARoots, t.CAIntermediates)
-		if err != nil {
-			return tr, fmt.Errorf("--ca-roots/--ca-intermediates: %w", err)
-		}
-		tr.CertificateAuthorities = trustroot.WithChainCache(pki).FulcioCertificateAuthorities()
-	} else if t.CARoots != "" || t.CAIntermediates != "" {
-		return tr, fmt.Errorf("--ca-roots and --ca-intermediates are for 'mcpsign verify certificate', not the %s method", p.Method)
+	tr, err := verify.LoadTrust(ctx, t.TrustSources(), p)
+	if err != nil {
+		return tr, trustFlagHint(err, p.Method)
 	}
 	return tr, nil
 }
+
+// trustFlagHint says a verify.LoadTrust failure with the flags that fix
+// it; the error still wraps the *verify.TrustError.
+func trustFlagHint(err error, m verify.Method) error {
+	var te *verify.TrustError
+	if !errors.As(err, &te) {
+		return err
+	}
+	var msg string
+	switch te.Kind {
+	case verify.ErrTrustedRoot:
+		msg = fmt.Sprintf("--trusted-root: %v", te.Err)
+	case verify.ErrNoTrustedRoot:
+		msg = fmt.Sprintf("no trusted root: %v (pass --trusted-root FILE, a Sigstore trusted_root.json, or run 'mcpsign trustroot fetch' while online)", te.Err)
+	case verify.ErrNoCARoots:
+		msg = "the certificate method needs the enterprise roots: pass --ca-roots FILE (PEM) and, if the bundle does not carry them, --ca-intermediates FILE"
+	case verify.ErrCARoots:
+		msg = fmt.Sprintf("--ca-roots/--ca-intermediates: %v", te.Err)
+	case verify.ErrCAsUnused:
+		msg = fmt.Sprintf("--ca-roots and --ca-intermediates are for 'mcpsign verify certificate', not the %s method", m)
+	default:
+		return err
+	}
+	return &hintError{msg: msg, err: err}
+}
+
+// hintError is err said as msg, for a library error that the CLI says with
+// its flags.
+type hintError struct {
+	msg string
+	err error
+}
+
+func (e *hintError) Error() string { return e.msg }
+func (e *hintError) Unwrap() error { return e.err }

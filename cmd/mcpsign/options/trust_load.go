@@ -2,11 +2,11 @@ package options
 
 import (
 	"context"
-	"errors"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/mcpsign/mcpsign/trustroot"
+	"github.com/mcpsign/mcpsign/verify"
 )
 
 // TrustRootOptions returns the trustroot.Options the trust flags name.
@@ -17,6 +17,12 @@ func (o *TrustOptions) TrustRootOptions() trustroot.Options {
 		Mirror:          o.TUFMirror,
 		Offline:         o.Offline,
 	}
+}
+
+// TrustSources returns the verify.TrustSources the trust flags name: the
+// trusted root of TrustRootOptions and --ca-roots, --ca-intermediates.
+func (o *TrustOptions) TrustSources() verify.TrustSources {
+	return verify.TrustSources{Root: o.TrustRootOptions(), CARoots: o.CARoots, CAIntermediates: o.CAIntermediates}
 }
 
 // LoadTrustedMaterial returns the Sigstore trusted material the flags name
@@ -37,21 +43,4 @@ func (o *TrustOptions) LoadSigningConfig(ctx context.Context, path string) (*roo
 	opts := o.TrustRootOptions()
 	opts.SigningConfigPath = path
 	return trustroot.LoadSigningConfig(ctx, opts)
-}
-
-// LoadPKI returns the enterprise PKI material of --ca-roots and
-// --ca-intermediates wrapped in trustroot.WithChainCache, or nil when
-// --ca-roots is not given.
-func (o *TrustOptions) LoadPKI() (root.TrustedMaterial, error) {
-	if o.CARoots == "" {
-		if o.CAIntermediates != "" {
-			return nil, errors.New("--ca-intermediates needs --ca-roots: the PEM file of the trusted root CA certificates")
-		}
-		return nil, nil
-	}
-	tm, err := trustroot.LoadPKIFiles(o.CARoots, o.CAIntermediates)
-	if err != nil {
-		return nil, err
-	}
-	return trustroot.WithChainCache(tm), nil
 }

@@ -66,14 +66,17 @@ func (o *VerifyOptions) AddFlags(fs *pflag.FlagSet, m verify.Method, generic boo
 }
 
 // Policy returns the verification policy for method m with the signer's
-// identity and key (see IdentityOptions.VerifyIdentity and PublicKey).
+// identity (none when id is empty) and key (see
+// IdentityOptions.VerifyIdentity and PublicKey).
 func (o *VerifyOptions) Policy(m verify.Method, id verify.Identity, key crypto.PublicKey) verify.Policy {
 	p := verify.Policy{
 		Method:           m,
-		Identity:         id,
 		RequireTlog:      o.RequireTlog && m != verify.MethodSigstore,
 		RequireTimestamp: o.RequireTimestamp,
 		AllowCurrentTime: o.AllowCurrentTime,
+	}
+	if id != (verify.Identity{}) {
+		p.Identities = []verify.Identity{id}
 	}
 	if key != nil {
 		p.PublicKey = key
