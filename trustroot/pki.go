@@ -1,7 +1,6 @@
 package trustroot
 
 import (
-	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -79,9 +78,6 @@ var (
 	// ErrNotCA: a root or intermediate is not a CA certificate (basic
 	// constraints with the CA bit).
 	ErrNotCA = errors.New("not a CA certificate")
-	// ErrRootNotSelfSigned: a root is not self-signed (its issuer is not
-	// its subject, or its signature does not verify with its own key).
-	ErrRootNotSelfSigned = errors.New("root certificate is not self-signed")
 )
 
 // pkiMaterial is trusted material made only of certificate authorities.
@@ -106,10 +102,11 @@ func (p *pkiMaterial) FulcioCertificateAuthorities() []root.CertificateAuthority
 // Both inputs are read as ParseCertificatesPEM reads them (bounded; a
 // refusal wraps ErrPEM, or ErrTooLarge for more than MaxPEMBytes). Every root
 // and intermediate must be a CA certificate (basic constraints with the CA
-// bit; ErrNotCA), and every root self-signed: its issuer equal to its
-// subject and its signature verified with its own key by crypto/x509, which
-// verifies no SHA-1 signature (ErrRootNotSelfSigned). This is the one
-// builder of enterprise trust (docs/TRUSTROOT.md "Enterprise PKI").
+// bit; ErrNotCA). A root need not be self-signed: it is a trust anchor
+// by configuration, as in crypto/x509 and cosign, so an issuing CA below
+// the enterprise root may be given as the root to trust only what it
+// issued (its own signature is never checked, so a SHA-1 self-signature
+// does not refuse an old root). This is the one builder of enterprise trust (docs/TRUSTROOT.md "Enterprise PKI").
 func LoadPKI(rootsPEM, intermediatesPEM []byte) (root.TrustedMaterial, error) {
 	roots, err := parsePKI(rootsPEM)
 	if err != nil {
@@ -124,13 +121,6 @@ func LoadPKI(rootsPEM, intermediatesPEM []byte) (root.TrustedMaterial, error) {
 	for i, c := range roots {
 		if !c.BasicConstraintsValid || !c.IsCA {
 			return nil, fmt.Errorf("CA roots: certificate %d (%s): %w", i+1, dn.String(c.RawSubject), ErrNotCA)
-		}
-		if !bytes.Equal(c.RawIssuer, c.RawSubject) {
-			return nil, fmt.Errorf("CA roots: certificate %d (%s): %w: it is issued by %s (give it as an intermediate, with its issuer as the root)",
-				i+1, dn.String(c.RawSubject), ErrRootNotSelfSigned, dn.String(c.RawIssuer))
-		}
-		if err := c.CheckSignatureFrom(c); err != nil {
-			return nil, fmt.Errorf("CA roots: certificate %d (%s): %w: %w", i+1, dn.String(c.RawSubject), ErrRootNotSelfSigned, err)
 		}
 	}
 	for i, c := range inters {
