@@ -101,13 +101,7 @@ func match(st *attest.Statement, snap *digest.Snapshot) ([]Row, *InstructionsRow
 			rows = append(rows, Row{Kind: d.Kind, Key: d.Key, Status: StatusMissing, Signed: d.Digest, Index: -1})
 		}
 	}
-	kindOrder := func(k digest.Kind) int { return slices.Index(digest.Kinds[:], k) }
-	slices.SortStableFunc(rows, func(a, b Row) int {
-		if c := kindOrder(a.Kind) - kindOrder(b.Kind); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Key, b.Key)
-	})
+	slices.SortStableFunc(rows, func(a, b Row) int { return digest.CompareKeys(a.Kind, a.Key, b.Kind, b.Key) })
 	addDiffs(st, snap, obs, rows)
 
 	var ins *InstructionsRow
