@@ -203,9 +203,9 @@ func TestSnapshotClientCapabilities(t *testing.T) {
 		{"roots", `,"clientCapabilities":{"roots":{"listChanged":true}}`, `{"roots":{"listChanged":true}}`, ""},
 		{"empty", `,"clientCapabilities":{}`, `{}`, ""},
 		{"canonicalized", `,"clientCapabilities":{ "sampling":{}, "roots" : {"listChanged":true}, "n":1.0E2 }`, `{"n":100,"roots":{"listChanged":true},"sampling":{}}`, ""},
-		{"null", `,"clientCapabilities":null`, "", `member "clientCapabilities": client capabilities must be a JSON object, not "null"`},
-		{"array", `,"clientCapabilities":[]`, "", `client capabilities must be a JSON object, not "[]"`},
-		{"string", `,"clientCapabilities":"roots"`, "", `must be a JSON object`},
+		{"null", `,"clientCapabilities":null`, "", `member "clientCapabilities": invalid client capabilities: want a JSON object, not "null"`},
+		{"array", `,"clientCapabilities":[]`, "", `invalid client capabilities: want a JSON object, not "[]"`},
+		{"string", `,"clientCapabilities":"roots"`, "", `want a JSON object`},
 		{"repeated member", `,"clientCapabilities":{"roots":{},"roots":{}}`, "", `repeated`},
 		{"case variant", `,"ClientCapabilities":{}`, "", `member "ClientCapabilities": is not a member`},
 	}

@@ -198,9 +198,10 @@ func (s *Snapshot) SetDefinitions(k Kind, defs []json.RawMessage) {
 	}
 }
 
-// ErrClientCapabilities is wrapped by CanonicalClientCapabilities when the
-// client capabilities are not a JSON object.
-var ErrClientCapabilities = errors.New("client capabilities must be a JSON object")
+// ErrClientCapabilities is wrapped by every error of
+// CanonicalClientCapabilities: the client capabilities are not a JSON
+// object, or not strict JSON.
+var ErrClientCapabilities = errors.New("invalid client capabilities")
 
 // CanonicalClientCapabilities reads client capabilities strictly (the
 // reader of Canonicalize: no repeated member name at any depth, valid
@@ -215,7 +216,7 @@ func CanonicalClientCapabilities(raw []byte) (json.RawMessage, error) {
 		if len(t) > 0 {
 			what = shortValue(t)
 		}
-		return nil, fmt.Errorf("%w, not %s", ErrClientCapabilities, what)
+		return nil, fmt.Errorf("%w: want a JSON object, not %s", ErrClientCapabilities, what)
 	}
 	c, err := Canonicalize(raw)
 	if err != nil {

@@ -166,8 +166,8 @@ func TestLockClientCapabilities(t *testing.T) {
 		match string
 	}{
 		{"edited (roots removed)", swap(`"clientCapabilities": {}`, false), ErrModified, "lockDigest"},
-		{"not an object, resealed", swap(`"clientCapabilities": null`, true), ErrMalformed, `member "clientCapabilities": client capabilities must be a JSON object`},
-		{"an array, resealed", swap(`"clientCapabilities": []`, true), ErrMalformed, "must be a JSON object"},
+		{"not an object, resealed", swap(`"clientCapabilities": null`, true), ErrMalformed, `member "clientCapabilities": invalid client capabilities: want a JSON object`},
+		{"an array, resealed", swap(`"clientCapabilities": []`, true), ErrMalformed, "want a JSON object"},
 		{"not canonical, resealed", swap(`"clientCapabilities": {"roots": {"listChanged": true}}`, true), ErrMalformed, "RFC 8785"},
 		{"case variant, resealed", swap(`"ClientCapabilities": {}`, true), ErrMalformed, "ClientCapabilities"},
 	}

@@ -140,8 +140,8 @@ func TestLoadValidates(t *testing.T) {
 		{Spec{}, Options{}, "exactly one"},
 		{Spec{File: "a", URL: "http://h/"}, Options{}, "exactly one"},
 		{Spec{File: "a"}, Options{ProtocolVersion: "2099-01-01"}, `protocol version "2099-01-01" is not supported`},
-		{Spec{File: "a"}, Options{ClientCapabilities: json.RawMessage(`[]`)}, "must be a JSON object"},
-		{Spec{File: "a"}, Options{ClientCapabilities: json.RawMessage(`null`)}, "must be a JSON object"},
+		{Spec{File: "a"}, Options{ClientCapabilities: json.RawMessage(`[]`)}, "want a JSON object"},
+		{Spec{File: "a"}, Options{ClientCapabilities: json.RawMessage(`null`)}, "want a JSON object"},
 		{Spec{File: "a"}, Options{ClientCapabilities: json.RawMessage(`{"roots":{},"roots":{}}`)}, `repeated member name "roots"`},
 	} {
 		if _, err := Load(context.Background(), tt.spec, tt.opts); err == nil || !strings.Contains(err.Error(), tt.msg) {
