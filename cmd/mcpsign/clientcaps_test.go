@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
 )
 
@@ -97,5 +99,36 @@ func TestClientCapabilitiesFlag(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(lock2); !strings.Contains(string(data), `"clientCapabilities": {"sampling":{}}`) {
 		t.Fatalf("policy lock lacks the policy's clientCapabilities:\n%s", data)
+	}
+}
+
+// TestVerifyMissingUnderOtherCapabilities: verify keeps a signed
+// definition that is missing a failure (a statement records no client
+// capabilities: docs/VERIFY.md), and says what the listing announced.
+func TestVerifyMissingUnderOtherCapabilities(t *testing.T) {
+	dir := t.TempDir()
+	_, signed := vtSnapshot(t, dir, "signed.json", func(s *digest.Snapshot) {
+		s.Tools = append(s.Tools, json.RawMessage(`{"name":"get-roots-list","inputSchema":{"type":"object"}}`))
+	})
+	bundle, pub := vtSign(t, dir, "b.sigstore.json", signed, nil)
+	key := vtPubPEM(t, dir, pub)
+	for _, tt := range []struct {
+		name string
+		caps json.RawMessage
+		hint bool
+	}{
+		{"read without roots", json.RawMessage(`{}`), true},
+		{"capabilities unknown (a file without them)", nil, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			live, _ := vtSnapshot(t, t.TempDir(), "live.json", func(s *digest.Snapshot) { s.ClientCapabilities = tt.caps })
+			code, out, stderr := runCLI(t, "verify", "key", live, "--bundle", bundle, "--key", key)
+			if code != 1 || !strings.Contains(out, "1 missing") || !strings.Contains(out, "MISSING  tool") {
+				t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+			}
+			if got := strings.Contains(stderr, "hint: 1 signed definition(s) missing; the server was read announcing client capabilities {}"); got != tt.hint {
+				t.Errorf("hint %v, want %v:\n%s", got, tt.hint, stderr)
+			}
+		})
 	}
 }
