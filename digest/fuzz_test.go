@@ -183,6 +183,11 @@ func FuzzParseSnapshot(f *testing.F) {
 		`{"tools":[],"nextCursor":"x"}`,
 		`{"kind":"mcpsign.snapshot",` + full + `,"Instructions":"x"}`,
 		"{\"\u212aind\":\"mcpsign.snapshot\"," + full + "}",
+		`{"kind":"mcpsign.snapshot",` + full + `,"clientCapabilities":{"roots":{"listChanged":true}}}`,
+		`{"kind":"mcpsign.snapshot",` + full + `,"clientCapabilities":{}}`,
+		`{"kind":"mcpsign.snapshot",` + full + `,"clientCapabilities":null}`,
+		`{"kind":"mcpsign.snapshot",` + full + `,"clientCapabilities":{"a":1,"a":2}}`,
+		`{"kind":"mcpsign.snapshot",` + full + `,"ClientCapabilities":{}}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -233,6 +238,12 @@ func FuzzParseSnapshot(f *testing.F) {
 			if r1.Sets[k] != r2.Sets[k] {
 				t.Fatalf("%s set digest changed after write and read", k)
 			}
+		}
+		if !bytes.Equal(s.ClientCapabilities, s2.ClientCapabilities) {
+			t.Fatalf("clientCapabilities changed after write and read: %q, then %q", s.ClientCapabilities, s2.ClientCapabilities)
+		}
+		if s.ClientCapabilities != nil && (len(s.ClientCapabilities) == 0 || s.ClientCapabilities[0] != '{') {
+			t.Fatalf("clientCapabilities accepted that are not an object: %q", s.ClientCapabilities)
 		}
 	})
 }

@@ -137,6 +137,8 @@ func ParseSnapshot(data []byte) (*Snapshot, error) {
 			var ins string
 			ins, err = DecodeString(v)
 			s.Instructions = &ins
+		case "clientCapabilities":
+			s.ClientCapabilities, err = CanonicalClientCapabilities(v)
 		case "tools", "prompts", "resourceTemplates":
 			var items []json.RawMessage
 			items, err = rawArray(v, "the member")
@@ -249,6 +251,14 @@ func (s *Snapshot) MarshalFile() ([]byte, error) {
 	if s.Instructions != nil {
 		b.WriteString(",\n  \"instructions\": ")
 		str(*s.Instructions)
+	}
+	if s.ClientCapabilities != nil {
+		caps, err := CanonicalClientCapabilities(s.ClientCapabilities)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(",\n  \"clientCapabilities\": ")
+		b.Write(caps)
 	}
 	for _, k := range Kinds {
 		b.WriteString(",\n  \"" + k.ListMember() + "\": [")

@@ -183,3 +183,97 @@ func TestParseSnapshotStrict(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotClientCapabilities: the optional clientCapabilities member is
+// read strictly (an object only), kept in its RFC 8785 form, written back,
+// and part of no digest.
+func TestSnapshotClientCapabilities(t *testing.T) {
+	const env = `{"kind":"mcpsign.snapshot","snapshotVersion":1,"server":{"name":"s","version":"1"},"protocolVersion":"2025-11-25","tools":[{"name":"t"}],"prompts":[],"resourceTemplates":[],"capturedAt":"2026-01-01T00:00:00Z"`
+	base, err := ParseSnapshot([]byte(env + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		member  string
+		want    string // canonical form; "" with wantErr
+		wantErr string
+	}{
+		{"absent", ``, "", ""},
+		{"roots", `,"clientCapabilities":{"roots":{"listChanged":true}}`, `{"roots":{"listChanged":true}}`, ""},
+		{"empty", `,"clientCapabilities":{}`, `{}`, ""},
+		{"canonicalized", `,"clientCapabilities":{ "sampling":{}, "roots" : {"listChanged":true}, "n":1.0E2 }`, `{"n":100,"roots":{"listChanged":true},"sampling":{}}`, ""},
+		{"null", `,"clientCapabilities":null`, "", `member "clientCapabilities": invalid client capabilities: want a JSON object, not "null"`},
+		{"array", `,"clientCapabilities":[]`, "", `invalid client capabilities: want a JSON object, not "[]"`},
+		{"string", `,"clientCapabilities":"roots"`, "", `want a JSON object`},
+		{"repeated member", `,"clientCapabilities":{"roots":{},"roots":{}}`, "", `repeated`},
+		{"case variant", `,"ClientCapabilities":{}`, "", `member "ClientCapabilities": is not a member`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := ParseSnapshot([]byte(env + tt.member + `}`))
+			if tt.wantErr != "" {
+				if err == nil || !errors.Is(err, ErrSnapshot) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want ErrSnapshot containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(s.ClientCapabilities); got != tt.want {
+				t.Fatalf("clientCapabilities = %q, want %q", got, tt.want)
+			}
+			if tt.want == "" && s.ClientCapabilities != nil {
+				t.Fatalf("absent member read as %q", s.ClientCapabilities)
+			}
+			file, err := s.MarshalFile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want != "" && !bytes.Contains(file, []byte(`"clientCapabilities": `+tt.want)) {
+				t.Fatalf("written file lacks the member:\n%s", file)
+			}
+			if tt.want == "" && bytes.Contains(file, []byte("clientCapabilities")) {
+				t.Fatalf("written file has a member it should not:\n%s", file)
+			}
+			back, err := ParseSnapshot(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(back.ClientCapabilities, s.ClientCapabilities) {
+				t.Fatalf("round trip: %q, want %q", back.ClientCapabilities, s.ClientCapabilities)
+			}
+			if r, b := Compute(s), Compute(base); r.Sets[KindTool] != b.Sets[KindTool] {
+				t.Fatal("clientCapabilities changed the tools Set Digest")
+			}
+		})
+	}
+	if _, err := ParseSnapshot([]byte(`{"tools":[],"clientCapabilities":{}}`)); err == nil {
+		t.Fatal("a bare list with clientCapabilities was accepted")
+	}
+}
+
+func TestEqualClientCapabilities(t *testing.T) {
+	tests := []struct {
+		a, b string
+		nilA bool
+		want bool
+	}{
+		{a: `{"roots":{"listChanged":true}}`, b: `{ "roots" : { "listChanged" : true } }`, want: true},
+		{a: `{"a":1,"b":2}`, b: `{"b":2,"a":1.0}`, want: true},
+		{a: `{}`, b: `{"roots":{}}`, want: false},
+		{a: `{"roots":{"listChanged":true}}`, b: `{"roots":{"listChanged":false}}`, want: false},
+		{nilA: true, b: `{}`, want: false},
+		{a: `[]`, b: `[]`, want: false},
+	}
+	for _, tt := range tests {
+		var a []byte
+		if !tt.nilA {
+			a = []byte(tt.a)
+		}
+		if got := EqualClientCapabilities(a, []byte(tt.b)); got != tt.want {
+			t.Errorf("EqualClientCapabilities(%s, %s) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package digest
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -155,6 +157,13 @@ type Snapshot struct {
 	Prompts           []json.RawMessage `json:"prompts"`
 	ResourceTemplates []json.RawMessage `json:"resourceTemplates"`
 	CapturedAt        time.Time         `json:"capturedAt"`
+	// ClientCapabilities are the client capabilities announced to the
+	// server when the definitions were read from it, in their RFC 8785
+	// form (CanonicalClientCapabilities); nil when unknown: a snapshot file
+	// without the member, or a bare list result. Servers may offer other
+	// definitions to clients that announce other capabilities. They are
+	// part of no Definition or Set Digest (docs/SNAPSHOT.md).
+	ClientCapabilities json.RawMessage `json:"clientCapabilities,omitempty"`
 	// Advertised is the capability object of a live server's hello that may
 	// carry its own attestation (capabilities.extensions under the
 	// 2026-07-28 generation, capabilities.experimental under the initialize
@@ -187,4 +196,46 @@ func (s *Snapshot) SetDefinitions(k Kind, defs []json.RawMessage) {
 	case KindResourceTemplate:
 		s.ResourceTemplates = defs
 	}
+}
+
+// ErrClientCapabilities is wrapped by every error of
+// CanonicalClientCapabilities: the client capabilities are not a JSON
+// object, or not strict JSON.
+var ErrClientCapabilities = errors.New("invalid client capabilities")
+
+// CanonicalClientCapabilities reads client capabilities strictly (the
+// reader of Canonicalize: no repeated member name at any depth, valid
+// UTF-8, RFC 8259 numbers) and returns their RFC 8785 form, the one form
+// snapshots and locks record and compare. Anything but a JSON object
+// (null, an array, a string) is refused. Every error wraps
+// ErrClientCapabilities.
+func CanonicalClientCapabilities(raw []byte) (json.RawMessage, error) {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' {
+		what := "nothing"
+		if len(t) > 0 {
+			what = shortValue(t)
+		}
+		return nil, fmt.Errorf("%w: want a JSON object, not %s", ErrClientCapabilities, what)
+	}
+	c, err := Canonicalize(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrClientCapabilities, err)
+	}
+	return c, nil
+}
+
+// EqualClientCapabilities reports whether two client capability objects
+// are the same JSON value (equal RFC 8785 forms). Either being nil (unknown)
+// or unreadable is never equal to anything.
+func EqualClientCapabilities(a, b []byte) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	ca, err := CanonicalClientCapabilities(a)
+	if err != nil {
+		return false
+	}
+	cb, err := CanonicalClientCapabilities(b)
+	return err == nil && bytes.Equal(ca, cb)
 }

@@ -1,11 +1,14 @@
 package pin
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/mcpsign/mcpsign/attest"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
@@ -48,6 +51,18 @@ const (
 	// this mcpsign does not read. A lock that reads but is malformed or
 	// does not match its lockDigest is RuleLockModified.
 	RuleLockUnreadable = "pin-lock-unreadable"
+	// RuleClientCapabilitiesDiffer (info): the live definitions were read
+	// under other client capabilities than the locked ones. It comes first
+	// in a report; while it holds, a locked definition the server does not
+	// offer this client is RuleAbsentForClient (info), not removed.
+	RuleClientCapabilitiesDiffer = "pin-client-capabilities-differ"
+	// RuleToolAbsentForClient and the same for prompts and resource
+	// templates (info): a locked definition the server does not offer a
+	// client with other capabilities than the locked ones (see
+	// RuleAbsentForClient).
+	RuleToolAbsentForClient             = "pin-tool-absent-for-client"
+	RulePromptAbsentForClient           = "pin-prompt-absent-for-client"
+	RuleResourceTemplateAbsentForClient = "pin-resource-template-absent-for-client"
 )
 
 const ruleKindResourceTemplateName = "resource-template"
@@ -65,6 +80,11 @@ func ruleKind(k digest.Kind) string {
 func RuleAdded(k digest.Kind) string   { return "pin-" + ruleKind(k) + "-added" }
 func RuleRemoved(k digest.Kind) string { return "pin-" + ruleKind(k) + "-removed" }
 func RuleChanged(k digest.Kind) string { return "pin-" + ruleKind(k) + "-changed" }
+
+// RuleAbsentForClient returns the rule id of a locked definition of kind k
+// that the server does not offer a client announcing other capabilities
+// than the locked ones: pin-tool-absent-for-client…
+func RuleAbsentForClient(k digest.Kind) string { return "pin-" + ruleKind(k) + "-absent-for-client" }
 
 // Finding is one result of a drift check.
 type Finding struct {
@@ -85,6 +105,11 @@ type Finding struct {
 	// tool gained (pin-capability-added); Sources say why.
 	Capabilities []capability.Capability                       `json:"capabilities,omitempty"`
 	Sources      map[capability.Capability][]capability.Source `json:"sources,omitempty"`
+	// LockedClientCapabilities and ObservedClientCapabilities are the
+	// client capabilities of the lock and of the live listing
+	// (pin-client-capabilities-differ), RFC 8785 form.
+	LockedClientCapabilities   json.RawMessage `json:"lockedClientCapabilities,omitempty"`
+	ObservedClientCapabilities json.RawMessage `json:"observedClientCapabilities,omitempty"`
 }
 
 // Report is the result of checking a live server against a lock.
@@ -108,10 +133,13 @@ type Report struct {
 // FindingIDs returns the error findings as short identifiers: the rule,
 // and the definition's subject name when it is about one, e.g.
 // "pin-tool-added tool/run_command" (raw server text: escape it to print).
+// When there is an error finding and the client capabilities differ, the
+// info pin-client-capabilities-differ comes first: it explains the rest.
 func (r *Report) FindingIDs() []string {
 	var ids []string
+	errs := r.Errors()
 	for _, f := range r.Findings {
-		if f.Severity != SeverityError {
+		if f.Severity != SeverityError && (errs == 0 || f.Rule != RuleClientCapabilitiesDiffer) {
 			continue
 		}
 		id := f.Rule
@@ -192,6 +220,14 @@ func (r *Report) Failed(f FailOn) bool {
 // Digest; one the snapshot has that cannot be digested never matches. A
 // changed tool's new capabilities are computed without the lock's override
 // for it: an override approves the pinned definition only.
+//
+// When both the lock and the snapshot record client capabilities and they
+// differ (compared in their RFC 8785 form), the first finding is the info
+// pin-client-capabilities-differ, and a locked definition the snapshot
+// lacks is the info pin-*-absent-for-client rather than the error
+// pin-*-removed: absence gives a model nothing unapproved. An added or
+// changed definition is drift whatever the capabilities. Unknown
+// capabilities (nil on either side) compare as equal: removal stays drift.
 func (l *Lock) Check(s *digest.Snapshot) *Report {
 	d := diff.Compare(LockSide("lock", l), diff.SnapshotSide("server", diff.OriginLive, s), diff.Options{})
 	approval := l.Approval
@@ -206,7 +242,27 @@ func (l *Lock) Check(s *digest.Snapshot) *Report {
 	for _, k := range digest.Kinds {
 		r.Counts[k.ListMember()] = len(s.Definitions(k))
 	}
+	capsDiffer := l.ClientCapabilities != nil && s.ClientCapabilities != nil &&
+		!digest.EqualClientCapabilities(l.ClientCapabilities, s.ClientCapabilities)
+	var capsWhy string
+	if capsDiffer {
+		observed, _ := digest.CanonicalClientCapabilities(s.ClientCapabilities)
+		capsWhy = capabilitiesDifference(l.ClientCapabilities, observed)
+		r.Findings = append(r.Findings, Finding{
+			Rule: RuleClientCapabilitiesDiffer, Severity: SeverityInfo,
+			LockedClientCapabilities: l.ClientCapabilities, ObservedClientCapabilities: observed,
+			Message: fmt.Sprintf("the definitions were locked under client capabilities %s and are now read under %s (%s): a locked definition not offered to this client is reported, not failed; an added or changed one is drift",
+				shortJSON(l.ClientCapabilities), shortJSON(observed), capsWhy),
+		})
+	}
 	for _, dc := range d.Definitions {
+		if capsDiffer && dc.Change == diff.Removed {
+			r.Findings = append(r.Findings, Finding{
+				Rule: RuleAbsentForClient(dc.Kind), Severity: SeverityInfo, Kind: dc.Kind, Key: dc.Key, LockedDigest: dc.OldDigest,
+				Message: fmt.Sprintf("%s %s is in the lock but not offered to this client (%s)", dc.Kind, textsafe.Quote(dc.Key), capsWhy),
+			})
+			continue
+		}
 		r.Findings = append(r.Findings, definitionFinding(dc))
 		if gained := dangerous(dc.GainedCapabilities); len(gained) > 0 {
 			f := Finding{
@@ -257,6 +313,59 @@ func (l *Lock) Check(s *digest.Snapshot) *Report {
 			Message: fmt.Sprintf("the protocol version was %s and is now %s", textsafe.Quote(d.Protocol.Old), textsafe.Quote(d.Protocol.New))})
 	}
 	return r
+}
+
+// capabilitiesDifference names the top-level client capabilities that one
+// side has and the other lacks or has otherwise, e.g. "the lock's roots
+// not announced now, sampling announced now"; escaped. Both are canonical
+// objects.
+func capabilitiesDifference(locked, observed []byte) string {
+	_, lm, err1 := digest.Members(locked)
+	_, om, err2 := digest.Members(observed)
+	if err1 != nil || err2 != nil {
+		return "they differ"
+	}
+	var gone, added, changed []string
+	for name, v := range lm {
+		switch ov, ok := om[name]; {
+		case !ok:
+			gone = append(gone, textsafe.Quote(name))
+		case string(ov) != string(v):
+			changed = append(changed, textsafe.Quote(name))
+		}
+	}
+	for name := range om {
+		if _, ok := lm[name]; !ok {
+			added = append(added, textsafe.Quote(name))
+		}
+	}
+	var parts []string
+	for _, p := range []struct {
+		names []string
+		what  string
+	}{{gone, "locked, not announced now"}, {added, "announced now, not locked"}, {changed, "announced otherwise"}} {
+		if len(p.names) > 0 {
+			slices.Sort(p.names)
+			parts = append(parts, strings.Join(p.names, ", ")+": "+p.what)
+		}
+	}
+	if len(parts) == 0 {
+		return "they differ"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// shortJSON escapes a JSON text for a message, cut to about 200 bytes.
+func shortJSON(b []byte) string {
+	s := string(b)
+	if len(s) > 200 {
+		cut := 200
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return textsafe.Escape(s)
 }
 
 func dangerous(cs []capability.Capability) []capability.Capability {

@@ -49,9 +49,15 @@ func FuzzReadLock(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, l := range []*Lock{honest, rug, small} {
+	snap.ClientCapabilities = json.RawMessage(`{"roots":{"listChanged":true},"sampling":{"x":[1,2.5]}}`)
+	withCaps, err := NewLock(snap, Approval{Method: MethodTOFU, ApprovedAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, l := range []*Lock{honest, rug, small, withCaps} {
 		f.Add(mustMarshal(f, l))
 	}
+	f.Add(bytes.Replace(mustMarshal(f, withCaps), []byte(`"clientCapabilities": {`), []byte(`"clientCapabilities": null, "x": {`), 1))
 	f.Add([]byte(`{"kind":"mcpsign.lock","lockVersion":1}`))
 	f.Add([]byte(`{"kind":"mcpsign.lock","lockVersion":2}`))
 	f.Add([]byte(`{}`))

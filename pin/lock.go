@@ -173,7 +173,13 @@ type Lock struct {
 	// Instructions are the approved instructions; nil when the server sent
 	// none.
 	Instructions *string
-	Sets         Sets
+	// ClientCapabilities are the client capabilities the definitions were
+	// read under (the snapshot's), in their RFC 8785 form; nil when unknown
+	// (a lock written before mcpsign recorded them, or from a snapshot file
+	// without them). Check compares them with the live snapshot's
+	// (docs/LOCK.md).
+	ClientCapabilities json.RawMessage
+	Sets               Sets
 	// Definitions sorted by kind (tool, prompt, resourceTemplate) then key
 	// in UTF-8 byte order.
 	Definitions []Definition
@@ -185,10 +191,11 @@ type Lock struct {
 	LockDigest string
 }
 
-// NewLock returns the lock of a snapshot approved as a says. It fails when
-// any definition has no digest (a partial set is never pinned), when a
-// string is not valid UTF-8, or when the approval is incomplete. A zero
-// ApprovedAt is set to now.
+// NewLock returns the lock of a snapshot approved as a says, recording the
+// client capabilities the snapshot was read under. It fails when any
+// definition has no digest (a partial set is never pinned), when a string is
+// not valid UTF-8, when the client capabilities are not a JSON object, or
+// when the approval is incomplete. A zero ApprovedAt is set to now.
 func NewLock(s *digest.Snapshot, a Approval) (*Lock, error) {
 	r := digest.Compute(s)
 	if err := r.Err(); err != nil {
@@ -215,6 +222,13 @@ func NewLock(s *digest.Snapshot, a Approval) (*Lock, error) {
 	if s.Instructions != nil {
 		ins := *s.Instructions
 		l.Instructions = &ins
+	}
+	if s.ClientCapabilities != nil {
+		caps, err := digest.CanonicalClientCapabilities(s.ClientCapabilities)
+		if err != nil {
+			return nil, err
+		}
+		l.ClientCapabilities = caps
 	}
 	// Compute orders by kind (digest.Kinds), then key, then index.
 	for _, d := range r.Definitions {
@@ -342,6 +356,9 @@ func (l *Lock) Snapshot() *digest.Snapshot {
 		ResourceTemplates: []json.RawMessage{},
 		CapturedAt:        l.Approval.ApprovedAt,
 	}
+	if l.ClientCapabilities != nil {
+		s.ClientCapabilities = slices.Clone(l.ClientCapabilities)
+	}
 	if l.Instructions != nil {
 		ins := *l.Instructions
 		s.Instructions = &ins
@@ -388,6 +405,10 @@ func (l *Lock) marshalBody() ([]byte, error) {
 	if l.Instructions != nil {
 		b.WriteString(",\n  \"instructions\": ")
 		str(*l.Instructions)
+	}
+	if l.ClientCapabilities != nil {
+		b.WriteString(",\n  \"clientCapabilities\": ")
+		b.Write(l.ClientCapabilities) // canonical: validate checked it
 	}
 	b.WriteString(",\n  \"sets\": {\"tools\": ")
 	str(l.Sets.Tools)
@@ -458,6 +479,15 @@ func (l *Lock) validate() error {
 	}
 	if err := l.checkStrings(); err != nil {
 		return err
+	}
+	if l.ClientCapabilities != nil {
+		caps, err := digest.CanonicalClientCapabilities(l.ClientCapabilities)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(caps, l.ClientCapabilities) {
+			return fmt.Errorf("clientCapabilities are not written in their RFC 8785 form (%s)", caps)
+		}
 	}
 	snap := &digest.Snapshot{}
 	for i, d := range l.Definitions {
@@ -548,7 +578,7 @@ func readCapped(path string, max int64) ([]byte, error) {
 
 // Lock members, in file order.
 var (
-	lockMembers         = []string{"kind", "lockVersion", "server", "protocolVersion", "instructions", "sets", "definitions", "capabilities", "approval", "lockDigest"}
+	lockMembers         = []string{"kind", "lockVersion", "server", "protocolVersion", "instructions", "clientCapabilities", "sets", "definitions", "capabilities", "approval", "lockDigest"}
 	lockRequired        = []string{"kind", "lockVersion", "server", "protocolVersion", "sets", "definitions", "approval", "lockDigest"}
 	serverMembers       = []string{"name", "version"}
 	setsMembers         = []string{"tools", "prompts", "resourceTemplates"}
@@ -679,6 +709,18 @@ func decodeLock(m map[string]json.RawMessage) (*Lock, error) {
 			return nil, err
 		}
 		l.Instructions = &ins
+	}
+	if raw, ok := m["clientCapabilities"]; ok {
+		// One form per lock: the RFC 8785 form, as Marshal writes it.
+		raw = bytes.TrimSpace(raw)
+		caps, err := digest.CanonicalClientCapabilities(raw)
+		if err == nil && !bytes.Equal(caps, raw) {
+			err = errors.New("not written in its RFC 8785 form")
+		}
+		if err := member("clientCapabilities", err); err != nil {
+			return nil, err
+		}
+		l.ClientCapabilities = caps
 	}
 	if err := member("sets", decodeSets(m["sets"], &l.Sets)); err != nil {
 		return nil, err

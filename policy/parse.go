@@ -17,7 +17,7 @@ var (
 	topMembers      = []string{"kind", "policyVersion", "$comment", "trust", "defaults", "servers", "revoked"}
 	trustMembers    = []string{"$comment", "trustedRoot", "tuf", "caRoots", "caIntermediates"}
 	tufMembers      = []string{"mirror", "cache"}
-	serverMembers   = []string{"$comment", "identities", "threshold", "require", "maxBundleAge", "bundle", "package", "lock", "mode", "unsigned", "rollForward", "audit"}
+	serverMembers   = []string{"$comment", "identities", "threshold", "require", "maxBundleAge", "bundle", "package", "lock", "mode", "unsigned", "rollForward", "audit", "clientCapabilities"}
 	sigstoreMembers = []string{"method", "issuer", "issuerRegexp", "subject", "subjectRegexp", "sourceRepository", "sourceRef", "workflowSha", "workflowTrigger", "workflowName"}
 	keyMembers      = []string{"method", "key"}
 	certMembers     = []string{"method", "subject", "san", "sanRegexp", "email", "uri", "dns", "issuer"}
@@ -333,6 +333,14 @@ func (p *parser) server(v []byte, at string) (Server, error) {
 			return s, err
 		}
 		s.Audit = &path
+	}
+	if x, ok := m["clientCapabilities"]; ok {
+		caps, err := digest.CanonicalClientCapabilities(x)
+		if err != nil {
+			return s, p.fail(at+"/clientCapabilities", "%v", err)
+		}
+		b := []byte(caps)
+		s.ClientCapabilities = &b
 	}
 	return s, nil
 }

@@ -204,6 +204,9 @@ type Server struct {
 	Unsigned         *Unsigned
 	RollForward      *RollForward
 	Audit            *string
+	// ClientCapabilities are the client capabilities to announce when
+	// reading the server (RFC 8785 form); nil when not given.
+	ClientCapabilities *[]byte
 }
 
 // File is a parsed policy file.
@@ -375,7 +378,11 @@ type Resolved struct {
 	Unsigned    Unsigned
 	RollForward RollForward
 	Audit       string
-	Revoked     Revoked
+	// ClientCapabilities are the client capabilities commands announce
+	// when they read the server (RFC 8785 form); nil when neither the
+	// server nor the defaults give them (the source's default then).
+	ClientCapabilities []byte
+	Revoked            Revoked
 }
 
 // ResolveOptions control Resolve.
@@ -412,6 +419,7 @@ func (f *File) Resolve(name string, opts ResolveOptions) (*Resolved, error) {
 	pick(&r.Unsigned, d.Unsigned, s.Unsigned)
 	pick(&r.RollForward, d.RollForward, s.RollForward)
 	pick(&r.Audit, d.Audit, s.Audit)
+	pick(&r.ClientCapabilities, d.ClientCapabilities, s.ClientCapabilities)
 	if s.Lock != nil {
 		r.Lock = *s.Lock
 	} else {

@@ -67,6 +67,10 @@ func TestParseRefusals(t *testing.T) {
 		{"tuf http mirror", `{` + base + `,"trust":{"tuf":{"mirror":"http://tuf"}}}`, `/trust/tuf/mirror`, false},
 		{"trailing data", `{` + base + `} {}`, `unexpected data after the JSON object`, false},
 		{"syntax error line", "{" + base + ",\n  \"servers\": {\n    \"a\": {\"mode\": \"warn\",}\n  }\n}", `line 3, column 26: expected a member name`, false},
+		{"clientCapabilities null", `{` + base + `,"servers":{"a":{"clientCapabilities":null}}}`, `/servers/a/clientCapabilities: invalid client capabilities: want a JSON object, not "null"`, false},
+		{"clientCapabilities array", `{` + base + `,"defaults":{"clientCapabilities":[]}}`, `/defaults/clientCapabilities: invalid client capabilities: want a JSON object, not "[]"`, false},
+		{"clientCapabilities repeated", `{` + base + `,"servers":{"a":{"clientCapabilities":{"roots":{},"roots":{}}}}}`, `repeated member name "roots" at /roots`, false},
+		{"clientCapabilities case variant", `{` + base + `,"servers":{"a":{"ClientCapabilities":{}}}}`, `would be read as "clientCapabilities"`, false},
 		{"bad utf8", "{" + base + `,"$comment":"` + "\xff" + `"}`, `/$comment`, false},
 	}
 	for _, tt := range tests {
@@ -138,6 +142,21 @@ func TestResolve(t *testing.T) {
 	if _, err := f.Resolve("d", opts); !errors.Is(err, ErrNoIdentity) || !strings.Contains(err.Error(), `add "identities" to servers.d`) {
 		t.Errorf("d: %v, want ErrNoIdentity saying what to add", err)
 	}
+	// clientCapabilities: the server's own, else the defaults', else none.
+	caps, err := parse(t, `{`+base+`,"defaults":{"identities":[],"unsigned":"tofu","clientCapabilities":{ "roots": {"listChanged": true} }},
+	  "servers":{"own":{"clientCapabilities":{}},"inherits":{}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"own": `{}`, "inherits": `{"roots":{"listChanged":true}}`} {
+		r, err := caps.Resolve(name, opts)
+		if err != nil || string(r.ClientCapabilities) != want {
+			t.Errorf("%s: clientCapabilities %s (%v), want %s", name, r.ClientCapabilities, err, want)
+		}
+	}
+	if a.ClientCapabilities != nil {
+		t.Errorf("a: clientCapabilities %s, want none", a.ClientCapabilities)
+	}
 	if _, err := f.Resolve("e", opts); !errors.Is(err, ErrNoServer) {
 		t.Errorf("e: %v, want ErrNoServer", err)
 	}
@@ -193,6 +212,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{` + base + `,"servers":{"a":{"identities":[{"method":"key","key":"k.pem"}],"threshold":1,"mode":"warn"}}}`))
 	f.Add([]byte(`{` + base + `,"servers":{"a":{"identities":[{"method":"sigstore","issuer":"i","subjectRegexp":"("}]}}}`))
 	f.Add([]byte(`{` + base + `,"revoked":{"bundles":["sha256:00"]},"trust":{"tuf":{"mirror":"https://x"}}}`))
+	f.Add([]byte(`{` + base + `,"defaults":{"clientCapabilities":{"roots":{"listChanged":true}}},"servers":{"a":{"identities":[],"unsigned":"tofu","clientCapabilities":{}}}}`))
+	f.Add([]byte(`{` + base + `,"servers":{"a":{"clientCapabilities":[1e400]}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(data, "/p/policy.json")
 		if err != nil {

@@ -90,6 +90,8 @@ func TestSchemaRefuses(t *testing.T) {
 		`{` + base + `,"servers":{"a":{"identities":[{"method":"sigstore","subject":"a"}]}}}`,
 		`{` + base + `,"revoked":{"bundles":["sha256:00"]}}`,
 		`{` + base + `,"servers":{"a":{"require":["tlog","tlog"]}}}`,
+		`{` + base + `,"servers":{"a":{"clientCapabilities":null}}}`,
+		`{` + base + `,"defaults":{"clientCapabilities":"roots"}}`,
 	} {
 		var inst any
 		if err := json.Unmarshal([]byte(body), &inst); err != nil {

@@ -16,6 +16,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/source"
 )
 
 // The e2e tests run the official MCP servers pinned in testdata/npm
@@ -238,4 +242,50 @@ func TestEverythingLockFromSnapshot(t *testing.T) {
 	if err := s.wait(); err != nil {
 		t.Errorf("Run: %v", err)
 	}
+}
+
+// TestEverythingClientWithoutRoots (issue 11): a lock written under
+// mcpsign's default capabilities (roots) holds get-roots-list, which
+// server-everything offers only to clients that announce roots. A go-sdk
+// client that announces no roots is not blocked: the proxy reports the
+// capability difference first, then the tool absent for this client, and
+// the client never sees get-roots-list.
+func TestEverythingClientWithoutRoots(t *testing.T) {
+	argv := npmServer(t, "server-everything")
+	ctx := testContext(t)
+	lock := writeTOFULock(t, argv)
+	l, err := pin.Read(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.Lookup(digest.KindTool, "get-roots-list"); !ok || string(l.ClientCapabilities) != source.DefaultClientCapabilities {
+		t.Fatalf("the lock has get-roots-list %v under %s", ok, l.ClientCapabilities)
+	}
+	s := startProxy(t, lockPolicy(t, lock, LockOptions{}), argv, nil)
+	cs, err := s.connect(ctx, "", &mcp.ClientOptions{
+		Capabilities:           &mcp.ClientCapabilities{}, // no roots
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},
+	})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatalf("tools: %v", err)
+		}
+		if tool.Name == "get-roots-list" {
+			t.Error("the client without roots was offered get-roots-list")
+		}
+	}
+	cs.Close()
+	if err := s.wait(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	var report string
+	for len(s.events) > 0 {
+		if e := <-s.events; e.Decision != nil {
+			report += e.Decision.Report
+		}
+	}
+	checkOrder(t, report, []string{pin.RuleClientCapabilitiesDiffer, pin.RuleToolAbsentForClient + "  tool \"get-roots-list\""})
 }

@@ -120,8 +120,14 @@ func parseRPCError(raw []byte) error {
 
 // listAll lists every page of every kind the server announced, as a
 // snapshot.
-func (r *relay) listAll(ctx context.Context, h *mcpwire.Hello) (*digest.Snapshot, error) {
-	return mcpwire.ListAll(ctx, r, h, mcpwire.Limits{MaxPages: MaxPages})
+func (r *relay) listAll(ctx context.Context, h *mcpwire.Hello, clientCaps json.RawMessage) (*digest.Snapshot, error) {
+	snap, err := mcpwire.ListAll(ctx, r, h, mcpwire.Limits{MaxPages: MaxPages})
+	if snap != nil {
+		// The server answered the client's capabilities: the check compares
+		// them with the lock's (docs/LOCK.md, "clientCapabilities").
+		snap.ClientCapabilities = clientCaps
+	}
+	return snap, err
 }
 
 // shorten cuts s to about max bytes for a message.

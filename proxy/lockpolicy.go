@@ -132,7 +132,15 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 	rep := p.cur.Check(snap)
 	rep.Lock = p.path
 	if !rep.Failed(pin.FailOnDrift) {
-		return &Decision{Allow: true, Summary: "definitions match the lock " + p.path + " (" + counts(snap) + ")"}, nil
+		d := &Decision{Allow: true, Summary: "definitions match the lock " + p.path + " (" + counts(snap) + ")"}
+		if rep.Has(pin.RuleClientCapabilitiesDiffer) {
+			// Not drift, but worth a person's eyes: the client announces
+			// other capabilities than the lock was written under, and some
+			// locked definitions may be absent for it.
+			d.Summary = "definitions match the lock " + p.path + " for this client's capabilities, which differ from the lock's (" + counts(snap) + ")"
+			d.Report = reportText(rep)
+		}
+		return d, nil
 	}
 
 	// The lock on disk: another proxy may have approved the change, or

@@ -80,6 +80,10 @@ type task struct {
 	snap   *digest.Snapshot // the snapshot to judge
 	page   *pageCheck       // to rebuild snap after an update
 	helloR *mcpwire.Hello   // the session's hello, to list again
+
+	// clientCaps are the client capabilities the client announced, which
+	// the proxy's own listings record (set by startTask).
+	clientCaps json.RawMessage
 }
 
 // pageCheck is what a list-result check needs to be rebuilt against a newly
@@ -146,6 +150,10 @@ type relay struct {
 	serverEOF       bool
 	serverErr       error // why the server's stdout ended
 	overflow        bool  // a peer stopped reading and its queue is full
+	// clientCaps are the client capabilities of the client's handshake (or
+	// first 2026-07-28 request), RFC 8785 form; nil when they cannot be
+	// read (the check then takes them as unknown: removal stays drift).
+	clientCaps json.RawMessage
 }
 
 func newRelay(o *Options, c *child, in io.Reader, out io.Writer) *relay {
@@ -485,7 +493,9 @@ func (r *relay) clientMessage(m *inbound) bool {
 			if !r.handshaking {
 				// The 2026-07-28 generation needs no handshake: the first
 				// request starts the check, with its _meta.
-				r.startTask(&task{what: "start-up listing", startup: true, discover: mcpwire.MetaOf(env.Params)})
+				meta := mcpwire.MetaOf(env.Params)
+				r.clientCaps = metaCapabilities(meta)
+				r.startTask(&task{what: "start-up listing", startup: true, discover: meta})
 			}
 			return false
 		}
@@ -519,6 +529,9 @@ func (r *relay) clientMessage(m *inbound) bool {
 			r.awaitHandshake(env.Method)
 			if env.Method == mcpwire.MethodDiscover {
 				p.meta = mcpwire.MetaOf(env.Params)
+				r.clientCaps = metaCapabilities(p.meta)
+			} else {
+				r.clientCaps = initializeCapabilities(env.Params)
 			}
 		default:
 			for _, k := range digest.Kinds {
@@ -800,6 +813,7 @@ func cursorOf(params []byte) *string {
 // startTask holds traffic and runs t.
 func (r *relay) startTask(t *task) {
 	r.running = t
+	t.clientCaps = r.clientCaps
 	ctx, cancel := context.WithTimeoutCause(context.Background(), r.o.CheckTimeout,
 		fmt.Errorf("no complete answer within %s", r.o.CheckTimeout))
 	go func() {
@@ -831,7 +845,7 @@ func (r *relay) runTask(ctx context.Context, t *task) taskResult {
 		// everything again: the server may have changed as a whole under
 		// a signed update the policy rolls forward to, or another proxy may
 		// have approved it already.
-		full, err := r.listAll(ctx, t.helloR)
+		full, err := r.listAll(ctx, t.helloR, t.clientCaps)
 		if err != nil {
 			return taskResult{decision: d}
 		}
@@ -881,7 +895,7 @@ func (r *relay) runTask(ctx context.Context, t *task) taskResult {
 				return taskResult{err: errors.New("server/discover: the server offers no protocol version of the 2026-07-28 generation, and the client sent no initialize")}
 			}
 		}
-		snap, err := r.listAll(ctx, h)
+		snap, err := r.listAll(ctx, h, t.clientCaps)
 		if err != nil {
 			return taskResult{err: err, hello: h}
 		}

@@ -243,6 +243,9 @@ func TestE2EStreamableHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if string(live.ClientCapabilities) != DefaultClientCapabilities || string(bare.ClientCapabilities) != `{}` {
+		t.Errorf("snapshots record client capabilities %s and %s", live.ClientCapabilities, bare.ClientCapabilities)
+	}
 	if !hasTool(live, "get-roots-list") || hasTool(bare, "get-roots-list") || len(bare.Tools) != len(live.Tools)-1 {
 		t.Errorf("get-roots-list: with roots %v (%d tools), without %v (%d tools)",
 			hasTool(live, "get-roots-list"), len(live.Tools), hasTool(bare, "get-roots-list"), len(bare.Tools))

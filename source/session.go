@@ -66,6 +66,10 @@ func (s *session) run(ctx context.Context) (*digest.Snapshot, error) {
 	if errors.As(err, &le) {
 		return nil, &StageError{Stage: le.Method, Page: le.Page, Err: le.Err}
 	}
+	if snap != nil {
+		// What the definitions were read under (validate made it canonical).
+		snap.ClientCapabilities = s.o.ClientCapabilities
+	}
 	return snap, err
 }
 

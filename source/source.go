@@ -97,9 +97,12 @@ type Options struct {
 	ClientName, ClientVersion string
 	// ClientCapabilities is the JSON object of client capabilities announced
 	// to the server. Nil means DefaultClientCapabilities, what a go-sdk client
-	// announces by default. Servers may offer different definitions to
-	// different clients (the official "everything" server adds a tool for
-	// clients with roots), so signer and verifier must announce the same.
+	// announces by default. It must be a JSON object (read strictly; an
+	// error wraps digest.ErrClientCapabilities). Servers may offer
+	// different definitions to different clients (the official "everything"
+	// server adds a tool for clients with roots), so signer and verifier must
+	// announce the same: a live snapshot records them, in their RFC 8785
+	// form, as its ClientCapabilities; a snapshot file keeps its own.
 	// Whatever is announced, mcpsign answers a server's ping, answers
 	// roots/list with no roots, and every other request with "method not
 	// found".
@@ -156,10 +159,13 @@ func (o *Options) validate() error {
 		return fmt.Errorf("protocol version %q is not supported (want %s, or one of %s)",
 			v, ProtocolModern, strings.Join(legacyVersions(), ", "))
 	}
-	var caps map[string]json.RawMessage
-	if err := json.Unmarshal(o.ClientCapabilities, &caps); err != nil || caps == nil {
-		return fmt.Errorf("client capabilities must be a JSON object: %s", shorten(string(o.ClientCapabilities), 80))
+	// Strict, and in the one form snapshots record (docs/SNAPSHOT.md); the
+	// error wraps digest.ErrClientCapabilities.
+	caps, err := digest.CanonicalClientCapabilities(o.ClientCapabilities)
+	if err != nil {
+		return err
 	}
+	o.ClientCapabilities = caps
 	return validateHeaders(o.Headers)
 }
 

@@ -140,8 +140,9 @@ func TestLoadValidates(t *testing.T) {
 		{Spec{}, Options{}, "exactly one"},
 		{Spec{File: "a", URL: "http://h/"}, Options{}, "exactly one"},
 		{Spec{File: "a"}, Options{ProtocolVersion: "2099-01-01"}, `protocol version "2099-01-01" is not supported`},
-		{Spec{File: "a"}, Options{ClientCapabilities: json.RawMessage(`[]`)}, "must be a JSON object"},
-		{Spec{File: "a"}, Options{ClientCapabilities: json.RawMessage(`null`)}, "must be a JSON object"},
+		{Spec{File: "a"}, Options{ClientCapabilities: json.RawMessage(`[]`)}, "want a JSON object"},
+		{Spec{File: "a"}, Options{ClientCapabilities: json.RawMessage(`null`)}, "want a JSON object"},
+		{Spec{File: "a"}, Options{ClientCapabilities: json.RawMessage(`{"roots":{},"roots":{}}`)}, `repeated member name "roots"`},
 	} {
 		if _, err := Load(context.Background(), tt.spec, tt.opts); err == nil || !strings.Contains(err.Error(), tt.msg) {
 			t.Errorf("Load(%+v, %+v) = %v; want an error containing %q", tt.spec, tt.opts, err, tt.msg)
@@ -158,8 +159,12 @@ func TestClientCapabilities(t *testing.T) {
 		"prompts/list":             {result(`{"prompts":[]}`)},
 		"resources/templates/list": {result(`{"resourceTemplates":[]}`)},
 	}))
-	if _, err := runSession(t, conn, Options{ClientCapabilities: json.RawMessage(caps)}); err != nil {
+	snap, err := runSession(t, conn, Options{ClientCapabilities: json.RawMessage(caps)})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if string(snap.ClientCapabilities) != caps {
+		t.Errorf("snapshot records client capabilities %s, want %s", snap.ClientCapabilities, caps)
 	}
 	reqs := seen()
 	var meta map[string]json.RawMessage

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/verify"
@@ -346,7 +348,28 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 	if verr == nil && f.vo.WriteLock != "" && !asJSON {
 		fmt.Fprintf(a.stdout, "\nlock written to %s\n", f.vo.WriteLock)
 	}
+	missingHint(a.stderr, res, snap)
 	return verifyExit(verr, !asJSON)
+}
+
+// missingHint says, when signed definitions are missing from a live
+// listing, under which client capabilities it was read: a server may offer
+// fewer definitions to a client that announces other capabilities than the
+// signer's (docs/VERIFY.md).
+func missingHint(w io.Writer, res *verify.Result, snap *digest.Snapshot) {
+	if res == nil || snap.ClientCapabilities == nil {
+		return
+	}
+	n := 0
+	for _, r := range res.Definitions {
+		if r.Status == verify.StatusMissing {
+			n++
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(w, "mcpsign: hint: %d signed definition(s) missing; the server was read announcing client capabilities %s, and servers may offer fewer definitions to other capabilities: verify under the signer's (--client-capabilities)\n",
+			n, textsafe.Escape(string(snap.ClientCapabilities)))
+	}
 }
 
 // bundleHint follows a bundle that cannot be read.

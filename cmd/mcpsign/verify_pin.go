@@ -79,6 +79,7 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 					return err
 				}
 				vp.Lock = pr.Lock
+				src.PolicyClientCapabilities = pr.ClientCapabilities
 			} else if err := checkNames(&pol); err != nil {
 				return err
 			}

@@ -360,6 +360,7 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 	if err != nil {
 		return inputErr(err)
 	}
+	f.src.PolicyClientCapabilities = r.ClientCapabilities
 	vs, err := policyVerifiers(cmd.Context(), f, r)
 	if err != nil {
 		return inputErr(err)
@@ -434,6 +435,7 @@ func runPinWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, po *options.Pi
 	if err != nil {
 		return err
 	}
+	f.src.PolicyClientCapabilities = r.ClientCapabilities
 	po.Lock, po.Audit.Log = r.Lock, r.Audit
 	if err := ensureLockDir(r); err != nil {
 		return err

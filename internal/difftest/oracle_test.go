@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/proxy"
 	"github.com/mcpsign/mcpsign/source"
@@ -184,13 +185,18 @@ func oracle(l *pin.Lock, w *world, o outcome, serverWritesLock, strict bool) []s
 		return v
 	}
 	// Let through: the client must hold exactly what the lock approved (a
-	// complete listing that hides a definition is a lie too).
+	// complete listing that hides a definition is a lie too), but for a
+	// client that announced other capabilities than the lock records: it
+	// may be offered fewer, each reported (docs/LOCK.md, the decision).
 	for _, k := range digest.Kinds {
 		want := 0
 		for _, d := range l.Definitions {
 			if d.Kind == k {
 				want++
 			}
+		}
+		if absentReported(h.Stderr, l, k, held[k]) {
+			continue
 		}
 		switch {
 		case held[k] == nil && strict:
@@ -425,6 +431,28 @@ func TestHostileServers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// absentReported reports whether the proxy said the client's capabilities
+// differ from the lock's (pin-client-capabilities-differ) and reported
+// every locked definition of kind k the client does not hold as absent for
+// it: the one way a let-through session may hold fewer definitions.
+func absentReported(stderr string, l *pin.Lock, k digest.Kind, held []json.RawMessage) bool {
+	if !strings.Contains(stderr, pin.RuleClientCapabilitiesDiffer) {
+		return false
+	}
+	have := map[string]bool{}
+	for _, raw := range held {
+		if key, ok := keyOf(k, raw); ok {
+			have[key] = true
+		}
+	}
+	for _, d := range l.Definitions {
+		if d.Kind == k && !have[d.Key] && !strings.Contains(stderr, pin.RuleAbsentForClient(k)+"  "+string(k)+" "+textsafe.Quote(d.Key)) {
+			return false
+		}
+	}
+	return true
 }
 
 // brief is a holdings for a log line.

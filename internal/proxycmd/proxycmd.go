@@ -134,9 +134,11 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 				return
 			}
 			fmt.Fprintf(stderr, "mcpsign proxy: %s: %s\n", textsafe.Escape(e.What), textsafe.Escape(e.Decision.Summary))
-			if e.Kind == proxy.EventUpdated && e.Decision.Report != "" {
+			if e.Decision.Report != "" {
 				// A signed change still deserves a person's eyes: what
-				// changed, and every capability a tool gained, escaped.
+				// changed, and every capability a tool gained, escaped;
+				// so does a check that passed under other client
+				// capabilities than the lock's (its notices).
 				for _, line := range strings.Split(strings.TrimRight(e.Decision.Report, "\n"), "\n") {
 					fmt.Fprintf(stderr, "  %s\n", textsafe.Escape(line))
 				}

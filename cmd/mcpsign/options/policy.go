@@ -24,7 +24,7 @@ func (o *PolicyOptions) AddFlags(fs *pflag.FlagSet) {
 // --policy is a usage error.
 var policyReplaced = append(append([]string{}, identityFlags...),
 	"trusted-root", "tuf-cache", "tuf-mirror", "ca-roots", "ca-intermediates",
-	"require-tlog", "require-timestamp", "bundle-from-server", "tofu", "roll-forward", "audit-log", "lock")
+	"require-tlog", "require-timestamp", "bundle-from-server", "tofu", "roll-forward", "audit-log", "lock", "client-capabilities")
 
 // Conflict returns the first flag given in fs that the policy replaces,
 // "" when none; except are flags the command keeps under a policy.

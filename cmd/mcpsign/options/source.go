@@ -1,6 +1,7 @@
 package options
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/source"
 )
 
@@ -21,6 +23,13 @@ type SourceOptions struct {
 	MaxMessageBytes int64
 	MaxListingBytes int64
 	ProtocolVersion string
+	// ClientCapabilities is --client-capabilities: the JSON object of client
+	// capabilities announced to a live server; "" for the default.
+	ClientCapabilities string
+	// PolicyClientCapabilities are the policy's clientCapabilities for the
+	// server (--policy --name), used when --client-capabilities is not
+	// given; nil for the default.
+	PolicyClientCapabilities []byte
 }
 
 // AddFlags adds the source flags to fs.
@@ -31,12 +40,17 @@ func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "show no progress of a live listing at the terminal")
 	fs.Int64Var(&o.MaxMessageBytes, "max-message-bytes", source.DefaultMaxMessageBytes, "largest message accepted from a server")
 	fs.Int64Var(&o.MaxListingBytes, "max-listing-bytes", source.DefaultMaxListingBytes, "most bytes of a live listing, all pages of all kinds together")
+	fs.StringVar(&o.ClientCapabilities, "client-capabilities", "", "the client capabilities announced to a live server, a JSON object (default "+source.DefaultClientCapabilities+", go-sdk's); servers may offer other definitions to other clients, and snapshots and locks record them")
 	fs.StringVar(&o.ProtocolVersion, "protocol-version", "", "force an MCP protocol version (default: try 2026-07-28 server/discover, then the initialize handshake)")
 }
 
 // Spec returns the source named by the positional arguments: SOURCE, or the
-// words after "--".
+// words after "--". It also checks --client-capabilities, so that a bad
+// value is refused before anything runs.
 func (o *SourceOptions) Spec(cmd *cobra.Command, args []string) (source.Spec, error) {
+	if _, err := o.clientCapabilities(); err != nil {
+		return source.Spec{}, err
+	}
 	var arg string
 	var after []string
 	if dash := cmd.ArgsLenAtDash(); dash >= 0 {
@@ -70,6 +84,9 @@ func (o *SourceOptions) Options(stderr io.Writer, stderrIsTerminal bool) (source
 		Headers:         headers,
 		ProtocolVersion: o.ProtocolVersion,
 	}
+	if opts.ClientCapabilities, err = o.clientCapabilities(); err != nil {
+		return source.Options{}, nil, err
+	}
 	done := func() {}
 	switch {
 	case o.Verbose:
@@ -85,4 +102,20 @@ func (o *SourceOptions) Options(stderr io.Writer, stderrIsTerminal bool) (source
 		opts.Progress, done = TerminalProgress(stderr)
 	}
 	return opts, done, nil
+}
+
+// clientCapabilities returns what to announce: --client-capabilities in its
+// RFC 8785 form, else the policy's, else nil (the source's default).
+func (o *SourceOptions) clientCapabilities() (json.RawMessage, error) {
+	switch {
+	case o.ClientCapabilities != "":
+		caps, err := digest.CanonicalClientCapabilities([]byte(o.ClientCapabilities))
+		if err != nil {
+			return nil, fmt.Errorf("--client-capabilities: %w", err)
+		}
+		return caps, nil
+	case o.PolicyClientCapabilities != nil:
+		return json.RawMessage(o.PolicyClientCapabilities), nil
+	}
+	return nil, nil
 }
