@@ -78,7 +78,7 @@ func TestCommandVerifier(t *testing.T) {
 			}
 			defer cancel()
 			start := time.Now()
-			a, err := CommandVerifier([]string{sh, "-c", tc.script, "verifier", got})(ctx, snap)
+			a, err := CommandVerifier([]string{sh, "-c", tc.script, "verifier", got}, "")(ctx, snap)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v, want %q", err, tc.wantErr)
@@ -109,7 +109,7 @@ func TestCommandVerifier(t *testing.T) {
 		})
 	}
 	t.Run("no such command", func(t *testing.T) {
-		_, err := CommandVerifier([]string{filepath.Join(dir, "missing")})(context.Background(), snap)
+		_, err := CommandVerifier([]string{filepath.Join(dir, "missing")}, "")(context.Background(), snap)
 		if err == nil || !strings.Contains(err.Error(), "starting the verifier") {
 			t.Fatalf("err %v", err)
 		}
@@ -169,18 +169,21 @@ func TestCommandVerifierAdvertised(t *testing.T) {
 	}
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "rec")
+	const advertisedArg = "--handed-over"
 	const approval = `{"approval":{"method":"key","identity":"sha256:00","issuer":"","bundleDigest":"sha256:11","approvedAt":"0001-01-01T00:00:00Z"},"server":{"name":"notes","version":"2.0.0"}}`
 	// Records its last argument and the file it names, if any.
 	script := `cat >/dev/null; last=""; for a in "$@"; do last="$a"; done; printf '%s\n' "$last" > "$1"; ` +
-		`case "$last" in ` + AdvertisedFlag + `=*) cat "${last#*=}" >> "$1";; esac; echo '` + approval + `'`
+		`case "$last" in ` + advertisedArg + `=*) cat "${last#*=}" >> "$1";; esac; echo '` + approval + `'`
 	const adv = `{"dev.mcpsign/attestation":{"bundle":{"k":1}}}`
 	for _, tt := range []struct {
 		name       string
 		advertised []byte
+		arg        string
 		want       string // the recorded last argument's prefix, and the file
 	}{
-		{"advertised", []byte(adv), AdvertisedFlag + "="},
-		{"none", nil, "x"},
+		{"advertised", []byte(adv), advertisedArg, advertisedArg + "="},
+		{"none", nil, advertisedArg, "x"},
+		{"advertised, no argument to hand it over", []byte(adv), "", "x"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			snap, err := digest.ParseSnapshot([]byte(`{"tools":[]}`))
@@ -188,7 +191,7 @@ func TestCommandVerifierAdvertised(t *testing.T) {
 				t.Fatal(err)
 			}
 			snap.Advertised = tt.advertised
-			if _, err := CommandVerifier([]string{sh, "-c", script, "sh", rec, "x"})(context.Background(), snap); err != nil {
+			if _, err := CommandVerifier([]string{sh, "-c", script, "sh", rec, "x"}, tt.arg)(context.Background(), snap); err != nil {
 				t.Fatal(err)
 			}
 			data, err := os.ReadFile(rec)
@@ -199,13 +202,16 @@ func TestCommandVerifierAdvertised(t *testing.T) {
 			if !strings.HasPrefix(first, tt.want) {
 				t.Fatalf("last argument %q, want %q", first, tt.want)
 			}
-			if tt.advertised == nil {
+			if tt.advertised == nil || tt.arg == "" {
+				if rest != "" {
+					t.Errorf("a file was handed over: %q", rest)
+				}
 				return
 			}
 			if rest != adv {
 				t.Errorf("the file held %q, want %q", rest, adv)
 			}
-			if _, err := os.Stat(strings.TrimPrefix(first, AdvertisedFlag+"=")); err == nil {
+			if _, err := os.Stat(strings.TrimPrefix(first, advertisedArg+"=")); err == nil {
 				t.Error("the file was not removed")
 			}
 		})

@@ -17,12 +17,25 @@ const MaxChainCertificates = 10
 // ErrCertificate is wrapped by every refusal of a certificate for signing.
 var ErrCertificate = errors.New("certificate refused for signing")
 
+// Refusals of a chain a caller may want to tell apart (the Cause of a
+// *CertificateError).
+var (
+	// ErrChainOrder: a certificate of the chain did not issue the one
+	// before it (the chain is not the issuing intermediates in order).
+	ErrChainOrder = errors.New("the chain is not in issuing order")
+	// ErrNoRootCA: the chain does not end with a root, and no root given
+	// issued its last certificate.
+	ErrNoRootCA = errors.New("no root CA certificate")
+)
+
 // CertificateError says why a certificate cannot sign, and what to do.
 type CertificateError struct {
 	// Reason is what is wrong, e.g. "expired on 2024-01-01T00:00:00Z".
 	Reason string
 	// Hint says what to do.
 	Hint string
+	// Cause is ErrChainOrder, ErrNoRootCA or nil.
+	Cause error
 }
 
 func (e *CertificateError) Error() string {
@@ -32,8 +45,14 @@ func (e *CertificateError) Error() string {
 	return fmt.Sprintf("%v: %s; %s", ErrCertificate, e.Reason, e.Hint)
 }
 
-// Unwrap makes errors.Is(err, ErrCertificate) hold.
-func (e *CertificateError) Unwrap() error { return ErrCertificate }
+// Unwrap makes errors.Is(err, ErrCertificate) hold, and errors.Is(err,
+// e.Cause) when there is one.
+func (e *CertificateError) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{ErrCertificate}
+	}
+	return []error{ErrCertificate, e.Cause}
+}
 
 // ParseCertificates reads PEM certificates (at most MaxChainCertificates);
 // anything that is not a CERTIFICATE block is refused.
@@ -125,7 +144,8 @@ func CheckChain(leaf *x509.Certificate, chain []*x509.Certificate, now time.Time
 		if err := child.CheckSignatureFrom(c); err != nil {
 			return &CertificateError{
 				Reason: fmt.Sprintf("chain certificate #%d (%s) did not issue %s: %v", i+1, c.Subject, child.Subject, err),
-				Hint:   "give --certificate-chain as the issuing intermediates in order, then the root",
+				Hint:   "give the chain as the issuing intermediates in order, then the root",
+				Cause:  ErrChainOrder,
 			}
 		}
 		if now.Before(c.NotBefore) || now.After(c.NotAfter) {

@@ -22,6 +22,7 @@ func TestNewCertificateSigner(t *testing.T) {
 		chain []*x509.Certificate
 		roots []*x509.Certificate
 		msg   string // "" = accepted
+		cause error  // the refusal's Cause, if any
 	}{
 		{name: "code signing leaf, full chain", leaf: pki.leaf(t, key.Public(), codeSigningLeaf()), chain: full},
 		{name: "no EKU extension", leaf: pki.leaf(t, key.Public(), with(func(o *leafOpts) { o.extKeyUsage = nil })), chain: full},
@@ -44,11 +45,11 @@ func TestNewCertificateSigner(t *testing.T) {
 		})), chain: full, msg: "serverAuth"},
 		{name: "CA leaf", leaf: pki.leaf(t, key.Public(), with(func(o *leafOpts) { o.isCA = true })), chain: full, msg: "CA certificate"},
 		{name: "chain in the wrong order", leaf: pki.leaf(t, key.Public(), codeSigningLeaf()),
-			chain: []*x509.Certificate{pki.root, pki.inter}, msg: "did not issue"},
+			chain: []*x509.Certificate{pki.root, pki.inter}, msg: "did not issue", cause: ErrChainOrder},
 		{name: "no root anywhere", leaf: pki.leaf(t, key.Public(), codeSigningLeaf()),
-			chain: []*x509.Certificate{pki.inter}, msg: "no root CA certificate"},
+			chain: []*x509.Certificate{pki.inter}, msg: "no root CA certificate", cause: ErrNoRootCA},
 		{name: "unrelated root", leaf: pki.leaf(t, key.Public(), codeSigningLeaf()),
-			chain: []*x509.Certificate{pki.inter}, roots: []*x509.Certificate{newTestPKI(t).root}, msg: "no root CA certificate"},
+			chain: []*x509.Certificate{pki.inter}, roots: []*x509.Certificate{newTestPKI(t).root}, msg: "no root CA certificate", cause: ErrNoRootCA},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,6 +65,12 @@ func TestNewCertificateSigner(t *testing.T) {
 			}
 			if !errors.Is(err, ErrCertificate) || !strings.Contains(err.Error(), tt.msg) {
 				t.Fatalf("want a refusal saying %q, got %v", tt.msg, err)
+			}
+			if tt.cause != nil && !errors.Is(err, tt.cause) {
+				t.Errorf("%v is not %v", err, tt.cause)
+			}
+			if strings.Contains(err.Error(), "--") {
+				t.Errorf("a library error names a flag: %v", err)
 			}
 		})
 	}

@@ -46,6 +46,10 @@ var (
 	// ErrConfig: the options cannot make a verifiable bundle (e.g. keyless
 	// signing without a transparency log).
 	ErrConfig = errors.New("signing configuration")
+	// ErrNoTrustedRoot wraps ErrConfig: the signature needs a log entry, a
+	// timestamp or a Fulcio certificate, and no trusted material was given
+	// to verify the new bundle with.
+	ErrNoTrustedRoot = fmt.Errorf("%w: a trusted root is needed to verify the new bundle's certificate, log entry and timestamps", ErrConfig)
 	// ErrSelfCheck: the new bundle did not verify; it is not returned.
 	ErrSelfCheck = errors.New("the new bundle does not verify")
 	// ErrClaimMismatch: the statement's source claims contradict the
@@ -81,9 +85,9 @@ func (e *ServiceError) Error() string {
 			// cannot fetch the first one.
 			return fmt.Sprintf("%s at %s already holds this exact signature: %v; an RSA or Ed25519 key signs the same statement identically, so the bundle made the first time stands (keep it), or sign with an ECDSA key, whose signatures differ every time", e.Service, e.URL, e.Err)
 		}
-		hint += " and the Rekor URL (--signing-config or --rekor-url, and --rekor-version)"
+		hint += " and the Rekor URL and version"
 	case ServiceTSA:
-		hint += " and the timestamp authority URL (--signing-config or --tsa-url)"
+		hint += " and the timestamp authority URL"
 	}
 	return fmt.Sprintf("%s at %s failed: %v; %s", e.Service, e.URL, e.Err, hint)
 }
@@ -311,7 +315,7 @@ func checkOptions(opts *Options) error {
 		needRoot = true
 	}
 	if needRoot && opts.TrustedMaterial == nil {
-		return fmt.Errorf("%w: a trusted root is needed to verify the new bundle's certificate, log entry and timestamps (pass --trusted-root)", ErrConfig)
+		return ErrNoTrustedRoot
 	}
 	return nil
 }

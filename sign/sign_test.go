@@ -210,7 +210,9 @@ func TestSignRefusals(t *testing.T) {
 		{name: "keyless Rekor v2 without TSA", payload: payload, opts: Options{Signer: keyless, TrustedMaterial: vs,
 			TransparencyLogs: []RekorService{{URL: "http://127.0.0.1:1", Version: 2}}}, want: ErrConfig},
 		{name: "keyless without trusted root", payload: payload, opts: Options{Signer: keyless,
-			TransparencyLogs: []RekorService{{URL: "http://127.0.0.1:1", Version: 1}}}, want: ErrConfig},
+			TransparencyLogs: []RekorService{{URL: "http://127.0.0.1:1", Version: 1}}}, want: ErrNoTrustedRoot},
+		{name: "key with a TSA, without trusted root", payload: payload, opts: Options{Signer: ecSigner,
+			TimestampAuthorities: []string{"http://127.0.0.1:1/api/v1/timestamp"}}, want: ErrNoTrustedRoot},
 		{name: "Ed25519 to Rekor v2", payload: payload, opts: Options{Signer: edSigner, TrustedMaterial: vs,
 			TransparencyLogs: []RekorService{{URL: "http://127.0.0.1:1", Version: 2}}}, want: ErrConfig},
 		{name: "Rekor v3", payload: payload, opts: Options{Signer: ecSigner, TrustedMaterial: vs,
@@ -234,6 +236,9 @@ func TestSignRefusals(t *testing.T) {
 			}
 			if tt.want != nil && !errors.Is(err, tt.want) {
 				t.Fatalf("want %v, got %v", tt.want, err)
+			}
+			if strings.Contains(err.Error(), "--") {
+				t.Errorf("a library error names a flag: %v", err)
 			}
 			if tt.service != "" {
 				var se *ServiceError

@@ -115,7 +115,8 @@ func NewCertificateSigner(key crypto.Signer, leaf *x509.Certificate, chain, root
 		if rootCert == nil {
 			return nil, &CertificateError{
 				Reason: "no root CA certificate to check the chain against",
-				Hint:   "end --certificate-chain with the root certificate, or pass it with --ca-roots",
+				Hint:   "end the chain with the root certificate, or give it among the trusted roots",
+				Cause:  ErrNoRootCA,
 			}
 		}
 	}

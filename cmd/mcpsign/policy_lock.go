@@ -63,7 +63,7 @@ func policyVerifyFunc(r *policy.Resolved, vs []*verify.Verifier, inputs []*bundl
 		}
 		tr, err := verifyThreshold(ctx, r, vs, bundles, snap)
 		if err != nil {
-			return pin.Verified{}, err
+			return pin.Verified{}, withFlagHint(err)
 		}
 		return pinbundle.VerifiedOf(tr.First), nil
 	}

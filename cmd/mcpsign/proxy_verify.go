@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,11 +12,15 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/pin"
-	"github.com/mcpsign/mcpsign/proxy"
 )
 
 // proxyVerifyCommand is the hidden command mcpsign-proxy runs to verify.
 const proxyVerifyCommand = "proxy-verify"
+
+// serverAdvertisedFlag is the flag of proxy-verify by which mcpsign-proxy
+// hands it the server's advertised capabilities (a file;
+// proxycmd.Config.VerifyAdvertisedArg).
+const serverAdvertisedFlag = "server-advertised"
 
 // maxProxyVerifyInput bounds the snapshot read from stdin.
 const maxProxyVerifyInput = 256 << 20
@@ -94,6 +97,6 @@ Exit codes: 0 verified; 1 the bundle does not verify; 2 bad input or flags.`,
 		},
 	}
 	addProxyFlags(cmd.Flags(), &po, &f)
-	cmd.Flags().StringVar(&advertised, strings.TrimPrefix(proxy.AdvertisedFlag, "--"), "", "file of the capabilities the server advertised (from mcpsign-proxy)")
+	cmd.Flags().StringVar(&advertised, serverAdvertisedFlag, "", "file of the capabilities the server advertised (from mcpsign-proxy)")
 	return cmd
 }

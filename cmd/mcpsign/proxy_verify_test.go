@@ -104,14 +104,14 @@ func TestProxyVerifyAnswer(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		v, err := proxy.CommandVerifier(append([]string{fixtures.BuildMcpsign(t)}, verifyArgs("alice")...))(ctx, snap)
+		v, err := proxy.CommandVerifier(append([]string{fixtures.BuildMcpsign(t)}, verifyArgs("alice")...), "--"+serverAdvertisedFlag)(ctx, snap)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if v.Server.Name != "notes" || v.Approval.Method != pin.MethodKey || !v.SignedAt.IsZero() {
 			t.Errorf("answer %+v", v)
 		}
-		if _, err := proxy.CommandVerifier(append([]string{fixtures.BuildMcpsign(t)}, verifyArgs("mallory")...))(ctx, snap); err == nil ||
+		if _, err := proxy.CommandVerifier(append([]string{fixtures.BuildMcpsign(t)}, verifyArgs("mallory")...), "--"+serverAdvertisedFlag)(ctx, snap); err == nil ||
 			!strings.Contains(err.Error(), "verification failed") {
 			t.Errorf("another key: %v, want the verifier's reason", err)
 		}

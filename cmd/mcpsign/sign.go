@@ -138,6 +138,10 @@ else from the public-good Sigstore through TUF; the bundle is verified against
 					Flag: kl.IdentityToken, Getenv: a.getenv, ClientID: kl.OIDCClientID,
 					Interactive: a.isTerminal(), Issuer: svc.OIDCIssuer, In: a.stdin, Out: a.stderr,
 				})
+				if err != nil && kl.IdentityToken != "" {
+					// The flag's token is the one tried, and the one at fault.
+					return sign.Options{}, fmt.Errorf("--identity-token: %w", err)
+				}
 				if err != nil {
 					return sign.Options{}, err
 				}

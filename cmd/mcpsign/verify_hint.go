@@ -17,9 +17,13 @@ import (
 // explainFailure adds to a failed verification what did not match, where
 // sigstore-go's own words do not say it: the bundle's key hint against the
 // given key ("accepted signatures do not match threshold"), and the
-// bundle's log ids against the trusted root's ("0 < 1"). Other errors are
-// returned as they are; the step stays the same.
+// bundle's log ids against the trusted root's ("0 < 1"), and the flags that
+// fix a failure (withFlagHint). Other errors are returned as they are; the
+// step stays the same.
 func explainFailure(verr error, bundleJSON []byte, key crypto.PublicKey, tm root.TrustedMaterial) error {
+	if hinted := withFlagHint(verr); hinted != verr {
+		return hinted
+	}
 	var se *verify.StepError
 	if !errors.As(verr, &se) {
 		return verr

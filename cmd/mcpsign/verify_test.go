@@ -261,6 +261,8 @@ func TestVerifyCertificateCommand(t *testing.T) {
 		want string
 	}{
 		{"no signing time", []string{"--bundle", good, "--certificate-email", "release@corp.example"}, 1, "FAILED at step time"},
+		{"no signing time, the flags that fix it", []string{"--bundle", good, "--certificate-email", "release@corp.example"}, 1, "--require-tlog requires a log entry, --allow-current-time allows the current time"},
+		{"no signing time, JSON", []string{"--bundle", good, "--certificate-email", "release@corp.example", "--format", "json"}, 1, "--allow-current-time allows the current time"},
 		{"serverAuth leaf", []string{"--bundle", server, "--certificate-email", "release@corp.example", "--allow-current-time"}, 1, "FAILED at step chain"},
 		{"wrong e-mail", []string{"--bundle", good, "--certificate-email", "evil@corp.example", "--allow-current-time"}, 1, "FAILED at step identity"},
 		{"unanchored e-mail regexp", []string{"--bundle", good, "--certificate-identity-regexp", "lease@corp", "--allow-current-time"}, 1, "FAILED at step identity"},
