@@ -146,7 +146,7 @@ func parseVerified(data []byte) (pin.Verified, error) {
 		return pin.Verified{}, errors.New("the verifier's answer is not an approval: no approval")
 	case a.Server == nil || a.Server.Name == "":
 		return pin.Verified{}, errors.New("the verifier's answer is not an approval: no signed server name")
-	case !a.Approval.Method.Signed():
+	case !a.Approval.Method.Valid():
 		return pin.Verified{}, fmt.Errorf("the verifier's answer is not a signed approval: method %q", a.Approval.Method)
 	}
 	v := pin.Verified{Approval: *a.Approval, Server: *a.Server}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/pin"
 )
 
@@ -53,7 +54,7 @@ func TestCommandVerifier(t *testing.T) {
 		{"answers an unknown member in the approval", `cat >/dev/null; echo '{"approval":{"method":"key","approvedBy":"me"},"server":{"name":"notes","version":"1"}}'`, nil, "not an approval", time.Time{}},
 		{"answers a repeated member", `cat >/dev/null; echo '{"approval":` + bare + `,"server":{"name":"twofaced","version":"1"},"server":{"name":"notes","version":"2.0.0"}}'`, nil, `repeated member "server"`, time.Time{}},
 		{"answers a member in another case", `cat >/dev/null; echo '{"approval":` + bare + `,"Server":{"name":"notes","version":"2.0.0"}}'`, nil, `unknown member "Server"`, time.Time{}},
-		{"answers a repeated approval member", `cat >/dev/null; echo '{"approval":{"method":"key","method":"key","identity":"sha256:00","issuer":"","bundleDigest":"sha256:11","approvedAt":"0001-01-01T00:00:00Z"},"server":{"name":"notes","version":"2"}}'`, nil, `repeated member "method"`, time.Time{}},
+		{"answers a repeated approval member", `cat >/dev/null; echo '{"approval":{"method":"key","method":"key","identity":"sha256:00","issuer":"","bundleDigest":"sha256:11","approvedAt":"0001-01-01T00:00:00Z"},"server":{"name":"notes","version":"2"}}'`, nil, `"method" is repeated`, time.Time{}},
 		{"answers a zero signing time", `cat >/dev/null; echo '{"approval":` + bare + `,"server":{"name":"notes","version":"1"},"signedAt":"0001-01-01T00:00:00Z"}'`, nil, "zero signedAt", time.Time{}},
 		{"answers a signing time that is not one", `cat >/dev/null; echo '{"approval":` + bare + `,"server":{"name":"notes","version":"1"},"signedAt":"yesterday"}'`, nil, "not an approval", time.Time{}},
 		{"refuses with its reason", `cat >/dev/null; echo 'mcpsign: verification failed at step identity: signed by intern@example.com' >&2; exit 1`, nil,
@@ -62,7 +63,8 @@ func TestCommandVerifier(t *testing.T) {
 		{"answers garbage", `cat >/dev/null; echo '{"approval":{"method":"key",'`, nil, "not an approval", time.Time{}},
 		{"answers an unknown member", `cat >/dev/null; echo '{"approval":` + bare + `,"server":{"name":"notes","version":"1"},"approvedBy":"me"}'`, nil, "not an approval", time.Time{}},
 		{"answers two values", `cat >/dev/null; echo '` + approval + approval + `'`, nil, "more than one JSON value", time.Time{}},
-		{"answers tofu", `cat >/dev/null; echo '{"approval":{"method":"tofu"},"server":{"name":"notes","version":"1"}}'`, nil, "not a signed approval", time.Time{}},
+		{"answers tofu", `cat >/dev/null; echo '{"approval":{"method":"tofu","identity":"","issuer":"","bundleDigest":"","approvedAt":"2026-05-01T12:00:00Z"},"server":{"name":"notes","version":"1"}}'`, nil, "not a signed approval", time.Time{}},
+		{"answers an incomplete approval", `cat >/dev/null; echo '{"approval":{"method":"key"},"server":{"name":"notes","version":"1"}}'`, nil, `member "identity" is missing`, time.Time{}},
 		{"answers too much", `cat >/dev/null; head -c 200000 /dev/zero`, nil, "larger than", time.Time{}},
 		{"fails silently", `cat >/dev/null; exit 3`, nil, "said nothing", time.Time{}},
 		{"hangs", `cat >/dev/null; sleep 30`, func() (context.Context, context.CancelFunc) {
@@ -91,7 +93,7 @@ func TestCommandVerifier(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a.Approval.Method != pin.MethodKey || a.Approval.Identity != "sha256:00" || a.Approval.BundleDigest != "sha256:11" ||
+			if a.Approval.Method != evidence.MethodKey || a.Approval.Identity != "sha256:00" || a.Approval.BundleDigest != "sha256:11" ||
 				a.Server != (digest.ServerInfo{Name: "notes", Version: "2.0.0"}) || !a.SignedAt.Equal(tc.signedAt) {
 				t.Errorf("answer %+v", a)
 			}

@@ -221,7 +221,7 @@ func (p *LockPolicy) adopt(ctx context.Context, rep *pin.Report, disk *pin.Lock,
 	if err := pin.SameSigner(held.Approval, disk.Approval); err != nil {
 		return p.refuseChanged(rep, fmt.Sprintf("it is approved by %s, the lock in force by %s: not the same signer", describeApproval(disk.Approval), describeApproval(held.Approval)))
 	}
-	if !held.Approval.Method.Signed() {
+	if !held.Approval.Method.Valid() {
 		// A manual approval names a person, but anything that can write
 		// the file can write that name: it is never adopted from disk.
 		return p.refuseChanged(rep, fmt.Sprintf("the lock in force is %s: nothing can vouch for a %s lock another process wrote (restart the proxy to enforce the lock on disk)", describeApproval(held.Approval), held.Approval.Method))
@@ -261,7 +261,7 @@ func (p *LockPolicy) verify(ctx context.Context, snap *digest.Snapshot) (pin.Ver
 	if v.Server.Name == "" {
 		return pin.Verified{}, errors.New("the verifier did not say which server the bundle signs")
 	}
-	if !v.Approval.Method.Signed() {
+	if !v.Approval.Method.Valid() {
 		return pin.Verified{}, fmt.Errorf("the verifier's approval is not signed: method %q", v.Approval.Method)
 	}
 	return v, nil
@@ -289,7 +289,7 @@ func sameEvidence(l *pin.Lock, v *pin.Verified) string {
 		return fmt.Sprintf("it records the signer %s, the bundle is signed by %s", describeSigner(a), describeSigner(b))
 	case a.BundleDigest != b.BundleDigest:
 		return fmt.Sprintf("it records the bundle %s, the bundle verified is %s", a.BundleDigest, b.BundleDigest)
-	case (a.Tlog == nil) != (b.Tlog == nil) || (a.Tlog != nil && *a.Tlog != *b.Tlog):
+	case (a.Tlog == nil) != (b.Tlog == nil) || (a.Tlog != nil && !a.Tlog.Equal(*b.Tlog)):
 		return "the transparency log entry it records is not the bundle's"
 	case l.Server != v.Server:
 		return fmt.Sprintf("it records the server %q %q, the bundle signs %q %q", l.Server.Name, l.Server.Version, v.Server.Name, v.Server.Version)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpsign/mcpsign/verify"
 )
 
 func TestNewCertificateSigner(t *testing.T) {
@@ -58,7 +60,7 @@ func TestNewCertificateSigner(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if s.Leaf() != tt.leaf || s.root == nil || s.Method() != MethodCertificate {
+				if s.Leaf() != tt.leaf || s.root == nil || s.Method() != verify.MethodCertificate {
 					t.Errorf("signer %+v", s)
 				}
 				return

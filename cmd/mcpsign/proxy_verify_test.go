@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/proxy"
@@ -89,7 +90,7 @@ func TestProxyVerifyAnswer(t *testing.T) {
 			if err := json.Unmarshal(out.Bytes(), &v); err != nil {
 				t.Fatal(err)
 			}
-			if v.Server != (digest.ServerInfo{Name: "notes", Version: "2.0.0"}) || v.Approval.Method != pin.MethodKey ||
+			if v.Server != (digest.ServerInfo{Name: "notes", Version: "2.0.0"}) || v.Approval.Method != evidence.MethodKey ||
 				!strings.HasPrefix(v.Approval.Identity, "sha256:") || !strings.HasPrefix(v.Approval.BundleDigest, "sha256:") {
 				t.Errorf("answer %+v", v)
 			}
@@ -108,7 +109,7 @@ func TestProxyVerifyAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v.Server.Name != "notes" || v.Approval.Method != pin.MethodKey || !v.SignedAt.IsZero() {
+		if v.Server.Name != "notes" || v.Approval.Method != evidence.MethodKey || !v.SignedAt.IsZero() {
 			t.Errorf("answer %+v", v)
 		}
 		if _, err := proxy.CommandVerifier(append([]string{fixtures.BuildMcpsign(t)}, verifyArgs("mallory")...), "--"+serverAdvertisedFlag)(ctx, snap); err == nil ||

@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -86,8 +86,8 @@ func explainFailure(verr error, bundleJSON []byte, key crypto.PublicKey, tm root
 // keyIDOfHint spells a bundle's key hint (base64 of the key's SHA-256) as
 // mcpsign names keys, sha256:HEX; a hint of another form is shown quoted.
 func keyIDOfHint(hint string) string {
-	if raw, err := base64.StdEncoding.DecodeString(hint); err == nil && len(raw) == 32 {
-		return "sha256:" + hex.EncodeToString(raw)
+	if id, ok := evidence.KeyIDOfHint(hint); ok {
+		return id
 	}
 	return fmt.Sprintf("%q", hint)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/pin"
 )
@@ -28,7 +29,7 @@ func TestRun(t *testing.T) {
 	if _, err := pin.Read(filepath.Join(dir, "mcp.lock")); err != nil {
 		t.Errorf("lock: %v", err)
 	}
-	if l, err := pin.Read(filepath.Join(dir, "first-use.lock")); err != nil || l.Approval.Method != pin.MethodKey {
+	if l, err := pin.Read(filepath.Join(dir, "first-use.lock")); err != nil || l.Approval.Method != evidence.MethodKey {
 		t.Errorf("first-use.lock: %v", err)
 	}
 	fi, err := os.Stat(filepath.Join(dir, "publisher.key"))
