@@ -57,8 +57,8 @@ const maxSafeInt = 1 << 53
 type Approval struct {
 	Method evidence.Method `json:"method"`
 	// Identity is the verified signer: the certificate SAN for sigstore, the
-	// subject or SAN for certificate, the key's KeyID (sha256:HEX, evidence.KeyID) for key; "" for
-	// tofu.
+	// subject or SAN for certificate, the key's ID for key (sha256:HEX,
+	// evidence.KeyID); "" for tofu.
 	Identity string `json:"identity"`
 	// Issuer is the OIDC issuer of a sigstore certificate; "" otherwise.
 	Issuer string `json:"issuer"`

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 	"sync"
 	"time"
 
@@ -132,7 +131,7 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 	rep := p.cur.Check(snap)
 	rep.Lock = p.path
 	if !rep.Failed(pin.FailOnDrift) {
-		return &Decision{Allow: true, Summary: "definitions match the lock " + p.path + " (" + counts(snap) + ")"}, nil
+		return &Decision{Allow: true, Summary: "definitions match the lock " + p.path + " (" + snap.CountText() + ")"}, nil
 	}
 
 	// The lock on disk: another proxy may have approved the change, or
@@ -206,7 +205,7 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 	return &Decision{
 		Allow:   true,
 		Updated: true,
-		Summary: fmt.Sprintf("signed update by %s: the lock %s was rolled forward (%s)", describeSigner(v.Approval), p.path, counts(snap)),
+		Summary: fmt.Sprintf("signed update by %s: the lock %s was rolled forward (%s)", describeSigner(v.Approval), p.path, snap.CountText()),
 		Report:  reportText(rep),
 	}, nil
 }
@@ -248,7 +247,7 @@ func (p *LockPolicy) adopt(ctx context.Context, rep *pin.Report, disk *pin.Lock,
 	return &Decision{
 		Allow:   true,
 		Updated: true,
-		Summary: fmt.Sprintf("the lock %s was updated by another process; its approval by %s verified again, and the definitions match it (%s)", p.path, describeSigner(v.Approval), counts(snap)),
+		Summary: fmt.Sprintf("the lock %s was updated by another process; its approval by %s verified again, and the definitions match it (%s)", p.path, describeSigner(v.Approval), snap.CountText()),
 	}
 }
 
@@ -357,7 +356,7 @@ func (p *LockPolicy) firstUse(ctx context.Context, snap *digest.Snapshot) (*Deci
 		return nil, nil
 	}
 	p.hold(l, signedAt)
-	return &Decision{Allow: true, Updated: true, Summary: "wrote the lock " + p.path + ": " + how + " (" + counts(snap) + ")"}, nil
+	return &Decision{Allow: true, Updated: true, Summary: "wrote the lock " + p.path + ": " + how + " (" + snap.CountText() + ")"}, nil
 }
 
 // verifyError marks a failed verification in firstUse.
@@ -425,20 +424,4 @@ func describeApproval(a pin.Approval) string {
 		return "tofu (trusted on first use: nobody signed it)"
 	}
 	return describeSigner(a)
-}
-
-func counts(s *digest.Snapshot) string {
-	parts := []string{
-		plural(len(s.Tools), "tool"),
-		plural(len(s.Prompts), "prompt"),
-		plural(len(s.ResourceTemplates), "resource template"),
-	}
-	return strings.Join(parts, ", ")
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprint(n) + " " + what + "s"
 }
