@@ -3,12 +3,13 @@ package sign
 import (
 	"crypto"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
+
+	"github.com/mcpsign/mcpsign/trustroot"
 )
 
 // MaxChainCertificates bounds the certificates of a chain file.
@@ -54,33 +55,19 @@ func (e *CertificateError) Unwrap() []error {
 	return []error{ErrCertificate, e.Cause}
 }
 
-// ParseCertificates reads PEM certificates (at most MaxChainCertificates);
-// anything that is not a CERTIFICATE block is refused.
+// ParseCertificates reads PEM certificates (at most MaxChainCertificates)
+// as trustroot.ParseCertificatesPEM does: anything that is not a
+// CERTIFICATE block is refused, and so are trailing bytes.
 func ParseCertificates(data []byte) ([]*x509.Certificate, error) {
 	if len(data) > MaxKeyFileBytes {
 		return nil, fmt.Errorf("certificate file of %d bytes is larger than %d", len(data), MaxKeyFileBytes)
 	}
-	var out []*x509.Certificate
-	for {
-		var block *pem.Block
-		block, data = pem.Decode(data)
-		if block == nil {
-			break
-		}
-		if block.Type != "CERTIFICATE" {
-			return nil, fmt.Errorf("PEM block %q where a CERTIFICATE was expected", block.Type)
-		}
-		if len(out) == MaxChainCertificates {
-			return nil, fmt.Errorf("more than %d certificates", MaxChainCertificates)
-		}
-		c, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("certificate #%d: %w", len(out)+1, err)
-		}
-		out = append(out, c)
+	out, err := trustroot.ParseCertificatesPEM(data)
+	if err != nil {
+		return nil, err
 	}
-	if len(out) == 0 {
-		return nil, errors.New("no PEM certificate found")
+	if len(out) > MaxChainCertificates {
+		return nil, fmt.Errorf("%d certificates, more than %d", len(out), MaxChainCertificates)
 	}
 	return out, nil
 }

@@ -99,15 +99,25 @@ func TestParseCertificates(t *testing.T) {
 		t.Error("an intermediate taken for a root")
 	}
 	many := pemOf(pki.root, pki.root, pki.root, pki.root, pki.root, pki.root, pki.root, pki.root, pki.root, pki.root, pki.root)
-	for name, in := range map[string][]byte{
-		"none":        []byte("hello"),
-		"private key": pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte{1}}),
-		"garbage DER": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte{1, 2, 3}}),
-		"too many":    many,
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"none", []byte("hello"), "no PEM CERTIFICATE block"},
+		{"private key", pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte{1}}), `PEM block 1 is "PRIVATE KEY", want CERTIFICATE`},
+		{"garbage DER", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte{1, 2, 3}}), "certificates: "},
+		{"trailing bytes", append(pemOf(pki.inter), "trailing"...), "unexpected data after certificate 1"},
+		{"too many", many, "11 certificates, more than 10"},
+		{"too large", make([]byte, MaxKeyFileBytes+1), "larger than"},
 	} {
-		if _, err := ParseCertificates(in); err == nil {
-			t.Errorf("%s: accepted", name)
+		if _, err := ParseCertificates(tc.in); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
 		}
+	}
+	trusted := pem.EncodeToMemory(&pem.Block{Type: "TRUSTED CERTIFICATE", Bytes: pki.inter.Raw})
+	if _, err := ParseCertificates(trusted); err == nil || !strings.Contains(err.Error(), `"TRUSTED CERTIFICATE", want CERTIFICATE`) {
+		t.Errorf("a certificate in a TRUSTED CERTIFICATE block: %v", err)
 	}
 }
 

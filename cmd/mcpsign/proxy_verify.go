@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -71,12 +70,9 @@ Exit codes: 0 verified; 1 the bundle does not verify; 2 bad input or flags.`,
 				}
 				verifyFn = bundle.verifier(v)
 			}
-			data, err := io.ReadAll(io.LimitReader(a.stdin, maxProxyVerifyInput+1))
+			data, err := boundedfile.ReadAll(a.stdin, "the definitions on stdin", maxProxyVerifyInput, nil)
 			if err != nil {
-				return fmt.Errorf("reading the definitions: %w", err)
-			}
-			if len(data) > maxProxyVerifyInput {
-				return fmt.Errorf("the definitions are larger than %d bytes", maxProxyVerifyInput)
+				return err
 			}
 			snap, err := digest.ParseSnapshot(data)
 			if err != nil {

@@ -2,11 +2,10 @@ package options
 
 import (
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/spf13/pflag"
 
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/pin"
 )
 
@@ -58,14 +57,9 @@ func ReadOverrides(path string) (pin.Overrides, error) {
 	if path == "" {
 		return nil, nil
 	}
-	f, err := os.Open(path)
+	data, err := boundedfile.Read(path, pin.MaxOverridesBytes, pin.ErrOverrides)
 	if err != nil {
 		return nil, fmt.Errorf("--capabilities: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, pin.MaxOverridesBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("--capabilities %s: %w", path, err)
 	}
 	o, err := pin.ParseOverrides(data)
 	if err != nil {
