@@ -150,6 +150,12 @@ type Result struct {
 	Instructions string
 }
 
+// CountText is CountText of r.Counts: "N tools, N prompts, N resource
+// templates".
+func (r *Result) CountText() string {
+	return CountText(func(k Kind) int { return r.Counts[k] })
+}
+
 // Err returns an *InvalidDefinitionsError listing every definition without a
 // digest, or nil when every definition has one.
 func (r *Result) Err() error {

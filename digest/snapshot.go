@@ -97,6 +97,11 @@ func CountText(n func(Kind) int) string {
 	return strings.Join(parts, ", ")
 }
 
+// CountText is CountText of the definitions s holds of each kind.
+func (s *Snapshot) CountText() string {
+	return CountText(func(k Kind) int { return len(s.Definitions(k)) })
+}
+
 // Valid reports whether k is one of the three known kinds.
 func (k Kind) Valid() bool {
 	return k == KindTool || k == KindPrompt || k == KindResourceTemplate

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/pin/capability"
 )
 
@@ -36,8 +37,8 @@ func FuzzReadLock(f *testing.F) {
 		f.Fatal(err)
 	}
 	rug, err := NewLock(snap, Approval{
-		Method: MethodSigstore, Identity: "a@example.com", Issuer: "https://issuer.example", BundleDigest: digest.InstructionsDigest("b"),
-		Tlog: &TlogEntry{LogIndex: 7, LogID: "0a1b", IntegratedTime: 1767225600}, ApprovedAt: time.Unix(1767225600, 5),
+		Method: evidence.MethodSigstore, Identity: "a@example.com", Issuer: "https://issuer.example", BundleDigest: digest.InstructionsDigest("b"),
+		Tlog: &evidence.Tlog{LogIndex: 7, LogID: "0a1b", IntegratedTime: new(time.Unix(1767225600, 0).UTC())}, ApprovedAt: time.Unix(1767225600, 5),
 	})
 	if err != nil {
 		f.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin/capability"
@@ -30,61 +31,44 @@ const (
 // largest snapshot file a source reads.
 const MaxLockBytes = 64 << 20
 
-// Method is how the pinned definitions were approved.
-type Method string
-
-// Approval methods. MethodTOFU means nobody vouched for the definitions:
-// they were trusted on first use. MethodManual means a person approved them
-// after a review ('mcpsign approve'): the approval names them and their
-// reason, but no signature vouches for it.
+// The approval methods of a lock that are no signature, beside the signing
+// methods (evidence.MethodSigstore, MethodKey, MethodCertificate: verify's;
+// evidence.Method.Valid reports them, the only methods a signer can roll
+// forward and a proxy re-verify). MethodTOFU means nobody vouched for the
+// definitions: they were trusted on first use. MethodManual means a person
+// approved them after a review ('mcpsign approve'): the approval names them
+// and their reason, but no signature vouches for it.
 const (
-	MethodSigstore    Method = "sigstore"
-	MethodKey         Method = "key"
-	MethodCertificate Method = "certificate"
-	MethodTOFU        Method = "tofu"
-	MethodManual      Method = "manual"
+	MethodTOFU   evidence.Method = "tofu"
+	MethodManual evidence.Method = "manual"
 )
 
-// Valid reports whether m is a known method.
-func (m Method) Valid() bool {
-	return m.Signed() || m == MethodTOFU || m == MethodManual
-}
-
-// Signed reports whether m is a signature (sigstore, key, certificate):
-// the only methods a signer can roll forward and a proxy re-verify.
-func (m Method) Signed() bool {
-	return m == MethodSigstore || m == MethodKey || m == MethodCertificate
+// validApprovalMethod reports whether m may approve a lock: a signing
+// method, tofu or manual.
+func validApprovalMethod(m evidence.Method) bool {
+	return m.Valid() || m == MethodTOFU || m == MethodManual
 }
 
 // maxSafeInt is 2^53: integers of the lock must stay below it, as every
 // number of a Definition Digest input must.
 const maxSafeInt = 1 << 53
 
-// TlogEntry locates the transparency log entry of the approved bundle.
-type TlogEntry struct {
-	// LogIndex is the entry's index in the log.
-	LogIndex int64 `json:"logIndex"`
-	// LogID identifies the log: the lowercase hex SHA-256 of its public
-	// key, as Rekor reports it.
-	LogID string `json:"logId"`
-	// IntegratedTime is when the log integrated the entry, in Unix
-	// seconds; 0 for a log that gives none (Rekor v2).
-	IntegratedTime int64 `json:"integratedTime"`
-}
-
-// Approval is the evidence that the pinned definitions were approved.
+// Approval is the evidence that the pinned definitions were approved. It
+// is written and read as JSON in a lock's form (MarshalJSON, UnmarshalJSON).
 type Approval struct {
-	Method Method `json:"method"`
+	Method evidence.Method `json:"method"`
 	// Identity is the verified signer: the certificate SAN for sigstore, the
-	// subject or SAN for certificate, the key's fingerprint for key; "" for
-	// tofu.
+	// subject or SAN for certificate, the key's ID for key (sha256:HEX,
+	// evidence.KeyID); "" for tofu.
 	Identity string `json:"identity"`
 	// Issuer is the OIDC issuer of a sigstore certificate; "" otherwise.
 	Issuer string `json:"issuer"`
 	// BundleDigest is "sha256:…" of the bundle file's bytes; "" for tofu.
 	BundleDigest string `json:"bundleDigest"`
-	// Tlog is the transparency log entry, when the bundle has one.
-	Tlog *TlogEntry `json:"tlog,omitempty"`
+	// Tlog is the transparency log entry, when the bundle has one. The
+	// lock writes its integrated time in Unix seconds, 0 when there is none
+	// (Rekor v2), and reads 0 as none.
+	Tlog *evidence.Tlog `json:"tlog,omitempty"`
 	// ApprovedAt is when the lock was written, in UTC.
 	ApprovedAt time.Time `json:"approvedAt"`
 
@@ -100,7 +84,7 @@ type Approval struct {
 }
 
 func (a *Approval) validate() error {
-	if !a.Method.Valid() {
+	if !validApprovalMethod(a.Method) {
 		return fmt.Errorf("approval method %s is not sigstore, key, certificate, tofu or manual", strconv.Quote(string(a.Method)))
 	}
 	for _, s := range []string{a.Identity, a.Issuer, a.Reason, a.Approver, a.SourceRevision} {
@@ -131,7 +115,7 @@ func (a *Approval) validate() error {
 		}
 	}
 	if t := a.Tlog; t != nil {
-		if t.LogIndex < 0 || t.LogIndex >= maxSafeInt || t.IntegratedTime < 0 || t.IntegratedTime >= maxSafeInt {
+		if it := unixOrZero(t.IntegratedTime); t.LogIndex < 0 || t.LogIndex >= maxSafeInt || it < 0 || it >= maxSafeInt {
 			return errors.New("approval tlog logIndex and integratedTime must be integers from 0 to 2^53-1")
 		}
 		if t.LogID == "" || !isLowerHex(t.LogID) {
@@ -446,8 +430,7 @@ func (l *Lock) marshalBody() ([]byte, error) {
 	b.WriteString(",\n  \"approval\": ")
 	a := l.Approval
 	a.ApprovedAt = a.ApprovedAt.UTC()
-	ab, err := marshalJSON(approvalJSON{a.Method, a.Identity, a.Issuer, a.BundleDigest, a.Tlog, a.ApprovedAt.Format(time.RFC3339Nano),
-		a.Reason, a.Approver, a.PreviousLockDigest, a.SourceRevision})
+	ab, err := a.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
@@ -455,19 +438,59 @@ func (l *Lock) marshalBody() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// MarshalJSON writes the approval as a lock holds it (docs/LOCK.md): its
+// members in order, approvedAt in UTC, the tlog's integratedTime in Unix
+// seconds (0 for none).
+func (a Approval) MarshalJSON() ([]byte, error) {
+	w := approvalJSON{Method: a.Method, Identity: a.Identity, Issuer: a.Issuer, BundleDigest: a.BundleDigest,
+		ApprovedAt: a.ApprovedAt.UTC().Format(time.RFC3339Nano),
+		Reason:     a.Reason, Approver: a.Approver, PreviousLockDigest: a.PreviousLockDigest, SourceRevision: a.SourceRevision}
+	if t := a.Tlog; t != nil {
+		w.Tlog = &tlogJSON{LogIndex: t.LogIndex, LogID: t.LogID, IntegratedTime: unixOrZero(t.IntegratedTime)}
+	}
+	return marshalJSON(w)
+}
+
+// UnmarshalJSON reads an approval as a lock holds it, as strictly as Parse
+// does (members, types, spellings); it does not check that the approval
+// is one a lock may hold (NewLock and Parse do).
+func (a *Approval) UnmarshalJSON(data []byte) error {
+	var next Approval
+	if err := decodeApprovalMembers(data, &next); err != nil {
+		return err
+	}
+	*a = next
+	return nil
+}
+
+// unixOrZero is t in Unix seconds, 0 for none.
+func unixOrZero(t *time.Time) int64 {
+	if t == nil {
+		return 0
+	}
+	return t.Unix()
+}
+
 // approvalJSON fixes the member order of the approval object.
 type approvalJSON struct {
-	Method       Method     `json:"method"`
-	Identity     string     `json:"identity"`
-	Issuer       string     `json:"issuer"`
-	BundleDigest string     `json:"bundleDigest"`
-	Tlog         *TlogEntry `json:"tlog,omitempty"`
-	ApprovedAt   string     `json:"approvedAt"`
+	Method       evidence.Method `json:"method"`
+	Identity     string          `json:"identity"`
+	Issuer       string          `json:"issuer"`
+	BundleDigest string          `json:"bundleDigest"`
+	Tlog         *tlogJSON       `json:"tlog,omitempty"`
+	ApprovedAt   string          `json:"approvedAt"`
 
 	Reason             string `json:"reason,omitempty"`
 	Approver           string `json:"approver,omitempty"`
 	PreviousLockDigest string `json:"previousLockDigest,omitempty"`
 	SourceRevision     string `json:"sourceRevision,omitempty"`
+}
+
+// tlogJSON is the approval's tlog as a lock holds it.
+type tlogJSON struct {
+	LogIndex       int64  `json:"logIndex"`
+	LogID          string `json:"logId"`
+	IntegratedTime int64  `json:"integratedTime"`
 }
 
 // validate checks what Parse checks, but for the lockDigest: approval,
@@ -800,6 +823,15 @@ func decodeDefinitions(raw json.RawMessage, l *Lock) error {
 }
 
 func decodeApproval(raw json.RawMessage, a *Approval) error {
+	if err := decodeApprovalMembers(raw, a); err != nil {
+		return err
+	}
+	return a.validate()
+}
+
+// decodeApprovalMembers reads the members of an approval, strictly, without
+// validating what they say together.
+func decodeApprovalMembers(raw json.RawMessage, a *Approval) error {
 	m, err := objectMembers(raw, approvalMembers, approvalRequired)
 	if err != nil {
 		return err
@@ -808,7 +840,7 @@ func decodeApproval(raw json.RawMessage, a *Approval) error {
 	if method, err = decodeString(m["method"]); err != nil {
 		return fmt.Errorf("method: %w", err)
 	}
-	a.Method = Method(method)
+	a.Method = evidence.Method(method)
 	if a.Identity, err = decodeString(m["identity"]); err != nil {
 		return fmt.Errorf("identity: %w", err)
 	}
@@ -847,19 +879,24 @@ func decodeApproval(raw json.RawMessage, a *Approval) error {
 		if err != nil {
 			return fmt.Errorf("tlog: %w", err)
 		}
-		t := &TlogEntry{}
+		t := &evidence.Tlog{}
 		if err := decodeInt(tm["logIndex"], &t.LogIndex); err != nil {
 			return fmt.Errorf("tlog.logIndex: %w", err)
 		}
-		if err := decodeInt(tm["integratedTime"], &t.IntegratedTime); err != nil {
+		var it int64
+		if err := decodeInt(tm["integratedTime"], &it); err != nil {
 			return fmt.Errorf("tlog.integratedTime: %w", err)
+		}
+		if it != 0 { // 0: none
+			at := time.Unix(it, 0).UTC()
+			t.IntegratedTime = &at
 		}
 		if t.LogID, err = decodeString(tm["logId"]); err != nil {
 			return fmt.Errorf("tlog.logId: %w", err)
 		}
 		a.Tlog = t
 	}
-	return a.validate()
+	return nil
 }
 
 // decodeInt reads a JSON integer (no fraction, no exponent).

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/pin/capability"
 )
 
@@ -22,12 +23,12 @@ func TestLockRoundTrip(t *testing.T) {
 	approvals := []Approval{
 		{Method: MethodTOFU},
 		{
-			Method: MethodSigstore, Identity: "https://github.com/acme/server/.github/workflows/release.yml@refs/tags/v1.0.0",
+			Method: evidence.MethodSigstore, Identity: "https://github.com/acme/server/.github/workflows/release.yml@refs/tags/v1.0.0",
 			Issuer: "https://token.actions.githubusercontent.com", BundleDigest: digest.InstructionsDigest("bundle"),
-			Tlog: &TlogEntry{LogIndex: 123456789, LogID: strings.Repeat("ab", 32), IntegratedTime: 1767225600},
+			Tlog: &evidence.Tlog{LogIndex: 123456789, LogID: strings.Repeat("ab", 32), IntegratedTime: new(time.Unix(1767225600, 0).UTC())},
 		},
-		{Method: MethodKey, Identity: "sha256:" + strings.Repeat("0", 64), BundleDigest: digest.InstructionsDigest("b")},
-		{Method: MethodCertificate, Identity: "CN=release,O=Example", BundleDigest: digest.InstructionsDigest("c")},
+		{Method: evidence.MethodKey, Identity: "sha256:" + strings.Repeat("0", 64), BundleDigest: digest.InstructionsDigest("b")},
+		{Method: evidence.MethodCertificate, Identity: "CN=release,O=Example", BundleDigest: digest.InstructionsDigest("c")},
 	}
 	for _, a := range approvals {
 		t.Run(string(a.Method), func(t *testing.T) {
@@ -240,11 +241,11 @@ func TestNewLockRefuses(t *testing.T) {
 	}{
 		{"repeated key", &bad, Approval{Method: MethodTOFU}, "duplicate key"},
 		{"unknown method", snap, Approval{Method: "trust-me"}, "approval method"},
-		{"sigstore without identity", snap, Approval{Method: MethodSigstore, BundleDigest: digest.InstructionsDigest("")}, "identity"},
-		{"sigstore without bundle digest", snap, Approval{Method: MethodSigstore, Identity: "a@example.com"}, "bundleDigest"},
+		{"sigstore without identity", snap, Approval{Method: evidence.MethodSigstore, BundleDigest: digest.InstructionsDigest("")}, "identity"},
+		{"sigstore without bundle digest", snap, Approval{Method: evidence.MethodSigstore, Identity: "a@example.com"}, "bundleDigest"},
 		{"tofu with a bundle", snap, Approval{Method: MethodTOFU, BundleDigest: digest.InstructionsDigest("")}, "tofu"},
-		{"tlog index too large", snap, Approval{Method: MethodKey, Identity: "k", BundleDigest: digest.InstructionsDigest(""), Tlog: &TlogEntry{LogIndex: 1 << 53, LogID: "ab"}}, "2^53"},
-		{"tlog id not hex", snap, Approval{Method: MethodKey, Identity: "k", BundleDigest: digest.InstructionsDigest(""), Tlog: &TlogEntry{LogID: "XYZ"}}, "logId"},
+		{"tlog index too large", snap, Approval{Method: evidence.MethodKey, Identity: "k", BundleDigest: digest.InstructionsDigest(""), Tlog: &evidence.Tlog{LogIndex: 1 << 53, LogID: "ab"}}, "2^53"},
+		{"tlog id not hex", snap, Approval{Method: evidence.MethodKey, Identity: "k", BundleDigest: digest.InstructionsDigest(""), Tlog: &evidence.Tlog{LogID: "XYZ"}}, "logId"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

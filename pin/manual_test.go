@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/evidence"
 )
 
 func manualApproval() Approval {
@@ -61,7 +62,8 @@ func TestManualLock(t *testing.T) {
 	if _, err := Parse(empty); err == nil || !strings.Contains(err.Error(), "sourceRevision is empty") {
 		t.Fatalf("Parse(empty sourceRevision) = %v", err)
 	}
-	if !MethodManual.Valid() || MethodManual.Signed() || MethodTOFU.Signed() || !MethodKey.Signed() {
-		t.Fatal("Valid/Signed")
+	if !validApprovalMethod(MethodManual) || !validApprovalMethod(MethodTOFU) || !validApprovalMethod(evidence.MethodKey) || validApprovalMethod("signed") ||
+		MethodManual.Valid() || MethodTOFU.Valid() || !evidence.MethodKey.Valid() {
+		t.Fatal("validApprovalMethod / Method.Valid (signed)")
 	}
 }

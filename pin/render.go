@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/textout"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
@@ -26,7 +27,7 @@ func describeApproval(a *Approval) string {
 		return "trusted on first use (tofu, no signature) at " + at
 	case MethodManual:
 		return ManualText(a) + ", at " + at
-	case MethodKey:
+	case evidence.MethodKey:
 		return fmt.Sprintf("signed with key %s, approved at %s", textsafe.Escape(a.Identity), at)
 	default:
 		s := fmt.Sprintf("signed by %s", textsafe.Quote(a.Identity))

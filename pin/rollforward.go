@@ -64,8 +64,8 @@ func (e *ApprovalError) Error() string { return e.Rule + ": " + e.Reason }
 // transparency log entry's integrated time; zero when it has none (tofu, no
 // log entry, or a log without integrated times such as Rekor v2).
 func (l *Lock) EvidenceTime() time.Time {
-	if t := l.Approval.Tlog; t != nil && t.IntegratedTime > 0 {
-		return time.Unix(t.IntegratedTime, 0).UTC()
+	if t := l.Approval.Tlog; t != nil && t.IntegratedTime != nil && t.IntegratedTime.Unix() > 0 {
+		return time.Unix(t.IntegratedTime.Unix(), 0).UTC()
 	}
 	return time.Time{}
 }

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/evidence"
 )
 
 func TestCheckRollForward(t *testing.T) {
-	keyA := Approval{Method: MethodKey, Identity: "sha256:aa"}
+	keyA := Approval{Method: evidence.MethodKey, Identity: "sha256:aa"}
 	t1 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	t2 := t1.Add(24 * time.Hour)
 	held := func(name, version string, a Approval) *Lock {
@@ -33,10 +34,10 @@ func TestCheckRollForward(t *testing.T) {
 		{"versions that are not semver: time alone", held("notes", "2026.05", keyA), t1, next("notes", "2025.01", keyA, t2), ""},
 		{"one version not semver: time alone", held("notes", "latest", keyA), t1, next("notes", "1.0.0", keyA, t2), ""},
 		{"held time unknown, next older version", held("notes", "2.0.0", keyA), time.Time{}, next("notes", "1.0.0", keyA, t1), RuleRollForwardLowerVersion},
-		{"another key", held("notes", "2.0.0", keyA), t1, next("notes", "3.0.0", Approval{Method: MethodKey, Identity: "sha256:bb"}, t2), RuleRollForwardOtherSigner},
-		{"another method", held("notes", "2.0.0", keyA), t1, next("notes", "3.0.0", Approval{Method: MethodCertificate, Identity: "sha256:aa"}, t2), RuleRollForwardOtherSigner},
-		{"another issuer", held("notes", "2.0.0", Approval{Method: MethodSigstore, Identity: "a@example.com", Issuer: "https://one"}), t1,
-			next("notes", "3.0.0", Approval{Method: MethodSigstore, Identity: "a@example.com", Issuer: "https://two"}, t2), RuleRollForwardOtherSigner},
+		{"another key", held("notes", "2.0.0", keyA), t1, next("notes", "3.0.0", Approval{Method: evidence.MethodKey, Identity: "sha256:bb"}, t2), RuleRollForwardOtherSigner},
+		{"another method", held("notes", "2.0.0", keyA), t1, next("notes", "3.0.0", Approval{Method: evidence.MethodCertificate, Identity: "sha256:aa"}, t2), RuleRollForwardOtherSigner},
+		{"another issuer", held("notes", "2.0.0", Approval{Method: evidence.MethodSigstore, Identity: "a@example.com", Issuer: "https://one"}), t1,
+			next("notes", "3.0.0", Approval{Method: evidence.MethodSigstore, Identity: "a@example.com", Issuer: "https://two"}, t2), RuleRollForwardOtherSigner},
 		{"another server", held("notes", "2.0.0", keyA), t1, next("twofaced", "3.0.0", keyA, t2), RuleRollForwardOtherServer},
 		{"server name differs in case only", held("notes", "2.0.0", keyA), t1, next("Notes", "3.0.0", keyA, t2), RuleRollForwardOtherServer},
 		{"older signature", held("notes", "2.0.0", keyA), t2, next("notes", "1.0.0", keyA, t1), RuleRollForwardOlderSignature},
@@ -66,7 +67,7 @@ func TestCheckRollForward(t *testing.T) {
 }
 
 func TestRollForwardReasonEscapesServerText(t *testing.T) {
-	held := &Lock{Server: digest.ServerInfo{Name: "notes", Version: "2.0.0"}, Approval: Approval{Method: MethodKey, Identity: "sha256:aa"}}
+	held := &Lock{Server: digest.ServerInfo{Name: "notes", Version: "2.0.0"}, Approval: Approval{Method: evidence.MethodKey, Identity: "sha256:aa"}}
 	err := CheckRollForward(held, time.Time{}, &Verified{Approval: held.Approval, Server: digest.ServerInfo{Name: "notes\u202e\x1b[2J", Version: "1"}})
 	if err == nil || strings.ContainsAny(err.Error(), "\u202e\x1b") {
 		t.Fatalf("err %q: the server's name is not escaped", err)
@@ -87,14 +88,14 @@ func TestSemVer(t *testing.T) {
 
 func TestEvidenceTime(t *testing.T) {
 	for _, tc := range []struct {
-		tlog *TlogEntry
+		tlog *evidence.Tlog
 		want time.Time
 	}{
 		{nil, time.Time{}},
-		{&TlogEntry{LogIndex: 1, LogID: "0a"}, time.Time{}},
-		{&TlogEntry{LogIndex: 1, LogID: "0a", IntegratedTime: 1767225600}, time.Unix(1767225600, 0).UTC()},
+		{&evidence.Tlog{LogIndex: 1, LogID: "0a"}, time.Time{}},
+		{&evidence.Tlog{LogIndex: 1, LogID: "0a", IntegratedTime: new(time.Unix(1767225600, 0).UTC())}, time.Unix(1767225600, 0).UTC()},
 	} {
-		l := &Lock{Approval: Approval{Method: MethodKey, Tlog: tc.tlog}}
+		l := &Lock{Approval: Approval{Method: evidence.MethodKey, Tlog: tc.tlog}}
 		if got := l.EvidenceTime(); !got.Equal(tc.want) {
 			t.Errorf("%+v: %v, want %v", tc.tlog, got, tc.want)
 		}

@@ -48,9 +48,12 @@ const (
 // When the server advertised capabilities that may carry its own
 // attestation (digest.Snapshot.Advertised, docs/DISCOVERY.md), which a
 // snapshot file does not hold, they are written to a private temporary
-// file named by an extra last argument AdvertisedFlag+"=FILE", removed
-// when the command is done.
-func CommandVerifier(argv []string) VerifyFunc {
+// file named by an extra last argument advertisedArg+"=FILE" (the caller
+// knows the verifier's command line: 'mcpsign proxy-verify' takes
+// "--server-advertised"), removed when the command is done. With
+// advertisedArg "" they are not handed over: a verifier that needs the
+// server's own bundle then finds none, and refuses.
+func CommandVerifier(argv []string, advertisedArg string) VerifyFunc {
 	argv = append([]string(nil), argv...)
 	return func(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error) {
 		if len(argv) == 0 {
@@ -61,13 +64,13 @@ func CommandVerifier(argv []string) VerifyFunc {
 			return pin.Verified{}, fmt.Errorf("the definitions to verify: %w", err)
 		}
 		args := argv[1:]
-		if snap.Advertised != nil {
+		if snap.Advertised != nil && advertisedArg != "" {
 			path, remove, err := writeAdvertised(snap.Advertised)
 			if err != nil {
 				return pin.Verified{}, err
 			}
 			defer remove()
-			args = append(append([]string(nil), args...), AdvertisedFlag+"="+path)
+			args = append(append([]string(nil), args...), advertisedArg+"="+path)
 		}
 		cmd := exec.CommandContext(ctx, argv[0], args...)
 		cmd.Stdin = bytes.NewReader(in)
@@ -97,10 +100,6 @@ func CommandVerifier(argv []string) VerifyFunc {
 		return parseVerified(stdout.Bytes())
 	}
 }
-
-// AdvertisedFlag is the argument by which CommandVerifier hands the
-// verifier command the server's advertised capabilities (a file).
-const AdvertisedFlag = "--server-advertised"
 
 // writeAdvertised writes the advertised capabilities to a temporary file
 // only the user can read.
@@ -147,7 +146,7 @@ func parseVerified(data []byte) (pin.Verified, error) {
 		return pin.Verified{}, errors.New("the verifier's answer is not an approval: no approval")
 	case a.Server == nil || a.Server.Name == "":
 		return pin.Verified{}, errors.New("the verifier's answer is not an approval: no signed server name")
-	case !a.Approval.Method.Signed():
+	case !a.Approval.Method.Valid():
 		return pin.Verified{}, fmt.Errorf("the verifier's answer is not a signed approval: method %q", a.Approval.Method)
 	}
 	v := pin.Verified{Approval: *a.Approval, Server: *a.Server}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/pin"
 )
 
@@ -53,7 +54,7 @@ func TestCommandVerifier(t *testing.T) {
 		{"answers an unknown member in the approval", `cat >/dev/null; echo '{"approval":{"method":"key","approvedBy":"me"},"server":{"name":"notes","version":"1"}}'`, nil, "not an approval", time.Time{}},
 		{"answers a repeated member", `cat >/dev/null; echo '{"approval":` + bare + `,"server":{"name":"twofaced","version":"1"},"server":{"name":"notes","version":"2.0.0"}}'`, nil, `repeated member "server"`, time.Time{}},
 		{"answers a member in another case", `cat >/dev/null; echo '{"approval":` + bare + `,"Server":{"name":"notes","version":"2.0.0"}}'`, nil, `unknown member "Server"`, time.Time{}},
-		{"answers a repeated approval member", `cat >/dev/null; echo '{"approval":{"method":"key","method":"key","identity":"sha256:00","issuer":"","bundleDigest":"sha256:11","approvedAt":"0001-01-01T00:00:00Z"},"server":{"name":"notes","version":"2"}}'`, nil, `repeated member "method"`, time.Time{}},
+		{"answers a repeated approval member", `cat >/dev/null; echo '{"approval":{"method":"key","method":"key","identity":"sha256:00","issuer":"","bundleDigest":"sha256:11","approvedAt":"0001-01-01T00:00:00Z"},"server":{"name":"notes","version":"2"}}'`, nil, `"method" is repeated`, time.Time{}},
 		{"answers a zero signing time", `cat >/dev/null; echo '{"approval":` + bare + `,"server":{"name":"notes","version":"1"},"signedAt":"0001-01-01T00:00:00Z"}'`, nil, "zero signedAt", time.Time{}},
 		{"answers a signing time that is not one", `cat >/dev/null; echo '{"approval":` + bare + `,"server":{"name":"notes","version":"1"},"signedAt":"yesterday"}'`, nil, "not an approval", time.Time{}},
 		{"refuses with its reason", `cat >/dev/null; echo 'mcpsign: verification failed at step identity: signed by intern@example.com' >&2; exit 1`, nil,
@@ -62,7 +63,8 @@ func TestCommandVerifier(t *testing.T) {
 		{"answers garbage", `cat >/dev/null; echo '{"approval":{"method":"key",'`, nil, "not an approval", time.Time{}},
 		{"answers an unknown member", `cat >/dev/null; echo '{"approval":` + bare + `,"server":{"name":"notes","version":"1"},"approvedBy":"me"}'`, nil, "not an approval", time.Time{}},
 		{"answers two values", `cat >/dev/null; echo '` + approval + approval + `'`, nil, "more than one JSON value", time.Time{}},
-		{"answers tofu", `cat >/dev/null; echo '{"approval":{"method":"tofu"},"server":{"name":"notes","version":"1"}}'`, nil, "not a signed approval", time.Time{}},
+		{"answers tofu", `cat >/dev/null; echo '{"approval":{"method":"tofu","identity":"","issuer":"","bundleDigest":"","approvedAt":"2026-05-01T12:00:00Z"},"server":{"name":"notes","version":"1"}}'`, nil, "not a signed approval", time.Time{}},
+		{"answers an incomplete approval", `cat >/dev/null; echo '{"approval":{"method":"key"},"server":{"name":"notes","version":"1"}}'`, nil, `member "identity" is missing`, time.Time{}},
 		{"answers too much", `cat >/dev/null; head -c 200000 /dev/zero`, nil, "larger than", time.Time{}},
 		{"fails silently", `cat >/dev/null; exit 3`, nil, "said nothing", time.Time{}},
 		{"hangs", `cat >/dev/null; sleep 30`, func() (context.Context, context.CancelFunc) {
@@ -78,7 +80,7 @@ func TestCommandVerifier(t *testing.T) {
 			}
 			defer cancel()
 			start := time.Now()
-			a, err := CommandVerifier([]string{sh, "-c", tc.script, "verifier", got})(ctx, snap)
+			a, err := CommandVerifier([]string{sh, "-c", tc.script, "verifier", got}, "")(ctx, snap)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v, want %q", err, tc.wantErr)
@@ -91,7 +93,7 @@ func TestCommandVerifier(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a.Approval.Method != pin.MethodKey || a.Approval.Identity != "sha256:00" || a.Approval.BundleDigest != "sha256:11" ||
+			if a.Approval.Method != evidence.MethodKey || a.Approval.Identity != "sha256:00" || a.Approval.BundleDigest != "sha256:11" ||
 				a.Server != (digest.ServerInfo{Name: "notes", Version: "2.0.0"}) || !a.SignedAt.Equal(tc.signedAt) {
 				t.Errorf("answer %+v", a)
 			}
@@ -109,7 +111,7 @@ func TestCommandVerifier(t *testing.T) {
 		})
 	}
 	t.Run("no such command", func(t *testing.T) {
-		_, err := CommandVerifier([]string{filepath.Join(dir, "missing")})(context.Background(), snap)
+		_, err := CommandVerifier([]string{filepath.Join(dir, "missing")}, "")(context.Background(), snap)
 		if err == nil || !strings.Contains(err.Error(), "starting the verifier") {
 			t.Fatalf("err %v", err)
 		}
@@ -169,18 +171,21 @@ func TestCommandVerifierAdvertised(t *testing.T) {
 	}
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "rec")
+	const advertisedArg = "--handed-over"
 	const approval = `{"approval":{"method":"key","identity":"sha256:00","issuer":"","bundleDigest":"sha256:11","approvedAt":"0001-01-01T00:00:00Z"},"server":{"name":"notes","version":"2.0.0"}}`
 	// Records its last argument and the file it names, if any.
 	script := `cat >/dev/null; last=""; for a in "$@"; do last="$a"; done; printf '%s\n' "$last" > "$1"; ` +
-		`case "$last" in ` + AdvertisedFlag + `=*) cat "${last#*=}" >> "$1";; esac; echo '` + approval + `'`
+		`case "$last" in ` + advertisedArg + `=*) cat "${last#*=}" >> "$1";; esac; echo '` + approval + `'`
 	const adv = `{"dev.mcpsign/attestation":{"bundle":{"k":1}}}`
 	for _, tt := range []struct {
 		name       string
 		advertised []byte
+		arg        string
 		want       string // the recorded last argument's prefix, and the file
 	}{
-		{"advertised", []byte(adv), AdvertisedFlag + "="},
-		{"none", nil, "x"},
+		{"advertised", []byte(adv), advertisedArg, advertisedArg + "="},
+		{"none", nil, advertisedArg, "x"},
+		{"advertised, no argument to hand it over", []byte(adv), "", "x"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			snap, err := digest.ParseSnapshot([]byte(`{"tools":[]}`))
@@ -188,7 +193,7 @@ func TestCommandVerifierAdvertised(t *testing.T) {
 				t.Fatal(err)
 			}
 			snap.Advertised = tt.advertised
-			if _, err := CommandVerifier([]string{sh, "-c", script, "sh", rec, "x"})(context.Background(), snap); err != nil {
+			if _, err := CommandVerifier([]string{sh, "-c", script, "sh", rec, "x"}, tt.arg)(context.Background(), snap); err != nil {
 				t.Fatal(err)
 			}
 			data, err := os.ReadFile(rec)
@@ -199,13 +204,16 @@ func TestCommandVerifierAdvertised(t *testing.T) {
 			if !strings.HasPrefix(first, tt.want) {
 				t.Fatalf("last argument %q, want %q", first, tt.want)
 			}
-			if tt.advertised == nil {
+			if tt.advertised == nil || tt.arg == "" {
+				if rest != "" {
+					t.Errorf("a file was handed over: %q", rest)
+				}
 				return
 			}
 			if rest != adv {
 				t.Errorf("the file held %q, want %q", rest, adv)
 			}
-			if _, err := os.Stat(strings.TrimPrefix(first, AdvertisedFlag+"=")); err == nil {
+			if _, err := os.Stat(strings.TrimPrefix(first, advertisedArg+"=")); err == nil {
 				t.Error("the file was not removed")
 			}
 		})

@@ -99,7 +99,7 @@ func TestKeylessUpdateByAnotherIdentityBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.Approval.Method != pin.MethodSigstore || first.Approval.Identity != "release@example.com" ||
+	if first.Approval.Method != verify.MethodSigstore || first.Approval.Identity != "release@example.com" ||
 		first.Approval.Issuer != env.OIDCIssuer || first.Approval.Tlog == nil {
 		t.Fatalf("approval %+v", first.Approval)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
@@ -241,7 +242,7 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 				held = manualLock(t, "notes 2.0.0", e.lock)
 			}
 			if !tc.heldAt.IsZero() {
-				held.Approval.Tlog = &pin.TlogEntry{LogIndex: 7, LogID: "0a", IntegratedTime: tc.heldAt.Unix()}
+				held.Approval.Tlog = &evidence.Tlog{LogIndex: 7, LogID: "0a", IntegratedTime: new(time.Unix(tc.heldAt.Unix(), 0).UTC())}
 			}
 			writeLock(t, held, e.lock)
 			if tc.signs != "notes 2.0.0" {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 	"sync"
 	"time"
 
@@ -132,12 +131,12 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 	rep := p.cur.Check(snap)
 	rep.Lock = p.path
 	if !rep.Failed(pin.FailOnDrift) {
-		d := &Decision{Allow: true, Summary: "definitions match the lock " + p.path + " (" + counts(snap) + ")"}
+		d := &Decision{Allow: true, Summary: "definitions match the lock " + p.path + " (" + snap.CountText() + ")"}
 		if rep.Has(pin.RuleClientCapabilitiesDiffer) {
 			// Not drift, but worth a person's eyes: the client announces
 			// other capabilities than the lock was written under, and some
 			// locked definitions may be absent for it.
-			d.Summary = "definitions match the lock " + p.path + " for this client's capabilities, which differ from the lock's (" + counts(snap) + ")"
+			d.Summary = "definitions match the lock " + p.path + " for this client's capabilities, which differ from the lock's (" + snap.CountText() + ")"
 			d.Report = reportText(rep)
 		}
 		return d, nil
@@ -214,7 +213,7 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 	return &Decision{
 		Allow:   true,
 		Updated: true,
-		Summary: fmt.Sprintf("signed update by %s: the lock %s was rolled forward (%s)", describeSigner(v.Approval), p.path, counts(snap)),
+		Summary: fmt.Sprintf("signed update by %s: the lock %s was rolled forward (%s)", describeSigner(v.Approval), p.path, snap.CountText()),
 		Report:  reportText(rep),
 	}, nil
 }
@@ -229,7 +228,7 @@ func (p *LockPolicy) adopt(ctx context.Context, rep *pin.Report, disk *pin.Lock,
 	if err := pin.SameSigner(held.Approval, disk.Approval); err != nil {
 		return p.refuseChanged(rep, fmt.Sprintf("it is approved by %s, the lock in force by %s: not the same signer", describeApproval(disk.Approval), describeApproval(held.Approval)))
 	}
-	if !held.Approval.Method.Signed() {
+	if !held.Approval.Method.Valid() {
 		// A manual approval names a person, but anything that can write
 		// the file can write that name: it is never adopted from disk.
 		return p.refuseChanged(rep, fmt.Sprintf("the lock in force is %s: nothing can vouch for a %s lock another process wrote (restart the proxy to enforce the lock on disk)", describeApproval(held.Approval), held.Approval.Method))
@@ -256,7 +255,7 @@ func (p *LockPolicy) adopt(ctx context.Context, rep *pin.Report, disk *pin.Lock,
 	return &Decision{
 		Allow:   true,
 		Updated: true,
-		Summary: fmt.Sprintf("the lock %s was updated by another process; its approval by %s verified again, and the definitions match it (%s)", p.path, describeSigner(v.Approval), counts(snap)),
+		Summary: fmt.Sprintf("the lock %s was updated by another process; its approval by %s verified again, and the definitions match it (%s)", p.path, describeSigner(v.Approval), snap.CountText()),
 	}
 }
 
@@ -269,7 +268,7 @@ func (p *LockPolicy) verify(ctx context.Context, snap *digest.Snapshot) (pin.Ver
 	if v.Server.Name == "" {
 		return pin.Verified{}, errors.New("the verifier did not say which server the bundle signs")
 	}
-	if !v.Approval.Method.Signed() {
+	if !v.Approval.Method.Valid() {
 		return pin.Verified{}, fmt.Errorf("the verifier's approval is not signed: method %q", v.Approval.Method)
 	}
 	return v, nil
@@ -297,7 +296,7 @@ func sameEvidence(l *pin.Lock, v *pin.Verified) string {
 		return fmt.Sprintf("it records the signer %s, the bundle is signed by %s", describeSigner(a), describeSigner(b))
 	case a.BundleDigest != b.BundleDigest:
 		return fmt.Sprintf("it records the bundle %s, the bundle verified is %s", a.BundleDigest, b.BundleDigest)
-	case (a.Tlog == nil) != (b.Tlog == nil) || (a.Tlog != nil && *a.Tlog != *b.Tlog):
+	case (a.Tlog == nil) != (b.Tlog == nil) || (a.Tlog != nil && !a.Tlog.Equal(*b.Tlog)):
 		return "the transparency log entry it records is not the bundle's"
 	case l.Server != v.Server:
 		return fmt.Sprintf("it records the server %q %q, the bundle signs %q %q", l.Server.Name, l.Server.Version, v.Server.Name, v.Server.Version)
@@ -365,7 +364,7 @@ func (p *LockPolicy) firstUse(ctx context.Context, snap *digest.Snapshot) (*Deci
 		return nil, nil
 	}
 	p.hold(l, signedAt)
-	return &Decision{Allow: true, Updated: true, Summary: "wrote the lock " + p.path + ": " + how + " (" + counts(snap) + ")"}, nil
+	return &Decision{Allow: true, Updated: true, Summary: "wrote the lock " + p.path + ": " + how + " (" + snap.CountText() + ")"}, nil
 }
 
 // verifyError marks a failed verification in firstUse.
@@ -433,20 +432,4 @@ func describeApproval(a pin.Approval) string {
 		return "tofu (trusted on first use: nobody signed it)"
 	}
 	return describeSigner(a)
-}
-
-func counts(s *digest.Snapshot) string {
-	parts := []string{
-		plural(len(s.Tools), "tool"),
-		plural(len(s.Prompts), "prompt"),
-		plural(len(s.ResourceTemplates), "resource template"),
-	}
-	return strings.Join(parts, ", ")
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprint(n) + " " + what + "s"
 }

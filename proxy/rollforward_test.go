@@ -109,7 +109,7 @@ func TestSignedFirstUseAndRollForward(t *testing.T) {
 		t.Fatal(err)
 	}
 	aliceID, _ := verify.KeyID(alice.key.Public())
-	if first.Approval.Method != pin.MethodKey || first.Approval.Identity != aliceID || first.Approval.BundleDigest == "" {
+	if first.Approval.Method != verify.MethodKey || first.Approval.Identity != aliceID || first.Approval.BundleDigest == "" {
 		t.Fatalf("first approval %+v", first.Approval)
 	}
 

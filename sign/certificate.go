@@ -3,12 +3,13 @@ package sign
 import (
 	"crypto"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
+
+	"github.com/mcpsign/mcpsign/trustroot"
 )
 
 // MaxChainCertificates bounds the certificates of a chain file.
@@ -17,12 +18,25 @@ const MaxChainCertificates = 10
 // ErrCertificate is wrapped by every refusal of a certificate for signing.
 var ErrCertificate = errors.New("certificate refused for signing")
 
+// Refusals of a chain a caller may want to tell apart (the Cause of a
+// *CertificateError).
+var (
+	// ErrChainOrder: a certificate of the chain did not issue the one
+	// before it (the chain is not the issuing intermediates in order).
+	ErrChainOrder = errors.New("the chain is not in issuing order")
+	// ErrNoRootCA: the chain does not end with a root, and no root given
+	// issued its last certificate.
+	ErrNoRootCA = errors.New("no root CA certificate")
+)
+
 // CertificateError says why a certificate cannot sign, and what to do.
 type CertificateError struct {
 	// Reason is what is wrong, e.g. "expired on 2024-01-01T00:00:00Z".
 	Reason string
 	// Hint says what to do.
 	Hint string
+	// Cause is ErrChainOrder, ErrNoRootCA or nil.
+	Cause error
 }
 
 func (e *CertificateError) Error() string {
@@ -32,36 +46,28 @@ func (e *CertificateError) Error() string {
 	return fmt.Sprintf("%v: %s; %s", ErrCertificate, e.Reason, e.Hint)
 }
 
-// Unwrap makes errors.Is(err, ErrCertificate) hold.
-func (e *CertificateError) Unwrap() error { return ErrCertificate }
+// Unwrap makes errors.Is(err, ErrCertificate) hold, and errors.Is(err,
+// e.Cause) when there is one.
+func (e *CertificateError) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{ErrCertificate}
+	}
+	return []error{ErrCertificate, e.Cause}
+}
 
-// ParseCertificates reads PEM certificates (at most MaxChainCertificates);
-// anything that is not a CERTIFICATE block is refused.
+// ParseCertificates reads PEM certificates (at most MaxChainCertificates)
+// as trustroot.ParseCertificatesPEM does: anything that is not a
+// CERTIFICATE block is refused, and so are trailing bytes.
 func ParseCertificates(data []byte) ([]*x509.Certificate, error) {
 	if len(data) > MaxKeyFileBytes {
 		return nil, fmt.Errorf("certificate file of %d bytes is larger than %d", len(data), MaxKeyFileBytes)
 	}
-	var out []*x509.Certificate
-	for {
-		var block *pem.Block
-		block, data = pem.Decode(data)
-		if block == nil {
-			break
-		}
-		if block.Type != "CERTIFICATE" {
-			return nil, fmt.Errorf("PEM block %q where a CERTIFICATE was expected", block.Type)
-		}
-		if len(out) == MaxChainCertificates {
-			return nil, fmt.Errorf("more than %d certificates", MaxChainCertificates)
-		}
-		c, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("certificate #%d: %w", len(out)+1, err)
-		}
-		out = append(out, c)
+	out, err := trustroot.ParseCertificatesPEM(data)
+	if err != nil {
+		return nil, err
 	}
-	if len(out) == 0 {
-		return nil, errors.New("no PEM certificate found")
+	if len(out) > MaxChainCertificates {
+		return nil, fmt.Errorf("%d certificates, more than %d", len(out), MaxChainCertificates)
 	}
 	return out, nil
 }
@@ -125,7 +131,8 @@ func CheckChain(leaf *x509.Certificate, chain []*x509.Certificate, now time.Time
 		if err := child.CheckSignatureFrom(c); err != nil {
 			return &CertificateError{
 				Reason: fmt.Sprintf("chain certificate #%d (%s) did not issue %s: %v", i+1, c.Subject, child.Subject, err),
-				Hint:   "give --certificate-chain as the issuing intermediates in order, then the root",
+				Hint:   "give the chain as the issuing intermediates in order, then the root",
+				Cause:  ErrChainOrder,
 			}
 		}
 		if now.Before(c.NotBefore) || now.After(c.NotAfter) {

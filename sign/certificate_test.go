@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpsign/mcpsign/verify"
 )
 
 func TestNewCertificateSigner(t *testing.T) {
@@ -22,6 +24,7 @@ func TestNewCertificateSigner(t *testing.T) {
 		chain []*x509.Certificate
 		roots []*x509.Certificate
 		msg   string // "" = accepted
+		cause error  // the refusal's Cause, if any
 	}{
 		{name: "code signing leaf, full chain", leaf: pki.leaf(t, key.Public(), codeSigningLeaf()), chain: full},
 		{name: "no EKU extension", leaf: pki.leaf(t, key.Public(), with(func(o *leafOpts) { o.extKeyUsage = nil })), chain: full},
@@ -44,11 +47,11 @@ func TestNewCertificateSigner(t *testing.T) {
 		})), chain: full, msg: "serverAuth"},
 		{name: "CA leaf", leaf: pki.leaf(t, key.Public(), with(func(o *leafOpts) { o.isCA = true })), chain: full, msg: "CA certificate"},
 		{name: "chain in the wrong order", leaf: pki.leaf(t, key.Public(), codeSigningLeaf()),
-			chain: []*x509.Certificate{pki.root, pki.inter}, msg: "did not issue"},
+			chain: []*x509.Certificate{pki.root, pki.inter}, msg: "did not issue", cause: ErrChainOrder},
 		{name: "no root anywhere", leaf: pki.leaf(t, key.Public(), codeSigningLeaf()),
-			chain: []*x509.Certificate{pki.inter}, msg: "no root CA certificate"},
+			chain: []*x509.Certificate{pki.inter}, msg: "no root CA certificate", cause: ErrNoRootCA},
 		{name: "unrelated root", leaf: pki.leaf(t, key.Public(), codeSigningLeaf()),
-			chain: []*x509.Certificate{pki.inter}, roots: []*x509.Certificate{newTestPKI(t).root}, msg: "no root CA certificate"},
+			chain: []*x509.Certificate{pki.inter}, roots: []*x509.Certificate{newTestPKI(t).root}, msg: "no root CA certificate", cause: ErrNoRootCA},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,13 +60,19 @@ func TestNewCertificateSigner(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if s.Leaf() != tt.leaf || s.root == nil || s.Method() != MethodCertificate {
+				if s.Leaf() != tt.leaf || s.root == nil || s.Method() != verify.MethodCertificate {
 					t.Errorf("signer %+v", s)
 				}
 				return
 			}
 			if !errors.Is(err, ErrCertificate) || !strings.Contains(err.Error(), tt.msg) {
 				t.Fatalf("want a refusal saying %q, got %v", tt.msg, err)
+			}
+			if tt.cause != nil && !errors.Is(err, tt.cause) {
+				t.Errorf("%v is not %v", err, tt.cause)
+			}
+			if strings.Contains(err.Error(), "--") {
+				t.Errorf("a library error names a flag: %v", err)
 			}
 		})
 	}
@@ -90,15 +99,25 @@ func TestParseCertificates(t *testing.T) {
 		t.Error("an intermediate taken for a root")
 	}
 	many := pemOf(pki.root, pki.root, pki.root, pki.root, pki.root, pki.root, pki.root, pki.root, pki.root, pki.root, pki.root)
-	for name, in := range map[string][]byte{
-		"none":        []byte("hello"),
-		"private key": pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte{1}}),
-		"garbage DER": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte{1, 2, 3}}),
-		"too many":    many,
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"none", []byte("hello"), "no PEM CERTIFICATE block"},
+		{"private key", pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte{1}}), `PEM block 1 is "PRIVATE KEY", want CERTIFICATE`},
+		{"garbage DER", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte{1, 2, 3}}), "certificates: "},
+		{"trailing bytes", append(pemOf(pki.inter), "trailing"...), "unexpected data after certificate 1"},
+		{"too many", many, "11 certificates, more than 10"},
+		{"too large", make([]byte, MaxKeyFileBytes+1), "larger than"},
 	} {
-		if _, err := ParseCertificates(in); err == nil {
-			t.Errorf("%s: accepted", name)
+		if _, err := ParseCertificates(tc.in); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
 		}
+	}
+	trusted := pem.EncodeToMemory(&pem.Block{Type: "TRUSTED CERTIFICATE", Bytes: pki.inter.Raw})
+	if _, err := ParseCertificates(trusted); err == nil || !strings.Contains(err.Error(), `"TRUSTED CERTIFICATE", want CERTIFICATE`) {
+		t.Errorf("a certificate in a TRUSTED CERTIFICATE block: %v", err)
 	}
 }
 

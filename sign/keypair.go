@@ -5,8 +5,6 @@ import (
 	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
 	"fmt"
 
@@ -14,6 +12,8 @@ import (
 	sigsign "github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/mcpsign/mcpsign/evidence"
 )
 
 // Keypair is a sigstore-go sign.Keypair over a private key the signer holds
@@ -48,13 +48,13 @@ func NewKeypair(signer crypto.Signer) (*Keypair, error) {
 // KeyHint returns the hint that identifies a public key in a bundle's
 // verification material: base64 (standard, padded) of the SHA-256 of its
 // DER SubjectPublicKeyInfo, as sigstore-go writes for its own keys.
+// It is the digest of evidence.KeyDigest, which a KeyID spells in hex.
 func KeyHint(pub crypto.PublicKey) (string, error) {
-	der, err := x509.MarshalPKIXPublicKey(pub)
+	sum, err := evidence.KeyDigest(pub)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrUnsupportedKey, err)
 	}
-	sum := sha256.Sum256(der)
-	return base64.StdEncoding.EncodeToString(sum[:]), nil
+	return base64.StdEncoding.EncodeToString(sum), nil
 }
 
 // GetHashAlgorithm returns the hash of the signing algorithm.

@@ -3,9 +3,7 @@ package sign
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -21,12 +19,14 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	sigsign "github.com/sigstore/sigstore-go/pkg/sign"
-	"github.com/sigstore/sigstore-go/pkg/verify"
+	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/dn"
 	"github.com/mcpsign/mcpsign/trustroot"
+	"github.com/mcpsign/mcpsign/verify"
 )
 
 // BundleMediaType is the media type of the bundles Sign makes.
@@ -46,6 +46,10 @@ var (
 	// ErrConfig: the options cannot make a verifiable bundle (e.g. keyless
 	// signing without a transparency log).
 	ErrConfig = errors.New("signing configuration")
+	// ErrNoTrustedRoot wraps ErrConfig: the signature needs a log entry, a
+	// timestamp or a Fulcio certificate, and no trusted material was given
+	// to verify the new bundle with.
+	ErrNoTrustedRoot = fmt.Errorf("%w: a trusted root is needed to verify the new bundle's certificate, log entry and timestamps", ErrConfig)
 	// ErrSelfCheck: the new bundle did not verify; it is not returned.
 	ErrSelfCheck = errors.New("the new bundle does not verify")
 	// ErrClaimMismatch: the statement's source claims contradict the
@@ -81,9 +85,9 @@ func (e *ServiceError) Error() string {
 			// cannot fetch the first one.
 			return fmt.Sprintf("%s at %s already holds this exact signature: %v; an RSA or Ed25519 key signs the same statement identically, so the bundle made the first time stands (keep it), or sign with an ECDSA key, whose signatures differ every time", e.Service, e.URL, e.Err)
 		}
-		hint += " and the Rekor URL (--signing-config or --rekor-url, and --rekor-version)"
+		hint += " and the Rekor URL and version"
 	case ServiceTSA:
-		hint += " and the timestamp authority URL (--signing-config or --tsa-url)"
+		hint += " and the timestamp authority URL"
 	}
 	return fmt.Sprintf("%s at %s failed: %v; %s", e.Service, e.URL, e.Err, hint)
 }
@@ -128,7 +132,7 @@ type Result struct {
 	// Bundle is the Sigstore bundle JSON, as it should be written.
 	Bundle []byte
 	// Method of the signature.
-	Method Method
+	Method verify.Method
 	// Identity is the verified signer: certificate SAN and OIDC issuer
 	// (sigstore), subject and SANs (certificate), key hint (key).
 	Identity Identity
@@ -167,13 +171,12 @@ type Identity struct {
 	Source *attest.Source
 }
 
-// TlogEntry is a transparency log entry of the bundle.
+// TlogEntry is a transparency log entry of the bundle: the entry as
+// verification reports it (index, hex log ID, integrated time, nil for
+// Rekor v2), its kind and whether it has an inclusion proof.
 type TlogEntry struct {
-	LogIndex int64
-	LogID    string // hex
-	Kind     string // entry kind and version, e.g. "hashedrekord 0.0.2"
-	// IntegratedTime is zero for Rekor v2.
-	IntegratedTime time.Time
+	verify.TlogEvidence
+	Kind           string // entry kind and version, e.g. "hashedrekord 0.0.2"
 	InclusionProof bool
 }
 
@@ -311,7 +314,7 @@ func checkOptions(opts *Options) error {
 		needRoot = true
 	}
 	if needRoot && opts.TrustedMaterial == nil {
-		return fmt.Errorf("%w: a trusted root is needed to verify the new bundle's certificate, log entry and timestamps (pass --trusted-root)", ErrConfig)
+		return ErrNoTrustedRoot
 	}
 	return nil
 }
@@ -343,13 +346,13 @@ func selfCheck(bundleJSON, payload []byte, st *attest.Statement, opts Options) (
 			trusted = append(trusted, trustroot.LogsAndTimestamps(opts.TrustedMaterial))
 		}
 	}
-	var vopts []verify.VerifierOption
+	var vopts []sgverify.VerifierOption
 	nLogs, nTSA := len(opts.TransparencyLogs), len(opts.TimestampAuthorities)
 	if nLogs > 0 {
-		vopts = append(vopts, verify.WithTransparencyLog(nLogs))
+		vopts = append(vopts, sgverify.WithTransparencyLog(nLogs))
 	}
 	if nTSA > 0 {
-		vopts = append(vopts, verify.WithSignedTimestamps(nTSA))
+		vopts = append(vopts, sgverify.WithSignedTimestamps(nTSA))
 	}
 	v1Logs := 0
 	for _, l := range opts.TransparencyLogs {
@@ -357,7 +360,7 @@ func selfCheck(bundleJSON, payload []byte, st *attest.Statement, opts Options) (
 			v1Logs++
 		}
 	}
-	policyOpts := []verify.PolicyOption{verify.WithoutIdentitiesUnsafe()}
+	policyOpts := []sgverify.PolicyOption{sgverify.WithoutIdentitiesUnsafe()}
 	switch s := opts.Signer.(type) {
 	case *KeySigner:
 		km, err := s.trustedKey()
@@ -365,35 +368,35 @@ func selfCheck(bundleJSON, payload []byte, st *attest.Statement, opts Options) (
 			return nil, err
 		}
 		trusted = append(trusted, km)
-		policyOpts = []verify.PolicyOption{verify.WithKey()}
+		policyOpts = []sgverify.PolicyOption{sgverify.WithKey()}
 		if v1Logs > 0 && nTSA == 0 {
-			vopts = append(vopts, verify.WithIntegratedTimestamps(v1Logs))
+			vopts = append(vopts, sgverify.WithIntegratedTimestamps(v1Logs))
 		}
 		if nTSA == 0 && v1Logs == 0 {
-			vopts = append(vopts, verify.WithNoObserverTimestamps())
+			vopts = append(vopts, sgverify.WithNoObserverTimestamps())
 		}
 	case *CertificateSigner:
 		trusted = append(trusted, s.trustedCA())
 		if v1Logs > 0 && nTSA == 0 {
-			vopts = append(vopts, verify.WithIntegratedTimestamps(v1Logs))
+			vopts = append(vopts, sgverify.WithIntegratedTimestamps(v1Logs))
 		}
 		if nTSA == 0 && v1Logs == 0 {
-			vopts = append(vopts, verify.WithCurrentTime())
+			vopts = append(vopts, sgverify.WithCurrentTime())
 		}
 	case *SigstoreSigner:
 		if len(opts.TrustedMaterial.CTLogs()) > 0 {
-			vopts = append(vopts, verify.WithSignedCertificateTimestamps(1))
+			vopts = append(vopts, sgverify.WithSignedCertificateTimestamps(1))
 		}
 		if nTSA == 0 {
-			vopts = append(vopts, verify.WithIntegratedTimestamps(v1Logs))
+			vopts = append(vopts, sgverify.WithIntegratedTimestamps(v1Logs))
 		}
 	}
-	verifier, err := verify.NewVerifier(trusted, vopts...)
+	verifier, err := sgverify.NewVerifier(trusted, vopts...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSelfCheck, err)
 	}
 	first, _ := hex.DecodeString(st.Subject[0].Digest["sha256"])
-	vr, err := verifier.Verify(nb, verify.NewPolicy(verify.WithArtifactDigest("sha256", first), policyOpts...))
+	vr, err := verifier.Verify(nb, sgverify.NewPolicy(sgverify.WithArtifactDigest("sha256", first), policyOpts...))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSelfCheck, err)
 	}
@@ -404,7 +407,7 @@ func selfCheck(bundleJSON, payload []byte, st *attest.Statement, opts Options) (
 	return describe(nb, vr, bundleJSON, opts.Signer)
 }
 
-func describe(nb *bundle.Bundle, vr *verify.VerificationResult, bundleJSON []byte, s Signer) (*Result, error) {
+func describe(nb *bundle.Bundle, vr *sgverify.VerificationResult, bundleJSON []byte, s Signer) (*Result, error) {
 	res := &Result{Bundle: bundleJSON, Method: s.Method()}
 	vc, err := nb.VerificationContent()
 	if err != nil {
@@ -431,9 +434,7 @@ func describe(nb *bundle.Bundle, vr *verify.VerificationResult, bundleJSON []byt
 	}
 	if pk := vc.PublicKey(); pk != nil {
 		res.Identity.KeyHint = string(pk.Hint())
-		if raw, err := base64.StdEncoding.DecodeString(res.Identity.KeyHint); err == nil && len(raw) == sha256.Size {
-			res.Identity.KeyID = "sha256:" + hex.EncodeToString(raw)
-		}
+		res.Identity.KeyID, _ = evidence.KeyIDOfHint(res.Identity.KeyHint)
 	}
 	entries, err := nb.TlogEntries()
 	if err != nil {
@@ -441,13 +442,13 @@ func describe(nb *bundle.Bundle, vr *verify.VerificationResult, bundleJSON []byt
 	}
 	for _, e := range entries {
 		te := TlogEntry{
-			LogIndex:       e.LogIndex(),
-			LogID:          hex.EncodeToString([]byte(e.LogKeyID())),
+			TlogEvidence:   verify.TlogEvidence{LogIndex: e.LogIndex(), LogID: hex.EncodeToString([]byte(e.LogKeyID()))},
 			Kind:           entryKind(e.TransparencyLogEntry()),
 			InclusionProof: e.HasInclusionProof(),
 		}
 		if t := e.IntegratedTime(); !t.IsZero() && t.Unix() > 0 {
-			te.IntegratedTime = t
+			t = t.UTC()
+			te.IntegratedTime = &t
 		}
 		res.TlogEntries = append(res.TlogEntries, te)
 	}

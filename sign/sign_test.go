@@ -15,11 +15,12 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
-	"github.com/sigstore/sigstore-go/pkg/verify"
+	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/verify"
 )
 
 func exampleSnapshot() *digest.Snapshot {
@@ -52,7 +53,7 @@ func examplePayload(t testing.TB) ([]byte, *attest.Statement) {
 // verifyIndependently checks a bundle the way a verifier that knows
 // nothing of this package would: sigstore-go's bundle loader and verifier,
 // each subject digest, and the payload.
-func verifyIndependently(t *testing.T, bundleJSON, payload []byte, tm root.TrustedMaterial, policy verify.PolicyOption, vopts ...verify.VerifierOption) *verify.VerificationResult {
+func verifyIndependently(t *testing.T, bundleJSON, payload []byte, tm root.TrustedMaterial, policy sgverify.PolicyOption, vopts ...sgverify.VerifierOption) *sgverify.VerificationResult {
 	t.Helper()
 	var b bundle.Bundle
 	if err := b.UnmarshalJSON(bundleJSON); err != nil {
@@ -65,7 +66,7 @@ func verifyIndependently(t *testing.T, bundleJSON, payload []byte, tm root.Trust
 	if env == nil || env.PayloadType != "application/vnd.in-toto+json" || string(env.Payload) != string(payload) {
 		t.Fatal("the envelope does not hold the statement")
 	}
-	v, err := verify.NewVerifier(tm, vopts...)
+	v, err := sgverify.NewVerifier(tm, vopts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,15 +74,15 @@ func verifyIndependently(t *testing.T, bundleJSON, payload []byte, tm root.Trust
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res *verify.VerificationResult
+	var res *sgverify.VerificationResult
 	for _, s := range st.Subject {
 		d, _ := hex.DecodeString(s.Digest["sha256"])
-		res, err = v.Verify(&b, verify.NewPolicy(verify.WithArtifactDigest("sha256", d), policy))
+		res, err = v.Verify(&b, sgverify.NewPolicy(sgverify.WithArtifactDigest("sha256", d), policy))
 		if err != nil {
 			t.Fatalf("subject %s: %v", s.Name, err)
 		}
 	}
-	if _, err := v.Verify(&b, verify.NewPolicy(verify.WithArtifactDigest("sha256", make([]byte, 32)), policy)); err == nil {
+	if _, err := v.Verify(&b, sgverify.NewPolicy(sgverify.WithArtifactDigest("sha256", make([]byte, 32)), policy)); err == nil {
 		t.Error("a digest that is no subject verified")
 	}
 	return res
@@ -104,16 +105,16 @@ func TestSignKeyRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			hint, _ := KeyHint(key.Public())
-			if res.Method != MethodKey || res.Identity.KeyHint != hint || len(res.TlogEntries) != 0 || len(res.Timestamps) != 0 {
+			if res.Method != verify.MethodKey || res.Identity.KeyHint != hint || len(res.TlogEntries) != 0 || len(res.Timestamps) != 0 {
 				t.Errorf("result %+v", res)
 			}
-			verifyIndependently(t, res.Bundle, payload, keyMaterial(t, key.Public(), hint), verify.WithKey(), verify.WithNoObserverTimestamps())
+			verifyIndependently(t, res.Bundle, payload, keyMaterial(t, key.Public(), hint), sgverify.WithKey(), sgverify.WithNoObserverTimestamps())
 			// Another key does not verify it.
 			otherKey, _ := GenerateKey(ECDSAP256)
 			var b bundle.Bundle
 			_ = b.UnmarshalJSON(res.Bundle)
-			v, _ := verify.NewVerifier(keyMaterial(t, otherKey.Public(), hint), verify.WithNoObserverTimestamps())
-			if _, err := v.Verify(&b, verify.NewPolicy(verify.WithoutArtifactUnsafe(), verify.WithKey())); err == nil {
+			v, _ := sgverify.NewVerifier(keyMaterial(t, otherKey.Public(), hint), sgverify.WithNoObserverTimestamps())
+			if _, err := v.Verify(&b, sgverify.NewPolicy(sgverify.WithoutArtifactUnsafe(), sgverify.WithKey())); err == nil {
 				t.Error("verified with another key")
 			}
 		})
@@ -167,13 +168,13 @@ func TestSignCertificateRoundTrip(t *testing.T) {
 		if strings.Contains(string(res.Bundle), "x509CertificateChain") {
 			t.Error("chain embedded by default")
 		}
-		verifyIndependently(t, res.Bundle, payload, trusted, verify.WithoutIdentitiesUnsafe(), verify.WithCurrentTime())
+		verifyIndependently(t, res.Bundle, payload, trusted, sgverify.WithoutIdentitiesUnsafe(), sgverify.WithCurrentTime())
 		// Another PKI does not verify it.
 		otherPKI := newTestPKI(t)
 		var b bundle.Bundle
 		_ = b.UnmarshalJSON(res.Bundle)
-		v, _ := verify.NewVerifier(&caMaterial{ca: &root.FulcioCertificateAuthority{Root: otherPKI.root, Intermediates: []*x509.Certificate{otherPKI.inter}}}, verify.WithCurrentTime())
-		if _, err := v.Verify(&b, verify.NewPolicy(verify.WithoutArtifactUnsafe(), verify.WithoutIdentitiesUnsafe())); err == nil {
+		v, _ := sgverify.NewVerifier(&caMaterial{ca: &root.FulcioCertificateAuthority{Root: otherPKI.root, Intermediates: []*x509.Certificate{otherPKI.inter}}}, sgverify.WithCurrentTime())
+		if _, err := v.Verify(&b, sgverify.NewPolicy(sgverify.WithoutArtifactUnsafe(), sgverify.WithoutIdentitiesUnsafe())); err == nil {
 			t.Error("verified against another PKI")
 		}
 	}
@@ -210,7 +211,9 @@ func TestSignRefusals(t *testing.T) {
 		{name: "keyless Rekor v2 without TSA", payload: payload, opts: Options{Signer: keyless, TrustedMaterial: vs,
 			TransparencyLogs: []RekorService{{URL: "http://127.0.0.1:1", Version: 2}}}, want: ErrConfig},
 		{name: "keyless without trusted root", payload: payload, opts: Options{Signer: keyless,
-			TransparencyLogs: []RekorService{{URL: "http://127.0.0.1:1", Version: 1}}}, want: ErrConfig},
+			TransparencyLogs: []RekorService{{URL: "http://127.0.0.1:1", Version: 1}}}, want: ErrNoTrustedRoot},
+		{name: "key with a TSA, without trusted root", payload: payload, opts: Options{Signer: ecSigner,
+			TimestampAuthorities: []string{"http://127.0.0.1:1/api/v1/timestamp"}}, want: ErrNoTrustedRoot},
 		{name: "Ed25519 to Rekor v2", payload: payload, opts: Options{Signer: edSigner, TrustedMaterial: vs,
 			TransparencyLogs: []RekorService{{URL: "http://127.0.0.1:1", Version: 2}}}, want: ErrConfig},
 		{name: "Rekor v3", payload: payload, opts: Options{Signer: ecSigner, TrustedMaterial: vs,
@@ -234,6 +237,9 @@ func TestSignRefusals(t *testing.T) {
 			}
 			if tt.want != nil && !errors.Is(err, tt.want) {
 				t.Fatalf("want %v, got %v", tt.want, err)
+			}
+			if strings.Contains(err.Error(), "--") {
+				t.Errorf("a library error names a flag: %v", err)
 			}
 			if tt.service != "" {
 				var se *ServiceError

@@ -11,22 +11,15 @@ import (
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore/pkg/signature"
-)
 
-// Method is a signing method.
-type Method string
-
-// The signing methods.
-const (
-	MethodSigstore    Method = "sigstore"
-	MethodKey         Method = "key"
-	MethodCertificate Method = "certificate"
+	"github.com/mcpsign/mcpsign/verify"
 )
 
 // Signer is one of KeySigner, CertificateSigner and SigstoreSigner.
 type Signer interface {
-	// Method names the signing method.
-	Method() Method
+	// Method names the signing method: the verification method that
+	// checks its bundles.
+	Method() verify.Method
 	isSigner()
 }
 
@@ -45,9 +38,9 @@ func NewKeySigner(key crypto.Signer) (*KeySigner, error) {
 	return &KeySigner{keypair: kp}, nil
 }
 
-// Method returns MethodKey.
-func (*KeySigner) Method() Method { return MethodKey }
-func (*KeySigner) isSigner()      {}
+// Method returns verify.MethodKey.
+func (*KeySigner) Method() verify.Method { return verify.MethodKey }
+func (*KeySigner) isSigner()             {}
 
 // PublicKey returns the signer's public key.
 func (s *KeySigner) PublicKey() crypto.PublicKey { return s.keypair.GetPublicKey() }
@@ -115,7 +108,8 @@ func NewCertificateSigner(key crypto.Signer, leaf *x509.Certificate, chain, root
 		if rootCert == nil {
 			return nil, &CertificateError{
 				Reason: "no root CA certificate to check the chain against",
-				Hint:   "end --certificate-chain with the root certificate, or pass it with --ca-roots",
+				Hint:   "end the chain with the root certificate, or give it among the trusted roots",
+				Cause:  ErrNoRootCA,
 			}
 		}
 	}
@@ -125,9 +119,9 @@ func NewCertificateSigner(key crypto.Signer, leaf *x509.Certificate, chain, root
 	return &CertificateSigner{keypair: kp, leaf: leaf, intermediates: inter, root: rootCert}, nil
 }
 
-// Method returns MethodCertificate.
-func (*CertificateSigner) Method() Method { return MethodCertificate }
-func (*CertificateSigner) isSigner()      {}
+// Method returns verify.MethodCertificate.
+func (*CertificateSigner) Method() verify.Method { return verify.MethodCertificate }
+func (*CertificateSigner) isSigner()             {}
 
 // Leaf returns the signing certificate.
 func (s *CertificateSigner) Leaf() *x509.Certificate { return s.leaf }
@@ -165,9 +159,9 @@ func NewSigstoreSigner(token *Token, fulcioURL string) (*SigstoreSigner, error) 
 	return &SigstoreSigner{token: token, fulcioURL: fulcioURL}, nil
 }
 
-// Method returns MethodSigstore.
-func (*SigstoreSigner) Method() Method { return MethodSigstore }
-func (*SigstoreSigner) isSigner()      {}
+// Method returns verify.MethodSigstore.
+func (*SigstoreSigner) Method() verify.Method { return verify.MethodSigstore }
+func (*SigstoreSigner) isSigner()             {}
 
 // Token returns the identity token the signer uses.
 func (s *SigstoreSigner) Token() *Token { return s.token }

@@ -45,8 +45,8 @@ type TokenSource string
 
 // The sources IDToken tries, in this order.
 const (
-	TokenFromFlag          TokenSource = "--identity-token"
-	TokenFromFile          TokenSource = "--identity-token file"
+	TokenFromFlag          TokenSource = "the token given"
+	TokenFromFile          TokenSource = "the token file given"
 	TokenFromEnv           TokenSource = EnvIDToken
 	TokenFromGitHubActions TokenSource = "GitHub Actions"
 	TokenFromBrowser       TokenSource = "browser login"
@@ -140,7 +140,7 @@ func IDToken(ctx context.Context, opts TokenOptions) (*Token, error) {
 		src = TokenFromBrowser
 		raw, err = browserToken(opts)
 	default:
-		return nil, fmt.Errorf("%w: pass --identity-token (a token or a file), set %s, run in GitHub Actions with 'permissions: id-token: write', or run at a terminal to log in with a browser", ErrNoToken, EnvIDToken)
+		return nil, fmt.Errorf("%w: give a token (or a file holding one), set %s, run in GitHub Actions with 'permissions: id-token: write', or run at a terminal to log in with a browser", ErrNoToken, EnvIDToken)
 	}
 	if err != nil {
 		return nil, err
@@ -166,7 +166,7 @@ func tokenFromFlag(v string) (string, TokenSource, error) {
 	if fi, err := os.Stat(v); err == nil && fi.Mode().IsRegular() {
 		b, err := boundedfile.Read(v, MaxTokenBytes, nil)
 		if err != nil {
-			return "", "", fmt.Errorf("--identity-token file: %w", err)
+			return "", "", fmt.Errorf("the token file given: %w", err)
 		}
 		return strings.TrimSpace(string(b)), TokenFromFile, nil
 	}
@@ -174,7 +174,7 @@ func tokenFromFlag(v string) (string, TokenSource, error) {
 		return v, TokenFromFlag, nil
 	}
 	// The value is not echoed: it may be a mistyped token.
-	return "", "", fmt.Errorf("%w: --identity-token is neither a readable file nor a compact JWT (header.payload.signature)", ErrTokenMalformed)
+	return "", "", fmt.Errorf("%w: the token given is neither a readable file nor a compact JWT (header.payload.signature)", ErrTokenMalformed)
 }
 
 func looksLikeJWT(s string) bool {
@@ -242,7 +242,7 @@ func (t *Token) check(clientID string, now time.Time) error {
 		}
 	}
 	if !ok {
-		return fmt.Errorf("%w: audience %q, Fulcio expects %q; request the token with audience %q (or pass --oidc-client-id if your Fulcio uses another)",
+		return fmt.Errorf("%w: audience %q, Fulcio expects %q; request the token with audience %q (or set the client ID your Fulcio uses, if it uses another)",
 			ErrTokenAudience, strings.Join(t.Audience, ","), clientID, clientID)
 	}
 	if !t.Expiry.IsZero() && !now.Before(t.Expiry) {

@@ -136,7 +136,7 @@ func TestIDTokenSources(t *testing.T) {
 		{name: "flag beats env", opts: TokenOptions{Flag: file}, env: map[string]string{EnvIDToken: fromEnv}, source: TokenFromFile, email: "alice@example.com"},
 		{name: "env", env: map[string]string{EnvIDToken: fromEnv}, source: TokenFromEnv, email: "env@example.com"},
 		{name: "env beats actions", env: map[string]string{EnvIDToken: fromEnv, EnvActionsRequestURL: "http://127.0.0.1:1/x", EnvActionsRequestToken: "t"}, source: TokenFromEnv, email: "env@example.com"},
-		{name: "nothing", want: ErrNoToken, hintWord: "--identity-token"},
+		{name: "nothing", want: ErrNoToken, hintWord: "give a token (or a file holding one)"},
 		{name: "nothing, not interactive", opts: TokenOptions{Interactive: false}, want: ErrNoToken},
 		{name: "interactive without issuer", opts: TokenOptions{Interactive: true}, want: ErrNoToken, hintWord: "OIDC provider"},
 		{name: "wrong audience", opts: TokenOptions{Flag: otherAud}, want: ErrTokenAudience, hintWord: `audience "other", Fulcio expects "sigstore"`},
@@ -157,6 +157,9 @@ func TestIDTokenSources(t *testing.T) {
 				}
 				if !strings.Contains(err.Error(), tt.hintWord) {
 					t.Errorf("%q does not say %q", err, tt.hintWord)
+				}
+				if strings.Contains(err.Error(), "--") {
+					t.Errorf("%q names a flag", err)
 				}
 				for _, secret := range []string{good, otherAud, "hunter2"} {
 					if strings.Contains(err.Error(), secret) {

@@ -3,7 +3,6 @@ package trustroot
 import (
 	"crypto"
 	"crypto/ed25519"
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/sigstore/rekor-tiles/v2/pkg/note"
 	"github.com/sigstore/sigstore-go/pkg/root"
+
+	"github.com/mcpsign/mcpsign/evidence"
 )
 
 // CreateOptions describe the trusted material of a Sigstore deployment, as
@@ -259,12 +260,9 @@ func makeLog(l Log, rekor bool) (*root.TransparencyLog, []string, error) {
 			return nil, nil, fmt.Errorf("log id: %w", err)
 		}
 	} else {
-		der, err := x509.MarshalPKIXPublicKey(pub)
-		if err != nil {
+		if id, err = evidence.KeyDigest(pub); err != nil {
 			return nil, nil, err
 		}
-		sum := sha256.Sum256(der)
-		id = sum[:]
 		if _, ok := pub.(ed25519.PublicKey); ok && rekor {
 			warnings = append(warnings, "an Ed25519 key without an origin: for a Rekor v2 log give the origin, or its log id will not match its entries")
 		}

@@ -47,6 +47,10 @@ var (
 	// TUF cache holds no usable (present, verified, unexpired) metadata or
 	// target: nothing is fetched instead.
 	ErrOffline = errors.New("offline: no usable cached TUF metadata")
+	// ErrNoTUFRoot is returned (wrapped) when a TUF repository has no
+	// root to start from: none embedded for its mirror, none cached, none
+	// given (Options.TUFRoot).
+	ErrNoTUFRoot = errors.New("no TUF root")
 	// ErrTooLarge is returned (wrapped) for input over its size bound.
 	ErrTooLarge = errors.New("too large")
 	// ErrDuplicateLogID is returned (wrapped) for a trusted root that lists

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/mcpsign/mcpsign/internal/dn"
@@ -26,15 +27,17 @@ const (
 	MaxPEMCertificates = 100
 )
 
-// ParseCertificatesPEM parses every CERTIFICATE block of data, in order. It
-// refuses data with no certificate, a block of another type, trailing
-// non-PEM bytes, more than MaxPEMCertificates certificates or more than
-// MaxPEMBytes.
+// ParseCertificatesPEM parses every CERTIFICATE block of data, in order
+// (the one reader of PEM certificates: sign's chains too). It refuses data
+// with no certificate, a block of another type, trailing non-PEM bytes,
+// more than MaxPEMCertificates certificates or more than MaxPEMBytes.
 func ParseCertificatesPEM(data []byte) ([]*x509.Certificate, error) {
 	if len(data) > MaxPEMBytes {
 		return nil, fmt.Errorf("PEM data is %d bytes, more than %d", len(data), MaxPEMBytes)
 	}
-	var certs []*x509.Certificate
+	// cryptoutils parses any block as a certificate and says little about
+	// what it refuses: the blocks are named and counted first.
+	n := 0
 	rest := data
 	for {
 		var block *pem.Block
@@ -43,22 +46,25 @@ func ParseCertificatesPEM(data []byte) ([]*x509.Certificate, error) {
 			break
 		}
 		if block.Type != "CERTIFICATE" {
-			return nil, fmt.Errorf("PEM block %d is %q, want CERTIFICATE", len(certs)+1, block.Type)
+			return nil, fmt.Errorf("PEM block %d is %q, want CERTIFICATE", n+1, block.Type)
 		}
-		if len(certs) == MaxPEMCertificates {
+		if n == MaxPEMCertificates {
 			return nil, fmt.Errorf("more than %d certificates", MaxPEMCertificates)
 		}
-		c, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("certificate %d: %w", len(certs)+1, err)
-		}
-		certs = append(certs, c)
+		n++
 	}
-	if len(certs) == 0 {
+	if n == 0 {
 		return nil, errors.New("no PEM CERTIFICATE block found")
 	}
 	if len(trimSpace(rest)) > 0 {
-		return nil, fmt.Errorf("unexpected data after certificate %d", len(certs))
+		return nil, fmt.Errorf("unexpected data after certificate %d", n)
+	}
+	certs, err := cryptoutils.UnmarshalCertificatesFromPEMLimited(data, MaxPEMCertificates)
+	if err != nil {
+		return nil, fmt.Errorf("certificates: %w", err)
+	}
+	if len(certs) != n {
+		return nil, fmt.Errorf("%d PEM certificates read as %d", n, len(certs))
 	}
 	return certs, nil
 }

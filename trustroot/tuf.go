@@ -108,7 +108,7 @@ func newTUFClient(ctx context.Context, opts Options, timeout time.Duration) (*tu
 		}
 	}
 	if len(trustRoot) == 0 {
-		return nil, fmt.Errorf("no TUF root for %s: pass its root.json once (mcpsign trustroot fetch --tuf-root)", mirror)
+		return nil, fmt.Errorf("%w for %s: its root.json is needed once, to start from", ErrNoTUFRoot, mirror)
 	}
 
 	o := tuf.DefaultOptions()

@@ -87,6 +87,14 @@ var (
 	ErrIssuerExtensions = errors.New("the certificate's OIDC issuer extensions are inconsistent")
 	// ErrNoSigningTime: no verified time to check the certificate at.
 	ErrNoSigningTime = errors.New("no verified signing time")
+	// ErrNoTimestamp wraps ErrNoSigningTime: a certificate bundle has no
+	// RFC 3161 timestamp and the policy requires no log entry and does not
+	// allow the current time.
+	ErrNoTimestamp = fmt.Errorf("%w: the bundle has no RFC 3161 timestamp", ErrNoSigningTime)
+	// ErrTimestampNoRoot wraps ErrNoSigningTime: a certificate bundle's
+	// RFC 3161 timestamp cannot be checked without a trusted root that
+	// lists its timestamp authority, and none was given.
+	ErrTimestampNoRoot = fmt.Errorf("%w: the bundle's RFC 3161 timestamp needs the trusted root that lists its timestamp authority", ErrNoSigningTime)
 	// ErrLogIndex: the verified log entry's index is beyond MaxLogIndex, or
 	// nothing vouches for it (a Rekor v1 entry without its signed entry
 	// timestamp).

@@ -2,9 +2,6 @@ package verify
 
 import (
 	"crypto"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -15,29 +12,26 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
 
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/dn"
 )
 
-// Method is how the bundle must have been signed.
-type Method string
+// Method is how the bundle must have been signed: the one method type of
+// sign, verify and pin (evidence.Method; Valid reports a known one).
+type Method = evidence.Method
 
 // The signing methods (docs/SIGNING.md).
 const (
 	// MethodSigstore: a Fulcio certificate for an OIDC identity, with SCTs,
 	// a transparency log entry and a verified signing time, all required.
-	MethodSigstore Method = "sigstore"
+	MethodSigstore = evidence.MethodSigstore
 	// MethodKey: a plain public key; the log entry and the timestamp are
 	// what Policy.RequireTlog and Policy.RequireTimestamp say.
-	MethodKey Method = "key"
+	MethodKey = evidence.MethodKey
 	// MethodCertificate: an enterprise x509 certificate chaining to
 	// Trust.CertificateAuthorities at the verified signing time.
-	MethodCertificate Method = "certificate"
+	MethodCertificate = evidence.MethodCertificate
 )
-
-// Valid reports whether m is a known method.
-func (m Method) Valid() bool {
-	return m == MethodSigstore || m == MethodKey || m == MethodCertificate
-}
 
 // Identity names the signer a policy accepts. Empty fields are not checked.
 // Every regular expression is matched against the whole value: mcpsign
@@ -254,15 +248,9 @@ func compileIdentity(m Method, id Identity) (*matcher, error) {
 }
 
 // KeyID returns the identity of a public key as mcpsign reports it:
-// "sha256:" and the hex SHA-256 of its PKIX (SubjectPublicKeyInfo) DER.
-func KeyID(pub crypto.PublicKey) (string, error) {
-	der, err := x509.MarshalPKIXPublicKey(pub)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(der)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
-}
+// "sha256:" and the hex SHA-256 of its PKIX (SubjectPublicKeyInfo) DER
+// (evidence.KeyID, the one computation of it).
+func KeyID(pub crypto.PublicKey) (string, error) { return evidence.KeyID(pub) }
 
 // validDNSName reports whether s is a host name as a dNSName SAN holds one:
 // dot-separated labels of ASCII letters, digits and hyphens (not first or

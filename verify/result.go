@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/evidence"
 )
 
 // Result is what a verification established. Fields are filled step by
@@ -74,15 +75,9 @@ type Result struct {
 	Sigstore *sgverify.VerificationResult
 }
 
-// TlogEvidence identifies the transparency log entry of a bundle.
-type TlogEvidence struct {
-	LogIndex int64 `json:"logIndex"`
-	// LogID is the hex log ID (key ID) of the log.
-	LogID string `json:"logId"`
-	// IntegratedTime is the entry's integrated time, when a signed entry
-	// timestamp vouches for it (Rekor v1); Rekor v2 has none.
-	IntegratedTime *time.Time `json:"integratedTime,omitempty"`
-}
+// TlogEvidence identifies the transparency log entry of a bundle: the one
+// tlog evidence type of sign, verify and pin (evidence.Tlog).
+type TlogEvidence = evidence.Tlog
 
 // Counts returns the number of definition rows (instructions included) by
 // status.

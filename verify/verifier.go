@@ -319,12 +319,12 @@ func (v *Verifier) verifySigstore(ctx context.Context, bundleJSON []byte, ap sgv
 		}
 	} else if v.policy.Method == MethodCertificate && !v.policy.RequireTlog && !v.policy.RequireTimestamp {
 		if ts, err := b.Timestamps(); err == nil && len(ts) == 0 {
-			return res, nil, &StepError{Step: StepTime, Err: fmt.Errorf("%w: the bundle has no RFC 3161 timestamp; require a log entry (--require-tlog), or allow checking the certificate at the current time (--allow-current-time)", ErrNoSigningTime)}
+			return res, nil, &StepError{Step: StepTime, Err: fmt.Errorf("%w; require a log entry, or allow checking the certificate at the current time", ErrNoTimestamp)}
 		}
 	}
 	if v.policy.Method == MethodCertificate && !v.logsAndTSAs {
 		if ts, err := b.Timestamps(); err == nil && len(ts) > 0 {
-			return res, nil, &StepError{Step: StepTime, Err: fmt.Errorf("%w: the bundle's RFC 3161 timestamp needs the trusted root that lists its timestamp authority (--trusted-root)", ErrNoSigningTime)}
+			return res, nil, &StepError{Step: StepTime, Err: ErrTimestampNoRoot}
 		}
 	}
 

@@ -95,6 +95,9 @@ func runStepCases(t *testing.T, cases []stepCase) {
 				if tc.substr != "" && !strings.Contains(err.Error(), tc.substr) {
 					t.Fatalf("want %q in %v", tc.substr, err)
 				}
+				if strings.Contains(err.Error(), " --") {
+					t.Errorf("a library error names a flag: %v", err)
+				}
 			}
 			if tc.check != nil {
 				tc.check(t, res)
@@ -378,8 +381,8 @@ func TestStepsCertificate(t *testing.T) {
 						leaf, {RawBytes: f.pki.inter.Raw}}}}
 			}}), snap
 		}},
-		{name: "no signing time", step: StepTime, is: ErrNoSigningTime, build: build(Policy{}, payload, certOpts{})},
-		{name: "timestamp without the trusted root of its TSA", step: StepTime, is: ErrNoSigningTime, substr: "trusted root",
+		{name: "no signing time", step: StepTime, is: ErrNoTimestamp, build: build(Policy{}, payload, certOpts{})},
+		{name: "timestamp without the trusted root of its TSA", step: StepTime, is: ErrTimestampNoRoot, substr: "trusted root",
 			build: func(t *testing.T) (*Verifier, []byte, *digest.Snapshot) {
 				v := mustVerifier(t, Trust{CertificateAuthorities: f.pki.authorities(t)},
 					Policy{Method: MethodCertificate, Identities: []Identity{{Email: "release@example.com"}}, AllowCurrentTime: true})

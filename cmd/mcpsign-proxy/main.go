@@ -37,7 +37,7 @@ func main() {
 	}
 	var verify proxy.VerifyFunc
 	if len(cfg.VerifyCommand) > 0 {
-		verify = proxy.CommandVerifier(cfg.VerifyCommand)
+		verify = proxy.CommandVerifier(cfg.VerifyCommand, cfg.VerifyAdvertisedArg)
 	}
 	stdin, stdout, restore := proxycmd.PollableStdio()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

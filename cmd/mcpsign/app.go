@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"io"
 	"net/http"
 	"os"
-	"strings"
 
 	"golang.org/x/term"
 
@@ -114,16 +112,6 @@ func run(ctx context.Context, args []string, a *app) int {
 	if errors.As(err, &ce) {
 		code = ce.code
 	}
-	fmt.Fprintf(a.stderr, "mcpsign: %s\n", textsafe.EscapeKeepLayout(withHint(err)))
+	fmt.Fprintf(a.stderr, "mcpsign: %s\n", textsafe.EscapeKeepLayout(withFlagHint(err).Error()))
 	return code
-}
-
-// withHint is the error's text with the flag that fixes it, for the errors
-// of libraries, which name no flags.
-func withHint(err error) string {
-	msg := err.Error()
-	if errors.Is(err, atomicfile.ErrExists) && !strings.Contains(msg, "--force") {
-		msg += " (pass --force to replace it)"
-	}
-	return msg
 }

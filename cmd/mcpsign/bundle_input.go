@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/proxy"
 	"github.com/mcpsign/mcpsign/source"
@@ -122,5 +123,9 @@ func (b *bundleInput) get(ctx context.Context, snap *digest.Snapshot) ([]byte, e
 
 // verifier is the proxy's VerifyFunc of the input.
 func (b *bundleInput) verifier(v *verify.Verifier) proxy.VerifyFunc {
-	return pinbundle.VerifierOf(v, b.get)
+	vf := pinbundle.VerifierOf(v, b.get)
+	return func(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error) {
+		p, err := vf(ctx, snap)
+		return p, withFlagHint(err)
+	}
 }

@@ -127,7 +127,7 @@ func writeDigestText(w io.Writer, snap *digest.Snapshot, r *digest.Result) error
 	if snap.ProtocolVersion != "" {
 		fmt.Fprintf(w, " · protocol %s", textsafe.Escape(snap.ProtocolVersion))
 	}
-	fmt.Fprintf(w, " · %s\n\n", countSummary(r))
+	fmt.Fprintf(w, " · %s\n\n", r.CountText())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tKEY\tDIGEST")
 	for _, d := range r.Definitions {
@@ -155,11 +155,6 @@ func writeDigestText(w io.Writer, snap *digest.Snapshot, r *digest.Result) error
 	}
 	fmt.Fprintf(tw, "instructions\t\t%s\n", ins)
 	return tw.Flush()
-}
-
-// countSummary says how many definitions of each kind there are.
-func countSummary(r *digest.Result) string {
-	return digest.CountText(func(k digest.Kind) int { return r.Counts[k] })
 }
 
 // digestJSON is the stable JSON form of the digest command (docs/JSON.md).

@@ -184,7 +184,7 @@ func TestPinBundleFromServer(t *testing.T) {
 		t.Fatalf("pin: exit %d\n%s%s", code, stdout, stderr)
 	}
 	l, err := pin.Read(lock)
-	if err != nil || l.Approval.Method != pin.MethodKey || l.Approval.BundleDigest != inlineSHA(t, d.honest) {
+	if err != nil || l.Approval.Method != verify.MethodKey || l.Approval.BundleDigest != inlineSHA(t, d.honest) {
 		t.Fatalf("lock %v %+v", err, l.Approval)
 	}
 	lock2 := filepath.Join(t.TempDir(), "l.lock")
@@ -231,7 +231,7 @@ func TestProxyBundleFromServer(t *testing.T) {
 					t.Fatalf("exit %d", code)
 				}
 				l, err := pin.Read(lock)
-				if err != nil || l.Approval.Method != pin.MethodKey || l.Approval.BundleDigest != inlineSHA(t, d.honest) {
+				if err != nil || l.Approval.Method != verify.MethodKey || l.Approval.BundleDigest != inlineSHA(t, d.honest) {
 					t.Fatalf("lock %v %+v", err, l.Approval)
 				}
 				return

@@ -217,7 +217,7 @@ func approvalText(a *pin.Approval) string {
 	switch a.Method {
 	case pin.MethodTOFU:
 		return "tofu (trusted on first use; no signature)"
-	case pin.MethodKey:
+	case verify.MethodKey:
 		return "key " + textsafe.Escape(a.Identity)
 	}
 	s := fmt.Sprintf("%s, signed by %s", a.Method, textsafe.Quote(a.Identity))

@@ -210,7 +210,7 @@ func TestPinKeyBundle(t *testing.T) {
 		t.Fatal(err)
 	}
 	bdata, _ := os.ReadFile(bundle)
-	if l.Approval.Method != pin.MethodKey || !strings.HasPrefix(l.Approval.Identity, "sha256:") || l.Approval.BundleDigest != verify.BundleDigest(bdata) {
+	if l.Approval.Method != verify.MethodKey || !strings.HasPrefix(l.Approval.Identity, "sha256:") || l.Approval.BundleDigest != verify.BundleDigest(bdata) {
 		t.Errorf("approval %+v", l.Approval)
 	}
 	for name, args := range map[string][]string{
@@ -256,7 +256,7 @@ func TestPinKeyless(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := l.Approval
-	if a.Method != pin.MethodSigstore || a.Identity != email || a.Issuer != env.OIDCIssuer || a.Tlog == nil || a.Tlog.LogID == "" {
+	if a.Method != verify.MethodSigstore || a.Identity != email || a.Issuer != env.OIDCIssuer || a.Tlog == nil || a.Tlog.LogID == "" {
 		t.Errorf("approval %+v", a)
 	}
 	// Another identity pins nothing.

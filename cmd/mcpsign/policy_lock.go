@@ -62,7 +62,7 @@ func policyVerifyFunc(r *policy.Resolved, vs []policyVerifier, inputs []*bundleI
 		}
 		tr, err := verifyThreshold(ctx, r, vs, bundles, snap)
 		if err != nil {
-			return pin.Verified{}, err
+			return pin.Verified{}, withFlagHint(err)
 		}
 		return pinbundle.VerifiedOf(tr.First), nil
 	}

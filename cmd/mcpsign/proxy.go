@@ -196,6 +196,7 @@ func handOverProxy(cfg *proxycmd.Config, verifyArgs []string) (bool, error) {
 			return false, nil
 		}
 		cfg.VerifyCommand = append([]string{self, proxyVerifyCommand}, verifyArgs...)
+		cfg.VerifyAdvertisedArg = "--" + serverAdvertisedFlag
 	}
 	return true, proxycmd.Exec(lean, cfg)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/internal/proxycmd"
 	"github.com/mcpsign/mcpsign/internal/sigstack"
@@ -178,7 +179,7 @@ func TestProxyHandOver(t *testing.T) {
 			t.Fatalf("exit %d", code)
 		}
 		l, err := pin.Read(lock)
-		if err != nil || l.Approval.Method != pin.MethodKey || !strings.HasPrefix(l.Approval.BundleDigest, "sha256:") {
+		if err != nil || l.Approval.Method != evidence.MethodKey || !strings.HasPrefix(l.Approval.BundleDigest, "sha256:") {
 			t.Fatalf("lock: %v %+v", err, l)
 		}
 		if !strings.Contains(p.stderr.String(), "signed first use: verified") {
@@ -324,7 +325,7 @@ func TestProxyHandOverKeyless(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a := l.Approval; a.Method != pin.MethodSigstore || a.Identity != email || a.Issuer != env.OIDCIssuer || a.Tlog == nil {
+			if a := l.Approval; a.Method != evidence.MethodSigstore || a.Identity != email || a.Issuer != env.OIDCIssuer || a.Tlog == nil {
 				t.Errorf("approval %+v", a)
 			}
 		})

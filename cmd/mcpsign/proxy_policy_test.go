@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/internal/proxycmd"
 	"github.com/mcpsign/mcpsign/pin"
@@ -44,7 +45,7 @@ func TestPolicyOnPinVerifyPinAndProxy(t *testing.T) {
 	if code, stdout, stderr := runCLI(t, "pin", "--policy", pol, "--name", "notes", "--", server); code != 0 || !strings.Contains(stdout, "pinned") {
 		t.Fatalf("pin --policy: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	if l, err := pin.Read(filepath.Join(dir, "notes.lock")); err != nil || l.Approval.Method != pin.MethodKey {
+	if l, err := pin.Read(filepath.Join(dir, "notes.lock")); err != nil || l.Approval.Method != evidence.MethodKey {
 		t.Fatalf("policy lock: %v", err)
 	}
 	if code, _, stderr := runCLI(t, "pin", "--policy", pol, "--name", "notes", "--lock", "x.lock", "--", server); code != 2 || !strings.Contains(stderr, "--lock and --policy") {
@@ -137,7 +138,7 @@ func TestPolicyOnPinVerifyPinAndProxy(t *testing.T) {
 	if code := s.exit(t); code != 0 {
 		t.Fatalf("first use: exit %d", code)
 	}
-	if l, err := pin.Read(filepath.Join(dir, "notes.lock")); err != nil || l.Approval.Method != pin.MethodKey {
+	if l, err := pin.Read(filepath.Join(dir, "notes.lock")); err != nil || l.Approval.Method != evidence.MethodKey {
 		t.Errorf("first use lock: %v", err)
 	}
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/internal/proxycmd"
 	"github.com/mcpsign/mcpsign/pin"
@@ -175,7 +176,7 @@ func TestProxyCommandSignedFirstUse(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	l, err := pin.Read(lock)
-	if err != nil || l.Approval.Method != pin.MethodKey {
+	if err != nil || l.Approval.Method != evidence.MethodKey {
 		t.Fatalf("lock %v %+v", err, l)
 	}
 

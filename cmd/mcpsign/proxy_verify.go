@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,11 +11,15 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/pin"
-	"github.com/mcpsign/mcpsign/proxy"
 )
 
 // proxyVerifyCommand is the hidden command mcpsign-proxy runs to verify.
 const proxyVerifyCommand = "proxy-verify"
+
+// serverAdvertisedFlag is the flag of proxy-verify by which mcpsign-proxy
+// hands it the server's advertised capabilities (a file;
+// proxycmd.Config.VerifyAdvertisedArg).
+const serverAdvertisedFlag = "server-advertised"
 
 // maxProxyVerifyInput bounds the snapshot read from stdin.
 const maxProxyVerifyInput = 256 << 20
@@ -68,12 +70,9 @@ Exit codes: 0 verified; 1 the bundle does not verify; 2 bad input or flags.`,
 				}
 				verifyFn = bundle.verifier(v)
 			}
-			data, err := io.ReadAll(io.LimitReader(a.stdin, maxProxyVerifyInput+1))
+			data, err := boundedfile.ReadAll(a.stdin, "the definitions on stdin", maxProxyVerifyInput, nil)
 			if err != nil {
-				return fmt.Errorf("reading the definitions: %w", err)
-			}
-			if len(data) > maxProxyVerifyInput {
-				return fmt.Errorf("the definitions are larger than %d bytes", maxProxyVerifyInput)
+				return err
 			}
 			snap, err := digest.ParseSnapshot(data)
 			if err != nil {
@@ -94,6 +93,6 @@ Exit codes: 0 verified; 1 the bundle does not verify; 2 bad input or flags.`,
 		},
 	}
 	addProxyFlags(cmd.Flags(), &po, &f)
-	cmd.Flags().StringVar(&advertised, strings.TrimPrefix(proxy.AdvertisedFlag, "--"), "", "file of the capabilities the server advertised (from mcpsign-proxy)")
+	cmd.Flags().StringVar(&advertised, serverAdvertisedFlag, "", "file of the capabilities the server advertised (from mcpsign-proxy)")
 	return cmd
 }

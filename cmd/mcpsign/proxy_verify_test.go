@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/proxy"
@@ -89,7 +90,7 @@ func TestProxyVerifyAnswer(t *testing.T) {
 			if err := json.Unmarshal(out.Bytes(), &v); err != nil {
 				t.Fatal(err)
 			}
-			if v.Server != (digest.ServerInfo{Name: "notes", Version: "2.0.0"}) || v.Approval.Method != pin.MethodKey ||
+			if v.Server != (digest.ServerInfo{Name: "notes", Version: "2.0.0"}) || v.Approval.Method != evidence.MethodKey ||
 				!strings.HasPrefix(v.Approval.Identity, "sha256:") || !strings.HasPrefix(v.Approval.BundleDigest, "sha256:") {
 				t.Errorf("answer %+v", v)
 			}
@@ -104,14 +105,14 @@ func TestProxyVerifyAnswer(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		v, err := proxy.CommandVerifier(append([]string{fixtures.BuildMcpsign(t)}, verifyArgs("alice")...))(ctx, snap)
+		v, err := proxy.CommandVerifier(append([]string{fixtures.BuildMcpsign(t)}, verifyArgs("alice")...), "--"+serverAdvertisedFlag)(ctx, snap)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v.Server.Name != "notes" || v.Approval.Method != pin.MethodKey || !v.SignedAt.IsZero() {
+		if v.Server.Name != "notes" || v.Approval.Method != evidence.MethodKey || !v.SignedAt.IsZero() {
 			t.Errorf("answer %+v", v)
 		}
-		if _, err := proxy.CommandVerifier(append([]string{fixtures.BuildMcpsign(t)}, verifyArgs("mallory")...))(ctx, snap); err == nil ||
+		if _, err := proxy.CommandVerifier(append([]string{fixtures.BuildMcpsign(t)}, verifyArgs("mallory")...), "--"+serverAdvertisedFlag)(ctx, snap); err == nil ||
 			!strings.Contains(err.Error(), "verification failed") {
 			t.Errorf("another key: %v, want the verifier's reason", err)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/dn"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/sign"
+	"github.com/mcpsign/mcpsign/verify"
 )
 
 // signFlags are the flags every sign method has.
@@ -138,6 +139,10 @@ else from the public-good Sigstore through TUF; the bundle is verified against
 					Flag: kl.IdentityToken, Getenv: a.getenv, ClientID: kl.OIDCClientID,
 					Interactive: a.isTerminal(), Issuer: svc.OIDCIssuer, In: a.stdin, Out: a.stderr,
 				})
+				if err != nil && kl.IdentityToken != "" {
+					// The flag's token is the one tried, and the one at fault.
+					return sign.Options{}, fmt.Errorf("--identity-token: %w", err)
+				}
 				if err != nil {
 					return sign.Options{}, err
 				}
@@ -405,11 +410,11 @@ func writeSignText(w io.Writer, path string, st *attest.Statement, res *sign.Res
 	fmt.Fprintf(tw, "  method\t%s\n", res.Method)
 	id := res.Identity
 	switch res.Method {
-	case sign.MethodSigstore:
+	case verify.MethodSigstore:
 		fmt.Fprintf(tw, "  signer\t%s\n", textsafe.Quote(id.SAN))
 		fmt.Fprintf(tw, "  issuer\t%s\n", textsafe.Quote(id.Issuer))
 		writeSignSource(tw, st.Predicate.Source, id.Source)
-	case sign.MethodCertificate:
+	case verify.MethodCertificate:
 		// DNs in quotes but not re-escaped: the text between the quotes is
 		// what --certificate-subject takes.
 		fmt.Fprintf(tw, "  subject\t\"%s\"\n", dn.Text(id.Subject))
@@ -420,7 +425,7 @@ func writeSignText(w io.Writer, path string, st *attest.Statement, res *sign.Res
 			fmt.Fprintf(tw, "  issued by\t\"%s\"\n", dn.Text(dn.String(c.RawIssuer)))
 			fmt.Fprintf(tw, "  valid until\t%s\n", c.NotAfter.UTC().Format(time.RFC3339))
 		}
-	case sign.MethodKey:
+	case verify.MethodKey:
 		fmt.Fprintf(tw, "  key\t%s\n", textsafe.Escape(id.KeyID))
 	}
 	if len(res.TlogEntries) == 0 {
@@ -463,7 +468,7 @@ func shortID(id string) string {
 type signJSON struct {
 	ReportVersion int             `json:"reportVersion"`
 	Bundle        string          `json:"bundle"`
-	Method        sign.Method     `json:"method"`
+	Method        verify.Method   `json:"method"`
 	Server        json.RawMessage `json:"server"`
 	Subjects      int             `json:"subjects"`
 	Identity      signIdentity    `json:"identity"`
@@ -525,16 +530,15 @@ func writeSignJSON(w io.Writer, path string, st *attest.Statement, res *sign.Res
 		Tlog:     []signTlog{}, Timestamps: []signTimestamp{},
 	}
 	switch res.Method {
-	case sign.MethodKey:
+	case verify.MethodKey:
 		out.Identity = signIdentity{KeyID: res.Identity.KeyID, KeyHint: res.Identity.KeyHint}
-	case sign.MethodCertificate:
+	case verify.MethodCertificate:
 		out.Identity = signIdentity{SAN: res.Identity.SAN, SANs: res.Identity.SANs, Subject: res.Identity.Subject}
 	}
 	for _, e := range res.TlogEntries {
 		t := signTlog{LogIndex: e.LogIndex, LogID: e.LogID, Kind: e.Kind, InclusionProof: e.InclusionProof}
-		if !e.IntegratedTime.IsZero() {
-			it := e.IntegratedTime.UTC()
-			t.IntegratedTime = &it
+		if e.IntegratedTime != nil {
+			t.IntegratedTime = new(e.IntegratedTime.UTC())
 		}
 		out.Tlog = append(out.Tlog, t)
 	}

@@ -51,7 +51,7 @@ evidence), the culprits are listed, and the command exits 1.`,
 			}
 			r := digest.Compute(snap)
 			fmt.Fprintf(a.stderr, "mcpsign: wrote %s: %s %s, %s\n",
-				output, textsafe.Escape(snap.Server.Name), textsafe.Escape(snap.Server.Version), countSummary(r))
+				output, textsafe.Escape(snap.Server.Name), textsafe.Escape(snap.Server.Version), r.CountText())
 			if err := r.Err(); err != nil {
 				return failed(err)
 			}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,15 +10,20 @@ import (
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
 // explainFailure adds to a failed verification what did not match, where
 // sigstore-go's own words do not say it: the bundle's key hint against the
 // given key ("accepted signatures do not match threshold"), and the
-// bundle's log ids against the trusted root's ("0 < 1"). Other errors are
-// returned as they are; the step stays the same.
+// bundle's log ids against the trusted root's ("0 < 1"), and the flags that
+// fix a failure (withFlagHint). Other errors are returned as they are; the
+// step stays the same.
 func explainFailure(verr error, bundleJSON []byte, key crypto.PublicKey, tm root.TrustedMaterial) error {
+	if hinted := withFlagHint(verr); hinted != verr {
+		return hinted
+	}
 	var se *verify.StepError
 	if !errors.As(verr, &se) {
 		return verr
@@ -82,8 +86,8 @@ func explainFailure(verr error, bundleJSON []byte, key crypto.PublicKey, tm root
 // keyIDOfHint spells a bundle's key hint (base64 of the key's SHA-256) as
 // mcpsign names keys, sha256:HEX; a hint of another form is shown quoted.
 func keyIDOfHint(hint string) string {
-	if raw, err := base64.StdEncoding.DecodeString(hint); err == nil && len(raw) == 32 {
-		return "sha256:" + hex.EncodeToString(raw)
+	if id, ok := evidence.KeyIDOfHint(hint); ok {
+		return id
 	}
 	return fmt.Sprintf("%q", hint)
 }

@@ -136,7 +136,7 @@ func TestVerifyKeyCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	keyID, _ := verify.KeyID(pub)
-	if l.Approval.Method != pin.MethodKey || l.Approval.Identity != keyID || l.Approval.BundleDigest == "" || len(l.Definitions) != 3 {
+	if l.Approval.Method != verify.MethodKey || l.Approval.Identity != keyID || l.Approval.BundleDigest == "" || len(l.Definitions) != 3 {
 		t.Errorf("lock approval %+v, %d definitions", l.Approval, len(l.Definitions))
 	}
 	if code, _, stderr := runCLI(t, "verify", "key", snap, "--bundle", bundle, "--key", key, "--write-lock", lock); code != 2 || !strings.Contains(stderr, "--force") {
@@ -261,6 +261,8 @@ func TestVerifyCertificateCommand(t *testing.T) {
 		want string
 	}{
 		{"no signing time", []string{"--bundle", good, "--certificate-email", "release@corp.example"}, 1, "FAILED at step time"},
+		{"no signing time, the flags that fix it", []string{"--bundle", good, "--certificate-email", "release@corp.example"}, 1, "--require-tlog requires a log entry, --allow-current-time allows the current time"},
+		{"no signing time, JSON", []string{"--bundle", good, "--certificate-email", "release@corp.example", "--format", "json"}, 1, "--allow-current-time allows the current time"},
 		{"serverAuth leaf", []string{"--bundle", server, "--certificate-email", "release@corp.example", "--allow-current-time"}, 1, "FAILED at step chain"},
 		{"wrong e-mail", []string{"--bundle", good, "--certificate-email", "evil@corp.example", "--allow-current-time"}, 1, "FAILED at step identity"},
 		{"unanchored e-mail regexp", []string{"--bundle", good, "--certificate-identity-regexp", "lease@corp", "--allow-current-time"}, 1, "FAILED at step identity"},
@@ -330,7 +332,7 @@ func TestVerifyKeylessCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Approval.Method != pin.MethodSigstore || l.Approval.Identity != "release@example.com" || l.Approval.Issuer != env.OIDCIssuer || l.Approval.Tlog == nil {
+	if l.Approval.Method != verify.MethodSigstore || l.Approval.Identity != "release@example.com" || l.Approval.Issuer != env.OIDCIssuer || l.Approval.Tlog == nil {
 		t.Errorf("approval %+v", l.Approval)
 	}
 	code, out, _ = runCLI(t, "verify", snap, "--bundle", bundle, "--certificate-identity-regexp", "example.com",

@@ -164,9 +164,8 @@ func (d *demo) run() error {
 		return err
 	}
 	d.cmd("mcpsign snapshot -o server.snapshot.json -- %s", d.display)
-	d.printf("   %s %s serves %d tools, %d prompts, %d resource template and instructions:\n",
-		textsafe.Escape(snap.Server.Name), textsafe.Escape(snap.Server.Version),
-		res.Counts[digest.KindTool], res.Counts[digest.KindPrompt], res.Counts[digest.KindResourceTemplate])
+	d.printf("   %s %s serves %s and instructions:\n",
+		textsafe.Escape(snap.Server.Name), textsafe.Escape(snap.Server.Version), res.CountText())
 	d.printf("     tools: %s\n", strings.Join(keys(res, digest.KindTool), ", "))
 	d.printf("   Each definition gets a digest (SHA-256 of its RFC 8785 form), e.g.\n")
 	if def, ok := res.Lookup(digest.KindTool, "search_notes"); ok {

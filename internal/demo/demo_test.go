@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/pin"
 )
@@ -19,7 +20,7 @@ func TestRun(t *testing.T) {
 	if err := Run(context.Background(), Options{Out: &out, Server: []string{fixtures.BuildExampleServer(t)}, Dir: dir}); err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"✓ verified", "✓ signed first use", "✓ allowed", "pin-tool-added", "✓ blocked before any call", "✓ blocked: no call after the change"} {
+	for _, want := range []string{"serves 5 tools, 2 prompts, 1 resource template and instructions", "✓ verified", "✓ signed first use", "✓ allowed", "pin-tool-added", "✓ blocked before any call", "✓ blocked: no call after the change"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the narration lacks %q:\n%s", want, out.String())
 		}
@@ -28,7 +29,7 @@ func TestRun(t *testing.T) {
 	if _, err := pin.Read(filepath.Join(dir, "mcp.lock")); err != nil {
 		t.Errorf("lock: %v", err)
 	}
-	if l, err := pin.Read(filepath.Join(dir, "first-use.lock")); err != nil || l.Approval.Method != pin.MethodKey {
+	if l, err := pin.Read(filepath.Join(dir, "first-use.lock")); err != nil || l.Approval.Method != evidence.MethodKey {
 		t.Errorf("first-use.lock: %v", err)
 	}
 	fi, err := os.Stat(filepath.Join(dir, "publisher.key"))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/audit"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/proxy"
 )
@@ -32,7 +33,7 @@ func TestAuditPolicy(t *testing.T) {
 	run := `{"name":"run_command","description":"Run a shell command.","inputSchema":{"type":"object"}}`
 	dir := t.TempDir()
 	lockPath, logPath := filepath.Join(dir, "mcp.lock"), filepath.Join(dir, "audit.jsonl")
-	approval := pin.Approval{Method: pin.MethodKey, Identity: "sha256:" + strings.Repeat("a", 64), BundleDigest: "sha256:" + strings.Repeat("b", 64)}
+	approval := pin.Approval{Method: evidence.MethodKey, Identity: "sha256:" + strings.Repeat("a", 64), BundleDigest: "sha256:" + strings.Repeat("b", 64)}
 	held, err := pin.NewLock(snap(t, "1.0.0", read), approval)
 	if err != nil {
 		t.Fatal(err)

@@ -72,6 +72,9 @@ type Config struct {
 	// the lock does not hold (proxy.CommandVerifier): mcpsign proxy-verify
 	// and the verification flags.
 	VerifyCommand []string `json:"verifyCommand,omitempty"`
+	// VerifyAdvertisedArg is the argument of VerifyCommand that names the
+	// file of the server's advertised capabilities (proxy.CommandVerifier).
+	VerifyAdvertisedArg string `json:"verifyAdvertisedArg,omitempty"`
 }
 
 // Errors of a configuration that 'mcpsign proxy' would not hand over (it

@@ -1,6 +1,8 @@
 package pinbundle
 
 import (
+	"time"
+
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/verify"
 )
@@ -14,7 +16,7 @@ import (
 // error.
 func ApprovalOf(res *verify.Result) pin.Approval {
 	a := pin.Approval{
-		Method:       pin.Method(res.Method),
+		Method:       res.Method,
 		Identity:     res.Identity,
 		BundleDigest: res.BundleDigest,
 	}
@@ -27,9 +29,11 @@ func ApprovalOf(res *verify.Result) pin.Approval {
 		}
 	}
 	if t := res.Tlog; t != nil {
-		a.Tlog = &pin.TlogEntry{LogIndex: t.LogIndex, LogID: t.LogID}
-		if t.IntegratedTime != nil {
-			a.Tlog.IntegratedTime = t.IntegratedTime.Unix()
+		a.Tlog = &verify.TlogEvidence{LogIndex: t.LogIndex, LogID: t.LogID}
+		if t.IntegratedTime != nil && t.IntegratedTime.Unix() != 0 {
+			// As a lock holds it: whole seconds, UTC.
+			at := time.Unix(t.IntegratedTime.Unix(), 0).UTC()
+			a.Tlog.IntegratedTime = &at
 		}
 	}
 	return a

@@ -30,21 +30,21 @@ func TestApprovalOf(t *testing.T) {
 	}{
 		{"keyless with a log entry", verify.Result{Method: verify.MethodSigstore, Identity: "a@example.com", Issuer: "https://issuer", BundleDigest: bd,
 			Tlog: &verify.TlogEvidence{LogIndex: 9, LogID: "0a", IntegratedTime: &at}},
-			pin.Approval{Method: pin.MethodSigstore, Identity: "a@example.com", Issuer: "https://issuer", BundleDigest: bd, Tlog: &pin.TlogEntry{LogIndex: 9, LogID: "0a", IntegratedTime: 1767225600}}},
+			pin.Approval{Method: verify.MethodSigstore, Identity: "a@example.com", Issuer: "https://issuer", BundleDigest: bd, Tlog: &verify.TlogEvidence{LogIndex: 9, LogID: "0a", IntegratedTime: new(time.Unix(1767225600, 0).UTC())}}},
 		{"Rekor v2: no integrated time", verify.Result{Method: verify.MethodSigstore, Identity: "a@example.com", Issuer: "https://issuer", BundleDigest: bd,
 			Tlog: &verify.TlogEvidence{LogIndex: 9, LogID: "0a"}},
-			pin.Approval{Method: pin.MethodSigstore, Identity: "a@example.com", Issuer: "https://issuer", BundleDigest: bd, Tlog: &pin.TlogEntry{LogIndex: 9, LogID: "0a"}}},
+			pin.Approval{Method: verify.MethodSigstore, Identity: "a@example.com", Issuer: "https://issuer", BundleDigest: bd, Tlog: &verify.TlogEvidence{LogIndex: 9, LogID: "0a"}}},
 		{"key", verify.Result{Method: verify.MethodKey, Identity: "sha256:00", BundleDigest: bd},
-			pin.Approval{Method: pin.MethodKey, Identity: "sha256:00", BundleDigest: bd}},
+			pin.Approval{Method: verify.MethodKey, Identity: "sha256:00", BundleDigest: bd}},
 		{"certificate with a SAN: the CA's DN is not an OIDC issuer", verify.Result{Method: verify.MethodCertificate, Identity: "release@example.com", Subject: "CN=r", Issuer: "CN=Corp CA", BundleDigest: bd},
-			pin.Approval{Method: pin.MethodCertificate, Identity: "release@example.com", BundleDigest: bd}},
+			pin.Approval{Method: verify.MethodCertificate, Identity: "release@example.com", BundleDigest: bd}},
 		{"certificate without a SAN", verify.Result{Method: verify.MethodCertificate, Subject: "CN=release,O=Example", Issuer: "CN=Corp CA", BundleDigest: bd},
-			pin.Approval{Method: pin.MethodCertificate, Identity: "CN=release,O=Example", BundleDigest: bd}},
+			pin.Approval{Method: verify.MethodCertificate, Identity: "CN=release,O=Example", BundleDigest: bd}},
 	}
 	for _, tc := range tests {
 		got := ApprovalOf(&tc.res)
 		if got.Method != tc.want.Method || got.Identity != tc.want.Identity || got.Issuer != tc.want.Issuer || got.BundleDigest != tc.want.BundleDigest ||
-			(got.Tlog == nil) != (tc.want.Tlog == nil) || (got.Tlog != nil && *got.Tlog != *tc.want.Tlog) {
+			(got.Tlog == nil) != (tc.want.Tlog == nil) || (got.Tlog != nil && (!got.Tlog.Equal(*tc.want.Tlog) || got.Tlog.IntegratedTime != nil && got.Tlog.IntegratedTime.Location() != time.UTC)) {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 		got.ApprovedAt = at
@@ -125,7 +125,7 @@ func TestVerifierSignedServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Server != (digest.ServerInfo{Name: "notes", Version: "1.0.0"}) || got.Approval.Method != pin.MethodKey || !got.SignedAt.IsZero() {
+	if got.Server != (digest.ServerInfo{Name: "notes", Version: "1.0.0"}) || got.Approval.Method != verify.MethodKey || !got.SignedAt.IsZero() {
 		t.Errorf("%+v: want the signed server notes 1.0.0 and no signing time", got)
 	}
 }

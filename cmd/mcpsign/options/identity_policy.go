@@ -3,11 +3,10 @@ package options
 import (
 	"crypto"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/spf13/pflag"
 
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/trustroot"
 	"github.com/mcpsign/mcpsign/verify"
 )
@@ -58,17 +57,9 @@ func (o *IdentityOptions) PublicKey() (crypto.PublicKey, error) {
 	if o.Key == "" {
 		return nil, nil
 	}
-	f, err := os.Open(o.Key)
+	data, err := boundedfile.Read(o.Key, maxKeyFileBytes, nil)
 	if err != nil {
 		return nil, fmt.Errorf("--key: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("--key %s: %w", o.Key, err)
-	}
-	if len(data) > maxKeyFileBytes {
-		return nil, fmt.Errorf("--key %s: larger than %d bytes: not a PEM public key", o.Key, maxKeyFileBytes)
 	}
 	v, err := trustroot.ParsePublicKeyPEM(data)
 	if err != nil {

@@ -2,11 +2,10 @@ package options
 
 import (
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/spf13/pflag"
 
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/capability"
 	"github.com/mcpsign/mcpsign/pin/diff"
@@ -60,14 +59,9 @@ func ReadOverrides(path string) (capability.Overrides, error) {
 	if path == "" {
 		return nil, nil
 	}
-	f, err := os.Open(path)
+	data, err := boundedfile.Read(path, capability.MaxOverridesBytes, capability.ErrOverrides)
 	if err != nil {
 		return nil, fmt.Errorf("--capabilities: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, capability.MaxOverridesBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("--capabilities %s: %w", path, err)
 	}
 	o, err := capability.ParseOverrides(data)
 	if err != nil {

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/sign"
+	"github.com/mcpsign/mcpsign/trustroot"
+	"github.com/mcpsign/mcpsign/verify"
+)
+
+// flagHints are the flags that fix the errors of libraries, which name no
+// flags: the first hint whose error is in an error's chain is added to it.
+var flagHints = []struct {
+	err  error
+	hint string
+}{
+	{atomicfile.ErrExists, "pass --force to replace it"},
+	{verify.ErrNoTimestamp, "--require-tlog requires a log entry, --allow-current-time allows the current time"},
+	{verify.ErrTimestampNoRoot, "pass it with --trusted-root"},
+	{sign.ErrNoTrustedRoot, "pass --trusted-root"},
+	{sign.ErrNoToken, "--identity-token takes a token or a file"},
+	{sign.ErrTokenAudience, "--oidc-client-id sets the client ID"},
+	{sign.ErrChainOrder, "--certificate-chain is the issuing intermediates in order, then the root"},
+	{sign.ErrNoRootCA, "end --certificate-chain with the root certificate, or pass it with --ca-roots"},
+	{trustroot.ErrNoTUFRoot, "pass its root.json once: mcpsign trustroot fetch --tuf-root FILE"},
+}
+
+// flagHint returns the flags that fix err, or "" when no flag does.
+func flagHint(err error) string {
+	var se *sign.ServiceError
+	if errors.As(err, &se) {
+		switch se.Service {
+		case sign.ServiceRekor:
+			return "the Rekor URL comes from --signing-config, or --rekor-url and --rekor-version"
+		case sign.ServiceTSA:
+			return "the timestamp authority URL comes from --signing-config, or --tsa-url"
+		}
+	}
+	for _, h := range flagHints {
+		if errors.Is(err, h.err) {
+			return h.hint
+		}
+	}
+	return ""
+}
+
+// withFlagHint returns err with the flags that fix it added in
+// parentheses, or err itself when no flag fixes it or it says the hint
+// already. A failed verification stays a *verify.StepError of the same
+// step, with the hint in its reason.
+func withFlagHint(err error) error {
+	if err == nil {
+		return nil
+	}
+	h := flagHint(err)
+	if h == "" || strings.Contains(err.Error(), h) {
+		return err
+	}
+	if se, ok := err.(*verify.StepError); ok {
+		return &verify.StepError{Step: se.Step, Err: fmt.Errorf("%w (%s)", se.Err, h)}
+	}
+	return fmt.Errorf("%w (%s)", err, h)
+}
