@@ -53,8 +53,11 @@ const (
 	RuleLockUnreadable = "pin-lock-unreadable"
 	// RuleClientCapabilitiesDiffer (info): the live definitions were read
 	// under other client capabilities than the locked ones. It comes first
-	// in a report; while it holds, a locked definition the server does not
-	// offer this client is RuleAbsentForClient (info), not removed.
+	// in a report; while it holds and the client announces fewer
+	// capabilities than the lock's (every top-level capability it announces
+	// is one the lock has, and it lacks one the lock has), a locked
+	// definition the server does not offer this client is
+	// RuleAbsentForClient (info), not removed.
 	RuleClientCapabilitiesDiffer = "pin-client-capabilities-differ"
 	// RuleToolAbsentForClient and the same for prompts and resource
 	// templates (info): a locked definition the server does not offer a
@@ -223,9 +226,14 @@ func (r *Report) Failed(f FailOn) bool {
 //
 // When both the lock and the snapshot record client capabilities and they
 // differ (compared in their RFC 8785 form), the first finding is the info
-// pin-client-capabilities-differ, and a locked definition the snapshot
-// lacks is the info pin-*-absent-for-client rather than the error
-// pin-*-removed: absence gives a model nothing unapproved. An added or
+// pin-client-capabilities-differ. When the client announces fewer
+// capabilities than the lock's (its top-level capability names a proper
+// subset of the lock's), a locked definition the snapshot lacks is the info
+// pin-*-absent-for-client rather than the error pin-*-removed: a server may
+// offer fewer definitions to a client that announces less, and absence
+// gives a model nothing unapproved. Otherwise (the client announces a
+// capability the lock lacks, or the same ones otherwise) nothing explains
+// a missing definition and it stays pin-*-removed. An added or
 // changed definition is drift whatever the capabilities. Unknown
 // capabilities (nil on either side) compare as equal: removal stays drift.
 func (l *Lock) Check(s *digest.Snapshot) *Report {
@@ -245,18 +253,24 @@ func (l *Lock) Check(s *digest.Snapshot) *Report {
 	capsDiffer := l.ClientCapabilities != nil && s.ClientCapabilities != nil &&
 		!digest.EqualClientCapabilities(l.ClientCapabilities, s.ClientCapabilities)
 	var capsWhy string
+	fewer := false
 	if capsDiffer {
 		observed, _ := digest.CanonicalClientCapabilities(s.ClientCapabilities)
 		capsWhy = capabilitiesDifference(l.ClientCapabilities, observed)
+		fewer = announcesFewer(l.ClientCapabilities, observed)
+		rule := "a locked definition not offered to this client is reported, not failed; an added or changed one is drift"
+		if !fewer {
+			rule = "this client does not announce fewer capabilities than the lock's, so a missing definition is drift, as are an added or changed one"
+		}
 		r.Findings = append(r.Findings, Finding{
 			Rule: RuleClientCapabilitiesDiffer, Severity: SeverityInfo,
 			LockedClientCapabilities: l.ClientCapabilities, ObservedClientCapabilities: observed,
-			Message: fmt.Sprintf("the definitions were locked under client capabilities %s and are now read under %s (%s): a locked definition not offered to this client is reported, not failed; an added or changed one is drift",
-				shortJSON(l.ClientCapabilities), shortJSON(observed), capsWhy),
+			Message: fmt.Sprintf("the definitions were locked under client capabilities %s and are now read under %s (%s): %s",
+				shortJSON(l.ClientCapabilities), shortJSON(observed), capsWhy, rule),
 		})
 	}
 	for _, dc := range d.Definitions {
-		if capsDiffer && dc.Change == diff.Removed {
+		if fewer && dc.Change == diff.Removed {
 			r.Findings = append(r.Findings, Finding{
 				Rule: RuleAbsentForClient(dc.Kind), Severity: SeverityInfo, Kind: dc.Kind, Key: dc.Key, LockedDigest: dc.OldDigest,
 				Message: fmt.Sprintf("%s %s is in the lock but not offered to this client (%s)", dc.Kind, textsafe.Quote(dc.Key), capsWhy),
@@ -353,6 +367,24 @@ func capabilitiesDifference(locked, observed []byte) string {
 		return "they differ"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// announcesFewer reports whether the observed client capabilities name
+// fewer top-level capabilities than the locked ones: each of their names is
+// one of the lock's, and the lock has one they lack. Both are canonical
+// objects; one that does not read is never fewer.
+func announcesFewer(locked, observed []byte) bool {
+	_, lm, err1 := digest.Members(locked)
+	_, om, err2 := digest.Members(observed)
+	if err1 != nil || err2 != nil || len(om) >= len(lm) {
+		return false
+	}
+	for name := range om {
+		if _, ok := lm[name]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // shortJSON escapes a JSON text for a message, cut to about 200 bytes.
