@@ -26,25 +26,11 @@ import (
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/fixtures/testpki"
+	"github.com/mcpsign/mcpsign/internal/fixtures/testsnap"
 )
 
-// exampleSnapshot is a small server: two tools, a prompt, a resource
-// template and instructions.
-func exampleSnapshot() *digest.Snapshot {
-	ins := "Use search_notes before write_note."
-	return &digest.Snapshot{
-		Kind: digest.SnapshotKind, SnapshotVersion: digest.SnapshotVersion,
-		Server:          digest.ServerInfo{Name: "example", Version: "1.0.0"},
-		ProtocolVersion: "2025-11-25",
-		Instructions:    &ins,
-		Tools: []json.RawMessage{
-			json.RawMessage(`{"name":"write_note","description":"Write a note.","inputSchema":{"type":"object","properties":{"id":{"type":"string"},"text":{"type":"string"}}}}`),
-			json.RawMessage(`{"name":"search_notes","description":"Search the notes.","inputSchema":{"type":"object","properties":{"query":{"type":"string"}}},"_meta":{"x":1}}`),
-		},
-		Prompts:           []json.RawMessage{json.RawMessage(`{"name":"summarize","arguments":[{"name":"id","required":true}]}`)},
-		ResourceTemplates: []json.RawMessage{json.RawMessage(`{"uriTemplate":"notes://{id}","name":"note"}`)},
-	}
-}
+// exampleSnapshot is the small server of internal/fixtures/testsnap.
+func exampleSnapshot() *digest.Snapshot { return testsnap.Example() }
 
 // clone deep-copies a snapshot so that a test can change it.
 func clone(s *digest.Snapshot) *digest.Snapshot {
