@@ -11,23 +11,12 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/fixtures/testsnap"
 	"github.com/mcpsign/mcpsign/internal/shareddata"
 )
 
-func exampleSnapshot() *digest.Snapshot {
-	ins := "Use search_notes before write_note."
-	return &digest.Snapshot{
-		Server:          digest.ServerInfo{Name: "example", Version: "1.0.0"},
-		ProtocolVersion: "2025-11-25",
-		Instructions:    &ins,
-		Tools: []json.RawMessage{
-			json.RawMessage(`{"name":"write_note","inputSchema":{"type":"object"},"execution":{"taskSupport":"forbidden"}}`),
-			json.RawMessage(`{"name":"search_notes","description":"Search.","inputSchema":{"type":"object"},"_meta":{"x":1}}`),
-		},
-		Prompts:           []json.RawMessage{json.RawMessage(`{"name":"summarize","arguments":[{"name":"id","required":true}]}`)},
-		ResourceTemplates: []json.RawMessage{json.RawMessage(`{"uriTemplate":"notes://{id}","name":"note"}`)},
-	}
-}
+// exampleSnapshot is the small server of internal/fixtures/testsnap.
+func exampleSnapshot() *digest.Snapshot { return testsnap.Example() }
 
 func TestBuildAndParse(t *testing.T) {
 	snap := exampleSnapshot()

@@ -15,7 +15,7 @@ import (
 // that -cpuprofile sees it) between pipes and the example server: one
 // tools/call round trip per iteration.
 func BenchmarkRelayInProcess(b *testing.B) {
-	server := fixtures.BuildExampleServer(b)
+	server := fixtures.BuildExampleServerBinary(b)
 	lock := writeTOFULockTB(b, []string{server})
 	policy, err := NewLockPolicy(lock, LockOptions{})
 	if err != nil {

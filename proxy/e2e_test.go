@@ -5,9 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/source"
 )
@@ -29,24 +28,7 @@ import (
 // npmServer returns the argv of an installed official server.
 func npmServer(t *testing.T, pkg string) []string {
 	t.Helper()
-	missing := func(format string, args ...any) {
-		msg := fmt.Sprintf(format, args...) + "; install with: (cd testdata/npm && npm ci)"
-		if os.Getenv("MCPSIGN_REQUIRE_E2E") == "1" {
-			t.Fatal("MCPSIGN_REQUIRE_E2E=1 but " + msg)
-		}
-		t.Skip("skipping e2e: " + msg)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node is not on PATH")
-	}
-	entry, err := filepath.Abs(filepath.Join("..", "testdata", "npm", "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(entry); err != nil {
-		missing("%s is not installed (%v)", pkg, err)
-	}
+	node, entry := fixtures.NPMServer(t, pkg)
 	return []string{node, entry}
 }
 

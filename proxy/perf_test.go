@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -70,39 +69,23 @@ func main() {
 }
 `
 
-var plainRelayBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// buildPlainRelay builds plainRelaySource once per test process.
+// buildPlainRelay builds plainRelaySource into a directory of the test,
+// removed when it ends.
 func buildPlainRelay(tb testing.TB) string {
 	tb.Helper()
-	plainRelayBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "mcpsign-plainrelay-")
-		if err != nil {
-			plainRelayBuild.err = err
-			return
+	dir := tb.TempDir()
+	for name, data := range map[string]string{"main.go": plainRelaySource, "go.mod": "module plainrelay\n\ngo 1.26\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			tb.Fatal(err)
 		}
-		plainRelayBuild.path = filepath.Join(dir, "plainrelay") // removed at the end of the test process
-		for name, data := range map[string]string{"main.go": plainRelaySource, "go.mod": "module plainrelay\n\ngo 1.26\n"} {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-				plainRelayBuild.err = err
-				return
-			}
-		}
-		cmd := exec.Command("go", "build", "-o", "plainrelay", ".")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			plainRelayBuild.err = fmt.Errorf("building the plain relay: %v\n%s", err, b)
-		}
-	})
-	if plainRelayBuild.err != nil {
-		tb.Fatal(plainRelayBuild.err)
 	}
-	return plainRelayBuild.path
+	cmd := exec.Command("go", "build", "-o", "plainrelay", ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("building the plain relay: %v\n%s", err, b)
+	}
+	return filepath.Join(dir, "plainrelay")
 }
 
 // mcpsignAlone returns a copy of the mcpsign executable in a directory of
@@ -120,15 +103,6 @@ func mcpsignAlone(tb testing.TB, mcpsign string) string {
 		}
 	}
 	return out
-}
-
-// removeBuilds removes the binaries the performance tests built.
-func removeBuilds() {
-	for _, p := range []string{plainRelayBuild.path} {
-		if p != "" {
-			os.RemoveAll(filepath.Dir(p))
-		}
-	}
 }
 
 // rawClient is a newline-delimited JSON-RPC client over a process's stdio.
@@ -303,7 +277,7 @@ func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 func TestPerfRelay(t *testing.T) {
 	requirePerf(t)
 	mcpsign := fixtures.BuildMcpsign(t)
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerBinary(t)
 	lock := writeTOFULock(t, []string{server})
 
 	// Start-up: once both processes answer a ping, the initialize round trip
@@ -407,7 +381,7 @@ func TestPerfRelay(t *testing.T) {
 // server, directly and through the mcpsign binary.
 func BenchmarkRoundTrip(b *testing.B) {
 	mcpsign := fixtures.BuildMcpsign(b)
-	server := fixtures.BuildExampleServer(b)
+	server := fixtures.BuildExampleServerBinary(b)
 	lock := filepath.Join(b.TempDir(), "mcp.lock")
 	// First use writes the lock.
 	first := startRaw(b, []string{mcpsign, "proxy", "-q", "--tofu", "--lock", lock, "--", server})
@@ -439,7 +413,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 // check included, against a direct initialize and listing.
 func BenchmarkStartupCheck(b *testing.B) {
 	mcpsign := fixtures.BuildMcpsign(b)
-	server := fixtures.BuildExampleServer(b)
+	server := fixtures.BuildExampleServerBinary(b)
 	lock := filepath.Join(b.TempDir(), "mcp.lock")
 	first := startRaw(b, []string{mcpsign, "proxy", "-q", "--tofu", "--lock", lock, "--", server})
 	first.handshake(b)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
@@ -27,9 +28,7 @@ func TestMain(m *testing.M) {
 	if b := os.Getenv(scriptedEnv); b != "" {
 		os.Exit(scriptedServer(b))
 	}
-	code := m.Run()
-	removeBuilds()
-	os.Exit(code)
+	fixtures.Main(m)
 }
 
 const (

@@ -64,9 +64,11 @@ export PATH=$PWD/bin:$PATH
 step "go test -race ./..."
 export MCPSIGN_REQUIRE_SIGSTACK=1 MCPSIGN_REQUIRE_E2E=1
 go test -race -timeout 30m ./...
-# Each test binary removes the fixture binaries it built (fixtures.Main);
-# this removes those of test processes that ended without (killed, or a
-# package without that TestMain), never those of a run still going.
+# Each test binary removes the links to itself that it ran fixtures through
+# (fixtures.Main), and a reaper removes what was built once for the whole run
+# (mcpsign-fixtures-PID-run-*, PID the go command's) when the go command
+# exits; this removes what processes that ended without cleaning left
+# (killed, or a package without that TestMain), never what a live one uses.
 for d in "${TMPDIR:-/tmp}"/mcpsign-fixtures-*; do
 	[[ -d $d ]] || continue
 	pid=${d##*/mcpsign-fixtures-}; pid=${pid%%-*}

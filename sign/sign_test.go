@@ -5,7 +5,6 @@ import (
 	"crypto"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"net"
 	"strings"
@@ -20,23 +19,12 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/fixtures/testsnap"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
-func exampleSnapshot() *digest.Snapshot {
-	ins := "Use search_notes before write_note."
-	return &digest.Snapshot{
-		Server:          digest.ServerInfo{Name: "example", Version: "1.0.0"},
-		ProtocolVersion: "2025-11-25",
-		Instructions:    &ins,
-		Tools: []json.RawMessage{
-			json.RawMessage(`{"name":"write_note","inputSchema":{"type":"object"},"execution":{"taskSupport":"forbidden"}}`),
-			json.RawMessage(`{"name":"search_notes","description":"Search.","inputSchema":{"type":"object"}}`),
-		},
-		Prompts:           []json.RawMessage{json.RawMessage(`{"name":"summarize"}`)},
-		ResourceTemplates: []json.RawMessage{json.RawMessage(`{"uriTemplate":"notes://{id}","name":"note"}`)},
-	}
-}
+// exampleSnapshot is the small server of internal/fixtures/testsnap.
+func exampleSnapshot() *digest.Snapshot { return testsnap.Example() }
 
 func examplePayload(t testing.TB) ([]byte, *attest.Statement) {
 	st, err := attest.Build(exampleSnapshot(), attest.Options{})

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/fixtures"
 )
 
 // The e2e tests run the official MCP servers pinned in testdata/npm
@@ -26,31 +27,10 @@ import (
 // are skipped when testdata/npm/node_modules or node is missing, unless
 // MCPSIGN_REQUIRE_E2E=1 (CI), which makes that a failure.
 
-const npmDir = "../testdata/npm"
-
-// npmServer returns the path of an installed server's entry point, or
-// skips (fails under MCPSIGN_REQUIRE_E2E=1) when it is not installed.
+// npmServer is fixtures.NPMServer.
 func npmServer(t *testing.T, pkg string) (node, entry string) {
 	t.Helper()
-	missing := func(format string, args ...any) {
-		msg := fmt.Sprintf(format, args...) + "; install with: (cd testdata/npm && npm ci)"
-		if os.Getenv("MCPSIGN_REQUIRE_E2E") == "1" {
-			t.Fatal("MCPSIGN_REQUIRE_E2E=1 but " + msg)
-		}
-		t.Skip("skipping e2e: " + msg)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node is not on PATH")
-	}
-	entry, err = filepath.Abs(filepath.Join(npmDir, "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(entry); err != nil {
-		missing("%s is not installed (%v)", pkg, err)
-	}
-	return node, entry
+	return fixtures.NPMServer(t, pkg)
 }
 
 // sdkCounts lists a server with a plain go-sdk client session (typed,

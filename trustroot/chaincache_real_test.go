@@ -182,9 +182,16 @@ func TestChainCacheTamperedBundles(t *testing.T) {
 				}
 			}
 		}
-		// 100 at the full stride: the threshold scales with the bits tried.
-		if want := 700 / stride; parsed < want {
-			t.Errorf("%s: only %d tampered bundles parsed, want at least %d", c.name, parsed, want)
+		// The thresholds follow the stride (one bit in stride bytes is
+		// flipped): about 4,000 flippable bytes per bundle give 500 variants
+		// or more at the full stride, 57 or more under -short; and a bit flip
+		// in a binary field leaves the JSON well-formed, so at least 80% of
+		// the variants must parse (92-95% do), or the test compares nothing.
+		if want := 3500 / stride; compared < want {
+			t.Errorf("%s: only %d tampered variants, want at least %d at stride %d", c.name, compared, want, stride)
+		}
+		if parsed*10 < compared*8 {
+			t.Errorf("%s: only %d of %d tampered bundles parsed, want at least 80%%", c.name, parsed, compared)
 		}
 		t.Logf("%s: %d variants, %d parsed, %d accepted by both", c.name, compared, parsed, accepted)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/fixtures/testpki"
 )
 
 // constrainedSub is a sub-CA of p's root limited, critically, to
@@ -25,7 +26,7 @@ func (p *testPKI) constrainedSub(t testing.TB) *testPKI {
 	t.Helper()
 	now := time.Now()
 	tmpl := &x509.Certificate{
-		SerialNumber: nextSerial(), Subject: pkix.Name{CommonName: "Dept Signing CA", Organization: []string{"Example Corp"}},
+		SerialNumber: testpki.Serial(t), Subject: pkix.Name{CommonName: "Dept Signing CA", Organization: []string{"Example Corp"}},
 		NotBefore: now.Add(-24 * time.Hour), NotAfter: now.Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign, BasicConstraintsValid: true, IsCA: true,
 		PermittedDNSDomainsCritical: true,
@@ -236,7 +237,7 @@ func TestIdentity(t *testing.T) {
 // in the matcher; its leaves have no SCT, so the matcher is tested alone).
 func TestIdentitySigstoreOtherName(t *testing.T) {
 	f := newFixture(t)
-	tmpl := leafTemplate()
+	tmpl := leafTemplate(t)
 	otherNameOnly(t, "release@example.com")(tmpl)
 	tmpl.ExtraExtensions = append(tmpl.ExtraExtensions, fulcioExt(t, certificate.OIDIssuerV2, "https://issuer.example"))
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

@@ -4,15 +4,11 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
-	"math/big"
 	"testing"
 	"time"
 
@@ -30,26 +26,13 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/fixtures/testpki"
+	"github.com/mcpsign/mcpsign/internal/fixtures/testsnap"
 	"github.com/mcpsign/mcpsign/trustroot"
 )
 
-// exampleSnapshot is a small server: two tools, a prompt, a resource
-// template and instructions.
-func exampleSnapshot() *digest.Snapshot {
-	ins := "Use search_notes before write_note."
-	return &digest.Snapshot{
-		Kind: digest.SnapshotKind, SnapshotVersion: digest.SnapshotVersion,
-		Server:          digest.ServerInfo{Name: "example", Version: "1.0.0"},
-		ProtocolVersion: "2025-11-25",
-		Instructions:    &ins,
-		Tools: []json.RawMessage{
-			json.RawMessage(`{"name":"write_note","description":"Write a note.","inputSchema":{"type":"object","properties":{"id":{"type":"string"},"text":{"type":"string"}}}}`),
-			json.RawMessage(`{"name":"search_notes","description":"Search the notes.","inputSchema":{"type":"object","properties":{"query":{"type":"string"}}},"_meta":{"x":1}}`),
-		},
-		Prompts:           []json.RawMessage{json.RawMessage(`{"name":"summarize","arguments":[{"name":"id","required":true}]}`)},
-		ResourceTemplates: []json.RawMessage{json.RawMessage(`{"uriTemplate":"notes://{id}","name":"note"}`)},
-	}
-}
+// exampleSnapshot is the small server of internal/fixtures/testsnap.
+func exampleSnapshot() *digest.Snapshot { return testsnap.Example() }
 
 // clone deep-copies a snapshot so that a test can change it.
 func clone(s *digest.Snapshot) *digest.Snapshot {
@@ -144,74 +127,28 @@ func keySigned(t testing.TB, payload []byte, payloadType string) (*protobundle.B
 	return pb, kp.GetPublicKey()
 }
 
-// testPKI is an enterprise CA: a root and an intermediate.
+// testPKI is an enterprise CA (internal/fixtures/testpki): a root and an
+// intermediate.
 type testPKI struct {
 	root, inter       *x509.Certificate
 	rootKey, interKey *ecdsa.PrivateKey
 }
 
-var serial int64
-
-func nextSerial() *big.Int { serial++; return big.NewInt(serial) }
-
 func newPKI(t testing.TB, name string) *testPKI {
 	t.Helper()
-	p := &testPKI{}
-	var err error
-	if p.rootKey, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	rt := &x509.Certificate{
-		SerialNumber: nextSerial(), Subject: pkix.Name{CommonName: name + " Root", Organization: []string{"Example Corp"}},
-		NotBefore: now.Add(-24 * time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign, BasicConstraintsValid: true, IsCA: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, rt, rt, p.rootKey.Public(), p.rootKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.root, _ = x509.ParseCertificate(der)
-	if p.interKey, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
-		t.Fatal(err)
-	}
-	it := &x509.Certificate{
-		SerialNumber: nextSerial(), Subject: pkix.Name{CommonName: name + " Signing CA", Organization: []string{"Example Corp"}},
-		NotBefore: now.Add(-24 * time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign, BasicConstraintsValid: true, IsCA: true,
-	}
-	der, err = x509.CreateCertificate(rand.Reader, it, p.root, p.interKey.Public(), p.rootKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.inter, _ = x509.ParseCertificate(der)
-	return p
+	ca := testpki.New(t, testpki.Names{Organization: "Example Corp", Root: name + " Root", Intermediate: name + " Signing CA"})
+	return &testPKI{root: ca.Root, inter: ca.Intermediate, rootKey: ca.RootKey, interKey: ca.IntermediateKey}
 }
 
 // leafTemplate is a code signing certificate for release@example.com.
-func leafTemplate() *x509.Certificate {
-	now := time.Now()
-	return &x509.Certificate{
-		SerialNumber:   nextSerial(),
-		Subject:        pkix.Name{CommonName: "MCP Release Signing", Organization: []string{"Example Corp"}},
-		EmailAddresses: []string{"release@example.com"},
-		NotBefore:      now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
-	}
+func leafTemplate(t testing.TB) *x509.Certificate {
+	t.Helper()
+	return testpki.CodeSigningLeaf(t, "MCP Release Signing", "Example Corp", "release@example.com")
 }
 
 func (p *testPKI) issue(t testing.TB, pub crypto.PublicKey, tmpl *x509.Certificate) *x509.Certificate {
 	t.Helper()
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.inter, pub, p.interKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return testpki.Create(t, tmpl, p.inter, pub, p.interKey)
 }
 
 func (p *testPKI) authorities(t testing.TB) []root.CertificateAuthority {
@@ -264,7 +201,7 @@ func certSigned(t testing.TB, p *testPKI, vs *ca.VirtualSigstore, payload []byte
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := leafTemplate()
+	tmpl := leafTemplate(t)
 	if o.leaf != nil {
 		o.leaf(tmpl)
 	}

@@ -13,38 +13,16 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 
 	"github.com/mcpsign/mcpsign/internal/proxycmd"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
-	"github.com/mcpsign/mcpsign/proxy"
 )
 
 func main() {
-	cfg, err := proxycmd.ConfigFromEnv()
-	if err != nil {
-		msg := err.Error()
-		if errors.Is(err, proxycmd.ErrNotHandedOver) {
-			msg += ": run 'mcpsign proxy --help'"
-		}
-		fmt.Fprintf(os.Stderr, "mcpsign: %s\n", textsafe.Escape(msg))
-		os.Exit(proxycmd.ExitError)
-	}
-	var verify proxy.VerifyFunc
-	if len(cfg.VerifyCommand) > 0 {
-		verify = proxy.CommandVerifier(cfg.VerifyCommand, cfg.VerifyAdvertisedArg)
-	}
-	stdin, stdout, restore := proxycmd.PollableStdio()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := proxycmd.Run(ctx, cfg, verify, stdin, stdout, os.Stderr)
+	code := proxycmd.Lean(ctx)
 	stop()
-	restore()
-	runtime.KeepAlive(stdin) // their finalizers would close fds 0 and 1
-	runtime.KeepAlive(stdout)
 	os.Exit(code)
 }

@@ -94,19 +94,22 @@ func TestDigestInvalidDefinitions(t *testing.T) {
 
 func TestDigestServerErrors(t *testing.T) {
 	bad := fixtures.BuildBadServer(t)
+	// Only never-answers waits for its timeout; the others fail at once,
+	// long before theirs.
 	tests := []struct {
 		behavior string
+		timeout  string
 		stage    string
 	}{
-		{"exits-at-once", "initialize"},
-		{"bad-jsonrpc", "initialize"},
-		{"never-answers", "timeout"},
-		{"error-on-list", "tools/list page 1"},
-		{"non-string-cursor", "nextCursor"},
+		{"exits-at-once", "10s", "initialize"},
+		{"bad-jsonrpc", "10s", "initialize"},
+		{"never-answers", "300ms", "initialize: timeout: no complete answer within 300ms"},
+		{"error-on-list", "10s", "tools/list page 1"},
+		{"non-string-cursor", "10s", "nextCursor"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.behavior, func(t *testing.T) {
-			code, _, stderr := runCLI(t, "digest", "--timeout", "2s", "--", bad, "--behavior", tt.behavior)
+			code, _, stderr := runCLI(t, "digest", "--timeout", tt.timeout, "--", bad, "--behavior", tt.behavior)
 			if code != 2 {
 				t.Fatalf("exit %d, want 2: %s", code, stderr)
 			}

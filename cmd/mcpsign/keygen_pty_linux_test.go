@@ -38,6 +38,22 @@ func openPTY(t *testing.T) (ctl, tty *os.File) {
 	return ctl, tty
 }
 
+// echoOff waits up to limit for the terminal's echo to be off, and reports
+// whether it is.
+func echoOff(tty *os.File, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for {
+		tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
+		if err == nil && tio.Lflag&unix.ECHO == 0 {
+			return true
+		}
+		if err != nil || time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 // runAtTerminal runs mcpsign with stdin on a real terminal and types lines
 // into it, one after each prompt it sees on stderr. It returns the exit
 // code, stderr, and everything the terminal echoed.
@@ -66,8 +82,10 @@ func runAtTerminal(t *testing.T, lines []string, args ...string) (int, string, s
 			case <-time.After(30 * time.Second):
 				return
 			}
-			// Give ReadPassword time to turn echo off before typing.
-			time.Sleep(200 * time.Millisecond)
+			// Type once ReadPassword has turned echo off.
+			if !echoOff(tty, 10*time.Second) {
+				return
+			}
 			io.WriteString(ctl, l+"\r")
 		}
 	}()

@@ -1,10 +1,23 @@
 package main
 
 import (
+	"context"
 	"testing"
 
 	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/proxycmd"
 )
 
-// TestMain removes the fixture binaries the tests built.
-func TestMain(m *testing.M) { fixtures.Main(m) }
+// TestMain runs the tests, or, when re-executed under a fixture's name, the
+// fixture: the servers of testdata, mcpsign (this package's main, without a
+// go build) and mcpsign-proxy.
+func TestMain(m *testing.M) {
+	fixtures.Main(m,
+		fixtures.Program{Name: fixtures.ProgramMcpsign, Main: func(ctx context.Context, args []string) int {
+			return run(ctx, args, newApp())
+		}},
+		fixtures.Program{Name: fixtures.ProgramMcpsignProxy, Main: func(ctx context.Context, _ []string) int {
+			return proxycmd.Lean(ctx)
+		}},
+	)
+}

@@ -31,6 +31,7 @@ func TestListingProgress(t *testing.T) {
 		{"not a terminal", false, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each waits out the slow start (sleep 0.7)
 			var out, errb bytes.Buffer
 			a := &app{
 				stdin: strings.NewReader(""), stdout: &out, stderr: &errb,

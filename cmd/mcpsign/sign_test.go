@@ -5,15 +5,11 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +28,7 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/fixtures/testpki"
 	"github.com/mcpsign/mcpsign/internal/sigstack"
 )
 
@@ -437,27 +434,20 @@ func cosignVerifyKey(t *testing.T, bundlePath, pubFile, subjectDigest string, ok
 // testCA is an enterprise CA for the certificate method, written as PEM
 // files.
 type testCA struct {
+	*testpki.CA
 	dir                string
 	root, inter        *x509.Certificate
-	rootKey, interKey  *ecdsa.PrivateKey
 	chainFile, rootPEM string
 }
 
 func newTestCA(t *testing.T) *testCA {
 	t.Helper()
-	ca := &testCA{dir: t.TempDir()}
-	ca.rootKey, ca.interKey = ecKey(t), ecKey(t)
-	now := time.Now()
-	rootTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "Acme Root", Organization: []string{"Acme"}},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(48 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	ca.root = createCert(t, rootTmpl, rootTmpl, ca.rootKey.Public(), ca.rootKey)
-	ca.inter = createCert(t, &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "Acme Code Signing CA", Organization: []string{"Acme"}},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(48 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, MaxPathLenZero: true},
-		ca.root, ca.interKey.Public(), ca.rootKey)
+	pki := testpki.New(t, testpki.Names{Organization: "Acme", Root: "Acme Root", Intermediate: "Acme Code Signing CA"})
+	ca := &testCA{CA: pki, dir: t.TempDir(), root: pki.Root, inter: pki.Intermediate}
 	ca.chainFile = filepath.Join(ca.dir, "chain.pem")
-	os.WriteFile(ca.chainFile, append(certPEM(ca.inter), certPEM(ca.root)...), 0o644)
+	os.WriteFile(ca.chainFile, ca.ChainPEM(), 0o644)
 	ca.rootPEM = filepath.Join(ca.dir, "root.pem")
-	os.WriteFile(ca.rootPEM, certPEM(ca.root), 0o644)
+	os.WriteFile(ca.rootPEM, testpki.PEM(ca.root), 0o644)
 	return ca
 }
 
@@ -471,18 +461,15 @@ func (ca *testCA) issue(t *testing.T, name string, mod func(*x509.Certificate)) 
 // issueFor is issue for the key k.
 func (ca *testCA) issueFor(t *testing.T, name string, k *ecdsa.PrivateKey, mod func(*x509.Certificate)) (keyPath, certPath string) {
 	t.Helper()
-	now := time.Now()
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(now.UnixNano()), Subject: pkix.Name{CommonName: "release", Organization: []string{"Acme"}},
-		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning}, EmailAddresses: []string{"release@acme.example"}, BasicConstraintsValid: true}
+	tmpl := testpki.CodeSigningLeaf(t, "release", "Acme", "release@acme.example")
 	if mod != nil {
 		mod(tmpl)
 	}
-	c := createCert(t, tmpl, ca.inter, k.Public(), ca.interKey)
+	c := ca.Issue(t, k.Public(), tmpl)
 	keyPath, certPath = filepath.Join(ca.dir, name+".key"), filepath.Join(ca.dir, name+".crt")
 	der, _ := x509.MarshalPKCS8PrivateKey(k)
 	os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
-	os.WriteFile(certPath, certPEM(c), 0o644)
+	os.WriteFile(certPath, testpki.PEM(c), 0o644)
 	return keyPath, certPath
 }
 
@@ -511,27 +498,7 @@ func (ca *testCA) trustedRoot(t *testing.T, base *root.TrustedRoot) string {
 	return p
 }
 
-func ecKey(t *testing.T) *ecdsa.PrivateKey {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func createCert(t *testing.T, tmpl, parent *x509.Certificate, pub crypto.PublicKey, priv crypto.Signer) *x509.Certificate {
-	t.Helper()
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := x509.ParseCertificate(der)
-	return c
-}
-
-func certPEM(c *x509.Certificate) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
-}
+func ecKey(t *testing.T) *ecdsa.PrivateKey { return testpki.ECKey(t) }
 
 func TestSignCertificateCommand(t *testing.T) {
 	dir := t.TempDir()

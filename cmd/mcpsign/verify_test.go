@@ -24,6 +24,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/internal/shareddata"
 	"github.com/mcpsign/mcpsign/internal/sigstack"
 	"github.com/mcpsign/mcpsign/pin"
@@ -343,21 +344,17 @@ func TestVerifyKeylessCommand(t *testing.T) {
 }
 
 // TestVerifyBundleConformance runs the sigstore-conformance bundle-verify
-// cases (70 cases, by path and by digest: 140 runs) through a built mcpsign,
-// as .ci/run does, and fails on any mismatch.
+// cases (70 cases, by path and by digest: 140 runs) through the mcpsign
+// command, as .ci/run does, and fails on any mismatch.
 func TestVerifyBundleConformance(t *testing.T) {
 	script := shareddata.Path(t, "sigstore-conformance/run-cases.sh")
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not found")
 	}
 	if testing.Short() {
-		t.Skip("builds mcpsign and runs 140 verifications")
+		t.Skip("runs 140 verifications")
 	}
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "mcpsign"), ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := filepath.Dir(fixtures.BuildMcpsign(t))
 	cmd := exec.Command("bash", script, "mcpsign verify bundle", "both")
 	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()

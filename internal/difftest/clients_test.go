@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsign/mcpsign/internal/fixtures"
 )
 
 // holdings is what a client ends up holding, the one JSON line both clients
@@ -69,31 +70,16 @@ type timing struct{ request, settle time.Duration }
 
 var tableTiming = timing{request: requestTimeout, settle: settleTime}
 
-// npmDir is testdata/npm, where tsclient.mjs and its node_modules are.
-const npmDir = "../../testdata/npm"
-
-// tsClient returns node and the TypeScript client script, or skips (fails
-// under MCPSIGN_REQUIRE_E2E=1) when either is missing, as source/e2e_test.go.
+// tsClient returns node and the TypeScript client script (tsclient.mjs of
+// testdata/npm), or skips (fails under MCPSIGN_REQUIRE_E2E=1) when either
+// is missing, as the e2e tests do.
 func tsClient(t testing.TB) (node, script string) {
 	t.Helper()
-	missing := func(format string, args ...any) {
-		msg := fmt.Sprintf(format, args...) + "; install with: (cd testdata/npm && npm ci)"
-		if os.Getenv("MCPSIGN_REQUIRE_E2E") == "1" {
-			t.Fatal("MCPSIGN_REQUIRE_E2E=1 but " + msg)
-		}
-		t.Skip("skipping the TypeScript client: " + msg)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node is not on PATH")
-	}
-	script, err = filepath.Abs(filepath.Join(npmDir, "tsclient.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sdk := filepath.Join(npmDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")
+	node = fixtures.Node(t)
+	script = filepath.Join(fixtures.NPMDir(t), "tsclient.mjs")
+	sdk := filepath.Join(fixtures.NPMDir(t), "node_modules", "@modelcontextprotocol", "sdk", "package.json")
 	if _, err := os.Stat(sdk); err != nil {
-		missing("@modelcontextprotocol/sdk is not installed (%v)", err)
+		fixtures.MissingE2E(t, "@modelcontextprotocol/sdk is not installed (%v)", err)
 	}
 	return node, script
 }
@@ -113,7 +99,7 @@ func runTS(t testing.TB, node, script string, argv []string, sc scenario) *holdi
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, script, string(data))
-	cmd.Dir = npmDir
+	cmd.Dir = fixtures.NPMDir(t)
 	stdout, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError

@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envScript) != "" {
 		os.Exit(scriptedServer())
 	}
-	os.Exit(m.Run())
+	fixtures.Main(m)
 }
 
 // The proxy's limits in these tests: short, so that a hostile server costs

@@ -14,12 +14,14 @@ import (
 
 const stdioHelperEnv = "MCPSIGN_TEST_POLLABLE_STDIO"
 
-func TestMain(m *testing.M) {
-	if os.Getenv(stdioHelperEnv) == "1" {
-		stdioHelper()
-		return
+// runStdioHelper runs the pollable-stdio helper when the test binary was
+// executed as it (TestMain).
+func runStdioHelper() bool {
+	if os.Getenv(stdioHelperEnv) != "1" {
+		return false
 	}
-	os.Exit(m.Run())
+	stdioHelper()
+	return true
 }
 
 // nonblocking reports whether fd is in non-blocking mode.

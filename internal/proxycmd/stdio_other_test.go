@@ -1,0 +1,5 @@
+//go:build !unix
+
+package proxycmd
+
+func runStdioHelper() bool { return false }
