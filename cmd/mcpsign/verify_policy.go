@@ -195,9 +195,46 @@ type thresholdResult struct {
 }
 
 type signer struct {
-	key        string // method, identity and issuer
+	// keys tell the signer apart: its method, identity and issuer, and the
+	// key ID of every key it signed with.
+	keys       []string
 	result     *verify.Result
 	identities []int
+}
+
+// addSigner adds s to signers, merged with every signer that shares one
+// of its keys: one identity is one signer whatever keys it signed with,
+// and one private key is one signer whatever identities its certificates
+// name (a key listed as a key and certified by an enterprise CA, or
+// certified twice, signs once).
+// The merged signer takes the place, and the result, of the first.
+func addSigner(signers []signer, s signer) []signer {
+	out := signers[:0:0]
+	at := -1
+	for _, o := range signers {
+		if !slices.ContainsFunc(o.keys, func(k string) bool { return slices.Contains(s.keys, k) }) {
+			out = append(out, o)
+			continue
+		}
+		if at < 0 {
+			at, s.result = len(out), o.result
+		}
+		for _, k := range o.keys {
+			if !slices.Contains(s.keys, k) {
+				s.keys = append(s.keys, k)
+			}
+		}
+		for _, i := range o.identities {
+			if !slices.Contains(s.identities, i) {
+				s.identities = append(s.identities, i)
+			}
+		}
+	}
+	slices.Sort(s.identities)
+	if at < 0 {
+		return append(out, s)
+	}
+	return slices.Insert(out, at, s)
 }
 
 // verifyThreshold verifies every bundle against snap under every identity
@@ -208,7 +245,6 @@ type signer struct {
 func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifier, bundles [][]byte, snap *digest.Snapshot) (*thresholdResult, error) {
 	tr := &thresholdResult{}
 	n := len(r.Identities)
-	bySigner := map[string]int{}
 	for bi, data := range bundles {
 		var best error
 		var res *verify.Result
@@ -245,16 +281,7 @@ func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifie
 			tr.First = res
 		}
 		key := string(res.Method) + "\x00" + res.Identity + "\x00" + res.Issuer
-		if j, ok := bySigner[key]; ok {
-			for _, i := range ids {
-				if !slices.Contains(tr.Signers[j].identities, i) {
-					tr.Signers[j].identities = append(tr.Signers[j].identities, i)
-				}
-			}
-			continue
-		}
-		bySigner[key] = len(tr.Signers)
-		tr.Signers = append(tr.Signers, signer{key: key, result: res, identities: ids})
+		tr.Signers = addSigner(tr.Signers, signer{keys: []string{key, "key\x00" + res.SignerKeyID}, result: res, identities: ids})
 	}
 	tr.Matched = matching(tr.Signers, n)
 	if tr.Matched < r.Threshold {
