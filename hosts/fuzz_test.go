@@ -50,6 +50,8 @@ func FuzzRoundTripSettings(f *testing.F) {
 		f.Add(readGolden(f, g.file))
 	}
 	f.Add([]byte(`{"mcp": {"servers": {"a": {"command": "x",}, }, "mcpServers": {"b": {"command": "y", "args": []}}}, "mcp.servers": {"c": {"command": "z"}}}`))
+	// Dotted names into a map (VS Code splits them): listed, never edited.
+	f.Add([]byte(`{"mcp": {"servers": {"a": {"command": "x"}}}, "mcp.servers.a": {"command": "y"}, "mcp.servers.b.command": "z", "mcp.mcpServers": {"c": {"command": "w"}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, _ := Lookup("vscode")
 		roundTrip(t, h, "/p/.vscode/settings.json", data)

@@ -41,7 +41,88 @@ func parseJSON(h Host, paths [][]string, data []byte) (document, error) {
 			return nil, err
 		}
 	}
+	if maps := dottedMaps(paths); maps != nil {
+		d.dotted(root.Value.(*hujson.Object), paths, maps)
+	}
 	return d, nil
+}
+
+// dottedMaps returns the maps of a file whose host splits dotted top-level
+// names, as VS Code's settings reader does (one of its maps is a dotted
+// name, "mcp.servers"): every map as the names it is reached through, once
+// each. It returns nil for any other file.
+func dottedMaps(paths [][]string) [][]string {
+	var out [][]string
+	dotted := false
+	for _, p := range paths {
+		var names []string
+		for _, n := range p {
+			names = append(names, strings.Split(n, ".")...)
+		}
+		dotted = dotted || len(p) == 1 && len(names) > 1
+		if !slices.ContainsFunc(out, func(o []string) bool { return slices.Equal(o, names) }) {
+			out = append(out, names)
+		}
+	}
+	if !dotted {
+		return nil
+	}
+	return out
+}
+
+// dotted reads the top-level members of root whose dotted names reach into
+// a map (docs/HOSTS.md, VS Code): one that is a map not in paths (the
+// dotted "mcp.mcpServers") is read as a map; one that names a server in a
+// map ("mcp.servers.NAME") or a member of one ("mcp.servers.NAME.command")
+// is listed as that server, with a Problem, never edited; and every entry
+// of that server in the maps gets a Problem too and is not wrapped, since
+// what VS Code runs is not that entry alone (the later of the spellings
+// replaces the earlier, a dotted member changes the server it names).
+func (d *jsonDoc) dotted(root *hujson.Object, paths [][]string, maps [][]string) {
+	own := map[int]bool{}          // the entries of dotted servers
+	changes := map[string]string{} // server name: the first dotted member that changes it
+	for i := range root.Members {
+		m := &root.Members[i]
+		name := literalString(m.Name.Value)
+		if !strings.Contains(name, ".") {
+			continue
+		}
+		names := strings.Split(name, ".")
+		for _, mp := range maps {
+			switch {
+			case slices.Equal(names, mp):
+				if !slices.ContainsFunc(paths, func(p []string) bool { return len(p) == 1 && p[0] == name }) {
+					_ = d.collect(&m.Value, nil, quoteKey(name))
+				}
+			case len(names) > len(mp) && slices.Equal(names[:len(mp)], mp):
+				srv := names[len(mp)]
+				e := jsonEntry{srv: Server{Name: srv, Where: strings.TrimPrefix(quoteKey(name), ".")}}
+				if len(names) == len(mp)+1 {
+					d.read(&e, &m.Value)
+					e.srv.Wrapped = nil
+					e.srv.Problem = fmt.Sprintf("the dotted setting %q is server %q as VS Code reads it; mcpsign edits a server only inside its map: move it into \"mcp\": {\"servers\": …}", name, srv)
+				} else {
+					e.srv.Kind = Stdio
+					e.srv.Problem = fmt.Sprintf("the dotted setting %q changes server %q as VS Code reads it; mcpsign cannot tell what runs: move it into the server's entry", name, srv)
+				}
+				if e.srv.Kind != Stdio {
+					e.srv.Problem = "" // a remote or unknown entry is not enforced anyway
+				}
+				own[len(d.entries)] = true
+				d.entries = append(d.entries, e)
+				if _, ok := changes[srv]; !ok {
+					changes[srv] = name
+				}
+			}
+		}
+	}
+	for i := range d.entries {
+		e := &d.entries[i]
+		if by, ok := changes[e.srv.Name]; ok && !own[i] {
+			e.srv.Kind, e.srv.Wrapped = Stdio, nil
+			e.srv.Problem = fmt.Sprintf("VS Code's dotted setting %q changes this server: what runs is not this entry alone; move it into this entry or remove it", by)
+		}
+	}
 }
 
 // collect finds the server map at path under v and reads its entries.
