@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,6 +16,8 @@ type jsonDoc struct {
 	host    Host
 	root    hujson.Value
 	entries []jsonEntry
+	// splitDotted: the host splits dotted top-level names (dottedMaps).
+	splitDotted bool
 }
 
 // jsonEntry is a server entry and where its command line is written.
@@ -35,13 +38,14 @@ func parseJSON(h Host, paths [][]string, data []byte) (document, error) {
 	if _, ok := root.Value.(*hujson.Object); !ok {
 		return nil, fmt.Errorf("the top level is not an object")
 	}
-	d := &jsonDoc{host: h, root: root}
+	maps := dottedMaps(paths)
+	d := &jsonDoc{host: h, root: root, splitDotted: maps != nil}
 	for _, path := range paths {
-		if err := d.collect(&root, path, ""); err != nil {
+		if err := d.collect(&root, path, "", ""); err != nil {
 			return nil, err
 		}
 	}
-	if maps := dottedMaps(paths); maps != nil {
+	if maps != nil {
 		d.dotted(root.Value.(*hujson.Object), paths, maps)
 	}
 	return d, nil
@@ -92,7 +96,7 @@ func (d *jsonDoc) dotted(root *hujson.Object, paths [][]string, maps [][]string)
 			switch {
 			case slices.Equal(names, mp):
 				if !slices.ContainsFunc(paths, func(p []string) bool { return len(p) == 1 && p[0] == name }) {
-					_ = d.collect(&m.Value, nil, quoteKey(name))
+					_ = d.collect(&m.Value, nil, quoteKey(name), d.replaced(root, i, nil, true))
 				}
 			case len(names) > len(mp) && slices.Equal(names[:len(mp)], mp):
 				srv := names[len(mp)]
@@ -125,8 +129,9 @@ func (d *jsonDoc) dotted(root *hujson.Object, paths [][]string, maps [][]string)
 	}
 }
 
-// collect finds the server map at path under v and reads its entries.
-func (d *jsonDoc) collect(v *hujson.Value, path []string, where string) error {
+// collect finds the server map at path under v and reads its entries;
+// dead, when not empty, says why the map is not what the host reads.
+func (d *jsonDoc) collect(v *hujson.Value, path []string, where, dead string) error {
 	obj, ok := v.Value.(*hujson.Object)
 	if !ok {
 		return nil
@@ -137,6 +142,10 @@ func (d *jsonDoc) collect(v *hujson.Value, path []string, where string) error {
 			name := literalString(m.Name.Value)
 			e := jsonEntry{srv: Server{Name: name, Where: strings.TrimPrefix(where, ".")}}
 			d.read(&e, &m.Value)
+			if why := cmp.Or(dead, d.replaced(obj, i, nil, false)); why != "" {
+				// Not what runs: never wrapped, nor reported wrapped.
+				e.srv.Wrapped, e.srv.Problem = nil, why
+			}
 			d.entries = append(d.entries, e)
 		}
 		return nil
@@ -147,11 +156,35 @@ func (d *jsonDoc) collect(v *hujson.Value, path []string, where string) error {
 		if path[0] != "*" && name != path[0] {
 			continue
 		}
-		if err := d.collect(&m.Value, path[1:], where+quoteKey(name)); err != nil {
+		why := cmp.Or(dead, d.replaced(obj, i, path[1:], where == ""))
+		if err := d.collect(&m.Value, path[1:], where+quoteKey(name), why); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// replaced says why member i of obj is not what the host reads, "" when it
+// is: a later member of the same name replaces it (JSON readers keep the
+// last), or, at the top level of a file whose host splits dotted names,
+// a later member whose dotted name reaches the map through it (VS Code: a
+// later "mcp" replaces an earlier "mcp.servers", a later "mcp.servers" the
+// servers of an earlier "mcp"). rest is the map's path below the member.
+func (d *jsonDoc) replaced(obj *hujson.Object, i int, rest []string, top bool) string {
+	names := func(n string) []string {
+		if top && d.splitDotted {
+			return strings.Split(n, ".")
+		}
+		return []string{n}
+	}
+	full := append(names(literalString(obj.Members[i].Name.Value)), rest...)
+	for j := i + 1; j < len(obj.Members); j++ {
+		n := literalString(obj.Members[j].Name.Value)
+		if later := names(n); len(later) <= len(full) && slices.Equal(full[:len(later)], later) {
+			return fmt.Sprintf("a later member %q replaces this one: the host reads that one only", n)
+		}
+	}
+	return ""
 }
 
 func (d *jsonDoc) read(e *jsonEntry, v *hujson.Value) {

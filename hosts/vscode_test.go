@@ -199,3 +199,63 @@ func TestVSCodeSettingsDotted(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONShadowedEntries: of two members of one name (a server, or a map
+// that holds servers) a host reads the last, and VS Code's settings reader
+// lets a later "mcp" replace an earlier "mcp.servers" and the other way
+// round. A shadowed entry is not what runs: it is not wrapped, and not
+// reported wrapped, whatever it holds; the entry that runs is.
+func TestJSONShadowedEntries(t *testing.T) {
+	wrapped := func(name string) string {
+		return `{"command": "` + self + `", "args": ["proxy", "--policy", "` + policy + `", "--name", "` + name + `", "--", "node"]}`
+	}
+	const bad = `{"command": "evil", "args": [1]}` // cannot be wrapped
+	type want struct {
+		where   string
+		wrapped bool
+		problem string
+	}
+	for _, tc := range []struct {
+		name, host, path, data string
+		want                   []want
+	}{
+		{"a later server of the same name", "claude-desktop", "/h/claude_desktop_config.json",
+			`{"mcpServers": {"a": ` + wrapped("a") + `, "a": ` + bad + `}}`,
+			[]want{{"mcpServers", false, `a later member "a" replaces this one`}, {"mcpServers", false, `"args" has a member that is not a string`}}},
+		{"a later map of the same name", "claude-desktop", "/h/claude_desktop_config.json",
+			`{"mcpServers": {"a": ` + wrapped("a") + `}, "mcpServers": {"a": ` + bad + `}}`,
+			[]want{{"mcpServers", false, `a later member "mcpServers" replaces this one`}, {"mcpServers", false, `"args" has a member that is not a string`}}},
+		{"a later mcp over mcp.servers", "vscode", "/p/.vscode/settings.json",
+			`{"mcp.servers": {"a": ` + wrapped("a") + `}, "mcp": {"servers": {"a": ` + bad + `}}}`,
+			[]want{{"mcp.servers", false, "not a string"}, {`["mcp.servers"]`, false, `a later member "mcp" replaces this one`}}},
+		{"a later mcp.servers over mcp", "vscode", "/p/.vscode/settings.json",
+			`{"mcp": {"servers": {"a": ` + wrapped("a") + `}}, "mcp.servers": {"a": ` + bad + `}}`,
+			[]want{{"mcp.servers", false, `a later member "mcp.servers" replaces this one`}, {`["mcp.servers"]`, false, "not a string"}}},
+		{"a later mcp without servers", "vscode", "/p/.vscode/settings.json",
+			`{"mcp.servers": {"a": ` + wrapped("a") + `}, "mcp": {"inputs": []}}`,
+			[]want{{`["mcp.servers"]`, false, `a later member "mcp" replaces this one`}}},
+		{"distinct names are all read", "vscode", "/p/.vscode/settings.json",
+			`{"mcp": {"servers": {"a": ` + wrapped("a") + `}, "mcpServers": {"b": ` + wrapped("b") + `}}}`,
+			[]want{{"mcp.servers", true, ""}, {"mcp.mcpServers", true, ""}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse(mustHost(t, tc.host), tc.path, []byte(tc.data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := c.Servers()
+			if len(got) != len(tc.want) {
+				t.Fatalf("servers %+v, want %d", got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				s := got[i]
+				if s.Where != w.where || (s.Wrapped != nil) != w.wrapped || (w.problem == "") != (s.Problem == "") || !strings.Contains(s.Problem, w.problem) {
+					t.Errorf("server %d: %+v, want %+v", i, s, w)
+				}
+			}
+			if out, _, err := c.Wrap(WrapOptions{Self: self, Policy: policy}); err != nil || (tc.want[0].problem != "" && string(out) != tc.data) {
+				t.Errorf("wrap edited a shadowed entry (%v):\n%s", err, out)
+			}
+		})
+	}
+}
