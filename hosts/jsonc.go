@@ -167,24 +167,40 @@ func (d *jsonDoc) collect(v *hujson.Value, path []string, where, dead string) er
 // replaced says why member i of obj is not what the host reads, "" when it
 // is: a later member of the same name replaces it (JSON readers keep the
 // last), or, at the top level of a file whose host splits dotted names,
-// a later member whose dotted name reaches the map through it (VS Code: a
-// later "mcp" replaces an earlier "mcp.servers", a later "mcp.servers" the
-// servers of an earlier "mcp"). rest is the map's path below the member.
+// a member whose dotted name reaches the map through it and comes later
+// (VS Code: a later "mcp" replaces an earlier "mcp.servers", a later
+// "mcp.servers" the servers of an earlier "mcp"; a name repeated keeps its
+// first place, as in a JavaScript object). rest is the map's path below
+// the member.
 func (d *jsonDoc) replaced(obj *hujson.Object, i int, rest []string, top bool) string {
-	names := func(n string) []string {
-		if top && d.splitDotted {
-			return strings.Split(n, ".")
-		}
-		return []string{n}
-	}
-	full := append(names(literalString(obj.Members[i].Name.Value)), rest...)
+	name := literalString(obj.Members[i].Name.Value)
 	for j := i + 1; j < len(obj.Members); j++ {
+		if n := literalString(obj.Members[j].Name.Value); n == name {
+			return fmt.Sprintf("a later member %q replaces this one: the host reads that one only", n)
+		}
+	}
+	if !top || !d.splitDotted {
+		return ""
+	}
+	first := map[string]int{}
+	for j := range obj.Members {
+		if n := literalString(obj.Members[j].Name.Value); !hasKey(first, n) {
+			first[n] = j
+		}
+	}
+	full := append(strings.Split(name, "."), rest...)
+	for j := first[name] + 1; j < len(obj.Members); j++ {
 		n := literalString(obj.Members[j].Name.Value)
-		if later := names(n); len(later) <= len(full) && slices.Equal(full[:len(later)], later) {
+		if later := strings.Split(n, "."); first[n] == j && len(later) <= len(full) && slices.Equal(full[:len(later)], later) {
 			return fmt.Sprintf("a later member %q replaces this one: the host reads that one only", n)
 		}
 	}
 	return ""
+}
+
+func hasKey(m map[string]int, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 func (d *jsonDoc) read(e *jsonEntry, v *hujson.Value) {
