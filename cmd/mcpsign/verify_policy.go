@@ -248,6 +248,7 @@ func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifie
 	for bi, data := range bundles {
 		var best error
 		var res *verify.Result
+		var passed []*verify.Result
 		var ids []int
 		for _, pv := range vs {
 			rr, err := pv.v.Verify(ctx, data, snap)
@@ -261,6 +262,7 @@ func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifie
 			if res == nil {
 				res = rr
 			}
+			passed = append(passed, rr)
 			if rr.MatchedIdentities == nil { // a key: the verifier's one identity
 				ids = append(ids, pv.ids...)
 			}
@@ -273,7 +275,7 @@ func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifie
 			tr.Matched = matching(tr.Signers, n)
 			return tr, numbered(best, bi, len(bundles))
 		}
-		if err := policyChecks(r, res, snap); err != nil {
+		if err := policyChecks(r, passed, snap); err != nil {
 			tr.Matched = matching(tr.Signers, n)
 			return tr, numbered(err, bi, len(bundles))
 		}
@@ -333,9 +335,14 @@ func matching(signers []signer, n int) int {
 	return count
 }
 
-// policyChecks are the policy's checks beyond verify's: revocation, the
-// bundle's age and the package.
-func policyChecks(r *policy.Resolved, res *verify.Result, snap *digest.Snapshot) error {
+// policyChecks are the policy's checks beyond verify's, on the results of
+// one bundle under each verifier it passed (the first is reported):
+// revocation, the bundle's age and the package. An identity is revoked
+// when any of what the verifications established names it: the identity
+// each reports, the certificate's subject, or the key that signed (a
+// revoked key ID refuses a certificate for that key too).
+func policyChecks(r *policy.Resolved, results []*verify.Result, snap *digest.Snapshot) error {
+	res := results[0]
 	var defs []string
 	if len(r.Revoked.Definitions) > 0 {
 		l, err := pin.NewLock(snap, pinbundle.ApprovalOf(res))
@@ -348,6 +355,13 @@ func policyChecks(r *policy.Resolved, res *verify.Result, snap *digest.Snapshot)
 	}
 	if err := r.Revoked.Check(res.Identity, res.BundleDigest, defs); err != nil {
 		return &verify.StepError{Step: verify.StepIdentity, Err: err}
+	}
+	for _, rr := range results {
+		for _, id := range []string{rr.Identity, rr.Subject, rr.SignerKeyID} {
+			if err := r.Revoked.Check(id, "", nil); err != nil {
+				return &verify.StepError{Step: verify.StepIdentity, Err: err}
+			}
+		}
 	}
 	if r.MaxBundleAge > 0 {
 		if res.SigningTime.IsZero() {

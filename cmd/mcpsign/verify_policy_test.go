@@ -269,6 +269,15 @@ func TestVerifyPolicyThresholdOneKey(t *testing.T) {
 	certAndKey := policyOf("cert-key.json", release, `{"method":"key","key":"one.pub.pem"}`)
 	twoCerts := policyOf("two-certs.json", release, ops)
 	opsAndOther := policyOf("ops-other.json", ops, `{"method":"key","key":"other.pub.pem"}`)
+	// A revoked key approves nothing, in a certificate either; a revoked
+	// identity nothing, even when another listed one matched first.
+	revokedOf := func(name, revoked string, ids ...string) string {
+		return vtWrite(t, dir, name, []byte(`{"kind":"mcpsign.policy","policyVersion":1,"trust":{"caRoots":"roots.pem"},"servers":{"notes":{"identities":[`+
+			strings.Join(ids, ",")+`]}},"revoked":{"identities":[`+revoked+`]}}`))
+	}
+	keyRevoked := revokedOf("key-revoked.json", fmt.Sprintf("%q", one.keyID(t)), release)
+	subjectRevoked := revokedOf("subject-revoked.json", `"CN=release,O=Corp"`, `{"method":"certificate","email":"release@corp.example"}`)
+	otherRevoked := revokedOf("other-revoked.json", fmt.Sprintf("%q", other.keyID(t)), release)
 
 	for _, tc := range []struct {
 		name    string
@@ -285,6 +294,11 @@ func TestVerifyPolicyThresholdOneKey(t *testing.T) {
 			"2 of 2 distinct identities required, 2 signed"},
 		{"a certificate and a key of the same other signer", opsAndOther, []string{otherOpsCert, otherKeyBundle}, 1,
 			"1 distinct signer(s)"},
+		{"a certificate of a revoked key", keyRevoked, []string{releaseCert}, 1,
+			fmt.Sprintf("revoked identity %q", one.keyID(t))},
+		{"the revoked subject of a certificate matched by its e-mail", subjectRevoked, []string{releaseCert}, 1,
+			`revoked identity "CN=release,O=Corp"`},
+		{"another key revoked", otherRevoked, []string{releaseCert}, 0, "VERIFIED"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"verify", "certificate", snapPath, "--policy", tc.policy, "--name", "notes", "--allow-current-time"}
