@@ -34,7 +34,10 @@ func FuzzRoundTrip(f *testing.F) {
 	for _, fx := range fixtures {
 		f.Add(fx.host == "codex", []byte(fx.data))
 	}
+	// Lines in a multi-line string are no keys (they were once edited).
+	f.Add(true, []byte("[other]\ns = \"\"\"\n[mcp_servers.a]\ncommand = \"f\"\n\"\"\"\n[mcp_servers.a]\ncommand = \"x\"\nd = '''\nargs = []\n'''\n"))
 	f.Fuzz(func(t *testing.T, codex bool, data []byte) {
+
 		h, _ := Lookup("claude-code")
 		if codex {
 			h, _ = Lookup("codex")
@@ -50,6 +53,8 @@ func FuzzRoundTripSettings(f *testing.F) {
 		f.Add(readGolden(f, g.file))
 	}
 	f.Add([]byte(`{"mcp": {"servers": {"a": {"command": "x",}, }, "mcpServers": {"b": {"command": "y", "args": []}}}, "mcp.servers": {"c": {"command": "z"}}}`))
+	// Dotted names into a map (VS Code splits them): listed, never edited.
+	f.Add([]byte(`{"mcp": {"servers": {"a": {"command": "x"}}}, "mcp.servers.a": {"command": "y"}, "mcp.servers.b.command": "z", "mcp.mcpServers": {"c": {"command": "w"}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, _ := Lookup("vscode")
 		roundTrip(t, h, "/p/.vscode/settings.json", data)
@@ -64,13 +69,28 @@ func roundTrip(t *testing.T, h Host, path string, data []byte) {
 	if err != nil {
 		return
 	}
-	w, _, err := c.Wrap(WrapOptions{Self: self, Policy: policy})
+	w, changes, err := c.Wrap(WrapOptions{Self: self, Policy: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wc, err := Parse(h, path, w)
 	if err != nil {
 		t.Fatalf("wrapped file does not parse: %v\n%q", err, w)
+	}
+	// What wrap says it did is what the host reads now: a wrapped entry
+	// runs the proxy over its command line, any other is as it was.
+	after := wc.Servers()
+	if len(after) != len(changes) {
+		t.Fatalf("wrap changed the entries: %d, then %d\n%q", len(changes), len(after), w)
+	}
+	for i, ch := range changes {
+		a := after[i]
+		switch {
+		case ch.Action == ActWrapped && (a.Wrapped == nil || !slices.Equal(a.Wrapped.Original, ch.Server.Argv)):
+			t.Fatalf("entry %d reported wrapped, read as %q\n%q", i, a.Argv, w)
+		case ch.Action != ActWrapped && !slices.Equal(a.Argv, ch.Server.Argv):
+			t.Fatalf("entry %d %s, but its command line is now %q\n%q", i, ch.Action, a.Argv, w)
+		}
 	}
 	w2, _, _ := wc.Wrap(WrapOptions{Self: self, Policy: policy})
 	if !bytes.Equal(w, w2) {

@@ -500,3 +500,57 @@ func TestEnvInfer(t *testing.T) {
 		}
 	}
 }
+
+// TestCodexStringsAreNotKeys: a line inside a multi-line string (in the
+// server's table or in another one) is text, not a table header nor a key:
+// wrap edits only the command and args TOML reads, and a server whose keys
+// it cannot find is skipped, never reported wrapped.
+func TestCodexStringsAreNotKeys(t *testing.T) {
+	h := mustHost(t, "codex")
+	const path = "/h/.codex/config.toml"
+	wrappedReal := "command = \"" + self + "\"\nargs = [\"proxy\", \"--policy\", \"" + policy + "\", \"--name\", \"notes\", \"--\", \"real\"]\n"
+	for _, tc := range []struct {
+		name, data string
+		action     Action
+		want       string // the wrapped file; "" when wrap leaves it as it is
+	}{
+		{"a command line in a basic multi-line string after the command",
+			"[mcp_servers.notes]\ncommand = \"real\"\ndescription = \"\"\"\ncommand = \"fake\"\n\"\"\"\n", ActWrapped,
+			"[mcp_servers.notes]\n" + wrappedReal + "description = \"\"\"\ncommand = \"fake\"\n\"\"\"\n"},
+		{"an args line in a literal multi-line string",
+			"[mcp_servers.notes]\ncommand = \"real\"\nnote = '''\nargs = [\"x\"]\n'''\n", ActWrapped,
+			"[mcp_servers.notes]\n" + wrappedReal + "note = '''\nargs = [\"x\"]\n'''\n"},
+		{"a header in another table's string",
+			"[other]\ns = \"\"\"\n[mcp_servers.notes]\ncommand = \"fake\"\n\"\"\"\n[mcp_servers.notes]\ncommand = \"real\"\n", ActWrapped,
+			"[other]\ns = \"\"\"\n[mcp_servers.notes]\ncommand = \"fake\"\n\"\"\"\n[mcp_servers.notes]\n" + wrappedReal},
+		{"an escaped quote and a closing with extra quotes",
+			"[mcp_servers.notes]\nd = \"\"\"a \\\"\"\" \ncommand = \"fake\"\nb\"\"\"\"\ncommand = \"real\"\n", ActWrapped,
+			"[mcp_servers.notes]\nd = \"\"\"a \\\"\"\" \ncommand = \"fake\"\nb\"\"\"\"\n" + wrappedReal},
+		{"triple quotes inside a one-line literal string are no string",
+			"[mcp_servers.notes]\nd = 'a\"\"\"b' # '''\ncommand = \"real\"\n", ActWrapped,
+			"[mcp_servers.notes]\nd = 'a\"\"\"b' # '''\n" + wrappedReal},
+		{"the only command in a string",
+			"[mcp_servers.notes]\ncommand = \"\"\"real\"\"\"\nd = \"\"\"\ncommand = \"fake\"\n\"\"\"\n", ActSkipped, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse(h, path, []byte(tc.data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, changes, err := c.Wrap(WrapOptions{Self: self, Policy: policy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(changes) != 1 || changes[0].Action != tc.action {
+				t.Fatalf("changes %+v, want one %s", changes, tc.action)
+			}
+			want := tc.want
+			if want == "" {
+				want = tc.data
+			}
+			if string(out) != want {
+				t.Errorf("wrapped:\n%s\nwant:\n%s", out, want)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,6 +16,8 @@ type jsonDoc struct {
 	host    Host
 	root    hujson.Value
 	entries []jsonEntry
+	// splitDotted: the host splits dotted top-level names (dottedMaps).
+	splitDotted bool
 }
 
 // jsonEntry is a server entry and where its command line is written.
@@ -35,17 +38,100 @@ func parseJSON(h Host, paths [][]string, data []byte) (document, error) {
 	if _, ok := root.Value.(*hujson.Object); !ok {
 		return nil, fmt.Errorf("the top level is not an object")
 	}
-	d := &jsonDoc{host: h, root: root}
+	maps := dottedMaps(paths)
+	d := &jsonDoc{host: h, root: root, splitDotted: maps != nil}
 	for _, path := range paths {
-		if err := d.collect(&root, path, ""); err != nil {
+		if err := d.collect(&root, path, "", ""); err != nil {
 			return nil, err
 		}
+	}
+	if maps != nil {
+		d.dotted(root.Value.(*hujson.Object), paths, maps)
 	}
 	return d, nil
 }
 
-// collect finds the server map at path under v and reads its entries.
-func (d *jsonDoc) collect(v *hujson.Value, path []string, where string) error {
+// dottedMaps returns the maps of a file whose host splits dotted top-level
+// names, as VS Code's settings reader does (one of its maps is a dotted
+// name, "mcp.servers"): every map as the names it is reached through, once
+// each. It returns nil for any other file.
+func dottedMaps(paths [][]string) [][]string {
+	var out [][]string
+	dotted := false
+	for _, p := range paths {
+		var names []string
+		for _, n := range p {
+			names = append(names, strings.Split(n, ".")...)
+		}
+		dotted = dotted || len(p) == 1 && len(names) > 1
+		if !slices.ContainsFunc(out, func(o []string) bool { return slices.Equal(o, names) }) {
+			out = append(out, names)
+		}
+	}
+	if !dotted {
+		return nil
+	}
+	return out
+}
+
+// dotted reads the top-level members of root whose dotted names reach into
+// a map (docs/HOSTS.md, VS Code): one that is a map not in paths (the
+// dotted "mcp.mcpServers") is read as a map; one that names a server in a
+// map ("mcp.servers.NAME") or a member of one ("mcp.servers.NAME.command")
+// is listed as that server, with a Problem, never edited; and every entry
+// of that server in the maps gets a Problem too and is not wrapped, since
+// what VS Code runs is not that entry alone (the later of the spellings
+// replaces the earlier, a dotted member changes the server it names).
+func (d *jsonDoc) dotted(root *hujson.Object, paths [][]string, maps [][]string) {
+	own := map[int]bool{}          // the entries of dotted servers
+	changes := map[string]string{} // server name: the first dotted member that changes it
+	for i := range root.Members {
+		m := &root.Members[i]
+		name := literalString(m.Name.Value)
+		if !strings.Contains(name, ".") {
+			continue
+		}
+		names := strings.Split(name, ".")
+		for _, mp := range maps {
+			switch {
+			case slices.Equal(names, mp):
+				if !slices.ContainsFunc(paths, func(p []string) bool { return len(p) == 1 && p[0] == name }) {
+					_ = d.collect(&m.Value, nil, quoteKey(name), d.replaced(root, i, nil, true))
+				}
+			case len(names) > len(mp) && slices.Equal(names[:len(mp)], mp):
+				srv := names[len(mp)]
+				e := jsonEntry{srv: Server{Name: srv, Where: strings.TrimPrefix(quoteKey(name), ".")}}
+				if len(names) == len(mp)+1 {
+					d.read(&e, &m.Value)
+					e.srv.Wrapped = nil
+					e.srv.Problem = fmt.Sprintf("the dotted setting %q is server %q as VS Code reads it; mcpsign edits a server only inside its map: move it into \"mcp\": {\"servers\": …}", name, srv)
+				} else {
+					e.srv.Kind = Stdio
+					e.srv.Problem = fmt.Sprintf("the dotted setting %q changes server %q as VS Code reads it; mcpsign cannot tell what runs: move it into the server's entry", name, srv)
+				}
+				if e.srv.Kind != Stdio {
+					e.srv.Problem = "" // a remote or unknown entry is not enforced anyway
+				}
+				own[len(d.entries)] = true
+				d.entries = append(d.entries, e)
+				if _, ok := changes[srv]; !ok {
+					changes[srv] = name
+				}
+			}
+		}
+	}
+	for i := range d.entries {
+		e := &d.entries[i]
+		if by, ok := changes[e.srv.Name]; ok && !own[i] {
+			e.srv.Kind, e.srv.Wrapped = Stdio, nil
+			e.srv.Problem = fmt.Sprintf("VS Code's dotted setting %q changes this server: what runs is not this entry alone; move it into this entry or remove it", by)
+		}
+	}
+}
+
+// collect finds the server map at path under v and reads its entries;
+// dead, when not empty, says why the map is not what the host reads.
+func (d *jsonDoc) collect(v *hujson.Value, path []string, where, dead string) error {
 	obj, ok := v.Value.(*hujson.Object)
 	if !ok {
 		return nil
@@ -56,6 +142,10 @@ func (d *jsonDoc) collect(v *hujson.Value, path []string, where string) error {
 			name := literalString(m.Name.Value)
 			e := jsonEntry{srv: Server{Name: name, Where: strings.TrimPrefix(where, ".")}}
 			d.read(&e, &m.Value)
+			if why := cmp.Or(dead, d.replaced(obj, i, nil, false)); why != "" {
+				// Not what runs: never wrapped, nor reported wrapped.
+				e.srv.Wrapped, e.srv.Problem = nil, why
+			}
 			d.entries = append(d.entries, e)
 		}
 		return nil
@@ -66,11 +156,51 @@ func (d *jsonDoc) collect(v *hujson.Value, path []string, where string) error {
 		if path[0] != "*" && name != path[0] {
 			continue
 		}
-		if err := d.collect(&m.Value, path[1:], where+quoteKey(name)); err != nil {
+		why := cmp.Or(dead, d.replaced(obj, i, path[1:], where == ""))
+		if err := d.collect(&m.Value, path[1:], where+quoteKey(name), why); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// replaced says why member i of obj is not what the host reads, "" when it
+// is: a later member of the same name replaces it (JSON readers keep the
+// last), or, at the top level of a file whose host splits dotted names,
+// a member whose dotted name reaches the map through it and comes later
+// (VS Code: a later "mcp" replaces an earlier "mcp.servers", a later
+// "mcp.servers" the servers of an earlier "mcp"; a name repeated keeps its
+// first place, as in a JavaScript object). rest is the map's path below
+// the member.
+func (d *jsonDoc) replaced(obj *hujson.Object, i int, rest []string, top bool) string {
+	name := literalString(obj.Members[i].Name.Value)
+	for j := i + 1; j < len(obj.Members); j++ {
+		if n := literalString(obj.Members[j].Name.Value); n == name {
+			return fmt.Sprintf("a later member %q replaces this one: the host reads that one only", n)
+		}
+	}
+	if !top || !d.splitDotted {
+		return ""
+	}
+	first := map[string]int{}
+	for j := range obj.Members {
+		if n := literalString(obj.Members[j].Name.Value); !hasKey(first, n) {
+			first[n] = j
+		}
+	}
+	full := append(strings.Split(name, "."), rest...)
+	for j := first[name] + 1; j < len(obj.Members); j++ {
+		n := literalString(obj.Members[j].Name.Value)
+		if later := strings.Split(n, "."); first[n] == j && len(later) <= len(full) && slices.Equal(full[:len(later)], later) {
+			return fmt.Sprintf("a later member %q replaces this one: the host reads that one only", n)
+		}
+	}
+	return ""
+}
+
+func hasKey(m map[string]int, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 func (d *jsonDoc) read(e *jsonEntry, v *hujson.Value) {

@@ -65,6 +65,7 @@ func parseTOML(h Host, data []byte) (document, error) {
 	text := string(data)
 	var cur *tomlEntry
 	off := 0
+	open := "" // the multi-line string open at the line's start
 	for off < len(text) {
 		end := strings.IndexByte(text[off:], '\n')
 		next := len(text)
@@ -72,7 +73,11 @@ func parseTOML(h Host, data []byte) (document, error) {
 			next = off + end + 1
 		}
 		line := strings.TrimRight(text[off:next], "\r\n")
-		if strings.HasPrefix(strings.TrimLeft(line, " \t"), "[") {
+		inString := open != ""
+		open = tomlStrings(line, open)
+		if inString {
+			// Text of a multi-line string, not a header nor a key.
+		} else if strings.HasPrefix(strings.TrimLeft(line, " \t"), "[") {
 			cur = nil
 			if m := tomlHeader.FindStringSubmatch(line); m != nil {
 				name := unquoteKey(m[1])
@@ -284,6 +289,64 @@ func stringToken(s string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// tomlStrings reads line's strings and comment, from inside the multi-line
+// string open (its delimiter, three double or three single quotes; "" for
+// none), and returns the multi-line string open at its end: what the next
+// line starts inside.
+func tomlStrings(line, open string) string {
+	i := 0
+	for i <= len(line) {
+		if open != "" {
+			j := multiLineEnd(line[i:], open)
+			if j < 0 {
+				return open
+			}
+			i, open = i+j, ""
+			continue
+		}
+		if i == len(line) {
+			return ""
+		}
+		switch c := line[i]; {
+		case c == '#':
+			return ""
+		case strings.HasPrefix(line[i:], `"""`), strings.HasPrefix(line[i:], "'''"):
+			open, i = line[i:i+3], i+3
+		case c == '"' || c == '\'':
+			i++
+			for i < len(line) && line[i] != c {
+				if c == '"' && line[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			i++
+		default:
+			i++
+		}
+	}
+	return open
+}
+
+// multiLineEnd returns the offset in s just after the delimiter that closes
+// the multi-line string open (with up to two more quotes, which are its
+// content), or -1 when s does not close it.
+func multiLineEnd(s, open string) int {
+	for i := 0; i < len(s); i++ {
+		switch {
+		case open == `"""` && s[i] == '\\':
+			i++
+		case strings.HasPrefix(s[i:], open):
+			j := i + 3
+			for k := 0; k < 2 && j < len(s) && s[j] == open[0]; k++ {
+				j++
+			}
+			return j
+		}
+	}
+	return -1
 }
 
 // tomlQuote writes s as a TOML basic string.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -127,5 +128,137 @@ func TestVSCodeSettingsMaps(t *testing.T) {
 		if ok != (tc.want != "") || got.Name != tc.want {
 			t.Errorf("Infer(%s) = %q, %v; want %q", tc.path, got.Name, ok, tc.want)
 		}
+	}
+}
+
+// TestVSCodeSettingsDotted: VS Code splits every dotted top-level setting
+// name, so "mcp.servers.NAME" (or "mcp.servers.NAME.command") is server
+// NAME, or a member of it, beside or over the one in the "mcp" map. Such an
+// entry is listed and never edited, and a map entry it changes is not
+// wrapped nor reported wrapped: what VS Code runs is not that entry alone.
+func TestVSCodeSettingsDotted(t *testing.T) {
+	h := mustHost(t, "vscode")
+	const path = "/p/.vscode/settings.json"
+	wrappedNotes := `{"command": "` + self + `", "args": ["proxy", "--policy", "` + policy + `", "--name", "notes", "--", "node", "s.js"]}`
+	type want struct {
+		where, problem string
+		wrapped        bool
+	}
+	for _, tc := range []struct {
+		name string
+		data string
+		want []want // in Servers order
+	}{
+		{"a server only under a dotted name",
+			`{"mcp.servers.evil": {"command": "evil"}}`,
+			[]want{{`["mcp.servers.evil"]`, `dotted setting "mcp.servers.evil" is server "evil"`, false}}},
+		{"a dotted server over a wrapped one",
+			`{"mcp": {"servers": {"notes": ` + wrappedNotes + `}}, "mcp.servers.notes": {"command": "evil"}}`,
+			[]want{{"mcp.servers", `"mcp.servers.notes" changes this server`, false}, {`["mcp.servers.notes"]`, `dotted setting "mcp.servers.notes" is server "notes"`, false}}},
+		{"a dotted command of a wrapped one",
+			`{"mcp": {"servers": {"notes": ` + wrappedNotes + `}}, "mcp.servers.notes.command": "evil"}`,
+			[]want{{"mcp.servers", `"mcp.servers.notes.command" changes this server`, false}, {`["mcp.servers.notes.command"]`, `dotted setting "mcp.servers.notes.command" changes server "notes"`, false}}},
+		{"a dotted mcpServers map",
+			`{"mcp.mcpServers": {"fs": {"command": "fs"}}}`,
+			[]want{{`["mcp.mcpServers"]`, "", false}}},
+		{"a dotted server of the dotted map",
+			`{"mcp.servers": {"notes": ` + wrappedNotes + `}, "mcp.mcpServers.notes": {"url": "https://example.com"}}`,
+			[]want{{`["mcp.servers"]`, `"mcp.mcpServers.notes" changes this server`, false}, {`["mcp.mcpServers.notes"]`, "", false}}},
+		{"other dotted settings are no servers",
+			`{"mcp.inputs": [], "mcpx.servers.a": {"command": "a"}, "editor.fontSize": 12, "mcp": {"servers": {"notes": ` + wrappedNotes + `}}}`,
+			[]want{{"mcp.servers", "", true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse(h, path, []byte(tc.data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := c.Servers()
+			if len(got) != len(tc.want) {
+				t.Fatalf("servers %+v, want %d", got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				s := got[i]
+				if s.Where != w.where || (s.Wrapped != nil) != w.wrapped ||
+					(w.problem == "") != (s.Problem == "") || !strings.Contains(s.Problem, w.problem) {
+					t.Errorf("server %d: %+v, want %+v", i, s, w)
+				}
+			}
+			out, changes, err := c.Wrap(WrapOptions{Self: self, Policy: policy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, ch := range changes {
+				if tc.want[i].problem != "" && (ch.Action != ActSkipped || ch.Reason != got[i].Problem) {
+					t.Errorf("wrap of server %d: %s (%s), want skipped", i, ch.Action, ch.Reason)
+				}
+			}
+			if slices.ContainsFunc(tc.want, func(w want) bool { return w.problem != "" }) && !bytes.Equal(out, []byte(tc.data)) {
+				t.Errorf("wrap edited a server VS Code reads from a dotted setting:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestJSONShadowedEntries: of two members of one name (a server, or a map
+// that holds servers) a host reads the last, and VS Code's settings reader
+// lets a later "mcp" replace an earlier "mcp.servers" and the other way
+// round. A shadowed entry is not what runs: it is not wrapped, and not
+// reported wrapped, whatever it holds; the entry that runs is.
+func TestJSONShadowedEntries(t *testing.T) {
+	wrapped := func(name string) string {
+		return `{"command": "` + self + `", "args": ["proxy", "--policy", "` + policy + `", "--name", "` + name + `", "--", "node"]}`
+	}
+	const bad = `{"command": "evil", "args": [1]}` // cannot be wrapped
+	type want struct {
+		where   string
+		wrapped bool
+		problem string
+	}
+	for _, tc := range []struct {
+		name, host, path, data string
+		want                   []want
+	}{
+		{"a later server of the same name", "claude-desktop", "/h/claude_desktop_config.json",
+			`{"mcpServers": {"a": ` + wrapped("a") + `, "a": ` + bad + `}}`,
+			[]want{{"mcpServers", false, `a later member "a" replaces this one`}, {"mcpServers", false, `"args" has a member that is not a string`}}},
+		{"a later map of the same name", "claude-desktop", "/h/claude_desktop_config.json",
+			`{"mcpServers": {"a": ` + wrapped("a") + `}, "mcpServers": {"a": ` + bad + `}}`,
+			[]want{{"mcpServers", false, `a later member "mcpServers" replaces this one`}, {"mcpServers", false, `"args" has a member that is not a string`}}},
+		{"a later mcp over mcp.servers", "vscode", "/p/.vscode/settings.json",
+			`{"mcp.servers": {"a": ` + wrapped("a") + `}, "mcp": {"servers": {"a": ` + bad + `}}}`,
+			[]want{{"mcp.servers", false, "not a string"}, {`["mcp.servers"]`, false, `a later member "mcp" replaces this one`}}},
+		{"a later mcp.servers over mcp", "vscode", "/p/.vscode/settings.json",
+			`{"mcp": {"servers": {"a": ` + wrapped("a") + `}}, "mcp.servers": {"a": ` + bad + `}}`,
+			[]want{{"mcp.servers", false, `a later member "mcp.servers" replaces this one`}, {`["mcp.servers"]`, false, "not a string"}}},
+		{"a later mcp without servers", "vscode", "/p/.vscode/settings.json",
+			`{"mcp.servers": {"a": ` + wrapped("a") + `}, "mcp": {"inputs": []}}`,
+			[]want{{`["mcp.servers"]`, false, `a later member "mcp" replaces this one`}}},
+		{"a repeated mcp keeps its first place", "vscode", "/p/.vscode/settings.json",
+			`{"mcp": {"servers": {"a": ` + wrapped("a") + `}}, "mcp.servers": {"b": ` + wrapped("b") + `}, "mcp": {"inputs": []}}`,
+			[]want{{"mcp.servers", false, `a later member "mcp" replaces this one`}, {`["mcp.servers"]`, true, ""}}},
+		{"distinct names are all read", "vscode", "/p/.vscode/settings.json",
+			`{"mcp": {"servers": {"a": ` + wrapped("a") + `}, "mcpServers": {"b": ` + wrapped("b") + `}}}`,
+			[]want{{"mcp.servers", true, ""}, {"mcp.mcpServers", true, ""}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse(mustHost(t, tc.host), tc.path, []byte(tc.data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := c.Servers()
+			if len(got) != len(tc.want) {
+				t.Fatalf("servers %+v, want %d", got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				s := got[i]
+				if s.Where != w.where || (s.Wrapped != nil) != w.wrapped || (w.problem == "") != (s.Problem == "") || !strings.Contains(s.Problem, w.problem) {
+					t.Errorf("server %d: %+v, want %+v", i, s, w)
+				}
+			}
+			if out, _, err := c.Wrap(WrapOptions{Self: self, Policy: policy}); err != nil || (tc.want[0].problem != "" && string(out) != tc.data) {
+				t.Errorf("wrap edited a shadowed entry (%v):\n%s", err, out)
+			}
+		})
 	}
 }

@@ -36,6 +36,7 @@ type certSpec struct {
 	curve       elliptic.Curve // default P-256
 	criticalEKU bool           // timestamping leaves: EKU extension marked critical
 	serial      int64          // default: a fresh one
+	keyUsage    x509.KeyUsage  // default: certSign and cRLSign for a CA, digitalSignature otherwise
 }
 
 type testCert struct {
@@ -91,6 +92,9 @@ func issue(t testing.TB, spec certSpec, parent *testCert) *testCert {
 		tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
 	} else {
 		tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	}
+	if spec.keyUsage != 0 {
+		tmpl.KeyUsage = spec.keyUsage
 	}
 	if !spec.noBasic {
 		tmpl.BasicConstraintsValid = true

@@ -1,6 +1,7 @@
 package trustroot
 
 import (
+	"crypto/x509"
 	"errors"
 	"os"
 	"path/filepath"
@@ -70,8 +71,8 @@ func FuzzParsePEM(f *testing.F) {
 			if tm, err := LoadPKI(data, nil); err == nil {
 				for _, ca := range tm.FulcioCertificateAuthorities() {
 					r := ca.(*root.FulcioCertificateAuthority).Root
-					if !r.IsCA {
-						t.Fatalf("LoadPKI accepted a root that is not a CA: %s", r.Subject)
+					if !r.IsCA || r.KeyUsage != 0 && r.KeyUsage&x509.KeyUsageCertSign == 0 {
+						t.Fatalf("LoadPKI accepted a root that may not issue certificates: %s", r.Subject)
 					}
 				}
 			} else if !errors.Is(err, ErrNotCA) {

@@ -181,6 +181,13 @@ func TestLoadPKI(t *testing.T) {
 	noBasic.noBasic = true
 	notCA := rootSpec("not a CA")
 	notCA.ca = false
+	// A CA whose key usage is there without keyCertSign may not sign
+	// certificates (RFC 5280 4.2.1.3); crypto/x509 does not check it.
+	noCertSign := rootSpec("no keyCertSign")
+	noCertSign.keyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign
+	noCertSignRoot := issue(t, noCertSign, nil)
+	noCertSignInter := issue(t, certSpec{cn: "no keyCertSign inter", notBefore: t0.Add(-years(5)), notAfter: t0.Add(years(5)), ca: true,
+		keyUsage: x509.KeyUsageDigitalSignature}, r)
 	big := append([]byte("-----BEGIN CERTIFICATE-----\n"), bytes.Repeat([]byte("A"), MaxPEMBytes)...)
 	for _, tc := range []struct {
 		name        string
@@ -193,6 +200,8 @@ func TestLoadPKI(t *testing.T) {
 		{"root without basic constraints", certsPEM(issue(t, noBasic, nil).cert), nil, ErrNotCA, "CA roots: certificate 1 (CN=no basic constraints"},
 		{"second root not a CA", certsPEM(r.cert, issue(t, notCA, nil).cert), nil, ErrNotCA, "CA roots: certificate 2"},
 		{"leaf as intermediate", certsPEM(r.cert), certsPEM(leaf.cert), ErrNotCA, "CA intermediates: certificate 1"},
+		{"root without keyCertSign", certsPEM(noCertSignRoot.cert), nil, ErrNotCA, "CA roots: certificate 1 (CN=no keyCertSign,O=mcpsign test): not a CA certificate: its key usage lacks keyCertSign"},
+		{"intermediate without keyCertSign", certsPEM(r.cert), certsPEM(i.cert, noCertSignInter.cert), ErrNotCA, "CA intermediates: certificate 2 (CN=no keyCertSign inter,O=mcpsign test): not a CA certificate: its key usage lacks keyCertSign"},
 		{"no certificate", []byte("\n"), nil, ErrPEM, "CA roots:"},
 		{"key instead of roots", keyPEM(t, r.key.Public()), nil, ErrPEM, "want CERTIFICATE"},
 		{"trailing garbage", append(certsPEM(r.cert), "garbage"...), nil, ErrPEM, "unexpected data"},

@@ -82,7 +82,8 @@ var (
 	// nothing else (see ParseCertificatesPEM).
 	ErrPEM = errors.New("not a PEM certificate list")
 	// ErrNotCA: a root or intermediate is not a CA certificate (basic
-	// constraints with the CA bit).
+	// constraints with the CA bit, and keyCertSign when it has a key
+	// usage).
 	ErrNotCA = errors.New("not a CA certificate")
 )
 
@@ -108,7 +109,7 @@ func (p *pkiMaterial) FulcioCertificateAuthorities() []root.CertificateAuthority
 // Both inputs are read as ParseCertificatesPEM reads them (bounded; a
 // refusal wraps ErrPEM, or ErrTooLarge for more than MaxPEMBytes). Every root
 // and intermediate must be a CA certificate (basic constraints with the CA
-// bit; ErrNotCA). A root need not be self-signed: it is a trust anchor
+// bit, and keyCertSign when it has a key usage; ErrNotCA). A root need not be self-signed: it is a trust anchor
 // by configuration, as in crypto/x509 and cosign, so an issuing CA below
 // the enterprise root may be given as the root to trust only what it
 // issued (its own signature is never checked, so a SHA-1 self-signature
@@ -125,13 +126,13 @@ func LoadPKI(rootsPEM, intermediatesPEM []byte) (root.TrustedMaterial, error) {
 		}
 	}
 	for i, c := range roots {
-		if !c.BasicConstraintsValid || !c.IsCA {
-			return nil, fmt.Errorf("CA roots: certificate %d (%s): %w", i+1, dn.String(c.RawSubject), ErrNotCA)
+		if err := checkCA(c); err != nil {
+			return nil, fmt.Errorf("CA roots: certificate %d (%s): %w", i+1, dn.String(c.RawSubject), err)
 		}
 	}
 	for i, c := range inters {
-		if !c.BasicConstraintsValid || !c.IsCA {
-			return nil, fmt.Errorf("CA intermediates: certificate %d (%s): %w", i+1, dn.String(c.RawSubject), ErrNotCA)
+		if err := checkCA(c); err != nil {
+			return nil, fmt.Errorf("CA intermediates: certificate %d (%s): %w", i+1, dn.String(c.RawSubject), err)
 		}
 	}
 	m := &pkiMaterial{}
@@ -143,6 +144,19 @@ func LoadPKI(rootsPEM, intermediatesPEM []byte) (root.TrustedMaterial, error) {
 		})
 	}
 	return m, nil
+}
+
+// checkCA refuses a certificate that may not issue certificates: without
+// basic constraints CA:TRUE, or with a key usage that lacks keyCertSign
+// (RFC 5280 4.2.1.3; crypto/x509 checks neither the key usage of a CA).
+func checkCA(c *x509.Certificate) error {
+	if !c.BasicConstraintsValid || !c.IsCA {
+		return ErrNotCA
+	}
+	if c.KeyUsage != 0 && c.KeyUsage&x509.KeyUsageCertSign == 0 {
+		return fmt.Errorf("%w: its key usage lacks keyCertSign", ErrNotCA)
+	}
+	return nil
 }
 
 // parsePKI is ParseCertificatesPEM with its refusals wrapped in ErrPEM (or

@@ -74,6 +74,18 @@ func TestIdentities(t *testing.T) {
 			if !slices.Equal(res.MatchedIdentities, tc.matched) || res.Identity != tc.identity {
 				t.Errorf("matched %v as %q, want %v as %q", res.MatchedIdentities, res.Identity, tc.matched, tc.identity)
 			}
+			// The signer's key is the signing certificate's.
+			b, err := ParseBundle(tc.bundle, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vc, err := b.VerificationContent()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want, err := KeyID(vc.Certificate().PublicKey); err != nil || res.SignerKeyID != want {
+				t.Errorf("SignerKeyID %q, want %q (%v)", res.SignerKeyID, want, err)
+			}
 		})
 	}
 	// A key signature matches no identity: the key is the identity.
@@ -81,6 +93,9 @@ func TestIdentities(t *testing.T) {
 	res, err := mustVerifier(t, Trust{}, Policy{Method: MethodKey, PublicKey: pub}).Verify(context.Background(), marshalBundle(t, pb), f.snap)
 	if err != nil || res.MatchedIdentities != nil {
 		t.Errorf("key: %v, matched %v", err, res.MatchedIdentities)
+	}
+	if want, _ := KeyID(pub); res.SignerKeyID != want || res.Identity != want {
+		t.Errorf("key: SignerKeyID %q, identity %q, want %q", res.SignerKeyID, res.Identity, want)
 	}
 	// Names renumber the identities in the message.
 	ie := &IdentitiesError{Errs: []error{fmt.Errorf("%w: no e-mail SAN", ErrIdentityMismatch), fmt.Errorf("%w: wrong subject", ErrIdentityMismatch)}, Names: []string{"identity 3", "identity 5"}}

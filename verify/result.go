@@ -26,6 +26,10 @@ type Result struct {
 	// identity the signing certificate matches, in order; the first is the
 	// one Identity and Certificate report. Nil for a key.
 	MatchedIdentities []int
+	// SignerKeyID is the KeyID of the public key that made the signature:
+	// the policy's key, or the signing certificate's. One private key is
+	// one signer, whatever the identities its certificates name.
+	SignerKeyID string
 	// Issuer is the OIDC issuer of a Fulcio certificate, or for an
 	// enterprise certificate without one, its issuer's distinguished name.
 	Issuer string

@@ -358,8 +358,11 @@ func (v *Verifier) verifySigstore(ctx context.Context, bundleJSON []byte, ap sgv
 	// summary keeps one SAN, and a URI only as Go re-serializes it).
 	switch v.policy.Method {
 	case MethodKey:
-		res.Identity = v.keyID
+		res.Identity, res.SignerKeyID = v.keyID, v.keyID
 	default:
+		if res.SignerKeyID, err = KeyID(leaf.PublicKey); err != nil {
+			return res, nil, &StepError{Step: StepIdentity, Err: fmt.Errorf("the signing certificate's public key: %w", err)}
+		}
 		s := vr.Signature.Certificate
 		res.Certificate = s
 		if v.policy.Method == MethodCertificate {

@@ -287,3 +287,39 @@ func TestHostsVSCodeSettings(t *testing.T) {
 		t.Errorf("unwrap: %d %s\n%s", code, stderr, read())
 	}
 }
+
+// TestHostsVSCodeDottedOverride: a wrapped VS Code server whose command a
+// dotted setting replaces is not reported wrapped (VS Code runs "evil"),
+// and wrap does not touch the file.
+func TestHostsVSCodeDottedOverride(t *testing.T) {
+	home := t.TempDir()
+	settings := filepath.Join(home, ".vscode", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(settings), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pol := filepath.Join(home, "policy.json")
+	if err := os.WriteFile(pol, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := `{"mcp": {"servers": {"notes": {"command": "/opt/mcpsign/bin/mcpsign", "args": ["proxy", "--policy", "` + pol + `", "--name", "notes", "--", "node"]}}},
+  "mcp.servers.notes.command": "evil"}`
+	if err := os.WriteFile(settings, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runHosts(t, home, "hosts", "list", "--config", settings, "--format", "json")
+	var got struct {
+		Files []fileJSON `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got.Files) != 1 || len(got.Files[0].Servers) != 2 {
+		t.Fatalf("list json: %d %v %s %s", code, err, out, stderr)
+	}
+	for _, s := range got.Files[0].Servers {
+		if s.Name != "notes" || s.Wrapped || s.Enforced || !strings.Contains(s.Problem, `"mcp.servers.notes.command"`) {
+			t.Errorf("server %+v: want notes, not wrapped, its problem naming the dotted setting", s)
+		}
+	}
+	runHosts(t, home, "hosts", "wrap", "--config", settings, "--policy", pol, "--mcpsign-path", "/opt/mcpsign/bin/mcpsign")
+	if b, err := os.ReadFile(settings); err != nil || string(b) != data {
+		t.Errorf("wrap changed the file (%v):\n%s", err, b)
+	}
+}

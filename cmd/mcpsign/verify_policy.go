@@ -195,9 +195,46 @@ type thresholdResult struct {
 }
 
 type signer struct {
-	key        string // method, identity and issuer
+	// keys tell the signer apart: its method, identity and issuer, and the
+	// key ID of every key it signed with.
+	keys       []string
 	result     *verify.Result
 	identities []int
+}
+
+// addSigner adds s to signers, merged with every signer that shares one
+// of its keys: one identity is one signer whatever keys it signed with,
+// and one private key is one signer whatever identities its certificates
+// name (a key listed as a key and certified by an enterprise CA, or
+// certified twice, signs once).
+// The merged signer takes the place, and the result, of the first.
+func addSigner(signers []signer, s signer) []signer {
+	out := signers[:0:0]
+	at := -1
+	for _, o := range signers {
+		if !slices.ContainsFunc(o.keys, func(k string) bool { return slices.Contains(s.keys, k) }) {
+			out = append(out, o)
+			continue
+		}
+		if at < 0 {
+			at, s.result = len(out), o.result
+		}
+		for _, k := range o.keys {
+			if !slices.Contains(s.keys, k) {
+				s.keys = append(s.keys, k)
+			}
+		}
+		for _, i := range o.identities {
+			if !slices.Contains(s.identities, i) {
+				s.identities = append(s.identities, i)
+			}
+		}
+	}
+	slices.Sort(s.identities)
+	if at < 0 {
+		return append(out, s)
+	}
+	return slices.Insert(out, at, s)
 }
 
 // verifyThreshold verifies every bundle against snap under every identity
@@ -208,10 +245,10 @@ type signer struct {
 func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifier, bundles [][]byte, snap *digest.Snapshot) (*thresholdResult, error) {
 	tr := &thresholdResult{}
 	n := len(r.Identities)
-	bySigner := map[string]int{}
 	for bi, data := range bundles {
 		var best error
 		var res *verify.Result
+		var passed []*verify.Result
 		var ids []int
 		for _, pv := range vs {
 			rr, err := pv.v.Verify(ctx, data, snap)
@@ -225,6 +262,7 @@ func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifie
 			if res == nil {
 				res = rr
 			}
+			passed = append(passed, rr)
 			if rr.MatchedIdentities == nil { // a key: the verifier's one identity
 				ids = append(ids, pv.ids...)
 			}
@@ -237,7 +275,7 @@ func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifie
 			tr.Matched = matching(tr.Signers, n)
 			return tr, numbered(best, bi, len(bundles))
 		}
-		if err := policyChecks(r, res, snap); err != nil {
+		if err := policyChecks(r, passed, snap); err != nil {
 			tr.Matched = matching(tr.Signers, n)
 			return tr, numbered(err, bi, len(bundles))
 		}
@@ -245,16 +283,7 @@ func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifie
 			tr.First = res
 		}
 		key := string(res.Method) + "\x00" + res.Identity + "\x00" + res.Issuer
-		if j, ok := bySigner[key]; ok {
-			for _, i := range ids {
-				if !slices.Contains(tr.Signers[j].identities, i) {
-					tr.Signers[j].identities = append(tr.Signers[j].identities, i)
-				}
-			}
-			continue
-		}
-		bySigner[key] = len(tr.Signers)
-		tr.Signers = append(tr.Signers, signer{key: key, result: res, identities: ids})
+		tr.Signers = addSigner(tr.Signers, signer{keys: []string{key, "key\x00" + res.SignerKeyID}, result: res, identities: ids})
 	}
 	tr.Matched = matching(tr.Signers, n)
 	if tr.Matched < r.Threshold {
@@ -306,9 +335,14 @@ func matching(signers []signer, n int) int {
 	return count
 }
 
-// policyChecks are the policy's checks beyond verify's: revocation, the
-// bundle's age and the package.
-func policyChecks(r *policy.Resolved, res *verify.Result, snap *digest.Snapshot) error {
+// policyChecks are the policy's checks beyond verify's, on the results of
+// one bundle under each verifier it passed (the first is reported):
+// revocation, the bundle's age and the package. An identity is revoked
+// when any of what the verifications established names it: the identity
+// each reports, the certificate's subject, or the key that signed (a
+// revoked key ID refuses a certificate for that key too).
+func policyChecks(r *policy.Resolved, results []*verify.Result, snap *digest.Snapshot) error {
+	res := results[0]
 	var defs []string
 	if len(r.Revoked.Definitions) > 0 {
 		l, err := pin.NewLock(snap, pinbundle.ApprovalOf(res))
@@ -321,6 +355,13 @@ func policyChecks(r *policy.Resolved, res *verify.Result, snap *digest.Snapshot)
 	}
 	if err := r.Revoked.Check(res.Identity, res.BundleDigest, defs); err != nil {
 		return &verify.StepError{Step: verify.StepIdentity, Err: err}
+	}
+	for _, rr := range results {
+		for _, id := range []string{rr.Identity, rr.Subject, rr.SignerKeyID} {
+			if err := r.Revoked.Check(id, "", nil); err != nil {
+				return &verify.StepError{Step: verify.StepIdentity, Err: err}
+			}
+		}
 	}
 	if r.MaxBundleAge > 0 {
 		if res.SigningTime.IsZero() {

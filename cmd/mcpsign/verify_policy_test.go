@@ -1,13 +1,21 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
@@ -183,4 +191,124 @@ func mustRead(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// signWith writes a bundle of the statement of snap signed by s's key
+// under the certificate der (an enterprise CA's leaf for that key).
+func (s *ptSigner) signWith(t *testing.T, dir, name string, snap *digest.Snapshot, der []byte) string {
+	t.Helper()
+	st, err := attest.Build(snap, attest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := st.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := sgsign.Bundle(&sgsign.DSSEData{Data: payload, PayloadType: attest.PayloadType}, s.kp, sgsign.BundleOptions{CertificateProvider: vtCert{der}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := protojson.Marshal(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vtWrite(t, dir, name, data)
+}
+
+// TestVerifyPolicyThresholdOneKey: a threshold counts private keys, not
+// identities: one key that signs as a listed key and under a certificate
+// of another listed identity, or under two certificates of two listed
+// identities, is one signer.
+func TestVerifyPolicyThresholdOneKey(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	snapPath, snap := vtSnapshot(t, dir, "snap.json", nil)
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "Corp Root"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vtWrite(t, dir, "roots.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))
+	serial := int64(1)
+	leaf := func(s *ptSigner, cn string) []byte {
+		serial++
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn, Organization: []string{"Corp"}}, EmailAddresses: []string{cn + "@corp.example"},
+			NotBefore: now.Add(-time.Minute), NotAfter: now.Add(time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning}}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, s.kp.GetPublicKey(), caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return der
+	}
+	one, other := newPTSigner(t, dir, "one"), newPTSigner(t, dir, "other")
+	keyBundle, _ := one.sign(t, dir, "one-key.sigstore.json", snap)
+	otherKeyBundle, _ := other.sign(t, dir, "other-key.sigstore.json", snap)
+	releaseCert := one.signWith(t, dir, "one-release.sigstore.json", snap, leaf(one, "release"))
+	opsCert := one.signWith(t, dir, "one-ops.sigstore.json", snap, leaf(one, "ops"))
+	otherOpsCert := other.signWith(t, dir, "other-ops.sigstore.json", snap, leaf(other, "ops"))
+
+	policyOf := func(name string, ids ...string) string {
+		return vtWrite(t, dir, name, []byte(`{"kind":"mcpsign.policy","policyVersion":1,"trust":{"caRoots":"roots.pem"},"servers":{"notes":{"identities":[`+
+			strings.Join(ids, ",")+`],"threshold":2}}}`))
+	}
+	release := `{"method":"certificate","subject":"CN=release,O=Corp"}`
+	ops := `{"method":"certificate","subject":"CN=ops,O=Corp"}`
+	certAndKey := policyOf("cert-key.json", release, `{"method":"key","key":"one.pub.pem"}`)
+	twoCerts := policyOf("two-certs.json", release, ops)
+	opsAndOther := policyOf("ops-other.json", ops, `{"method":"key","key":"other.pub.pem"}`)
+	// A revoked key approves nothing, in a certificate either; a revoked
+	// identity nothing, even when another listed one matched first.
+	revokedOf := func(name, revoked string, ids ...string) string {
+		return vtWrite(t, dir, name, []byte(`{"kind":"mcpsign.policy","policyVersion":1,"trust":{"caRoots":"roots.pem"},"servers":{"notes":{"identities":[`+
+			strings.Join(ids, ",")+`]}},"revoked":{"identities":[`+revoked+`]}}`))
+	}
+	keyRevoked := revokedOf("key-revoked.json", fmt.Sprintf("%q", one.keyID(t)), release)
+	subjectRevoked := revokedOf("subject-revoked.json", `"CN=release,O=Corp"`, `{"method":"certificate","email":"release@corp.example"}`)
+	otherRevoked := revokedOf("other-revoked.json", fmt.Sprintf("%q", other.keyID(t)), release)
+
+	for _, tc := range []struct {
+		name    string
+		policy  string
+		bundles []string
+		code    int
+		want    string
+	}{
+		{"a key and a certificate of that key", certAndKey, []string{keyBundle, releaseCert}, 1,
+			"policy threshold not met: 1 of the 2 listed identities signed these definitions as distinct signers, 2 required (2 bundle(s), 1 distinct signer(s)"},
+		{"two certificates of one key", twoCerts, []string{releaseCert, opsCert}, 1,
+			"policy threshold not met: 1 of the 2 listed identities signed these definitions as distinct signers, 2 required (2 bundle(s), 1 distinct signer(s)"},
+		{"a certificate and another key", opsAndOther, []string{opsCert, otherKeyBundle}, 0,
+			"2 of 2 distinct identities required, 2 signed"},
+		{"a certificate and a key of the same other signer", opsAndOther, []string{otherOpsCert, otherKeyBundle}, 1,
+			"1 distinct signer(s)"},
+		{"a certificate of a revoked key", keyRevoked, []string{releaseCert}, 1,
+			fmt.Sprintf("revoked identity %q", one.keyID(t))},
+		{"the revoked subject of a certificate matched by its e-mail", subjectRevoked, []string{releaseCert}, 1,
+			`revoked identity "CN=release,O=Corp"`},
+		{"another key revoked", otherRevoked, []string{releaseCert}, 0, "VERIFIED"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"verify", "certificate", snapPath, "--policy", tc.policy, "--name", "notes", "--allow-current-time"}
+			for _, b := range tc.bundles {
+				args = append(args, "--bundle", b)
+			}
+			code, out, stderr := runCLI(t, args...)
+			if code != tc.code || !strings.Contains(out+stderr, tc.want) {
+				t.Errorf("exit %d, want %d and %q:\n%s\n%s", code, tc.code, tc.want, out, stderr)
+			}
+		})
+	}
 }
