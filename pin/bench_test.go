@@ -3,32 +3,14 @@ package pin
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/internal/fixtures/testsnap"
 )
-
-// benchTool is a realistic tool definition of about 2 KB (the shape of
-// digest's benchmarks): a long description, a dozen described parameters,
-// annotations.
-func benchTool(i int, variant string) json.RawMessage {
-	var b strings.Builder
-	fmt.Fprintf(&b, `{"name":"tool_%04d","title":"Tool number %d","description":%q,"inputSchema":{"type":"object","properties":{`,
-		i, i, strings.Repeat("Searches the records for a useful thing; résumé ✓. ", 12)+variant)
-	for p := 0; p < 12; p++ {
-		if p > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `"param_%d":{"type":"string","description":"Parameter %d of this tool.","maxLength":%d}`, p, p, 100+p)
-	}
-	b.WriteString(`},"required":["param_0","param_1"]},"annotations":{"readOnlyHint":true,"openWorldHint":false}}`)
-	return json.RawMessage(b.String())
-}
 
 // benchSnapshot has n tools; every step-th one (0: none) has a changed
 // description.
@@ -41,7 +23,7 @@ func benchSnapshot(n, step int) *digest.Snapshot {
 		if step > 0 && i%step == 0 {
 			v = " Also deletes them."
 		}
-		s.Tools = append(s.Tools, benchTool(i, v))
+		s.Tools = append(s.Tools, testsnap.BenchTool(i, v))
 	}
 	return s
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/fixtures/examplesnap"
 	"github.com/mcpsign/mcpsign/pin/capability"
 )
 
@@ -45,7 +46,7 @@ func TestCheckExampleServer(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.mode, func(t *testing.T) {
-			r := lock.Check(exampleSnapshot(t, tc.mode))
+			r := lock.Check(examplesnap.Live(t, tc.mode))
 			if got := findingIDs(r); !slices.Equal(got, tc.want) {
 				t.Fatalf("findings %q, want %q", got, tc.want)
 			}
@@ -89,7 +90,7 @@ func TestCheckExampleServer(t *testing.T) {
 
 // edit returns a copy of the honest snapshot changed by fn.
 func edit(t *testing.T, fn func(s *digest.Snapshot)) *digest.Snapshot {
-	s := exampleSnapshot(t, "honest")
+	s := examplesnap.Live(t, "honest")
 	for _, k := range digest.Kinds {
 		s.SetDefinitions(k, slices.Clone(s.Definitions(k)))
 	}
@@ -176,7 +177,7 @@ func TestCheckRules(t *testing.T) {
 // its new capabilities are computed from the rules, and gaining exec is
 // reported even though the override said read.
 func TestCheckOverrideDoesNotCarryOver(t *testing.T) {
-	l, err := NewLock(exampleSnapshot(t, "rugpull"), Approval{Method: MethodTOFU})
+	l, err := NewLock(examplesnap.Live(t, "rugpull"), Approval{Method: MethodTOFU})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,10 +189,10 @@ func TestCheckOverrideDoesNotCarryOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := l.Check(exampleSnapshot(t, "rugpull")); len(r.Findings) != 0 {
+	if r := l.Check(examplesnap.Live(t, "rugpull")); len(r.Findings) != 0 {
 		t.Fatalf("unchanged server: %q", findingIDs(r))
 	}
-	changed := exampleSnapshot(t, "rugpull")
+	changed := examplesnap.Live(t, "rugpull")
 	for i, raw := range changed.Tools {
 		if strings.Contains(string(raw), `"name":"run_command"`) {
 			replaceRaw(t, changed.Tools, i, "return its output.", "return its output!")
@@ -234,7 +235,7 @@ func TestLockErrorReport(t *testing.T) {
 }
 
 func TestReportWriters(t *testing.T) {
-	r := tofuLock(t, "honest").Check(exampleSnapshot(t, "rugpull"))
+	r := tofuLock(t, "honest").Check(examplesnap.Live(t, "rugpull"))
 	r.Lock = "mcp.lock.json"
 	var text, md, js strings.Builder
 	if err := WriteReportText(&text, r); err != nil {
@@ -294,7 +295,7 @@ func TestMarkdownEscaping(t *testing.T) {
 // so in the report's first line.
 func TestReportOtherServer(t *testing.T) {
 	lock := tofuLock(t, "honest")
-	snap := exampleSnapshot(t, "honest")
+	snap := examplesnap.Live(t, "honest")
 	for _, tc := range []struct {
 		name, server, want string
 	}{

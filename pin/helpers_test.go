@@ -1,54 +1,16 @@
 package pin
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/fixtures"
-	"github.com/mcpsign/mcpsign/source"
+	"github.com/mcpsign/mcpsign/internal/fixtures/examplesnap"
 )
-
-// snapshots caches the example server's snapshot per mode for this test
-// process: each is read once from the real server over stdio.
-var snapshots = struct {
-	sync.Mutex
-	m map[string][]byte
-}{m: map[string][]byte{}}
-
-// exampleSnapshot returns a fresh copy of the example server's snapshot in
-// mode, read from the live server over stdio.
-func exampleSnapshot(t testing.TB, mode string) *digest.Snapshot {
-	t.Helper()
-	snapshots.Lock()
-	defer snapshots.Unlock()
-	data, ok := snapshots.m[mode]
-	if !ok {
-		bin := fixtures.BuildExampleServer(t)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		s, err := source.Load(ctx, source.Spec{Command: []string{bin, "--mode", mode}}, source.Options{})
-		if err != nil {
-			t.Fatalf("listing the example server (%s): %v", mode, err)
-		}
-		if data, err = s.MarshalFile(); err != nil {
-			t.Fatal(err)
-		}
-		snapshots.m[mode] = data
-	}
-	s, err := digest.ParseSnapshot(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 // tofuLock returns a tofu lock of the example server in mode.
 func tofuLock(t testing.TB, mode string) *Lock {
 	t.Helper()
-	l, err := NewLock(exampleSnapshot(t, mode), Approval{Method: MethodTOFU, ApprovedAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)})
+	l, err := NewLock(examplesnap.Live(t, mode), Approval{Method: MethodTOFU, ApprovedAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,12 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/evidence"
+	"github.com/mcpsign/mcpsign/internal/fixtures/examplesnap"
 	"github.com/mcpsign/mcpsign/pin/capability"
 )
 
 func TestLockRoundTrip(t *testing.T) {
-	snap := exampleSnapshot(t, "rugpull")
+	snap := examplesnap.Live(t, "rugpull")
 	approvals := []Approval{
 		{Method: MethodTOFU},
 		{
@@ -229,7 +230,7 @@ func TestReadMissingAndNotRegular(t *testing.T) {
 }
 
 func TestNewLockRefuses(t *testing.T) {
-	snap := exampleSnapshot(t, "honest")
+	snap := examplesnap.Live(t, "honest")
 	bad := *snap
 	bad.Tools = append(bad.Tools[:0:0], snap.Tools...)
 	bad.Tools = append(bad.Tools, snap.Tools[0]) // a repeated key

@@ -1,10 +1,14 @@
 package pin
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/mcpsign/mcpsign/internal/fixtures/examplesnap"
+)
 
 func TestDetectFile(t *testing.T) {
 	lock := mustMarshal(t, tofuLock(t, "honest"))
-	snap, _ := exampleSnapshot(t, "honest").MarshalFile()
+	snap, _ := examplesnap.Live(t, "honest").MarshalFile()
 	tests := []struct {
 		data string
 		want FileKind

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/evidence"
+	"github.com/mcpsign/mcpsign/internal/fixtures/examplesnap"
 )
 
 func manualApproval() Approval {
@@ -17,7 +18,7 @@ func manualApproval() Approval {
 }
 
 func TestManualLock(t *testing.T) {
-	l, err := NewLock(exampleSnapshot(t, "honest"), manualApproval())
+	l, err := NewLock(examplesnap.Live(t, "honest"), manualApproval())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestManualLock(t *testing.T) {
 	}
 
 	// Refused approvals and lock texts.
-	snap := exampleSnapshot(t, "honest")
+	snap := examplesnap.Live(t, "honest")
 	for _, tc := range []struct {
 		name string
 		mod  func(*Approval)

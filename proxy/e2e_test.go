@@ -32,6 +32,43 @@ func npmServer(t *testing.T, pkg string) []string {
 	return []string{node, entry}
 }
 
+// everythingGrace is how long server-everything is given to exit after its
+// stdin closes, directly, through the proxy (Options.ShutdownGrace) and when
+// listed (source.Options.ShutdownGrace): it does not exit then, but at the
+// SIGTERM (or kill) that follows, which the tests need not wait seconds for.
+const everythingGrace = 200 * time.Millisecond
+
+// shortGrace sets the proxy's ShutdownGrace to everythingGrace.
+func shortGrace(o *Options) { o.ShutdownGrace = everythingGrace }
+
+// everythingListing is server-everything's listing under the default
+// client capabilities, taken once per test process for the tests that read
+// the same listing (each pins it to its own lock).
+var everythingListing struct {
+	sync.Mutex
+	data []byte
+}
+
+// writeEverythingLock pins server-everything's listing (trusted on first
+// use) to a lock file in a temporary directory and returns its path.
+func writeEverythingLock(t *testing.T, argv []string) string {
+	t.Helper()
+	everythingListing.Lock()
+	defer everythingListing.Unlock()
+	if everythingListing.data == nil {
+		data, err := snapshotWith(t, argv, source.Options{ShutdownGrace: everythingGrace}).MarshalFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		everythingListing.data = data
+	}
+	snap, err := digest.ParseSnapshot(everythingListing.data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeTOFULockOf(t, snap)
+}
+
 // recorder keeps the responses a client receives, by id, as raw lines.
 type recorder struct {
 	mu        sync.Mutex
@@ -120,6 +157,7 @@ func everythingScript(ctx context.Context, t *testing.T, cs *mcp.ClientSession) 
 // proxy to the official server-everything receives byte for byte the
 // answers a direct session receives.
 func TestEverythingByteIdentical(t *testing.T) {
+	t.Parallel() // each its own server, proxy and lock
 	argv := npmServer(t, "server-everything")
 	ctx := testContext(t)
 
@@ -149,7 +187,7 @@ func TestEverythingByteIdentical(t *testing.T) {
 		go func() { cmd.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(everythingGrace): // it does not exit when its stdin closes
 			cmd.Process.Kill()
 			<-done
 		}
@@ -159,7 +197,7 @@ func TestEverythingByteIdentical(t *testing.T) {
 	}()
 
 	lock := filepath.Join(t.TempDir(), "mcp.lock")
-	s := startProxy(t, lockPolicy(t, lock, LockOptions{TOFU: true}), argv, nil)
+	s := startProxy(t, lockPolicy(t, lock, LockOptions{TOFU: true}), argv, shortGrace)
 	rec, r := record(s.out)
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "0"}, nil)
 	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: r, Writer: s.in}, nil)
@@ -200,10 +238,11 @@ func TestEverythingByteIdentical(t *testing.T) {
 // the tools that depend on the client's capabilities) is what the proxy
 // sees too: the session is not blocked.
 func TestEverythingLockFromSnapshot(t *testing.T) {
+	t.Parallel() // each its own server, proxy and lock
 	argv := npmServer(t, "server-everything")
 	ctx := testContext(t)
-	lock := writeTOFULock(t, argv)
-	s := startProxy(t, lockPolicy(t, lock, LockOptions{}), argv, nil)
+	lock := writeEverythingLock(t, argv)
+	s := startProxy(t, lockPolicy(t, lock, LockOptions{}), argv, shortGrace)
 	cs, err := s.connect(ctx, "", &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},
 	})
@@ -233,9 +272,10 @@ func TestEverythingLockFromSnapshot(t *testing.T) {
 // capability difference first, then the tool absent for this client, and
 // the client never sees get-roots-list.
 func TestEverythingClientWithoutRoots(t *testing.T) {
+	t.Parallel() // each its own server, proxy and lock
 	argv := npmServer(t, "server-everything")
 	ctx := testContext(t)
-	lock := writeTOFULock(t, argv)
+	lock := writeEverythingLock(t, argv)
 	l, err := pin.Read(lock)
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +283,7 @@ func TestEverythingClientWithoutRoots(t *testing.T) {
 	if _, ok := l.Lookup(digest.KindTool, "get-roots-list"); !ok || string(l.ClientCapabilities) != source.DefaultClientCapabilities {
 		t.Fatalf("the lock has get-roots-list %v under %s", ok, l.ClientCapabilities)
 	}
-	s := startProxy(t, lockPolicy(t, lock, LockOptions{}), argv, nil)
+	s := startProxy(t, lockPolicy(t, lock, LockOptions{}), argv, shortGrace)
 	cs, err := s.connect(ctx, "", &mcp.ClientOptions{
 		Capabilities:           &mcp.ClientCapabilities{}, // no roots
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},

@@ -108,9 +108,15 @@ func exampleArgv(t *testing.T, mode string, args ...string) []string {
 // snapshotOf lists the example server with the source package.
 func snapshotOf(t testing.TB, argv []string) *digest.Snapshot {
 	t.Helper()
+	return snapshotWith(t, argv, source.Options{})
+}
+
+// snapshotWith lists argv under o.
+func snapshotWith(t testing.TB, argv []string, o source.Options) *digest.Snapshot {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	snap, err := source.Load(ctx, source.Spec{Command: argv}, source.Options{})
+	snap, err := source.Load(ctx, source.Spec{Command: argv}, o)
 	if err != nil {
 		t.Fatalf("listing %v: %v", argv, err)
 	}
@@ -126,7 +132,14 @@ func writeTOFULock(t *testing.T, argv []string) string {
 
 func writeTOFULockTB(t testing.TB, argv []string) string {
 	t.Helper()
-	l, err := pin.NewLock(snapshotOf(t, argv), pin.Approval{Method: pin.MethodTOFU})
+	return writeTOFULockOf(t, snapshotOf(t, argv))
+}
+
+// writeTOFULockOf pins snap (trusted on first use) to a lock file in a
+// temporary directory and returns its path.
+func writeTOFULockOf(t testing.TB, snap *digest.Snapshot) string {
+	t.Helper()
+	l, err := pin.NewLock(snap, pin.Approval{Method: pin.MethodTOFU})
 	if err != nil {
 		t.Fatal(err)
 	}

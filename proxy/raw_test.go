@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
 // rawPeer speaks newline-delimited JSON-RPC by hand, to see and send exact
@@ -218,24 +219,34 @@ func TestModernWithoutDiscover(t *testing.T) {
 func TestUncheckable(t *testing.T) {
 	bad := fixtures.BuildBadServer(t)
 	cases := []struct {
-		name  string
-		argv  []string
-		drift bool
+		name   string
+		argv   []string
+		drift  bool
+		is     error  // the sentinel the block wraps, if there is one
+		report string // what the report on stderr names
 	}{
-		{"hangs-on-list", []string{bad, "--behavior", fixtures.BadHangsOnList}, false},
-		{"error-on-list", []string{bad, "--behavior", fixtures.BadErrorOnList}, false},
-		{"non-string-cursor", []string{bad, "--behavior", fixtures.BadNonStringCursor}, false},
-		{"oversized", exampleArgv(t, fixtures.ModeOversized), false},
-		{"cursor-loop", exampleArgv(t, fixtures.ModeCursorLoop), false},
-		{"invalid-definitions", []string{bad, "--behavior", fixtures.BadInvalidDefinitions}, true},
+		{"hangs-on-list", []string{bad, "--behavior", fixtures.BadHangsOnList}, false, nil, "no complete answer within 300ms"},
+		{"error-on-list", []string{bad, "--behavior", fixtures.BadErrorOnList}, false, nil, "server answered tools/list with error -32603"},
+		{"non-string-cursor", []string{bad, "--behavior", fixtures.BadNonStringCursor}, false, mcpwire.ErrProtocol, "nextCursor is not a string"},
+		// Refused by the size cap (MaxMessageBytes), well within the
+		// check timeout.
+		{"oversized", exampleArgv(t, fixtures.ModeOversized), false, mcpwire.ErrMessageTooLarge, "message too large"},
+		{"cursor-loop", exampleArgv(t, fixtures.ModeCursorLoop), false, mcpwire.ErrCursorLoop, "cursor loop"},
+		{"invalid-definitions", []string{bad, "--behavior", fixtures.BadInvalidDefinitions}, true, nil, "the definitions cannot be pinned"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			lock := filepath.Join(t.TempDir(), "mcp.lock")
 			s := startProxy(t, lockPolicy(t, lock, LockOptions{TOFU: true}), c.argv, func(o *Options) {
-				o.CheckTimeout = time.Second
-				if c.name == "hangs-on-list" {
+				o.CheckTimeout = 10 * time.Second // none is refused for time but hangs-on-list
+				switch c.name {
+				case "hangs-on-list":
 					o.CheckTimeout = 300 * time.Millisecond // it waits for nothing else
+				case "oversized":
+					// The refused server is blocked writing the rest of its
+					// 17 MiB message, which nobody reads: it ends at the
+					// SIGTERM after the grace, not at stdin's close.
+					o.ShutdownGrace = 100 * time.Millisecond
 				}
 			})
 			p := newRawPeer(t, s.out, s.in)
@@ -248,12 +259,16 @@ func TestUncheckable(t *testing.T) {
 			if m := decode(t, p.next()); m.Error == nil || m.Error.Code != BlockedCode {
 				t.Errorf("later answer %+v, want the block error", m)
 			}
-			b := asBlocked(s.wait())
+			err := s.wait()
+			b := asBlocked(err)
 			if b == nil || b.Drift() != c.drift {
 				t.Errorf("Run: %v, want a block (drift %v)", b, c.drift)
 			}
-			if !strings.Contains(s.stderr.String(), "BLOCKED") {
-				t.Errorf("no report on stderr")
+			if c.is != nil && !errors.Is(err, c.is) {
+				t.Errorf("Run: %v, want %v", err, c.is)
+			}
+			if stderr := s.stderr.String(); !strings.Contains(stderr, "BLOCKED") || !strings.Contains(stderr, c.report) {
+				t.Errorf("report on stderr %q, want BLOCKED and %q", stderr, c.report)
 			}
 		})
 	}

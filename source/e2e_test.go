@@ -161,6 +161,12 @@ func checkE2E(t *testing.T, live *digest.Snapshot, sdk map[digest.Kind]int, minT
 	}
 }
 
+// e2eGrace is how long an official server is given to exit after its stdin
+// closes, before SIGTERM, by Load and by go-sdk's CommandTransport:
+// server-everything does not exit then, and the tests need not wait out the
+// defaults (2 s, 5 s) for it.
+const e2eGrace = 200 * time.Millisecond
+
 func TestE2EStdio(t *testing.T) {
 	tests := []struct {
 		pkg      string
@@ -192,7 +198,7 @@ func TestE2EStdio(t *testing.T) {
 			}
 			start := time.Now()
 			var stderr bytes.Buffer
-			live, err := Load(context.Background(), Spec{Command: argv}, Options{Env: env, Stderr: &stderr})
+			live, err := Load(context.Background(), Spec{Command: argv}, Options{Env: env, Stderr: &stderr, ShutdownGrace: e2eGrace})
 			took := time.Since(start)
 			if err != nil {
 				t.Fatalf("%v; stderr:\n%s", err, stderr.String())
@@ -200,7 +206,7 @@ func TestE2EStdio(t *testing.T) {
 			t.Logf("Load over stdio took %v (shutdown included)", took.Round(time.Millisecond))
 			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Env = append(os.Environ(), env...)
-			checkE2E(t, live, sdkCounts(t, &mcp.CommandTransport{Command: cmd}), tt.minTools)
+			checkE2E(t, live, sdkCounts(t, &mcp.CommandTransport{Command: cmd, TerminateDuration: e2eGrace}), tt.minTools)
 		})
 	}
 }
@@ -232,7 +238,7 @@ func TestE2EStreamableHTTP(t *testing.T) {
 	}
 
 	// The same server over stdio yields the same digests.
-	stdio, err := Load(context.Background(), Spec{Command: []string{node, entry, "stdio"}}, Options{})
+	stdio, err := Load(context.Background(), Spec{Command: []string{node, entry, "stdio"}}, Options{ShutdownGrace: e2eGrace})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,15 +12,20 @@ import (
 )
 
 // TestListingBudgetFlood lists a server that answers every tools/list page
-// with 15 MiB and a new cursor, through the mcpsign command as a host runs
-// it: the listing stops at the byte budget (64 MiB by default) with a clear
-// error, and the peak memory of the process stays a small multiple of the
-// budget (without the budget it grew until the timeout: 5.7 GB in 30 s).
+// with 15 MiB and a new cursor, in a process of its own as mcpsign digest
+// does (the test binary as the lister, listerMain: Load over stdio): the
+// listing stops at the byte budget (64 MiB by default) with a clear error,
+// and the peak memory of the process stays a small multiple of the budget
+// (without the budget it grew until the timeout: 5.7 GB in 30 s).
+//
+// In a -race test binary the lister would be race-instrumented (several
+// times the memory, and slow): the process measured is then mcpsign digest,
+// from the run's shared build (not race-instrumented).
 func TestListingBudgetFlood(t *testing.T) {
 	if testing.Short() {
 		t.Skip("floods 64 MiB through a pipe")
 	}
-	mcpsign := fixtures.BuildMcpsign(t)
+	lister := floodLister(t)
 	bad := fixtures.BuildBadServer(t)
 	for _, tt := range []struct {
 		name    string
@@ -32,16 +37,15 @@ func TestListingBudgetFlood(t *testing.T) {
 		{name: "smaller budget", args: []string{"--max-listing-bytes", "20000000"}, maxRSS: 4 * DefaultMaxListingBytes, message: "more than 20000000 bytes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			args := append([]string{"digest"}, tt.args...)
-			args = append(args, "--", bad, "--behavior", fixtures.BadFloodPages)
-			cmd := exec.Command(mcpsign, args...)
+			args := append(append(lister[1:], tt.args...), "--", bad, "--behavior", fixtures.BadFloodPages)
+			cmd := exec.Command(lister[0], args...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			start := time.Now()
 			err := cmd.Run()
 			ee, ok := err.(*exec.ExitError)
 			if !ok || ee.ExitCode() != 2 {
-				t.Fatalf("mcpsign digest: %v, want exit 2; stderr:\n%s", err, stderr.String())
+				t.Fatalf("%q: %v, want exit 2; stderr:\n%s", lister, err, stderr.String())
 			}
 			if !strings.Contains(stderr.String(), tt.message) {
 				t.Errorf("stderr does not say %q:\n%s", tt.message, stderr.String())
@@ -53,4 +57,15 @@ func TestListingBudgetFlood(t *testing.T) {
 			}
 		})
 	}
+}
+
+// floodLister returns the command line (before the lister's flags) of the
+// process TestListingBudgetFlood measures: the test binary as the lister,
+// or, under -race, mcpsign digest.
+func floodLister(t *testing.T) []string {
+	t.Helper()
+	if raceBuild {
+		return []string{fixtures.BuildMcpsign(t), "digest"}
+	}
+	return []string{fixtures.Executable(t, programLister)}
 }

@@ -140,6 +140,7 @@ func TestChainCacheRealBundles(t *testing.T) {
 // still verify do so on the log's integrated time alone: the policy asks for
 // one observer timestamp, and a timestamp that fails is dropped.)
 func TestChainCacheTamperedBundles(t *testing.T) {
+	t.Parallel() // shares nothing: its own roots, caches and certificates
 	tr := productionRoot(t)
 	cached := WithChainCache(tr)
 	policy := digestPolicy(t, realIdentity, realIssuer, "sha256:"+realDigest)
@@ -242,6 +243,7 @@ func isBase64(s string) bool {
 // trusted root, plain and cached, in both input forms: the decisions must
 // agree with each other and with the expected outcome.
 func TestChainCacheConformance(t *testing.T) {
+	t.Parallel() // shares nothing: its own roots, caches and certificates
 	dir := shareddata.Path(t, "sigstore-conformance")
 	f, err := os.Open(filepath.Join(dir, "cases.tsv"))
 	if err != nil {

@@ -214,6 +214,7 @@ func sameChains(a, b [][]*x509.Certificate) bool {
 // material, for every leaf of every case at every validity boundary: both
 // must accept or reject alike and return the same chains.
 func TestChainCacheCertificateAuthorities(t *testing.T) {
+	t.Parallel() // shares nothing: its own roots, caches and certificates
 	for _, tc := range caCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			fcas, leaves := tc.build(t)

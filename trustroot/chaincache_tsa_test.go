@@ -219,6 +219,7 @@ func tsaTimes(a *root.SigstoreTimestampingAuthority, signer *x509.Certificate) [
 // verification (verify.VerifySignedTimestamp) with the plain and the cached
 // material, with responses asserting every validity boundary.
 func TestChainCacheTimestampingAuthorities(t *testing.T) {
+	t.Parallel() // shares nothing: its own roots, caches and certificates
 	sig := []byte("the signature being timestamped")
 	for _, tc := range tsaCases() {
 		t.Run(tc.name, func(t *testing.T) {

@@ -109,6 +109,7 @@ func inlineSHA(t *testing.T, path string) string {
 // signer, a malformed, oversized or missing one is refused at the step
 // that fails, and no lock is written.
 func TestVerifyBundleFromServer(t *testing.T) {
+	t.Parallel() // its own temporary directory and processes
 	d := discoverySetup(t)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/honest.json", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, d.honest) })
@@ -177,6 +178,7 @@ func TestVerifyBundleFromServer(t *testing.T) {
 
 // TestPinBundleFromServer: pin takes the advertised bundle too.
 func TestPinBundleFromServer(t *testing.T) {
+	t.Parallel() // its own temporary directory and processes
 	d := discoverySetup(t)
 	lock := filepath.Join(t.TempDir(), "l.lock")
 	code, stdout, stderr := runCLI(t, "pin", "--lock", lock, "--bundle-from-server", "--key", d.alicePub, "--", d.server, "--bundle", d.honest)
@@ -204,6 +206,7 @@ func TestPinBundleFromServer(t *testing.T) {
 // first start and writes the lock (both protocol generations); a bundle by
 // another signer or for other definitions blocks, and no lock is written.
 func TestProxyBundleFromServer(t *testing.T) {
+	t.Parallel() // its own temporary directory and processes
 	d := discoverySetup(t)
 	tests := []struct {
 		name    string
@@ -254,6 +257,7 @@ func TestProxyBundleFromServer(t *testing.T) {
 // hands over to mcpsign-proxy, which links no verifier and gives the
 // advertised capabilities to 'mcpsign proxy-verify' (proxy.CommandVerifier).
 func TestProxyHandOverBundleFromServer(t *testing.T) {
+	t.Parallel() // its own temporary directory and processes
 	d := discoverySetup(t)
 	mcpsign := fixtures.BuildMcpsign(t)
 	for _, tt := range []struct {

@@ -124,6 +124,7 @@ func (w *promptWriter) String() string {
 }
 
 func TestPasswordPromptAtTerminal(t *testing.T) {
+	t.Parallel() // its own temporary directory and processes
 	dir := t.TempDir()
 	snap, _ := exampleSnapshot(t, dir)
 	const pw = "typed at the terminal"

@@ -66,6 +66,7 @@ func sha512File(t *testing.T, p string) (hexd, integrity string) {
 // --package-file and --package-integrity; a tampered tarball fails at the
 // statement step naming both digests.
 func TestPackageBinding(t *testing.T) {
+	t.Parallel() // its own temporary directory and processes
 	dir := t.TempDir()
 	snap, _ := vtSnapshot(t, dir, "snap.json", nil)
 	key := keyFile(t, "rsa-2048-pkcs1.pem")

@@ -185,6 +185,7 @@ func TestPinCapabilitiesOverride(t *testing.T) {
 // verifies it and records the evidence; another key, or a server that
 // changed since signing, pins nothing.
 func TestPinKeyBundle(t *testing.T) {
+	t.Parallel() // its own temporary directory and processes
 	server := fixtures.BuildExampleServer(t)
 	dir := t.TempDir()
 	env := map[string]string{"PW": "pin-test"}

@@ -121,6 +121,7 @@ func childEnviron(t *testing.T, pid int) []string {
 // call reaches the server. Without mcpsign-proxy beside it, mcpsign runs the
 // proxy itself.
 func TestProxyHandOver(t *testing.T) {
+	t.Parallel() // its own temporary directory and processes
 	mcpsign := fixtures.BuildMcpsign(t)
 	server := fixtures.BuildExampleServer(t)
 	dir := t.TempDir()

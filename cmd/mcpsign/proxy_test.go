@@ -157,6 +157,7 @@ func TestProxyCommand(t *testing.T) {
 // TestProxyCommandSignedFirstUse: --bundle with --key verifies and writes
 // the lock; the wrong key refuses.
 func TestProxyCommandSignedFirstUse(t *testing.T) {
+	t.Parallel() // its own temporary directory and processes
 	server := fixtures.BuildExampleServer(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "demo")
@@ -222,6 +223,7 @@ func TestDemo(t *testing.T) {
 // TestDemoKeepTwice: a second 'demo --keep DIR' refuses to replace the
 // first one's files, unless --force, which leaves other files alone.
 func TestDemoKeepTwice(t *testing.T) {
+	t.Parallel() // its own temporary directory and processes
 	env := map[string]string{envDemoServer: fixtures.BuildExampleServer(t)}
 	dir := filepath.Join(t.TempDir(), "demo")
 	if code, stdout, stderr := runWith(t, env, "demo", "--keep", dir); code != 0 {

@@ -213,6 +213,7 @@ func keyFile(t *testing.T, name string) string {
 }
 
 func TestKeygenCommand(t *testing.T) {
+	t.Parallel() // its own temporary directory and processes
 	dir := t.TempDir()
 	prefix := filepath.Join(dir, "release")
 	const pw = "correct horse battery staple"
@@ -299,6 +300,7 @@ func publicKeyMaterial(t *testing.T, pubPEM []byte) (root.TrustedMaterial, crypt
 }
 
 func TestSignKeyCommand(t *testing.T) {
+	t.Parallel() // its own temporary directory and processes
 	dir := t.TempDir()
 	snap, want := exampleSnapshot(t, dir)
 	const pw = "test-password"

@@ -14,6 +14,7 @@ import (
 // TestVerifyHints: a failure says what did not match, and a missing flag is
 // named.
 func TestVerifyHints(t *testing.T) {
+	t.Parallel() // its own temporary directory and processes
 	dir := t.TempDir()
 	snap, _ := exampleSnapshot(t, dir)
 	env := map[string]string{"PW": "x"}

@@ -347,6 +347,7 @@ func TestVerifyKeylessCommand(t *testing.T) {
 // cases (70 cases, by path and by digest: 140 runs) through the mcpsign
 // command, as .ci/run does, and fails on any mismatch.
 func TestVerifyBundleConformance(t *testing.T) {
+	t.Parallel() // its own temporary directory and processes
 	script := shareddata.Path(t, "sigstore-conformance/run-cases.sh")
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not found")

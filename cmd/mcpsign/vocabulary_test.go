@@ -10,6 +10,7 @@ import (
 
 // TestVocabulary: one spelling for one thing across commands.
 func TestVocabulary(t *testing.T) {
+	t.Parallel() // its own temporary directory and processes
 	t.Run("--version", func(t *testing.T) {
 		code, stdout, stderr := runCLI(t, "--version")
 		if code != 0 || !strings.HasPrefix(stdout, "mcpsign ") || stderr != "" {

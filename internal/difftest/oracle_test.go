@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +30,29 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envScript) != "" {
 		os.Exit(scriptedServer())
 	}
+	if !fixtures.RunsAsProgram() {
+		raiseParallel(rowParallel)
+	}
 	fixtures.Main(m)
+}
+
+// rowParallel is how many rows of TestHostileServers run at once unless
+// -parallel says otherwise: each mostly waits (for node, the proxy's
+// timeouts, the servers' exits), so more than GOMAXPROCS (go test's
+// default) keep the cores busy.
+const rowParallel = 6
+
+// raiseParallel sets -test.parallel to n when the command line did not set
+// it.
+func raiseParallel(n int) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit && runtime.GOMAXPROCS(0) < n {
+		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+			panic(err) // the testing package defines the flag
+		}
+	}
 }
 
 // The proxy's limits in these tests: short, so that a hostile server costs

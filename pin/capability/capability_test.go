@@ -196,9 +196,11 @@ func TestClassifyOfficialServers(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(filepath.Base(filepath.Dir(filepath.Dir(tc.argv[1]))), func(t *testing.T) {
+			t.Parallel() // a server of its own
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			s, err := source.Load(ctx, source.Spec{Command: tc.argv}, source.Options{})
+			// server-everything exits only at the SIGTERM after the grace.
+			s, err := source.Load(ctx, source.Spec{Command: tc.argv}, source.Options{ShutdownGrace: 200 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}

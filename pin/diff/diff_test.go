@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/fixtures/examplesnap"
 	"github.com/mcpsign/mcpsign/pin/capability"
 )
 
 func TestDiffHonestRugpull(t *testing.T) {
-	a := SnapshotSide("honest.json", OriginSnapshot, exampleSnapshot(t, "honest"))
-	b := SnapshotSide("rugpull.json", OriginSnapshot, exampleSnapshot(t, "rugpull"))
+	a := SnapshotSide("honest.json", OriginSnapshot, examplesnap.Live(t, "honest"))
+	b := SnapshotSide("rugpull.json", OriginSnapshot, examplesnap.Live(t, "rugpull"))
 	d := Compare(a, b, Options{})
 	if d.Server != nil || d.Protocol != nil || d.Instructions != nil {
 		t.Errorf("server %v protocol %v instructions %v", d.Server, d.Protocol, d.Instructions)
@@ -204,7 +205,7 @@ func TestBreakingChanges(t *testing.T) {
 }
 
 func TestWriteJSON(t *testing.T) {
-	d := Compare(SnapshotSide("a", OriginSnapshot, exampleSnapshot(t, "honest")), SnapshotSide("b", OriginSnapshot, exampleSnapshot(t, "rugpull")), Options{})
+	d := Compare(SnapshotSide("a", OriginSnapshot, examplesnap.Live(t, "honest")), SnapshotSide("b", OriginSnapshot, examplesnap.Live(t, "rugpull")), Options{})
 	var out strings.Builder
 	if err := WriteJSON(&out, d, FailOnBreaking); err != nil {
 		t.Fatal(err)
