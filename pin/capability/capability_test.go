@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/source"
 )
 
@@ -167,11 +168,12 @@ func TestClassifyOfficialToolNames(t *testing.T) {
 
 // The official servers installed under testdata/npm (npm ci there), listed
 // live: every tool is classified, with sources, and the ones whose behavior
-// is known get the capabilities they have. Skipped without npm packages.
+// is known get the capabilities they have. Skipped without npm packages
+// (an error under MCPSIGN_REQUIRE_E2E=1).
 func TestClassifyOfficialServers(t *testing.T) {
 	modules := filepath.Join("..", "..", "testdata", "npm", "node_modules", "@modelcontextprotocol")
 	if _, err := os.Stat(modules); err != nil {
-		t.Skip("no npm packages: run npm ci in testdata/npm")
+		fixtures.MissingE2E(t, "no npm packages in testdata/npm")
 	}
 	tests := []struct {
 		argv []string
