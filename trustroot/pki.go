@@ -30,10 +30,11 @@ const (
 // ParseCertificatesPEM parses every CERTIFICATE block of data, in order
 // (the one reader of PEM certificates: sign's chains too). It refuses data
 // with no certificate, a block of another type, trailing non-PEM bytes,
-// more than MaxPEMCertificates certificates or more than MaxPEMBytes.
+// more than MaxPEMCertificates certificates or more than MaxPEMBytes (an
+// error wrapping ErrTooLarge).
 func ParseCertificatesPEM(data []byte) ([]*x509.Certificate, error) {
 	if len(data) > MaxPEMBytes {
-		return nil, fmt.Errorf("PEM data is %d bytes, more than %d", len(data), MaxPEMBytes)
+		return nil, fmt.Errorf("%w: PEM data is %d bytes, more than %d", ErrTooLarge, len(data), MaxPEMBytes)
 	}
 	// cryptoutils parses any block as a certificate and says little about
 	// what it refuses: the blocks are named and counted first.
@@ -159,14 +160,14 @@ func checkCA(c *x509.Certificate) error {
 	return nil
 }
 
-// parsePKI is ParseCertificatesPEM with its refusals wrapped in ErrPEM (or
-// ErrTooLarge).
+// parsePKI is ParseCertificatesPEM with its refusals wrapped in ErrPEM,
+// but for data over MaxPEMBytes (ErrTooLarge).
 func parsePKI(data []byte) ([]*x509.Certificate, error) {
-	if len(data) > MaxPEMBytes {
-		return nil, fmt.Errorf("%w: PEM data is %d bytes, more than %d", ErrTooLarge, len(data), MaxPEMBytes)
-	}
 	certs, err := ParseCertificatesPEM(data)
 	if err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w: %w", ErrPEM, err)
 	}
 	return certs, nil

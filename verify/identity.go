@@ -98,8 +98,6 @@ type matched struct {
 	identity string
 	// issuer is the Fulcio OIDC issuer, "" when the certificate has none.
 	issuer string
-	// subject is the certificate's subject DN (internal/dn form).
-	subject string
 }
 
 // verifyCert matches a signing certificate against the policy on the
@@ -119,8 +117,6 @@ func (m *matcher) verifyCert(method Method, cert *x509.Certificate, s certificat
 	if out.issuer, err = oidcIssuer(cert); err != nil {
 		return out, err
 	}
-	subject, subjectErr := dn.Format(cert.RawSubject)
-	out.subject = dn.String(cert.RawSubject)
 	first := func(kinds []sanKind, ok func(string) bool) (string, bool) {
 		for _, s := range sans {
 			if slices.Contains(kinds, s.kind) && ok(s.value) {
@@ -174,6 +170,7 @@ func (m *matcher) verifyCert(method Method, cert *x509.Certificate, s certificat
 		take(v)
 	}
 	if id.Subject != "" {
+		subject, subjectErr := dn.Format(cert.RawSubject)
 		switch {
 		case subjectErr != nil:
 			return fail("the certificate subject cannot be compared: %w", subjectErr)

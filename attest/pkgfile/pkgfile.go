@@ -257,6 +257,8 @@ func scanTar(data []byte, want string) ([]byte, error) {
 }
 
 // limitedReader reads at most n bytes and records an attempt to read more.
+// At the bound it probes for one byte more: an error of that read (a gzip
+// checksum that fails at the stream's end) is returned, not taken for EOF.
 type limitedReader struct {
 	r    io.Reader
 	n    int64
@@ -266,9 +268,13 @@ type limitedReader struct {
 func (l *limitedReader) Read(p []byte) (int, error) {
 	if l.n <= 0 {
 		var one [1]byte
-		if k, _ := l.r.Read(one[:]); k > 0 {
+		k, err := l.r.Read(one[:])
+		if k > 0 {
 			l.over = true
 			return 0, ErrTooLarge
+		}
+		if err != nil && err != io.EOF {
+			return 0, err
 		}
 		return 0, io.EOF
 	}

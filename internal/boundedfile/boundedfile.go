@@ -23,22 +23,12 @@ var ErrTooLarge = errors.New("file too large")
 // error opening the file is os.Open's (it names the path), an error reading
 // it is wrapped with the path.
 func Read(path string, limit int64, tooLarge error) ([]byte, error) {
-	if tooLarge == nil {
-		tooLarge = ErrTooLarge
-	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", textsafe.Escape(path), err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: %w: larger than %d bytes", textsafe.Escape(path), tooLarge, limit)
-	}
-	return data, nil
+	return ReadAll(f, path, limit, tooLarge)
 }
 
 // MaxBundleBytes bounds a Sigstore bundle, wherever it comes from (a file, a
