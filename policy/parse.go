@@ -45,15 +45,24 @@ func (p *parser) object(v []byte, at string, known ...string) (map[string][]byte
 	if err != nil {
 		return nil, p.fail(at, "%v", err)
 	}
+	if err := p.knownNames(names, at, known...); err != nil {
+		return nil, err
+	}
+	return vals, nil
+}
+
+// knownNames refuses, for the object at at, a member name not in known and
+// a case variant of one (digest.CheckCaseVariants).
+func (p *parser) knownNames(names []string, at string, known ...string) error {
 	if err := digest.CheckCaseVariants(names, known...); err != nil {
-		return nil, p.fail(at, "%v", err)
+		return p.fail(at, "%v", err)
 	}
 	for _, n := range names {
 		if !contains(known, n) {
-			return nil, fmt.Errorf("%w: %s: %w %s (known: %s)", ErrSyntax, orRoot(at), ErrUnknownMember, strconv.Quote(n), strings.Join(known, ", "))
+			return fmt.Errorf("%w: %s: %w %s (known: %s)", ErrSyntax, orRoot(at), ErrUnknownMember, strconv.Quote(n), strings.Join(known, ", "))
 		}
 	}
-	return vals, nil
+	return nil
 }
 
 func orRoot(at string) string {
