@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,7 +59,7 @@ func (p *parser) knownNames(names []string, at string, known ...string) error {
 		return p.fail(at, "%v", err)
 	}
 	for _, n := range names {
-		if !contains(known, n) {
+		if !slices.Contains(known, n) {
 			return fmt.Errorf("%w: %s: %w %s (known: %s)", ErrSyntax, orRoot(at), ErrUnknownMember, strconv.Quote(n), strings.Join(known, ", "))
 		}
 	}
@@ -70,15 +71,6 @@ func orRoot(at string) string {
 		return "/"
 	}
 	return at
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (p *parser) str(v []byte, at string) (string, error) {
@@ -359,7 +351,7 @@ func (p *parser) enum(v []byte, at string, allowed ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !contains(allowed, s) {
+	if !slices.Contains(allowed, s) {
 		return "", p.fail(at, "%s: want one of %s", strconv.Quote(s), strings.Join(allowed, ", "))
 	}
 	return s, nil
