@@ -1,15 +1,16 @@
 package pin
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mcpsign/mcpsign/attest"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin/capability"
@@ -250,14 +251,21 @@ func (l *Lock) Check(s *digest.Snapshot) *Report {
 	for _, k := range digest.Kinds {
 		r.Counts[k.ListMember()] = len(s.Definitions(k))
 	}
-	capsDiffer := l.ClientCapabilities != nil && s.ClientCapabilities != nil &&
-		!digest.EqualClientCapabilities(l.ClientCapabilities, s.ClientCapabilities)
+	// Unknown on either side compares as equal; one that does not read
+	// differs (as digest.EqualClientCapabilities has it), and observed is
+	// then nil.
+	capsDiffer := false
+	var observed json.RawMessage
+	if l.ClientCapabilities != nil && s.ClientCapabilities != nil {
+		locked, lerr := digest.CanonicalClientCapabilities(l.ClientCapabilities)
+		var oerr error
+		observed, oerr = digest.CanonicalClientCapabilities(s.ClientCapabilities)
+		capsDiffer = lerr != nil || oerr != nil || !bytes.Equal(locked, observed)
+	}
 	var capsWhy string
 	fewer := false
 	if capsDiffer {
-		observed, _ := digest.CanonicalClientCapabilities(s.ClientCapabilities)
-		capsWhy = capabilitiesDifference(l.ClientCapabilities, observed)
-		fewer = announcesFewer(l.ClientCapabilities, observed)
+		capsWhy, fewer = compareClientCapabilities(l.ClientCapabilities, observed)
 		rule := "a locked definition not offered to this client is reported, not failed; an added or changed one is drift"
 		if !fewer {
 			rule = "this client does not announce fewer capabilities than the lock's, so a missing definition is drift, as are an added or changed one"
@@ -329,15 +337,23 @@ func (l *Lock) Check(s *digest.Snapshot) *Report {
 	return r
 }
 
-// capabilitiesDifference names the top-level client capabilities that one
-// side has and the other lacks or has otherwise, e.g. "the lock's roots
-// not announced now, sampling announced now"; escaped. Both are canonical
-// objects.
-func capabilitiesDifference(locked, observed []byte) string {
+// compareClientCapabilities reads the locked and observed client
+// capabilities (canonical objects) once and returns why they differ and
+// whether the observed ones announce fewer.
+//
+// why names the top-level client capabilities that one side has and the
+// other lacks or has otherwise, e.g. "\"roots\": locked, not announced now";
+// escaped; "they differ" when nothing names it or a side does not read.
+//
+// fewer reports whether the observed ones name fewer top-level
+// capabilities than the locked ones: each of their names is one of the
+// lock's, and the lock has one they lack. One that does not read is never
+// fewer.
+func compareClientCapabilities(locked, observed []byte) (why string, fewer bool) {
 	_, lm, err1 := digest.Members(locked)
 	_, om, err2 := digest.Members(observed)
 	if err1 != nil || err2 != nil {
-		return "they differ"
+		return "they differ", false
 	}
 	var gone, added, changed []string
 	for name, v := range lm {
@@ -353,6 +369,8 @@ func capabilitiesDifference(locked, observed []byte) string {
 			added = append(added, textsafe.Quote(name))
 		}
 	}
+	// Every observed name is a locked one, and the lock has more.
+	fewer = len(added) == 0 && len(om) < len(lm)
 	var parts []string
 	for _, p := range []struct {
 		names []string
@@ -364,27 +382,9 @@ func capabilitiesDifference(locked, observed []byte) string {
 		}
 	}
 	if len(parts) == 0 {
-		return "they differ"
+		return "they differ", fewer
 	}
-	return strings.Join(parts, "; ")
-}
-
-// announcesFewer reports whether the observed client capabilities name
-// fewer top-level capabilities than the locked ones: each of their names is
-// one of the lock's, and the lock has one they lack. Both are canonical
-// objects; one that does not read is never fewer.
-func announcesFewer(locked, observed []byte) bool {
-	_, lm, err1 := digest.Members(locked)
-	_, om, err2 := digest.Members(observed)
-	if err1 != nil || err2 != nil || len(om) >= len(lm) {
-		return false
-	}
-	for name := range om {
-		if _, ok := lm[name]; !ok {
-			return false
-		}
-	}
-	return true
+	return strings.Join(parts, "; "), fewer
 }
 
 // shortJSON escapes a JSON text for a message, cut to about 200 bytes.

@@ -56,15 +56,6 @@ func checkMembers(m map[string]json.RawMessage, allowed, required []string) erro
 	return nil
 }
 
-// strictObject is objectMembers after a strict read of the whole text
-// (valid UTF-8, no repeated member names, RFC 8259 numbers).
-func strictObject(raw []byte, allowed, required []string) (map[string]json.RawMessage, error) {
-	if err := checkStrict(raw); err != nil {
-		return nil, err
-	}
-	return objectMembers(raw, allowed, required)
-}
-
 // decodeString reads a JSON string member.
 func decodeString(raw json.RawMessage) (string, error) {
 	var s string

@@ -909,10 +909,3 @@ func decodeInt(raw json.RawMessage, dst *int64) error {
 	*dst = n
 	return nil
 }
-
-// checkStrict reads a JSON text with the strict reader of the digest
-// package.
-func checkStrict(data []byte) error {
-	_, err := digest.Canonicalize(data)
-	return err
-}

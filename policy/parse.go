@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,15 +46,24 @@ func (p *parser) object(v []byte, at string, known ...string) (map[string][]byte
 	if err != nil {
 		return nil, p.fail(at, "%v", err)
 	}
-	if err := digest.CheckCaseVariants(names, known...); err != nil {
-		return nil, p.fail(at, "%v", err)
-	}
-	for _, n := range names {
-		if !contains(known, n) {
-			return nil, fmt.Errorf("%w: %s: %w %s (known: %s)", ErrSyntax, orRoot(at), ErrUnknownMember, strconv.Quote(n), strings.Join(known, ", "))
-		}
+	if err := p.knownNames(names, at, known...); err != nil {
+		return nil, err
 	}
 	return vals, nil
+}
+
+// knownNames refuses, for the object at at, a member name not in known and
+// a case variant of one (digest.CheckCaseVariants).
+func (p *parser) knownNames(names []string, at string, known ...string) error {
+	if err := digest.CheckCaseVariants(names, known...); err != nil {
+		return p.fail(at, "%v", err)
+	}
+	for _, n := range names {
+		if !slices.Contains(known, n) {
+			return fmt.Errorf("%w: %s: %w %s (known: %s)", ErrSyntax, orRoot(at), ErrUnknownMember, strconv.Quote(n), strings.Join(known, ", "))
+		}
+	}
+	return nil
 }
 
 func orRoot(at string) string {
@@ -61,15 +71,6 @@ func orRoot(at string) string {
 		return "/"
 	}
 	return at
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (p *parser) str(v []byte, at string) (string, error) {
@@ -350,7 +351,7 @@ func (p *parser) enum(v []byte, at string, allowed ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !contains(allowed, s) {
+	if !slices.Contains(allowed, s) {
 		return "", p.fail(at, "%s: want one of %s", strconv.Quote(s), strings.Join(allowed, ", "))
 	}
 	return s, nil

@@ -246,7 +246,8 @@ func Parse(data []byte, path string) (*File, error) {
 	f := &File{Path: abs, Servers: map[string]Server{}}
 	// The whole document's syntax is checked here (nested values too), so
 	// a syntax error's offset is one into data: say its line and column.
-	if _, _, err := digest.Members(data); err != nil {
+	names, m, err := digest.Members(data)
+	if err != nil {
 		var se *jsonscan.Error
 		if errors.As(err, &se) && se.Offset >= 0 && se.Offset <= len(data) {
 			line := 1 + bytes.Count(data[:se.Offset], []byte("\n"))
@@ -255,8 +256,7 @@ func Parse(data []byte, path string) (*File, error) {
 		}
 		return nil, p.fail("", "%v", err)
 	}
-	m, err := p.object(data, "", topMembers...)
-	if err != nil {
+	if err := p.knownNames(names, "", topMembers...); err != nil {
 		return nil, err
 	}
 	kind, ok := m["kind"]
