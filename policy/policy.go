@@ -479,8 +479,9 @@ func (e *RevokedError) Error() string {
 	return fmt.Sprintf("revoked %s %s (policy \"revoked\")", e.What, strconv.Quote(e.Value))
 }
 
-// Check returns a *RevokedError for the first of the approval's identity,
-// bundle digest and definition digests the policy revokes, nil if none.
+// Check returns a *RevokedError for the first of the approval's bundle
+// digest, identity and definition digests (in that order) the policy
+// revokes, nil if none.
 func (r Revoked) Check(identity, bundleDigest string, definitions []string) error {
 	if bundleDigest != "" && slices.Contains(r.Bundles, bundleDigest) {
 		return &RevokedError{"bundle", bundleDigest}
