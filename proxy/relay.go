@@ -459,7 +459,7 @@ func (r *relay) passesEarly(m *inbound) bool {
 	case mcpwire.KindRequest:
 		return m.env.Method == mcpwire.MethodInitialize || m.env.Method == mcpwire.MethodDiscover || m.env.Method == mcpwire.MethodPing
 	case mcpwire.KindNotification:
-		return m.env.Method == "notifications/cancelled"
+		return m.env.Method == mcpwire.MethodCancelled
 	}
 	return false
 }
@@ -578,7 +578,7 @@ func (r *relay) fromServer(m *inbound) {
 		r.block(&BlockedError{What: "a message from the server", Err: m.perr})
 		return
 	}
-	if r.gateClosed() && !(m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindRequest && passesCheck(m.env.Method) && len(r.heldServer) == 0) {
+	if r.gateClosed() && !(!m.blank && m.env.Kind == mcpwire.KindRequest && passesCheck(m.env.Method) && len(r.heldServer) == 0) {
 		r.hold(&r.heldServer, m)
 		return
 	}
