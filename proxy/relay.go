@@ -309,7 +309,9 @@ func serverGone(err error) error {
 // usually exited already), and its failure reported if it failed on its own
 // while the client was still there.
 func (r *relay) finish() error {
-	clientLeft := r.clientEOF
+	r.mu.Lock()
+	clientLeft := r.clientEOF // the client's reader may still be running
+	r.mu.Unlock()
 	r.c.waitExit(r.o.ShutdownGrace)
 	cleanly := r.c.exitedCleanly()
 	status := r.c.status()
