@@ -917,14 +917,8 @@ func (r *relay) runTask(ctx context.Context, t *task) taskResult {
 // protocol version, info and capabilities, or the proxy's.
 func mustMeta(clientMeta []byte) json.RawMessage {
 	version := mcpwire.ProtocolModern
-	if clientMeta != nil {
-		if m, err := digest.ReadMembers(clientMeta, mcpwire.MetaProtocolVersion); err == nil {
-			if v, ok := m[mcpwire.MetaProtocolVersion]; ok {
-				if s, err := digest.DecodeString(v); err == nil && s >= mcpwire.ProtocolModern {
-					version = s
-				}
-			}
-		}
+	if s, ok := mcpwire.MetaVersion(clientMeta); ok && s >= mcpwire.ProtocolModern {
+		version = s
 	}
 	meta, _ := mcpwire.RequestMeta(clientMeta, version, proxyClientInfo)
 	return meta
