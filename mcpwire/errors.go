@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/mcpsign/mcpsign/digest"
 )
 
 // What a server can be refused for; errors wrap one of these.
@@ -30,6 +32,25 @@ type RPCError struct {
 
 func (e *RPCError) Error() string {
 	return fmt.Sprintf("server answered %s with error %d: %s", e.Method, e.Code, strconv.Quote(shorten(e.Message, 512)))
+}
+
+// ReadRPCError reads the error object of an answer to method strictly
+// (digest.ReadMembers: a repeated or case-variant "code" or "message" is
+// refused). What cannot be read is left out: an unreadable object is an
+// RPCError with code 0 and the message "unreadable error object".
+func ReadRPCError(method string, raw []byte) *RPCError {
+	e := &RPCError{Method: method, Message: "unreadable error object"}
+	m, err := digest.ReadMembers(raw, "code", "message", "data")
+	if err != nil {
+		return e
+	}
+	if c, err := strconv.ParseInt(string(m["code"]), 10, 64); err == nil {
+		e.Code = c
+	}
+	if msg, err := digest.DecodeString(m["message"]); err == nil {
+		e.Message = msg
+	}
+	return e
 }
 
 // ListError is a failure while listing one page of one kind.

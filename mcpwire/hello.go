@@ -110,14 +110,8 @@ func ParseDiscover(result []byte, meta []byte, clientInfo json.RawMessage) (h *H
 		}
 	}
 	want := ProtocolModern
-	if meta != nil {
-		if pm, err := digest.ReadMembers(meta, MetaProtocolVersion); err == nil {
-			if v, ok := pm[MetaProtocolVersion]; ok {
-				if s, err := digest.DecodeString(v); err == nil {
-					want = s
-				}
-			}
-		}
+	if v, ok := MetaVersion(meta); ok {
+		want = v
 	}
 	version := ""
 	if slices.Contains(versions, want) {
@@ -150,6 +144,28 @@ func ParseDiscover(result []byte, meta []byte, clientInfo json.RawMessage) (h *H
 	}
 	h.Meta, err = RequestMeta(meta, version, clientInfo)
 	return h, true, err
+}
+
+// MetaVersion returns the protocol version a request _meta asks for
+// (MetaProtocolVersion), read strictly; ok is false when meta is nil, has
+// none, or it cannot be read.
+func MetaVersion(meta []byte) (version string, ok bool) {
+	if meta == nil {
+		return "", false
+	}
+	m, err := digest.ReadMembers(meta, MetaProtocolVersion)
+	if err != nil {
+		return "", false
+	}
+	v, ok := m[MetaProtocolVersion]
+	if !ok {
+		return "", false
+	}
+	s, err := digest.DecodeString(v)
+	if err != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // read takes server info, instructions and capabilities from a handshake

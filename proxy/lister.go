@@ -87,7 +87,9 @@ func (r *relay) deliverOwn(m *mcpwire.Message) bool {
 		return false
 	}
 	if m.Error != nil {
-		ch <- ownReply{err: parseRPCError(m.Error)}
+		// Strictly, as source reads them: an error answer of
+		// "method not found" makes a kind empty (mcpwire.ListAll).
+		ch <- ownReply{err: mcpwire.ReadRPCError("", m.Error)}
 	} else {
 		ch <- ownReply{result: bytes.Clone(m.Result)}
 	}
@@ -105,17 +107,6 @@ func (r *relay) closeOwn(err error) {
 		ch <- ownReply{err: err}
 		delete(r.own, k)
 	}
-}
-
-func parseRPCError(raw []byte) error {
-	var e struct {
-		Code    int64  `json:"code"`
-		Message string `json:"message"`
-	}
-	if err := json.Unmarshal(raw, &e); err != nil {
-		return &mcpwire.RPCError{Code: 0, Message: "unreadable error object"}
-	}
-	return &mcpwire.RPCError{Code: e.Code, Message: e.Message}
 }
 
 // listAll lists every page of every kind the server announced, as a

@@ -309,7 +309,9 @@ func serverGone(err error) error {
 // usually exited already), and its failure reported if it failed on its own
 // while the client was still there.
 func (r *relay) finish() error {
-	clientLeft := r.clientEOF
+	r.mu.Lock()
+	clientLeft := r.clientEOF // the client's reader may still be running
+	r.mu.Unlock()
 	r.c.waitExit(r.o.ShutdownGrace)
 	cleanly := r.c.exitedCleanly()
 	status := r.c.status()
@@ -459,7 +461,7 @@ func (r *relay) passesEarly(m *inbound) bool {
 	case mcpwire.KindRequest:
 		return m.env.Method == mcpwire.MethodInitialize || m.env.Method == mcpwire.MethodDiscover || m.env.Method == mcpwire.MethodPing
 	case mcpwire.KindNotification:
-		return m.env.Method == "notifications/cancelled"
+		return m.env.Method == mcpwire.MethodCancelled
 	}
 	return false
 }
@@ -578,7 +580,7 @@ func (r *relay) fromServer(m *inbound) {
 		r.block(&BlockedError{What: "a message from the server", Err: m.perr})
 		return
 	}
-	if r.gateClosed() && !(m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindRequest && passesCheck(m.env.Method) && len(r.heldServer) == 0) {
+	if r.gateClosed() && !(!m.blank && m.env.Kind == mcpwire.KindRequest && passesCheck(m.env.Method) && len(r.heldServer) == 0) {
 		r.hold(&r.heldServer, m)
 		return
 	}
@@ -915,14 +917,8 @@ func (r *relay) runTask(ctx context.Context, t *task) taskResult {
 // protocol version, info and capabilities, or the proxy's.
 func mustMeta(clientMeta []byte) json.RawMessage {
 	version := mcpwire.ProtocolModern
-	if clientMeta != nil {
-		if m, err := digest.ReadMembers(clientMeta, mcpwire.MetaProtocolVersion); err == nil {
-			if v, ok := m[mcpwire.MetaProtocolVersion]; ok {
-				if s, err := digest.DecodeString(v); err == nil && s >= mcpwire.ProtocolModern {
-					version = s
-				}
-			}
-		}
+	if s, ok := mcpwire.MetaVersion(clientMeta); ok && s >= mcpwire.ProtocolModern {
+		version = s
 	}
 	meta, _ := mcpwire.RequestMeta(clientMeta, version, proxyClientInfo)
 	return meta

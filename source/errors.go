@@ -3,9 +3,10 @@ package source
 import (
 	"errors"
 	"fmt"
-	"github.com/mcpsign/mcpsign/mcpwire"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
 // Stages named by a [StageError]. A list stage is named by its method:

@@ -130,7 +130,7 @@ func (s *session) Call(ctx context.Context, method string, params json.RawMessag
 				return nil, fmt.Errorf("%w (waiting for the answer to %s)", err, method)
 			}
 			if m.Error != nil {
-				return nil, readRPCError(method, m.Error)
+				return nil, mcpwire.ReadRPCError(method, m.Error)
 			}
 			if int64(len(m.Result)) > s.o.MaxMessageBytes {
 				return nil, fmt.Errorf("%w: the %s result has %d bytes, more than %d", ErrMessageTooLarge, method, len(m.Result), s.o.MaxMessageBytes)
@@ -144,22 +144,6 @@ func (s *session) Call(ctx context.Context, method string, params json.RawMessag
 			// ignored: the listing is what the server answers.
 		}
 	}
-}
-
-// readRPCError reads a JSON-RPC error object strictly.
-func readRPCError(method string, raw []byte) error {
-	e := &RPCError{Method: method, Message: "unreadable error object"}
-	m, err := digest.ReadMembers(raw, "code", "message", "data")
-	if err != nil {
-		return e
-	}
-	if c, err := strconv.ParseInt(string(m["code"]), 10, 64); err == nil {
-		e.Code = c
-	}
-	if msg, err := digest.DecodeString(m["message"]); err == nil {
-		e.Message = msg
-	}
-	return e
 }
 
 // answer replies to a request from the server: ping gets an empty result,

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mcpsign/mcpsign/mcpwire"
 	"io"
 	"net/http"
 	"net/url"
@@ -18,6 +17,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
 // Defaults of [Options].
@@ -42,15 +42,11 @@ const DefaultClientCapabilities = `{"roots":{"listChanged":true}}`
 const (
 	// ProtocolModern is the stateless protocol generation (SEP-2575): the
 	// server/discover request, and a per-request _meta on every request.
-	ProtocolModern = "2026-07-28"
+	ProtocolModern = mcpwire.ProtocolModern
 	// ProtocolLegacy is the newest version of the initialize handshake
 	// generation, the one sent when falling back from server/discover.
 	ProtocolLegacy = mcpwire.ProtocolLegacy
 )
-
-// legacyVersions are the initialize-handshake versions a server may answer
-// with, newest first (the same set go-sdk v1.8.0 accepts).
-func legacyVersions() []string { return mcpwire.LegacyVersions() }
 
 // Options tunes how a [Spec] is loaded. The zero value is ready to use.
 type Options struct {
@@ -155,9 +151,9 @@ func (o Options) withDefaults() Options {
 }
 
 func (o *Options) validate() error {
-	if v := o.ProtocolVersion; v != "" && v != ProtocolModern && !isLegacy(v) {
+	if v := o.ProtocolVersion; v != "" && v != ProtocolModern && !mcpwire.IsLegacy(v) {
 		return fmt.Errorf("protocol version %q is not supported (want %s, or one of %s)",
-			v, ProtocolModern, strings.Join(legacyVersions(), ", "))
+			v, ProtocolModern, strings.Join(mcpwire.LegacyVersions(), ", "))
 	}
 	// Strict, and in the one form snapshots record (docs/SNAPSHOT.md); the
 	// error wraps digest.ErrClientCapabilities.
@@ -168,8 +164,6 @@ func (o *Options) validate() error {
 	o.ClientCapabilities = caps
 	return validateHeaders(o.Headers)
 }
-
-func isLegacy(v string) bool { return mcpwire.IsLegacy(v) }
 
 // Spec says where a snapshot comes from. Exactly one field is set; build it
 // with [ParseSpec], or directly.
