@@ -163,7 +163,13 @@ func ParseAttestation(raw []byte) (*Attestation, error) {
 func CheckBundleURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil {
-		return fmt.Errorf("not a URL: %q", shorten(s, 120))
+		// The text is not echoed: a URL that does not parse cannot be
+		// redacted, and it may carry a password or token.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("not a URL (%d bytes): %w", len(s), err)
 	}
 	switch {
 	case u.Scheme != "https":

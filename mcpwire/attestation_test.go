@@ -128,3 +128,12 @@ func FuzzAdvertisedAttestation(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckBundleURLRedacts: a URL that does not parse is not echoed (it
+// may carry a password or token that cannot be redacted).
+func TestCheckBundleURLRedacts(t *testing.T) {
+	err := CheckBundleURL("https://user:s3cret-token@exa mple.com/b.json")
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("CheckBundleURL: %v", err)
+	}
+}
