@@ -193,6 +193,7 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 	return nil
 }
 
+// orNoneDigest writes an absent digest ("") as none.
 func orNoneDigest(d string) string {
 	if d == "" {
 		return "none"
