@@ -170,6 +170,21 @@ func policyBundleInputs(a *app, f *verifyFlags, r *policy.Resolved) ([]*bundleIn
 	return out, nil
 }
 
+// earlyBundles reads the bundles of inputs that come before the source
+// (bundleInput.early): nil for one the server advertises, read with the
+// snapshot.
+func earlyBundles(ctx context.Context, inputs []*bundleInput) ([][]byte, error) {
+	bundles := make([][]byte, 0, len(inputs))
+	for _, b := range inputs {
+		data, err := b.early(ctx)
+		if err != nil {
+			return nil, err
+		}
+		bundles = append(bundles, data)
+	}
+	return bundles, nil
+}
+
 // stepRank orders the steps, to report the failure that got furthest.
 var stepRank = []verify.Step{verify.StepBundle, verify.StepSignature, verify.StepChain, verify.StepTlog,
 	verify.StepTime, verify.StepIdentity, verify.StepStatement, verify.StepMatch}
@@ -410,13 +425,9 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 	if err != nil {
 		return inputErr(err)
 	}
-	var bundles [][]byte
-	for _, b := range inputs {
-		data, err := b.early(cmd.Context())
-		if err != nil {
-			return inputErr(err)
-		}
-		bundles = append(bundles, data)
+	bundles, err := earlyBundles(cmd.Context(), inputs)
+	if err != nil {
+		return inputErr(err)
 	}
 	snap, err := loadSource(cmd, a, &f.src, args)
 	if err != nil {
@@ -503,13 +514,9 @@ func runPinWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, po *options.Pi
 	if err != nil {
 		return err
 	}
-	var bundles [][]byte
-	for _, b := range inputs {
-		data, err := b.early(cmd.Context())
-		if err != nil {
-			return err
-		}
-		bundles = append(bundles, data)
+	bundles, err := earlyBundles(cmd.Context(), inputs)
+	if err != nil {
+		return err
 	}
 	snap, err := loadSource(cmd, a, &f.src, args)
 	if err != nil {
