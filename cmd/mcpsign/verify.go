@@ -406,7 +406,7 @@ func writeVerifiedLock(cmd *cobra.Command, f *verifyFlags, snap *digest.Snapshot
 	if err != nil {
 		return fmt.Errorf("--write-lock: %w", err)
 	}
-	before := existingLock(f.vo.WriteLock)
+	before := existingLock(f.vo.Audit.Log, f.vo.WriteLock)
 	if f.vo.Force {
 		err = lock.Write(cmd.Context(), f.vo.WriteLock)
 	} else {
