@@ -262,8 +262,7 @@ func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifie
 	n := len(r.Identities)
 	for bi, data := range bundles {
 		var best error
-		var res *verify.Result
-		var passed []*verify.Result
+		var passed []*verify.Result // the first is reported
 		var ids []int
 		for _, pv := range vs {
 			rr, err := pv.v.Verify(ctx, data, snap)
@@ -274,9 +273,6 @@ func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifie
 				}
 				continue
 			}
-			if res == nil {
-				res = rr
-			}
 			passed = append(passed, rr)
 			if rr.MatchedIdentities == nil { // a key: the verifier's one identity
 				ids = append(ids, pv.ids...)
@@ -286,7 +282,7 @@ func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifie
 			}
 		}
 		slices.Sort(ids)
-		if res == nil {
+		if len(passed) == 0 {
 			tr.Matched = matching(tr.Signers, n)
 			return tr, numbered(best, bi, len(bundles))
 		}
@@ -294,6 +290,7 @@ func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifie
 			tr.Matched = matching(tr.Signers, n)
 			return tr, numbered(err, bi, len(bundles))
 		}
+		res := passed[0]
 		if tr.First == nil {
 			tr.First = res
 		}
