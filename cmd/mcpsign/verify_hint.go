@@ -26,7 +26,7 @@ func explainFailure(verr error, bundleJSON []byte, key func() crypto.PublicKey, 
 		return hinted
 	}
 	var se *verify.StepError
-	if !errors.As(verr, &se) {
+	if !errors.As(verr, &se) || se.Step != verify.StepSignature && se.Step != verify.StepTlog {
 		return verr
 	}
 	b, err := verify.ParseBundle(bundleJSON, true)
