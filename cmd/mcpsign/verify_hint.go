@@ -40,7 +40,7 @@ func explainFailure(verr error, bundleJSON []byte, key func() crypto.PublicKey, 
 		if k == nil {
 			return verr
 		}
-		want, err := verify.KeyID(k)
+		want, err := evidence.KeyID(k)
 		if err != nil {
 			return verr
 		}
