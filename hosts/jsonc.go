@@ -41,9 +41,7 @@ func parseJSON(h Host, paths [][]string, data []byte) (document, error) {
 	maps := dottedMaps(paths)
 	d := &jsonDoc{host: h, root: root, splitDotted: maps != nil}
 	for _, path := range paths {
-		if err := d.collect(&root, path, "", ""); err != nil {
-			return nil, err
-		}
+		d.collect(&root, path, "", "")
 	}
 	if maps != nil {
 		d.dotted(root.Value.(*hujson.Object), paths, maps)
@@ -96,7 +94,7 @@ func (d *jsonDoc) dotted(root *hujson.Object, paths [][]string, maps [][]string)
 			switch {
 			case slices.Equal(names, mp):
 				if !slices.ContainsFunc(paths, func(p []string) bool { return len(p) == 1 && p[0] == name }) {
-					_ = d.collect(&m.Value, nil, quoteKey(name), d.replaced(root, i, nil, true))
+					d.collect(&m.Value, nil, quoteKey(name), d.replaced(root, i, nil, true))
 				}
 			case len(names) > len(mp) && slices.Equal(names[:len(mp)], mp):
 				srv := names[len(mp)]
@@ -131,10 +129,10 @@ func (d *jsonDoc) dotted(root *hujson.Object, paths [][]string, maps [][]string)
 
 // collect finds the server map at path under v and reads its entries;
 // dead, when not empty, says why the map is not what the host reads.
-func (d *jsonDoc) collect(v *hujson.Value, path []string, where, dead string) error {
+func (d *jsonDoc) collect(v *hujson.Value, path []string, where, dead string) {
 	obj, ok := v.Value.(*hujson.Object)
 	if !ok {
-		return nil
+		return
 	}
 	if len(path) == 0 {
 		for i := range obj.Members {
@@ -148,7 +146,7 @@ func (d *jsonDoc) collect(v *hujson.Value, path []string, where, dead string) er
 			}
 			d.entries = append(d.entries, e)
 		}
-		return nil
+		return
 	}
 	for i := range obj.Members {
 		m := &obj.Members[i]
@@ -157,11 +155,8 @@ func (d *jsonDoc) collect(v *hujson.Value, path []string, where, dead string) er
 			continue
 		}
 		why := cmp.Or(dead, d.replaced(obj, i, path[1:], where == ""))
-		if err := d.collect(&m.Value, path[1:], where+quoteKey(name), why); err != nil {
-			return err
-		}
+		d.collect(&m.Value, path[1:], where+quoteKey(name), why)
 	}
-	return nil
 }
 
 // replaced says why member i of obj is not what the host reads, "" when it

@@ -1,6 +1,7 @@
 package hosts
 
 import (
+	"cmp"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -185,9 +186,9 @@ func (h Host) Paths(env Env) []string {
 	}
 	roots := []struct{ token, dir string }{
 		{"~/", env.Home},
-		{"%APPDATA%/", or(env.AppData, filepath.Join(env.Home, "AppData", "Roaming"))},
-		{"$XDG_CONFIG_HOME/", or(env.XDGConfigHome, filepath.Join(env.Home, ".config"))},
-		{"$CODEX_HOME/", or(env.CodexHome, filepath.Join(env.Home, ".codex"))},
+		{"%APPDATA%/", cmp.Or(env.AppData, filepath.Join(env.Home, "AppData", "Roaming"))},
+		{"$XDG_CONFIG_HOME/", cmp.Or(env.XDGConfigHome, filepath.Join(env.Home, ".config"))},
+		{"$CODEX_HOME/", cmp.Or(env.CodexHome, filepath.Join(env.Home, ".codex"))},
 	}
 	for _, t := range tmpls {
 		for _, r := range roots {
@@ -204,13 +205,6 @@ func (h Host) Paths(env Env) []string {
 		}
 	}
 	return out
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // Infer returns the host path is a file of under env (one of its Paths),

@@ -161,10 +161,7 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 		}
 		return failed(fmt.Errorf("nothing approved; the lock is left as it is: the server does not serve what --expect says (it changed since the review?):\n  %s", strings.Join(stale, "\n  ")))
 	}
-	if asking {
-		if !a.isTerminal() {
-			return errors.New("no terminal to ask for the approval: give --yes")
-		}
+	if asking { // at a terminal: refused above without one
 		fmt.Fprintf(a.stderr, "approve these definitions into %s as %s? [y/N] ", textsafe.Escape(ao.Lock), textsafe.Quote(approver))
 		line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 		if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
@@ -193,6 +190,7 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 	return nil
 }
 
+// orNoneDigest writes an absent digest ("") as none.
 func orNoneDigest(d string) string {
 	if d == "" {
 		return "none"

@@ -142,7 +142,7 @@ func writeAuditEvent(w io.Writer, r audit.Record) error {
 	e := r.Event
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d  %s  %-14s %s %s\n", r.Line, e.Time.Format(time.RFC3339), e.Event, textsafe.Quote(e.Server.Name), textsafe.Quote(e.Server.Version))
-	fmt.Fprintf(&b, "    lock: %s -> %s\n", orNull(e.LockBefore), orNull(e.LockAfter))
+	fmt.Fprintf(&b, "    lock: %s -> %s\n", orNoneDigest(e.LockBefore), orNoneDigest(e.LockAfter))
 	if s := e.Sets; s != nil {
 		fmt.Fprintf(&b, "    sets: tools %s, prompts %s, resourceTemplates %s\n", s.Tools, s.Prompts, s.ResourceTemplates)
 	}
@@ -170,11 +170,4 @@ func writeAuditEvent(w io.Writer, r audit.Record) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func orNull(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }

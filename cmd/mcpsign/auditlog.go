@@ -10,8 +10,12 @@ import (
 )
 
 // existingLock is the lock at path before a write replaces it, nil when
-// there is none or it cannot be read (the audit event's lockBefore).
-func existingLock(path string) *pin.Lock {
+// there is none or it cannot be read (the audit event's lockBefore). It is
+// read only when there is an audit log (auditLog) to record it in.
+func existingLock(auditLog, path string) *pin.Lock {
+	if auditLog == "" {
+		return nil
+	}
 	l, err := pin.Read(path)
 	if err != nil {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -198,7 +199,7 @@ line), or bad usage.`,
 					continue
 				}
 				for _, s := range c.Servers() {
-					if len(f.servers) > 0 && !contains(f.servers, s.Name) {
+					if len(f.servers) > 0 && !slices.Contains(f.servers, s.Name) {
 						continue
 					}
 					fj.Servers = append(fj.Servers, describe(s))
@@ -233,15 +234,6 @@ line), or bad usage.`,
 	f.add(cmd)
 	out.AddFlags(cmd.Flags())
 	return cmd
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func printList(w io.Writer, report []fileJSON) {

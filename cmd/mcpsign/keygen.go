@@ -10,9 +10,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/sign"
-	"github.com/mcpsign/mcpsign/verify"
 )
 
 func newKeygenCmd(a *app) *cobra.Command {
@@ -74,7 +74,7 @@ long-lived key, prefer 'mcpsign sign sigstore' (keyless).`,
 				os.Remove(keyPath)
 				return err
 			}
-			id, _ := verify.KeyID(key.Public())
+			id, _ := evidence.KeyID(key.Public())
 			fmt.Fprintf(a.stderr, "mcpsign: wrote %s (private, keep it secret) and %s (public)\nmcpsign: key %s\n", keyPath, pubPath, id)
 			return nil
 		},

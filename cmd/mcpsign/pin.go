@@ -175,7 +175,7 @@ func writePinLock(cmd *cobra.Command, a *app, asJSON bool, po *options.PinOption
 	if err := lock.SetCapabilities(overrides); err != nil {
 		return fmt.Errorf("--capabilities: %w", err)
 	}
-	before := existingLock(po.Lock)
+	before := existingLock(po.Audit.Log, po.Lock)
 	if po.Force {
 		err = lock.Write(cmd.Context(), po.Lock)
 	} else {

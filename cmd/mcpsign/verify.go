@@ -239,7 +239,8 @@ func verifyPolicy(cmd *cobra.Command, f *verifyFlags, m verify.Method, generic b
 }
 
 // policyKey is the --key public key, nil without one or when it cannot be
-// read (verifyPolicy read it already).
+// read (verifyPolicy read it already; explainFailure reads it again only
+// to explain a failed signature).
 func (f *verifyFlags) policyKey() crypto.PublicKey {
 	k, err := f.id.PublicKey()
 	if err != nil || k == nil {
@@ -331,7 +332,7 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 		}
 	}
 	res, verr := v.Verify(cmd.Context(), bundleJSON, snap)
-	verr = explainFailure(verr, bundleJSON, f.policyKey(), f.trustUsed)
+	verr = explainFailure(verr, bundleJSON, f.policyKey, f.trustUsed)
 	if verr == nil && f.vo.WriteLock != "" {
 		if err := writeVerifiedLock(cmd, f, snap, res); err != nil {
 			return err
@@ -406,7 +407,7 @@ func writeVerifiedLock(cmd *cobra.Command, f *verifyFlags, snap *digest.Snapshot
 	if err != nil {
 		return fmt.Errorf("--write-lock: %w", err)
 	}
-	before := existingLock(f.vo.WriteLock)
+	before := existingLock(f.vo.Audit.Log, f.vo.WriteLock)
 	if f.vo.Force {
 		err = lock.Write(cmd.Context(), f.vo.WriteLock)
 	} else {
@@ -481,7 +482,7 @@ func runVerifyBundle(cmd *cobra.Command, a *app, f *verifyFlags, arg string) err
 	}
 	defer closeArt()
 	res, verr := v.VerifyBundle(cmd.Context(), bundleJSON, art)
-	verr = explainFailure(verr, bundleJSON, f.policyKey(), f.trustUsed)
+	verr = explainFailure(verr, bundleJSON, f.policyKey, f.trustUsed)
 	if asJSON {
 		err = writeVerifyJSON(a.stdout, verify.NewReport(res, verr))
 	} else {

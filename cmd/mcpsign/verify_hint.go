@@ -19,13 +19,14 @@ import (
 // given key ("accepted signatures do not match threshold"), and the
 // bundle's log ids against the trusted root's ("0 < 1"), and the flags that
 // fix a failure (withFlagHint). Other errors are returned as they are; the
-// step stays the same.
-func explainFailure(verr error, bundleJSON []byte, key crypto.PublicKey, tm root.TrustedMaterial) error {
+// step stays the same. key gives the --key public key, read only for a
+// failed signature.
+func explainFailure(verr error, bundleJSON []byte, key func() crypto.PublicKey, tm root.TrustedMaterial) error {
 	if hinted := withFlagHint(verr); hinted != verr {
 		return hinted
 	}
 	var se *verify.StepError
-	if !errors.As(verr, &se) {
+	if !errors.As(verr, &se) || se.Step != verify.StepSignature && se.Step != verify.StepTlog {
 		return verr
 	}
 	b, err := verify.ParseBundle(bundleJSON, true)
@@ -35,10 +36,11 @@ func explainFailure(verr error, bundleJSON []byte, key crypto.PublicKey, tm root
 	var hint string
 	switch se.Step {
 	case verify.StepSignature:
-		if key == nil {
+		k := key()
+		if k == nil {
 			return verr
 		}
-		want, err := verify.KeyID(key)
+		want, err := evidence.KeyID(k)
 		if err != nil {
 			return verr
 		}

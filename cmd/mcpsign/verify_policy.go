@@ -170,6 +170,21 @@ func policyBundleInputs(a *app, f *verifyFlags, r *policy.Resolved) ([]*bundleIn
 	return out, nil
 }
 
+// earlyBundles reads the bundles of inputs that come before the source
+// (bundleInput.early): nil for one the server advertises, read with the
+// snapshot.
+func earlyBundles(ctx context.Context, inputs []*bundleInput) ([][]byte, error) {
+	bundles := make([][]byte, 0, len(inputs))
+	for _, b := range inputs {
+		data, err := b.early(ctx)
+		if err != nil {
+			return nil, err
+		}
+		bundles = append(bundles, data)
+	}
+	return bundles, nil
+}
+
 // stepRank orders the steps, to report the failure that got furthest.
 var stepRank = []verify.Step{verify.StepBundle, verify.StepSignature, verify.StepChain, verify.StepTlog,
 	verify.StepTime, verify.StepIdentity, verify.StepStatement, verify.StepMatch}
@@ -247,8 +262,7 @@ func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifie
 	n := len(r.Identities)
 	for bi, data := range bundles {
 		var best error
-		var res *verify.Result
-		var passed []*verify.Result
+		var passed []*verify.Result // the first is reported
 		var ids []int
 		for _, pv := range vs {
 			rr, err := pv.v.Verify(ctx, data, snap)
@@ -259,9 +273,6 @@ func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifie
 				}
 				continue
 			}
-			if res == nil {
-				res = rr
-			}
 			passed = append(passed, rr)
 			if rr.MatchedIdentities == nil { // a key: the verifier's one identity
 				ids = append(ids, pv.ids...)
@@ -271,7 +282,7 @@ func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifie
 			}
 		}
 		slices.Sort(ids)
-		if res == nil {
+		if len(passed) == 0 {
 			tr.Matched = matching(tr.Signers, n)
 			return tr, numbered(best, bi, len(bundles))
 		}
@@ -279,6 +290,7 @@ func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifie
 			tr.Matched = matching(tr.Signers, n)
 			return tr, numbered(err, bi, len(bundles))
 		}
+		res := passed[0]
 		if tr.First == nil {
 			tr.First = res
 		}
@@ -410,13 +422,9 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 	if err != nil {
 		return inputErr(err)
 	}
-	var bundles [][]byte
-	for _, b := range inputs {
-		data, err := b.early(cmd.Context())
-		if err != nil {
-			return inputErr(err)
-		}
-		bundles = append(bundles, data)
+	bundles, err := earlyBundles(cmd.Context(), inputs)
+	if err != nil {
+		return inputErr(err)
 	}
 	snap, err := loadSource(cmd, a, &f.src, args)
 	if err != nil {
@@ -503,13 +511,9 @@ func runPinWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, po *options.Pi
 	if err != nil {
 		return err
 	}
-	var bundles [][]byte
-	for _, b := range inputs {
-		data, err := b.early(cmd.Context())
-		if err != nil {
-			return err
-		}
-		bundles = append(bundles, data)
+	bundles, err := earlyBundles(cmd.Context(), inputs)
+	if err != nil {
+		return err
 	}
 	snap, err := loadSource(cmd, a, &f.src, args)
 	if err != nil {

@@ -61,7 +61,7 @@ type Options struct {
 
 // demoFiles are the files a demo writes in its directory.
 var demoFiles = []string{
-	"publisher.key", "publisher.pub", "server.snapshot.json", "server.sigstore.json", "mcp.lock",
+	"publisher.key", "publisher.pub", "server.snapshot.json", "server.sigstore.json", "mcp.lock", "first-use.lock",
 	"calls-honest.log", "calls-rugpull.log", "calls-list-changed.log",
 }
 

@@ -1,6 +1,7 @@
 package options
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -30,20 +31,11 @@ var policyReplaced = append(append([]string{}, identityFlags...),
 // "" when none; except are flags the command keeps under a policy.
 func (o *PolicyOptions) Conflict(fs *pflag.FlagSet, except ...string) string {
 	for _, name := range policyReplaced {
-		if f := fs.Lookup(name); f != nil && f.Changed && !contains(except, name) {
+		if f := fs.Lookup(name); f != nil && f.Changed && !slices.Contains(except, name) {
 			return name
 		}
 	}
 	return ""
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // bundleList is a repeatable --bundle: every value is kept in list (for a
