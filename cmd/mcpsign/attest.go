@@ -10,6 +10,7 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/internal/textout"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
@@ -115,13 +116,6 @@ func statementSummary(st *attest.Statement) string {
 	}
 	p := st.Predicate
 	return fmt.Sprintf("%s %s, %s (%s%s)",
-		textsafe.Quote(p.Server.Name), textsafe.Escape(p.Server.Version), plural(len(st.Subject), "subject"),
+		textsafe.Quote(p.Server.Name), textsafe.Escape(p.Server.Version), textout.Plural(len(st.Subject), "subject"),
 		digest.CountText(func(k digest.Kind) int { return counts[k] }), ins)
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
