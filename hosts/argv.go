@@ -7,12 +7,23 @@ import (
 
 // Wrapped is what a wrapped entry's argv says besides the original argv.
 type Wrapped struct {
+	// Program is the wrapper's program as written: the entry's command.
+	Program string
 	// Policy and Name are the values of --policy and --name before "--";
 	// empty when absent (an entry wrapped by hand with --lock and flags).
 	Policy, Name string
 	// Lock is the value of --lock, if any.
 	Lock string
-	// Original is the server's own argv: what follows the first "--".
+	// Headers are the values of --header, in order ("Name: value", as
+	// written; never printed: a value may be a secret).
+	Headers []string
+	// Other are the arguments between "proxy" and "--" that are none of
+	// the above, and a repeated --policy, --name or --lock: flags that
+	// change what the policy enforces (--tofu, --mode, …), so that an entry
+	// with any is not enforced (docs/HOSTS.md "What counts as enforced").
+	Other []string
+	// Original is the server's own argv: what follows the first "--". For
+	// a wrapped remote entry it is the server's URL alone.
 	Original []string
 }
 
@@ -22,19 +33,25 @@ type Wrapped struct {
 func WrapArgv(self, policy, name string, original []string) []string {
 	out := make([]string, 0, len(original)+7)
 	out = append(out, self)
-	out = append(out, wrapPrefix(policy, name)...)
+	out = append(out, wrapPrefix(policy, name, nil)...)
 	return append(out, original...)
 }
 
-// wrapPrefix is what wrap puts between mcpsign and the original argv.
-func wrapPrefix(policy, name string) []string {
-	return []string{"proxy", "--policy", policy, "--name", name, "--"}
+// wrapPrefix is what wrap puts between mcpsign and the original argv: the
+// proxy under policy for the server name, with these --header values.
+func wrapPrefix(policy, name string, headers []string) []string {
+	out := []string{"proxy", "--policy", policy, "--name", name}
+	for _, h := range headers {
+		out = append(out, "--header", h)
+	}
+	return append(out, "--")
 }
 
-// ParseWrapped reports whether argv starts the proxy (its program is named
-// mcpsign, its first argument is "proxy" and a "--" is followed by a
-// command), and if so what it wraps. It is the inverse of WrapArgv, and
-// also reads entries wrapped by hand (docs/HOSTS.md).
+// ParseWrapped reports whether argv has the shape of the proxy (its program
+// is named mcpsign, its first argument is "proxy" and a "--" is followed by
+// a command), and if so what it wraps. It is the inverse of WrapArgv, and
+// also reads entries wrapped by hand (docs/HOSTS.md). The shape alone
+// proves nothing: Want.Check says whether the entry is enforced.
 func ParseWrapped(argv []string) (Wrapped, bool) {
 	if len(argv) < 4 || !isMcpsign(argv[0]) || argv[1] != "proxy" {
 		return Wrapped{}, false
@@ -43,7 +60,8 @@ func ParseWrapped(argv []string) (Wrapped, bool) {
 	if dash < 0 || dash == len(argv)-1 {
 		return Wrapped{}, false
 	}
-	w := Wrapped{Original: append([]string(nil), argv[dash+1:]...)}
+	w := Wrapped{Program: argv[0], Original: append([]string(nil), argv[dash+1:]...)}
+	seen := map[string]bool{}
 	for i := 2; i < dash; i++ {
 		key, val, inline := strings.Cut(argv[i], "=")
 		var dst *string
@@ -54,14 +72,29 @@ func ParseWrapped(argv []string) (Wrapped, bool) {
 			dst = &w.Name
 		case "--lock":
 			dst = &w.Lock
+		case "--header":
 		default:
+			w.Other = append(w.Other, argv[i])
 			continue
 		}
 		if !inline {
 			i++
 			val = argv[i]
 		}
+		if dst == nil {
+			w.Headers = append(w.Headers, val)
+			continue
+		}
+		if seen[key] {
+			w.Other = append(w.Other, key)
+		}
+		seen[key] = true
 		*dst = val
+	}
+	if w.Lock != "" {
+		// A lock given besides the policy's replaces nothing the policy
+		// says, but is not what wrap writes: not enforced.
+		w.Other = append(w.Other, "--lock")
 	}
 	return w, true
 }
@@ -79,13 +112,13 @@ func isMcpsign(program string) bool {
 
 // dashIndex returns the index in argv (program first) of the "--" that
 // ends the proxy's flags: the first one after "proxy" that is not the value
-// of --policy, --name or --lock; -1 if there is none.
+// of --policy, --name, --lock or --header; -1 if there is none.
 func dashIndex(argv []string) int {
 	for i := 2; i < len(argv); i++ {
 		switch argv[i] {
 		case "--":
 			return i
-		case "--policy", "--name", "--lock":
+		case "--policy", "--name", "--lock", "--header":
 			i++
 		}
 	}

@@ -18,8 +18,9 @@ const (
 	// Stdio servers are started by the host from a command line: these are
 	// what wrap puts behind the proxy.
 	Stdio Kind = "stdio"
-	// Remote servers are reached at a URL. They are not enforced: the proxy
-	// speaks stdio only.
+	// Remote servers are reached at a URL. Wrap turns each into a stdio
+	// entry that runs the proxy in front of the URL (docs/HOSTS.md "Remote
+	// servers").
 	Remote Kind = "remote"
 	// Unknown entries have neither a command nor a URL (an extension's
 	// server, for example). They are not enforced.
@@ -51,11 +52,30 @@ type Server struct {
 	Argv []string
 	// URL is a remote entry's URL.
 	URL string
+	// Headers are a remote entry's HTTP headers, in file order. A value
+	// may be a secret: never print one.
+	Headers []Header
+	// Env are the names of the entry's environment variables.
+	Env []string
 	// Wrapped is what a wrapped entry wraps; nil when it is not wrapped.
 	Wrapped *Wrapped
-	// Problem says why a stdio entry cannot be edited (arguments that are
-	// not strings, for example); empty when it can.
+	// Problem says why the entry cannot be edited (arguments that are not
+	// strings, a remote entry whose transport the proxy does not speak, for
+	// example); empty when it can.
 	Problem string
+	// headerArgs are the --header values wrap writes for a remote entry.
+	headerArgs []string
+}
+
+// Header is one HTTP header of a remote entry.
+type Header struct {
+	Name string
+	// Value is the value as the host reads it, before the host fills in
+	// its variables. It may be a secret: never print it.
+	Value string
+	// raw is the value as written in the file (with its escapes), for
+	// Redact.
+	raw string
 }
 
 // Action is what Wrap or Unwrap did, or did not do, to one entry.
@@ -63,7 +83,11 @@ type Action string
 
 // Actions.
 const (
-	ActWrapped        Action = "wrapped"
+	ActWrapped Action = "wrapped"
+	// ActRewrapped is an entry that had the shape of a wrapped one but was
+	// not enforced (another mcpsign, another policy, a weakening flag):
+	// unwrapped to its server and wrapped again.
+	ActRewrapped      Action = "re-wrapped"
 	ActUnwrapped      Action = "unwrapped"
 	ActAlreadyWrapped Action = "already wrapped"
 	ActNotWrapped     Action = "not wrapped"
@@ -75,7 +99,8 @@ const (
 type Change struct {
 	Server Server
 	Action Action
-	// Reason explains ActNotEnforced and ActSkipped.
+	// Reason explains ActNotEnforced and ActSkipped, and for ActRewrapped
+	// why the entry was not enforced.
 	Reason string
 }
 
@@ -87,6 +112,14 @@ type WrapOptions struct {
 	Policy string
 	// Servers limits the edit to these entry names; empty means all.
 	Servers []string
+	// IsSelf is Want.IsSelf: whether a wrapped entry's program is Self.
+	// Nil means SameExecutable(Self).
+	IsSelf func(program string) error
+}
+
+// Want returns what an entry wrapped under opts runs.
+func (opts WrapOptions) Want() Want {
+	return Want{Self: opts.Self, Policy: opts.Policy, IsSelf: opts.IsSelf}
 }
 
 // Config is a parsed configuration file.
@@ -105,6 +138,13 @@ type document interface {
 	// no Problem, behind the proxy: self, then prefix, then its command
 	// line.
 	wrapEntry(i int, self string, prefix []string)
+	// rewrapEntry unwraps entry i, a wrapped entry, and wraps what it
+	// wrapped as wrapEntry does; it returns why it could not, or "".
+	rewrapEntry(i int, self string, prefix []string) (reason string)
+	// wrapRemote turns entry i, a remote entry with no Problem, into a
+	// stdio entry that runs self, then prefix, then its URL; it returns
+	// why it could not, or "".
+	wrapRemote(i int, self string, prefix []string) (reason string)
 	// unwrapEntry restores the command line of entry i, a wrapped entry;
 	// it returns why it could not, or "" when it did.
 	unwrapEntry(i int) (reason string)
@@ -137,10 +177,13 @@ func (c *Config) Servers() []Server { return c.doc.servers() }
 // Original returns the bytes Parse read.
 func (c *Config) Original() []byte { return c.data }
 
-// Wrap puts every selected stdio entry behind the proxy and returns the new
-// content. An entry already wrapped is left as it is; remote and unknown
-// entries are reported not enforced. The Config is not changed: parse the
-// result to go on.
+// Wrap puts every selected stdio entry behind the proxy, and every remote
+// one behind the proxy in front of its URL, and returns the new content. An
+// entry enforced under opts (Want.Check) is left as it is; one that has the
+// shape of a wrapped entry but is not enforced is unwrapped to its server
+// and wrapped again (ActRewrapped); unknown entries, and entries wrap
+// cannot edit, are reported with the reason. The Config is not changed:
+// parse the result to go on.
 func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 	if opts.Self == "" || opts.Policy == "" {
 		return nil, nil, errors.New("wrap needs the path of mcpsign and of the policy")
@@ -166,19 +209,33 @@ func (c *Config) edit(names []string, wrap bool, opts WrapOptions) ([]byte, []Ch
 	if err != nil {
 		return nil, nil, err
 	}
+	want := opts.Want()
 	var out []Change
 	for i, s := range d.servers() {
 		if !sel(s) {
 			continue
 		}
 		ch := Change{Server: s}
-		switch ne := notEnforced(s); {
+		switch ne := notEnforced(s, wrap); {
 		case ne != nil:
 			ch = *ne
+		case wrap && s.Kind == Remote:
+			ch.Action = ActWrapped
+			if reason := d.wrapRemote(i, opts.Self, wrapPrefix(opts.Policy, s.Name, s.headerArgs)); reason != "" {
+				ch.Action, ch.Reason = ActNotEnforced, "remote server; cannot be wrapped: "+reason
+			}
 		case wrap && s.Wrapped != nil:
-			ch.Action = ActAlreadyWrapped
+			why := want.Check(s)
+			if why == "" {
+				ch.Action = ActAlreadyWrapped
+				break
+			}
+			ch.Action, ch.Reason = ActRewrapped, why
+			if reason := d.rewrapEntry(i, opts.Self, wrapPrefix(opts.Policy, s.Name, s.Wrapped.Headers)); reason != "" {
+				ch.Action, ch.Reason = ActSkipped, why+"; "+reason
+			}
 		case wrap:
-			d.wrapEntry(i, opts.Self, wrapPrefix(opts.Policy, s.Name))
+			d.wrapEntry(i, opts.Self, wrapPrefix(opts.Policy, s.Name, nil))
 			ch.Action = ActWrapped
 		case s.Wrapped == nil:
 			ch.Action = ActNotWrapped
@@ -235,12 +292,16 @@ func classify(s *Server) {
 	}
 }
 
-// notEnforced is the change reported for an entry wrap does not edit, or
-// nil for an entry it can edit.
-func notEnforced(s Server) *Change {
+// notEnforced is the change reported for an entry wrap (or unwrap) does not
+// edit, or nil for an entry it can edit.
+func notEnforced(s Server, wrap bool) *Change {
 	switch {
+	case s.Kind == Remote && s.Problem != "":
+		return &Change{Server: s, Action: ActNotEnforced, Reason: "remote server; cannot be wrapped: " + s.Problem}
+	case s.Kind == Remote && !wrap:
+		return &Change{Server: s, Action: ActNotWrapped}
 	case s.Kind == Remote:
-		return &Change{Server: s, Action: ActNotEnforced, Reason: "remote server: the proxy speaks stdio only"}
+		return nil
 	case s.Kind == Unknown:
 		return &Change{Server: s, Action: ActNotEnforced, Reason: "neither a command nor a URL"}
 	case s.Problem != "":

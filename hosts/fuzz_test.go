@@ -61,15 +61,18 @@ func FuzzRoundTripSettings(f *testing.F) {
 	})
 }
 
-// roundTrip checks that wrap then unwrap gives back data, when it parses as
-// h's file at path, and that wrap is idempotent.
+// roundTrip checks, when data parses as h's file at path, that what wrap
+// says it did is what the host reads after it, that wrap is idempotent,
+// that unwrap after wrap is unwrap alone, and, when no entry of data is
+// wrapped, that wrap then unwrap gives back data.
 func roundTrip(t *testing.T, h Host, path string, data []byte) {
 	t.Helper()
 	c, err := Parse(h, path, data)
 	if err != nil {
 		return
 	}
-	w, changes, err := c.Wrap(WrapOptions{Self: self, Policy: policy})
+	opts := WrapOptions{Self: self, Policy: policy, IsSelf: isSelf}
+	w, changes, err := c.Wrap(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,26 +81,47 @@ func roundTrip(t *testing.T, h Host, path string, data []byte) {
 		t.Fatalf("wrapped file does not parse: %v\n%q", err, w)
 	}
 	// What wrap says it did is what the host reads now: a wrapped entry
-	// runs the proxy over its command line, any other is as it was.
+	// runs this mcpsign under the policy over its command line (or URL),
+	// any other is as it was.
 	after := wc.Servers()
 	if len(after) != len(changes) {
 		t.Fatalf("wrap changed the entries: %d, then %d\n%q", len(changes), len(after), w)
 	}
+	anyWrapped := false
 	for i, ch := range changes {
 		a := after[i]
+		anyWrapped = anyWrapped || ch.Server.Wrapped != nil
+		inner := ch.Server.Argv
 		switch {
-		case ch.Action == ActWrapped && (a.Wrapped == nil || !slices.Equal(a.Wrapped.Original, ch.Server.Argv)):
-			t.Fatalf("entry %d reported wrapped, read as %q\n%q", i, a.Argv, w)
-		case ch.Action != ActWrapped && !slices.Equal(a.Argv, ch.Server.Argv):
-			t.Fatalf("entry %d %s, but its command line is now %q\n%q", i, ch.Action, a.Argv, w)
+		case ch.Server.Kind == Remote:
+			inner = []string{ch.Server.URL}
+		case ch.Server.Wrapped != nil:
+			inner = ch.Server.Wrapped.Original
+		}
+		switch ch.Action {
+		case ActWrapped, ActRewrapped, ActAlreadyWrapped:
+			if a.Wrapped == nil || !slices.Equal(a.Wrapped.Original, inner) || opts.Want().Check(a) != "" {
+				t.Fatalf("entry %d reported %s, read as %q: %s\n%q", i, ch.Action, a.Argv, opts.Want().Check(a), w)
+			}
+		default:
+			if !slices.Equal(a.Argv, ch.Server.Argv) || a.URL != ch.Server.URL || a.Kind != ch.Server.Kind {
+				t.Fatalf("entry %d %s, but it is now %s %q %q\n%q", i, ch.Action, a.Kind, a.Argv, a.URL, w)
+			}
+			if ch.Action != ActSkipped && ch.Server.Wrapped != nil && opts.Want().Check(ch.Server) == "" {
+				t.Fatalf("entry %d is enforced but reported %s", i, ch.Action)
+			}
 		}
 	}
-	w2, _, _ := wc.Wrap(WrapOptions{Self: self, Policy: policy})
+	w2, _, _ := wc.Wrap(opts)
 	if !bytes.Equal(w, w2) {
 		t.Fatalf("wrap not idempotent:\n%q\n%q", w, w2)
 	}
 	back, _, _ := wc.Unwrap(nil)
-	if !bytes.Equal(back, data) {
+	alone, _, _ := c.Unwrap(nil)
+	if !bytes.Equal(back, alone) {
+		t.Fatalf("unwrap after wrap is not unwrap alone:\n%q\n%q\n%q\n%q", data, w, back, alone)
+	}
+	if !anyWrapped && !bytes.Equal(back, data) {
 		t.Fatalf("round trip:\n%q\n%q\n%q", data, w, back)
 	}
 }

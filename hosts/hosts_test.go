@@ -194,14 +194,14 @@ func TestWrapUnwrapEveryHost(t *testing.T) {
 			}
 			checkServers(t, c.Servers(), fx.stdio, fx.remote, false)
 
-			wrapped, changes, err := c.Wrap(WrapOptions{Self: self, Policy: policy})
+			wrapped, changes, err := c.Wrap(WrapOptions{Self: self, Policy: policy, IsSelf: isSelf})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, ch := range changes {
 				want := ActWrapped
-				if _, ok := fx.stdio[ch.Server.Name]; !ok {
-					want = ActNotEnforced
+				if _, ok := fx.stdio[ch.Server.Name]; !ok && (fx.host == "codex" || fx.remote[ch.Server.Name] == "") {
+					want = ActNotEnforced // Codex's remote entries are not wrapped
 				}
 				if ch.Action != want {
 					t.Errorf("%s: %s, want %s", ch.Server.Name, ch.Action, want)
@@ -214,7 +214,7 @@ func TestWrapUnwrapEveryHost(t *testing.T) {
 			checkServers(t, wc.Servers(), fx.stdio, fx.remote, true)
 
 			// Idempotent: wrap twice is wrap once.
-			again, changes, err := wc.Wrap(WrapOptions{Self: self, Policy: policy})
+			again, changes, err := wc.Wrap(WrapOptions{Self: self, Policy: policy, IsSelf: isSelf})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -222,7 +222,7 @@ func TestWrapUnwrapEveryHost(t *testing.T) {
 				t.Errorf("second wrap changed the file:\n%s\n---\n%s", wrapped, again)
 			}
 			for _, ch := range changes {
-				if _, ok := fx.stdio[ch.Server.Name]; ok && ch.Action != ActAlreadyWrapped {
+				if _, ok := fx.stdio[ch.Server.Name]; (ok || fx.host != "codex" && fx.remote[ch.Server.Name] != "") && ch.Action != ActAlreadyWrapped {
 					t.Errorf("second wrap of %s: %s", ch.Server.Name, ch.Action)
 				}
 			}
@@ -248,7 +248,7 @@ func TestWrapUnwrapEveryHost(t *testing.T) {
 			// Outside the edited values, lines are kept: comments too.
 			for _, line := range strings.Split(fx.data, "\n") {
 				if strings.Contains(line, "//") || strings.Contains(line, "#") || strings.Contains(line, "/*") {
-					if !bytes.Contains(wrapped, []byte(strings.TrimSpace(line))) && !strings.Contains(line, "command") && !strings.Contains(line, "args") {
+					if !bytes.Contains(wrapped, []byte(strings.TrimSpace(line))) && !strings.Contains(line, "command") && !strings.Contains(line, "args") && !strings.Contains(line, "://") {
 						t.Errorf("comment line lost: %q", line)
 					}
 				}
@@ -266,6 +266,9 @@ func checkServers(t *testing.T, got []Server, stdio map[string][]string, remote 
 		switch s.Kind {
 		case Stdio:
 			want, ok := stdio[s.Name]
+			if u, remote := remote[s.Name]; remote && wrapped {
+				want, ok = []string{u}, true // a remote entry, wrapped
+			}
 			if !ok {
 				t.Errorf("%s: read as stdio", s.Name)
 				continue
@@ -283,7 +286,7 @@ func checkServers(t *testing.T, got []Server, stdio map[string][]string, remote 
 				t.Errorf("%s: not wrapped: %q", s.Name, s.Argv)
 				continue
 			}
-			wantArgv := WrapArgv(self, policy, s.Name, want)
+			wantArgv := append([]string{self}, append(wrapPrefix(policy, s.Name, s.Wrapped.Headers), want...)...)
 			if !slices.Equal(s.Argv, wantArgv) || !slices.Equal(s.Wrapped.Original, want) ||
 				s.Wrapped.Policy != policy || s.Wrapped.Name != s.Name {
 				t.Errorf("%s: wrapped argv %q, want %q", s.Name, s.Argv, wantArgv)
@@ -312,7 +315,7 @@ func TestWrapSelectedServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, changes, err := c.Wrap(WrapOptions{Self: self, Policy: policy, Servers: []string{"db"}})
+	out, changes, err := c.Wrap(WrapOptions{Self: self, Policy: policy, IsSelf: isSelf, Servers: []string{"db"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +329,7 @@ func TestWrapSelectedServers(t *testing.T) {
 			t.Errorf("%s wrapped=%v", s.Name, s.Wrapped != nil)
 		}
 	}
-	if _, _, err := c.Wrap(WrapOptions{Self: self, Policy: policy, Servers: []string{"nope"}}); !errors.Is(err, ErrNoServer) {
+	if _, _, err := c.Wrap(WrapOptions{Self: self, Policy: policy, IsSelf: isSelf, Servers: []string{"nope"}}); !errors.Is(err, ErrNoServer) {
 		t.Errorf("unknown server: %v, want ErrNoServer", err)
 	}
 }
@@ -362,7 +365,7 @@ func TestEntriesNotEdited(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, changes, err := c.Wrap(WrapOptions{Self: self, Policy: policy})
+		out, changes, err := c.Wrap(WrapOptions{Self: self, Policy: policy, IsSelf: isSelf})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -406,7 +409,7 @@ func TestSave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _, err := c.Wrap(WrapOptions{Self: self, Policy: policy})
+	out, _, err := c.Wrap(WrapOptions{Self: self, Policy: policy, IsSelf: isSelf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,7 +540,7 @@ func TestCodexStringsAreNotKeys(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, changes, err := c.Wrap(WrapOptions{Self: self, Policy: policy})
+			out, changes, err := c.Wrap(WrapOptions{Self: self, Policy: policy, IsSelf: isSelf})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -553,4 +556,13 @@ func TestCodexStringsAreNotKeys(t *testing.T) {
 			}
 		})
 	}
+}
+
+// isSelf is the tests' Want.IsSelf: the program self, as written, is
+// mcpsign; any other is not.
+func isSelf(program string) error {
+	if program == self {
+		return nil
+	}
+	return ErrNotSelf
 }

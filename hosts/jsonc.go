@@ -27,6 +27,10 @@ type jsonEntry struct {
 	// or Zed's older nested "command": {"path", "args"} object.
 	obj    *hujson.Object
 	cmdKey string
+	// remote is the entry object of a remote entry, and remoteKey the
+	// member that holds its URL.
+	remote    *hujson.Object
+	remoteKey string
 }
 
 // parseJSON reads data as h's file whose servers are in the maps at paths.
@@ -107,8 +111,8 @@ func (d *jsonDoc) dotted(root *hujson.Object, paths [][]string, maps [][]string)
 					e.srv.Kind = Stdio
 					e.srv.Problem = fmt.Sprintf("the dotted setting %q changes server %q as VS Code reads it; mcpsign cannot tell what runs: move it into the server's entry", name, srv)
 				}
-				if e.srv.Kind != Stdio {
-					e.srv.Problem = "" // a remote or unknown entry is not enforced anyway
+				if e.srv.Kind == Unknown {
+					e.srv.Problem = "" // not enforced anyway
 				}
 				own[len(d.entries)] = true
 				d.entries = append(d.entries, e)
@@ -213,6 +217,10 @@ func (d *jsonDoc) read(e *jsonEntry, v *hujson.Value) {
 		e.srv.Kind = Stdio
 		argv, problem := readArgv(e.obj, e.cmdKey)
 		e.srv.Argv, e.srv.Problem = argv, problem
+		e.srv.Env = memberNames(member(e.obj, "env"))
+		if e.obj != obj {
+			e.srv.Env = append(e.srv.Env, memberNames(member(obj, "env"))...)
+		}
 		classify(&e.srv)
 		return
 	}
@@ -220,9 +228,113 @@ func (d *jsonDoc) read(e *jsonEntry, v *hujson.Value) {
 		if u := member(obj, k); u != nil {
 			e.srv.Kind = Remote
 			e.srv.URL = literalString(u.Value)
+			e.remote, e.remoteKey = obj, k
+			e.srv.Problem = d.remoteProblem(e)
 			return
 		}
 	}
+}
+
+// remoteProblem reads the headers of e, a remote entry, and says why wrap
+// cannot turn it into a stdio entry in front of its URL, "" when it can
+// (docs/HOSTS.md "Remote servers").
+func (d *jsonDoc) remoteProblem(e *jsonEntry) string {
+	obj := e.remote
+	u := member(obj, e.remoteKey)
+	if !isString(u.Value) {
+		return fmt.Sprintf("%q is not a string", e.remoteKey)
+	}
+	hs, problem := readHeaders(member(obj, "headers"))
+	e.srv.Headers = hs
+	if problem != "" {
+		return problem
+	}
+	if e.remoteKey != d.host.RemoteKeys[0] {
+		if d.host.Name == "gemini" {
+			return fmt.Sprintf("%q is an SSE server to %s: the proxy speaks Streamable HTTP (%q) only", e.remoteKey, d.host.Display, d.host.RemoteKeys[0])
+		}
+		return fmt.Sprintf("the URL is under %q: mcpsign wraps the %q spelling only", e.remoteKey, d.host.RemoteKeys[0])
+	}
+	if problem := checkRemoteURL(e.srv.URL); problem != "" {
+		return problem
+	}
+	for i := range obj.Members {
+		n := obj.Members[i].Name.Value
+		name := literalString(n)
+		if name != e.remoteKey && name != "type" && slices.Contains(d.host.RemoteKeys, name) || name == "args" {
+			return fmt.Sprintf("it also has %q", name)
+		}
+		if (name == e.remoteKey || name == "type") && string(n.(hujson.Literal)) != string(hujson.String(name)) {
+			return fmt.Sprintf("the member %q is written with escapes", name)
+		}
+	}
+	for _, k := range []string{e.remoteKey, "type", "headers"} {
+		if memberCount(obj, k) > 1 {
+			return fmt.Sprintf("it has %q twice", k)
+		}
+	}
+	if t := member(obj, "type"); t != nil {
+		if lit, ok := t.Value.(hujson.Literal); !ok || string(lit) != `"http"` {
+			return fmt.Sprintf("its type is %q, not \"http\": the proxy speaks Streamable HTTP only", literalString(t.Value))
+		}
+	}
+	for _, h := range hs {
+		arg, problem := headerArg(d.host, h)
+		if problem != "" {
+			return problem
+		}
+		e.srv.headerArgs = append(e.srv.headerArgs, arg)
+	}
+	return ""
+}
+
+// readHeaders reads a "headers" member: an object of strings.
+func readHeaders(v *hujson.Value) ([]Header, string) {
+	if v == nil {
+		return nil, ""
+	}
+	obj, ok := v.Value.(*hujson.Object)
+	if !ok {
+		return nil, `"headers" is not an object`
+	}
+	var out []Header
+	for _, m := range obj.Members {
+		name := literalString(m.Name.Value)
+		if !isString(m.Value.Value) {
+			return out, fmt.Sprintf("header %q is not a string", name)
+		}
+		if slices.ContainsFunc(out, func(h Header) bool { return strings.EqualFold(h.Name, name) }) {
+			return out, fmt.Sprintf("header %q is given twice", name)
+		}
+		lit := string(m.Value.Value.(hujson.Literal))
+		out = append(out, Header{Name: name, Value: literalString(m.Value.Value), raw: lit[1 : len(lit)-1]})
+	}
+	return out, ""
+}
+
+func memberNames(v *hujson.Value) []string {
+	if v == nil {
+		return nil
+	}
+	obj, ok := v.Value.(*hujson.Object)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, m := range obj.Members {
+		out = append(out, literalString(m.Name.Value))
+	}
+	return out
+}
+
+func memberCount(obj *hujson.Object, name string) int {
+	n := 0
+	for _, m := range obj.Members {
+		if literalString(m.Name.Value) == name {
+			n++
+		}
+	}
+	return n
 }
 
 // readArgv reads the command line of obj: cmdKey's string then "args".
@@ -264,17 +376,60 @@ func (d *jsonDoc) wrapEntry(i int, self string, prefix []string) {
 }
 
 func (d *jsonDoc) unwrapEntry(i int) string {
-	unwrapJSON(d.entries[i])
+	e := d.entries[i]
+	remote := e.srv.Wrapped != nil && isRemoteOriginal(e.srv.Wrapped.Original) && e.cmdKey == "command" && len(d.host.RemoteKeys) > 0
+	if remote && slices.ContainsFunc(d.host.RemoteKeys, func(k string) bool { return member(e.obj, k) != nil }) {
+		return "it has a URL member besides its command: unwrap it by hand"
+	}
+	unwrapJSON(e)
+	if remote {
+		// A remote entry wrap turned into a stdio one: the URL goes back
+		// under the host's key, and its type back to "http".
+		ci := memberIndex(e.obj, "command")
+		e.obj.Members[ci].Name.Value = hujson.String(d.host.RemoteKeys[0])
+		if t := member(e.obj, "type"); t != nil {
+			if lit, ok := t.Value.(hujson.Literal); ok && string(lit) == `"stdio"` {
+				t.Value = hujson.String("http")
+			}
+		}
+	}
+	return ""
+}
+
+func (d *jsonDoc) rewrapEntry(i int, self string, prefix []string) string {
+	e := d.entries[i]
+	unwrapJSON(e)
+	wrapJSON(e, self, prefix)
+	return ""
+}
+
+// wrapRemote renames the URL's member to "command", moves the URL's
+// literal after prefix into a new "args", writes self as the command, and
+// the type, if any, as "stdio". The headers member is kept as it is (a
+// host reads none for a stdio entry): unwrap renames the member back.
+func (d *jsonDoc) wrapRemote(i int, self string, prefix []string) string {
+	e := d.entries[i]
+	ui := memberIndex(e.remote, e.remoteKey)
+	e.remote.Members[ui].Name.Value = hujson.String("command")
+	if t := member(e.remote, "type"); t != nil {
+		t.Value = hujson.String("stdio")
+	}
+	wrapJSON(jsonEntry{obj: e.remote, cmdKey: "command"}, self, prefix)
 	return ""
 }
 
 // The layouts of the elements wrap inserts when the entry had no "args"
 // (created) or an empty one (filled): unwrap tells the two apart by them,
 // so that it removes the member it created and keeps an empty one.
-var (
-	createdLayout = []string{"", " ", " ", " ", " ", " ", " "}
-	filledLayout  = []string{"", "", "", "", "", "", ""}
-)
+func createdLayout(n int) []string {
+	out := make([]string, n)
+	for i := 1; i < n; i++ {
+		out[i] = " "
+	}
+	return out
+}
+
+func filledLayout(n int) []string { return make([]string, n) }
 
 // wrapJSON moves the command's literal, byte for byte, after prefix at the
 // front of args, and writes self as the command. The elements that were in
@@ -291,7 +446,7 @@ func wrapJSON(e jsonEntry, self string, prefix []string) {
 
 	ai := memberIndex(e.obj, "args")
 	if ai < 0 {
-		arr := &hujson.Array{Elements: elements(lits, createdLayout)}
+		arr := &hujson.Array{Elements: elements(lits, createdLayout(len(lits)))}
 		m := hujson.ObjectMember{
 			Name:  hujson.Value{BeforeExtra: layout(e.obj.Members[ci].Name.BeforeExtra, "\n"), Value: hujson.String("args")},
 			Value: hujson.Value{BeforeExtra: layout(cmd.BeforeExtra, " "), Value: arr},
@@ -304,7 +459,7 @@ func wrapJSON(e jsonEntry, self string, prefix []string) {
 	}
 	arr := e.obj.Members[ai].Value.Value.(*hujson.Array)
 	if len(arr.Elements) == 0 {
-		arr.Elements = elements(lits, filledLayout)
+		arr.Elements = elements(lits, filledLayout(len(lits)))
 		return
 	}
 	// The first element's own extra moves to the front (with any comment
@@ -349,7 +504,7 @@ func unwrapJSON(e jsonEntry) {
 	for i, el := range removed {
 		lay[i] = string(el.BeforeExtra)
 	}
-	if ai == ci+1 && len(arr.AfterExtra) == 0 && slices.Equal(lay, createdLayout) {
+	if ai == ci+1 && len(arr.AfterExtra) == 0 && slices.Equal(lay, createdLayout(len(lay))) {
 		if ai == len(e.obj.Members)-1 { // the trailing comma, if any, goes back to the command
 			cmd := &e.obj.Members[ci].Value
 			switch {

@@ -142,6 +142,12 @@ func fill(h Host, e *tomlEntry, t map[string]any) {
 			return
 		}
 		e.srv.Argv = []string{s}
+		if env, ok := t["env"].(map[string]any); ok {
+			for k := range env {
+				e.srv.Env = append(e.srv.Env, k)
+			}
+			sort.Strings(e.srv.Env)
+		}
 		if args, ok := t["args"]; ok {
 			list, ok := args.([]any)
 			if !ok {
@@ -173,6 +179,7 @@ func fill(h Host, e *tomlEntry, t map[string]any) {
 	for _, k := range h.RemoteKeys {
 		if u, ok := t[k].(string); ok {
 			e.srv.Kind, e.srv.URL = Remote, u
+			e.srv.Problem = "Codex's remote entries are not wrapped by this version: put it behind the proxy by hand (docs/HOSTS.md)"
 			return
 		}
 	}
@@ -227,7 +234,7 @@ func (d *tomlDoc) unwrapEntry(i int) string {
 	e := d.entries[i]
 	text := string(d.data)
 	w := e.srv.Wrapped
-	prefix := wrapPrefix(w.Policy, w.Name)
+	prefix := wrapPrefix(w.Policy, w.Name, w.Headers)
 	p := prefixText(prefix, "", " ")
 	pc := prefixText(prefix, "", "")
 	after := text[e.argsOpen:]
@@ -258,7 +265,9 @@ func (d *tomlDoc) unwrapEntry(i int) string {
 		}
 	}
 	if tok == "" {
-		return "wrapped in a form mcpsign does not write: unwrap it by hand"
+		// Wrapped by hand or by another program: its args are rewritten
+		// as the server's own, the values kept, the layout not.
+		return d.rewriteArgs(e, tomlQuote(w.Original[0]), nil, w.Original[1:])
 	}
 	d.edits = append(d.edits, edits...)
 	d.edits = append(d.edits, edit{e.cmdStart, e.cmdEnd, tok})

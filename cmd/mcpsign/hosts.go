@@ -45,8 +45,9 @@ func newHostsCmd(a *app) *cobra.Command {
 		Use:   "hosts list|wrap|unwrap",
 		Short: "List, wrap and unwrap the MCP servers configured in hosts",
 		Long: `Find the MCP configuration of hosts (` + hostNames() + `),
-list their servers, and put every stdio server behind 'mcpsign proxy' under a
-policy file, or take it out again.
+list their servers, and put every server behind 'mcpsign proxy' under a
+policy file (a remote one behind the proxy in front of its URL), or take it
+out again.
 
 Without --config, the user files of every host (or of --host) are read, and
 the project files of the current directory (.mcp.json, .vscode/mcp.json,
@@ -54,8 +55,9 @@ the project files of the current directory (.mcp.json, .vscode/mcp.json,
 .gemini/settings.json, .codex/config.toml); Codex's user file is
 $CODEX_HOME/config.toml (~/.codex by default). Edits keep comments and
 layout, are atomic and keep the file's mode; unwrap is wrap's exact inverse,
-and the file as it was is kept in a timestamped backup beside it. Remote
-servers are reported as not enforced. docs/HOSTS.md has the host table.`,
+and the file as it was is kept in a timestamped backup beside it. An entry is
+enforced only when it runs this mcpsign executable's proxy under the policy
+asked for, with no flag that weakens it. docs/HOSTS.md has the host table.`,
 	}
 	cmd.AddCommand(newHostsListCmd(a), newHostsEditCmd(a, true), newHostsEditCmd(a, false))
 	return cmd
@@ -118,22 +120,27 @@ func hostFiles(a *app, f *hostsFlags) ([]hostFile, error) {
 	return out, nil
 }
 
-// serverJSON is one server of 'hosts list --format json' (docs/HOSTS.md).
+// serverJSON is one server of 'hosts list --format json' (docs/JSON.md).
 type serverJSON struct {
-	Name         string   `json:"name"`
-	Where        string   `json:"where"`
-	Kind         string   `json:"kind"`
-	Argv         []string `json:"argv,omitempty"`
-	URL          string   `json:"url,omitempty"`
-	Wrapped      bool     `json:"wrapped"`
-	Enforced     bool     `json:"enforced"`
-	Original     []string `json:"original,omitempty"`
-	Policy       string   `json:"policy,omitempty"`
-	PolicyName   string   `json:"policyName,omitempty"`
-	PolicyStatus string   `json:"policyStatus"`
-	Lock         string   `json:"lock,omitempty"`
-	LockStatus   string   `json:"lockStatus"`
-	Problem      string   `json:"problem,omitempty"`
+	Name     string   `json:"name"`
+	Where    string   `json:"where"`
+	Kind     string   `json:"kind"`
+	Argv     []string `json:"argv,omitempty"`
+	URL      string   `json:"url,omitempty"`
+	Headers  []string `json:"headers,omitempty"`
+	Wrapped  bool     `json:"wrapped"`
+	Enforced bool     `json:"enforced"`
+	Reason   string   `json:"reason,omitempty"`
+	Wrapper  string   `json:"wrapper,omitempty"`
+	Original []string `json:"original,omitempty"`
+	// Remote is the URL a wrapped remote entry reaches through the proxy.
+	Remote       string `json:"remote,omitempty"`
+	Policy       string `json:"policy,omitempty"`
+	PolicyName   string `json:"policyName,omitempty"`
+	PolicyStatus string `json:"policyStatus"`
+	Lock         string `json:"lock,omitempty"`
+	LockStatus   string `json:"lockStatus"`
+	Problem      string `json:"problem,omitempty"`
 }
 
 type fileJSON struct {
@@ -143,12 +150,36 @@ type fileJSON struct {
 	Servers []serverJSON `json:"servers"`
 }
 
-func describe(s hosts.Server) serverJSON {
-	j := serverJSON{Name: s.Name, Where: s.Where, Kind: string(s.Kind), Argv: s.Argv, URL: s.URL,
+// listJSON is the report of 'hosts list --format json' (docs/JSON.md).
+type listJSON struct {
+	ReportVersion int    `json:"reportVersion"`
+	Mcpsign       string `json:"mcpsign"`
+	Policy        string `json:"policy,omitempty"`
+	// Enforced reports that every server listed is enforced.
+	Enforced bool       `json:"enforced"`
+	Files    []fileJSON `json:"files"`
+}
+
+// describe reports s as list prints it: enforced under want or not. Header
+// values and --header values are never in it (they may be secrets).
+func describe(s hosts.Server, want hosts.Want) serverJSON {
+	j := serverJSON{Name: s.Name, Where: s.Where, Kind: string(s.Kind), Argv: redactArgv(s.Argv), URL: s.URL,
 		PolicyStatus: "not checked", LockStatus: "not checked", Problem: s.Problem}
+	for _, h := range s.Headers {
+		j.Headers = append(j.Headers, h.Name)
+	}
+	j.Reason = want.Check(s)
+	j.Enforced = j.Reason == ""
 	if w := s.Wrapped; w != nil {
-		j.Wrapped, j.Enforced = true, true
-		j.Original, j.Policy, j.PolicyName, j.Lock = w.Original, w.Policy, w.Name, w.Lock
+		j.Wrapped = true
+		j.Wrapper, j.Original, j.Policy, j.PolicyName, j.Lock = w.Program, w.Original, w.Policy, w.Name, w.Lock
+		if len(w.Original) == 1 && strings.Contains(w.Original[0], "://") {
+			j.Remote = w.Original[0]
+		}
+		for _, h := range w.Headers {
+			name, _, _ := strings.Cut(h, ":")
+			j.Headers = append(j.Headers, strings.TrimSpace(name))
+		}
 		if w.Lock != "" && !strings.Contains(w.Lock, "${") {
 			if _, err := os.Stat(w.Lock); err == nil {
 				j.LockStatus = "present"
@@ -157,62 +188,138 @@ func describe(s hosts.Server) serverJSON {
 			}
 		}
 	}
-	if s.Kind != hosts.Stdio {
+	if !j.Enforced {
 		j.PolicyStatus, j.LockStatus = "not enforced", "not enforced"
 	}
 	return j
 }
 
+// redactArgv is argv with the value of every --header after its name
+// replaced: a header value may be a secret.
+func redactArgv(argv []string) []string {
+	if !slices.Contains(argv, "--header") && !slices.ContainsFunc(argv, func(a string) bool { return strings.HasPrefix(a, "--header=") }) {
+		return argv
+	}
+	out := slices.Clone(argv)
+	for i := 0; i < len(out); i++ {
+		if out[i] == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(out[i], "--header="); ok {
+			out[i] = "--header=" + redactHeader(v)
+		} else if out[i] == "--header" && i+1 < len(out) {
+			out[i+1] = redactHeader(out[i+1])
+			i++
+		}
+	}
+	return out
+}
+
+func redactHeader(h string) string {
+	name, _, _ := strings.Cut(h, ":")
+	return name + ": <redacted>"
+}
+
+// selfPath is the mcpsign executable wrap writes and list compares with:
+// the one given, or this one, with its symbolic links resolved.
+func selfPath(given string) (string, error) {
+	self := given
+	if self == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("cannot find the path of mcpsign: %w", err)
+		}
+		self = exe
+	}
+	self, err := filepath.EvalSymlinks(self)
+	if err != nil {
+		return "", fmt.Errorf("the mcpsign executable: %w", err)
+	}
+	return filepath.Abs(self)
+}
+
 func newHostsListCmd(a *app) *cobra.Command {
 	var (
-		f   hostsFlags
-		out options.OutputOptions
+		f      hostsFlags
+		out    options.OutputOptions
+		policy string
+		self   string
+		check  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "list [--host NAME] [--config FILE] [--server NAME]... [--format json]",
-		Short: "List each configured server: stdio or remote, wrapped or not",
-		Long: `List each server of the hosts' configuration files: stdio or remote, wrapped
-behind 'mcpsign proxy' or not, and for a wrapped one its policy and lock.
+		Use:   "list [--host NAME] [--config FILE] [--server NAME]... [--policy FILE [--check]] [--format json]",
+		Short: "List each configured server and whether it is enforced",
+		Long: `List each server of the hosts' configuration files: stdio or remote, and
+whether it is enforced: it runs this mcpsign executable (or --mcpsign) as
+'proxy' under a policy (with --policy: that policy), for its own name, and
+with no flag that weakens the policy (--tofu, --lock, --mode, …). An entry
+that only looks wrapped (another program named mcpsign, another policy, a
+weakening flag) is listed as wrapped but NOT ENFORCED, with the reason and
+the wrapper's path. Header values are never printed.
+
 The policy itself is not read here (policy status: not checked); a lock named
 with --lock is reported present or missing.
 
-Exit codes: 0 listed; 2 a file that cannot be read or parsed (named with the
-line), or bad usage.`,
+--check makes the exit code say it, for CI and device management: 1 when any
+server listed is not enforced under --policy.
+
+Exit codes: 0 listed (with --check: every server is enforced); 1 with
+--check, a server that is not enforced; 2 a file that cannot be read or
+parsed (named with the line), or bad usage.`,
+		Example: `  # Every host's files, every server
+  mcpsign hosts list
+
+  # Fail (exit 1) unless every configured server runs under this policy
+  mcpsign hosts list --policy /etc/mcpsign/policy.json --check
+
+  # One file, as JSON (docs/JSON.md)
+  mcpsign hosts list --config .vscode/mcp.json --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			asJSON, err := out.JSON()
 			if err != nil {
 				return err
 			}
+			if check && policy == "" {
+				return errors.New("--check needs --policy FILE: the policy every server must run under")
+			}
+			want := hosts.Want{}
+			if want.Self, err = selfPath(self); err != nil {
+				return err
+			}
+			if policy != "" {
+				if want.Policy, err = policyPath(policy); err != nil {
+					return err
+				}
+			}
 			files, err := hostFiles(a, &f)
 			if err != nil {
 				return err
 			}
-			var report []fileJSON
+			report := listJSON{ReportVersion: reportVersion, Mcpsign: want.Self, Policy: want.Policy, Enforced: true, Files: []fileJSON{}}
 			failed := false
 			for _, hf := range files {
 				fj := fileJSON{Path: hf.path, Host: hf.host.Name, Servers: []serverJSON{}}
 				c, err := hosts.Load(cmd.Context(), hf.host, hf.path)
 				if err != nil {
 					fj.Error, failed = err.Error(), true
-					report = append(report, fj)
+					report.Files = append(report.Files, fj)
 					continue
 				}
 				for _, s := range c.Servers() {
 					if len(f.servers) > 0 && !slices.Contains(f.servers, s.Name) {
 						continue
 					}
-					fj.Servers = append(fj.Servers, describe(s))
+					sj := describe(s, want)
+					report.Enforced = report.Enforced && sj.Enforced
+					fj.Servers = append(fj.Servers, sj)
 				}
-				report = append(report, fj)
+				report.Files = append(report.Files, fj)
 			}
 			if asJSON {
-				if report == nil {
-					report = []fileJSON{}
-				}
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
-				if err := enc.Encode(map[string]any{"files": report}); err != nil {
+				if err := enc.Encode(report); err != nil {
 					return err
 				}
 			} else {
@@ -220,7 +327,7 @@ line), or bad usage.`,
 			}
 			if failed {
 				if !asJSON {
-					for _, fj := range report {
+					for _, fj := range report.Files {
 						if fj.Error != "" {
 							fmt.Fprintf(a.stderr, "mcpsign: %s\n", textsafe.Escape(fj.Error))
 						}
@@ -228,20 +335,29 @@ line), or bad usage.`,
 				}
 				return silentExit(exitError)
 			}
+			if check && !report.Enforced {
+				if !asJSON {
+					fmt.Fprintf(a.stderr, "mcpsign: hosts list --check: a server is not enforced under %s\n", textsafe.Escape(want.Policy))
+				}
+				return silentExit(exitFailed)
+			}
 			return nil
 		},
 	}
 	f.add(cmd)
 	out.AddFlags(cmd.Flags())
+	cmd.Flags().StringVar(&policy, "policy", "", "the policy every wrapped server must run under to count as enforced (default: any)")
+	cmd.Flags().BoolVar(&check, "check", false, "exit 1 when any server listed is not enforced under --policy")
+	cmd.Flags().StringVar(&self, "mcpsign", "", "the mcpsign executable an enforced entry runs (default: this one)")
 	return cmd
 }
 
-func printList(w io.Writer, report []fileJSON) {
-	if len(report) == 0 {
+func printList(w io.Writer, report listJSON) {
+	if len(report.Files) == 0 {
 		fmt.Fprintln(w, "no host configuration found")
 		return
 	}
-	for _, fj := range report {
+	for _, fj := range report.Files {
 		fmt.Fprintf(w, "%s (%s)\n", textsafe.Escape(fj.Path), fj.Host)
 		if fj.Error != "" {
 			fmt.Fprintln(w, "  cannot read: see the error below")
@@ -254,15 +370,31 @@ func printList(w io.Writer, report []fileJSON) {
 			fmt.Fprintf(w, "  %s (%s): ", textsafe.Quote(s.Name), textsafe.Escape(s.Where))
 			switch {
 			case s.Kind == "remote":
-				fmt.Fprintf(w, "remote %s, NOT ENFORCED (the proxy speaks stdio only)\n", textsafe.Quote(s.URL))
+				fmt.Fprintf(w, "remote %s, NOT WRAPPED\n", textsafe.Quote(s.URL))
+				if s.Problem != "" {
+					fmt.Fprintf(w, "    cannot be wrapped: %s\n", textsafe.Escape(s.Problem))
+				}
 			case s.Kind == "unknown":
-				fmt.Fprintln(w, "neither a command nor a URL, NOT ENFORCED")
+				fmt.Fprintf(w, "NOT ENFORCED: %s\n", textsafe.Escape(s.Reason))
 			case s.Wrapped:
-				fmt.Fprintf(w, "stdio, wrapped: %s\n", quoteArgv(s.Original))
-				if s.Policy != "" {
-					fmt.Fprintf(w, "    policy %s, name %s; policy status: not checked\n", textsafe.Quote(s.Policy), textsafe.Quote(s.PolicyName))
+				what := "stdio " + quoteArgv(s.Original)
+				if s.Remote != "" {
+					what = "remote " + textsafe.Quote(s.Remote) + " through the proxy"
+				}
+				if s.Enforced {
+					fmt.Fprintf(w, "%s, enforced\n", what)
 				} else {
-					fmt.Fprintln(w, "    no --policy (wrapped with flags); policy status: not checked")
+					fmt.Fprintf(w, "%s, wrapped, NOT ENFORCED: %s\n", what, textsafe.Escape(s.Reason))
+				}
+				fmt.Fprintf(w, "    wrapper %s", textsafe.Quote(s.Wrapper))
+				if s.Policy != "" {
+					fmt.Fprintf(w, ", policy %s, name %s", textsafe.Quote(s.Policy), textsafe.Quote(s.PolicyName))
+				} else {
+					fmt.Fprint(w, ", no --policy")
+				}
+				fmt.Fprintln(w, "; policy status: not checked")
+				if len(s.Headers) > 0 {
+					fmt.Fprintf(w, "    headers %s (values not shown)\n", quoteArgv(s.Headers))
 				}
 				if s.Lock != "" {
 					fmt.Fprintf(w, "    lock %s: %s\n", textsafe.Quote(s.Lock), s.LockStatus)
@@ -295,32 +427,53 @@ func newHostsEditCmd(a *app, wrap bool) *cobra.Command {
 	verb := "unwrap"
 	use := "unwrap [--host NAME] [--config FILE] [--server NAME]... [--dry-run]"
 	short := "Restore the original command of every wrapped server"
-	long := `Restore each wrapped stdio server's own command line: what follows "--" in
-its wrapped arguments. It is the exact inverse of 'mcpsign hosts wrap': the
-file is byte for byte what it was before.`
+	long := `Restore each wrapped server's own entry: the command line that follows "--"
+in its wrapped arguments, or, for a remote server wrap put behind the proxy,
+its URL. It is the exact inverse of 'mcpsign hosts wrap': the file is byte
+for byte what it was before.`
+	example := `  # See what would change, then do it
+  mcpsign hosts unwrap --config .vscode/mcp.json --dry-run
+  mcpsign hosts unwrap --config .vscode/mcp.json --server notes`
 	if wrap {
 		verb = "wrap"
-		use = "wrap --policy FILE [--host NAME] [--config FILE] [--server NAME]... [--dry-run]"
-		short = "Put every stdio server behind 'mcpsign proxy' under a policy"
+		use = "wrap --policy FILE [--host NAME] [--config FILE] [--server NAME]... [--mcpsign PATH] [--dry-run]"
+		short = "Put every server behind 'mcpsign proxy' under a policy"
 		long = `Rewrite each stdio server entry to start
   <absolute path of mcpsign> proxy --policy FILE --name NAME -- <its command line>
 keeping every other member, and the command line's strings verbatim (host
 tokens such as ${input:x}, ${env:X} and ${workspaceFolder} are never
-expanded). An entry already wrapped is left as it is. Remote servers are
-reported as NOT ENFORCED: the proxy speaks stdio only.`
+expanded). A remote entry (a URL, with its headers) becomes a stdio entry
+that starts
+  <mcpsign> proxy --policy FILE --name NAME [--header 'Name: value']... -- URL
+(header variables translated for mcpsign, or the entry refused with the
+reason; header values are never printed).
+
+An entry that is enforced (this mcpsign, its proxy, this policy, its own
+name, no other flag) is left as it is. One that only looks wrapped (another
+program named mcpsign, another policy, --tofu, --lock, --mode, …) is
+unwrapped to its server and wrapped again (re-wrapped), with the reason.`
+		example = `  # See the change first, then write it
+  mcpsign hosts wrap --policy ~/.config/mcpsign/policy.json --dry-run
+  mcpsign hosts wrap --policy ~/.config/mcpsign/policy.json --host claude-desktop
+
+  # One project file, one server
+  mcpsign hosts wrap --policy /etc/mcpsign/policy.json --config .vscode/mcp.json --server notes`
 	}
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
 		Long: long + `
 
---dry-run prints the unified diff of each file and writes nothing. A file that
-cannot be parsed is left untouched, with the line and the reason. A symbolic
-link is not written through: edit the file it points to.
+What each entry became is printed after the file is written, never before.
+--dry-run prints what would be done and the unified diff of each file, and
+writes nothing. A file that cannot be parsed is left untouched, with the line
+and the reason. A symbolic link is not written through: edit the file it
+points to.
 
 Exit codes: 0 done (or nothing to do); 2 a file that cannot be read, parsed
 or written, or bad usage.`,
-		Args: cobra.NoArgs,
+		Example: example,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := hosts.WrapOptions{Servers: f.servers}
 			if wrap {
@@ -332,20 +485,9 @@ or written, or bad usage.`,
 					return err
 				}
 				opts.Policy = p
-				if self == "" {
-					exe, err := os.Executable()
-					if err != nil {
-						return fmt.Errorf("cannot find the path of mcpsign: %w", err)
-					}
-					if self, err = filepath.EvalSymlinks(exe); err != nil {
-						return fmt.Errorf("cannot find the path of mcpsign: %w", err)
-					}
-				}
-				abs, err := filepath.Abs(self)
-				if err != nil {
+				if opts.Self, err = selfPath(self); err != nil {
 					return err
 				}
-				opts.Self = abs
 			}
 			files, err := hostFiles(a, &f)
 			if err != nil {
@@ -368,10 +510,11 @@ or written, or bad usage.`,
 		},
 	}
 	f.add(cmd)
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the unified diff of each file; write nothing")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be done and the unified diff of each file; write nothing")
 	if wrap {
 		cmd.Flags().StringVar(&policy, "policy", "", "the policy file the proxy is started under (required)")
-		cmd.Flags().StringVar(&self, "mcpsign-path", "", "the mcpsign binary written into entries (default: this one)")
+		cmd.Flags().StringVar(&self, "mcpsign", "", "the mcpsign executable written into entries (default: this one)")
+		cmd.Flags().StringVar(&self, "mcpsign-path", "", "the mcpsign executable written into entries (old spelling of --mcpsign)")
 		_ = cmd.Flags().MarkHidden("mcpsign-path")
 	}
 	return cmd
@@ -393,6 +536,15 @@ func policyPath(p string) (string, error) {
 	return abs, nil
 }
 
+// wouldDo is what --dry-run says of each action: nothing was done.
+var wouldDo = map[hosts.Action]string{
+	hosts.ActWrapped:   "would wrap",
+	hosts.ActRewrapped: "would re-wrap",
+	hosts.ActUnwrapped: "would unwrap",
+}
+
+// editFile wraps or unwraps the entries of hf. It says what it did only
+// after the file is written; with dryRun it says what it would do.
 func editFile(cmd *cobra.Command, a *app, hf hostFile, wrap bool, opts hosts.WrapOptions, dryRun bool) error {
 	c, err := hosts.Load(cmd.Context(), hf.host, hf.path)
 	if err != nil {
@@ -410,9 +562,18 @@ func editFile(cmd *cobra.Command, a *app, hf hostFile, wrap bool, opts hosts.Wra
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "%s (%s)\n", textsafe.Escape(hf.path), hf.host.Display)
+	var backup string
+	if !dryRun {
+		if backup, err = c.Save(cmd.Context(), data); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(a.stdout, "%s (%s)\n", textsafe.Escape(hf.path), hf.host.Name)
 	for _, ch := range changes {
 		action := string(ch.Action)
+		if w, ok := wouldDo[ch.Action]; ok && dryRun {
+			action = w
+		}
 		if ch.Action == hosts.ActNotEnforced || ch.Action == hosts.ActSkipped {
 			action = strings.ToUpper(action)
 		}
@@ -425,24 +586,24 @@ func editFile(cmd *cobra.Command, a *app, hf hostFile, wrap bool, opts hosts.Wra
 	if len(changes) == 0 {
 		fmt.Fprintln(a.stdout, "  no servers")
 	}
-	if dryRun {
-		text, truncated := diff.Text(string(c.Original()), string(data), diff.TextOptions{})
-		if text == "" {
-			fmt.Fprintln(a.stdout, "  (no change)")
-			return nil
-		}
-		fmt.Fprintf(a.stdout, "--- %s\n+++ %s\n%s", textsafe.Escape(hf.path), textsafe.Escape(hf.path), textsafe.EscapeKeepLayout(text))
-		if truncated {
-			fmt.Fprintln(a.stdout, "(diff truncated)")
-		}
-		return nil
-	}
-	backup, err := c.Save(cmd.Context(), data)
-	if err != nil {
-		return err
-	}
 	if backup != "" {
 		fmt.Fprintf(a.stderr, "mcpsign: the file as it was is kept in %s\n", textsafe.Escape(backup))
+	}
+	if !dryRun {
+		return nil
+	}
+	servers := c.Servers()
+	if after, err := hosts.Parse(hf.host, hf.path, data); err == nil {
+		servers = append(servers, after.Servers()...)
+	}
+	text, truncated := diff.Text(hosts.Redact(string(c.Original()), servers), hosts.Redact(string(data), servers), diff.TextOptions{})
+	if text == "" {
+		fmt.Fprintln(a.stdout, "  (no change)")
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "--- %s\n+++ %s\n%s", textsafe.Escape(hf.path), textsafe.Escape(hf.path), textsafe.EscapeKeepLayout(text))
+	if truncated {
+		fmt.Fprintln(a.stdout, "(diff truncated)")
 	}
 	return nil
 }

@@ -55,7 +55,7 @@ func TestHostsCommands(t *testing.T) {
 	if err := os.WriteFile(pol, []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	self := "/opt/bin/mcpsign"
+	self := fakeMcpsign(t)
 	read := func() string {
 		b, err := os.ReadFile(cursor)
 		if err != nil {
@@ -69,7 +69,7 @@ func TestHostsCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("list: %d %s", code, stderr)
 	}
-	for _, want := range []string{cursor + " (cursor)", `"notes" (mcpServers): stdio, NOT WRAPPED`, `"evil\u{202E}"`, `"web" (mcpServers): remote "https://mcp.example.com/mcp", NOT ENFORCED`} {
+	for _, want := range []string{cursor + " (cursor)", `"notes" (mcpServers): stdio, NOT WRAPPED`, `"evil\u{202E}"`, `"web" (mcpServers): remote "https://mcp.example.com/mcp", NOT WRAPPED`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("list lacks %q:\n%s", want, out)
 		}
@@ -91,14 +91,14 @@ func TestHostsCommands(t *testing.T) {
 	if read() != hostsFixture {
 		t.Error("--dry-run changed the file")
 	}
-	wantLine := `+    "notes": {"command": "/opt/bin/mcpsign", "args": ["proxy", "--policy", "` + pol + `", "--name", "notes", "--", "npx", "-y", "@acme/notes@1.2.0", "${workspaceFolder}"]},`
+	wantLine := `+    "notes": {"command": "` + self + `", "args": ["proxy", "--policy", "` + pol + `", "--name", "notes", "--", "npx", "-y", "@acme/notes@1.2.0", "${workspaceFolder}"]},`
 	if !strings.Contains(out, "--- "+cursor) || !strings.Contains(out, wantLine) || !strings.Contains(out, `-    "notes": {"command": "npx"`) {
 		t.Errorf("dry-run diff:\n%s\nwant %s", out, wantLine)
 	}
 
 	// wrap writes it, keeps the mode; a second wrap changes nothing.
 	code, out, stderr = runHosts(t, home, "hosts", "wrap", "--config", cursor, "--policy", pol, "--mcpsign-path", self)
-	if code != 0 || !strings.Contains(out, `"web" (mcpServers): NOT ENFORCED: remote server`) {
+	if code != 0 || !strings.Contains(out, `"web" (mcpServers): wrapped`) {
 		t.Fatalf("wrap: %d %s %s", code, out, stderr)
 	}
 	wrapped := read()
@@ -113,11 +113,9 @@ func TestHostsCommands(t *testing.T) {
 	}
 
 	// list --format json reports the wrapped entries.
-	code, out, _ = runHosts(t, home, "hosts", "list", "--config", cursor, "--format", "json")
-	var got struct {
-		Files []fileJSON `json:"files"`
-	}
-	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got.Files) != 1 {
+	code, out, _ = runHosts(t, home, "hosts", "list", "--config", cursor, "--mcpsign", self, "--format", "json")
+	var got listJSON
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got.Files) != 1 || got.ReportVersion != 1 || !got.Enforced {
 		t.Fatalf("list json: %d %v %s", code, err, out)
 	}
 	byName := map[string]serverJSON{}
@@ -128,12 +126,12 @@ func TestHostsCommands(t *testing.T) {
 		n.PolicyStatus != "not checked" || strings.Join(n.Original, " ") != "npx -y @acme/notes@1.2.0 ${workspaceFolder}" {
 		t.Errorf("notes: %+v", n)
 	}
-	if w := byName["web"]; w.Kind != "remote" || w.Enforced || w.URL != "https://mcp.example.com/mcp" {
+	if w := byName["web"]; w.Kind != "stdio" || !w.Enforced || w.Remote != "https://mcp.example.com/mcp" {
 		t.Errorf("web: %+v", w)
 	}
 
 	// unwrap --server only that one; then all: the original bytes.
-	if code, _, stderr := runHosts(t, home, "hosts", "unwrap", "--config", cursor, "--server", "notes"); code != 0 || !strings.Contains(read(), `"notes": {"command": "npx"`) || !strings.Contains(read(), `"command": "/opt/bin/mcpsign"`) {
+	if code, _, stderr := runHosts(t, home, "hosts", "unwrap", "--config", cursor, "--server", "notes"); code != 0 || !strings.Contains(read(), `"notes": {"command": "npx"`) || !strings.Contains(read(), `"command": "`+self+`"`) {
 		t.Errorf("unwrap --server: %d %s\n%s", code, stderr, read())
 	}
 	if code, _, stderr := runHosts(t, home, "hosts", "unwrap", "--config", cursor); code != 0 || read() != hostsFixture {
@@ -153,7 +151,7 @@ func TestHostsBadInput(t *testing.T) {
 	}
 	pol := filepath.Join(dir, "p.json")
 	os.WriteFile(pol, []byte("{}"), 0o644)
-	code, _, stderr := runHosts(t, dir, "hosts", "wrap", "--config", bad, "--policy", pol, "--mcpsign-path", "/m/mcpsign")
+	code, _, stderr := runHosts(t, dir, "hosts", "wrap", "--config", bad, "--policy", pol, "--mcpsign", fakeMcpsign(t))
 	if code != 2 || !strings.Contains(stderr, "line 3") || !strings.Contains(stderr, "file left untouched") {
 		t.Errorf("unparseable: %d %s", code, stderr)
 	}
@@ -174,7 +172,7 @@ func TestHostsBadInput(t *testing.T) {
 	if err := os.Symlink(good, link); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr = runHosts(t, dir, "hosts", "wrap", "--config", link, "--policy", pol, "--mcpsign-path", "/m/mcpsign")
+	code, _, stderr = runHosts(t, dir, "hosts", "wrap", "--config", link, "--policy", pol, "--mcpsign", fakeMcpsign(t))
 	if code != 2 || !strings.Contains(stderr, "symbolic link") {
 		t.Errorf("symlink: %d %s", code, stderr)
 	}
@@ -253,8 +251,9 @@ func TestHostsVSCodeSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The golden file was wrapped with this policy path and binary.
+	self := fakeMcpsign(t)
 	want := bytes.ReplaceAll(golden("vscode-settings.wrapped.json"), []byte("/etc/mcpsign/policy.json"), []byte(pol))
-	const self = "/opt/mcpsign/bin/mcpsign"
+	want = bytes.ReplaceAll(want, []byte("/opt/mcpsign/bin/mcpsign"), []byte(self))
 	read := func() []byte {
 		b, err := os.ReadFile(settings)
 		if err != nil {
@@ -273,7 +272,7 @@ func TestHostsVSCodeSettings(t *testing.T) {
 	if code != 0 || !bytes.Equal(read(), orig) {
 		t.Fatalf("--dry-run: %d %s, file unchanged %v", code, stderr, bytes.Equal(read(), orig))
 	}
-	if !strings.Contains(out, `+			"time": {"command": "/opt/mcpsign/bin/mcpsign", "args": ["proxy","--policy","`+pol) {
+	if !strings.Contains(out, `+			"time": {"command": "`+self+`", "args": ["proxy","--policy","`+pol) {
 		t.Errorf("--dry-run diff:\n%s", out)
 	}
 
@@ -318,8 +317,26 @@ func TestHostsVSCodeDottedOverride(t *testing.T) {
 			t.Errorf("server %+v: want notes, not wrapped, its problem naming the dotted setting", s)
 		}
 	}
-	runHosts(t, home, "hosts", "wrap", "--config", settings, "--policy", pol, "--mcpsign-path", "/opt/mcpsign/bin/mcpsign")
+	runHosts(t, home, "hosts", "wrap", "--config", settings, "--policy", pol, "--mcpsign", fakeMcpsign(t))
 	if b, err := os.ReadFile(settings); err != nil || string(b) != data {
 		t.Errorf("wrap changed the file (%v):\n%s", err, b)
 	}
+}
+
+// fakeMcpsign is an executable file named mcpsign in a new directory: what
+// --mcpsign names in tests that never start it.
+func fakeMcpsign(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "bin", "mcpsign")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("#!/bin/sh\nexit 2\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

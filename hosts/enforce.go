@@ -1,0 +1,139 @@
+package hosts
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Want is what an entry must run to count as enforced (docs/HOSTS.md "What
+// counts as enforced"): this mcpsign executable, its proxy subcommand, under
+// this policy, for the entry's own name, and no flag besides --policy,
+// --name and --header.
+type Want struct {
+	// Self is the path of the mcpsign executable.
+	Self string
+	// Policy is the policy file's path: absolute, or written with a host
+	// token (kept as written, and then compared as written). Empty means
+	// any policy (list without --policy).
+	Policy string
+	// IsSelf reports whether an entry's program, resolved as its host
+	// resolves it, is the executable Self: nil when it is, else why not.
+	// Nil means SameExecutable(Self).
+	IsSelf func(program string) error
+}
+
+// Check returns why s is not enforced under w, or "" when it is.
+func (w Want) Check(s Server) string {
+	switch {
+	case s.Kind == Remote:
+		if s.Problem != "" {
+			return "not wrapped, and cannot be: " + s.Problem
+		}
+		return "not wrapped"
+	case s.Kind == Unknown:
+		return "neither a command nor a URL"
+	case s.Problem != "":
+		return "cannot be wrapped: " + s.Problem
+	case s.Wrapped == nil:
+		return "not wrapped"
+	}
+	wr := s.Wrapped
+	isSelf := w.IsSelf
+	if isSelf == nil {
+		isSelf = SameExecutable(w.Self)
+	}
+	if err := isSelf(wr.Program); err != nil {
+		return fmt.Sprintf("its command is not this mcpsign (%s): %v", w.Self, err)
+	}
+	if len(wr.Other) > 0 {
+		return fmt.Sprintf("the proxy is given %s, which wrap does not write: it may weaken or replace what the policy enforces", strings.Join(wr.Other, " "))
+	}
+	if wr.Policy == "" {
+		return "the proxy is given no --policy"
+	}
+	if w.Policy != "" && !samePolicy(wr.Policy, w.Policy) {
+		return fmt.Sprintf("it runs under the policy %s, not %s", wr.Policy, w.Policy)
+	}
+	if w.Policy == "" && !strings.Contains(wr.Policy, "${") && !filepath.IsAbs(wr.Policy) {
+		return "its --policy is a relative path: what it names depends on the host's working directory"
+	}
+	if wr.Name != s.Name {
+		return fmt.Sprintf("its --name %q is not the entry's name: the policy's rules for another server apply", wr.Name)
+	}
+	if bad := slices.IndexFunc(s.Env, runtimeVar); bad >= 0 {
+		return fmt.Sprintf("its env sets %s, which changes how mcpsign itself runs", s.Env[bad])
+	}
+	return ""
+}
+
+// runtimeVar reports an environment variable that changes how the proxy
+// itself runs (the dynamic loader's, Go's runtime's, mcpsign's own).
+func runtimeVar(name string) bool {
+	u := strings.ToUpper(name)
+	return strings.HasPrefix(u, "LD_") || strings.HasPrefix(u, "DYLD_") || strings.HasPrefix(u, "MCPSIGN") ||
+		u == "GODEBUG" || u == "GOFIPS140"
+}
+
+// samePolicy reports whether the policy an entry names is want: the same
+// string when either is written with a host token, else the same absolute
+// path or the same file.
+func samePolicy(got, want string) bool {
+	if strings.Contains(got, "${") || strings.Contains(want, "${") {
+		return got == want
+	}
+	if !filepath.IsAbs(got) {
+		return false
+	}
+	if filepath.Clean(got) == filepath.Clean(want) {
+		return true
+	}
+	a, err1 := os.Stat(got)
+	b, err2 := os.Stat(want)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
+// ErrNotSelf reports an entry's program that is not the mcpsign executable.
+var ErrNotSelf = errors.New("another program")
+
+// SameExecutable returns the IsSelf of Want for the executable at self: a
+// program is self when it resolves to the same file, an absolute path as
+// it is, a bare name looked up on PATH (the PATH of this process: set it as
+// the host's is set). A relative path, or one written with a host token,
+// resolves to what the host's working directory or variables say, which
+// mcpsign cannot know: it is not self.
+func SameExecutable(self string) func(program string) error {
+	return func(program string) error {
+		var path string
+		switch {
+		case strings.Contains(program, "${") || strings.HasPrefix(program, "~"):
+			return fmt.Errorf("%w: %q is written with a host token, which mcpsign cannot resolve", ErrNotSelf, program)
+		case filepath.IsAbs(program):
+			path = program
+		case strings.ContainsAny(program, `/\`):
+			return fmt.Errorf("%w: %q is a relative path: what it runs depends on the host's working directory", ErrNotSelf, program)
+		default:
+			p, err := exec.LookPath(program)
+			if err != nil {
+				return fmt.Errorf("%w: %q is not found on PATH: %w", ErrNotSelf, program, err)
+			}
+			path = p
+		}
+		a, err := os.Stat(path)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrNotSelf, err)
+		}
+		b, err := os.Stat(self)
+		if err != nil {
+			return fmt.Errorf("the mcpsign executable: %w", err)
+		}
+		if !os.SameFile(a, b) {
+			return fmt.Errorf("%w: %s is another file", ErrNotSelf, path)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,118 @@
+package hosts
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/tailscale/hujson"
+)
+
+// isRemoteOriginal reports whether a wrapped entry's original argv is a
+// remote server's URL: what wrap writes after "--" for a remote entry.
+func isRemoteOriginal(original []string) bool {
+	if len(original) != 1 {
+		return false
+	}
+	l := strings.ToLower(original[0])
+	return strings.HasPrefix(l, "https://") || strings.HasPrefix(l, "http://")
+}
+
+// checkRemoteURL says why u is no URL the proxy can reach, "" when it is.
+// It never repeats the URL (its query may hold a token).
+func checkRemoteURL(u string) string {
+	p, err := url.Parse(u)
+	switch {
+	case err != nil:
+		return "the URL does not parse"
+	case p.Scheme != "https" && p.Scheme != "http":
+		return "the URL is not http:// or https://"
+	case p.Host == "":
+		return "the URL has no host"
+	case strings.Contains(u, "${"):
+		return "the URL is written with a host variable, which mcpsign cannot fill in"
+	}
+	return ""
+}
+
+var (
+	headerToken = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	// hostVar is a ${…} in a header value.
+	hostVar = regexp.MustCompile(`\$\{[^}]*\}`)
+	envName = `[A-Za-z_][A-Za-z0-9_]*`
+	// vscodeEnv is VS Code's (and Cursor's, Windsurf's) ${env:NAME}.
+	vscodeEnv = regexp.MustCompile(`^\$\{env:(` + envName + `)\}$`)
+	// shellVar is Claude Code's ${NAME} and ${NAME:-default}, Gemini's ${NAME}.
+	shellVar = regexp.MustCompile(`^\$\{` + envName + `(:-[^}]*)?\}$`)
+)
+
+// headerArg returns the --header value wrap writes for h, a header of a
+// remote entry of host, or why it cannot (docs/HOSTS.md "Remote servers").
+// A variable that the host fills in from the environment is written so
+// that mcpsign fills it in from the same environment: VS Code's, Cursor's
+// and Windsurf's ${env:NAME} becomes ${NAME}; Claude Code and Gemini CLI
+// fill in ${NAME} in args as in headers, so it is kept. Any other host
+// variable (${input:…}, ${workspaceFolder}, …) is refused: only the host
+// can fill it in.
+func headerArg(host Host, h Header) (string, string) {
+	if !headerToken.MatchString(h.Name) {
+		return "", fmt.Sprintf("the header name %q is not an HTTP token", h.Name)
+	}
+	if strings.ContainsAny(h.Value, "\r\n\x00") {
+		return "", fmt.Sprintf("header %q has a line break or NUL in its value", h.Name)
+	}
+	problem := ""
+	value := hostVar.ReplaceAllStringFunc(h.Value, func(v string) string {
+		switch host.Name {
+		case "vscode", "cursor", "windsurf":
+			if m := vscodeEnv.FindStringSubmatch(v); m != nil {
+				return "${" + m[1] + "}"
+			}
+		case "claude-code", "gemini":
+			if shellVar.MatchString(v) {
+				return v
+			}
+		}
+		if problem == "" {
+			name, _, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(v, "${"), "}"), ":")
+			problem = fmt.Sprintf("header %q uses the %s variable ${%s…}, which only the host can fill in: give the value in an environment variable instead", h.Name, host.Display, name)
+		}
+		return v
+	})
+	if problem != "" {
+		return "", problem
+	}
+	return h.Name + ": " + value, ""
+}
+
+// Redact replaces, in text, every header value of the remote entries of
+// servers, and every value of a wrapped entry's --header, with
+// "<redacted>": for a diff of a configuration file, which must not print
+// a secret.
+func Redact(text string, servers []Server) string {
+	var secrets []string
+	for _, s := range servers {
+		for _, h := range s.Headers {
+			secrets = append(secrets, h.Value, h.raw)
+		}
+		if s.Wrapped != nil {
+			for _, h := range s.Wrapped.Headers {
+				_, v, _ := strings.Cut(h, ":")
+				secrets = append(secrets, strings.TrimSpace(v))
+			}
+		}
+	}
+	for _, v := range secrets {
+		if v == "" {
+			continue
+		}
+		j, t := string(hujson.String(v)), tomlQuote(v)
+		for _, form := range []string{v, j[1 : len(j)-1], t[1 : len(t)-1]} {
+			if form != "" {
+				text = strings.ReplaceAll(text, form, "<redacted>")
+			}
+		}
+	}
+	return text
+}
