@@ -34,6 +34,12 @@ func FuzzRoundTrip(f *testing.F) {
 	for _, fx := range fixtures {
 		f.Add(fx.host == "codex", []byte(fx.data))
 	}
+	for _, rc := range rewrapCases {
+		f.Add(rc.host == "codex", []byte(rc.data))
+	}
+	// Remote entries, with headers, a type, comments and a trailing comma.
+	f.Add(false, []byte(`{"mcpServers": {"r": {"type": "http", /* c */ "url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"},}, "s": {"type": "sse", "url": "https://y/sse"}}}`))
+	f.Add(false, []byte("{\"mcpServers\": {\"r\": {\n  \"url\": \"https://x/mcp\"\n}}}"))
 	// Lines in a multi-line string are no keys (they were once edited).
 	f.Add(true, []byte("[other]\ns = \"\"\"\n[mcp_servers.a]\ncommand = \"f\"\n\"\"\"\n[mcp_servers.a]\ncommand = \"x\"\nd = '''\nargs = []\n'''\n"))
 	f.Fuzz(func(t *testing.T, codex bool, data []byte) {

@@ -24,14 +24,14 @@ func isRemoteOriginal(original []string) bool {
 func checkRemoteURL(u string) string {
 	p, err := url.Parse(u)
 	switch {
+	case strings.Contains(u, "${"):
+		return "the URL is written with a host variable, which mcpsign cannot fill in"
 	case err != nil:
 		return "the URL does not parse"
 	case p.Scheme != "https" && p.Scheme != "http":
 		return "the URL is not http:// or https://"
 	case p.Host == "":
 		return "the URL has no host"
-	case strings.Contains(u, "${"):
-		return "the URL is written with a host variable, which mcpsign cannot fill in"
 	}
 	return ""
 }

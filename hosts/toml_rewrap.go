@@ -11,6 +11,9 @@ func (d *tomlDoc) rewrapEntry(i int, self string, prefix []string) string {
 // in the form wrapEntry writes them into an array that is there (an empty
 // one when args is).
 func (d *tomlDoc) rewriteArgs(e tomlEntry, cmd string, prefix, args []string) string {
+	if e.argsOpen < 0 {
+		return "it has no args array: edit it by hand"
+	}
 	end, ok := tomlArrayEnd(string(d.data), e.argsOpen)
 	if !ok {
 		return "its args array could not be read: edit it by hand"
@@ -23,6 +26,10 @@ func (d *tomlDoc) rewriteArgs(e tomlEntry, cmd string, prefix, args []string) st
 	switch {
 	case len(prefix) == 0:
 		text = strings.Join(quoted, ", ")
+	case len(quoted) == 1 && d.createdArgs(e, end):
+		// The form wrap writes where there was no args: unwrap then
+		// removes the line, as it does for the entry as it was.
+		text = prefixText(prefix, quoted[0], " ")
 	case len(quoted) == 1:
 		text = prefixText(prefix, quoted[0], "")
 	default:
@@ -30,6 +37,14 @@ func (d *tomlDoc) rewriteArgs(e tomlEntry, cmd string, prefix, args []string) st
 	}
 	d.edits = append(d.edits, edit{e.cmdStart, e.cmdEnd, cmd}, edit{e.argsOpen, end, text})
 	return ""
+}
+
+// createdArgs reports whether e's args, which closes at end, is on its own
+// line just after the command, as wrap writes it where there was none.
+func (d *tomlDoc) createdArgs(e tomlEntry, end int) bool {
+	text := string(d.data)
+	return e.argsOpen-len(e.indent+"args = [") == e.cmdLineEnd && text[e.cmdLineEnd:e.argsOpen] == e.indent+"args = [" &&
+		strings.HasPrefix(text[end:], "]\n")
 }
 
 // wrapRemote is never called: Codex's remote entries get a Problem when

@@ -1,0 +1,172 @@
+package hosts
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestWantCheck: only this mcpsign's proxy, under the policy asked for, for
+// the entry's own name, with no other flag, is enforced.
+func TestWantCheck(t *testing.T) {
+	want := Want{Self: self, Policy: policy, IsSelf: isSelf}
+	wrapped := func(name string, env []string, argv ...string) Server {
+		s := Server{Name: name, Kind: Stdio, Argv: argv, Env: env}
+		classify(&s)
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		srv  Server
+		// reason is a part of the reason; "" means enforced.
+		reason string
+	}{
+		{"what wrap writes", wrapped("n", nil, WrapArgv(self, policy, "n", []string{"srv"})...), ""},
+		{"with headers", wrapped("n", nil, self, "proxy", "--policy", policy, "--name", "n", "--header", "A: b", "--", "https://x/mcp"), ""},
+		{"inline values", wrapped("n", nil, self, "proxy", "--policy="+policy, "--name=n", "--", "srv"), ""},
+		{"a lookalike", wrapped("n", nil, WrapArgv("./evil/mcpsign", policy, "n", []string{"srv"})...), "not this mcpsign"},
+		{"a lookalike without flags", wrapped("n", nil, "./evil/mcpsign", "proxy", "--", "srv"), "not this mcpsign"},
+		{"another policy", wrapped("n", nil, WrapArgv(self, "/tmp/attacker.json", "n", []string{"srv"})...), "not " + policy},
+		{"no policy, a lock and --tofu", wrapped("n", nil, self, "proxy", "--lock", "/tmp/l.lock", "--tofu", "--", "srv"), "--tofu"},
+		{"--mode audit", wrapped("n", nil, self, "proxy", "--policy", policy, "--name", "n", "--mode", "audit", "--", "srv"), "--mode audit"},
+		{"a second --policy", wrapped("n", nil, self, "proxy", "--policy", policy, "--name", "n", "--policy", policy, "--", "srv"), "--policy"},
+		{"a lock besides the policy", wrapped("n", nil, self, "proxy", "--policy", policy, "--name", "n", "--lock", "/l", "--", "srv"), "--lock"},
+		{"another name", wrapped("n", nil, WrapArgv(self, policy, "lenient", []string{"srv"})...), `--name "lenient"`},
+		{"LD_PRELOAD", wrapped("n", []string{"LD_PRELOAD"}, WrapArgv(self, policy, "n", []string{"srv"})...), "LD_PRELOAD"},
+		{"not wrapped", wrapped("n", nil, "srv"), "not wrapped"},
+		{"remote", Server{Name: "n", Kind: Remote, URL: "https://x"}, "not wrapped"},
+		{"unknown", Server{Name: "n", Kind: Unknown}, "neither"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := want.Check(tc.srv)
+			if (tc.reason == "") != (got == "") || !strings.Contains(got, tc.reason) {
+				t.Errorf("Check = %q, want %q", got, tc.reason)
+			}
+		})
+	}
+	// Without a policy asked for, any absolute policy is enforced, a
+	// relative one is not.
+	anyPolicy := Want{Self: self, IsSelf: isSelf}
+	if r := anyPolicy.Check(wrapped("n", nil, WrapArgv(self, "/p.json", "n", []string{"srv"})...)); r != "" {
+		t.Errorf("any policy: %s", r)
+	}
+	if r := anyPolicy.Check(wrapped("n", nil, WrapArgv(self, "p.json", "n", []string{"srv"})...)); !strings.Contains(r, "relative") {
+		t.Errorf("a relative policy: %q", r)
+	}
+}
+
+// TestSameExecutable resolves a program as a host does and compares files.
+func TestSameExecutable(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "bin", "mcpsign")
+	evil := filepath.Join(dir, "evil", "mcpsign")
+	for _, p := range []string{real, evil} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", filepath.Join(dir, "bin"))
+	is := SameExecutable(real)
+	for _, tc := range []struct {
+		program string
+		self    bool
+	}{
+		{real, true},
+		{link, true},
+		{"mcpsign", true}, // on PATH
+		{evil, false},
+		{"./evil/mcpsign", false},
+		{"evil/mcpsign", false},
+		{"${workspaceFolder}/bin/mcpsign", false},
+		{filepath.Join(dir, "nope", "mcpsign"), false},
+	} {
+		err := is(tc.program)
+		if (err == nil) != tc.self || err != nil && !errors.Is(err, ErrNotSelf) {
+			t.Errorf("%s: %v, want self=%v", tc.program, err, tc.self)
+		}
+	}
+	t.Setenv("PATH", filepath.Join(dir, "evil"))
+	if err := is("mcpsign"); err == nil {
+		t.Error("the mcpsign on PATH is another file, read as self")
+	}
+}
+
+// rewrapCases are entries that look wrapped and are not enforced, one per
+// format: wrap must put them behind this mcpsign under the policy, and
+// their server must stay the one they wrapped.
+var rewrapCases = []struct {
+	name, host, file, data string
+	inner                  []string
+}{
+	{"vscode lookalike", "vscode", ".vscode/mcp.json",
+		`{"servers": {"n": {"type": "stdio", "command": "./evil/mcpsign", "args": ["proxy", "--", "node", "srv.js"]}}}`,
+		[]string{"node", "srv.js"}},
+	{"claude-desktop another policy", "claude-desktop", "claude_desktop_config.json",
+		"{\n  \"mcpServers\": {\n    \"n\": {\n      \"command\": \"" + self + "\",\n      \"args\": [\"proxy\", \"--policy\", \"/tmp/attacker.json\", \"--name\", \"n\", \"--\", \"srv\"]\n    }\n  }\n}\n",
+		[]string{"srv"}},
+	{"claude-code by hand with --tofu", "claude-code", ".mcp.json",
+		`{"mcpServers": {"n": {"command": "` + self + `", "args": ["proxy", "--lock", "/tmp/w.lock", "--tofu", "--", "npx", "-y", "pkg@1"]}}}`,
+		[]string{"npx", "-y", "pkg@1"}},
+	{"zed nested lookalike", "zed", ".zed/settings.json",
+		`{"context_servers": {"n": {"command": {"path": "mcpsign", "args": ["proxy", "--", "b"]}}}}`,
+		[]string{"b"}},
+	{"codex lookalike", "codex", ".codex/config.toml",
+		"[mcp_servers.n]\ncommand = \"/home/x/evil/mcpsign\" # fake\nargs = [\n  \"proxy\", # no policy\n  \"--\", \"srv\", '--flag',\n]\n",
+		[]string{"srv", "--flag"}},
+	{"codex another policy, server without args", "codex", ".codex/config.toml",
+		"[mcp_servers.n]\ncommand = \"" + self + "\"\nargs = [\"proxy\", \"--policy\", \"/tmp/a.json\", \"--name\", \"n\", \"--\", \"srv\"]\n",
+		[]string{"srv"}},
+}
+
+func TestRewrap(t *testing.T) {
+	opts := WrapOptions{Self: self, Policy: policy, IsSelf: isSelf}
+	for _, tc := range rewrapCases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := mustHost(t, tc.host)
+			c, err := Parse(h, tc.file, []byte(tc.data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := c.Servers()[0]; s.Wrapped == nil || opts.Want().Check(s) == "" {
+				t.Fatalf("read as enforced: %+v", s)
+			}
+			out, changes, err := c.Wrap(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(changes) != 1 || changes[0].Action != ActRewrapped || changes[0].Reason == "" {
+				t.Fatalf("changes %+v", changes)
+			}
+			wc, err := Parse(h, tc.file, out)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			s := wc.Servers()[0]
+			if r := opts.Want().Check(s); r != "" || !slices.Equal(s.Wrapped.Original, tc.inner) {
+				t.Fatalf("after wrap: %q %q\n%s", r, s.Argv, out)
+			}
+			again, changes, _ := wc.Wrap(opts)
+			if string(again) != string(out) || changes[0].Action != ActAlreadyWrapped {
+				t.Errorf("wrap twice: %s\n%s", changes[0].Action, again)
+			}
+			// unwrap gives the server the lookalike wrapped, as unwrapping
+			// the lookalike itself does.
+			back, _, _ := wc.Unwrap(nil)
+			alone, _, _ := c.Unwrap(nil)
+			bc, err := Parse(h, tc.file, back)
+			if err != nil || !slices.Equal(bc.Servers()[0].Argv, tc.inner) || string(back) != string(alone) {
+				t.Errorf("unwrap: %v %q\n%s\n%s", err, bc.Servers()[0].Argv, back, alone)
+			}
+		})
+	}
+}

@@ -1,0 +1,139 @@
+package hosts
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestRemote: a remote entry of every host format becomes a stdio entry
+// that runs this mcpsign's proxy in front of its URL, with its headers
+// translated for mcpsign; wrap twice is wrap once; unwrap gives back the
+// original bytes. An entry that cannot be wrapped is left as it was, with
+// the reason.
+func TestRemote(t *testing.T) {
+	opts := WrapOptions{Self: self, Policy: policy, IsSelf: isSelf}
+	for _, tc := range []struct {
+		name, host, file, data string
+		// headers are the --header values wrap writes; reason, when not
+		// empty, a part of why the entry is not wrapped.
+		headers []string
+		reason  string
+	}{
+		{"vscode http with ${env:}", "vscode", ".vscode/mcp.json",
+			"{\n\t\"servers\": {\n\t\t\"gh\": {\n\t\t\t\"type\": \"http\",\n\t\t\t\"url\": \"https://api.example/mcp/\", // the API\n\t\t\t\"headers\": {\"Authorization\": \"Bearer ${env:GH_TOKEN}\"},\n\t\t},\n\t},\n}\n",
+			[]string{"Authorization: Bearer ${GH_TOKEN}"}, ""},
+		{"vscode ${input:}", "vscode", ".vscode/mcp.json",
+			`{"inputs": [{"id": "tok", "type": "promptString", "password": true}], "servers": {"gh": {"type": "http", "url": "https://api.example/mcp/", "headers": {"Authorization": "Bearer ${input:tok}"}}}}`,
+			nil, "${input…}"},
+		{"vscode sse", "vscode", ".vscode/mcp.json",
+			`{"servers": {"s": {"type": "sse", "url": "https://x.example/sse"}}}`, nil, `type is "sse"`},
+		{"claude-code http with ${VAR:-default}", "claude-code", ".mcp.json",
+			`{"mcpServers": {"r": {"type": "http", "url": "https://x.example/mcp", "headers": {"X-Api-Key": "${API_KEY:-none}", "X-Client": "cli"}}}}`,
+			[]string{"X-Api-Key: ${API_KEY:-none}", "X-Client: cli"}, ""},
+		{"claude-code ${VAR} in the URL", "claude-code", ".mcp.json",
+			`{"mcpServers": {"r": {"type": "http", "url": "https://${HOST}/mcp"}}}`, nil, "host variable"},
+		{"cursor url and ${env:}", "cursor", ".cursor/mcp.json",
+			"{\r\n  \"mcpServers\": {\r\n    \"r\": {\"url\": \"https://x.example/mcp\", \"headers\": {\"Authorization\": \"Bearer ${env:T}\"}}\r\n  }\r\n}\r\n",
+			[]string{"Authorization: Bearer ${T}"}, ""},
+		{"windsurf serverUrl", "windsurf", "mcp_config.json",
+			`{"mcpServers":{"w":{"serverUrl":"https://w.example/mcp"}}}`, nil, ""},
+		{"windsurf url", "windsurf", "mcp_config.json",
+			`{"mcpServers":{"w":{"url":"https://w.example/mcp"}}}`, nil, `"serverUrl" spelling`},
+		{"gemini httpUrl", "gemini", ".gemini/settings.json",
+			`{"mcpServers": {"h": {"httpUrl": "https://h.example/mcp", "headers": {"Authorization": "Bearer $TOKEN"}, "timeout": 5000}}}`,
+			[]string{"Authorization: Bearer $TOKEN"}, ""},
+		{"gemini url is SSE", "gemini", ".gemini/settings.json",
+			`{"mcpServers": {"h": {"url": "https://h.example/sse"}}}`, nil, "SSE"},
+		{"zed url", "zed", ".zed/settings.json",
+			`{"context_servers": {"z": {"url": "https://z.example/mcp", "headers": {"Authorization": "Bearer secret"}}}}`,
+			[]string{"Authorization: Bearer secret"}, ""},
+		{"claude-desktop url", "claude-desktop", "claude_desktop_config.json",
+			`{"mcpServers": {"c": {"url": "http://127.0.0.1:8080/mcp"}}}`, nil, ""},
+		{"codex url", "codex", ".codex/config.toml",
+			"[mcp_servers.r]\nurl = \"https://r.example/mcp\"\n", nil, "Codex"},
+		{"a header name that is no token", "cursor", ".cursor/mcp.json",
+			`{"mcpServers": {"r": {"url": "https://x/mcp", "headers": {"Bad Name": "v"}}}}`, nil, "HTTP token"},
+		{"a header that is no string", "cursor", ".cursor/mcp.json",
+			`{"mcpServers": {"r": {"url": "https://x/mcp", "headers": {"A": 1}}}}`, nil, "not a string"},
+		{"not http", "cursor", ".cursor/mcp.json",
+			`{"mcpServers": {"r": {"url": "file:///etc/passwd"}}}`, nil, "not http"},
+		{"args besides the URL", "cursor", ".cursor/mcp.json",
+			`{"mcpServers": {"r": {"url": "https://x/mcp", "args": []}}}`, nil, `"args"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := mustHost(t, tc.host)
+			orig := []byte(tc.data)
+			c, err := Parse(h, tc.file, orig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := c.Servers()[0]
+			if s.Kind != Remote {
+				t.Fatalf("read as %s", s.Kind)
+			}
+			out, changes, err := c.Wrap(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.reason != "" {
+				if changes[0].Action != ActNotEnforced || !strings.Contains(changes[0].Reason, tc.reason) || !bytes.Equal(out, orig) {
+					t.Errorf("%s: %s, want not enforced: %s\n%s", changes[0].Action, changes[0].Reason, tc.reason, out)
+				}
+				if r := opts.Want().Check(s); !strings.Contains(r, tc.reason) {
+					t.Errorf("Check = %q", r)
+				}
+				return
+			}
+			if changes[0].Action != ActWrapped {
+				t.Fatalf("%s: %s", changes[0].Action, changes[0].Reason)
+			}
+			wc, err := Parse(h, tc.file, out)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			w := wc.Servers()[0]
+			want := append([]string{self}, append(wrapPrefix(policy, s.Name, tc.headers), s.URL)...)
+			if w.Kind != Stdio || !slices.Equal(w.Argv, want) || opts.Want().Check(w) != "" {
+				t.Fatalf("wrapped: %s %q, want %q (%s)\n%s", w.Kind, w.Argv, want, opts.Want().Check(w), out)
+			}
+			if bytes.Contains(out, []byte(`"http"`)) || bytes.Contains(out, []byte(`"`+h.RemoteKeys[0]+`"`)) {
+				t.Errorf("the host would still read it as remote:\n%s", out)
+			}
+			again, changes, _ := wc.Wrap(opts)
+			if !bytes.Equal(again, out) || changes[0].Action != ActAlreadyWrapped {
+				t.Errorf("wrap twice: %s\n%s", changes[0].Action, again)
+			}
+			back, changes, _ := wc.Unwrap(nil)
+			if !bytes.Equal(back, orig) || changes[0].Action != ActUnwrapped {
+				t.Errorf("unwrap: %s\n%s\nwant\n%s", changes[0].Action, back, orig)
+			}
+		})
+	}
+}
+
+// TestRedact: no header value of a file, before or after wrap, is left in
+// what Redact returns.
+func TestRedact(t *testing.T) {
+	h := mustHost(t, "zed")
+	data := []byte(`{"context_servers": {"z": {"url": "https://z.example/mcp", "headers": {"Authorization": "Bearer s3cr\u0065t", "X-K": "k3y"}}}}`)
+	c, err := Parse(h, "settings.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := c.Wrap(WrapOptions{Self: self, Policy: policy, IsSelf: isSelf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, _ := Parse(h, "settings.json", out)
+	servers := append(c.Servers(), wc.Servers()...)
+	for _, text := range []string{string(data), string(out)} {
+		r := Redact(text, servers)
+		for _, secret := range []string{"s3cr", "k3y"} {
+			if strings.Contains(r, secret) {
+				t.Errorf("%q left in %s", secret, r)
+			}
+		}
+	}
+}
