@@ -172,9 +172,90 @@ func TestHostsBadInput(t *testing.T) {
 	if err := os.Symlink(good, link); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr = runHosts(t, dir, "hosts", "wrap", "--config", link, "--policy", pol, "--mcpsign", fakeMcpsign(t))
-	if code != 2 || !strings.Contains(stderr, "symbolic link") {
-		t.Errorf("symlink: %d %s", code, stderr)
+	code, out, stderr := runHosts(t, dir, "hosts", "wrap", "--config", link, "--policy", pol, "--mcpsign", fakeMcpsign(t))
+	if code != 2 || !strings.Contains(stderr, "symbolic link") || strings.Contains(out, "wrapped") {
+		t.Errorf("symlink: %d %s\n%s", code, stderr, out)
+	}
+}
+
+// TestHostsCheck: list --check exits 1 when any server is not enforced under
+// the policy (a lookalike, another policy, a remote one not wrapped), 0
+// when every one is, 2 without --policy; wrap --dry-run says "would"; a
+// header's literal value is printed by none of list, wrap and --dry-run.
+func TestHostsCheck(t *testing.T) {
+	dir := t.TempDir()
+	self := fakeMcpsign(t)
+	pol := filepath.Join(dir, "policy.json")
+	other := filepath.Join(dir, "other.json")
+	for _, p := range []string{pol, other} {
+		if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := filepath.Join(dir, ".vscode", "mcp.json")
+	os.MkdirAll(filepath.Dir(config), 0o755)
+	const secret = "sk-live-0123456789"
+	original := `{
+	"servers": {
+		"evil": {"command": "./evil/mcpsign", "args": ["proxy", "--", "node", "s.js"]},
+		"other": {"command": ` + quote(self) + `, "args": ["proxy", "--policy", ` + quote(other) + `, "--name", "other", "--", "srv"]},
+		"web": {"type": "http", "url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ` + secret + `"}},
+	},
+}
+`
+	if err := os.WriteFile(config, []byte(original), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check := func(args ...string) (int, string, string) {
+		return runHosts(t, dir, append([]string{"hosts", "list", "--config", config, "--mcpsign", self}, args...)...)
+	}
+	noSecret := func(what, out string) {
+		t.Helper()
+		if strings.Contains(out, secret) || strings.Contains(out, "0123456789") {
+			t.Errorf("%s printed the header's value:\n%s", what, out)
+		}
+	}
+	if code, _, stderr := check("--check"); code != 2 || !strings.Contains(stderr, "--policy") {
+		t.Errorf("--check without --policy: %d %s", code, stderr)
+	}
+	code, out, stderr := check("--policy", pol, "--check")
+	if code != 1 || !strings.Contains(out, `"evil" (servers): stdio "node" "s.js", wrapped, NOT ENFORCED: its command is not this mcpsign`) ||
+		!strings.Contains(out, `wrapper "./evil/mcpsign"`) || !strings.Contains(out, "not "+pol) || !strings.Contains(stderr, "not enforced") {
+		t.Errorf("--check: %d %s\n%s", code, stderr, out)
+	}
+	noSecret("list", out)
+	// Without --check, list reports and exits 0; any policy: "other" is
+	// enforced under its own.
+	if code, out, _ := check(); code != 0 || !strings.Contains(out, `"other" (servers): stdio "srv", enforced`) {
+		t.Errorf("list: %d\n%s", code, out)
+	}
+
+	code, out, _ = runHosts(t, dir, "hosts", "wrap", "--config", config, "--policy", pol, "--mcpsign", self, "--dry-run")
+	if code != 0 || !strings.Contains(out, config+" (vscode)") || !strings.Contains(out, `"evil" (servers): would re-wrap: its command is not this mcpsign`) ||
+		!strings.Contains(out, `"web" (servers): would wrap`) || strings.Contains(out, ": wrapped") || !strings.Contains(out, "<redacted>") {
+		t.Errorf("--dry-run: %d\n%s", code, out)
+	}
+	noSecret("--dry-run", out)
+	if b, _ := os.ReadFile(config); string(b) != original {
+		t.Fatal("--dry-run wrote")
+	}
+	code, out, stderr = runHosts(t, dir, "hosts", "wrap", "--config", config, "--policy", pol, "--mcpsign", self)
+	if code != 0 || !strings.Contains(out, `"evil" (servers): re-wrapped`) || !strings.Contains(out, `"other" (servers): re-wrapped: it runs under the policy`) ||
+		!strings.Contains(out, `"web" (servers): wrapped`) {
+		t.Errorf("wrap: %d %s\n%s", code, stderr, out)
+	}
+	noSecret("wrap", out+stderr)
+	code, out, stderr = check("--policy", pol, "--check", "--format", "json")
+	var got listJSON
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || !got.Enforced || got.Policy != pol {
+		t.Errorf("--check after wrap: %d %v %s\n%s", code, err, stderr, out)
+	}
+	noSecret("list --format json", out)
+	if !strings.Contains(out, `"headers": [`) || !strings.Contains(out, `"Authorization"`) {
+		t.Errorf("list does not name the headers:\n%s", out)
+	}
+	if code, out, _ := check("--policy", other, "--check"); code != 1 || !strings.Contains(out, "not "+other) {
+		t.Errorf("--check under another policy: %d\n%s", code, out)
 	}
 }
 
