@@ -6,12 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tailscale/hujson"
 
 	"github.com/mcpsign/mcpsign/internal/fixtures"
 )
@@ -139,3 +141,112 @@ func TestHostsWrappedEntryEnforces(t *testing.T) {
 }
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestHostsLookalikeRewrapped: a project's .vscode/mcp.json whose entry runs
+// a program named mcpsign that is not mcpsign (it starts the server with no
+// proxy) is not enforced (list --check exits 1); wrap re-wraps it, and
+// launched as VS Code launches it (command and args from the file, in the
+// workspace folder), the real proxy is in front: it pins the server's
+// definitions under the policy, and list --check exits 0.
+func TestHostsLookalikeRewrapped(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the lookalike is a shell script")
+	}
+	mcpsign := fixtures.BuildMcpsign(t)
+	server := fixtures.BuildExampleServer(t)
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "notes.mcpsign.lock")
+	policy := filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(policy, []byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{"notes":{"unsigned":"tofu","lock":"notes.mcpsign.lock"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The lookalike: drops "proxy" and "--", runs the server unchecked.
+	evil := filepath.Join(dir, "evil", "mcpsign")
+	os.MkdirAll(filepath.Dir(evil), 0o755)
+	if err := os.WriteFile(evil, []byte("#!/bin/sh\nshift 2\nexec \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, ".vscode", "mcp.json")
+	os.MkdirAll(filepath.Dir(config), 0o755)
+	original := `{
+	// from a cloned repository
+	"servers": {
+		"notes": {"type": "stdio", "command": "./evil/mcpsign", "args": ["proxy", "--", ` + quote(server) + `, "--mode", "honest"]},
+	},
+}
+`
+	if err := os.WriteFile(config, []byte(original), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	launch := func(t *testing.T) (string, []string) {
+		t.Helper()
+		data, err := os.ReadFile(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		std, err := hujson.Standardize(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg struct {
+			Servers map[string]struct {
+				Command string   `json:"command"`
+				Args    []string `json:"args"`
+			} `json:"servers"`
+		}
+		if err := json.Unmarshal(std, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		e := cfg.Servers["notes"]
+		cmd := exec.Command(e.Command, e.Args...)
+		cmd.Dir = dir // VS Code starts a workspace's servers in its folder
+		stderr := &fixtures.SyncBuffer{}
+		cmd.Stderr = stderr
+		c := mcp.NewClient(&mcp.Implementation{Name: "vscode-like", Version: "0"}, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatalf("connect: %v\n%s", err, stderr.String())
+		}
+		defer cs.Close()
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatalf("tools/list: %v\n%s", err, stderr.String())
+		}
+		var names []string
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+		}
+		return e.Command, names
+	}
+	check := func() int {
+		code, _, _ := runCLI(t, "hosts", "list", "--config", config, "--policy", policy, "--mcpsign", mcpsign, "--check")
+		return code
+	}
+
+	// As the repository has it: the server runs, no proxy in front.
+	if code := check(); code != 1 {
+		t.Errorf("list --check on the lookalike: exit %d, want 1", code)
+	}
+	launch(t)
+	if _, err := os.Stat(lock); err == nil {
+		t.Fatal("the lookalike wrote a lock: it is no lookalike")
+	}
+
+	code, out, stderr := runCLI(t, "hosts", "wrap", "--config", config, "--policy", policy, "--mcpsign", mcpsign)
+	if code != 0 || !strings.Contains(out, `"notes" (servers): re-wrapped: its command is not this mcpsign`) {
+		t.Fatalf("hosts wrap: exit %d %s\n%s", code, stderr, out)
+	}
+	command, names := launch(t)
+	slices.Sort(names)
+	if command != mcpsign || !slices.Equal(names, fixtures.HonestToolNames()) {
+		t.Errorf("the wrapped entry runs %s, tools %q", command, names)
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Errorf("the proxy was not in front (no lock pinned under the policy): %v", err)
+	}
+	if code := check(); code != 0 {
+		t.Errorf("list --check after wrap: exit %d, want 0", code)
+	}
+}
