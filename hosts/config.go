@@ -289,6 +289,10 @@ func classify(s *Server) {
 		s.Problem = "the entry's name is empty"
 	case len(s.Argv) == 0 || s.Argv[0] == "":
 		s.Problem = "the command is empty"
+	case isRemoteOriginal(s.Argv):
+		// Wrapped, it would read as a remote server wrap put behind the
+		// proxy, and unwrap would make it one.
+		s.Problem = "the command is a URL"
 	}
 }
 

@@ -40,6 +40,8 @@ func FuzzRoundTrip(f *testing.F) {
 	// Remote entries, with headers, a type, comments and a trailing comma.
 	f.Add(false, []byte(`{"mcpServers": {"r": {"type": "http", /* c */ "url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"},}, "s": {"type": "sse", "url": "https://y/sse"}}}`))
 	f.Add(false, []byte("{\"mcpServers\": {\"r\": {\n  \"url\": \"https://x/mcp\"\n}}}"))
+	f.Add(true, []byte("[mcp_servers.f]\n  url = 'https://x/mcp' # c\n  bearer_token_env_var = \"T\"\n  http_headers = { \"A\" = \"b\" }\n  env_http_headers = { \"X\" = \"V\" }\n"))
+	f.Add(true, []byte("[mcp_servers.f]\r\nurl = \"https://x/mcp\"\r\n# mcpsign: http_headers = {}\r\n"))
 	// Lines in a multi-line string are no keys (they were once edited).
 	f.Add(true, []byte("[other]\ns = \"\"\"\n[mcp_servers.a]\ncommand = \"f\"\n\"\"\"\n[mcp_servers.a]\ncommand = \"x\"\nd = '''\nargs = []\n'''\n"))
 	f.Fuzz(func(t *testing.T, codex bool, data []byte) {

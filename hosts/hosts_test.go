@@ -200,8 +200,8 @@ func TestWrapUnwrapEveryHost(t *testing.T) {
 			}
 			for _, ch := range changes {
 				want := ActWrapped
-				if _, ok := fx.stdio[ch.Server.Name]; !ok && (fx.host == "codex" || fx.remote[ch.Server.Name] == "") {
-					want = ActNotEnforced // Codex's remote entries are not wrapped
+				if _, ok := fx.stdio[ch.Server.Name]; !ok && fx.remote[ch.Server.Name] == "" {
+					want = ActNotEnforced
 				}
 				if ch.Action != want {
 					t.Errorf("%s: %s, want %s", ch.Server.Name, ch.Action, want)
@@ -222,7 +222,7 @@ func TestWrapUnwrapEveryHost(t *testing.T) {
 				t.Errorf("second wrap changed the file:\n%s\n---\n%s", wrapped, again)
 			}
 			for _, ch := range changes {
-				if _, ok := fx.stdio[ch.Server.Name]; (ok || fx.host != "codex" && fx.remote[ch.Server.Name] != "") && ch.Action != ActAlreadyWrapped {
+				if _, ok := fx.stdio[ch.Server.Name]; (ok || fx.remote[ch.Server.Name] != "") && ch.Action != ActAlreadyWrapped {
 					t.Errorf("second wrap of %s: %s", ch.Server.Name, ch.Action)
 				}
 			}

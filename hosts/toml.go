@@ -36,7 +36,21 @@ type tomlEntry struct {
 	// lastNoNL reports a command line that ends the file without a newline.
 	lastNoNL bool
 	problem  string
+	// cmdKey is the offset of the command's key.
+	cmdKey int
+	// keys are the table's other keys written on a line of their own.
+	keys map[string]tomlLine
+	// stashed are the offsets of the table's lines that wrap commented
+	// out (stashMark), for unwrap to restore.
+	stashed []int
+	// envVars are the variables a wrapped remote entry needs from Codex's
+	// environment (env_vars).
+	envVars []string
 }
+
+// tomlLine is a key's line: where it starts and ends (after its newline),
+// where its key and value start.
+type tomlLine struct{ start, end, key, value int }
 
 type edit struct {
 	start, end int
@@ -45,7 +59,7 @@ type edit struct {
 
 var (
 	tomlHeader = regexp.MustCompile(`^[ \t]*\[[ \t]*mcp_servers[ \t]*\.[ \t]*("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)[ \t]*\][ \t]*(#.*)?$`)
-	tomlKey    = regexp.MustCompile(`^([ \t]*)(command|args)[ \t]*=[ \t]*`)
+	tomlKey    = regexp.MustCompile(`^([ \t]*)([A-Za-z0-9_-]+)[ \t]*=[ \t]*`)
 )
 
 func parseTOML(h Host, data []byte) (document, error) {
@@ -86,6 +100,9 @@ func parseTOML(h Host, data []byte) (document, error) {
 				seen[name] = true
 			}
 		} else if cur != nil {
+			if strings.HasPrefix(line, stashMark) {
+				cur.stashed = append(cur.stashed, off)
+			}
 			if m := tomlKey.FindStringSubmatch(line); m != nil {
 				vstart := off + len(m[0])
 				switch m[2] {
@@ -97,6 +114,7 @@ func parseTOML(h Host, data []byte) (document, error) {
 					}
 					cur.cmdStart, cur.cmdEnd, cur.cmdLineEnd, cur.indent = vstart, vstart+len(tok), next, m[1]
 					cur.lastNoNL = end < 0
+					cur.cmdKey = off + len(m[1])
 				case "args":
 					if !strings.HasPrefix(text[vstart:], "[") {
 						cur.problem = "args is not an array"
@@ -104,6 +122,15 @@ func parseTOML(h Host, data []byte) (document, error) {
 					}
 					cur.argsOpen = vstart + 1
 					cur.argsEmpty = strings.HasPrefix(strings.TrimLeft(text[vstart+1:], " \t"), "]")
+				default:
+					if cur.keys == nil {
+						cur.keys = map[string]tomlLine{}
+					}
+					lineEnd := next
+					if end < 0 {
+						lineEnd = -1 // the file's last line, without a newline
+					}
+					cur.keys[m[2]] = tomlLine{start: off, end: lineEnd, key: off + len(m[1]), value: vstart}
 				}
 			}
 		}
@@ -111,7 +138,7 @@ func parseTOML(h Host, data []byte) (document, error) {
 	}
 	for i := range d.entries {
 		e := &d.entries[i]
-		fill(h, e, doc.Servers[e.srv.Name])
+		fill(h, text, e, doc.Servers[e.srv.Name])
 	}
 	// Servers written another way (inline tables, dotted keys) are listed
 	// but not edited.
@@ -125,14 +152,14 @@ func parseTOML(h Host, data []byte) (document, error) {
 	for _, name := range other {
 		e := tomlEntry{srv: Server{Name: name, Where: "mcp_servers"}, argsOpen: -1, cmdStart: -1,
 			problem: "not written as a [mcp_servers.NAME] table"}
-		fill(h, &e, doc.Servers[name])
+		fill(h, text, &e, doc.Servers[name])
 		d.entries = append(d.entries, e)
 	}
 	return d, nil
 }
 
 // fill sets the entry's server from the decoded table.
-func fill(h Host, e *tomlEntry, t map[string]any) {
+func fill(h Host, text string, e *tomlEntry, t map[string]any) {
 	e.srv.Kind = Unknown
 	if cmd, ok := t["command"]; ok {
 		e.srv.Kind = Stdio
@@ -179,7 +206,7 @@ func fill(h Host, e *tomlEntry, t map[string]any) {
 	for _, k := range h.RemoteKeys {
 		if u, ok := t[k].(string); ok {
 			e.srv.Kind, e.srv.URL = Remote, u
-			e.srv.Problem = "Codex's remote entries are not wrapped by this version: put it behind the proxy by hand (docs/HOSTS.md)"
+			e.srv.Problem = codexRemote(text, e, t)
 			return
 		}
 	}
@@ -195,7 +222,9 @@ func (d *tomlDoc) servers() []Server {
 
 func (d *tomlDoc) bytes() []byte {
 	edits := append([]edit(nil), d.edits...)
-	sort.Slice(edits, func(i, j int) bool { return edits[i].start > edits[j].start })
+	// Applied from the end; of two at one offset the one appended first is
+	// applied first, so that the one appended later comes before it.
+	sort.SliceStable(edits, func(i, j int) bool { return edits[i].start > edits[j].start })
 	out := string(d.data)
 	for _, e := range edits {
 		out = out[:e.start] + e.text + out[e.end:]
@@ -264,10 +293,28 @@ func (d *tomlDoc) unwrapEntry(i int) string {
 			edits = append(edits, edit{e.argsOpen, e.argsOpen + len(pc) + len(t), ""})
 		}
 	}
+	remote := isRemoteOriginal(w.Original)
+	if tok == "" && remote {
+		return "a remote server wrapped in a form mcpsign does not write: unwrap it by hand"
+	}
 	if tok == "" {
 		// Wrapped by hand or by another program: its args are rewritten
 		// as the server's own, the values kept, the layout not.
 		return d.rewriteArgs(e, tomlQuote(w.Original[0]), nil, w.Original[1:])
+	}
+	if remote {
+		if len(edits) != 1 || edits[0].start != e.cmdLineEnd {
+			return "a remote server wrapped in a form mcpsign does not write: unwrap it by hand"
+		}
+		// What wrapRemote wrote: the key back to url, the args and
+		// env_vars lines out, the stashed lines back.
+		d.edits = append(d.edits, edit{e.cmdKey, e.cmdKey + len("command"), "url"})
+		if ev, ok := e.keys["env_vars"]; ok && ev.start == edits[0].end && ev.end > 0 {
+			d.edits = append(d.edits, edit{ev.start, ev.end, ""})
+		}
+		for _, off := range e.stashed {
+			d.edits = append(d.edits, edit{off, off + len(stashMark), ""})
+		}
 	}
 	d.edits = append(d.edits, edits...)
 	d.edits = append(d.edits, edit{e.cmdStart, e.cmdEnd, tok})

@@ -1,6 +1,12 @@
 package hosts
 
-import "strings"
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+)
 
 func (d *tomlDoc) rewrapEntry(i int, self string, prefix []string) string {
 	e := d.entries[i]
@@ -47,10 +53,151 @@ func (d *tomlDoc) createdArgs(e tomlEntry, end int) bool {
 		strings.HasPrefix(text[end:], "]\n")
 }
 
-// wrapRemote is never called: Codex's remote entries get a Problem when
-// read (fill).
-func (d *tomlDoc) wrapRemote(int, string, []string) string {
-	return "Codex's remote entries are not wrapped"
+// stashMark starts a line of a Codex table that wrap commented out: a
+// remote entry's header settings, which Codex refuses in a stdio entry.
+const stashMark = "# mcpsign: "
+
+// codexHeaderKeys are the members of a Codex remote entry that give its
+// headers (docs/HOSTS.md "Remote servers").
+var codexHeaderKeys = []string{"bearer_token_env_var", "http_headers", "env_http_headers"}
+
+var envNameRE = regexp.MustCompile(`^` + envName + `$`)
+
+// codexRemote reads the headers of e, a Codex remote entry decoded as t,
+// and says why wrap cannot turn it into a stdio entry, "" when it can.
+func codexRemote(text string, e *tomlEntry, t map[string]any) string {
+	u, ok := e.keys["url"]
+	if !ok || u.end < 0 {
+		return "url is not a key of its table on a line of its own"
+	}
+	if _, ok := stringToken(text[u.value:]); !ok {
+		return "url is not a one-line string"
+	}
+	if problem := checkRemoteURL(e.srv.URL); problem != "" {
+		return problem
+	}
+	if len(e.stashed) > 0 {
+		return fmt.Sprintf("it has a line that starts with %q, as wrap writes: unwrap would take it for one it wrote", stashMark)
+	}
+	for k := range t {
+		switch {
+		case k == "url" || slices.Contains(codexHeaderKeys, k):
+		case slices.Contains([]string{"bearer_token", "command", "args", "env", "env_vars", "cwd"}, k):
+			return fmt.Sprintf("it has %q", k)
+		}
+	}
+	for _, k := range codexHeaderKeys {
+		if _, set := t[k]; !set {
+			continue
+		}
+		if l, ok := e.keys[k]; !ok || l.end < 0 {
+			return fmt.Sprintf("%s is not a key of its table on a line of its own", k)
+		}
+	}
+	var hs []Header
+	var args []string
+	add := func(name, value, arg string) string {
+		if slices.ContainsFunc(hs, func(h Header) bool { return strings.EqualFold(h.Name, name) }) {
+			return fmt.Sprintf("header %q is given twice", name)
+		}
+		if !headerToken.MatchString(name) {
+			return fmt.Sprintf("the header name %q is not an HTTP token", name)
+		}
+		if strings.ContainsAny(value, "\r\n\x00") {
+			return fmt.Sprintf("header %q has a line break or NUL in its value", name)
+		}
+		hs = append(hs, Header{Name: name, Value: value, raw: value})
+		args = append(args, name+": "+arg)
+		return ""
+	}
+	envVar := func(v any, what string) (string, string) {
+		name, ok := v.(string)
+		if !ok || !envNameRE.MatchString(name) {
+			return "", fmt.Sprintf("%s is not the name of an environment variable", what)
+		}
+		if !slices.Contains(e.envVars, name) {
+			e.envVars = append(e.envVars, name)
+		}
+		return name, ""
+	}
+	if v, set := t["bearer_token_env_var"]; set {
+		name, problem := envVar(v, "bearer_token_env_var")
+		if problem == "" {
+			problem = add("Authorization", "", "Bearer ${"+name+"}")
+		}
+		if problem != "" {
+			return problem
+		}
+	}
+	for _, k := range []string{"http_headers", "env_http_headers"} {
+		m, set := t[k]
+		if !set {
+			continue
+		}
+		tab, ok := m.(map[string]any)
+		if !ok {
+			return k + " is not a table"
+		}
+		names := make([]string, 0, len(tab))
+		for n := range tab {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			var problem string
+			if k == "http_headers" {
+				v, ok := tab[n].(string)
+				switch {
+				case !ok:
+					problem = fmt.Sprintf("header %q is not a string", n)
+				case strings.Contains(v, "${"):
+					problem = fmt.Sprintf("header %q has \"${\" in its value, which Codex sends as it is and mcpsign would fill in", n)
+				default:
+					problem = add(n, v, v)
+				}
+			} else {
+				var name string
+				if name, problem = envVar(tab[n], fmt.Sprintf("env_http_headers %q", n)); problem == "" {
+					problem = add(n, "", "${"+name+"}")
+				}
+			}
+			if problem != "" {
+				return problem
+			}
+		}
+	}
+	e.srv.Headers, e.srv.headerArgs = hs, args
+	return ""
+}
+
+// wrapRemote turns the url key of entry i into the command, writes the
+// args after it (the URL's token last) and, when the headers need any,
+// env_vars (Codex passes a stdio server only the variables it names), and
+// comments out the header settings, which Codex refuses in a stdio entry.
+func (d *tomlDoc) wrapRemote(i int, self string, prefix []string) string {
+	e := d.entries[i]
+	text := string(d.data)
+	u := e.keys["url"]
+	tok, _ := stringToken(text[u.value:])
+	indent := text[u.start:u.key]
+	for _, k := range codexHeaderKeys {
+		if l, ok := e.keys[k]; ok {
+			d.edits = append(d.edits, edit{l.start, l.start, stashMark})
+		}
+	}
+	lines := indent + "args = [" + prefixText(prefix, tok, " ") + "]\n"
+	if len(e.envVars) > 0 {
+		q := make([]string, len(e.envVars))
+		for i, v := range e.envVars {
+			q[i] = tomlQuote(v)
+		}
+		lines += indent + "env_vars = [" + strings.Join(q, ", ") + "]\n"
+	}
+	d.edits = append(d.edits,
+		edit{u.key, u.key + len("url"), "command"},
+		edit{u.value, u.value + len(tok), tomlQuote(self)},
+		edit{u.end, u.end, lines})
+	return ""
 }
 
 // tomlArrayEnd returns the offset of the "]" that closes the array whose
