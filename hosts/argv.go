@@ -1,9 +1,6 @@
 package hosts
 
-import (
-	"path/filepath"
-	"strings"
-)
+import "strings"
 
 // Wrapped is what a wrapped entry's argv says besides the original argv.
 type Wrapped struct {
@@ -99,15 +96,16 @@ func ParseWrapped(argv []string) (Wrapped, bool) {
 	return w, true
 }
 
-// isMcpsign reports whether program names the mcpsign binary, by its base
-// name, on any OS.
+// isMcpsign reports whether program may name the mcpsign binary, by its
+// base name on any OS: one that starts with "mcpsign" (mcpsign,
+// mcpsign.exe, mcpsign-1.4). Wrap refuses to write any other (ErrSelfName),
+// so that what it writes is always read as wrapped.
 func isMcpsign(program string) bool {
 	base := program
 	if i := strings.LastIndexAny(base, `/\`); i >= 0 {
 		base = base[i+1:]
 	}
-	base = strings.TrimSuffix(strings.TrimSuffix(base, ".exe"), ".EXE")
-	return base == "mcpsign" || filepath.Base(program) == "mcpsign"
+	return strings.HasPrefix(strings.ToLower(base), "mcpsign")
 }
 
 // dashIndex returns the index in argv (program first) of the "--" that

@@ -37,6 +37,10 @@ var (
 	ErrNoServer = errors.New("no such server")
 	// ErrUnsupported reports an entry whose shape mcpsign cannot edit.
 	ErrUnsupported = errors.New("entry cannot be edited")
+	// ErrSelfName reports a mcpsign executable whose file name does not
+	// start with "mcpsign": an entry that runs it would not be read as
+	// wrapped (docs/HOSTS.md).
+	ErrSelfName = errors.New("the mcpsign executable's file name does not start with \"mcpsign\"")
 )
 
 // Server is one server entry of a configuration file.
@@ -188,6 +192,9 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 	if opts.Self == "" || opts.Policy == "" {
 		return nil, nil, errors.New("wrap needs the path of mcpsign and of the policy")
 	}
+	if !isMcpsign(opts.Self) {
+		return nil, nil, fmt.Errorf("%w: %s", ErrSelfName, opts.Self)
+	}
 	return c.edit(opts.Servers, true, opts)
 }
 
@@ -300,10 +307,10 @@ func classify(s *Server) {
 // edit, or nil for an entry it can edit.
 func notEnforced(s Server, wrap bool) *Change {
 	switch {
-	case s.Kind == Remote && s.Problem != "":
-		return &Change{Server: s, Action: ActNotEnforced, Reason: "remote server; cannot be wrapped: " + s.Problem}
 	case s.Kind == Remote && !wrap:
 		return &Change{Server: s, Action: ActNotWrapped}
+	case s.Kind == Remote && s.Problem != "":
+		return &Change{Server: s, Action: ActNotEnforced, Reason: "remote server; cannot be wrapped: " + s.Problem}
 	case s.Kind == Remote:
 		return nil
 	case s.Kind == Unknown:

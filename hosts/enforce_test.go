@@ -170,3 +170,23 @@ func TestRewrap(t *testing.T) {
 		})
 	}
 }
+
+// TestWrapSelfName: wrap writes only an executable whose name reads as
+// mcpsign's, so that what it writes is read as wrapped.
+func TestWrapSelfName(t *testing.T) {
+	c, err := Parse(mustHost(t, "cursor"), "mcp.json", []byte(`{"mcpServers": {"a": {"command": "x"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Wrap(WrapOptions{Self: "/usr/bin/signer", Policy: policy}); !errors.Is(err, ErrSelfName) {
+		t.Errorf("Wrap with /usr/bin/signer: %v", err)
+	}
+	out, _, err := c.Wrap(WrapOptions{Self: "/usr/bin/mcpsign-1.4", Policy: policy, IsSelf: func(string) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, _ := Parse(mustHost(t, "cursor"), "mcp.json", out)
+	if s := wc.Servers()[0]; s.Wrapped == nil {
+		t.Errorf("wrapped with mcpsign-1.4, not read as wrapped: %q", s.Argv)
+	}
+}
