@@ -38,23 +38,29 @@ func checkRemoteURL(u string) string {
 
 var (
 	headerToken = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-	// hostVar is a ${…} in a header value.
-	hostVar = regexp.MustCompile(`\$\{[^}]*\}`)
-	envName = `[A-Za-z_][A-Za-z0-9_]*`
+	envName     = `[A-Za-z_][A-Za-z0-9_]*`
+	// dollar is a $ of a header value: alone, before a {…}, or before a
+	// name.
+	dollar = regexp.MustCompile(`\$(\{[^}]*\}|` + envName + `)?`)
 	// vscodeEnv is VS Code's (and Cursor's, Windsurf's) ${env:NAME}.
 	vscodeEnv = regexp.MustCompile(`^\$\{env:(` + envName + `)\}$`)
-	// shellVar is Claude Code's ${NAME} and ${NAME:-default}, Gemini's ${NAME}.
+	// shellVar is Claude Code's ${NAME} and ${NAME:-default}.
 	shellVar = regexp.MustCompile(`^\$\{` + envName + `(:-[^}]*)?\}$`)
+	// bracedVar is ${NAME}.
+	bracedVar = regexp.MustCompile(`^\$\{` + envName + `\}$`)
 )
 
 // headerArg returns the --header value wrap writes for h, a header of a
 // remote entry of host, or why it cannot (docs/HOSTS.md "Remote servers").
-// A variable that the host fills in from the environment is written so
-// that mcpsign fills it in from the same environment: VS Code's, Cursor's
-// and Windsurf's ${env:NAME} becomes ${NAME}; Claude Code and Gemini CLI
-// fill in ${NAME} in args as in headers, so it is kept. Any other host
-// variable (${input:…}, ${workspaceFolder}, …) is refused: only the host
-// can fill it in.
+// mcpsign fills in ${NAME} from its environment and reads $$ as $, every
+// other $ being an error. A variable the host fills in from the
+// environment is written so that mcpsign, or the host in args, fills it in
+// from the same environment: VS Code's, Cursor's and Windsurf's
+// ${env:NAME} becomes ${NAME}; Claude Code fills in ${NAME} and
+// ${NAME:-default}, Gemini CLI ${NAME} and $NAME, in args as in headers,
+// so they are kept. Any other host variable (${input:…},
+// ${workspaceFolder}, …) is refused: only the host can fill it in. Every
+// other $ is written $$.
 func headerArg(host Host, h Header) (string, string) {
 	if !headerToken.MatchString(h.Name) {
 		return "", fmt.Sprintf("the header name %q is not an HTTP token", h.Name)
@@ -63,22 +69,30 @@ func headerArg(host Host, h Header) (string, string) {
 		return "", fmt.Sprintf("header %q has a line break or NUL in its value", h.Name)
 	}
 	problem := ""
-	value := hostVar.ReplaceAllStringFunc(h.Value, func(v string) string {
+	value := dollar.ReplaceAllStringFunc(h.Value, func(v string) string {
+		braced := strings.HasPrefix(v, "${")
 		switch host.Name {
 		case "vscode", "cursor", "windsurf":
 			if m := vscodeEnv.FindStringSubmatch(v); m != nil {
 				return "${" + m[1] + "}"
 			}
-		case "claude-code", "gemini":
+		case "claude-code":
 			if shellVar.MatchString(v) {
 				return v
 			}
+		case "gemini":
+			if !braced && v != "$" || bracedVar.MatchString(v) {
+				return v
+			}
+		default:
+			// A host that fills in nothing: every $ is literal.
+			return "$" + v
 		}
-		if problem == "" {
+		if braced && problem == "" {
 			name, _, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(v, "${"), "}"), ":")
 			problem = fmt.Sprintf("header %q uses the %s variable ${%s…}, which only the host can fill in: give the value in an environment variable instead", h.Name, host.Display, name)
 		}
-		return v
+		return "$" + v // literal text to the host: $$ to mcpsign
 	})
 	if problem != "" {
 		return "", problem

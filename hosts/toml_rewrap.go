@@ -150,10 +150,9 @@ func codexRemote(text string, e *tomlEntry, t map[string]any) string {
 				switch {
 				case !ok:
 					problem = fmt.Sprintf("header %q is not a string", n)
-				case strings.Contains(v, "${"):
-					problem = fmt.Sprintf("header %q has \"${\" in its value, which Codex sends as it is and mcpsign would fill in", n)
 				default:
-					problem = add(n, v, v)
+					// Codex sends it as it is: every $ is literal.
+					problem = add(n, v, strings.ReplaceAll(v, "$", "$$"))
 				}
 			} else {
 				var name string
