@@ -61,6 +61,9 @@ type Server struct {
 	Headers []Header
 	// Env are the names of the entry's environment variables.
 	Env []string
+	// EnvFile reports an entry whose host reads more variables from a
+	// file (VS Code's envFile).
+	EnvFile bool
 	// Wrapped is what a wrapped entry wraps; nil when it is not wrapped.
 	Wrapped *Wrapped
 	// Problem says why the entry cannot be edited (arguments that are not
@@ -226,6 +229,8 @@ func (c *Config) edit(names []string, wrap bool, opts WrapOptions) ([]byte, []Ch
 		switch ne := notEnforced(s, wrap); {
 		case ne != nil:
 			ch = *ne
+		case wrap && s.Kind == Stdio && envProblem(s) != "":
+			ch.Action, ch.Reason = ActSkipped, envProblem(s)
 		case wrap && s.Kind == Remote:
 			ch.Action = ActWrapped
 			if reason := d.wrapRemote(i, opts.Self, wrapPrefix(opts.Policy, s.Name, s.headerArgs)); reason != "" {
@@ -296,6 +301,8 @@ func classify(s *Server) {
 		s.Problem = "the entry's name is empty"
 	case len(s.Argv) == 0 || s.Argv[0] == "":
 		s.Problem = "the command is empty"
+	case envProblem(*s) != "":
+		s.Problem = envProblem(*s)
 	case isRemoteOriginal(s.Argv):
 		// Wrapped, it would read as a remote server wrap put behind the
 		// proxy, and unwrap would make it one.

@@ -65,8 +65,21 @@ func (w Want) Check(s Server) string {
 	if wr.Name != s.Name {
 		return fmt.Sprintf("its --name %q is not the entry's name: the policy's rules for another server apply", wr.Name)
 	}
+	if why := envProblem(s); why != "" {
+		return why
+	}
+	return ""
+}
+
+// envProblem says why the environment the host gives s may change how the
+// proxy itself runs, "" when it cannot: an entry wrap neither wraps nor
+// counts as enforced.
+func envProblem(s Server) string {
 	if bad := slices.IndexFunc(s.Env, runtimeVar); bad >= 0 {
-		return fmt.Sprintf("its env sets %s, which changes how mcpsign itself runs", s.Env[bad])
+		return fmt.Sprintf("its env sets %s, which changes how mcpsign itself runs: remove it", s.Env[bad])
+	}
+	if s.EnvFile {
+		return "its envFile may set variables that change how mcpsign itself runs (LD_PRELOAD, …): give its variables in env"
 	}
 	return ""
 }

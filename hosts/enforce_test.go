@@ -36,6 +36,11 @@ func TestWantCheck(t *testing.T) {
 		{"a lock besides the policy", wrapped("n", nil, self, "proxy", "--policy", policy, "--name", "n", "--lock", "/l", "--", "srv"), "--lock"},
 		{"another name", wrapped("n", nil, WrapArgv(self, policy, "lenient", []string{"srv"})...), `--name "lenient"`},
 		{"LD_PRELOAD", wrapped("n", []string{"LD_PRELOAD"}, WrapArgv(self, policy, "n", []string{"srv"})...), "LD_PRELOAD"},
+		{"envFile", func() Server {
+			s := wrapped("n", nil, WrapArgv(self, policy, "n", []string{"srv"})...)
+			s.EnvFile = true
+			return s
+		}(), "envFile"},
 		{"not wrapped", wrapped("n", nil, "srv"), "not wrapped"},
 		{"remote", Server{Name: "n", Kind: Remote, URL: "https://x"}, "not wrapped"},
 		{"unknown", Server{Name: "n", Kind: Unknown}, "neither"},
@@ -168,6 +173,30 @@ func TestRewrap(t *testing.T) {
 				t.Errorf("unwrap: %v %q\n%s\n%s", err, bc.Servers()[0].Argv, back, alone)
 			}
 		})
+	}
+}
+
+// TestWrapEnv: an entry whose env changes how mcpsign runs is neither
+// wrapped nor re-wrapped (it would not be enforced), and is reported with
+// the reason.
+func TestWrapEnv(t *testing.T) {
+	opts := WrapOptions{Self: self, Policy: policy, IsSelf: isSelf}
+	for _, data := range []string{
+		`{"servers": {"n": {"command": "srv", "env": {"LD_PRELOAD": "./x.so"}}}}`,
+		`{"servers": {"n": {"command": "` + self + `", "args": ["proxy", "--policy", "` + policy + `", "--name", "n", "--", "srv"], "env": {"DYLD_INSERT_LIBRARIES": "x"}}}}`,
+		`{"servers": {"n": {"command": "srv", "envFile": "${workspaceFolder}/.env"}}}`,
+	} {
+		c, err := Parse(mustHost(t, "vscode"), "mcp.json", []byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, changes, err := c.Wrap(opts)
+		if err != nil || string(out) != data || changes[0].Action != ActSkipped || changes[0].Reason == "" {
+			t.Errorf("%s: %v %+v\n%s", data, err, changes, out)
+		}
+		if r := opts.Want().Check(c.Servers()[0]); r == "" {
+			t.Errorf("%s: enforced", data)
+		}
 	}
 }
 

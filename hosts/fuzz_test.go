@@ -37,6 +37,7 @@ func FuzzRoundTrip(f *testing.F) {
 	for _, rc := range rewrapCases {
 		f.Add(rc.host == "codex", []byte(rc.data))
 	}
+	f.Add(false, []byte(`{"mcpServers": {"a": {"command": "x", "env": {"LD_PRELOAD": "y"}}, "b": {"command": "/opt/mcpsign/bin/mcpsign", "args": ["proxy", "--", "z"], "envFile": "e"}}}`))
 	// Remote entries, with headers, a type, comments and a trailing comma.
 	f.Add(false, []byte(`{"mcpServers": {"r": {"type": "http", /* c */ "url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"},}, "s": {"type": "sse", "url": "https://y/sse"}}}`))
 	f.Add(false, []byte("{\"mcpServers\": {\"r\": {\n  \"url\": \"https://x/mcp\"\n}}}"))

@@ -221,6 +221,7 @@ func (d *jsonDoc) read(e *jsonEntry, v *hujson.Value) {
 		if e.obj != obj {
 			e.srv.Env = append(e.srv.Env, memberNames(member(obj, "env"))...)
 		}
+		e.srv.EnvFile = member(obj, "envFile") != nil
 		classify(&e.srv)
 		return
 	}
