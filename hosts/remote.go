@@ -86,13 +86,13 @@ func headerArg(host Host, h Header) (string, string) {
 			}
 		default:
 			// A host that fills in nothing: every $ is literal.
-			return "$" + v
+			return strings.ReplaceAll(v, "$", "$$")
 		}
 		if braced && problem == "" {
 			name, _, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(v, "${"), "}"), ":")
 			problem = fmt.Sprintf("header %q uses the %s variable ${%s…}, which only the host can fill in: give the value in an environment variable instead", h.Name, host.Display, name)
 		}
-		return "$" + v // literal text to the host: $$ to mcpsign
+		return strings.ReplaceAll(v, "$", "$$") // literal text to the host: $$ to mcpsign
 	})
 	if problem != "" {
 		return "", problem

@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"bytes"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -156,4 +157,58 @@ func TestRedact(t *testing.T) {
 			}
 		}
 	}
+}
+
+// mcpsignExpand reads s as mcpsign reads a --header value: $$ is $, ${NAME}
+// is the variable NAME (here "<NAME>"), any other $ an error.
+func mcpsignExpand(s string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch {
+		case strings.HasPrefix(s[i:], "$$"):
+			b.WriteByte('$')
+			i++
+		case strings.HasPrefix(s[i:], "${"):
+			end := strings.IndexByte(s[i:], '}')
+			if end < 0 || !envNameRE.MatchString(s[i+2:i+end]) {
+				return "", false
+			}
+			b.WriteString("<" + s[i+2:i+end] + ">")
+			i += end
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// FuzzHeaderArg checks that what wrap writes for a header is what mcpsign
+// reads back as the value the host would have sent: for a host that fills
+// in nothing, the value itself; for VS Code, the value with each
+// ${env:NAME} read from the environment.
+func FuzzHeaderArg(f *testing.F) {
+	for _, v := range []string{"Bearer ${env:TOKEN}", "p$ss", "$$", "${input:x}", "a${env:A}b${env:B_2}$", "${", "$}{"} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		for _, host := range []string{"zed", "vscode"} {
+			h := mustHost(t, host)
+			arg, problem := headerArg(h, Header{Name: "X", Value: value})
+			if problem != "" {
+				continue
+			}
+			got, ok := mcpsignExpand(strings.TrimPrefix(arg, "X: "))
+			want := value
+			if host == "vscode" {
+				want = regexp.MustCompile(`\$\{env:(`+envName+`)\}`).ReplaceAllString(value, "<$1>")
+			}
+			if !ok || got != want {
+				t.Fatalf("%s: %q written %q, read back %q %v, want %q", host, value, arg, got, ok, want)
+			}
+		}
+	})
 }
