@@ -34,6 +34,9 @@ func FuzzRoundTrip(f *testing.F) {
 	for _, fx := range fixtures {
 		f.Add(fx.host == "codex", []byte(fx.data))
 	}
+	for _, g := range hostGolden {
+		f.Add(strings.HasSuffix(g.file, ".toml"), readGolden(f, "hosts/"+g.file))
+	}
 	for _, rc := range rewrapCases {
 		f.Add(rc.host == "codex", []byte(rc.data))
 	}

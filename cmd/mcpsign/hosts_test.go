@@ -421,3 +421,63 @@ func fakeMcpsign(t *testing.T) string {
 	}
 	return p
 }
+
+// TestHostsEveryFormat: for the golden file of every host format, wrap
+// --dry-run says what it would do and writes nothing, wrap writes the
+// golden file, says what it did after the write, and a second wrap changes
+// nothing; list --check exits 1 before (a lookalike, remote entries) and
+// unwrap gives the file the lookalikes unwrapped.
+func TestHostsEveryFormat(t *testing.T) {
+	golden := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("..", "..", "hosts", "testdata", "golden", "hosts", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for _, tc := range []struct{ host, file string }{
+		{"claude-desktop", "claude-desktop.json"}, {"claude-code", "claude-code.json"}, {"vscode", "vscode.json"},
+		{"cursor", "cursor.json"}, {"windsurf", "windsurf.json"}, {"zed", "zed.json"}, {"gemini", "gemini.json"},
+		{"codex", "codex.toml"},
+	} {
+		t.Run(tc.host, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			self := fakeMcpsign(t)
+			pol := filepath.Join(dir, "policy.json")
+			os.WriteFile(pol, []byte("{}"), 0o644)
+			subst := strings.NewReplacer("/opt/mcpsign/bin/mcpsign", self, "/etc/mcpsign/policy.json", pol)
+			ext := filepath.Ext(tc.file)
+			orig := subst.Replace(golden(tc.file))
+			want := subst.Replace(golden(strings.TrimSuffix(tc.file, ext) + ".wrapped" + ext))
+			config := filepath.Join(dir, "config"+ext)
+			if err := os.WriteFile(config, []byte(orig), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			read := func() string { b, _ := os.ReadFile(config); return string(b) }
+			args := []string{"--host", tc.host, "--config", config}
+			if code, _, _ := runHosts(t, dir, append([]string{"hosts", "list", "--policy", pol, "--mcpsign", self, "--check"}, args...)...); code != 1 {
+				t.Errorf("list --check before wrap: exit %d, want 1", code)
+			}
+			code, out, stderr := runHosts(t, dir, append([]string{"hosts", "wrap", "--policy", pol, "--mcpsign", self, "--dry-run"}, args...)...)
+			if code != 0 || read() != orig || !strings.Contains(out, config+" ("+tc.host+")") || !strings.Contains(out, ": would wrap") ||
+				!strings.Contains(out, ": would re-wrap") || strings.Contains(out, ": wrapped") || strings.Contains(out, ": re-wrapped") {
+				t.Fatalf("--dry-run: exit %d %s\n%s", code, stderr, out)
+			}
+			code, out, stderr = runHosts(t, dir, append([]string{"hosts", "wrap", "--policy", pol, "--mcpsign", self}, args...)...)
+			if code != 0 || read() != want || !strings.Contains(out, ": wrapped") || !strings.Contains(out, ": re-wrapped") {
+				t.Fatalf("wrap: exit %d %s\n%s\n%s", code, stderr, out, read())
+			}
+			if code, out, _ := runHosts(t, dir, append([]string{"hosts", "wrap", "--policy", pol, "--mcpsign", self}, args...)...); code != 0 || read() != want ||
+				strings.Contains(out, ": wrapped") || strings.Contains(out, ": re-wrapped") {
+				t.Errorf("wrap twice: exit %d\n%s", code, out)
+			}
+			if code, _, stderr := runHosts(t, dir, append([]string{"hosts", "unwrap"}, args...)...); code != 0 {
+				t.Fatalf("unwrap: exit %d %s", code, stderr)
+			}
+			if code, out, _ := runHosts(t, dir, append([]string{"hosts", "list", "--format", "json"}, args...)...); code != 0 || strings.Contains(out, `"wrapped": true`) {
+				t.Errorf("after unwrap: exit %d\n%s", code, out)
+			}
+		})
+	}
+}
