@@ -56,8 +56,9 @@ type Server struct {
 	Argv []string
 	// URL is a remote entry's URL.
 	URL string
-	// Headers are a remote entry's HTTP headers, in file order. A value
-	// may be a secret: never print one.
+	// Headers are a remote entry's HTTP headers, in file order (and those
+	// a stdio entry keeps from the remote entry wrap made it from). A
+	// value may be a secret: never print one.
 	Headers []Header
 	// Env are the names of the entry's environment variables.
 	Env []string

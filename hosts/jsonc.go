@@ -222,6 +222,9 @@ func (d *jsonDoc) read(e *jsonEntry, v *hujson.Value) {
 			e.srv.Env = append(e.srv.Env, memberNames(member(obj, "env"))...)
 		}
 		e.srv.EnvFile = member(obj, "envFile") != nil
+		// A remote entry wrap turned into this one keeps its headers: read
+		// for Redact only.
+		e.srv.Headers, _ = readHeaders(member(obj, "headers"))
 		classify(&e.srv)
 		return
 	}

@@ -113,7 +113,8 @@ func Redact(text string, servers []Server) string {
 		if s.Wrapped != nil {
 			for _, h := range s.Wrapped.Headers {
 				_, v, _ := strings.Cut(h, ":")
-				secrets = append(secrets, strings.TrimSpace(v))
+				v = strings.TrimSpace(v)
+				secrets = append(secrets, v, strings.ReplaceAll(v, "$$", "$"))
 			}
 		}
 	}

@@ -165,8 +165,10 @@ type listJSON struct {
 func describe(s hosts.Server, want hosts.Want) serverJSON {
 	j := serverJSON{Name: s.Name, Where: s.Where, Kind: string(s.Kind), Argv: redactArgv(s.Argv), URL: s.URL,
 		PolicyStatus: "not checked", LockStatus: "not checked", Problem: s.Problem}
-	for _, h := range s.Headers {
-		j.Headers = append(j.Headers, h.Name)
+	if s.Kind == hosts.Remote {
+		for _, h := range s.Headers {
+			j.Headers = append(j.Headers, h.Name)
+		}
 	}
 	j.Reason = want.Check(s)
 	j.Enforced = j.Reason == ""

@@ -257,6 +257,13 @@ func TestHostsCheck(t *testing.T) {
 	if code, out, _ := check("--policy", other, "--check"); code != 1 || !strings.Contains(out, "not "+other) {
 		t.Errorf("--check under another policy: %d\n%s", code, out)
 	}
+	// Re-wrapped under another policy: the diff shows the wrapped remote
+	// entry's lines, never its header's value.
+	code, out, _ = runHosts(t, dir, "hosts", "wrap", "--config", config, "--policy", other, "--mcpsign", self, "--dry-run")
+	if code != 0 || !strings.Contains(out, `"web" (servers): would re-wrap`) || !strings.Contains(out, "+\t\t\"web\"") {
+		t.Errorf("--dry-run under another policy: %d\n%s", code, out)
+	}
+	noSecret("--dry-run of a re-wrap", out)
 }
 
 // TestHostsCodexHome: Codex's user file is $CODEX_HOME/config.toml when
