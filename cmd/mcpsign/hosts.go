@@ -472,8 +472,10 @@ writes nothing. A file that cannot be parsed is left untouched, with the line
 and the reason. A symbolic link is not written through: edit the file it
 points to.
 
-Exit codes: 0 done (or nothing to do); 2 a file that cannot be read, parsed
-or written, or bad usage.`,
+Exit codes: 0 done (or nothing to do; an entry left NOT ENFORCED or SKIPPED
+is printed with the reason: 'mcpsign hosts list --policy FILE --check' exits
+1 while any is); 2 a file that cannot be read, parsed or written, or bad
+usage.`,
 		Example: example,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
