@@ -100,6 +100,9 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 	if po.Lock == "" {
 		return errors.New("--lock FILE is required: where to write the lock")
 	}
+	if err := checkLockOutputs(po.Lock, po.Force, po.Audit.Log); err != nil {
+		return err
+	}
 	var v *verify.Verifier
 	switch {
 	case po.TOFU && (f.vo.Bundle != "" || f.vo.BundleFromServer):
@@ -175,16 +178,9 @@ func writePinLock(cmd *cobra.Command, a *app, asJSON bool, po *options.PinOption
 	if err := lock.SetCapabilities(overrides); err != nil {
 		return fmt.Errorf("--capabilities: %w", err)
 	}
-	before := existingLock(po.Audit.Log, po.Lock)
-	if po.Force {
-		err = lock.Write(cmd.Context(), po.Lock)
-	} else {
-		err = lock.Create(cmd.Context(), po.Lock)
-	}
-	if err != nil {
-		return err
-	}
-	if err := auditApproved(cmd.Context(), po.Audit.Log, before, lock); err != nil {
+	rec := &approvalRecord{log: po.Audit.Log, before: existingLock(po.Audit.Log, po.Lock)}
+	err = lock.WriteWith(cmd.Context(), po.Lock, pin.WriteOptions{Overwrite: po.Force, Before: rec.record(cmd.Context())})
+	if err := rec.result(err); err != nil {
 		return err
 	}
 	if asJSON {

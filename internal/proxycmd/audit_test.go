@@ -45,11 +45,12 @@ func TestAuditPolicy(t *testing.T) {
 	verify := func(_ context.Context, s *digest.Snapshot) (pin.Verified, error) {
 		return pin.Verified{Approval: approval, Server: digest.ServerInfo{Name: signs, Version: s.Server.Version}}, nil
 	}
-	lp, err := proxy.NewLockPolicy(lockPath, proxy.LockOptions{Verify: verify})
+	rec := &lockRecorder{log: logPath}
+	lp, err := proxy.NewLockPolicy(lockPath, proxy.LockOptions{Verify: verify, Record: rec.record()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := auditPolicy(lp, logPath, "", io.Discard)
+	p := auditPolicy(lp, rec, "", io.Discard)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		snap  *digest.Snapshot
@@ -89,11 +90,26 @@ func TestAuditPolicy(t *testing.T) {
 		t.Errorf("blocked event %+v", bl)
 	}
 
-	// An audit log that cannot be written blocks what would be approved.
+	// The lock rolled forward records the head its approval followed: the
+	// log reaches it, its approval next.
+	rolled, err := pin.Read(lockPath)
+	if err != nil || rolled.LockDigest != rf.LockAfter || rolled.AuditHead != audit.EmptyHead {
+		t.Fatalf("the lock rolled forward: %v, auditHead %q", err, rolled.AuditHead)
+	}
+	anchor := audit.Anchor{Name: "the lock", Head: rolled.AuditHead, LockDigest: rolled.LockDigest}
+	if _, err := audit.Verify(logPath, audit.VerifyOptions{Anchors: []audit.Anchor{anchor}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// An audit log that cannot be written blocks what would be approved,
+	// and the lock is not written: the event comes first.
 	os.WriteFile(logPath, []byte("{"), 0o644)
 	signs = "notes"
 	d, err := p.Check(ctx, snap(t, "4.0.0", read))
-	if err != nil || d.Allow || d.Findings[0] != "audit-log-unwritable" {
+	if err != nil || d.Allow || !strings.Contains(d.Report, "audit log") {
 		t.Fatalf("Check with a torn audit log: %+v %v", d, err)
+	}
+	if l, err := pin.Read(lockPath); err != nil || l.LockDigest != rolled.LockDigest {
+		t.Fatalf("the lock changed although its approval was not recorded: %v", err)
 	}
 }
