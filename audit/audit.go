@@ -156,8 +156,7 @@ var (
 	// writing it.
 	ErrTorn = errors.New("the last line is not whole")
 	// ErrOrder: a line's time is before the line before it, or its
-	// lockBefore is not the lockAfter of the event before it about the same
-	// server.
+	// lockBefore is no lock an earlier event about the same server names.
 	ErrOrder = errors.New("the events are out of order")
 	// ErrAnchor: the log does not reach an anchor (Verify): a head a lock
 	// recorded or one kept elsewhere.

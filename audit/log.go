@@ -38,16 +38,13 @@ type Record struct {
 }
 
 // sequence checks the order of a log's events (docs/AUDIT.md "Reading"
-// rule 6): time never goes backwards, and each event's lockBefore is the
-// lockAfter of the previous event about the same server, where both are
-// present.
+// rule 6): time never goes backwards, and an event's lockBefore is a lock
+// the log already holds for the same server (the lockBefore or lockAfter
+// of an earlier event about it), unless it is the first event about it.
 type sequence struct {
 	last     time.Time
 	lastLine int
-	after    map[string]struct {
-		digest string
-		line   int
-	}
+	known    map[string]map[string]bool // server name: lock digests
 }
 
 func (s *sequence) check(n int, ev *Event) string {
@@ -56,22 +53,23 @@ func (s *sequence) check(n int, ev *Event) string {
 			ev.Time.Format(time.RFC3339Nano), s.lastLine, s.last.Format(time.RFC3339Nano))
 	}
 	s.last, s.lastLine = ev.Time, n
-	if s.after == nil {
-		s.after = map[string]struct {
-			digest string
-			line   int
-		}{}
+	if s.known == nil {
+		s.known = map[string]map[string]bool{}
 	}
 	name := ev.Server.Name
-	if p, ok := s.after[name]; ok && ev.LockBefore != "" && ev.LockBefore != p.digest {
-		return fmt.Sprintf("its lockBefore %s is not the lockAfter of line %d (%s), the event before it about the server %s: an event between them was removed, or events were reordered",
-			ev.LockBefore, p.line, p.digest, textsafe.Quote(name))
+	known, seen := s.known[name]
+	if seen && ev.LockBefore != "" && !known[ev.LockBefore] {
+		return fmt.Sprintf("its lockBefore %s is no lock an earlier event about the server %s names (as its lockBefore or lockAfter): the event that wrote that lock was removed, or events were reordered",
+			ev.LockBefore, textsafe.Quote(name))
 	}
-	if ev.LockAfter != "" {
-		s.after[name] = struct {
-			digest string
-			line   int
-		}{ev.LockAfter, n}
+	if !seen {
+		known = map[string]bool{}
+		s.known[name] = known
+	}
+	for _, d := range []string{ev.LockBefore, ev.LockAfter} {
+		if d != "" {
+			known[d] = true
+		}
 	}
 	return ""
 }
@@ -80,8 +78,8 @@ func (s *sequence) check(n int, ev *Event) string {
 // whole, is an event (ParseLine), continues the chain (the first line's
 // prev is null, every other's is the LineDigest of the line before) and
 // keeps the log in order (time never goes backwards; an event's lockBefore
-// is the lockAfter of the previous event about the same server, where both
-// are present). It stops at the first line that is not, with a *LineError
+// is a lock an earlier event about the same server names, unless it is the
+// first about it). It stops at the first line that is not, with a *LineError
 // naming it (wrapping ErrMalformed, ErrChain, ErrOrder or ErrTorn), or at
 // the first error of fn or r. An empty log is a valid log with no events.
 func Scan(r io.Reader, fn func(Record) error) error {

@@ -14,8 +14,8 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/nofollow"
-	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/pin"
 )
 
 func newAuditCmd(a *app) *cobra.Command {

@@ -100,9 +100,6 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 	if po.Lock == "" {
 		return errors.New("--lock FILE is required: where to write the lock")
 	}
-	if err := checkLockOutputs(po.Lock, po.Force, po.Audit.Log); err != nil {
-		return err
-	}
 	var v *verify.Verifier
 	switch {
 	case po.TOFU && (f.vo.Bundle != "" || f.vo.BundleFromServer):
@@ -119,6 +116,9 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 		if v, err = verifyPolicy(cmd, f, methodOf(f), false); err != nil {
 			return err
 		}
+	}
+	if err := checkLockOutputs(po.Lock, po.Force, po.Audit.Log); err != nil {
+		return err
 	}
 	overrides, err := options.ReadOverrides(po.Capabilities)
 	if err != nil {

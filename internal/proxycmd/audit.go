@@ -100,11 +100,8 @@ func auditPolicy(p *proxy.LockPolicy, rec *lockRecorder, mode string, stderr io.
 			return d, nil // recorded before it was written
 		case d.Updated && before == nil: // a first use without a log (mode warn)
 			e = auditevent.Approval(audit.Approved, nil, after)
-		case d.Updated:
-			// An adoption changes no file: the lock is the adopted one
-			// before and after (docs/AUDIT.md "Events").
+		case d.Updated: // an adoption of another proxy's lock
 			e = auditevent.Approval(audit.RolledForward, before, after)
-			e.LockBefore = after.LockDigest
 		default:
 			return d, nil
 		}
