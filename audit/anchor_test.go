@@ -92,7 +92,7 @@ func TestOrder(t *testing.T) {
 	for i, tc := range tests {
 		path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".jsonl")
 		rechain(t, path, tc.edit(history()))
-		_, err := Verify(path, VerifyOptions{})
+		_, err := Check(path, CheckOptions{})
 		if tc.line == "" {
 			if err != nil {
 				t.Errorf("%d %s: %v", i, tc.name, err)
@@ -120,7 +120,7 @@ func TestAnchor(t *testing.T) {
 	lockA := Anchor{Name: "the lock A", Head: EmptyHead, LockDigest: dA}
 	expectEnd := Anchor{Name: "the expected head", Head: d[4]}
 
-	sum, err := Verify(path, VerifyOptions{Anchors: []Anchor{lockD, expectEnd}})
+	sum, err := Check(path, CheckOptions{Anchors: []Anchor{lockD, expectEnd}})
 	if err != nil || sum.Events != 5 || sum.Head != d[4] {
 		t.Fatalf("genuine: %+v, %v", sum, err)
 	}
@@ -143,7 +143,7 @@ func TestAnchor(t *testing.T) {
 	} {
 		p := filepath.Join(t.TempDir(), "cut.jsonl")
 		rechain(t, p, history()[:tc.keep])
-		_, err := Verify(p, VerifyOptions{Anchors: []Anchor{tc.anchor}})
+		_, err := Check(p, CheckOptions{Anchors: []Anchor{tc.anchor}})
 		if tc.want == "" {
 			if err != nil {
 				t.Errorf("%s: %v", tc.name, err)
@@ -179,7 +179,7 @@ func TestAppendAt(t *testing.T) {
 	if heads[0] != EmptyHead || EmptyHead != "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
 		t.Errorf("head of the empty log %s", heads[0])
 	}
-	sum, err := Verify(path, VerifyOptions{Anchors: []Anchor{{Name: "l", Head: heads[3], LockDigest: dD}}})
+	sum, err := Check(path, CheckOptions{Anchors: []Anchor{{Name: "l", Head: heads[3], LockDigest: dD}}})
 	if err != nil || sum.Events != 5 {
 		t.Fatalf("Verify = %+v, %v", sum, err)
 	}
@@ -203,7 +203,7 @@ func TestRepairNewline(t *testing.T) {
 	if err := os.WriteFile(path, whole[:len(whole)-1], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Verify(path, VerifyOptions{}); !errors.Is(err, ErrTorn) {
+	if _, err := Check(path, CheckOptions{}); !errors.Is(err, ErrTorn) {
 		t.Fatalf("Verify = %v, want ErrTorn", err)
 	}
 	done, err := Repair(context.Background(), path)
@@ -228,7 +228,7 @@ func TestRepairNewline(t *testing.T) {
 		if err != nil || done.Newline || done.Cut != int64(len(last)) {
 			t.Fatalf("Repair of a partial line = %+v, %v", done, err)
 		}
-		if n, err := verifyN(path); err != nil || n != 4 {
+		if n, err := Verify(path); err != nil || n != 4 {
 			t.Fatalf("after the cut: %d, %v", n, err)
 		}
 	}
@@ -271,7 +271,7 @@ func TestNoSymlinks(t *testing.T) {
 			}
 		}
 		if p != sidecar {
-			if _, err := Verify(p, VerifyOptions{}); !errors.Is(err, nofollow.ErrSymlink) {
+			if _, err := Check(p, CheckOptions{}); !errors.Is(err, nofollow.ErrSymlink) {
 				t.Errorf("Verify(%s) = %v", p, err)
 			}
 		}

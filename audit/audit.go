@@ -158,7 +158,7 @@ var (
 	// ErrOrder: a line's time is before the line before it, or its
 	// lockBefore is no lock an earlier event about the same server names.
 	ErrOrder = errors.New("the events are out of order")
-	// ErrAnchor: the log does not reach an anchor (Verify): a head a lock
+	// ErrAnchor: the log does not reach an anchor (Check): a head a lock
 	// recorded or one kept elsewhere.
 	ErrAnchor = errors.New("the log does not reach its anchor")
 )

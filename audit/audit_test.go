@@ -56,7 +56,7 @@ func writeLog(t *testing.T, n int) (string, [][]byte) {
 
 func TestAppendVerify(t *testing.T) {
 	path, lines := writeLog(t, 5)
-	n, err := verifyN(path)
+	n, err := Verify(path)
 	if err != nil || n != 5 {
 		t.Fatalf("Verify = %d, %v", n, err)
 	}
@@ -239,7 +239,7 @@ func TestConcurrentWriters(t *testing.T) {
 			t.Fatalf("writer: %v: %s", err, c.Stderr)
 		}
 	}
-	n, err := verifyN(path)
+	n, err := Verify(path)
 	if err != nil || n != 200 {
 		t.Fatalf("Verify = %d, %v; want 200 events", n, err)
 	}
@@ -299,7 +299,7 @@ func TestKilledWriter(t *testing.T) {
 	if err := Append(ctx, path, event(8)); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := verifyN(path); err != nil || n != 4 {
+	if n, err := Verify(path); err != nil || n != 4 {
 		t.Fatalf("Verify after repair = %d, %v", n, err)
 	}
 }
@@ -314,7 +314,7 @@ func TestRepairRefusesEdits(t *testing.T) {
 	if _, err := Repair(context.Background(), path); !errors.Is(err, ErrChain) {
 		t.Fatalf("Repair = %v, want ErrChain", err)
 	}
-	if _, err := verifyN(path); !errors.Is(err, ErrChain) {
+	if _, err := Verify(path); !errors.Is(err, ErrChain) {
 		t.Fatalf("the log changed: %v", err)
 	}
 	// A last line that is whole but not an event: the writer refuses.
@@ -347,10 +347,4 @@ func TestLinesAreASCII(t *testing.T) {
 	if err != nil || back.Findings[0] != e.Findings[0] {
 		t.Fatalf("ParseLine = %+v, %v", back, err)
 	}
-}
-
-// verifyN is Verify without anchors, returning the number of events.
-func verifyN(path string) (int, error) {
-	sum, err := Verify(path, VerifyOptions{})
-	return sum.Events, err
 }

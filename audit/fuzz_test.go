@@ -112,7 +112,7 @@ func FuzzRepair(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		before, verr := Verify(path, VerifyOptions{})
+		before, verr := Check(path, CheckOptions{})
 		done, err := Repair(context.Background(), path)
 		after, _ := os.ReadFile(path)
 		if err != nil || done == (Repaired{}) {
@@ -124,7 +124,7 @@ func FuzzRepair(f *testing.F) {
 		if !errors.Is(verr, ErrTorn) {
 			t.Fatalf("Repair changed a log that was not torn (%v)", verr)
 		}
-		sum, err := Verify(path, VerifyOptions{})
+		sum, err := Check(path, CheckOptions{})
 		if err != nil || sum.Events < before.Events {
 			t.Fatalf("after Repair %+v: %+v, %v (before: %d events)", done, sum, err, before.Events)
 		}

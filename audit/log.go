@@ -160,7 +160,7 @@ type Anchor struct {
 	LockDigest string
 }
 
-// Summary is what Verify read.
+// Summary is what Check read.
 type Summary struct {
 	// Events is the number of events.
 	Events int
@@ -168,18 +168,26 @@ type Summary struct {
 	Head string
 }
 
-// VerifyOptions configure Verify.
-type VerifyOptions struct {
+// CheckOptions configure Check.
+type CheckOptions struct {
 	// Anchors are checked after the whole log verifies; an anchor the log
 	// does not reach is an error wrapping ErrAnchor.
 	Anchors []Anchor
 }
 
-// Verify checks the whole log at path (Scan) and the anchors of opts; a
+// Verify checks the whole log at path (Scan) and returns the number of
+// events it holds; a broken log is a *LineError naming the first bad line.
+// Check also checks anchors.
+func Verify(path string) (int, error) {
+	sum, err := Check(path, CheckOptions{})
+	return sum.Events, err
+}
+
+// Check checks the whole log at path (Scan) and the anchors of opts; a
 // broken log is a *LineError naming the first bad line, an anchor it does
 // not reach an error wrapping ErrAnchor. The log is not opened through a
 // symbolic link (nofollow.ErrSymlink).
-func Verify(path string, opts VerifyOptions) (Summary, error) {
+func Check(path string, opts CheckOptions) (Summary, error) {
 	f, err := nofollow.Open(path, os.O_RDONLY, 0)
 	if err != nil {
 		return Summary{}, err

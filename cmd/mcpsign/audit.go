@@ -76,7 +76,7 @@ byte offset), or an anchor is not reached; 2 a file cannot be read.`,
 				}
 				anchors = append(anchors, audit.Anchor{Name: "the expected head", Head: h})
 			}
-			sum, err := audit.Verify(args[0], audit.VerifyOptions{Anchors: anchors})
+			sum, err := audit.Check(args[0], audit.CheckOptions{Anchors: anchors})
 			var le *audit.LineError
 			if errors.As(err, &le) || errors.Is(err, audit.ErrAnchor) {
 				return failed(fmt.Errorf("audit log %s: %w", textsafe.Escape(args[0]), err))

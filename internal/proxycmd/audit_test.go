@@ -97,7 +97,7 @@ func TestAuditPolicy(t *testing.T) {
 		t.Fatalf("the lock rolled forward: %v, auditHead %q", err, rolled.AuditHead)
 	}
 	anchor := audit.Anchor{Name: "the lock", Head: rolled.AuditHead, LockDigest: rolled.LockDigest}
-	if _, err := audit.Verify(logPath, audit.VerifyOptions{Anchors: []audit.Anchor{anchor}}); err != nil {
+	if _, err := audit.Check(logPath, audit.CheckOptions{Anchors: []audit.Anchor{anchor}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -111,5 +111,48 @@ func TestAuditPolicy(t *testing.T) {
 	}
 	if l, err := pin.Read(lockPath); err != nil || l.LockDigest != rolled.LockDigest {
 		t.Fatalf("the lock changed although its approval was not recorded: %v", err)
+	}
+}
+
+// TestAuditFirstUseAnchored: a proxy's first use records its approval
+// before writing the lock, and the lock records the head it followed: the
+// log reaches it, the approval next. Recorded once, not again by
+// auditPolicy.
+func TestAuditFirstUseAnchored(t *testing.T) {
+	t.Parallel()
+	read := `{"name":"read_note","description":"Read a note.","inputSchema":{"type":"object"}}`
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "audit.jsonl")
+	ctx := context.Background()
+	var anchors []audit.Anchor
+	for i, name := range []string{"one.lock", "two.lock"} {
+		lockPath := filepath.Join(dir, name)
+		rec := &lockRecorder{log: logPath}
+		lp, err := proxy.NewLockPolicy(lockPath, proxy.LockOptions{TOFU: true, Record: rec.record()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := auditPolicy(lp, rec, "", io.Discard).Check(ctx, snap(t, "1.0.0", read))
+		if err != nil || !d.Allow || !d.Updated {
+			t.Fatalf("first use: %+v %v", d, err)
+		}
+		l, err := pin.Read(lockPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := audit.Check(logPath, audit.CheckOptions{})
+		if err != nil || sum.Events != i+1 {
+			t.Fatalf("the log after first use %d: %+v %v", i, sum, err)
+		}
+		if i == 0 && l.AuditHead != audit.EmptyHead {
+			t.Errorf("the first lock's auditHead %s, want the empty log's", l.AuditHead)
+		}
+		anchors = append(anchors, audit.Anchor{Name: name, Head: l.AuditHead, LockDigest: l.LockDigest})
+	}
+	if anchors[0].Head == anchors[1].Head {
+		t.Error("both locks record one head")
+	}
+	if _, err := audit.Check(logPath, audit.CheckOptions{Anchors: anchors}); err != nil {
+		t.Fatal(err)
 	}
 }
