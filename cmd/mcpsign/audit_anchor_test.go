@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mcpsign/mcpsign/audit"
+	"github.com/mcpsign/mcpsign/internal/auditevent"
 	"github.com/mcpsign/mcpsign/pin"
 )
 
@@ -45,6 +47,22 @@ func TestAuditAnchor(t *testing.T) {
 	code, out, stderr := runCLI(t, "audit", "verify", log, "--lock", lock1, "--lock", lock2, "--lock", lock3, "--expect-head", headLine)
 	if code != 0 || !strings.Contains(out, "3 event(s), the chain verifies and reaches 4 anchor(s)") {
 		t.Fatalf("audit verify with anchors: %d %s %s", code, out, stderr)
+	}
+
+	// A writer stopped between recording an approval and writing its lock
+	// (simulated: the event of a lock replacing lock3, never written):
+	// lock3 is still on disk, and the log says it was replaced.
+	crashed := filepath.Join(dir, "crashed.jsonl")
+	data0, _ := os.ReadFile(log)
+	os.WriteFile(crashed, data0, 0o644)
+	next := *l3
+	next.Approval.Method = pin.MethodTOFU
+	next.Approval.Identity, next.Approval.BundleDigest = "", ""
+	if err := auditevent.Approve(context.Background(), crashed, audit.Approved, l3, &next); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, "audit", "verify", crashed, "--lock", lock3); code != 1 || !strings.Contains(stderr, "line 4 approves a lock that replaced the lock "+lock3) {
+		t.Errorf("audit verify --lock after a stopped writer: %d %s", code, stderr)
 	}
 
 	// The last event cut: the chain verifies, the anchors do not.
