@@ -82,6 +82,10 @@ func TestOrder(t *testing.T) {
 			return e
 		}, "line 3 (byte"},
 		{"time going backwards", func(e []*Event) []*Event { e[3].Time = e[1].Time; return e }, "line 4 (byte"},
+		{"refusals under the served name, approvals under the signed one", func(e []*Event) []*Event {
+			e[1].Server.Name, e[4].Server.Name = "notes-server", "notes-server"
+			return e
+		}, ""},
 		{"another server in between", func(e []*Event) []*Event {
 			other := *e[1]
 			other.Server.Name = "other"

@@ -156,7 +156,8 @@ var (
 	// writing it.
 	ErrTorn = errors.New("the last line is not whole")
 	// ErrOrder: a line's time is before the line before it, or its
-	// lockBefore is no lock an earlier event about the same server names.
+	// lockBefore is no lock an earlier event names (and it is not the first
+	// event about its server).
 	ErrOrder = errors.New("the events are out of order")
 	// ErrAnchor: the log does not reach an anchor (Check): a head a lock
 	// recorded or one kept elsewhere.

@@ -39,12 +39,13 @@ type Record struct {
 
 // sequence checks the order of a log's events (docs/AUDIT.md "Reading"
 // rule 6): time never goes backwards, and an event's lockBefore is a lock
-// the log already holds for the same server (the lockBefore or lockAfter
-// of an earlier event about it), unless it is the first event about it.
+// an earlier event names (as its lockBefore or lockAfter), unless the
+// event is the first about its server (by name).
 type sequence struct {
 	last     time.Time
 	lastLine int
-	known    map[string]map[string]bool // server name: lock digests
+	known    map[string]bool // lock digests named so far
+	servers  map[string]bool // server names seen so far
 }
 
 func (s *sequence) check(n int, ev *Event) string {
@@ -54,21 +55,17 @@ func (s *sequence) check(n int, ev *Event) string {
 	}
 	s.last, s.lastLine = ev.Time, n
 	if s.known == nil {
-		s.known = map[string]map[string]bool{}
+		s.known, s.servers = map[string]bool{}, map[string]bool{}
 	}
 	name := ev.Server.Name
-	known, seen := s.known[name]
-	if seen && ev.LockBefore != "" && !known[ev.LockBefore] {
-		return fmt.Sprintf("its lockBefore %s is no lock an earlier event about the server %s names (as its lockBefore or lockAfter): the event that wrote that lock was removed, or events were reordered",
+	if s.servers[name] && ev.LockBefore != "" && !s.known[ev.LockBefore] {
+		return fmt.Sprintf("its lockBefore %s is no lock an earlier event names (as its lockBefore or lockAfter), and it is not the first event about the server %s: the event that wrote that lock was removed, or events were reordered",
 			ev.LockBefore, textsafe.Quote(name))
 	}
-	if !seen {
-		known = map[string]bool{}
-		s.known[name] = known
-	}
+	s.servers[name] = true
 	for _, d := range []string{ev.LockBefore, ev.LockAfter} {
 		if d != "" {
-			known[d] = true
+			s.known[d] = true
 		}
 	}
 	return ""
@@ -78,8 +75,8 @@ func (s *sequence) check(n int, ev *Event) string {
 // whole, is an event (ParseLine), continues the chain (the first line's
 // prev is null, every other's is the LineDigest of the line before) and
 // keeps the log in order (time never goes backwards; an event's lockBefore
-// is a lock an earlier event about the same server names, unless it is the
-// first about it). It stops at the first line that is not, with a *LineError
+// is a lock an earlier event names, unless it is the first event about its
+// server). It stops at the first line that is not, with a *LineError
 // naming it (wrapping ErrMalformed, ErrChain, ErrOrder or ErrTorn), or at
 // the first error of fn or r. An empty log is a valid log with no events.
 func Scan(r io.Reader, fn func(Record) error) error {
