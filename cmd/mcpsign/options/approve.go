@@ -86,7 +86,7 @@ type AuditOptions struct {
 
 // AddFlags adds --audit-log to fs.
 func (o *AuditOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Log, "audit-log", "", "append what was approved or refused to this hash-chained audit log (docs/AUDIT.md)")
+	fs.StringVar(&o.Log, "audit-log", "", "append what was approved or refused to this hash-chained audit log (docs/AUDIT.md): an approval is recorded before its lock is written, and the lock records the log's head (auditHead, for 'audit verify --lock')")
 }
 
 // AuditShowOptions are the flags of 'mcpsign audit show'.
