@@ -138,7 +138,7 @@ func TestAnchor(t *testing.T) {
 		{"cut after the approval of the lock in force", 4, lockD, ""},
 		{"the last event cut, the expected head kept elsewhere", 4, expectEnd, "no line of the log"},
 		{"the lock's approval cut", 2, lockC, "not the approval"},
-		{"everything after its head cut", 3, lockD, "not the approval"},
+		{"everything after its head cut", 3, lockD, "no line follows it"},
 		{"cut before the lock's head", 1, lockD, "no line of the log"},
 		{"a replaced lock", 5, lockC, "line 4 approves a lock that replaced"},
 		{"the first lock on the empty log, replaced", 5, lockA, "line 3 approves"},

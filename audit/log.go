@@ -235,7 +235,9 @@ func Check(path string, opts CheckOptions) (Summary, error) {
 		case at == nil:
 			return sum, fmt.Errorf("%w: %s records the head %s, which is no line of the log: the log was cut or rewritten after it (or is another log)", ErrAnchor, a.Name, a.Head)
 		case a.LockDigest == "":
-		case at.next == nil || !at.next.Event.approval() || at.next.LockAfter != a.LockDigest:
+		case at.next == nil:
+			return sum, fmt.Errorf("%w: %s records the head %s (line %d, the last), but no line follows it: the approval of that lock (lockAfter %s) was cut, with everything after it", ErrAnchor, a.Name, a.Head, at.line, a.LockDigest)
+		case !at.next.Event.approval() || at.next.LockAfter != a.LockDigest:
 			return sum, fmt.Errorf("%w: %s records the head %s (line %d), but the line after it is not the approval of that lock (lockAfter %s): the approval was removed, or the lock was not written by a writer of this log", ErrAnchor, a.Name, a.Head, at.line, a.LockDigest)
 		}
 		if n, ok := replaced[a.LockDigest]; ok && a.LockDigest != "" {
