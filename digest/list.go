@@ -24,7 +24,7 @@ func rawArray(v []byte, what string) ([]json.RawMessage, error) {
 }
 
 // SplitList reads one page of a list result (the "result" of tools/list,
-// prompts/list or resources/templates/list) and returns its definitions as
+// prompts/list, resources/templates/list or resources/list) and returns its definitions as
 // the exact bytes received, and the cursor of the next page when there is
 // one. A repeated member name in the result, a case variant of a list
 // member or of nextCursor, a missing definitions array or a nextCursor that
@@ -37,7 +37,7 @@ func SplitList(k Kind, result []byte) (items []json.RawMessage, nextCursor strin
 	}
 	// A case variant of a list member ("Tools") is what a case-insensitive
 	// reader would take for the list.
-	if err := CheckCaseVariants(names, "tools", "prompts", "resourceTemplates", "nextCursor"); err != nil {
+	if err := CheckCaseVariants(names, "tools", "prompts", "resourceTemplates", "resources", "nextCursor"); err != nil {
 		return nil, "", false, fmt.Errorf("%s: %w", what, err)
 	}
 	list, ok := values[k.ListMember()]
@@ -143,6 +143,9 @@ func ParseSnapshot(data []byte) (*Snapshot, error) {
 			var items []json.RawMessage
 			items, err = rawArray(v, "the member")
 			s.SetDefinitions(kindOfListMember(name), items)
+		case "resources":
+			// Optional: present when the resources were listed.
+			s.Resources, err = rawArray(v, "the member")
 		case "capturedAt":
 			var at string
 			if at, err = DecodeString(v); err == nil {
@@ -273,6 +276,23 @@ func (s *Snapshot) MarshalFile() ([]byte, error) {
 			b.Write(raw)
 		}
 		if len(s.Definitions(k)) > 0 {
+			b.WriteString("\n  ")
+		}
+		b.WriteByte(']')
+	}
+	if s.Resources != nil {
+		b.WriteString(",\n  \"resources\": [")
+		for i, raw := range s.Resources {
+			if !json.Valid(raw) {
+				return nil, fmt.Errorf("%s #%d is not valid JSON", KindResource, i)
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("\n    ")
+			b.Write(raw)
+		}
+		if len(s.Resources) > 0 {
 			b.WriteString("\n  ")
 		}
 		b.WriteByte(']')

@@ -109,6 +109,26 @@ const (
 	EventBlocked
 )
 
+// ResourceMode is what the proxy does with the server's static resources
+// (resources/list; docs/PROXY.md, "Static resources").
+type ResourceMode string
+
+// The resource modes. The zero value is ResourcesPass.
+const (
+	// ResourcesPass relays resources/list and resources/read unchecked.
+	ResourcesPass ResourceMode = ""
+	// ResourcesPin lists the resources with the definitions (at start-up
+	// and after list_changed) and checks every resources/list result the
+	// client receives, all pages, against the policy, as definitions are;
+	// a resources/read of a URI that is neither an approved resource nor
+	// matched by an approved resource template is refused.
+	ResourcesPin ResourceMode = "pin"
+	// ResourcesHide answers resources/list itself with an empty list
+	// (never asking the server), and refuses a resources/read of a URI no
+	// approved resource template matches.
+	ResourcesHide ResourceMode = "hide"
+)
+
 // Options configure [Run].
 type Options struct {
 	// Command is the server's argv. Required.
@@ -119,6 +139,9 @@ type Options struct {
 	Dir string
 	// Policy judges the definitions. Required.
 	Policy Policy
+	// Resources is what happens to the server's static resources; the zero
+	// value relays them unchecked (ResourcesPass).
+	Resources ResourceMode
 	// Stderr receives the server's stderr (escaped) and the report of a
 	// block. Nil discards them.
 	Stderr io.Writer
