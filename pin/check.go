@@ -44,7 +44,7 @@ const (
 	RuleResourceAdded   = "pin-resource-added"
 	RuleResourceRemoved = "pin-resource-removed"
 	RuleResourceChanged = "pin-resource-changed"
-	RuleCapabilityAdded         = "pin-capability-added"
+	RuleCapabilityAdded = "pin-capability-added"
 	// RuleHiddenCharacters (an mcpsign extension of the drift rules): a
 	// text of a definition gained invisible, bidirectional-control or tag
 	// characters (diff.BreakingHiddenCharacters).
