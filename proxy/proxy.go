@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/pin"
 )
 
 // Defaults of [Options].
@@ -113,10 +114,11 @@ const (
 // (resources/list; docs/PROXY.md, "Static resources").
 type ResourceMode string
 
-// The resource modes. The zero value is ResourcesPass.
+// The resource modes, spelled as policies and flags spell them. The zero
+// value means ResourcesPass.
 const (
 	// ResourcesPass relays resources/list and resources/read unchecked.
-	ResourcesPass ResourceMode = ""
+	ResourcesPass ResourceMode = "pass"
 	// ResourcesPin lists the resources with the definitions (at start-up
 	// and after list_changed) and checks every resources/list result the
 	// client receives, all pages, against the policy, as definitions are;
@@ -129,6 +131,28 @@ const (
 	ResourcesHide ResourceMode = "hide"
 )
 
+// ErrResourceMode is wrapped by the error of ResourceModeFor for a word that
+// is not a resources mode.
+var ErrResourceMode = errors.New("unknown resources mode")
+
+// ResourceModeFor returns the resources mode named s ("pass", "pin",
+// "hide"), or, for s "", the default (docs/POLICY.md, "resources"):
+// ResourcesPin when the lock l records resources (it was written under
+// pin, and stays enforced so), ResourcesPass otherwise (every lock written
+// before resources could be pinned, and a first use with no lock: l nil).
+func ResourceModeFor(s string, l *pin.Lock) (ResourceMode, error) {
+	switch m := ResourceMode(s); m {
+	case ResourcesPass, ResourcesPin, ResourcesHide:
+		return m, nil
+	case "":
+		if l != nil && l.Resources != nil {
+			return ResourcesPin, nil
+		}
+		return ResourcesPass, nil
+	}
+	return "", fmt.Errorf("%w %q (want pass, pin or hide)", ErrResourceMode, s)
+}
+
 // Options configure [Run].
 type Options struct {
 	// Command is the server's argv. Required.
@@ -140,7 +164,8 @@ type Options struct {
 	// Policy judges the definitions. Required.
 	Policy Policy
 	// Resources is what happens to the server's static resources; the zero
-	// value relays them unchecked (ResourcesPass).
+	// value relays them unchecked (ResourcesPass). ResourceModeFor picks
+	// it from a policy's choice and the lock.
 	Resources ResourceMode
 	// Stderr receives the server's stderr (escaped) and the report of a
 	// block. Nil discards them.
@@ -253,6 +278,12 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	o := opts.withDefaults()
 	if o.Policy == nil {
 		return errors.New("proxy: no policy given")
+	}
+	if o.Resources == "" {
+		o.Resources = ResourcesPass
+	}
+	if _, err := ResourceModeFor(string(o.Resources), nil); err != nil {
+		return fmt.Errorf("proxy: %w", err)
 	}
 	if len(o.Command) == 0 {
 		return errors.New("proxy: no server command given")

@@ -52,7 +52,7 @@ const emptyResources = `{"resources":[]}`
 // listing does not offer is refused. It reports whether the request was
 // answered.
 func (r *relay) resourceRequest(env *mcpwire.Message) bool {
-	if r.o.Resources == ResourcesPass || r.approved == nil {
+	if (r.o.Resources != ResourcesPin && r.o.Resources != ResourcesHide) || r.approved == nil {
 		return false
 	}
 	switch env.Method {

@@ -94,6 +94,9 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 	if f.pol.File != "" {
 		return runPinWithPolicy(cmd, a, f, po, asJSON, args)
 	}
+	if err := pinResources(f, po, nil); err != nil {
+		return err
+	}
 	if err := checkNames(&f.pol); err != nil {
 		return err
 	}

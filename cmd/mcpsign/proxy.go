@@ -119,7 +119,11 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		ShutdownGrace:     po.ShutdownGrace,
 		AuditLog:          po.Audit.Log,
 		ManualRollForward: po.RollForward == "manual",
+		Resources:         po.Resources,
 		Command:           args,
+	}
+	if _, err := proxy.ResourceModeFor(po.Resources, nil); err != nil {
+		return fmt.Errorf("--resources: %w", err)
 	}
 	if f.pol.File != "" {
 		return runProxyWithPolicy(cmd, a, cfg, f)
