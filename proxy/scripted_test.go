@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if b := os.Getenv(scriptedEnv); b != "" {
 		os.Exit(scriptedServer(b))
 	}
+	if b := os.Getenv(resourcesEnv); b != "" {
+		os.Exit(resourceServer(b))
+	}
 	fixtures.Main(m)
 }
 
