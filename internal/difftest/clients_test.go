@@ -26,9 +26,9 @@ type holdings struct {
 	ResourceTemplates []json.RawMessage `json:"resourceTemplates"`
 	// Resources are listed only when the scenario asks for them.
 	Resources []json.RawMessage `json:"resources"`
-	Calls                 []callResult      `json:"calls"`
-	Errors            []requestError    `json:"errors"`
-	Hung              []string          `json:"hung"`
+	Calls     []callResult      `json:"calls"`
+	Errors    []requestError    `json:"errors"`
+	Hung      []string          `json:"hung"`
 	// ExitCode is the proxy's exit status (nil: it did not exit, or ran in
 	// process); Stderr the end of its stderr.
 	ExitCode *int   `json:"exitCode"`
@@ -286,8 +286,8 @@ func goClient(transport mcp.Transport, sc scenario, tm timing) *holdings {
 		}()
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpsign-difftest-go", Version: "0"}, &mcp.ClientOptions{
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { relist("tools") },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { relist("prompts") },
+		ToolListChangedHandler:   func(context.Context, *mcp.ToolListChangedRequest) { relist("tools") },
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { relist("prompts") },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
 			relist("resourceTemplates")
 			if sc.Resources {
