@@ -209,6 +209,11 @@ func writePinText(w io.Writer, path string, l *pin.Lock) error {
 		textsafe.Quote(l.Server.Name), textsafe.Quote(l.Server.Version), textsafe.Escape(path),
 		digest.CountText(func(k digest.Kind) int { return counts[k] }), ins)
 	fmt.Fprintf(w, "approval: %s\nlockDigest: %s\n", approvalText(&l.Approval), l.LockDigest)
+	if l.Resources != nil {
+		// No signature covers them, whatever the approval's method.
+		fmt.Fprintf(w, "resources: %s pinned as listed (set %s), approved by this lock alone: no signature covers resources\n",
+			digest.KindResource.Count(len(l.Resources)), l.ResourceSet)
+	}
 	if counts[digest.KindTool] > 0 {
 		fmt.Fprintf(w, "\ncapabilities (! = can delete or execute):\n")
 		return capability.WriteText(w, l.ToolCapabilities())
@@ -252,6 +257,9 @@ func writePinJSON(w io.Writer, path string, l *pin.Lock) error {
 	}
 	for _, d := range l.Definitions {
 		out.Counts[d.Kind.ListMember()]++
+	}
+	if l.Resources != nil {
+		out.Counts[digest.KindResource.ListMember()] = len(l.Resources)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
