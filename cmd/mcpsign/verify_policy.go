@@ -414,6 +414,9 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 		return inputErr(err)
 	}
 	f.src.PolicyClientCapabilities = r.ClientCapabilities
+	// A lock written under a policy that pins the static resources records
+	// them (docs/LOCK.md, "resources").
+	f.src.Resources = f.vo.WriteLock != "" && r.Resources == policy.ResourcesPin
 	vs, err := policyVerifiers(cmd.Context(), f, r)
 	if err != nil {
 		return inputErr(err)
