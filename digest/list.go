@@ -263,7 +263,12 @@ func (s *Snapshot) MarshalFile() ([]byte, error) {
 		b.WriteString(",\n  \"clientCapabilities\": ")
 		b.Write(caps)
 	}
-	for _, k := range Kinds {
+	// The resources, when listed, after the definitions.
+	kinds := Kinds[:]
+	if s.Resources != nil {
+		kinds = append(kinds[:len(kinds):len(kinds)], KindResource)
+	}
+	for _, k := range kinds {
 		b.WriteString(",\n  \"" + k.ListMember() + "\": [")
 		for i, raw := range s.Definitions(k) {
 			if !json.Valid(raw) {
@@ -276,23 +281,6 @@ func (s *Snapshot) MarshalFile() ([]byte, error) {
 			b.Write(raw)
 		}
 		if len(s.Definitions(k)) > 0 {
-			b.WriteString("\n  ")
-		}
-		b.WriteByte(']')
-	}
-	if s.Resources != nil {
-		b.WriteString(",\n  \"resources\": [")
-		for i, raw := range s.Resources {
-			if !json.Valid(raw) {
-				return nil, fmt.Errorf("%s #%d is not valid JSON", KindResource, i)
-			}
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString("\n    ")
-			b.Write(raw)
-		}
-		if len(s.Resources) > 0 {
 			b.WriteString("\n  ")
 		}
 		b.WriteByte(']')

@@ -1110,11 +1110,17 @@ func (r *relay) answer(id []byte, code int, msg string, data any) {
 	if err != nil {
 		eb = []byte(`{"code":-32603,"message":"mcpsign proxy: internal error"}`)
 	}
-	line := make([]byte, 0, 48+len(id)+len(eb))
+	r.respond(id, "error", eb)
+}
+
+// respond writes a response of the proxy's own to the client: member
+// ("result" or "error") with its JSON value.
+func (r *relay) respond(id []byte, member string, value []byte) {
+	line := make([]byte, 0, 32+len(id)+len(member)+len(value))
 	line = append(line, `{"jsonrpc":"2.0","id":`...)
 	line = append(line, id...)
-	line = append(line, `,"error":`...)
-	line = append(line, eb...)
+	line = append(line, `,"`+member+`":`...)
+	line = append(line, value...)
 	line = append(line, "}\n"...)
 	r.sendClient(line)
 }

@@ -60,7 +60,7 @@ func (r *relay) resourceRequest(env *mcpwire.Message) bool {
 		if r.o.Resources != ResourcesHide {
 			return false
 		}
-		r.answerResult(env.ID, emptyResources)
+		r.respond(env.ID, "result", []byte(emptyResources))
 		return true
 	case methodReadResource:
 		uri, ok := readURI(env.Params)
@@ -135,15 +135,4 @@ func compileTemplate(s string) (t *uritemplate.Template) {
 	}
 	t.Regexp()
 	return t
-}
-
-// answerResult writes a result response to the client.
-func (r *relay) answerResult(id []byte, result string) {
-	line := make([]byte, 0, 40+len(id)+len(result))
-	line = append(line, `{"jsonrpc":"2.0","id":`...)
-	line = append(line, id...)
-	line = append(line, `,"result":`...)
-	line = append(line, result...)
-	line = append(line, "}\n"...)
-	r.sendClient(line)
 }
