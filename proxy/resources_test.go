@@ -2,13 +2,18 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/evidence"
+	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/source"
 )
 
@@ -334,4 +339,98 @@ func TestResourceModeFor(t *testing.T) {
 			t.Errorf("ResourceModeFor(%q, lock with resources %v, none %v) = %q, %v; want %q (error %v)", tc.given, tc.lock, tc.none, got, err, tc.want, tc.err)
 		}
 	}
+}
+
+// resSnap is a snapshot of one tool (description desc) and the given
+// static resources (nil: not listed).
+func resSnap(desc string, resources ...string) *digest.Snapshot {
+	s := &digest.Snapshot{
+		Kind: digest.SnapshotKind, SnapshotVersion: digest.SnapshotVersion,
+		Server: digest.ServerInfo{Name: "resources", Version: "1"}, ProtocolVersion: "2025-11-25",
+		Tools:   []json.RawMessage{json.RawMessage(`{"name":"greet","description":"` + desc + `","inputSchema":{"type":"object"}}`)},
+		Prompts: []json.RawMessage{}, ResourceTemplates: []json.RawMessage{},
+	}
+	if resources != nil {
+		s.Resources = []json.RawMessage{}
+		for _, r := range resources {
+			s.Resources = append(s.Resources, json.RawMessage(r))
+		}
+	}
+	return s
+}
+
+// TestSignedUpdateKeepsResources: a signed update rolls the definitions
+// forward but never the static resources, which no signature covers; a
+// first use records them as listed.
+func TestSignedUpdateKeepsResources(t *testing.T) {
+	t.Parallel()
+	signed := func(version string) pin.Verified {
+		return pin.Verified{
+			Approval: pin.Approval{Method: evidence.MethodKey, Identity: "sha256:" + strings.Repeat("ab", 32), BundleDigest: "sha256:" + strings.Repeat("cd", 32)},
+			Server:   digest.ServerInfo{Name: "resources", Version: version},
+		}
+	}
+	verifyAs := func(version string) VerifyFunc {
+		return func(context.Context, *digest.Snapshot) (pin.Verified, error) { return signed(version), nil }
+	}
+	for _, tc := range []struct {
+		name    string
+		next    *digest.Snapshot
+		allow   bool
+		finding string
+		keeps   bool // the lock after still pins resA and resB
+	}{
+		{"the definitions changed, the resources not", resSnap("Say hi.", resB, resA), true, "", true},
+		{"the definitions and a resource changed", resSnap("Say hi.", resA, resEvilB), false, pin.RuleRollForwardResources, true},
+		{"a resource added", resSnap("Say hi.", resA, resB, `{"uri":"file:///c.txt","name":"c"}`), false, pin.RuleRollForwardResources, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			v := signed("1")
+			v.Approval.ApprovedAt = time.Now()
+			held, err := pin.NewLock(resSnap("Say hello.", resA, resB), v.Approval)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held.Server = v.Server
+			path := t.TempDir() + "/mcp.lock"
+			if err := held.Write(context.Background(), path); err != nil {
+				t.Fatal(err)
+			}
+			p := lockPolicy(t, path, LockOptions{Verify: verifyAs("2")})
+			d, err := p.Check(context.Background(), tc.next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allow != tc.allow || (tc.finding != "" && !slices.Contains(d.Findings, tc.finding)) {
+				t.Fatalf("decision allow %v %q, want allow %v naming %s:\n%s", d.Allow, d.Findings, tc.allow, tc.finding, d.Report)
+			}
+			after, err := pin.Read(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.keeps && after.ResourceSet != held.ResourceSet {
+				t.Errorf("the lock's resources changed: %s, was %s", after.ResourceSet, held.ResourceSet)
+			}
+			if tc.allow && after.Server.Version != "2" {
+				t.Errorf("not rolled forward: %+v", after.Server)
+			}
+		})
+	}
+
+	t.Run("first use records the resources as listed", func(t *testing.T) {
+		t.Parallel()
+		path := t.TempDir() + "/mcp.lock"
+		p, err := NewLockPolicy(path, LockOptions{Verify: verifyAs("1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err := p.Check(context.Background(), resSnap("Say hello.", resA)); err != nil || !d.Allow {
+			t.Fatalf("first use: %+v, %v", d, err)
+		}
+		l, err := pin.Read(path)
+		if err != nil || len(l.Resources) != 1 || l.Approval.Method != evidence.MethodKey {
+			t.Fatalf("lock after first use: %v, %d resources", err, len(l.Resources))
+		}
+	})
 }
