@@ -55,6 +55,9 @@ func (r *relay) resourceRequest(env *mcpwire.Message) bool {
 	if (r.o.Resources != ResourcesPin && r.o.Resources != ResourcesHide) || r.approved == nil {
 		return false
 	}
+	if _, inFlight := r.pending.Get(env.ID); inFlight {
+		return false // refused on the normal way: one answer per id
+	}
 	switch env.Method {
 	case digest.KindResource.ListMethod():
 		if r.o.Resources != ResourcesHide {

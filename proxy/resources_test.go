@@ -101,6 +101,8 @@ func resourceServer(behavior string) int {
 			}
 		case "resources/read":
 			answer(m.ID, `{"contents":[{"uri":"file:///a.txt","text":"contents"}]}`)
+		case "test/no-answer":
+			// never answered
 		default:
 			if len(m.ID) > 0 && m.Method != "" {
 				send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID))
@@ -238,8 +240,10 @@ func TestResourceModes(t *testing.T) {
 				{readStatic, []want{{id: "4", code: codeResourceNotFound}}},
 				{readTmpl, []want{ok("6")}},
 				{call, []want{ok("8")}},
+				// An id in flight is refused once, not answered twice.
+				{`{"jsonrpc":"2.0","id":9,"method":"test/no-answer"}` + "\n" + `{"jsonrpc":"2.0","id":9,"method":"resources/list"}`, []want{{id: "9", code: -32600}}},
 			},
-			reached: []string{"resources/read", "tools/call"},
+			reached: []string{"resources/read", "tools/call", "test/no-answer"},
 		},
 	}
 	for _, tc := range cases {
