@@ -70,7 +70,11 @@ cannot be digested.`,
 
   # Trust on first use, with a capability override, then check in CI
   mcpsign pin --lock notes.mcpsign.lock --tofu --capabilities caps.json -- ./notes-server
-  mcpsign verify-pin --lock notes.mcpsign.lock -- ./notes-server`,
+  mcpsign verify-pin --lock notes.mcpsign.lock -- ./notes-server
+
+  # Pin the static resources (resources/list) too: verify-pin and the proxy
+  # then check them (they are approved by the lock, no signature covers them)
+  mcpsign pin --lock notes.mcpsign.lock --tofu --resources pin -- ./notes-server`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPin(cmd, a, &f, &po, args)
 		},

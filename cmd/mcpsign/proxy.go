@@ -85,6 +85,10 @@ definitions changed and the session was blocked.`,
   # A publisher key, offline
   mcpsign proxy --lock notes.mcpsign.lock --bundle notes.sigstore.json --key acme.pub.pem -- ./notes-server
 
+  # Hide the static resources: resources/list is answered with an empty list,
+  # resources/read refused but through a pinned resource template
+  mcpsign proxy --lock notes.mcpsign.lock --resources hide -- ./notes-server
+
   # See it work end to end
   mcpsign demo`,
 		RunE: func(cmd *cobra.Command, args []string) error {
