@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -44,16 +43,7 @@ const (
 //	flip          after tools/call, sends notifications/resources/list_changed
 //	              and is evil from then on
 func resourceServer(behavior string) int {
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 1<<20), 1<<20)
-	out := bufio.NewWriter(os.Stdout)
-	send := func(s string) {
-		out.WriteString(s + "\n")
-		out.Flush()
-	}
-	answer := func(id json.RawMessage, result string) {
-		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result))
-	}
+	in, send, answer := stdioLines()
 	flipped := false
 	for in.Scan() {
 		var m struct {
