@@ -185,41 +185,57 @@ func (r *Result) Lookup(k Kind, key string) (Definition, bool) {
 // Compute digests every definition of s, finds repeated keys, and computes
 // the Set Digests and the Instructions Digest. It never fails as a whole: a
 // definition without a digest carries its reason, and Result.Err reports
-// them all.
+// them all. It covers the signed kinds (Kinds) only: s.Resources are
+// ComputeResources'.
 func Compute(s *Snapshot) *Result {
 	r := &Result{Sets: map[Kind]string{}, Counts: map[Kind]int{}}
 	for _, k := range Kinds {
-		defs := s.Definitions(k)
-		r.Counts[k] = len(defs)
-		first := len(r.Definitions)
-		for i, raw := range defs {
-			r.Definitions = append(r.Definitions, digestOne(k, i, raw))
-		}
-		kindDefs := r.Definitions[first:]
-		markDuplicates(kindDefs)
-		slices.SortStableFunc(kindDefs, func(a, b Definition) int {
-			if c := strings.Compare(a.Key, b.Key); c != 0 {
-				return c
-			}
-			return a.Index - b.Index
-		})
-		pairs := make([]KeyDigest, 0, len(kindDefs))
-		valid := true
-		for _, d := range kindDefs {
-			if d.Err != nil {
-				valid = false
-				break
-			}
-			pairs = append(pairs, KeyDigest{Key: d.Key, Digest: d.Digest})
-		}
-		if valid {
-			r.Sets[k] = SetDigest(pairs)
-		}
+		r.addKind(k, s.Definitions(k))
 	}
 	if s.Instructions != nil {
 		r.Instructions = InstructionsDigest(*s.Instructions)
 	}
 	return r
+}
+
+// ComputeResources digests the static resources of s as Compute digests a
+// kind (KindResource, keyed by "uri"; docs/DIGEST.md): every resource with
+// its digest or the reason it has none, repeated URIs withheld, and the Set
+// Digest of them all in Sets[KindResource] when every one has a digest. It
+// returns nil when s has no resources listed (s.Resources is nil).
+func ComputeResources(s *Snapshot) *Result {
+	if s.Resources == nil {
+		return nil
+	}
+	r := &Result{Sets: map[Kind]string{}, Counts: map[Kind]int{}}
+	r.addKind(KindResource, s.Resources)
+	return r
+}
+
+// addKind digests the definitions of one kind, sorted by key then index,
+// and its Set Digest when all are valid.
+func (r *Result) addKind(k Kind, defs []json.RawMessage) {
+	r.Counts[k] = len(defs)
+	first := len(r.Definitions)
+	for i, raw := range defs {
+		r.Definitions = append(r.Definitions, digestOne(k, i, raw))
+	}
+	kindDefs := r.Definitions[first:]
+	markDuplicates(kindDefs)
+	slices.SortStableFunc(kindDefs, func(a, b Definition) int {
+		if c := strings.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return a.Index - b.Index
+	})
+	pairs := make([]KeyDigest, 0, len(kindDefs))
+	for _, d := range kindDefs {
+		if d.Err != nil {
+			return
+		}
+		pairs = append(pairs, KeyDigest{Key: d.Key, Digest: d.Digest})
+	}
+	r.Sets[k] = SetDigest(pairs)
 }
 
 func digestOne(k Kind, index int, raw json.RawMessage) Definition {

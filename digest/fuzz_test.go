@@ -142,6 +142,7 @@ func FuzzSplitList(f *testing.F) {
 	f.Add([]byte(`{"tools":[{"name":"a"}],"Tools":[{"name":"evil"}]}`))
 	f.Add([]byte("{\"tool\u017f\":[],\"tools\":[{\"name\":\"a\"}]}"))
 	f.Add([]byte(`{"tools":[],"nextCursor":"a","NextCursor":"b"}`))
+	f.Add([]byte(`{"tools":[],"resources":[{"uri":"a"}],"Resources":[]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		items, cursor, hasNext, err := SplitList(KindTool, in)
 		if err != nil {
@@ -188,6 +189,12 @@ func FuzzParseSnapshot(f *testing.F) {
 		`{"kind":"mcpsign.snapshot",` + full + `,"clientCapabilities":null}`,
 		`{"kind":"mcpsign.snapshot",` + full + `,"clientCapabilities":{"a":1,"a":2}}`,
 		`{"kind":"mcpsign.snapshot",` + full + `,"ClientCapabilities":{}}`,
+		`{"kind":"mcpsign.snapshot",` + full + `,"resources":[{"uri":"file:///a","name":"a","description":"A.\u200b"}]}`,
+		`{"kind":"mcpsign.snapshot",` + full + `,"resources":[]}`,
+		`{"kind":"mcpsign.snapshot",` + full + `,"resources":null}`,
+		`{"kind":"mcpsign.snapshot",` + full + `,"resources":[],"Resources":[{"uri":"x"}]}`,
+		`{"kind":"mcpsign.snapshot",` + full + `,"resources":[{"uri":"a"},{"uri":"a"}]}`,
+		`{"resources":[{"uri":"a"}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -202,8 +209,12 @@ func FuzzParseSnapshot(f *testing.F) {
 			Tools             []json.RawMessage
 			Prompts           []json.RawMessage
 			ResourceTemplates []json.RawMessage
+			Resources         []json.RawMessage
 		}
 		if json.Unmarshal(in, &lenient) == nil {
+			if len(lenient.Resources) != len(s.Resources) {
+				t.Fatalf("resources: lenient reads %d, strict %d", len(lenient.Resources), len(s.Resources))
+			}
 			if (lenient.Instructions == nil) != (s.Instructions == nil) || (s.Instructions != nil && *lenient.Instructions != *s.Instructions) {
 				t.Fatalf("instructions: lenient %v, strict %v", lenient.Instructions, s.Instructions)
 			}
@@ -238,6 +249,12 @@ func FuzzParseSnapshot(f *testing.F) {
 			if r1.Sets[k] != r2.Sets[k] {
 				t.Fatalf("%s set digest changed after write and read", k)
 			}
+		}
+		if (s.Resources == nil) != (s2.Resources == nil) {
+			t.Fatalf("resources listed %v, after write and read %v", s.Resources != nil, s2.Resources != nil)
+		}
+		if rr1, rr2 := ComputeResources(s), ComputeResources(s2); rr1 != nil && rr1.Sets[KindResource] != rr2.Sets[KindResource] {
+			t.Fatalf("resource set digest changed after write and read")
 		}
 		if !bytes.Equal(s.ClientCapabilities, s2.ClientCapabilities) {
 			t.Fatalf("clientCapabilities changed after write and read: %q, then %q", s.ClientCapabilities, s2.ClientCapabilities)

@@ -24,7 +24,7 @@ func rawArray(v []byte, what string) ([]json.RawMessage, error) {
 }
 
 // SplitList reads one page of a list result (the "result" of tools/list,
-// prompts/list or resources/templates/list) and returns its definitions as
+// prompts/list, resources/templates/list or resources/list) and returns its definitions as
 // the exact bytes received, and the cursor of the next page when there is
 // one. A repeated member name in the result, a case variant of a list
 // member or of nextCursor, a missing definitions array or a nextCursor that
@@ -37,7 +37,7 @@ func SplitList(k Kind, result []byte) (items []json.RawMessage, nextCursor strin
 	}
 	// A case variant of a list member ("Tools") is what a case-insensitive
 	// reader would take for the list.
-	if err := CheckCaseVariants(names, "tools", "prompts", "resourceTemplates", "nextCursor"); err != nil {
+	if err := CheckCaseVariants(names, "tools", "prompts", "resourceTemplates", "resources", "nextCursor"); err != nil {
 		return nil, "", false, fmt.Errorf("%s: %w", what, err)
 	}
 	list, ok := values[k.ListMember()]
@@ -143,6 +143,9 @@ func ParseSnapshot(data []byte) (*Snapshot, error) {
 			var items []json.RawMessage
 			items, err = rawArray(v, "the member")
 			s.SetDefinitions(kindOfListMember(name), items)
+		case "resources":
+			// Optional: present when the resources were listed.
+			s.Resources, err = rawArray(v, "the member")
 		case "capturedAt":
 			var at string
 			if at, err = DecodeString(v); err == nil {
@@ -260,7 +263,12 @@ func (s *Snapshot) MarshalFile() ([]byte, error) {
 		b.WriteString(",\n  \"clientCapabilities\": ")
 		b.Write(caps)
 	}
-	for _, k := range Kinds {
+	// The resources, when listed, after the definitions.
+	kinds := Kinds[:]
+	if s.Resources != nil {
+		kinds = append(kinds[:len(kinds):len(kinds)], KindResource)
+	}
+	for _, k := range kinds {
 		b.WriteString(",\n  \"" + k.ListMember() + "\": [")
 		for i, raw := range s.Definitions(k) {
 			if !json.Valid(raw) {

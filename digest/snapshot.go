@@ -13,22 +13,34 @@ import (
 // Kind is the kind of an MCP definition.
 type Kind string
 
-// The three kinds of definition that mcpsign digests. The string values are
-// the ones used in snapshots, statements, locks and JSON output.
+// The three kinds of definition that mcpsign digests and signs. The string
+// values are the ones used in snapshots, statements, locks and JSON output.
 const (
 	KindTool             Kind = "tool"
 	KindPrompt           Kind = "prompt"
 	KindResourceTemplate Kind = "resourceTemplate"
 )
 
-// Kinds lists every Kind in the canonical order used for output and sorting.
+// KindResource is a static resource, an item of a resources/list result.
+// It is digested as a definition is (docs/DIGEST.md), keyed by "uri", but it
+// is no signed kind: it is not in Kinds, no statement has it, and Valid is
+// false for it. A lock and a snapshot hold resources in a member of their
+// own, only when they were listed (docs/LOCK.md, docs/SNAPSHOT.md).
+const KindResource Kind = "resource"
+
+// Kinds lists every signed Kind in the canonical order used for output and
+// sorting. KindResource is not among them: it sorts after them.
 var Kinds = [...]Kind{KindTool, KindPrompt, KindResourceTemplate}
 
 // KeyMember is the member of a definition that identifies it within its kind:
-// "name" for tools and prompts, "uriTemplate" for resource templates.
+// "name" for tools and prompts, "uriTemplate" for resource templates, "uri"
+// for resources.
 func (k Kind) KeyMember() string {
-	if k == KindResourceTemplate {
+	switch k {
+	case KindResourceTemplate:
 		return "uriTemplate"
+	case KindResource:
+		return "uri"
 	}
 	return "name"
 }
@@ -40,6 +52,8 @@ func (k Kind) ListMethod() string {
 		return "tools/list"
 	case KindPrompt:
 		return "prompts/list"
+	case KindResource:
+		return "resources/list"
 	default:
 		return "resources/templates/list"
 	}
@@ -52,13 +66,15 @@ func (k Kind) ListMember() string {
 		return "tools"
 	case KindPrompt:
 		return "prompts"
+	case KindResource:
+		return "resources"
 	default:
 		return "resourceTemplates"
 	}
 }
 
 // Capability is the server capability that announces definitions of this
-// kind: "tools", "prompts", or "resources" (resource templates are
+// kind: "tools", "prompts", or "resources" (resource templates and
 // resources).
 func (k Kind) Capability() string {
 	switch k {
@@ -80,6 +96,8 @@ func (k Kind) Count(n int) string {
 		noun = "tool"
 	case KindPrompt:
 		noun = "prompt"
+	case KindResource:
+		noun = "resource"
 	}
 	if n != 1 {
 		noun += "s"
@@ -102,7 +120,8 @@ func (s *Snapshot) CountText() string {
 	return CountText(func(k Kind) int { return len(s.Definitions(k)) })
 }
 
-// Valid reports whether k is one of the three known kinds.
+// Valid reports whether k is one of the three signed kinds (Kinds);
+// KindResource is not.
 func (k Kind) Valid() bool {
 	return k == KindTool || k == KindPrompt || k == KindResourceTemplate
 }
@@ -161,7 +180,12 @@ type Snapshot struct {
 	Tools             []json.RawMessage `json:"tools"`
 	Prompts           []json.RawMessage `json:"prompts"`
 	ResourceTemplates []json.RawMessage `json:"resourceTemplates"`
-	CapturedAt        time.Time         `json:"capturedAt"`
+	// Resources are the static resources (resources/list, all pages), as
+	// received; nil when they were not listed (a policy that does not pin
+	// them, a snapshot file without the member). They are part of no Set
+	// Digest a statement signs (ComputeResources digests them).
+	Resources  []json.RawMessage `json:"resources,omitempty"`
+	CapturedAt time.Time         `json:"capturedAt"`
 	// ClientCapabilities are the client capabilities announced to the
 	// server when the definitions were read from it, in their RFC 8785
 	// form (CanonicalClientCapabilities); nil when unknown: a snapshot file
@@ -187,6 +211,8 @@ func (s *Snapshot) Definitions(k Kind) []json.RawMessage {
 		return s.Prompts
 	case KindResourceTemplate:
 		return s.ResourceTemplates
+	case KindResource:
+		return s.Resources
 	}
 	return nil
 }
@@ -200,6 +226,8 @@ func (s *Snapshot) SetDefinitions(k Kind, defs []json.RawMessage) {
 		s.Prompts = defs
 	case KindResourceTemplate:
 		s.ResourceTemplates = defs
+	case KindResource:
+		s.Resources = defs
 	}
 }
 

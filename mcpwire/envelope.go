@@ -48,6 +48,9 @@ const (
 	HasTools Lists = 1 << iota
 	HasPrompts
 	HasResourceTemplates
+	// HasResources: a "resources" array (resources/list), the static
+	// resources a policy may pin (docs/POLICY.md).
+	HasResources
 )
 
 // ListFlag returns the flag of kind k's list member.
@@ -57,6 +60,8 @@ func ListFlag(k digest.Kind) Lists {
 		return HasTools
 	case digest.KindPrompt:
 		return HasPrompts
+	case digest.KindResource:
+		return HasResources
 	}
 	return HasResourceTemplates
 }
@@ -282,7 +287,9 @@ func checkID(raw []byte) error {
 
 // resultMembers are the members of a list result that mcpsign reads; each
 // must appear at most once, spelled exactly (see memberSlot).
-var resultMembers = [...]string{"tools", "prompts", "resourceTemplates", "nextCursor"}
+// resultMembers are the list members of a result, in the order of their
+// Lists flags, then nextCursor.
+var resultMembers = [...]string{"tools", "prompts", "resourceTemplates", "resources", "nextCursor"}
 
 // resultObject skips the result object of a response and reports which
 // list members it has at its top level. A list member or nextCursor that is
@@ -307,7 +314,7 @@ func resultObject(s *jsonscan.Scanner) (Lists, error) {
 				return &SyntaxError{nameStart, "repeated result member " + strconv.Quote(name)}
 			}
 			seen[i] = true
-			if i < 3 {
+			if i < len(resultMembers)-1 {
 				lists |= 1 << i
 			}
 		}

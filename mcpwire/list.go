@@ -37,6 +37,12 @@ type Limits struct {
 	MaxBytes int64
 	// Progress, when set, is told each page before it is asked for.
 	Progress func(method string, page int)
+	// Resources also lists the static resources (resources/list, every
+	// page) into the snapshot's Resources, when the hello announced
+	// resources (or its capabilities are unknown): what a policy that pins
+	// them checks (docs/POLICY.md, "resources"). Without it Resources stays
+	// nil: not listed.
+	Resources bool
 }
 
 func (l Limits) withDefaults() Limits {
@@ -53,8 +59,9 @@ func (l Limits) withDefaults() Limits {
 }
 
 // ListAll lists every page of every kind the hello announced (every kind
-// when its capabilities are unknown) and returns them, with what the hello
-// said, as a snapshot of the exact bytes received. A kind the server does
+// when its capabilities are unknown), and the static resources when
+// lim.Resources is set, and returns them, with what the hello said, as a
+// snapshot of the exact bytes received. A kind the server does
 // not implement (method not found on its first page) counts as empty when
 // its capabilities are unknown, and for resource templates, which servers
 // that announce resources often lack.
@@ -79,6 +86,16 @@ func ListAll(ctx context.Context, c Caller, h *Hello, lim Limits) (*digest.Snaps
 			}
 		}
 		snap.SetDefinitions(k, defs)
+	}
+	if lim.Resources {
+		defs := []json.RawMessage{}
+		if h.Announced(digest.KindResource.Capability()) {
+			var err error
+			if defs, err = listKind(ctx, c, h, digest.KindResource, &lim, &budget); err != nil {
+				return nil, err
+			}
+		}
+		snap.Resources = defs
 	}
 	snap.CapturedAt = time.Now().UTC()
 	return snap, nil

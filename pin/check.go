@@ -38,7 +38,13 @@ const (
 	RuleResourceTemplateAdded   = "pin-resource-template-added"
 	RuleResourceTemplateRemoved = "pin-resource-template-removed"
 	RuleResourceTemplateChanged = "pin-resource-template-changed"
-	RuleCapabilityAdded         = "pin-capability-added"
+	// RuleResourceAdded, RuleResourceRemoved and RuleResourceChanged are
+	// the static resources' (resources/list, keyed by uri), checked when
+	// a policy pins them (docs/DRIFT.md).
+	RuleResourceAdded   = "pin-resource-added"
+	RuleResourceRemoved = "pin-resource-removed"
+	RuleResourceChanged = "pin-resource-changed"
+	RuleCapabilityAdded = "pin-capability-added"
 	// RuleHiddenCharacters (an mcpsign extension of the drift rules): a
 	// text of a definition gained invisible, bidirectional-control or tag
 	// characters (diff.BreakingHiddenCharacters).
@@ -238,7 +244,11 @@ func (r *Report) Failed(f FailOn) bool {
 // changed definition is drift whatever the capabilities. Unknown
 // capabilities (nil on either side) compare as equal: removal stays drift.
 func (l *Lock) Check(s *digest.Snapshot) *Report {
-	d := diff.Compare(LockSide("lock", l), diff.SnapshotSide("server", diff.OriginLive, s), diff.Options{})
+	ls := LockSide("lock", l)
+	// A snapshot that listed the resources is checked against the lock's:
+	// a lock that records none approves none (docs/LOCK.md, "resources").
+	ls.Resources = s.Resources != nil
+	d := diff.Compare(ls, diff.SnapshotSide("server", diff.OriginLive, s), diff.Options{})
 	approval := l.Approval
 	r := &Report{
 		Locked:   l.Server,
@@ -250,6 +260,9 @@ func (l *Lock) Check(s *digest.Snapshot) *Report {
 	}
 	for _, k := range digest.Kinds {
 		r.Counts[k.ListMember()] = len(s.Definitions(k))
+	}
+	if s.Resources != nil {
+		r.Counts[digest.KindResource.ListMember()] = len(s.Resources)
 	}
 	// Unknown on either side compares as equal; one that does not read
 	// differs (as digest.EqualClientCapabilities has it), and observed is

@@ -55,11 +55,27 @@ func FuzzReadLock(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	snap.Resources = []json.RawMessage{
+		json.RawMessage(`{"uri":"file:///b.txt","name":"b","description":"File b.\u200b","_meta":{"y":true}}`),
+		json.RawMessage(`{"uri":"file:///a.txt","name":"a","mimeType":"text/plain","size":12}`),
+	}
+	withResources, err := NewLock(snap, Approval{Method: MethodTOFU, ApprovedAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	snap.Resources = []json.RawMessage{}
+	noResources, err := NewLock(snap, Approval{Method: MethodTOFU, ApprovedAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	snap.Resources = nil
 	anchored := *small
 	anchored.AuditHead = digest.InstructionsDigest("the log's last line")
-	for _, l := range []*Lock{honest, rug, small, withCaps, &anchored} {
+	for _, l := range []*Lock{honest, rug, small, withCaps, withResources, noResources, &anchored} {
 		f.Add(mustMarshal(f, l))
 	}
+	f.Add(bytes.Replace(mustMarshal(f, withResources), []byte(`"kind": "resource"`), []byte(`"kind": "resourceTemplate"`), 1))
+	f.Add(bytes.Replace(mustMarshal(f, withResources), []byte(`"resources": {"set"`), []byte(`"Resources": {}, "resources": {"set"`), 1))
 	f.Add(bytes.Replace(mustMarshal(f, withCaps), []byte(`"clientCapabilities": {`), []byte(`"clientCapabilities": null, "x": {`), 1))
 	f.Add([]byte(`{"kind":"mcpsign.lock","lockVersion":1}`))
 	f.Add([]byte(`{"kind":"mcpsign.lock","lockVersion":2}`))

@@ -167,6 +167,14 @@ type Lock struct {
 	// Definitions sorted by kind (tool, prompt, resourceTemplate) then key
 	// in UTF-8 byte order.
 	Definitions []Definition
+	// Resources are the pinned static resources (kind digest.KindResource,
+	// keyed by uri), sorted by key; nil when the lock records none (it was
+	// written without listing them: resources not pinned). They are
+	// approved by Approval, but no signature covers them (docs/LOCK.md,
+	// "resources").
+	Resources []Definition
+	// ResourceSet is the Set Digest of Resources; "" when Resources is nil.
+	ResourceSet string
 	// Capabilities are the capability overrides the approver gave, by tool
 	// name; nil when none.
 	Capabilities capability.Overrides
@@ -183,20 +191,22 @@ type Lock struct {
 }
 
 // NewLock returns the lock of a snapshot approved as a says, recording the
-// client capabilities the snapshot was read under. It fails when any
-// definition has no digest (a partial set is never pinned), when a string is
+// client capabilities the snapshot was read under, and its static resources
+// when it listed them (s.Resources not nil). It fails when any definition
+// or resource has no digest (a partial set is never pinned), when a string is
 // not valid UTF-8, when the client capabilities are not a JSON object, or
 // when the approval is incomplete. A zero ApprovedAt is set to now.
 func NewLock(s *digest.Snapshot, a Approval) (*Lock, error) {
 	r := digest.Compute(s)
-	if err := r.Err(); err != nil {
+	err := r.Err()
+	if err != nil {
 		return nil, err
 	}
 	if a.ApprovedAt.IsZero() {
 		a.ApprovedAt = time.Now()
 	}
 	a.ApprovedAt = a.ApprovedAt.UTC().Truncate(time.Second)
-	if err := a.validate(); err != nil {
+	if err = a.validate(); err != nil {
 		return nil, err
 	}
 	l := &Lock{
@@ -222,17 +232,36 @@ func NewLock(s *digest.Snapshot, a Approval) (*Lock, error) {
 		l.ClientCapabilities = caps
 	}
 	// Compute orders by kind (digest.Kinds), then key, then index.
-	for _, d := range r.Definitions {
-		def, err := withoutMeta(d.Raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", d.Kind, textsafe.Quote(d.Key), err)
+	if l.Definitions, err = lockDefinitions(r.Definitions); err != nil {
+		return nil, err
+	}
+	if rr := digest.ComputeResources(s); rr != nil {
+		if err := rr.Err(); err != nil {
+			return nil, err
 		}
-		l.Definitions = append(l.Definitions, Definition{Kind: d.Kind, Key: d.Key, Digest: d.Digest, Definition: def})
+		if l.Resources, err = lockDefinitions(rr.Definitions); err != nil {
+			return nil, err
+		}
+		l.ResourceSet = rr.Sets[digest.KindResource]
 	}
 	if err := l.checkStrings(); err != nil {
 		return nil, err
 	}
 	return l, nil
+}
+
+// lockDefinitions returns the digested definitions as a lock holds them:
+// without their top-level "_meta", in the order given.
+func lockDefinitions(defs []digest.Definition) ([]Definition, error) {
+	out := make([]Definition, 0, len(defs))
+	for _, d := range defs {
+		def, err := withoutMeta(d.Raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", d.Kind, textsafe.Quote(d.Key), err)
+		}
+		out = append(out, Definition{Kind: d.Kind, Key: d.Key, Digest: d.Digest, Definition: def})
+	}
+	return out, nil
 }
 
 // withoutMeta returns a copy of a definition without its top-level "_meta"
@@ -357,6 +386,12 @@ func (l *Lock) Snapshot() *digest.Snapshot {
 	for _, d := range l.Definitions {
 		s.SetDefinitions(d.Kind, append(s.Definitions(d.Kind), d.Definition))
 	}
+	if l.Resources != nil {
+		s.Resources = make([]json.RawMessage, 0, len(l.Resources))
+		for _, d := range l.Resources {
+			s.Resources = append(s.Resources, d.Definition)
+		}
+	}
 	return s
 }
 
@@ -407,25 +442,15 @@ func (l *Lock) marshalBody() ([]byte, error) {
 	str(l.Sets.Prompts)
 	b.WriteString(", \"resourceTemplates\": ")
 	str(l.Sets.ResourceTemplates)
-	b.WriteString("},\n  \"definitions\": [")
-	for i, d := range l.Definitions {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("\n    {\"kind\": ")
-		str(string(d.Kind))
-		b.WriteString(", \"key\": ")
-		str(d.Key)
-		b.WriteString(", \"digest\": ")
-		str(d.Digest)
-		b.WriteString(",\n     \"definition\": ")
-		b.Write(bytes.TrimSpace(d.Definition))
+	b.WriteString("},\n  \"definitions\": ")
+	writeEntries(&b, l.Definitions, "  ")
+	if l.Resources != nil {
+		b.WriteString(",\n  \"resources\": {\"set\": ")
+		str(l.ResourceSet)
+		b.WriteString(",\n    \"definitions\": ")
+		writeEntries(&b, l.Resources, "    ")
 		b.WriteByte('}')
 	}
-	if len(l.Definitions) > 0 {
-		b.WriteString("\n  ")
-	}
-	b.WriteByte(']')
 	if len(l.Capabilities) > 0 {
 		caps, err := l.Capabilities.MarshalJSON()
 		if err != nil {
@@ -447,6 +472,30 @@ func (l *Lock) marshalBody() ([]byte, error) {
 		str(l.AuditHead)
 	}
 	return b.Bytes(), nil
+}
+
+// writeEntries writes pinned definitions as the array of a lock, each
+// entry on its own lines, the closing bracket after ind.
+func writeEntries(b *bytes.Buffer, defs []Definition, ind string) {
+	b.WriteByte('[')
+	for i, d := range defs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("\n" + ind + "  {\"kind\": ")
+		writeJSONString(b, string(d.Kind))
+		b.WriteString(", \"key\": ")
+		writeJSONString(b, d.Key)
+		b.WriteString(", \"digest\": ")
+		writeJSONString(b, d.Digest)
+		b.WriteString(",\n" + ind + "   \"definition\": ")
+		b.Write(bytes.TrimSpace(d.Definition))
+		b.WriteByte('}')
+	}
+	if len(defs) > 0 {
+		b.WriteString("\n" + ind)
+	}
+	b.WriteByte(']')
 }
 
 // MarshalJSON writes the approval as a lock holds it (docs/LOCK.md): its
@@ -529,7 +578,7 @@ func (l *Lock) validate() error {
 	snap := &digest.Snapshot{}
 	for i, d := range l.Definitions {
 		if !d.Kind.Valid() {
-			return fmt.Errorf("definition #%d: kind %s is not tool, prompt or resourceTemplate", i, strconv.Quote(string(d.Kind)))
+			return fmt.Errorf("definition #%d: kind %s is not tool, prompt or resourceTemplate (resources are in the member \"resources\")", i, strconv.Quote(string(d.Kind)))
 		}
 		if i > 0 && compareDefinitions(l.Definitions[i-1], d) >= 0 {
 			return fmt.Errorf("definition #%d (%s %s) is out of order or repeated: definitions are sorted by kind, then key", i, d.Kind, textsafe.Quote(d.Key))
@@ -555,7 +604,49 @@ func (l *Lock) validate() error {
 			return fmt.Errorf("sets.%s is %s, but the definitions give %s", k.ListMember(), got, want)
 		}
 	}
+	if err := l.validateResources(); err != nil {
+		return err
+	}
 	return l.checkOverrides(l.Capabilities)
+}
+
+// validateResources checks the pinned resources as validate checks the
+// definitions: each of kind resource, sorted and unique by key, digesting
+// to its digest under its uri, and their Set Digest.
+func (l *Lock) validateResources() error {
+	if l.Resources == nil {
+		if l.ResourceSet != "" {
+			return errors.New("a resource Set Digest without resources")
+		}
+		return nil
+	}
+	snap := &digest.Snapshot{Resources: make([]json.RawMessage, 0, len(l.Resources))}
+	for i, d := range l.Resources {
+		if d.Kind != digest.KindResource {
+			return fmt.Errorf("resources.definitions #%d: kind %s is not %q", i, strconv.Quote(string(d.Kind)), digest.KindResource)
+		}
+		if i > 0 && compareDefinitions(l.Resources[i-1], d) >= 0 {
+			return fmt.Errorf("resources.definitions #%d (%s) is out of order or repeated: resources are sorted by key", i, textsafe.Quote(d.Key))
+		}
+		snap.Resources = append(snap.Resources, d.Definition)
+	}
+	r := digest.ComputeResources(snap)
+	if err := r.Err(); err != nil {
+		return err
+	}
+	for i, got := range r.Definitions {
+		want := l.Resources[i]
+		if got.Key != want.Key {
+			return fmt.Errorf("resources.definitions #%d is keyed %s but its uri member says %s", i, textsafe.Quote(want.Key), textsafe.Quote(got.Key))
+		}
+		if got.Digest != want.Digest {
+			return fmt.Errorf("resource %s: the recorded digest %s is not the digest of the recorded resource (%s)", textsafe.Quote(want.Key), want.Digest, got.Digest)
+		}
+	}
+	if want := r.Sets[digest.KindResource]; l.ResourceSet != want {
+		return fmt.Errorf("resources.set is %s, but the resources give %s", l.ResourceSet, want)
+	}
+	return nil
 }
 
 // Errors a lock is refused with; a *LockError from Read wraps one of them
@@ -615,7 +706,8 @@ func readCapped(path string, max int64) ([]byte, error) {
 
 // Lock members, in file order.
 var (
-	lockMembers         = []string{"kind", "lockVersion", "server", "protocolVersion", "instructions", "clientCapabilities", "sets", "definitions", "capabilities", "approval", "auditHead", "lockDigest"}
+	lockMembers         = []string{"kind", "lockVersion", "server", "protocolVersion", "instructions", "clientCapabilities", "sets", "definitions", "resources", "capabilities", "approval", "auditHead", "lockDigest"}
+	resourcesMembers    = []string{"set", "definitions"}
 	lockRequired        = []string{"kind", "lockVersion", "server", "protocolVersion", "sets", "definitions", "approval", "lockDigest"}
 	serverMembers       = []string{"name", "version"}
 	setsMembers         = []string{"tools", "prompts", "resourceTemplates"}
@@ -762,8 +854,13 @@ func decodeLock(m map[string]json.RawMessage) (*Lock, error) {
 	if err := member("sets", decodeSets(m["sets"], &l.Sets)); err != nil {
 		return nil, err
 	}
-	if err := member("definitions", decodeDefinitions(m["definitions"], l)); err != nil {
-		return nil, err
+	if l.Definitions, err = decodeDefinitions(m["definitions"]); err != nil {
+		return nil, member("definitions", err)
+	}
+	if raw, ok := m["resources"]; ok {
+		if err := member("resources", decodeResources(raw, l)); err != nil {
+			return nil, err
+		}
 	}
 	if raw, ok := m["capabilities"]; ok {
 		c, err := objectMembers(raw, capabilitiesMembers, capabilitiesMembers)
@@ -806,44 +903,61 @@ func decodeSets(raw json.RawMessage, s *Sets) error {
 	return nil
 }
 
-func decodeDefinitions(raw json.RawMessage, l *Lock) error {
-	items, err := splitArray(raw)
+// decodeResources reads the member "resources": {"set", "definitions"},
+// the definitions entries as those of "definitions" (validate checks their
+// kind).
+func decodeResources(raw json.RawMessage, l *Lock) error {
+	m, err := objectMembers(raw, resourcesMembers, resourcesMembers)
 	if err != nil {
 		return err
 	}
-	l.Definitions = make([]Definition, 0, len(items))
+	if l.ResourceSet, err = decodeString(m["set"]); err != nil || !digest.ValidDigest(l.ResourceSet) {
+		return errors.New("set is not a sha256 digest")
+	}
+	if l.Resources, err = decodeDefinitions(m["definitions"]); err != nil {
+		return fmt.Errorf("definitions: %w", err)
+	}
+	return nil
+}
+
+func decodeDefinitions(raw json.RawMessage) ([]Definition, error) {
+	items, err := splitArray(raw)
+	if err != nil {
+		return nil, err
+	}
+	defs := make([]Definition, 0, len(items))
 	for i, item := range items {
 		dm, err := objectMembers(item, definitionMembers, definitionMembers)
 		if err != nil {
-			return fmt.Errorf("#%d: %w", i, err)
+			return nil, fmt.Errorf("#%d: %w", i, err)
 		}
 		var d Definition
 		var kind string
 		if kind, err = decodeString(dm["kind"]); err != nil {
-			return fmt.Errorf("#%d: kind: %w", i, err)
+			return nil, fmt.Errorf("#%d: kind: %w", i, err)
 		}
 		d.Kind = digest.Kind(kind)
 		if d.Key, err = decodeString(dm["key"]); err != nil {
-			return fmt.Errorf("#%d: key: %w", i, err)
+			return nil, fmt.Errorf("#%d: key: %w", i, err)
 		}
 		if d.Digest, err = decodeString(dm["digest"]); err != nil || !digest.ValidDigest(d.Digest) {
-			return fmt.Errorf("#%d: digest is not a sha256 digest", i)
+			return nil, fmt.Errorf("#%d: digest is not a sha256 digest", i)
 		}
 		def := bytes.TrimSpace(dm["definition"])
 		if len(def) == 0 || def[0] != '{' {
-			return fmt.Errorf("#%d: definition is not an object", i)
+			return nil, fmt.Errorf("#%d: definition is not an object", i)
 		}
 		members, err := splitObject(def)
 		if err != nil {
-			return fmt.Errorf("#%d: definition: %w", i, err)
+			return nil, fmt.Errorf("#%d: definition: %w", i, err)
 		}
 		if slices.ContainsFunc(members, func(m member) bool { return m.name == "_meta" }) {
-			return fmt.Errorf("#%d: definition has a top-level \"_meta\" member (a lock stores definitions without it)", i)
+			return nil, fmt.Errorf("#%d: definition has a top-level \"_meta\" member (a lock stores definitions without it)", i)
 		}
 		d.Definition = def
-		l.Definitions = append(l.Definitions, d)
+		defs = append(defs, d)
 	}
-	return nil
+	return defs, nil
 }
 
 func decodeApproval(raw json.RawMessage, a *Approval) error {

@@ -27,6 +27,10 @@ func LockSide(label string, l *Lock) *diff.Side {
 	for i, d := range l.Definitions {
 		side.Definitions = append(side.Definitions, digest.Definition{Kind: d.Kind, Key: d.Key, Index: i, Digest: d.Digest, Raw: d.Definition})
 	}
+	for i, d := range l.Resources {
+		side.Definitions = append(side.Definitions, digest.Definition{Kind: d.Kind, Key: d.Key, Index: i, Digest: d.Digest, Raw: d.Definition})
+	}
+	side.Resources = l.Resources != nil
 	return side
 }
 

@@ -2,6 +2,7 @@ package pin
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,7 +33,50 @@ const (
 	// RuleRollForwardLowerVersion: the signed server version is a lower
 	// semantic version than the lock's.
 	RuleRollForwardLowerVersion = "pin-rollforward-lower-version"
+	// RuleRollForwardResources: the new lock pins other static resources
+	// than the lock in force. No signature covers resources (docs/LOCK.md,
+	// "resources"): a signed update or a lock another process wrote never
+	// changes them; a person does ('mcpsign approve', or pin again).
+	RuleRollForwardResources = "pin-rollforward-resources-unsigned"
 )
+
+// SameResources returns an *ApprovalError (RuleRollForwardResources) when
+// next does not approve exactly the static resources held approves (a lock
+// without the member approves none: the same as an empty list). A
+// roll-forward and the adoption of a lock another process wrote call it,
+// since the signed approval they rest on says nothing about resources.
+func SameResources(held, next *Lock) error {
+	if resourceSet(held) == resourceSet(next) {
+		return nil
+	}
+	what := func(l *Lock) string {
+		if l.Resources == nil {
+			return "no resources"
+		}
+		return digest.KindResource.Count(len(l.Resources)) + " (set " + l.ResourceSet + ")"
+	}
+	return &ApprovalError{Rule: RuleRollForwardResources, Reason: fmt.Sprintf(
+		"the lock in force pins %s, the new one %s: resources are not signed, so a signature cannot approve a change of them; review it and approve it with 'mcpsign approve'",
+		what(held), what(next))}
+}
+
+// CarryResources gives l, a new lock of a snapshot that did not list the
+// static resources, the resources held pins: not listed is not judged, so
+// an update keeps them as they were approved.
+func (l *Lock) CarryResources(held *Lock) {
+	if l.Resources == nil && held.Resources != nil {
+		l.Resources, l.ResourceSet = slices.Clone(held.Resources), held.ResourceSet
+	}
+}
+
+// resourceSet is the Set Digest of the resources l approves: none when it
+// records none.
+func resourceSet(l *Lock) string {
+	if l.Resources == nil {
+		return digest.EmptySetDigest
+	}
+	return l.ResourceSet
+}
 
 // Verified is what a verified bundle established about observed
 // definitions: the approval to record in a lock, and the signed facts a

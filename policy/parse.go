@@ -18,7 +18,7 @@ var (
 	topMembers      = []string{"kind", "policyVersion", "$comment", "trust", "defaults", "servers", "revoked"}
 	trustMembers    = []string{"$comment", "trustedRoot", "tuf", "caRoots", "caIntermediates"}
 	tufMembers      = []string{"mirror", "cache"}
-	serverMembers   = []string{"$comment", "identities", "threshold", "require", "maxBundleAge", "bundle", "package", "lock", "mode", "unsigned", "rollForward", "audit", "clientCapabilities"}
+	serverMembers   = []string{"$comment", "identities", "threshold", "require", "maxBundleAge", "bundle", "package", "lock", "mode", "unsigned", "rollForward", "resources", "audit", "clientCapabilities"}
 	sigstoreMembers = []string{"method", "issuer", "issuerRegexp", "subject", "subjectRegexp", "sourceRepository", "sourceRef", "workflowSha", "workflowTrigger", "workflowName"}
 	keyMembers      = []string{"method", "key"}
 	certMembers     = []string{"method", "subject", "san", "sanRegexp", "email", "uri", "dns", "issuer"}
@@ -327,6 +327,14 @@ func (p *parser) server(v []byte, at string) (Server, error) {
 		}
 		rf := RollForward(str)
 		s.RollForward = &rf
+	}
+	if x, ok := m["resources"]; ok {
+		str, err := p.enum(x, at+"/resources", "pass", "pin", "hide")
+		if err != nil {
+			return s, err
+		}
+		rs := Resources(str)
+		s.Resources = &rs
 	}
 	if x, ok := m["audit"]; ok {
 		path, err := p.path(x, at+"/audit")

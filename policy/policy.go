@@ -90,6 +90,25 @@ const (
 	RollForwardManual RollForward = "manual"
 )
 
+// Resources is what the proxy does with a server's static resources
+// (resources/list; docs/POLICY.md, "resources").
+type Resources string
+
+// The resources choices. A policy that gives none leaves the choice to the
+// lock: ResourcesPin when the lock records resources, ResourcesPass when it
+// does not (what every lock written before resources could be pinned
+// means).
+const (
+	// ResourcesPass relays resources/list unchecked.
+	ResourcesPass Resources = "pass"
+	// ResourcesPin checks every resource the client receives against the
+	// lock's, as definitions are checked.
+	ResourcesPin Resources = "pin"
+	// ResourcesHide answers resources/list with an empty list and refuses
+	// resources/read of a URI no pinned resource template matches.
+	ResourcesHide Resources = "hide"
+)
+
 // BundleKind says where a server's bundle comes from.
 type BundleKind string
 
@@ -203,6 +222,7 @@ type Server struct {
 	Mode             *Mode
 	Unsigned         *Unsigned
 	RollForward      *RollForward
+	Resources        *Resources
 	Audit            *string
 	// ClientCapabilities are the client capabilities to announce when
 	// reading the server (RFC 8785 form); nil when not given.
@@ -377,7 +397,10 @@ type Resolved struct {
 	Mode        Mode
 	Unsigned    Unsigned
 	RollForward RollForward
-	Audit       string
+	// Resources is the resources choice; "" when neither the server nor
+	// the defaults give one (the lock decides: see Resources).
+	Resources Resources
+	Audit     string
 	// ClientCapabilities are the client capabilities commands announce
 	// when they read the server (RFC 8785 form); nil when neither the
 	// server nor the defaults give them (the source's default then).
@@ -418,6 +441,7 @@ func (f *File) Resolve(name string, opts ResolveOptions) (*Resolved, error) {
 	pick(&r.Mode, d.Mode, s.Mode)
 	pick(&r.Unsigned, d.Unsigned, s.Unsigned)
 	pick(&r.RollForward, d.RollForward, s.RollForward)
+	pick(&r.Resources, d.Resources, s.Resources)
 	pick(&r.Audit, d.Audit, s.Audit)
 	pick(&r.ClientCapabilities, d.ClientCapabilities, s.ClientCapabilities)
 	if s.Lock != nil {

@@ -17,10 +17,17 @@ func ExampleRun() {
 		fmt.Fprintln(os.Stderr, err) // a missing, unreadable or edited lock
 		os.Exit(2)
 	}
+	// The static resources as the lock has them: checked when it pins them
+	// (docs/PROXY.md, "Static resources"); "pin" or "hide" say otherwise.
+	resources, err := proxy.ResourceModeFor("", policy.Lock())
+	if err != nil {
+		os.Exit(2)
+	}
 	err = proxy.Run(context.Background(), os.Stdin, os.Stdout, proxy.Options{
-		Command: []string{"npx", "-y", "@acme/notes-mcp@1.2.0"},
-		Policy:  policy,
-		Stderr:  os.Stderr,
+		Command:   []string{"npx", "-y", "@acme/notes-mcp@1.2.0"},
+		Policy:    policy,
+		Resources: resources,
+		Stderr:    os.Stderr,
 		OnEvent: func(e proxy.Event) {
 			if e.Kind == proxy.EventUpdated {
 				fmt.Fprintln(os.Stderr, "approved:", e.Decision.Summary)

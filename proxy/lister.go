@@ -109,10 +109,10 @@ func (r *relay) closeOwn(err error) {
 	}
 }
 
-// listAll lists every page of every kind the server announced, as a
-// snapshot.
+// listAll lists every page of every kind the server announced, and its
+// static resources under ResourcesPin, as a snapshot.
 func (r *relay) listAll(ctx context.Context, h *mcpwire.Hello, clientCaps json.RawMessage) (*digest.Snapshot, error) {
-	snap, err := mcpwire.ListAll(ctx, r, h, mcpwire.Limits{MaxPages: MaxPages})
+	snap, err := mcpwire.ListAll(ctx, r, h, mcpwire.Limits{MaxPages: MaxPages, Resources: r.o.Resources == ResourcesPin})
 	if snap != nil {
 		// The server answered the client's capabilities: the check compares
 		// them with the lock's (docs/LOCK.md, "clientCapabilities").

@@ -195,6 +195,10 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 	if err != nil {
 		return p.refuse(rep, "the new definitions cannot be pinned: "+err.Error()), nil
 	}
+	next.CarryResources(p.cur)
+	if err := pin.SameResources(p.cur, next); err != nil {
+		return p.refuseRule(rep, err, "the signed update changes the static resources, which no signature covers"), nil
+	}
 	next.CarryOverrides(p.cur)
 	prev := p.cur
 	var adopted *pin.Lock
@@ -269,6 +273,11 @@ func (p *LockPolicy) adopt(ctx context.Context, rep *pin.Report, disk *pin.Lock,
 	}
 	if err := pin.CheckRollForward(held, p.curTime, &v); err != nil {
 		d := p.refuseRule(rep, err, "the lock "+p.path+" was changed by another process to an approval that does not go forward from the lock in force; it is not adopted and the file is left as it is", pin.RuleLockChangedByAnotherProcess)
+		d.Summary = changedSummary(p.path) + d.Summary
+		return d
+	}
+	if err := pin.SameResources(held, disk); err != nil {
+		d := p.refuseRule(rep, err, "the lock "+p.path+" was changed by another process to other static resources, which no signature covers; it is not adopted and the file is left as it is", pin.RuleLockChangedByAnotherProcess)
 		d.Summary = changedSummary(p.path) + d.Summary
 		return d
 	}

@@ -3,6 +3,8 @@ package proxy
 import (
 	"encoding/json"
 
+	"github.com/yosida95/uritemplate/v3"
+
 	"github.com/mcpsign/mcpsign/digest"
 )
 
@@ -17,8 +19,22 @@ type approvedSet struct {
 	byRaw map[digest.Kind]map[string]int
 	// keys are the approved definitions' keys by index, per kind.
 	keys map[digest.Kind][]string
-	// approvedKeys are the keys of the approved definitions, per kind.
+	// approvedKeys are the keys of the approved definitions, per kind
+	// (static resources too, when the snapshot listed them).
 	approvedKeys map[digest.Kind]map[string]bool
+	// templates are the approved resource templates, parsed on the first
+	// resources/read the mode checks (resources.go); nil until then.
+	templates []*uritemplate.Template
+}
+
+// digested returns the digested definitions of s: the signed kinds', and
+// its static resources' when it listed them.
+func digested(s *digest.Snapshot) []digest.Definition {
+	defs := digest.Compute(s).Definitions
+	if rr := digest.ComputeResources(s); rr != nil {
+		defs = append(defs, rr.Definitions...)
+	}
+	return defs
 }
 
 // hasKey reports whether a definition of kind k with key is approved.
@@ -28,8 +44,7 @@ func (a *approvedSet) hasKey(k digest.Kind, key string) bool {
 
 func newApprovedSet(s *digest.Snapshot) *approvedSet {
 	a := &approvedSet{snap: s, byRaw: map[digest.Kind]map[string]int{}, keys: map[digest.Kind][]string{}, approvedKeys: map[digest.Kind]map[string]bool{}}
-	r := digest.Compute(s)
-	for _, k := range digest.Kinds {
+	for _, k := range kindsWithResources {
 		defs := s.Definitions(k)
 		m := make(map[string]int, len(defs))
 		dup := map[string]bool{}
@@ -45,7 +60,7 @@ func newApprovedSet(s *digest.Snapshot) *approvedSet {
 		a.byRaw[k] = m
 		a.keys[k] = make([]string, len(defs))
 	}
-	for _, d := range r.Definitions {
+	for _, d := range digested(s) {
 		a.keys[d.Kind][d.Index] = d.Key
 		if a.approvedKeys[d.Kind] == nil {
 			a.approvedKeys[d.Kind] = map[string]bool{}
@@ -88,7 +103,7 @@ func (a *approvedSet) with(pc *pageCheck) *digest.Snapshot {
 		seen := map[string]bool{}
 		tmp := &digest.Snapshot{}
 		tmp.SetDefinitions(pc.kind, pc.items)
-		for _, d := range digest.Compute(tmp).Definitions {
+		for _, d := range digested(tmp) {
 			seen[d.Key] = true
 		}
 		for i, raw := range a.snap.Definitions(pc.kind) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/pin"
 )
 
 // Defaults of [Options].
@@ -109,6 +110,49 @@ const (
 	EventBlocked
 )
 
+// ResourceMode is what the proxy does with the server's static resources
+// (resources/list; docs/PROXY.md, "Static resources").
+type ResourceMode string
+
+// The resource modes, spelled as policies and flags spell them. The zero
+// value means ResourcesPass.
+const (
+	// ResourcesPass relays resources/list and resources/read unchecked.
+	ResourcesPass ResourceMode = "pass"
+	// ResourcesPin lists the resources with the definitions (at start-up
+	// and after list_changed) and checks every resources/list result the
+	// client receives, all pages, against the policy, as definitions are;
+	// a resources/read of a URI that is neither an approved resource nor
+	// matched by an approved resource template is refused.
+	ResourcesPin ResourceMode = "pin"
+	// ResourcesHide answers resources/list itself with an empty list
+	// (never asking the server), and refuses a resources/read of a URI no
+	// approved resource template matches.
+	ResourcesHide ResourceMode = "hide"
+)
+
+// ErrResourceMode is wrapped by the error of ResourceModeFor for a word that
+// is not a resources mode.
+var ErrResourceMode = errors.New("unknown resources mode")
+
+// ResourceModeFor returns the resources mode named s ("pass", "pin",
+// "hide"), or, for s "", the default (docs/POLICY.md, "resources"):
+// ResourcesPin when the lock l records resources (it was written under
+// pin, and stays enforced so), ResourcesPass otherwise (every lock written
+// before resources could be pinned, and a first use with no lock: l nil).
+func ResourceModeFor(s string, l *pin.Lock) (ResourceMode, error) {
+	switch m := ResourceMode(s); m {
+	case ResourcesPass, ResourcesPin, ResourcesHide:
+		return m, nil
+	case "":
+		if l != nil && l.Resources != nil {
+			return ResourcesPin, nil
+		}
+		return ResourcesPass, nil
+	}
+	return "", fmt.Errorf("%w %q (want pass, pin or hide)", ErrResourceMode, s)
+}
+
 // Options configure [Run].
 type Options struct {
 	// Command is the server's argv. Required.
@@ -119,6 +163,10 @@ type Options struct {
 	Dir string
 	// Policy judges the definitions. Required.
 	Policy Policy
+	// Resources is what happens to the server's static resources; the zero
+	// value relays them unchecked (ResourcesPass). ResourceModeFor picks
+	// it from a policy's choice and the lock.
+	Resources ResourceMode
 	// Stderr receives the server's stderr (escaped) and the report of a
 	// block. Nil discards them.
 	Stderr io.Writer
@@ -230,6 +278,12 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	o := opts.withDefaults()
 	if o.Policy == nil {
 		return errors.New("proxy: no policy given")
+	}
+	if o.Resources == "" {
+		o.Resources = ResourcesPass
+	}
+	if _, err := ResourceModeFor(string(o.Resources), nil); err != nil {
+		return fmt.Errorf("proxy: %w", err)
 	}
 	if len(o.Command) == 0 {
 		return errors.New("proxy: no server command given")

@@ -506,6 +506,9 @@ func (r *relay) clientMessage(m *inbound) bool {
 			// says in it is checked before anything else reaches the server.
 			return false
 		}
+		if r.resourceRequest(env) {
+			return true // decided by the resources mode (resources.go)
+		}
 		if k, name, ok := usesDefinition(env); k != "" && r.approved != nil && (!ok || !r.approved.hasKey(k, name)) {
 			if !ok {
 				// Params mcpsign cannot read strictly ("Name" beside "name",
@@ -536,7 +539,7 @@ func (r *relay) clientMessage(m *inbound) bool {
 				r.clientCaps = initializeCapabilities(env.Params)
 			}
 		default:
-			for _, k := range digest.Kinds {
+			for _, k := range r.checkedKinds() {
 				if env.Method == k.ListMethod() {
 					p.kind = k
 					p.cursor = cursorOf(env.Params)
@@ -648,7 +651,7 @@ func (r *relay) serverMessage(m *inbound) {
 		if p.method == mcpwire.MethodInitialize || p.method == mcpwire.MethodDiscover {
 			r.handshaking = false // an error answer: the client tries again or falls back
 		}
-		if env.Lists != 0 {
+		if r.lists(env) != 0 {
 			r.listResult(m, p)
 			return
 		}
@@ -723,8 +726,8 @@ func (r *relay) listResult(m *inbound, p *pendingReq) {
 		r.block(&BlockedError{What: what, Err: errors.New("the server sent definitions before the start-up check"), subjectID: subjID})
 		return
 	}
-	for _, k := range digest.Kinds {
-		if m.env.Lists&mcpwire.ListFlag(k) == 0 {
+	for _, k := range r.checkedKinds() {
+		if r.lists(&m.env)&mcpwire.ListFlag(k) == 0 {
 			continue
 		}
 		items, next, hasNext, err := digest.SplitList(k, m.env.Result)
@@ -1107,11 +1110,17 @@ func (r *relay) answer(id []byte, code int, msg string, data any) {
 	if err != nil {
 		eb = []byte(`{"code":-32603,"message":"mcpsign proxy: internal error"}`)
 	}
-	line := make([]byte, 0, 48+len(id)+len(eb))
+	r.respond(id, "error", eb)
+}
+
+// respond writes a response of the proxy's own to the client: member
+// ("result" or "error") with its JSON value.
+func (r *relay) respond(id []byte, member string, value []byte) {
+	line := make([]byte, 0, 32+len(id)+len(member)+len(value))
 	line = append(line, `{"jsonrpc":"2.0","id":`...)
 	line = append(line, id...)
-	line = append(line, `,"error":`...)
-	line = append(line, eb...)
+	line = append(line, `,"`+member+`":`...)
+	line = append(line, value...)
 	line = append(line, "}\n"...)
 	r.sendClient(line)
 }

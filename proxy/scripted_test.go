@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if b := os.Getenv(scriptedEnv); b != "" {
 		os.Exit(scriptedServer(b))
 	}
+	if b := os.Getenv(resourcesEnv); b != "" {
+		os.Exit(resourceServer(b))
+	}
 	fixtures.Main(m)
 }
 
@@ -64,16 +67,7 @@ const (
 // Every tools/call it receives is appended to the file named by
 // scriptedCallsEnv, when set.
 func scriptedServer(behavior string) int {
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 1<<20), 1<<20)
-	out := bufio.NewWriter(os.Stdout)
-	send := func(s string) {
-		out.WriteString(s + "\n")
-		out.Flush()
-	}
-	answer := func(id json.RawMessage, result string) {
-		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result))
-	}
+	in, send, answer := stdioLines()
 	type msg struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
@@ -171,6 +165,22 @@ func scriptedServer(behavior string) int {
 		}
 	}
 	return 0
+}
+
+// stdioLines is a scripted server's stdio: the lines it reads, and how it
+// writes a line and a result.
+func stdioLines() (in *bufio.Scanner, send func(string), answer func(id json.RawMessage, result string)) {
+	in = bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<20)
+	out := bufio.NewWriter(os.Stdout)
+	send = func(s string) {
+		out.WriteString(s + "\n")
+		out.Flush()
+	}
+	answer = func(id json.RawMessage, result string) {
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result))
+	}
+	return in, send, answer
 }
 
 // scriptedArgv is the command line of the scripted server.

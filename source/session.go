@@ -58,9 +58,10 @@ func (s *session) run(ctx context.Context) (*digest.Snapshot, error) {
 		return nil, &StageError{Stage: StageInitialize, Err: err}
 	}
 	snap, err := mcpwire.ListAll(ctx, s, h, mcpwire.Limits{
-		MaxPages: s.o.MaxPages,
-		MaxBytes: s.o.MaxListingBytes,
-		Progress: s.o.Progress,
+		MaxPages:  s.o.MaxPages,
+		MaxBytes:  s.o.MaxListingBytes,
+		Progress:  s.o.Progress,
+		Resources: s.o.Resources,
 	})
 	var le *mcpwire.ListError
 	if errors.As(err, &le) {

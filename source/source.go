@@ -113,7 +113,17 @@ type Options struct {
 	// is closed, and again after SIGTERM, before SIGKILL. Zero means
 	// DefaultShutdownGrace.
 	ShutdownGrace time.Duration
+	// Resources lists the static resources too (resources/list, every
+	// page), into the snapshot's Resources: what a policy that pins them
+	// checks (docs/POLICY.md, "resources"). A snapshot file must then have
+	// its "resources" member (ErrNoResources). Without it a snapshot has no
+	// resources, a file's being dropped: not asked for, not judged.
+	Resources bool
 }
+
+// ErrNoResources is the error of Load when Options.Resources asks for the
+// static resources and the snapshot file has none listed.
+var ErrNoResources = errors.New("the snapshot file lists no resources (take it with 'mcpsign snapshot --resources')")
 
 // withDefaults returns a copy of o with every zero field set to its default.
 func (o Options) withDefaults() Options {
@@ -311,6 +321,12 @@ func loadFile(path string, o *Options) (*digest.Snapshot, error) {
 	snap, err := digest.ParseSnapshot(data)
 	if err != nil {
 		return nil, &StageError{Stage: StageFile, Err: fmt.Errorf("%s: %w", textsafe.Escape(path), err)}
+	}
+	switch {
+	case !o.Resources:
+		snap.Resources = nil
+	case snap.Resources == nil:
+		return nil, &StageError{Stage: StageFile, Err: fmt.Errorf("%s: %w", textsafe.Escape(path), ErrNoResources)}
 	}
 	return snap, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/auditevent"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/proxy"
 )
 
 // Finding of a refused approval in the audit log (docs/AUDIT.md).
@@ -102,12 +103,21 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 		}
 		return err
 	}
+	mode, err := resourcesMode(ao.Resources, nil, held, false)
+	if err != nil {
+		return err
+	}
+	src.Resources = mode == proxy.ResourcesPin
 	snap, err := loadSource(cmd, a, src, args)
 	if err != nil {
 		return err
 	}
 	if err := digest.Compute(snap).Err(); err != nil {
 		return fmt.Errorf("nothing approved: a definition has no digest: %w", err)
+	}
+	servedRes, pinnedRes, err := approveResourceSets(snap, held)
+	if err != nil {
+		return fmt.Errorf("nothing approved: %w", err)
 	}
 	rep := held.Check(snap)
 	rep.Lock = ao.Lock
@@ -116,7 +126,7 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 	}
 	sets, ins := auditevent.OfSnapshot(snap)
 	lockSets, lockIns := auditevent.OfLock(held)
-	if *sets == *lockSets && ins == lockIns {
+	if *sets == *lockSets && ins == lockIns && servedRes == pinnedRes {
 		fmt.Fprintf(a.stdout, "\nnothing to approve: the server serves the definitions the lock approves\n")
 		return nil
 	}
@@ -127,6 +137,9 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 		if served[k] != pinned[k] {
 			fmt.Fprintf(a.stdout, " --expect %s=%s", k.ListMember(), served[k])
 		}
+	}
+	if servedRes != pinnedRes {
+		fmt.Fprintf(a.stdout, " --expect %s=%s", digest.KindResource.ListMember(), servedRes)
 	}
 	if ins != lockIns {
 		fmt.Fprintf(a.stdout, " --expect instructions=%s", orNoneDigest(ins))
@@ -145,6 +158,14 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 		}
 		if served[k] != exp {
 			stale = append(stale, fmt.Sprintf("%s: the server serves %s, expected %s", k.ListMember(), served[k], exp))
+		}
+	}
+	if exp, named := want.Sets[digest.KindResource]; named || servedRes != pinnedRes {
+		if !named {
+			exp = pinnedRes
+		}
+		if servedRes != exp {
+			stale = append(stale, fmt.Sprintf("%s: the server serves %s, expected %s", digest.KindResource.ListMember(), servedRes, exp))
 		}
 	}
 	expIns := lockIns
@@ -177,6 +198,7 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 		return fmt.Errorf("nothing approved: %w", err)
 	}
 	next.CarryOverrides(held)
+	next.CarryResources(held)
 	rec := &approvalRecord{log: ao.Audit.Log, before: held}
 	err = pin.Update(ctx, ao.Lock, func(cur *pin.Lock) (*pin.Lock, error) {
 		if cur == nil || cur.LockDigest != held.LockDigest {
@@ -194,6 +216,25 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 	}
 	fmt.Fprintf(a.stdout, "\napproved into %s: %s\nlockDigest: %s (previous %s)\n", textsafe.Escape(ao.Lock), pin.ManualText(&next.Approval), next.LockDigest, held.LockDigest)
 	return nil
+}
+
+// approveResourceSets returns the Set Digest of the static resources the
+// server serves (the held lock's when snap did not list them: not judged)
+// and of those the held lock approves (none when it records none). A
+// resource without a digest is an error: it cannot be approved.
+func approveResourceSets(snap *digest.Snapshot, held *pin.Lock) (served, pinned string, err error) {
+	pinned = digest.EmptySetDigest
+	if held.Resources != nil {
+		pinned = held.ResourceSet
+	}
+	rr := digest.ComputeResources(snap)
+	if rr == nil {
+		return pinned, pinned, nil
+	}
+	if err := rr.Err(); err != nil {
+		return "", "", fmt.Errorf("a resource has no digest: %w", err)
+	}
+	return rr.Sets[digest.KindResource], pinned, nil
 }
 
 // orNoneDigest writes an absent digest ("") as none.

@@ -70,7 +70,11 @@ cannot be digested.`,
 
   # Trust on first use, with a capability override, then check in CI
   mcpsign pin --lock notes.mcpsign.lock --tofu --capabilities caps.json -- ./notes-server
-  mcpsign verify-pin --lock notes.mcpsign.lock -- ./notes-server`,
+  mcpsign verify-pin --lock notes.mcpsign.lock -- ./notes-server
+
+  # Pin the static resources (resources/list) too: verify-pin and the proxy
+  # then check them (they are approved by the lock, no signature covers them)
+  mcpsign pin --lock notes.mcpsign.lock --tofu --resources pin -- ./notes-server`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPin(cmd, a, &f, &po, args)
 		},
@@ -93,6 +97,9 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 	}
 	if f.pol.File != "" {
 		return runPinWithPolicy(cmd, a, f, po, asJSON, args)
+	}
+	if err := pinResources(f, po, nil); err != nil {
+		return err
 	}
 	if err := checkNames(&f.pol); err != nil {
 		return err
@@ -202,6 +209,11 @@ func writePinText(w io.Writer, path string, l *pin.Lock) error {
 		textsafe.Quote(l.Server.Name), textsafe.Quote(l.Server.Version), textsafe.Escape(path),
 		digest.CountText(func(k digest.Kind) int { return counts[k] }), ins)
 	fmt.Fprintf(w, "approval: %s\nlockDigest: %s\n", approvalText(&l.Approval), l.LockDigest)
+	if l.Resources != nil {
+		// No signature covers them, whatever the approval's method.
+		fmt.Fprintf(w, "resources: %s pinned as listed (set %s), approved by this lock alone: no signature covers resources\n",
+			digest.KindResource.Count(len(l.Resources)), l.ResourceSet)
+	}
 	if counts[digest.KindTool] > 0 {
 		fmt.Fprintf(w, "\ncapabilities (! = can delete or execute):\n")
 		return capability.WriteText(w, l.ToolCapabilities())
@@ -245,6 +257,9 @@ func writePinJSON(w io.Writer, path string, l *pin.Lock) error {
 	}
 	for _, d := range l.Definitions {
 		out.Counts[d.Kind.ListMember()]++
+	}
+	if l.Resources != nil {
+		out.Counts[digest.KindResource.ListMember()] = len(l.Resources)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

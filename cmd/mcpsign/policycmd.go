@@ -120,6 +120,11 @@ func printResolved(w io.Writer, r *policy.Resolved) {
 	}
 	fmt.Fprintf(w, "  lock: %s\n", textsafe.Escape(r.Lock))
 	fmt.Fprintf(w, "  mode: %s, unsigned: %s, roll-forward: %s\n", r.Mode, r.Unsigned, r.RollForward)
+	if r.Resources != "" {
+		fmt.Fprintf(w, "  resources: %s\n", r.Resources)
+	} else {
+		fmt.Fprintf(w, "  resources: the lock's (pin when it records resources, else pass)\n")
+	}
 	if r.Audit != "" {
 		fmt.Fprintf(w, "  audit log: %s\n", textsafe.Escape(r.Audit))
 	}

@@ -85,6 +85,10 @@ definitions changed and the session was blocked.`,
   # A publisher key, offline
   mcpsign proxy --lock notes.mcpsign.lock --bundle notes.sigstore.json --key acme.pub.pem -- ./notes-server
 
+  # Hide the static resources: resources/list is answered with an empty list,
+  # resources/read refused but through a pinned resource template
+  mcpsign proxy --lock notes.mcpsign.lock --resources hide -- ./notes-server
+
   # See it work end to end
   mcpsign demo`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -119,7 +123,11 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		ShutdownGrace:     po.ShutdownGrace,
 		AuditLog:          po.Audit.Log,
 		ManualRollForward: po.RollForward == "manual",
+		Resources:         po.Resources,
 		Command:           args,
+	}
+	if _, err := proxy.ResourceModeFor(po.Resources, nil); err != nil {
+		return fmt.Errorf("--resources: %w", err)
 	}
 	if f.pol.File != "" {
 		return runProxyWithPolicy(cmd, a, cfg, f)

@@ -29,11 +29,16 @@ offline. The format is documented in docs/SNAPSHOT.md.
 
 The file is written atomically; an existing file is kept unless --force. When
 a definition cannot be digested the snapshot is still written (it is
-evidence), the culprits are listed, and the command exits 1.`,
+evidence), the culprits are listed, and the command exits 1.
+
+--resources also lists the static resources (resources/list) into the
+member "resources", for a lock that pins them (docs/POLICY.md, "resources");
+they are part of no signed digest.`,
 		Example: `  # The example server built into mcpsign
   mcpsign snapshot -o example.snapshot.json -- mcpsign example-server
   mcpsign snapshot https://mcp.example.com/mcp -o remote.snapshot.json
-  mcpsign digest example.snapshot.json`,
+  mcpsign digest example.snapshot.json
+  mcpsign snapshot --resources -o with-resources.snapshot.json -- ./notes-server`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output == "" {
 				return errors.New("missing -o FILE: where to write the snapshot")
@@ -50,10 +55,20 @@ evidence), the culprits are listed, and the command exits 1.`,
 				return err
 			}
 			r := digest.Compute(snap)
+			counts := r.CountText()
+			rr := digest.ComputeResources(snap)
+			if rr != nil {
+				counts += ", " + digest.KindResource.Count(len(snap.Resources))
+			}
 			fmt.Fprintf(a.stderr, "mcpsign: wrote %s: %s %s, %s\n",
-				output, textsafe.Escape(snap.Server.Name), textsafe.Escape(snap.Server.Version), r.CountText())
+				output, textsafe.Escape(snap.Server.Name), textsafe.Escape(snap.Server.Version), counts)
 			if err := r.Err(); err != nil {
 				return failed(err)
+			}
+			if rr != nil {
+				if err := rr.Err(); err != nil {
+					return failed(err)
+				}
 			}
 			return nil
 		},
@@ -61,5 +76,6 @@ evidence), the culprits are listed, and the command exits 1.`,
 	src.AddFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "", "snapshot file to write")
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output file")
+	cmd.Flags().BoolVar(&src.Resources, "resources", false, "also list the static resources (resources/list), for a lock that pins them")
 	return cmd
 }

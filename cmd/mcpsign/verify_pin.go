@@ -11,6 +11,7 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/policy"
+	"github.com/mcpsign/mcpsign/proxy"
 )
 
 // maxStepSummaryBytes is what verify-pin appends to a GitHub job summary at
@@ -112,6 +113,11 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 					return silentExit(exitFailed)
 				}
 			}
+			mode, err := resourcesMode(vp.Resources, pr, lock, false)
+			if err != nil {
+				return err
+			}
+			src.Resources = mode == proxy.ResourcesPin
 			snap, err := loadSource(cmd, a, &src, args)
 			if err != nil {
 				return err

@@ -414,6 +414,9 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 		return inputErr(err)
 	}
 	f.src.PolicyClientCapabilities = r.ClientCapabilities
+	// A lock written under a policy that pins the static resources records
+	// them (docs/LOCK.md, "resources").
+	f.src.Resources = f.vo.WriteLock != "" && r.Resources == policy.ResourcesPin
 	vs, err := policyVerifiers(cmd.Context(), f, r)
 	if err != nil {
 		return inputErr(err)
@@ -486,6 +489,9 @@ func runPinWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, po *options.Pi
 	}
 	f.src.PolicyClientCapabilities = r.ClientCapabilities
 	po.Lock, po.Audit.Log = r.Lock, r.Audit
+	if err := pinResources(f, po, r); err != nil {
+		return err
+	}
 	if err := ensureLockDir(r); err != nil {
 		return err
 	}
@@ -572,6 +578,10 @@ func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *ver
 	cfg.Lock, cfg.AuditLog, cfg.ManualRollForward = r.Lock, r.Audit, r.RollForward == policy.RollForwardManual
 	cfg.TOFU = len(r.Identities) == 0 && r.Unsigned == policy.UnsignedTOFU
 	cfg.Mode = string(r.Mode)
+	if cfg.Resources != "" {
+		return errors.New("--resources: the policy decides (its \"resources\" member): give one or the other")
+	}
+	cfg.Resources = string(r.Resources)
 	if r.Mode == policy.ModeAudit && r.Audit == "" {
 		return fmt.Errorf("--policy %s: server %s: mode audit records drift only in the audit log: add \"audit\" (its path) to the server or the defaults", textsafe.Escape(f.pol.File), textsafe.Quote(r.Name))
 	}

@@ -24,9 +24,11 @@ type holdings struct {
 	Tools             []json.RawMessage `json:"tools"`
 	Prompts           []json.RawMessage `json:"prompts"`
 	ResourceTemplates []json.RawMessage `json:"resourceTemplates"`
-	Calls             []callResult      `json:"calls"`
-	Errors            []requestError    `json:"errors"`
-	Hung              []string          `json:"hung"`
+	// Resources are listed only when the scenario asks for them.
+	Resources []json.RawMessage `json:"resources"`
+	Calls     []callResult      `json:"calls"`
+	Errors    []requestError    `json:"errors"`
+	Hung      []string          `json:"hung"`
 	// ExitCode is the proxy's exit status (nil: it did not exit, or ran in
 	// process); Stderr the end of its stderr.
 	ExitCode *int   `json:"exitCode"`
@@ -51,6 +53,9 @@ type scenario struct {
 	Call      *toolCall `json:"call,omitempty"`
 	Pipeline  bool      `json:"pipeline,omitempty"`
 	AfterCall *toolCall `json:"afterCall,omitempty"`
+	// Resources: the client lists the static resources too (and again on
+	// notifications/resources/list_changed).
+	Resources bool `json:"resources,omitempty"`
 }
 
 type toolCall struct {
@@ -89,7 +94,7 @@ func runTS(t testing.TB, node, script string, argv []string, sc scenario) *holdi
 	t.Helper()
 	cfg := map[string]any{
 		"command": argv[0], "args": argv[1:],
-		"call": sc.Call, "pipeline": sc.Pipeline, "afterCall": sc.AfterCall,
+		"call": sc.Call, "pipeline": sc.Pipeline, "afterCall": sc.AfterCall, "resources": sc.Resources,
 		"timeoutMs": requestTimeout.Milliseconds(), "settleMs": settleTime.Milliseconds(),
 	}
 	data, err := json.Marshal(cfg)
@@ -228,6 +233,16 @@ func goClient(transport mcp.Transport, sc scenario, tm timing) *holdings {
 						names[x.Name] = true
 					}
 					next = r.NextCursor
+				case "resources":
+					method, member, key = "resources/list", "resources", "uri"
+					r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+					if err != nil {
+						return err
+					}
+					for _, x := range r.Resources {
+						names[x.URI] = true
+					}
+					next = r.NextCursor
 				default:
 					method, member, key = "resources/templates/list", "resourceTemplates", "uriTemplate"
 					r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
@@ -252,6 +267,8 @@ func goClient(transport mcp.Transport, sc scenario, tm timing) *holdings {
 					h.Tools = nonNil(items)
 				case "prompts":
 					h.Prompts = nonNil(items)
+				case "resources":
+					h.Resources = nonNil(items)
 				default:
 					h.ResourceTemplates = nonNil(items)
 				}
@@ -269,9 +286,14 @@ func goClient(transport mcp.Transport, sc scenario, tm timing) *holdings {
 		}()
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpsign-difftest-go", Version: "0"}, &mcp.ClientOptions{
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { relist("tools") },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { relist("prompts") },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { relist("resourceTemplates") },
+		ToolListChangedHandler:   func(context.Context, *mcp.ToolListChangedRequest) { relist("tools") },
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { relist("prompts") },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
+			relist("resourceTemplates")
+			if sc.Resources {
+				relist("resources")
+			}
+		},
 	})
 	if !do("initialize", func(ctx context.Context) error {
 		var err error
@@ -294,6 +316,9 @@ func goClient(transport mcp.Transport, sc scenario, tm timing) *holdings {
 	}
 	if caps != nil && caps.Resources != nil {
 		listKind("resourceTemplates")
+		if sc.Resources {
+			listKind("resources")
+		}
 	}
 	call := func(c *toolCall) {
 		res := callResult{Name: c.Name}
@@ -350,6 +375,8 @@ func kindMethod(kind string) string {
 		return "tools/list"
 	case "prompts":
 		return "prompts/list"
+	case "resources":
+		return "resources/list"
 	}
 	return "resources/templates/list"
 }

@@ -67,6 +67,10 @@ const (
 type world struct {
 	dir, script, calls, lock string
 	lockBefore               []byte
+	// resources is the proxy's --resources ("" for its default), and
+	// listsResources says the client lists the static resources.
+	resources      string
+	listsResources bool
 }
 
 func newWorld(t testing.TB, transcript string, lockData []byte) *world {
@@ -97,8 +101,11 @@ func (w *world) serverArgv(t testing.TB) []string {
 // proxyArgv is the command line a host runs: mcpsign proxy in front of the
 // server.
 func (w *world) proxyArgv(t testing.TB, mcpsign string) []string {
-	return append([]string{mcpsign, "proxy", "--lock", w.lock, "--check-timeout", checkTimeout.String(),
-		"--shutdown-grace", shutdownGrace.String(), "--"}, w.serverArgv(t)...)
+	argv := []string{mcpsign, "proxy", "--lock", w.lock, "--check-timeout", checkTimeout.String(), "--shutdown-grace", shutdownGrace.String()}
+	if w.resources != "" {
+		argv = append(argv, "--resources", w.resources)
+	}
+	return append(append(argv, "--"), w.serverArgv(t)...)
 }
 
 // callAfterLie reports whether the server received a tools/call after it
@@ -121,10 +128,17 @@ func (w *world) callAfterLie() (string, bool) {
 // listed with the source package, and returns the lock and its bytes.
 func honestLock(t testing.TB) (*pin.Lock, []byte) {
 	t.Helper()
+	return honestLockWith(t, false)
+}
+
+// honestLockWith is honestLock, with the static resources pinned too when
+// resources is set.
+func honestLockWith(t testing.TB, resources bool) (*pin.Lock, []byte) {
+	t.Helper()
 	w := newWorld(t, "", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	snap, err := source.Load(ctx, source.Spec{Command: w.serverArgv(t)}, source.Options{})
+	snap, err := source.Load(ctx, source.Spec{Command: w.serverArgv(t)}, source.Options{Resources: resources})
 	if err != nil {
 		t.Fatalf("listing the honest server: %v", err)
 	}
@@ -141,6 +155,9 @@ func honestLock(t testing.TB) (*pin.Lock, []byte) {
 	}
 	if n := len(l.Definitions); n != 4 {
 		t.Fatalf("the honest lock has %d definitions, want 4", n)
+	}
+	if n := len(l.Resources); resources != (n == 1) {
+		t.Fatalf("the honest lock has %d resources, resources pinned %v", n, resources)
 	}
 	return l, data
 }
@@ -195,6 +212,7 @@ func oracle(l *pin.Lock, w *world, o outcome, serverWritesLock, strict bool) []s
 			}
 		}
 	}
+	v = append(v, resourceViolations(l, w, h, o.blocked, strict)...)
 	if o.blocked {
 		for _, e := range h.Errors {
 			if e.Code != nil && *e.Code != proxy.BlockedCode && *e.Code != -32000 {
@@ -244,6 +262,37 @@ func oracle(l *pin.Lock, w *world, o outcome, serverWritesLock, strict bool) []s
 	for _, e := range h.Errors {
 		if e.Method != "tools/call" {
 			v = append(v, fmt.Sprintf("session let through, but %s failed: %s", e.Method, e.Message))
+		}
+	}
+	return v
+}
+
+// resourceViolations is the oracle's part for static resources: under hide
+// the client holds none; when the lock pins them it holds only pinned ones
+// (by uri and JSON content), and all of them in a session let through.
+func resourceViolations(l *pin.Lock, w *world, h *holdings, blocked, strict bool) []string {
+	var v []string
+	switch {
+	case w.resources == "hide":
+		if len(h.Resources) > 0 {
+			v = append(v, fmt.Sprintf("resources hidden, but the client holds %d", len(h.Resources)))
+		}
+		if strict && !blocked && w.listsResources && h.Resources == nil {
+			v = append(v, "session let through, but the client never listed its resources")
+		}
+	case l.Resources != nil && w.resources != "pass":
+		pinned := map[string]json.RawMessage{}
+		for _, d := range l.Resources {
+			pinned[d.Key] = d.Definition
+		}
+		for _, raw := range h.Resources {
+			key, ok := keyOf(digest.KindResource, raw)
+			if d, found := pinned[key]; !ok || !found || !sameJSON(raw, d) {
+				v = append(v, fmt.Sprintf("client holds unapproved resource: %s", raw))
+			}
+		}
+		if !blocked && w.listsResources && strict && len(h.Resources) != len(l.Resources) {
+			v = append(v, fmt.Sprintf("session let through, client holds %d resources, the lock %d", len(h.Resources), len(l.Resources)))
 		}
 	}
 	return v
@@ -317,9 +366,16 @@ type row struct {
 	sessionOnly string
 	// writesLock: the server itself rewrites the lock file.
 	writesLock bool
+	// resources is the proxy's --resources; lockResources: the lock pins
+	// the static resources (the scenario lists them then).
+	resources     string
+	lockResources bool
 }
 
 var greet = &toolCall{Name: "greet", Arguments: map[string]any{"who": "x"}}
+
+// resScenario lists the static resources too, then calls greet.
+var resScenario = scenario{Call: greet, Resources: true}
 
 const (
 	listChanged = `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`
@@ -398,6 +454,17 @@ func rows() []row {
 		{name: "rt-deep-init", transcript: `initialize {"jsonrpc":"2.0","id":$ID,"result":` + initHead + `,"instructions":"` + honestInstr + `","_meta":{"x":` + strings.Repeat("[", 1500) + strings.Repeat("]", 1500) + `}}}`, sc: scenario{Call: greet}},
 		// A logging notification that carries definitions in its data.
 		{name: "rt-progress-notif", transcript: `tools/call {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":{"tools":[$POISONED_TOOLS]}}}` + "\ntools/call =\n", sc: scenario{Call: greet}, sessionOnly: byCall},
+		// Static resources, pinned by the lock (the proxy's default then is
+		// pin) or hidden by --resources hide.
+		{name: "res-honest", sc: resScenario, lockResources: true},
+		{name: "res-split-view", transcript: `resources/list@client {"jsonrpc":"2.0","id":$ID,"result":{"resources":[$EVIL_RESOURCE]}}`, sc: resScenario, lockResources: true},
+		{name: "res-changed", transcript: `resources/list {"jsonrpc":"2.0","id":$ID,"result":{"resources":[$EVIL_RESOURCE]}}`, sc: resScenario, lockResources: true},
+		{name: "res-dup-member", transcript: `resources/list@client {"jsonrpc":"2.0","id":$ID,"result":{"resources":[$HONEST_RESOURCE],"resources":[$EVIL_RESOURCE]}}`, sc: resScenario, lockResources: true},
+		{name: "res-case-Resources", transcript: `resources/list@client {"jsonrpc":"2.0","id":$ID,"result":{"resources":[$HONEST_RESOURCE],"Resources":[$EVIL_RESOURCE]}}`, sc: resScenario, lockResources: true},
+		{name: "res-page-two", transcript: "resources/list@client#1 {\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":{\"resources\":[],\"nextCursor\":\"p2\"}}\nresources/list@client#2 {\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":{\"resources\":[$EVIL_RESOURCE]}}\n", sc: resScenario, lockResources: true},
+		{name: "res-list-changed", transcript: "tools/call =\ntools/call {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/list_changed\"}\nresources/list#3+ {\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":{\"resources\":[$EVIL_RESOURCE]}}\n", sc: resScenario, lockResources: true, sessionOnly: byCall},
+		{name: "res-unpinned-lock-pin", transcript: "", sc: resScenario, resources: "pin", sessionOnly: "verify-pin follows the lock, which records no resources; --resources pin is the proxy's here"},
+		{name: "res-hide", transcript: `resources/list {"jsonrpc":"2.0","id":$ID,"result":{"resources":[$EVIL_RESOURCE]}}`, sc: resScenario, resources: "hide"},
 	}
 }
 
@@ -405,13 +472,19 @@ func rows() []row {
 // clients and checks the oracle, then checks that verify-pin agrees.
 func TestHostileServers(t *testing.T) {
 	mcpsign := fixtures.BuildMcpsign(t)
-	l, lockData := honestLock(t)
+	plainLock, plainData := honestLock(t)
+	resLock, resData := honestLockWith(t, true)
 	for _, r := range rows() {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
+			l, lockData := plainLock, plainData
+			if r.lockResources {
+				l, lockData = resLock, resData
+			}
 			passed := map[string]bool{}
 			run := func(t *testing.T, client string, f func(w *world) outcome) {
 				w := newWorld(t, r.transcript, lockData)
+				w.resources, w.listsResources = r.resources, r.sc.Resources
 				o := f(w)
 				v := oracle(l, w, o, r.writesLock, true)
 				passed[client] = len(v) == 0 && !o.blocked

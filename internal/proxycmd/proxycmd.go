@@ -66,6 +66,10 @@ type Config struct {
 	// "warn" relays it and reports it on stderr, "audit" relays it and only
 	// records it in AuditLog (required). Both record it as "warned".
 	Mode string `json:"mode,omitempty"`
+	// Resources is the resources mode (docs/POLICY.md, "resources"):
+	// "pass", "pin", "hide", or "" for the lock's default
+	// (proxy.ResourceModeFor).
+	Resources string `json:"resources,omitempty"`
 	// Command is the server's argv.
 	Command []string `json:"command"`
 	// VerifyCommand, with --bundle, is the argv that verifies definitions
@@ -124,7 +128,12 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 		}
 		return ExitError, err
 	}
+	resources, err := proxy.ResourceModeFor(cfg.Resources, policy.Lock())
+	if err != nil {
+		return ExitError, err
+	}
 	opts := proxy.Options{
+		Resources:       resources,
 		Command:         cfg.Command,
 		Policy:          auditPolicy(policy, rec, cfg.Mode, stderr),
 		Stderr:          stderr,

@@ -241,7 +241,8 @@ func Compare(a, b *Side, opts Options) *Result {
 	}
 	res.Instructions = diffInstructions(a, b, opts.Text, bud)
 
-	ga, gb := groupDefinitions(a.Definitions), groupDefinitions(b.Definitions)
+	resources := a.Resources && b.Resources
+	ga, gb := groupDefinitions(a.Definitions, resources), groupDefinitions(b.Definitions, resources)
 	keys := make([]defKey, 0, len(ga)+len(gb))
 	for k := range ga {
 		keys = append(keys, k)
@@ -272,10 +273,14 @@ type defKey struct {
 
 // groupDefinitions groups a side's definitions by kind and key. A
 // definition whose key could not be read gets a key of its own ("#3"), so
-// that it is always added or removed.
-func groupDefinitions(defs []digest.Definition) map[defKey][]digest.Definition {
+// that it is always added or removed. Resources are left out unless
+// resources is set (both sides hold them).
+func groupDefinitions(defs []digest.Definition, resources bool) map[defKey][]digest.Definition {
 	g := make(map[defKey][]digest.Definition, len(defs))
 	for _, d := range defs {
+		if d.Kind == digest.KindResource && !resources {
+			continue
+		}
 		k := defKey{d.Kind, d.Key}
 		if d.Key == "" {
 			k.key = "#" + strconv.Itoa(d.Index)

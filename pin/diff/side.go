@@ -39,6 +39,11 @@ type Side struct {
 	// bundle that embeds no definitions; Err is set for a live definition
 	// that has no digest).
 	Definitions []digest.Definition `json:"-"`
+	// Resources says the side holds a listing of the static resources
+	// (Definitions of kind digest.KindResource, possibly none): a lock that
+	// records them, a snapshot that listed them. Resources are compared
+	// only when both sides hold them.
+	Resources bool `json:"resources,omitempty"`
 	// Capabilities overrides that apply to this side's tools.
 	Capabilities capability.Overrides `json:"-"`
 }
@@ -54,6 +59,10 @@ func SnapshotSide(label string, origin Origin, s *digest.Snapshot) *Side {
 		ProtocolVersion:    s.ProtocolVersion,
 		InstructionsDigest: r.Instructions,
 		Definitions:        r.Definitions,
+	}
+	if rr := digest.ComputeResources(s); rr != nil {
+		side.Definitions = append(side.Definitions, rr.Definitions...)
+		side.Resources = true
 	}
 	if s.Instructions != nil {
 		ins := *s.Instructions

@@ -4,7 +4,8 @@
 //   node tsclient.mjs '<config JSON>'
 //
 // config: {command, args, call?: {name, arguments}, pipeline?: bool,
-// afterCall?: {name, arguments}, timeoutMs, settleMs}. It spawns command
+// afterCall?: {name, arguments}, resources?: bool, timeoutMs, settleMs}
+// (resources: list the static resources too, and print them as resources). It spawns command
 // through StdioClientTransport, connects, reads getInstructions(), lists
 // every page of tools, prompts and resource templates (following
 // nextCursor), optionally calls a tool (with pipeline: a tools/list and the
@@ -21,6 +22,7 @@ import {
   CallToolResultSchema,
   ListPromptsResultSchema,
   ListResourceTemplatesResultSchema,
+  ListResourcesResultSchema,
   ListToolsResultSchema,
   PromptListChangedNotificationSchema,
   ResourceListChangedNotificationSchema,
@@ -37,6 +39,7 @@ const out = {
   tools: null,
   prompts: null,
   resourceTemplates: null,
+  resources: null,
   calls: [],
   errors: [],
   hung: [],
@@ -113,6 +116,7 @@ const kinds = {
   tools: { method: 'tools/list', member: 'tools', schema: ListToolsResultSchema, key: 'name' },
   prompts: { method: 'prompts/list', member: 'prompts', schema: ListPromptsResultSchema, key: 'name' },
   resourceTemplates: { method: 'resources/templates/list', member: 'resourceTemplates', schema: ListResourceTemplatesResultSchema, key: 'uriTemplate' },
+  resources: { method: 'resources/list', member: 'resources', schema: ListResourcesResultSchema, key: 'uri' },
 };
 
 // listKind reads every page of one kind; what the client holds changes only
@@ -147,6 +151,7 @@ async function listAll() {
   if (caps.tools) await listKind('tools');
   if (caps.prompts) await listKind('prompts');
   if (caps.resources) await listKind('resourceTemplates');
+  if (caps.resources && cfg.resources) await listKind('resources');
 }
 
 async function call(c) {
@@ -167,7 +172,11 @@ function onChanged(kind) {
 }
 client.setNotificationHandler(ToolListChangedNotificationSchema, onChanged('tools'));
 client.setNotificationHandler(PromptListChangedNotificationSchema, onChanged('prompts'));
-client.setNotificationHandler(ResourceListChangedNotificationSchema, onChanged('resourceTemplates'));
+const onTemplatesChanged = onChanged('resourceTemplates');
+const onResourcesChanged = onChanged('resources');
+client.setNotificationHandler(ResourceListChangedNotificationSchema, async () => {
+  await Promise.all([onTemplatesChanged(), cfg.resources ? onResourcesChanged() : null]);
+});
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 async function settle() {

@@ -18,6 +18,7 @@ type ApproveOptions struct {
 	Approver       string
 	SourceRevision string
 	Yes            bool
+	Resources      string
 	Audit          AuditOptions
 }
 
@@ -25,15 +26,17 @@ type ApproveOptions struct {
 func (o *ApproveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Lock, "lock", "", "lock file to approve the change into (required; docs/LOCK.md)")
 	fs.StringVar(&o.Reason, "reason", "", "why the change is approved, recorded in the lock (required)")
-	fs.StringArrayVar(&o.Expect, "expect", nil, "SET=DIGEST the reviewer saw, SET one of tools, prompts, resourceTemplates, instructions (DIGEST sha256:<hex>, or none for no instructions); repeatable")
+	fs.StringArrayVar(&o.Expect, "expect", nil, "SET=DIGEST the reviewer saw, SET one of tools, prompts, resourceTemplates, resources, instructions (DIGEST sha256:<hex>, or none for no instructions); repeatable")
 	fs.StringVar(&o.Approver, "approver", "", "who approves, recorded in the lock (default: the OS user)")
 	fs.StringVar(&o.SourceRevision, "source-revision", "", "the source revision reviewed (a commit, a tag), recorded in the lock")
 	fs.BoolVarP(&o.Yes, "yes", "y", false, "approve without asking (required without a terminal)")
+	AddResourcesFlag(fs, &o.Resources, false)
 	o.Audit.AddFlags(fs)
 }
 
-// Expected is what the reviewer saw: the Set Digest of each kind named and
-// the Instructions Digest ("" for none), when named.
+// Expected is what the reviewer saw: the Set Digest of each kind named
+// (digest.KindResource for the static resources) and the Instructions
+// Digest ("" for none), when named.
 type Expected struct {
 	Sets         map[digest.Kind]string
 	Instructions *string
@@ -61,14 +64,14 @@ func ParseExpect(values []string) (*Expected, error) {
 			continue
 		}
 		var kind digest.Kind
-		for _, k := range digest.Kinds {
+		for _, k := range append(digest.Kinds[:], digest.KindResource) {
 			if k.ListMember() == set {
 				kind = k
 			}
 		}
 		switch {
 		case kind == "":
-			return nil, fmt.Errorf("--expect %q: SET is one of tools, prompts, resourceTemplates, instructions", v)
+			return nil, fmt.Errorf("--expect %q: SET is one of tools, prompts, resourceTemplates, resources, instructions", v)
 		case e.Sets[kind] != "":
 			return nil, fmt.Errorf("--expect %s given twice", set)
 		case !digest.ValidDigest(d):

@@ -18,6 +18,7 @@ type PinOptions struct {
 	TOFU         bool
 	Force        bool
 	Capabilities string
+	Resources    string
 	Audit        AuditOptions
 }
 
@@ -27,18 +28,21 @@ func (o *PinOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.TOFU, "tofu", false, "trust on first use: pin what the server serves now without any signature (recorded as method tofu)")
 	fs.BoolVar(&o.Force, "force", false, "replace an existing lock file")
 	fs.StringVar(&o.Capabilities, "capabilities", "", `capabilities overrides, JSON {"tools": {"NAME": ["read", ...]}}, stored in the lock`)
+	fs.StringVar(&o.Resources, "resources", "", "static resources (resources/list): pin (listed and recorded in the lock, approved by its approval: no signature covers them) or pass (not recorded; the default)")
 	o.Audit.AddFlags(fs)
 }
 
 // VerifyPinOptions are the flags of 'mcpsign verify-pin'.
 type VerifyPinOptions struct {
-	Lock   string
-	FailOn string
+	Lock      string
+	FailOn    string
+	Resources string
 }
 
 // AddFlags adds the verify-pin flags to fs.
 func (o *VerifyPinOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Lock, "lock", "", "lock file to check against (required)")
+	AddResourcesFlag(fs, &o.Resources, false)
 	fs.StringVar(&o.FailOn, "fail-on", string(pin.FailOnDrift), "exit 1 on: drift (any error finding; alias any), capability (a tool gained delete or exec, or a text hidden characters), never (alias none)")
 }
 

@@ -20,6 +20,7 @@ type ProxyOptions struct {
 	Quiet           bool
 	Audit           AuditOptions
 	RollForward     string
+	Resources       string
 }
 
 // AddFlags adds the proxy flags to fs.
@@ -32,6 +33,18 @@ func (o *ProxyOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "print nothing on stderr but the server's stderr and the report of a block")
 	o.Audit.AddFlags(fs)
 	fs.StringVar(&o.RollForward, "roll-forward", "signed", "signed: a change signed by the lock's signer rolls the lock forward; manual: every change waits for 'mcpsign approve'")
+	AddResourcesFlag(fs, &o.Resources, true)
+}
+
+// AddResourcesFlag adds --resources, the resources mode of a command
+// without --policy (docs/POLICY.md, "resources"); hide only where the
+// proxy answers the client (withHide).
+func AddResourcesFlag(fs *pflag.FlagSet, dst *string, withHide bool) {
+	usage := "static resources (resources/list): pass (unchecked), pin (checked against the lock's) or hide (answered as an empty list, reads refused but through a pinned resource template); default: pin when the lock records resources, else pass"
+	if !withHide {
+		usage = "static resources (resources/list): pin (listed, checked against the lock's or recorded in it) or pass (not listed); default: pin when the lock records resources, else pass"
+	}
+	fs.StringVar(dst, "resources", "", usage)
 }
 
 // AddBundleFlags adds the flags of VerifyOptions that verifying a bundle in

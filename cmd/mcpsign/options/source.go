@@ -30,6 +30,9 @@ type SourceOptions struct {
 	// server (--policy --name), used when --client-capabilities is not
 	// given; nil for the default.
 	PolicyClientCapabilities []byte
+	// Resources lists the static resources too (source.Options.Resources):
+	// set by the command when its resources mode is pin.
+	Resources bool
 }
 
 // AddFlags adds the source flags to fs.
@@ -83,6 +86,7 @@ func (o *SourceOptions) Options(stderr io.Writer, stderrIsTerminal bool) (source
 		MaxListingBytes: o.MaxListingBytes,
 		Headers:         headers,
 		ProtocolVersion: o.ProtocolVersion,
+		Resources:       o.Resources,
 	}
 	if opts.ClientCapabilities, err = o.clientCapabilities(); err != nil {
 		return source.Options{}, nil, err

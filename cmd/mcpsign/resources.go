@@ -1,0 +1,48 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/policy"
+	"github.com/mcpsign/mcpsign/proxy"
+)
+
+// resourcesMode returns the resources mode of a command (docs/POLICY.md,
+// "resources"): --resources (flag), or, under --policy (pr not nil), the
+// policy's, which the flag may not override; the default
+// (proxy.ResourceModeFor) follows the lock held (nil: none yet). hide is
+// the proxy's alone unless withHide is false and it comes from a policy:
+// a command that reads the server then lists no resources, as the client
+// behind the proxy sees none.
+func resourcesMode(flag string, pr *policy.Resolved, held *pin.Lock, withHide bool) (proxy.ResourceMode, error) {
+	s := flag
+	if pr != nil {
+		if flag != "" {
+			return "", errors.New("--resources: the policy decides (its \"resources\" member): give one or the other")
+		}
+		s = string(pr.Resources)
+	}
+	m, err := proxy.ResourceModeFor(s, held)
+	if err != nil {
+		return "", fmt.Errorf("--resources: %w", err)
+	}
+	if m == proxy.ResourcesHide && !withHide && pr == nil {
+		return "", errors.New("--resources hide is the proxy's (it answers the client): here, pin or pass")
+	}
+	return m, nil
+}
+
+// pinResources sets the source to list the static resources when pin's
+// resources mode (--resources, or the policy's pr) is pin: they are then
+// recorded in the lock.
+func pinResources(f *verifyFlags, po *options.PinOptions, pr *policy.Resolved) error {
+	mode, err := resourcesMode(po.Resources, pr, nil, false)
+	if err != nil {
+		return err
+	}
+	f.src.Resources = mode == proxy.ResourcesPin
+	return nil
+}

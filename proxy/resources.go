@@ -1,0 +1,141 @@
+package proxy
+
+import (
+	"strconv"
+
+	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/mcpwire"
+)
+
+// Static resources under the proxy's ResourceMode (docs/PROXY.md, "Static
+// resources").
+
+// methodReadResource reads one resource by its uri.
+const methodReadResource = "resources/read"
+
+// codeResourceNotFound is MCP's error code for a resource the server does
+// not have: a refused resources/read is answered with it.
+const codeResourceNotFound = -32002
+
+// kindsWithResources are the signed kinds and static resources: what the
+// proxy checks under ResourcesPin.
+var kindsWithResources = [...]digest.Kind{digest.KindTool, digest.KindPrompt, digest.KindResourceTemplate, digest.KindResource}
+
+// checkedKinds are the kinds whose list results the proxy checks.
+func (r *relay) checkedKinds() []digest.Kind {
+	if r.o.Resources == ResourcesPin {
+		return kindsWithResources[:]
+	}
+	return digest.Kinds[:]
+}
+
+// lists are the definition lists of a result the proxy checks: a
+// "resources" array only under ResourcesPin (under pass and hide a result
+// that has one is relayed as before).
+func (r *relay) lists(env *mcpwire.Message) mcpwire.Lists {
+	if r.o.Resources == ResourcesPin {
+		return env.Lists
+	}
+	return env.Lists &^ mcpwire.HasResources
+}
+
+// emptyResources is the result the proxy answers resources/list with under
+// ResourcesHide.
+const emptyResources = `{"resources":[]}`
+
+// resourceRequest handles a client request about static resources that
+// the mode decides without the server (called with mu held, once the
+// start-up check has passed): under hide a resources/list is answered with
+// an empty list; under pin and hide a resources/read of a URI the approved
+// listing does not offer is refused. It reports whether the request was
+// answered.
+func (r *relay) resourceRequest(env *mcpwire.Message) bool {
+	if (r.o.Resources != ResourcesPin && r.o.Resources != ResourcesHide) || r.approved == nil {
+		return false
+	}
+	if _, inFlight := r.pending.Get(env.ID); inFlight {
+		return false // refused on the normal way: one answer per id
+	}
+	switch env.Method {
+	case digest.KindResource.ListMethod():
+		if r.o.Resources != ResourcesHide {
+			return false
+		}
+		r.respond(env.ID, "result", []byte(emptyResources))
+		return true
+	case methodReadResource:
+		uri, ok := readURI(env.Params)
+		switch {
+		case !ok:
+			r.answer(env.ID, codeInvalidParams, "mcpsign proxy: the uri of resources/read cannot be read strictly", nil)
+		case !r.approved.readable(uri):
+			r.answer(env.ID, codeResourceNotFound, "mcpsign proxy: resource "+strconv.Quote(shorten(uri, 200))+" is not among the approved resources or resource templates", nil)
+		default:
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// readURI returns the uri of resources/read params, read strictly as
+// usesDefinition reads a name: ok is false when the params are not an
+// object with one string uri.
+func readURI(params []byte) (string, bool) {
+	if len(params) == 0 || params[0] != '{' {
+		return "", false
+	}
+	m, err := digest.ReadMembers(params, "uri")
+	if err != nil {
+		return "", false
+	}
+	v, present := m["uri"]
+	if !present || len(v) == 0 || v[0] != '"' {
+		return "", false
+	}
+	uri, err := digest.DecodeString(v)
+	return uri, err == nil
+}
+
+// readable reports whether a resources/read of uri may reach the server:
+// it is an approved resource (there are none under hide: nothing is
+// listed), or an approved resource template's uriTemplate matches it whole
+// (RFC 6570, as go-sdk's server matches them). A template that does not
+// parse matches nothing.
+func (a *approvedSet) readable(uri string) bool {
+	if a.hasKey(digest.KindResource, uri) {
+		return true
+	}
+	if a.templates == nil {
+		a.templates = []*uritemplate.Template{}
+		for key := range a.approvedKeys[digest.KindResourceTemplate] {
+			if t := compileTemplate(key); t != nil {
+				a.templates = append(a.templates, t)
+			}
+		}
+	}
+	for _, t := range a.templates {
+		if t.Regexp().MatchString(uri) {
+			return true
+		}
+	}
+	return false
+}
+
+// compileTemplate parses a uriTemplate and its matching expression; nil
+// when either fails (a template that cannot be read matches nothing).
+func compileTemplate(s string) (t *uritemplate.Template) {
+	defer func() {
+		if recover() != nil { // Regexp uses regexp.MustCompile
+			t = nil
+		}
+	}()
+	t, err := uritemplate.New(s)
+	if err != nil {
+		return nil
+	}
+	t.Regexp()
+	return t
+}
