@@ -1,0 +1,195 @@
+package policy
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/mcpsign/mcpsign/evidence"
+)
+
+// The findings of a lock that does not satisfy its server's policy
+// (docs/POLICY.md "The lock in force"). Each blocks, at start and at
+// adoption, under every mode and --fail-on.
+const (
+	// RuleLockMethodRefused: the lock's approval method is one the policy
+	// does not allow (tofu under "unsigned": "refuse"; manual when neither
+	// "rollForward": "manual" nor "unsigned": "tofu" asks for a person).
+	RuleLockMethodRefused = "policy-lock-method-refused"
+	// RuleLockSignerUnlisted: the lock is signed by a signer none of the
+	// policy's identities names.
+	RuleLockSignerUnlisted = "policy-lock-signer-unlisted"
+	// RuleLockUnproven: the lock's record names a listed signer but cannot
+	// show all the policy requires (a threshold above 1, workflow claims,
+	// several certificate criteria), and re-verifying the bundle it
+	// records did not prove it either.
+	RuleLockUnproven = "policy-lock-unproven"
+)
+
+// MethodTOFU and MethodManual are the lock approval methods that are no
+// signature (docs/LOCK.md "approval"), as pin names them.
+const (
+	MethodTOFU   evidence.Method = "tofu"
+	MethodManual evidence.Method = "manual"
+)
+
+// Approval is what a lock records of its approval (docs/LOCK.md
+// "approval"): its method, the verified signer's identity (a key's ID for
+// the key method) and the OIDC issuer of a keyless certificate.
+type Approval struct {
+	Method   evidence.Method
+	Identity string
+	Issuer   string
+}
+
+// LockError is a lock that does not satisfy the policy: Rule is one of the
+// RuleLock* findings, Reason says why (not escaped).
+type LockError struct {
+	Rule   string
+	Reason string
+}
+
+func (e *LockError) Error() string { return e.Reason + " (" + e.Rule + ")" }
+
+// CheckApproval decides, from a lock's record alone, whether its approval
+// satisfies the server's policy: nil when it does; a *LockError with
+// RuleLockMethodRefused or RuleLockSignerUnlisted when it cannot; a
+// *LockError with RuleLockUnproven when the record names a listed signer
+// but does not hold all the policy requires, so that only re-verifying the
+// bundle it records can decide (docs/POLICY.md "The lock in force").
+//
+// A record is not a proof: anything that can write the lock can write it
+// (docs/LOCK.md "Where to keep a lock"). CheckApproval keeps a lock made
+// under another policy, or by trust on first use, from standing under
+// this one.
+func (r *Resolved) CheckApproval(a Approval) error {
+	refuse := func(rule, format string, args ...any) error {
+		return &LockError{Rule: rule, Reason: fmt.Sprintf(format, args...)}
+	}
+	switch a.Method {
+	case MethodTOFU:
+		if r.Unsigned != UnsignedTOFU {
+			return refuse(RuleLockMethodRefused, "the lock was trusted on first use (tofu), and the policy of server %s refuses unsigned servers (\"unsigned\": %q)", strconv.Quote(r.Name), r.Unsigned)
+		}
+		return nil
+	case MethodManual:
+		if r.RollForward != RollForwardManual && r.Unsigned != UnsignedTOFU {
+			return refuse(RuleLockMethodRefused, "the lock was approved manually, and the policy of server %s approves only signed definitions (\"rollForward\": %q, \"unsigned\": %q)", strconv.Quote(r.Name), r.RollForward, r.Unsigned)
+		}
+		return nil
+	}
+	if !a.Method.Valid() {
+		return refuse(RuleLockMethodRefused, "the lock's approval method %s is none the policy knows", strconv.Quote(string(a.Method)))
+	}
+	signer := string(a.Method) + " " + strconv.Quote(a.Identity)
+	if a.Issuer != "" {
+		signer += " (issuer " + strconv.Quote(a.Issuer) + ")"
+	}
+	var unproven []string
+	found := false
+	for i, id := range r.Identities {
+		if id.Method != a.Method {
+			continue
+		}
+		ok, missing := id.matchesRecord(a)
+		switch {
+		case !ok:
+		case missing != "":
+			unproven = append(unproven, fmt.Sprintf("identity %d also requires %s", i, missing))
+		default:
+			found = true
+		}
+	}
+	switch {
+	case !found && len(unproven) == 0:
+		return refuse(RuleLockSignerUnlisted, "the lock is signed by %s, which none of the %d identities of server %s names", signer, len(r.Identities), strconv.Quote(r.Name))
+	case !found:
+		return refuse(RuleLockUnproven, "the lock is signed by %s, but records no more than that: %s", signer, strings.Join(unproven, "; "))
+	case r.Threshold > 1:
+		return refuse(RuleLockUnproven, "the lock records one signer, %s; the policy of server %s requires %d distinct ones", signer, strconv.Quote(r.Name), r.Threshold)
+	}
+	return nil
+}
+
+// matchesRecord reports whether a lock's record of a signature by id's
+// method can be id's signer, and, when it can, what id requires that the
+// record does not show ("" when the record decides).
+func (id Identity) matchesRecord(a Approval) (ok bool, missing string) {
+	v := id.Identity
+	switch id.Method {
+	case evidence.MethodKey:
+		// Read loads the key; a File from Parse alone has no key ID.
+		if id.KeyID == "" {
+			return true, "its key file " + strconv.Quote(id.Key) + " to be read"
+		}
+		return a.Identity == id.KeyID, ""
+	case evidence.MethodSigstore:
+		if !exactOrRe(a.Issuer, v.Issuer, v.IssuerRegexp) || !exactOrRe(a.Identity, v.SAN, v.SANRegexp) {
+			return false, ""
+		}
+		var claims []string
+		for _, c := range [][2]string{{"sourceRepository", v.GitHubWorkflowRepository}, {"sourceRef", v.GitHubWorkflowRef},
+			{"workflowSha", v.GitHubWorkflowSHA}, {"workflowTrigger", v.GitHubWorkflowTrigger}, {"workflowName", v.GitHubWorkflowName}} {
+			if c[1] != "" {
+				claims = append(claims, c[0])
+			}
+		}
+		if len(claims) > 0 {
+			return true, "the certificate's " + strings.Join(claims, ", ") + " (a lock records the subject and issuer only)"
+		}
+		return true, ""
+	}
+	// The certificate method: the lock records the SAN of the first SAN
+	// criterion (subject, then e-mail, URI, DNS), else the subject DN.
+	var crit []string
+	switch {
+	case v.SAN != "" || v.SANRegexp != "":
+		if !exactOrRe(a.Identity, v.SAN, v.SANRegexp) {
+			return false, ""
+		}
+		crit = append(crit, "san")
+	case v.Email != "":
+		if a.Identity != v.Email {
+			return false, ""
+		}
+		crit = append(crit, "email")
+	case v.URI != "":
+		if !strings.EqualFold(a.Identity, v.URI) {
+			return false, ""
+		}
+		crit = append(crit, "uri")
+	case v.DNS != "":
+		if a.Identity != v.DNS {
+			return false, ""
+		}
+		crit = append(crit, "dns")
+	default:
+		return a.Identity == v.Subject, ""
+	}
+	var more []string
+	for _, c := range [][2]string{{"email", v.Email}, {"uri", v.URI}, {"dns", v.DNS}, {"subject", v.Subject}, {"issuer", v.Issuer}} {
+		if c[1] != "" && c[0] != crit[0] {
+			more = append(more, c[0])
+		}
+	}
+	if len(more) > 0 {
+		return true, "the certificate's " + strings.Join(more, ", ") + " (a lock records one identity)"
+	}
+	return true, ""
+}
+
+// exactOrRe reports whether s equals exact, or matches re as a whole (the
+// anchoring verify uses); an empty criterion holds.
+func exactOrRe(s, exact, re string) bool {
+	if exact != "" && s != exact {
+		return false
+	}
+	if re != "" {
+		rx, err := regexp.Compile(`^(?:` + re + `)$`)
+		if err != nil || !rx.MatchString(s) {
+			return false
+		}
+	}
+	return true
+}
