@@ -7,41 +7,24 @@ import (
 	"strings"
 
 	"github.com/mcpsign/mcpsign/evidence"
+	"github.com/mcpsign/mcpsign/pin"
 )
 
 // The findings of a lock that does not satisfy its server's policy
-// (docs/POLICY.md "The lock in force"). Each blocks, at start and at
-// adoption, under every mode and --fail-on.
+// (docs/POLICY.md "The lock in force"), as pin names them: each blocks, at
+// start and at adoption, under every mode and --fail-on.
 const (
-	// RuleLockMethodRefused: the lock's approval method is one the policy
-	// does not allow (tofu under "unsigned": "refuse"; manual when neither
-	// "rollForward": "manual" nor "unsigned": "tofu" asks for a person).
-	RuleLockMethodRefused = "policy-lock-method-refused"
-	// RuleLockSignerUnlisted: the lock is signed by a signer none of the
-	// policy's identities names.
-	RuleLockSignerUnlisted = "policy-lock-signer-unlisted"
-	// RuleLockUnproven: the lock's record names a listed signer but cannot
-	// show all the policy requires (a threshold above 1, workflow claims,
-	// several certificate criteria), and re-verifying the bundle it
-	// records did not prove it either.
-	RuleLockUnproven = "policy-lock-unproven"
+	RuleLockMethodRefused  = pin.RulePolicyLockMethodRefused
+	RuleLockSignerUnlisted = pin.RulePolicyLockSignerUnlisted
+	RuleLockUnproven       = pin.RulePolicyLockUnproven
 )
 
 // MethodTOFU and MethodManual are the lock approval methods that are no
-// signature (docs/LOCK.md "approval"), as pin names them.
+// signature (docs/LOCK.md "approval").
 const (
-	MethodTOFU   evidence.Method = "tofu"
-	MethodManual evidence.Method = "manual"
+	MethodTOFU   = pin.MethodTOFU
+	MethodManual = pin.MethodManual
 )
-
-// Approval is what a lock records of its approval (docs/LOCK.md
-// "approval"): its method, the verified signer's identity (a key's ID for
-// the key method) and the OIDC issuer of a keyless certificate.
-type Approval struct {
-	Method   evidence.Method
-	Identity string
-	Issuer   string
-}
 
 // LockError is a lock that does not satisfy the policy: Rule is one of the
 // RuleLock* findings, Reason says why (not escaped).
@@ -52,7 +35,9 @@ type LockError struct {
 
 func (e *LockError) Error() string { return e.Reason + " (" + e.Rule + ")" }
 
-// CheckApproval decides, from a lock's record alone, whether its approval
+// CheckApproval decides, from a lock's record of its approval alone (its
+// method, the signer's identity, a key's ID for the key method, and the
+// OIDC issuer of a keyless certificate: docs/LOCK.md "approval"), whether it
 // satisfies the server's policy: nil when it does; a *LockError with
 // RuleLockMethodRefused or RuleLockSignerUnlisted when it cannot; a
 // *LockError with RuleLockUnproven when the record names a listed signer
@@ -63,7 +48,7 @@ func (e *LockError) Error() string { return e.Reason + " (" + e.Rule + ")" }
 // (docs/LOCK.md "Where to keep a lock"). CheckApproval keeps a lock made
 // under another policy, or by trust on first use, from standing under
 // this one.
-func (r *Resolved) CheckApproval(a Approval) error {
+func (r *Resolved) CheckApproval(a pin.Approval) error {
 	refuse := func(rule, format string, args ...any) error {
 		return &LockError{Rule: rule, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -115,7 +100,7 @@ func (r *Resolved) CheckApproval(a Approval) error {
 // matchesRecord reports whether a lock's record of a signature by id's
 // method can be id's signer, and, when it can, what id requires that the
 // record does not show ("" when the record decides).
-func (id Identity) matchesRecord(a Approval) (ok bool, missing string) {
+func (id Identity) matchesRecord(a pin.Approval) (ok bool, missing string) {
 	v := id.Identity
 	switch id.Method {
 	case evidence.MethodKey:

@@ -39,6 +39,46 @@ type LockOptions struct {
 	// 'mcpsign approve' (policy rollForward "manual"). First use is not
 	// affected.
 	ManualRollForward bool
+	// Admission, when set, is what the host's policy allows of a lock the
+	// proxy does not verify itself (docs/POLICY.md "The lock in force").
+	// Nil: no policy, any lock that reads is in force.
+	Admission *Admission
+}
+
+// Admission is the part of a policy's rules for the lock in force that the
+// proxy enforces from the lock alone (it links no verifier): mcpsign checks
+// the lock against the whole policy before the proxy starts and hands over
+// what it decided. A lock the proxy's VerifyFunc re-verified (a signed
+// first use, a roll-forward, an adoption) was verified under the policy
+// already.
+type Admission struct {
+	// LockDigest is the lockDigest of the lock mcpsign found to satisfy the
+	// policy ("" when there was no lock): the proxy starts only on that
+	// lock, so that a lock written between the check and the proxy's read
+	// is not enforced unchecked.
+	LockDigest string `json:"lockDigest,omitempty"`
+	// AllowTOFU and AllowManual say whether the policy allows a tofu or a
+	// manual lock that another process wrote on first use (a signed one
+	// must be re-verified: with no VerifyFunc it is refused).
+	AllowTOFU   bool `json:"allowTofu,omitempty"`
+	AllowManual bool `json:"allowManual,omitempty"`
+}
+
+// ErrLockNotChecked is the error of NewLockPolicy when the lock is not the
+// one its Admission was decided for.
+var ErrLockNotChecked = errors.New("the lock is not the one checked against the policy")
+
+// unverified returns the rule and the reason why the policy does not allow
+// l, a lock another process wrote that no verification vouches for; ""
+// when it allows it.
+func (a *Admission) unverified(l *pin.Lock) (rule, why string) {
+	switch m := l.Approval.Method; {
+	case m == pin.MethodTOFU && !a.AllowTOFU, m == pin.MethodManual && !a.AllowManual:
+		return pin.RulePolicyLockMethodRefused, fmt.Sprintf("it is approved by %s, a method the policy does not allow", describeApproval(l.Approval))
+	case m.Valid():
+		return pin.RulePolicyLockSignerUnlisted, fmt.Sprintf("it is signed by %s, and no bundle was given to verify it under the policy", describeSigner(l.Approval))
+	}
+	return "", ""
 }
 
 // ErrNoLock is the error of NewLockPolicy when there is no lock file and
@@ -90,6 +130,8 @@ func NewLockPolicy(path string, opts LockOptions) (*LockPolicy, error) {
 	p := &LockPolicy{path: path, opts: opts}
 	l, err := pin.Read(path)
 	switch {
+	case err == nil && opts.Admission != nil && l.LockDigest != opts.Admission.LockDigest:
+		return nil, fmt.Errorf("%w: %s was changed by another process after it was checked (%s): restart to check it again", ErrLockNotChecked, path, pin.RuleLockChangedByAnotherProcess)
 	case err == nil:
 		p.hold(l, time.Time{})
 	case errors.Is(err, fs.ErrNotExist) && (opts.Verify != nil || opts.TOFU):
@@ -350,6 +392,15 @@ func (p *LockPolicy) firstUse(ctx context.Context, snap *digest.Snapshot) (*Deci
 		winner, rerr := pin.Read(p.path)
 		if rerr != nil {
 			return nil, rerr
+		}
+		if adm := p.opts.Admission; v == nil && adm != nil {
+			if rule, why := adm.unverified(winner); rule != "" {
+				return &Decision{
+					Summary:  "first use: the lock " + p.path + " was written by another process meanwhile, with an approval the policy does not allow; it is not adopted",
+					Report:   "the lock " + p.path + " was changed by another process: " + why + " (" + rule + ")\nit is not adopted and the file is left as it is\n",
+					Findings: []string{pin.RuleLockChangedByAnotherProcess, rule},
+				}, nil
+			}
 		}
 		if v != nil {
 			if why := sameEvidence(winner, v); why != "" {

@@ -104,12 +104,15 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 				return err
 			}
 			if pr != nil {
-				if rerr := lockRevoked(pr, lock); rerr != nil {
+				var out *lockOutsidePolicy
+				if err := checkLockInForce(cmd.Context(), a, &verifyFlags{}, pr, lock); errors.As(err, &out) {
 					// Blocked at start, before the server runs, whatever --fail-on says.
-					if err := writePinReport(a, revokedReport(vp.Lock, rerr), asJSON, failOn); err != nil {
+					if err := writePinReport(a, outsidePolicyReport(vp.Lock, out), asJSON, failOn); err != nil {
 						return err
 					}
 					return silentExit(exitFailed)
+				} else if err != nil {
+					return err
 				}
 			}
 			snap, err := loadSource(cmd, a, &src, args)

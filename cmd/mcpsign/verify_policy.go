@@ -572,12 +572,23 @@ func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *ver
 	if r.Mode == policy.ModeAudit && r.Audit == "" {
 		return fmt.Errorf("--policy %s: server %s: mode audit records drift only in the audit log: add \"audit\" (its path) to the server or the defaults", textsafe.Escape(f.pol.File), textsafe.Quote(r.Name))
 	}
-	if l, err := pin.Read(r.Lock); err == nil {
-		if rerr := lockRevoked(r, l); rerr != nil {
-			return withCode(proxycmd.ExitBlocked, fmt.Errorf("blocked: %s: %s %s: the lock rests on a %w; it approves nothing (verify a new bundle and pin again)",
-				rulePolicyRevoked, textsafe.Escape(r.Lock), textsafe.Quote(r.Name), rerr))
+	// The lock in force satisfies the policy, or the proxy does not start
+	// (docs/POLICY.md "The lock in force"); the proxy then enforces that
+	// very lock (cfg.Admission).
+	l, err := pin.Read(r.Lock)
+	if err != nil {
+		// None: a first use. Unreadable: the proxy refuses it, naming the
+		// file, as without a policy.
+		l = nil
+	} else {
+		var out *lockOutsidePolicy
+		if err := checkLockInForce(cmd.Context(), a, f, r, l); errors.As(err, &out) {
+			return withCode(proxycmd.ExitBlocked, fmt.Errorf("blocked: %s: %s %s: %w", out.Rule, textsafe.Escape(r.Lock), textsafe.Quote(r.Name), out))
+		} else if err != nil {
+			return err
 		}
 	}
+	cfg.Admission = admission(r, l)
 	var vf proxy.VerifyFunc
 	if len(r.Identities) > 0 {
 		vs, err := policyVerifiers(cmd.Context(), f, r)

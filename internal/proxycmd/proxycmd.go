@@ -66,6 +66,10 @@ type Config struct {
 	// "warn" relays it and reports it on stderr, "audit" relays it and only
 	// records it in AuditLog (required). Both record it as "warned".
 	Mode string `json:"mode,omitempty"`
+	// Admission, under a policy, is what mcpsign decided about the lock in
+	// force before the hand-over (proxy.Admission, docs/POLICY.md "The
+	// lock in force").
+	Admission *proxy.Admission `json:"admission,omitempty"`
 	// Command is the server's argv.
 	Command []string `json:"command"`
 	// VerifyCommand, with --bundle, is the argv that verifies definitions
@@ -114,7 +118,7 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 	default:
 		return ExitError, fmt.Errorf("unknown mode %q (want block, warn or audit)", cfg.Mode)
 	}
-	policy, err := proxy.NewLockPolicy(cfg.Lock, proxy.LockOptions{Verify: verify, TOFU: cfg.TOFU, ManualRollForward: cfg.ManualRollForward})
+	policy, err := proxy.NewLockPolicy(cfg.Lock, proxy.LockOptions{Verify: verify, TOFU: cfg.TOFU, ManualRollForward: cfg.ManualRollForward, Admission: cfg.Admission})
 	if err != nil {
 		if le := (*pin.LockError)(nil); errors.As(err, &le) && cfg.AuditLog != "" {
 			if aerr := audit.Append(ctx, cfg.AuditLog, auditevent.Refusal(audit.LockRefused, nil, nil, []string{auditevent.LockFinding(err)})); aerr != nil {
