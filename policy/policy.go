@@ -171,6 +171,9 @@ func (id Identity) same(o Identity) bool {
 func (id Identity) String() string {
 	switch id.Method {
 	case verify.MethodKey:
+		if id.KeyID != "" {
+			return "key " + id.Key + " (" + id.KeyID + ")"
+		}
 		return "key " + id.Key
 	case verify.MethodSigstore:
 		s := "sigstore issuer " + orRe(id.Identity.Issuer, id.Identity.IssuerRegexp) + " subject " + orRe(id.Identity.SAN, id.Identity.SANRegexp)

@@ -41,7 +41,11 @@ func (e *lockOutsidePolicy) Error() string {
 	if e.Rule == rulePolicyRevoked {
 		return fmt.Sprintf("the lock rests on a %v: it approves nothing; verify a new bundle and pin again", e.Err)
 	}
-	return fmt.Sprintf("the lock is outside the policy: %v; pin again under the policy", e.Err)
+	var le *policy.LockError
+	if errors.As(e.Err, &le) {
+		return le.Reason + ": the lock approves nothing under this policy; pin again under it"
+	}
+	return e.Err.Error()
 }
 
 func (e *lockOutsidePolicy) Unwrap() error { return e.Err }

@@ -23,6 +23,8 @@ func newVerifyPinCmd(a *app) *cobra.Command {
 		out options.OutputOptions
 		vp  options.VerifyPinOptions
 		pol options.PolicyOptions
+		// bundles re-verify the lock's approval under --policy.
+		bundles []string
 	)
 	cmd := &cobra.Command{
 		Use:   "verify-pin SOURCE --lock FILE [--fail-on drift|capability|never] [flags]",
@@ -54,6 +56,15 @@ Markdown. --format json prints the stable report of docs/DRIFT.md.
 SOURCE is what 'mcpsign digest' accepts: a snapshot file, a command line that
 starts a stdio server, a Streamable HTTP URL, or the words after --.
 
+With --policy FILE --name NAME the lock is the policy's, and before the server
+is read it must satisfy the policy (docs/POLICY.md "The lock in force"): it
+rests on nothing revoked (policy-revoked), its method is one the policy allows
+(policy-lock-method-refused: a tofu lock under "unsigned": "refuse"), and its
+signer is listed (policy-lock-signer-unlisted). A lock whose record cannot show
+all the policy requires (a threshold above 1) is re-verified with --bundle
+(repeated; default the policy's bundle), or refused (policy-lock-unproven).
+Each exits 1 whatever --fail-on says.
+
 Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 --fail-on; 2 bad usage, a bad lock, or a server that could not be read.`,
 		Example: `  # In CI: fail the job on any change to the pinned definitions
@@ -63,7 +74,12 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
   mcpsign verify-pin https://mcp.example.com/mcp --lock remote.mcpsign.lock --fail-on capability
 
   # Machine-readable, never failing
-  mcpsign verify-pin server.snapshot.json --lock notes.mcpsign.lock --fail-on never --format json`,
+  mcpsign verify-pin server.snapshot.json --lock notes.mcpsign.lock --fail-on never --format json
+
+  # Under a policy: the lock must satisfy it (docs/POLICY.md "The lock in force");
+  # a lock approved by a threshold of two is re-verified with its bundles
+  mcpsign verify-pin --policy /etc/mcpsign/policy.json --name notes \
+    --bundle notes.publisher.sigstore.json --bundle notes.security.sigstore.json -- npx -y @acme/notes-mcp@1.2.0`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := out.JSON()
 			if err != nil {
@@ -82,6 +98,8 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 				src.PolicyClientCapabilities = pr.ClientCapabilities
 			} else if err := checkNames(&pol); err != nil {
 				return err
+			} else if len(bundles) > 0 {
+				return errors.New("--bundle re-verifies a lock under --policy: give --policy FILE --name NAME too")
 			}
 			if vp.Lock == "" {
 				return errors.New("--lock FILE is required: the lock to check against")
@@ -105,7 +123,7 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 			}
 			if pr != nil {
 				var out *lockOutsidePolicy
-				if err := checkLockInForce(cmd.Context(), a, &verifyFlags{}, pr, lock); errors.As(err, &out) {
+				if err := checkLockInForce(cmd.Context(), a, &verifyFlags{vo: options.VerifyOptions{Bundles: bundles}}, pr, lock); errors.As(err, &out) {
 					// Blocked at start, before the server runs, whatever --fail-on says.
 					if err := writePinReport(a, outsidePolicyReport(vp.Lock, out), asJSON, failOn); err != nil {
 						return err
@@ -135,6 +153,7 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 	out.AddFlags(fs)
 	vp.AddFlags(fs)
 	pol.AddFlags(fs)
+	fs.StringArrayVar(&bundles, "bundle", nil, "with --policy: a bundle (file or https:// URL) that re-verifies the lock's approval when its record cannot show all the policy requires (a threshold: repeat it, the lock's own bundle first); default the policy's bundle")
 	return cmd
 }
 

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/evidence"
+	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/policy"
+)
+
+// plWriteLock writes the lock of snap approved by a to path.
+func plWriteLock(t *testing.T, snap *digest.Snapshot, a pin.Approval, path string) []byte {
+	t.Helper()
+	a.ApprovedAt = time.Now().UTC().Truncate(time.Second)
+	l, err := pin.NewLock(snap, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := l.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vtWriteBytes(t, path, data)
+}
+
+// TestVerifyPinLockOutsidePolicy: under --policy, verify-pin refuses a lock
+// the policy would not have approved before it reads the server, naming the
+// rule, whatever --fail-on says, and leaves the lock as it is.
+func TestVerifyPinLockOutsidePolicy(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	snapPath, snap := vtSnapshot(t, dir, "snap.json", nil)
+	_, changed := vtSnapshot(t, dir, "changed.json", func(s *digest.Snapshot) {
+		s.Tools = append(s.Tools, json.RawMessage(`{"name":"run_command","description":"Run a command.","inputSchema":{"type":"object"}}`))
+	})
+	a, b := newPTSigner(t, dir, "a"), newPTSigner(t, dir, "b")
+	bA, dA := a.sign(t, dir, "a.sigstore.json", snap)
+	bB, dB := b.sign(t, dir, "b.sigstore.json", snap)
+	key := func(s *ptSigner) string { return fmt.Sprintf(`{"method":"key","key":%q}`, s.pub) }
+	byKey := func(s *ptSigner, d string) pin.Approval {
+		return pin.Approval{Method: evidence.MethodKey, Identity: s.keyID(t), BundleDigest: d}
+	}
+	tofu := pin.Approval{Method: pin.MethodTOFU}
+	manual := pin.Approval{Method: pin.MethodManual, Reason: "reviewed", Approver: "alice", PreviousLockDigest: "sha256:" + strings.Repeat("0", 64)}
+	// The lock verify writes under a threshold of two: the first bundle's
+	// evidence (a's).
+	two := ptPolicy(t, dir, "two.json", 2, "", a.pub, b.pub)
+	thresholdLock := filepath.Join(dir, "threshold.lock")
+	if code, out, stderr := runCLI(t, "verify", snapPath, "--policy", two, "--name", "notes", "--bundle", bA, "--bundle", bB, "--write-lock", thresholdLock); code != 0 {
+		t.Fatalf("verify --write-lock: exit %d\n%s\n%s", code, out, stderr)
+	}
+	thresholdBytes := mustRead(t, thresholdLock)
+
+	tests := []struct {
+		name     string
+		ids      []string
+		extra    string // more members of the server
+		approval pin.Approval
+		lockOf   *digest.Snapshot // nil: snap
+		lock     []byte           // the lock's bytes, instead of approval
+		bundles  []string
+		code     int
+		rule     string
+	}{
+		{"key A lock under a key-A policy", []string{key(a)}, "", byKey(a, dA), nil, nil, nil, 0, ""},
+		{"key B lock under a key-A policy", []string{key(a)}, "", byKey(b, dB), nil, nil, nil, 1, policy.RuleLockSignerUnlisted},
+		{"keyless lock under a key-A policy", []string{key(a)}, "", pin.Approval{Method: evidence.MethodSigstore, Identity: "a@example.com", Issuer: "https://issuer.example", BundleDigest: dA}, nil, nil, nil, 1, policy.RuleLockSignerUnlisted},
+		{"tofu lock, unsigned refuse", []string{key(a)}, "", tofu, nil, nil, nil, 1, policy.RuleLockMethodRefused},
+		{"tofu lock, unsigned tofu", []string{key(a)}, `,"unsigned":"tofu"`, tofu, nil, nil, nil, 0, ""},
+		{"tofu lock, no identity, unsigned tofu", nil, `,"unsigned":"tofu"`, tofu, nil, nil, nil, 0, ""},
+		{"manual approval, signed roll-forward, unsigned refuse", []string{key(a)}, "", manual, nil, nil, nil, 1, policy.RuleLockMethodRefused},
+		{"manual approval, rollForward manual", []string{key(a)}, `,"rollForward":"manual"`, manual, nil, nil, nil, 0, ""},
+		{"manual approval, unsigned tofu", []string{key(a)}, `,"unsigned":"tofu"`, manual, nil, nil, nil, 0, ""},
+		{"threshold 2, two signers re-verified", []string{key(a), key(b)}, `,"threshold":2`, pin.Approval{}, nil, thresholdBytes, []string{bA, bB}, 0, ""},
+		{"threshold 2, one bundle", []string{key(a), key(b)}, `,"threshold":2`, pin.Approval{}, nil, thresholdBytes, []string{bA}, 1, policy.RuleLockUnproven},
+		{"threshold 2, no bundle", []string{key(a), key(b)}, `,"threshold":2`, pin.Approval{}, nil, thresholdBytes, nil, 1, policy.RuleLockUnproven},
+		{"threshold 2, another first bundle", []string{key(a), key(b)}, `,"threshold":2`, pin.Approval{}, nil, thresholdBytes, []string{bB, bA}, 1, policy.RuleLockUnproven},
+		{"threshold 2, the record on other definitions", []string{key(a), key(b)}, `,"threshold":2`, byKey(a, dA), changed, nil, []string{bA, bB}, 1, policy.RuleLockUnproven},
+		{"threshold 2, one signer's bundle twice", []string{key(a), key(b)}, `,"threshold":2`, byKey(a, dA), nil, nil, []string{bA, bA}, 1, policy.RuleLockUnproven},
+		{"a revoked key first", []string{key(a)}, "", byKey(a, dA), nil, nil, nil, 1, rulePolicyRevoked},
+	}
+	top := map[string]string{"a revoked key first": fmt.Sprintf(`,"revoked":{"identities":[%q]}`, a.keyID(t))}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sub := filepath.Join(dir, fmt.Sprint(i))
+			if err := os.Mkdir(sub, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			lock := filepath.Join(sub, "notes.lock")
+			var before []byte
+			if tt.lock != nil {
+				before = vtWriteBytes(t, lock, tt.lock)
+			} else {
+				of := snap
+				if tt.lockOf != nil {
+					of = tt.lockOf
+				}
+				before = plWriteLock(t, of, tt.approval, lock)
+			}
+			body := fmt.Sprintf(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{"notes":{"identities":[%s],"lock":"notes.lock"%s}}%s}`,
+				strings.Join(tt.ids, ","), tt.extra, top[tt.name])
+			pol := vtWrite(t, sub, "policy.json", []byte(body))
+			args := []string{"verify-pin", snapPath, "--policy", pol, "--name", "notes", "--fail-on", "never"}
+			for _, b := range tt.bundles {
+				args = append(args, "--bundle", b)
+			}
+			code, out, stderr := runCLI(t, args...)
+			if code != tt.code || tt.rule != "" && !strings.Contains(out, tt.rule) {
+				t.Errorf("exit %d, want %d and %q:\n%s\n%s", code, tt.code, tt.rule, out, stderr)
+			}
+			if after := mustRead(t, lock); !bytes.Equal(after, before) {
+				t.Error("the lock was changed")
+			}
+			if tt.code == 1 {
+				// JSON names the rule too.
+				_, js, _ := runCLI(t, append(args, "--format", "json")...)
+				if !strings.Contains(js, `"rule": "`+tt.rule+`"`) && !strings.Contains(js, `"rule":"`+tt.rule+`"`) {
+					t.Errorf("JSON report lacks the rule %s:\n%s", tt.rule, js)
+				}
+			}
+		})
+	}
+	if code, _, stderr := runCLI(t, "verify-pin", snapPath, "--lock", thresholdLock, "--bundle", bA); code != 2 || !strings.Contains(stderr, "--bundle re-verifies a lock under --policy") {
+		t.Errorf("--bundle without --policy: exit %d %q", code, stderr)
+	}
+}
+
+func vtWriteBytes(t *testing.T, path string, data []byte) []byte {
+	t.Helper()
+	vtWrite(t, filepath.Dir(path), filepath.Base(path), data)
+	return data
+}
+
+// TestPolicyCheckFilesAndSpellings: policy check reads the files a policy
+// names and refuses every spelling mcpsign would never compare equal, with
+// the JSON Pointer, exit 2, and the file left as it was.
+func TestPolicyCheckFilesAndSpellings(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	k := newPTSigner(t, dir, "k")
+	vtWrite(t, dir, "random.pem", []byte("\x13\x37 random bytes \xfe"))
+	kid := k.keyID(t)
+	hex := strings.TrimPrefix(kid, "sha256:")
+	const head = `{"kind":"mcpsign.policy","policyVersion":1,`
+	keyOnly := `"servers":{"notes":{"identities":[{"method":"key","key":"k.pub.pem"}]}}`
+	tests := []struct {
+		name, body string
+		code       int
+		want       string
+	}{
+		{"key-only server", keyOnly, 0, "require: nothing more\n"},
+		{"missing key file", `"servers":{"notes":{"identities":[{"method":"key","key":"gone.pub.pem"}]}}`, 2, "/servers/notes/identities/0/key: " + filepath.Join(dir, "gone.pub.pem")},
+		{"random key file", `"servers":{"notes":{"identities":[{"method":"key","key":"random.pem"}]}}`, 2, "/servers/notes/identities/0/key: " + filepath.Join(dir, "random.pem")},
+		{"missing trusted root", `"trust":{"trustedRoot":"gone.json"},` + keyOnly, 2, "/trust/trustedRoot: " + filepath.Join(dir, "gone.json")},
+		{"CA roots that are a key", `"trust":{"caRoots":"k.pub.pem"},` + keyOnly, 2, "/trust/caRoots: "},
+		{"one key in two PEM encodings", `"servers":{"notes":{"identities":[{"method":"key","key":"k.pub.pem"},{"method":"key","key":"k2.pub.pem"}],"threshold":2}}`, 2, "/servers/notes/identities/1/key: duplicate"},
+		{"ex and EX", `"servers":{"ex":{"unsigned":"tofu"},"EX":{"unsigned":"tofu"}}`, 2, `/servers/EX: duplicate: server name "EX" equals "ex"`},
+		{"revoked key id upper-case", keyOnly + `,"revoked":{"identities":["sha256:` + strings.ToUpper(hex) + `"]}`, 2, "/revoked/identities/0"},
+		{"revoked key id without sha256:", keyOnly + `,"revoked":{"identities":["` + hex + `"]}`, 2, "/revoked/identities/0"},
+		{"revoked key id SHA256:", keyOnly + `,"revoked":{"identities":["SHA256:` + hex + `"]}`, 2, "/revoked/identities/0"},
+		{"revoked key id leading space", keyOnly + `,"revoked":{"identities":[" ` + kid + `"]}`, 2, "/revoked/identities/0: not in canonical form"},
+		{"revoked key id canonical", keyOnly + `,"revoked":{"identities":["` + kid + `"]}`, 0, "identity " + fmt.Sprintf("%q", kid)},
+		{"sigstore server", `"servers":{"notes":{"identities":[{"method":"sigstore","issuer":"https://i.example","subject":"a@example.com"}]}}`, 0, "require: nothing more (a sigstore identity always needs its log entry)"},
+	}
+	// k2.pub.pem: k's key in another PEM encoding (a header line).
+	pemText := string(mustRead(t, k.pub))
+	vtWrite(t, dir, "k2.pub.pem", []byte(strings.Replace(pemText, "-----\n", "-----\nComment: the same key\n\n", 1)))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := vtWrite(t, dir, "policy.json", []byte(head+tt.body+`}`))
+			before := mustRead(t, p)
+			code, out, stderr := runCLI(t, "policy", "check", p)
+			if code != tt.code || !strings.Contains(out+stderr, tt.want) {
+				t.Errorf("exit %d, want %d and %q:\n%s\n%s", code, tt.code, tt.want, out, stderr)
+			}
+			if !bytes.Equal(mustRead(t, p), before) {
+				t.Error("the policy was changed")
+			}
+		})
+	}
+}
+
+// TestProxyLockOutsidePolicy: a real proxy session under a policy starts
+// only on a lock the policy allows. A lock signed by a key the policy does
+// not list, or a tofu lock under "unsigned": "refuse", blocks at start
+// (exit 42, the rule named) before the hand-over; the lock is left as it
+// is; the lock that passes is the one the proxy is handed.
+func TestProxyLockOutsidePolicy(t *testing.T) {
+	server := fixtures.BuildExampleServer(t)
+	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	if code, _, stderr := runWith(t, map[string]string{envDemoServer: server}, "demo", "--keep", filepath.Join(dir, "demo")); code != 0 {
+		t.Fatalf("demo: exit %d: %s", code, stderr)
+	}
+	other := newPTSigner(t, dir, "other")
+	polOf := func(name, ids, extra string) string {
+		return vtWrite(t, dir, name, []byte(fmt.Sprintf(`{"kind":"mcpsign.policy","policyVersion":1,
+		  "servers":{"notes":{"identities":[%s],"bundle":"demo/server.sigstore.json","lock":"notes.lock"%s}}}`, ids, extra)))
+	}
+	publisher := `{"method":"key","key":"demo/publisher.pub"}`
+	keyA := polOf("a.json", publisher, "")
+	keyB := polOf("b.json", fmt.Sprintf(`{"method":"key","key":%q}`, other.pub), "")
+	tofuOK := polOf("tofu.json", publisher, `,"unsigned":"tofu"`)
+	lock := filepath.Join(dir, "notes.lock")
+	// The signed lock: pinned under the publisher's key.
+	if code, out, stderr := runCLI(t, "pin", "--policy", keyA, "--name", "notes", "--", server); code != 0 {
+		t.Fatalf("pin: exit %d\n%s\n%s", code, out, stderr)
+	}
+	signed := mustRead(t, lock)
+	// The tofu lock of the same server.
+	tofuLock := filepath.Join(dir, "tofu.lock")
+	if code, _, stderr := runCLI(t, "pin", "--tofu", "--lock", tofuLock, "--", server); code != 0 {
+		t.Fatalf("pin --tofu: exit %d: %s", code, stderr)
+	}
+	tofu := mustRead(t, tofuLock)
+
+	for _, tc := range []struct {
+		name   string
+		policy string
+		lock   []byte
+		rule   string // "" the session runs
+	}{
+		{"key A lock, key-A policy", keyA, signed, ""},
+		{"key A lock, a policy listing only key B", keyB, signed, policy.RuleLockSignerUnlisted},
+		{"tofu lock, unsigned refuse", keyA, tofu, policy.RuleLockMethodRefused},
+		{"tofu lock, unsigned tofu", tofuOK, tofu, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vtWriteBytes(t, lock, tc.lock)
+			if tc.rule != "" {
+				code, _, stderr := runCLI(t, "proxy", "--policy", tc.policy, "--name", "notes", "--", server)
+				if code != proxycmd.ExitBlocked || !strings.Contains(stderr, "blocked: "+tc.rule) || !strings.Contains(stderr, lock) {
+					t.Errorf("exit %d, want %d naming %s and the lock: %s", code, proxycmd.ExitBlocked, tc.rule, stderr)
+				}
+			} else {
+				s := startCLI(t, nil, "proxy", "--policy", tc.policy, "--name", "notes", "--", server)
+				cs, _, err := s.client(t)
+				if err != nil {
+					t.Fatalf("connect: %v\n%s", err, s.stderr.String())
+				}
+				if _, err := cs.ListTools(context.Background(), nil); err != nil {
+					t.Errorf("tools/list: %v", err)
+				}
+				cs.Close()
+				if code := s.exit(t); code != 0 {
+					t.Errorf("exit %d: %s", code, s.stderr.String())
+				}
+			}
+			if !bytes.Equal(mustRead(t, lock), tc.lock) {
+				t.Error("the lock was changed")
+			}
+		})
+	}
+
+	// The hand-over: the proxy is told which lock passed, and enforces only
+	// that one (proxy.Admission).
+	vtWriteBytes(t, lock, signed)
+	l, err := pin.Read(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *proxycmd.Config
+	a := &app{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, getenv: func(string) string { return "" },
+		isTerminal:    func() bool { return false },
+		handOverProxy: func(cfg *proxycmd.Config, _ []string) (bool, error) { got = cfg; return true, nil }}
+	if code := run(context.Background(), []string{"proxy", "--policy", keyA, "--name", "notes", "--", server}, a); code != 0 {
+		t.Fatalf("hand-over: exit %d: %s", code, a.stderr)
+	}
+	if got.Admission == nil || got.Admission.LockDigest != l.LockDigest || got.Admission.AllowTOFU || got.Admission.AllowManual {
+		t.Errorf("admission %+v, want the lock %s, no tofu, no manual", got.Admission, l.LockDigest)
+	}
+}
