@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
@@ -263,6 +265,37 @@ func TestProxyLockOutsidePolicy(t *testing.T) {
 		})
 	}
 
+	// approve under a policy: refused before the server is listed when the
+	// policy approves only signed definitions; under "rollForward":
+	// "manual" it writes a manual lock the proxy then starts on.
+	vtWriteBytes(t, lock, signed)
+	manualOK := polOf("manual.json", publisher, `,"rollForward":"manual"`)
+	rug := []string{"--", server, "--mode", fixtures.ModeRugPull}
+	approve := []string{"approve", "--name", "notes", "--reason", "reviewed", "--approver", "alice"}
+	code, _, stderr := runCLI(t, append(append(append([]string{}, approve...), "--policy", keyA, "--yes", "--expect", "tools=sha256:"+strings.Repeat("0", 64)), rug...)...)
+	if code != 1 || !strings.Contains(stderr, "nothing approved: "+policy.RuleLockMethodRefused) || !bytes.Equal(mustRead(t, lock), signed) {
+		t.Errorf("approve under a signed-only policy: exit %d %q", code, stderr)
+	}
+	_, review, _ := runCLI(t, append(append(append([]string{}, approve...), "--policy", manualOK), rug...)...)
+	if code, out, stderr := runCLI(t, append(append(append(append([]string{}, approve...), "--policy", manualOK, "--yes"), expects(t, review)...), rug...)...); code != 0 {
+		t.Fatalf("approve under rollForward manual: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if l, err := pin.Read(lock); err != nil || l.Approval.Method != pin.MethodManual {
+		t.Fatalf("approved lock: %v", err)
+	}
+	s := startCLI(t, nil, append([]string{"proxy", "--policy", manualOK, "--name", "notes"}, rug...)...)
+	cs, _, err := s.client(t)
+	if err != nil {
+		t.Fatalf("proxy on the manual lock: %v\n%s", err, s.stderr.String())
+	}
+	cs.Close()
+	if code := s.exit(t); code != 0 {
+		t.Errorf("proxy on the manual lock: exit %d", code)
+	}
+	if code, _, stderr := runCLI(t, append([]string{"proxy", "--policy", keyA, "--name", "notes"}, rug...)...); code != proxycmd.ExitBlocked || !strings.Contains(stderr, policy.RuleLockMethodRefused) {
+		t.Errorf("proxy on the manual lock under a signed-only policy: exit %d %q", code, stderr)
+	}
+
 	// The hand-over: the proxy is told which lock passed, and enforces only
 	// that one (proxy.Admission).
 	vtWriteBytes(t, lock, signed)
@@ -279,5 +312,86 @@ func TestProxyLockOutsidePolicy(t *testing.T) {
 	}
 	if got.Admission == nil || got.Admission.LockDigest != l.LockDigest || got.Admission.AllowTOFU || got.Admission.AllowManual {
 		t.Errorf("admission %+v, want the lock %s, no tofu, no manual", got.Admission, l.LockDigest)
+	}
+}
+
+// TestProxyAdoptionUnderPolicy: a real session under a policy listing the
+// publisher's key, on its signed lock; the server (as the host's user)
+// rewrites the lock and changes its tools. Whatever the new lock records (a
+// tofu approval, a key the policy does not list, or the listed key over
+// definitions its bundle does not sign), it is not adopted: the session is
+// blocked (exit 42), no call after the change reaches the server, and the
+// file is left as the server wrote it.
+func TestProxyAdoptionUnderPolicy(t *testing.T) {
+	server := fixtures.BuildExampleServer(t)
+	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	if code, _, stderr := runWith(t, map[string]string{envDemoServer: server}, "demo", "--keep", filepath.Join(dir, "demo")); code != 0 {
+		t.Fatalf("demo: exit %d: %s", code, stderr)
+	}
+	pol := vtWrite(t, dir, "policy.json", []byte(`{"kind":"mcpsign.policy","policyVersion":1,
+	  "servers":{"notes":{"identities":[{"method":"key","key":"demo/publisher.pub"}],"bundle":"demo/server.sigstore.json","lock":"notes.lock"}}}`))
+	lock := filepath.Join(dir, "notes.lock")
+	if code, out, stderr := runCLI(t, "pin", "--policy", pol, "--name", "notes", "--", server); code != 0 {
+		t.Fatalf("pin: exit %d\n%s\n%s", code, out, stderr)
+	}
+	signed := mustRead(t, lock)
+	held, err := pin.Read(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rugFile := filepath.Join(dir, "rug.snapshot.json")
+	if code, _, stderr := runCLI(t, "snapshot", "-o", rugFile, "--", server, "--mode", fixtures.ModeRugPull); code != 0 {
+		t.Fatalf("snapshot: %s", stderr)
+	}
+	rug, err := digest.ParseSnapshot(mustRead(t, rugFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newPTSigner(t, dir, "other")
+	for _, tc := range []struct {
+		name     string
+		approval pin.Approval
+	}{
+		{"a tofu lock", pin.Approval{Method: pin.MethodTOFU}},
+		{"a key the policy does not list", pin.Approval{Method: evidence.MethodKey, Identity: other.keyID(t), BundleDigest: "sha256:" + strings.Repeat("1", 64)}},
+		{"the listed key over other definitions", held.Approval},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vtWriteBytes(t, lock, signed)
+			calls := filepath.Join(t.TempDir(), "calls.log")
+			s := startCLI(t, nil, "proxy", "--policy", pol, "--name", "notes", "--", server, "--mode", fixtures.ModeListChanged, "--calls-log", calls)
+			cs, _, err := s.client(t)
+			if err != nil {
+				t.Fatalf("connect: %v", err)
+			}
+			written := plWriteLock(t, rug, tc.approval, lock)
+			ctx := context.Background()
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "x"}}); err != nil {
+				t.Fatalf("first call: %v", err)
+			}
+			// The server now serves the rug pull; the proxy checks the
+			// listing the client asks for, reads the lock on disk, and
+			// refuses it.
+			if _, err := cs.ListTools(ctx, nil); err == nil || !strings.Contains(err.Error(), "blocked by mcpsign") {
+				t.Fatalf("tools/list after the change: %v, want the block", err)
+			}
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": "id"}}); err == nil || !strings.Contains(err.Error(), "blocked by mcpsign") {
+				t.Errorf("run_command: %v, want the block", err)
+			}
+			cs.Close()
+			if code := s.exit(t); code != proxycmd.ExitBlocked {
+				t.Errorf("exit %d, want %d", code, proxycmd.ExitBlocked)
+			}
+			if e := s.stderr.String(); !strings.Contains(e, "was changed by another process") || !strings.Contains(e, "it is not adopted") {
+				t.Errorf("stderr does not say the changed lock is not adopted:\n%s", e)
+			}
+			if got := string(mustRead(t, calls)); strings.Contains(got, "run_command") {
+				t.Errorf("run_command reached the server: %s", got)
+			}
+			if !bytes.Equal(mustRead(t, lock), written) {
+				t.Error("the lock file was changed by the proxy")
+			}
+		})
 	}
 }
