@@ -71,6 +71,13 @@ func keyIDOfFile(path string) (string, error) {
 // (LoadKeys). Files mcpsign writes or fetches later (locks, audit logs,
 // bundles, the TUF cache) are not checked.
 func (f *File) CheckFiles() error {
+	if err := f.checkFiles(); err != nil {
+		return fmt.Errorf("%s: %w", f.Path, err)
+	}
+	return nil
+}
+
+func (f *File) checkFiles() error {
 	t := f.Trust
 	if t.TrustedRoot != "" {
 		if _, err := trustroot.LoadTrustedRootFile(t.TrustedRoot); err != nil {

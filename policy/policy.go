@@ -249,7 +249,8 @@ type File struct {
 	Revoked Revoked
 }
 
-// Read reads and parses the policy file at path.
+// Read reads and parses the policy file at path, and reads the key files
+// it names (LoadKeys); a refusal names the file.
 func Read(path string) (*File, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -260,11 +261,12 @@ func Read(path string) (*File, error) {
 		return nil, err
 	}
 	f, err := Parse(data, abs)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = f.LoadKeys()
 	}
-	if err := f.LoadKeys(); err != nil {
-		return nil, err
+	if err != nil {
+		// Named, so that a refusal says which policy file it is about.
+		return nil, fmt.Errorf("%s: %w", abs, err)
 	}
 	return f, nil
 }

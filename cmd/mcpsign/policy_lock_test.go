@@ -193,18 +193,26 @@ func TestPolicyCheckFilesAndSpellings(t *testing.T) {
 	}
 }
 
+// demoDir returns the example server and a directory with the demo's
+// publisher key and bundle in demo/ (and XDG_STATE_HOME under it).
+func demoDir(t *testing.T) (server, dir string) {
+	t.Helper()
+	server = fixtures.BuildExampleServer(t)
+	dir = t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	if code, _, stderr := runWith(t, map[string]string{envDemoServer: server}, "demo", "--keep", filepath.Join(dir, "demo")); code != 0 {
+		t.Fatalf("demo: exit %d: %s", code, stderr)
+	}
+	return server, dir
+}
+
 // TestProxyLockOutsidePolicy: a real proxy session under a policy starts
 // only on a lock the policy allows. A lock signed by a key the policy does
 // not list, or a tofu lock under "unsigned": "refuse", blocks at start
 // (exit 42, the rule named) before the hand-over; the lock is left as it
 // is; the lock that passes is the one the proxy is handed.
 func TestProxyLockOutsidePolicy(t *testing.T) {
-	server := fixtures.BuildExampleServer(t)
-	dir := t.TempDir()
-	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
-	if code, _, stderr := runWith(t, map[string]string{envDemoServer: server}, "demo", "--keep", filepath.Join(dir, "demo")); code != 0 {
-		t.Fatalf("demo: exit %d: %s", code, stderr)
-	}
+	server, dir := demoDir(t)
 	other := newPTSigner(t, dir, "other")
 	polOf := func(name, ids, extra string) string {
 		return vtWrite(t, dir, name, []byte(fmt.Sprintf(`{"kind":"mcpsign.policy","policyVersion":1,
@@ -323,12 +331,7 @@ func TestProxyLockOutsidePolicy(t *testing.T) {
 // blocked (exit 42), no call after the change reaches the server, and the
 // file is left as the server wrote it.
 func TestProxyAdoptionUnderPolicy(t *testing.T) {
-	server := fixtures.BuildExampleServer(t)
-	dir := t.TempDir()
-	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
-	if code, _, stderr := runWith(t, map[string]string{envDemoServer: server}, "demo", "--keep", filepath.Join(dir, "demo")); code != 0 {
-		t.Fatalf("demo: exit %d: %s", code, stderr)
-	}
+	server, dir := demoDir(t)
 	pol := vtWrite(t, dir, "policy.json", []byte(`{"kind":"mcpsign.policy","policyVersion":1,
 	  "servers":{"notes":{"identities":[{"method":"key","key":"demo/publisher.pub"}],"bundle":"demo/server.sigstore.json","lock":"notes.lock"}}}`))
 	lock := filepath.Join(dir, "notes.lock")
