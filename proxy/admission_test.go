@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/pin/pinbundle"
 )
 
 // TestAdmissionAtStart: under a policy the proxy enforces only the lock
@@ -111,6 +114,68 @@ func TestAdmissionFirstUseRace(t *testing.T) {
 			}
 			if after, _ := os.ReadFile(lock); !bytes.Equal(after, written) {
 				t.Error("the winner's lock was overwritten")
+			}
+		})
+	}
+}
+
+// TestAdmissionReverify: a lock whose record alone cannot satisfy the
+// policy, and that only the server's bundle can re-verify, is proven at the
+// first listing that matches it: the VerifyFunc must verify it with the
+// approval the lock records, or the session is refused
+// (policy-lock-unproven); once proven it is not verified again.
+func TestAdmissionReverify(t *testing.T) {
+	alice, mallory := newPublisher(t), newPublisher(t)
+	snap := release(t, "notes 2.0.0")
+	dir := t.TempDir()
+	bundle, other, malloryBundle := filepath.Join(dir, "b.sigstore.json"), filepath.Join(dir, "b2.sigstore.json"), filepath.Join(dir, "m.sigstore.json")
+	alice.sign(t, snap, bundle)
+	alice.sign(t, snap, other)
+	mallory.sign(t, snap, malloryBundle)
+	held := signedLock(t, alice, snap, bundle)
+	for _, tc := range []struct {
+		name  string
+		vf    VerifyFunc
+		allow bool
+	}{
+		{"the recorded bundle verifies", pinbundle.Verifier(alice.v, bundle), true},
+		{"another bundle of the same signer", pinbundle.Verifier(alice.v, other), false},
+		{"another signer", pinbundle.Verifier(mallory.v, malloryBundle), false},
+		{"nothing verifies", pinbundle.Verifier(mallory.v, bundle), false},
+		{"no verifier", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			lock := filepath.Join(t.TempDir(), "mcp.lock")
+			writeLock(t, held, lock)
+			l, err := pin.Read(lock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := 0
+			var vf VerifyFunc
+			if tc.vf != nil {
+				vf = func(ctx context.Context, s *digest.Snapshot) (pin.Verified, error) {
+					calls++
+					return tc.vf(ctx, s)
+				}
+			}
+			p := lockPolicy(t, lock, LockOptions{Verify: vf, Admission: &Admission{LockDigest: l.LockDigest, Reverify: true}})
+			d, err := p.Check(ctx, snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allow != tc.allow {
+				t.Fatalf("allow %v: %s\n%s", d.Allow, d.Summary, d.Report)
+			}
+			if !tc.allow {
+				if !slices.Equal(d.Findings, []string{pin.RulePolicyLockUnproven}) {
+					t.Errorf("findings %q", d.Findings)
+				}
+				return
+			}
+			if d, err = p.Check(ctx, snap); err != nil || !d.Allow || calls != 1 {
+				t.Errorf("second check: %v %+v, %d verifications, want 1", err, d, calls)
 			}
 		})
 	}

@@ -62,6 +62,13 @@ type Admission struct {
 	// must be re-verified: with no VerifyFunc it is refused).
 	AllowTOFU   bool `json:"allowTofu,omitempty"`
 	AllowManual bool `json:"allowManual,omitempty"`
+	// Reverify says that the lock's record cannot show all the policy
+	// requires and only the server's own bundle can re-verify it: the
+	// first listing that matches the lock must be verified by the
+	// VerifyFunc, with the very approval the lock records (method,
+	// signer, bundle digest), or the session is blocked
+	// (policy-lock-unproven), in every mode.
+	Reverify bool `json:"reverify,omitempty"`
 }
 
 // ErrLockNotChecked is the error of NewLockPolicy when the lock is not the
@@ -116,6 +123,9 @@ type LockPolicy struct {
 
 	mu  sync.Mutex
 	cur *pin.Lock // nil before a first use
+	// unproven: cur is the lock found at start, whose approval must still
+	// be re-verified (Admission.Reverify).
+	unproven bool
 	// curTime is the verified signing time of cur's approval: the one the
 	// VerifyFunc reported when this policy verified it, else the lock's
 	// own evidence (pin.Lock.EvidenceTime); zero when unknown.
@@ -134,6 +144,7 @@ func NewLockPolicy(path string, opts LockOptions) (*LockPolicy, error) {
 		return nil, fmt.Errorf("%w: %s was changed by another process after it was checked (%s): restart to check it again", ErrLockNotChecked, path, pin.RuleLockChangedByAnotherProcess)
 	case err == nil:
 		p.hold(l, time.Time{})
+		p.unproven = opts.Admission != nil && opts.Admission.Reverify
 	case errors.Is(err, fs.ErrNotExist) && (opts.Verify != nil || opts.TOFU):
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%w at %s: nothing approves a first use (neither a verifier for a signed one nor trust on first use was given)", ErrNoLock, path)
@@ -173,6 +184,11 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 	rep := p.cur.Check(snap)
 	rep.Lock = p.path
 	if !rep.Failed(pin.FailOnDrift) {
+		if p.unproven {
+			if d := p.prove(ctx, rep, snap); d != nil {
+				return d, nil
+			}
+		}
 		d := &Decision{Allow: true, Summary: "definitions match the lock " + p.path + " (" + snap.CountText() + ")"}
 		if rep.Has(pin.RuleClientCapabilitiesDiffer) {
 			// Not drift, but worth a person's eyes: the client announces
@@ -249,9 +265,11 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 		return p.refuse(rep, "rolling the lock forward failed: "+err.Error()), nil
 	case adopted != nil:
 		p.hold(adopted, v.SignedAt)
+		p.unproven = false
 		return &Decision{Allow: true, Updated: true, Summary: "the lock " + p.path + " was rolled forward by another process with the same verified bundle; the definitions match it"}, nil
 	}
 	p.hold(next, v.SignedAt)
+	p.unproven = false
 	return &Decision{
 		Allow:   true,
 		Updated: true,
@@ -294,10 +312,40 @@ func (p *LockPolicy) adopt(ctx context.Context, rep *pin.Report, disk *pin.Lock,
 		return d
 	}
 	p.hold(disk, v.SignedAt)
+	p.unproven = false
 	return &Decision{
 		Allow:   true,
 		Updated: true,
 		Summary: fmt.Sprintf("the lock %s was updated by another process; its approval by %s verified again, and the definitions match it (%s)", p.path, describeSigner(v.Approval), snap.CountText()),
+	}
+}
+
+// prove re-verifies the lock in force, found at start, whose record alone
+// cannot satisfy the policy (Admission.Reverify): the definitions match it
+// (rep), and the VerifyFunc must verify them with the approval the lock
+// records. It returns nil when it does, else the refusal
+// (policy-lock-unproven).
+func (p *LockPolicy) prove(ctx context.Context, rep *pin.Report, snap *digest.Snapshot) *Decision {
+	why := ""
+	if p.opts.Verify == nil {
+		why = "no bundle was given to verify it with"
+	} else if v, err := p.verify(ctx, snap); err != nil {
+		why = "its bundle does not verify its definitions under the policy: " + err.Error()
+	} else if err := pin.SameSigner(p.cur.Approval, v.Approval); err != nil {
+		why = "the bundle verifies, but not as the lock records: " + err.Error()
+	} else if v.Approval.BundleDigest != p.cur.Approval.BundleDigest {
+		why = fmt.Sprintf("the bundle verifies, but it is %s and the lock records %s", v.Approval.BundleDigest, p.cur.Approval.BundleDigest)
+	} else {
+		p.unproven = false
+		if !v.SignedAt.IsZero() {
+			p.curTime = v.SignedAt
+		}
+		return nil
+	}
+	return &Decision{
+		Summary:  "the lock " + p.path + " records an approval the policy cannot take from the record alone, and it is not proven",
+		Report:   reportText(rep) + "\nthe lock " + p.path + " is not proven: " + why + " (" + pin.RulePolicyLockUnproven + ")\n",
+		Findings: []string{pin.RulePolicyLockUnproven},
 	}
 }
 

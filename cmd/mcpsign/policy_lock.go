@@ -50,16 +50,22 @@ func (e *lockOutsidePolicy) Error() string {
 
 func (e *lockOutsidePolicy) Unwrap() error { return e.Err }
 
+// errNeedsServer is why checkLockInForce could not re-verify a lock yet:
+// its bundle is the one the server advertises.
+var errNeedsServer = errors.New("the bundle is the one the server advertises, read only with the server's definitions")
+
 // checkLockInForce decides whether l, the lock at r's lock path, may be in
 // force under r (docs/POLICY.md "The lock in force"): it rests on nothing
 // revoked, and its approval satisfies the policy
 // (policy.Resolved.CheckApproval). A record that names a listed signer
 // but cannot show all the policy requires is re-verified: the policy's
-// bundles (f's --bundle, else the policy's bundle file or URL) must verify
-// the lock's definitions under the policy, the first being the one the
-// lock records. Anything else fails closed. The error is a
+// bundles (f's --bundle, else the policy's bundle) must verify the lock's
+// definitions under the policy, the first being the one the lock records.
+// snap, when not nil, is what the server serves, and matches the lock;
+// with none, a bundle the server advertises cannot be read, and the error
+// is errNeedsServer. Anything else fails closed: the error is a
 // *lockOutsidePolicy naming the rule.
-func checkLockInForce(ctx context.Context, a *app, f *verifyFlags, r *policy.Resolved, l *pin.Lock) error {
+func checkLockInForce(ctx context.Context, a *app, f *verifyFlags, r *policy.Resolved, l *pin.Lock, snap *digest.Snapshot) error {
 	if err := lockRevoked(r, l); err != nil {
 		return &lockOutsidePolicy{Rule: rulePolicyRevoked, Err: err}
 	}
@@ -69,9 +75,9 @@ func checkLockInForce(ctx context.Context, a *app, f *verifyFlags, r *policy.Res
 		return err
 	}
 	if le.Rule == policy.RuleLockUnproven {
-		rerr := reverifyLock(ctx, a, f, r, l)
-		if rerr == nil {
-			return nil
+		rerr := reverifyLock(ctx, a, f, r, l, snap)
+		if rerr == nil || errors.Is(rerr, errNeedsServer) {
+			return rerr
 		}
 		le = &policy.LockError{Rule: le.Rule, Reason: le.Reason + "; re-verifying the bundle it records: " + rerr.Error()}
 	}
@@ -79,10 +85,11 @@ func checkLockInForce(ctx context.Context, a *app, f *verifyFlags, r *policy.Res
 }
 
 // reverifyLock verifies the policy's bundles against the definitions the
-// lock holds, under r, and checks that the first is the lock's approval.
-func reverifyLock(ctx context.Context, a *app, f *verifyFlags, r *policy.Resolved, l *pin.Lock) error {
-	if len(f.vo.Bundles) == 0 && (r.Bundle.Kind == policy.BundleNone || r.Bundle.Kind == policy.BundleServer) {
-		return errors.New("the policy names no bundle file or URL to verify it with (a bundle the server advertises is read only with the server)")
+// lock holds (snap's, which match them, when snap is not nil), under r, and
+// checks that the first is the lock's approval.
+func reverifyLock(ctx context.Context, a *app, f *verifyFlags, r *policy.Resolved, l *pin.Lock, snap *digest.Snapshot) error {
+	if len(f.vo.Bundles) == 0 && r.Bundle.Kind == policy.BundleNone {
+		return errors.New("no bundle to verify it with: the policy names none (give --bundle)")
 	}
 	vs, err := policyVerifiers(ctx, f, r)
 	if err != nil {
@@ -96,12 +103,20 @@ func reverifyLock(ctx context.Context, a *app, f *verifyFlags, r *policy.Resolve
 	if err != nil {
 		return err
 	}
-	for _, b := range bundles {
-		if b == nil {
-			return errors.New("a bundle the server advertises is read only with the server")
+	defs := l.Snapshot()
+	for i, b := range inputs {
+		if !b.fromServer {
+			continue
 		}
+		if snap == nil {
+			return errNeedsServer
+		}
+		if bundles[i], err = b.advertised(ctx, snap); err != nil {
+			return err
+		}
+		defs = snap
 	}
-	tr, err := verifyThreshold(ctx, r, vs, bundles, l.Snapshot())
+	tr, err := verifyThreshold(ctx, r, vs, bundles, defs)
 	if err != nil {
 		return err
 	}

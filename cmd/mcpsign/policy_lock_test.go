@@ -398,3 +398,67 @@ func TestProxyAdoptionUnderPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyThresholdLock: a lock approved by a threshold of two records
+// one signer, so a proxy under that policy re-verifies it: at start with
+// the bundles given, or, when the only bundle is the one the server
+// advertises, at the first listing; a lock it cannot prove blocks
+// (policy-lock-unproven), under mode warn too.
+func TestProxyThresholdLock(t *testing.T) {
+	server, dir := demoDir(t)
+	other := newPTSigner(t, dir, "other")
+	snapFile := filepath.Join(dir, "server.snapshot.json")
+	if code, _, stderr := runCLI(t, "snapshot", "-o", snapFile, "--", server); code != 0 {
+		t.Fatalf("snapshot: %s", stderr)
+	}
+	snap, err := digest.ParseSnapshot(mustRead(t, snapFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bOther, _ := other.sign(t, dir, "other.sigstore.json", snap)
+	bPub := filepath.Join(dir, "demo", "server.sigstore.json")
+	polOf := func(name, extra string) string {
+		return vtWrite(t, dir, name, []byte(fmt.Sprintf(`{"kind":"mcpsign.policy","policyVersion":1,
+		  "servers":{"notes":{"identities":[{"method":"key","key":"demo/publisher.pub"},{"method":"key","key":%q}],"threshold":2,"lock":"notes.lock"%s}}}`, other.pub, extra)))
+	}
+	two := polOf("two.json", "")
+	if code, out, stderr := runCLI(t, "pin", "--policy", two, "--name", "notes", "--bundle", bPub, "--bundle", bOther, "--", server); code != 0 {
+		t.Fatalf("pin: exit %d\n%s\n%s", code, out, stderr)
+	}
+	lock := filepath.Join(dir, "notes.lock")
+	locked := mustRead(t, lock)
+
+	// At start, with both bundles: the session runs.
+	s := startCLI(t, nil, "proxy", "--policy", two, "--name", "notes", "--bundle", bPub, "--bundle", bOther, "--", server)
+	cs, _, err := s.client(t)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	cs.Close()
+	if code := s.exit(t); code != 0 {
+		t.Errorf("both bundles: exit %d: %s", code, s.stderr.String())
+	}
+	// One bundle cannot prove a threshold of two.
+	if code, _, stderr := runCLI(t, "proxy", "--policy", two, "--name", "notes", "--bundle", bPub, "--", server); code != proxycmd.ExitBlocked || !strings.Contains(stderr, "blocked: "+policy.RuleLockUnproven) {
+		t.Errorf("one bundle: exit %d %q", code, stderr)
+	}
+	// The server's bundle: proven, or not, at the first listing, in every
+	// mode.
+	advertised := polOf("advertised.json", `,"bundle":"server","mode":"warn"`)
+	s = startCLI(t, nil, "proxy", "--policy", advertised, "--name", "notes", "--", server, "--bundle", bPub)
+	if _, _, err := s.client(t); err == nil {
+		t.Error("an unproven lock was relayed under mode warn")
+	}
+	// (at the first listing, by the proxy: not at start)
+	if code := s.exit(t); code != proxycmd.ExitBlocked || !strings.Contains(s.stderr.String(), "is not proven: its bundle does not verify its definitions under the policy") ||
+		!strings.Contains(s.stderr.String(), policy.RuleLockUnproven) || strings.Contains(s.stderr.String(), "drift relayed") {
+		t.Errorf("advertised bundle: exit %d: %s", code, s.stderr.String())
+	}
+	code, out, _ := runCLI(t, "verify-pin", "--policy", advertised, "--name", "notes", "--fail-on", "never", "--", server, "--bundle", bPub)
+	if code != 1 || !strings.Contains(out, policy.RuleLockUnproven) {
+		t.Errorf("verify-pin, advertised bundle: exit %d\n%s", code, out)
+	}
+	if !bytes.Equal(mustRead(t, lock), locked) {
+		t.Error("the lock was changed")
+	}
+}

@@ -121,15 +121,20 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 				}
 				return err
 			}
+			pf := &verifyFlags{vo: options.VerifyOptions{Bundles: bundles}}
+			withServer := false // the lock is re-verified with the server's bundle
 			if pr != nil {
 				var out *lockOutsidePolicy
-				if err := checkLockInForce(cmd.Context(), a, &verifyFlags{vo: options.VerifyOptions{Bundles: bundles}}, pr, lock); errors.As(err, &out) {
+				switch err := checkLockInForce(cmd.Context(), a, pf, pr, lock, nil); {
+				case errors.Is(err, errNeedsServer):
+					withServer = true
+				case errors.As(err, &out):
 					// Blocked at start, before the server runs, whatever --fail-on says.
 					if err := writePinReport(a, outsidePolicyReport(vp.Lock, out), asJSON, failOn); err != nil {
 						return err
 					}
 					return silentExit(exitFailed)
-				} else if err != nil {
+				case err != nil:
 					return err
 				}
 			}
@@ -139,6 +144,25 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 			}
 			rep := lock.Check(snap)
 			rep.Lock = vp.Lock
+			if withServer {
+				err := errors.New("the server serves other definitions than the lock, so its bundle cannot re-verify the lock")
+				if !rep.Failed(pin.FailOnDrift) {
+					err = checkLockInForce(cmd.Context(), a, pf, pr, lock, snap)
+				}
+				if err != nil {
+					// It fails whatever --fail-on says.
+					var out *lockOutsidePolicy
+					if !errors.As(err, &out) {
+						out = &lockOutsidePolicy{Rule: policy.RuleLockUnproven, Err: &policy.LockError{Rule: policy.RuleLockUnproven,
+							Reason: "the lock records an approval the policy cannot take from the record alone: " + err.Error()}}
+					}
+					rep.Findings = append(rep.Findings, outsidePolicyReport(vp.Lock, out).Findings...)
+					if err := writePinReport(a, rep, asJSON, failOn); err != nil {
+						return err
+					}
+					return silentExit(exitFailed)
+				}
+			}
 			if err := writePinReport(a, rep, asJSON, failOn); err != nil {
 				return err
 			}

@@ -575,6 +575,7 @@ func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *ver
 	// The lock in force satisfies the policy, or the proxy does not start
 	// (docs/POLICY.md "The lock in force"); the proxy then enforces that
 	// very lock (cfg.Admission).
+	reverify := false
 	l, err := pin.Read(r.Lock)
 	if err != nil {
 		// None: a first use. Unreadable: the proxy refuses it, naming the
@@ -582,13 +583,19 @@ func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *ver
 		l = nil
 	} else {
 		var out *lockOutsidePolicy
-		if err := checkLockInForce(cmd.Context(), a, f, r, l); errors.As(err, &out) {
+		switch err := checkLockInForce(cmd.Context(), a, f, r, l, nil); {
+		case errors.Is(err, errNeedsServer):
+			// The proxy re-verifies it with the server's bundle, at the
+			// first listing (proxy.Admission.Reverify).
+			reverify = true
+		case errors.As(err, &out):
 			return withCode(proxycmd.ExitBlocked, fmt.Errorf("blocked: %s: %s %s: %w", out.Rule, textsafe.Escape(r.Lock), textsafe.Quote(r.Name), out))
-		} else if err != nil {
+		case err != nil:
 			return err
 		}
 	}
 	cfg.Admission = admission(r, l)
+	cfg.Admission.Reverify = reverify
 	var vf proxy.VerifyFunc
 	if len(r.Identities) > 0 {
 		vs, err := policyVerifiers(cmd.Context(), f, r)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/mcpsign/mcpsign/audit"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/auditevent"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/proxy"
 )
 
@@ -41,7 +43,8 @@ func auditPolicy(p *proxy.LockPolicy, path, mode string, stderr io.Writer) proxy
 		}
 		var e *audit.Event
 		switch after := p.Lock(); {
-		case !d.Allow && before != nil && (mode == ModeWarn || mode == ModeAudit):
+		case !d.Allow && before != nil && (mode == ModeWarn || mode == ModeAudit) && !slices.Contains(d.Findings, pin.RulePolicyLockUnproven):
+			// An unproven lock is no drift: it blocks in every mode.
 			e = auditevent.Refusal(audit.Warned, before, snap, d.Findings)
 			if mode == ModeWarn {
 				fmt.Fprintf(stderr, "mcpsign proxy: WARNING: mode warn: drift relayed, not blocked: %s\n%s",
