@@ -3,9 +3,11 @@ package policy
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/pin"
 )
@@ -93,6 +95,11 @@ func (r *Resolved) CheckApproval(a pin.Approval) error {
 		return refuse(RuleLockUnproven, "the lock is signed by %s, but records no more than that: %s", signer, strings.Join(unproven, "; "))
 	case r.Threshold > 1:
 		return refuse(RuleLockUnproven, "the lock records one signer, %s; the policy of server %s requires %d distinct ones", signer, strconv.Quote(r.Name), r.Threshold)
+	case a.Method == evidence.MethodCertificate && slices.ContainsFunc(r.Revoked.Identities, digest.ValidDigest):
+		// A revoked key refuses a certificate issued for it too, but the
+		// lock records the certificate's identity, not its key. (A
+		// sigstore certificate's key is made for one signing.)
+		return refuse(RuleLockUnproven, "the lock is signed by %s; the policy revokes key IDs, and a certificate lock does not record the key that signed", signer)
 	}
 	return nil
 }

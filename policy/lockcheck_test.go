@@ -32,6 +32,9 @@ func TestCheckApproval(t *testing.T) {
 	  "cert-email":{"identities":[{"method":"certificate","email":"release@example.com"}]},
 	  "cert-two":{"identities":[{"method":"certificate","email":"release@example.com","subject":"CN=Release,O=Example"}]}
 	}}`
+	// The same certificate identity under a policy that revokes a key.
+	revokesKey := `{` + base + `,"servers":{"cert-dn":{"identities":[{"method":"certificate","subject":"CN=Release,O=Example"}]}},
+	  "revoked":{"identities":["` + kidB + `"]}}`
 	p := filepath.Join(dir, "policy.json")
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
@@ -86,12 +89,24 @@ func TestCheckApproval(t *testing.T) {
 			t.Errorf("%s %+v: %v, want %s", tt.server, tt.a, err, tt.want)
 		}
 	}
+	rk, err := Parse([]byte(revokesKey), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rk.Resolve("cert-dn", ResolveOptions{StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var le *LockError
+	if err := r.CheckApproval(pin.Approval{Method: evidence.MethodCertificate, Identity: "CN=Release,O=Example"}); !errors.As(err, &le) || le.Rule != RuleLockUnproven {
+		t.Errorf("a certificate lock under a policy revoking a key: %v, want %s", err, RuleLockUnproven)
+	}
 	// A File from Parse alone has not read its keys: a key lock is unproven.
 	pf, err := Parse([]byte(body), p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := pf.Resolve("keyA", ResolveOptions{StateDir: dir})
+	r, err = pf.Resolve("keyA", ResolveOptions{StateDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

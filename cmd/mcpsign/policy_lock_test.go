@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,6 +18,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/fixtures/testpki"
 	"github.com/mcpsign/mcpsign/internal/proxycmd"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/policy"
@@ -133,7 +136,7 @@ func TestVerifyPinLockOutsidePolicy(t *testing.T) {
 			}
 		})
 	}
-	if code, _, stderr := runCLI(t, "verify-pin", snapPath, "--lock", thresholdLock, "--bundle", bA); code != 2 || !strings.Contains(stderr, "--bundle re-verifies a lock under --policy") {
+	if code, _, stderr := runCLI(t, "verify-pin", snapPath, "--lock", thresholdLock, "--bundle", bA); code != 2 || !strings.Contains(stderr, "--bundle and --allow-current-time re-verify a lock under --policy") {
 		t.Errorf("--bundle without --policy: exit %d %q", code, stderr)
 	}
 }
@@ -460,5 +463,48 @@ func TestProxyThresholdLock(t *testing.T) {
 	}
 	if !bytes.Equal(mustRead(t, lock), locked) {
 		t.Error("the lock was changed")
+	}
+}
+
+// TestVerifyPinCertificateLock: a certificate lock records the SAN (or the
+// subject) that matched, not the key nor every criterion: under a policy
+// that needs more (two criteria, a revoked key ID), verify-pin re-verifies
+// its bundle, and refuses it when the bundle's key is revoked.
+func TestVerifyPinCertificateLock(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	snapPath, snap := vtSnapshot(t, dir, "snap.json", nil)
+	ca := testpki.New(t, testpki.Names{Organization: "Corp", Root: "Corp Root", Intermediate: "Corp Signing"})
+	vtWrite(t, dir, "roots.pem", testpki.PEM(ca.Root))
+	vtWrite(t, dir, "intermediates.pem", testpki.PEM(ca.Intermediate))
+	signer := newPTSigner(t, dir, "release")
+	leaf := ca.Issue(t, signer.kp.GetPublicKey(), testpki.CodeSigningLeaf(t, "release", "Corp", "release@corp.example"))
+	bundle := signer.signWith(t, dir, "release.sigstore.json", snap, leaf.Raw)
+	sum := sha256.Sum256(mustRead(t, bundle))
+	lock := filepath.Join(dir, "notes.lock")
+	plWriteLock(t, snap, pin.Approval{Method: evidence.MethodCertificate, Identity: "release@corp.example", BundleDigest: "sha256:" + hex.EncodeToString(sum[:])}, lock)
+	polOf := func(name, id, extra string) string {
+		return vtWrite(t, dir, name, []byte(`{"kind":"mcpsign.policy","policyVersion":1,"trust":{"caRoots":"roots.pem","caIntermediates":"intermediates.pem"},
+		  "servers":{"notes":{"identities":[`+id+`],"lock":"notes.lock"}}`+extra+`}`))
+	}
+	twoCriteria := `{"method":"certificate","email":"release@corp.example","subject":"CN=release,O=Corp"}`
+	for _, tc := range []struct {
+		name, policy string
+		args         []string
+		code         int
+		want         string
+	}{
+		{"two criteria, re-verified", polOf("two.json", twoCriteria, ""), []string{"--bundle", bundle, "--allow-current-time"}, 0, ""},
+		{"two criteria, no bundle", polOf("nobundle.json", twoCriteria, ""), nil, 1, policy.RuleLockUnproven},
+		{"one criterion", polOf("email.json", `{"method":"certificate","email":"release@corp.example"}`, ""), nil, 0, ""},
+		{"one criterion, the key revoked", polOf("revoked.json", `{"method":"certificate","email":"release@corp.example"}`, fmt.Sprintf(`,"revoked":{"identities":[%q]}`, signer.keyID(t))),
+			[]string{"--bundle", bundle, "--allow-current-time"}, 1, "revoked identity " + fmt.Sprintf("%q", signer.keyID(t))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, stderr := runCLI(t, append([]string{"verify-pin", snapPath, "--policy", tc.policy, "--name", "notes"}, tc.args...)...)
+			if code != tc.code || !strings.Contains(out, tc.want) {
+				t.Errorf("exit %d, want %d and %q:\n%s\n%s", code, tc.code, tc.want, out, stderr)
+			}
+		})
 	}
 }

@@ -23,8 +23,10 @@ func newVerifyPinCmd(a *app) *cobra.Command {
 		out options.OutputOptions
 		vp  options.VerifyPinOptions
 		pol options.PolicyOptions
-		// bundles re-verify the lock's approval under --policy.
-		bundles []string
+		// bundles re-verify the lock's approval under --policy (with the
+		// chain checked at the current time when they have no timestamp).
+		bundles     []string
+		currentTime bool
 	)
 	cmd := &cobra.Command{
 		Use:   "verify-pin SOURCE --lock FILE [--fail-on drift|capability|never] [flags]",
@@ -98,8 +100,8 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 				src.PolicyClientCapabilities = pr.ClientCapabilities
 			} else if err := checkNames(&pol); err != nil {
 				return err
-			} else if len(bundles) > 0 {
-				return errors.New("--bundle re-verifies a lock under --policy: give --policy FILE --name NAME too")
+			} else if len(bundles) > 0 || currentTime {
+				return errors.New("--bundle and --allow-current-time re-verify a lock under --policy: give --policy FILE --name NAME too")
 			}
 			if vp.Lock == "" {
 				return errors.New("--lock FILE is required: the lock to check against")
@@ -121,7 +123,7 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 				}
 				return err
 			}
-			pf := &verifyFlags{vo: options.VerifyOptions{Bundles: bundles}}
+			pf := &verifyFlags{vo: options.VerifyOptions{Bundles: bundles, AllowCurrentTime: currentTime}}
 			withServer := false // the lock is re-verified with the server's bundle
 			if pr != nil {
 				var out *lockOutsidePolicy
@@ -178,6 +180,7 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 	vp.AddFlags(fs)
 	pol.AddFlags(fs)
 	fs.StringArrayVar(&bundles, "bundle", nil, "with --policy: a bundle (file or https:// URL) that re-verifies the lock's approval when its record cannot show all the policy requires (a threshold: repeat it, the lock's own bundle first); default the policy's bundle")
+	fs.BoolVar(&currentTime, "allow-current-time", false, "with --policy: re-verifying a certificate lock's bundle that has no timestamp, check the chain at the current time")
 	return cmd
 }
 
