@@ -6,9 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -506,5 +509,58 @@ func TestVerifyPinCertificateLock(t *testing.T) {
 				t.Errorf("exit %d, want %d and %q:\n%s\n%s", code, tc.code, tc.want, out, stderr)
 			}
 		})
+	}
+}
+
+// TestProxyHandOverUnderPolicy runs the installed pair under a policy: the
+// lock mcpsign checked is handed to mcpsign-proxy (proxy.Admission, through
+// the environment), which enforces it; a lock outside the policy never
+// reaches mcpsign-proxy.
+func TestProxyHandOverUnderPolicy(t *testing.T) {
+	t.Parallel() // its own temporary directory and processes
+	mcpsign := fixtures.BuildMcpsign(t)
+	server := fixtures.BuildExampleServer(t)
+	dir := t.TempDir()
+	env := map[string]string{"PW": "handover-policy"}
+	key := filepath.Join(dir, "publisher")
+	if code, _, stderr := runWith(t, env, "keygen", "-o", key, "--password-env", "PW"); code != 0 {
+		t.Fatalf("keygen: %s", stderr)
+	}
+	bundle := filepath.Join(dir, "server.sigstore.json")
+	if code, _, stderr := runWith(t, env, "sign", "key", "--key", key+".key", "--password-env", "PW", "-o", bundle, "--", server); code != 0 {
+		t.Fatalf("sign: %s", stderr)
+	}
+	pol := vtWrite(t, dir, "policy.json", []byte(`{"kind":"mcpsign.policy","policyVersion":1,
+	  "servers":{"notes":{"identities":[{"method":"key","key":"publisher.pub"}],"bundle":"server.sigstore.json","lock":"notes.lock"}}}`))
+	lock := filepath.Join(dir, "notes.lock")
+	if code, out, stderr := runCLI(t, "pin", "--policy", pol, "--name", "notes", "--", server); code != 0 {
+		t.Fatalf("pin: exit %d\n%s\n%s", code, out, stderr)
+	}
+	p, err := startProxyProcess(t, mcpsign, "proxy", "--policy", pol, "--name", "notes", "--", server)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	if runtime.GOOS == "linux" {
+		if name := executableName(p.cmd.Process.Pid); name != proxycmd.ExecutableName {
+			t.Errorf("the proxy runs as %q, want %q", name, proxycmd.ExecutableName)
+		}
+	}
+	if _, err := p.cs.ListTools(context.Background(), nil); err != nil {
+		t.Errorf("tools/list: %v", err)
+	}
+	if code := p.end(t); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	// A tofu lock in its place: refused by mcpsign, before the hand-over.
+	if code, _, stderr := runCLI(t, "pin", "--tofu", "--lock", lock, "--force", "--", server); code != 0 {
+		t.Fatalf("pin --tofu: %s", stderr)
+	}
+	cmd := exec.Command(mcpsign, "proxy", "--policy", pol, "--name", "notes", "--", server)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != proxycmd.ExitBlocked || !strings.Contains(stderr.String(), "blocked: "+policy.RuleLockMethodRefused) {
+		t.Errorf("tofu lock: %v: %s", err, stderr.String())
 	}
 }
