@@ -133,37 +133,41 @@ func (id Identity) matchesRecord(a pin.Approval) (ok bool, missing string) {
 		return true, ""
 	}
 	// The certificate method: the lock records the SAN of the first SAN
-	// criterion (subject, then e-mail, URI, DNS), else the subject DN.
-	var crit []string
-	switch {
-	case v.SAN != "" || v.SANRegexp != "":
-		if !exactOrRe(a.Identity, v.SAN, v.SANRegexp) {
-			return false, ""
-		}
-		crit = append(crit, "san")
-	case v.Email != "":
-		if a.Identity != v.Email {
-			return false, ""
-		}
-		crit = append(crit, "email")
-	case v.URI != "":
-		if !strings.EqualFold(a.Identity, v.URI) {
-			return false, ""
-		}
-		crit = append(crit, "uri")
-	case v.DNS != "":
-		if a.Identity != v.DNS {
-			return false, ""
-		}
-		crit = append(crit, "dns")
-	default:
-		return a.Identity == v.Subject, ""
+	// criterion (san, then e-mail, URI, DNS: verify's order), else the
+	// subject DN. URIs compare exactly here (verify folds the case of a
+	// scheme and host): a lock verify wrote records the certificate's own.
+	crits := []struct {
+		name string
+		set  bool
+		ok   func(string) bool
+	}{
+		{"san", v.SAN != "" || v.SANRegexp != "", func(s string) bool { return exactOrRe(s, v.SAN, v.SANRegexp) }},
+		{"email", v.Email != "", func(s string) bool { return s == v.Email }},
+		{"uri", v.URI != "", func(s string) bool { return s == v.URI }},
+		{"dns", v.DNS != "", func(s string) bool { return s == v.DNS }},
+		{"subject", v.Subject != "", func(s string) bool { return s == v.Subject }},
 	}
+	first := -1
 	var more []string
-	for _, c := range [][2]string{{"email", v.Email}, {"uri", v.URI}, {"dns", v.DNS}, {"subject", v.Subject}, {"issuer", v.Issuer}} {
-		if c[1] != "" && c[0] != crit[0] {
-			more = append(more, c[0])
+	for i, c := range crits {
+		switch {
+		case !c.set:
+		case first < 0:
+			first = i
+		default:
+			more = append(more, c.name)
 		}
+	}
+	if v.Issuer != "" {
+		more = append(more, "issuer")
+	}
+	if first < 0 {
+		// Only an issuer: the lock records the subject, which it does not
+		// name.
+		return true, "the certificate's issuer (a lock records one identity)"
+	}
+	if !crits[first].ok(a.Identity) {
+		return false, ""
 	}
 	if len(more) > 0 {
 		return true, "the certificate's " + strings.Join(more, ", ") + " (a lock records one identity)"

@@ -517,21 +517,10 @@ func TestVerifyPinCertificateLock(t *testing.T) {
 // the environment), which enforces it; a lock outside the policy never
 // reaches mcpsign-proxy.
 func TestProxyHandOverUnderPolicy(t *testing.T) {
-	t.Parallel() // its own temporary directory and processes
 	mcpsign := fixtures.BuildMcpsign(t)
-	server := fixtures.BuildExampleServer(t)
-	dir := t.TempDir()
-	env := map[string]string{"PW": "handover-policy"}
-	key := filepath.Join(dir, "publisher")
-	if code, _, stderr := runWith(t, env, "keygen", "-o", key, "--password-env", "PW"); code != 0 {
-		t.Fatalf("keygen: %s", stderr)
-	}
-	bundle := filepath.Join(dir, "server.sigstore.json")
-	if code, _, stderr := runWith(t, env, "sign", "key", "--key", key+".key", "--password-env", "PW", "-o", bundle, "--", server); code != 0 {
-		t.Fatalf("sign: %s", stderr)
-	}
+	server, dir := demoDir(t)
 	pol := vtWrite(t, dir, "policy.json", []byte(`{"kind":"mcpsign.policy","policyVersion":1,
-	  "servers":{"notes":{"identities":[{"method":"key","key":"publisher.pub"}],"bundle":"server.sigstore.json","lock":"notes.lock"}}}`))
+	  "servers":{"notes":{"identities":[{"method":"key","key":"demo/publisher.pub"}],"bundle":"demo/server.sigstore.json","lock":"notes.lock"}}}`))
 	lock := filepath.Join(dir, "notes.lock")
 	if code, out, stderr := runCLI(t, "pin", "--policy", pol, "--name", "notes", "--", server); code != 0 {
 		t.Fatalf("pin: exit %d\n%s\n%s", code, out, stderr)
