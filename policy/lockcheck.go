@@ -158,16 +158,13 @@ func (id Identity) matchesRecord(a pin.Approval) (ok bool, missing string) {
 			more = append(more, c.name)
 		}
 	}
+	if first < 0 || !crits[first].ok(a.Identity) {
+		// (first < 0: no criterion the lock records; the parser refuses
+		// such an identity.)
+		return false, ""
+	}
 	if v.Issuer != "" {
 		more = append(more, "issuer")
-	}
-	if first < 0 {
-		// Only an issuer: the lock records the subject, which it does not
-		// name.
-		return true, "the certificate's issuer (a lock records one identity)"
-	}
-	if !crits[first].ok(a.Identity) {
-		return false, ""
 	}
 	if len(more) > 0 {
 		return true, "the certificate's " + strings.Join(more, ", ") + " (a lock records one identity)"

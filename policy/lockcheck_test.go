@@ -31,7 +31,7 @@ func TestCheckApproval(t *testing.T) {
 	  "cert-dn":{"identities":[{"method":"certificate","subject":"CN=Release,O=Example"}]},
 	  "cert-email":{"identities":[{"method":"certificate","email":"release@example.com"}]},
 	  "cert-two":{"identities":[{"method":"certificate","email":"release@example.com","subject":"CN=Release,O=Example"}]},
-	  "cert-issuer":{"identities":[{"method":"certificate","issuer":"https://issuer.example"}]}
+	  "cert-issuer":{"identities":[{"method":"certificate","email":"release@example.com","issuer":"https://issuer.example"}]}
 	}}`
 	// The same certificate identity under a policy that revokes a key.
 	revokesKey := `{` + base + `,"servers":{"cert-dn":{"identities":[{"method":"certificate","subject":"CN=Release,O=Example"}]}},
@@ -75,7 +75,7 @@ func TestCheckApproval(t *testing.T) {
 		{"cert-email", pin.Approval{Method: evidence.MethodCertificate, Identity: "release@example.com"}, ""},
 		{"cert-two", pin.Approval{Method: evidence.MethodCertificate, Identity: "release@example.com"}, RuleLockUnproven},
 		{"cert-two", pin.Approval{Method: evidence.MethodCertificate, Identity: "other@example.com"}, RuleLockSignerUnlisted},
-		{"cert-issuer", pin.Approval{Method: evidence.MethodCertificate, Identity: "CN=Release,O=Example"}, RuleLockUnproven},
+		{"cert-issuer", pin.Approval{Method: evidence.MethodCertificate, Identity: "release@example.com"}, RuleLockUnproven},
 	}
 	for _, tt := range tests {
 		r, err := f.Resolve(tt.server, ResolveOptions{StateDir: dir})
