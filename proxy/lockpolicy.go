@@ -117,6 +117,12 @@ var errLockChanged = errors.New("the lock file changed while the update was veri
 // server) that passes the roll-forward rules. Anything else refuses with
 // the finding pin-lock-changed-by-another-process; the file is left as it
 // is.
+//
+// Under a host's policy (LockOptions.Admission) the proxy starts only on
+// the lock that was checked against the policy, proves at the first
+// listing a lock only the server's bundle can re-verify, and lets a lock
+// another process writes during a first use stand only with a method the
+// policy allows (docs/POLICY.md "The lock in force").
 type LockPolicy struct {
 	path string
 	opts LockOptions
