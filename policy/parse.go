@@ -2,11 +2,13 @@ package policy
 
 import (
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/verify"
@@ -38,6 +40,14 @@ func (p *parser) fail(at, format string, args ...any) error {
 		at = "/"
 	}
 	return fmt.Errorf("%w: %s: %s", ErrSyntax, at, fmt.Sprintf(format, args...))
+}
+
+// failAs is fail wrapping kind too (ErrDuplicate, ErrNotCanonical).
+func (p *parser) failAs(at string, kind error, format string, args ...any) error {
+	if at == "" {
+		at = "/"
+	}
+	return fmt.Errorf("%w: %s: %w: %s", ErrSyntax, at, kind, fmt.Sprintf(format, args...))
 }
 
 // object reads the object v at at, refusing members not in known.
@@ -213,6 +223,14 @@ func (p *parser) server(v []byte, at string) (Server, error) {
 			if err != nil {
 				return s, err
 			}
+			// The same identity twice can never count twice (docs/POLICY.md
+			// "Canonical forms"); a key given twice under two PEM encodings
+			// is refused when the key files are read (File.LoadKeys).
+			for j, prev := range s.Identities {
+				if prev.same(id) {
+					return s, p.failAs(id.at, ErrDuplicate, "the same identity as %s/identities/%d: it can never count twice", at, j)
+				}
+			}
 			s.Identities = append(s.Identities, id)
 		}
 	}
@@ -366,7 +384,7 @@ func (p *parser) enum(v []byte, at string, allowed ...string) (string, error) {
 }
 
 func (p *parser) identity(v []byte, at string) (Identity, error) {
-	var id Identity
+	id := Identity{at: at}
 	all := append(append(append([]string{}, sigstoreMembers...), keyMembers...), certMembers...)
 	names, vals, err := digest.Members(v)
 	if err != nil {
@@ -421,6 +439,14 @@ func (p *parser) identity(v []byte, at string) (Identity, error) {
 		if *dst, err = get(name); err != nil {
 			return id, err
 		}
+		if err := p.canonicalText(*dst, at+"/"+name); err != nil {
+			return id, err
+		}
+	}
+	if id.Method == verify.MethodSigstore && id.Identity.Issuer != "" {
+		if err := p.canonicalURL(id.Identity.Issuer, at+"/issuer"); err != nil {
+			return id, err
+		}
 	}
 	if id.Identity.SAN != "" && id.Identity.SANRegexp != "" || id.Identity.Issuer != "" && id.Identity.IssuerRegexp != "" {
 		return id, p.fail(at, "give the exact value or the regexp, not both")
@@ -455,12 +481,21 @@ func (p *parser) revoked(v []byte) (Revoked, error) {
 		}
 		var out []string
 		for i, it := range items {
-			s, err := p.str(it, at+"/"+strconv.Itoa(i))
+			ati := at + "/" + strconv.Itoa(i)
+			s, err := p.str(it, ati)
 			if err != nil {
 				return nil, err
 			}
+			if err := p.canonicalText(s, ati); err != nil {
+				return nil, err
+			}
 			if !check(s) {
-				return nil, p.fail(at+"/"+strconv.Itoa(i), "%s: want %s", strconv.Quote(s), want)
+				return nil, p.fail(ati, "%s: want %s", strconv.Quote(s), want)
+			}
+			// Revocations compare under ASCII case folding (Revoked.Check):
+			// two entries equal so are one.
+			if j := slices.IndexFunc(out, func(o string) bool { return strings.EqualFold(o, s) }); j >= 0 {
+				return nil, p.failAs(ati, ErrDuplicate, "%s repeats %s/%d", strconv.Quote(s), at, j)
 			}
 			out = append(out, s)
 		}
@@ -473,10 +508,61 @@ func (p *parser) revoked(v []byte) (Revoked, error) {
 	if r.Definitions, err = list("definitions", digest.ValidDigest, dg); err != nil {
 		return r, err
 	}
-	if r.Identities, err = list("identities", func(string) bool { return true }, "an identity"); err != nil {
+	if r.Identities, err = list("identities", canonicalRevokedIdentity, "a key ID written sha256: and 64 lowercase hex digits (as keygen and verify print it), or a certificate identity"); err != nil {
 		return r, err
 	}
 	return r, nil
+}
+
+// canonicalText refuses an identity string that can never equal what a
+// verification reports: one with white space at either end, or a control
+// character anywhere (docs/POLICY.md "Canonical forms").
+func (p *parser) canonicalText(s, at string) error {
+	if s == "" {
+		return nil
+	}
+	if strings.TrimSpace(s) != s {
+		return p.failAs(at, ErrNotCanonical, "%s has white space at its start or end, which no signer's identity has", strconv.Quote(s))
+	}
+	if strings.ContainsFunc(s, unicode.IsControl) {
+		return p.failAs(at, ErrNotCanonical, "%s contains a control character", strconv.Quote(s))
+	}
+	return nil
+}
+
+// canonicalURL refuses an OIDC issuer URL whose scheme or host is not in
+// lower case: issuers are compared exactly (as OpenID Connect compares them), and
+// a token's iss is written in lower case, so another spelling never matches.
+func (p *parser) canonicalURL(s, at string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil // not a URL: compared exactly as written
+	}
+	if i := strings.Index(s, "://"); i < 0 || s[:i] != strings.ToLower(s[:i]) || u.Host != strings.ToLower(u.Host) {
+		return p.failAs(at, ErrNotCanonical, "%s: write the scheme and host in lower case, as the issuer's tokens name it (issuers are compared exactly)", strconv.Quote(s))
+	}
+	return nil
+}
+
+// canonicalRevokedIdentity reports whether s, a revoked identity, is in
+// canonical form: anything that looks like a key ID (a sha256: prefix in
+// any case, or 64 hex digits alone) must be written exactly as mcpsign
+// writes key IDs, "sha256:" and 64 lowercase hex digits.
+func canonicalRevokedIdentity(s string) bool {
+	if len(s) >= 7 && strings.EqualFold(s[:7], "sha256:") || len(s) == 64 && isHex(s) {
+		return digest.ValidDigest(s)
+	}
+	return true
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // pointerToken escapes a JSON Pointer token (RFC 6901).

@@ -57,6 +57,16 @@ var (
 	ErrBadName = errors.New("invalid server name")
 	// ErrTooLarge: the file is larger than MaxFileBytes.
 	ErrTooLarge = errors.New("policy file too large")
+	// ErrDuplicate: an entry that repeats another of its list (or a server
+	// name equal to another under case folding): it could never count
+	// twice, and a reader would think it does.
+	ErrDuplicate = errors.New("duplicate")
+	// ErrNotCanonical: a key ID, digest, identity or issuer not written in
+	// the one form mcpsign compares (docs/POLICY.md "Canonical forms").
+	ErrNotCanonical = errors.New("not in canonical form")
+	// ErrFile: a file the policy names (a key, the trusted root, the CA
+	// certificates) cannot be read or is not what the member says.
+	ErrFile = errors.New("invalid file named by the policy")
 )
 
 // Mode is how the proxy enforces a server's lock.
@@ -159,12 +169,30 @@ type Identity struct {
 	Identity verify.Identity
 	// Key is the PEM public key file (key method), absolute.
 	Key string
+	// KeyID is the key's ID, "sha256:" and lowercase hex (key method; set
+	// by Read, which reads the key file, or LoadKeys; empty until then).
+	KeyID string
+
+	// at is the identity's JSON Pointer in the file.
+	at string
+}
+
+// Pointer is the identity's JSON Pointer in the policy file
+// ("/servers/notes/identities/1").
+func (id Identity) Pointer() string { return id.at }
+
+// same reports whether id and o name the same signer as written.
+func (id Identity) same(o Identity) bool {
+	return id.Method == o.Method && id.Identity == o.Identity && id.Key == o.Key
 }
 
 // String describes the identity for a report (not escaped).
 func (id Identity) String() string {
 	switch id.Method {
 	case verify.MethodKey:
+		if id.KeyID != "" {
+			return "key " + id.Key + " (" + id.KeyID + ")"
+		}
 		return "key " + id.Key
 	case verify.MethodSigstore:
 		s := "sigstore issuer " + orRe(id.Identity.Issuer, id.Identity.IssuerRegexp) + " subject " + orRe(id.Identity.SAN, id.Identity.SANRegexp)
@@ -241,7 +269,8 @@ type File struct {
 	Revoked Revoked
 }
 
-// Read reads and parses the policy file at path.
+// Read reads and parses the policy file at path, and reads the key files
+// it names (LoadKeys); a refusal names the file.
 func Read(path string) (*File, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -251,7 +280,15 @@ func Read(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Parse(data, abs)
+	f, err := Parse(data, abs)
+	if err == nil {
+		err = f.LoadKeys()
+	}
+	if err != nil {
+		// Named, so that a refusal says which policy file it is about.
+		return nil, fmt.Errorf("%s: %w", abs, err)
+	}
+	return f, nil
 }
 
 // Parse parses a policy file's bytes; path is the file's path, against whose
@@ -323,9 +360,21 @@ func Parse(data []byte, path string) (*File, error) {
 			if err := ValidName(n); err != nil {
 				return nil, p.fail(at, "%v", err)
 			}
+			// On macOS and Windows the default locks of "ex" and "EX" are
+			// one file, and a host may look a name up either way.
+			if j := slices.IndexFunc(f.Names, func(o string) bool { return strings.EqualFold(o, n) }); j >= 0 {
+				return nil, p.failAs(at, ErrDuplicate, "server name %s equals %s under case folding (their default locks would be one file on macOS and Windows)", strconv.Quote(n), strconv.Quote(f.Names[j]))
+			}
 			s, err := p.server(vals[n], at)
 			if err != nil {
 				return nil, err
+			}
+			if s.Lock != nil {
+				for _, o := range f.Names {
+					if ol := f.Servers[o].Lock; ol != nil && strings.EqualFold(*ol, *s.Lock) {
+						return nil, p.failAs(at+"/lock", ErrDuplicate, "server %s has the same lock file %s: each server needs its own", strconv.Quote(o), strconv.Quote(*s.Lock))
+					}
+				}
 			}
 			f.Names = append(f.Names, n)
 			f.Servers[n] = s
@@ -505,12 +554,14 @@ func (e *RevokedError) Error() string {
 
 // Check returns a *RevokedError for the first of the approval's bundle
 // digest, identity and definition digests (in that order) the policy
-// revokes, nil if none.
+// revokes, nil if none. Identities compare under ASCII case folding (a
+// revocation errs towards refusing: docs/POLICY.md "Canonical forms");
+// digests are canonical, so they compare exactly.
 func (r Revoked) Check(identity, bundleDigest string, definitions []string) error {
 	if bundleDigest != "" && slices.Contains(r.Bundles, bundleDigest) {
 		return &RevokedError{"bundle", bundleDigest}
 	}
-	if identity != "" && slices.Contains(r.Identities, identity) {
+	if identity != "" && slices.ContainsFunc(r.Identities, func(x string) bool { return strings.EqualFold(x, identity) }) {
 		return &RevokedError{"identity", identity}
 	}
 	for _, d := range definitions {

@@ -214,6 +214,13 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{` + base + `,"revoked":{"bundles":["sha256:00"]},"trust":{"tuf":{"mirror":"https://x"}}}`))
 	f.Add([]byte(`{` + base + `,"defaults":{"clientCapabilities":{"roots":{"listChanged":true}}},"servers":{"a":{"identities":[],"unsigned":"tofu","clientCapabilities":{}}}}`))
 	f.Add([]byte(`{` + base + `,"servers":{"a":{"clientCapabilities":[1e400]}}}`))
+	// Canonical forms and duplicates (docs/POLICY.md "Canonical forms").
+	f.Add([]byte(`{` + base + `,"servers":{"ex":{"unsigned":"tofu"},"EX":{"unsigned":"tofu"}}}`))
+	f.Add([]byte(`{` + base + `,"servers":{"a":{"unsigned":"tofu","lock":"l"},"b":{"unsigned":"tofu","lock":"L"}}}`))
+	f.Add([]byte(`{` + base + `,"revoked":{"identities":["SHA256:1e6ed65d77d6364eeaed5a745ba5c4985ae2b700dd85d7cf7f027bdf294a33fc"," x","a@b","A@B"]}}`))
+	f.Add([]byte(`{` + base + `,"revoked":{"identities":["1E6ED65D77D6364EEAED5A745BA5C4985AE2B700DD85D7CF7F027BDF294A33FC"],"bundles":["sha256:1e6ed65d77d6364eeaed5a745ba5c4985ae2b700dd85d7cf7f027bdf294a33fc","sha256:1e6ed65d77d6364eeaed5a745ba5c4985ae2b700dd85d7cf7f027bdf294a33fc"]}}`))
+	f.Add([]byte(`{` + base + `,"servers":{"a":{"identities":[{"method":"key","key":"k"},{"method":"key","key":"./k"}],"threshold":2}}}`))
+	f.Add([]byte(`{` + base + `,"servers":{"a":{"identities":[{"method":"sigstore","issuer":"HTTPS://I.example","subject":"a\u0085"}]}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(data, "/p/policy.json")
 		if err != nil {
@@ -222,9 +229,27 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		for _, n := range p.Names {
+		for _, id := range p.Revoked.Identities {
+			if !canonicalRevokedIdentity(id) || strings.TrimSpace(id) != id {
+				t.Fatalf("accepted revoked identity %q", id)
+			}
+		}
+		for i, n := range p.Names {
 			if ValidName(n) != nil {
 				t.Fatalf("accepted server name %q", n)
+			}
+			for _, o := range p.Names[:i] {
+				if strings.EqualFold(o, n) {
+					t.Fatalf("accepted server names %q and %q", o, n)
+				}
+			}
+			ids := p.Servers[n].Identities
+			for j := range ids {
+				for _, o := range ids[:j] {
+					if o.same(ids[j]) {
+						t.Fatalf("server %q: accepted one identity twice: %+v", n, o)
+					}
+				}
 			}
 			r, err := p.Resolve(n, ResolveOptions{StateDir: "/s"})
 			if err != nil {

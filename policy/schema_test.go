@@ -76,7 +76,8 @@ func TestDocsExamples(t *testing.T) {
 }
 
 // Documents the parser refuses are refused by the schema too (those the
-// schema can express).
+// schema can express: not server names equal under case folding, one key
+// in two files, an issuer's case).
 func TestSchemaRefuses(t *testing.T) {
 	rs, _ := schema(t)
 	for _, body := range []string{
@@ -92,6 +93,15 @@ func TestSchemaRefuses(t *testing.T) {
 		`{` + base + `,"servers":{"a":{"require":["tlog","tlog"]}}}`,
 		`{` + base + `,"servers":{"a":{"clientCapabilities":null}}}`,
 		`{` + base + `,"defaults":{"clientCapabilities":"roots"}}`,
+		// Canonical forms and duplicates (docs/POLICY.md "Canonical forms").
+		`{` + base + `,"revoked":{"identities":["sha256:1E6ED65D77D6364EEAED5A745BA5C4985AE2B700DD85D7CF7F027BDF294A33FC"]}}`,
+		`{` + base + `,"revoked":{"identities":["1e6ed65d77d6364eeaed5a745ba5c4985ae2b700dd85d7cf7f027bdf294a33fc"]}}`,
+		`{` + base + `,"revoked":{"identities":["SHA256:1e6ed65d77d6364eeaed5a745ba5c4985ae2b700dd85d7cf7f027bdf294a33fc"]}}`,
+		`{` + base + `,"revoked":{"identities":[" sha256:1e6ed65d77d6364eeaed5a745ba5c4985ae2b700dd85d7cf7f027bdf294a33fc"]}}`,
+		`{` + base + `,"revoked":{"identities":["old@example.com\n"]}}`,
+		`{` + base + `,"revoked":{"bundles":["sha256:1e6ed65d77d6364eeaed5a745ba5c4985ae2b700dd85d7cf7f027bdf294a33fc","sha256:1e6ed65d77d6364eeaed5a745ba5c4985ae2b700dd85d7cf7f027bdf294a33fc"]}}`,
+		`{` + base + `,"servers":{"a":{"identities":[{"method":"key","key":"k"},{"method":"key","key":"k"}]}}}`,
+		`{` + base + `,"servers":{"a":{"identities":[{"method":"sigstore","issuer":"https://i","subject":" a@example.com"}]}}}`,
 	} {
 		var inst any
 		if err := json.Unmarshal([]byte(body), &inst); err != nil {

@@ -47,6 +47,10 @@ type LockOptions struct {
 	// log here, before the lock is written (docs/AUDIT.md "Writing a
 	// lock").
 	Record func(ctx context.Context, before, after *pin.Lock) error
+	// Admission, when set, is what the host's policy allows of a lock the
+	// proxy does not verify itself (docs/POLICY.md "The lock in force").
+	// Nil: no policy, any lock that reads is in force.
+	Admission *Admission
 }
 
 // record is the pin.WriteOptions.Before of a lock write replacing before.
@@ -55,6 +59,49 @@ func (p *LockPolicy) record(ctx context.Context, before *pin.Lock) func(*pin.Loc
 		return nil
 	}
 	return func(after *pin.Lock) error { return p.opts.Record(ctx, before, after) }
+}
+
+// Admission is the part of a policy's rules for the lock in force that the
+// proxy enforces from the lock alone (it links no verifier): mcpsign checks
+// the lock against the whole policy before the proxy starts and hands over
+// what it decided. A lock the proxy's VerifyFunc re-verified (a signed
+// first use, a roll-forward, an adoption) was verified under the policy
+// already.
+type Admission struct {
+	// LockDigest is the lockDigest of the lock mcpsign found to satisfy the
+	// policy ("" when there was no lock): the proxy starts only on that
+	// lock, so that a lock written between the check and the proxy's read
+	// is not enforced unchecked.
+	LockDigest string `json:"lockDigest,omitempty"`
+	// AllowTOFU and AllowManual say whether the policy allows a tofu or a
+	// manual lock that another process wrote on first use (a signed one
+	// must be re-verified: with no VerifyFunc it is refused).
+	AllowTOFU   bool `json:"allowTofu,omitempty"`
+	AllowManual bool `json:"allowManual,omitempty"`
+	// Reverify says that the lock's record cannot show all the policy
+	// requires and only the server's own bundle can re-verify it: the
+	// first listing that matches the lock must be verified by the
+	// VerifyFunc, with the very approval the lock records (method,
+	// signer, bundle digest), or the session is blocked
+	// (policy-lock-unproven), in every mode.
+	Reverify bool `json:"reverify,omitempty"`
+}
+
+// ErrLockNotChecked is the error of NewLockPolicy when the lock is not the
+// one its Admission was decided for.
+var ErrLockNotChecked = errors.New("the lock is not the one checked against the policy")
+
+// unverified returns the rule and the reason why the policy does not allow
+// l, a lock another process wrote that no verification vouches for; ""
+// when it allows it.
+func (a *Admission) unverified(l *pin.Lock) (rule, why string) {
+	switch m := l.Approval.Method; {
+	case m == pin.MethodTOFU && !a.AllowTOFU, m == pin.MethodManual && !a.AllowManual:
+		return pin.RulePolicyLockMethodRefused, fmt.Sprintf("it is approved by %s, a method the policy does not allow", describeApproval(l.Approval))
+	case m.Valid():
+		return pin.RulePolicyLockSignerUnlisted, fmt.Sprintf("it is signed by %s, and no bundle was given to verify it under the policy", describeSigner(l.Approval))
+	}
+	return "", ""
 }
 
 // ErrNoLock is the error of NewLockPolicy when there is no lock file and
@@ -86,12 +133,21 @@ var errLockChanged = errors.New("the lock file changed while the update was veri
 // server) that passes the roll-forward rules. Anything else refuses with
 // the finding pin-lock-changed-by-another-process; the file is left as it
 // is.
+//
+// Under a host's policy (LockOptions.Admission) the proxy starts only on
+// the lock that was checked against the policy, proves at the first
+// listing a lock only the server's bundle can re-verify, and lets a lock
+// another process writes during a first use stand only with a method the
+// policy allows (docs/POLICY.md "The lock in force").
 type LockPolicy struct {
 	path string
 	opts LockOptions
 
 	mu  sync.Mutex
 	cur *pin.Lock // nil before a first use
+	// unproven: cur is the lock found at start, whose approval must still
+	// be re-verified (Admission.Reverify).
+	unproven bool
 	// curTime is the verified signing time of cur's approval: the one the
 	// VerifyFunc reported when this policy verified it, else the lock's
 	// own evidence (pin.Lock.EvidenceTime); zero when unknown.
@@ -106,8 +162,11 @@ func NewLockPolicy(path string, opts LockOptions) (*LockPolicy, error) {
 	p := &LockPolicy{path: path, opts: opts}
 	l, err := pin.Read(path)
 	switch {
+	case err == nil && opts.Admission != nil && l.LockDigest != opts.Admission.LockDigest:
+		return nil, fmt.Errorf("%w: %s was changed by another process after it was checked (%s): restart to check it again", ErrLockNotChecked, path, pin.RuleLockChangedByAnotherProcess)
 	case err == nil:
 		p.hold(l, time.Time{})
+		p.unproven = opts.Admission != nil && opts.Admission.Reverify
 	case errors.Is(err, fs.ErrNotExist) && (opts.Verify != nil || opts.TOFU):
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%w at %s: nothing approves a first use (neither a verifier for a signed one nor trust on first use was given)", ErrNoLock, path)
@@ -147,6 +206,11 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 	rep := p.cur.Check(snap)
 	rep.Lock = p.path
 	if !rep.Failed(pin.FailOnDrift) {
+		if p.unproven {
+			if d := p.prove(ctx, rep, snap); d != nil {
+				return d, nil
+			}
+		}
 		d := &Decision{Allow: true, Summary: "definitions match the lock " + p.path + " (" + snap.CountText() + ")"}
 		if rep.Has(pin.RuleClientCapabilitiesDiffer) {
 			// Not drift, but worth a person's eyes: the client announces
@@ -232,9 +296,11 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 		return p.refuse(rep, "rolling the lock forward failed: "+err.Error()), nil
 	case adopted != nil:
 		p.hold(adopted, v.SignedAt)
+		p.unproven = false
 		return &Decision{Allow: true, Updated: true, Summary: "the lock " + p.path + " was rolled forward by another process with the same verified bundle; the definitions match it"}, nil
 	}
 	p.hold(next, v.SignedAt)
+	p.unproven = false
 	return &Decision{
 		Allow:   true,
 		Updated: true,
@@ -282,10 +348,40 @@ func (p *LockPolicy) adopt(ctx context.Context, rep *pin.Report, disk *pin.Lock,
 		return d
 	}
 	p.hold(disk, v.SignedAt)
+	p.unproven = false
 	return &Decision{
 		Allow:   true,
 		Updated: true,
 		Summary: fmt.Sprintf("the lock %s was updated by another process; its approval by %s verified again, and the definitions match it (%s)", p.path, describeSigner(v.Approval), snap.CountText()),
+	}
+}
+
+// prove re-verifies the lock in force, found at start, whose record alone
+// cannot satisfy the policy (Admission.Reverify): the definitions match it
+// (rep), and the VerifyFunc must verify them with the approval the lock
+// records. It returns nil when it does, else the refusal
+// (policy-lock-unproven).
+func (p *LockPolicy) prove(ctx context.Context, rep *pin.Report, snap *digest.Snapshot) *Decision {
+	why := ""
+	if p.opts.Verify == nil {
+		why = "no bundle was given to verify it with"
+	} else if v, err := p.verify(ctx, snap); err != nil {
+		why = "its bundle does not verify its definitions under the policy: " + err.Error()
+	} else if err := pin.SameSigner(p.cur.Approval, v.Approval); err != nil {
+		why = "the bundle verifies, but not as the lock records: " + err.Error()
+	} else if v.Approval.BundleDigest != p.cur.Approval.BundleDigest {
+		why = fmt.Sprintf("the bundle verifies, but it is %s and the lock records %s", v.Approval.BundleDigest, p.cur.Approval.BundleDigest)
+	} else {
+		p.unproven = false
+		if !v.SignedAt.IsZero() {
+			p.curTime = v.SignedAt
+		}
+		return nil
+	}
+	return &Decision{
+		Summary:  "the lock " + p.path + " records an approval the policy cannot take from the record alone, and it is not proven",
+		Report:   reportText(rep) + "\nthe lock " + p.path + " is not proven: " + why + " (" + pin.RulePolicyLockUnproven + ")\n",
+		Findings: []string{pin.RulePolicyLockUnproven},
 	}
 }
 
@@ -380,6 +476,15 @@ func (p *LockPolicy) firstUse(ctx context.Context, snap *digest.Snapshot) (*Deci
 		winner, rerr := pin.Read(p.path)
 		if rerr != nil {
 			return nil, rerr
+		}
+		if adm := p.opts.Admission; v == nil && adm != nil {
+			if rule, why := adm.unverified(winner); rule != "" {
+				return &Decision{
+					Summary:  "first use: the lock " + p.path + " was written by another process meanwhile, with an approval the policy does not allow; it is not adopted",
+					Report:   "the lock " + p.path + " was changed by another process: " + why + " (" + rule + ")\nit is not adopted and the file is left as it is\n",
+					Findings: []string{pin.RuleLockChangedByAnotherProcess, rule},
+				}, nil
+			}
 		}
 		if v != nil {
 			if why := sameEvidence(winner, v); why != "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/auditevent"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/proxy"
 )
 
@@ -25,6 +26,7 @@ func newApproveCmd(a *app) *cobra.Command {
 	var (
 		src options.SourceOptions
 		ao  options.ApproveOptions
+		pol options.PolicyOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "approve SOURCE --lock FILE --reason TEXT --expect SET=DIGEST... [flags]",
@@ -50,6 +52,12 @@ A proxy running on the old lock does not adopt a manual approval from disk
 (docs/PROXY.md): restart it. With --audit-log FILE the approval (or the refusal)
 is appended to the audit log (docs/AUDIT.md).
 
+With --policy FILE --name NAME the lock and the audit log are the policy's,
+and a policy that approves only signed definitions ("rollForward": "signed"
+and "unsigned": "refuse") refuses the approval before the server is listed
+(policy-lock-method-refused, exit 1): the proxy and verify-pin would refuse
+the manual lock under it (docs/POLICY.md "The lock in force").
+
 Exit codes: 0 approved (or nothing to approve); 1 the server does not serve what
 --expect says, or the approval was declined; 2 bad usage, a bad lock, or a
 server that could not be read.`,
@@ -59,12 +67,29 @@ server that could not be read.`,
   mcpsign approve --lock notes.mcpsign.lock --reason "release 1.3 reviewed (PR 42)" \
     --source-revision 1f2e3d4 --expect tools=sha256:… --yes -- ./notes-server`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if pol.File != "" {
+				r, err := resolvePolicy(cmd, &pol)
+				if err != nil {
+					return err
+				}
+				// The lock a manual approval writes must stand under the
+				// policy, or the proxy would refuse it at start.
+				var le *policy.LockError
+				if err := r.CheckApproval(pin.Approval{Method: pin.MethodManual}); errors.As(err, &le) {
+					return withCode(exitFailed, fmt.Errorf("nothing approved: %s: %s", le.Rule, le.Reason))
+				}
+				ao.Lock, ao.Audit.Log = r.Lock, r.Audit
+				src.PolicyClientCapabilities = r.ClientCapabilities
+			} else if err := checkNames(&pol); err != nil {
+				return err
+			}
 			return runApprove(cmd, a, &src, &ao, args)
 		},
 	}
 	fs := cmd.Flags()
 	src.AddFlags(fs)
 	ao.AddFlags(fs)
+	pol.AddFlags(fs)
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/policy"
+	"github.com/mcpsign/mcpsign/proxy"
 )
 
 // rulePolicyRevoked is the finding of a lock whose approval rests on an
@@ -28,12 +30,124 @@ func lockRevoked(r *policy.Resolved, l *pin.Lock) error {
 	return r.Revoked.Check(l.Approval.Identity, l.Approval.BundleDigest, defs)
 }
 
-// revokedReport is the verify-pin report of a lock resting on a revoked item.
-func revokedReport(path string, err error) *pin.Report {
+// lockOutsidePolicy is a lock in force that the policy does not allow:
+// Rule is rulePolicyRevoked or one of policy's RuleLock* findings.
+type lockOutsidePolicy struct {
+	Rule string
+	Err  error
+}
+
+func (e *lockOutsidePolicy) Error() string {
+	if e.Rule == rulePolicyRevoked {
+		return fmt.Sprintf("the lock rests on a %v: it approves nothing; verify a new bundle and pin again", e.Err)
+	}
+	var le *policy.LockError
+	if errors.As(e.Err, &le) {
+		return le.Reason + ": the lock approves nothing under this policy; pin again under it"
+	}
+	return e.Err.Error()
+}
+
+func (e *lockOutsidePolicy) Unwrap() error { return e.Err }
+
+// errNeedsServer is why checkLockInForce could not re-verify a lock yet:
+// its bundle is the one the server advertises.
+var errNeedsServer = errors.New("the bundle is the one the server advertises, read only with the server's definitions")
+
+// checkLockInForce decides whether l, the lock at r's lock path, may be in
+// force under r (docs/POLICY.md "The lock in force"): it rests on nothing
+// revoked, and its approval satisfies the policy
+// (policy.Resolved.CheckApproval). A record that names a listed signer
+// but cannot show all the policy requires is re-verified: the policy's
+// bundles (f's --bundle, else the policy's bundle) must verify the lock's
+// definitions under the policy, the first being the one the lock records.
+// snap, when not nil, is what the server serves, and matches the lock;
+// with none, a bundle the server advertises cannot be read, and the error
+// is errNeedsServer. Anything else fails closed: the error is a
+// *lockOutsidePolicy naming the rule.
+func checkLockInForce(ctx context.Context, a *app, f *verifyFlags, r *policy.Resolved, l *pin.Lock, snap *digest.Snapshot) error {
+	if err := lockRevoked(r, l); err != nil {
+		return &lockOutsidePolicy{Rule: rulePolicyRevoked, Err: err}
+	}
+	err := r.CheckApproval(l.Approval)
+	var le *policy.LockError
+	if !errors.As(err, &le) {
+		return err
+	}
+	if le.Rule == policy.RuleLockUnproven {
+		rerr := reverifyLock(ctx, a, f, r, l, snap)
+		if rerr == nil || errors.Is(rerr, errNeedsServer) {
+			return rerr
+		}
+		le = &policy.LockError{Rule: le.Rule, Reason: le.Reason + "; re-verifying the bundle it records: " + rerr.Error()}
+	}
+	return &lockOutsidePolicy{Rule: le.Rule, Err: le}
+}
+
+// reverifyLock verifies the policy's bundles against the definitions the
+// lock holds (snap's, which match them, when snap is not nil), under r, and
+// checks that the first is the lock's approval.
+func reverifyLock(ctx context.Context, a *app, f *verifyFlags, r *policy.Resolved, l *pin.Lock, snap *digest.Snapshot) error {
+	if len(f.vo.Bundles) == 0 && r.Bundle.Kind == policy.BundleNone {
+		return errors.New("no bundle to verify it with: the policy names none (give --bundle)")
+	}
+	vs, err := policyVerifiers(ctx, f, r)
+	if err != nil {
+		return err
+	}
+	inputs, err := policyBundleInputs(a, f, r)
+	if err != nil {
+		return err
+	}
+	bundles, err := earlyBundles(ctx, inputs)
+	if err != nil {
+		return err
+	}
+	defs := l.Snapshot()
+	for i, b := range inputs {
+		if !b.fromServer {
+			continue
+		}
+		if snap == nil {
+			return errNeedsServer
+		}
+		if bundles[i], err = b.advertised(ctx, snap); err != nil {
+			return err
+		}
+		defs = snap
+	}
+	tr, err := verifyThreshold(ctx, r, vs, bundles, defs)
+	if err != nil {
+		return err
+	}
+	got, want := pinbundle.ApprovalOf(tr.First), l.Approval
+	if got.Method != want.Method || got.Identity != want.Identity || got.Issuer != want.Issuer || got.BundleDigest != want.BundleDigest {
+		return fmt.Errorf("the bundles verify, but the first, %s, is not the bundle %s the lock records", got.BundleDigest, want.BundleDigest)
+	}
+	return nil
+}
+
+// outsidePolicyReport is the verify-pin report of a lock the policy does
+// not allow (checkLockInForce).
+func outsidePolicyReport(path string, err *lockOutsidePolicy) *pin.Report {
 	return &pin.Report{Lock: path, Counts: map[string]int{}, Findings: []pin.Finding{{
-		Rule: rulePolicyRevoked, Severity: pin.SeverityError,
-		Message: textsafe.Escape(fmt.Sprintf("the lock rests on a %v: it approves nothing; verify a new bundle and pin again", err)),
+		Rule: err.Rule, Severity: pin.SeverityError, Message: textsafe.Escape(err.Error()),
 	}}}
+}
+
+// admission is what the proxy enforces of r's rules for the lock in force
+// (proxy.Admission): l, the lock checkLockInForce let stand (nil: none),
+// and whether a tofu or a manual lock written by another process on first
+// use is allowed.
+func admission(r *policy.Resolved, l *pin.Lock) *proxy.Admission {
+	adm := &proxy.Admission{
+		AllowTOFU:   r.CheckApproval(pin.Approval{Method: pin.MethodTOFU}) == nil,
+		AllowManual: r.CheckApproval(pin.Approval{Method: pin.MethodManual}) == nil,
+	}
+	if l != nil {
+		adm.LockDigest = l.LockDigest
+	}
+	return adm
 }
 
 // ensureLockDir makes the directory of a policy's default lock (under the

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -10,6 +11,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/policy"
+	"github.com/mcpsign/mcpsign/verify"
 )
 
 func newPolicyCmd(a *app) *cobra.Command {
@@ -35,6 +37,13 @@ func newPolicyCheckCmd(a *app) *cobra.Command {
 identities and threshold, log and timestamp, bundle source, package, lock,
 mode, unsigned and roll-forward rules.
 
+The files the policy names are read as verification reads them: every key
+file, the trusted root and the CA certificates (a missing file, or one that
+is not what its member says, is refused with its JSON Pointer and path).
+Key IDs, digests, identities and server names must be written in their one
+canonical form, and no entry may repeat another (docs/POLICY.md "Canonical
+forms").
+
 Exit codes: 0 every server resolves; 1 a server is blocked (it names no
 identity and refuses unsigned servers: the message says what to add); 2 the
 file cannot be read or is refused (the member and the reason named).`,
@@ -43,6 +52,9 @@ file cannot be read or is refused (the member and the reason named).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := policy.Read(args[0])
 			if err != nil {
+				return err
+			}
+			if err := f.CheckFiles(); err != nil {
 				return err
 			}
 			blocked := 0
@@ -108,7 +120,10 @@ func printResolved(w io.Writer, r *policy.Resolved) {
 		req = append(req, "timestamp")
 	}
 	if len(req) == 0 {
-		req = []string{"nothing more (the sigstore method always needs its log entry)"}
+		req = []string{"nothing more"}
+		if slices.ContainsFunc(r.Identities, func(id policy.Identity) bool { return id.Method == verify.MethodSigstore }) {
+			req = []string{"nothing more (a sigstore identity always needs its log entry)"}
+		}
 	}
 	fmt.Fprintf(w, "  require: %s\n", strings.Join(req, ", "))
 	if r.MaxBundleAge > 0 {

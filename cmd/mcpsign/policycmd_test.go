@@ -33,6 +33,7 @@ func TestPolicyCheckAndInit(t *testing.T) {
 		t.Errorf("check of the template: exit %d\n%s", code, stdout)
 	}
 
+	newPTSigner(t, dir, "k") // k.pub.pem: policy check reads key files
 	good := `{"kind":"mcpsign.policy","policyVersion":1,
 	  "servers":{"notes":{"identities":[{"method":"key","key":"k.pub.pem"},{"method":"sigstore","issuer":"https://i","subject":"a@example.com\u202e"}],"threshold":2,"mode":"warn"}}}`
 	if err := os.WriteFile(p, []byte(good), 0o644); err != nil {

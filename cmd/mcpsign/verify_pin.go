@@ -24,6 +24,10 @@ func newVerifyPinCmd(a *app) *cobra.Command {
 		out options.OutputOptions
 		vp  options.VerifyPinOptions
 		pol options.PolicyOptions
+		// bundles re-verify the lock's approval under --policy (with the
+		// chain checked at the current time when they have no timestamp).
+		bundles     []string
+		currentTime bool
 	)
 	cmd := &cobra.Command{
 		Use:   "verify-pin SOURCE --lock FILE [--fail-on drift|capability|never] [flags]",
@@ -55,6 +59,15 @@ Markdown. --format json prints the stable report of docs/DRIFT.md.
 SOURCE is what 'mcpsign digest' accepts: a snapshot file, a command line that
 starts a stdio server, a Streamable HTTP URL, or the words after --.
 
+With --policy FILE --name NAME the lock is the policy's, and before the server
+is read it must satisfy the policy (docs/POLICY.md "The lock in force"): it
+rests on nothing revoked (policy-revoked), its method is one the policy allows
+(policy-lock-method-refused: a tofu lock under "unsigned": "refuse"), and its
+signer is listed (policy-lock-signer-unlisted). A lock whose record cannot show
+all the policy requires (a threshold above 1) is re-verified with --bundle
+(repeated; default the policy's bundle), or refused (policy-lock-unproven).
+Each exits 1 whatever --fail-on says.
+
 Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 --fail-on; 2 bad usage, a bad lock, or a server that could not be read.`,
 		Example: `  # In CI: fail the job on any change to the pinned definitions
@@ -64,7 +77,12 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
   mcpsign verify-pin https://mcp.example.com/mcp --lock remote.mcpsign.lock --fail-on capability
 
   # Machine-readable, never failing
-  mcpsign verify-pin server.snapshot.json --lock notes.mcpsign.lock --fail-on never --format json`,
+  mcpsign verify-pin server.snapshot.json --lock notes.mcpsign.lock --fail-on never --format json
+
+  # Under a policy: the lock must satisfy it (docs/POLICY.md "The lock in force");
+  # a lock approved by a threshold of two is re-verified with its bundles
+  mcpsign verify-pin --policy /etc/mcpsign/policy.json --name notes \
+    --bundle notes.publisher.sigstore.json --bundle notes.security.sigstore.json -- npx -y @acme/notes-mcp@1.2.0`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := out.JSON()
 			if err != nil {
@@ -83,6 +101,8 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 				src.PolicyClientCapabilities = pr.ClientCapabilities
 			} else if err := checkNames(&pol); err != nil {
 				return err
+			} else if len(bundles) > 0 || currentTime {
+				return errors.New("--bundle and --allow-current-time re-verify a lock under --policy: give --policy FILE --name NAME too")
 			}
 			if vp.Lock == "" {
 				return errors.New("--lock FILE is required: the lock to check against")
@@ -104,13 +124,21 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 				}
 				return err
 			}
+			pf := &verifyFlags{vo: options.VerifyOptions{Bundles: bundles, AllowCurrentTime: currentTime}}
+			withServer := false // the lock is re-verified with the server's bundle
 			if pr != nil {
-				if rerr := lockRevoked(pr, lock); rerr != nil {
+				var out *lockOutsidePolicy
+				switch err := checkLockInForce(cmd.Context(), a, pf, pr, lock, nil); {
+				case errors.Is(err, errNeedsServer):
+					withServer = true
+				case errors.As(err, &out):
 					// Blocked at start, before the server runs, whatever --fail-on says.
-					if err := writePinReport(a, revokedReport(vp.Lock, rerr), asJSON, failOn); err != nil {
+					if err := writePinReport(a, outsidePolicyReport(vp.Lock, out), asJSON, failOn); err != nil {
 						return err
 					}
 					return silentExit(exitFailed)
+				case err != nil:
+					return err
 				}
 			}
 			mode, err := resourcesMode(vp.Resources, pr, lock, false)
@@ -124,6 +152,25 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 			}
 			rep := lock.Check(snap)
 			rep.Lock = vp.Lock
+			if withServer {
+				err := errors.New("the server serves other definitions than the lock, so its bundle cannot re-verify the lock")
+				if !rep.Failed(pin.FailOnDrift) {
+					err = checkLockInForce(cmd.Context(), a, pf, pr, lock, snap)
+				}
+				if err != nil {
+					// It fails whatever --fail-on says.
+					var out *lockOutsidePolicy
+					if !errors.As(err, &out) {
+						out = &lockOutsidePolicy{Rule: policy.RuleLockUnproven, Err: &policy.LockError{Rule: policy.RuleLockUnproven,
+							Reason: "the lock records an approval the policy cannot take from the record alone: " + err.Error()}}
+					}
+					rep.Findings = append(rep.Findings, outsidePolicyReport(vp.Lock, out).Findings...)
+					if err := writePinReport(a, rep, asJSON, failOn); err != nil {
+						return err
+					}
+					return silentExit(exitFailed)
+				}
+			}
 			if err := writePinReport(a, rep, asJSON, failOn); err != nil {
 				return err
 			}
@@ -138,6 +185,8 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 	out.AddFlags(fs)
 	vp.AddFlags(fs)
 	pol.AddFlags(fs)
+	fs.StringArrayVar(&bundles, "bundle", nil, "with --policy: a bundle (file or https:// URL) that re-verifies the lock's approval when its record cannot show all the policy requires (a threshold: repeat it, the lock's own bundle first); default the policy's bundle")
+	fs.BoolVar(&currentTime, "allow-current-time", false, "with --policy: re-verifying a certificate lock's bundle that has no timestamp, check the chain at the current time")
 	return cmd
 }
 

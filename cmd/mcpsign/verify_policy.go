@@ -585,12 +585,30 @@ func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *ver
 	if r.Mode == policy.ModeAudit && r.Audit == "" {
 		return fmt.Errorf("--policy %s: server %s: mode audit records drift only in the audit log: add \"audit\" (its path) to the server or the defaults", textsafe.Escape(f.pol.File), textsafe.Quote(r.Name))
 	}
-	if l, err := pin.Read(r.Lock); err == nil {
-		if rerr := lockRevoked(r, l); rerr != nil {
-			return withCode(proxycmd.ExitBlocked, fmt.Errorf("blocked: %s: %s %s: the lock rests on a %w; it approves nothing (verify a new bundle and pin again)",
-				rulePolicyRevoked, textsafe.Escape(r.Lock), textsafe.Quote(r.Name), rerr))
+	// The lock in force satisfies the policy, or the proxy does not start
+	// (docs/POLICY.md "The lock in force"); the proxy then enforces that
+	// very lock (cfg.Admission).
+	reverify := false
+	l, err := pin.Read(r.Lock)
+	if err != nil {
+		// None: a first use. Unreadable: the proxy refuses it, naming the
+		// file, as without a policy.
+		l = nil
+	} else {
+		var out *lockOutsidePolicy
+		switch err := checkLockInForce(cmd.Context(), a, f, r, l, nil); {
+		case errors.Is(err, errNeedsServer):
+			// The proxy re-verifies it with the server's bundle, at the
+			// first listing (proxy.Admission.Reverify).
+			reverify = true
+		case errors.As(err, &out):
+			return withCode(proxycmd.ExitBlocked, fmt.Errorf("blocked: %s: %s %s: %w", out.Rule, textsafe.Escape(r.Lock), textsafe.Quote(r.Name), out))
+		case err != nil:
+			return err
 		}
 	}
+	cfg.Admission = admission(r, l)
+	cfg.Admission.Reverify = reverify
 	var vf proxy.VerifyFunc
 	if len(r.Identities) > 0 {
 		vs, err := policyVerifiers(cmd.Context(), f, r)

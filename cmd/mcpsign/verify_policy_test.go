@@ -102,6 +102,7 @@ func TestVerifyPolicyThreshold(t *testing.T) {
 
 	p2of3 := ptPolicy(t, dir, "p2of3.json", 2, "", pub.pub, org.pub, third.pub)
 	pTwice := ptPolicy(t, dir, "ptwice.json", 2, "", pub.pub, twice)
+	pOne := ptPolicy(t, dir, "pone.json", 1, "", pub.pub)
 	pRevBundle := ptPolicy(t, dir, "prevb.json", 2, fmt.Sprintf(`,"revoked":{"bundles":[%q]}`, bOrgDigest), pub.pub, org.pub, third.pub)
 	pRevID := ptPolicy(t, dir, "previd.json", 1, fmt.Sprintf(`,"revoked":{"identities":[%q]}`, pub.keyID(t)), pub.pub, org.pub)
 	pFile := vtWrite(t, dir, "pfile.json", []byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{"notes":{"identities":[{"method":"key","key":"org.pub.pem"}],"bundle":"org.sigstore.json"}}}`))
@@ -120,9 +121,9 @@ func TestVerifyPolicyThreshold(t *testing.T) {
 			[]string{"policy threshold not met: 1 of the 3 listed identities", "1 distinct signer(s)"}},
 		{"two bundles by one key count once", []string{"--policy", p2of3, "--bundle", bPub, "--bundle", bPub2}, 1,
 			[]string{"policy threshold not met: 1 of the 3", "2 bundle(s), 1 distinct signer(s)"}},
-		{"one key listed twice counts once", []string{"--policy", pTwice, "--bundle", bPub, "--bundle", bPub2}, 1,
-			[]string{"policy threshold not met: 1 of the 2"}},
-		{"a bundle no identity accepts", []string{"--policy", pTwice, "--bundle", bPub, "--bundle", bOrg}, 1,
+		{"one key listed twice is refused", []string{"--policy", pTwice, "--bundle", bPub, "--bundle", bPub2}, 2,
+			[]string{"/servers/notes/identities/1/key: duplicate: " + twice + " is the same key as /servers/notes/identities/0"}},
+		{"a bundle no identity accepts", []string{"--policy", pOne, "--bundle", bPub, "--bundle", bOrg}, 1,
 			[]string{"bundle 2 of 2", "FAILED at step signature"}},
 		{"revoked bundle", []string{"--policy", pRevBundle, "--bundle", bPub, "--bundle", bOrg}, 1,
 			[]string{fmt.Sprintf("revoked bundle %q", bOrgDigest)}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/mcpsign/mcpsign/audit"
@@ -83,7 +84,8 @@ func auditPolicy(p *proxy.LockPolicy, rec *lockRecorder, mode string, stderr io.
 		}
 		var e *audit.Event
 		switch after := p.Lock(); {
-		case !d.Allow && before != nil && (mode == ModeWarn || mode == ModeAudit):
+		case !d.Allow && before != nil && (mode == ModeWarn || mode == ModeAudit) && !slices.Contains(d.Findings, pin.RulePolicyLockUnproven):
+			// An unproven lock is no drift: it blocks in every mode.
 			e = auditevent.Refusal(audit.Warned, before, snap, d.Findings)
 			if mode == ModeWarn {
 				fmt.Fprintf(stderr, "mcpsign proxy: WARNING: mode warn: drift relayed, not blocked: %s\n%s",

@@ -70,6 +70,10 @@ type Config struct {
 	// "pass", "pin", "hide", or "" for the lock's default
 	// (proxy.ResourceModeFor).
 	Resources string `json:"resources,omitempty"`
+	// Admission, under a policy, is what mcpsign decided about the lock in
+	// force before the hand-over (proxy.Admission, docs/POLICY.md "The
+	// lock in force").
+	Admission *proxy.Admission `json:"admission,omitempty"`
 	// Command is the server's argv.
 	Command []string `json:"command"`
 	// VerifyCommand, with --bundle, is the argv that verifies definitions
@@ -119,7 +123,7 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 		return ExitError, fmt.Errorf("unknown mode %q (want block, warn or audit)", cfg.Mode)
 	}
 	rec := &lockRecorder{log: cfg.AuditLog}
-	policy, err := proxy.NewLockPolicy(cfg.Lock, proxy.LockOptions{Verify: verify, TOFU: cfg.TOFU, ManualRollForward: cfg.ManualRollForward, Record: rec.record()})
+	policy, err := proxy.NewLockPolicy(cfg.Lock, proxy.LockOptions{Verify: verify, TOFU: cfg.TOFU, ManualRollForward: cfg.ManualRollForward, Record: rec.record(), Admission: cfg.Admission})
 	if err != nil {
 		if le := (*pin.LockError)(nil); errors.As(err, &le) && cfg.AuditLog != "" {
 			if aerr := audit.Append(ctx, cfg.AuditLog, auditevent.Refusal(audit.LockRefused, nil, nil, []string{auditevent.LockFinding(err)})); aerr != nil {
