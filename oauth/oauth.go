@@ -84,8 +84,8 @@ type Transport struct {
 	mu    sync.Mutex
 	entry *entry // nil until loaded
 	gen   int    // counts the tokens taken into use
-	// lastFailed is the generation whose token the server rejected after
-	// a refresh: the next 401 on it needs a sign-in.
+	// refreshed is the last generation a refresh was tried on: one
+	// refresh a token, then a sign-in.
 	refreshed int
 }
 
@@ -216,10 +216,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // session starts, so that a sign-in (which waits for the user) does not
 // run against the session's own time limit: it asks the server (an HTTP
 // GET of the endpoint, as a client opening its event stream) with the
-// cached token, and on a 401 refreshes or signs in, bounded by ctx and
+// cached token, and on a 401 refreshes or signs in, all bounded by ctx and
 // Options.SignInTimeout. Any answer but 401/403 means the server accepts
 // the request as it is.
 func (t *Transport) Authorize(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, t.o.SignInTimeout)
+	defer cancel()
 	probe := func(tok *oauth2.Token) (*http.Request, *http.Response, error) {
 		r, err := http.NewRequestWithContext(ctx, http.MethodGet, t.o.ServerURL, nil)
 		if err != nil {
@@ -362,7 +364,43 @@ var ErrConfig = errors.New("OAuth options")
 // get it: no protected resource metadata (RFC 9728) and no authorization
 // server metadata at its root. Such a server takes its credentials some
 // other way (a header).
-var ErrNoMetadata = errors.New("the server asks for authorization but publishes no usable OAuth metadata")
+var ErrNoMetadata = errors.New("no usable OAuth metadata")
+
+// ErrUnauthorized is wrapped by the error of [Detect] for a 401.
+var ErrUnauthorized = errors.New("401 Unauthorized")
+
+// Detect returns a transport for a client without OAuth: it sends requests
+// through base and turns a 401 answer into an error wrapping
+// [ErrUnauthorized] that says whether the server offers OAuth (a Bearer
+// challenge), so that the user learns what to do rather than a bare
+// status.
+func Detect(base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return detect{base}
+}
+
+type detect struct{ base http.RoundTripper }
+
+func (d detect) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := d.base.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		return resp, err
+	}
+	drain(resp)
+	what := "the credentials sent were refused"
+	if req.Header.Get("Authorization") == "" {
+		what = "it wants credentials"
+		cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+		for _, c := range cs {
+			if c.Scheme == "bearer" {
+				what = "it offers OAuth sign-in"
+			}
+		}
+	}
+	return nil, fmt.Errorf("the server answered %w: %s", ErrUnauthorized, what)
+}
 
 // ErrNoRegistration is wrapped when the authorization server offers no way
 // to register this client (no registration_endpoint) and no client ID was

@@ -171,7 +171,7 @@ func (t *Transport) flowError(ctx context.Context, err error) error {
 func (t *Transport) discover(ctx context.Context, resp *http.Response) (*oauthex.AuthServerMeta, error) {
 	cs, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s answered %d with a WWW-Authenticate header that does not parse", ErrNoMetadata, t.server(), resp.StatusCode)
+		return nil, fmt.Errorf("%s answered %d with a WWW-Authenticate header that does not parse: %w", t.server(), resp.StatusCode, ErrNoMetadata)
 	}
 	var metaURL string
 	for _, c := range cs {
@@ -200,7 +200,7 @@ func (t *Transport) discover(ctx context.Context, resp *http.Response) (*oauthex
 			continue
 		}
 		if len(prm.AuthorizationServers) == 0 {
-			return nil, fmt.Errorf("%w: the protected resource metadata of %s names no authorization server", ErrNoMetadata, t.server())
+			return nil, fmt.Errorf("the protected resource metadata of %s names no authorization server: %w", t.server(), ErrNoMetadata)
 		}
 		asURL = prm.AuthorizationServers[0]
 		break
@@ -211,13 +211,13 @@ func (t *Transport) discover(ctx context.Context, resp *http.Response) (*oauthex
 	}
 	asm, err := auth.GetAuthServerMetadata(ctx, asURL, t.client)
 	if err != nil {
-		return nil, fmt.Errorf("%w: the authorization server metadata of %s: %s", ErrNoMetadata, quoteText(asURL), shortText(err.Error()))
+		return nil, fmt.Errorf("the authorization server metadata of %s: %s: %w", quoteText(asURL), shortText(err.Error()), ErrNoMetadata)
 	}
 	if asm == nil {
 		if fromPRM {
-			return nil, fmt.Errorf("%w: the authorization server %s of %s publishes no metadata (RFC 8414 or OpenID Connect discovery)", ErrNoMetadata, quoteText(asURL), t.server())
+			return nil, fmt.Errorf("the authorization server %s of %s publishes no metadata (RFC 8414 or OpenID Connect discovery): %w", quoteText(asURL), t.server(), ErrNoMetadata)
 		}
-		return nil, fmt.Errorf("%w: %s answered %d but publishes no protected resource metadata (RFC 9728) and no authorization server metadata at its root", ErrNoMetadata, t.server(), resp.StatusCode)
+		return nil, fmt.Errorf("%s answered %d but publishes %w: no protected resource metadata (RFC 9728) and no authorization server metadata at its root", t.server(), resp.StatusCode, ErrNoMetadata)
 	}
 	return asm, nil
 }

@@ -121,6 +121,12 @@ func diffSide(cmd *cobra.Command, a *app, src *options.SourceOptions, arg string
 	if err != nil {
 		return nil, err
 	}
+	if spec.URL != "" { // --oauth signs in to a live URL side only
+		if err := src.Authorize(cmd.Context(), &opts, spec, a.openURL, a.stderr); err != nil {
+			done()
+			return nil, err
+		}
+	}
 	snap, err := source.Load(cmd.Context(), spec, opts)
 	done()
 	if err != nil {

@@ -49,6 +49,9 @@ exits 1: a partial set is never reported as complete.`,
   # A Streamable HTTP server, with a bearer token from the environment
   mcpsign digest https://mcp.example.com/mcp --header "Authorization: Bearer $TOKEN"
 
+  # A Streamable HTTP server behind OAuth: sign in in the browser once, then the cached token
+  mcpsign digest https://mcp.example.com/mcp --oauth
+
   # A saved snapshot, as JSON for scripts
   mcpsign digest server.snapshot.json --format json
 
@@ -115,6 +118,9 @@ func loadSource(cmd *cobra.Command, a *app, src *options.SourceOptions, args []s
 		return nil, err
 	}
 	defer done()
+	if err := src.Authorize(cmd.Context(), &opts, spec, a.openURL, a.stderr); err != nil {
+		return nil, err
+	}
 	return source.Load(cmd.Context(), spec, opts)
 }
 

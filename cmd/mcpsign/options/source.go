@@ -30,6 +30,8 @@ type SourceOptions struct {
 	// server (--policy --name), used when --client-capabilities is not
 	// given; nil for the default.
 	PolicyClientCapabilities []byte
+	// OAuth are the flags of the OAuth sign-in (oauth.go).
+	OAuth OAuthOptions
 }
 
 // AddFlags adds the source flags to fs.
@@ -42,6 +44,7 @@ func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.MaxListingBytes, "max-listing-bytes", source.DefaultMaxListingBytes, "most bytes of a live listing, all pages of all kinds together")
 	fs.StringVar(&o.ClientCapabilities, "client-capabilities", "", "the client capabilities announced to a live server, a JSON object (default "+source.DefaultClientCapabilities+", go-sdk's); servers may offer other definitions to other clients, and snapshots and locks record them")
 	fs.StringVar(&o.ProtocolVersion, "protocol-version", "", "force an MCP protocol version (default: try 2026-07-28 server/discover, then the initialize handshake)")
+	o.OAuth.AddFlags(fs)
 }
 
 // Spec returns the source named by the positional arguments: SOURCE, or the

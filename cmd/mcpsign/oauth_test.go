@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpsign/mcpsign/internal/oauthtest"
+)
+
+// runOAuthCLI runs mcpsign in-process with open playing the browser.
+func runOAuthCLI(t *testing.T, open func(context.Context, string) error, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	a := &app{
+		stdin:      strings.NewReader(""),
+		stdout:     &out,
+		stderr:     &errb,
+		getenv:     func(string) string { return "" },
+		isTerminal: func() bool { return false },
+		openURL:    open,
+	}
+	code = run(context.Background(), args, a)
+	return code, out.String(), errb.String()
+}
+
+// TestDigestOAuth lists a server behind OAuth with --oauth: the sign-in
+// through the (test) browser, then the cache; no token in any output.
+func TestDigestOAuth(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.NewAS(t)
+	rs := oauthtest.NewRS(t, as, oauthtest.RSOptions{Tools: []string{"alpha"}})
+	dir := t.TempDir()
+	code, stdout, stderr := runOAuthCLI(t, oauthtest.Browser, "digest", "--oauth", "--oauth-cache-dir", dir, "--format", "json", rs.URL)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	var report struct {
+		Counts map[string]int `json:"counts"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &report); err != nil || report.Counts["tools"] != 1 {
+		t.Fatalf("stdout %q (%v)", stdout, err)
+	}
+	if !strings.Contains(stderr, "open this URL in a browser") {
+		t.Errorf("stderr does not show the sign-in URL:\n%s", stderr)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("cache files %v", files)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cache struct {
+		Token struct {
+			Access  string `json:"access_token"`
+			Refresh string `json:"refresh_token"`
+		} `json:"token"`
+	}
+	if err := json.Unmarshal(data, &cache); err != nil || cache.Token.Access == "" {
+		t.Fatalf("cache %s: %v", data, err)
+	}
+
+	noBrowser := func(context.Context, string) error {
+		t.Error("browser opened with a cached token")
+		return nil
+	}
+	code, stdout2, stderr2 := runOAuthCLI(t, noBrowser, "digest", "--oauth", "--oauth-cache-dir", dir, "--format", "json", rs.URL)
+	if code != 0 || stdout2 != stdout {
+		t.Fatalf("second run: exit %d, same output %v\n%s", code, stdout2 == stdout, stderr2)
+	}
+	if as.CodeExchanges.Load() != 1 {
+		t.Errorf("code exchanges %d, want 1", as.CodeExchanges.Load())
+	}
+	for _, s := range []string{cache.Token.Access, cache.Token.Refresh} {
+		if strings.Contains(stdout+stderr+stdout2+stderr2, s) {
+			t.Errorf("a token appears in the output")
+		}
+	}
+}
+
+// TestDigestOAuthErrors: a 401 without OAuth metadata, and --oauth misused,
+// are one line each, exit 2, with the flag that helps.
+func TestDigestOAuthErrors(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.NewAS(t)
+	bare := oauthtest.NewRS(t, as, oauthtest.RSOptions{NoMetadata: true})
+	protected := oauthtest.NewRS(t, as, oauthtest.RSOptions{})
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"no metadata", []string{"digest", "--oauth", "--oauth-cache-dir", dir, bare.URL}, []string{"no usable OAuth metadata", bare.URL, "--header"}},
+		{"with a header", []string{"digest", "--oauth", "--oauth-cache-dir", dir, "--header", "authorization: Bearer x", bare.URL}, []string{"--oauth and --header Authorization"}},
+		{"no oauth", []string{"digest", protected.URL}, []string{"--oauth"}},
+		{"stdio", []string{"digest", "--oauth", "--", "true"}, []string{"--oauth is for a Streamable HTTP URL"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runOAuthCLI(t, nil, tc.args...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2\n%s", code, stderr)
+			}
+			if n := strings.Count(strings.TrimSpace(stderr), "\n"); n != 0 {
+				t.Errorf("%d lines:\n%s", n+1, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q lacks %q", stderr, w)
+				}
+			}
+		})
+	}
+}

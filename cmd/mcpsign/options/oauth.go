@@ -1,0 +1,101 @@
+package options
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/textproto"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mcpsign/mcpsign/oauth"
+	"github.com/mcpsign/mcpsign/source"
+)
+
+// OAuthOptions are the flags of the OAuth sign-in to a remote server
+// (docs/REMOTE.md "Authentication").
+type OAuthOptions struct {
+	Enabled      bool
+	ClientID     string
+	Scopes       []string
+	RedirectPort int
+	NoBrowser    bool
+	CacheDir     string
+}
+
+// AddFlags adds the OAuth flags to fs.
+func (o *OAuthOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.Enabled, "oauth", false, "sign in to a Streamable HTTP server that asks for OAuth (401): browser sign-in once, then the cached token, refreshed when it expires")
+	fs.StringVar(&o.ClientID, "oauth-client-id", "", "a client ID registered with the server's authorization server (default: dynamic client registration)")
+	fs.StringSliceVar(&o.Scopes, "oauth-scope", nil, "OAuth scopes to ask for instead of those the server names (repeatable or comma-separated)")
+	fs.IntVar(&o.RedirectPort, "oauth-redirect-port", 0, "loopback port of the sign-in redirect http://127.0.0.1:PORT/callback (default: the cached registration's, else random)")
+	fs.BoolVar(&o.NoBrowser, "no-browser", false, "do not open a browser for the sign-in: print its URL on stderr only")
+	fs.StringVar(&o.CacheDir, "oauth-cache-dir", "", "directory of the OAuth token cache (default: the user's config directory, mcpsign/oauth)")
+}
+
+// Transport returns the OAuth transport for the server at serverURL, or
+// nil without --oauth. base makes the requests to the OAuth endpoints and
+// carries those to the server (nil: the default transport); open opens the
+// browser (nil: the desktop's, unless --no-browser).
+func (o *OAuthOptions) Transport(serverURL string, base *http.Client, open func(context.Context, string) error, stderr io.Writer) (*oauth.Transport, error) {
+	if !o.Enabled {
+		return nil, nil
+	}
+	if open == nil {
+		open = oauth.OpenBrowser
+	}
+	if o.NoBrowser {
+		open = nil
+	}
+	return oauth.New(oauth.Options{
+		ServerURL:    serverURL,
+		ClientID:     o.ClientID,
+		Scopes:       o.Scopes,
+		RedirectPort: o.RedirectPort,
+		CacheDir:     o.CacheDir,
+		Open:         open,
+		Stderr:       stderr,
+		HTTPClient:   base,
+	})
+}
+
+// Authorize readies opts for a source that needs OAuth (--oauth): it puts
+// the OAuth transport under opts.HTTPClient and signs in before the
+// listing starts, so that the user's time in the browser does not count
+// against --timeout. Without --oauth, a URL's 401 becomes an error that
+// says whether the server offers OAuth (oauth.Detect).
+func (o *SourceOptions) Authorize(ctx context.Context, opts *source.Options, spec source.Spec, open func(context.Context, string) error, stderr io.Writer) error {
+	if !o.OAuth.Enabled {
+		if spec.URL != "" {
+			// A 401 then says what to do, not just its status.
+			c := &http.Client{Transport: oauth.Detect(nil)}
+			if b := opts.HTTPClient; b != nil {
+				c.Transport, c.Jar, c.Timeout = oauth.Detect(b.Transport), b.Jar, b.Timeout
+			}
+			opts.HTTPClient = c
+		}
+		return nil
+	}
+	if spec.URL == "" {
+		return errors.New("--oauth is for a Streamable HTTP URL, not a command or a file")
+	}
+	for name := range opts.Headers {
+		if textproto.CanonicalMIMEHeaderKey(name) == "Authorization" {
+			return errors.New("--oauth and --header Authorization both set the Authorization header: give one")
+		}
+	}
+	t, err := o.OAuth.Transport(spec.URL, opts.HTTPClient, open, stderr)
+	if err != nil {
+		return err
+	}
+	if err := t.Authorize(ctx); err != nil {
+		return err
+	}
+	c := &http.Client{Transport: t}
+	if opts.HTTPClient != nil {
+		c.Jar, c.Timeout = opts.HTTPClient.Jar, opts.HTTPClient.Timeout
+	}
+	opts.HTTPClient = c
+	return nil
+}
