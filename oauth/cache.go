@@ -245,8 +245,14 @@ func scrubbed(err error, secrets ...string) error {
 	msg := err.Error()
 	clean := msg
 	for _, s := range secrets {
-		if len(s) >= 4 {
-			clean = strings.ReplaceAll(clean, s, "[redacted]")
+		if len(s) < 4 {
+			continue
+		}
+		clean = strings.ReplaceAll(clean, s, "[redacted]")
+		// What the replacement and its neighbours spell may be s again:
+		// cut until nothing is left (each cut shortens the text).
+		for strings.Contains(clean, s) {
+			clean = strings.ReplaceAll(clean, s, "")
 		}
 	}
 	if clean == msg {

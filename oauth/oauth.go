@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -96,6 +97,9 @@ func New(o Options) (*Transport, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: the server URL is not an http(s) URL with a host", ErrConfig)
 	}
+	if u.Scheme == "http" && !loopback(u.Hostname()) {
+		return nil, fmt.Errorf("%w: OAuth needs an https server URL (http only on a loopback address)", ErrConfig)
+	}
 	if u.User != nil {
 		return nil, fmt.Errorf("%w: the server URL holds a user or password", ErrConfig)
 	}
@@ -152,6 +156,15 @@ func (t *Transport) clientKey() string {
 		return "id:" + t.o.ClientID
 	}
 	return "dynamic:" + t.o.ClientName
+}
+
+// loopback reports whether host is localhost or a loopback IP address.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func originOf(u *url.URL) string {

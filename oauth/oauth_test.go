@@ -306,6 +306,7 @@ func TestOptions(t *testing.T) {
 	t.Parallel()
 	for _, o := range []oauth.Options{
 		{ServerURL: "ftp://host/x"},
+		{ServerURL: "http://mcp.example.com/mcp"},
 		{ServerURL: "https://user:pw@host/mcp"},
 		{ServerURL: "https://host/mcp", RedirectPort: 70000},
 		{ServerURL: "https://host/mcp", Scopes: []string{"a b"}},
@@ -315,5 +316,34 @@ func TestOptions(t *testing.T) {
 		} else if strings.Contains(err.Error(), "pw") {
 			t.Errorf("error shows the password: %v", err)
 		}
+	}
+}
+
+// TestConcurrentSignIn: two clients of one server and cache (two mcpsign
+// processes, say) that need a sign-in at once sign in once: the second
+// waits on the cache's file lock and takes the first one's token.
+func TestConcurrentSignIn(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.NewAS(t)
+	rs := oauthtest.NewRS(t, as, oauthtest.RSOptions{Tools: []string{"alpha", "beta"}})
+	dir := t.TempDir()
+	b := &browser{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	errs := make(chan error, 2)
+	for range 2 {
+		tr, err := oauth.New(oauth.Options{ServerURL: rs.URL, CacheDir: dir, Open: b.open, SignInTimeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { errs <- tr.Authorize(ctx) }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.opened() != 1 || as.CodeExchanges.Load() != 1 {
+		t.Errorf("browser opened %d times, %d code exchanges; want 1 each", b.opened(), as.CodeExchanges.Load())
 	}
 }
