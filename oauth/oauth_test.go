@@ -347,3 +347,34 @@ func TestConcurrentSignIn(t *testing.T) {
 		t.Errorf("browser opened %d times, %d code exchanges; want 1 each", b.opened(), as.CodeExchanges.Load())
 	}
 }
+
+// TestHostileTokenEndpoint: a token endpoint that echoes what it got (the
+// code, the PKCE verifier) in its error leaves none of it in the message.
+func TestHostileTokenEndpoint(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.NewAS(t)
+	as.EchoTokenErrors.Store(true)
+	rs := oauthtest.NewRS(t, as, oauthtest.RSOptions{})
+	b := &browser{}
+	var stderr bytes.Buffer
+	tr, err := oauth.New(oauth.Options{ServerURL: rs.URL, CacheDir: t.TempDir(), Open: b.open, Stderr: &stderr, SignInTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tr.Authorize(context.Background())
+	if !errors.Is(err, oauth.ErrToken) {
+		t.Fatalf("got %v, want ErrToken", err)
+	}
+	if len(b.codes) != 1 {
+		t.Fatalf("%d codes", len(b.codes))
+	}
+	out := err.Error() + "\n" + stderr.String()
+	for _, s := range []string{b.codes[0], "code_verifier", "refused: "} {
+		if strings.Contains(out, s) {
+			t.Errorf("the output holds %q:\n%s", s, out)
+		}
+	}
+	if !strings.Contains(err.Error(), "invalid_grant") || !strings.Contains(err.Error(), "HTTP 400") {
+		t.Errorf("message %q lacks the status and error code", err)
+	}
+}

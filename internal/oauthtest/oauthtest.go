@@ -49,6 +49,11 @@ type AS struct {
 	// authorization code grants, Refreshes refresh token grants.
 	Registrations, CodeExchanges, Refreshes atomic.Int64
 
+	// EchoTokenErrors makes the token endpoint refuse every request with
+	// an error whose description and body echo the form it got (the code,
+	// the PKCE verifier, a refresh token): a hostile or careless server.
+	EchoTokenErrors atomic.Bool
+
 	provider *op.Provider
 	store    *store
 	// deny makes the login page refuse (the user said no).
@@ -107,6 +112,17 @@ func NewAS(t testing.TB) *AS {
 	mux.HandleFunc("POST /register", a.register)
 	mux.HandleFunc("GET /.well-known/openid-configuration", a.discovery)
 	mux.Handle("/login/username", op.NewIssuerInterceptor(a.provider.IssuerFromRequest).HandlerFunc(a.login))
+	mux.HandleFunc("POST /oauth/token", func(w http.ResponseWriter, r *http.Request) {
+		if !a.EchoTokenErrors.Load() {
+			a.provider.ServeHTTP(w, r)
+			return
+		}
+		r.ParseForm()
+		echo := r.Form.Encode()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(map[string]string{"error": "invalid_grant", "error_description": "refused: " + echo, "error_uri": "https://as.example/" + echo})
+	})
 	mux.Handle("/", a.provider)
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
