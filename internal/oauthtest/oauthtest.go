@@ -159,7 +159,7 @@ func (a *AS) register(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, u := range meta.RedirectURIs {
-		if !strings.HasPrefix(u, "http://127.0.0.1:") {
+		if !strings.HasPrefix(u, "http://127.0.0.1:") && !strings.HasPrefix(u, "http://localhost:") {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
 			fmt.Fprint(w, `{"error":"invalid_redirect_uri"}`)
