@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mcpsign/mcpsign/internal/oauthtest"
+	"github.com/mcpsign/mcpsign/oauth"
 )
 
 // runOAuthCLI runs mcpsign in-process with open playing the browser.
@@ -116,5 +118,20 @@ func TestDigestOAuthErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOAuthFlagHints: the OAuth errors name the flags that fix them.
+func TestOAuthFlagHints(t *testing.T) {
+	t.Parallel()
+	for err, want := range map[error]string{
+		fmt.Errorf("x: %w", oauth.ErrNoMetadata):     "--header 'Authorization: Bearer",
+		fmt.Errorf("x: %w", oauth.ErrNoRegistration): "--oauth-client-id",
+		fmt.Errorf("x: %w", oauth.ErrDenied):         "--no-browser",
+		fmt.Errorf("x: %w", oauth.ErrUnauthorized):   "--oauth signs in",
+	} {
+		if got := withFlagHint(err).Error(); !strings.Contains(got, want) {
+			t.Errorf("%v: got %q, want %q", err, got, want)
+		}
 	}
 }

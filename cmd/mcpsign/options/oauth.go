@@ -30,7 +30,7 @@ func (o *OAuthOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClientID, "oauth-client-id", "", "a client ID registered with the server's authorization server (default: dynamic client registration)")
 	fs.StringSliceVar(&o.Scopes, "oauth-scope", nil, "OAuth scopes to ask for instead of those the server names (repeatable or comma-separated)")
 	fs.IntVar(&o.RedirectPort, "oauth-redirect-port", 0, "loopback port of the sign-in redirect http://127.0.0.1:PORT/callback (default: the cached registration's, else random)")
-	fs.BoolVar(&o.NoBrowser, "no-browser", false, "do not open a browser for the sign-in: print its URL on stderr only")
+	fs.BoolVar(&o.NoBrowser, "no-browser", false, "with --oauth, open no browser for the sign-in: its URL is printed on stderr only")
 	fs.StringVar(&o.CacheDir, "oauth-cache-dir", "", "directory of the OAuth token cache (default: the user's config directory, mcpsign/oauth)")
 }
 
