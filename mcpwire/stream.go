@@ -411,6 +411,9 @@ func ReadResponse(ctx context.Context, kind BodyKind, body io.ReadCloser, c *Str
 			}
 			return c.End()
 		}
+		if errors.Is(err, ErrMessageTooLarge) {
+			err = fmt.Errorf("%w: a message has more than %d bytes", ErrMessageTooLarge, o.MaxMessageBytes)
+		}
 		if err != nil {
 			return nil, why(err)
 		}
