@@ -43,8 +43,11 @@ func loadHTTP(parent context.Context, endpoint string, o *Options) (*digest.Snap
 		headers: o.Headers,
 		max:     o.MaxMessageBytes,
 		abort:   abort,
+		ctx:     ctx,
+		url:     endpoint,
 	}
 	client := &http.Client{Transport: rt}
+	rt.client = client
 	if b := o.HTTPClient; b != nil {
 		if b.Transport != nil {
 			rt.base = b.Transport
@@ -129,6 +132,14 @@ type roundTripper struct {
 
 	sessions mcpwire.SessionIDs
 
+	// The server's own stream (GET), opened as the official clients open
+	// it once the session is initialized, so that what it pushes is read
+	// as strictly as the answers (listen).
+	ctx       context.Context // the listing's
+	url       string
+	client    *http.Client
+	listening sync.Once
+
 	mu      sync.Mutex
 	version string // negotiated by the initialize handshake
 }
@@ -166,6 +177,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Header.Set("Mcp-Protocol-Version", version)
 	}
 	var check *mcpwire.StreamCheck
+	initialized := false
 	if req.Body != nil && req.Method == http.MethodPost {
 		body, err := io.ReadAll(req.Body)
 		req.Body.Close()
@@ -175,9 +187,12 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		// Only a request is answered; go-sdk reads no body of the
 		// response to a notification or to an answer of ours.
 		check, _ = mcpwire.NewPostCheck(body)
+		if m, err := mcpwire.Parse(body); err == nil && m.Kind == mcpwire.KindNotification && m.Method == "notifications/initialized" {
+			initialized = true
+		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	if req.Method == http.MethodGet {
+	if req.Method == http.MethodGet && req.Context().Value(listenKey{}) == nil {
 		// Resuming a stream (go-sdk's only GET here, the standalone stream
 		// being off) is refused: a POST response must hold its answer.
 		return nil, rt.fail(fmt.Errorf("%w: a response stream to resume (mcpsign reads each answer from its own response)", ErrProtocol))
@@ -202,6 +217,12 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		// never read as a message.
 		resp.Body = &bodyCap{body: resp.Body, left: 64 << 10}
 		return resp, nil
+	case initialized && resp.StatusCode/100 == 2:
+		rt.listening.Do(func() { go rt.listen() })
+		resp.Body = &bodyCap{body: resp.Body, left: rt.max}
+		return resp, nil
+	case req.Context().Value(listenKey{}) != nil:
+		return resp, nil // listen reads it
 	case resp.StatusCode/100 != 2 || check == nil:
 		// A rejection (go-sdk reports the status, and at most a JSON-RPC
 		// error from the body, never a message it acts on), or the answer
@@ -223,6 +244,52 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.ContentLength = -1
 	go rt.read(req.Context(), kind, body, check, pw)
 	return resp, nil
+}
+
+// listenKey marks the context of listen's GET request.
+type listenKey struct{}
+
+// listen opens the server's own stream (GET), as the TypeScript SDK and
+// go-sdk clients do once the session is initialized, and reads it until
+// the listing ends: requests and notifications may come there, an answer
+// may not (nothing is pending on it: mcpwire.NewGetCheck). A server that
+// pushes an answer there, where a client would take it for the answer to
+// a pending request, is refused. A server without the stream (405) or that
+// refuses it is left alone, as the clients do.
+func (rt *roundTripper) listen() {
+	ctx := context.WithValue(rt.ctx, listenKey{}, true)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rt.url, nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if id := rt.sessions.ID(); id != "" {
+		req.Header.Set("Mcp-Session-Id", id)
+	}
+	resp, err := rt.client.Do(req)
+	if err != nil {
+		return // a refused redirect or connection aborted the listing already
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return
+	}
+	kind, err := mcpwire.ReadContentType(resp.Header)
+	if err == nil && kind != mcpwire.BodyEventStream {
+		err = fmt.Errorf("%w: %w: the server's own stream is not text/event-stream", ErrProtocol, mcpwire.ErrContentType)
+	}
+	if err != nil {
+		resp.Body.Close()
+		rt.abort(err)
+		return
+	}
+	_, err = mcpwire.ReadResponse(ctx, kind, resp.Body, mcpwire.NewGetCheck(), mcpwire.ResponseOptions{
+		MaxMessageBytes: int(min(rt.max, math.MaxInt32)),
+		MaxBodyBytes:    -1,
+	}, func([]byte) error { return nil }) // mcpsign lists; what the server says there is only checked
+	if err != nil && ctx.Err() == nil {
+		rt.abort(fmt.Errorf("the server's own stream: %w", err))
+	}
 }
 
 // read reads one response body strictly and writes what passed to w for
