@@ -25,7 +25,8 @@ import (
 
 // loadHTTP lists a Streamable HTTP server through go-sdk's client transport,
 // with a wrapped http.RoundTripper that adds the user's headers (same origin
-// only), the negotiated protocol version header, and the message size cap.
+// only) and the negotiated protocol version header, and reads every
+// response as docs/REMOTE.md, "Reading Streamable HTTP", says.
 func loadHTTP(parent context.Context, endpoint string, o *Options) (*digest.Snapshot, error) {
 	ctx, abort, stop := withLimits(parent, o)
 	defer stop()
@@ -364,11 +365,12 @@ func (b *bodyCap) Close() error { return b.body.Close() }
 
 // sdkWire carries messages through go-sdk's Streamable HTTP transport,
 // which frames them in request and response bodies. The bodies themselves
-// are read strictly before go-sdk decodes them (roundTripper: every
-// message is checked with mcpwire.Parse, and every response must carry the
-// id of a request in flight byte for byte), so that what go-sdk hands on
-// is exactly what was sent; a message is then re-encoded from go-sdk's form
-// for the session to read.
+// are read strictly and whole before go-sdk decodes them (roundTripper,
+// mcpwire.ReadResponse: every message parsed strictly, one answer per
+// request with its id byte for byte, the answer handed on only once its
+// stream ended cleanly), so that what go-sdk hands on is exactly what was
+// checked; a message is then re-encoded from go-sdk's form for the session
+// to read.
 type sdkWire struct {
 	conn mcp.Connection
 }
