@@ -379,42 +379,6 @@ var ErrConfig = errors.New("OAuth options")
 // other way (a header).
 var ErrNoMetadata = errors.New("no usable OAuth metadata")
 
-// ErrUnauthorized is wrapped by the error of [Detect] for a 401.
-var ErrUnauthorized = errors.New("401 Unauthorized")
-
-// Detect returns a transport for a client without OAuth: it sends requests
-// through base and turns a 401 answer into an error wrapping
-// [ErrUnauthorized] that says whether the server offers OAuth (a Bearer
-// challenge), so that the user learns what to do rather than a bare
-// status.
-func Detect(base http.RoundTripper) http.RoundTripper {
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	return detect{base}
-}
-
-type detect struct{ base http.RoundTripper }
-
-func (d detect) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := d.base.RoundTrip(req)
-	if err != nil || resp.StatusCode != http.StatusUnauthorized {
-		return resp, err
-	}
-	drain(resp)
-	what := "the credentials sent were refused"
-	if req.Header.Get("Authorization") == "" {
-		what = "it wants credentials"
-		cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
-		for _, c := range cs {
-			if c.Scheme == "bearer" {
-				what = "it offers OAuth sign-in"
-			}
-		}
-	}
-	return nil, fmt.Errorf("the server answered %w: %s", ErrUnauthorized, what)
-}
-
 // ErrNoRegistration is wrapped when the authorization server offers no way
 // to register this client (no registration_endpoint) and no client ID was
 // given.

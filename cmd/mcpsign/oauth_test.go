@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/internal/oauthtest"
+	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/oauth"
 )
 
@@ -125,10 +126,10 @@ func TestDigestOAuthErrors(t *testing.T) {
 func TestOAuthFlagHints(t *testing.T) {
 	t.Parallel()
 	for err, want := range map[error]string{
-		fmt.Errorf("x: %w", oauth.ErrNoMetadata):     "--header 'Authorization: Bearer",
-		fmt.Errorf("x: %w", oauth.ErrNoRegistration): "--oauth-client-id",
-		fmt.Errorf("x: %w", oauth.ErrDenied):         "--no-browser",
-		fmt.Errorf("x: %w", oauth.ErrUnauthorized):   "--oauth signs in",
+		fmt.Errorf("x: %w", oauth.ErrNoMetadata):          "--header 'Authorization: Bearer",
+		fmt.Errorf("x: %w", oauth.ErrNoRegistration):      "--oauth-client-id",
+		fmt.Errorf("x: %w", oauth.ErrDenied):              "--no-browser",
+		&mcpwire.StatusError{Method: "POST", Status: 401}: "--oauth signs in",
 	} {
 		if got := withFlagHint(err).Error(); !strings.Contains(got, want) {
 			t.Errorf("%v: got %q, want %q", err, got, want)

@@ -63,18 +63,9 @@ func (o *OAuthOptions) Transport(serverURL string, base *http.Client, open func(
 // Authorize readies opts for a source that needs OAuth (--oauth): it puts
 // the OAuth transport under opts.HTTPClient and signs in before the
 // listing starts, so that the user's time in the browser does not count
-// against --timeout. Without --oauth, a URL's 401 becomes an error that
-// says whether the server offers OAuth (oauth.Detect).
+// against --timeout. Without --oauth it does nothing.
 func (o *SourceOptions) Authorize(ctx context.Context, opts *source.Options, spec source.Spec, open func(context.Context, string) error, stderr io.Writer) error {
 	if !o.OAuth.Enabled {
-		if spec.URL != "" {
-			// A 401 then says what to do, not just its status.
-			c := &http.Client{Transport: oauth.Detect(nil)}
-			if b := opts.HTTPClient; b != nil {
-				c.Transport, c.Jar, c.Timeout = oauth.Detect(b.Transport), b.Jar, b.Timeout
-			}
-			opts.HTTPClient = c
-		}
 		return nil
 	}
 	if spec.URL == "" {
