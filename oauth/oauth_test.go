@@ -214,12 +214,41 @@ func TestFlow(t *testing.T) {
 	tok = tokenOf(cached(t, tr.CachePath()))
 	secrets = append(secrets, tok["access_token"].(string), tok["refresh_token"].(string))
 
+	// 7. The authorization server forgot the client (its login never comes
+	// back): the sign-in fails, the registration is dropped, and the next
+	// sign-in registers anew.
+	as.Forget(clientID)
+	m = cached(t, tr.CachePath())
+	delete(m, "token")
+	data, _ = json.Marshal(m)
+	if err := os.WriteFile(tr.CachePath(), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	short, err := oauth.New(oauth.Options{ServerURL: rs.URL, CacheDir: dir, Open: b.open, Stderr: &stderr, SignInTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = short.Authorize(ctx)
+	if !errors.Is(err, oauth.ErrDenied) || !strings.Contains(err.Error(), "registers anew") {
+		t.Fatalf("sign-in with a forgotten client: %v", err)
+	}
+	said = append(said, err.Error())
+	tr = newTransport(b.open)
+	if err := tr.Authorize(ctx); err != nil {
+		t.Fatalf("sign-in after the registration was dropped: %v", err)
+	}
+	if as.Registrations.Load() != 2 {
+		t.Errorf("registrations %d, want 2", as.Registrations.Load())
+	}
+	tok = tokenOf(cached(t, tr.CachePath()))
+	secrets = append(secrets, tok["access_token"].(string), tok["refresh_token"].(string))
+
 	// No secret in anything printed or returned, nor in the lock file.
 	b.mu.Lock()
 	secrets = append(secrets, b.codes...)
 	b.mu.Unlock()
-	if len(b.codes) != 2 {
-		t.Errorf("%d codes seen, want 2", len(b.codes))
+	if len(b.codes) != 3 {
+		t.Errorf("%d codes seen, want 3", len(b.codes))
 	}
 	lock, _ := os.ReadFile(tr.CachePath() + ".lock")
 	out := stderr.String() + "\n" + strings.Join(said, "\n") + "\n" + string(lock)

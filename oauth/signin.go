@@ -34,8 +34,18 @@ func (t *Transport) signInLocked(ctx context.Context, req *http.Request, resp *h
 			t.gen++
 			return nil
 		}
-		e, err := t.signIn(ctx, req, resp, disk)
+		e, reused, err := t.signIn(ctx, req, resp, disk)
 		if err != nil {
+			if reused && !errors.Is(err, errAccessDenied) {
+				// The authorization server may have forgotten the client
+				// (a browser that never comes back looks the same): the
+				// next sign-in registers anew rather than failing alike.
+				if serr := t.save(&entry{}); serr == nil {
+					t.entry = &entry{}
+					t.gen++
+					err = fmt.Errorf("%w (the cached client registration is dropped: the next sign-in registers anew)", err)
+				}
+			}
 			return err
 		}
 		if err := t.save(e); err != nil {
@@ -51,10 +61,12 @@ func (t *Transport) signInLocked(ctx context.Context, req *http.Request, resp *h
 // signIn discovers the authorization server, picks the client (the given
 // ID, the cached registration, or a new dynamic registration), and lets
 // go-sdk run the flow with a loopback redirect.
-func (t *Transport) signIn(ctx context.Context, req *http.Request, resp *http.Response, cached *entry) (*entry, error) {
+//
+// reused reports whether the cached registration was used.
+func (t *Transport) signIn(ctx context.Context, req *http.Request, resp *http.Response, cached *entry) (e *entry, reused bool, err error) {
 	asm, err := t.discover(ctx, resp)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	reuse := cached.Client.ID != "" && cached.Client.Registration == "dynamic" && t.o.ClientID == "" &&
 		sameIssuer(cached.Issuer, asm.Issuer)
@@ -67,7 +79,7 @@ func (t *Transport) signIn(ctx context.Context, req *http.Request, resp *http.Re
 		ln, err = net.Listen("tcp", "127.0.0.1:0") // the registered port is taken: register anew
 	}
 	if err != nil {
-		return nil, fmt.Errorf("listening for the sign-in redirect on 127.0.0.1: %w", err)
+		return nil, false, fmt.Errorf("listening for the sign-in redirect on 127.0.0.1: %w", err)
 	}
 	defer ln.Close()
 	redirect := "http://" + ln.Addr().String() + "/callback"
@@ -92,13 +104,13 @@ func (t *Transport) signIn(ctx context.Context, req *http.Request, resp *http.Re
 	case t.o.ClientID != "":
 		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: t.o.ClientID, Issuer: asm.Issuer}
 	case reuse && cached.Client.RedirectURI == redirect:
-		registration = "dynamic"
+		registration, reused = "dynamic", true
 		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: cached.Client.ID, Issuer: asm.Issuer}
 		if cached.Client.Secret != "" {
 			cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: cached.Client.Secret}
 		}
 	case asm.RegistrationEndpoint == "":
-		return nil, fmt.Errorf("%w: %s (no registration_endpoint in its metadata)", ErrNoRegistration, quoteText(asm.Issuer))
+		return nil, false, fmt.Errorf("%w: %s (no registration_endpoint in its metadata)", ErrNoRegistration, quoteText(asm.Issuer))
 	default:
 		registration = "dynamic"
 		cfg.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
@@ -115,7 +127,7 @@ func (t *Transport) signIn(ctx context.Context, req *http.Request, resp *http.Re
 	}
 	h, err := auth.NewAuthorizationCodeHandler(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrConfig, shortText(err.Error()))
+		return nil, false, fmt.Errorf("%w: %s", ErrConfig, shortText(err.Error()))
 	}
 	err = h.Authorize(ctx, req, resp)
 	if err == nil && (got.tok == nil || got.tok.AccessToken == "") {
@@ -129,7 +141,7 @@ func (t *Transport) signIn(ctx context.Context, req *http.Request, resp *http.Re
 		if got.cfg != nil {
 			secrets = append(secrets, got.cfg.ClientSecret)
 		}
-		return nil, scrubbed(t.flowError(ctx, err), secrets...)
+		return nil, reused, scrubbed(t.flowError(ctx, err), secrets...)
 	}
 	return &entry{
 		Issuer: asm.Issuer,
@@ -143,7 +155,7 @@ func (t *Transport) signIn(ctx context.Context, req *http.Request, resp *http.Re
 			Scopes:       got.cfg.Scopes,
 		},
 		Token: got.tok,
-	}, nil
+	}, reused, nil
 }
 
 // flowError is go-sdk's error of a sign-in as a message of ours: typed
@@ -307,7 +319,11 @@ func (t *Transport) fetcher(ln net.Listener, code *string) auth.AuthorizationCod
 				if cb.errDesc != "" {
 					msg += ": " + quoteText(cb.errDesc)
 				}
-				return nil, fmt.Errorf("%w: the authorization server answered %s", ErrDenied, msg)
+				err := fmt.Errorf("%w: the authorization server answered %s", ErrDenied, msg)
+				if cb.errCode == "access_denied" {
+					err = &deniedError{err} // the server knows the client: the user said no
+				}
+				return nil, err
 			}
 			*code = cb.code
 			return &auth.AuthorizationResult{Code: cb.code, State: state, Iss: cb.iss}, nil
@@ -316,3 +332,11 @@ func (t *Transport) fetcher(ln net.Listener, code *string) auth.AuthorizationCod
 		}
 	}
 }
+
+// errAccessDenied marks a sign-in the user refused (access_denied): the
+// authorization server knew the client, so its registration stays.
+var errAccessDenied = errors.New("access denied")
+
+type deniedError struct{ error }
+
+func (e *deniedError) Unwrap() []error { return []error{e.error, errAccessDenied} }

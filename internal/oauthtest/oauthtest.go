@@ -130,6 +130,14 @@ func NewAS(t testing.TB) *AS {
 	return a
 }
 
+// Forget drops a dynamically registered client, as an authorization
+// server that was reset.
+func (a *AS) Forget(clientID string) {
+	a.store.mu.Lock()
+	delete(a.store.clients, clientID)
+	a.store.mu.Unlock()
+}
+
 // Deny makes every later sign-in fail as if the user refused it.
 func (a *AS) Deny(on bool) { a.deny.Store(on) }
 
