@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpsign/mcpsign/internal/oauthtest"
 	"github.com/mcpsign/mcpsign/oauth"
 	"github.com/mcpsign/mcpsign/source"
@@ -405,5 +407,34 @@ func TestHostileTokenEndpoint(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "invalid_grant") || !strings.Contains(err.Error(), "HTTP 400") {
 		t.Errorf("message %q lacks the status and error code", err)
+	}
+}
+
+// TestGoSDKClient: the transport under go-sdk's own Streamable HTTP client
+// (what a Go host or the bridge uses): the client signs in on its first
+// request's 401, without Authorize, and lists the tools.
+func TestGoSDKClient(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.NewAS(t)
+	rs := oauthtest.NewRS(t, as, oauthtest.RSOptions{Tools: []string{"alpha", "beta"}})
+	b := &browser{}
+	tr, err := oauth.New(oauth.Options{ServerURL: rs.URL, CacheDir: t.TempDir(), Open: b.open, SignInTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1.0.0"}, nil)
+	session, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: rs.URL, HTTPClient: tr.Client()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	res, err := session.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tools) != 2 || b.opened() != 1 {
+		t.Errorf("%d tools, %d sign-ins; want 2, 1", len(res.Tools), b.opened())
 	}
 }
