@@ -195,7 +195,7 @@ func redacted(u *url.URL) string {
 
 // quoteText escapes a server's string for a message and caps its length.
 func quoteText(s string) string {
-	return textsafe.Escape(capRunes(s, 200))
+	return textsafe.Escape(textsafe.Cut(s, 200))
 }
 
 // shortText is a foreign error message fit for ours: its first line,
@@ -209,14 +209,6 @@ func shortText(s string) string {
 		s = s[:i]
 	}
 	return quoteText(strings.TrimRight(s, " :"))
-}
-
-func capRunes(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
 }
 
 // scrub returns err with every secret at hand (the tokens and client
