@@ -229,7 +229,7 @@ func (t *Transport) scrub(err error) error {
 		}
 	}
 	add(t.entry)
-	return scrubbed(err, secrets...)
+	return scrubbed(err, append(secrets, t.o.ClientSecret)...)
 }
 
 // scrubbed returns err with the given secrets replaced in its message.

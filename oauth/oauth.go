@@ -38,6 +38,9 @@ type Options struct {
 	// (a public client: PKCE, no secret). Empty means dynamic client
 	// registration (RFC 7591), which the authorization server must offer.
 	ClientID string
+	// ClientSecret is ClientID's secret, for a confidential client (it is
+	// cached with the token, and never printed). Empty: a public client.
+	ClientSecret string
 	// Scopes, when not empty, are the scopes asked for instead of those
 	// the server names (its WWW-Authenticate scope, else the protected
 	// resource metadata's scopes_supported).
@@ -102,6 +105,9 @@ func New(o Options) (*Transport, error) {
 	}
 	if u.User != nil {
 		return nil, fmt.Errorf("%w: the server URL holds a user or password", ErrConfig)
+	}
+	if o.ClientSecret != "" && o.ClientID == "" {
+		return nil, fmt.Errorf("%w: a client secret without a client ID", ErrConfig)
 	}
 	if o.RedirectPort < 0 || o.RedirectPort > 65535 {
 		return nil, fmt.Errorf("%w: redirect port %d is not a TCP port", ErrConfig, o.RedirectPort)

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -436,5 +438,57 @@ func TestGoSDKClient(t *testing.T) {
 	}
 	if len(res.Tools) != 2 || b.opened() != 1 {
 		t.Errorf("%d tools, %d sign-ins; want 2, 1", len(res.Tools), b.opened())
+	}
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestPreregisteredClient: a client registered beforehand (no dynamic
+// registration), public or confidential, on the fixed redirect port it was
+// registered with; the secret appears in no output.
+func TestPreregisteredClient(t *testing.T) {
+	t.Parallel()
+	for _, secret := range []string{"", "s3cret-of-the-client"} {
+		as := oauthtest.NewAS(t)
+		rs := oauthtest.NewRS(t, as, oauthtest.RSOptions{Tools: []string{"alpha"}})
+		port := freePort(t)
+		as.Register("mcpsign-ci", secret, "http://127.0.0.1:"+strconv.Itoa(port)+"/callback")
+		b := &browser{}
+		var stderr bytes.Buffer
+		tr, err := oauth.New(oauth.Options{ServerURL: rs.URL, CacheDir: t.TempDir(), ClientID: "mcpsign-ci", ClientSecret: secret,
+			RedirectPort: port, Open: b.open, Stderr: &stderr, SignInTimeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Authorize(context.Background()); err != nil {
+			t.Fatalf("confidential %v: %v", secret != "", err)
+		}
+		if as.Registrations.Load() != 0 || as.CodeExchanges.Load() != 1 {
+			t.Errorf("registrations %d, code exchanges %d; want 0, 1", as.Registrations.Load(), as.CodeExchanges.Load())
+		}
+		if secret != "" && strings.Contains(stderr.String(), secret) {
+			t.Error("the client secret was printed")
+		}
+		// A wrong secret: the token endpoint refuses, and says so without it.
+		if secret != "" {
+			bad, err := oauth.New(oauth.Options{ServerURL: rs.URL, CacheDir: t.TempDir(), ClientID: "mcpsign-ci", ClientSecret: "wrong-secret-value",
+				RedirectPort: port, Open: b.open, SignInTimeout: 20 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = bad.Authorize(context.Background())
+			if !errors.Is(err, oauth.ErrToken) || strings.Contains(err.Error(), "wrong-secret-value") {
+				t.Errorf("wrong secret: %v", err)
+			}
+		}
 	}
 }

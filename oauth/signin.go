@@ -103,6 +103,9 @@ func (t *Transport) signIn(ctx context.Context, req *http.Request, resp *http.Re
 	switch {
 	case t.o.ClientID != "":
 		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: t.o.ClientID, Issuer: asm.Issuer}
+		if t.o.ClientSecret != "" {
+			cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: t.o.ClientSecret}
+		}
 	case reuse && cached.Client.RedirectURI == redirect:
 		registration, reused = "dynamic", true
 		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: cached.Client.ID, Issuer: asm.Issuer}
@@ -134,7 +137,7 @@ func (t *Transport) signIn(ctx context.Context, req *http.Request, resp *http.Re
 		err = fmt.Errorf("%w: no access token in the answer", ErrToken)
 	}
 	if err != nil {
-		secrets := []string{code, cached.Client.Secret}
+		secrets := []string{code, cached.Client.Secret, t.o.ClientSecret}
 		if got.tok != nil {
 			secrets = append(secrets, got.tok.AccessToken, got.tok.RefreshToken)
 		}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -134,5 +136,38 @@ func TestOAuthFlagHints(t *testing.T) {
 		if got := withFlagHint(err).Error(); !strings.Contains(got, want) {
 			t.Errorf("%v: got %q, want %q", err, got, want)
 		}
+	}
+}
+
+// TestDigestOAuthClientSecret: a confidential client registered beforehand,
+// its secret from the environment; the secret is in no output. (Not
+// parallel: it sets an environment variable.)
+func TestDigestOAuthClientSecret(t *testing.T) {
+	as := oauthtest.NewAS(t)
+	rs := oauthtest.NewRS(t, as, oauthtest.RSOptions{Tools: []string{"alpha"}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	const secret = "confidential-client-s3cret"
+	as.Register("mcpsign-ci", secret, "http://127.0.0.1:"+port+"/callback")
+	t.Setenv("MCPSIGN_TEST_OAUTH_SECRET", secret)
+	args := []string{"digest", "--oauth", "--oauth-cache-dir", t.TempDir(), "--oauth-client-id", "mcpsign-ci",
+		"--oauth-client-secret-env", "MCPSIGN_TEST_OAUTH_SECRET", "--oauth-redirect-port", port, rs.URL}
+	code, stdout, stderr := runOAuthCLI(t, oauthtest.Browser, args...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if strings.Contains(stdout+stderr, secret) {
+		t.Error("the client secret appears in the output")
+	}
+	if as.Registrations.Load() != 0 {
+		t.Errorf("%d dynamic registrations, want 0", as.Registrations.Load())
+	}
+	code, _, stderr = runOAuthCLI(t, oauthtest.Browser, "digest", "--oauth", "--oauth-client-id", "x", "--oauth-client-secret-env", "MCPSIGN_TEST_OAUTH_UNSET", rs.URL)
+	if code != 2 || !strings.Contains(stderr, "MCPSIGN_TEST_OAUTH_UNSET is not set") {
+		t.Errorf("unset variable: exit %d, %s", code, stderr)
 	}
 }

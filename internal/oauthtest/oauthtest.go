@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -67,6 +68,20 @@ type store struct {
 	as      *AS
 	mu      sync.Mutex
 	clients map[string]*storage.Client
+	secrets map[string]string // of the confidential clients among them
+}
+
+func (s *store) AuthorizeClientIDSecret(ctx context.Context, id, secret string) error {
+	s.mu.Lock()
+	want, ok := s.secrets[id]
+	s.mu.Unlock()
+	if !ok {
+		return s.Storage.AuthorizeClientIDSecret(ctx, id, secret)
+	}
+	if secret != want {
+		return errors.New("invalid secret")
+	}
+	return nil
 }
 
 func (s *store) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
@@ -96,7 +111,7 @@ func NewAS(t testing.TB) *AS {
 		t.Fatal(err)
 	}
 	a := &AS{Issuer: "http://" + ln.Addr().String()}
-	a.store = &store{Storage: storage.NewStorageWithClients(storage.NewUserStore(a.Issuer), map[string]*storage.Client{}), as: a, clients: map[string]*storage.Client{}}
+	a.store = &store{Storage: storage.NewStorageWithClients(storage.NewUserStore(a.Issuer), map[string]*storage.Client{}), as: a, clients: map[string]*storage.Client{}, secrets: map[string]string{}}
 	var key [32]byte
 	rand.Read(key[:])
 	a.provider, err = op.NewOpenIDProvider(a.Issuer, &op.Config{
@@ -128,6 +143,22 @@ func NewAS(t testing.TB) *AS {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return a
+}
+
+// Register registers a client beforehand, as an administrator would: a
+// public native client without secret, else a confidential one that
+// authenticates with its secret (client_secret_basic).
+func (a *AS) Register(clientID, secret string, redirectURIs ...string) {
+	c := storage.NativeClient(clientID, redirectURIs...)
+	if secret != "" {
+		c = storage.WebClient(clientID, secret, redirectURIs...)
+	}
+	a.store.mu.Lock()
+	a.store.clients[clientID] = c
+	if secret != "" {
+		a.store.secrets[clientID] = secret
+	}
+	a.store.mu.Unlock()
 }
 
 // Forget drops a dynamically registered client, as an authorization

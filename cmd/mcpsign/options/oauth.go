@@ -3,9 +3,11 @@ package options
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/textproto"
+	"os"
 
 	"github.com/spf13/pflag"
 
@@ -18,6 +20,7 @@ import (
 type OAuthOptions struct {
 	Enabled      bool
 	ClientID     string
+	SecretEnv    string
 	Scopes       []string
 	RedirectPort int
 	NoBrowser    bool
@@ -28,6 +31,7 @@ type OAuthOptions struct {
 func (o *OAuthOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Enabled, "oauth", false, "sign in to a Streamable HTTP server that asks for OAuth (401): browser sign-in once, then the cached token, refreshed when it expires")
 	fs.StringVar(&o.ClientID, "oauth-client-id", "", "a client ID registered with the server's authorization server (default: dynamic client registration)")
+	fs.StringVar(&o.SecretEnv, "oauth-client-secret-env", "", "environment variable that holds the secret of --oauth-client-id, for a confidential client (never printed)")
 	fs.StringSliceVar(&o.Scopes, "oauth-scope", nil, "OAuth scopes to ask for instead of those the server names (repeatable or comma-separated)")
 	fs.IntVar(&o.RedirectPort, "oauth-redirect-port", 0, "loopback port of the sign-in redirect http://127.0.0.1:PORT/callback (default: the cached registration's, else random)")
 	fs.BoolVar(&o.NoBrowser, "no-browser", false, "with --oauth, open no browser for the sign-in: its URL is printed on stderr only")
@@ -42,6 +46,16 @@ func (o *OAuthOptions) Transport(serverURL string, base *http.Client, open func(
 	if !o.Enabled {
 		return nil, nil
 	}
+	var secret string
+	if o.SecretEnv != "" {
+		if o.ClientID == "" {
+			return nil, errors.New("--oauth-client-secret-env needs --oauth-client-id")
+		}
+		var ok bool
+		if secret, ok = os.LookupEnv(o.SecretEnv); !ok || secret == "" {
+			return nil, fmt.Errorf("--oauth-client-secret-env: the environment variable %s is not set or empty", o.SecretEnv)
+		}
+	}
 	if open == nil {
 		open = oauth.OpenBrowser
 	}
@@ -51,6 +65,7 @@ func (o *OAuthOptions) Transport(serverURL string, base *http.Client, open func(
 	return oauth.New(oauth.Options{
 		ServerURL:    serverURL,
 		ClientID:     o.ClientID,
+		ClientSecret: secret,
 		Scopes:       o.Scopes,
 		RedirectPort: o.RedirectPort,
 		CacheDir:     o.CacheDir,
