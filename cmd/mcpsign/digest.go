@@ -113,13 +113,17 @@ func loadSource(cmd *cobra.Command, a *app, src *options.SourceOptions, args []s
 	if err != nil {
 		return nil, err
 	}
+	oauthClient, err := src.Authorize(cmd.Context(), spec, a.openURL, a.stderr)
+	if err != nil {
+		return nil, err
+	}
 	opts, done, err := src.Options(a.stderr, a.stderrTerminal())
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	if err := src.Authorize(cmd.Context(), &opts, spec, a.openURL, a.stderr); err != nil {
-		return nil, err
+	if oauthClient != nil {
+		opts.HTTPClient = oauthClient
 	}
 	return source.Load(cmd.Context(), spec, opts)
 }

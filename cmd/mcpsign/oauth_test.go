@@ -79,6 +79,10 @@ func TestDigestOAuth(t *testing.T) {
 	if code != 0 || stdout2 != stdout {
 		t.Fatalf("second run: exit %d, same output %v\n%s", code, stdout2 == stdout, stderr2)
 	}
+	// diff signs in to each live side: both from the cache here.
+	if code, _, stderr := runOAuthCLI(t, noBrowser, "diff", "--oauth", "--oauth-cache-dir", dir, rs.URL, rs.URL); code != 0 {
+		t.Fatalf("diff: exit %d\n%s", code, stderr)
+	}
 	if as.CodeExchanges.Load() != 1 {
 		t.Errorf("code exchanges %d, want 1", as.CodeExchanges.Load())
 	}

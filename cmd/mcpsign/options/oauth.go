@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -75,33 +76,30 @@ func (o *OAuthOptions) Transport(serverURL string, base *http.Client, open func(
 	})
 }
 
-// Authorize readies opts for a source that needs OAuth (--oauth): it puts
-// the OAuth transport under opts.HTTPClient and signs in before the
-// listing starts, so that the user's time in the browser does not count
-// against --timeout. Without --oauth it does nothing.
-func (o *SourceOptions) Authorize(ctx context.Context, opts *source.Options, spec source.Spec, open func(context.Context, string) error, stderr io.Writer) error {
+// Authorize signs in to a source that needs OAuth (--oauth) and returns the
+// client for source.Options.HTTPClient, whose transport sends the token;
+// nil without --oauth. Call it before Options: the sign-in waits for the
+// user in the browser, which must count neither against --timeout nor under
+// the progress display.
+func (o *SourceOptions) Authorize(ctx context.Context, spec source.Spec, open func(context.Context, string) error, stderr io.Writer) (*http.Client, error) {
 	if !o.OAuth.Enabled {
-		return nil
+		return nil, nil
 	}
 	if spec.URL == "" {
-		return errors.New("--oauth is for a Streamable HTTP URL, not a command or a file")
+		return nil, errors.New("--oauth is for a Streamable HTTP URL, not a command or a file")
 	}
-	for name := range opts.Headers {
-		if textproto.CanonicalMIMEHeaderKey(name) == "Authorization" {
-			return errors.New("--oauth and --header Authorization both set the Authorization header: give one")
+	for _, h := range o.Headers {
+		name, _, _ := strings.Cut(h, ":")
+		if textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name)) == "Authorization" {
+			return nil, errors.New("--oauth and --header Authorization both set the Authorization header: give one")
 		}
 	}
-	t, err := o.OAuth.Transport(spec.URL, opts.HTTPClient, open, stderr)
+	t, err := o.OAuth.Transport(spec.URL, nil, open, stderr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := t.Authorize(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	c := &http.Client{Transport: t}
-	if opts.HTTPClient != nil {
-		c.Jar, c.Timeout = opts.HTTPClient.Jar, opts.HTTPClient.Timeout
-	}
-	opts.HTTPClient = c
-	return nil
+	return t.Client(), nil
 }
