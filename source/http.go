@@ -216,11 +216,11 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	case resp.StatusCode/100 == 3:
 		// The client follows it or not (mcpwire.CheckRedirect); its body is
 		// never read as a message.
-		resp.Body = &bodyCap{body: resp.Body, left: 64 << 10}
+		resp.Body = mcpwire.LimitBody(resp.Body, 64<<10)
 		return resp, nil
 	case initialized && resp.StatusCode/100 == 2:
 		rt.listening.Do(func() { go rt.listen() })
-		resp.Body = &bodyCap{body: resp.Body, left: rt.max}
+		resp.Body = mcpwire.LimitBody(resp.Body, rt.max)
 		return resp, nil
 	case req.Context().Value(listenKey{}) != nil:
 		return resp, nil // listen reads it
@@ -228,7 +228,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		// A rejection (go-sdk reports the status, and at most a JSON-RPC
 		// error from the body, never a message it acts on), or the answer
 		// to a notification or response, whose body go-sdk does not read.
-		resp.Body = &bodyCap{body: resp.Body, left: rt.max}
+		resp.Body = mcpwire.LimitBody(resp.Body, rt.max)
 		return resp, nil
 	case resp.StatusCode != http.StatusOK:
 		resp.Body.Close()
@@ -337,31 +337,6 @@ func eventOf(msg []byte) []byte {
 func connectError(u *url.URL, err error) error {
 	return &ConnectError{Host: u.Host, Err: err}
 }
-
-// bodyCap caps a response body that is not read as messages.
-type bodyCap struct {
-	body io.ReadCloser
-	left int64
-	err  error
-}
-
-func (b *bodyCap) Read(p []byte) (int, error) {
-	if b.err != nil {
-		return 0, b.err
-	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.body.Read(p)
-	b.left -= int64(n)
-	if b.left < 0 {
-		b.err = fmt.Errorf("%w: a response body over the cap", ErrMessageTooLarge)
-		return 0, b.err
-	}
-	return n, err
-}
-
-func (b *bodyCap) Close() error { return b.body.Close() }
 
 // sdkWire carries messages through go-sdk's Streamable HTTP transport,
 // which frames them in request and response bodies. The bodies themselves

@@ -382,20 +382,6 @@ func TestHeaderLineBreak(t *testing.T) {
 	}
 }
 
-func TestBodyCap(t *testing.T) {
-	for _, tt := range []struct {
-		size int
-		trip bool
-	}{{100, false}, {101, true}, {5000, true}} {
-		b := &bodyCap{body: io.NopCloser(strings.NewReader(strings.Repeat("x", tt.size))), left: 100}
-		data, err := io.ReadAll(b)
-		tripped := errors.Is(err, ErrMessageTooLarge)
-		if tripped != tt.trip || (tt.trip != (err != nil)) || (!tt.trip && len(data) != tt.size) {
-			t.Errorf("size %d: tripped %v, %d bytes, err %v", tt.size, tripped, len(data), err)
-		}
-	}
-}
-
 // sse serves body (ID replaced by each request's id) as the
 // text/event-stream answer to every request.
 func sse(body string) func(t *testing.T) string {
