@@ -102,3 +102,14 @@ func TestLockAndCacheModes(t *testing.T) {
 		t.Errorf("lock file: %q, %v", lock, err)
 	}
 }
+
+// TestOpenBrowserRefuses what is not an http(s) URL with a host, before
+// anything runs.
+func TestOpenBrowserRefuses(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"file:///etc/passwd", "-x", "javascript:alert(1)", "https://", "ms-settings:"} {
+		if err := OpenBrowser(context.Background(), u); err == nil {
+			t.Errorf("OpenBrowser(%q) accepted", u)
+		}
+	}
+}

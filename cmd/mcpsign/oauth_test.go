@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mcpsign/mcpsign/internal/oauthtest"
@@ -173,5 +176,51 @@ func TestDigestOAuthClientSecret(t *testing.T) {
 	code, _, stderr = runOAuthCLI(t, oauthtest.Browser, "digest", "--oauth", "--oauth-client-id", "x", "--oauth-client-secret-env", "MCPSIGN_TEST_OAUTH_UNSET", rs.URL)
 	if code != 2 || !strings.Contains(stderr, "MCPSIGN_TEST_OAUTH_UNSET is not set") {
 		t.Errorf("unset variable: exit %d, %s", code, stderr)
+	}
+}
+
+// userAtStderr plays a user who reads the sign-in URL on stderr and opens
+// it in a browser elsewhere (--no-browser).
+type userAtStderr struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+var authorizeURL = regexp.MustCompile(`http://127\.0\.0\.1:\d+/authorize\?\S+`)
+
+func (u *userAtStderr) Write(p []byte) (int, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	before := u.buf.Len()
+	u.buf.Write(p)
+	if url := authorizeURL.FindString(u.buf.String()[before:]); url != "" {
+		go oauthtest.Browser(context.Background(), url)
+	}
+	return len(p), nil
+}
+
+// TestDigestOAuthNoBrowser: with --no-browser nothing is opened, and the
+// URL printed on stderr is enough to sign in.
+func TestDigestOAuthNoBrowser(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.NewAS(t)
+	rs := oauthtest.NewRS(t, as, oauthtest.RSOptions{Tools: []string{"alpha"}})
+	stderr := &userAtStderr{}
+	a := &app{
+		stdin:  strings.NewReader(""),
+		stdout: io.Discard,
+		stderr: stderr,
+		getenv: func(string) string { return "" },
+		openURL: func(context.Context, string) error {
+			t.Error("a browser was opened with --no-browser")
+			return nil
+		},
+		isTerminal: func() bool { return false },
+	}
+	if code := run(context.Background(), []string{"digest", "--oauth", "--no-browser", "--oauth-cache-dir", t.TempDir(), rs.URL}, a); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.buf.String())
+	}
+	if as.CodeExchanges.Load() != 1 {
+		t.Errorf("code exchanges %d, want 1", as.CodeExchanges.Load())
 	}
 }
