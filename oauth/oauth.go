@@ -38,6 +38,12 @@ type Options struct {
 	// (a public client: PKCE, no secret). Empty means dynamic client
 	// registration (RFC 7591), which the authorization server must offer.
 	ClientID string
+	// ClientMetadataURL is the client's ID as a client ID metadata document:
+	// an https URL, not the root, where the client's metadata (its name and
+	// loopback redirect URIs) is published. Used when the authorization
+	// server supports it (client_id_metadata_document_supported), else
+	// dynamic registration is. Excludes ClientID.
+	ClientMetadataURL string
 	// ClientSecret is ClientID's secret, for a confidential client (it is
 	// cached with the token, and never printed). Empty: a public client.
 	ClientSecret string
@@ -106,6 +112,15 @@ func New(o Options) (*Transport, error) {
 	if u.User != nil {
 		return nil, fmt.Errorf("%w: the server URL holds a user or password", ErrConfig)
 	}
+	if o.ClientMetadataURL != "" {
+		m, err := url.Parse(o.ClientMetadataURL)
+		if err != nil || m.Scheme != "https" || m.Host == "" || m.Path == "" || m.Path == "/" || m.User != nil || m.Fragment != "" {
+			return nil, fmt.Errorf("%w: the client metadata URL is not an https URL with a path", ErrConfig)
+		}
+		if o.ClientID != "" {
+			return nil, fmt.Errorf("%w: a client ID and a client metadata URL both name the client", ErrConfig)
+		}
+	}
 	if o.ClientSecret != "" && o.ClientID == "" {
 		return nil, fmt.Errorf("%w: a client secret without a client ID", ErrConfig)
 	}
@@ -160,6 +175,9 @@ func (t *Transport) Client() *http.Client { return &http.Client{Transport: t} }
 func (t *Transport) clientKey() string {
 	if t.o.ClientID != "" {
 		return "id:" + t.o.ClientID
+	}
+	if t.o.ClientMetadataURL != "" {
+		return "metadata:" + t.o.ClientMetadataURL
 	}
 	return "dynamic:" + t.o.ClientName
 }

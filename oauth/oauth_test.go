@@ -492,3 +492,46 @@ func TestPreregisteredClient(t *testing.T) {
 		}
 	}
 }
+
+// TestClientMetadataDocument: with a client ID metadata document (its URL
+// is the client ID) and an authorization server that supports them, no
+// registration; one that does not falls back to dynamic registration.
+func TestClientMetadataDocument(t *testing.T) {
+	t.Parallel()
+	var docURL string
+	doc := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"client_id":                  docURL,
+			"client_name":                "mcpsign",
+			"redirect_uris":              []string{"http://127.0.0.1/callback"}, // any port (RFC 8252)
+			"grant_types":                []string{"authorization_code", "refresh_token"},
+			"token_endpoint_auth_method": "none",
+		})
+	}))
+	defer doc.Close()
+	docURL = doc.URL + "/mcpsign/client.json"
+	for _, supported := range []bool{true, false} {
+		as := oauthtest.NewAS(t)
+		if supported {
+			as.AcceptClientMetadata(doc.Client())
+		}
+		rs := oauthtest.NewRS(t, as, oauthtest.RSOptions{Tools: []string{"alpha"}})
+		dir := t.TempDir()
+		tr, err := oauth.New(oauth.Options{ServerURL: rs.URL, CacheDir: dir, ClientMetadataURL: docURL, Open: (&browser{}).open, SignInTimeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Authorize(context.Background()); err != nil {
+			t.Fatalf("supported %v: %v", supported, err)
+		}
+		client := cached(t, tr.CachePath())["client"].(map[string]any)
+		if supported {
+			if as.Registrations.Load() != 0 || as.MetadataFetches.Load() == 0 || client["clientId"] != docURL || client["registration"] != "metadata-document" {
+				t.Errorf("registrations %d, fetches %d, cached client %v", as.Registrations.Load(), as.MetadataFetches.Load(), client)
+			}
+		} else if as.Registrations.Load() != 1 || client["registration"] != "dynamic" {
+			t.Errorf("without support: registrations %d, cached client %v", as.Registrations.Load(), client)
+		}
+	}
+}

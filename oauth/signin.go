@@ -112,8 +112,11 @@ func (t *Transport) signIn(ctx context.Context, req *http.Request, resp *http.Re
 		if cached.Client.Secret != "" {
 			cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: cached.Client.Secret}
 		}
+	case t.o.ClientMetadataURL != "" && asm.ClientIDMetadataDocumentSupported:
+		registration = "metadata-document"
+		cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: t.o.ClientMetadataURL}
 	case asm.RegistrationEndpoint == "":
-		return nil, false, fmt.Errorf("%w: %s (no registration_endpoint in its metadata)", ErrNoRegistration, quoteText(asm.Issuer))
+		return nil, false, fmt.Errorf("%w: %s (no registration_endpoint in its metadata, nor client ID metadata document support)", ErrNoRegistration, quoteText(asm.Issuer))
 	default:
 		registration = "dynamic"
 		cfg.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{

@@ -49,6 +49,8 @@ type AS struct {
 	// Registrations counts dynamic client registrations, CodeExchanges
 	// authorization code grants, Refreshes refresh token grants.
 	Registrations, CodeExchanges, Refreshes atomic.Int64
+	// MetadataFetches counts the client ID metadata documents read.
+	MetadataFetches atomic.Int64
 
 	// EchoTokenErrors makes the token endpoint refuse every request with
 	// an error whose description and body echo the form it got (the code,
@@ -69,6 +71,7 @@ type store struct {
 	mu      sync.Mutex
 	clients map[string]*storage.Client
 	secrets map[string]string // of the confidential clients among them
+	cimd    *http.Client      // fetches client ID metadata documents; nil: not supported
 }
 
 func (s *store) AuthorizeClientIDSecret(ctx context.Context, id, secret string) error {
@@ -87,11 +90,38 @@ func (s *store) AuthorizeClientIDSecret(ctx context.Context, id, secret string) 
 func (s *store) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
 	s.mu.Lock()
 	c, ok := s.clients[id]
+	cimd := s.cimd
 	s.mu.Unlock()
 	if ok {
 		return storage.RedirectGlobsClient(c), nil
 	}
+	if cimd != nil && strings.HasPrefix(id, "https://") {
+		return s.fetchClient(ctx, cimd, id)
+	}
 	return s.Storage.GetClientByClientID(ctx, id)
+}
+
+// fetchClient reads a client ID metadata document: a public native client
+// whose client_id is the document's URL.
+func (s *store) fetchClient(ctx context.Context, c *http.Client, id string) (op.Client, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		ClientID     string   `json:"client_id"`
+		RedirectURIs []string `json:"redirect_uris"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&doc) != nil || doc.ClientID != id || len(doc.RedirectURIs) == 0 {
+		return nil, errors.New("no usable client ID metadata document")
+	}
+	s.as.MetadataFetches.Add(1)
+	return storage.RedirectGlobsClient(storage.NativeClient(id, doc.RedirectURIs...)), nil
 }
 
 func (s *store) CreateAccessAndRefreshTokens(ctx context.Context, req op.TokenRequest, current string) (string, string, time.Time, error) {
@@ -161,6 +191,14 @@ func (a *AS) Register(clientID, secret string, redirectURIs ...string) {
 	a.store.mu.Unlock()
 }
 
+// AcceptClientMetadata makes the server accept client ID metadata
+// documents (client IDs that are https URLs), fetched with c.
+func (a *AS) AcceptClientMetadata(c *http.Client) {
+	a.store.mu.Lock()
+	a.store.cimd = c
+	a.store.mu.Unlock()
+}
+
 // Forget drops a dynamically registered client, as an authorization
 // server that was reset.
 func (a *AS) Forget(clientID string) {
@@ -183,6 +221,11 @@ func (a *AS) discovery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc["registration_endpoint"] = a.Issuer + "/register"
+	a.store.mu.Lock()
+	if a.store.cimd != nil {
+		doc["client_id_metadata_document_supported"] = true
+	}
+	a.store.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(doc)
 }

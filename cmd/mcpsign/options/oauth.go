@@ -21,6 +21,7 @@ import (
 type OAuthOptions struct {
 	Enabled      bool
 	ClientID     string
+	MetadataURL  string
 	SecretEnv    string
 	Scopes       []string
 	RedirectPort int
@@ -32,6 +33,7 @@ type OAuthOptions struct {
 func (o *OAuthOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Enabled, "oauth", false, "sign in to a Streamable HTTP server that asks for OAuth (401): browser sign-in once, then the cached token, refreshed when it expires")
 	fs.StringVar(&o.ClientID, "oauth-client-id", "", "a client ID registered with the server's authorization server (default: dynamic client registration)")
+	fs.StringVar(&o.MetadataURL, "oauth-client-metadata-url", "", "the https URL of a client ID metadata document to sign in as, where the authorization server supports them (else dynamic client registration)")
 	fs.StringVar(&o.SecretEnv, "oauth-client-secret-env", "", "environment variable that holds the secret of --oauth-client-id, for a confidential client (never printed)")
 	fs.StringSliceVar(&o.Scopes, "oauth-scope", nil, "OAuth scopes to ask for instead of those the server names (repeatable or comma-separated)")
 	fs.IntVar(&o.RedirectPort, "oauth-redirect-port", 0, "loopback port of the sign-in redirect http://127.0.0.1:PORT/callback (default: the cached registration's, else random)")
@@ -64,15 +66,16 @@ func (o *OAuthOptions) Transport(serverURL string, base *http.Client, open func(
 		open = nil
 	}
 	return oauth.New(oauth.Options{
-		ServerURL:    serverURL,
-		ClientID:     o.ClientID,
-		ClientSecret: secret,
-		Scopes:       o.Scopes,
-		RedirectPort: o.RedirectPort,
-		CacheDir:     o.CacheDir,
-		Open:         open,
-		Stderr:       stderr,
-		HTTPClient:   base,
+		ServerURL:         serverURL,
+		ClientID:          o.ClientID,
+		ClientMetadataURL: o.MetadataURL,
+		ClientSecret:      secret,
+		Scopes:            o.Scopes,
+		RedirectPort:      o.RedirectPort,
+		CacheDir:          o.CacheDir,
+		Open:              open,
+		Stderr:            stderr,
+		HTTPClient:        base,
 	})
 }
 
