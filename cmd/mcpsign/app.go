@@ -39,6 +39,9 @@ type app struct {
 	// run a proxy (see handOverProxy). Tests leave it nil: the proxy runs in
 	// their process.
 	handOverProxy func(cfg *proxycmd.Config, verifyArgs []string) (bool, error)
+	// openURL opens an OAuth sign-in URL in a browser; nil means the
+	// desktop's (oauth.OpenBrowser). Tests play the browser with it.
+	openURL func(ctx context.Context, url string) error
 	// httpClient fetches a bundle URL (--bundle https://…, or one a server
 	// advertises); nil means the default client. Tests set one that trusts
 	// their TLS server.

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 
 	"github.com/spf13/cobra"
@@ -117,9 +118,18 @@ func diffSide(cmd *cobra.Command, a *app, src *options.SourceOptions, arg string
 	if err != nil {
 		return nil, err
 	}
+	var oauthClient *http.Client
+	if spec.URL != "" { // --oauth signs in to a live URL side only
+		if oauthClient, err = src.Authorize(cmd.Context(), spec, a.openURL, a.stderr); err != nil {
+			return nil, err
+		}
+	}
 	opts, done, err := src.Options(a.stderr, a.stderrTerminal())
 	if err != nil {
 		return nil, err
+	}
+	if oauthClient != nil {
+		opts.HTTPClient = oauthClient
 	}
 	snap, err := source.Load(cmd.Context(), spec, opts)
 	done()

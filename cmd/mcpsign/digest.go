@@ -46,8 +46,12 @@ exits 1: a partial set is never reported as complete.`,
   # The same, as one quoted command line
   mcpsign digest 'node server.js --stdio'
 
-  # A Streamable HTTP server, with a bearer token from the environment
-  mcpsign digest https://mcp.example.com/mcp --header "Authorization: Bearer $TOKEN"
+  # A Streamable HTTP server, with a bearer token mcpsign reads from the
+  # environment (single quotes: the token is in no argument; $$ is a $)
+  mcpsign digest https://mcp.example.com/mcp --header 'Authorization: Bearer ${TOKEN}'
+
+  # A Streamable HTTP server behind OAuth: sign in in the browser once, then the cached token
+  mcpsign digest https://mcp.example.com/mcp --oauth
 
   # A saved snapshot, as JSON for scripts
   mcpsign digest server.snapshot.json --format json
@@ -110,11 +114,18 @@ func loadSource(cmd *cobra.Command, a *app, src *options.SourceOptions, args []s
 	if err != nil {
 		return nil, err
 	}
+	oauthClient, err := src.Authorize(cmd.Context(), spec, a.openURL, a.stderr)
+	if err != nil {
+		return nil, err
+	}
 	opts, done, err := src.Options(a.stderr, a.stderrTerminal())
 	if err != nil {
 		return nil, err
 	}
 	defer done()
+	if oauthClient != nil {
+		opts.HTTPClient = oauthClient
+	}
 	return source.Load(cmd.Context(), spec, opts)
 }
 

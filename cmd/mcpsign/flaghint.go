@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/oauth"
 	"github.com/mcpsign/mcpsign/sign"
 	"github.com/mcpsign/mcpsign/trustroot"
 	"github.com/mcpsign/mcpsign/verify"
@@ -26,6 +28,11 @@ var flagHints = []struct {
 	{sign.ErrChainOrder, "--certificate-chain is the issuing intermediates in order, then the root"},
 	{sign.ErrNoRootCA, "end --certificate-chain with the root certificate, or pass it with --ca-roots"},
 	{trustroot.ErrNoTUFRoot, "pass its root.json once: mcpsign trustroot fetch --tuf-root FILE"},
+	{mcpwire.ErrUnauthorized, "--oauth signs in if the server offers OAuth; or send a token with --header 'Authorization: Bearer ${TOKEN}', TOKEN set in the environment"},
+	{mcpwire.ErrForbidden, "check the token sent with --header, and what it is allowed"},
+	{oauth.ErrNoMetadata, "if it takes a token some other way, pass it with --header 'Authorization: Bearer ${TOKEN}'"},
+	{oauth.ErrNoRegistration, "pass a client ID registered with it: --oauth-client-id"},
+	{oauth.ErrDenied, "run again to sign in; --no-browser prints the URL to open by hand"},
 }
 
 // flagHint returns the flags that fix err, or "" when no flag does.

@@ -120,3 +120,15 @@ func Hidden(r rune) bool {
 	}
 	return unicode.Is(unicode.Cf, r)
 }
+
+// Cut returns s cut to at most max bytes at a UTF-8 boundary, with "…"
+// when something was cut: a server's text kept short in a message.
+func Cut(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	for max > 0 && !utf8.RuneStart(s[max]) {
+		max--
+	}
+	return s[:max] + "…"
+}

@@ -56,3 +56,21 @@ func TestHidden(t *testing.T) {
 		}
 	}
 }
+
+func TestCut(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		max  int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly", 7, "exactly"},
+		{"too long", 3, "too…"},
+		{"héllo", 2, "h…"}, // é is 2 bytes: not split
+		{"", 0, ""},
+	} {
+		if got := Cut(tc.s, tc.max); got != tc.want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", tc.s, tc.max, got, tc.want)
+		}
+	}
+}

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/source"
 )
 
@@ -33,6 +35,8 @@ type SourceOptions struct {
 	// Resources lists the static resources too (source.Options.Resources):
 	// set by the command when its resources mode is pin.
 	Resources bool
+	// OAuth are the flags of the OAuth sign-in (oauth.go).
+	OAuth OAuthOptions
 }
 
 // AddFlags adds the source flags to fs.
@@ -45,6 +49,7 @@ func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.MaxListingBytes, "max-listing-bytes", source.DefaultMaxListingBytes, "most bytes of a live listing, all pages of all kinds together")
 	fs.StringVar(&o.ClientCapabilities, "client-capabilities", "", "the client capabilities announced to a live server, a JSON object (default "+source.DefaultClientCapabilities+", go-sdk's); servers may offer other definitions to other clients, and snapshots and locks record them")
 	fs.StringVar(&o.ProtocolVersion, "protocol-version", "", "force an MCP protocol version (default: try 2026-07-28 server/discover, then the initialize handshake)")
+	o.OAuth.AddFlags(fs)
 }
 
 // Spec returns the source named by the positional arguments: SOURCE, or the
@@ -76,7 +81,7 @@ func (o *SourceOptions) Spec(cmd *cobra.Command, args []string) (source.Spec, er
 // --quiet, a spinner on stderr says what the listing waits for (progress.go).
 // Nothing of it ever goes to stdout.
 func (o *SourceOptions) Options(stderr io.Writer, stderrIsTerminal bool) (source.Options, func(), error) {
-	headers, err := source.ParseHeaders(o.Headers)
+	headers, err := mcpwire.ParseHeaders(o.Headers, os.LookupEnv)
 	if err != nil {
 		return source.Options{}, nil, err
 	}

@@ -1,0 +1,108 @@
+package options
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/textproto"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mcpsign/mcpsign/oauth"
+	"github.com/mcpsign/mcpsign/source"
+)
+
+// OAuthOptions are the flags of the OAuth sign-in to a remote server
+// (docs/REMOTE.md "Authentication").
+type OAuthOptions struct {
+	Enabled      bool
+	ClientID     string
+	MetadataURL  string
+	SecretEnv    string
+	Scopes       []string
+	RedirectPort int
+	NoBrowser    bool
+	CacheDir     string
+}
+
+// AddFlags adds the OAuth flags to fs.
+func (o *OAuthOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.Enabled, "oauth", false, "sign in to a Streamable HTTP server that asks for OAuth (401): browser sign-in once, then the cached token, refreshed when it expires")
+	fs.StringVar(&o.ClientID, "oauth-client-id", "", "a client ID registered with the server's authorization server (default: dynamic client registration)")
+	fs.StringVar(&o.MetadataURL, "oauth-client-metadata-url", "", "the https URL of a client ID metadata document to sign in as, where the authorization server supports them (else dynamic client registration)")
+	fs.StringVar(&o.SecretEnv, "oauth-client-secret-env", "", "environment variable that holds the secret of --oauth-client-id, for a confidential client (never printed)")
+	fs.StringSliceVar(&o.Scopes, "oauth-scope", nil, "OAuth scopes to ask for instead of those the server names (repeatable or comma-separated)")
+	fs.IntVar(&o.RedirectPort, "oauth-redirect-port", 0, "loopback port of the sign-in redirect http://127.0.0.1:PORT/callback (default: the cached registration's, else random)")
+	fs.BoolVar(&o.NoBrowser, "no-browser", false, "with --oauth, open no browser for the sign-in: its URL is printed on stderr only")
+	fs.StringVar(&o.CacheDir, "oauth-cache-dir", "", "directory of the OAuth token cache (default: the user's config directory, mcpsign/oauth)")
+}
+
+// Transport returns the OAuth transport for the server at serverURL, or
+// nil without --oauth. base makes the requests to the OAuth endpoints and
+// carries those to the server (nil: the default transport); open opens the
+// browser (nil: the desktop's, unless --no-browser).
+func (o *OAuthOptions) Transport(serverURL string, base *http.Client, open func(context.Context, string) error, stderr io.Writer) (*oauth.Transport, error) {
+	if !o.Enabled {
+		return nil, nil
+	}
+	var secret string
+	if o.SecretEnv != "" {
+		if o.ClientID == "" {
+			return nil, errors.New("--oauth-client-secret-env needs --oauth-client-id")
+		}
+		var ok bool
+		if secret, ok = os.LookupEnv(o.SecretEnv); !ok || secret == "" {
+			return nil, fmt.Errorf("--oauth-client-secret-env: the environment variable %s is not set or empty", o.SecretEnv)
+		}
+	}
+	if open == nil {
+		open = oauth.OpenBrowser
+	}
+	if o.NoBrowser {
+		open = nil
+	}
+	return oauth.New(oauth.Options{
+		ServerURL:         serverURL,
+		ClientID:          o.ClientID,
+		ClientMetadataURL: o.MetadataURL,
+		ClientSecret:      secret,
+		Scopes:            o.Scopes,
+		RedirectPort:      o.RedirectPort,
+		CacheDir:          o.CacheDir,
+		Open:              open,
+		Stderr:            stderr,
+		HTTPClient:        base,
+	})
+}
+
+// Authorize signs in to a source that needs OAuth (--oauth) and returns the
+// client for source.Options.HTTPClient, whose transport sends the token;
+// nil without --oauth. Call it before Options: the sign-in waits for the
+// user in the browser, which must count neither against --timeout nor under
+// the progress display.
+func (o *SourceOptions) Authorize(ctx context.Context, spec source.Spec, open func(context.Context, string) error, stderr io.Writer) (*http.Client, error) {
+	if !o.OAuth.Enabled {
+		return nil, nil
+	}
+	if spec.URL == "" {
+		return nil, errors.New("--oauth is for a Streamable HTTP URL, not a command or a file")
+	}
+	for _, h := range o.Headers {
+		name, _, _ := strings.Cut(h, ":")
+		if textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name)) == "Authorization" {
+			return nil, errors.New("--oauth and --header Authorization both set the Authorization header: give one")
+		}
+	}
+	t, err := o.OAuth.Transport(spec.URL, nil, open, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Authorize(ctx); err != nil {
+		return nil, err
+	}
+	return t.Client(), nil
+}

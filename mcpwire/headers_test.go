@@ -1,0 +1,81 @@
+package mcpwire
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseHeaders(t *testing.T) {
+	t.Parallel()
+	const secret = "s3cr3t-value"
+	env := map[string]string{"TOKEN": secret, "EMPTY": "", "CRLF": "a\r\nX-Evil: 1", "DOLLAR": "$x"}
+	lookup := func(name string) (string, bool) { v, ok := env[name]; return v, ok }
+	for _, tt := range []struct {
+		in   []string
+		name string
+		want []string
+		err  string
+	}{
+		{in: []string{"Authorization: Bearer ${TOKEN}"}, name: "Authorization", want: []string{"Bearer " + secret}},
+		{in: []string{"x-api-key:${TOKEN}", "X-Api-Key: k2"}, name: "X-Api-Key", want: []string{secret, "k2"}},
+		{in: []string{"X-A: a:b  "}, name: "X-A", want: []string{"a:b"}},
+		{in: []string{"X-A: $${TOKEN} costs $$5"}, name: "X-A", want: []string{"${TOKEN} costs $5"}},
+		{in: []string{"X-A: ${DOLLAR}${EMPTY}"}, name: "X-A", want: []string{"$x"}},
+		{in: []string{"X-A: ${UNSET_VAR}"}, err: "UNSET_VAR is not set"},
+		{in: []string{"X-A: $TOKEN"}, err: "neither ${NAME} nor $$"},
+		{in: []string{"X-A: ${TOKEN"}, err: "without its closing"},
+		{in: []string{"X-A: ${1X}"}, err: "no environment variable name"},
+		{in: []string{"X-A: ${CRLF}"}, err: "CRLF holds a line break"},
+		{in: []string{"Bearer " + secret}, err: "want \"Name: value\""},
+		{in: []string{"Bad Name " + secret + ": x"}, err: "not a valid HTTP header name"},
+		{in: []string{"Accept: ${TOKEN}"}, err: "set by the MCP transport"},
+		{in: []string{"Mcp-Session-Id: x"}, err: "set by the MCP transport"},
+		{in: []string{"X-A: a\x00" + secret}, err: "line break or NUL"},
+	} {
+		h, err := ParseHeaders(tt.in, lookup)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, ErrHeader) {
+				t.Errorf("%q: error %v, want %q", tt.in, err, tt.err)
+			} else if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "X-Evil") {
+				t.Errorf("%q: the error shows a value: %v", tt.in, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.in, err)
+			continue
+		}
+		if got := h.Values(tt.name); strings.Join(got, "|") != strings.Join(tt.want, "|") {
+			t.Errorf("%q: %s = %q, want %q", tt.in, tt.name, got, tt.want)
+		}
+	}
+}
+
+// FuzzParseHeaders: whatever the argument, a parsed header holds no line
+// break or NUL, and no error shows the environment's value or the part of
+// the argument after its colon.
+func FuzzParseHeaders(f *testing.F) {
+	for _, s := range []string{"Authorization: Bearer ${TOKEN}", "X: $$${TOKEN}$$", "X: ${", "X: $", "Bad Name: v", "X:${TOKEN}${TOKEN}", "X: ${UNSET}"} {
+		f.Add(s)
+	}
+	const secret = "fuzz-secret-value"
+	lookup := func(name string) (string, bool) { return secret, name == "TOKEN" }
+	f.Fuzz(func(t *testing.T, line string) {
+		h, err := ParseHeaders([]string{line}, lookup)
+		if err != nil {
+			_, value, _ := strings.Cut(line, ":")
+			if strings.Contains(err.Error(), secret) || len(strings.TrimSpace(value)) > 3 && strings.Contains(err.Error(), strings.TrimSpace(value)) {
+				t.Fatalf("error %q shows a value", err)
+			}
+			return
+		}
+		for _, vs := range h {
+			for _, v := range vs {
+				if strings.ContainsAny(v, "\r\n\x00") {
+					t.Fatalf("value %q", v)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,326 @@
+package mcpwire
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	sseAnswer = `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`
+	sseNote   = `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`
+	ssePing   = `{"jsonrpc":"2.0","id":"s1","method":"ping"}`
+)
+
+// The four attacks the strict reader exists for, as a client sees them.
+var sseAttacks = map[string]string{
+	"lone CR in tools/list": "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[\r{\"name\":\"good\"}],\"x\":[\ndata: {\"name\":\"evil\"}]}}\n\n",
+	"lone CR in initialize": "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"instructions\":\"good\",\"x\":\r\"a\",\"instructions\":\"evil\"}}\n\n",
+	"byte-order mark":       "\xef\xbb\xbfdata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{\"name\":\"evil\"}]}}\n\ndata: " + sseAnswer + "\n\n",
+	"event name with space": "event: message \ndata: " + sseAnswer + "\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{\"name\":\"evil\"}]}}\n\n",
+}
+
+func TestEventReader(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		in   string
+		want []Event // the events read before the error (or EOF)
+		err  string  // "" for a clean end
+	}{
+		{name: "plain", in: "data: " + sseAnswer + "\n\n", want: []Event{{Data: []byte(sseAnswer)}}},
+		{name: "CRLF, id, retry, named, comment", in: ": hi\r\nevent: message\r\nid: 7\r\nretry: 1000\r\ndata: " + sseAnswer + "\r\n\r\n",
+			want: []Event{{ID: "7", Data: []byte(sseAnswer)}}},
+		{name: "no space after the colon", in: "data:" + sseAnswer + "\n\n", want: []Event{{Data: []byte(sseAnswer)}}},
+		{name: "data over two lines", in: "data: {\"a\":\ndata: 1}\n\n", want: []Event{{Data: []byte("{\"a\":\n1}")}}},
+		{name: "priming and close events skipped", in: "id: p1\ndata: \n\nevent: close\nretry: 5\ndata: \n\n: keepalive\n\ndata: x\n\n",
+			want: []Event{{Data: []byte("x")}}},
+		{name: "empty stream", in: ""},
+		{name: "empty id", in: "id:\ndata: x\n\n", want: []Event{{Data: []byte("x")}}},
+		{name: "lone CR", in: sseAttacks["lone CR in tools/list"], err: "CR that is not part of a CRLF"},
+		{name: "CR CR LF", in: "data: x\r\r\n\n", err: "CR that is not part of a CRLF"},
+		{name: "BOM", in: sseAttacks["byte-order mark"], err: "byte-order mark"},
+		{name: "Latin-1 BOM", in: "\u00ef\u00bb\u00bfdata: x\n\n", err: "unknown field"},
+		{name: "event name with trailing space", in: sseAttacks["event name with space"], err: `named "message "`},
+		{name: "event name two spaces", in: "event:  message\ndata: x\n\n", err: `named " message"`},
+		{name: "empty event name", in: "event:\ndata: x\n\n", err: `named "(empty)"`},
+		{name: "other event name", in: "event: other\ndata: x\n\ndata: y\n\n", err: `named "other"`},
+		{name: "unknown field", in: "Data: x\n\n", err: `unknown field "Data"`},
+		{name: "no colon", in: "data\n\n", err: "no colon"},
+		{name: "NUL in id", in: "id: a\x00b\ndata: x\n\n", err: "id that is not printable"},
+		{name: "id with trailing space", in: "id: a \ndata: x\n\n", err: "id that is not printable"},
+		{name: "bad retry", in: "retry: 1.5\ndata: x\n\n", err: "retry"},
+		{name: "cut off event", in: "data: x\n", err: "ends inside an event"},
+		{name: "cut off line", in: "data: x\n\ndata: y", want: []Event{{Data: []byte("x")}}, err: "ends inside a line"},
+		{name: "too large", in: "data: " + strings.Repeat("x", 200) + "\n\n", err: "more than 100 bytes"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			er := NewEventReader(strings.NewReader(tt.in), 100+len(sseAnswer))
+			if tt.name == "too large" {
+				er = NewEventReader(strings.NewReader(tt.in), 100)
+			}
+			var got []Event
+			var err error
+			for {
+				var ev Event
+				ev, err = er.Next()
+				if err != nil {
+					break
+				}
+				got = append(got, ev)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("read %q, want %q (then %v)", got, tt.want, err)
+			}
+			for i := range got {
+				if got[i].ID != tt.want[i].ID || string(got[i].Data) != string(tt.want[i].Data) {
+					t.Errorf("event %d: %q, want %q", i, got[i], tt.want[i])
+				}
+			}
+			if tt.err == "" {
+				if err != io.EOF {
+					t.Errorf("error %v, want EOF", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("error %v, want %q", err, tt.err)
+			}
+			if !strings.Contains(tt.err, "more than") && (!errors.Is(err, ErrEventStream) || !errors.Is(err, ErrProtocol)) {
+				t.Errorf("error %v does not wrap ErrEventStream and ErrProtocol", err)
+			}
+			if _, again := er.Next(); again != err {
+				t.Errorf("second Next: %v, want the same error", again)
+			}
+		})
+	}
+}
+
+func TestStreamCheck(t *testing.T) {
+	t.Parallel()
+	answer2 := `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"evil"}]}}`
+	for _, tt := range []struct {
+		name string
+		get  bool
+		msgs []string
+		want string // dispositions, r or h, then "." for a clean End
+		err  string
+		held int
+	}{
+		{name: "answer", msgs: []string{sseAnswer}, want: "h.", held: 1},
+		{name: "notes and ping first", msgs: []string{sseNote, ssePing, sseAnswer, sseNote}, want: "rrhh.", held: 2},
+		{name: "second answer", msgs: []string{sseAnswer, answer2}, want: "h", err: "second answer"},
+		{name: "request after the answer", msgs: []string{sseAnswer, ssePing}, want: "h", err: "request (ping) after the answer"},
+		{name: "loose id", msgs: []string{`{"jsonrpc":"2.0","id":1.0,"result":{}}`}, err: "answers no pending request"},
+		{name: "no answer", msgs: []string{sseNote}, want: "r", err: "ended without the answer"},
+		{name: "no version", msgs: []string{`{"id":1,"result":{}}`}, err: `without "jsonrpc"`},
+		{name: "GET requests and notes", get: true, msgs: []string{ssePing, sseNote}, want: "rr."},
+		{name: "GET answer", get: true, msgs: []string{sseAnswer}, err: "answer on a GET stream"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := NewGetCheck()
+			if !tt.get {
+				var err error
+				if c, err = NewPostCheck([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got strings.Builder
+			var err error
+			for _, m := range tt.msgs {
+				var d Disposition
+				if d, err = c.Message([]byte(m)); err != nil {
+					break
+				}
+				got.WriteString(d.String()[:1])
+			}
+			var held [][]byte
+			if err == nil {
+				if held, err = c.End(); err == nil {
+					got.WriteString(".")
+				}
+			}
+			if got.String() != tt.want {
+				t.Errorf("dispositions %q, want %q", got.String(), tt.want)
+			}
+			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+				t.Fatalf("error %v, want %q", err, tt.err)
+			}
+			if err != nil && !errors.Is(err, ErrProtocol) {
+				t.Errorf("error %v does not wrap ErrProtocol", err)
+			}
+			if len(held) != tt.held {
+				t.Errorf("held %d messages, want %d", len(held), tt.held)
+			}
+		})
+	}
+	if _, err := NewPostCheck([]byte(sseNote)); err == nil {
+		t.Error("NewPostCheck accepted a notification")
+	}
+}
+
+func TestReadContentType(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		values []string
+		want   BodyKind
+		err    string
+	}{
+		{[]string{"application/json"}, BodyJSON, ""},
+		{[]string{"text/event-stream"}, BodyEventStream, ""},
+		{[]string{"Text/Event-Stream; charset=UTF-8"}, BodyEventStream, ""},
+		{[]string{`application/json; charset="utf-8"`}, BodyJSON, ""},
+		{nil, 0, "no Content-Type"},
+		{[]string{""}, 0, "no Content-Type"},
+		{[]string{"application/json", "text/event-stream"}, 0, "more than one"},
+		{[]string{"application/json, text/event-stream"}, 0, "joins several"},
+		{[]string{"application/json; charset=latin1"}, 0, "charset other than utf-8"},
+		{[]string{"application/json; v=1"}, 0, "other than charset"},
+		{[]string{`text/plain; a="text/event-stream"`}, 0, "text/plain"},
+		{[]string{"text/event-stream; a=b/c"}, 0, "does not parse"},
+		{[]string{"application/json;"}, BodyJSON, ""},
+	} {
+		h := http.Header{}
+		for _, v := range tt.values {
+			h.Add("Content-Type", v)
+		}
+		got, err := ReadContentType(h)
+		if got != tt.want || tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, ErrContentType)) {
+			t.Errorf("%q: %v, %v; want %v, %q", tt.values, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestSessionIDs(t *testing.T) {
+	t.Parallel()
+	var s SessionIDs
+	h := func(v ...string) http.Header { return http.Header{"Mcp-Session-Id": v} }
+	if err := s.Check(http.Header{}); err != nil || s.ID() != "" {
+		t.Fatal(err)
+	}
+	if err := s.Check(h("abc")); err != nil || s.ID() != "abc" {
+		t.Fatal(err)
+	}
+	for _, bad := range []http.Header{h("abd"), h("abc", "abc"), h("a c"), h("")} {
+		if err := s.Check(bad); err == nil || strings.Contains(err.Error(), "ab") {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
+	if err := s.Check(h("abc")); err != nil {
+		t.Error(err)
+	}
+}
+
+// slowBody writes an event stream piece by piece, waiting for the reader.
+type slowBody struct {
+	r *io.PipeReader
+	w *io.PipeWriter
+}
+
+func newSlowBody() *slowBody {
+	r, w := io.Pipe()
+	return &slowBody{r, w}
+}
+
+func (b *slowBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+func (b *slowBody) Close() error               { return b.r.Close() }
+
+func TestReadResponse(t *testing.T) {
+	t.Parallel()
+	post := func() *StreamCheck {
+		c, err := NewPostCheck([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	read := func(kind BodyKind, body string, o ResponseOptions) (relayed []string, held [][]byte, err error) {
+		held, err = ReadResponse(context.Background(), kind, io.NopCloser(strings.NewReader(body)), post(), o, func(m []byte) error {
+			relayed = append(relayed, string(m))
+			return nil
+		})
+		return relayed, held, err
+	}
+	t.Run("stream", func(t *testing.T) {
+		t.Parallel()
+		relayed, held, err := read(BodyEventStream, "data: "+sseNote+"\n\nid: 1\ndata: "+sseAnswer+"\n\ndata: "+sseNote+"\n\n", ResponseOptions{})
+		if err != nil || len(relayed) != 1 || len(held) != 2 || string(held[0]) != sseAnswer {
+			t.Fatalf("%q %q %v", relayed, held, err)
+		}
+	})
+	t.Run("JSON", func(t *testing.T) {
+		t.Parallel()
+		_, held, err := read(BodyJSON, " "+sseAnswer+"\n", ResponseOptions{})
+		if err != nil || len(held) != 1 {
+			t.Fatalf("%q %v", held, err)
+		}
+		if _, _, err := read(BodyJSON, "\xef\xbb\xbf"+sseAnswer, ResponseOptions{}); err == nil || !strings.Contains(err.Error(), "byte-order mark") {
+			t.Fatal(err)
+		}
+		if _, _, err := read(BodyJSON, sseAnswer, ResponseOptions{MaxMessageBytes: 10}); !errors.Is(err, ErrMessageTooLarge) {
+			t.Fatal(err)
+		}
+	})
+	for name, body := range sseAttacks {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, held, err := read(BodyEventStream, body, ResponseOptions{})
+			if err == nil || held != nil || !errors.Is(err, ErrProtocol) {
+				t.Fatalf("held %q, error %v", held, err)
+			}
+		})
+	}
+	t.Run("body cap", func(t *testing.T) {
+		t.Parallel()
+		_, _, err := read(BodyEventStream, strings.Repeat("data: "+sseNote+"\n\n", 100)+"data: "+sseAnswer+"\n\n", ResponseOptions{MaxBodyBytes: 1000})
+		if !errors.Is(err, ErrMessageTooLarge) {
+			t.Fatal(err)
+		}
+	})
+	t.Run("open after the answer", func(t *testing.T) {
+		t.Parallel()
+		b := newSlowBody()
+		go b.w.Write([]byte("data: " + sseAnswer + "\n\n")) // and then nothing, never the end
+		start := time.Now()
+		held, err := ReadResponse(context.Background(), BodyEventStream, b, post(), ResponseOptions{EndWait: 50 * time.Millisecond}, func([]byte) error { return nil })
+		if err == nil || held != nil || !strings.Contains(err.Error(), "stayed open") {
+			t.Fatalf("held %q, error %v", held, err)
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Error("the end wait was not enforced promptly")
+		}
+	})
+	t.Run("context", func(t *testing.T) {
+		t.Parallel()
+		b := newSlowBody()
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cause := errors.New("the listing timed out")
+		go func() {
+			b.w.Write([]byte("data: " + sseNote + "\n\n"))
+			cancel(cause)
+		}()
+		_, err := ReadResponse(ctx, BodyEventStream, b, post(), ResponseOptions{}, func([]byte) error { return nil })
+		if !errors.Is(err, cause) {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestLimitBody(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		size int
+		trip bool
+	}{{100, false}, {101, true}, {5000, true}} {
+		data, err := io.ReadAll(LimitBody(io.NopCloser(strings.NewReader(strings.Repeat("x", tt.size))), 100))
+		if tripped := errors.Is(err, ErrMessageTooLarge); tripped != tt.trip || !tt.trip && (err != nil || len(data) != tt.size) {
+			t.Errorf("size %d: %d bytes, err %v", tt.size, len(data), err)
+		}
+	}
+}

@@ -1,0 +1,262 @@
+package oauth
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"golang.org/x/oauth2"
+
+	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/internal/filelock"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+)
+
+// cacheKind and cacheVersion mark a token file (docs/REMOTE.md "The token
+// cache").
+const (
+	cacheKind    = "mcpsign.oauth-token"
+	cacheVersion = 1
+	maxCache     = 1 << 20
+)
+
+// entry is one token file: the client registered with the authorization
+// server and the token it issued.
+type entry struct {
+	Kind         string        `json:"kind"`
+	CacheVersion int           `json:"cacheVersion"`
+	Server       string        `json:"server"`
+	Issuer       string        `json:"issuer"`
+	Client       client        `json:"client"`
+	Token        *oauth2.Token `json:"token,omitempty"`
+}
+
+// client is what refreshes and later sign-ins need of the registration.
+type client struct {
+	ID           string           `json:"clientId"`
+	Secret       string           `json:"clientSecret,omitempty"`
+	Registration string           `json:"registration"` // "dynamic" or "preregistered"
+	RedirectURI  string           `json:"redirectUri"`
+	TokenURL     string           `json:"tokenEndpoint"`
+	AuthStyle    oauth2.AuthStyle `json:"authStyle"`
+	Scopes       []string         `json:"scopes,omitempty"`
+}
+
+// cacheName is the file name of the token of one server URL and client.
+func cacheName(serverURL, clientKey string) string {
+	sum := sha256.Sum256([]byte(serverURL + "\n" + clientKey))
+	return hex.EncodeToString(sum[:16]) + ".json"
+}
+
+// load reads the cache file; a missing one is an empty entry, an unreadable
+// or foreign one is reported on stderr and ignored (a sign-in replaces it).
+func (t *Transport) load(ctx context.Context) (*entry, error) {
+	var e *entry
+	err := t.locked(ctx, func() error {
+		var err error
+		e, err = t.read()
+		return err
+	})
+	return e, err
+}
+
+// read reads the cache file; the caller holds the file lock.
+func (t *Transport) read() (*entry, error) {
+	data, err := boundedfile.Read(t.path, maxCache, nil)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &entry{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the token cache: %w", err)
+	}
+	var e entry
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil || e.Kind != cacheKind || e.CacheVersion != cacheVersion {
+		fmt.Fprintf(t.o.Stderr, "mcpsign: ignoring the token cache %s: not an mcpsign token file of version %d\n", textsafe.Escape(t.path), cacheVersion)
+		return &entry{}, nil
+	}
+	return &e, nil
+}
+
+// save writes e to the cache file, mode 0600 in a 0700 directory,
+// atomically; the caller holds the file lock.
+func (t *Transport) save(e *entry) error {
+	e.Kind, e.CacheVersion, e.Server = cacheKind, cacheVersion, redacted(t.resource)
+	data, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(t.path, append(data, '\n'), atomicfile.Options{Perm: 0o600, Overwrite: true}); err != nil {
+		return fmt.Errorf("writing the token cache: %w", err)
+	}
+	return nil
+}
+
+// locked runs fn holding the lock of the cache file, creating the cache
+// directory (0700) first.
+func (t *Transport) locked(ctx context.Context, fn func() error) error {
+	if err := os.MkdirAll(t.o.CacheDir, 0o700); err != nil {
+		return fmt.Errorf("creating the token cache directory: %w", err)
+	}
+	return filelock.With(ctx, t.path+".lock", "another mcpsign is signing in to this server", fn)
+}
+
+// config is the oauth2 configuration that refreshes e's token.
+func (e *entry) config() *oauth2.Config {
+	return &oauth2.Config{
+		ClientID:     e.Client.ID,
+		ClientSecret: e.Client.Secret,
+		Endpoint:     oauth2.Endpoint{TokenURL: e.Client.TokenURL, AuthStyle: e.Client.AuthStyle},
+		RedirectURL:  e.Client.RedirectURI,
+		Scopes:       e.Client.Scopes,
+	}
+}
+
+// refreshLocked trades the refresh token for a new token and caches it.
+// Under the file lock it first rereads the cache: another process may have
+// refreshed (and, with rotating refresh tokens, spent the one held here).
+// The caller holds t.mu.
+func (t *Transport) refreshLocked(ctx context.Context) error {
+	held := t.entry
+	return t.locked(ctx, func() error {
+		disk, err := t.read()
+		if err != nil {
+			return err
+		}
+		if disk.Token != nil && held.Token != nil && disk.Token.AccessToken != held.Token.AccessToken && disk.Token.Valid() {
+			t.entry = disk
+			t.gen++
+			return nil
+		}
+		e := held
+		if disk.Token != nil && disk.Token.RefreshToken != "" && disk.Client.ID == held.Client.ID {
+			e = disk
+		}
+		// A token of a refresh token alone is never valid: oauth2 refreshes.
+		c := withClient(ctx, t.client)
+		tok, err := e.config().TokenSource(c, &oauth2.Token{RefreshToken: e.Token.RefreshToken}).Token()
+		if err != nil {
+			return t.scrub(fmt.Errorf("refreshing the token for %s: %w", t.server(), tokenError(err)))
+		}
+		if tok.RefreshToken == "" {
+			tok.RefreshToken = e.Token.RefreshToken
+		}
+		next := *e
+		next.Token = tok
+		if err := t.save(&next); err != nil {
+			return err
+		}
+		t.entry = &next
+		t.gen++
+		return nil
+	})
+}
+
+// withClient makes oauth2 use c for its requests.
+func withClient(ctx context.Context, c *http.Client) context.Context {
+	return context.WithValue(ctx, oauth2.HTTPClient, c)
+}
+
+// tokenError reduces an error of the token endpoint to its status and
+// error code: its body and description may echo what was sent.
+func tokenError(err error) error {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		status := 0
+		if re.Response != nil {
+			status = re.Response.StatusCode
+		}
+		code := re.ErrorCode
+		if code == "" {
+			code = "no error code"
+		}
+		return fmt.Errorf("%w (HTTP %d, %s)", ErrToken, status, quoteText(code))
+	}
+	return fmt.Errorf("%w: %s", ErrToken, shortText(err.Error()))
+}
+
+// redacted is u without user info, query and fragment.
+func redacted(u *url.URL) string {
+	c := *u
+	c.User, c.RawQuery, c.Fragment, c.RawFragment = nil, "", "", ""
+	return c.String()
+}
+
+// quoteText escapes a server's string for a message and caps its length.
+func quoteText(s string) string {
+	return textsafe.Escape(textsafe.Cut(s, 200))
+}
+
+// shortText is a foreign error message fit for ours: its first line,
+// without anything from where a response body starts ("{", "<", "("), and
+// capped. go-sdk and oauth2 append response bodies to some of their errors.
+func shortText(s string) string {
+	if i := strings.IndexAny(s, "\r\n{<"); i >= 0 {
+		s = s[:i]
+	}
+	if i := strings.Index(s, " ("); i >= 0 {
+		s = s[:i]
+	}
+	return quoteText(strings.TrimRight(s, " :"))
+}
+
+// scrub returns err with every secret at hand (the tokens and client
+// secret of the cache) replaced, in case a foreign message echoed one; it
+// keeps err's chain.
+func (t *Transport) scrub(err error) error {
+	if err == nil {
+		return nil
+	}
+	var secrets []string
+	add := func(e *entry) {
+		if e == nil {
+			return
+		}
+		secrets = append(secrets, e.Client.Secret)
+		if e.Token != nil {
+			secrets = append(secrets, e.Token.AccessToken, e.Token.RefreshToken)
+		}
+	}
+	add(t.entry)
+	return scrubbed(err, append(secrets, t.o.ClientSecret)...)
+}
+
+// scrubbed returns err with the given secrets replaced in its message.
+func scrubbed(err error, secrets ...string) error {
+	msg := err.Error()
+	clean := msg
+	for _, s := range secrets {
+		if len(s) < 4 {
+			continue
+		}
+		clean = strings.ReplaceAll(clean, s, "[redacted]")
+		// What the replacement and its neighbours spell may be s again:
+		// cut until nothing is left (each cut shortens the text).
+		for strings.Contains(clean, s) {
+			clean = strings.ReplaceAll(clean, s, "")
+		}
+	}
+	if clean == msg {
+		return err
+	}
+	return &scrubError{msg: clean, err: err}
+}
+
+type scrubError struct {
+	msg string
+	err error
+}
+
+func (e *scrubError) Error() string { return e.msg }
+func (e *scrubError) Unwrap() error { return e.err }
