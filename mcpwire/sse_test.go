@@ -197,6 +197,14 @@ func TestReadContentType(t *testing.T) {
 	}
 }
 
+func TestReadContentTypeEncoding(t *testing.T) {
+	t.Parallel()
+	h := http.Header{"Content-Type": {"text/event-stream"}, "Content-Encoding": {"br"}}
+	if _, err := ReadContentType(h); !errors.Is(err, ErrContentType) || !strings.Contains(err.Error(), "Content-Encoding that was not decoded") {
+		t.Errorf("an undecoded Content-Encoding: %v", err)
+	}
+}
+
 func TestSessionIDs(t *testing.T) {
 	t.Parallel()
 	var s SessionIDs

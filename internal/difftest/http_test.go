@@ -1,6 +1,8 @@
 package difftest
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -219,6 +221,22 @@ func httpRows(evilOrigin string) []httpRow {
 		}},
 		{name: "json-latin1", respond: on("tools/list", func(x *exchange) {
 			x.write("application/json; charset=iso-8859-1", 200, strings.Replace(x.evil(), "Say hello.", "Say h\xe9llo.", 1))
+		})},
+		{name: "gzip", legal: true, respond: func(x *exchange) bool {
+			if !strings.Contains(x.r.Header.Get("Accept-Encoding"), "gzip") {
+				return false
+			}
+			var b bytes.Buffer
+			z := gzip.NewWriter(&b)
+			io.WriteString(z, sse(x.honest()))
+			z.Close()
+			x.w.Header().Set("Content-Encoding", "gzip")
+			x.write("text/event-stream", 200, b.String())
+			return true
+		}},
+		{name: "content-encoding-br-unasked", respond: on("tools/list", func(x *exchange) {
+			x.w.Header().Set("Content-Encoding", "br")
+			x.write("text/event-stream", 200, sse(x.evil()))
 		})},
 		{name: "sse-utf16", respond: func(x *exchange) bool {
 			x.write("text/event-stream; charset=utf-16", 200, sse(x.honest()))
