@@ -287,7 +287,11 @@ func TestReadResponse(t *testing.T) {
 	t.Run("body cap", func(t *testing.T) {
 		t.Parallel()
 		_, _, err := read(BodyEventStream, strings.Repeat("data: "+sseNote+"\n\n", 100)+"data: "+sseAnswer+"\n\n", ResponseOptions{MaxBodyBytes: 1000})
-		if !errors.Is(err, ErrMessageTooLarge) {
+		if !errors.Is(err, ErrMessageTooLarge) || !strings.Contains(err.Error(), "the response body has more than 1000 bytes") {
+			t.Fatal(err)
+		}
+		_, _, err = read(BodyEventStream, "data: "+sseAnswer+strings.Repeat(" ", 20000)+"\n\n", ResponseOptions{MaxMessageBytes: 100})
+		if !errors.Is(err, ErrMessageTooLarge) || !strings.Contains(err.Error(), "a message has more than 100 bytes") {
 			t.Fatal(err)
 		}
 	})

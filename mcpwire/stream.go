@@ -420,7 +420,9 @@ func ReadResponse(ctx context.Context, kind BodyKind, body io.ReadCloser, c *Str
 			}
 			return c.End()
 		}
-		if errors.Is(err, ErrMessageTooLarge) {
+		if _, ok := errors.AsType[*eventTooLarge](err); ok {
+			// The event's cap is the message's and some room: say the one
+			// the caller gave.
 			err = fmt.Errorf("%w: a message has more than %d bytes", ErrMessageTooLarge, o.MaxMessageBytes)
 		}
 		if err != nil {
