@@ -3,7 +3,6 @@ package difftest
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +21,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/internal/fixtures"
-	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/source"
 )
 
@@ -390,40 +388,11 @@ func serveHTTPRow(t testing.TB, r httpRow) string {
 	return srv.URL + "/mcp"
 }
 
-// honestHTTPLock pins what the honest HTTP server serves, listed with the
-// source package.
-func honestHTTPLock(t testing.TB) (*pin.Lock, []byte) {
-	t.Helper()
-	url := serveHTTPRow(t, httpRow{name: "honest"})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	snap, err := source.Load(ctx, source.Spec{URL: url}, source.Options{})
-	if err != nil {
-		t.Fatalf("listing the honest HTTP server: %v", err)
-	}
-	l, err := pin.NewLock(snap, pin.Approval{Method: pin.MethodTOFU})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "mcp.lock")
-	if err := l.Write(ctx, path); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := len(l.Definitions); n != 4 || l.Instructions == nil {
-		t.Fatalf("the honest HTTP lock has %d definitions, want 4 and instructions", n)
-	}
-	return l, data
-}
-
 // TestHostileHTTPServers runs every row: verify-pin on the URL, then both
 // official clients, and checks the oracle.
 func TestHostileHTTPServers(t *testing.T) {
 	mcpsign := fixtures.BuildMcpsign(t)
-	l, lockData := honestHTTPLock(t)
+	l, lockData := lockOf(t, source.Spec{URL: serveHTTPRow(t, httpRow{name: "honest"})})
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
