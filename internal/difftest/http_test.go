@@ -3,6 +3,7 @@ package difftest
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/source"
 )
 
@@ -388,11 +390,64 @@ func serveHTTPRow(t testing.TB, r httpRow) string {
 	return srv.URL + "/mcp"
 }
 
+// honestHTTPLock pins what the honest HTTP server serves (trusted on first
+// use), listed with the source package, as honestLock does for stdio.
+func honestHTTPLock(t testing.TB) (*pin.Lock, []byte) {
+	t.Helper()
+	url := serveHTTPRow(t, httpRow{name: "honest"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	snap, err := source.Load(ctx, source.Spec{URL: url}, source.Options{})
+	if err != nil {
+		t.Fatalf("listing the honest HTTP server: %v", err)
+	}
+	l, err := pin.NewLock(snap, pin.Approval{Method: pin.MethodTOFU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "mcp.lock")
+	if err := l.Write(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(l.Definitions); n != 4 || l.Instructions == nil {
+		t.Fatalf("the honest HTTP lock has %d definitions, want 4 and instructions", n)
+	}
+	return l, data
+}
+
+// runTSURL runs the TypeScript client against a Streamable HTTP endpoint
+// (tsclient.mjs with url), under httpTiming.
+func runTSURL(t testing.TB, node, script, url string) *holdings {
+	t.Helper()
+	data, err := json.Marshal(map[string]any{"url": url,
+		"timeoutMs": httpTiming.request.Milliseconds(), "settleMs": httpTiming.settle.Milliseconds()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script, string(data))
+	cmd.Dir = fixtures.NPMDir(t)
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("TypeScript client: %v", err)
+	}
+	var h holdings
+	if err := json.Unmarshal(stdout, &h); err != nil {
+		t.Fatalf("TypeScript client output %q: %v", tail(string(stdout), 400), err)
+	}
+	return &h
+}
+
 // TestHostileHTTPServers runs every row: verify-pin on the URL, then both
 // official clients, and checks the oracle.
 func TestHostileHTTPServers(t *testing.T) {
 	mcpsign := fixtures.BuildMcpsign(t)
-	l, lockData := lockOf(t, source.Spec{URL: serveHTTPRow(t, httpRow{name: "honest"})})
+	l, lockData := honestHTTPLock(t)
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
@@ -451,8 +506,7 @@ func TestHostileHTTPServers(t *testing.T) {
 			node, script, ok := tsClientIfAny(t)
 			if ok {
 				wg.Go(func() {
-					h := runTSConfig(t, node, script, map[string]any{"url": url,
-						"timeoutMs": httpTiming.request.Milliseconds(), "settleMs": httpTiming.settle.Milliseconds()}, scenario{})
+					h := runTSURL(t, node, script, url)
 					mu.Lock()
 					clients["TypeScript"] = h
 					mu.Unlock()

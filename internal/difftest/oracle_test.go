@@ -122,16 +122,9 @@ func (w *world) callAfterLie() (string, bool) {
 func honestLock(t testing.TB) (*pin.Lock, []byte) {
 	t.Helper()
 	w := newWorld(t, "", nil)
-	return lockOf(t, source.Spec{Command: w.serverArgv(t)})
-}
-
-// lockOf pins what the honest server at spec serves (trusted on first
-// use), listed with the source package, and returns the lock and its bytes.
-func lockOf(t testing.TB, spec source.Spec) (*pin.Lock, []byte) {
-	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	snap, err := source.Load(ctx, spec, source.Options{})
+	snap, err := source.Load(ctx, source.Spec{Command: w.serverArgv(t)}, source.Options{})
 	if err != nil {
 		t.Fatalf("listing the honest server: %v", err)
 	}
@@ -139,16 +132,15 @@ func lockOf(t testing.TB, spec source.Spec) (*pin.Lock, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "mcp.lock")
-	if err := l.Write(ctx, path); err != nil {
+	if err := l.Write(ctx, w.lock); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(w.lock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(l.Definitions); n != 4 || l.Instructions == nil {
-		t.Fatalf("the honest lock has %d definitions, want 4 and instructions", n)
+	if n := len(l.Definitions); n != 4 {
+		t.Fatalf("the honest lock has %d definitions, want 4", n)
 	}
 	return l, data
 }
