@@ -50,6 +50,8 @@ const out = {
   stderr: '',
 };
 
+// With cfg.url instead of command and args: a Streamable HTTP server,
+// through StreamableHTTPClientTransport (exitCode stays null).
 const transport = cfg.url
   ? new StreamableHTTPClientTransport(new URL(cfg.url))
   : new StdioClientTransport({
