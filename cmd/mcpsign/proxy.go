@@ -4,14 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/proxy"
+	"github.com/mcpsign/mcpsign/source"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -107,7 +111,11 @@ func addProxyFlags(fs *pflag.FlagSet, po *options.ProxyOptions, f *verifyFlags) 
 
 func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFlags, args []string) error {
 	if dash := cmd.ArgsLenAtDash(); dash != 0 || len(args) == 0 {
-		return errors.New("give the server command after --: mcpsign proxy --lock FILE -- CMD [ARGS...]")
+		return errors.New("give the server command after --: mcpsign proxy --lock FILE -- CMD [ARGS...] (or -- https://host/mcp for a remote server)")
+	}
+	server, err := proxyServer(args, po.Headers)
+	if err != nil {
+		return err
 	}
 	cfg := &proxycmd.Config{
 		Version:           proxycmd.BuildVersion(),
@@ -119,7 +127,9 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		ShutdownGrace:     po.ShutdownGrace,
 		AuditLog:          po.Audit.Log,
 		ManualRollForward: po.RollForward == "manual",
-		Command:           args,
+		Command:           server.Command,
+		URL:               server.URL,
+		Headers:           po.Headers,
 	}
 	if f.pol.File != "" {
 		return runProxyWithPolicy(cmd, a, cfg, f)
@@ -201,11 +211,46 @@ func handOverProxy(cfg *proxycmd.Config, verifyArgs []string) (bool, error) {
 	return true, proxycmd.Exec(lean, cfg)
 }
 
+// proxyServer reads what follows -- on a proxy's command line: a server
+// command, or one http(s) URL of a remote server (https, or http on a
+// loopback address), which --header is for. The headers are checked here,
+// ${VAR} included, so that a mistake fails before the hand-over; the proxy
+// reads them again where it runs.
+func proxyServer(args, headers []string) (source.Spec, error) {
+	spec := source.Spec{Command: args}
+	if len(args) == 1 {
+		if scheme, _, ok := strings.Cut(args[0], "://"); ok && (strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https")) {
+			u, err := url.Parse(args[0])
+			if err != nil {
+				return source.Spec{}, fmt.Errorf("the server URL: %w", err)
+			}
+			if err := proxy.CheckURL(u); err != nil {
+				return source.Spec{}, err
+			}
+			spec = source.Spec{URL: args[0]}
+		}
+	}
+	if len(headers) > 0 {
+		if spec.URL == "" {
+			return source.Spec{}, errors.New("--header is for a remote server: give its URL after -- (a stdio server gets no HTTP headers)")
+		}
+		if _, err := mcpwire.ParseHeaders(headers, os.LookupEnv); err != nil {
+			return source.Spec{}, fmt.Errorf("--header: %w", err)
+		}
+	}
+	return spec, nil
+}
+
 // changedFlagArgs returns the flags set on the command line as arguments
 // that give the same values again (--name=value, one per element of a list).
+// --header is left out: 'mcpsign proxy-verify' speaks to no server, and a
+// header's value must not show in its command line.
 func changedFlagArgs(fs *pflag.FlagSet) []string {
 	args := []string{}
 	fs.Visit(func(fl *pflag.Flag) {
+		if fl.Name == "header" {
+			return
+		}
 		if sv, ok := fl.Value.(pflag.SliceValue); ok {
 			for _, e := range sv.GetSlice() {
 				args = append(args, "--"+fl.Name+"="+e)

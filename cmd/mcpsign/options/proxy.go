@@ -20,6 +20,8 @@ type ProxyOptions struct {
 	Quiet           bool
 	Audit           AuditOptions
 	RollForward     string
+	// Headers are --header: sent to a remote server (a URL after --).
+	Headers []string
 }
 
 // AddFlags adds the proxy flags to fs.
@@ -32,6 +34,7 @@ func (o *ProxyOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "print nothing on stderr but the server's stderr and the report of a block")
 	o.Audit.AddFlags(fs)
 	fs.StringVar(&o.RollForward, "roll-forward", "signed", "signed: a change signed by the lock's signer rolls the lock forward; manual: every change waits for 'mcpsign approve'")
+	AddHeaderFlag(fs, &o.Headers)
 }
 
 // AddBundleFlags adds the flags of VerifyOptions that verifying a bundle in
