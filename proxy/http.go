@@ -53,15 +53,17 @@ func (e *ConnectError) Error() string {
 		msg += ": " + e.Err.Error()
 	}
 	if e.Hint != "" {
-		msg += " (" + e.Hint + ")"
+		msg += "; " + e.Hint
 	}
 	return msg
 }
 
 func (e *ConnectError) Unwrap() error { return e.Err }
 
-// ErrUnauthorized is wrapped by the ConnectError of a 401 or 403 answer.
-var ErrUnauthorized = errors.New("the server refused the request without valid credentials")
+// ErrUnauthorized is wrapped by the ConnectError of a 401 or 403 answer
+// (its Status says which): the server wants credentials, or refused the
+// ones sent.
+var ErrUnauthorized = errors.New("it needs valid credentials")
 
 // Header names of the Streamable HTTP transport.
 const (
@@ -364,8 +366,7 @@ func (u *httpUpstream) checkHeaders(resp *http.Response, initialize bool) error 
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return &ConnectError{URL: u.redacted(), Status: resp.StatusCode, Err: ErrUnauthorized,
-			What: fmt.Sprintf("the server at %s answered %s", u.redacted(), statusText(resp)),
-			Hint: "give its credentials with --header 'Authorization: Bearer ${TOKEN}' (the value read from the environment), or sign in with OAuth"}
+			What: fmt.Sprintf("the server at %s answered %s", u.redacted(), statusText(resp))}
 	case resp.StatusCode/100 == 3:
 		loc := "another location"
 		if l, err := resp.Location(); err == nil {

@@ -36,8 +36,18 @@ type proxyProcess struct {
 // error (a blocked session fails its initialize).
 func startProxyProcess(t *testing.T, argv ...string) (*proxyProcess, error) {
 	t.Helper()
+	return startProxyProcessEnv(t, nil, argv...)
+}
+
+// startProxyProcessEnv is startProxyProcess with env ("NAME=value") added
+// to the process's environment.
+func startProxyProcessEnv(t *testing.T, env []string, argv ...string) (*proxyProcess, error) {
+	t.Helper()
 	p := &proxyProcess{cmd: exec.Command(argv[0], argv[1:]...), stderr: &fixtures.SyncBuffer{}}
 	p.cmd.Stderr = p.stderr
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "handover-test", Version: "0"}, nil)

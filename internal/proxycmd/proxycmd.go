@@ -178,6 +178,13 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 		}
 		return ExitError, nil
 	}
+	var ce *proxy.ConnectError
+	if errors.As(err, &ce) && errors.Is(err, proxy.ErrUnauthorized) {
+		if len(cfg.Headers) == 0 {
+			return ExitError, fmt.Errorf("%w; give them with --header 'Authorization: Bearer ${TOKEN}' (TOKEN read from the environment)", err)
+		}
+		return ExitError, fmt.Errorf("%w; check the values of --header", err)
+	}
 	return ExitError, err
 }
 

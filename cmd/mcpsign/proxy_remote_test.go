@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsign/mcpsign/evidence"
+	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/pin"
+)
+
+// TestProxyRemote runs 'mcpsign proxy -- URL' as a host does (handing over
+// to mcpsign-proxy) in front of the example server served over Streamable
+// HTTP by go-sdk, with a go-sdk client on its stdio: signed first use, a
+// rug pull blocked before any call reaches the server, a signed update
+// rolled forward, verify-pin agreeing, and credentials from --header with
+// ${VAR}.
+func TestProxyRemote(t *testing.T) {
+	t.Parallel()
+	mcpsign := fixtures.BuildMcpsign(t)
+	dir := t.TempDir()
+	env := map[string]string{"PW": "remote-test"}
+	key := filepath.Join(dir, "publisher")
+	if code, _, stderr := runWith(t, env, "keygen", "-o", key, "--password-env", "PW"); code != 0 {
+		t.Fatalf("keygen: %s", stderr)
+	}
+	calls := filepath.Join(dir, "calls.log")
+	honest := fixtures.StartExampleHTTP(t, fixtures.ModeHonest)
+	rugpull := fixtures.StartExampleHTTP(t, fixtures.ModeRugPull, "--calls-log", calls)
+	bundle := filepath.Join(dir, "server.sigstore.json")
+	sign := func(url string) {
+		t.Helper()
+		if code, _, stderr := runWith(t, env, "sign", "key", "--key", key+".key", "--password-env", "PW", "-o", bundle, "--force", url); code != 0 {
+			t.Fatalf("sign %s: %s", url, stderr)
+		}
+	}
+	lock := filepath.Join(dir, "mcp.lock")
+	argv := func(url string, extra ...string) []string {
+		return append(append([]string{mcpsign, "proxy", "--lock", lock, "--bundle", bundle, "--key", key + ".pub"}, extra...), "--", url)
+	}
+	toolNames := func(t *testing.T, cs *mcp.ClientSession) []string {
+		t.Helper()
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		var names []string
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+		}
+		slices.Sort(names)
+		return names
+	}
+
+	t.Run("signed first use", func(t *testing.T) {
+		sign(honest)
+		p, err := startProxyProcess(t, argv(honest)...)
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		if name := executableName(p.cmd.Process.Pid); name != "" && name != proxycmd.ExecutableName {
+			t.Errorf("the proxy runs as %q, want %q", name, proxycmd.ExecutableName)
+		}
+		if got := toolNames(t, p.cs); !slices.Equal(got, fixtures.HonestToolNames()) {
+			t.Errorf("tools %q", got)
+		}
+		if code := p.end(t); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		l, err := pin.Read(lock)
+		if err != nil || l.Approval.Method != evidence.MethodKey {
+			t.Fatalf("lock: %v %+v", err, l)
+		}
+		if code, _, stderr := runCLI(t, "verify-pin", "--lock", lock, honest); code != 0 {
+			t.Errorf("verify-pin of the honest server: exit %d\n%s", code, stderr)
+		}
+	})
+
+	t.Run("rug pull", func(t *testing.T) {
+		before, _ := os.ReadFile(lock)
+		p, err := startProxyProcess(t, argv(rugpull)...)
+		if err == nil {
+			_, err = p.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "x"}})
+		}
+		if err == nil || !strings.Contains(err.Error(), "blocked by mcpsign") {
+			t.Fatalf("not blocked: %v", err)
+		}
+		if code := p.end(t); code != proxycmd.ExitBlocked {
+			t.Errorf("exit %d, want %d", code, proxycmd.ExitBlocked)
+		}
+		if data, _ := os.ReadFile(calls); len(bytes.TrimSpace(data)) > 0 {
+			t.Errorf("a call reached the server:\n%s", data)
+		}
+		if after, _ := os.ReadFile(lock); !bytes.Equal(before, after) {
+			t.Error("the lock changed")
+		}
+		if code, _, _ := runCLI(t, "verify-pin", "--lock", lock, rugpull); code != 1 {
+			t.Errorf("verify-pin of the rug pull: exit %d, want 1", code)
+		}
+	})
+
+	t.Run("signed update", func(t *testing.T) {
+		sign(rugpull)
+		p, err := startProxyProcess(t, argv(rugpull)...)
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		if got := toolNames(t, p.cs); !slices.Equal(got, fixtures.RugPullToolNames()) {
+			t.Errorf("tools %q", got)
+		}
+		if code := p.end(t); code != 0 {
+			t.Fatalf("exit %d\n%s", code, p.stderr.String())
+		}
+		if !strings.Contains(p.stderr.String(), "rolled forward") {
+			t.Errorf("no roll-forward:\n%s", p.stderr.String())
+		}
+	})
+
+	t.Run("credentials from --header", func(t *testing.T) {
+		target, _ := url.Parse(strings.TrimSuffix(rugpull, "/mcp"))
+		rp := httputil.NewSingleHostReverseProxy(target)
+		rp.FlushInterval = -1
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer s3cret-token" {
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			rp.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		guarded := srv.URL + "/mcp"
+		p, err := startProxyProcessEnv(t, []string{"REMOTE_TEST_TOKEN=s3cret-token"}, argv(guarded, "--header", "Authorization: Bearer ${REMOTE_TEST_TOKEN}")...)
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		if got := toolNames(t, p.cs); !slices.Equal(got, fixtures.RugPullToolNames()) {
+			t.Errorf("tools %q", got)
+		}
+		if code := p.end(t); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		if strings.Contains(p.stderr.String(), "s3cret") {
+			t.Error("the token was printed")
+		}
+		// Without it: one line that says what failed and what to do.
+		p, _ = startProxyProcess(t, argv(guarded)...)
+		if code := p.end(t); code != proxycmd.ExitError {
+			t.Errorf("exit %d, want 2", code)
+		}
+		lines := strings.Split(strings.TrimSpace(p.stderr.String()), "\n")
+		t.Logf("without credentials: %s", lines[len(lines)-1])
+		if last := lines[len(lines)-1]; !strings.Contains(last, "401 Unauthorized") || !strings.Contains(last, "--header") {
+			t.Errorf("stderr:\n%s", p.stderr.String())
+		}
+	})
+}
+
+func TestProxyRemoteUsage(t *testing.T) {
+	t.Parallel()
+	lock := filepath.Join(t.TempDir(), "mcp.lock")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tofu", "--", "http://example.com/mcp"}, "loopback"},
+		{[]string{"--tofu", "--header", "X-A: 1", "--", "server"}, "--header is for a remote server"},
+		{[]string{"--tofu", "--header", "X-A: ${REMOTE_TEST_UNSET_VAR}", "--", "http://127.0.0.1:1/mcp"}, "REMOTE_TEST_UNSET_VAR"},
+		{[]string{"--tofu", "--header", "Mcp-Session-Id: x", "--", "http://127.0.0.1:1/mcp"}, "Mcp-Session-Id"},
+	} {
+		code, _, stderr := runCLI(t, append([]string{"proxy", "--lock", lock}, tc.args...)...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q: want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
