@@ -3,15 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -184,4 +188,128 @@ func TestProxyRemoteUsage(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q: want 2 and %q", tc.args, code, stderr, tc.want)
 		}
 	}
+}
+
+// tsHoldings is what testdata/npm/tsclient.mjs (the official TypeScript
+// SDK as a host's stdio client) reports it holds.
+type tsHoldings struct {
+	Instructions *string           `json:"instructions"`
+	Tools        []json.RawMessage `json:"tools"`
+	Calls        []struct {
+		Name      string `json:"name"`
+		OK        bool   `json:"ok"`
+		ErrorCode *int   `json:"errorCode"`
+	} `json:"calls"`
+	Hung     []string `json:"hung"`
+	ExitCode *int     `json:"exitCode"`
+	Stderr   string   `json:"stderr"`
+}
+
+// runTSClient runs the TypeScript client on the stdio of argv.
+func runTSClient(t *testing.T, argv []string, call map[string]any) *tsHoldings {
+	t.Helper()
+	node := fixtures.Node(t)
+	dir := fixtures.NPMDir(t)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		fixtures.MissingE2E(t, "@modelcontextprotocol/sdk is not installed (%v)", err)
+	}
+	cfg, _ := json.Marshal(map[string]any{"command": argv[0], "args": argv[1:], "call": call, "timeoutMs": 5000, "settleMs": 300})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "tsclient.mjs"), string(cfg))
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("TypeScript client: %v", err)
+	}
+	var h tsHoldings
+	if err := json.Unmarshal(out, &h); err != nil {
+		t.Fatalf("TypeScript client output %q: %v", out, err)
+	}
+	return &h
+}
+
+// TestProxyRemoteTypeScript: the official TypeScript SDK as the host's
+// stdio client of the bridge, in front of go-sdk's Streamable HTTP handler:
+// it holds exactly the lock, or the session is blocked before the rug pull
+// reaches it.
+func TestProxyRemoteTypeScript(t *testing.T) {
+	t.Parallel()
+	mcpsign := fixtures.BuildMcpsign(t)
+	honest := fixtures.StartExampleHTTP(t, fixtures.ModeHonest)
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "mcp.lock")
+	if code, _, stderr := runCLI(t, "pin", "--tofu", "--lock", lock, honest); code != 0 {
+		t.Fatalf("pin: %s", stderr)
+	}
+	l, err := pin.Read(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := map[string]any{"name": "search_notes", "arguments": map[string]any{"query": "x"}}
+	for _, tc := range []struct {
+		name    string
+		mode    string
+		blocked bool
+	}{
+		{"honest", fixtures.ModeHonest, false},
+		{"rug pull", fixtures.ModeRugPull, true},
+		{"drift announced on the GET stream", "list-changed", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			calls := filepath.Join(t.TempDir(), "calls.log")
+			url := fixtures.StartExampleHTTP(t, tc.mode, "--calls-log", calls)
+			before, _ := os.ReadFile(lock)
+			h := runTSClient(t, []string{mcpsign, "proxy", "--lock", lock, "--", url}, call)
+			if after, _ := os.ReadFile(lock); !bytes.Equal(before, after) {
+				t.Error("the lock changed")
+			}
+			if len(h.Hung) > 0 {
+				t.Errorf("unanswered: %q", h.Hung)
+			}
+			// Whatever the client holds is the lock's.
+			var held []string
+			for _, raw := range h.Tools {
+				var tool struct {
+					Name string `json:"name"`
+				}
+				json.Unmarshal(raw, &tool)
+				held = append(held, tool.Name)
+				var d *pin.Definition
+				for i := range l.Definitions {
+					if l.Definitions[i].Kind == "tool" && l.Definitions[i].Key == tool.Name {
+						d = &l.Definitions[i]
+					}
+				}
+				if d == nil || !jsonEqual(d.Definition, raw) {
+					t.Errorf("the client holds tool %s, not the lock's", tool.Name)
+				}
+			}
+			if !tc.blocked {
+				slices.Sort(held)
+				if !slices.Equal(held, fixtures.HonestToolNames()) || len(h.Calls) != 1 || !h.Calls[0].OK {
+					t.Errorf("tools %q, calls %+v\n%s", held, h.Calls, h.Stderr)
+				}
+				return
+			}
+			if h.ExitCode == nil || *h.ExitCode != proxycmd.ExitBlocked {
+				t.Errorf("exit %v, want %d\n%s", h.ExitCode, proxycmd.ExitBlocked, h.Stderr)
+			}
+			if tc.mode == fixtures.ModeRugPull {
+				if data, _ := os.ReadFile(calls); len(bytes.TrimSpace(data)) > 0 {
+					t.Errorf("a call reached the server:\n%s", data)
+				}
+			}
+		})
+	}
+}
+
+// jsonEqual compares two JSON texts by value.
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }
