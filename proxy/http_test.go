@@ -33,6 +33,11 @@ func startBridge(t *testing.T, policy Policy, url string, mod func(*Options)) *s
 // package) to a lock.
 func httpLock(t *testing.T, url string) string {
 	t.Helper()
+	return httpLockTB(t, url)
+}
+
+func httpLockTB(t testing.TB, url string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	snap, err := source.Load(ctx, source.Spec{URL: url}, source.Options{})
