@@ -132,6 +132,31 @@ func TestProxyRemote(t *testing.T) {
 		}
 	})
 
+	t.Run("policy, and the bundle the server advertises", func(t *testing.T) {
+		// The rug-pull server now advertises its signed bundle in its
+		// hello; the policy names the key and a lock of its own.
+		advertising := fixtures.StartExampleHTTP(t, fixtures.ModeRugPull, "--bundle", bundle)
+		pol := filepath.Join(dir, "policy.json")
+		policyLock := filepath.Join(dir, "policy.lock")
+		if err := os.WriteFile(pol, []byte(`{"kind":"mcpsign.policy","policyVersion":1,
+		  "servers":{"notes":{"identities":[{"method":"key","key":"publisher.pub"}],"bundle":"server","lock":"policy.lock"}}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := startProxyProcess(t, mcpsign, "proxy", "--policy", pol, "--name", "notes", "--", advertising)
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		if got := toolNames(t, p.cs); !slices.Equal(got, fixtures.RugPullToolNames()) {
+			t.Errorf("tools %q", got)
+		}
+		if code := p.end(t); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		if l, err := pin.Read(policyLock); err != nil || l.Approval.Method != evidence.MethodKey {
+			t.Fatalf("policy lock: %v", err)
+		}
+	})
+
 	t.Run("credentials from --header", func(t *testing.T) {
 		target, _ := url.Parse(strings.TrimSuffix(rugpull, "/mcp"))
 		rp := httputil.NewSingleHostReverseProxy(target)
