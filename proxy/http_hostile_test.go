@@ -85,9 +85,6 @@ func writeSSE(w http.ResponseWriter, events ...string) {
 }
 
 func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.session != "" {
-		w.Header().Set("Mcp-Session-Id", s.session)
-	}
 	switch r.Method {
 	case http.MethodGet:
 		if s.get == nil {
@@ -104,6 +101,11 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := json.Unmarshal(body, &req); err != nil {
 		w.WriteHeader(http.StatusBadRequest)
 		return
+	}
+	if s.session != "" && req.Method != "server/discover" {
+		// A session begins with initialize (a 2026-07-28 server/discover
+		// has none).
+		w.Header().Set("Mcp-Session-Id", s.session)
 	}
 	if req.ID == nil {
 		w.WriteHeader(http.StatusAccepted)
@@ -381,3 +383,66 @@ func TestBridgeHostile(t *testing.T) {
 }
 
 var _ = context.Background
+
+// The session's headers: every request after initialize carries the
+// session id and the negotiated version, the user's headers go along, and
+// the session is deleted when the client leaves.
+func TestBridgeSessionHeaders(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var bad []string
+	deleted := make(chan struct{}, 1)
+	s := &scripted{session: "sess-7", answer: func(w http.ResponseWriter, r *http.Request, req *rpcReq, n int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Header.Get("X-Tenant") != "acme" {
+			bad = append(bad, req.Method+": no X-Tenant")
+		}
+		if req.Method == "server/discover" {
+			return false // go-sdk's client tries 2026-07-28 first: no session
+		}
+		if req.Method == "initialize" {
+			if r.Header.Get("Mcp-Session-Id") != "" || r.Header.Get("Mcp-Protocol-Version") != "" {
+				bad = append(bad, "initialize with session headers")
+			}
+			return false
+		}
+		if r.Header.Get("Mcp-Session-Id") != "sess-7" || r.Header.Get("Mcp-Protocol-Version") != "2025-11-25" {
+			bad = append(bad, fmt.Sprintf("%s: session %q version %q", req.Method, r.Header.Get("Mcp-Session-Id"), r.Header.Get("Mcp-Protocol-Version")))
+		}
+		return false
+	}}
+	lock := httpLock(t, serveScripted(t, &scripted{}))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete && r.Header.Get("Mcp-Session-Id") == "sess-7" {
+			deleted <- struct{}{}
+		}
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	sess := startBridge(t, lockPolicy(t, lock, LockOptions{}), srv.URL+"/mcp", func(o *Options) {
+		o.Header = http.Header{"X-Tenant": {"acme"}}
+	})
+	ctx := testContext(t)
+	cs, err := sess.connect(ctx, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	cs.Close()
+	if err := sess.wait(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-deleted:
+	case <-time.After(5 * time.Second):
+		t.Error("the session was not deleted")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bad) > 0 {
+		t.Errorf("headers: %q", bad)
+	}
+}
