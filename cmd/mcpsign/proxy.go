@@ -25,12 +25,20 @@ func newProxyCmd(a *app) *cobra.Command {
 		f  verifyFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "proxy --lock FILE [--bundle FILE verify-flags | --tofu] -- CMD [ARGS...]",
-		Short: "Run a stdio MCP server behind a proxy that blocks any change to its pinned definitions",
+		Use:   "proxy --lock FILE [--bundle FILE verify-flags | --tofu] -- CMD [ARGS...] | URL",
+		Short: "Run an MCP server behind a proxy that blocks any change to its pinned definitions",
 		Long: `Run a stdio MCP server (the command after --) behind a proxy that relays its
 JSON-RPC byte for byte and lets nothing through that the lock does not approve.
 A host starts 'mcpsign proxy ... -- CMD' instead of CMD (docs/HOSTS.md shows the
 configuration of Claude Desktop and VS Code).
+
+Remote servers: with one https:// URL after -- (http:// only to a loopback
+address), the proxy is a bridge: the host speaks stdio to it, it speaks
+Streamable HTTP to the server, with the same checks (docs/PROXY.md, "Remote
+servers"). --header 'Name: value' (repeatable) is sent with every request,
+${VAR} in the value read from the environment; values are never printed. A
+server that cannot be reached, fails TLS, answers 401 or 403, or redirects
+ends the session with one line saying what failed (exit 2).
 
   start-up   the lock is read first: an unreadable or modified lock is refused
              (exit 2) before the server starts. After the client's initialize
@@ -76,7 +84,8 @@ passed to stderr, escaped.
 
 Exit codes: 0 the session ended (the client or the server closed it); 2 bad
 usage, a bad lock, a server that could not be started or checked; 42 the
-definitions changed and the session was blocked.`,
+definitions changed, or the server broke the protocol, and the session was
+blocked.`,
 		Example: `  # Pin on first use (unsigned), then enforce: what a host runs
   mcpsign proxy --lock notes.mcpsign.lock --tofu -- npx -y @acme/notes-mcp@1.2.0
 
@@ -88,6 +97,10 @@ definitions changed and the session was blocked.`,
 
   # A publisher key, offline
   mcpsign proxy --lock notes.mcpsign.lock --bundle notes.sigstore.json --key acme.pub.pem -- ./notes-server
+
+  # A remote server, its token from the environment
+  mcpsign proxy --lock notes.mcpsign.lock --tofu --header 'Authorization: Bearer ${NOTES_TOKEN}' \
+    -- https://mcp.acme.example/mcp
 
   # See it work end to end
   mcpsign demo`,
