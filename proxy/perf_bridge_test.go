@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -212,31 +211,15 @@ func BenchmarkBridgeInProcess(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(context.Background(), inR, outW, Options{URL: url, Policy: policy, ShutdownGrace: time.Second})
-		outW.Close()
-	}()
-	br := bufio.NewReader(outR)
-	call := func(line string) string {
-		io.WriteString(inW, line+"\n")
-		resp, err := br.ReadString('\n')
-		if err != nil {
-			b.Fatal(err)
-		}
-		return resp
-	}
+	call, notify, stop := inProcess(b, Options{URL: url, Policy: policy, ShutdownGrace: time.Second})
 	call(perfInitialize)
-	io.WriteString(inW, perfInitialized+"\n")
+	notify(perfInitialized)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		call(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i+1) + `,"method":"tools/call","params":{"name":"search_notes","arguments":{"query":"welcome"}}}`)
 	}
 	b.StopTimer()
-	inW.Close()
-	<-done
+	stop()
 }
 
 func BenchmarkBridgeDirect(b *testing.B) {

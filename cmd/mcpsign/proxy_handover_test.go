@@ -84,6 +84,21 @@ func (p *proxyProcess) end(t *testing.T) int {
 	return p.cmd.ProcessState.ExitCode()
 }
 
+// sessionToolNames lists the tools a client session holds, sorted.
+func sessionToolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // executableName returns the base name of the file pid runs ("" where /proc
 // is not there).
 func executableName(pid int) string {
@@ -153,19 +168,6 @@ func TestProxyHandOver(t *testing.T) {
 		return []string{exe, "proxy", "--lock", lock, "--bundle", bundle, "--key", key + ".pub", "--", server, "--mode", mode, "--calls-log", calls}
 	}
 	onLinux := runtime.GOOS == "linux"
-	toolNames := func(t *testing.T, cs *mcp.ClientSession) []string {
-		t.Helper()
-		res, err := cs.ListTools(context.Background(), nil)
-		if err != nil {
-			t.Fatalf("tools/list: %v", err)
-		}
-		var names []string
-		for _, tool := range res.Tools {
-			names = append(names, tool.Name)
-		}
-		slices.Sort(names)
-		return names
-	}
 
 	t.Run("signed first use", func(t *testing.T) {
 		sign(fixtures.ModeHonest)
@@ -183,7 +185,7 @@ func TestProxyHandOver(t *testing.T) {
 				}
 			}
 		}
-		if got := toolNames(t, p.cs); !slices.Equal(got, fixtures.HonestToolNames()) {
+		if got := sessionToolNames(t, p.cs); !slices.Equal(got, fixtures.HonestToolNames()) {
 			t.Errorf("tools %q", got)
 		}
 		if code := p.end(t); code != 0 {
@@ -232,7 +234,7 @@ func TestProxyHandOver(t *testing.T) {
 		if err != nil {
 			t.Fatalf("connect: %v", err)
 		}
-		if got := toolNames(t, p.cs); !slices.Equal(got, fixtures.RugPullToolNames()) {
+		if got := sessionToolNames(t, p.cs); !slices.Equal(got, fixtures.RugPullToolNames()) {
 			t.Errorf("tools %q", got)
 		}
 		if code := p.end(t); code != 0 {

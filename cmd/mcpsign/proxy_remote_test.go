@@ -54,19 +54,6 @@ func TestProxyRemote(t *testing.T) {
 	argv := func(url string, extra ...string) []string {
 		return append(append([]string{mcpsign, "proxy", "--lock", lock, "--bundle", bundle, "--key", key + ".pub"}, extra...), "--", url)
 	}
-	toolNames := func(t *testing.T, cs *mcp.ClientSession) []string {
-		t.Helper()
-		res, err := cs.ListTools(context.Background(), nil)
-		if err != nil {
-			t.Fatalf("tools/list: %v", err)
-		}
-		var names []string
-		for _, tool := range res.Tools {
-			names = append(names, tool.Name)
-		}
-		slices.Sort(names)
-		return names
-	}
 
 	t.Run("signed first use", func(t *testing.T) {
 		sign(honest)
@@ -77,7 +64,7 @@ func TestProxyRemote(t *testing.T) {
 		if name := executableName(p.cmd.Process.Pid); name != "" && name != proxycmd.ExecutableName {
 			t.Errorf("the proxy runs as %q, want %q", name, proxycmd.ExecutableName)
 		}
-		if got := toolNames(t, p.cs); !slices.Equal(got, fixtures.HonestToolNames()) {
+		if got := sessionToolNames(t, p.cs); !slices.Equal(got, fixtures.HonestToolNames()) {
 			t.Errorf("tools %q", got)
 		}
 		if code := p.end(t); code != 0 {
@@ -121,7 +108,7 @@ func TestProxyRemote(t *testing.T) {
 		if err != nil {
 			t.Fatalf("connect: %v", err)
 		}
-		if got := toolNames(t, p.cs); !slices.Equal(got, fixtures.RugPullToolNames()) {
+		if got := sessionToolNames(t, p.cs); !slices.Equal(got, fixtures.RugPullToolNames()) {
 			t.Errorf("tools %q", got)
 		}
 		if code := p.end(t); code != 0 {
@@ -146,7 +133,7 @@ func TestProxyRemote(t *testing.T) {
 		if err != nil {
 			t.Fatalf("connect: %v", err)
 		}
-		if got := toolNames(t, p.cs); !slices.Equal(got, fixtures.RugPullToolNames()) {
+		if got := sessionToolNames(t, p.cs); !slices.Equal(got, fixtures.RugPullToolNames()) {
 			t.Errorf("tools %q", got)
 		}
 		if code := p.end(t); code != 0 {
@@ -174,7 +161,7 @@ func TestProxyRemote(t *testing.T) {
 		if err != nil {
 			t.Fatalf("connect: %v", err)
 		}
-		if got := toolNames(t, p.cs); !slices.Equal(got, fixtures.RugPullToolNames()) {
+		if got := sessionToolNames(t, p.cs); !slices.Equal(got, fixtures.RugPullToolNames()) {
 			t.Errorf("tools %q", got)
 		}
 		if code := p.end(t); code != 0 {
