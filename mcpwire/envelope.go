@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/jsonscan"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // MaxDepth bounds the nesting of a message: go-sdk v1.8.0 refuses a
@@ -89,10 +91,42 @@ var ErrBatch = errors.New("JSON-RPC batches are not supported")
 type SyntaxError struct {
 	Offset int
 	Reason string
+	// Text is what the peer wrote around Offset, escaped for a terminal
+	// (internal/textsafe) and cut short at UTF-8 boundaries; set by
+	// ParseFromServer, empty from Parse.
+	Text string
 }
 
 func (e *SyntaxError) Error() string {
-	return fmt.Sprintf("invalid JSON-RPC message at byte %d: %s", e.Offset, e.Reason)
+	msg := fmt.Sprintf("invalid JSON-RPC message at byte %d: %s", e.Offset, e.Reason)
+	if e.Text != "" {
+		msg += "; the server wrote " + e.Text
+	}
+	return msg
+}
+
+// excerptBytes is about how much of a refused message its error shows.
+const excerptBytes = 80
+
+// excerpt returns the bytes of data around offset, quoted and escaped for a
+// terminal, cut at rune boundaries, with "…" where it was cut.
+func excerpt(data []byte, offset int) string {
+	start := max(0, min(offset, len(data))-excerptBytes/4)
+	for start > 0 && !utf8.RuneStart(data[start]) {
+		start--
+	}
+	end := min(len(data), start+excerptBytes)
+	for end < len(data) && !utf8.RuneStart(data[end]) {
+		end--
+	}
+	s := textsafe.Quote(string(data[start:end]))
+	if start > 0 {
+		s = "…" + s
+	}
+	if end < len(data) {
+		s += "…"
+	}
+	return s
 }
 
 // Parse reads one message (a line without its line end, or the body of an
@@ -113,7 +147,7 @@ func Parse(data []byte) (Message, error) {
 	m, err := parse(data)
 	var se *jsonscan.Error
 	if errors.As(err, &se) {
-		return m, &SyntaxError{se.Offset, se.Reason}
+		return m, &SyntaxError{Offset: se.Offset, Reason: se.Reason}
 	}
 	return m, err
 }
@@ -139,12 +173,12 @@ func parse(data []byte) (Message, error) {
 		nameStart := nameSpan.Start - 1
 		name, err := decodeName(data[nameSpan.Start:nameSpan.End], data[nameStart:nameSpan.End+1])
 		if err != nil {
-			return &SyntaxError{nameStart, err.Error()}
+			return &SyntaxError{Offset: nameStart, Reason: err.Error()}
 		}
 		valStart := s.Pos
 		slot, err := memberSlot(envelopeMembers[:], name)
 		if err != nil {
-			return &SyntaxError{nameStart, err.Error()}
+			return &SyntaxError{Offset: nameStart, Reason: err.Error()}
 		}
 		if slot == slotResult && s.Pos < len(data) && data[s.Pos] == '{' {
 			m.Lists, err = resultObject(s)
@@ -162,32 +196,32 @@ func parse(data []byte) (Message, error) {
 				others = map[string]struct{}{}
 			}
 			if _, dup := others[name]; dup {
-				return &SyntaxError{nameStart, "repeated member " + strconv.Quote(name)}
+				return &SyntaxError{Offset: nameStart, Reason: "repeated member " + strconv.Quote(name)}
 			}
 			others[name] = struct{}{}
 			return nil
 		}
 		if seen[slot] {
-			return &SyntaxError{nameStart, "repeated member " + strconv.Quote(name)}
+			return &SyntaxError{Offset: nameStart, Reason: "repeated member " + strconv.Quote(name)}
 		}
 		seen[slot] = true
 		switch slot {
 		case slotJSONRPC:
 			if string(val) != `"2.0"` {
-				return &SyntaxError{valStart, "jsonrpc is not \"2.0\""}
+				return &SyntaxError{Offset: valStart, Reason: "jsonrpc is not \"2.0\""}
 			}
 			m.Versioned = true
 		case slotID:
 			if err := checkID(val); err != nil {
-				return &SyntaxError{valStart, err.Error()}
+				return &SyntaxError{Offset: valStart, Reason: err.Error()}
 			}
 			m.ID = val
 		case slotMethod:
 			if val[0] != '"' {
-				return &SyntaxError{valStart, "method is not a string"}
+				return &SyntaxError{Offset: valStart, Reason: "method is not a string"}
 			}
 			if m.Method, err = digest.DecodeString(val); err != nil {
-				return &SyntaxError{valStart, "method: " + err.Error()}
+				return &SyntaxError{Offset: valStart, Reason: "method: " + err.Error()}
 			}
 			hasMethod = true
 		case slotParams:
@@ -296,15 +330,15 @@ func resultObject(s *jsonscan.Scanner) (Lists, error) {
 		nameStart := nameSpan.Start - 1
 		name, err := decodeName(s.In[nameSpan.Start:nameSpan.End], s.In[nameStart:nameSpan.End+1])
 		if err != nil {
-			return &SyntaxError{nameStart, err.Error()}
+			return &SyntaxError{Offset: nameStart, Reason: err.Error()}
 		}
 		i, err := memberSlot(resultMembers[:], name)
 		if err != nil {
-			return &SyntaxError{nameStart, "result " + err.Error()}
+			return &SyntaxError{Offset: nameStart, Reason: "result " + err.Error()}
 		}
 		if i >= 0 {
 			if seen[i] {
-				return &SyntaxError{nameStart, "repeated result member " + strconv.Quote(name)}
+				return &SyntaxError{Offset: nameStart, Reason: "repeated result member " + strconv.Quote(name)}
 			}
 			seen[i] = true
 			if i < 3 {
@@ -351,6 +385,10 @@ func decodeName(raw, quoted []byte) (string, error) {
 // mcpsign would have read. Every error wraps ErrProtocol.
 func ParseFromServer(data []byte) (Message, error) {
 	m, err := Parse(data)
+	var se *SyntaxError
+	if errors.As(err, &se) {
+		se.Text = excerpt(data, se.Offset)
+	}
 	if err == nil && !m.Versioned {
 		err = errors.New(`a message without "jsonrpc":"2.0"`)
 	}

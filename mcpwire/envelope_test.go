@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -200,6 +201,22 @@ func TestDepthAsGoSDK(t *testing.T) {
 		_, theirs := jsonrpc.DecodeMessage([]byte(msg))
 		if (ours == nil) != (theirs == nil) {
 			t.Errorf("%d arrays inside the envelope: mcpwire %v, go-sdk %v", n, ours, theirs)
+		}
+	}
+}
+
+func TestParseFromServerExcerpt(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", 100)
+	for _, tt := range []struct{ in, want string }{
+		{"hello", `at byte 0: not a JSON object; the server wrote "hello"`},
+		{"\x1b[31mred\u202e", `the server wrote "\u{1B}[31mred\u{202E}"`},
+		{long, `the server wrote "` + strings.Repeat("é", 40) + `"…`},
+		{`{"jsonrpc":"2.0","id":1,"result":{}} ` + long, `…"` + strings.Repeat("é", 0)},
+	} {
+		_, err := ParseFromServer([]byte(tt.in))
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !utf8.ValidString(err.Error()) {
+			t.Errorf("%q: %v, want %q", tt.in, err, tt.want)
 		}
 	}
 }

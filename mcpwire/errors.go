@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/mcpsign/mcpsign/digest"
 )
@@ -66,10 +67,13 @@ func (e *ListError) Error() string {
 
 func (e *ListError) Unwrap() error { return e.Err }
 
-// shorten cuts s to about max bytes for a message.
+// shorten cuts s to about max bytes for a message, at a UTF-8 boundary.
 func shorten(s string, max int) string {
 	if len(s) <= max {
 		return s
+	}
+	for max > 0 && !utf8.RuneStart(s[max]) {
+		max--
 	}
 	return s[:max] + "…"
 }

@@ -51,3 +51,31 @@ func TestParseHeaders(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseHeaders: whatever the argument, a parsed header holds no line
+// break or NUL, and no error shows the environment's value or the part of
+// the argument after its colon.
+func FuzzParseHeaders(f *testing.F) {
+	for _, s := range []string{"Authorization: Bearer ${TOKEN}", "X: $$${TOKEN}$$", "X: ${", "X: $", "Bad Name: v", "X:${TOKEN}${TOKEN}", "X: ${UNSET}"} {
+		f.Add(s)
+	}
+	const secret = "fuzz-secret-value"
+	lookup := func(name string) (string, bool) { return secret, name == "TOKEN" }
+	f.Fuzz(func(t *testing.T, line string) {
+		h, err := ParseHeaders([]string{line}, lookup)
+		if err != nil {
+			_, value, _ := strings.Cut(line, ":")
+			if strings.Contains(err.Error(), secret) || len(strings.TrimSpace(value)) > 3 && strings.Contains(err.Error(), strings.TrimSpace(value)) {
+				t.Fatalf("error %q shows a value", err)
+			}
+			return
+		}
+		for _, vs := range h {
+			for _, v := range vs {
+				if strings.ContainsAny(v, "\r\n\x00") {
+					t.Fatalf("value %q", v)
+				}
+			}
+		}
+	})
+}

@@ -311,3 +311,16 @@ func TestReadResponse(t *testing.T) {
 		}
 	})
 }
+
+func TestLimitBody(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		size int
+		trip bool
+	}{{100, false}, {101, true}, {5000, true}} {
+		data, err := io.ReadAll(LimitBody(io.NopCloser(strings.NewReader(strings.Repeat("x", tt.size))), 100))
+		if tripped := errors.Is(err, ErrMessageTooLarge); tripped != tt.trip || !tt.trip && (err != nil || len(data) != tt.size) {
+			t.Errorf("size %d: %d bytes, err %v", tt.size, len(data), err)
+		}
+	}
+}

@@ -381,7 +381,7 @@ func ReadResponse(ctx context.Context, kind BodyKind, body io.ReadCloser, c *Str
 
 	var r io.Reader = body
 	if o.MaxBodyBytes > 0 {
-		r = &capReader{r: body, left: o.MaxBodyBytes, max: o.MaxBodyBytes}
+		r = LimitBody(body, o.MaxBodyBytes)
 	}
 	if kind == BodyJSON {
 		data, err := io.ReadAll(io.LimitReader(r, int64(o.MaxMessageBytes)+1))
@@ -411,6 +411,9 @@ func ReadResponse(ctx context.Context, kind BodyKind, body io.ReadCloser, c *Str
 			}
 			return c.End()
 		}
+		if errors.Is(err, ErrMessageTooLarge) {
+			err = fmt.Errorf("%w: a message has more than %d bytes", ErrMessageTooLarge, o.MaxMessageBytes)
+		}
 		if err != nil {
 			return nil, why(err)
 		}
@@ -435,9 +438,16 @@ func ReadResponse(ctx context.Context, kind BodyKind, body io.ReadCloser, c *Str
 	}
 }
 
+// LimitBody returns body capped at max bytes: a read beyond them fails
+// with an error wrapping ErrMessageTooLarge (a body is never cut short
+// silently). Closing it closes body.
+func LimitBody(body io.ReadCloser, max int64) io.ReadCloser {
+	return &capReader{body: body, left: max, max: max}
+}
+
 // capReader fails once more than max bytes have been read.
 type capReader struct {
-	r    io.Reader
+	body io.ReadCloser
 	left int64
 	max  int64
 }
@@ -449,13 +459,15 @@ func (c *capReader) Read(p []byte) (int, error) {
 	if int64(len(p)) > c.left+1 {
 		p = p[:c.left+1]
 	}
-	n, err := c.r.Read(p)
+	n, err := c.body.Read(p)
 	c.left -= int64(n)
 	if c.left < 0 {
 		return 0, c.tooLarge()
 	}
 	return n, err
 }
+
+func (c *capReader) Close() error { return c.body.Close() }
 
 func (c *capReader) tooLarge() error {
 	return fmt.Errorf("%w: the response body has more than %d bytes", ErrMessageTooLarge, c.max)

@@ -1,9 +1,15 @@
 package source
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"strconv"
+	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/mcpsign/mcpsign/mcpwire"
@@ -121,4 +127,71 @@ func shorten(s string, max int) string {
 		cut--
 	}
 	return strconv.Quote(s[:cut]) + "…"
+}
+
+// ConnectError is a request to a Streamable HTTP server that did not reach
+// it: the host did not resolve, refused the connection, timed out, or
+// failed the TLS handshake. Its message names the host (never the path or
+// query of the URL, which may carry a token) and says what to check.
+type ConnectError struct {
+	Host string
+	Err  error
+}
+
+func (e *ConnectError) Error() string {
+	reason, todo := connectReason(e.Err)
+	return "cannot reach " + strconv.Quote(e.Host) + ": " + reason + " (" + todo + ")"
+}
+
+func (e *ConnectError) Unwrap() error { return e.Err }
+
+// connectReason says in a few words why a connection failed, and what to
+// check.
+func connectReason(err error) (reason, todo string) {
+	var (
+		dns       *net.DNSError
+		authority x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		record    tls.RecordHeaderError
+		cert      *tls.CertificateVerificationError
+	)
+	switch {
+	case errors.As(err, &dns):
+		return "the host name does not resolve", "check the host in the URL"
+	case errors.As(err, &authority):
+		return "its TLS certificate is signed by an unknown authority", "the server's certificate must chain to a root this system trusts"
+	case errors.As(err, &hostname):
+		return "its TLS certificate is for another host name", "check the host in the URL"
+	case errors.As(err, &invalid):
+		return "its TLS certificate is not valid (" + shortText(invalid.Error()) + ")", "the server's certificate must be renewed or fixed"
+	case errors.As(err, &record):
+		return "it does not answer in TLS", "check whether the URL should be http://"
+	case errors.As(err, &cert):
+		return "its TLS certificate does not verify", "the server's certificate must chain to a root this system trusts"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "the connection was refused", "check that the server is running and listens on that port"
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return "the connection timed out", "check the host and port, and that nothing blocks them"
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return shortText(op.Err.Error()), "check the URL and that the server is running"
+	}
+	return shortText(err.Error()), "check the URL and that the server is running"
+}
+
+// shortText cuts an error text to one short line.
+func shortText(s string) string {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		cut := 200
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
 }

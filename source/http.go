@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"mime"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -24,70 +23,10 @@ import (
 	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
-// reservedHeader reports whether a header (canonical name) is set by the
-// Streamable HTTP transport itself.
-func reservedHeader(canon string) bool {
-	switch canon {
-	case "Content-Type", "Content-Length", "Accept", "Mcp-Session-Id", "Mcp-Protocol-Version",
-		"Last-Event-Id", "Transfer-Encoding", "Connection":
-		return true
-	}
-	return false
-}
-
-// ParseHeaders reads repeatable "Name: value" arguments (as given to
-// --header) into an http.Header. Errors name the header, never its value.
-func ParseHeaders(lines []string) (http.Header, error) {
-	h := http.Header{}
-	for i, line := range lines {
-		name, value, ok := strings.Cut(line, ":")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" {
-			return nil, fmt.Errorf("header #%d: want \"Name: value\"", i+1)
-		}
-		h.Add(name, strings.TrimSpace(value))
-	}
-	if err := validateHeaders(h); err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
-func validateHeaders(h http.Header) error {
-	for name, values := range h {
-		if !validHeaderName(name) {
-			return fmt.Errorf("header name %q is not a valid HTTP header name", name)
-		}
-		canon := textproto.CanonicalMIMEHeaderKey(name)
-		if reservedHeader(canon) {
-			return fmt.Errorf("header %s is set by the MCP transport and cannot be given", canon)
-		}
-		for _, v := range values {
-			if strings.ContainsAny(v, "\r\n\x00") {
-				return fmt.Errorf("header %s: the value holds a line break or NUL", canon)
-			}
-		}
-	}
-	return nil
-}
-
-// validHeaderName reports whether name is an RFC 9110 token.
-func validHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // loadHTTP lists a Streamable HTTP server through go-sdk's client transport,
 // with a wrapped http.RoundTripper that adds the user's headers (same origin
-// only), the negotiated protocol version header, and the message size cap.
+// only) and the negotiated protocol version header, and reads every
+// response as docs/REMOTE.md, "Reading Streamable HTTP", says.
 func loadHTTP(parent context.Context, endpoint string, o *Options) (*digest.Snapshot, error) {
 	ctx, abort, stop := withLimits(parent, o)
 	defer stop()
@@ -105,8 +44,11 @@ func loadHTTP(parent context.Context, endpoint string, o *Options) (*digest.Snap
 		headers: o.Headers,
 		max:     o.MaxMessageBytes,
 		abort:   abort,
+		ctx:     ctx,
+		url:     endpoint,
 	}
 	client := &http.Client{Transport: rt}
+	rt.client = client
 	if b := o.HTTPClient; b != nil {
 		if b.Transport != nil {
 			rt.base = b.Transport
@@ -114,23 +56,20 @@ func loadHTTP(parent context.Context, endpoint string, o *Options) (*digest.Snap
 		client.Jar, client.Timeout = b.Jar, b.Timeout
 	}
 	client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if originOf(req.URL) != rt.origin {
-			return fmt.Errorf("redirect to another origin (%s) refused: headers go to %s only", originOf(req.URL), rt.origin)
-		}
-		if len(via) >= 10 {
-			return errors.New("stopped after 10 redirects")
+		if err := mcpwire.CheckRedirect(req, via); err != nil {
+			return rt.fail(err)
 		}
 		return nil
 	}
 	t := &mcp.StreamableClientTransport{
 		Endpoint:   endpoint,
 		HTTPClient: client,
-		// Resume an interrupted response stream a couple of times; the
-		// listing timeout bounds it anyway.
-		MaxRetries: 2,
+		// No resumption: each answer must come in its own response.
+		MaxRetries: -1,
 		// Only answers to our own requests matter.
 		DisableStandaloneSSE: true,
-		// Beyond our own per-event cap (sseCap), so ours reports first.
+		// Beyond our own per-event cap (mcpwire.ReadResponse), so ours
+		// reports first.
 		MaxEventSize: eventLimit(o.MaxMessageBytes),
 	}
 	conn, err := t.Connect(ctx)
@@ -153,6 +92,10 @@ func loadHTTP(parent context.Context, endpoint string, o *Options) (*digest.Snap
 // unreachable reports whether err means the server could not be reached
 // at all (DNS, connect, TLS), rather than that it answered badly.
 func unreachable(err error) bool {
+	var ce *ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
 	var op *net.OpError
 	var dns *net.DNSError
 	var cert *tls.CertificateVerificationError
@@ -175,8 +118,12 @@ func originOf(u *url.URL) string {
 	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
 }
 
-// roundTripper adds headers, caps response bodies, and reads every
-// message in them strictly (mcpwire.HTTPBodies) before go-sdk decodes it.
+// roundTripper adds headers and reads every response strictly before
+// go-sdk decodes it: the Mcp-Session-Id (mcpwire.SessionIDs), the status,
+// the Content-Type (mcpwire.ReadContentType), and each response body to a
+// POSTed request whole (mcpwire.ReadResponse): go-sdk gets the messages
+// that passed, re-framed, and the answer only once the stream has ended
+// cleanly. A violation aborts the listing with its cause.
 type roundTripper struct {
 	base    http.RoundTripper
 	origin  string
@@ -184,7 +131,15 @@ type roundTripper struct {
 	max     int64
 	abort   context.CancelCauseFunc
 
-	ids mcpwire.HTTPBodies // requests in flight: every response body is read strictly against them
+	sessions mcpwire.SessionIDs
+
+	// The server's own stream (GET), opened as the official clients open
+	// it once the session is initialized, so that what it pushes is read
+	// as strictly as the answers (listen).
+	ctx       context.Context // the listing's
+	url       string
+	client    *http.Client
+	listening sync.Once
 
 	mu      sync.Mutex
 	version string // negotiated by the initialize handshake
@@ -194,6 +149,12 @@ func (rt *roundTripper) setVersion(v string) {
 	rt.mu.Lock()
 	rt.version = v
 	rt.mu.Unlock()
+}
+
+// fail aborts the listing with err and returns it.
+func (rt *roundTripper) fail(err error) error {
+	rt.abort(err)
+	return err
 }
 
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -216,134 +177,175 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if version != "" && req.Header.Get("Mcp-Protocol-Version") == "" {
 		req.Header.Set("Mcp-Protocol-Version", version)
 	}
+	var check *mcpwire.StreamCheck
+	initialized := false
 	if req.Body != nil && req.Method == http.MethodPost {
 		body, err := io.ReadAll(req.Body)
 		req.Body.Close()
 		if err != nil {
 			return nil, err
 		}
-		rt.ids.Sent(body)
+		// Only a request is answered; go-sdk reads no body of the
+		// response to a notification or to an answer of ours.
+		check, _ = mcpwire.NewPostCheck(body)
+		if m, err := mcpwire.Parse(body); err == nil && m.Kind == mcpwire.KindNotification && m.Method == "notifications/initialized" {
+			initialized = true
+		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	if req.Method == http.MethodGet && req.Context().Value(listenKey{}) == nil {
+		// Resuming a stream (go-sdk's only GET here, the standalone stream
+		// being off) is refused: a POST response must hold its answer.
+		return nil, rt.fail(fmt.Errorf("%w: a response stream to resume (mcpsign reads each answer from its own response)", ErrProtocol))
 	}
 	resp, err := rt.base.RoundTrip(req)
 	if err != nil {
+		if req.Context().Err() == nil {
+			return nil, rt.fail(connectError(req.URL, err))
+		}
 		return nil, err
 	}
-	tooLarge := func() error {
-		err := fmt.Errorf("%w: a message has more than %d bytes", ErrMessageTooLarge, rt.max)
-		rt.abort(err)
-		return err
+	if err := rt.sessions.Check(resp.Header); err != nil {
+		resp.Body.Close()
+		return nil, rt.fail(err)
 	}
-	violation := func(err error) error {
-		rt.abort(err)
-		return err
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		resp.Body.Close()
+		return nil, rt.fail(&mcpwire.StatusError{Method: req.Method, Status: resp.StatusCode})
+	case resp.StatusCode/100 == 3:
+		// The client follows it or not (mcpwire.CheckRedirect); its body is
+		// never read as a message.
+		resp.Body = mcpwire.LimitBody(resp.Body, 64<<10)
+		return resp, nil
+	case initialized && resp.StatusCode/100 == 2:
+		rt.listening.Do(func() { go rt.listen() })
+		resp.Body = mcpwire.LimitBody(resp.Body, rt.max)
+		return resp, nil
+	case req.Context().Value(listenKey{}) != nil:
+		return resp, nil // listen reads it
+	case resp.StatusCode/100 != 2 || check == nil:
+		// A rejection (go-sdk reports the status, and at most a JSON-RPC
+		// error from the body, never a message it acts on), or the answer
+		// to a notification or response, whose body go-sdk does not read.
+		resp.Body = mcpwire.LimitBody(resp.Body, rt.max)
+		return resp, nil
+	case resp.StatusCode != http.StatusOK:
+		resp.Body.Close()
+		return nil, rt.fail(fmt.Errorf("%w: status %d to a request (want 200 with its answer)", ErrProtocol, resp.StatusCode))
 	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if resp.StatusCode/100 != 2 {
-		mt = "" // a rejection: go-sdk reports the status and reads no message
+	kind, err := mcpwire.ReadContentType(resp.Header)
+	if err != nil {
+		resp.Body.Close()
+		return nil, rt.fail(err)
 	}
-	switch mt {
-	case "text/event-stream":
-		resp.Body = rt.ids.SSE(&sseCap{body: resp.Body, max: rt.max + 16<<10, tooLarge: tooLarge}, violation)
-	case "application/json":
-		resp.Body = rt.ids.JSON(&bodyCap{body: resp.Body, left: rt.max, tooLarge: tooLarge}, violation)
-	default:
-		resp.Body = &bodyCap{body: resp.Body, left: rt.max, tooLarge: tooLarge}
-	}
+	pr, pw := io.Pipe()
+	body := resp.Body
+	resp.Body = pr
+	resp.ContentLength = -1
+	go rt.read(req.Context(), kind, body, check, pw)
 	return resp, nil
 }
 
-// bodyCap caps a response body that holds one message.
-type bodyCap struct {
-	body     io.ReadCloser
-	left     int64
-	tooLarge func() error
-	err      error
+// listenKey marks the context of listen's GET request.
+type listenKey struct{}
+
+// listen opens the server's own stream (GET), as the TypeScript SDK and
+// go-sdk clients do once the session is initialized, and reads it until
+// the listing ends: requests and notifications may come there, an answer
+// may not (nothing is pending on it: mcpwire.NewGetCheck). A server that
+// pushes an answer there, where a client would take it for the answer to
+// a pending request, is refused. A server without the stream (405) or that
+// refuses it is left alone, as the clients do.
+func (rt *roundTripper) listen() {
+	ctx := context.WithValue(rt.ctx, listenKey{}, true)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rt.url, nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if id := rt.sessions.ID(); id != "" {
+		req.Header.Set("Mcp-Session-Id", id)
+	}
+	resp, err := rt.client.Do(req)
+	if err != nil {
+		return // a refused redirect or connection aborted the listing already
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return
+	}
+	kind, err := mcpwire.ReadContentType(resp.Header)
+	if err == nil && kind != mcpwire.BodyEventStream {
+		err = fmt.Errorf("%w: %w: the server's own stream is not text/event-stream", ErrProtocol, mcpwire.ErrContentType)
+	}
+	if err != nil {
+		resp.Body.Close()
+		rt.abort(err)
+		return
+	}
+	_, err = mcpwire.ReadResponse(ctx, kind, resp.Body, mcpwire.NewGetCheck(), mcpwire.ResponseOptions{
+		MaxMessageBytes: int(min(rt.max, math.MaxInt32)),
+		MaxBodyBytes:    -1,
+	}, func([]byte) error { return nil }) // mcpsign lists; what the server says there is only checked
+	if err != nil && ctx.Err() == nil {
+		rt.abort(fmt.Errorf("the server's own stream: %w", err))
+	}
 }
 
-func (b *bodyCap) Read(p []byte) (int, error) {
-	if b.err != nil {
-		return 0, b.err
-	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.body.Read(p)
-	b.left -= int64(n)
-	if b.left < 0 {
-		b.err = b.tooLarge()
-		return 0, b.err
-	}
-	return n, err
-}
-
-func (b *bodyCap) Close() error { return b.body.Close() }
-
-// sseCap caps each event of a server-sent event stream (the bytes between
-// blank lines), that is each message with its few field names.
-type sseCap struct {
-	body     io.ReadCloser
-	max      int64
-	tooLarge func() error
-	event    int64 // bytes of the current event so far
-	lineLen  int   // bytes of the current line, without line ends
-	err      error
-}
-
-func (s *sseCap) Read(p []byte) (int, error) {
-	if s.err != nil {
-		return 0, s.err
-	}
-	n, err := s.body.Read(p)
-	rest := p[:n]
-	for len(rest) > 0 {
-		i := bytes.IndexByte(rest, '\n')
-		line := rest
-		if i >= 0 {
-			line = rest[:i]
+// read reads one response body strictly and writes what passed to w for
+// go-sdk: each message as one event (or the JSON answer as it is).
+func (rt *roundTripper) read(ctx context.Context, kind mcpwire.BodyKind, body io.ReadCloser, check *mcpwire.StreamCheck, w *io.PipeWriter) {
+	write := func(msg []byte) error {
+		if kind == mcpwire.BodyJSON {
+			_, err := w.Write(msg)
+			return err
 		}
-		// \r is part of a line end; a lone \r line end (rare) is counted
-		// as if the event went on, which only errs on the strict side.
-		s.lineLen += len(line) - countCR(line)
-		s.event += int64(len(line))
-		if i >= 0 {
-			s.event++
-		}
-		if s.event > s.max {
-			s.err = s.tooLarge()
-			return 0, s.err
-		}
-		if i < 0 {
+		_, err := w.Write(eventOf(msg))
+		return err
+	}
+	held, err := mcpwire.ReadResponse(ctx, kind, body, check, mcpwire.ResponseOptions{
+		MaxMessageBytes: int(min(rt.max, math.MaxInt32)),
+		MaxBodyBytes:    max(mcpwire.DefaultMaxBodyBytes, 2*rt.max+mcpwire.EventOverhead),
+	}, write)
+	for _, msg := range held {
+		if err != nil {
 			break
 		}
-		if s.lineLen == 0 {
-			s.event = 0 // a blank line ends the event
-		}
-		s.lineLen = 0
-		rest = rest[i+1:]
+		err = write(msg)
 	}
-	return n, err
+	if err != nil && !errors.Is(err, io.ErrClosedPipe) {
+		rt.abort(err)
+	}
+	w.CloseWithError(err)
 }
 
-// countCR counts the carriage returns in b.
-func countCR(b []byte) int {
-	n := 0
-	for i := bytes.IndexByte(b, '\r'); i >= 0; i = bytes.IndexByte(b, '\r') {
-		n++
-		b = b[i+1:]
+// eventOf frames one checked message as a server-sent event: a data line
+// for each of its lines (a message split over data lines splits between
+// JSON tokens).
+func eventOf(msg []byte) []byte {
+	out := make([]byte, 0, len(msg)+16)
+	for line := range bytes.SplitSeq(msg, []byte("\n")) {
+		out = append(out, "data: "...)
+		out = append(out, line...)
+		out = append(out, '\n')
 	}
-	return n
+	return append(out, '\n')
 }
 
-func (s *sseCap) Close() error { return s.body.Close() }
+// connectError says what failed when a request did not reach the server.
+func connectError(u *url.URL, err error) error {
+	return &ConnectError{Host: u.Host, Err: err}
+}
 
 // sdkWire carries messages through go-sdk's Streamable HTTP transport,
 // which frames them in request and response bodies. The bodies themselves
-// are read strictly before go-sdk decodes them (roundTripper: every
-// message is checked with mcpwire.Parse, and every response must carry the
-// id of a request in flight byte for byte), so that what go-sdk hands on
-// is exactly what was sent; a message is then re-encoded from go-sdk's form
-// for the session to read.
+// are read strictly and whole before go-sdk decodes them (roundTripper,
+// mcpwire.ReadResponse: every message parsed strictly, one answer per
+// request with its id byte for byte, the answer handed on only once its
+// stream ended cleanly), so that what go-sdk hands on is exactly what was
+// checked; a message is then re-encoded from go-sdk's form for the session
+// to read.
 type sdkWire struct {
 	conn mcp.Connection
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
 const secret = "s3cret-token-value"
@@ -155,8 +159,89 @@ func TestHTTPErrors(t *testing.T) {
 			is: ErrProtocol, stage: "initialize", msg: `a response with id "x" answers no pending request`,
 		},
 		{
+			name: "SSE lone CR", url: sse("data: {\"jsonrpc\":\"2.0\",\"id\":ID,\r\"result\":{}}\n\n"),
+			is: mcpwire.ErrEventStream, stage: "initialize", msg: "a CR that is not part of a CRLF line end",
+		},
+		{
+			name: "SSE byte-order mark", url: sse("\xef\xbb\xbfdata: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{}}\n\n"),
+			is: mcpwire.ErrEventStream, stage: "initialize", msg: "byte-order mark",
+		},
+		{
+			name: "SSE event name with a space", url: sse("event: message \ndata: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{}}\n\n"),
+			is: mcpwire.ErrEventStream, stage: "initialize", msg: `an event named "message "`,
+		},
+		{
+			name: "SSE second answer", url: sse("data: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{}}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{}}\n\n"),
+			is: mcpwire.ErrStream, stage: "initialize", msg: "a second answer",
+		},
+		{
+			name: "SSE cut off", url: sse("data: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{}}\n"),
+			is: mcpwire.ErrEventStream, stage: "initialize", msg: "ends inside an event",
+		},
+		{
+			name: "latin1 charset", url: func(t *testing.T) string {
+				return rawHTTP(t, func(id json.RawMessage) (string, string) {
+					return "application/json; charset=iso-8859-1", `{"jsonrpc":"2.0","id":` + string(id) + `,"result":{}}`
+				})
+			},
+			is: mcpwire.ErrContentType, stage: "initialize", msg: "charset other than utf-8",
+		},
+		{
+			name: "no content type", url: func(t *testing.T) string {
+				return rawHTTP(t, func(id json.RawMessage) (string, string) {
+					return "", `{"jsonrpc":"2.0","id":` + string(id) + `,"result":{}}`
+				})
+			},
+			is: mcpwire.ErrContentType, stage: "initialize", msg: "no Content-Type",
+		},
+		{
+			name: "401", url: status(http.StatusUnauthorized, nil),
+			is: mcpwire.ErrUnauthorized, stage: "initialize", msg: "the server refused the POST request with 401 Unauthorized: it wants credentials",
+		},
+		{
+			name: "403", url: status(http.StatusForbidden, nil),
+			is: mcpwire.ErrForbidden, stage: "initialize", msg: "403 Forbidden: the credentials sent do not allow it",
+		},
+		{
+			name: "302 of a POST", url: status(http.StatusFound, http.Header{"Location": {"/elsewhere"}}),
+			is: mcpwire.ErrRedirect, stage: "initialize", msg: "a 302 redirect of a POST",
+		},
+		{
+			name: "session id changed", url: func(t *testing.T) string {
+				n := 0
+				var mu sync.Mutex
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					mu.Lock()
+					n++
+					w.Header().Set("Mcp-Session-Id", fmt.Sprint("session-", n))
+					mu.Unlock()
+					http.Error(w, "no", http.StatusBadRequest) // server/discover refused: initialize follows
+				}))
+				t.Cleanup(srv.Close)
+				return srv.URL
+			},
+			is: ErrProtocol, stage: "initialize", msg: "changed its Mcp-Session-Id",
+		},
+		{
+			name: "untrusted TLS", url: func(t *testing.T) string {
+				srv := httptest.NewTLSServer(http.NotFoundHandler())
+				srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+				t.Cleanup(srv.Close)
+				return srv.URL
+			},
+			stage: "start", msg: "its TLS certificate is signed by an unknown authority",
+		},
+		{
+			name: "TLS to plain HTTP", url: func(t *testing.T) string {
+				srv := httptest.NewServer(http.NotFoundHandler())
+				t.Cleanup(srv.Close)
+				return strings.Replace(srv.URL, "http://", "https://", 1)
+			},
+			stage: "start", msg: "it does not answer in TLS (check whether the URL should be http://)",
+		},
+		{
 			name: "unreachable", url: func(*testing.T) string { return closed() },
-			stage: "start", msg: "connection refused",
+			stage: "start", msg: "the connection was refused (check that the server is running",
 		},
 		{
 			name: "no such host", url: func(*testing.T) string { return "http://mcpsign-no-such-host.invalid/mcp" },
@@ -222,7 +307,9 @@ func TestHTTPHeaders(t *testing.T) {
 	for _, stateless := range []bool{false, true} {
 		log := &headerLog{}
 		url := sdkHTTP(t, 3, &mcp.StreamableHTTPOptions{Stateless: stateless}, log.middleware)
-		headers, err := ParseHeaders([]string{"Authorization: Bearer " + secret, "X-Extra:  two words "})
+		headers, err := mcpwire.ParseHeaders([]string{"Authorization: Bearer ${MCPSIGN_TEST_TOKEN}", "X-Extra:  two words "}, func(name string) (string, bool) {
+			return secret, name == "MCPSIGN_TEST_TOKEN"
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,75 +376,31 @@ func TestHTTPHeaderValuesNeverShown(t *testing.T) {
 	}
 }
 
-func TestParseHeaders(t *testing.T) {
-	h, err := ParseHeaders([]string{"Authorization: Bearer a:b", "x-api-key:k", "X-Api-Key: k2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.Get("Authorization") != "Bearer a:b" || strings.Join(h.Values("X-Api-Key"), ",") != "k,k2" {
-		t.Errorf("headers %v", h)
-	}
-	for _, bad := range []string{"no colon " + secret, ": " + secret, "Bad Name: " + secret, "Mcp-Session-Id: " + secret, "accept: " + secret} {
-		_, err := ParseHeaders([]string{bad})
-		if err == nil {
-			t.Errorf("ParseHeaders(%q): no error", bad)
-		} else if strings.Contains(err.Error(), secret) {
-			t.Errorf("ParseHeaders error %q shows the value", err)
-		}
-	}
+func TestHeaderLineBreak(t *testing.T) {
 	if _, err := Load(context.Background(), Spec{URL: "http://127.0.0.1:1/"}, Options{Headers: http.Header{"X": {"a\r\nb"}}}); err == nil {
 		t.Error("a header value with a line break was accepted")
 	}
 }
 
-// TestSSECap: the cap applies to each event, not to the stream; blank
-// lines (\n\n or \r\n\r\n) end an event.
-func TestSSECap(t *testing.T) {
-	event := func(n int, eol string) string {
-		return "id: 1" + eol + "data: " + strings.Repeat("x", n) + eol + eol
-	}
-	tests := []struct {
-		name   string
-		stream string
-		trip   bool
-	}{
-		{name: "many small events", stream: strings.Repeat(event(90, "\n"), 50)},
-		{name: "many small events, CRLF", stream: strings.Repeat(event(90, "\r\n"), 50)},
-		{name: "one big event", stream: event(10, "\n") + event(200, "\n"), trip: true},
-		{name: "big event over several data lines", stream: "data: " + strings.Repeat("x", 60) + "\ndata: " + strings.Repeat("x", 60) + "\n\n", trip: true},
-	}
-	for _, tt := range tests {
-		tripped := false
-		c := &sseCap{body: io.NopCloser(strings.NewReader(tt.stream)), max: 120, tooLarge: func() error {
-			tripped = true
-			return ErrMessageTooLarge
-		}}
-		// Read in odd-sized chunks, so lines and events span reads.
-		buf := make([]byte, 7)
-		var err error
-		for err == nil {
-			_, err = c.Read(buf)
-		}
-		if tripped != tt.trip || (tt.trip && !errors.Is(err, ErrMessageTooLarge)) || (!tt.trip && err != io.EOF) {
-			t.Errorf("%s: tripped %v, err %v; want tripped %v", tt.name, tripped, err, tt.trip)
-		}
+// sse serves body (ID replaced by each request's id) as the
+// text/event-stream answer to every request.
+func sse(body string) func(t *testing.T) string {
+	return func(t *testing.T) string {
+		return rawHTTP(t, func(id json.RawMessage) (string, string) {
+			return "text/event-stream", strings.ReplaceAll(body, "ID", string(id))
+		})
 	}
 }
 
-func TestBodyCap(t *testing.T) {
-	for _, tt := range []struct {
-		size int
-		trip bool
-	}{{100, false}, {101, true}, {5000, true}} {
-		tripped := false
-		b := &bodyCap{body: io.NopCloser(strings.NewReader(strings.Repeat("x", tt.size))), left: 100, tooLarge: func() error {
-			tripped = true
-			return ErrMessageTooLarge
-		}}
-		data, err := io.ReadAll(b)
-		if tripped != tt.trip || (tt.trip != (err != nil)) || (!tt.trip && len(data) != tt.size) {
-			t.Errorf("size %d: tripped %v, %d bytes, err %v", tt.size, tripped, len(data), err)
-		}
+// status answers every request with code and header.
+func status(code int, header http.Header) func(t *testing.T) string {
+	return func(t *testing.T) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			maps.Copy(w.Header(), header)
+			w.WriteHeader(code)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
 	}
 }
 
@@ -373,7 +416,11 @@ func rawHTTP(t *testing.T, answer func(id json.RawMessage) (contentType, body st
 			return
 		}
 		ct, body := answer(req.ID)
-		w.Header().Set("Content-Type", ct)
+		if ct != "" {
+			w.Header().Set("Content-Type", ct)
+		} else {
+			w.Header()["Content-Type"] = nil // no sniffing: no Content-Type at all
+		}
 		io.WriteString(w, body)
 	}))
 	t.Cleanup(srv.Close)

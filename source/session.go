@@ -180,7 +180,7 @@ func (e *rejectedError) Unwrap() error { return e.err }
 // when it is gone, an oversized message, or a protocol error.
 func (s *session) transportError(ctx context.Context, err error, write bool) error {
 	if ctx.Err() != nil {
-		return contextError(ctx)
+		return s.unreadError(contextError(ctx))
 	}
 	if errors.Is(err, ErrMessageTooLarge) {
 		return err
@@ -190,7 +190,7 @@ func (s *session) transportError(ctx context.Context, err error, write bool) err
 	}
 	if s.exited != nil && gone(err) {
 		if exitErr := s.exited(); exitErr != nil {
-			return exitErr
+			return s.unreadError(exitErr)
 		}
 	}
 	if ctx.Err() != nil { // the abort may have raced with the read error
@@ -206,6 +206,23 @@ func (s *session) transportError(ctx context.Context, err error, write bool) err
 		return fmt.Errorf("sending to the server: %w", err)
 	}
 	return fmt.Errorf("%w: %w", ErrProtocol, err)
+}
+
+// unreadError returns err, or when err says the server exited and it wrote
+// a line nobody read that is not a message ("echo hello"), the error of that
+// line: it says more than the exit.
+func (s *session) unreadError(err error) error {
+	if !errors.Is(err, ErrServerExited) {
+		return err
+	}
+	if u, ok := s.w.(interface{ unread() ([]byte, bool) }); ok {
+		if line, ok := u.unread(); ok {
+			if _, perr := mcpwire.ParseFromServer(line); perr != nil {
+				return fmt.Errorf("%w, and then the server exited", perr)
+			}
+		}
+	}
+	return err
 }
 
 // gone reports whether a read or write error means the other end is gone

@@ -71,7 +71,7 @@ type Options struct {
 	// (for example Authorization). Their values never appear in errors.
 	// Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version and
 	// Last-Event-Id are set by the transport and may not be given; see
-	// [ParseHeaders].
+	// [mcpwire.ParseHeaders].
 	Headers http.Header
 	// HTTPClient is the base client for a Streamable HTTP server (TLS
 	// settings, proxies). Nil means a plain client. Its transport is wrapped
@@ -162,7 +162,7 @@ func (o *Options) validate() error {
 		return err
 	}
 	o.ClientCapabilities = caps
-	return validateHeaders(o.Headers)
+	return mcpwire.CheckHeaders(o.Headers)
 }
 
 // Spec says where a snapshot comes from. Exactly one field is set; build it

@@ -277,6 +277,20 @@ func (w *stdioWire) send(ctx context.Context, msg []byte) error {
 	return err
 }
 
+// unread returns a line the server wrote and nobody read yet, if one comes
+// soon (it is called once the server has exited, when the rest of its
+// stdout is at hand).
+func (w *stdioWire) unread() ([]byte, bool) {
+	t := time.NewTimer(200 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case l := <-w.lines:
+		return l.line, l.err == nil
+	case <-t.C:
+		return nil, false
+	}
+}
+
 func (w *stdioWire) recv(ctx context.Context) ([]byte, error) {
 	select {
 	case l := <-w.lines:

@@ -46,8 +46,9 @@ exits 1: a partial set is never reported as complete.`,
   # The same, as one quoted command line
   mcpsign digest 'node server.js --stdio'
 
-  # A Streamable HTTP server, with a bearer token from the environment
-  mcpsign digest https://mcp.example.com/mcp --header "Authorization: Bearer $TOKEN"
+  # A Streamable HTTP server, with a bearer token mcpsign reads from the
+  # environment (single quotes: the token is in no argument; $$ is a $)
+  mcpsign digest https://mcp.example.com/mcp --header 'Authorization: Bearer ${TOKEN}'
 
   # A saved snapshot, as JSON for scripts
   mcpsign digest server.snapshot.json --format json

@@ -4,8 +4,9 @@
 //   node tsclient.mjs '<config JSON>'
 //
 // config: {command, args, call?: {name, arguments}, pipeline?: bool,
-// afterCall?: {name, arguments}, timeoutMs, settleMs}. It spawns command
-// through StdioClientTransport, connects, reads getInstructions(), lists
+// afterCall?: {name, arguments}, timeoutMs, settleMs}, or {url, ...} for a
+// Streamable HTTP server. It spawns command through StdioClientTransport
+// (or speaks to url through StreamableHTTPClientTransport), connects, reads getInstructions(), lists
 // every page of tools, prompts and resource templates (following
 // nextCursor), optionally calls a tool (with pipeline: a tools/list and the
 // call at once), re-lists on every list_changed, optionally makes one more
@@ -17,6 +18,7 @@
 // timeout: one that runs out is listed in hung.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   CallToolResultSchema,
   ListPromptsResultSchema,
@@ -44,17 +46,23 @@ const out = {
   stderr: '',
 };
 
-const transport = new StdioClientTransport({
-  command: cfg.command,
-  args: cfg.args,
-  env: process.env,
-  stderr: 'pipe',
-});
+const transport = cfg.url
+  ? new StreamableHTTPClientTransport(new URL(cfg.url))
+  : new StdioClientTransport({
+    command: cfg.command,
+    args: cfg.args,
+    env: process.env,
+    stderr: 'pipe',
+  });
 let exited;
 const exitedPromise = new Promise((resolve) => { exited = resolve; });
 const start = transport.start.bind(transport);
 transport.start = async () => {
   await start();
+  if (cfg.url) {
+    exited();
+    return;
+  }
   transport._process.on('exit', (code, signal) => {
     out.exitCode = code ?? signal;
     exited();
@@ -196,12 +204,11 @@ async function main() {
   }
   await Promise.race([client.close(), sleep(6000)]);
   await Promise.race([exitedPromise, sleep(3000)]);
-  process.stdout.write(JSON.stringify(out) + '\n');
-  process.exit(0);
+  // Exit once the line is written: a large one is still in flight.
+  process.stdout.write(JSON.stringify(out) + '\n', () => process.exit(0));
 }
 
 main().catch((e) => {
   out.errors.push({ method: 'client', code: null, message: String(e?.stack ?? e) });
-  process.stdout.write(JSON.stringify(out) + '\n');
-  process.exit(0);
+  process.stdout.write(JSON.stringify(out) + '\n', () => process.exit(0));
 });

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/source"
 )
 
@@ -73,7 +75,7 @@ func (o *SourceOptions) Spec(cmd *cobra.Command, args []string) (source.Spec, er
 // --quiet, a spinner on stderr says what the listing waits for (progress.go).
 // Nothing of it ever goes to stdout.
 func (o *SourceOptions) Options(stderr io.Writer, stderrIsTerminal bool) (source.Options, func(), error) {
-	headers, err := source.ParseHeaders(o.Headers)
+	headers, err := mcpwire.ParseHeaders(o.Headers, os.LookupEnv)
 	if err != nil {
 		return source.Options{}, nil, err
 	}

@@ -1,0 +1,200 @@
+package mcpwire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzEventReader checks the strict event-stream reader against models of
+// the two official readers (eventsource-parser 3.1.1 under the TypeScript
+// SDK's StreamableHTTPClientTransport, and go-sdk v1.8.0's scanEvents with
+// its client's filter): whenever EventReader reads a stream to its end,
+// the TypeScript SDK takes exactly the same events with the same data, and
+// go-sdk the same events (less those whose data is only white space, which
+// no message is) with data that means the same JSON. Seeds: the four
+// attacks, legal forms, and testdata/fuzz/FuzzEventReader.
+func FuzzEventReader(f *testing.F) {
+	for _, s := range sseAttacks {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{
+		"data: " + sseAnswer + "\n\n",
+		": hi\r\nevent: message\r\nid: 7\r\nretry: 1000\r\ndata: " + sseAnswer + "\r\n\r\n",
+		"id: p1\ndata: \n\nevent: close\nretry: 5\ndata: \n\n",
+		"data: {\"a\":\ndata: 1}\n\n",
+		"data:  {\"a\":1} \t\n\n",
+		"\u00ef\u00bb\u00bfdata: x\n\n",
+		"data: x\u00a0\n\n",
+		"data: x\n",
+		"event:  message\ndata: 1\n\n",
+		"data\n\n",
+		"data: 1\r\r\n\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		er := NewEventReader(bytes.NewReader(stream), 1<<16)
+		var got []Event
+		var err error
+		for {
+			var ev Event
+			if ev, err = er.Next(); err != nil {
+				break
+			}
+			if len(ev.Data) == 0 {
+				t.Fatal("an event without data")
+			}
+			got = append(got, ev)
+		}
+		if !errors.Is(err, io.EOF) {
+			if !errors.Is(err, ErrEventStream) && !errors.Is(err, ErrMessageTooLarge) {
+				t.Fatalf("error %v wraps neither ErrEventStream nor ErrMessageTooLarge", err)
+			}
+			return
+		}
+		if !utf8.Valid(stream) {
+			return // the TypeScript SDK decodes first; the models skip it
+		}
+		ts := tsModel(string(stream))
+		if len(ts) != len(got) {
+			t.Fatalf("read %d events, the TypeScript SDK %d (%q)", len(got), len(ts), ts)
+		}
+		var want []string
+		for i, ev := range got {
+			if ts[i] != string(ev.Data) {
+				t.Fatalf("event %d: data %q, the TypeScript SDK %q", i, ev.Data, ts[i])
+			}
+			if len(bytes.TrimSpace(ev.Data)) > 0 {
+				want = append(want, string(ev.Data))
+			}
+		}
+		gosdk := goModel(string(stream))
+		if len(gosdk) != len(want) {
+			t.Fatalf("read %d events with content, go-sdk %d (%q)", len(want), len(gosdk), gosdk)
+		}
+		for i := range want {
+			var a, b any
+			errA := json.Unmarshal([]byte(want[i]), &a)
+			errB := json.Unmarshal([]byte(gosdk[i]), &b)
+			if (errA == nil) != (errB == nil) || errA == nil && !reflect.DeepEqual(a, b) {
+				t.Fatalf("event %d: data %q, go-sdk %q: not the same JSON", i, want[i], gosdk[i])
+			}
+		}
+	})
+}
+
+// tsModel returns the data of the events the TypeScript SDK takes as
+// messages from a stream (already valid UTF-8), as eventsource-parser
+// 3.1.1 splits it: TextDecoderStream drops a leading U+FEFF, the parser
+// drops a leading "\u00ef\u00bb\u00bf", lines end at CRLF, CR or LF, a line
+// without its end at the end of the stream is never read, and an event is
+// taken when it has data and no name or the name "message".
+func tsModel(s string) []string {
+	s = strings.TrimPrefix(s, "\ufeff")
+	s = strings.TrimPrefix(s, "\u00ef\u00bb\u00bf")
+	var out []string
+	var data, event string
+	lines := 0
+	for {
+		i := strings.IndexAny(s, "\r\n")
+		if i < 0 {
+			return out
+		}
+		line := s[:i]
+		if s[i] == '\r' && i+1 < len(s) && s[i+1] == '\n' {
+			s = s[i+2:]
+		} else {
+			if s[i] == '\r' && i+1 == len(s) {
+				return out // a CR last: the parser waits for what follows
+			}
+			s = s[i+1:]
+		}
+		if line == "" {
+			if lines > 0 && data != "" && (event == "" || event == "message") {
+				out = append(out, data)
+			}
+			data, event, lines = "", "", 0
+			continue
+		}
+		if line[0] == ':' {
+			continue
+		}
+		field, value, found := strings.Cut(line, ":")
+		if found {
+			value = strings.TrimPrefix(value, " ")
+		}
+		switch field {
+		case "data":
+			if lines > 0 {
+				data += "\n"
+			}
+			data += value
+			lines++
+		case "event":
+			event = value
+		}
+	}
+}
+
+// goModel returns the data of the events go-sdk's client takes as messages
+// from a stream, as scanEvents reads it: lines end at LF with every CR and
+// LF trimmed from their end, a last line without its end is read, and at
+// the end of the stream the event read so far is dispatched; the client
+// takes an event with non-empty data and no name or the name "message".
+// A line without a colon ends the stream with an error (what came before
+// was taken).
+func goModel(s string) []string {
+	var out []string
+	var data *strings.Builder
+	name := ""
+	dispatch := func() {
+		if data != nil && data.Len() > 0 && (name == "" || name == "message") {
+			out = append(out, data.String())
+		}
+		data, name = nil, ""
+	}
+	for len(s) > 0 {
+		line, rest, _ := strings.Cut(s, "\n")
+		s = rest
+		line = strings.TrimRight(line, "\r\n")
+		if line == "" {
+			dispatch()
+			continue
+		}
+		before, after, found := strings.Cut(line, ":")
+		if !found {
+			return out
+		}
+		switch before {
+		case "event":
+			name = strings.TrimSpace(after)
+		case "data":
+			if data == nil {
+				data = &strings.Builder{}
+			} else {
+				data.WriteByte('\n')
+			}
+			data.WriteString(strings.TrimSpace(after))
+		}
+	}
+	dispatch()
+	return out
+}
+
+// TestEventReaderModels checks the models on the attacks: each splits
+// the two official readers, which is why EventReader refuses it.
+func TestEventReaderModels(t *testing.T) {
+	t.Parallel()
+	for name, s := range sseAttacks {
+		ts, gosdk := tsModel(s), goModel(s)
+		if reflect.DeepEqual(ts, gosdk) {
+			t.Errorf("%s: both readers take %q", name, ts)
+		}
+	}
+}
