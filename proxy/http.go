@@ -60,11 +60,6 @@ func (e *ConnectError) Error() string {
 
 func (e *ConnectError) Unwrap() error { return e.Err }
 
-// ErrUnauthorized is wrapped by the ConnectError of a 401 or 403 answer
-// (its Status says which): the server wants credentials, or refused the
-// ones sent.
-var ErrUnauthorized = errors.New("it needs valid credentials")
-
 // Header names of the Streamable HTTP transport.
 const (
 	hdrSession  = "Mcp-Session-Id"
@@ -121,13 +116,16 @@ func newHTTPUpstream(o *Options) (*httpUpstream, error) {
 		base = http.DefaultClient
 	}
 	client := *base
-	// A redirect is not followed: the headers (credentials) would go where
-	// the user did not send them, and the session's URL would change.
-	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	origin := originOf(u)
+	// A redirect is followed only where every official client would follow
+	// it to the same place, within the origin (mcpwire.CheckRedirect):
+	// elsewhere the headers (credentials) would go where the user did not
+	// send them.
+	client.CheckRedirect = mcpwire.CheckRedirect
 	ctx, cancel := context.WithCancel(context.Background())
 	return &httpUpstream{
 		endpoint: u.String(),
-		origin:   strings.ToLower(u.Scheme + "://" + u.Host),
+		origin:   origin,
 		client:   &client,
 		header:   o.Header,
 		max:      o.MaxMessageBytes,
@@ -164,6 +162,9 @@ func CheckURL(u *url.URL) error {
 	}
 	return nil
 }
+
+// originOf is the scheme and host of u, lowercased.
+func originOf(u *url.URL) string { return strings.ToLower(u.Scheme + "://" + u.Host) }
 
 func loopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
@@ -365,16 +366,13 @@ func (u *httpUpstream) checkHeaders(resp *http.Response, initialize bool) error 
 	session := u.sessions.ID()
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return &ConnectError{URL: u.redacted(), Status: resp.StatusCode, Err: ErrUnauthorized,
-			What: fmt.Sprintf("the server at %s answered %s", u.redacted(), statusText(resp))}
-	case resp.StatusCode/100 == 3:
-		loc := "another location"
-		if l, err := resp.Location(); err == nil {
-			loc = safeLine(shorten(l.Redacted(), 200))
-		}
+		// mcpwire.ErrUnauthorized or ErrForbidden, by errors.Is.
 		return &ConnectError{URL: u.redacted(), Status: resp.StatusCode,
-			What: fmt.Sprintf("the server at %s redirects (%s) to %s", u.redacted(), statusText(resp), loc),
-			Hint: "mcpsign does not follow redirects, so that credentials go only where they were given: give the final URL"}
+			Err: &mcpwire.StatusError{Method: resp.Request.Method, Status: resp.StatusCode}, What: "the server at " + u.redacted()}
+	case resp.StatusCode/100 == 3:
+		return &ConnectError{URL: u.redacted(), Status: resp.StatusCode,
+			What: fmt.Sprintf("the server at %s answered %s", u.redacted(), statusText(resp)),
+			Hint: "give the final URL"}
 	case resp.StatusCode == http.StatusNotFound && session != "":
 		return &ConnectError{URL: u.redacted(), Status: resp.StatusCode,
 			What: "the server at " + u.redacted() + " ended the session (404 Not Found)",
@@ -401,6 +399,10 @@ func (u *httpUpstream) transportError(err error) error {
 	var dns *net.DNSError
 	var op *net.OpError
 	switch {
+	case errors.Is(err, mcpwire.ErrRedirect):
+		return &ConnectError{URL: u.redacted(), Err: unwrapURL(err),
+			What: "the server at " + u.redacted() + " redirects",
+			Hint: "a redirect is followed within the server's origin only, and for a POST only with 307 or 308: give the final URL"}
 	case errors.As(err, &cert) || errors.As(err, &unknownAuthority) || errors.As(err, &hostname) || errors.As(err, &rec):
 		return &ConnectError{URL: u.redacted(), Err: unwrapURL(err),
 			What: "TLS with " + u.origin + " failed",

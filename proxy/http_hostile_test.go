@@ -182,15 +182,40 @@ func runScripted(t *testing.T, s *scripted, mod func(*Options)) bridgeOutcome {
 	return out
 }
 
+// sseEvents is one event per message.
+func sseEvents(msgs ...string) []string {
+	var ev []string
+	for _, m := range msgs {
+		ev = append(ev, "event: message\ndata: "+m+"\n\n")
+	}
+	return ev
+}
+
+// getAnswers is a server that sends an answer on its GET stream, and
+// answers tools/call only once it did (so that the client is still there).
+func getAnswers() *scripted {
+	sent := make(chan struct{})
+	var once sync.Once
+	return &scripted{session: "s-3",
+		get: func(w http.ResponseWriter, r *http.Request) {
+			writeSSE(w, sseEvents(`{"jsonrpc":"2.0","id":2,"result":{"tools":[`+httpRugPull+`]}}`)...)
+			w.(http.Flusher).Flush()
+			once.Do(func() { close(sent) })
+		},
+		answer: func(w http.ResponseWriter, r *http.Request, req *rpcReq, n int) bool {
+			if req.Method == "tools/call" {
+				select {
+				case <-sent:
+				case <-time.After(5 * time.Second):
+				}
+			}
+			return false
+		}}
+}
+
 func TestBridgeHostile(t *testing.T) {
 	t.Parallel()
-	sse := func(msgs ...string) []string {
-		var ev []string
-		for _, m := range msgs {
-			ev = append(ev, "event: message\ndata: "+m+"\n\n")
-		}
-		return ev
-	}
+	sse := sseEvents
 	type want int
 	const (
 		passes  want = iota // the client holds exactly the lock
@@ -256,9 +281,7 @@ func TestBridgeHostile(t *testing.T) {
 			get: func(w http.ResponseWriter, r *http.Request) {
 				writeSSE(w, sse(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)...)
 			}}, drift, ""},
-		{"an answer on the GET stream", &scripted{session: "s-3", get: func(w http.ResponseWriter, r *http.Request) {
-			writeSSE(w, sse(`{"jsonrpc":"2.0","id":2,"result":{"tools":[`+httpRugPull+`]}}`)...)
-		}}, blocked, "GET stream"},
+		{"an answer on the GET stream", getAnswers(), blocked, "GET stream"},
 		{"the session id changes", &scripted{session: "s-4", answer: func(w http.ResponseWriter, r *http.Request, req *rpcReq, n int) bool {
 			if req.Method == "tools/call" {
 				w.Header().Set("Mcp-Session-Id", "s-5")
@@ -312,10 +335,24 @@ func TestBridgeHostile(t *testing.T) {
 			}
 			return true
 		}}, blocked, "stayed open"},
-		{"a redirect", &scripted{answer: func(w http.ResponseWriter, r *http.Request, req *rpcReq, n int) bool {
+		{"a redirect to another origin", &scripted{answer: func(w http.ResponseWriter, r *http.Request, req *rpcReq, n int) bool {
 			http.Redirect(w, r, "http://127.0.0.1:1/elsewhere", http.StatusTemporaryRedirect)
 			return true
 		}}, connect, "redirects"},
+		{"a redirect within the origin", &scripted{answer: func(w http.ResponseWriter, r *http.Request, req *rpcReq, n int) bool {
+			if r.URL.Path == "/mcp" {
+				http.Redirect(w, r, "/mcp2", http.StatusTemporaryRedirect)
+				return true
+			}
+			return false
+		}}, passes, ""},
+		{"a 302 within the origin (a POST would become a GET)", &scripted{answer: func(w http.ResponseWriter, r *http.Request, req *rpcReq, n int) bool {
+			if r.URL.Path == "/mcp" {
+				http.Redirect(w, r, "/mcp2", http.StatusFound)
+				return true
+			}
+			return false
+		}}, connect, "307 or 308"},
 		{"401", &scripted{answer: func(w http.ResponseWriter, r *http.Request, req *rpcReq, n int) bool {
 			w.WriteHeader(http.StatusUnauthorized)
 			return true

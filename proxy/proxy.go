@@ -121,7 +121,8 @@ type Options struct {
 	// (docs/PROXY.md, "Remote servers").
 	URL string
 	// HTTPClient makes the requests to URL (nil: http.DefaultClient); its
-	// Transport may add credentials (OAuth). Redirects are never followed.
+	// Transport may add credentials (OAuth). Redirects are followed as
+	// mcpwire.CheckRedirect says, whatever its CheckRedirect says.
 	HTTPClient *http.Client
 	// Header is added to every request to URL (credentials, say).
 	Header http.Header

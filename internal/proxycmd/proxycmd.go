@@ -179,7 +179,7 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 		return ExitError, nil
 	}
 	var ce *proxy.ConnectError
-	if errors.As(err, &ce) && errors.Is(err, proxy.ErrUnauthorized) {
+	if errors.As(err, &ce) && (errors.Is(err, mcpwire.ErrUnauthorized) || errors.Is(err, mcpwire.ErrForbidden)) {
 		if len(cfg.Headers) == 0 {
 			return ExitError, fmt.Errorf("%w; give them with --header 'Authorization: Bearer ${TOKEN}' (TOKEN read from the environment)", err)
 		}
