@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -18,6 +19,8 @@ import (
 // checks the proxy's oracle: either the session is blocked (exit 42 or 2,
 // the lock untouched, nothing unapproved held) or the client holds exactly
 // the lock. A row that official servers write (legal) must pass through.
+// The HTTP table's rows with TLS need no other setup: the bridge refuses
+// the untrusted certificate in one line.
 func TestHostileHTTPServersThroughTheBridge(t *testing.T) {
 	mcpsign := fixtures.BuildMcpsign(t)
 	l, lockData := honestHTTPLock(t)
@@ -65,7 +68,11 @@ func TestHostileHTTPServersThroughTheBridge(t *testing.T) {
 			t.Run("go-sdk", func(t *testing.T) {
 				run(t, "go-sdk", func(argv []string) outcome { return runGoCLI(t, argv, scenario{Call: greet}) })
 			})
-			if tsOK {
+			// The TypeScript client (a node process per session) runs on the
+			// rows official servers write and the four attacks that started
+			// the strict reader, so that the package stays fast; go-sdk on
+			// every row.
+			if tsOK && (r.legal || strings.HasPrefix(r.name, "attack-")) {
 				t.Run("TypeScript", func(t *testing.T) {
 					run(t, "TypeScript", func(argv []string) outcome {
 						h := runTS(t, node, script, argv, scenario{Call: greet})
