@@ -81,7 +81,8 @@ func TestProxyRemote(t *testing.T) {
 
 	t.Run("rug pull", func(t *testing.T) {
 		before, _ := os.ReadFile(lock)
-		p, err := startProxyProcess(t, argv(rugpull)...)
+		auditLog := filepath.Join(dir, "audit.jsonl")
+		p, err := startProxyProcess(t, argv(rugpull, "--audit-log", auditLog)...)
 		if err == nil {
 			_, err = p.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "x"}})
 		}
@@ -96,6 +97,9 @@ func TestProxyRemote(t *testing.T) {
 		}
 		if after, _ := os.ReadFile(lock); !bytes.Equal(before, after) {
 			t.Error("the lock changed")
+		}
+		if data, _ := os.ReadFile(auditLog); !strings.Contains(string(data), `"event":"blocked"`) {
+			t.Errorf("the audit log does not record the block:\n%s", data)
 		}
 		if code, _, _ := runCLI(t, "verify-pin", "--lock", lock, rugpull); code != 1 {
 			t.Errorf("verify-pin of the rug pull: exit %d, want 1", code)
