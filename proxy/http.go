@@ -79,7 +79,8 @@ type httpUpstream struct {
 	client   *http.Client
 	header   http.Header
 	max      int
-	tail     time.Duration // how long an event stream may go on after its answer
+	grace    time.Duration // for the DELETE when the client left
+	wait     time.Duration // for the answer to a notification or a response
 	stderr   io.Writer
 
 	ctx    context.Context // of every request; cancelled by stop
@@ -129,7 +130,8 @@ func newHTTPUpstream(o *Options) (*httpUpstream, error) {
 		client:   &client,
 		header:   o.Header,
 		max:      o.MaxMessageBytes,
-		tail:     o.CheckTimeout,
+		grace:    o.ShutdownGrace,
+		wait:     o.CheckTimeout,
 		stderr:   o.Stderr,
 		ctx:      ctx,
 		cancel:   cancel,
@@ -231,6 +233,14 @@ func (w upstreamWriter) Write(line []byte) (int, error) {
 			u.answer(resp, &m, body)
 		}()
 	default:
+		// Bounded: what follows waits for it (the server gets messages in
+		// order), so a server that never answers must not hold the session.
+		timer := time.AfterFunc(u.wait, func() {
+			u.end(&ConnectError{URL: u.redacted(), What: "the server at " + u.redacted() + " did not accept a " + messageWhat(&m) + " within " + u.wait.String(),
+				Hint: "check the server"})
+			u.cancel()
+		})
+		defer timer.Stop()
 		resp, err := u.post(body, &m)
 		if err != nil {
 			u.end(err)
@@ -626,7 +636,7 @@ func (u *httpUpstream) end(err error) {
 // closeInput ends the session because the client left: the server is told
 // (DELETE of the session), and the relay reads the end.
 func (u *httpUpstream) closeInput() {
-	u.sendDelete(DefaultShutdownGrace)
+	u.sendDelete(u.grace)
 	u.end(io.EOF)
 }
 
