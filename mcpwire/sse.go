@@ -208,7 +208,7 @@ func (er *EventReader) readLine(budget int) ([]byte, error) {
 	for {
 		frag, err := er.r.ReadSlice('\n')
 		if len(line)+len(frag) > budget {
-			return nil, fmt.Errorf("%w: an event has more than %d bytes", ErrMessageTooLarge, er.max)
+			return nil, &eventTooLarge{er.max}
 		}
 		line = append(line, frag...)
 		switch {
@@ -227,6 +227,15 @@ func (er *EventReader) readLine(budget int) ([]byte, error) {
 		}
 	}
 }
+
+// eventTooLarge is an event over the EventReader's cap.
+type eventTooLarge struct{ max int }
+
+func (e *eventTooLarge) Error() string {
+	return fmt.Sprintf("%v: an event has more than %d bytes", ErrMessageTooLarge, e.max)
+}
+
+func (e *eventTooLarge) Unwrap() error { return ErrMessageTooLarge }
 
 func (er *EventReader) fail(reason string) error {
 	return &EventStreamError{Line: er.line, Reason: reason}

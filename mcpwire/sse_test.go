@@ -197,6 +197,14 @@ func TestReadContentType(t *testing.T) {
 	}
 }
 
+func TestReadContentTypeEncoding(t *testing.T) {
+	t.Parallel()
+	h := http.Header{"Content-Type": {"text/event-stream"}, "Content-Encoding": {"br"}}
+	if _, err := ReadContentType(h); !errors.Is(err, ErrContentType) || !strings.Contains(err.Error(), "Content-Encoding that was not decoded") {
+		t.Errorf("an undecoded Content-Encoding: %v", err)
+	}
+}
+
 func TestSessionIDs(t *testing.T) {
 	t.Parallel()
 	var s SessionIDs
@@ -279,7 +287,11 @@ func TestReadResponse(t *testing.T) {
 	t.Run("body cap", func(t *testing.T) {
 		t.Parallel()
 		_, _, err := read(BodyEventStream, strings.Repeat("data: "+sseNote+"\n\n", 100)+"data: "+sseAnswer+"\n\n", ResponseOptions{MaxBodyBytes: 1000})
-		if !errors.Is(err, ErrMessageTooLarge) {
+		if !errors.Is(err, ErrMessageTooLarge) || !strings.Contains(err.Error(), "the response body has more than 1000 bytes") {
+			t.Fatal(err)
+		}
+		_, _, err = read(BodyEventStream, "data: "+sseAnswer+strings.Repeat(" ", 20000)+"\n\n", ResponseOptions{MaxMessageBytes: 100})
+		if !errors.Is(err, ErrMessageTooLarge) || !strings.Contains(err.Error(), "a message has more than 100 bytes") {
 			t.Fatal(err)
 		}
 	})

@@ -192,9 +192,18 @@ var ErrContentType = errors.New("unsupported content type")
 // case, as both clients lowercase it), and no parameter but charset=utf-8.
 // A missing type, joined or repeated headers, another charset (both
 // clients read the body as UTF-8 whatever it says) and any other parameter
-// are refused with an error wrapping ErrContentType. The value is never
-// quoted in the error beyond its media type.
+// are refused with an error wrapping ErrContentType, and so is a
+// Content-Encoding still present (Go's transport removes it once it has
+// decoded a gzip body). The value is never quoted in the error beyond its
+// media type.
 func ReadContentType(h http.Header) (BodyKind, error) {
+	if enc := h.Values("Content-Encoding"); len(enc) > 0 {
+		// Go's transport removes the header of a gzip body it decoded: what
+		// is left was not decoded, and a client that decodes more (the
+		// TypeScript SDK's fetch: br, deflate, lists) would read another
+		// body.
+		return 0, contentTypeError("a Content-Encoding that was not decoded (only gzip is read)")
+	}
 	values := h.Values("Content-Type")
 	switch {
 	case len(values) == 0 || len(values) == 1 && strings.TrimSpace(values[0]) == "":
@@ -411,7 +420,9 @@ func ReadResponse(ctx context.Context, kind BodyKind, body io.ReadCloser, c *Str
 			}
 			return c.End()
 		}
-		if errors.Is(err, ErrMessageTooLarge) {
+		if _, ok := errors.AsType[*eventTooLarge](err); ok {
+			// The event's cap is the message's and some room: say the one
+			// the caller gave.
 			err = fmt.Errorf("%w: a message has more than %d bytes", ErrMessageTooLarge, o.MaxMessageBytes)
 		}
 		if err != nil {

@@ -296,6 +296,8 @@ func (rt *roundTripper) listen() {
 // read reads one response body strictly and writes what passed to w for
 // go-sdk: each message as one event (or the JSON answer as it is).
 func (rt *roundTripper) read(ctx context.Context, kind mcpwire.BodyKind, body io.ReadCloser, check *mcpwire.StreamCheck, w *io.PipeWriter) {
+	// A write blocked on a reader that is gone ends with the request.
+	defer context.AfterFunc(ctx, func() { w.CloseWithError(context.Cause(ctx)) })()
 	write := func(msg []byte) error {
 		if kind == mcpwire.BodyJSON {
 			_, err := w.Write(msg)

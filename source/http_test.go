@@ -272,7 +272,7 @@ func TestHTTPErrors(t *testing.T) {
 
 // sdkHTTP serves a go-sdk server (newSDKServer) over Streamable HTTP on
 // 127.0.0.1, behind mw if given.
-func sdkHTTP(t *testing.T, tools int, opts *mcp.StreamableHTTPOptions, mw func(http.Handler) http.Handler) string {
+func sdkHTTP(t testing.TB, tools int, opts *mcp.StreamableHTTPOptions, mw func(http.Handler) http.Handler) string {
 	t.Helper()
 	srv := newSDKServer(tools, 0)
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)

@@ -87,16 +87,10 @@ func tsClient(t testing.TB) (node, script string) {
 // runTS runs the TypeScript client against argv (the proxy's command line).
 func runTS(t testing.TB, node, script string, argv []string, sc scenario) *holdings {
 	t.Helper()
-	return runTSConfig(t, node, script, map[string]any{"command": argv[0], "args": argv[1:]}, sc)
-}
-
-// runTSConfig runs the TypeScript client with cfg (command and args, or
-// url) and the scenario.
-func runTSConfig(t testing.TB, node, script string, cfg map[string]any, sc scenario) *holdings {
-	t.Helper()
-	cfg["call"], cfg["pipeline"], cfg["afterCall"] = sc.Call, sc.Pipeline, sc.AfterCall
-	if _, ok := cfg["timeoutMs"]; !ok {
-		cfg["timeoutMs"], cfg["settleMs"] = requestTimeout.Milliseconds(), settleTime.Milliseconds()
+	cfg := map[string]any{
+		"command": argv[0], "args": argv[1:],
+		"call": sc.Call, "pipeline": sc.Pipeline, "afterCall": sc.AfterCall,
+		"timeoutMs": requestTimeout.Milliseconds(), "settleMs": settleTime.Milliseconds(),
 	}
 	data, err := json.Marshal(cfg)
 	if err != nil {

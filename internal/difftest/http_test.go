@@ -1,6 +1,8 @@
 package difftest
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -220,6 +222,22 @@ func httpRows(evilOrigin string) []httpRow {
 		{name: "json-latin1", respond: on("tools/list", func(x *exchange) {
 			x.write("application/json; charset=iso-8859-1", 200, strings.Replace(x.evil(), "Say hello.", "Say h\xe9llo.", 1))
 		})},
+		{name: "gzip", legal: true, respond: func(x *exchange) bool {
+			if !strings.Contains(x.r.Header.Get("Accept-Encoding"), "gzip") {
+				return false
+			}
+			var b bytes.Buffer
+			z := gzip.NewWriter(&b)
+			io.WriteString(z, sse(x.honest()))
+			z.Close()
+			x.w.Header().Set("Content-Encoding", "gzip")
+			x.write("text/event-stream", 200, b.String())
+			return true
+		}},
+		{name: "content-encoding-br-unasked", respond: on("tools/list", func(x *exchange) {
+			x.w.Header().Set("Content-Encoding", "br")
+			x.write("text/event-stream", 200, sse(x.evil()))
+		})},
 		{name: "sse-utf16", respond: func(x *exchange) bool {
 			x.write("text/event-stream; charset=utf-16", 200, sse(x.honest()))
 			return true
@@ -372,8 +390,8 @@ func serveHTTPRow(t testing.TB, r httpRow) string {
 	return srv.URL + "/mcp"
 }
 
-// honestHTTPLock pins what the honest HTTP server serves, listed with the
-// source package.
+// honestHTTPLock pins what the honest HTTP server serves (trusted on first
+// use), listed with the source package, as honestLock does for stdio.
 func honestHTTPLock(t testing.TB) (*pin.Lock, []byte) {
 	t.Helper()
 	url := serveHTTPRow(t, httpRow{name: "honest"})
@@ -399,6 +417,30 @@ func honestHTTPLock(t testing.TB) (*pin.Lock, []byte) {
 		t.Fatalf("the honest HTTP lock has %d definitions, want 4 and instructions", n)
 	}
 	return l, data
+}
+
+// runTSURL runs the TypeScript client against a Streamable HTTP endpoint
+// (tsclient.mjs with url), under httpTiming.
+func runTSURL(t testing.TB, node, script, url string) *holdings {
+	t.Helper()
+	data, err := json.Marshal(map[string]any{"url": url,
+		"timeoutMs": httpTiming.request.Milliseconds(), "settleMs": httpTiming.settle.Milliseconds()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script, string(data))
+	cmd.Dir = fixtures.NPMDir(t)
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("TypeScript client: %v", err)
+	}
+	var h holdings
+	if err := json.Unmarshal(stdout, &h); err != nil {
+		t.Fatalf("TypeScript client output %q: %v", tail(string(stdout), 400), err)
+	}
+	return &h
 }
 
 // TestHostileHTTPServers runs every row: verify-pin on the URL, then both
@@ -464,8 +506,7 @@ func TestHostileHTTPServers(t *testing.T) {
 			node, script, ok := tsClientIfAny(t)
 			if ok {
 				wg.Go(func() {
-					h := runTSConfig(t, node, script, map[string]any{"url": url,
-						"timeoutMs": httpTiming.request.Milliseconds(), "settleMs": httpTiming.settle.Milliseconds()}, scenario{})
+					h := runTSURL(t, node, script, url)
 					mu.Lock()
 					clients["TypeScript"] = h
 					mu.Unlock()

@@ -4,9 +4,8 @@
 //   node tsclient.mjs '<config JSON>'
 //
 // config: {command, args, call?: {name, arguments}, pipeline?: bool,
-// afterCall?: {name, arguments}, timeoutMs, settleMs}, or {url, ...} for a
-// Streamable HTTP server. It spawns command through StdioClientTransport
-// (or speaks to url through StreamableHTTPClientTransport), connects, reads getInstructions(), lists
+// afterCall?: {name, arguments}, timeoutMs, settleMs}. It spawns command
+// through StdioClientTransport, connects, reads getInstructions(), lists
 // every page of tools, prompts and resource templates (following
 // nextCursor), optionally calls a tool (with pipeline: a tools/list and the
 // call at once), re-lists on every list_changed, optionally makes one more
@@ -46,6 +45,8 @@ const out = {
   stderr: '',
 };
 
+// With cfg.url instead of command and args: a Streamable HTTP server,
+// through StreamableHTTPClientTransport (exitCode stays null).
 const transport = cfg.url
   ? new StreamableHTTPClientTransport(new URL(cfg.url))
   : new StdioClientTransport({
