@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -328,4 +329,39 @@ func jsonEqual(a, b []byte) bool {
 		return false
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// TestProxyRemoteProtocolViolation: a server whose answer two clients
+// would read differently (a lone CR in its event stream) blocks the
+// session: -32001 to the client, the reason on stderr, exit 42, no file
+// written.
+func TestProxyRemoteProtocolViolation(t *testing.T) {
+	t.Parallel()
+	mcpsign := fixtures.BuildMcpsign(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&m) != nil || m.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "event: message\rdata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"serverInfo\":{\"name\":\"x\",\"version\":\"1\"}}}\n\n", m.ID)
+	}))
+	t.Cleanup(srv.Close)
+	lock := filepath.Join(t.TempDir(), "mcp.lock")
+	p, err := startProxyProcess(t, mcpsign, "proxy", "--lock", lock, "--tofu", "--", srv.URL+"/mcp")
+	if err == nil || !strings.Contains(err.Error(), "blocked by mcpsign") {
+		t.Errorf("initialize: %v, want the block", err)
+	}
+	if code := p.end(t); code != proxycmd.ExitBlocked {
+		t.Errorf("exit %d, want %d", code, proxycmd.ExitBlocked)
+	}
+	if !strings.Contains(p.stderr.String(), "CR") {
+		t.Errorf("stderr does not say why:\n%s", p.stderr.String())
+	}
+	if _, err := os.Stat(lock); err == nil {
+		t.Error("a lock was written")
+	}
 }
