@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/mcpwire/proctree"
 )
 
@@ -27,13 +28,16 @@ type child struct {
 
 	stdinOnce sync.Once
 	stopOnce  sync.Once
+
+	maxMessage int                 // the cap of one line read from stdout
+	lines      *mcpwire.LineReader // of stdout, made by the one reader (next)
 }
 
 // startChild starts argv with pipes for its standard streams. The pipes are
 // plain os.Pipe files, not exec's goroutine-backed ones, so that Wait
 // returns when the process exits even if a grandchild still holds a pipe.
 // Its stderr is copied to stderr (escaped, line by line) until it ends.
-func startChild(argv []string, env []string, dir string, stderr io.Writer) (*child, error) {
+func startChild(argv []string, env []string, dir string, stderr io.Writer, maxMessage int) (*child, error) {
 	p, err := proctree.Start(argv, env, dir)
 	if err != nil {
 		return nil, fmt.Errorf("starting the server: %w", err)
@@ -49,6 +53,7 @@ func startChild(argv []string, env []string, dir string, stderr io.Writer) (*chi
 		stderr:     errR,
 		stderrDone: make(chan struct{}),
 		exited:     make(chan struct{}),
+		maxMessage: maxMessage,
 	}
 	go c.drainStderr(stderr)
 	go func() {

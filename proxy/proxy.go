@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -155,8 +156,20 @@ func ResourceModeFor(s string, l *pin.Lock) (ResourceMode, error) {
 
 // Options configure [Run].
 type Options struct {
-	// Command is the server's argv. Required.
+	// Command is the server's argv. Exactly one of Command and URL is
+	// required.
 	Command []string
+	// URL is a remote server's Streamable HTTP endpoint (https, or http on
+	// a loopback address; CheckURL): the proxy is then a bridge from the
+	// client's stdio to the server's HTTP, with the same checks
+	// (docs/PROXY.md, "Remote servers").
+	URL string
+	// HTTPClient makes the requests to URL (nil: http.DefaultClient); its
+	// Transport may add credentials (OAuth). Redirects are followed as
+	// mcpwire.CheckRedirect says, whatever its CheckRedirect says.
+	HTTPClient *http.Client
+	// Header is added to every request to URL (credentials, say).
+	Header http.Header
 	// Env is added to the inherited environment of the server ("NAME=value";
 	// a later entry wins). Dir is its working directory ("" is ours).
 	Env []string
@@ -272,7 +285,8 @@ func (e *ServerExitError) Error() string { return "server exited (" + e.Status +
 // side (in reaches EOF).
 //
 // Run returns nil when the client closed its side or the server exited
-// with status 0; a *ServerExitError when the server failed on its own; the
+// with status 0; a *ServerExitError when the server failed on its own; a
+// *ConnectError when a remote server (Options.URL) could not be used; the
 // context's error when ctx ends first. The server never outlives Run.
 func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	o := opts.withDefaults()
@@ -285,12 +299,24 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	if _, err := ResourceModeFor(string(o.Resources), nil); err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
-	if len(o.Command) == 0 {
+	var c upstream
+	switch {
+	case len(o.Command) > 0 && o.URL != "":
+		return errors.New("proxy: both a server command and a URL given")
+	case o.URL != "":
+		u, err := newHTTPUpstream(&o)
+		if err != nil {
+			return err
+		}
+		c = u
+	case len(o.Command) == 0:
 		return errors.New("proxy: no server command given")
-	}
-	c, err := startChild(o.Command, o.Env, o.Dir, o.Stderr)
-	if err != nil {
-		return err
+	default:
+		child, err := startChild(o.Command, o.Env, o.Dir, o.Stderr, o.MaxMessageBytes)
+		if err != nil {
+			return err
+		}
+		c = child
 	}
 	r := newRelay(&o, c, in, out)
 	return r.run(ctx)

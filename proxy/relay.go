@@ -108,7 +108,7 @@ type taskResult struct {
 // result; run only waits for the end.
 type relay struct {
 	o        *Options
-	c        *child
+	c        upstream // the server: a child process or an HTTP endpoint
 	clientIn io.Reader
 	toClient *outQueue
 	toServer *outQueue
@@ -156,7 +156,7 @@ type relay struct {
 	clientCaps json.RawMessage
 }
 
-func newRelay(o *Options, c *child, in io.Reader, out io.Writer) *relay {
+func newRelay(o *Options, c upstream, in io.Reader, out io.Writer) *relay {
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
@@ -170,7 +170,7 @@ func newRelay(o *Options, c *child, in io.Reader, out io.Writer) *relay {
 		// thread on every message.
 		clientIn: rawio.Reader(in),
 		toClient: newOutQueue(rawio.Writer(out), o.MaxHeldBytes),
-		toServer: newOutQueue(rawio.Writer(c.stdin), o.MaxHeldBytes),
+		toServer: newOutQueue(c.input(), o.MaxHeldBytes),
 		prefix:   "mcpsign-" + hex.EncodeToString(rnd[:]) + "-",
 		own:      map[string]chan ownReply{},
 		wake:     make(chan struct{}, 1),
@@ -178,18 +178,19 @@ func newRelay(o *Options, c *child, in io.Reader, out io.Writer) *relay {
 	}
 }
 
-// read reads one peer's lines and handles each under the lock, on this
-// goroutine, then writes what the handling queued.
-func (r *relay) read(src io.Reader, server bool) {
-	lr := mcpwire.NewLineReader(src, r.o.MaxMessageBytes)
+// read reads one peer's lines (next returns them one at a time) and
+// handles each under the lock, on this goroutine, then writes what the
+// handling queued.
+func (r *relay) read(next func() ([]byte, error), server bool) {
 	for {
-		line, err := lr.Next()
+		line, err := next()
 		if err != nil {
 			r.mu.Lock()
 			if server {
 				r.serverEOF, r.serverErr = true, err
 				r.closeOwn(serverGone(err))
-				if r.blocked == nil && r.running == nil && !errors.Is(err, io.EOF) {
+				var ce *ConnectError
+				if r.blocked == nil && r.running == nil && !errors.Is(err, io.EOF) && !errors.As(err, &ce) {
 					// An oversized or unreadable message: what it said cannot
 					// be checked, so nothing more of the session is trusted.
 					r.block(&BlockedError{What: "a message from the server", Err: err})
@@ -245,8 +246,8 @@ func (r *relay) signal() {
 }
 
 func (r *relay) run(ctx context.Context) error {
-	go r.read(r.clientIn, false)
-	go r.read(rawio.Reader(r.c.stdout), true)
+	go r.read(mcpwire.NewLineReader(r.clientIn, r.o.MaxMessageBytes).Next, false)
+	go r.read(r.c.next, true)
 	defer r.toClient.wait(r.o.ShutdownGrace)
 	defer func() {
 		r.mu.Lock()
@@ -290,7 +291,7 @@ func (r *relay) run(ctx context.Context) error {
 			// The client is gone: ask the server to exit once what the
 			// client sent is written, and let it finish for a while.
 			closing = true
-			go r.toServer.closeWhenDrained(r.c.closeStdin)
+			go r.toServer.closeWhenDrained(r.c.closeInput)
 			endTimer = time.After(r.o.ShutdownGrace)
 		}
 	}
@@ -311,11 +312,15 @@ func serverGone(err error) error {
 func (r *relay) finish() error {
 	r.mu.Lock()
 	clientLeft := r.clientEOF // the client's reader may still be running
+	serverErr := r.serverErr
 	r.mu.Unlock()
 	r.c.waitExit(r.o.ShutdownGrace)
 	cleanly := r.c.exitedCleanly()
 	status := r.c.status()
 	r.c.stop(r.o.ShutdownGrace)
+	if ce := (*ConnectError)(nil); errors.As(serverErr, &ce) {
+		return ce // a remote server that could not be used: said in one line
+	}
 	if !clientLeft && !cleanly {
 		return &ServerExitError{Status: status}
 	}

@@ -1,18 +1,12 @@
 package source
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -213,7 +207,7 @@ func TestE2EStdio(t *testing.T) {
 
 func TestE2EStreamableHTTP(t *testing.T) {
 	node, entry := npmServer(t, "server-everything")
-	url := startEverythingHTTP(t, node, entry)
+	url := fixtures.StartEverythingHTTP(t, node, entry)
 	start := time.Now()
 	live, err := Load(context.Background(), Spec{URL: url}, Options{Headers: map[string][]string{"X-Mcpsign-Test": {"e2e"}}})
 	if err != nil {
@@ -246,59 +240,6 @@ func TestE2EStreamableHTTP(t *testing.T) {
 	for _, k := range digest.Kinds {
 		if a.Sets[k] != b.Sets[k] {
 			t.Errorf("%s set digest over HTTP %s, over stdio %s", k, a.Sets[k], b.Sets[k])
-		}
-	}
-}
-
-// startEverythingHTTP starts server-everything in streamableHttp mode on a
-// free port (its PORT variable) and returns its URL. It is stopped, with
-// its process group, when the test ends.
-func startEverythingHTTP(t *testing.T, node, entry string) string {
-	t.Helper()
-	for attempt := 1; ; attempt++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		cmd := exec.Command(node, entry, "streamableHttp")
-		cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			cmd.Wait()
-		})
-		ready := make(chan string, 1)
-		go func() {
-			var lines []string
-			sc := bufio.NewScanner(stderr)
-			for sc.Scan() {
-				lines = append(lines, sc.Text())
-				if strings.Contains(sc.Text(), "listening on port") {
-					ready <- ""
-				}
-			}
-			ready <- strings.Join(lines, "\n")
-		}()
-		select {
-		case out := <-ready:
-			if out == "" {
-				return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
-			}
-			if attempt < 3 && strings.Contains(out, "already in use") {
-				continue // the port was taken between Close and the server's listen
-			}
-			t.Fatalf("server-everything exited: %s", out)
-		case <-time.After(20 * time.Second):
-			t.Fatal("server-everything did not start listening within 20s")
 		}
 	}
 }

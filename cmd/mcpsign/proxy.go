@@ -4,14 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/proxy"
+	"github.com/mcpsign/mcpsign/source"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -21,12 +25,20 @@ func newProxyCmd(a *app) *cobra.Command {
 		f  verifyFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "proxy --lock FILE [--bundle FILE verify-flags | --tofu] -- CMD [ARGS...]",
-		Short: "Run a stdio MCP server behind a proxy that blocks any change to its pinned definitions",
+		Use:   "proxy --lock FILE [--bundle FILE verify-flags | --tofu] -- CMD [ARGS...] | URL",
+		Short: "Run an MCP server behind a proxy that blocks any change to its pinned definitions",
 		Long: `Run a stdio MCP server (the command after --) behind a proxy that relays its
 JSON-RPC byte for byte and lets nothing through that the lock does not approve.
 A host starts 'mcpsign proxy ... -- CMD' instead of CMD (docs/HOSTS.md shows the
 configuration of Claude Desktop and VS Code).
+
+Remote servers: with one https:// URL after -- (http:// only to a loopback
+address), the proxy is a bridge: the host speaks stdio to it, it speaks
+Streamable HTTP to the server, with the same checks (docs/PROXY.md, "Remote
+servers"). --header 'Name: value' (repeatable) is sent with every request,
+${VAR} in the value read from the environment; values are never printed. A
+server that cannot be reached, fails TLS, answers 401 or 403, or redirects
+ends the session with one line saying what failed (exit 2).
 
   start-up   the lock is read first: an unreadable or modified lock is refused
              (exit 2) before the server starts. After the client's initialize
@@ -72,7 +84,8 @@ passed to stderr, escaped.
 
 Exit codes: 0 the session ended (the client or the server closed it); 2 bad
 usage, a bad lock, a server that could not be started or checked; 42 the
-definitions changed and the session was blocked.`,
+definitions changed, or the server broke the protocol, and the session was
+blocked.`,
 		Example: `  # Pin on first use (unsigned), then enforce: what a host runs
   mcpsign proxy --lock notes.mcpsign.lock --tofu -- npx -y @acme/notes-mcp@1.2.0
 
@@ -88,6 +101,10 @@ definitions changed and the session was blocked.`,
   # Hide the static resources: resources/list is answered with an empty list,
   # resources/read refused but through a pinned resource template
   mcpsign proxy --lock notes.mcpsign.lock --resources hide -- ./notes-server
+
+  # A remote server, its token from the environment
+  mcpsign proxy --lock notes.mcpsign.lock --tofu --header 'Authorization: Bearer ${NOTES_TOKEN}' \
+    -- https://mcp.acme.example/mcp
 
   # See it work end to end
   mcpsign demo`,
@@ -111,7 +128,11 @@ func addProxyFlags(fs *pflag.FlagSet, po *options.ProxyOptions, f *verifyFlags) 
 
 func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFlags, args []string) error {
 	if dash := cmd.ArgsLenAtDash(); dash != 0 || len(args) == 0 {
-		return errors.New("give the server command after --: mcpsign proxy --lock FILE -- CMD [ARGS...]")
+		return errors.New("give the server command after --: mcpsign proxy --lock FILE -- CMD [ARGS...] (or -- https://host/mcp for a remote server)")
+	}
+	server, err := proxyServer(args, po.Headers)
+	if err != nil {
+		return err
 	}
 	cfg := &proxycmd.Config{
 		Version:           proxycmd.BuildVersion(),
@@ -124,7 +145,9 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		AuditLog:          po.Audit.Log,
 		ManualRollForward: po.RollForward == "manual",
 		Resources:         po.Resources,
-		Command:           args,
+		Command:           server.Command,
+		URL:               server.URL,
+		Headers:           po.Headers,
 	}
 	if _, err := proxy.ResourceModeFor(po.Resources, nil); err != nil {
 		return fmt.Errorf("--resources: %w", err)
@@ -209,11 +232,46 @@ func handOverProxy(cfg *proxycmd.Config, verifyArgs []string) (bool, error) {
 	return true, proxycmd.Exec(lean, cfg)
 }
 
+// proxyServer reads what follows -- on a proxy's command line: a server
+// command, or one http(s) URL of a remote server (https, or http on a
+// loopback address), which --header is for. The headers are checked here,
+// ${VAR} included, so that a mistake fails before the hand-over; the proxy
+// reads them again where it runs.
+func proxyServer(args, headers []string) (source.Spec, error) {
+	spec := source.Spec{Command: args}
+	if len(args) == 1 {
+		if scheme, _, ok := strings.Cut(args[0], "://"); ok && (strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https")) {
+			u, err := url.Parse(args[0])
+			if err != nil {
+				return source.Spec{}, fmt.Errorf("the server URL: %w", err)
+			}
+			if err := proxy.CheckURL(u); err != nil {
+				return source.Spec{}, err
+			}
+			spec = source.Spec{URL: args[0]}
+		}
+	}
+	if len(headers) > 0 {
+		if spec.URL == "" {
+			return source.Spec{}, errors.New("--header is for a remote server: give its URL after -- (a stdio server gets no HTTP headers)")
+		}
+		if _, err := mcpwire.ParseHeaders(headers, os.LookupEnv); err != nil {
+			return source.Spec{}, fmt.Errorf("--header: %w", err)
+		}
+	}
+	return spec, nil
+}
+
 // changedFlagArgs returns the flags set on the command line as arguments
 // that give the same values again (--name=value, one per element of a list).
+// --header is left out: 'mcpsign proxy-verify' speaks to no server, and a
+// header's value must not show in its command line.
 func changedFlagArgs(fs *pflag.FlagSet) []string {
 	args := []string{}
 	fs.Visit(func(fl *pflag.Flag) {
+		if fl.Name == "header" {
+			return
+		}
 		if sv, ok := fl.Value.(pflag.SliceValue); ok {
 			for _, e := range sv.GetSlice() {
 				args = append(args, "--"+fl.Name+"="+e)

@@ -36,8 +36,18 @@ type proxyProcess struct {
 // error (a blocked session fails its initialize).
 func startProxyProcess(t *testing.T, argv ...string) (*proxyProcess, error) {
 	t.Helper()
+	return startProxyProcessEnv(t, nil, argv...)
+}
+
+// startProxyProcessEnv is startProxyProcess with env ("NAME=value") added
+// to the process's environment.
+func startProxyProcessEnv(t *testing.T, env []string, argv ...string) (*proxyProcess, error) {
+	t.Helper()
 	p := &proxyProcess{cmd: exec.Command(argv[0], argv[1:]...), stderr: &fixtures.SyncBuffer{}}
 	p.cmd.Stderr = p.stderr
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "handover-test", Version: "0"}, nil)
@@ -72,6 +82,21 @@ func (p *proxyProcess) end(t *testing.T) int {
 		t.Fatal("the proxy has not exited")
 	}
 	return p.cmd.ProcessState.ExitCode()
+}
+
+// sessionToolNames lists the tools a client session holds, sorted.
+func sessionToolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // executableName returns the base name of the file pid runs ("" where /proc
@@ -143,19 +168,6 @@ func TestProxyHandOver(t *testing.T) {
 		return []string{exe, "proxy", "--lock", lock, "--bundle", bundle, "--key", key + ".pub", "--", server, "--mode", mode, "--calls-log", calls}
 	}
 	onLinux := runtime.GOOS == "linux"
-	toolNames := func(t *testing.T, cs *mcp.ClientSession) []string {
-		t.Helper()
-		res, err := cs.ListTools(context.Background(), nil)
-		if err != nil {
-			t.Fatalf("tools/list: %v", err)
-		}
-		var names []string
-		for _, tool := range res.Tools {
-			names = append(names, tool.Name)
-		}
-		slices.Sort(names)
-		return names
-	}
 
 	t.Run("signed first use", func(t *testing.T) {
 		sign(fixtures.ModeHonest)
@@ -173,7 +185,7 @@ func TestProxyHandOver(t *testing.T) {
 				}
 			}
 		}
-		if got := toolNames(t, p.cs); !slices.Equal(got, fixtures.HonestToolNames()) {
+		if got := sessionToolNames(t, p.cs); !slices.Equal(got, fixtures.HonestToolNames()) {
 			t.Errorf("tools %q", got)
 		}
 		if code := p.end(t); code != 0 {
@@ -222,7 +234,7 @@ func TestProxyHandOver(t *testing.T) {
 		if err != nil {
 			t.Fatalf("connect: %v", err)
 		}
-		if got := toolNames(t, p.cs); !slices.Equal(got, fixtures.RugPullToolNames()) {
+		if got := sessionToolNames(t, p.cs); !slices.Equal(got, fixtures.RugPullToolNames()) {
 			t.Errorf("tools %q", got)
 		}
 		if code := p.end(t); code != 0 {

@@ -40,6 +40,9 @@ func Exec(path string, cfg *Config) error {
 		return err
 	}
 	argv := append([]string{ExecutableName, "--lock", cfg.Lock, "--"}, cfg.Command...)
+	if cfg.URL != "" {
+		argv = append(argv, shownURL(cfg.URL))
+	}
 	env := append(withoutConfig(os.Environ()), EnvConfig+"="+string(data))
 	if err := syscall.Exec(path, argv, env); err != nil {
 		return fmt.Errorf("starting %s: %w", path, err)

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	"github.com/mcpsign/mcpsign/audit"
 	"github.com/mcpsign/mcpsign/internal/auditevent"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/proxy"
 )
@@ -74,8 +76,16 @@ type Config struct {
 	// force before the hand-over (proxy.Admission, docs/POLICY.md "The
 	// lock in force").
 	Admission *proxy.Admission `json:"admission,omitempty"`
-	// Command is the server's argv.
+	// Command is the server's argv; empty when URL is set.
 	Command []string `json:"command"`
+	// URL is a remote server's Streamable HTTP endpoint (the proxy is then
+	// the bridge: docs/PROXY.md, "Remote servers").
+	URL string `json:"url,omitempty"`
+	// Headers are the --header arguments for URL, as given: ${VAR} is read
+	// from the environment of the process that runs the proxy
+	// (mcpwire.ParseHeaders), so that no value travels in the
+	// configuration.
+	Headers []string `json:"headers,omitempty"`
 	// VerifyCommand, with --bundle, is the argv that verifies definitions
 	// the lock does not hold (proxy.CommandVerifier): mcpsign proxy-verify
 	// and the verification flags.
@@ -107,8 +117,12 @@ func Run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 }
 
 func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	if len(cfg.Command) == 0 {
+	if len(cfg.Command) == 0 && cfg.URL == "" {
 		return ExitError, ErrNoCommand
+	}
+	header, err := mcpwire.ParseHeaders(cfg.Headers, os.LookupEnv)
+	if err != nil {
+		return ExitError, err
 	}
 	if cfg.Lock == "" {
 		return ExitError, ErrNoLockFile
@@ -139,6 +153,8 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 	opts := proxy.Options{
 		Resources:       resources,
 		Command:         cfg.Command,
+		URL:             cfg.URL,
+		Header:          header,
 		Policy:          auditPolicy(policy, rec, cfg.Mode, stderr),
 		Stderr:          stderr,
 		MaxMessageBytes: cfg.MaxMessageBytes,
@@ -168,11 +184,20 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 	case err == nil, errors.Is(err, context.Canceled):
 		return ExitOK, nil
 	case errors.As(err, &blocked):
-		// The report is on stderr already.
-		if blocked.Drift() {
+		// The report is on stderr already. Drift and a protocol violation
+		// exit 42 (blocked); what could not be checked otherwise (a server
+		// that did not answer in time) exits 2.
+		if blocked.Drift() || errors.Is(blocked.Err, mcpwire.ErrProtocol) {
 			return ExitBlocked, nil
 		}
 		return ExitError, nil
+	}
+	var ce *proxy.ConnectError
+	if errors.As(err, &ce) && (errors.Is(err, mcpwire.ErrUnauthorized) || errors.Is(err, mcpwire.ErrForbidden)) {
+		if len(cfg.Headers) == 0 {
+			return ExitError, fmt.Errorf("%w; give them with --header 'Authorization: Bearer ${TOKEN}' (TOKEN read from the environment)", err)
+		}
+		return ExitError, fmt.Errorf("%w; check the values of --header", err)
 	}
 	return ExitError, err
 }
@@ -223,4 +248,15 @@ func withoutConfig(env []string) []string {
 		}
 	}
 	return out
+}
+
+// shownURL is a server URL as ps may show it: no user info, query or
+// fragment, which may carry credentials.
+func shownURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "URL"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
 }

@@ -21,6 +21,8 @@ type ProxyOptions struct {
 	Audit           AuditOptions
 	RollForward     string
 	Resources       string
+	// Headers are --header: sent to a remote server (a URL after --).
+	Headers []string
 }
 
 // AddFlags adds the proxy flags to fs.
@@ -34,6 +36,7 @@ func (o *ProxyOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Audit.AddFlags(fs)
 	fs.StringVar(&o.RollForward, "roll-forward", "signed", "signed: a change signed by the lock's signer rolls the lock forward; manual: every change waits for 'mcpsign approve'")
 	AddResourcesFlag(fs, &o.Resources, true)
+	AddHeaderFlag(fs, &o.Headers)
 }
 
 // AddResourcesFlag adds --resources, the resources mode of a command

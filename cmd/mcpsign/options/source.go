@@ -42,7 +42,7 @@ type SourceOptions struct {
 // AddFlags adds the source flags to fs.
 func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Timeout, "timeout", source.DefaultTimeout, "time limit for listing a live server, from start to the last page")
-	fs.StringArrayVar(&o.Headers, "header", nil, "HTTP header 'Name: value' sent to a Streamable HTTP server, e.g. for auth (repeatable; values are never printed)")
+	AddHeaderFlag(fs, &o.Headers)
 	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "show the stderr of a stdio server and the progress of the listing, one line a step")
 	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "show no progress of a live listing at the terminal")
 	fs.Int64Var(&o.MaxMessageBytes, "max-message-bytes", source.DefaultMaxMessageBytes, "largest message accepted from a server")

@@ -1,0 +1,149 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/source"
+)
+
+// The bridge: the proxy in front of a Streamable HTTP server (the example
+// server behind go-sdk's mcp.NewStreamableHTTPHandler on 127.0.0.1), with
+// go-sdk as the stdio client.
+
+// startBridge runs Run against url in the background on pipes.
+func startBridge(t *testing.T, policy Policy, url string, mod func(*Options)) *session {
+	t.Helper()
+	return startProxy(t, policy, nil, func(o *Options) {
+		o.Command, o.URL = nil, url
+		if mod != nil {
+			mod(o)
+		}
+	})
+}
+
+// httpLock pins what the server at url serves (listed by the source
+// package) to a lock.
+func httpLock(t *testing.T, url string) string {
+	t.Helper()
+	return httpLockTB(t, url)
+}
+
+func httpLockTB(t testing.TB, url string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	snap, err := source.Load(ctx, source.Spec{URL: url}, source.Options{})
+	if err != nil {
+		t.Fatalf("listing %s: %v", url, err)
+	}
+	return writeTOFULockOf(t, snap)
+}
+
+func TestBridgeHonest(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		protocol string
+	}{
+		{"sessions", nil, ""},
+		{"legacy 2025-06-18", []string{"--protocol-versions", "2025-06-18"}, "2025-06-18"},
+		{"stateless 2026-07-28", []string{"--stateless"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			url := fixtures.StartExampleHTTP(t, "honest", tc.args...)
+			lock := httpLock(t, url)
+			s := startBridge(t, lockPolicy(t, lock, LockOptions{}), url, nil)
+			ctx := testContext(t)
+			cs, err := s.connect(ctx, tc.protocol, nil)
+			if err != nil {
+				t.Fatalf("connect: %v", err)
+			}
+			var names []string
+			for tool, err := range cs.Tools(ctx, nil) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				names = append(names, tool.Name)
+			}
+			if got, want := strings.Join(names, ","), strings.Join(fixtures.HonestToolNames(), ","); got != want {
+				t.Errorf("tools %s, want %s", got, want)
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "x"}})
+			if err != nil || res.IsError {
+				t.Fatalf("call: %v %v", res, err)
+			}
+			cs.Close()
+			if err := s.wait(); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+		})
+	}
+}
+
+// A server that drifts after the first call and announces it on the GET
+// stream: the proxy lists again, refuses, and blocks.
+func TestBridgeListChangedOnGETStream(t *testing.T) {
+	t.Parallel()
+	url := fixtures.StartExampleHTTP(t, "list-changed")
+	lock := httpLock(t, url)
+	s := startBridge(t, lockPolicy(t, lock, LockOptions{}), url, nil)
+	ctx := testContext(t)
+	changed := make(chan struct{}, 1)
+	cs, err := s.connect(ctx, "", &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	// The block comes with the re-listing, before any notification.
+	deadline := time.After(testTimeout)
+	for {
+		_, err := cs.ListTools(ctx, nil)
+		if isBlocked(err) {
+			break
+		}
+		select {
+		case <-changed:
+			t.Fatal("the client received list_changed: the proxy should have blocked first")
+		case <-deadline:
+			t.Fatal("no block")
+		case e := <-s.events:
+			_ = e
+		}
+	}
+	cs.Close()
+	b := asBlocked(s.wait())
+	if b == nil || !b.Drift() {
+		t.Fatalf("want a drift block, got %v\n%s", b, s.stderr.String())
+	}
+}
+
+func TestBridgeUnreachable(t *testing.T) {
+	t.Parallel()
+	lock := writeTOFULock(t, exampleArgv(t, "honest"))
+	s := startBridge(t, lockPolicy(t, lock, LockOptions{}), "http://127.0.0.1:1/mcp", nil)
+	ctx := testContext(t)
+	_, err := s.connect(ctx, "", nil)
+	if err == nil {
+		t.Fatal("connected to nothing")
+	}
+	err = s.wait()
+	var ce *ConnectError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "cannot connect to http://127.0.0.1:1/mcp") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("Run: %v", err)
+	}
+	_ = io.EOF
+}
