@@ -307,7 +307,7 @@ func httpRows(evilOrigin string) []httpRow {
 			return true
 		}},
 		{name: "tls-untrusted", tls: true, refusal: "its TLS certificate is signed by an unknown authority"},
-		{name: "status-401", refusal: "401 Unauthorized: it wants credentials (send a token with --header", respond: func(x *exchange) bool {
+		{name: "status-401", refusal: "401 Unauthorized: it wants credentials (--oauth signs in if the server offers OAuth; or send a token with --header", respond: func(x *exchange) bool {
 			x.w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
 			x.write(js, 401, `{"error":"unauthorized"}`)
 			return true
