@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/demo"
 	"github.com/mcpsign/mcpsign/internal/exampleserver"
 )
@@ -64,7 +65,7 @@ everything behaved as expected, 1 otherwise.`,
 	}
 	cmd.Flags().StringVar(&dir, "keep", "", "write the files to this directory and keep them, instead of a temporary directory")
 	cmd.Flags().BoolVar(&force, "force", false, "with --keep, replace the files of an earlier demo in DIR (others are left alone)")
-	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "time limit for the whole demo")
+	options.PositiveDurationVar(cmd.Flags(), &timeout, "timeout", time.Minute, "time limit for the whole demo")
 	return cmd
 }
 

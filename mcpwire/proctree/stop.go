@@ -2,6 +2,12 @@ package proctree
 
 import "time"
 
+// PromptGrace is the grace a caller gives in Stop when nothing more is
+// wanted from the server (the user pressed Ctrl-C, a time limit ran out):
+// the server's group gets SIGTERM after it, and SIGKILL after it again,
+// instead of after the orderly shutdown's seconds each.
+const PromptGrace = 250 * time.Millisecond
+
 // Stop ends the process group led by pid, and nothing outside it
 // (Piped.Stop ends the whole tree), once the caller has closed the leader's
 // stdin (the MCP way to ask a stdio server to exit): it waits up to grace
