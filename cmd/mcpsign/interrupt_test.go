@@ -125,3 +125,28 @@ func TestInterruptStopsAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestDurationFlagsRefuseZero: a time limit or grace of 0 or less is
+// refused (exit 2, naming the flag), not silently the default or no limit.
+func TestDurationFlagsRefuseZero(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"digest", "--timeout", "0", "--", "server"},
+		{"digest", "--timeout", "-1s", "--", "server"},
+		{"snapshot", "-o", "s.json", "--timeout=0s", "--", "server"},
+		{"proxy", "--tofu", "--lock", "l", "--check-timeout", "0", "--", "server"},
+		{"proxy", "--tofu", "--lock", "l", "--shutdown-grace", "-2s", "--", "server"},
+		{"trustroot", "fetch", "-o", "r.json", "--timeout", "0"},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		flag := ""
+		for _, a := range args {
+			if strings.HasPrefix(a, "--timeout") || a == "--check-timeout" || a == "--shutdown-grace" {
+				flag = strings.SplitN(a, "=", 2)[0]
+			}
+		}
+		if code != 2 || !strings.Contains(stderr, flag) || !strings.Contains(stderr, "positive duration") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+}
