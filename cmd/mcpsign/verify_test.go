@@ -207,6 +207,9 @@ func TestVerifyKeyCommand(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%s: exit %d, stderr %q, want 2 and %q", tc.name, code, stderr, tc.want)
 		}
+		if n := strings.Count(stderr, "trustroot fetch"); n > 1 {
+			t.Errorf("%s: the hint is given %d times: %q", tc.name, n, stderr)
+		}
 	}
 	// With --format json an input error is a report too.
 	code, out, _ = runCLI(t, "verify", "key", snap, "--bundle", filepath.Join(dir, "nope.json"), "--key", key, "--format", "json")
