@@ -1,8 +1,14 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // TestUsageMessages: what a new user mistypes is refused (exit 2) with a
@@ -43,5 +49,64 @@ func TestUsageMessages(t *testing.T) {
 				t.Errorf("the usage hint is given %d times:\n%s", n, stderr)
 			}
 		})
+	}
+}
+
+// TestHelpTexts: each command's help describes that command, and the root
+// help points to the docs by a URL a 'go install' user can open.
+func TestHelpTexts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args         []string
+		want, unwant string
+	}{
+		{[]string{"pin", "--help"}, "verified against the server before the lock is written", "rolls the lock forward"},
+		{[]string{"proxy", "--help"}, "a signed update rolls the lock forward", ""},
+		{[]string{"--help"}, docsURL, "docs/ describes"},
+	} {
+		code, stdout, stderr := runCLI(t, tc.args...)
+		if code != 0 || !strings.Contains(stdout, tc.want) || (tc.unwant != "" && strings.Contains(stdout, tc.unwant)) {
+			t.Errorf("%v: exit %d, want %q and not %q in\n%s%s", tc.args, code, tc.want, tc.unwant, stdout, stderr)
+		}
+	}
+}
+
+// TestDocsCitedExist: every docs page a help text cites is in the
+// repository, and the docs cite nothing outside it (no design notes, no
+// shared directory beside the clone).
+func TestDocsCitedExist(t *testing.T) {
+	t.Parallel()
+	var texts []string
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		texts = append(texts, c.Long, c.Example, c.Short)
+		c.Flags().VisitAll(func(f *pflag.Flag) { texts = append(texts, f.Usage) })
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(&app{}))
+	cited := regexp.MustCompile(`docs/([A-Za-z0-9_-]+\.md)`)
+	for _, text := range texts {
+		for _, m := range cited.FindAllStringSubmatch(text, -1) {
+			if _, err := os.Stat(filepath.Join("..", "..", "docs", m[1])); err != nil {
+				t.Errorf("a help text cites %s, which is not in the repository", m[0])
+			}
+		}
+	}
+	pages, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	pages = append(pages, filepath.Join("..", "..", "README.md"))
+	outside := regexp.MustCompile(`DESIGN\.md|DESIGN's|\.\./shared/`)
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := outside.Find(b); m != nil {
+			t.Errorf("%s cites %q, which a clone does not have", filepath.Base(p), m)
+		}
+	}
+	if len(pages) < 10 {
+		t.Errorf("found only %d docs pages", len(pages))
 	}
 }
