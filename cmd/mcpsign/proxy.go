@@ -71,10 +71,8 @@ Nothing but the relayed protocol is written to stdout. The server's stderr is
 passed to stderr, escaped.
 
 Exit codes: 0 the session ended (the client or the server closed it); 2 bad
-usage, a bad lock, a server that could not be started or checked, or the
-proxy was interrupted (SIGINT, SIGTERM: what was pending is answered, the
-server stopped at once); 42 the definitions changed and the session was
-blocked.`,
+usage, a bad lock, a server that could not be started or checked; 42 the
+definitions changed and the session was blocked.`,
 		Example: `  # Pin on first use (unsigned), then enforce: what a host runs
   mcpsign proxy --lock notes.mcpsign.lock --tofu -- npx -y @acme/notes-mcp@1.2.0
 
