@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/mcpwire/proctree"
 )
 
 // The e2e tests run the official MCP servers pinned in testdata/npm
@@ -264,7 +264,7 @@ func startEverythingHTTP(t *testing.T, node, entry string) string {
 		l.Close()
 		cmd := exec.Command(node, entry, "streamableHttp")
 		cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		proctree.SetGroup(cmd)
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -273,7 +273,7 @@ func startEverythingHTTP(t *testing.T, node, entry string) string {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			proctree.Kill(cmd.Process.Pid)
 			cmd.Wait()
 		})
 		ready := make(chan string, 1)

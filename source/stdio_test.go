@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -257,12 +256,14 @@ func checkNoOrphans(t *testing.T, dir string) {
 		}
 		if alive(pid) {
 			t.Errorf("%s process %d is still alive after Load returned", name, pid)
-			syscall.Kill(pid, syscall.SIGKILL)
+			if p, err := os.FindProcess(pid); err == nil {
+				p.Kill()
+			}
 		}
 		if name == "leader" {
 			if m := proctree.Members(pid); len(m) > 0 {
 				t.Errorf("process group %d still has %v", pid, m)
-				syscall.Kill(-pid, syscall.SIGKILL)
+				proctree.Kill(pid)
 			}
 		}
 	}

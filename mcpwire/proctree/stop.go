@@ -1,6 +1,9 @@
 package proctree
 
-import "time"
+import (
+	"os/exec"
+	"time"
+)
 
 // PromptGrace is the grace a caller gives in Stop when nothing more is
 // wanted from the server (the user pressed Ctrl-C, a time limit ran out):
@@ -45,3 +48,8 @@ func WaitGone(pgid int, d time.Duration) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// SetGroup makes cmd, when started, the leader of a process group of its
+// own where the platform has them (as Start does), so that Kill and
+// Terminate of its PID reach it and every child it starts.
+func SetGroup(cmd *exec.Cmd) { setGroup(cmd) }
