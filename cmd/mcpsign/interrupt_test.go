@@ -69,8 +69,9 @@ func TestInterruptStopsAtOnce(t *testing.T) {
 				io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`+"\n")
 			}
 			var stderr strings.Builder
-			got := make(chan struct{})
+			got, stderrDone := make(chan struct{}), make(chan struct{})
 			go func() {
+				defer close(stderrDone)
 				sc := bufio.NewScanner(stderrR)
 				once := false
 				for sc.Scan() {
@@ -97,6 +98,7 @@ func TestInterruptStopsAtOnce(t *testing.T) {
 			err = cmd.Wait()
 			took := time.Since(start)
 			stderrW.Close()
+			<-stderrDone // stderr is whole, and read by this goroutine only
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() != proxycmd.ExitError {
 				t.Errorf("exit %v, want %d\n%s", err, proxycmd.ExitError, stderr.String())
