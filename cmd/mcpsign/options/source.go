@@ -37,7 +37,7 @@ func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Timeout, "timeout", source.DefaultTimeout, "time limit for listing a live server, from start to the last page")
 	fs.StringArrayVar(&o.Headers, "header", nil, "HTTP header 'Name: value' sent to a Streamable HTTP server, e.g. for auth (repeatable; values are never printed)")
 	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "show the stderr of a stdio server and the progress of the listing, one line a step")
-	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "show no progress of a live listing at the terminal")
+	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "show no progress of a live listing on stderr (no spinner at a terminal, no note of a slow server elsewhere)")
 	fs.Int64Var(&o.MaxMessageBytes, "max-message-bytes", source.DefaultMaxMessageBytes, "largest message accepted from a server")
 	fs.Int64Var(&o.MaxListingBytes, "max-listing-bytes", source.DefaultMaxListingBytes, "most bytes of a live listing, all pages of all kinds together")
 	fs.StringVar(&o.ClientCapabilities, "client-capabilities", "", "the client capabilities announced to a live server, a JSON object (default "+source.DefaultClientCapabilities+", go-sdk's); servers may offer other definitions to other clients, and snapshots and locks record them")
