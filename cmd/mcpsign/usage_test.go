@@ -110,3 +110,86 @@ func TestDocsCitedExist(t *testing.T) {
 		t.Errorf("found only %d docs pages", len(pages))
 	}
 }
+
+// TestHelpExamplesParse: every 'mcpsign ...' command line in an Example of
+// the help names a command and flags that exist, with values where they
+// take one: an example that fails as written fails here first.
+func TestHelpExamplesParse(t *testing.T) {
+	t.Parallel()
+	var examples []string
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		joined := strings.ReplaceAll(c.Example, "\\\n", " ")
+		for _, line := range strings.Split(joined, "\n") {
+			line, _, _ = strings.Cut(strings.TrimSpace(line), " #")
+			if strings.HasPrefix(line, "mcpsign ") && !strings.ContainsAny(line, "|<>$`") {
+				examples = append(examples, line)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(&app{}))
+	if len(examples) < 20 {
+		t.Fatalf("found only %d examples", len(examples))
+	}
+	for _, ex := range examples {
+		words := shellWords(ex)[1:]
+		root := newRootCmd(&app{})
+		c, rest, err := root.Find(words)
+		if err != nil {
+			t.Errorf("%s: %v", ex, err)
+			continue
+		}
+		if err := c.ParseFlags(rest); err != nil {
+			t.Errorf("%s: %v", ex, err)
+			continue
+		}
+		// A keyless verification names the signer: identity and issuer.
+		set := func(names ...string) bool {
+			for _, n := range names {
+				if f := c.Flags().Lookup(n); f != nil && f.Changed {
+					return true
+				}
+			}
+			return false
+		}
+		keyless := set("bundle", "bundle-from-server") && !set("key", "ca-roots", "policy", "tofu") &&
+			c.Name() != "bundle" && c.Name() != "key" && c.Name() != "certificate" && c.Flags().Lookup("certificate-oidc-issuer") != nil
+		if keyless && (!set("certificate-identity", "certificate-identity-regexp") || !set("certificate-oidc-issuer", "certificate-oidc-issuer-regexp")) {
+			t.Errorf("%s: a keyless verification without --certificate-identity and --certificate-oidc-issuer fails as written", ex)
+		}
+	}
+}
+
+// shellWords splits a command line as a shell does for the examples: on
+// spaces, with '…' and "…" quoting (no escapes).
+func shellWords(line string) []string {
+	var words []string
+	var cur strings.Builder
+	in, quote := false, rune(0)
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, in = r, true
+		case r == ' ' || r == '\t':
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	return words
+}
