@@ -315,3 +315,29 @@ func TestReportOtherServer(t *testing.T) {
 		})
 	}
 }
+
+// TestReportTextCountsByLabel: the header counts findings by the labels
+// their rows carry ("1 info" for a row labelled info, never "1 notice").
+func TestReportTextCountsByLabel(t *testing.T) {
+	r := tofuLock(t, "honest").Check(examplesnap.Live(t, "rugpull"))
+	errs := r.Errors()
+	r.Findings = append(r.Findings, Finding{Rule: RuleClientCapabilitiesDiffer, Severity: SeverityInfo, Message: "m"})
+	var text strings.Builder
+	if err := WriteReportText(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("DRIFT: %d errors, 1 info\n", errs); !strings.Contains(text.String(), want) {
+		t.Errorf("header lacks %q:\n%s", want, text.String())
+	}
+	if !strings.Contains(text.String(), "\ninfo   "+RuleClientCapabilitiesDiffer) || strings.Contains(text.String(), "notice") {
+		t.Errorf("rows and header disagree:\n%s", text.String())
+	}
+	ok := &Report{Approval: r.Approval, Findings: []Finding{{Rule: RuleClientCapabilitiesDiffer, Severity: SeverityInfo, Message: "m"}}}
+	text.Reset()
+	if err := WriteReportText(&text, ok); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "OK: the server matches the lock (1 info)") {
+		t.Errorf("OK header:\n%s", text.String())
+	}
+}

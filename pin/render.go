@@ -70,11 +70,11 @@ func WriteReportText(w io.Writer, r *Report) error {
 	if errs == 0 {
 		e.Printf("\nOK: the server matches the lock")
 		if n := len(r.Findings); n > 0 {
-			e.Printf(" (%s)", textout.Plural(n, "notice"))
+			e.Printf(" (%d %s)", n, SeverityInfo) // counted by the label its rows carry
 		}
 		e.Printf("\n")
 	} else {
-		e.Printf("\nDRIFT: %s, %s\n", textout.Plural(errs, "error"), textout.Plural(len(r.Findings)-errs, "notice"))
+		e.Printf("\nDRIFT: %s, %d %s\n", textout.Plural(errs, string(SeverityError)), len(r.Findings)-errs, SeverityInfo)
 	}
 	for _, f := range r.Findings {
 		e.Printf("\n%-5s  %s  %s\n", f.Severity, f.Rule, f.Message)

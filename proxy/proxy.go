@@ -38,6 +38,10 @@ const (
 	// be checked (the server did not answer the listing in time, broke the
 	// protocol, or the policy failed).
 	UncheckedMessage = "blocked by mcpsign: definitions could not be checked"
+	// InterruptedCode is the JSON-RPC error code of the requests still
+	// waiting for the server when the proxy is interrupted (SIGINT,
+	// SIGTERM): JSON-RPC's internal error.
+	InterruptedCode = -32603
 )
 
 // Policy decides whether the definitions a server serves may reach the

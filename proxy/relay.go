@@ -19,6 +19,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/rawio"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/mcpwire/proctree"
 )
 
 // inbound is one line read from a peer, parsed.
@@ -265,7 +266,8 @@ func (r *relay) run(ctx context.Context) error {
 		case <-endTimer:
 			return r.finish()
 		case <-ctx.Done():
-			r.c.stop(r.o.ShutdownGrace)
+			r.interrupted(context.Cause(ctx))
+			r.c.stop(min(r.o.ShutdownGrace, proctree.PromptGrace))
 			return context.Cause(ctx)
 		}
 		r.mu.Lock()
@@ -1066,6 +1068,33 @@ func (r *relay) block(b *BlockedError) {
 	}()
 	r.report(b)
 	r.o.OnEvent(Event{Kind: EventBlocked, Decision: b.Decision, Err: b.Err, What: b.What})
+}
+
+// interrupted ends a session the proxy's caller cancelled (SIGINT, SIGTERM):
+// every request still waiting for the server is answered with
+// InterruptedCode, so that no client waits for an answer that cannot come,
+// and stderr says why the server is stopped.
+func (r *relay) interrupted(cause error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.blocked != nil {
+		return // every request is answered already
+	}
+	msg := "mcpsign proxy: interrupted (" + safeLine(cause.Error()) + "): the server was stopped"
+	if t := r.running; t != nil && t.subjID != nil {
+		r.answer(t.subjID, InterruptedCode, msg, nil)
+	}
+	r.pending.Drain(func(id []byte, _ *pendingReq) {
+		r.answer(id, InterruptedCode, msg, nil)
+	})
+	for _, m := range r.heldClient {
+		if m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindRequest {
+			r.answer(m.env.ID, InterruptedCode, msg, nil)
+		}
+	}
+	r.heldClient, r.heldServer, r.heldBytes = nil, nil, 0
+	r.toServer.drop()
+	io.WriteString(r.o.Stderr, msg+"\n")
 }
 
 // report writes why the session was blocked, escaped.

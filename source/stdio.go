@@ -31,8 +31,14 @@ func loadStdio(parent context.Context, argv []string, o *Options) (*digest.Snaps
 	}
 	w := newStdioWire(p.stdout, p.stdin, o.MaxMessageBytes, p.stopping)
 	defer func() {
-		p.shutdown(o.ShutdownGrace) // stdin closed first: the spec's orderly shutdown
-		p.stdout.Close()            // ends the reader, whoever still holds the pipe
+		grace := o.ShutdownGrace // stdin closed first: the spec's orderly shutdown
+		if ctx.Err() != nil {
+			// Interrupted (Ctrl-C), out of time, or the server is gone:
+			// nothing more is wanted from it, so no seconds of grace.
+			grace = min(grace, proctree.PromptGrace)
+		}
+		p.shutdown(grace)
+		p.stdout.Close() // ends the reader, whoever still holds the pipe
 	}()
 	// The end of stdout is how a server's exit usually shows, but a child
 	// of it may hold stdout open: watch the process itself too. The delay

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -256,12 +256,14 @@ func checkNoOrphans(t *testing.T, dir string) {
 		}
 		if alive(pid) {
 			t.Errorf("%s process %d is still alive after Load returned", name, pid)
-			syscall.Kill(pid, syscall.SIGKILL)
+			if p, err := os.FindProcess(pid); err == nil {
+				p.Kill()
+			}
 		}
 		if name == "leader" {
 			if m := proctree.Members(pid); len(m) > 0 {
 				t.Errorf("process group %d still has %v", pid, m)
-				syscall.Kill(-pid, syscall.SIGKILL)
+				proctree.Kill(pid)
 			}
 		}
 	}
@@ -310,6 +312,54 @@ func TestStdioCancel(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("took %v", took)
+	}
+	checkNoOrphans(t, dir)
+}
+
+// TestStdioCancelStopsAtOnce: a server that ignores the end of its stdin
+// and SIGTERM, cancelled while the client waits for its initialize answer
+// (Ctrl-C), is killed within proctree.PromptGrace twice, not after the
+// seconds of an orderly shutdown (ShutdownGrace twice).
+func TestStdioCancelStopsAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	var cancelled atomic.Int64
+	var once sync.Once
+	opts := Options{ShutdownGrace: 5 * time.Second, Progress: func(stage string, page int) {
+		if stage == StageInitialize {
+			once.Do(func() {
+				time.AfterFunc(100*time.Millisecond, func() { cancelled.Store(time.Now().UnixNano()); cancel() })
+			})
+		}
+	}}
+	argv := withPidFiles(dir, []string{fixtures.BuildBadServer(t), "--behavior", fixtures.BadNeverExits})
+	_, err := Load(ctx, Spec{Command: argv}, opts)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	// An orderly shutdown would take 10 s here; a prompt one about 0.5 s
+	// (a loaded machine adds to that, never 10 s).
+	if took := time.Since(time.Unix(0, cancelled.Load())); took > 4*time.Second {
+		t.Errorf("Load returned %v after the cancellation", took)
+	}
+	checkNoOrphans(t, dir)
+}
+
+// TestStdioTimeoutStopsAtOnce: when the time limit runs out, Load returns
+// about then (the spinner stops with it), not after the orderly shutdown's
+// seconds more.
+func TestStdioTimeoutStopsAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	argv := withPidFiles(dir, []string{fixtures.BuildBadServer(t), "--behavior", fixtures.BadNeverExits})
+	start := time.Now()
+	_, err := Load(context.Background(), Spec{Command: argv}, Options{Timeout: time.Second, ShutdownGrace: 5 * time.Second})
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("error %v, want ErrTimeout", err)
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("Load returned after %v with a 1s limit", took)
 	}
 	checkNoOrphans(t, dir)
 }

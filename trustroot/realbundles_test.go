@@ -11,7 +11,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/shareddata"
 )
 
-// The public-good bundles of ../shared/testdata/real-bundles (README.md
+// The public-good bundles of testdata/real-bundles (README.md
 // there): model-transparency v1.0.0 has a Rekor v1 entry only; v1.1.0 adds
 // an RFC 3161 timestamp from timestamp.sigstore.dev.
 const (

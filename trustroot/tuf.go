@@ -122,7 +122,7 @@ func newTUFClient(ctx context.Context, opts Options, timeout time.Duration) (*tu
 	if opts.Offline {
 		// Do not even create a cache: nothing usable is there.
 		if _, err := os.Stat(filepath.Join(mirrorDir, "timestamp.json")); err != nil {
-			return nil, fmt.Errorf("%w for %s in %s (run 'mcpsign trustroot fetch' once online, or pass a trusted root file)", ErrOffline, mirror, cacheDir)
+			return nil, fmt.Errorf("%w for %s in %s", ErrOffline, mirror, cacheDir) // the command says what to do
 		}
 		o.ForceCache = true
 		o.CacheValidity = tuf.MaxCache

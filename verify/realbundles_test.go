@@ -16,7 +16,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/shareddata"
 )
 
-// realBundle is a row of ../shared/testdata/real-bundles/manifest.tsv.
+// realBundle is a row of testdata/real-bundles/manifest.tsv.
 type realBundle struct {
 	file, identity, issuer string
 	alg, digest            string // hex

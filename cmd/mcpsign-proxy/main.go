@@ -22,6 +22,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop) // a second signal has its default effect (as in mcpsign)
 	code := proxycmd.Lean(ctx)
 	stop()
 	os.Exit(code)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 
 	"golang.org/x/term"
 
@@ -102,9 +103,12 @@ func run(ctx context.Context, args []string, a *app) int {
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
-	err := root.ExecuteContext(ctx)
+	c, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
+	}
+	if cobraUsageError(err) {
+		err = fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())
 	}
 	var s silentExit
 	if errors.As(err, &s) {
@@ -117,4 +121,20 @@ func run(ctx context.Context, args []string, a *app) int {
 	}
 	fmt.Fprintf(a.stderr, "mcpsign: %s\n", textsafe.EscapeKeepLayout(withFlagHint(err).Error()))
 	return code
+}
+
+// cobraUsageError reports whether err is cobra's refusal of a command line
+// (an unknown command, a wrong number of arguments) without the hint that
+// flag errors get (root.go).
+func cobraUsageError(err error) bool {
+	msg := err.Error()
+	if strings.Contains(msg, "--help' for usage.") {
+		return false
+	}
+	for _, p := range []string{"unknown command ", "accepts ", "requires at least ", "invalid argument "} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/demo"
 	"github.com/mcpsign/mcpsign/internal/exampleserver"
 )
@@ -31,16 +32,7 @@ func newDemoCmd(a *app) *cobra.Command {
 		Long: `Run the whole story on a small example MCP server built into mcpsign, offline
 and without any account, in a temporary directory:
 
-  1. snapshot the server's definitions (tools, prompts, resource templates,
-     instructions) and digest each one;
-  2. sign them as a publisher would, with a fresh key;
-  3. verify the live server against the signature, as a host does before it
-     first approves a server;
-  4. pin what was approved in a lock file;
-  5. run an honest client session through 'mcpsign proxy';
-  6. switch the server to its rug-pull release (a hidden instruction in a tool
-     description, a new tool) and watch the proxy block it before any tool
-     call reaches it, with the diff, hidden characters shown.
+` + demoSteps() + `
 
 Each step shows the command that does the same by hand. The demo exits 0 when
 everything behaved as expected, 1 otherwise.`,
@@ -64,7 +56,7 @@ everything behaved as expected, 1 otherwise.`,
 	}
 	cmd.Flags().StringVar(&dir, "keep", "", "write the files to this directory and keep them, instead of a temporary directory")
 	cmd.Flags().BoolVar(&force, "force", false, "with --keep, replace the files of an earlier demo in DIR (others are left alone)")
-	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "time limit for the whole demo")
+	options.PositiveDurationVar(cmd.Flags(), &timeout, "timeout", time.Minute, "time limit for the whole demo")
 	return cmd
 }
 
@@ -97,4 +89,16 @@ func newExampleServerCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// demoSteps is the numbered list of what the demo does, for its help.
+func demoSteps() string {
+	var b strings.Builder
+	for i, step := range demo.Steps {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "  %d. %s", i+1, strings.ReplaceAll(step, "\n", "\n     "))
+	}
+	return b.String()
 }

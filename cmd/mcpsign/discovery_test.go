@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mcpsign/mcpsign/internal/fixtures"
@@ -31,8 +32,28 @@ type discoveryFiles struct {
 // discoverySetup makes the files of one test in its temporary directory.
 func discoverySetup(t *testing.T) discoveryFiles {
 	t.Helper()
+	// Made once for the tests that use it: two password-encrypted keys and
+	// three signatures cost seconds of key derivation under -race.
+	discovery.once.Do(func() {
+		discovery.d = makeDiscoveryFiles(t)
+		discovery.ok = !t.Failed()
+	})
+	if !discovery.ok {
+		t.Fatal("the discovery fixtures could not be made (see the first test that used them)")
+	}
+	return discovery.d
+}
+
+var discovery struct {
+	once sync.Once
+	d    discoveryFiles
+	ok   bool
+}
+
+func makeDiscoveryFiles(t *testing.T) discoveryFiles {
+	t.Helper()
 	server := fixtures.BuildExampleServer(t)
-	dir := t.TempDir()
+	dir := fixtures.SharedDir(t, "discovery")
 	env := map[string]string{"PW": "discovery"}
 	for _, who := range []string{"alice", "mallory"} {
 		if code, _, stderr := runWith(t, env, "keygen", "-o", filepath.Join(dir, who), "--password-env", "PW"); code != 0 {

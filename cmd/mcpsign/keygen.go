@@ -94,6 +94,10 @@ func passwordFunc(a *app, envVar, what string) sign.PasswordFunc {
 		}
 		f, ok := a.stdin.(*os.File)
 		if !ok || !a.isTerminal() {
+			if confirm {
+				// A new key: nothing is encrypted yet.
+				return nil, fmt.Errorf("%s needs a password to be encrypted with: pass --password-env VAR naming an environment variable that holds it, or run at a terminal to be asked", what)
+			}
 			return nil, fmt.Errorf("%w: pass --password-env VAR naming an environment variable that holds it, or run at a terminal to be asked", sign.ErrPasswordRequired)
 		}
 		fmt.Fprintf(a.stderr, "Password for %s: ", what)

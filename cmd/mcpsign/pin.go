@@ -84,6 +84,9 @@ cannot be digested.`,
 	f.out.AddFlags(fs)
 	po.AddFlags(fs)
 	f.vo.AddBundleFlags(fs)
+	// pin verifies once, before it writes the lock (the proxy's help says
+	// what the proxy does with it).
+	fs.Lookup("bundle").Usage = "Sigstore bundle of the signed definitions (a file, or an https:// URL): verified against the server before the lock is written; repeat it with --policy for a threshold"
 	f.trust.AddFlags(fs)
 	f.id.AddFlags(fs)
 	f.pol.AddFlags(fs)

@@ -186,19 +186,11 @@ func TestPinCapabilitiesOverride(t *testing.T) {
 // changed since signing, pins nothing.
 func TestPinKeyBundle(t *testing.T) {
 	t.Parallel() // its own temporary directory and processes
-	server := fixtures.BuildExampleServer(t)
-	dir := t.TempDir()
-	env := map[string]string{"PW": "pin-test"}
-	for _, name := range []string{"alice", "mallory"} {
-		if code, _, stderr := runWith(t, env, "keygen", "-o", filepath.Join(dir, name), "--password-env", "PW"); code != 0 {
-			t.Fatalf("keygen: %s", stderr)
-		}
-	}
-	bundle := filepath.Join(dir, "b.sigstore.json")
-	if code, _, stderr := runWith(t, env, "sign", "key", "--key", filepath.Join(dir, "alice.key"), "--password-env", "PW", "-o", bundle, "--", server); code != 0 {
-		t.Fatalf("sign: %s", stderr)
-	}
-	lock := filepath.Join(dir, "l.lock")
+	// The keys and the bundle of alice over the example server, made once
+	// with keygen and sign key for the tests that need them.
+	d := discoverySetup(t)
+	server, dir, bundle := d.server, d.dir, d.honest
+	lock := filepath.Join(t.TempDir(), "l.lock")
 	code, stdout, stderr := runCLI(t, "pin", "--lock", lock, "--bundle", bundle, "--key", filepath.Join(dir, "alice.pub"), "--", server)
 	if code != 0 {
 		t.Fatalf("pin: exit %d\n%s%s", code, stdout, stderr)

@@ -6,6 +6,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// docsURL is where the documentation the help texts cite is read by
+// someone who installed mcpsign with go install (no docs/ directory).
+const docsURL = "https://github.com/mcpsign/mcpsign/tree/main/docs"
+
 func newRootCmd(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "mcpsign",
@@ -24,8 +28,9 @@ Exit codes: 0 success; 1 verification failed or drift found; 2 usage, input,
 I/O or connection error; 42 'mcpsign proxy' blocked a session whose
 definitions changed.
 
-'mcpsign version' (or --version) prints the version; docs/ describes every
-format and rule.`,
+'mcpsign version' (or --version) prints the version. Every format and rule is
+described at ` + docsURL + `
+(docs/ of the source; help texts name its pages, e.g. docs/LOCK.md).`,
 		Example: `  # Digest the definitions of a server started over stdio
   mcpsign digest -- npx -y @modelcontextprotocol/server-everything
 

@@ -73,18 +73,26 @@ func newSignCmd(a *app) *cobra.Command {
 Without a method, 'mcpsign sign' signs keylessly and takes the flags of
 'mcpsign sign sigstore'. See docs/SIGNING.md.`
 	cmd.AddCommand(newSignSigstoreCmd(a, "sigstore"), newSignKeyCmd(a), newSignCertificateCmd(a))
+	refuseMethodTypo(cmd, "sign", "sign a server command of that name keylessly")
+	return cmd
+}
+
+// refuseMethodTypo makes cmd refuse a first word, before any --, that is a
+// mistyped method (sub-command) of it: 'mcpsign sign kye' and 'mcpsign
+// verify kye --bundle B -- SERVER' are typos, not a server command named
+// kye. A word with '.', '/', ':' or a space (a file, a URL, a command line)
+// is a source as before.
+func refuseMethodTypo(cmd *cobra.Command, verb, asSource string) {
 	cmd.SuggestionsMinimumDistance = 2
-	keyless := cmd.RunE
+	run := cmd.RunE
 	cmd.RunE = func(c *cobra.Command, args []string) error {
-		// 'mcpsign sign kye' is a typo, not a server command named kye.
-		if len(args) == 1 && c.ArgsLenAtDash() < 0 && !strings.ContainsAny(args[0], "./: ") {
+		if len(args) > 0 && c.ArgsLenAtDash() != 0 && !strings.ContainsAny(args[0], "./: ") {
 			if sug := c.SuggestionsFor(args[0]); len(sug) > 0 {
-				return fmt.Errorf("unknown sign method %q: did you mean %q? (to sign a server command of that name keylessly, put it after --)", args[0], sug[0])
+				return fmt.Errorf("unknown %s method %q: did you mean %q? (to %s, put it after --)", verb, args[0], sug[0], asSource)
 			}
 		}
-		return keyless(c, args)
+		return run(c, args)
 	}
-	return cmd
 }
 
 func newSignSigstoreCmd(a *app, use string) *cobra.Command {

@@ -125,7 +125,7 @@ commands with --offline can use it. Pin the written file and pass it with
 	fs.StringVar(&cacheDir, "tuf-cache", "", "TUF metadata cache directory (default: mcpsign/tuf under the user cache directory)")
 	fs.StringVar(&mirror, "tuf-mirror", "", "TUF repository URL (default: the Sigstore public-good repository)")
 	fs.StringVar(&tufRoot, "tuf-root", "", "initial TUF root.json of --tuf-mirror (needed once for a repository other than public-good or staging)")
-	fs.DurationVar(&timeout, "timeout", trustroot.DefaultTimeout, "time limit for the TUF update")
+	options.PositiveDurationVar(fs, &timeout, "timeout", trustroot.DefaultTimeout, "time limit for the TUF update")
 	return cmd
 }
 

@@ -89,6 +89,7 @@ any artifact.
 		newVerifyMethodCmd(a, verify.MethodCertificate, "certificate SOURCE --bundle FILE --ca-roots FILE (--certificate-subject DN | SAN flags) [flags]"),
 		newVerifyBundleCmd(a),
 	)
+	refuseMethodTypo(cmd, "verify", "verify a server command of that name")
 	return cmd
 }
 
@@ -252,16 +253,33 @@ func (f *verifyFlags) policyKey() crypto.PublicKey {
 // identityFlagHint names the flags that give what the policy lacks, as
 // cosign does.
 func identityFlagHint(m verify.Method, err error) error {
+	flags := ""
+	sentinel := verify.ErrNoIdentity
 	switch {
 	case errors.Is(err, verify.ErrNoIssuer):
-		return fmt.Errorf("missing --certificate-oidc-issuer (or --certificate-oidc-issuer-regexp): %w", err)
+		flags, sentinel = "--certificate-oidc-issuer (or --certificate-oidc-issuer-regexp)", verify.ErrNoIssuer
 	case errors.Is(err, verify.ErrNoIdentity) && m == verify.MethodCertificate:
-		return fmt.Errorf("missing --certificate-subject, --certificate-email, --certificate-uri, --certificate-dns or --certificate-identity (or --certificate-identity-regexp): %w", err)
+		flags = "--certificate-subject, --certificate-email, --certificate-uri, --certificate-dns or --certificate-identity (or --certificate-identity-regexp)"
 	case errors.Is(err, verify.ErrNoIdentity):
-		return fmt.Errorf("missing --certificate-identity (or --certificate-identity-regexp): %w", err)
+		flags = "--certificate-identity (or --certificate-identity-regexp)"
+	default:
+		return err
 	}
-	return err
+	// Said with the flags, not the library's "in the policy": no policy
+	// file may have been given.
+	detail := strings.TrimPrefix(err.Error(), sentinel.Error()+": ")
+	return &flagError{msg: "missing " + flags + ": " + detail, err: err}
 }
+
+// flagError is an error said with the flags that fix it in place of the
+// library's words; it still wraps the library's error.
+type flagError struct {
+	msg string
+	err error
+}
+
+func (e *flagError) Error() string { return e.msg }
+func (e *flagError) Unwrap() error { return e.err }
 
 // verifyGCPercent is the garbage collector's GOGC while a verify command
 // runs: it verifies one bundle, bounded in size, and exits. At the default

@@ -107,6 +107,9 @@ func TestVerifyHints(t *testing.T) {
 			if code != 2 || !strings.Contains(stderr, tc.want) {
 				t.Errorf("exit %d, want 2 and %q: %s", code, tc.want, stderr)
 			}
+			if strings.Contains(stderr, "policy") {
+				t.Errorf("speaks of a policy, though none was given: %s", stderr)
+			}
 		})
 	}
 

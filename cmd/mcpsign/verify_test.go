@@ -12,7 +12,6 @@ import (
 	"encoding/pem"
 	"math/big"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,7 +23,6 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/internal/shareddata"
 	"github.com/mcpsign/mcpsign/internal/sigstack"
 	"github.com/mcpsign/mcpsign/pin"
@@ -209,6 +207,9 @@ func TestVerifyKeyCommand(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%s: exit %d, stderr %q, want 2 and %q", tc.name, code, stderr, tc.want)
 		}
+		if n := strings.Count(stderr, "trustroot fetch"); n > 1 {
+			t.Errorf("%s: the hint is given %d times: %q", tc.name, n, stderr)
+		}
 	}
 	// With --format json an input error is a report too.
 	code, out, _ = runCLI(t, "verify", "key", snap, "--bundle", filepath.Join(dir, "nope.json"), "--key", key, "--format", "json")
@@ -345,29 +346,44 @@ func TestVerifyKeylessCommand(t *testing.T) {
 
 // TestVerifyBundleConformance runs the sigstore-conformance bundle-verify
 // cases (70 cases, by path and by digest: 140 runs) through the mcpsign
-// command, as .ci/run does, and fails on any mismatch.
+// command in this process, with the arguments run-cases.sh gives (the
+// conformance step of scripts/test.sh runs that script with the built
+// binary), and fails on any mismatch.
 func TestVerifyBundleConformance(t *testing.T) {
-	t.Parallel() // its own temporary directory and processes
-	script := shareddata.Path(t, "sigstore-conformance/run-cases.sh")
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("bash not found")
+	t.Parallel() // reads only the cases
+	dir := shareddata.Path(t, "sigstore-conformance")
+	tsv, err := os.ReadFile(filepath.Join(dir, "cases.tsv"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if testing.Short() {
-		t.Skip("runs 140 verifications")
-	}
-	bin := filepath.Dir(fixtures.BuildMcpsign(t))
-	cmd := exec.Command("bash", script, "mcpsign verify bundle", "both")
-	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	out, err := cmd.CombinedOutput()
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	total := lines[len(lines)-1]
-	for _, l := range lines {
-		if strings.HasPrefix(l, "MISMATCH") {
-			t.Error(l)
+	runs := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(tsv)), "\n") {
+		// name expected content tlog mediaType mode identity issuer artifact artifactSource digest trustedRoot offline
+		c := strings.Split(line, "\t")
+		if len(c) < 13 || c[0] == "name" {
+			continue
+		}
+		name, expected, mode, ident, iss, digest := c[0], c[1], c[5], c[6], c[7], c[10]
+		d := filepath.Join(dir, name)
+		root := filepath.Join(d, "trusted_root.json")
+		if _, err := os.Stat(root); err != nil {
+			root = filepath.Join(dir, "_shared", "production_trusted_root.json")
+		}
+		auth := []string{"--certificate-identity", ident, "--certificate-oidc-issuer", iss}
+		if mode == "key" {
+			auth = []string{"--key", filepath.Join(d, "key.pub")}
+		}
+		for _, input := range []string{filepath.Join(d, "artifact"), digest} {
+			runs++
+			args := append(append([]string{"verify", "bundle", "--bundle", filepath.Join(d, "bundle.sigstore.json")}, auth...), "--trusted-root", root, input)
+			code, stdout, stderr := runCLI(t, args...)
+			if got := map[bool]string{true: "pass", false: "fail"}[code == 0]; got != expected {
+				t.Errorf("%s [%s]: %s, want %s (exit %d)\n%s%s", name, input, got, expected, code, stdout, stderr)
+			}
 		}
 	}
-	if err != nil || total != "TOTAL OK=140 MISMATCH=0" {
-		t.Fatalf("conformance: %v: %s", err, total)
+	if runs != 140 {
+		t.Errorf("%d runs, want 140", runs)
 	}
 }
 

@@ -125,6 +125,20 @@ func Run(ctx context.Context, o Options) (err error) {
 	return nil
 }
 
+// Steps says what each numbered step of Run does, in order, for the help
+// of 'mcpsign demo' (lines after the first continue the step). Run prints
+// one heading for each.
+var Steps = []string{
+	"snapshot the server's definitions (tools, prompts, resource templates,\ninstructions) and digest each one;",
+	"sign them as a publisher would, with a fresh key;",
+	"verify the live server against the signature, as a host does before it\nfirst approves a server;",
+	"pin what was approved in a lock file;",
+	"start a server that carries its own bundle: a signed first use with only\nthe policy given;",
+	"run an honest client session through 'mcpsign proxy';",
+	"switch the server to its rug-pull release (a hidden instruction in a tool\ndescription, a new tool) and watch the proxy block it before any tool\ncall reaches it, with the diff, hidden characters shown;",
+	"run a server that changes in the middle of a session (after its first\ntool call) and watch the proxy block the next call.",
+}
+
 func (d *demo) printf(format string, args ...any) { fmt.Fprintf(d.out, format, args...) }
 
 func (d *demo) heading(title string) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -38,6 +39,11 @@ func TestRun(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "PRIVATE KEY") {
 		t.Errorf("the narration shows the private key")
+	}
+	// 'mcpsign demo --help' describes Steps: as many as Run shows.
+	headings := regexp.MustCompile(`(?m)^[0-9]+\. `).FindAllString(out.String(), -1)
+	if len(headings) != len(Steps) {
+		t.Errorf("Run shows %d steps, Steps (the help) describes %d", len(headings), len(Steps))
 	}
 }
 

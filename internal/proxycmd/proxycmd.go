@@ -179,6 +179,11 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 		}
 	}
 	err = proxy.Run(ctx, stdin, stdout, opts)
+	if err != nil && ctx.Err() != nil {
+		// Interrupted (SIGINT, SIGTERM): the relay answered what was
+		// pending and said so on stderr.
+		return ExitError, nil
+	}
 	var blocked *proxy.BlockedError
 	switch {
 	case err == nil, errors.Is(err, context.Canceled):

@@ -1,7 +1,8 @@
-// Package shareddata locates the project's shared public test material
-// (digest and RFC 8785 vectors, Sigstore conformance cases, real public-good
-// bundles), which lives beside the repository in ../shared/testdata and is
-// not copied into it.
+// Package shareddata locates the public test vectors the tests read (digest
+// and RFC 8785 vectors, Sigstore conformance cases, real public-good
+// bundles and trusted roots, in-toto statements). They live in the
+// repository's testdata/ directory; testdata/SOURCES.md says where each set
+// comes from, its version and its licence.
 package shareddata
 
 import (
@@ -10,27 +11,17 @@ import (
 	"testing"
 )
 
-// EnvDir names the variable that overrides where the shared test data is.
-const EnvDir = "MCPSIGN_SHARED_TESTDATA"
-
-// Dir returns the shared testdata directory, or "" when it cannot be found.
-// It is $MCPSIGN_SHARED_TESTDATA when set, else shared/testdata beside the
-// first ancestor of the working directory that holds go.mod.
+// Dir returns the repository's testdata directory (beside the first
+// ancestor of the working directory that holds go.mod), or "" when it
+// cannot be found.
 func Dir() string {
-	if d := os.Getenv(EnvDir); d != "" {
-		return d
-	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return ""
 	}
 	for dir := wd; ; dir = filepath.Dir(dir) {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			d := filepath.Join(filepath.Dir(dir), "shared", "testdata")
-			if _, err := os.Stat(d); err == nil {
-				return d
-			}
-			return ""
+			return filepath.Join(dir, "testdata")
 		}
 		if filepath.Dir(dir) == dir {
 			return ""
@@ -38,17 +29,18 @@ func Dir() string {
 	}
 }
 
-// Path returns the path of rel inside the shared testdata. When the shared
-// data is missing the test is skipped, or fails when CI is set: CI must
-// always run the vector tests.
+// Path returns the path of rel inside the repository's testdata. A missing
+// file fails the test: the vectors are part of the repository, so a test
+// that cannot read them never skips.
 func Path(t testing.TB, rel string) string {
 	t.Helper()
 	d := Dir()
 	if d == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("shared test data not found: set %s or place shared/testdata beside the repository", EnvDir)
-		}
-		t.Skipf("shared test data not found (set %s)", EnvDir)
+		t.Fatal("testdata not found: no go.mod above the working directory")
 	}
-	return filepath.Join(d, rel)
+	p := filepath.Join(d, filepath.FromSlash(rel))
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("test vectors missing from testdata/ (see testdata/SOURCES.md): %v", err)
+	}
+	return p
 }

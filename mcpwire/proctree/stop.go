@@ -1,6 +1,15 @@
 package proctree
 
-import "time"
+import (
+	"os/exec"
+	"time"
+)
+
+// PromptGrace is the grace a caller gives in Stop when nothing more is
+// wanted from the server (the user pressed Ctrl-C, a time limit ran out):
+// the server's group gets SIGTERM after it, and SIGKILL after it again,
+// instead of after the orderly shutdown's seconds each.
+const PromptGrace = 250 * time.Millisecond
 
 // Stop ends the process group led by pid, and nothing outside it
 // (Piped.Stop ends the whole tree), once the caller has closed the leader's
@@ -39,3 +48,8 @@ func WaitGone(pgid int, d time.Duration) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// SetGroup makes cmd, when started, the leader of a process group of its
+// own where the platform has them (as Start does), so that Kill and
+// Terminate of its PID reach it and every child it starts.
+func SetGroup(cmd *exec.Cmd) { setGroup(cmd) }

@@ -66,6 +66,11 @@ func (s Source) String() string {
 	if s.From == FromDefault || s.From == FromOverride {
 		return s.Detail
 	}
+	if verb, noun, ok := strings.Cut(s.Detail, "+"); ok {
+		// The run+command rule: two words of the name or text, not one
+		// that reads "run+command" (the tool is run_command).
+		return s.From + " words " + strconv.Quote(verb) + " and " + strconv.Quote(noun)
+	}
 	return s.From + " " + strconv.Quote(s.Detail)
 }
 

@@ -2,6 +2,7 @@ package capability
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -264,5 +265,27 @@ func TestParseOverrides(t *testing.T) {
 	}
 	if _, err := ParseOverrides(make([]byte, MaxOverridesBytes+1)); err == nil {
 		t.Error("oversized overrides accepted")
+	}
+}
+
+// TestSourceText: a source reads as what matched; the run+command rule
+// names its two words, not a name "run+command" that no tool has.
+func TestSourceText(t *testing.T) {
+	for _, tc := range []struct {
+		s    Source
+		want string
+	}{
+		{Source{From: FromName, Detail: "run+command"}, `name words "run" and "command"`},
+		{Source{From: FromDescription, Detail: "launch+script"}, `description words "launch" and "script"`},
+		{Source{From: FromName, Detail: "delete"}, `name "delete"`},
+		{Source{From: FromAnnotation, Detail: "destructiveHint"}, `annotation "destructiveHint"`},
+	} {
+		if got := tc.s.String(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.s, got, tc.want)
+		}
+	}
+	tool := Classify(json.RawMessage(`{"name":"run_command"}`), nil)
+	if d := Describe(tool); !strings.Contains(d, `exec (name words "run" and "command")`) {
+		t.Errorf("run_command: %s", d)
 	}
 }

@@ -13,7 +13,7 @@
 #   CASE: v1.1.0 (model-transparency, RFC 3161 + Rekor v1, by digest; default),
 #         v1.0.0 (Rekor v1 only, by digest), conformance (happy-path DSSE over a.txt, by file)
 # Env: COSIGN (default ~/.cache/mcpsign/sigstore-local/bin/cosign),
-#      MCPSIGN_SHARED_TESTDATA (default ../shared/testdata).
+#      (bundles from testdata/real-bundles).
 # Each round runs the three commands round-robin, RUNS times each after
 # WARMUP, and prints the median wall-clock time and the median CPU time (user
 # + system, from wait4: steadier on a loaded machine) of each and their
@@ -35,10 +35,10 @@ shift $((OPTIND - 1))
 CASES=("${@:-v1.1.0}")
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-SHARED=${MCPSIGN_SHARED_TESTDATA:-$(cd "$REPO/.." && pwd)/shared/testdata}
+SHARED=$REPO/testdata
 COSIGN=${COSIGN:-$HOME/.cache/mcpsign/sigstore-local/bin/cosign}
 [ -x "$COSIGN" ] || { echo "cosign not found at $COSIGN: run scripts/sigstore-local/build.sh or set COSIGN" >&2; exit 2; }
-[ -d "$SHARED/real-bundles" ] || { echo "shared test data not found at $SHARED" >&2; exit 2; }
+[ -d "$SHARED/real-bundles" ] || { echo "test data not found at $SHARED" >&2; exit 2; }
 if [ "$HYPERFINE" = 1 ] && ! command -v hyperfine >/dev/null; then
 	echo "hyperfine not found: apt-get install -y hyperfine" >&2
 	exit 2

@@ -4,7 +4,7 @@
 # production trusted root, and on trustroot.WithChainCache of it, one verifier
 # reused) and BenchmarkFloor (only the per-bundle signature checks), on the
 # public-good model-transparency v1.0.0 (Rekor v1) and v1.1.0 (+ RFC 3161)
-# bundles of ../shared/testdata/real-bundles.
+# bundles of testdata/real-bundles.
 #
 # Usage: scripts/bench/verify-inprocess.sh [-n ROUNDS] [-t BENCHTIME]
 # The test binary is built once and run ROUNDS times (default 5). The primary
@@ -25,7 +25,6 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 (cd "$REPO" && GOTOOLCHAIN=local go test -c -o "$OUT/trustroot.test" ./trustroot)
-export MCPSIGN_SHARED_TESTDATA=${MCPSIGN_SHARED_TESTDATA:-$(cd "$REPO/.." && pwd)/shared/testdata}
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $(go version | cut -d' ' -f3); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 for r in $(seq "$ROUNDS"); do

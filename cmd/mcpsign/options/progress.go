@@ -62,6 +62,53 @@ func TerminalProgress(w io.Writer) (progress func(stage string, page int), done 
 	return progress, done
 }
 
+// slowNoticeDelay is how long a listing runs, when stderr is not a
+// terminal, before one line on stderr says what it waits for: a hung server
+// is not met with the time limit's silence.
+const slowNoticeDelay = 5 * time.Second
+
+// SlowNotice returns a source.Options.Progress hook for a stderr that is not
+// a terminal: when the listing still runs after a few seconds, it writes
+// one line to w saying what it waits for and the time limit, and nothing
+// more. Call done exactly once, when the listing ended.
+func SlowNotice(w io.Writer, limit time.Duration) (progress func(stage string, page int), done func()) {
+	return slowNotice(w, limit, slowNoticeDelay)
+}
+
+func slowNotice(w io.Writer, limit, delay time.Duration) (progress func(stage string, page int), done func()) {
+	var (
+		mu      sync.Mutex
+		timer   *time.Timer
+		pending string
+		ended   bool
+	)
+	progress = func(stage string, page int) {
+		mu.Lock()
+		defer mu.Unlock()
+		pending = stageText(stage, page)
+		if timer != nil || ended {
+			return
+		}
+		// From the first stage on: only a live listing has stages.
+		timer = time.AfterFunc(delay, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if !ended {
+				fmt.Fprintf(w, "%s: no answer after %s (the limit is %s, --timeout)\n", pending, delay, limit)
+			}
+		})
+	}
+	done = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		ended = true
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+	return progress, done
+}
+
 // stageText says what a listing stage waits for.
 func stageText(stage string, page int) string {
 	switch stage {

@@ -29,9 +29,9 @@ type ProxyOptions struct {
 func (o *ProxyOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Lock, "lock", "", "lock file to enforce (docs/LOCK.md); written on first use with --bundle or --tofu (required)")
 	fs.BoolVar(&o.TOFU, "tofu", false, "with no lock file, trust the first definitions seen and write them to the lock (method tofu: no signature vouches for them)")
-	fs.DurationVar(&o.CheckTimeout, "check-timeout", proxy.DefaultCheckTimeout, "time limit for the server's answer to initialize (or server/discover) and for each listing the proxy takes itself (start-up, after list_changed)")
+	PositiveDurationVar(fs, &o.CheckTimeout, "check-timeout", proxy.DefaultCheckTimeout, "time limit for the server's answer to initialize (or server/discover) and for each listing the proxy takes itself (start-up, after list_changed)")
 	fs.IntVar(&o.MaxMessageBytes, "max-message-bytes", source.DefaultMaxMessageBytes, "largest message relayed either way")
-	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", proxy.DefaultShutdownGrace, "how long the server gets to exit after its stdin closes, and again after SIGTERM")
+	PositiveDurationVar(fs, &o.ShutdownGrace, "shutdown-grace", proxy.DefaultShutdownGrace, "how long the server gets to exit after its stdin closes, and again after SIGTERM")
 	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "print nothing on stderr but the server's stderr and the report of a block")
 	o.Audit.AddFlags(fs)
 	fs.StringVar(&o.RollForward, "roll-forward", "signed", "signed: a change signed by the lock's signer rolls the lock forward; manual: every change waits for 'mcpsign approve'")

@@ -44,7 +44,7 @@ func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Timeout, "timeout", source.DefaultTimeout, "time limit for listing a live server, from start to the last page")
 	AddHeaderFlag(fs, &o.Headers)
 	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "show the stderr of a stdio server and the progress of the listing, one line a step")
-	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "show no progress of a live listing at the terminal")
+	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "show no progress of a live listing on stderr (no spinner at a terminal, no note of a slow server elsewhere)")
 	fs.Int64Var(&o.MaxMessageBytes, "max-message-bytes", source.DefaultMaxMessageBytes, "largest message accepted from a server")
 	fs.Int64Var(&o.MaxListingBytes, "max-listing-bytes", source.DefaultMaxListingBytes, "most bytes of a live listing, all pages of all kinds together")
 	fs.StringVar(&o.ClientCapabilities, "client-capabilities", "", "the client capabilities announced to a live server, a JSON object (default "+source.DefaultClientCapabilities+", go-sdk's); servers may offer other definitions to other clients, and snapshots and locks record them")
@@ -78,7 +78,9 @@ func (o *SourceOptions) Spec(cmd *cobra.Command, args []string) (source.Spec, er
 // Options returns the source options and a function to call once the
 // source was read. A live server's stderr and progress go to stderr with
 // --verbose, one line a step; else, when stderr is a terminal and not
-// --quiet, a spinner on stderr says what the listing waits for (progress.go).
+// --quiet, a spinner on stderr says what the listing waits for, and when it
+// is not, one line does if the listing takes more than a few seconds
+// (progress.go).
 // Nothing of it ever goes to stdout.
 func (o *SourceOptions) Options(stderr io.Writer, stderrIsTerminal bool) (source.Options, func(), error) {
 	headers, err := mcpwire.ParseHeaders(o.Headers, os.LookupEnv)
@@ -96,6 +98,10 @@ func (o *SourceOptions) Options(stderr io.Writer, stderrIsTerminal bool) (source
 	if opts.ClientCapabilities, err = o.clientCapabilities(); err != nil {
 		return source.Options{}, nil, err
 	}
+	if o.Timeout <= 0 {
+		// 0 would silently be the default: a time limit must be one.
+		return source.Options{}, nil, fmt.Errorf("--timeout %s: want a positive duration (e.g. 30s, 2m)", o.Timeout)
+	}
 	done := func() {}
 	switch {
 	case o.Verbose:
@@ -109,6 +115,8 @@ func (o *SourceOptions) Options(stderr io.Writer, stderrIsTerminal bool) (source
 		}
 	case stderrIsTerminal && !o.Quiet:
 		opts.Progress, done = TerminalProgress(stderr)
+	case !o.Quiet:
+		opts.Progress, done = SlowNotice(stderr, o.Timeout)
 	}
 	return opts, done, nil
 }

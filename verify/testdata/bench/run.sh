@@ -3,7 +3,7 @@
 # "Verification"): mcpsign vs a minimal sigstore-go verifier (minverify) vs
 # cosign verify-blob-attestation, alternated round-robin, N rounds.
 #   verify/testdata/bench/run.sh [N]     from the repository root
-# Needs ../shared/testdata, cosign (SIGSTACK_BIN or PATH) and, for the last
+# Needs cosign (SIGSTACK_BIN or PATH) and, for the last
 # set, the local Sigstore stack (/tmp/mcpsign-sigstore/env.sh).
 set -euo pipefail
 N=${1:-30}
@@ -15,7 +15,7 @@ go build -o "$B/minverify" ./scripts/bench/minimal-verifier
 COSIGN=${SIGSTACK_BIN:-$HOME/.cache/mcpsign/sigstore-local/bin}/cosign
 command -v "$COSIGN" >/dev/null || COSIGN=$(command -v cosign)
 H=$(mktemp -d) # cosign: no TUF, no home config
-SH=../shared/testdata
+SH=testdata
 GH=https://token.actions.githubusercontent.com
 py() { python3 verify/testdata/bench/procbench.py "$@"; }
 

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/proxy"
+)
+
+// TestInterruptStopsAtOnce: Ctrl-C (SIGINT) while a server that ignores
+// the end of its stdin and SIGTERM has not answered initialize ends
+// digest and the proxy at once (the server killed within about half a
+// second, not after the orderly shutdown's seconds), says so, exits 2, and
+// the proxy answers the client's pending initialize instead of leaving it
+// waiting.
+func TestInterruptStopsAtOnce(t *testing.T) {
+	t.Parallel()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	mcpsign := fixtures.BuildMcpsign(t)
+	bad := fixtures.BuildBadServer(t)
+	// The server says on stderr when it has the first byte of a request:
+	// then the request is pending in the proxy.
+	server := []string{sh, "-c", `head -c 1 >/dev/null; echo "server: got a request" >&2; exec "$0" --behavior ` + fixtures.BadNeverExits, bad}
+	tests := []struct {
+		name  string
+		args  []string
+		proxy bool
+	}{
+		{name: "digest", args: append([]string{"digest", "--verbose", "--"}, server...)},
+		{name: "proxy", proxy: true, args: append([]string{"proxy", "--tofu", "--shutdown-grace", "10s", "--lock", "LOCK", "--"}, server...)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string(nil), tc.args...)
+			for i, a := range args {
+				if a == "LOCK" {
+					args[i] = t.TempDir() + "/x.lock"
+				}
+			}
+			cmd := exec.Command(mcpsign, args...)
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stderrR, stderrW := io.Pipe()
+			cmd.Stderr = stderrW
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			if tc.proxy {
+				io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`+"\n")
+			}
+			var stderr strings.Builder
+			got, stderrDone := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(stderrDone)
+				sc := bufio.NewScanner(stderrR)
+				once := false
+				for sc.Scan() {
+					stderr.WriteString(sc.Text() + "\n")
+					if !once && strings.Contains(sc.Text(), "server: got a request") {
+						once = true
+						close(got)
+					}
+				}
+			}()
+			select {
+			case <-got:
+			case <-time.After(60 * time.Second):
+				t.Fatal("the server never got a request")
+			}
+			var out []byte
+			outDone := make(chan struct{})
+			go func() { out, _ = io.ReadAll(stdout); close(outDone) }()
+			start := time.Now()
+			if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+			<-outDone
+			err = cmd.Wait()
+			took := time.Since(start)
+			stderrW.Close()
+			<-stderrDone // stderr is whole, and read by this goroutine only
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != proxycmd.ExitError {
+				t.Errorf("exit %v, want %d\n%s", err, proxycmd.ExitError, stderr.String())
+			}
+			// The orderly shutdown takes 4 s (digest) or 20 s (the proxy
+			// here); the prompt one about 0.5 s, more on a loaded machine.
+			if took > 3500*time.Millisecond {
+				t.Errorf("exited %v after SIGINT", took)
+			}
+			if !strings.Contains(stderr.String(), "interrupt") {
+				t.Errorf("stderr does not say it was interrupted:\n%s", stderr.String())
+			}
+			if !tc.proxy {
+				return
+			}
+			var resp struct {
+				ID    int `json:"id"`
+				Error struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(out, &resp); err != nil || resp.ID != 1 || resp.Error.Code != proxy.InterruptedCode {
+				t.Errorf("pending initialize answered with %q (%v), want error %d", out, err, proxy.InterruptedCode)
+			}
+		})
+	}
+}
+
+// TestDurationFlagsRefuseZero: a time limit or grace of 0 or less is
+// refused (exit 2, naming the flag), not silently the default or no limit.
+func TestDurationFlagsRefuseZero(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"digest", "--timeout", "0", "--", "server"},
+		{"digest", "--timeout", "-1s", "--", "server"},
+		{"snapshot", "-o", "s.json", "--timeout=0s", "--", "server"},
+		{"proxy", "--tofu", "--lock", "l", "--check-timeout", "0", "--", "server"},
+		{"proxy", "--tofu", "--lock", "l", "--shutdown-grace", "-2s", "--", "server"},
+		{"trustroot", "fetch", "-o", "r.json", "--timeout", "0"},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		flag := ""
+		for _, a := range args {
+			if strings.HasPrefix(a, "--timeout") || a == "--check-timeout" || a == "--shutdown-grace" {
+				flag = strings.SplitN(a, "=", 2)[0]
+			}
+		}
+		if code != 2 || !strings.Contains(stderr, flag) || !strings.Contains(stderr, "positive duration") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+}

@@ -1,0 +1,79 @@
+package options
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpsign/mcpsign/source"
+)
+
+// syncBuf is a strings.Builder safe for the notice's timer goroutine.
+type syncBuf struct {
+	mu chan struct{}
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu <- struct{}{}
+	defer func() { <-s.mu }()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu <- struct{}{}
+	defer func() { <-s.mu }()
+	return s.b.String()
+}
+
+// TestSlowNotice: without a terminal, a listing that hangs gets one line
+// on stderr naming what it waits for and the limit; a quick one, or a
+// source that is no live listing, gets nothing.
+func TestSlowNotice(t *testing.T) {
+	t.Run("hangs", func(t *testing.T) {
+		w := &syncBuf{mu: make(chan struct{}, 1)}
+		progress, done := slowNotice(w, 30*time.Second, 20*time.Millisecond)
+		progress(source.StageStart, 0)
+		progress(source.StageInitialize, 0)
+		deadline := time.Now().Add(10 * time.Second)
+		for w.String() == "" && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		done()
+		got := w.String()
+		if want := "mcpsign: waiting for the server to answer initialize: no answer after 20ms (the limit is 30s, --timeout)\n"; got != want {
+			t.Errorf("notice %q, want %q", got, want)
+		}
+	})
+	t.Run("quick", func(t *testing.T) {
+		w := &syncBuf{mu: make(chan struct{}, 1)}
+		progress, done := slowNotice(w, 30*time.Second, 50*time.Millisecond)
+		progress(source.StageStart, 0)
+		done()
+		time.Sleep(100 * time.Millisecond) // past the delay: the stopped timer wrote nothing
+		if got := w.String(); got != "" {
+			t.Errorf("quick listing noticed: %q", got)
+		}
+	})
+	t.Run("no stages", func(t *testing.T) {
+		w := &syncBuf{mu: make(chan struct{}, 1)}
+		_, done := slowNotice(w, 30*time.Second, time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
+		done()
+		if got := w.String(); got != "" {
+			t.Errorf("a file source noticed: %q", got)
+		}
+	})
+}
+
+func TestPositiveDuration(t *testing.T) {
+	var d time.Duration
+	for _, bad := range []string{"0", "0s", "-1s", "6", "x"} {
+		if err := (positiveDuration{&d}).Set(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if err := (positiveDuration{&d}).Set("6s"); err != nil || d != 6*time.Second {
+		t.Errorf("6s: %v %v", d, err)
+	}
+}

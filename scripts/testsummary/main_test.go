@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// runGoTest runs go test -json on the sample package and returns its stream.
+func runGoTest(t *testing.T, env ...string) []byte {
+	t.Helper()
+	gocmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	cmd := exec.Command(gocmd, "test", "-count=1", "-json", "./testdata/sample")
+	cmd.Env = append(os.Environ(), env...)
+	out, _ := cmd.Output() // exits 1: the sample fails on purpose
+	if !bytes.Contains(out, []byte(`"Action":"start"`)) {
+		t.Fatalf("no test2json stream from go test:\n%s", out)
+	}
+	return out
+}
+
+// TestRealStream summarizes a real go test -json run: counts (subtests
+// included), the failed test's output, each skip's reason, the closing
+// line, and the exit status with and without -ci and an expected list.
+func TestRealStream(t *testing.T) {
+	t.Parallel()
+	stream := runGoTest(t)
+	tests := []struct {
+		name     string
+		expected string
+		ci       bool
+		code     int
+		has      []string
+		hasNot   []string
+	}{
+		{name: "plain", code: 1, has: []string{"this one fails", "needs a thing this machine lacks", "sub reason", "TestSub/skipped"}, hasNot: []string{"NOT EXPECTED"}},
+		{name: "ci, nothing expected", ci: true, code: 1, has: []string{"[NOT EXPECTED on this machine]", "2 skip(s) not listed"}},
+		{name: "ci, all expected", ci: true, code: 1,
+			expected: "* scripts/testsummary/testdata/sample TestSkip the sample lacks it\n* scripts/testsummary/testdata/sample TestSub/* sub-tests may skip\n",
+			has:      []string{"[expected: the sample lacks it]", "[expected: sub-tests may skip]"}, hasNot: []string{"not listed"}},
+		{name: "expected on another OS only", ci: true, code: 1,
+			expected: "plan9 scripts/testsummary/testdata/sample TestSkip only there\n",
+			has:      []string{"2 skip(s) not listed"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			exp, err := parseExpected(tc.expected, machine{goos: "linux"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			s := newSummary(&out)
+			if err := s.read(bytes.NewReader(stream)); err != nil {
+				t.Fatal(err)
+			}
+			code := s.report(exp, tc.ci)
+			got := out.String()
+			lines := strings.Split(strings.TrimRight(got, "\n"), "\n")
+			if last := lines[len(lines)-1]; last != "4 passed, 1 failed, 2 skipped" {
+				t.Errorf("closing line %q\n%s", last, got)
+			}
+			if code != tc.code {
+				t.Errorf("exit %d, want %d", code, tc.code)
+			}
+			for _, h := range tc.has {
+				if !strings.Contains(got, h) {
+					t.Errorf("output lacks %q:\n%s", h, got)
+				}
+			}
+			for _, h := range tc.hasNot {
+				if strings.Contains(got, h) {
+					t.Errorf("output has %q:\n%s", h, got)
+				}
+			}
+		})
+	}
+}
+
+// TestPanicCountsTheRunningTest: a test binary that dies mid-test fails
+// that test (its output shown), not nothing.
+func TestPanicCountsTheRunningTest(t *testing.T) {
+	t.Parallel()
+	stream := runGoTest(t, "TESTSUMMARY_PANIC=1")
+	var out bytes.Buffer
+	s := newSummary(&out)
+	if err := s.read(bytes.NewReader(stream)); err != nil {
+		t.Fatal(err)
+	}
+	if code := s.report(nil, false); code != 1 {
+		t.Errorf("exit %d", code)
+	}
+	got := out.String()
+	if !strings.Contains(got, "boom") || !strings.Contains(got, "TestPanic") || s.failed < 2 {
+		t.Errorf("panic not reported as a failure (%d failed):\n%s", s.failed, got)
+	}
+}
+
+func TestExpectedFile(t *testing.T) {
+	for _, bad := range []string{"* pkg Test", "* pkg [ reason"} {
+		if _, err := parseExpected(bad, machine{goos: "linux"}); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	exp, err := parseExpected("# comment\nroot cmd/mcpsign TestW/read-only_directory root writes anywhere\nwindows,darwin x TestY why\n", machine{goos: "linux", root: true})
+	if err != nil || len(exp) != 1 || exp[0].reason != "root writes anywhere" {
+		t.Fatalf("%v %+v", err, exp)
+	}
+	if _, ok := match(exp, testKey{"github.com/mcpsign/mcpsign/cmd/mcpsign", "TestW/read-only_directory"}); !ok {
+		t.Error("module-relative package not matched")
+	}
+	if _, ok := match(exp, testKey{"github.com/mcpsign/mcpsign/cmd/mcpsign-proxy", "TestW/read-only_directory"}); ok {
+		t.Error("matched another package")
+	}
+	if exp, _ := parseExpected("root x TestY why\n", machine{goos: "linux"}); len(exp) != 0 {
+		t.Error("root condition held for a non-root user")
+	}
+}
