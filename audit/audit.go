@@ -3,9 +3,10 @@
 // or a refused lock, each carrying the SHA-256 of the line before it, so that
 // a removed, edited or reordered line breaks the chain.
 //
-// Append adds an event under an exclusive file lock and fsyncs it; Scan and
-// Verify read a log strictly and check its chain; Repair cuts the partial
-// last line a killed writer left.
+// Append adds an event under an exclusive file lock and fsyncs it (AppendAt
+// hands the log's head to a lock writer, which records it); Scan and Verify
+// read a log strictly and check its chain, its order and its anchors;
+// Repair mends the last line a killed writer left.
 package audit
 
 import (
@@ -154,6 +155,13 @@ var (
 	// ErrTorn: the last line has no newline: a writer was killed while
 	// writing it.
 	ErrTorn = errors.New("the last line is not whole")
+	// ErrOrder: a line's time is before the line before it, or its
+	// lockBefore is no lock an earlier event names (and it is not the first
+	// event about its server).
+	ErrOrder = errors.New("the events are out of order")
+	// ErrAnchor: the log does not reach an anchor (Check): a head a lock
+	// recorded or one kept elsewhere.
+	ErrAnchor = errors.New("the log does not reach its anchor")
 )
 
 // LineError names the line of a log that is malformed, torn or breaks the

@@ -34,7 +34,6 @@ func event(i int) *Event {
 	if i%2 == 1 {
 		e.Event = Approved
 		e.Findings = nil
-		e.LockAfter = dB
 		e.Evidence = &Evidence{Method: "manual", Approver: "alice", Reason: "reviewed", PreviousLockDigest: dA}
 	}
 	return e
@@ -293,9 +292,9 @@ func TestKilledWriter(t *testing.T) {
 	if err := Append(ctx, path, event(8)); !errors.Is(err, ErrTorn) {
 		t.Fatalf("Append to a torn log = %v, want ErrTorn", err)
 	}
-	cut, err := Repair(ctx, path)
-	if err != nil || cut == 0 {
-		t.Fatalf("Repair = %d, %v", cut, err)
+	done, err := Repair(ctx, path)
+	if err != nil || done.Cut == 0 || done.Newline {
+		t.Fatalf("Repair = %+v, %v", done, err)
 	}
 	if err := Append(ctx, path, event(8)); err != nil {
 		t.Fatal(err)

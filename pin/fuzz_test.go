@@ -55,7 +55,9 @@ func FuzzReadLock(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, l := range []*Lock{honest, rug, small, withCaps} {
+	anchored := *small
+	anchored.AuditHead = digest.InstructionsDigest("the log's last line")
+	for _, l := range []*Lock{honest, rug, small, withCaps, &anchored} {
 		f.Add(mustMarshal(f, l))
 	}
 	f.Add(bytes.Replace(mustMarshal(f, withCaps), []byte(`"clientCapabilities": {`), []byte(`"clientCapabilities": null, "x": {`), 1))

@@ -171,6 +171,13 @@ type Lock struct {
 	// name; nil when none.
 	Capabilities capability.Overrides
 	Approval     Approval
+	// AuditHead is the head of the audit log that recorded this lock's
+	// approval when it was written: the LineDigest of the log's last line
+	// before the approval event (audit.EmptyHead for an empty log), so
+	// that the log can be checked to reach it (docs/LOCK.md "auditHead",
+	// docs/AUDIT.md "Anchors"); "" when the lock was written without an
+	// audit log.
+	AuditHead string
 	// LockDigest is set by Marshal and checked by Parse.
 	LockDigest string
 }
@@ -435,6 +442,10 @@ func (l *Lock) marshalBody() ([]byte, error) {
 		return nil, err
 	}
 	b.Write(ab)
+	if l.AuditHead != "" {
+		b.WriteString(",\n  \"auditHead\": ")
+		str(l.AuditHead)
+	}
 	return b.Bytes(), nil
 }
 
@@ -499,6 +510,9 @@ type tlogJSON struct {
 func (l *Lock) validate() error {
 	if err := l.Approval.validate(); err != nil {
 		return err
+	}
+	if l.AuditHead != "" && !digest.ValidDigest(l.AuditHead) {
+		return fmt.Errorf("auditHead %s is not sha256: and 64 lowercase hex digits", strconv.Quote(l.AuditHead))
 	}
 	if err := l.checkStrings(); err != nil {
 		return err
@@ -601,7 +615,7 @@ func readCapped(path string, max int64) ([]byte, error) {
 
 // Lock members, in file order.
 var (
-	lockMembers         = []string{"kind", "lockVersion", "server", "protocolVersion", "instructions", "clientCapabilities", "sets", "definitions", "capabilities", "approval", "lockDigest"}
+	lockMembers         = []string{"kind", "lockVersion", "server", "protocolVersion", "instructions", "clientCapabilities", "sets", "definitions", "capabilities", "approval", "auditHead", "lockDigest"}
 	lockRequired        = []string{"kind", "lockVersion", "server", "protocolVersion", "sets", "definitions", "approval", "lockDigest"}
 	serverMembers       = []string{"name", "version"}
 	setsMembers         = []string{"tools", "prompts", "resourceTemplates"}
@@ -762,6 +776,16 @@ func decodeLock(m map[string]json.RawMessage) (*Lock, error) {
 		if len(l.Capabilities) == 0 {
 			return nil, errors.New(`member "capabilities": an empty override list is written as no member`)
 		}
+	}
+	if raw, ok := m["auditHead"]; ok {
+		h, err := decodeString(raw)
+		if err == nil && !digest.ValidDigest(h) {
+			err = errors.New("not sha256: and 64 lowercase hex digits")
+		}
+		if err := member("auditHead", err); err != nil {
+			return nil, err
+		}
+		l.AuditHead = h
 	}
 	return l, member("approval", decodeApproval(m["approval"], &l.Approval))
 }

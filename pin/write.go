@@ -3,7 +3,9 @@ package pin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
@@ -22,25 +24,51 @@ const DefaultLockWait = filelock.DefaultWait
 // concurrent writers never interleave. A reader sees the old lock or the new
 // one, whole, even if the process is killed mid-write.
 func (l *Lock) Write(ctx context.Context, path string) error {
-	data, err := l.Marshal()
-	if err != nil {
-		return err
-	}
-	return withFileLock(ctx, path, func() error {
-		return atomicfile.Write(path, data, atomicfile.Options{Overwrite: true})
-	})
+	return l.WriteWith(ctx, path, WriteOptions{Overwrite: true})
 }
 
 // Create writes the lock file at path like Write, but only when no lock is
 // there yet: otherwise it fails with ErrExists and leaves the file alone (a
 // first use racing another one must then read and check the winner's lock).
 func (l *Lock) Create(ctx context.Context, path string) error {
-	data, err := l.Marshal()
-	if err != nil {
+	return l.WriteWith(ctx, path, WriteOptions{})
+}
+
+// WriteOptions configure WriteWith.
+type WriteOptions struct {
+	// Overwrite replaces a lock that is there (Write); without it, a file
+	// there is ErrExists and is left alone (Create).
+	Overwrite bool
+	// Before, when set, is called under the file lock, once the file may
+	// be written and just before it is, with the lock to write; it may set
+	// the lock's AuditHead (the lock is marshaled after it). An error
+	// leaves the file as it is. The audit log records the approval here,
+	// before the lock is written (docs/AUDIT.md "Writing a lock").
+	Before func(l *Lock) error
+}
+
+// WriteWith writes the lock file at path as Write (o.Overwrite) or Create
+// do, calling o.Before first.
+func (l *Lock) WriteWith(ctx context.Context, path string, o WriteOptions) error {
+	if _, err := l.Marshal(); err != nil {
 		return err
 	}
 	return withFileLock(ctx, path, func() error {
-		return atomicfile.Write(path, data, atomicfile.Options{})
+		if !o.Overwrite {
+			if _, err := os.Lstat(path); err == nil {
+				return fmt.Errorf("%s: %w", path, atomicfile.ErrExists)
+			}
+		}
+		if o.Before != nil {
+			if err := o.Before(l); err != nil {
+				return err
+			}
+		}
+		data, err := l.Marshal()
+		if err != nil {
+			return err
+		}
+		return atomicfile.Write(path, data, atomicfile.Options{Overwrite: o.Overwrite})
 	})
 }
 

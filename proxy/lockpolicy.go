@@ -39,6 +39,22 @@ type LockOptions struct {
 	// 'mcpsign approve' (policy rollForward "manual"). First use is not
 	// affected.
 	ManualRollForward bool
+	// Record, when set, is called under the lock file's lock just before
+	// the policy writes a lock (a first use: before is nil; a roll-forward:
+	// before is the lock in force), with the lock about to be written; it
+	// may set after's AuditHead. An error leaves the file as it is and the
+	// definitions unapproved. The proxy records the approval in the audit
+	// log here, before the lock is written (docs/AUDIT.md "Writing a
+	// lock").
+	Record func(ctx context.Context, before, after *pin.Lock) error
+}
+
+// record is the pin.WriteOptions.Before of a lock write replacing before.
+func (p *LockPolicy) record(ctx context.Context, before *pin.Lock) func(*pin.Lock) error {
+	if p.opts.Record == nil {
+		return nil
+	}
+	return func(after *pin.Lock) error { return p.opts.Record(ctx, before, after) }
 }
 
 // ErrNoLock is the error of NewLockPolicy when there is no lock file and
@@ -187,6 +203,11 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 		case cur == nil:
 			return nil, fmt.Errorf("%w: it was removed", errLockChanged)
 		case cur.LockDigest == prev.LockDigest:
+			if record := p.record(ctx, prev); record != nil {
+				if err := record(next); err != nil {
+					return nil, err
+				}
+			}
 			return next, nil
 		case !cur.Check(snap).Failed(pin.FailOnDrift) && sameEvidence(cur, &v) == "":
 			// Another proxy rolled it forward meanwhile, with the bundle
@@ -343,7 +364,7 @@ func (p *LockPolicy) firstUse(ctx context.Context, snap *digest.Snapshot) (*Deci
 		how = "signed first use: verified, signed by " + describeSigner(v.Approval)
 		signedAt = v.SignedAt
 	}
-	if err := l.Create(ctx, p.path); err != nil {
+	if err := l.WriteWith(ctx, p.path, pin.WriteOptions{Before: p.record(ctx, nil)}); err != nil {
 		if !errors.Is(err, pin.ErrExists) {
 			return nil, fmt.Errorf("writing the lock: %w", err)
 		}

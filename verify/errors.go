@@ -101,6 +101,10 @@ var (
 	ErrLogIndex = errors.New("log index out of range")
 	// ErrIdentityMismatch: the signer is not the one the policy names.
 	ErrIdentityMismatch = errors.New("signer identity does not match the policy")
+	// ErrNotSubject: VerifyBundle's artifact (or digest) is not among the
+	// statement's subjects, or is not the message signed: the signature
+	// verified, over something else (StepMatch).
+	ErrNotSubject = errors.New("the artifact is not a subject of the bundle")
 	// ErrPayloadType: the DSSE payload is not an in-toto statement.
 	ErrPayloadType = errors.New("wrong DSSE payload type")
 	// ErrClaimMismatch: a predicate claim disagrees with the certificate.
@@ -171,9 +175,27 @@ var sigstoreSteps = []struct {
 	{"failed to verify certificate identity", StepIdentity},
 }
 
+// artifactMismatches are the messages of sigstore-go v1.3.0's artifact
+// checks, which it makes after the envelope's signature verified (or, for
+// a message digest, before the signature is checked with it) and wraps as
+// "failed to verify signature": the artifact given is not what was signed,
+// which says nothing against the signature.
+var artifactMismatches = []string{
+	"provided artifact digests do not match digests in statement",
+	"provided artifact digests does not match digests in statement",
+	"provided artifact digest does not match any digest in statement",
+	"no matching artifact hash algorithm found in subject digests",
+	"artifact does not match digest",
+}
+
 // classify names the step of an error returned by sigstore-go's Verify.
 func classify(err error) *StepError {
 	msg := err.Error()
+	for _, m := range artifactMismatches {
+		if inner, ok := strings.CutPrefix(msg, "failed to verify signature: "); ok && inner == m {
+			return &StepError{Step: StepMatch, Err: fmt.Errorf("%w: its digest is none of the signed statement's subjects (nor the signed message's digest); the signature itself is not in question (%s)", ErrNotSubject, inner)}
+		}
+	}
 	for _, s := range sigstoreSteps {
 		if strings.HasPrefix(msg, s.prefix) {
 			return &StepError{Step: s.step, Err: err}

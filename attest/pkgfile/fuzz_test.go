@@ -10,6 +10,8 @@ import (
 func FuzzParse(f *testing.F) {
 	f.Add("x.tgz", makeTGZ(f, entry{name: "package/package.json", body: pkgJSON}))
 	f.Add("x.tgz", makeTGZ(f, entry{name: "package/package.json", body: pkgJSON}, entry{name: "package/package.json", body: pkgJSON}))
+	f.Add("x.tgz", makeTGZ(f, entry{name: "package/package.json", body: pkgJSON}, entry{name: "other/package.json", body: `{"name":"evil-pkg","version":"6.6.6"}`}))
+	f.Add("x.whl", makeZip(f, entry{name: "a-1.dist-info/METADATA", body: wheelMeta("a", "1")}, entry{name: "b-1.dist-info/METADATA", body: wheelMeta("b", "1")}))
 	f.Add("notes_mcp-0.3.1-py3-none-any.whl", makeZip(f, entry{name: "notes_mcp-0.3.1.dist-info/METADATA", body: wheelMeta("notes-mcp", "0.3.1")}))
 	f.Add("notes_mcp-0.3.1.tar.gz", makeTGZ(f, entry{name: "notes_mcp-0.3.1/PKG-INFO", body: wheelMeta("notes_mcp", "0.3.1")}))
 	f.Add("n.mcpb", makeZip(f, entry{name: "manifest.json", body: `{"name":"n","version":"1.0.0"}`}))

@@ -5,8 +5,9 @@
 //
 // Every input is bounded: the file, the bytes decompressed from it, its
 // entries and the manifest read; an entry whose name could leave the
-// archive's directory, and an archive holding its manifest twice, are
-// refused.
+// archive's directory, an archive holding its manifest twice, and one whose
+// top level holds a second package manifest (another directory's
+// package.json, a second .dist-info/METADATA, PKG-INFO), are refused.
 package pkgfile
 
 import (
@@ -181,9 +182,34 @@ func cleanName(n string) (string, error) {
 	return c, nil
 }
 
+// A manifest reports whether an archive entry (its cleaned name) is a
+// package manifest at the archive's top level, where an installer may take
+// it for the package's: an archive holding two (the one read and another)
+// is refused, since which one a tool installs is not defined.
+type manifest func(name string) bool
+
+// topLevel is the manifest rule of a file named base one directory down
+// (any directory, for npm strips the first of every entry: package/ is a
+// convention, not a rule) whose directory satisfies dir.
+func topLevel(base string, dir func(string) bool) manifest {
+	return func(c string) bool {
+		d, f, ok := strings.Cut(c, "/")
+		return ok && !strings.Contains(f, "/") && strings.EqualFold(f, base) && dir(d)
+	}
+}
+
+func anyDir(string) bool { return true }
+
+// twoManifests is the error of an archive holding the manifests a and b.
+func twoManifests(a, b, why string) error {
+	return fail("two package manifests at the top level, %s and %s: %s", textsafe.Quote(a), textsafe.Quote(b), why)
+}
+
 // scanTar reads a gzip tarball, checking every entry name and the bounds,
-// and returns the content of the one regular file named want (cleaned).
-func scanTar(data []byte, want string) ([]byte, error) {
+// and returns the content of the one regular file named want (cleaned). A
+// second entry that other says is a manifest is refused (twoManifests,
+// with why).
+func scanTar(data []byte, want string, other manifest, why string) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, fail("not a gzip file: %v", err)
@@ -193,6 +219,7 @@ func scanTar(data []byte, want string) ([]byte, error) {
 	tr := tar.NewReader(lim)
 	var found []byte
 	seen := false
+	var manifests []string
 	for entries := 0; ; entries++ {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -223,6 +250,11 @@ func scanTar(data []byte, want string) ([]byte, error) {
 			}
 		}
 		if !strings.EqualFold(c, want) {
+			if h.Typeflag != tar.TypeDir && other(c) {
+				if manifests = append(manifests, h.Name); len(manifests) > 1 {
+					return nil, twoManifests(manifests[0], manifests[1], why)
+				}
+			}
 			continue
 		}
 		if seen {
@@ -241,6 +273,9 @@ func scanTar(data []byte, want string) ([]byte, error) {
 		found, err = io.ReadAll(io.LimitReader(tr, MaxManifestBytes+1))
 		if err != nil {
 			return nil, fail("reading %s: %v", textsafe.Quote(want), err)
+		}
+		if manifests = append(manifests, h.Name); len(manifests) > 1 {
+			return nil, twoManifests(manifests[0], manifests[1], why)
 		}
 	}
 	// The gzip stream must end with the tar archive (no second member).
@@ -293,7 +328,8 @@ var (
 )
 
 func parseNPM(data []byte) (*Artifact, error) {
-	pj, err := scanTar(data, "package/package.json")
+	pj, err := scanTar(data, "package/package.json", topLevel("package.json", anyDir),
+		"npm strips the first directory of every entry and installs the package.json it unpacks last, which need not be the one read here")
 	if err != nil {
 		return nil, err
 	}
@@ -352,7 +388,9 @@ func parseWheel(name string, data []byte) (*Artifact, error) {
 	if err != nil {
 		return nil, err
 	}
-	meta, err := zipFile(zr, dist+"-"+version+".dist-info/METADATA")
+	meta, err := zipFile(zr, dist+"-"+version+".dist-info/METADATA", topLevel("METADATA", func(d string) bool {
+		return strings.HasSuffix(strings.ToLower(d), ".dist-info")
+	}), "a wheel has one .dist-info directory (PEP 427); which one an installer reads is not defined")
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +411,8 @@ func parseSdist(name string, data []byte) (*Artifact, error) {
 	if !pyNameRe.MatchString(dist) || !versionRe.MatchString(version) {
 		return nil, fail("sdist file name %s: not a distribution name and version", textsafe.Quote(name))
 	}
-	info, err := scanTar(data, base+"/PKG-INFO")
+	info, err := scanTar(data, base+"/PKG-INFO", topLevel("PKG-INFO", anyDir),
+		"an sdist has one top-level directory (PEP 625); which one a tool builds is not defined")
 	if err != nil {
 		return nil, err
 	}
@@ -450,18 +489,25 @@ func openZip(data []byte) (*zip.Reader, error) {
 }
 
 // zipFile checks every entry name of a zip and the bounds, and returns the
-// content of its one file named want.
-func zipFile(zr *zip.Reader, want string) ([]byte, error) {
+// content of its one file named want. A second entry that other says is a
+// manifest is refused (twoManifests, with why).
+func zipFile(zr *zip.Reader, want string, other manifest, why string) ([]byte, error) {
 	if len(zr.File) > MaxEntries {
 		return nil, fmt.Errorf("%w: more than %d entries", ErrTooLarge, MaxEntries)
 	}
 	var f *zip.File
+	var manifests []string
 	for _, e := range zr.File {
 		c, err := cleanName(e.Name)
 		if err != nil {
 			return nil, err
 		}
 		if !strings.EqualFold(c, want) {
+			if !e.FileInfo().IsDir() && other(c) {
+				if manifests = append(manifests, e.Name); len(manifests) > 1 {
+					return nil, twoManifests(manifests[0], manifests[1], why)
+				}
+			}
 			continue
 		}
 		if f != nil {
@@ -471,6 +517,9 @@ func zipFile(zr *zip.Reader, want string) ([]byte, error) {
 			return nil, fail("entry %s: want %s, spelled so", textsafe.Quote(e.Name), textsafe.Quote(want))
 		}
 		f = e
+		if manifests = append(manifests, e.Name); len(manifests) > 1 {
+			return nil, twoManifests(manifests[0], manifests[1], why)
+		}
 	}
 	if f == nil {
 		return nil, fail("no %s in the archive", textsafe.Quote(want))
@@ -501,7 +550,8 @@ func parseMCPB(data []byte) (*Artifact, error) {
 	if err != nil {
 		return nil, err
 	}
-	mf, err := zipFile(zr, "manifest.json")
+	mf, err := zipFile(zr, "manifest.json", func(c string) bool { return strings.EqualFold(c, "manifest.json") },
+		"an MCPB bundle has one manifest.json")
 	if err != nil {
 		return nil, err
 	}

@@ -91,6 +91,9 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 	if _, err := src.Spec(cmd, args); err != nil {
 		return err
 	}
+	if err := checkLockOutputs(ao.Lock, true, ao.Audit.Log); err != nil {
+		return err
+	}
 	ctx := cmd.Context()
 	held, err := pin.Read(ao.Lock)
 	if err != nil {
@@ -174,16 +177,19 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 		return fmt.Errorf("nothing approved: %w", err)
 	}
 	next.CarryOverrides(held)
+	rec := &approvalRecord{log: ao.Audit.Log, before: held}
 	err = pin.Update(ctx, ao.Lock, func(cur *pin.Lock) (*pin.Lock, error) {
 		if cur == nil || cur.LockDigest != held.LockDigest {
 			return nil, errors.New("nothing approved: the lock changed since it was read; run approve again")
 		}
+		if record := rec.record(ctx); record != nil {
+			if err := record(next); err != nil {
+				return nil, err
+			}
+		}
 		return next, nil
 	})
-	if err != nil {
-		return err
-	}
-	if err := auditApproved(ctx, ao.Audit.Log, held, next); err != nil {
+	if err := rec.result(err); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "\napproved into %s: %s\nlockDigest: %s (previous %s)\n", textsafe.Escape(ao.Lock), pin.ManualText(&next.Approval), next.LockDigest, held.LockDigest)

@@ -198,6 +198,11 @@ func TestAuditConcurrentProxiesAndApprove(t *testing.T) {
 	if err != nil || n != blocked+1 {
 		t.Fatalf("audit.Verify = %d, %v; want %d events (%d blocked, 1 approved)", n, err, blocked+1, blocked)
 	}
+	// The approved lock is anchored in the log, though ten proxies wrote
+	// to it at the same time: its approval follows its head.
+	if code, out, stderr := runCLI(t, "audit", "verify", log, "--lock", approved); code != 0 {
+		t.Errorf("audit verify --lock: %d %s %s", code, out, stderr)
+	}
 	data, _ = os.ReadFile(log)
 	if c := bytes.Count(data, []byte(`"event":"approved"`)); c != 1 {
 		t.Errorf("%d approved events", c)

@@ -12,7 +12,10 @@ import (
 
 	"github.com/mcpsign/mcpsign/audit"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/nofollow"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/pin"
 )
 
 func newAuditCmd(a *app) *cobra.Command {
@@ -30,56 +33,100 @@ breaks the chain.`,
 }
 
 func newAuditVerifyCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "verify FILE",
-		Short: "Check an audit log's hash chain; name the first broken line",
-		Long: `Read every line of the audit log strictly and check its chain: the first
-line's prev is null, every other's is the SHA-256 of the line before.
+	var o options.AuditVerifyOptions
+	cmd := &cobra.Command{
+		Use:   "verify FILE [--lock LOCK]... [--expect-head sha256:HEX]...",
+		Short: "Check an audit log's hash chain, order and anchors; name the first broken line",
+		Long: `Read every line of the audit log strictly and check its chain (the first
+line's prev is null, every other's is the SHA-256 of the line before) and its
+order (time never goes backwards; each event's lockBefore is the lockAfter of
+the event before it about the same server). It prints the number of events and
+the log's head, the digest of its last line: keep it elsewhere and check it
+later with --expect-head.
 
-Exit codes: 0 the chain verifies; 1 a line is malformed, breaks the chain or is
-not whole (named with its number and byte offset); 2 the file cannot be read.`,
+The chain alone cannot show that events were cut from the end. Anchors can:
+--lock LOCK checks that the log reaches the head the lock recorded when it was
+written (its auditHead), that the next line is the approval of that very lock,
+and that no later approval replaced it; --expect-head checks that a head kept
+elsewhere is a line of the log. Lines after an anchor are allowed: the log
+grows (docs/AUDIT.md "Anchors").
+
+Exit codes: 0 the log verifies and reaches every anchor; 1 a line is malformed,
+breaks the chain, is out of order or is not whole (named with its number and
+byte offset), or an anchor is not reached; 2 a file cannot be read.`,
+		Example: `  mcpsign audit verify audit.jsonl
+  mcpsign audit verify audit.jsonl --lock notes.mcpsign.lock
+  mcpsign audit verify audit.jsonl --expect-head sha256:4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := audit.Verify(args[0])
+			var anchors []audit.Anchor
+			for _, p := range o.Locks {
+				l, err := pin.Read(p)
+				if err != nil {
+					return err
+				}
+				if l.AuditHead == "" {
+					return failed(fmt.Errorf("the lock %s records no audit head (auditHead): it was written without an audit log, or by an older mcpsign; nothing anchors the log", textsafe.Escape(p)))
+				}
+				anchors = append(anchors, audit.Anchor{Name: "the lock " + textsafe.Escape(p), Head: l.AuditHead, LockDigest: l.LockDigest})
+			}
+			for _, h := range o.ExpectHeads {
+				if !digest.ValidDigest(h) {
+					return fmt.Errorf("--expect-head %s: want sha256: and 64 lowercase hex digits", textsafe.Quote(h))
+				}
+				anchors = append(anchors, audit.Anchor{Name: "the expected head", Head: h})
+			}
+			sum, err := audit.Check(args[0], audit.CheckOptions{Anchors: anchors})
 			var le *audit.LineError
-			if errors.As(err, &le) {
-				return failed(fmt.Errorf("audit log %s: %w", args[0], err))
+			if errors.As(err, &le) || errors.Is(err, audit.ErrAnchor) {
+				return failed(fmt.Errorf("audit log %s: %w", textsafe.Escape(args[0]), err))
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "audit log %s: %d event(s), the chain verifies\n", textsafe.Escape(args[0]), n)
+			fmt.Fprintf(a.stdout, "audit log %s: %d event(s), the chain verifies", textsafe.Escape(args[0]), sum.Events)
+			if len(anchors) > 0 {
+				fmt.Fprintf(a.stdout, " and reaches %d anchor(s)", len(anchors))
+			}
+			fmt.Fprintf(a.stdout, "\nhead: %s\n", sum.Head)
 			return nil
 		},
 	}
+	o.AddFlags(cmd.Flags())
+	return cmd
 }
 
 func newAuditRepairCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "repair FILE",
-		Short: "Cut the partial last line a killed writer left, so that writers can go on",
+		Short: "Mend the last line a killed writer left, so that writers can go on",
 		Long: `A writer killed mid-write leaves a last line without its newline, and
 writers refuse to append after it. repair checks the whole chain and, when the
-only fault is that partial last line, cuts it (under the writers' file lock).
-Any other break (a line removed, edited or reordered) is refused: it is
-evidence, and repair never rewrites it.
+only fault is that last line, mends it (under the writers' file lock): a last
+line that is a whole event continuing the chain gets its newline back; any
+other (a partial line) is cut at the end of the last whole line. Any other
+break (a line removed, edited or reordered) is refused: it is evidence, and
+repair never rewrites it.
 
 Exit codes: 0 repaired or already whole; 1 the chain is broken elsewhere; 2 the
 file cannot be read or written.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cut, err := audit.Repair(cmd.Context(), args[0])
+			done, err := audit.Repair(cmd.Context(), args[0])
 			var le *audit.LineError
 			if errors.As(err, &le) {
-				return failed(fmt.Errorf("audit log %s: not repaired: %w", args[0], err))
+				return failed(fmt.Errorf("audit log %s: not repaired: %w", textsafe.Escape(args[0]), err))
 			}
 			if err != nil {
 				return err
 			}
-			if cut == 0 {
+			switch {
+			case done.Newline:
+				fmt.Fprintf(a.stdout, "audit log %s: its last event had lost its newline; the newline was written back, nothing cut\n", textsafe.Escape(args[0]))
+			case done.Cut > 0:
+				fmt.Fprintf(a.stdout, "audit log %s: cut a partial last line (%d bytes)\n", textsafe.Escape(args[0]), done.Cut)
+			default:
 				fmt.Fprintf(a.stdout, "audit log %s is whole: nothing to repair\n", textsafe.Escape(args[0]))
-			} else {
-				fmt.Fprintf(a.stdout, "audit log %s: cut a partial last line (%d bytes)\n", textsafe.Escape(args[0]), cut)
 			}
 			return nil
 		},
@@ -109,7 +156,7 @@ break is reported, and the command exits 1.`,
 					return fmt.Errorf("--since %q: want an RFC 3339 time or a duration such as 24h", o.Since)
 				}
 			}
-			f, err := os.Open(args[0])
+			f, err := nofollow.Open(args[0], os.O_RDONLY, 0)
 			if err != nil {
 				return err
 			}

@@ -43,11 +43,9 @@ long-lived key, prefer 'mcpsign sign sigstore' (keyless).`,
 				return errors.New("-o PREFIX is empty")
 			}
 			keyPath, pubPath := o.Output+".key", o.Output+".pub"
-			if !o.Force {
-				for _, p := range []string{keyPath, pubPath} {
-					if _, err := os.Lstat(p); err == nil {
-						return fmt.Errorf("%s: %w (pass --force to replace it)", p, atomicfile.ErrExists)
-					}
+			for _, p := range []string{keyPath, pubPath} {
+				if err := atomicfile.Check(p, atomicfile.Options{Overwrite: o.Force}); err != nil {
+					return err
 				}
 			}
 			key, err := sign.GenerateKey(sign.Algorithm(o.Algorithm))

@@ -117,6 +117,9 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 			return err
 		}
 	}
+	if err := checkLockOutputs(po.Lock, po.Force, po.Audit.Log); err != nil {
+		return err
+	}
 	overrides, err := options.ReadOverrides(po.Capabilities)
 	if err != nil {
 		return err
@@ -175,16 +178,9 @@ func writePinLock(cmd *cobra.Command, a *app, asJSON bool, po *options.PinOption
 	if err := lock.SetCapabilities(overrides); err != nil {
 		return fmt.Errorf("--capabilities: %w", err)
 	}
-	before := existingLock(po.Audit.Log, po.Lock)
-	if po.Force {
-		err = lock.Write(cmd.Context(), po.Lock)
-	} else {
-		err = lock.Create(cmd.Context(), po.Lock)
-	}
-	if err != nil {
-		return err
-	}
-	if err := auditApproved(cmd.Context(), po.Audit.Log, before, lock); err != nil {
+	rec := &approvalRecord{log: po.Audit.Log, before: existingLock(po.Audit.Log, po.Lock)}
+	err = lock.WriteWith(cmd.Context(), po.Lock, pin.WriteOptions{Overwrite: po.Force, Before: rec.record(cmd.Context())})
+	if err := rec.result(err); err != nil {
 		return err
 	}
 	if asJSON {

@@ -34,7 +34,15 @@ func TestProxyAuditLog(t *testing.T) {
 	session(t, 0, "--tofu", "--", server)
 	session(t, 0, "--", server)
 	session(t, proxycmd.ExitBlocked, "--", server, "--mode", fixtures.ModeRugPull)
+	// The lock of the first use is anchored: its approval follows its head
+	// (the empty log's), and the block after it is allowed.
+	if code, out, stderr := runCLI(t, "audit", "verify", log, "--lock", lock); code != 0 || !strings.Contains(out, "reaches 1 anchor(s)") {
+		t.Fatalf("audit verify --lock: exit %d %s %s", code, out, stderr)
+	}
 	data, _ := os.ReadFile(lock)
+	if !bytes.Contains(data, []byte(`"auditHead": "`+audit.EmptyHead+`"`)) {
+		t.Errorf("the first use's lock does not record the empty log's head:\n%s", data)
+	}
 	os.WriteFile(lock, bytes.Replace(data, []byte("Search the notes"), []byte("Search all notes"), 1), 0o644)
 	if code, _, stderr := runCLI(t, "proxy", "--lock", lock, "--audit-log", log, "--", server); code != 2 || !strings.Contains(stderr, "modified") {
 		t.Fatalf("modified lock: exit %d %s", code, stderr)

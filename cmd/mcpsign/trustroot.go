@@ -87,6 +87,14 @@ commands with --offline can use it. Pin the written file and pass it with
 				}
 				opts.TUFRoot = data
 			}
+			for _, p := range []string{output, scOutput} {
+				if p == "" {
+					continue
+				}
+				if err := atomicfile.Check(p, atomicfile.Options{Overwrite: force}); err != nil {
+					return err
+				}
+			}
 			data, err := trustroot.FetchTrustedRootJSON(cmd.Context(), opts)
 			if err != nil {
 				return err

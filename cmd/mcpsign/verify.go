@@ -308,6 +308,11 @@ func verifyInputs(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, g
 
 func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args []string) error {
 	debug.SetGCPercent(verifyGCPercent) // not restored: lowering it again would collect at once
+	if f.vo.WriteLock != "" {
+		if err := checkLockOutputs(f.vo.WriteLock, f.vo.Force, f.vo.Audit.Log); err != nil {
+			return fmt.Errorf("--write-lock: %w", err)
+		}
+	}
 	if f.pol.File != "" {
 		return runVerifyWithPolicy(cmd, a, f, args)
 	}
@@ -407,16 +412,12 @@ func writeVerifiedLock(cmd *cobra.Command, f *verifyFlags, snap *digest.Snapshot
 	if err != nil {
 		return fmt.Errorf("--write-lock: %w", err)
 	}
-	before := existingLock(f.vo.Audit.Log, f.vo.WriteLock)
-	if f.vo.Force {
-		err = lock.Write(cmd.Context(), f.vo.WriteLock)
-	} else {
-		err = lock.Create(cmd.Context(), f.vo.WriteLock)
-	}
+	rec := &approvalRecord{log: f.vo.Audit.Log, before: existingLock(f.vo.Audit.Log, f.vo.WriteLock)}
+	err = lock.WriteWith(cmd.Context(), f.vo.WriteLock, pin.WriteOptions{Overwrite: f.vo.Force, Before: rec.record(cmd.Context())})
 	if err != nil {
-		return fmt.Errorf("--write-lock: %w", err)
+		return rec.result(fmt.Errorf("--write-lock: %w", err))
 	}
-	return auditApproved(cmd.Context(), f.vo.Audit.Log, before, lock)
+	return nil
 }
 
 func newVerifyBundleCmd(a *app) *cobra.Command {

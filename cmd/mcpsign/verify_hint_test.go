@@ -43,6 +43,20 @@ func TestVerifyHints(t *testing.T) {
 			t.Errorf("JSON: exit %d:\n%s", code, stdout)
 		}
 	})
+	t.Run("verify bundle of a file that is not a subject", func(t *testing.T) {
+		// The snapshot file is what was digested, not a subject: the
+		// signature verifies, the artifact is not among the subjects.
+		code, stdout, stderr := runCLI(t, "verify", "bundle", "--bundle", bundle, "--key", filepath.Join(dir, "a.pub"), "--require-tlog=false", snap)
+		out := stdout + stderr
+		if code != 1 || !strings.Contains(out, "step match") || !strings.Contains(out, "the artifact is not a subject of the bundle") ||
+			strings.Contains(out, "changed after it was signed") || strings.Contains(out, "step signature") {
+			t.Errorf("exit %d:\n%s", code, out)
+		}
+		code, stdout, _ = runCLI(t, "verify", "bundle", "--bundle", bundle, "--key", filepath.Join(dir, "a.pub"), "--require-tlog=false", "--format", "json", snap)
+		if code != 1 || !strings.Contains(stdout, `"failedStep": "match"`) {
+			t.Errorf("JSON: exit %d:\n%s", code, stdout)
+		}
+	})
 	t.Run("a malformed bundle is reported once", func(t *testing.T) {
 		bad := filepath.Join(dir, "bad.json")
 		os.WriteFile(bad, []byte(`{"mediaType":"x"}`), 0o644)

@@ -489,6 +489,9 @@ func runPinWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, po *options.Pi
 	if err := ensureLockDir(r); err != nil {
 		return err
 	}
+	if err := checkLockOutputs(po.Lock, po.Force, po.Audit.Log); err != nil {
+		return err
+	}
 	overrides, err := options.ReadOverrides(po.Capabilities)
 	if err != nil {
 		return err

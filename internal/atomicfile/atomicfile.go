@@ -74,14 +74,18 @@ type Options struct {
 }
 
 // Write writes data to path atomically. On any error the target is left as
-// it was and the temporary file is removed.
+// it was and the temporary file is removed. A target that is a directory is
+// ErrIsDirectory, with Overwrite or not.
 func Write(path string, data []byte, opts Options) (err error) {
 	perm := opts.Perm
 	if perm == 0 {
 		perm = 0o644
 	}
-	if !opts.Overwrite {
-		if _, err := os.Lstat(path); err == nil {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.IsDir() {
+			return fmt.Errorf("%s: %w", path, ErrIsDirectory)
+		}
+		if !opts.Overwrite {
 			return fmt.Errorf("%s: %w", path, ErrExists)
 		}
 	}

@@ -76,3 +76,18 @@ func TestCheck(t *testing.T) {
 		t.Errorf("Write: %v", err)
 	}
 }
+
+// TestDirectory: a target that is a directory is ErrIsDirectory, not
+// "file exists", with Overwrite or not, from Check and Write alike.
+func TestDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, o := range []Options{{}, {Overwrite: true}} {
+		if err := Write(dir, []byte("x"), o); !errors.Is(err, ErrIsDirectory) || errors.Is(err, ErrExists) {
+			t.Errorf("Write(dir, %+v) = %v, want ErrIsDirectory", o, err)
+		}
+		if err := Check(dir, o); !errors.Is(err, ErrIsDirectory) {
+			t.Errorf("Check(dir, %+v) = %v, want ErrIsDirectory", o, err)
+		}
+	}
+}

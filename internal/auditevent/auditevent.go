@@ -139,3 +139,28 @@ func Append(ctx context.Context, path string, e *audit.Event) error {
 	}
 	return audit.Append(ctx, path, e)
 }
+
+// Approve records in the log at path the approval (kind audit.Approved or
+// audit.RolledForward) of after, replacing before (nil on a first use),
+// and anchors after in it: under the log's file lock it reads the log's
+// head, sets after.AuditHead to it, seals after (its LockDigest, the
+// event's lockAfter) and appends the event, which follows that head
+// (docs/AUDIT.md "Anchors"). Nothing when path is "".
+//
+// Call it just before writing after, under the lock's own file lock
+// (pin.WriteOptions.Before, or the function of pin.Update): the event is
+// on disk before the lock, so that a writer stopped between the two leaves
+// an approval recorded and not given (which audit verify --lock finds),
+// never one given and not recorded.
+func Approve(ctx context.Context, path string, kind audit.Kind, before, after *pin.Lock) error {
+	if path == "" {
+		return nil
+	}
+	return audit.AppendAt(ctx, path, func(head string) (*audit.Event, error) {
+		after.AuditHead = head
+		if _, err := after.Marshal(); err != nil {
+			return nil, err
+		}
+		return Approval(kind, before, after), nil
+	})
+}

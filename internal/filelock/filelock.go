@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/mcpsign/mcpsign/internal/nofollow"
 )
 
 // DefaultWait bounds how long With waits for another holder when its
@@ -24,16 +26,34 @@ const DefaultWait = 30 * time.Second
 // DefaultWait when ctx has no deadline. what names the writer in the error
 // of a wait that timed out ("another mcpsign is writing the lock").
 func With(ctx context.Context, lockPath, what string, fn func() error) error {
+	f, err := openLock(lockPath)
+	if err != nil {
+		return fmt.Errorf("opening the file lock %s: %w", lockPath, err)
+	}
+	return hold(ctx, f, lockPath, what, fn)
+}
+
+// WithFile is With on a sidecar file only: lockPath is never taken as a
+// directory, and a symbolic link there, even a dangling one, is refused
+// (an error wrapping nofollow.ErrSymlink), never followed (docs/AUDIT.md
+// "Writing").
+func WithFile(ctx context.Context, lockPath, what string, fn func() error) error {
+	f, err := nofollow.Open(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening the file lock %s: %w", lockPath, err)
+	}
+	return hold(ctx, f, lockPath, what, fn)
+}
+
+// hold runs fn holding the lock of f, waiting for it until ctx is done,
+// and closes f.
+func hold(ctx context.Context, f *os.File, lockPath, what string, fn func() error) error {
+	defer f.Close()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultWait)
 		defer cancel()
 	}
-	f, err := openLock(lockPath)
-	if err != nil {
-		return fmt.Errorf("opening the file lock %s: %w", lockPath, err)
-	}
-	defer f.Close()
 	delay := time.Millisecond
 	for {
 		ok, err := tryLock(f)

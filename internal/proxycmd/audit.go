@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/mcpsign/mcpsign/audit"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/auditevent"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/proxy"
 )
 
@@ -19,17 +21,57 @@ const (
 	ModeAudit = "audit"
 )
 
-// auditPolicy returns p, recording its verdicts in the audit log at path
-// (docs/AUDIT.md): a lock written on first use is approved, a lock rolled
-// forward (or adopted from another proxy) rolled-forward, a refusal
-// blocked. A definitions match is not recorded. An audit log that cannot be
-// written blocks the session: what is not recorded is not approved.
+// lockRecorder records in the audit log the approval of every lock the
+// proxy writes, before it is written and anchored in it
+// (proxy.LockOptions.Record, auditevent.Approve), and remembers the last
+// lock it recorded so that auditPolicy does not record it twice.
+type lockRecorder struct {
+	log string
+
+	mu   sync.Mutex
+	last *pin.Lock
+}
+
+// record is the proxy.LockOptions.Record of r; nil without a log.
+func (r *lockRecorder) record() func(ctx context.Context, before, after *pin.Lock) error {
+	if r.log == "" {
+		return nil
+	}
+	return func(ctx context.Context, before, after *pin.Lock) error {
+		kind := audit.RolledForward
+		if before == nil {
+			kind = audit.Approved
+		}
+		if err := auditevent.Approve(ctx, r.log, kind, before, after); err != nil {
+			return fmt.Errorf("the audit log %s cannot be written, so nothing is approved: %w", r.log, err)
+		}
+		r.mu.Lock()
+		r.last = after
+		r.mu.Unlock()
+		return nil
+	}
+}
+
+// recorded reports whether l is the lock r recorded last.
+func (r *lockRecorder) recorded(l *pin.Lock) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return l != nil && l == r.last
+}
+
+// auditPolicy returns p, recording its verdicts in the audit log of rec
+// (docs/AUDIT.md): a lock written on first use is approved and one rolled
+// forward rolled-forward (both recorded by rec before the lock is written),
+// a lock adopted from another proxy rolled-forward, a refusal blocked. A
+// definitions match is not recorded. An audit log that cannot be written
+// blocks the session: what is not recorded is not approved.
 //
 // mode is Config.Mode. Under warn and audit a refusal of definitions that
 // differ from a lock in force (drift) is let through and recorded as
 // warned; warn also reports it on stderr. Everything else (a first use that
 // does not verify, a check that fails) blocks as under block.
-func auditPolicy(p *proxy.LockPolicy, path, mode string, stderr io.Writer) proxy.Policy {
+func auditPolicy(p *proxy.LockPolicy, rec *lockRecorder, mode string, stderr io.Writer) proxy.Policy {
+	path := rec.log
 	if path == "" && (mode == "" || mode == ModeBlock) {
 		return p
 	}
@@ -54,9 +96,11 @@ func auditPolicy(p *proxy.LockPolicy, path, mode string, stderr io.Writer) proxy
 			d = relayed
 		case !d.Allow:
 			e = auditevent.Refusal(audit.Blocked, before, snap, d.Findings)
-		case d.Updated && before == nil:
+		case d.Updated && rec.recorded(after):
+			return d, nil // recorded before it was written
+		case d.Updated && before == nil: // a first use without a log (mode warn)
 			e = auditevent.Approval(audit.Approved, nil, after)
-		case d.Updated:
+		case d.Updated: // an adoption of another proxy's lock
 			e = auditevent.Approval(audit.RolledForward, before, after)
 		default:
 			return d, nil

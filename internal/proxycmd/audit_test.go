@@ -45,11 +45,12 @@ func TestAuditPolicy(t *testing.T) {
 	verify := func(_ context.Context, s *digest.Snapshot) (pin.Verified, error) {
 		return pin.Verified{Approval: approval, Server: digest.ServerInfo{Name: signs, Version: s.Server.Version}}, nil
 	}
-	lp, err := proxy.NewLockPolicy(lockPath, proxy.LockOptions{Verify: verify})
+	rec := &lockRecorder{log: logPath}
+	lp, err := proxy.NewLockPolicy(lockPath, proxy.LockOptions{Verify: verify, Record: rec.record()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := auditPolicy(lp, logPath, "", io.Discard)
+	p := auditPolicy(lp, rec, "", io.Discard)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		snap  *digest.Snapshot
@@ -89,11 +90,69 @@ func TestAuditPolicy(t *testing.T) {
 		t.Errorf("blocked event %+v", bl)
 	}
 
-	// An audit log that cannot be written blocks what would be approved.
+	// The lock rolled forward records the head its approval followed: the
+	// log reaches it, its approval next.
+	rolled, err := pin.Read(lockPath)
+	if err != nil || rolled.LockDigest != rf.LockAfter || rolled.AuditHead != audit.EmptyHead {
+		t.Fatalf("the lock rolled forward: %v, auditHead %q", err, rolled.AuditHead)
+	}
+	anchor := audit.Anchor{Name: "the lock", Head: rolled.AuditHead, LockDigest: rolled.LockDigest}
+	if _, err := audit.Check(logPath, audit.CheckOptions{Anchors: []audit.Anchor{anchor}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// An audit log that cannot be written blocks what would be approved,
+	// and the lock is not written: the event comes first.
 	os.WriteFile(logPath, []byte("{"), 0o644)
 	signs = "notes"
 	d, err := p.Check(ctx, snap(t, "4.0.0", read))
-	if err != nil || d.Allow || d.Findings[0] != "audit-log-unwritable" {
+	if err != nil || d.Allow || !strings.Contains(d.Report, "audit log") {
 		t.Fatalf("Check with a torn audit log: %+v %v", d, err)
+	}
+	if l, err := pin.Read(lockPath); err != nil || l.LockDigest != rolled.LockDigest {
+		t.Fatalf("the lock changed although its approval was not recorded: %v", err)
+	}
+}
+
+// TestAuditFirstUseAnchored: a proxy's first use records its approval
+// before writing the lock, and the lock records the head it followed: the
+// log reaches it, the approval next. Recorded once, not again by
+// auditPolicy.
+func TestAuditFirstUseAnchored(t *testing.T) {
+	t.Parallel()
+	read := `{"name":"read_note","description":"Read a note.","inputSchema":{"type":"object"}}`
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "audit.jsonl")
+	ctx := context.Background()
+	var anchors []audit.Anchor
+	for i, name := range []string{"one.lock", "two.lock"} {
+		lockPath := filepath.Join(dir, name)
+		rec := &lockRecorder{log: logPath}
+		lp, err := proxy.NewLockPolicy(lockPath, proxy.LockOptions{TOFU: true, Record: rec.record()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := auditPolicy(lp, rec, "", io.Discard).Check(ctx, snap(t, "1.0.0", read))
+		if err != nil || !d.Allow || !d.Updated {
+			t.Fatalf("first use: %+v %v", d, err)
+		}
+		l, err := pin.Read(lockPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := audit.Check(logPath, audit.CheckOptions{})
+		if err != nil || sum.Events != i+1 {
+			t.Fatalf("the log after first use %d: %+v %v", i, sum, err)
+		}
+		if i == 0 && l.AuditHead != audit.EmptyHead {
+			t.Errorf("the first lock's auditHead %s, want the empty log's", l.AuditHead)
+		}
+		anchors = append(anchors, audit.Anchor{Name: name, Head: l.AuditHead, LockDigest: l.LockDigest})
+	}
+	if anchors[0].Head == anchors[1].Head {
+		t.Error("both locks record one head")
+	}
+	if _, err := audit.Check(logPath, audit.CheckOptions{Anchors: anchors}); err != nil {
+		t.Fatal(err)
 	}
 }

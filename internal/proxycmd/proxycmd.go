@@ -114,7 +114,8 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 	default:
 		return ExitError, fmt.Errorf("unknown mode %q (want block, warn or audit)", cfg.Mode)
 	}
-	policy, err := proxy.NewLockPolicy(cfg.Lock, proxy.LockOptions{Verify: verify, TOFU: cfg.TOFU, ManualRollForward: cfg.ManualRollForward})
+	rec := &lockRecorder{log: cfg.AuditLog}
+	policy, err := proxy.NewLockPolicy(cfg.Lock, proxy.LockOptions{Verify: verify, TOFU: cfg.TOFU, ManualRollForward: cfg.ManualRollForward, Record: rec.record()})
 	if err != nil {
 		if le := (*pin.LockError)(nil); errors.As(err, &le) && cfg.AuditLog != "" {
 			if aerr := audit.Append(ctx, cfg.AuditLog, auditevent.Refusal(audit.LockRefused, nil, nil, []string{auditevent.LockFinding(err)})); aerr != nil {
@@ -125,7 +126,7 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 	}
 	opts := proxy.Options{
 		Command:         cfg.Command,
-		Policy:          auditPolicy(policy, cfg.AuditLog, cfg.Mode, stderr),
+		Policy:          auditPolicy(policy, rec, cfg.Mode, stderr),
 		Stderr:          stderr,
 		MaxMessageBytes: cfg.MaxMessageBytes,
 		CheckTimeout:    cfg.CheckTimeout,

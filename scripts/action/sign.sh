@@ -4,6 +4,9 @@
 #   sign.sh preflight   fail early without an ID token; say whether Go is installed
 #   sign.sh install     go install ./cmd/... from the action's own source
 #   sign.sh sign        snapshot, digest, sign keyless; outputs and step summary
+#   sign.sh summary WORK BUNDLE IDENTITY ISSUER STMT KIND
+#                       the step summary of a signed run (sign calls it; the
+#                       tests call it directly, with hostile values)
 #
 # Inputs arrive in INPUT_* environment variables (set by action.yml's env:,
 # never interpolated into this text). The ID token is fetched by mcpsign
@@ -54,10 +57,19 @@ install() {
 	out mcpsign "$bin/mcpsign"
 }
 
-# md: make a server- or certificate-provided string safe inside a Markdown
-# code span or fenced block: control, format (bidi, invisible) and line
-# separator characters and backticks become '?'.
-md() { jq -Rr 'gsub("[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}`]"; "?")' <<<"$1"; }
+# The jq filters that make a server- or certificate-provided string safe
+# as one string: md for a Markdown code span or fenced block (control,
+# format (bidi, invisible) and line separator characters, newlines
+# included, and backticks become '?', so that nothing ends the span or the
+# block, and Markdown, links and HTML inside stay text); cell for a code
+# span in a table cell (md, and '|' written '\|', which GFM reads as a '|'
+# of the cell, not as its end).
+JQ_MD='def md: gsub("[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}`]"; "?"); def cell: md | gsub("\\|"; "\\|");'
+
+# md, cell: the filters above, on one whole argument (read as one string:
+# jq -R alone would split it at its newlines).
+md() { printf '%s' "$1" | jq -Rsr "$JQ_MD md"; }
+cell() { printf '%s' "$1" | jq -Rsr "$JQ_MD cell"; }
 
 # sha256: sha256sum on Linux runners, shasum on macOS ones.
 sha256() {
@@ -65,7 +77,7 @@ sha256() {
 }
 
 # shq: one shell word for the command lines shown to hosts.
-shq() { jq -Rr '@sh' <<<"$1"; }
+shq() { printf '%s' "$1" | jq -Rsr '@sh'; }
 
 sign() {
 	local mcpsign=${MCPSIGN:?MCPSIGN is not set (the install step did not run)}
@@ -118,7 +130,7 @@ summary() {
 	name=$(jq -r '"\(.server.name) \(.server.version)"' "$s")
 	printf '### mcpsign: signed `%s`\n\n' "$(md "$name")"
 	printf '| | |\n|---|---|\n'
-	printf '| bundle | `%s` |\n' "$(md "$(basename -- "$bundle")")"
+	printf '| bundle | `%s` |\n' "$(cell "$(basename -- "$bundle")")"
 	printf '| statement | `%s` |\n' "$stmt"
 	printf '| subjects | %s |\n' "$(jq -r '.subjects' "$s")"
 	local k
@@ -126,8 +138,8 @@ summary() {
 		printf '| %s | %s, set `%s` |\n' "$k" "$(jq -r ".counts.$k" "$d")" "$(jq -r ".sets.$k // \"none\"" "$d")"
 	done
 	printf '| instructions | `%s` |\n' "$(jq -r '.instructions // "none"' "$d")"
-	printf '| identity | `%s` |\n' "$(md "$identity")"
-	printf '| issuer | `%s` |\n' "$(md "$issuer")"
+	printf '| identity | `%s` |\n' "$(cell "$identity")"
+	printf '| issuer | `%s` |\n' "$(cell "$issuer")"
 	# The statement's source and package claims, and what the certificate
 	# vouches for (sign failed already if the two disagree).
 	local f v
@@ -135,14 +147,15 @@ summary() {
 	for f in repository commit ref; do
 		v=$(jq -r ".identity.source.$f // empty" "$s")
 		if [[ -n $v ]]; then
-			printf '| source %s | `%s` (certificate) |\n' "$f" "$(md "$v")"
+			printf '| source %s | `%s` (certificate) |\n' "$f" "$(cell "$v")"
 			continue
 		fi
 		v=$(jq -r ".predicate.source.$f // empty" "$work/statement.json")
-		[[ -z $v ]] || printf '| source %s | `%s` (statement only: the certificate has no such extension) |\n' "$f" "$(md "$v")"
+		[[ -z $v ]] || printf '| source %s | `%s` (statement only: the certificate has no such extension) |\n' "$f" "$(cell "$v")"
 	done
-	jq -r '.predicate.package[]?.purl' "$work/statement.json" | while IFS= read -r v; do
-		printf '| package | `%s` |\n' "$(md "$v")"
+	# Escaped in jq, one line per purl: a purl holding a newline is one row.
+	jq -r "$JQ_MD"' .predicate.package[]?.purl | cell' "$work/statement.json" | while IFS= read -r v; do
+		printf '| package | `%s` |\n' "$v"
 	done
 
 	local flags src
@@ -168,6 +181,10 @@ summary() {
 
 case ${1:-} in
 preflight | install | sign) "$1" ;;
+summary)
+	shift
+	summary "$@"
+	;;
 *)
 	echo "usage: sign.sh preflight|install|sign (the steps of action.yml)" >&2
 	exit 2

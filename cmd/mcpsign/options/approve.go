@@ -86,7 +86,7 @@ type AuditOptions struct {
 
 // AddFlags adds --audit-log to fs.
 func (o *AuditOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Log, "audit-log", "", "append what was approved or refused to this hash-chained audit log (docs/AUDIT.md)")
+	fs.StringVar(&o.Log, "audit-log", "", "append what was approved or refused to this hash-chained audit log (docs/AUDIT.md): an approval is recorded before its lock is written, and the lock records the log's head (auditHead, for 'audit verify --lock')")
 }
 
 // AuditShowOptions are the flags of 'mcpsign audit show'.
@@ -101,4 +101,19 @@ func (o *AuditShowOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Server, "server", "", "only the events of the server of this name")
 	fs.StringVar(&o.Since, "since", "", "only the events at or after this time (RFC 3339, or a duration ago such as 24h)")
 	fs.StringVar(&o.Out.Format, "format", "text", "output format: text (for people) or json (the log's lines, as written)")
+}
+
+// AuditVerifyOptions are the flags of 'mcpsign audit verify'.
+type AuditVerifyOptions struct {
+	// Locks are --lock: locks whose auditHead the log must reach.
+	Locks []string
+	// ExpectHeads are --expect-head: heads kept elsewhere the log must
+	// reach.
+	ExpectHeads []string
+}
+
+// AddFlags adds the audit verify flags to fs.
+func (o *AuditVerifyOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&o.Locks, "lock", nil, "a lock written with this log: the log must reach the head it recorded (auditHead), followed by its approval, and not replace it (repeatable)")
+	fs.StringArrayVar(&o.ExpectHeads, "expect-head", nil, "a head kept elsewhere (sha256:HEX, as audit verify prints it): the log must hold it as a line (repeatable)")
 }

@@ -1,0 +1,47 @@
+// Package nofollow opens files without following a symbolic link in their
+// last path element: O_NOFOLLOW where the OS has it, an Lstat check
+// elsewhere. The audit log and its file-lock sidecar are opened through it
+// (docs/AUDIT.md "File"), so that a link planted in their place, even a
+// dangling one, is refused rather than written through.
+package nofollow
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+)
+
+// ErrSymlink is the error of Open when the path is a symbolic link.
+var ErrSymlink = errors.New("is a symbolic link (not followed)")
+
+// Open is os.OpenFile that refuses a path whose last element is a symbolic
+// link, dangling or not, with an error naming the path and wrapping
+// ErrSymlink.
+func Open(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, symlinkError(path)
+	}
+	f, err := openNoFollow(path, flag, perm)
+	if err != nil {
+		// O_NOFOLLOW reports a link as ELOOP: say what it is.
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, symlinkError(path)
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// Check reports, without opening it, whether path is a symbolic link (an
+// error wrapping ErrSymlink); a missing path is not an error.
+func Check(path string) error {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return symlinkError(path)
+	}
+	return nil
+}
+
+func symlinkError(path string) error {
+	return fmt.Errorf("%s %w", path, ErrSymlink)
+}
