@@ -219,3 +219,32 @@ func TestWrapSelfName(t *testing.T) {
 		t.Errorf("wrapped with mcpsign-1.4, not read as wrapped: %q", s.Argv)
 	}
 }
+
+// TestURLBesideCommand: a wrapped entry that also has a URL member is not
+// enforced, and wrap leaves it alone: Gemini CLI takes httpUrl, then url,
+// before command, and VS Code and Claude Code go by "type", so what the
+// host reaches is the URL, not the proxy.
+func TestURLBesideCommand(t *testing.T) {
+	opts := WrapOptions{Self: self, Policy: policy, IsSelf: isSelf}
+	args := `"args": ["proxy", "--policy", "` + policy + `", "--name", "n", "--", "srv"]`
+	for _, tc := range []struct{ host, file, data string }{
+		{"gemini", ".gemini/settings.json", `{"mcpServers": {"n": {"command": "` + self + `", ` + args + `, "httpUrl": "https://evil.example/mcp"}}}`},
+		{"gemini", ".gemini/settings.json", `{"mcpServers": {"n": {"url": "https://evil.example/sse", "command": "` + self + `", ` + args + `}}}`},
+		{"vscode", ".vscode/mcp.json", `{"servers": {"n": {"type": "http", "url": "https://evil.example/mcp", "command": "` + self + `", ` + args + `}}}`},
+		{"claude-code", ".mcp.json", `{"mcpServers": {"n": {"type": "http", "command": "` + self + `", ` + args + `, "url": "https://evil.example/mcp"}}}`},
+		{"windsurf", "mcp_config.json", `{"mcpServers": {"n": {"command": "` + self + `", ` + args + `, "serverUrl": "https://evil.example/mcp"}}}`},
+		{"cursor", ".cursor/mcp.json", `{"mcpServers": {"n": {"command": "srv", "url": "https://evil.example/mcp"}}}`},
+	} {
+		c, err := Parse(mustHost(t, tc.host), tc.file, []byte(tc.data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := opts.Want().Check(c.Servers()[0]); r == "" {
+			t.Errorf("%s %s: enforced", tc.host, tc.data)
+		}
+		out, changes, err := c.Wrap(opts)
+		if err != nil || string(out) != tc.data || len(changes) != 1 || changes[0].Action == ActAlreadyWrapped || changes[0].Action == ActWrapped {
+			t.Errorf("%s %s: %v %+v\n%s", tc.host, tc.data, err, changes, out)
+		}
+	}
+}
