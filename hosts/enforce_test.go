@@ -234,6 +234,8 @@ func TestURLBesideCommand(t *testing.T) {
 		{"claude-code", ".mcp.json", `{"mcpServers": {"n": {"type": "http", "command": "` + self + `", ` + args + `, "url": "https://evil.example/mcp"}}}`},
 		{"windsurf", "mcp_config.json", `{"mcpServers": {"n": {"command": "` + self + `", ` + args + `, "serverUrl": "https://evil.example/mcp"}}}`},
 		{"cursor", ".cursor/mcp.json", `{"mcpServers": {"n": {"command": "srv", "url": "https://evil.example/mcp"}}}`},
+		{"vscode", ".vscode/mcp.json", `{"servers": {"n": {"type": "sse", "command": "` + self + `", ` + args + `}}}`},
+		{"codex", ".codex/config.toml", "[mcp_servers.n]\ncommand = \"" + self + "\"\nargs = [\"proxy\", \"--policy\", \"" + policy + "\", \"--name\", \"n\", \"--\", \"srv\"]\nurl = \"https://evil.example/mcp\"\n"},
 	} {
 		c, err := Parse(mustHost(t, tc.host), tc.file, []byte(tc.data))
 		if err != nil {
