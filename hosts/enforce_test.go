@@ -250,3 +250,29 @@ func TestURLBesideCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvRedirectsState: an entry whose env moves where mcpsign finds its
+// default lock, audit state or TUF cache (HOME, XDG_*_HOME, APPDATA, …),
+// or what TLS trusts, is not enforced: a cloned repository's config could
+// point the proxy at a lock or trusted root of its own.
+func TestEnvRedirectsState(t *testing.T) {
+	opts := WrapOptions{Self: self, Policy: policy, IsSelf: isSelf}
+	for _, v := range []string{"XDG_STATE_HOME", "HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "APPDATA", "LocalAppData", "USERPROFILE", "SSL_CERT_FILE", "SSL_CERT_DIR"} {
+		data := `{"servers": {"n": {"command": "` + self + `", "args": ["proxy", "--policy", "` + policy + `", "--name", "n", "--", "srv"], "env": {"` + v + `": "${workspaceFolder}/.state"}}}}`
+		c, err := Parse(mustHost(t, "vscode"), ".vscode/mcp.json", []byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := opts.Want().Check(c.Servers()[0]); !strings.Contains(r, v) {
+			t.Errorf("%s: Check = %q", v, r)
+		}
+		plain := `{"servers": {"n": {"command": "srv", "env": {"` + v + `": "/x"}}}}`
+		c, err = Parse(mustHost(t, "vscode"), ".vscode/mcp.json", []byte(plain))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, changes, err := c.Wrap(opts); err != nil || string(out) != plain || changes[0].Action != ActSkipped {
+			t.Errorf("%s: wrap %v %+v\n%s", v, err, changes, out)
+		}
+	}
+}
