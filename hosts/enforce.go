@@ -85,11 +85,24 @@ func envProblem(s Server) string {
 }
 
 // runtimeVar reports an environment variable that changes how the proxy
-// itself runs (the dynamic loader's, Go's runtime's, mcpsign's own).
+// itself runs (the dynamic loader's, Go's runtime's, mcpsign's own), or
+// where it finds what it trusts: the home and per-user directories its
+// default lock and TUF cache are under (a cloned repository's config could
+// point them at a lock or trusted root of its own), and the TLS roots.
 func runtimeVar(name string) bool {
 	u := strings.ToUpper(name)
-	return strings.HasPrefix(u, "LD_") || strings.HasPrefix(u, "DYLD_") || strings.HasPrefix(u, "MCPSIGN") ||
-		u == "GODEBUG" || u == "GOFIPS140"
+	for _, p := range []string{"LD_", "DYLD_", "MCPSIGN", "XDG_"} {
+		if strings.HasPrefix(u, p) {
+			return true
+		}
+	}
+	switch u {
+	case "GODEBUG", "GOFIPS140",
+		"HOME", "USERPROFILE", "HOMEDRIVE", "HOMEPATH", "APPDATA", "LOCALAPPDATA",
+		"SSL_CERT_FILE", "SSL_CERT_DIR":
+		return true
+	}
+	return false
 }
 
 // samePolicy reports whether the policy an entry names is want: the same
