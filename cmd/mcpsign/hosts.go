@@ -163,7 +163,7 @@ type listJSON struct {
 // describe reports s as list prints it: enforced under want or not. Header
 // values and --header values are never in it (they may be secrets).
 func describe(s hosts.Server, want hosts.Want) serverJSON {
-	j := serverJSON{Name: s.Name, Where: s.Where, Kind: string(s.Kind), Argv: redactArgv(s.Argv), URL: s.URL,
+	j := serverJSON{Name: s.Name, Where: s.Where, Kind: string(s.Kind), Argv: redactArgv(s.Argv), URL: hosts.RedactURL(s.URL),
 		PolicyStatus: "not checked", LockStatus: "not checked", Problem: s.Problem}
 	if s.Kind == hosts.Remote {
 		for _, h := range s.Headers {
@@ -174,9 +174,9 @@ func describe(s hosts.Server, want hosts.Want) serverJSON {
 	j.Enforced = j.Reason == ""
 	if w := s.Wrapped; w != nil {
 		j.Wrapped = true
-		j.Wrapper, j.Original, j.Policy, j.PolicyName, j.Lock = w.Program, w.Original, w.Policy, w.Name, w.Lock
-		if len(w.Original) == 1 && strings.Contains(w.Original[0], "://") {
-			j.Remote = w.Original[0]
+		j.Wrapper, j.Original, j.Policy, j.PolicyName, j.Lock = w.Program, redactURLs(w.Original), w.Policy, w.Name, w.Lock
+		if len(j.Original) == 1 && strings.Contains(j.Original[0], "://") {
+			j.Remote = j.Original[0]
 		}
 		for _, h := range w.Headers {
 			name, _, _ := strings.Cut(h, ":")
@@ -196,9 +196,21 @@ func describe(s hosts.Server, want hosts.Want) serverJSON {
 	return j
 }
 
+// redactURLs is argv with the user info of every URL in it replaced
+// (hosts.RedactURL): it may be a password or a token.
+func redactURLs(argv []string) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = hosts.RedactURL(a)
+	}
+	return out
+}
+
 // redactArgv is argv with the value of every --header after its name
-// replaced: a header value may be a secret.
+// replaced, and the user info of every URL (redactURLs): a header value
+// may be a secret.
 func redactArgv(argv []string) []string {
+	argv = redactURLs(argv)
 	if !slices.Contains(argv, "--header") && !slices.ContainsFunc(argv, func(a string) bool { return strings.HasPrefix(a, "--header=") }) {
 		return argv
 	}
