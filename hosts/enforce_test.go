@@ -276,3 +276,28 @@ func TestEnvRedirectsState(t *testing.T) {
 		}
 	}
 }
+
+// TestSameExecutableWindowsBareName: on Windows a host (Node's spawn,
+// CreateProcess) looks for a bare program name in its working directory
+// before PATH, so "mcpsign" may run a mcpsign.exe that a cloned
+// repository holds: it is not self, whatever PATH says.
+func TestSameExecutableWindowsBareName(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "bin", "mcpsign")
+	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(real, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", filepath.Join(dir, "bin"))
+	if err := sameExecutable(real, "linux")("mcpsign"); err != nil {
+		t.Fatalf("linux, on PATH: %v", err)
+	}
+	if err := sameExecutable(real, "windows")("mcpsign"); !errors.Is(err, ErrNotSelf) || !strings.Contains(err.Error(), "working directory") {
+		t.Errorf("windows, a bare name: %v", err)
+	}
+	if err := sameExecutable(real, "windows")(real); err != nil {
+		t.Errorf("windows, the absolute path: %v", err)
+	}
+}
