@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 )
@@ -132,7 +133,17 @@ var ErrNotSelf = errors.New("another program")
 // the host's is set). A relative path, or one written with a host token,
 // resolves to what the host's working directory or variables say, which
 // mcpsign cannot know: it is not self.
+//
+// On Windows a bare name is not self either: a host's spawn
+// (CreateProcess, Node's) looks for it in the host's working directory
+// before PATH, and that directory may be a cloned repository holding a
+// mcpsign.exe.
 func SameExecutable(self string) func(program string) error {
+	return sameExecutable(self, runtime.GOOS)
+}
+
+// sameExecutable is SameExecutable as it is on goos.
+func sameExecutable(self, goos string) func(program string) error {
 	return func(program string) error {
 		var path string
 		switch {
@@ -142,6 +153,8 @@ func SameExecutable(self string) func(program string) error {
 			path = program
 		case strings.ContainsAny(program, `/\`):
 			return fmt.Errorf("%w: %q is a relative path: what it runs depends on the host's working directory", ErrNotSelf, program)
+		case goos == "windows":
+			return fmt.Errorf("%w: %q is a bare name: on Windows the host looks for it in its working directory before PATH; write the absolute path", ErrNotSelf, program)
 		default:
 			p, err := exec.LookPath(program)
 			if err != nil {
