@@ -301,3 +301,39 @@ func TestSameExecutableWindowsBareName(t *testing.T) {
 		t.Errorf("windows, the absolute path: %v", err)
 	}
 }
+
+// TestBareNameEnvPath: a bare program name is looked up by the host in
+// the PATH of the entry's env when it sets one (Node's spawn, Codex), not
+// in mcpsign's: an entry that sets PATH and names mcpsign bare is not
+// enforced.
+func TestBareNameEnvPath(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "bin", "mcpsign")
+	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(real, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", filepath.Join(dir, "bin"))
+	want := Want{Self: real, Policy: policy}
+	args := `"args": ["proxy", "--policy", "` + policy + `", "--name", "n", "--", "srv"]`
+	for _, tc := range []struct {
+		env      string
+		enforced bool
+	}{
+		{``, true},
+		{`, "env": {"TOKEN": "x"}`, true},
+		{`, "env": {"PATH": "${workspaceFolder}/bin:/usr/bin"}`, false},
+		{`, "env": {"Path": "C:\\repo\\bin"}`, false},
+	} {
+		data := `{"mcpServers": {"n": {"command": "mcpsign", ` + args + tc.env + `}}}`
+		c, err := Parse(mustHost(t, "claude-code"), ".mcp.json", []byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := want.Check(c.Servers()[0]); (r == "") != tc.enforced {
+			t.Errorf("%s: Check = %q, want enforced %v", data, r, tc.enforced)
+		}
+	}
+}
