@@ -48,6 +48,10 @@ func (w Want) Check(s Server) string {
 	if isSelf == nil {
 		isSelf = SameExecutable(w.Self)
 	}
+	if !strings.ContainsAny(wr.Program, `/\`) && slices.ContainsFunc(s.Env, func(n string) bool { return strings.EqualFold(n, "PATH") }) {
+		// The host looks a bare name up in the PATH it gives the entry.
+		return fmt.Sprintf("its command %q is a bare name and its env sets PATH, where the host looks it up: mcpsign cannot tell what it runs; write the absolute path", wr.Program)
+	}
 	if err := isSelf(wr.Program); err != nil {
 		return fmt.Sprintf("its command is not this mcpsign (%s): %v", w.Self, err)
 	}
