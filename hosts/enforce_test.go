@@ -337,3 +337,20 @@ func TestBareNameEnvPath(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvNameWithEquals: a host builds the environment as NAME=VALUE from
+// each env member, so a member named "GODEBUG=x509sha1=1" sets GODEBUG: it
+// is read as the variable before its first "=".
+func TestEnvNameWithEquals(t *testing.T) {
+	opts := WrapOptions{Self: self, Policy: policy, IsSelf: isSelf}
+	for _, name := range []string{"GODEBUG=x509sha1=1", "HOME=/repo/.home", "GOFIPS140=off"} {
+		data := `{"servers": {"n": {"command": "` + self + `", "args": ["proxy", "--policy", "` + policy + `", "--name", "n", "--", "srv"], "env": {"` + name + `": ""}}}}`
+		c, err := Parse(mustHost(t, "vscode"), ".vscode/mcp.json", []byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := opts.Want().Check(c.Servers()[0]); r == "" {
+			t.Errorf("%s: enforced", name)
+		}
+	}
+}
