@@ -48,7 +48,7 @@ func (w Want) Check(s Server) string {
 	if isSelf == nil {
 		isSelf = SameExecutable(w.Self)
 	}
-	if !strings.ContainsAny(wr.Program, `/\`) && slices.ContainsFunc(s.Env, func(n string) bool { return strings.EqualFold(n, "PATH") }) {
+	if !strings.ContainsAny(wr.Program, `/\`) && slices.ContainsFunc(s.Env, func(n string) bool { return envVar(n) == "PATH" }) {
 		// The host looks a bare name up in the PATH it gives the entry.
 		return fmt.Sprintf("its command %q is a bare name and its env sets PATH, where the host looks it up: mcpsign cannot tell what it runs; write the absolute path", wr.Program)
 	}
@@ -95,7 +95,7 @@ func envProblem(s Server) string {
 // default lock and TUF cache are under (a cloned repository's config could
 // point them at a lock or trusted root of its own), and the TLS roots.
 func runtimeVar(name string) bool {
-	u := strings.ToUpper(name)
+	u := envVar(name)
 	for _, p := range []string{"LD_", "DYLD_", "MCPSIGN", "XDG_"} {
 		if strings.HasPrefix(u, p) {
 			return true
@@ -108,6 +108,14 @@ func runtimeVar(name string) bool {
 		return true
 	}
 	return false
+}
+
+// envVar is the variable an env member named name sets, in upper case (as
+// Windows compares them): a host writes each member as NAME=VALUE, so a
+// name that holds a "=" sets the variable before it.
+func envVar(name string) string {
+	name, _, _ = strings.Cut(name, "=")
+	return strings.ToUpper(name)
 }
 
 // samePolicy reports whether the policy an entry names is want: the same
