@@ -543,3 +543,35 @@ func TestHostsURLUserinfo(t *testing.T) {
 	_, out, errOut = runHosts(t, dir, append([]string{"hosts", "unwrap", "--dry-run"}, base...)...)
 	noSecret("unwrap --dry-run", out, errOut)
 }
+
+// TestHostsListCheckTruth: list --check never passes, nor does its JSON
+// say "enforced": true, for what it did not see: a --server that no file
+// has, or a file it could not read.
+func TestHostsListCheckTruth(t *testing.T) {
+	dir := t.TempDir()
+	self := fakeMcpsign(t)
+	pol := filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(pol, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, ".vscode", "mcp.json")
+	os.MkdirAll(filepath.Dir(config), 0o755)
+	if err := os.WriteFile(config, []byte(`{"servers": {"notes2": {"command": "srv"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"hosts", "list", "--config", config, "--mcpsign", self, "--policy", pol, "--check"}
+	for _, f := range []string{"text", "json"} {
+		code, out, errOut := runHosts(t, dir, append(base, "--server", "notes", "--format", f)...)
+		if code == 0 || !strings.Contains(errOut, `"notes"`) {
+			t.Errorf("--server notes, which no file has, --format %s: exit %d\n%s%s", f, code, out, errOut)
+		}
+	}
+	if err := os.WriteFile(config, []byte(`{"servers": {`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runHosts(t, dir, append(base, "--format", "json")...)
+	var report struct{ Enforced bool }
+	if err := json.Unmarshal([]byte(out), &report); err != nil || report.Enforced || code == 0 {
+		t.Errorf("an unreadable file: exit %d, %v, enforced %v\n%s", code, err, report.Enforced, out)
+	}
+}
