@@ -312,11 +312,13 @@ parsed (named with the line), or bad usage.`,
 			}
 			report := listJSON{ReportVersion: reportVersion, Mcpsign: want.Self, Policy: want.Policy, Enforced: true, Files: []fileJSON{}}
 			failed := false
+			seen := map[string]bool{}
 			for _, hf := range files {
 				fj := fileJSON{Path: hf.path, Host: hf.host.Name, Servers: []serverJSON{}}
 				c, err := hosts.Load(cmd.Context(), hf.host, hf.path)
 				if err != nil {
-					fj.Error, failed = err.Error(), true
+					// What it could not read is not enforced.
+					fj.Error, failed, report.Enforced = err.Error(), true, false
 					report.Files = append(report.Files, fj)
 					continue
 				}
@@ -324,11 +326,23 @@ parsed (named with the line), or bad usage.`,
 					if len(f.servers) > 0 && !slices.Contains(f.servers, s.Name) {
 						continue
 					}
+					seen[s.Name] = true
 					sj := describe(s, want)
 					report.Enforced = report.Enforced && sj.Enforced
 					fj.Servers = append(fj.Servers, sj)
 				}
 				report.Files = append(report.Files, fj)
+			}
+			// A server asked for that no file has is not enforced: it
+			// may be configured under another name, or in a file not read.
+			var missing []string
+			for _, n := range f.servers {
+				if !seen[n] && !slices.Contains(missing, n) {
+					missing = append(missing, n)
+				}
+			}
+			if len(missing) > 0 {
+				report.Enforced = false
 			}
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
@@ -338,6 +352,10 @@ parsed (named with the line), or bad usage.`,
 				}
 			} else {
 				printList(a.stdout, report)
+			}
+			for _, n := range missing {
+				fmt.Fprintf(a.stderr, "mcpsign: hosts list: no file read has the server %s (--server)\n", textsafe.Quote(n))
+				failed = true
 			}
 			if failed {
 				if !asJSON {
