@@ -282,15 +282,7 @@ func TestEnvRedirectsState(t *testing.T) {
 // before PATH, so "mcpsign" may run a mcpsign.exe that a cloned
 // repository holds: it is not self, whatever PATH says.
 func TestSameExecutableWindowsBareName(t *testing.T) {
-	dir := t.TempDir()
-	real := filepath.Join(dir, "bin", "mcpsign")
-	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(real, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", filepath.Join(dir, "bin"))
+	real := mcpsignOnPath(t)
 	if err := sameExecutable(real, "linux")("mcpsign"); err != nil {
 		t.Fatalf("linux, on PATH: %v", err)
 	}
@@ -307,15 +299,7 @@ func TestSameExecutableWindowsBareName(t *testing.T) {
 // in mcpsign's: an entry that sets PATH and names mcpsign bare is not
 // enforced.
 func TestBareNameEnvPath(t *testing.T) {
-	dir := t.TempDir()
-	real := filepath.Join(dir, "bin", "mcpsign")
-	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(real, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", filepath.Join(dir, "bin"))
+	real := mcpsignOnPath(t)
 	want := Want{Self: real, Policy: policy}
 	args := `"args": ["proxy", "--policy", "` + policy + `", "--name", "n", "--", "srv"]`
 	for _, tc := range []struct {
@@ -353,4 +337,19 @@ func TestEnvNameWithEquals(t *testing.T) {
 			t.Errorf("%s: enforced", name)
 		}
 	}
+}
+
+// mcpsignOnPath makes an executable named mcpsign in a directory of its
+// own, which is then PATH alone, and returns its path.
+func mcpsignOnPath(t *testing.T) string {
+	t.Helper()
+	real := filepath.Join(t.TempDir(), "bin", "mcpsign")
+	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(real, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", filepath.Dir(real))
+	return real
 }
