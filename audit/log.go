@@ -249,9 +249,10 @@ func Check(path string, opts CheckOptions) (Summary, error) {
 
 // CheckWritable reports whether Append could write the log at path, before
 // a command writes anything else (docs/AUDIT.md "Writing"): neither the log
-// nor its sidecar is a symbolic link or a directory, the log (when it
-// exists) opens for appending and its last line can be continued, or (when
-// it does not) its directory exists and a file can be created there.
+// nor its sidecar is a symbolic link, a directory or another file that is
+// not regular (a FIFO), the log (when it exists) opens for appending and
+// its last line can be continued, or (when it does not) its directory
+// exists and a file can be created there.
 // Nothing is written to the log.
 func CheckWritable(path string) error {
 	for _, p := range []string{path, path + FileLockSuffix} {
@@ -260,6 +261,8 @@ func CheckWritable(path string) error {
 		}
 		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
 			return fmt.Errorf("%s is a directory", p)
+		} else if err == nil && !fi.Mode().IsRegular() {
+			return fmt.Errorf("%s %w (%s)", p, nofollow.ErrNotRegular, fi.Mode().Type())
 		}
 	}
 	f, err := nofollow.Open(path, os.O_RDWR|os.O_APPEND, 0)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 )
@@ -47,6 +48,10 @@ func (w Want) Check(s Server) string {
 	if isSelf == nil {
 		isSelf = SameExecutable(w.Self)
 	}
+	if !strings.ContainsAny(wr.Program, `/\`) && slices.ContainsFunc(s.Env, func(n string) bool { return envVar(n) == "PATH" }) {
+		// The host looks a bare name up in the PATH it gives the entry.
+		return fmt.Sprintf("its command %q is a bare name and its env sets PATH, where the host looks it up: mcpsign cannot tell what it runs; write the absolute path", wr.Program)
+	}
 	if err := isSelf(wr.Program); err != nil {
 		return fmt.Sprintf("its command is not this mcpsign (%s): %v", w.Self, err)
 	}
@@ -85,11 +90,32 @@ func envProblem(s Server) string {
 }
 
 // runtimeVar reports an environment variable that changes how the proxy
-// itself runs (the dynamic loader's, Go's runtime's, mcpsign's own).
+// itself runs (the dynamic loader's, Go's runtime's, mcpsign's own), or
+// where it finds what it trusts: the home and per-user directories its
+// default lock and TUF cache are under (a cloned repository's config could
+// point them at a lock or trusted root of its own), and the TLS roots.
 func runtimeVar(name string) bool {
-	u := strings.ToUpper(name)
-	return strings.HasPrefix(u, "LD_") || strings.HasPrefix(u, "DYLD_") || strings.HasPrefix(u, "MCPSIGN") ||
-		u == "GODEBUG" || u == "GOFIPS140"
+	u := envVar(name)
+	for _, p := range []string{"LD_", "DYLD_", "MCPSIGN", "XDG_"} {
+		if strings.HasPrefix(u, p) {
+			return true
+		}
+	}
+	switch u {
+	case "GODEBUG", "GOFIPS140",
+		"HOME", "USERPROFILE", "HOMEDRIVE", "HOMEPATH", "APPDATA", "LOCALAPPDATA",
+		"SSL_CERT_FILE", "SSL_CERT_DIR":
+		return true
+	}
+	return false
+}
+
+// envVar is the variable an env member named name sets, in upper case (as
+// Windows compares them): a host writes each member as NAME=VALUE, so a
+// name that holds a "=" sets the variable before it.
+func envVar(name string) string {
+	name, _, _ = strings.Cut(name, "=")
+	return strings.ToUpper(name)
 }
 
 // samePolicy reports whether the policy an entry names is want: the same
@@ -119,7 +145,17 @@ var ErrNotSelf = errors.New("another program")
 // the host's is set). A relative path, or one written with a host token,
 // resolves to what the host's working directory or variables say, which
 // mcpsign cannot know: it is not self.
+//
+// On Windows a bare name is not self either: a host's spawn
+// (CreateProcess, Node's) looks for it in the host's working directory
+// before PATH, and that directory may be a cloned repository holding a
+// mcpsign.exe.
 func SameExecutable(self string) func(program string) error {
+	return sameExecutable(self, runtime.GOOS)
+}
+
+// sameExecutable is SameExecutable as it is on goos.
+func sameExecutable(self, goos string) func(program string) error {
 	return func(program string) error {
 		var path string
 		switch {
@@ -129,6 +165,8 @@ func SameExecutable(self string) func(program string) error {
 			path = program
 		case strings.ContainsAny(program, `/\`):
 			return fmt.Errorf("%w: %q is a relative path: what it runs depends on the host's working directory", ErrNotSelf, program)
+		case goos == "windows":
+			return fmt.Errorf("%w: %q is a bare name: on Windows the host looks for it in its working directory before PATH; write the absolute path", ErrNotSelf, program)
 		default:
 			p, err := exec.LookPath(program)
 			if err != nil {

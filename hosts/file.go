@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
@@ -33,11 +34,31 @@ func Load(ctx context.Context, h Host, path string) (*Config, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	data, err := boundedfile.Read(path, MaxConfigBytes, nil)
+	data, err := readConfig(path)
 	if err != nil {
 		return nil, err
 	}
 	return Parse(h, path, data)
+}
+
+// readConfig reads the regular file at path (through a symbolic link), at
+// most MaxConfigBytes. Any other file is refused without waiting on it: a
+// FIFO another process put there is opened non-blocking, then refused, so
+// that reading it never waits for a writer.
+func readConfig(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", textsafe.Escape(path), fi.Mode().Type())
+	}
+	return boundedfile.ReadAll(f, path, MaxConfigBytes, nil)
 }
 
 // Save replaces c's file with data, atomically, keeping the file's mode. It
@@ -69,7 +90,7 @@ func (c *Config) Save(ctx context.Context, data []byte) (backup string, err erro
 		if !fi.Mode().IsRegular() {
 			return fmt.Errorf("%s: not a regular file", textsafe.Escape(path))
 		}
-		now, err := boundedfile.Read(path, MaxConfigBytes, nil)
+		now, err := readConfig(path)
 		if err != nil {
 			return err
 		}

@@ -46,6 +46,9 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Add(false, []byte("{\"mcpServers\": {\"r\": {\n  \"url\": \"https://x/mcp\"\n}}}"))
 	f.Add(true, []byte("[mcp_servers.f]\n  url = 'https://x/mcp' # c\n  bearer_token_env_var = \"T\"\n  http_headers = { \"A\" = \"b\" }\n  env_http_headers = { \"X\" = \"V\" }\n"))
 	f.Add(true, []byte("[mcp_servers.f]\r\nurl = \"https://x/mcp\"\r\n# mcpsign: http_headers = {}\r\n"))
+	// A URL member or a type beside a command; an env name with a "=".
+	f.Add(false, []byte(`{"mcpServers": {"a": {"type": "http", "url": "https://x/mcp", "command": "/opt/mcpsign/bin/mcpsign", "args": ["proxy", "--", "z"]}, "b": {"command": "x", "env": {"HOME=/r": ""}}}}`))
+	f.Add(true, []byte("[mcp_servers.a]\ncommand = \"x\"\nurl = \"https://x/mcp\"\n"))
 	// Lines in a multi-line string are no keys (they were once edited).
 	f.Add(true, []byte("[other]\ns = \"\"\"\n[mcp_servers.a]\ncommand = \"f\"\n\"\"\"\n[mcp_servers.a]\ncommand = \"x\"\nd = '''\nargs = []\n'''\n"))
 	f.Fuzz(func(t *testing.T, codex bool, data []byte) {

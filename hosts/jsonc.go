@@ -216,7 +216,7 @@ func (d *jsonDoc) read(e *jsonEntry, v *hujson.Value) {
 		}
 		e.srv.Kind = Stdio
 		argv, problem := readArgv(e.obj, e.cmdKey)
-		e.srv.Argv, e.srv.Problem = argv, problem
+		e.srv.Argv, e.srv.Problem = argv, cmp.Or(problem, d.notStdio(obj))
 		e.srv.Env = memberNames(member(e.obj, "env"))
 		if e.obj != obj {
 			e.srv.Env = append(e.srv.Env, memberNames(member(obj, "env"))...)
@@ -237,6 +237,25 @@ func (d *jsonDoc) read(e *jsonEntry, v *hujson.Value) {
 			return
 		}
 	}
+}
+
+// notStdio says why a host may not run the command of obj, an entry with
+// a command, "" when it runs it: the entry also has a URL member (Gemini
+// CLI takes httpUrl, then url, before command) or a type other than
+// "stdio" (VS Code and Claude Code go by the type). Such an entry is
+// neither wrapped nor enforced (docs/HOSTS.md "What counts as enforced").
+func (d *jsonDoc) notStdio(obj *hujson.Object) string {
+	for _, k := range d.host.RemoteKeys {
+		if memberIndex(obj, k) >= 0 {
+			return fmt.Sprintf("it has a URL (%q) besides its command: the host may reach the URL and not run the command", k)
+		}
+	}
+	if t := member(obj, "type"); t != nil {
+		if lit, ok := t.Value.(hujson.Literal); !ok || string(lit) != `"stdio"` {
+			return fmt.Sprintf("its type is %q, not \"stdio\": the host may not run its command", literalString(t.Value))
+		}
+	}
+	return ""
 }
 
 // remoteProblem reads the headers of e, a remote entry, and says why wrap

@@ -100,8 +100,39 @@ func headerArg(host Host, h Header) (string, string) {
 	return h.Name + ": " + value, ""
 }
 
+// userinfo returns the user info of the URL in s (what comes between its
+// "://" and the last "@" of its authority, as written), "" when it has
+// none. s may be any string: an argument that holds a URL too.
+func userinfo(s string) string {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return ""
+	}
+	auth := s[i+3:]
+	if end := strings.IndexAny(auth, "/?#"); end >= 0 {
+		auth = auth[:end]
+	}
+	at := strings.LastIndexByte(auth, '@')
+	if at <= 0 {
+		return ""
+	}
+	return auth[:at]
+}
+
+// RedactURL returns s with the user info of its URL (a password, or a
+// token given as the user name) replaced by "<redacted>": a URL as it may
+// be printed.
+func RedactURL(s string) string {
+	ui := userinfo(s)
+	if ui == "" {
+		return s
+	}
+	return strings.Replace(s, "://"+ui+"@", "://<redacted>@", 1)
+}
+
 // Redact replaces, in text, every header value of the remote entries of
-// servers, and every value of a wrapped entry's --header, with
+// servers, every value of a wrapped entry's --header, and the user info of
+// every URL of an entry (RedactURL), with
 // "<redacted>": for a diff of a configuration file, which must not print
 // a secret.
 func Redact(text string, servers []Server) string {
@@ -109,6 +140,9 @@ func Redact(text string, servers []Server) string {
 	for _, s := range servers {
 		for _, h := range s.Headers {
 			secrets = append(secrets, h.Value, h.raw)
+		}
+		for _, a := range append([]string{s.URL}, s.Argv...) {
+			secrets = append(secrets, userinfo(a))
 		}
 		if s.Wrapped != nil {
 			for _, h := range s.Wrapped.Headers {

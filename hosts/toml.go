@@ -196,6 +196,9 @@ func fill(h Host, text string, e *tomlEntry, t map[string]any) {
 		if e.problem == "" && e.argsOpen < 0 && len(e.srv.Argv) > 1 {
 			e.problem = "args is not a key of its table"
 		}
+		if _, ok := t["url"]; ok && e.problem == "" {
+			e.problem = "it has a url besides its command: Codex refuses the entry"
+		}
 		e.srv.Problem = e.problem
 		classify(&e.srv)
 		if e.srv.Problem == "" && e.srv.Wrapped == nil && e.argsOpen < 0 && e.lastNoNL {

@@ -182,20 +182,34 @@ func cleanName(n string) (string, error) {
 	return c, nil
 }
 
-// A manifest reports whether an archive entry (its cleaned name) is a
-// package manifest at the archive's top level, where an installer may take
-// it for the package's: an archive holding two (the one read and another)
-// is refused, since which one a tool installs is not defined.
-type manifest func(name string) bool
+// A manifest reports whether an archive entry (its name as written, and
+// cleaned) is a package manifest at the archive's top level, where an
+// installer may take it for the package's: an archive holding two (the one
+// read and another) is refused, since which one a tool installs is not
+// defined.
+type manifest func(raw, clean string) bool
 
 // topLevel is the manifest rule of a file named base one directory down
 // (any directory, for npm strips the first of every entry: package/ is a
 // convention, not a rule) whose directory satisfies dir.
 func topLevel(base string, dir func(string) bool) manifest {
-	return func(c string) bool {
+	return func(_, c string) bool {
 		d, f, ok := strings.Cut(c, "/")
 		return ok && !strings.Contains(f, "/") && strings.EqualFold(f, base) && dir(d)
 	}
+}
+
+// npmManifest is npm's manifest rule: topLevel, and any entry that npm
+// unpacks as the package's package.json. npm (node-tar's strip: 1) drops
+// the first element of the name as written, split at "/", before the name
+// is resolved: "./package.json" and ".//package.json" become package.json,
+// though cleaned they have no directory.
+func npmManifest(raw, clean string) bool {
+	if topLevel("package.json", anyDir)(raw, clean) {
+		return true
+	}
+	_, rest, ok := strings.Cut(raw, "/")
+	return ok && strings.EqualFold(strings.TrimPrefix(path.Clean("/"+rest), "/"), "package.json")
 }
 
 func anyDir(string) bool { return true }
@@ -250,7 +264,7 @@ func scanTar(data []byte, want string, other manifest, why string) ([]byte, erro
 			}
 		}
 		if !strings.EqualFold(c, want) {
-			if h.Typeflag != tar.TypeDir && other(c) {
+			if h.Typeflag != tar.TypeDir && other(h.Name, c) {
 				if manifests = append(manifests, h.Name); len(manifests) > 1 {
 					return nil, twoManifests(manifests[0], manifests[1], why)
 				}
@@ -328,7 +342,7 @@ var (
 )
 
 func parseNPM(data []byte) (*Artifact, error) {
-	pj, err := scanTar(data, "package/package.json", topLevel("package.json", anyDir),
+	pj, err := scanTar(data, "package/package.json", npmManifest,
 		"npm strips the first directory of every entry and installs the package.json it unpacks last, which need not be the one read here")
 	if err != nil {
 		return nil, err
@@ -503,7 +517,7 @@ func zipFile(zr *zip.Reader, want string, other manifest, why string) ([]byte, e
 			return nil, err
 		}
 		if !strings.EqualFold(c, want) {
-			if !e.FileInfo().IsDir() && other(c) {
+			if !e.FileInfo().IsDir() && other(e.Name, c) {
 				if manifests = append(manifests, e.Name); len(manifests) > 1 {
 					return nil, twoManifests(manifests[0], manifests[1], why)
 				}
@@ -550,7 +564,7 @@ func parseMCPB(data []byte) (*Artifact, error) {
 	if err != nil {
 		return nil, err
 	}
-	mf, err := zipFile(zr, "manifest.json", func(c string) bool { return strings.EqualFold(c, "manifest.json") },
+	mf, err := zipFile(zr, "manifest.json", func(_, c string) bool { return strings.EqualFold(c, "manifest.json") },
 		"an MCPB bundle has one manifest.json")
 	if err != nil {
 		return nil, err

@@ -163,7 +163,7 @@ type listJSON struct {
 // describe reports s as list prints it: enforced under want or not. Header
 // values and --header values are never in it (they may be secrets).
 func describe(s hosts.Server, want hosts.Want) serverJSON {
-	j := serverJSON{Name: s.Name, Where: s.Where, Kind: string(s.Kind), Argv: redactArgv(s.Argv), URL: s.URL,
+	j := serverJSON{Name: s.Name, Where: s.Where, Kind: string(s.Kind), Argv: redactArgv(s.Argv), URL: hosts.RedactURL(s.URL),
 		PolicyStatus: "not checked", LockStatus: "not checked", Problem: s.Problem}
 	if s.Kind == hosts.Remote {
 		for _, h := range s.Headers {
@@ -174,9 +174,9 @@ func describe(s hosts.Server, want hosts.Want) serverJSON {
 	j.Enforced = j.Reason == ""
 	if w := s.Wrapped; w != nil {
 		j.Wrapped = true
-		j.Wrapper, j.Original, j.Policy, j.PolicyName, j.Lock = w.Program, w.Original, w.Policy, w.Name, w.Lock
-		if len(w.Original) == 1 && strings.Contains(w.Original[0], "://") {
-			j.Remote = w.Original[0]
+		j.Wrapper, j.Original, j.Policy, j.PolicyName, j.Lock = w.Program, redactURLs(w.Original), w.Policy, w.Name, w.Lock
+		if len(j.Original) == 1 && strings.Contains(j.Original[0], "://") {
+			j.Remote = j.Original[0]
 		}
 		for _, h := range w.Headers {
 			name, _, _ := strings.Cut(h, ":")
@@ -196,9 +196,21 @@ func describe(s hosts.Server, want hosts.Want) serverJSON {
 	return j
 }
 
+// redactURLs is argv with the user info of every URL in it replaced
+// (hosts.RedactURL): it may be a password or a token.
+func redactURLs(argv []string) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = hosts.RedactURL(a)
+	}
+	return out
+}
+
 // redactArgv is argv with the value of every --header after its name
-// replaced: a header value may be a secret.
+// replaced, and the user info of every URL (redactURLs): a header value
+// may be a secret.
 func redactArgv(argv []string) []string {
+	argv = redactURLs(argv)
 	if !slices.Contains(argv, "--header") && !slices.ContainsFunc(argv, func(a string) bool { return strings.HasPrefix(a, "--header=") }) {
 		return argv
 	}
@@ -300,11 +312,13 @@ parsed (named with the line), or bad usage.`,
 			}
 			report := listJSON{ReportVersion: reportVersion, Mcpsign: want.Self, Policy: want.Policy, Enforced: true, Files: []fileJSON{}}
 			failed := false
+			seen := map[string]bool{}
 			for _, hf := range files {
 				fj := fileJSON{Path: hf.path, Host: hf.host.Name, Servers: []serverJSON{}}
 				c, err := hosts.Load(cmd.Context(), hf.host, hf.path)
 				if err != nil {
-					fj.Error, failed = err.Error(), true
+					// What it could not read is not enforced.
+					fj.Error, failed, report.Enforced = err.Error(), true, false
 					report.Files = append(report.Files, fj)
 					continue
 				}
@@ -312,11 +326,23 @@ parsed (named with the line), or bad usage.`,
 					if len(f.servers) > 0 && !slices.Contains(f.servers, s.Name) {
 						continue
 					}
+					seen[s.Name] = true
 					sj := describe(s, want)
 					report.Enforced = report.Enforced && sj.Enforced
 					fj.Servers = append(fj.Servers, sj)
 				}
 				report.Files = append(report.Files, fj)
+			}
+			// A server asked for that no file has is not enforced: it
+			// may be configured under another name, or in a file not read.
+			var missing []string
+			for _, n := range f.servers {
+				if !seen[n] && !slices.Contains(missing, n) {
+					missing = append(missing, n)
+				}
+			}
+			if len(missing) > 0 {
+				report.Enforced = false
 			}
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
@@ -326,6 +352,10 @@ parsed (named with the line), or bad usage.`,
 				}
 			} else {
 				printList(a.stdout, report)
+			}
+			for _, n := range missing {
+				fmt.Fprintf(a.stderr, "mcpsign: hosts list: no file read has the server %s (--server)\n", textsafe.Quote(n))
+				failed = true
 			}
 			if failed {
 				if !asJSON {

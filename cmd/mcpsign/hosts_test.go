@@ -488,3 +488,90 @@ func TestHostsEveryFormat(t *testing.T) {
 		})
 	}
 }
+
+// TestHostsURLUserinfo: a remote URL's user info (a password, or a token
+// given as the user name) is printed by no hosts command: not by list, as
+// text or JSON, before or after wrap, nor in wrap --dry-run's diff.
+func TestHostsURLUserinfo(t *testing.T) {
+	dir := t.TempDir()
+	self := fakeMcpsign(t)
+	pol := filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(pol, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, ".cursor", "mcp.json")
+	os.MkdirAll(filepath.Dir(config), 0o755)
+	const pw, tok = "pw-0123456789", "ghp_tok987654321"
+	data := `{"mcpServers": {
+	"a": {"url": "https://alice:` + pw + `@mcp.example.com/mcp"},
+	"b": {"url": "https://` + tok + `@mcp.example.com/mcp"}
+}}
+`
+	if err := os.WriteFile(config, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--config", config, "--mcpsign", self}
+	noSecret := func(what string, outs ...string) {
+		t.Helper()
+		for _, out := range outs {
+			if strings.Contains(out, pw) || strings.Contains(out, tok) {
+				t.Errorf("%s printed the URL's user info:\n%s", what, out)
+			}
+		}
+	}
+	for _, f := range []string{"text", "json"} {
+		_, out, errOut := runHosts(t, dir, append([]string{"hosts", "list", "--format", f}, base...)...)
+		noSecret("list --format "+f, out, errOut)
+		if !strings.Contains(out, "mcp.example.com") {
+			t.Errorf("list --format %s does not name the host:\n%s", f, out)
+		}
+	}
+	code, out, errOut := runHosts(t, dir, append([]string{"hosts", "wrap", "--policy", pol, "--dry-run"}, base...)...)
+	noSecret("wrap --dry-run", out, errOut)
+	if code != 0 {
+		t.Fatalf("wrap --dry-run: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runHosts(t, dir, append([]string{"hosts", "wrap", "--policy", pol}, base...)...)
+	noSecret("wrap", out, errOut)
+	if code != 0 {
+		t.Fatalf("wrap: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, f := range []string{"text", "json"} {
+		_, out, errOut := runHosts(t, dir, append([]string{"hosts", "list", "--format", f, "--policy", pol}, base...)...)
+		noSecret("list after wrap --format "+f, out, errOut)
+	}
+	_, out, errOut = runHosts(t, dir, append([]string{"hosts", "unwrap", "--dry-run"}, base...)...)
+	noSecret("unwrap --dry-run", out, errOut)
+}
+
+// TestHostsListCheckTruth: list --check never passes, nor does its JSON
+// say "enforced": true, for what it did not see: a --server that no file
+// has, or a file it could not read.
+func TestHostsListCheckTruth(t *testing.T) {
+	dir := t.TempDir()
+	self := fakeMcpsign(t)
+	pol := filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(pol, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, ".vscode", "mcp.json")
+	os.MkdirAll(filepath.Dir(config), 0o755)
+	if err := os.WriteFile(config, []byte(`{"servers": {"notes2": {"command": "srv"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"hosts", "list", "--config", config, "--mcpsign", self, "--policy", pol, "--check"}
+	for _, f := range []string{"text", "json"} {
+		code, out, errOut := runHosts(t, dir, append(base, "--server", "notes", "--format", f)...)
+		if code == 0 || !strings.Contains(errOut, `"notes"`) {
+			t.Errorf("--server notes, which no file has, --format %s: exit %d\n%s%s", f, code, out, errOut)
+		}
+	}
+	if err := os.WriteFile(config, []byte(`{"servers": {`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runHosts(t, dir, append(base, "--format", "json")...)
+	var report struct{ Enforced bool }
+	if err := json.Unmarshal([]byte(out), &report); err != nil || report.Enforced || code == 0 {
+		t.Errorf("an unreadable file: exit %d, %v, enforced %v\n%s", code, err, report.Enforced, out)
+	}
+}

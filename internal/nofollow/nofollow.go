@@ -15,9 +15,15 @@ import (
 // ErrSymlink is the error of Open when the path is a symbolic link.
 var ErrSymlink = errors.New("is a symbolic link (not followed)")
 
+// ErrNotRegular is the error of Open when the path is not a regular file:
+// a FIFO (whose open or read would wait for a writer for ever), a device,
+// a socket or a directory.
+var ErrNotRegular = errors.New("is not a regular file")
+
 // Open is os.OpenFile that refuses a path whose last element is a symbolic
 // link, dangling or not, with an error naming the path and wrapping
-// ErrSymlink.
+// ErrSymlink, and one that is not a regular file (ErrNotRegular), without
+// waiting on it: a FIFO is opened non-blocking, then refused.
 func Open(path string, flag int, perm fs.FileMode) (*os.File, error) {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		return nil, symlinkError(path)
@@ -28,6 +34,18 @@ func Open(path string, flag int, perm fs.FileMode) (*os.File, error) {
 		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			return nil, symlinkError(path)
 		}
+		return nil, err
+	}
+	// What was opened, not what Lstat saw: the path may have changed.
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s %w (%s)", path, ErrNotRegular, fi.Mode().Type())
+	}
+	if err == nil {
+		err = blocking(f)
+	}
+	if err != nil {
+		f.Close()
 		return nil, err
 	}
 	return f, nil

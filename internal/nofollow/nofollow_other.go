@@ -11,3 +11,6 @@ import (
 func openNoFollow(path string, flag int, perm fs.FileMode) (*os.File, error) {
 	return os.OpenFile(path, flag, perm)
 }
+
+// blocking has nothing to do here: openNoFollow opens in blocking mode.
+func blocking(*os.File) error { return nil }
