@@ -123,7 +123,9 @@ func TestRealBundles(t *testing.T) {
 				dg   []byte
 				step Step
 			}{
-				{"wrong digest", good, wrong, StepSignature},
+				// Not a subject: the signature is not in question, the match is
+				// (ErrNotSubject).
+				{"wrong digest", good, wrong, StepMatch},
 				{"wrong identity", mustNew(sigstorePolicy("x"+rb.identity, rb.issuer)), dg, StepIdentity},
 				{"wrong issuer", mustNew(sigstorePolicy(rb.identity, rb.issuer+"x")), dg, StepIdentity},
 				// Unanchored, the regexp would match the real identity.
@@ -136,6 +138,9 @@ func TestRealBundles(t *testing.T) {
 				_, err := f.v.VerifyBundle(ctx, data, Artifact{Digest: f.dg, DigestAlgorithm: rb.alg})
 				if step, ok := FailedStep(err); !ok || step != f.step {
 					t.Errorf("%s: got %v, want a failure at %s", f.name, err, f.step)
+				}
+				if f.step == StepMatch && !errors.Is(err, ErrNotSubject) {
+					t.Errorf("%s: got %v, want ErrNotSubject", f.name, err)
 				}
 			}
 			// An anchored regexp of the full identity passes.
