@@ -145,7 +145,7 @@ func compileTemplate(s string) (t *uritemplate.Template) {
 }
 
 // hasDotSegment reports whether uri has a segment "." or ".." in any
-// spelling: segments end at "/", "\\", "?" and "#", and "%2e", "%2f" and
+// spelling: segments end at "/", "\", "?" and "#", and "%2e", "%2f" and
 // "%5c" count as the characters they encode. A template matches such a URI
 // by its text ("{+path}" takes "../", "{id}" takes "%2e%2e"), but the server
 // resolves it elsewhere: a WHATWG URL parser (the TypeScript SDK's server
