@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/pin"
 )
 
 // TestReadableURIs checks which resources/read URIs the approved set lets
@@ -54,6 +55,40 @@ func TestReadableURIs(t *testing.T) {
 	} {
 		if got := a.readable(tc.uri); got != tc.want {
 			t.Errorf("readable(%q) = %v, want %v", tc.uri, got, tc.want)
+		}
+	}
+}
+
+// TestResourceModeForEmptySet: a lock written under pin for a server with no
+// static resources records an empty set, and its default stays pin (a
+// server that adds one later is caught), while a lock without the member
+// defaults to pass.
+func TestResourceModeForEmptySet(t *testing.T) {
+	t.Parallel()
+	snap := &digest.Snapshot{Tools: []json.RawMessage{json.RawMessage(`{"name":"greet","inputSchema":{"type":"object"}}`)}, Prompts: []json.RawMessage{}, ResourceTemplates: []json.RawMessage{}}
+	for _, tc := range []struct {
+		resources []json.RawMessage
+		want      ResourceMode
+	}{
+		{nil, ResourcesPass},
+		{[]json.RawMessage{}, ResourcesPin},
+	} {
+		s := *snap
+		s.Resources = tc.resources
+		l, err := pin.NewLock(&s, pin.Approval{Method: pin.MethodTOFU})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := l.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := pin.Parse(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ResourceModeFor("", back); err != nil || got != tc.want {
+			t.Errorf("resources %v: ResourceModeFor = %q, %v; want %q", tc.resources, got, err, tc.want)
 		}
 	}
 }
