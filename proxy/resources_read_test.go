@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/mcpsign/mcpsign/digest"
@@ -91,4 +92,44 @@ func TestResourceModeForEmptySet(t *testing.T) {
 			t.Errorf("resources %v: ResourceModeFor = %q, %v; want %q", tc.resources, got, err, tc.want)
 		}
 	}
+}
+
+// FuzzHasDotSegment checks hasDotSegment against a plain reading of its
+// rule: decode %2e, %2f and %5c (any case), split at / \ ? #, and look for
+// a segment "." or "..".
+func FuzzHasDotSegment(f *testing.F) {
+	for _, s := range []string{"", ".", "..", "...", "a/../b", "a/%2E%2e/b", "a/.%2e", "%2e", "%2", "%252e", "a..b", "x/.?y", "x\\..#", "%2f..%5C", "notes://..", "file:///notes/.hidden"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, uri string) {
+		var b strings.Builder
+		for i := 0; i < len(uri); i++ {
+			if uri[i] == '%' && i+2 < len(uri) {
+				switch strings.ToLower(uri[i+1 : i+3]) {
+				case "2e":
+					b.WriteByte('.')
+					i += 2
+					continue
+				case "2f":
+					b.WriteByte('/')
+					i += 2
+					continue
+				case "5c":
+					b.WriteByte('\\')
+					i += 2
+					continue
+				}
+			}
+			b.WriteByte(uri[i])
+		}
+		want := false
+		for _, seg := range strings.FieldsFunc(b.String(), func(r rune) bool { return strings.ContainsRune(`/\?#`, r) }) {
+			if seg == "." || seg == ".." {
+				want = true
+			}
+		}
+		if got := hasDotSegment(uri); got != want {
+			t.Fatalf("hasDotSegment(%q) = %v, want %v", uri, got, want)
+		}
+	})
 }
