@@ -133,3 +133,31 @@ func FuzzHasDotSegment(f *testing.F) {
 		}
 	})
 }
+
+// TestReadURIStrict: the uri of resources/read is read as a case-sensitive
+// server reads it, or not at all (the read is then refused with -32602):
+// a repeated uri, a case variant beside or instead of it (encoding/json
+// would take "Uri"), a non-string, an escape that hides invalid UTF-8.
+func TestReadURIStrict(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		params string
+		uri    string
+		ok     bool
+	}{
+		{`{"uri":"notes://1"}`, "notes://1", true},
+		{`{"uri":"notes:\/\/1","_meta":{"uri":"x"}}`, "notes://1", true},
+		{`{"uri":"notes://1","uri":"file:///etc/passwd"}`, "", false},
+		{`{"uri":"notes://1","Uri":"file:///etc/passwd"}`, "", false},
+		{`{"Uri":"file:///etc/passwd"}`, "", false},
+		{`{"uri":["notes://1"]}`, "", false},
+		{`{"uri":"notes://\ud800"}`, "", false},
+		{`["notes://1"]`, "", false},
+		{``, "", false},
+	} {
+		uri, ok := readURI([]byte(tc.params))
+		if ok != tc.ok || uri != tc.uri {
+			t.Errorf("readURI(%s) = %q, %v; want %q, %v", tc.params, uri, ok, tc.uri, tc.ok)
+		}
+	}
+}
