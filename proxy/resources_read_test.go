@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/source"
 )
 
 // TestReadableURIs checks which resources/read URIs the approved set lets
@@ -159,5 +161,39 @@ func TestReadURIStrict(t *testing.T) {
 		if ok != tc.ok || uri != tc.uri {
 			t.Errorf("readURI(%s) = %q, %v; want %q, %v", tc.params, uri, ok, tc.uri, tc.ok)
 		}
+	}
+}
+
+// TestResourcesModernFirstRequest: under 2026-07-28 the client's first
+// request may be resources/list, without server/discover: the proxy holds
+// it, discovers and lists itself, then answers it under hide (the server
+// never sees it) or relays the checked answer under pin; the read rule
+// holds in that generation too.
+func TestResourcesModernFirstRequest(t *testing.T) {
+	t.Parallel()
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	argv := exampleArgv(t, fixtures.ModeHonest)
+	for _, mode := range []ResourceMode{ResourcesHide, ResourcesPin} {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			lock := writeTOFULockOf(t, snapshotWith(t, argv, source.Options{Resources: mode == ResourcesPin}))
+			s := startProxy(t, lockPolicy(t, lock, LockOptions{}), argv, func(o *Options) { o.Resources = mode })
+			p := newRawPeer(t, s.out, s.in)
+			p.send(`{"jsonrpc":"2.0","id":1,"method":"resources/list","params":{` + meta + `}}`)
+			m := decode(t, p.next())
+			if string(m.ID) != "1" || m.Error != nil || !strings.Contains(string(m.Result), `"resources":[]`) {
+				t.Fatalf("resources/list: id %s, result %s, error %+v", m.ID, m.Result, m.Error)
+			}
+			if mode == ResourcesHide && string(m.Result) != emptyResources {
+				t.Errorf("hide answered %s, want %s", m.Result, emptyResources)
+			}
+			p.send(`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"notes://%2e%2e",` + meta + `}}`)
+			if m := decode(t, p.next()); m.Error == nil || m.Error.Code != codeResourceNotFound {
+				t.Errorf("read of a dot-segment: %s %+v", m.Result, m.Error)
+			}
+			if err := s.wait(); err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
 	}
 }
