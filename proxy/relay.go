@@ -50,6 +50,9 @@ type chain struct {
 	items   []json.RawMessage
 	started bool // began with a page asked for without a cursor
 	pages   int
+	// cursors are the cursors this listing was asked for or handed: one
+	// handed again is a loop (the proxy's own listing refuses it too).
+	cursors map[string]bool
 }
 
 // dropChain forgets the listing of kind k awaiting the page of cursor.
@@ -765,6 +768,23 @@ func (r *relay) listResult(m *inbound, p *pendingReq) {
 		}
 		if ch == nil {
 			ch = &chain{} // a page whose listing the proxy did not see begin
+		}
+		if list {
+			if ch.cursors == nil {
+				ch.cursors = map[string]bool{}
+			}
+			if p.cursor != nil {
+				ch.cursors[*p.cursor] = true
+			}
+			if hasNext && ch.cursors[next] {
+				// The client would page forever, and hold nothing the
+				// proxy's own listing (or verify-pin) would accept.
+				r.block(&BlockedError{What: what, Err: fmt.Errorf("%w: cursor %s handed again in one listing", mcpwire.ErrCursorLoop, strconv.Quote(shorten(next, 80))), subjectID: subjID})
+				return
+			}
+			if hasNext {
+				ch.cursors[next] = true
+			}
 		}
 		ch.items = append(ch.items, items...)
 		ch.pages++

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/yosida95/uritemplate/v3"
 
@@ -102,11 +103,14 @@ func readURI(params []byte) (string, bool) {
 // readable reports whether a resources/read of uri may reach the server:
 // it is an approved resource (there are none under hide: nothing is
 // listed), or an approved resource template's uriTemplate matches it whole
-// (RFC 6570, as go-sdk's server matches them). A template that does not
-// parse matches nothing.
+// (RFC 6570, as go-sdk's server matches them) and it has no dot-segment
+// (hasDotSegment). A template that does not parse matches nothing.
 func (a *approvedSet) readable(uri string) bool {
 	if a.hasKey(digest.KindResource, uri) {
 		return true
+	}
+	if hasDotSegment(uri) {
+		return false
 	}
 	if a.templates == nil {
 		a.templates = []*uritemplate.Template{}
@@ -138,4 +142,51 @@ func compileTemplate(s string) (t *uritemplate.Template) {
 	}
 	t.Regexp()
 	return t
+}
+
+// hasDotSegment reports whether uri has a segment "." or ".." in any
+// spelling: segments end at "/", "\", "?" and "#", and "%2e", "%2f" and
+// "%5c" count as the characters they encode. A template matches such a URI
+// by its text ("{+path}" takes "../", "{id}" takes "%2e%2e"), but the server
+// resolves it elsewhere: a WHATWG URL parser (the TypeScript SDK's server
+// reads every uri with new URL, then looks its static resources up first)
+// removes the dot-segments, and a handler that decodes a variable and joins
+// it to a path walks up. Such a read would reach what no approved template
+// offers (a hidden static resource, a file outside the template's prefix),
+// so it is refused (docs/PROXY.md, "Static resources").
+func hasDotSegment(uri string) bool {
+	dots := 0 // the dots of the segment so far; -1: not dots only
+	for i := 0; i <= len(uri); i++ {
+		c := byte('/')
+		if i < len(uri) {
+			c = uri[i]
+		}
+		if c == '%' && i+2 < len(uri) {
+			switch strings.ToLower(uri[i+1 : i+3]) {
+			case "2e":
+				c = '.'
+				i += 2
+			case "2f":
+				c = '/'
+				i += 2
+			case "5c":
+				c = '\\'
+				i += 2
+			}
+		}
+		switch c {
+		case '/', '\\', '?', '#':
+			if dots == 1 || dots == 2 {
+				return true
+			}
+			dots = 0
+		case '.':
+			if dots >= 0 {
+				dots++
+			}
+		default:
+			dots = -1
+		}
+	}
+	return false
 }

@@ -129,6 +129,7 @@ func TestResourceModes(t *testing.T) {
 		readOther   = `{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"file:///etc/passwd"}}`
 		readTmpl    = `{"jsonrpc":"2.0","id":6,"method":"resources/read","params":{"uri":"notes://42"}}`
 		readLoose   = `{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"notes://42","URI":"file:///etc/passwd"}}`
+		readDots    = `{"jsonrpc":"2.0","id":10,"method":"resources/read","params":{"uri":"notes://%2e%2e"}}`
 		call        = `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"greet","arguments":{}}}`
 	)
 	type want struct {
@@ -228,6 +229,9 @@ func TestResourceModes(t *testing.T) {
 				{list1, []want{{id: "2", result: `{"resources":[]}`}}},
 				{list2, []want{{id: "3", result: `{"resources":[]}`}}},
 				{readStatic, []want{{id: "4", code: codeResourceNotFound}}},
+				// A dot-segment the template's {id} matches: the server
+				// would resolve it elsewhere (docs/PROXY.md).
+				{readDots, []want{{id: "10", code: codeResourceNotFound}}},
 				{readTmpl, []want{ok("6")}},
 				{call, []want{ok("8")}},
 				// An id in flight is refused once, not answered twice.

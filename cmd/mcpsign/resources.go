@@ -37,9 +37,17 @@ func resourcesMode(flag string, pr *policy.Resolved, held *pin.Lock, withHide bo
 
 // pinResources sets the source to list the static resources when pin's
 // resources mode (--resources, or the policy's pr) is pin: they are then
-// recorded in the lock.
+// recorded in the lock. With --force the default follows the lock being
+// replaced (when it reads), so that a re-pin keeps pinning the resources
+// the old lock pinned; without it there is no lock to replace.
 func pinResources(f *verifyFlags, po *options.PinOptions, pr *policy.Resolved) error {
-	mode, err := resourcesMode(po.Resources, pr, nil, false)
+	var held *pin.Lock
+	if po.Force && po.Lock != "" {
+		if l, err := pin.Read(po.Lock); err == nil {
+			held = l
+		}
+	}
+	mode, err := resourcesMode(po.Resources, pr, held, false)
 	if err != nil {
 		return err
 	}

@@ -150,3 +150,29 @@ func TestResourcesPinVerifyPin(t *testing.T) {
 		t.Fatalf("after approve: %v, method %s, set %s (was %s)", err, after.Approval.Method, after.ResourceSet, l.ResourceSet)
 	}
 }
+
+// TestResourcesPinForceKeepsThem: pin --force over a lock that records the
+// static resources keeps pinning them when --resources is not given (the
+// default follows the lock it replaces, as the flag's help says): a re-pin
+// does not silently turn a pinned session into an unchecked one.
+func TestResourcesPinForceKeepsThem(t *testing.T) {
+	node, entry := fixtures.NPMServer(t, "server-everything")
+	lock := filepath.Join(t.TempDir(), "everything.mcpsign.lock")
+	for _, args := range [][]string{
+		{"pin", "--lock", lock, "--tofu", "--resources", "pin", "--", node, entry},
+		{"pin", "--lock", lock, "--tofu", "--force", "--", node, entry},
+	} {
+		if code, stdout, stderr := runCLI(t, args...); code != 0 {
+			t.Fatalf("%s: exit %d:\n%s\n%s", strings.Join(args[:5], " "), code, stdout, stderr)
+		}
+	}
+	if l, err := pin.Read(lock); err != nil || l.Resources == nil {
+		t.Fatalf("after pin --force without --resources the lock records no resources (%v)", err)
+	}
+	if code, stdout, stderr := runCLI(t, "pin", "--lock", lock, "--tofu", "--force", "--resources", "pass", "--", node, entry); code != 0 {
+		t.Fatalf("pin --force --resources pass: exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+	if l, err := pin.Read(lock); err != nil || l.Resources != nil {
+		t.Fatalf("after pin --force --resources pass the lock still records resources (%v)", err)
+	}
+}
