@@ -1,0 +1,96 @@
+package verify
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+
+	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
+
+	"github.com/mcpsign/mcpsign/attest"
+)
+
+// CertificateMatcher matches signing certificates against the identities
+// of a policy, with the same matching as Verifier's identity step (the
+// certificate's own SAN encoding, anchored regular expressions, the Fulcio
+// issuer and workflow extensions), but without a bundle: for a caller that
+// holds only a certificate, such as a transparency log monitor. It checks
+// no chain and no signature.
+type CertificateMatcher struct {
+	method Method
+	ids    []*matcher
+}
+
+// CertificateMatch is what a certificate satisfied.
+type CertificateMatch struct {
+	// Identities are the indices of the identities it satisfies.
+	Identities []int
+	// Identity is the SAN the first satisfied identity matched.
+	Identity string
+	// Issuer is the Fulcio OIDC issuer, "" when the certificate has none.
+	Issuer string
+	// Source is what the certificate's Fulcio source extensions vouch for
+	// (sigstore method only; nil when it has none).
+	Source *attest.Source
+}
+
+// NewCertificateMatcher compiles ids for method (MethodSigstore or
+// MethodCertificate), as New does; at least one identity is needed.
+func NewCertificateMatcher(method Method, ids []Identity) (*CertificateMatcher, error) {
+	if method != MethodSigstore && method != MethodCertificate {
+		return nil, fmt.Errorf("certificate identities are for the sigstore and certificate methods, not %q", method)
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%w: no identity to match", ErrNoIdentity)
+	}
+	ms, err := compileIdentities(method, ids)
+	if err != nil {
+		return nil, err
+	}
+	return &CertificateMatcher{method: method, ids: ms}, nil
+}
+
+// Match matches cert against every identity. A certificate that satisfies
+// none is ErrIdentityMismatch (an *IdentitiesError with several
+// identities); one that cannot be read as a signing certificate (not for
+// code signing, conflicting issuer extensions, malformed SANs) is another
+// error.
+func (m *CertificateMatcher) Match(cert *x509.Certificate) (*CertificateMatch, error) {
+	if err := checkLeaf(cert); err != nil {
+		return nil, err
+	}
+	s, err := certificate.SummarizeCertificate(cert)
+	if err != nil {
+		// sigstore-go summarizes only certificates with an e-mail, URI or
+		// otherName SAN; the extensions are all the matcher needs of it.
+		ext, xerr := certificate.ParseExtensions(cert.Extensions)
+		if xerr != nil {
+			return nil, fmt.Errorf("the certificate's Fulcio extensions: %w", xerr)
+		}
+		s = certificate.Summary{Extensions: ext}
+	}
+	out := &CertificateMatch{}
+	var errs []error
+	for i, id := range m.ids {
+		got, err := id.verifyCert(m.method, cert, s)
+		if err != nil {
+			if !errors.Is(err, ErrIdentityMismatch) {
+				return nil, err
+			}
+			errs = append(errs, err)
+			continue
+		}
+		if len(out.Identities) == 0 {
+			out.Identity, out.Issuer = got.identity, got.issuer
+		}
+		out.Identities = append(out.Identities, i)
+	}
+	switch {
+	case len(out.Identities) > 0:
+		out.Source = vouchedSource(&s, m.method == MethodSigstore)
+		return out, nil
+	case len(errs) == 1:
+		return nil, errs[0]
+	}
+	return nil, &IdentitiesError{Errs: errs}
+}
