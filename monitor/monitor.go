@@ -478,3 +478,19 @@ func checkEntry(opts Options, res *Result, index int64, data []byte) error {
 	}
 	return nil
 }
+
+// TrustedLogURLs returns the BaseURLs of the trusted root's transparency
+// logs, sorted.
+func TrustedLogURLs(tm root.TrustedMaterial) []string {
+	var out []string
+	if tm == nil {
+		return nil
+	}
+	for _, tl := range tm.RekorLogs() {
+		if !slices.Contains(out, tl.BaseURL) {
+			out = append(out, tl.BaseURL)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

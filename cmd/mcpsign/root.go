@@ -59,6 +59,7 @@ format and rule.`,
 		newAuditCmd(a),
 		newHostsCmd(a),
 		newPolicyCmd(a),
+		newMonitorCmd(a),
 	)
 	return root
 }
