@@ -90,4 +90,3 @@ func ParseEntry(data []byte) (*Entry, error) {
 // ErrUnknownKind: an entry of a kind or version this monitor does not read
 // (wraps ErrEntry).
 var ErrUnknownKind = fmt.Errorf("%w: unknown entry kind", ErrEntry)
-
