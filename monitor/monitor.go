@@ -106,6 +106,8 @@ type Options struct {
 	// hashOnly reads and proves the tiles without parsing entries (the
 	// benchmark's floor).
 	hashOnly bool
+	// noPrefilter parses every entry (tests).
+	noPrefilter bool
 }
 
 // Result is what a run checked.
@@ -349,6 +351,10 @@ func readRange(ctx context.Context, opts Options, t *tree, f *fetcher, cp, old *
 			return checkErr("tile hash", int64(start), ErrTileHash, "the tiles before index %d do not hash to the stored checkpoint", start)
 		}
 	}
+	var pf *prefilter
+	if opts.Identities != nil && len(opts.KeyIDs) == 0 && !opts.noPrefilter {
+		pf = newPrefilter(opts.Identities.RequiredBytes())
+	}
 	var entries [][]byte
 	var root []byte
 	for k := start / tileWidth; k*tileWidth < cp.Size; k++ {
@@ -391,6 +397,9 @@ func readRange(ctx context.Context, opts Options, t *tree, f *fetcher, cp, old *
 			continue
 		}
 		for j, e := range entries[from:] {
+			if !pf.mayMatch(e) {
+				continue
+			}
 			if err := checkEntry(opts, res, int64(first+from+uint64(j)), e); err != nil {
 				return err
 			}

@@ -49,6 +49,15 @@ type stackLog struct {
 
 func newStackLog(t *testing.T) *stackLog {
 	t.Helper()
+	s := newStackLogTB(t)
+	srv := httptest.NewServer(http.FileServer(http.Dir(s.storage)))
+	t.Cleanup(srv.Close)
+	s.url = srv.URL
+	return s
+}
+
+func newStackLogTB(t testing.TB) *stackLog {
+	t.Helper()
 	env := sigstack.Require(t)
 	tr, err := trustroot.LoadTrustedRootFile(env.TrustedRoot)
 	if err != nil {
@@ -66,9 +75,7 @@ func newStackLog(t *testing.T) *stackLog {
 	if _, err := os.Stat(filepath.Join(storage, "checkpoint")); err != nil {
 		t.Fatalf("the stack's Rekor v2 storage: %v", err)
 	}
-	srv := httptest.NewServer(http.FileServer(http.Dir(storage)))
-	t.Cleanup(srv.Close)
-	return &stackLog{env: env, tr: tr, svc: svc, storage: storage, url: srv.URL}
+	return &stackLog{env: env, tr: tr, svc: svc, storage: storage}
 }
 
 // uniqueEmail is an identity no other test signs as.
@@ -137,6 +144,10 @@ func (s *stackLog) waitSize(t *testing.T, n uint64) {
 }
 
 func (s *stackLog) matcher(t *testing.T, email string) *verify.CertificateMatcher {
+	return s.matcherTB(t, email)
+}
+
+func (s *stackLog) matcherTB(t testing.TB, email string) *verify.CertificateMatcher {
 	t.Helper()
 	m, err := verify.NewCertificateMatcher(verify.MethodSigstore, []verify.Identity{{SAN: email, Issuer: s.env.OIDCIssuer}})
 	if err != nil {

@@ -59,16 +59,13 @@ func (m *CertificateMatcher) Match(cert *x509.Certificate) (*CertificateMatch, e
 	if err := checkLeaf(cert); err != nil {
 		return nil, err
 	}
-	s, err := certificate.SummarizeCertificate(cert)
+	// The Fulcio extensions are all the matcher reads of sigstore-go's
+	// summary (it matches SANs and the issuer on the certificate itself).
+	ext, err := certificate.ParseExtensions(cert.Extensions)
 	if err != nil {
-		// sigstore-go summarizes only certificates with an e-mail, URI or
-		// otherName SAN; the extensions are all the matcher needs of it.
-		ext, xerr := certificate.ParseExtensions(cert.Extensions)
-		if xerr != nil {
-			return nil, fmt.Errorf("the certificate's Fulcio extensions: %w", xerr)
-		}
-		s = certificate.Summary{Extensions: ext}
+		return nil, fmt.Errorf("the certificate's Fulcio extensions: %w", err)
 	}
+	s := certificate.Summary{Extensions: ext}
 	out := &CertificateMatch{}
 	var errs []error
 	for i, id := range m.ids {
@@ -93,4 +90,24 @@ func (m *CertificateMatcher) Match(cert *x509.Certificate) (*CertificateMatch, e
 		return nil, errs[0]
 	}
 	return nil, &IdentitiesError{Errs: errs}
+}
+
+// RequiredBytes returns, for each identity, bytes that the DER of every
+// certificate it matches contains, or nil when there are none: its exact
+// identity (a SAN's value is held as its bytes), else its exact OIDC issuer
+// (an extension holding the issuer's bytes). A caller that sees many
+// certificates, such as a log monitor, may skip without parsing one whose
+// DER contains none of them, provided none is nil.
+func (m *CertificateMatcher) RequiredBytes() [][]byte {
+	out := make([][]byte, len(m.ids))
+	for i, id := range m.ids {
+		switch {
+		case m.method != MethodSigstore:
+		case id.id.SAN != "":
+			out[i] = []byte(id.id.SAN)
+		case id.id.Issuer != "":
+			out[i] = []byte(id.id.Issuer)
+		}
+	}
+	return out
 }
