@@ -7,9 +7,58 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/internal/fixtures/testsnap"
+	"github.com/mcpsign/mcpsign/sign"
 )
+
+// fill logs n more entries (key method, Rekor v2 only), four at a time,
+// for a benchmark over more than the few entries the other tests leave.
+// MCPSIGN_MONITOR_BENCH_FILL=n asks for it.
+func (s *stackLog) fill(b *testing.B, n int) {
+	key, err := sign.GenerateKey(sign.ECDSAP256)
+	if err != nil {
+		b.Fatal(err)
+	}
+	signer, err := sign.NewKeySigner(key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 4)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			snap := testsnap.Example()
+			ins := "fill " + strconv.Itoa(i)
+			snap.Instructions = &ins
+			st, err := attest.Build(snap, attest.Options{})
+			if err == nil {
+				var p []byte
+				if p, err = st.Marshal(); err == nil {
+					_, err = sign.Sign(context.Background(), p, sign.Options{Signer: signer, TransparencyLogs: s.svc.TransparencyLogs, TrustedMaterial: s.tr})
+				}
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
 
 // fileTransport serves a tlog-tiles storage directory without a network,
 // so that a benchmark measures the monitor, not loopback HTTP.
@@ -31,6 +80,9 @@ func (d fileTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // docs/PERFORMANCE.md.
 func BenchmarkRange(b *testing.B) {
 	s := newStackLogTB(b)
+	if n, _ := strconv.Atoi(os.Getenv("MCPSIGN_MONITOR_BENCH_FILL")); n > 0 {
+		s.fill(b, n)
+	}
 	client := &http.Client{Transport: fileTransport(s.storage)}
 	m := s.matcherTB(b, "nobody@monitor.example.com")
 	zero := uint64(0)

@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"regexp/syntax"
 
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 
@@ -94,8 +95,9 @@ func (m *CertificateMatcher) Match(cert *x509.Certificate) (*CertificateMatch, e
 
 // RequiredBytes returns, for each identity, bytes that the DER of every
 // certificate it matches contains, or nil when there are none: its exact
-// identity (a SAN's value is held as its bytes), else its exact OIDC issuer
-// (an extension holding the issuer's bytes). A caller that sees many
+// identity (a SAN's value is held as its bytes), else the literal text that
+// begins every match of its identity regexp (at least 5 bytes), else its
+// exact OIDC issuer (an extension holding the issuer's bytes). A caller that sees many
 // certificates, such as a log monitor, may skip without parsing one whose
 // DER contains none of them, provided none is nil.
 func (m *CertificateMatcher) RequiredBytes() [][]byte {
@@ -105,9 +107,44 @@ func (m *CertificateMatcher) RequiredBytes() [][]byte {
 		case m.method != MethodSigstore:
 		case id.id.SAN != "":
 			out[i] = []byte(id.id.SAN)
+		case len(literalPrefix(id.id.SANRegexp)) >= 5:
+			out[i] = []byte(literalPrefix(id.id.SANRegexp))
 		case id.id.Issuer != "":
 			out[i] = []byte(id.id.Issuer)
 		}
 	}
 	return out
+}
+
+// literalPrefix is the case-sensitive literal text that begins every match
+// of re (Go syntax), after any leading ^ or \A; "" when there is none.
+func literalPrefix(re string) string {
+	if re == "" {
+		return ""
+	}
+	r, err := syntax.Parse(re, syntax.Perl)
+	if err != nil {
+		return ""
+	}
+	r = r.Simplify()
+	for r.Op == syntax.OpCapture {
+		r = r.Sub[0]
+	}
+	subs := []*syntax.Regexp{r}
+	if r.Op == syntax.OpConcat {
+		subs = r.Sub
+	}
+	for _, s := range subs {
+		switch s.Op {
+		case syntax.OpBeginText, syntax.OpBeginLine, syntax.OpEmptyMatch:
+			continue
+		case syntax.OpLiteral:
+			if s.Flags&syntax.FoldCase != 0 {
+				return ""
+			}
+			return string(s.Rune)
+		}
+		return ""
+	}
+	return ""
 }

@@ -75,3 +75,21 @@ func TestCertificateMatcher(t *testing.T) {
 		t.Errorf("no issuer: %v", err)
 	}
 }
+
+func TestLiteralPrefix(t *testing.T) {
+	t.Parallel()
+	for re, want := range map[string]string{
+		`^https://github\.com/acme/notes-mcp/.*`: "https://github.com/acme/notes-mcp/",
+		`https://github\.com/acme/.+@refs/tags/.*`: "https://github.com/acme/",
+		`\Arelease@example\.(com|org)`:             "release@example.",
+		`(?i)release@example\.com`:                 "",
+		`.*@acme\.com`:                             "",
+		`a|b`:                                      "",
+		`(release)@x`:                              "",
+		`[`:                                        "",
+	} {
+		if got := literalPrefix(re); got != want {
+			t.Errorf("literalPrefix(%q) = %q, want %q", re, got, want)
+		}
+	}
+}
