@@ -15,6 +15,7 @@ import (
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/internal/fixtures/testsnap"
 	"github.com/mcpsign/mcpsign/sign"
+	"github.com/mcpsign/mcpsign/verify"
 )
 
 // fill logs n more entries (key method, Rekor v2 only), four at a time,
@@ -84,18 +85,23 @@ func BenchmarkRange(b *testing.B) {
 		s.fill(b, n)
 	}
 	client := &http.Client{Transport: fileTransport(s.storage)}
-	m := s.matcherTB(b, "nobody@monitor.example.com")
+	exact := s.matcherTB(b, "nobody@monitor.example.com")
+	re, err := verify.NewCertificateMatcher(verify.MethodSigstore, []verify.Identity{{SANRegexp: `^https://github\.com/nobody/.*`, Issuer: s.env.OIDCIssuer}})
+	if err != nil {
+		b.Fatal(err)
+	}
 	zero := uint64(0)
 	var entries uint64
 	for _, bc := range []struct {
 		name        string
+		m           *verify.CertificateMatcher
 		hashOnly    bool
 		noPrefilter bool
-	}{{"floor", true, false}, {"match", false, false}, {"parse-every-entry", false, true}} {
+	}{{"floor", exact, true, false}, {"match", exact, false, false}, {"match-regexp", re, false, false}, {"parse-every-entry", exact, false, true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := Run(context.Background(), Options{LogURL: "http://log.invalid", TrustedMaterial: s.tr, Identities: m,
+				res, err := Run(context.Background(), Options{LogURL: "http://log.invalid", TrustedMaterial: s.tr, Identities: bc.m,
 					StartIndex: &zero, HTTPClient: client, hashOnly: bc.hashOnly, noPrefilter: bc.noPrefilter}, nil)
 				if err != nil {
 					b.Fatal(err)
