@@ -383,3 +383,63 @@ func corrupting(storage, prefix string, corrupt func([]byte) []byte) http.Handle
 		_, _ = w.Write(body)
 	})
 }
+
+// TestStackMonitorKey watches a key: an entry it signed that was not
+// released is an alert, another key's entry is nothing.
+func TestStackMonitorKey(t *testing.T) {
+	s := newStackLog(t)
+	ctx := context.Background()
+	res, _, err := s.run(t, ctx, s.url, nil, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state0 := res.State
+	keySign := func() (string, []byte, int64) {
+		key, err := sign.GenerateKey(sign.ECDSAP256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		signer, err := sign.NewKeySigner(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap := testsnap.Example()
+		ins := "key " + uniqueEmail(t, "n")
+		snap.Instructions = &ins
+		st, err := attest.Build(snap, attest.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := st.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := sign.Sign(ctx, p, sign.Options{Signer: signer, TransparencyLogs: s.svc.TransparencyLogs, TrustedMaterial: s.tr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kid, err := verify.KeyID(key.Public())
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx := r.TlogEntries[0].LogIndex
+		s.waitSize(t, uint64(idx)+1)
+		return kid, r.Bundle, idx
+	}
+	watched, bundle, idx := keySign()
+	_, _, _ = keySign()
+	c := &collector{}
+	res, err = Run(ctx, Options{LogURL: s.url, TrustedMaterial: s.tr, KeyIDs: []string{watched}, OnFinding: c.add}, state0)
+	if err != nil || len(c.fs) != 1 || c.fs[0].LogIndex != idx || c.fs[0].KeyID != watched || !c.fs[0].Alert || res.Watched != 1 {
+		t.Fatalf("%+v %+v %v", res, c.fs, err)
+	}
+	rel := NewReleased()
+	if err := rel.AddBundle(bundle); err != nil {
+		t.Fatal(err)
+	}
+	c = &collector{}
+	res, err = Run(ctx, Options{LogURL: s.url, TrustedMaterial: s.tr, KeyIDs: []string{watched}, Released: rel, OnFinding: c.add}, state0)
+	if err != nil || len(c.fs) != 0 || res.Released != 1 {
+		t.Fatalf("released: %+v %+v %v", res, c.fs, err)
+	}
+}

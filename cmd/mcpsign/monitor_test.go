@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,4 +125,34 @@ func waitCheckpoint(t *testing.T, storage string, n uint64) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("the log's checkpoint did not reach %d entries", n)
+}
+
+// TestMonitorFollow runs --follow until its context ends: each check writes
+// the state, and the end is exit 0 without an alert.
+func TestMonitorFollow(t *testing.T) {
+	env := sigstack.Require(t)
+	storage := filepath.Join(env.State, "data", "rekor")
+	var checks atomic.Int32
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fileServer := http.FileServer(http.Dir(storage))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/checkpoint" && checks.Add(1) == 2 {
+			cancel() // the second check is the last
+		}
+		fileServer.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	state := filepath.Join(t.TempDir(), "state.json")
+	args := []string{"--state", state, "--log", srv.URL, "--trusted-root", env.TrustedRoot, "--certificate-identity", "nobody@monitor.example.com", "--certificate-oidc-issuer", env.OIDCIssuer}
+	if code, out, stderr := runCLI(t, append([]string{"monitor", "--init"}, args...)...); code != 0 {
+		t.Fatalf("init: exit %d\n%s\n%s", code, out, stderr)
+	}
+	checks.Store(0)
+	var out, errb bytes.Buffer
+	a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(string) string { return "" }, isTerminal: func() bool { return false }}
+	code := run(ctx, append([]string{"monitor", "--follow", "--interval", "1s"}, args...), a)
+	if code != 0 || checks.Load() < 2 || !strings.Contains(out.String(), "state written") {
+		t.Fatalf("follow: exit %d after %d checks\n%s\n%s", code, checks.Load(), out.String(), errb.String())
+	}
 }
