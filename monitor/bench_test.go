@@ -12,8 +12,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mcpsign/mcpsign/attest"
-	"github.com/mcpsign/mcpsign/internal/fixtures/testsnap"
 	"github.com/mcpsign/mcpsign/sign"
 	"github.com/mcpsign/mcpsign/verify"
 )
@@ -34,21 +32,13 @@ func (s *stackLog) fill(b *testing.B, n int) {
 	errs := make(chan error, n)
 	sem := make(chan struct{}, 4)
 	for i := range n {
+		p := statement(b, "fill "+strconv.Itoa(i))
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			snap := testsnap.Example()
-			ins := "fill " + strconv.Itoa(i)
-			snap.Instructions = &ins
-			st, err := attest.Build(snap, attest.Options{})
-			if err == nil {
-				var p []byte
-				if p, err = st.Marshal(); err == nil {
-					_, err = sign.Sign(context.Background(), p, sign.Options{Signer: signer, TransparencyLogs: s.svc.TransparencyLogs, TrustedMaterial: s.tr})
-				}
-			}
+			_, err := sign.Sign(context.Background(), p, sign.Options{Signer: signer, TransparencyLogs: s.svc.TransparencyLogs, TrustedMaterial: s.tr})
 			errs <- err
 		}()
 	}

@@ -310,15 +310,8 @@ func consistent(ctx context.Context, t *tree, old, cp *flog.Checkpoint) error {
 		}
 		return nil
 	}
-	nodes, err := proof.Consistency(old.Size, cp.Size)
+	hashes, err := t.consistencyProof(ctx, old.Size)
 	if err != nil {
-		return err
-	}
-	hashes, err := t.nodes(ctx, nodes.IDs)
-	if err != nil {
-		return err
-	}
-	if hashes, err = nodes.Rehash(hashes, rfc6962.DefaultHasher.HashChildren); err != nil {
 		return err
 	}
 	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, old.Size, cp.Size, hashes, old.Hash, cp.Hash); err != nil {
@@ -417,15 +410,8 @@ func inTree(ctx context.Context, t *tree, end uint64, root []byte, cp *flog.Chec
 		}
 		return nil
 	}
-	nodes, err := proof.Consistency(end, cp.Size)
+	hashes, err := t.consistencyProof(ctx, end)
 	if err != nil {
-		return err
-	}
-	hashes, err := t.nodes(ctx, nodes.IDs)
-	if err != nil {
-		return err
-	}
-	if hashes, err = nodes.Rehash(hashes, rfc6962.DefaultHasher.HashChildren); err != nil {
 		return err
 	}
 	return proof.VerifyConsistency(rfc6962.DefaultHasher, end, cp.Size, hashes, root, cp.Hash)

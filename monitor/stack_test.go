@@ -89,17 +89,7 @@ func uniqueEmail(t *testing.T, who string) string {
 // and its log index, once the log's published checkpoint includes it.
 func (s *stackLog) sign(t *testing.T, email string) ([]byte, int64) {
 	t.Helper()
-	snap := testsnap.Example()
-	ins := "nonce " + uniqueEmail(t, "n")
-	snap.Instructions = &ins
-	st, err := attest.Build(snap, attest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, err := st.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
+	payload := statement(t, "nonce "+uniqueEmail(t, "n"))
 	tok, err := sign.IDToken(context.Background(), sign.TokenOptions{Flag: s.env.FreshToken(t, email)})
 	if err != nil {
 		t.Fatal(err)
@@ -120,6 +110,23 @@ func (s *stackLog) sign(t *testing.T, email string) ([]byte, int64) {
 	idx := res.TlogEntries[0].LogIndex
 	s.waitSize(t, uint64(idx)+1)
 	return res.Bundle, idx
+}
+
+// statement is the example snapshot's statement with instructions ins, so
+// that each is a different artifact.
+func statement(t testing.TB, ins string) []byte {
+	t.Helper()
+	snap := testsnap.Example()
+	snap.Instructions = &ins
+	st, err := attest.Build(snap, attest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := st.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // waitSize waits until the published checkpoint has at least n entries.
@@ -403,17 +410,7 @@ func TestStackMonitorKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		snap := testsnap.Example()
-		ins := "key " + uniqueEmail(t, "n")
-		snap.Instructions = &ins
-		st, err := attest.Build(snap, attest.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := st.Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := statement(t, "key "+uniqueEmail(t, "n"))
 		r, err := sign.Sign(ctx, p, sign.Options{Signer: signer, TransparencyLogs: s.svc.TransparencyLogs, TrustedMaterial: s.tr})
 		if err != nil {
 			t.Fatal(err)

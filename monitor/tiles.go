@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 )
 
@@ -179,6 +180,20 @@ func (t *tree) nodes(ctx context.Context, ids []compact.NodeID) ([][]byte, error
 		out = append(out, h)
 	}
 	return out, nil
+}
+
+// consistencyProof is the RFC 6962 consistency proof from the tree of size
+// smaller to t's, built from t's tiles.
+func (t *tree) consistencyProof(ctx context.Context, smaller uint64) ([][]byte, error) {
+	nodes, err := proof.Consistency(smaller, t.size)
+	if err != nil {
+		return nil, err
+	}
+	hashes, err := t.nodes(ctx, nodes.IDs)
+	if err != nil {
+		return nil, err
+	}
+	return nodes.Rehash(hashes, rfc6962.DefaultHasher.HashChildren)
 }
 
 var rangeFactory = &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}

@@ -79,7 +79,7 @@ func TestCertificateMatcher(t *testing.T) {
 func TestLiteralPrefix(t *testing.T) {
 	t.Parallel()
 	for re, want := range map[string]string{
-		`^https://github\.com/acme/notes-mcp/.*`: "https://github.com/acme/notes-mcp/",
+		`^https://github\.com/acme/notes-mcp/.*`:   "https://github.com/acme/notes-mcp/",
 		`https://github\.com/acme/.+@refs/tags/.*`: "https://github.com/acme/",
 		`\Arelease@example\.(com|org)`:             "release@example.",
 		`(?i)release@example\.com`:                 "",
