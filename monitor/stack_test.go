@@ -21,6 +21,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore/pkg/signature"
 	flog "github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/mcpsign/mcpsign/attest"
@@ -438,5 +439,85 @@ func TestStackMonitorKey(t *testing.T) {
 	res, err = Run(ctx, Options{LogURL: s.url, TrustedMaterial: s.tr, KeyIDs: []string{watched}, Released: rel, OnFinding: c.add}, state0)
 	if err != nil || len(c.fs) != 0 || res.Released != 1 {
 		t.Fatalf("released: %+v %+v %v", res, c.fs, err)
+	}
+}
+
+// TestStackMonitorEntryInProvenTree serves the first five entries of the
+// real log with one replaced, under a checkpoint of their tree signed with
+// the stack's own log key: the tree proofs pass and the entry itself is
+// what fails (or is noted, for an unknown kind).
+func TestStackMonitorEntryInProvenTree(t *testing.T) {
+	s := newStackLog(t)
+	s.waitSize(t, 5)
+	data, err := os.ReadFile(filepath.Join(s.storage, "tile", "entries", "000"))
+	if err != nil {
+		// The first tile is still partial: read at least 5 of its entries.
+		matches, _ := filepath.Glob(filepath.Join(s.storage, "tile", "entries", "000.p", "*"))
+		best := 0
+		for _, m := range matches {
+			if n, _ := strconv.Atoi(filepath.Base(m)); n > best {
+				if d, err := os.ReadFile(m); err == nil {
+					best, data = n, d
+				}
+			}
+		}
+		if best < 5 {
+			t.Fatalf("no entry bundle of 5 entries in %s", s.storage)
+		}
+	}
+	real, err := splitBundle(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, entry string
+		want        error
+	}{
+		{"malformed", `{"kind":"hashedrekord","apiVersion":"0.0.2","spec":{"hashedRekordV002":{"data":{"algorithm":"SHA2_256","digest":"AAAA"}}}}`, ErrEntry},
+		{"unknown kind", `{"kind":"rekord","apiVersion":"0.0.1","spec":{}}`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			entries := append([][]byte{}, real[:5]...)
+			entries[3] = []byte(tc.entry)
+			var bundle []byte
+			rng := rangeFactory.NewEmptyRange(0)
+			for _, e := range entries {
+				bundle = append(bundle, byte(len(e)>>8), byte(len(e)))
+				bundle = append(bundle, e...)
+				if err := rng.Append(rfc6962.DefaultHasher.HashLeaf(e), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rootHash, err := rng.GetRootHash(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cp := s.forgeCheckpoint(t, 5, rootHash)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case "/checkpoint":
+					_, _ = w.Write([]byte(cp))
+				case "/tile/entries/000.p/5":
+					_, _ = w.Write(bundle)
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			defer srv.Close()
+			zero := uint64(0)
+			c := &collector{}
+			_, err = Run(context.Background(), Options{LogURL: srv.URL, TrustedMaterial: s.tr, Identities: s.matcher(t, "nobody@monitor.example.com"),
+				StartIndex: &zero, OnFinding: c.add, noPrefilter: true}, nil)
+			if tc.want != nil {
+				var ce *CheckError
+				if !errors.Is(err, tc.want) || !errors.As(err, &ce) || ce.Check != "entry" || ce.Index != 3 {
+					t.Fatalf("err %v", err)
+				}
+				return
+			}
+			if err != nil || len(c.fs) != 1 || c.fs[0].Kind != KindUnknownEntry || c.fs[0].Alert || c.fs[0].LogIndex != 3 {
+				t.Fatalf("%+v %v", c.fs, err)
+			}
+		})
 	}
 }
