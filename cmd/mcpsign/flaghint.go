@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/monitor"
 	"github.com/mcpsign/mcpsign/sign"
 	"github.com/mcpsign/mcpsign/trustroot"
 	"github.com/mcpsign/mcpsign/verify"
@@ -26,6 +27,7 @@ var flagHints = []struct {
 	{sign.ErrChainOrder, "--certificate-chain is the issuing intermediates in order, then the root"},
 	{sign.ErrNoRootCA, "end --certificate-chain with the root certificate, or pass it with --ca-roots"},
 	{trustroot.ErrNoTUFRoot, "pass its root.json once: mcpsign trustroot fetch --tuf-root FILE"},
+	{monitor.ErrNoLog, "--trusted-root must hold the log whose URL host is the checkpoint origin; --log names where to read it"},
 }
 
 // flagHint returns the flags that fix err, or "" when no flag does.
