@@ -96,6 +96,9 @@ could not be read or verified (the state is left as it was).`,
 			if fromIndex >= 0 && !initState {
 				return errors.New("--from-index is for --init: later runs start where the state says")
 			}
+			if trust.CARoots != "" || trust.CAIntermediates != "" {
+				return errors.New("--ca-roots and --ca-intermediates are for the certificate method, which monitor does not watch: watch an identity of the trusted root's Fulcio, or --key")
+			}
 			ident, err := id.VerifyIdentity(cmd.Flags())
 			if err != nil {
 				return err

@@ -40,6 +40,16 @@ func TestMonitorCommand(t *testing.T) {
 	if code, out, stderr := runCLI(t, "monitor", "--once", "--log", srv.URL, "--state", state, "--trusted-root", env.TrustedRoot, "--certificate-identity", email, "--certificate-oidc-issuer", env.OIDCIssuer); code != 2 || !strings.Contains(stderr, "--init") {
 		t.Fatalf("no state: exit %d\n%s\n%s", code, out, stderr)
 	}
+	for _, bad := range [][]string{
+		{"--ca-roots", "roots.pem"},
+		{"--certificate-email", "a@example.com"},
+		{"--follow", "--once"},
+		{"--from-index", "3"},
+	} {
+		if code, out, stderr := runCLI(t, append(append([]string{"monitor", "--log", srv.URL}, watch...), bad...)...); code != 2 {
+			t.Fatalf("%v: exit %d\n%s\n%s", bad, code, out, stderr)
+		}
+	}
 	if code, out, stderr := runCLI(t, append([]string{"monitor", "--init", "--log", srv.URL}, watch...)...); code != 0 || !strings.Contains(out, "state written") {
 		t.Fatalf("init: exit %d\n%s\n%s", code, out, stderr)
 	}
