@@ -20,14 +20,7 @@ import (
 // for a benchmark over more than the few entries the other tests leave.
 // MCPSIGN_MONITOR_BENCH_FILL=n asks for it.
 func (s *stackLog) fill(b *testing.B, n int) {
-	key, err := sign.GenerateKey(sign.ECDSAP256)
-	if err != nil {
-		b.Fatal(err)
-	}
-	signer, err := sign.NewKeySigner(key)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, signer := newKeySigner(b)
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	sem := make(chan struct{}, 4)

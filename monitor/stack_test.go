@@ -130,6 +130,20 @@ func statement(t testing.TB, ins string) []byte {
 	return p
 }
 
+// newKeySigner is a fresh P-256 key and its signer.
+func newKeySigner(t testing.TB) (crypto.Signer, *sign.KeySigner) {
+	t.Helper()
+	key, err := sign.GenerateKey(sign.ECDSAP256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := sign.NewKeySigner(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, signer
+}
+
 // waitSize waits until the published checkpoint has at least n entries.
 func (s *stackLog) waitSize(t *testing.T, n uint64) {
 	t.Helper()
@@ -403,14 +417,7 @@ func TestStackMonitorKey(t *testing.T) {
 	}
 	state0 := res.State
 	keySign := func() (string, []byte, int64) {
-		key, err := sign.GenerateKey(sign.ECDSAP256)
-		if err != nil {
-			t.Fatal(err)
-		}
-		signer, err := sign.NewKeySigner(key)
-		if err != nil {
-			t.Fatal(err)
-		}
+		key, signer := newKeySigner(t)
 		p := statement(t, "key "+uniqueEmail(t, "n"))
 		r, err := sign.Sign(ctx, p, sign.Options{Signer: signer, TransparencyLogs: s.svc.TransparencyLogs, TrustedMaterial: s.tr})
 		if err != nil {
