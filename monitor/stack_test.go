@@ -257,7 +257,6 @@ func TestStackMonitor(t *testing.T) {
 	t.Run("released by a digest", func(t *testing.T) {
 		// Everything by the watched identity released: nothing to report.
 		all := NewReleased()
-		_, _, _ = s.run(t, ctx, s.url, m, nil, state0, nil)
 		c := &collector{}
 		_, err := Run(ctx, Options{LogURL: s.url, TrustedMaterial: s.tr, Identities: m, Released: rel, OnFinding: c.add}, state0)
 		if err != nil || len(c.fs) != 1 {
@@ -266,7 +265,9 @@ func TestStackMonitor(t *testing.T) {
 		if err := all.AddDigest(c.fs[0].Digest); err != nil {
 			t.Fatal(err)
 		}
-		_, _ = all.AddDir(relDir)
+		if _, err := all.AddDir(relDir); err != nil {
+			t.Fatal(err)
+		}
 		res, fs, err := s.run(t, ctx, s.url, m, all, state0, nil)
 		if err != nil || len(fs) != 0 || res.Watched != 2 || res.Released != 2 {
 			t.Fatalf("%+v %+v %v", res, fs, err)
