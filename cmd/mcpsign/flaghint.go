@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/monitor"
 	"github.com/mcpsign/mcpsign/oauth"
 	"github.com/mcpsign/mcpsign/sign"
 	"github.com/mcpsign/mcpsign/trustroot"
@@ -33,6 +34,7 @@ var flagHints = []struct {
 	{oauth.ErrNoMetadata, "if it takes a token some other way, pass it with --header 'Authorization: Bearer ${TOKEN}'"},
 	{oauth.ErrNoRegistration, "pass a client ID registered with it: --oauth-client-id"},
 	{oauth.ErrDenied, "run again to sign in; --no-browser prints the URL to open by hand"},
+	{monitor.ErrNoLog, "--trusted-root must hold the log whose URL host is the checkpoint origin; --log names where to read it"},
 }
 
 // flagHint returns the flags that fix err, or "" when no flag does.

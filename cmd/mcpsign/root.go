@@ -64,6 +64,7 @@ described at ` + docsURL + `
 		newAuditCmd(a),
 		newHostsCmd(a),
 		newPolicyCmd(a),
+		newMonitorCmd(a),
 	)
 	return root
 }

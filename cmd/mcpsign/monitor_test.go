@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/sigstack"
+)
+
+// TestMonitorCommand signs two releases as one identity with 'mcpsign sign
+// sigstore' on the local stack, keeps one as released, and watches the
+// stack's Rekor v2 log (its tiles published read-only by a file server, as
+// a bucket publishes a production log's).
+func TestMonitorCommand(t *testing.T) {
+	env := sigstack.Require(t)
+	storage := filepath.Join(env.State, "data", "rekor")
+	srv := httptest.NewServer(http.FileServer(http.Dir(storage)))
+	defer srv.Close()
+	dir := t.TempDir()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	email := "release-" + hex.EncodeToString(b) + "@monitor.example.com"
+	state := filepath.Join(dir, "state.json")
+	watch := []string{"--state", state, "--trusted-root", env.TrustedRoot, "--certificate-identity", email, "--certificate-oidc-issuer", env.OIDCIssuer}
+
+	if code, out, stderr := runCLI(t, "monitor", "--once", "--log", srv.URL, "--state", state, "--trusted-root", env.TrustedRoot, "--certificate-identity", email, "--certificate-oidc-issuer", env.OIDCIssuer); code != 2 || !strings.Contains(stderr, "--init") {
+		t.Fatalf("no state: exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, bad := range [][]string{
+		{"--ca-roots", "roots.pem"},
+		{"--certificate-email", "a@example.com"},
+		{"--follow", "--once"},
+		{"--from-index", "3"},
+	} {
+		if code, out, stderr := runCLI(t, append(append([]string{"monitor", "--log", srv.URL}, watch...), bad...)...); code != 2 {
+			t.Fatalf("%v: exit %d\n%s\n%s", bad, code, out, stderr)
+		}
+	}
+	if code, out, stderr := runCLI(t, append([]string{"monitor", "--init", "--log", srv.URL}, watch...)...); code != 0 || !strings.Contains(out, "state written") {
+		t.Fatalf("init: exit %d\n%s\n%s", code, out, stderr)
+	}
+	tok := vtWrite(t, dir, "token", []byte(env.FreshToken(t, email)))
+	released := filepath.Join(dir, "dist")
+	if err := os.Mkdir(released, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	var rogue int64
+	for i, out := range []string{filepath.Join(released, "v1.sigstore.json"), filepath.Join(dir, "rogue.sigstore.json")} {
+		snap, _ := vtSnapshot(t, dir, "snap"+strconv.Itoa(i)+".json", func(s *digest.Snapshot) {
+			ins := "release " + strconv.Itoa(i) + " " + email
+			s.Instructions = &ins
+		})
+		code, stdout, stderr := runCLI(t, "sign", "sigstore", snap, "-o", out, "--signing-config", env.SigningConfig,
+			"--trusted-root", env.TrustedRoot, "--identity-token", tok, "--format", "json")
+		if code != 0 {
+			t.Fatalf("sign: exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		var rep struct {
+			Tlog []struct {
+				LogIndex int64 `json:"logIndex"`
+			} `json:"tlog"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Tlog) != 1 {
+			t.Fatalf("sign output %s: %v", stdout, err)
+		}
+		last = rep.Tlog[0].LogIndex
+	}
+	rogue = last
+	waitCheckpoint(t, storage, uint64(last)+1)
+
+	code, out, stderr := runCLI(t, append([]string{"monitor", "--once", "--released", released, "--format", "json"}, watch...)...)
+	if code != 1 {
+		t.Fatalf("monitor: exit %d\n%s\n%s", code, out, stderr)
+	}
+	var lines []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		if m["reportVersion"] != float64(1) {
+			t.Fatalf("line %q", sc.Text())
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 2 || lines[0]["kind"] != "unreleased-entry" || lines[0]["logIndex"] != float64(rogue) || lines[0]["identity"] != email ||
+		lines[1]["kind"] != "run" || lines[1]["alerts"] != float64(1) || lines[1]["watched"] != float64(2) {
+		t.Fatalf("output:\n%s", out)
+	}
+	// The state moved on: the next run finds nothing.
+	if code, out, stderr := runCLI(t, append([]string{"monitor", "--released", released}, watch...)...); code != 0 || !strings.Contains(out, "0 alerts") {
+		t.Fatalf("second run: exit %d\n%s\n%s", code, out, stderr)
+	}
+	// A state file that is not ours is an error and is left as it was.
+	foreign := []byte(`{"kind":"mcpsign.lock","lockVersion":1}` + "\n")
+	if err := os.WriteFile(state, foreign, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := runCLI(t, append([]string{"monitor", "--released", released}, watch...)...); code != 2 || !strings.Contains(stderr, "monitor state") {
+		t.Fatalf("foreign state: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if got, _ := os.ReadFile(state); string(got) != string(foreign) {
+		t.Fatal("the foreign state file changed")
+	}
+}
+
+// waitCheckpoint waits until the log's published checkpoint has n entries.
+func waitCheckpoint(t *testing.T, storage string, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if data, err := os.ReadFile(filepath.Join(storage, "checkpoint")); err == nil {
+			if lines := strings.SplitN(string(data), "\n", 3); len(lines) == 3 {
+				if size, err := strconv.ParseUint(lines[1], 10, 64); err == nil && size >= n {
+					return
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the log's checkpoint did not reach %d entries", n)
+}
+
+// TestMonitorFollow runs --follow until its context ends: each check writes
+// the state, and the end is exit 0 without an alert.
+func TestMonitorFollow(t *testing.T) {
+	env := sigstack.Require(t)
+	storage := filepath.Join(env.State, "data", "rekor")
+	var checks atomic.Int32
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fileServer := http.FileServer(http.Dir(storage))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/checkpoint" && checks.Add(1) == 2 {
+			cancel() // the second check is the last
+		}
+		fileServer.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	state := filepath.Join(t.TempDir(), "state.json")
+	args := []string{"--state", state, "--log", srv.URL, "--trusted-root", env.TrustedRoot, "--certificate-identity", "nobody@monitor.example.com", "--certificate-oidc-issuer", env.OIDCIssuer}
+	if code, out, stderr := runCLI(t, append([]string{"monitor", "--init"}, args...)...); code != 0 {
+		t.Fatalf("init: exit %d\n%s\n%s", code, out, stderr)
+	}
+	checks.Store(0)
+	var out, errb bytes.Buffer
+	a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(string) string { return "" }, isTerminal: func() bool { return false }}
+	code := run(ctx, append([]string{"monitor", "--follow", "--interval", "1s"}, args...), a)
+	if code != 0 || checks.Load() < 2 || !strings.Contains(out.String(), "state written") {
+		t.Fatalf("follow: exit %d after %d checks\n%s\n%s", code, checks.Load(), out.String(), errb.String())
+	}
+}

@@ -1,0 +1,491 @@
+package monitor
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	rekornote "github.com/sigstore/rekor-tiles/v2/pkg/note"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
+	"github.com/sigstore/sigstore/pkg/signature"
+	flog "github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/verify"
+)
+
+// Finding kinds (docs/MONITOR.md).
+const (
+	// KindUnreleased: an entry signed by a watched identity (a certificate
+	// of the trusted root's CAs) or a watched key, whose artifact was not
+	// released. An alert.
+	KindUnreleased = "unreleased-entry"
+	// KindInconsistent: the log's checkpoint is not consistent with the
+	// stored one. An alert.
+	KindInconsistent = "inconsistent-log"
+	// KindUntrustedCertificate: an entry whose certificate names a watched
+	// identity but does not chain to a CA of the trusted root (anyone can
+	// log such an entry; no verifier accepts it). A notice.
+	KindUntrustedCertificate = "untrusted-certificate"
+	// KindUnknownEntry: an entry of a kind this monitor cannot read. A
+	// notice.
+	KindUnknownEntry = "unknown-entry"
+)
+
+// Finding is one thing a run reports.
+type Finding struct {
+	Kind string `json:"kind"`
+	// Alert is true for what the publisher must look at (exit code 1).
+	Alert bool `json:"alert"`
+	// LogIndex is the entry's index; for KindInconsistent the size of the
+	// log's new checkpoint.
+	LogIndex int64 `json:"logIndex"`
+	// Log is the checkpoint origin.
+	Log string `json:"log"`
+	// Identity is the certificate SAN that matched a watched identity.
+	Identity string `json:"identity,omitempty"`
+	// Issuer is the certificate's Fulcio OIDC issuer.
+	Issuer string `json:"issuer,omitempty"`
+	// KeyID is the watched key ("sha256:HEX") that signed the entry.
+	KeyID string `json:"keyId,omitempty"`
+	// Digest is the logged artifact digest.
+	Digest string `json:"digest,omitempty"`
+	// EntryKind is the entry's kind and version, e.g. "hashedrekord 0.0.2".
+	EntryKind string `json:"entryKind,omitempty"`
+	// Source is the repository, commit and ref the certificate's Fulcio
+	// extensions vouch for.
+	Source *attest.Source `json:"source,omitempty"`
+	// IntegratedTime is the log's time of the entry, when the log gives
+	// one (Rekor v2 does not).
+	IntegratedTime *time.Time `json:"integratedTime,omitempty"`
+	// Detail says more, in words.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Options configure a run.
+type Options struct {
+	// LogURL is the log's tlog-tiles base URL (where checkpoint and tile/
+	// are). Empty: the BaseURL of the trusted root's log for the state's
+	// origin (Origin must then be set, or the state given).
+	LogURL string
+	// Origin, if set, is the checkpoint origin expected.
+	Origin string
+	// TrustedMaterial holds the log keys and the CAs certificates must
+	// chain to.
+	TrustedMaterial root.TrustedMaterial
+	// Identities are the watched certificate identities (nil: none).
+	Identities *verify.CertificateMatcher
+	// KeyIDs are the watched public keys ("sha256:HEX", verify.KeyID).
+	KeyIDs []string
+	// Released are the released artifact digests.
+	Released *Released
+	// StartIndex is where a run without a previous state starts reading;
+	// nil: at the log's current size (the first run records the
+	// checkpoint and reads nothing).
+	StartIndex *uint64
+	// HTTPClient reads the log (nil: a client with a 30 s timeout).
+	HTTPClient *http.Client
+	// OnFinding receives each finding as it is found, in log order.
+	OnFinding func(Finding)
+
+	// hashOnly reads and proves the tiles without parsing entries (the
+	// benchmark's floor).
+	hashOnly bool
+	// noPrefilter parses every entry (tests).
+	noPrefilter bool
+}
+
+// Result is what a run checked.
+type Result struct {
+	// Log is the checkpoint origin, URL where it was read.
+	Log, URL string
+	// From and To bound the entries read: [From, To).
+	From, To uint64
+	// Bundles and HashTiles count the tiles read.
+	Bundles, HashTiles int
+	// Watched counts entries by a watched identity or key; Released those
+	// of them that were released.
+	Watched, Released int
+	// Alerts and Notices count the findings.
+	Alerts, Notices int
+	// State is the state to write for the next run: set only when the
+	// whole range was checked.
+	State *State
+}
+
+// Run checks the log from prev (nil for a first run) to its latest
+// checkpoint. It returns a Result with the new State only when everything
+// was checked; an inconsistency is reported as a finding and the error
+// wraps ErrInconsistent; other failures are *CheckError values. A
+// cancelled ctx stops it between tiles, with no State.
+func Run(ctx context.Context, opts Options, prev *State) (*Result, error) {
+	client := opts.HTTPClient
+	if client == nil {
+		client = &http.Client{Timeout: 30 * time.Second}
+	}
+	origin := opts.Origin
+	if prev != nil {
+		if origin != "" && origin != prev.Log.Origin {
+			return nil, fmt.Errorf("%w: the state is for the log %q, not %q", ErrState, prev.Log.Origin, origin)
+		}
+		origin = prev.Log.Origin
+	}
+	logURL := opts.LogURL
+	if logURL == "" {
+		if origin == "" {
+			return nil, fmt.Errorf("%w: no log URL and no origin to find one in the trusted root", ErrNoLog)
+		}
+		tl, err := findLog(opts.TrustedMaterial, origin)
+		if err != nil {
+			return nil, err
+		}
+		logURL = tl[0].BaseURL
+	}
+	base, err := url.Parse(logURL)
+	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
+		return nil, fmt.Errorf("log URL %q is not an http(s) URL", logURL)
+	}
+	f := &fetcher{base: base, client: client}
+	res := &Result{URL: logURL}
+
+	raw, err := f.get(ctx, "checkpoint", maxCheckpoint)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, checkErr("fetch", -1, ErrFetch, "%w", err)
+	}
+	cpOrigin, _, _ := strings.Cut(string(raw), "\n")
+	if origin == "" {
+		origin = cpOrigin
+	}
+	if cpOrigin != origin {
+		return nil, checkErr("checkpoint", -1, ErrCheckpoint, "the checkpoint's origin is %q, want %q", cpOrigin, origin)
+	}
+	res.Log = origin
+	verifier, err := noteVerifier(opts.TrustedMaterial, origin)
+	if err != nil {
+		return nil, err
+	}
+	cp, _, _, err := flog.ParseCheckpoint(raw, origin, verifier)
+	if err != nil {
+		return nil, checkErr("checkpoint", -1, ErrCheckpoint, "%v", err)
+	}
+	var old *flog.Checkpoint
+	if prev != nil {
+		old, _, _, err = flog.ParseCheckpoint([]byte(prev.Checkpoint), origin, verifier)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the stored checkpoint is not signed by the log key: %v", ErrState, err)
+		}
+	}
+	t := newTree(f, cp.Size)
+	defer func() { res.HashTiles = t.fetched }()
+
+	start := cp.Size
+	if old != nil {
+		if err := consistent(ctx, t, old, cp); err != nil {
+			if errors.Is(err, ErrInconsistent) {
+				res.Alerts++
+				emit(opts, Finding{Kind: KindInconsistent, Alert: true, LogIndex: int64(cp.Size), Log: origin, Detail: err.Error()})
+			}
+			return res, err
+		}
+		start = old.Size
+	} else if opts.StartIndex != nil {
+		if *opts.StartIndex > cp.Size {
+			return nil, fmt.Errorf("start index %d is beyond the log's size %d", *opts.StartIndex, cp.Size)
+		}
+		start = *opts.StartIndex
+	}
+	res.From, res.To = start, cp.Size
+	if err := readRange(ctx, opts, t, f, cp, old, start, res); err != nil {
+		return res, err
+	}
+	res.State = &State{Kind: StateKind, StateVersion: StateVersion, Log: StateLog{Origin: origin, URL: logURL}, Checkpoint: string(raw)}
+	return res, nil
+}
+
+func emit(opts Options, fd Finding) {
+	if opts.OnFinding != nil {
+		opts.OnFinding(fd)
+	}
+}
+
+// findLog returns the trusted root's logs whose checkpoint origin (the
+// host name of the BaseURL, as sigstore-go verifies Rekor v2 checkpoints)
+// is origin.
+func findLog(tm root.TrustedMaterial, origin string) ([]*root.TransparencyLog, error) {
+	if tm == nil {
+		return nil, fmt.Errorf("%w: no trusted root", ErrNoLog)
+	}
+	var out []*root.TransparencyLog
+	for _, tl := range tm.RekorLogs() {
+		u, err := url.Parse(tl.BaseURL)
+		if err == nil && u.Hostname() == origin && tl.PublicKey != nil {
+			out = append(out, tl)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: origin %q", ErrNoLog, origin)
+	}
+	return out, nil
+}
+
+// noteVerifier is the signed-note verifier of the log keys for origin.
+func noteVerifier(tm root.TrustedMaterial, origin string) (note.Verifier, error) {
+	logs, err := findLog(tm, origin)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var vs []note.Verifier
+	for _, tl := range logs {
+		if !tl.ValidityPeriodEnd.IsZero() && now.After(tl.ValidityPeriodEnd) && len(logs) > 1 {
+			continue
+		}
+		h := tl.SignatureHashFunc
+		if h == 0 {
+			h = crypto.SHA256
+		}
+		sv, err := signature.LoadVerifier(tl.PublicKey, h)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the log key for %q: %v", ErrNoLog, origin, err)
+		}
+		nv, err := rekornote.NewNoteVerifier(origin, sv)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the log key for %q: %v", ErrNoLog, origin, err)
+		}
+		vs = append(vs, nv)
+	}
+	if len(vs) == 1 {
+		return vs[0], nil
+	}
+	return multiVerifier(vs), nil
+}
+
+// multiVerifier is the first of several verifiers of one name whose key
+// hash a signature names (note.VerifierList keys them by name and hash).
+type multiVerifier []note.Verifier
+
+func (m multiVerifier) Name() string    { return m[0].Name() }
+func (m multiVerifier) KeyHash() uint32 { return m[0].KeyHash() }
+func (m multiVerifier) Verify(msg, sig []byte) bool {
+	for _, v := range m {
+		if v.Verify(msg, sig) {
+			return true
+		}
+	}
+	return false
+}
+
+// consistent proves cp consistent with old (RFC 6962 consistency proof
+// built from cp's tiles).
+func consistent(ctx context.Context, t *tree, old, cp *flog.Checkpoint) error {
+	switch {
+	case cp.Size < old.Size:
+		return checkErr("consistency", int64(cp.Size), ErrInconsistent, "the log shrank from %d to %d entries", old.Size, cp.Size)
+	case cp.Size == old.Size:
+		if !bytes.Equal(cp.Hash, old.Hash) {
+			return checkErr("consistency", int64(cp.Size), ErrInconsistent, "two different roots for %d entries", cp.Size)
+		}
+		return nil
+	case old.Size == 0:
+		if empty := rfc6962.DefaultHasher.EmptyRoot(); !bytes.Equal(old.Hash, empty) {
+			return checkErr("consistency", 0, ErrInconsistent, "the stored checkpoint of an empty tree has a root that is not the empty tree's")
+		}
+		return nil
+	}
+	hashes, err := t.consistencyProof(ctx, old.Size)
+	if err != nil {
+		return err
+	}
+	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, old.Size, cp.Size, hashes, old.Hash, cp.Hash); err != nil {
+		return checkErr("consistency", int64(cp.Size), ErrInconsistent, "from %d to %d entries: %v", old.Size, cp.Size, err)
+	}
+	return nil
+}
+
+// readRange reads entries [start, cp.Size), one entry bundle at a time,
+// proving each bundle part of cp's tree before reading its entries.
+func readRange(ctx context.Context, opts Options, t *tree, f *fetcher, cp, old *flog.Checkpoint, start uint64, res *Result) error {
+	if start == cp.Size {
+		return nil
+	}
+	ids := compact.RangeNodes(0, start, nil)
+	hashes, err := t.nodes(ctx, ids)
+	if err != nil {
+		return err
+	}
+	rng, err := rangeFactory.NewRange(0, start, hashes)
+	if err != nil {
+		return err
+	}
+	if old != nil && old.Size > 0 {
+		r, err := rng.GetRootHash(nil)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(r, old.Hash) {
+			return checkErr("tile hash", int64(start), ErrTileHash, "the tiles before index %d do not hash to the stored checkpoint", start)
+		}
+	}
+	var pf *prefilter
+	if opts.Identities != nil && len(opts.KeyIDs) == 0 && !opts.noPrefilter {
+		pf = newPrefilter(opts.Identities.RequiredBytes())
+	}
+	var entries [][]byte
+	var root []byte
+	for k := start / tileWidth; k*tileWidth < cp.Size; k++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		first := k * tileWidth
+		w := partialWidth(0, k, cp.Size)
+		data, path, full, err := f.getTile(ctx, "entries", k, w, maxEntryBundle)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return checkErr("fetch", int64(max(first, start)), ErrFetch, "%w", err)
+		}
+		res.Bundles++
+		if entries, err = splitBundle(data, entries); err != nil {
+			return checkErr("entry bundle", int64(first), ErrBundleFormat, "%s: %v", path, err)
+		}
+		if full && len(entries) == tileWidth {
+			entries = entries[:w]
+		}
+		if uint64(len(entries)) != w {
+			return checkErr("entry bundle", int64(first), ErrBundleFormat, "%s holds %d entries, the tree has %d there", path, len(entries), w)
+		}
+		from := max(first, start) - first
+		for _, e := range entries[from:] {
+			if err := rng.Append(rfc6962.DefaultHasher.HashLeaf(e), nil); err != nil {
+				return err
+			}
+		}
+		end := first + w
+		if root, err = rng.GetRootHash(nil); err != nil {
+			return err
+		}
+		if err := inTree(ctx, t, end, root, cp); err != nil {
+			return checkErr("tile hash", int64(first+from), ErrTileHash, "%s (entries %d to %d): %v", path, first+from, end-1, err)
+		}
+		if opts.hashOnly {
+			continue
+		}
+		for j, e := range entries[from:] {
+			if !pf.mayMatch(e) {
+				continue
+			}
+			if err := checkEntry(opts, res, int64(first+from+uint64(j)), e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// inTree proves that the tree of size end with the given root is a prefix
+// of cp's tree.
+func inTree(ctx context.Context, t *tree, end uint64, root []byte, cp *flog.Checkpoint) error {
+	if end == cp.Size {
+		if !bytes.Equal(root, cp.Hash) {
+			return errors.New("the entries do not hash to the checkpoint's root")
+		}
+		return nil
+	}
+	hashes, err := t.consistencyProof(ctx, end)
+	if err != nil {
+		return err
+	}
+	return proof.VerifyConsistency(rfc6962.DefaultHasher, end, cp.Size, hashes, root, cp.Hash)
+}
+
+// checkEntry parses one entry and reports it if a watched signer made it
+// and it was not released.
+func checkEntry(opts Options, res *Result, index int64, data []byte) error {
+	e, err := ParseEntry(data)
+	if errors.Is(err, ErrUnknownKind) {
+		res.Notices++
+		emit(opts, Finding{Kind: KindUnknownEntry, LogIndex: index, Log: res.Log, Detail: err.Error()})
+		return nil
+	}
+	if err != nil {
+		return &CheckError{Check: "entry", Index: index, Err: err}
+	}
+	kind := e.Kind + " " + e.APIVersion
+	for _, s := range e.Signers {
+		fd := Finding{LogIndex: index, Log: res.Log, Digest: e.Digest, EntryKind: kind}
+		switch {
+		case s.Certificate != nil && opts.Identities != nil:
+			m, err := opts.Identities.Match(s.Certificate)
+			if err != nil {
+				continue // not a watched identity
+			}
+			fd.Identity, fd.Issuer, fd.Source = m.Identity, m.Issuer, m.Source
+			res.Watched++
+			if opts.Released.Contains(e.Digest) {
+				res.Released++
+				continue
+			}
+			if _, err := sgverify.VerifyLeafCertificate(s.Certificate.NotBefore, s.Certificate, opts.TrustedMaterial); err != nil {
+				fd.Kind, fd.Detail = KindUntrustedCertificate, "the certificate does not chain to a CA of the trusted root: "+err.Error()
+				fd.Source = nil // only a trusted CA vouches for it
+				res.Notices++
+				emit(opts, fd)
+				continue
+			}
+			fd.Kind, fd.Alert = KindUnreleased, true
+		case s.PublicKey != nil && len(opts.KeyIDs) > 0:
+			sum := sha256.Sum256(s.PublicKey)
+			id := digest.Prefix + hex.EncodeToString(sum[:])
+			if !slices.Contains(opts.KeyIDs, id) {
+				continue
+			}
+			fd.KeyID = id
+			res.Watched++
+			if opts.Released.Contains(e.Digest) {
+				res.Released++
+				continue
+			}
+			fd.Kind, fd.Alert = KindUnreleased, true
+		default:
+			continue
+		}
+		res.Alerts++
+		emit(opts, fd)
+	}
+	return nil
+}
+
+// TrustedLogURLs returns the BaseURLs of the trusted root's transparency
+// logs, sorted.
+func TrustedLogURLs(tm root.TrustedMaterial) []string {
+	var out []string
+	if tm == nil {
+		return nil
+	}
+	for _, tl := range tm.RekorLogs() {
+		if !slices.Contains(out, tl.BaseURL) {
+			out = append(out, tl.BaseURL)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
