@@ -110,6 +110,10 @@ repair never rewrites it.
 
 Exit codes: 0 repaired or already whole; 1 the chain is broken elsewhere; 2 the
 file cannot be read or written.`,
+		Example: `  # A proxy was killed while it wrote: writers refuse to append until the
+  # last line is mended; then check the whole chain again
+  mcpsign audit repair audit.jsonl
+  mcpsign audit verify audit.jsonl`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			done, err := audit.Repair(cmd.Context(), args[0])
@@ -142,6 +146,14 @@ func newAuditShowCmd(a *app) *cobra.Command {
 --format json, the lines themselves as written. The chain is checked while
 reading: at the first broken line the events before it have been shown, the
 break is reported, and the command exits 1.`,
+		Example: `  # What happened in the last day
+  mcpsign audit show audit.jsonl --since 24h
+
+  # One server's events, as the lines were written (JSON Lines, docs/AUDIT.md)
+  mcpsign audit show audit.jsonl --server notes --format json
+
+  # Everything since a point in time
+  mcpsign audit show audit.jsonl --since 2026-11-30T00:00:00Z`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := o.Out.JSON()

@@ -22,6 +22,10 @@ func newPolicyCmd(a *app) *cobra.Command {
 carry, where its lock lives and how the proxy enforces it, and what is revoked
 (docs/POLICY.md). verify, pin, verify-pin and proxy read it with
 --policy FILE --name NAME instead of the trust and identity flags.`,
+		Example: `  # Start one, edit it, check it, then enforce it for the server "notes"
+  mcpsign policy init policy.json
+  mcpsign policy check policy.json
+  mcpsign proxy --policy policy.json --name notes -- npx -y @acme/notes-mcp@1.2.0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}

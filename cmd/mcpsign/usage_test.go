@@ -193,3 +193,20 @@ func shellWords(line string) []string {
 	}
 	return words
 }
+
+// TestEveryCommandHasExamples: every command a person runs shows how in its
+// --help (audit and hosts once had none).
+func TestEveryCommandHasExamples(t *testing.T) {
+	t.Parallel()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Runnable() && !c.Hidden && c.Name() != "help" && c.Name() != "completion" && c.Parent() != nil &&
+			c.Parent().Name() != "completion" && !strings.Contains(c.Example, "mcpsign ") {
+			t.Errorf("%s: --help has no example", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(&app{}))
+}
