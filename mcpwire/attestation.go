@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // AttestationCapability is the member of a server's capabilities.extensions
@@ -152,7 +153,7 @@ func ParseAttestation(raw []byte) (*Attestation, error) {
 			return nil, fmt.Errorf("%w: bundleDigest: %w", ErrAttestation, err)
 		}
 		if !digest.ValidDigest(a.Digest) {
-			return nil, bad("bundleDigest %q is not sha256: and 64 lowercase hex digits", shorten(a.Digest, 80))
+			return nil, bad("bundleDigest %q is not sha256: and 64 lowercase hex digits", textsafe.Cut(a.Digest, 80))
 		}
 	}
 	return a, nil
@@ -173,13 +174,13 @@ func CheckBundleURL(s string) error {
 	}
 	switch {
 	case u.Scheme != "https":
-		return fmt.Errorf("%q is not an https URL", shorten(u.Redacted(), 120))
+		return fmt.Errorf("%q is not an https URL", textsafe.Cut(u.Redacted(), 120))
 	case u.Host == "" || u.Hostname() == "":
-		return fmt.Errorf("%q has no host", shorten(u.Redacted(), 120))
+		return fmt.Errorf("%q has no host", textsafe.Cut(u.Redacted(), 120))
 	case u.User != nil:
-		return fmt.Errorf("%q carries user info", shorten(u.Redacted(), 120))
+		return fmt.Errorf("%q carries user info", textsafe.Cut(u.Redacted(), 120))
 	case u.Fragment != "" || strings.Contains(s, "#"):
-		return fmt.Errorf("%q has a fragment", shorten(u.Redacted(), 120))
+		return fmt.Errorf("%q has a fragment", textsafe.Cut(u.Redacted(), 120))
 	}
 	return nil
 }

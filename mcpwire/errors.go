@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // What a server can be refused for; errors wrap one of these.
@@ -32,7 +32,7 @@ type RPCError struct {
 }
 
 func (e *RPCError) Error() string {
-	return fmt.Sprintf("server answered %s with error %d: %s", e.Method, e.Code, strconv.Quote(shorten(e.Message, 512)))
+	return fmt.Sprintf("server answered %s with error %d: %s", e.Method, e.Code, strconv.Quote(textsafe.Cut(e.Message, 512)))
 }
 
 // ReadRPCError reads the error object of an answer to method strictly
@@ -66,14 +66,3 @@ func (e *ListError) Error() string {
 }
 
 func (e *ListError) Unwrap() error { return e.Err }
-
-// shorten cuts s to about max bytes for a message, at a UTF-8 boundary.
-func shorten(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	for max > 0 && !utf8.RuneStart(s[max]) {
-		max--
-	}
-	return s[:max] + "…"
-}

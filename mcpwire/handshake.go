@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // ProtocolLegacy is the newest version of the initialize handshake
@@ -126,7 +128,7 @@ func initialize(ctx context.Context, c Client, o *HandshakeOptions, version stri
 		return nil, err
 	}
 	if !IsLegacy(h.ProtocolVersion) {
-		return nil, fmt.Errorf("%w: server chose protocol version %q, which the initialize handshake does not support", ErrProtocol, shorten(h.ProtocolVersion, 64))
+		return nil, fmt.Errorf("%w: server chose protocol version %q, which the initialize handshake does not support", ErrProtocol, textsafe.Cut(h.ProtocolVersion, 64))
 	}
 	if o.Negotiated != nil {
 		o.Negotiated(h.ProtocolVersion)

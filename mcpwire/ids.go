@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Pending is the set of requests sent to a server and not yet answered,
@@ -80,9 +81,9 @@ type IDError struct {
 }
 
 func (e *IDError) Error() string {
-	msg := "a response with id " + shorten(e.ID, 80) + " answers no pending request"
+	msg := "a response with id " + textsafe.Cut(e.ID, 80) + " answers no pending request"
 	if e.Loose != "" {
-		msg += fmt.Sprintf(" (%s would take it for the answer to request %s)", e.By, shorten(e.Loose, 80))
+		msg += fmt.Sprintf(" (%s would take it for the answer to request %s)", e.By, textsafe.Cut(e.Loose, 80))
 	}
 	return msg
 }

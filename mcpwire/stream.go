@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Disposition says what a reader of one Streamable HTTP response does with
@@ -139,7 +141,7 @@ func (c *StreamCheck) message(data []byte) (Disposition, error) {
 		return Hold, nil
 	case KindRequest:
 		if c.answered {
-			return 0, &StreamError{"a request (" + shorten(m.Method, 80) + ") after the answer to " + c.method + " (go-sdk stops reading at the answer, the TypeScript SDK does not)"}
+			return 0, &StreamError{"a request (" + textsafe.Cut(m.Method, 80) + ") after the answer to " + c.method + " (go-sdk stops reading at the answer, the TypeScript SDK does not)"}
 		}
 		return Relay, nil
 	default: // a notification
@@ -224,7 +226,7 @@ func ReadContentType(h http.Header) (BodyKind, error) {
 	case "text/event-stream":
 		kind = BodyEventStream
 	default:
-		return 0, contentTypeError("Content-Type " + shorten(mt, 80) + " (want application/json or text/event-stream)")
+		return 0, contentTypeError("Content-Type " + textsafe.Cut(mt, 80) + " (want application/json or text/event-stream)")
 	}
 	for name, v := range params {
 		if name != "charset" {

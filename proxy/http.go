@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
@@ -459,11 +460,11 @@ func messageWhat(m *mcpwire.Message) string {
 	if m.Kind == mcpwire.KindResponse {
 		return "response"
 	}
-	return safeLine(shorten(m.Method, 100)) + " notification"
+	return safeLine(textsafe.Cut(m.Method, 100)) + " notification"
 }
 
 func statusText(resp *http.Response) string {
-	return safeLine(shorten(resp.Status, 100))
+	return safeLine(textsafe.Cut(resp.Status, 100))
 }
 
 // answer reads the answer to the request m: a JSON body or an event
@@ -475,7 +476,7 @@ func (u *httpUpstream) answer(resp *http.Response, m *mcpwire.Message, body []by
 	defer drain(resp)
 	switch {
 	case resp.StatusCode == http.StatusAccepted:
-		u.end(fmt.Errorf("%w: the server accepted the request %s (202) without answering it", mcpwire.ErrProtocol, safeLine(shorten(m.Method, 100))))
+		u.end(fmt.Errorf("%w: the server accepted the request %s (202) without answering it", mcpwire.ErrProtocol, safeLine(textsafe.Cut(m.Method, 100))))
 	case resp.StatusCode/100 != 2:
 		// A JSON-RPC error answer in the body (an unsupported protocol
 		// version, say: clients fall back on its code) is passed on when it

@@ -120,11 +120,3 @@ func (r *relay) listAll(ctx context.Context, h *mcpwire.Hello, clientCaps json.R
 	}
 	return snap, err
 }
-
-// shorten cuts s to about max bytes for a message.
-func shorten(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "…"
-}

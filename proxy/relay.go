@@ -530,7 +530,7 @@ func (r *relay) clientMessage(m *inbound) bool {
 			// definitions never reaches the server, whatever the client
 			// learnt it from: the server may have changed under the proxy
 			// (a rewritten lock, a list_changed still on its way).
-			r.answer(env.ID, codeInvalidParams, "mcpsign proxy: "+string(k)+" "+strconv.Quote(shorten(name, 200))+" is not among the approved definitions", nil)
+			r.answer(env.ID, codeInvalidParams, "mcpsign proxy: "+string(k)+" "+strconv.Quote(textsafe.Cut(name, 200))+" is not among the approved definitions", nil)
 			return true
 		}
 		if r.pending.Len() >= MaxInFlight {
@@ -779,7 +779,7 @@ func (r *relay) listResult(m *inbound, p *pendingReq) {
 			if hasNext && ch.cursors[next] {
 				// The client would page forever, and hold nothing the
 				// proxy's own listing (or verify-pin) would accept.
-				r.block(&BlockedError{What: what, Err: fmt.Errorf("%w: cursor %s handed again in one listing", mcpwire.ErrCursorLoop, strconv.Quote(shorten(next, 80))), subjectID: subjID})
+				r.block(&BlockedError{What: what, Err: fmt.Errorf("%w: cursor %s handed again in one listing", mcpwire.ErrCursorLoop, strconv.Quote(textsafe.Cut(next, 80))), subjectID: subjID})
 				return
 			}
 			if hasNext {

@@ -7,6 +7,7 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
@@ -72,7 +73,7 @@ func (r *relay) resourceRequest(env *mcpwire.Message) bool {
 		case !ok:
 			r.answer(env.ID, codeInvalidParams, "mcpsign proxy: the uri of resources/read cannot be read strictly", nil)
 		case !r.approved.readable(uri):
-			r.answer(env.ID, codeResourceNotFound, "mcpsign proxy: resource "+strconv.Quote(shorten(uri, 200))+" is not among the approved resources or resource templates", nil)
+			r.answer(env.ID, codeResourceNotFound, "mcpsign proxy: resource "+strconv.Quote(textsafe.Cut(uri, 200))+" is not among the approved resources or resource templates", nil)
 		default:
 			return false
 		}

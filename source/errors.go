@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
@@ -117,18 +118,6 @@ func escapeText(s string, max int) string {
 	return prefix + strconv.Quote(s)
 }
 
-// shorten quotes a server-controlled value for a message, keeping its start.
-func shorten(s string, max int) string {
-	if len(s) <= max {
-		return strconv.Quote(s)
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strconv.Quote(s[:cut]) + "…"
-}
-
 // ConnectError is a request to a Streamable HTTP server that did not reach
 // it: the host did not resolve, refused the connection, timed out, or
 // failed the TLS handshake. Its message names the host (never the path or
@@ -186,12 +175,5 @@ func shortText(s string) string {
 	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
 		s = s[:i]
 	}
-	if len(s) > 200 {
-		cut := 200
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
+	return textsafe.Cut(s, 200)
 }
