@@ -76,6 +76,12 @@ type Options struct {
 	Base http.RoundTripper
 	// SignInTimeout bounds one sign-in; 0 means [DefaultSignInTimeout].
 	SignInTimeout time.Duration
+	// NoSignIn makes a refusal that neither the cache nor a refresh cures
+	// an error wrapping [ErrSignInNeeded] at once, instead of a sign-in
+	// that would wait for a user nobody asks: for a process that signed in
+	// before it started (the bridge, docs/PROXY.md "Remote servers") and
+	// whose prompts nobody may see.
+	NoSignIn bool
 }
 
 // Transport is an [http.RoundTripper] that authorizes the requests to one
@@ -415,6 +421,10 @@ var ErrDenied = errors.New("sign-in not completed")
 // ErrRejected is wrapped when the server refuses the token that a refresh
 // or a sign-in just produced.
 var ErrRejected = errors.New("the server rejected the OAuth token")
+
+// ErrSignInNeeded is wrapped when the server refused the token, no refresh
+// helped, and [Options.NoSignIn] forbids a new sign-in.
+var ErrSignInNeeded = errors.New("a new OAuth sign-in is needed")
 
 // ErrToken is wrapped when the token endpoint refuses a code exchange or
 // a refresh, or answers badly.

@@ -134,6 +134,12 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 	if err != nil {
 		return err
 	}
+	if po.OAuth.Enabled && server.URL == "" {
+		return errors.New("--oauth is for a remote server: give its URL after -- (a stdio server signs in by itself)")
+	}
+	if err := po.OAuth.CheckOAuthHeaders(po.Headers); err != nil {
+		return err
+	}
 	cfg := &proxycmd.Config{
 		Version:           proxycmd.BuildVersion(),
 		Lock:              po.Lock,
@@ -148,6 +154,7 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		Command:           server.Command,
 		URL:               server.URL,
 		Headers:           po.Headers,
+		OAuth:             po.OAuth.Config(),
 	}
 	if _, err := proxy.ResourceModeFor(po.Resources, nil); err != nil {
 		return fmt.Errorf("--resources: %w", err)
@@ -194,6 +201,22 @@ func startProxy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.Verif
 		// refusal (proxy.ErrNoLock) names none.
 		if _, err := os.Stat(cfg.Lock); errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("%w at %s: give --bundle with the verify flags for a signed first use, or --tofu to trust the first definitions seen", proxy.ErrNoLock, cfg.Lock)
+		}
+	}
+	if cfg.OAuth != nil {
+		// Signed in here, before the hand-over and before the session's
+		// time limits, on stderr (the host shows it; nothing of it on
+		// stdout): the proxy then finds the token in the cache.
+		cfg.OAuth.Open = a.openURL
+		t, err := cfg.OAuth.Transport(cfg.URL, nil, a.stderr)
+		if errors.Is(err, proxycmd.ErrOAuthSecretEnv) {
+			return fmt.Errorf("--oauth-client-secret-env: %w", err)
+		}
+		if err != nil {
+			return err
+		}
+		if err := t.Authorize(cmd.Context()); err != nil {
+			return err
 		}
 	}
 	if a.handOverProxy != nil {
