@@ -378,17 +378,46 @@ func (t *Transport) recover(ctx context.Context, req *http.Request, resp *http.R
 		return nil
 	}
 	e := t.entry
+	var refreshErr error
 	if e != nil && e.Token != nil && e.Token.RefreshToken != "" && t.refreshed != gen && resp.StatusCode == http.StatusUnauthorized {
 		t.refreshed = gen
 		err := t.refreshLocked(ctx)
 		if err == nil {
 			return nil
 		}
-		fmt.Fprintf(t.o.Stderr, "mcpsign: %s; signing in anew\n", t.scrub(err))
+		refreshErr = t.scrub(err)
+		if !t.o.NoSignIn {
+			fmt.Fprintf(t.o.Stderr, "mcpsign: %s; signing in anew\n", refreshErr)
+		}
+	}
+	if t.o.NoSignIn {
+		return t.noSignInLocked(ctx, resp.StatusCode, refreshErr)
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.o.SignInTimeout)
 	defer cancel()
 	return t.signInLocked(ctx, req, head)
+}
+
+// noSignInLocked is recover under Options.NoSignIn: the token another
+// process cached meanwhile, else an error wrapping ErrSignInNeeded that
+// says why the refresh did not help. The caller holds t.mu.
+func (t *Transport) noSignInLocked(ctx context.Context, status int, refreshErr error) error {
+	return t.locked(ctx, func() error {
+		disk, err := t.read()
+		if err != nil {
+			return err
+		}
+		held := t.entry
+		if disk.Token != nil && disk.Token.Valid() && (held == nil || held.Token == nil || disk.Token.AccessToken != held.Token.AccessToken) {
+			t.entry = disk
+			t.gen++
+			return nil
+		}
+		if refreshErr == nil {
+			return fmt.Errorf("%w: %s answered %d and no refresh token is cached", ErrSignInNeeded, t.server(), status)
+		}
+		return fmt.Errorf("%w: %s answered %d; %w", ErrSignInNeeded, t.server(), status, refreshErr)
+	})
 }
 
 // server names the server in messages: its URL without query or fragment,

@@ -34,9 +34,6 @@ func (t *Transport) signInLocked(ctx context.Context, req *http.Request, resp *h
 			t.gen++
 			return nil
 		}
-		if t.o.NoSignIn {
-			return fmt.Errorf("%w: %s answered %d and the token could not be refreshed", ErrSignInNeeded, t.server(), resp.StatusCode)
-		}
 		e, reused, err := t.signIn(ctx, req, resp, disk)
 		if err != nil {
 			if reused && !errors.Is(err, errAccessDenied) {

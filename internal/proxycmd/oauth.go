@@ -112,7 +112,7 @@ func oauthError(ce *proxy.ConnectError) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, oauth.ErrSignInNeeded):
-		return fmt.Errorf("%w; restart the server in the host: mcpsign proxy signs in again as it starts (or give --oauth without --no-browser, to sign in during the session)", err)
+		return fmt.Errorf("%w; restart the server in the host: mcpsign proxy signs in again before the session", err)
 	case errors.Is(err, oauth.ErrDenied), errors.Is(err, oauth.ErrRejected), errors.Is(err, oauth.ErrToken),
 		errors.Is(err, oauth.ErrNoMetadata), errors.Is(err, oauth.ErrNoRegistration), errors.Is(err, oauth.ErrConfig):
 		return fmt.Errorf("%w; restart the server in the host to sign in again", err)
