@@ -312,3 +312,44 @@ func TestProxyOAuth(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyOAuthFlags: --oauth on the proxy, misused, is one line naming
+// the flags, exit 2, before any sign-in; and without mcpsign-proxy (in
+// process) the sign-in uses the app's opener and writes nothing to stdout.
+func TestProxyOAuthFlags(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.NewAS(t)
+	rs := oauthtest.NewRS(t, as, oauthtest.RSOptions{Tools: []string{"alpha"}})
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "r.lock")
+	cache := filepath.Join(dir, "oauth")
+	opened := 0
+	open := func(ctx context.Context, u string) error {
+		opened++
+		return oauthtest.Browser(ctx, u)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a command", []string{"--", "true"}, "--oauth is for a remote server"},
+		{"with a header", []string{"--header", "Authorization: Bearer x", "--", rs.URL}, "--oauth and --header Authorization"},
+		{"secret unset", []string{"--oauth-client-id", "c", "--oauth-client-secret-env", "MCPSIGN_TEST_UNSET_SECRET", "--", rs.URL}, "--oauth-client-secret-env: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"proxy", "--lock", lock, "--tofu", "--oauth", "--oauth-cache-dir", cache}, tc.args...)
+			code, stdout, stderr := runOAuthCLI(t, open, args...)
+			if code != 2 || !strings.Contains(stderr, tc.want) || stdout != "" || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("exit %d, stdout %q, stderr %q: want 2 and %q", code, stdout, stderr, tc.want)
+			}
+		})
+	}
+	if opened != 0 {
+		t.Fatal("a refused command line signed in")
+	}
+	code, stdout, stderr := runOAuthCLI(t, open, "proxy", "--lock", lock, "--tofu", "--oauth", "--oauth-cache-dir", cache, "--", rs.URL)
+	if code != 0 || stdout != "" || opened != 1 || !strings.Contains(stderr, "signed in to") {
+		t.Errorf("in process: exit %d, opened %d, stdout %q, stderr %q", code, opened, stdout, stderr)
+	}
+}
