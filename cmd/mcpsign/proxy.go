@@ -40,6 +40,14 @@ ${VAR} in the value read from the environment; values are never printed. A
 server that cannot be reached, fails TLS, answers 401 or 403, or redirects
 ends the session with one line saying what failed (exit 2).
 
+OAuth: --oauth (and the --oauth-* flags and --no-browser of the listing
+commands, docs/REMOTE.md) signs in to a server that asks for it before the
+session starts, on stderr (the browser opens; with --no-browser the URL is
+printed), then takes the cached token, refreshed when it expires or the
+server refuses it. When no refresh helps during the session, the proxy signs
+in again in the browser; with --no-browser the session ends with one line
+saying to restart it. Nothing of OAuth is written to stdout.
+
   start-up   the lock is read first: an unreadable or modified lock is refused
              (exit 2) before the server starts. After the client's initialize
              (or server/discover, or its first request under protocol
@@ -105,6 +113,10 @@ blocked.`,
   # A remote server, its token from the environment
   mcpsign proxy --lock notes.mcpsign.lock --tofu --header 'Authorization: Bearer ${NOTES_TOKEN}' \
     -- https://mcp.acme.example/mcp
+
+  # A remote server behind OAuth: sign in in the browser on the first start,
+  # the cached token afterwards
+  mcpsign proxy --lock notes.mcpsign.lock --tofu --oauth -- https://mcp.acme.example/mcp
 
   # See it work end to end
   mcpsign demo`,
