@@ -221,7 +221,7 @@ func startProxy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.Verif
 		// stdout): the proxy then finds the token in the cache.
 		cfg.OAuth.Open = a.openURL
 		t, err := cfg.OAuth.Transport(cfg.URL, nil, a.stderr)
-		if errors.Is(err, proxycmd.ErrOAuthSecretEnv) {
+		if errors.As(err, new(*proxycmd.SecretEnvError)) {
 			return fmt.Errorf("--oauth-client-secret-env: %w", err)
 		}
 		if err != nil {

@@ -32,9 +32,13 @@ type OAuthConfig struct {
 	Open func(ctx context.Context, url string) error `json:"-"`
 }
 
-// ErrOAuthSecretEnv is returned when the environment variable that should
-// hold the client secret is not set.
-var ErrOAuthSecretEnv = errors.New("the environment variable of the OAuth client secret is not set or empty")
+// SecretEnvError is returned when the environment variable that should
+// hold the OAuth client secret (OAuthConfig.SecretEnv) is not set or empty.
+type SecretEnvError struct{ Name string }
+
+func (e *SecretEnvError) Error() string {
+	return "the environment variable " + e.Name + " is not set or empty"
+}
 
 // Transport returns the OAuth transport of c for the server at serverURL:
 // the client secret read from the environment now, the browser as Open
@@ -53,7 +57,7 @@ func (c *OAuthConfig) options(serverURL string, base *http.Client, stderr io.Wri
 	if c.SecretEnv != "" {
 		var ok bool
 		if secret, ok = os.LookupEnv(c.SecretEnv); !ok || secret == "" {
-			return oauth.Options{}, fmt.Errorf("%w: %s", ErrOAuthSecretEnv, c.SecretEnv)
+			return oauth.Options{}, &SecretEnvError{Name: c.SecretEnv}
 		}
 	}
 	open := c.Open

@@ -61,7 +61,7 @@ func (o *OAuthOptions) Transport(serverURL string, base *http.Client, open func(
 	c := o.OAuthConfig
 	c.Open = open
 	t, err := c.Transport(serverURL, base, stderr)
-	if errors.Is(err, proxycmd.ErrOAuthSecretEnv) {
+	if errors.As(err, new(*proxycmd.SecretEnvError)) {
 		return nil, fmt.Errorf("--oauth-client-secret-env: %w", err)
 	}
 	return t, err
