@@ -14,6 +14,11 @@ type Wrapped struct {
 	// Headers are the values of --header, in order ("Name: value", as
 	// written; never printed: a value may be a secret).
 	Headers []string
+	// OAuth are the proxy's OAuth flags (--oauth, --oauth-*, --no-browser)
+	// as written, each value after its flag: they choose how the proxy signs
+	// in to a remote server and change nothing it enforces, so a re-wrap
+	// keeps them (docs/HOSTS.md "Remote servers").
+	OAuth []string
 	// Other are the arguments between "proxy" and "--" that are none of
 	// the above, and a repeated --policy, --name or --lock: flags that
 	// change what the policy enforces (--tofu, --mode, …), so that an entry
@@ -30,18 +35,33 @@ type Wrapped struct {
 func WrapArgv(self, policy, name string, original []string) []string {
 	out := make([]string, 0, len(original)+7)
 	out = append(out, self)
-	out = append(out, wrapPrefix(policy, name, nil)...)
+	out = append(out, wrapPrefix(policy, name, nil, nil)...)
 	return append(out, original...)
 }
 
 // wrapPrefix is what wrap puts between mcpsign and the original argv: the
-// proxy under policy for the server name, with these --header values.
-func wrapPrefix(policy, name string, headers []string) []string {
+// proxy under policy for the server name, with these --header values and
+// OAuth flags (Wrapped.OAuth).
+func wrapPrefix(policy, name string, headers, oauth []string) []string {
 	out := []string{"proxy", "--policy", policy, "--name", name}
 	for _, h := range headers {
 		out = append(out, "--header", h)
 	}
+	out = append(out, oauth...)
 	return append(out, "--")
+}
+
+// oauthFlag reports whether key is one of the proxy's OAuth flags, and
+// whether it takes a value (docs/REMOTE.md "Authentication").
+func oauthFlag(key string) (isOAuth, takesValue bool) {
+	switch key {
+	case "--oauth", "--no-browser":
+		return true, false
+	case "--oauth-client-id", "--oauth-client-metadata-url", "--oauth-client-secret-env",
+		"--oauth-scope", "--oauth-redirect-port", "--oauth-cache-dir":
+		return true, true
+	}
+	return false, false
 }
 
 // ParseWrapped reports whether argv has the shape of the proxy (its program
@@ -61,6 +81,14 @@ func ParseWrapped(argv []string) (Wrapped, bool) {
 	seen := map[string]bool{}
 	for i := 2; i < dash; i++ {
 		key, val, inline := strings.Cut(argv[i], "=")
+		if isOAuth, takesValue := oauthFlag(key); isOAuth {
+			w.OAuth = append(w.OAuth, argv[i])
+			if takesValue && !inline {
+				i++
+				w.OAuth = append(w.OAuth, argv[i])
+			}
+			continue
+		}
 		var dst *string
 		switch key {
 		case "--policy":
@@ -110,7 +138,8 @@ func isMcpsign(program string) bool {
 
 // dashIndex returns the index in argv (program first) of the "--" that
 // ends the proxy's flags: the first one after "proxy" that is not the value
-// of --policy, --name, --lock or --header; -1 if there is none.
+// of --policy, --name, --lock, --header or an OAuth flag; -1 if there is
+// none.
 func dashIndex(argv []string) int {
 	for i := 2; i < len(argv); i++ {
 		switch argv[i] {
@@ -118,6 +147,10 @@ func dashIndex(argv []string) int {
 			return i
 		case "--policy", "--name", "--lock", "--header":
 			i++
+		default:
+			if _, takesValue := oauthFlag(argv[i]); takesValue {
+				i++
+			}
 		}
 	}
 	return -1

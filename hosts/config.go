@@ -234,7 +234,7 @@ func (c *Config) edit(names []string, wrap bool, opts WrapOptions) ([]byte, []Ch
 			ch.Action, ch.Reason = ActSkipped, envProblem(s)
 		case wrap && s.Kind == Remote:
 			ch.Action = ActWrapped
-			if reason := d.wrapRemote(i, opts.Self, wrapPrefix(opts.Policy, s.Name, s.headerArgs)); reason != "" {
+			if reason := d.wrapRemote(i, opts.Self, wrapPrefix(opts.Policy, s.Name, s.headerArgs, nil)); reason != "" {
 				ch.Action, ch.Reason = ActNotEnforced, "remote server; cannot be wrapped: "+reason
 			}
 		case wrap && s.Wrapped != nil:
@@ -244,11 +244,11 @@ func (c *Config) edit(names []string, wrap bool, opts WrapOptions) ([]byte, []Ch
 				break
 			}
 			ch.Action, ch.Reason = ActRewrapped, why
-			if reason := d.rewrapEntry(i, opts.Self, wrapPrefix(opts.Policy, s.Name, s.Wrapped.Headers)); reason != "" {
+			if reason := d.rewrapEntry(i, opts.Self, wrapPrefix(opts.Policy, s.Name, s.Wrapped.Headers, s.Wrapped.OAuth)); reason != "" {
 				ch.Action, ch.Reason = ActSkipped, why+"; "+reason
 			}
 		case wrap:
-			d.wrapEntry(i, opts.Self, wrapPrefix(opts.Policy, s.Name, nil))
+			d.wrapEntry(i, opts.Self, wrapPrefix(opts.Policy, s.Name, nil, nil))
 			ch.Action = ActWrapped
 		case s.Wrapped == nil:
 			ch.Action = ActNotWrapped

@@ -1,6 +1,7 @@
 package hosts
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -27,6 +28,7 @@ func TestWantCheck(t *testing.T) {
 		{"what wrap writes", wrapped("n", nil, WrapArgv(self, policy, "n", []string{"srv"})...), ""},
 		{"with headers", wrapped("n", nil, self, "proxy", "--policy", policy, "--name", "n", "--header", "A: b", "--", "https://x/mcp"), ""},
 		{"inline values", wrapped("n", nil, self, "proxy", "--policy="+policy, "--name=n", "--", "srv"), ""},
+		{"with OAuth flags", wrapped("n", nil, self, "proxy", "--policy", policy, "--name", "n", "--oauth", "--no-browser", "--oauth-client-id", "c", "--oauth-scope=a,b", "--oauth-cache-dir", "--", "--", "https://x/mcp"), ""},
 		{"a lookalike", wrapped("n", nil, WrapArgv("./evil/mcpsign", policy, "n", []string{"srv"})...), "not this mcpsign"},
 		{"a lookalike without flags", wrapped("n", nil, "./evil/mcpsign", "proxy", "--", "srv"), "not this mcpsign"},
 		{"another policy", wrapped("n", nil, WrapArgv(self, "/tmp/attacker.json", "n", []string{"srv"})...), "not " + policy},
@@ -352,4 +354,33 @@ func mcpsignOnPath(t *testing.T) string {
 	}
 	t.Setenv("PATH", filepath.Dir(real))
 	return real
+}
+
+// TestWrappedOAuth: the proxy's OAuth flags are read as such (a value that
+// is "--" included) and a re-wrap keeps them.
+func TestWrappedOAuth(t *testing.T) {
+	argv := []string{self, "proxy", "--policy", "/tmp/attacker.json", "--name", "n", "--oauth", "--oauth-redirect-port", "33418", "--oauth-cache-dir", "--", "--no-browser", "--", "https://x.example/mcp"}
+	w, ok := ParseWrapped(argv)
+	wantOAuth := []string{"--oauth", "--oauth-redirect-port", "33418", "--oauth-cache-dir", "--", "--no-browser"}
+	if !ok || !slices.Equal(w.OAuth, wantOAuth) || !slices.Equal(w.Original, []string{"https://x.example/mcp"}) || len(w.Other) != 0 {
+		t.Fatalf("ParseWrapped = %+v, %v", w, ok)
+	}
+	data, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"n": map[string]any{"command": self, "args": argv[1:]}}})
+	c, err := Parse(mustHost(t, "claude-desktop"), "claude_desktop_config.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := WrapOptions{Self: self, Policy: policy, IsSelf: isSelf}
+	out, changes, err := c.Wrap(opts)
+	if err != nil || len(changes) != 1 || changes[0].Action != ActRewrapped {
+		t.Fatalf("wrap: %v %+v", err, changes)
+	}
+	wc, err := Parse(mustHost(t, "claude-desktop"), "claude_desktop_config.json", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := wc.Servers()[0]
+	if r := opts.Want().Check(s); r != "" || !slices.Equal(s.Wrapped.OAuth, wantOAuth) || s.Wrapped.Policy != policy {
+		t.Fatalf("after wrap: %q %q\n%s", r, s.Argv, out)
+	}
 }

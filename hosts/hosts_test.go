@@ -286,7 +286,7 @@ func checkServers(t *testing.T, got []Server, stdio map[string][]string, remote 
 				t.Errorf("%s: not wrapped: %q", s.Name, s.Argv)
 				continue
 			}
-			wantArgv := append([]string{self}, append(wrapPrefix(policy, s.Name, s.Wrapped.Headers), want...)...)
+			wantArgv := append([]string{self}, append(wrapPrefix(policy, s.Name, s.Wrapped.Headers, s.Wrapped.OAuth), want...)...)
 			if !slices.Equal(s.Argv, wantArgv) || !slices.Equal(s.Wrapped.Original, want) ||
 				s.Wrapped.Policy != policy || s.Wrapped.Name != s.Name {
 				t.Errorf("%s: wrapped argv %q, want %q", s.Name, s.Argv, wantArgv)

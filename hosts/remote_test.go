@@ -115,7 +115,7 @@ func TestRemote(t *testing.T) {
 				t.Fatalf("%v\n%s", err, out)
 			}
 			w := wc.Servers()[0]
-			want := append([]string{self}, append(wrapPrefix(policy, s.Name, tc.headers), s.URL)...)
+			want := append([]string{self}, append(wrapPrefix(policy, s.Name, tc.headers, nil), s.URL)...)
 			if w.Kind != Stdio || !slices.Equal(w.Argv, want) || opts.Want().Check(w) != "" {
 				t.Fatalf("wrapped: %s %q, want %q (%s)\n%s", w.Kind, w.Argv, want, opts.Want().Check(w), out)
 			}

@@ -266,7 +266,7 @@ func (d *tomlDoc) unwrapEntry(i int) string {
 	e := d.entries[i]
 	text := string(d.data)
 	w := e.srv.Wrapped
-	prefix := wrapPrefix(w.Policy, w.Name, w.Headers)
+	prefix := wrapPrefix(w.Policy, w.Name, w.Headers, w.OAuth)
 	p := prefixText(prefix, "", " ")
 	pc := prefixText(prefix, "", "")
 	after := text[e.argsOpen:]

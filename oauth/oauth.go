@@ -76,6 +76,12 @@ type Options struct {
 	Base http.RoundTripper
 	// SignInTimeout bounds one sign-in; 0 means [DefaultSignInTimeout].
 	SignInTimeout time.Duration
+	// NoSignIn makes a refusal that neither the cache nor a refresh cures
+	// an error wrapping [ErrSignInNeeded] at once, instead of a sign-in
+	// that would wait for a user nobody asks: for a process that signed in
+	// before it started (the bridge, docs/PROXY.md "Remote servers") and
+	// whose prompts nobody may see.
+	NoSignIn bool
 }
 
 // Transport is an [http.RoundTripper] that authorizes the requests to one
@@ -372,17 +378,46 @@ func (t *Transport) recover(ctx context.Context, req *http.Request, resp *http.R
 		return nil
 	}
 	e := t.entry
+	var refreshErr error
 	if e != nil && e.Token != nil && e.Token.RefreshToken != "" && t.refreshed != gen && resp.StatusCode == http.StatusUnauthorized {
 		t.refreshed = gen
 		err := t.refreshLocked(ctx)
 		if err == nil {
 			return nil
 		}
-		fmt.Fprintf(t.o.Stderr, "mcpsign: %s; signing in anew\n", t.scrub(err))
+		refreshErr = t.scrub(err)
+		if !t.o.NoSignIn {
+			fmt.Fprintf(t.o.Stderr, "mcpsign: %s; signing in anew\n", refreshErr)
+		}
+	}
+	if t.o.NoSignIn {
+		return t.noSignInLocked(ctx, resp.StatusCode, refreshErr)
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.o.SignInTimeout)
 	defer cancel()
 	return t.signInLocked(ctx, req, head)
+}
+
+// noSignInLocked is recover under Options.NoSignIn: the token another
+// process cached meanwhile, else an error wrapping ErrSignInNeeded that
+// says why the refresh did not help. The caller holds t.mu.
+func (t *Transport) noSignInLocked(ctx context.Context, status int, refreshErr error) error {
+	return t.locked(ctx, func() error {
+		disk, err := t.read()
+		if err != nil {
+			return err
+		}
+		held := t.entry
+		if disk.Token != nil && disk.Token.Valid() && (held == nil || held.Token == nil || disk.Token.AccessToken != held.Token.AccessToken) {
+			t.entry = disk
+			t.gen++
+			return nil
+		}
+		if refreshErr == nil {
+			return fmt.Errorf("%w: %s answered %d and no refresh token is cached", ErrSignInNeeded, t.server(), status)
+		}
+		return fmt.Errorf("%w: %s answered %d; %w", ErrSignInNeeded, t.server(), status, refreshErr)
+	})
 }
 
 // server names the server in messages: its URL without query or fragment,
@@ -415,6 +450,10 @@ var ErrDenied = errors.New("sign-in not completed")
 // ErrRejected is wrapped when the server refuses the token that a refresh
 // or a sign-in just produced.
 var ErrRejected = errors.New("the server rejected the OAuth token")
+
+// ErrSignInNeeded is wrapped when the server refused the token, no refresh
+// helped, and [Options.NoSignIn] forbids a new sign-in.
+var ErrSignInNeeded = errors.New("a new OAuth sign-in is needed")
 
 // ErrToken is wrapped when the token endpoint refuses a code exchange or
 // a refresh, or answers badly.

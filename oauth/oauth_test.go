@@ -535,3 +535,64 @@ func TestClientMetadataDocument(t *testing.T) {
 		}
 	}
 }
+
+// TestNoSignIn: with NoSignIn a refusal that the cache and a refresh do not
+// cure is ErrSignInNeeded at once, no browser opened; a token another
+// process cached meanwhile is taken.
+func TestNoSignIn(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.NewAS(t)
+	rs := oauthtest.NewRS(t, as, oauthtest.RSOptions{Tools: []string{"alpha"}})
+	dir := t.TempDir()
+	b := &browser{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stderr bytes.Buffer
+	quiet, err := oauth.New(oauth.Options{ServerURL: rs.URL, CacheDir: dir, Open: b.open, Stderr: &stderr, NoSignIn: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := quiet.Authorize(ctx); !errors.Is(err, oauth.ErrSignInNeeded) || !strings.Contains(err.Error(), "no refresh token is cached") {
+		t.Fatalf("empty cache: %v, want ErrSignInNeeded", err)
+	}
+	signIn := func() {
+		t.Helper()
+		tr, err := oauth.New(oauth.Options{ServerURL: rs.URL, CacheDir: dir, Open: b.open})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Authorize(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	signIn()
+	if err := quiet.Authorize(ctx); err != nil {
+		t.Fatalf("with the token another process cached: %v", err)
+	}
+	m := cached(t, filepath.Join(dir, firstJSON(t, dir)))
+	as.Revoke(t, tokenOf(m)["refresh_token"].(string), m["client"].(map[string]any)["clientId"].(string))
+	opens := b.opened()
+	err = quiet.Authorize(ctx)
+	if !errors.Is(err, oauth.ErrSignInNeeded) || !errors.Is(err, oauth.ErrToken) {
+		t.Fatalf("revoked: %v, want ErrSignInNeeded from a refused refresh", err)
+	}
+	if b.opened() != opens {
+		t.Error("a browser was opened under NoSignIn")
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("stderr %q: the error says it all", stderr.String())
+	}
+	signIn()
+	if err := quiet.Authorize(ctx); err != nil {
+		t.Fatalf("after a sign-in elsewhere: %v", err)
+	}
+}
+
+func firstJSON(t *testing.T, dir string) string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("token files %v", files)
+	}
+	return filepath.Base(files[0])
+}

@@ -40,6 +40,14 @@ ${VAR} in the value read from the environment; values are never printed. A
 server that cannot be reached, fails TLS, answers 401 or 403, or redirects
 ends the session with one line saying what failed (exit 2).
 
+OAuth: --oauth (and the --oauth-* flags and --no-browser of the listing
+commands, docs/REMOTE.md) signs in to a server that asks for it before the
+session starts, on stderr (the browser opens; with --no-browser the URL is
+printed), then takes the cached token, refreshed when it expires or the
+server refuses it. When no refresh helps during the session, the proxy signs
+in again in the browser; with --no-browser the session ends with one line
+saying to restart it. Nothing of OAuth is written to stdout.
+
   start-up   the lock is read first: an unreadable or modified lock is refused
              (exit 2) before the server starts. After the client's initialize
              (or server/discover, or its first request under protocol
@@ -106,6 +114,10 @@ blocked.`,
   mcpsign proxy --lock notes.mcpsign.lock --tofu --header 'Authorization: Bearer ${NOTES_TOKEN}' \
     -- https://mcp.acme.example/mcp
 
+  # A remote server behind OAuth: sign in in the browser on the first start,
+  # the cached token afterwards
+  mcpsign proxy --lock notes.mcpsign.lock --tofu --oauth -- https://mcp.acme.example/mcp
+
   # See it work end to end
   mcpsign demo`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -134,6 +146,12 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 	if err != nil {
 		return err
 	}
+	if po.OAuth.Enabled && server.URL == "" {
+		return errors.New("--oauth is for a remote server: give its URL after -- (a stdio server signs in by itself)")
+	}
+	if err := po.OAuth.CheckOAuthHeaders(po.Headers); err != nil {
+		return err
+	}
 	cfg := &proxycmd.Config{
 		Version:           proxycmd.BuildVersion(),
 		Lock:              po.Lock,
@@ -148,6 +166,7 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		Command:           server.Command,
 		URL:               server.URL,
 		Headers:           po.Headers,
+		OAuth:             po.OAuth.Config(),
 	}
 	if _, err := proxy.ResourceModeFor(po.Resources, nil); err != nil {
 		return fmt.Errorf("--resources: %w", err)
@@ -194,6 +213,22 @@ func startProxy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.Verif
 		// refusal (proxy.ErrNoLock) names none.
 		if _, err := os.Stat(cfg.Lock); errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("%w at %s: give --bundle with the verify flags for a signed first use, or --tofu to trust the first definitions seen", proxy.ErrNoLock, cfg.Lock)
+		}
+	}
+	if cfg.OAuth != nil {
+		// Signed in here, before the hand-over and before the session's
+		// time limits, on stderr (the host shows it; nothing of it on
+		// stdout): the proxy then finds the token in the cache.
+		cfg.OAuth.Open = a.openURL
+		t, err := cfg.OAuth.Transport(cfg.URL, nil, a.stderr)
+		if errors.As(err, new(*proxycmd.SecretEnvError)) {
+			return fmt.Errorf("--oauth-client-secret-env: %w", err)
+		}
+		if err != nil {
+			return err
+		}
+		if err := t.Authorize(cmd.Context()); err != nil {
+			return err
 		}
 	}
 	if a.handOverProxy != nil {

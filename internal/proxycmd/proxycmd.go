@@ -86,6 +86,11 @@ type Config struct {
 	// (mcpwire.ParseHeaders), so that no value travels in the
 	// configuration.
 	Headers []string `json:"headers,omitempty"`
+	// OAuth, when set, authorizes the requests to URL with an OAuth token
+	// (docs/PROXY.md "Remote servers"): mcpsign signed in before the
+	// hand-over, the proxy takes the token from the cache and refreshes it.
+	// No secret travels in it.
+	OAuth *OAuthConfig `json:"oauth,omitempty"`
 	// VerifyCommand, with --bundle, is the argv that verifies definitions
 	// the lock does not hold (proxy.CommandVerifier): mcpsign proxy-verify
 	// and the verification flags.
@@ -127,6 +132,10 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 	if cfg.Lock == "" {
 		return ExitError, ErrNoLockFile
 	}
+	httpClient, err := sessionClient(cfg, stderr)
+	if err != nil {
+		return ExitError, err
+	}
 	switch cfg.Mode {
 	case "", ModeBlock, ModeWarn:
 	case ModeAudit:
@@ -155,6 +164,7 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 		Command:         cfg.Command,
 		URL:             cfg.URL,
 		Header:          header,
+		HTTPClient:      httpClient,
 		Policy:          auditPolicy(policy, rec, cfg.Mode, stderr),
 		Stderr:          stderr,
 		MaxMessageBytes: cfg.MaxMessageBytes,
@@ -198,9 +208,17 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 		return ExitError, nil
 	}
 	var ce *proxy.ConnectError
+	if errors.As(err, &ce) && cfg.OAuth != nil {
+		if oerr := oauthError(ce); oerr != nil {
+			return ExitError, oerr
+		}
+	}
 	if errors.As(err, &ce) && (errors.Is(err, mcpwire.ErrUnauthorized) || errors.Is(err, mcpwire.ErrForbidden)) {
+		if cfg.OAuth != nil {
+			return ExitError, fmt.Errorf("%w; the signed-in user may not use this server", err)
+		}
 		if len(cfg.Headers) == 0 {
-			return ExitError, fmt.Errorf("%w; give them with --header 'Authorization: Bearer ${TOKEN}' (TOKEN read from the environment)", err)
+			return ExitError, fmt.Errorf("%w; give them with --oauth (a sign-in), or --header 'Authorization: Bearer ${TOKEN}' (TOKEN read from the environment)", err)
 		}
 		return ExitError, fmt.Errorf("%w; check the values of --header", err)
 	}

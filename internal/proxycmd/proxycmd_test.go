@@ -3,10 +3,13 @@ package proxycmd
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -25,6 +28,8 @@ func TestConfigFromEnv(t *testing.T) {
 		{"no version", ptr(`{"lock":"l","command":["s"]}`), `started by mcpsign ""`},
 		{"too large", ptr(`{"lock":"` + strings.Repeat("a", maxConfigBytes) + `"}`), "larger than"},
 		{"good", ptr(`{"version":` + v + `,"lock":"l","tofu":true,"command":["s","--flag"],"verifyCommand":["mcpsign","proxy-verify","--key=k.pub"]}`), ""},
+		{"oauth", ptr(`{"version":` + v + `,"lock":"l","tofu":true,"command":["s","--flag"],"verifyCommand":["mcpsign","proxy-verify","--key=k.pub"],"oauth":{"clientId":"c","clientSecretEnv":"S","noBrowser":true}}`), ""},
+		{"oauth with a secret", ptr(`{"version":` + v + `,"lock":"l","command":["s"],"oauth":{"clientSecret":"x"}}`), "unknown field"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,5 +94,54 @@ func TestRunRefuses(t *testing.T) {
 				t.Fatal("the server was started")
 			}
 		})
+	}
+}
+
+// TestRunOAuth: what the bridge refuses under OAuth before and during a
+// session, in one line each: OAuth for a command, a client secret whose
+// variable is unset, and a redirect to another origin, which the OAuth
+// transport does not exempt from the bridge's redirect rule.
+func TestRunOAuth(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var elsewhere atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		http.Error(w, "no", http.StatusTeapot)
+	}))
+	defer other.Close()
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/mcp", http.StatusTemporaryRedirect)
+	}))
+	defer front.Close()
+	oc := &OAuthConfig{NoBrowser: true, CacheDir: filepath.Join(dir, "oauth")}
+	lock := filepath.Join(dir, "r.lock")
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"a command", Config{Lock: lock, TOFU: true, Command: []string{"true"}, OAuth: oc}, "OAuth is for a remote server"},
+		{"secret unset", Config{Lock: lock, TOFU: true, URL: front.URL + "/mcp", OAuth: &OAuthConfig{ClientID: "c", SecretEnv: "MCPSIGN_TEST_UNSET_SECRET", CacheDir: oc.CacheDir}}, "MCPSIGN_TEST_UNSET_SECRET"},
+		{"a redirect elsewhere", Config{Lock: lock, TOFU: true, URL: front.URL + "/mcp", OAuth: oc}, "redirects"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			stdin := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}` + "\n")
+			code := Run(context.Background(), &tc.cfg, nil, stdin, &stdout, &stderr)
+			if code != ExitError || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q: want %d and %q", code, stderr.String(), ExitError, tc.want)
+			}
+			if strings.Count(stderr.String(), "mcpsign: ") != 1 {
+				t.Errorf("stderr %q: want one line", stderr.String())
+			}
+		})
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the redirect was followed to another origin (%d requests)", n)
+	}
+	if _, err := os.Stat(lock); err == nil {
+		t.Error("a lock was written")
 	}
 }

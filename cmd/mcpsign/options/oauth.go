@@ -7,26 +7,21 @@ import (
 	"io"
 	"net/http"
 	"net/textproto"
-	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/mcpsign/mcpsign/internal/proxycmd"
 	"github.com/mcpsign/mcpsign/oauth"
 	"github.com/mcpsign/mcpsign/source"
 )
 
 // OAuthOptions are the flags of the OAuth sign-in to a remote server
-// (docs/REMOTE.md "Authentication").
+// (docs/REMOTE.md "Authentication"). The flags but --oauth are an
+// OAuthConfig, which 'mcpsign proxy' hands over to mcpsign-proxy as it is.
 type OAuthOptions struct {
-	Enabled      bool
-	ClientID     string
-	MetadataURL  string
-	SecretEnv    string
-	Scopes       []string
-	RedirectPort int
-	NoBrowser    bool
-	CacheDir     string
+	Enabled bool
+	proxycmd.OAuthConfig
 }
 
 // AddFlags adds the OAuth flags to fs.
@@ -41,6 +36,17 @@ func (o *OAuthOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CacheDir, "oauth-cache-dir", "", "directory of the OAuth token cache (default: the user's config directory, mcpsign/oauth)")
 }
 
+// Config returns the configuration of the flags for the hand-over to
+// mcpsign-proxy (no secret in it), or nil without --oauth.
+func (o *OAuthOptions) Config() *proxycmd.OAuthConfig {
+	if !o.Enabled {
+		return nil
+	}
+	c := o.OAuthConfig
+	c.Open = nil
+	return &c
+}
+
 // Transport returns the OAuth transport for the server at serverURL, or
 // nil without --oauth. base makes the requests to the OAuth endpoints and
 // carries those to the server (nil: the default transport); open opens the
@@ -49,34 +55,31 @@ func (o *OAuthOptions) Transport(serverURL string, base *http.Client, open func(
 	if !o.Enabled {
 		return nil, nil
 	}
-	var secret string
-	if o.SecretEnv != "" {
-		if o.ClientID == "" {
-			return nil, errors.New("--oauth-client-secret-env needs --oauth-client-id")
+	if o.SecretEnv != "" && o.ClientID == "" {
+		return nil, errors.New("--oauth-client-secret-env needs --oauth-client-id")
+	}
+	c := o.OAuthConfig
+	c.Open = open
+	t, err := c.Transport(serverURL, base, stderr)
+	if errors.As(err, new(*proxycmd.SecretEnvError)) {
+		return nil, fmt.Errorf("--oauth-client-secret-env: %w", err)
+	}
+	return t, err
+}
+
+// CheckOAuthHeaders refuses --header Authorization beside --oauth: both
+// would set the Authorization header.
+func (o *OAuthOptions) CheckOAuthHeaders(headers []string) error {
+	if !o.Enabled {
+		return nil
+	}
+	for _, h := range headers {
+		name, _, _ := strings.Cut(h, ":")
+		if textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name)) == "Authorization" {
+			return errors.New("--oauth and --header Authorization both set the Authorization header: give one")
 		}
-		var ok bool
-		if secret, ok = os.LookupEnv(o.SecretEnv); !ok || secret == "" {
-			return nil, fmt.Errorf("--oauth-client-secret-env: the environment variable %s is not set or empty", o.SecretEnv)
-		}
 	}
-	if open == nil {
-		open = oauth.OpenBrowser
-	}
-	if o.NoBrowser {
-		open = nil
-	}
-	return oauth.New(oauth.Options{
-		ServerURL:         serverURL,
-		ClientID:          o.ClientID,
-		ClientMetadataURL: o.MetadataURL,
-		ClientSecret:      secret,
-		Scopes:            o.Scopes,
-		RedirectPort:      o.RedirectPort,
-		CacheDir:          o.CacheDir,
-		Open:              open,
-		Stderr:            stderr,
-		HTTPClient:        base,
-	})
+	return nil
 }
 
 // Authorize signs in to a source that needs OAuth (--oauth) and returns the
@@ -91,11 +94,8 @@ func (o *SourceOptions) Authorize(ctx context.Context, spec source.Spec, open fu
 	if spec.URL == "" {
 		return nil, errors.New("--oauth is for a Streamable HTTP URL, not a command or a file")
 	}
-	for _, h := range o.Headers {
-		name, _, _ := strings.Cut(h, ":")
-		if textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name)) == "Authorization" {
-			return nil, errors.New("--oauth and --header Authorization both set the Authorization header: give one")
-		}
+	if err := o.OAuth.CheckOAuthHeaders(o.Headers); err != nil {
+		return nil, err
 	}
 	t, err := o.OAuth.Transport(spec.URL, nil, open, stderr)
 	if err != nil {

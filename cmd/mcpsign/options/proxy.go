@@ -23,6 +23,8 @@ type ProxyOptions struct {
 	Resources       string
 	// Headers are --header: sent to a remote server (a URL after --).
 	Headers []string
+	// OAuth signs in to a remote server (--oauth).
+	OAuth OAuthOptions
 }
 
 // AddFlags adds the proxy flags to fs.
@@ -37,6 +39,7 @@ func (o *ProxyOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RollForward, "roll-forward", "signed", "signed: a change signed by the lock's signer rolls the lock forward; manual: every change waits for 'mcpsign approve'")
 	AddResourcesFlag(fs, &o.Resources, true)
 	AddHeaderFlag(fs, &o.Headers)
+	o.OAuth.AddFlags(fs)
 }
 
 // AddResourcesFlag adds --resources, the resources mode of a command
