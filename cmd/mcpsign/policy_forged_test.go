@@ -71,8 +71,8 @@ func TestForgedLockUnderPolicy(t *testing.T) {
 	}{
 		{"honest lock, the policy's bundle", withBundle, honest, nil, "", ""},
 		{"honest lock, --bundle", noBundle, honest, []string{"--bundle", filepath.Join(dir, "demo", "server.sigstore.json")}, "", ""},
-		{"forged lock, the policy's bundle", withBundle, forged, nil, policy.RuleLockUnproven, "does not verify"},
-		{"forged lock, --bundle", noBundle, forged, []string{"--bundle", filepath.Join(dir, "demo", "server.sigstore.json")}, policy.RuleLockUnproven, "does not verify"},
+		{"forged lock, the policy's bundle", withBundle, forged, nil, policy.RuleLockUnproven, "do not match the signed statement"},
+		{"forged lock, --bundle", noBundle, forged, []string{"--bundle", filepath.Join(dir, "demo", "server.sigstore.json")}, policy.RuleLockUnproven, "do not match the signed statement"},
 		{"honest lock, no bundle", noBundle, honest, nil, policy.RuleLockUnproven, "give --bundle"},
 		{"forged lock, no bundle", noBundle, forged, nil, policy.RuleLockUnproven, "give --bundle"},
 	} {
