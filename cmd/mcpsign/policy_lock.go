@@ -65,7 +65,9 @@ var errNeedsServer = errors.New("the bundle is the one the server advertises, re
 // proof: the server's user can write it): the policy's
 // bundles (f's --bundle, else the policy's bundle) must verify the lock's
 // definitions under the policy, the first being the one the lock records.
-// snap, when not nil, is what the server serves, and matches the lock;
+// A proven signed lock's capability overrides are dropped from l (no
+// bundle signs them). snap, when not nil, is what the server serves, and
+// matches the lock;
 // with none, a bundle the server advertises cannot be read, and the error
 // is errNeedsServer. Anything else fails closed: the error is a
 // *lockOutsidePolicy naming the rule.
@@ -87,6 +89,14 @@ func checkLockInForce(ctx context.Context, a *app, f *verifyFlags, r *policy.Res
 	}
 	if le.Rule == policy.RuleLockUnproven {
 		rerr := reverifyLock(ctx, a, f, r, l, snap)
+		if rerr == nil && len(l.Capabilities) > 0 && l.Approval.Method.Valid() {
+			// No bundle signs the approver's capability overrides, and
+			// the server's user can add some to a proven lock to hide
+			// what a changed tool gains: the computed capabilities apply
+			// (what removing the overrides, which it can do too, gives).
+			fmt.Fprintf(a.stderr, "mcpsign: policy %s: the capability overrides of %s are not applied: no bundle signs them (docs/POLICY.md \"The lock in force\")\n", textsafe.Quote(r.Name), textsafe.Escape(r.Lock))
+			l.Capabilities = nil
+		}
 		if rerr == nil || errors.Is(rerr, errNeedsServer) {
 			return rerr
 		}

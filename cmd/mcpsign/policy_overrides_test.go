@@ -54,4 +54,7 @@ func TestVerifyPinPolicyOverrides(t *testing.T) {
 	if code != 1 || !strings.Contains(out, pin.RuleCapabilityAdded) {
 		t.Errorf("lock with forged overrides: exit %d, want 1 naming %s:\n%s\n%s", code, pin.RuleCapabilityAdded, out, stderr)
 	}
+	if !strings.Contains(stderr, "capability overrides") || !strings.Contains(stderr, "not applied") {
+		t.Errorf("stderr does not say the overrides are not applied: %q", stderr)
+	}
 }
