@@ -66,7 +66,7 @@ type Admission struct {
 	// requires and only the server's own bundle can re-verify it: the
 	// first listing that matches the lock must be verified by the
 	// VerifyFunc, with the very approval the lock records (method,
-	// signer, bundle digest), or the session is blocked
+	// signer, bundle digest, log entry), or the session is blocked
 	// (policy-lock-unproven), in every mode.
 	Reverify bool `json:"reverify,omitempty"`
 }
@@ -341,6 +341,9 @@ func (p *LockPolicy) prove(ctx context.Context, rep *pin.Report, snap *digest.Sn
 		why = "the bundle verifies, but not as the lock records: " + err.Error()
 	} else if v.Approval.BundleDigest != p.cur.Approval.BundleDigest {
 		why = fmt.Sprintf("the bundle verifies, but it is %s and the lock records %s", v.Approval.BundleDigest, p.cur.Approval.BundleDigest)
+	} else if a, b := p.cur.Approval.Tlog, v.Approval.Tlog; (a == nil) != (b == nil) || a != nil && !a.Equal(*b) {
+		// The roll-forward rules take the lock's signing time from it.
+		why = "the bundle verifies, but the transparency log entry the lock records is not the bundle's"
 	} else {
 		p.unproven = false
 		if !v.SignedAt.IsZero() {
