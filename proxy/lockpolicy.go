@@ -62,8 +62,9 @@ type Admission struct {
 	// must be re-verified: with no VerifyFunc it is refused).
 	AllowTOFU   bool `json:"allowTofu,omitempty"`
 	AllowManual bool `json:"allowManual,omitempty"`
-	// Reverify says that the lock's record cannot show all the policy
-	// requires and only the server's own bundle can re-verify it: the
+	// Reverify says that the lock is signed and only the server's own
+	// bundle can prove it (a record is no proof: the server's user can
+	// write the lock): the
 	// first listing that matches the lock must be verified by the
 	// VerifyFunc, with the very approval the lock records (method,
 	// signer, bundle digest, log entry), or the session is blocked
