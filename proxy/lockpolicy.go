@@ -342,8 +342,9 @@ func (p *LockPolicy) prove(ctx context.Context, rep *pin.Report, snap *digest.Sn
 		why = "the bundle verifies, but not as the lock records: " + err.Error()
 	} else if v.Approval.BundleDigest != p.cur.Approval.BundleDigest {
 		why = fmt.Sprintf("the bundle verifies, but it is %s and the lock records %s", v.Approval.BundleDigest, p.cur.Approval.BundleDigest)
-	} else if a, b := p.cur.Approval.Tlog, v.Approval.Tlog; (a == nil) != (b == nil) || a != nil && !a.Equal(*b) {
-		// The roll-forward rules take the lock's signing time from it.
+	} else if a, b := p.cur.Approval.Tlog, v.Approval.Tlog; a != nil && (b == nil || !a.Equal(*b)) {
+		// The roll-forward rules take the lock's signing time from it (a
+		// lock that records none makes no claim).
 		why = "the bundle verifies, but the transparency log entry the lock records is not the bundle's"
 	} else {
 		p.unproven = false

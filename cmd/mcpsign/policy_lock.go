@@ -145,7 +145,11 @@ func reverifyLock(ctx context.Context, a *app, f *verifyFlags, r *policy.Resolve
 	if got.Method != want.Method || got.Identity != want.Identity || got.Issuer != want.Issuer || got.BundleDigest != want.BundleDigest {
 		return fmt.Errorf("the bundles verify, but the first, %s, is not the bundle %s the lock records", got.BundleDigest, want.BundleDigest)
 	}
-	if (got.Tlog == nil) != (want.Tlog == nil) || got.Tlog != nil && !got.Tlog.Equal(*want.Tlog) {
+	// The proxy takes the lock's signing time from the entry it records
+	// (pin.Lock.EvidenceTime): one the bundle does not hold is refused (a
+	// lock that records none, pinned under a policy that did not require
+	// one, holds no claim).
+	if want.Tlog != nil && (got.Tlog == nil || !got.Tlog.Equal(*want.Tlog)) {
 		return errors.New("the bundles verify, but the transparency log entry the lock records is not the first bundle's")
 	}
 	return nil
