@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/sigstack"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/policy"
 )
@@ -169,6 +173,58 @@ func TestForgedLockServerBundle(t *testing.T) {
 			}
 			if got := mustRead(t, lock); string(got) != string(honest) {
 				t.Error("the lock was changed")
+			}
+		})
+	}
+}
+
+// TestForgedLockKeyless: the same under a keyless policy, against the
+// local Sigstore stack: the signer's lock passes with its bundle; the same
+// record over other definitions, or with no bundle, is
+// policy-lock-unproven.
+func TestForgedLockKeyless(t *testing.T) {
+	env := sigstack.Require(t)
+	server := fixtures.BuildExampleServer(t)
+	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	email := "forged@example.com"
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte(env.FreshToken(t, email)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(dir, "k.sigstore.json")
+	if code, _, stderr := runCLI(t, "sign", "--signing-config", env.SigningConfig, "--trusted-root", env.TrustedRoot,
+		"--identity-token", token, "-o", bundle, "--", server); code != 0 {
+		t.Fatalf("sign: %s", stderr)
+	}
+	polOf := func(name, extra string) string {
+		return vtWrite(t, dir, name, []byte(fmt.Sprintf(`{"kind":"mcpsign.policy","policyVersion":1,"trust":{"trustedRoot":%q},
+		  "servers":{"notes":{"identities":[{"method":"sigstore","issuer":%q,"subject":%q}],"lock":"notes.lock"%s}}}`, env.TrustedRoot, env.OIDCIssuer, email, extra)))
+	}
+	withBundle, noBundle := polOf("bundle.json", fmt.Sprintf(`,"bundle":%q`, bundle)), polOf("nobundle.json", "")
+	lock := filepath.Join(dir, "notes.lock")
+	if code, out, stderr := runCLI(t, "pin", "--policy", withBundle, "--name", "notes", "--", server); code != 0 {
+		t.Fatalf("pin: exit %d\n%s\n%s", code, out, stderr)
+	}
+	honest := mustRead(t, lock)
+	if l, err := pin.Parse(honest); err != nil || l.Approval.Method != evidence.MethodSigstore || l.Approval.Identity != email {
+		t.Fatalf("the pinned lock: %v %+v", err, l)
+	}
+	forged := forgeLock(t, honest, filepath.Join(dir, "forged.lock"))
+	for _, tc := range []struct {
+		name, policy string
+		lock         []byte
+		code         int
+	}{
+		{"honest lock, its bundle", withBundle, honest, 0},
+		{"forged lock, the bundle", withBundle, forged, 1},
+		{"honest lock, no bundle", noBundle, honest, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vtWriteBytes(t, lock, tc.lock)
+			code, out, stderr := runCLI(t, "verify-pin", "--policy", tc.policy, "--name", "notes", "--fail-on", "never", "--", server)
+			if code != tc.code || tc.code == 1 && !strings.Contains(out, policy.RuleLockUnproven) {
+				t.Errorf("verify-pin: exit %d, want %d:\n%s\n%s", code, tc.code, out, stderr)
 			}
 		})
 	}
