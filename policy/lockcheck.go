@@ -49,7 +49,10 @@ func (e *LockError) Error() string { return e.Reason + " (" + e.Rule + ")" }
 // A record is not a proof: anything that can write the lock can write it
 // (docs/LOCK.md "Where to keep a lock"). CheckApproval keeps a lock made
 // under another policy, or by trust on first use, from standing under
-// this one.
+// this one; nil for a signed method means only that the record names a
+// listed signer: such a lock is in force only once a bundle verifies its
+// definitions under the policy and is the bundle it records
+// (docs/POLICY.md "The lock in force").
 func (r *Resolved) CheckApproval(a pin.Approval) error {
 	refuse := func(rule, format string, args ...any) error {
 		return &LockError{Rule: rule, Reason: fmt.Sprintf(format, args...)}

@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/verify"
 )
@@ -492,7 +494,7 @@ func (p *parser) revoked(v []byte) (Revoked, error) {
 			if !check(s) {
 				return nil, p.fail(ati, "%s: want %s", strconv.Quote(s), want)
 			}
-			// Revocations compare under ASCII case folding (Revoked.Check):
+			// Revocations compare under Unicode simple case folding (Revoked.Check):
 			// two entries equal so are one.
 			if j := slices.IndexFunc(out, func(o string) bool { return strings.EqualFold(o, s) }); j >= 0 {
 				return nil, p.failAs(ati, ErrDuplicate, "%s repeats %s/%d", strconv.Quote(s), at, j)
@@ -526,6 +528,13 @@ func (p *parser) canonicalText(s, at string) error {
 	}
 	if strings.ContainsFunc(s, unicode.IsControl) {
 		return p.failAs(at, ErrNotCanonical, "%s contains a control character", strconv.Quote(s))
+	}
+	// Certificates and tokens carry names composed (NFC); identities and
+	// revocations compare without normalizing, so another form (a letter
+	// and a combining accent, a Kelvin sign for K) would never equal the
+	// signer's, and a revocation so written would revoke nothing.
+	if !norm.NFC.IsNormalString(s) {
+		return p.failAs(at, ErrNotCanonical, "%s is not in Unicode normal form C (NFC), the form certificates and tokens carry: write %s", strconv.Quote(s), strconv.Quote(norm.NFC.String(s)))
 	}
 	return nil
 }

@@ -554,7 +554,7 @@ func (e *RevokedError) Error() string {
 
 // Check returns a *RevokedError for the first of the approval's bundle
 // digest, identity and definition digests (in that order) the policy
-// revokes, nil if none. Identities compare under ASCII case folding (a
+// revokes, nil if none. Identities compare under Unicode simple case folding (a
 // revocation errs towards refusing: docs/POLICY.md "Canonical forms");
 // digests are canonical, so they compare exactly.
 func (r Revoked) Check(identity, bundleDigest string, definitions []string) error {

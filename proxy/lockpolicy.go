@@ -78,11 +78,12 @@ type Admission struct {
 	// must be re-verified: with no VerifyFunc it is refused).
 	AllowTOFU   bool `json:"allowTofu,omitempty"`
 	AllowManual bool `json:"allowManual,omitempty"`
-	// Reverify says that the lock's record cannot show all the policy
-	// requires and only the server's own bundle can re-verify it: the
+	// Reverify says that the lock is signed and only the server's own
+	// bundle can prove it (a record is no proof: the server's user can
+	// write the lock): the
 	// first listing that matches the lock must be verified by the
 	// VerifyFunc, with the very approval the lock records (method,
-	// signer, bundle digest), or the session is blocked
+	// signer, bundle digest, log entry), or the session is blocked
 	// (policy-lock-unproven), in every mode.
 	Reverify bool `json:"reverify,omitempty"`
 }
@@ -371,6 +372,10 @@ func (p *LockPolicy) prove(ctx context.Context, rep *pin.Report, snap *digest.Sn
 		why = "the bundle verifies, but not as the lock records: " + err.Error()
 	} else if v.Approval.BundleDigest != p.cur.Approval.BundleDigest {
 		why = fmt.Sprintf("the bundle verifies, but it is %s and the lock records %s", v.Approval.BundleDigest, p.cur.Approval.BundleDigest)
+	} else if a, b := p.cur.Approval.Tlog, v.Approval.Tlog; a != nil && (b == nil || !a.Equal(*b)) {
+		// The roll-forward rules take the lock's signing time from it (a
+		// lock that records none makes no claim).
+		why = "the bundle verifies, but the transparency log entry the lock records is not the bundle's"
 	} else {
 		p.unproven = false
 		if !v.SignedAt.IsZero() {

@@ -42,6 +42,9 @@ func (e *lockOutsidePolicy) Error() string {
 		return fmt.Sprintf("the lock rests on a %v: it approves nothing; verify a new bundle and pin again", e.Err)
 	}
 	var le *policy.LockError
+	if errors.As(e.Err, &le) && le.Rule == policy.RuleLockUnproven {
+		return le.Reason + ": the lock approves nothing under this policy until a bundle proves it"
+	}
 	if errors.As(e.Err, &le) {
 		return le.Reason + ": the lock approves nothing under this policy; pin again under it"
 	}
@@ -57,11 +60,14 @@ var errNeedsServer = errors.New("the bundle is the one the server advertises, re
 // checkLockInForce decides whether l, the lock at r's lock path, may be in
 // force under r (docs/POLICY.md "The lock in force"): it rests on nothing
 // revoked, and its approval satisfies the policy
-// (policy.Resolved.CheckApproval). A record that names a listed signer
-// but cannot show all the policy requires is re-verified: the policy's
+// (policy.Resolved.CheckApproval). A signed lock whose record names a
+// listed signer is re-verified, whatever the record shows (a record is no
+// proof: the server's user can write it): the policy's
 // bundles (f's --bundle, else the policy's bundle) must verify the lock's
 // definitions under the policy, the first being the one the lock records.
-// snap, when not nil, is what the server serves, and matches the lock;
+// A proven signed lock's capability overrides are dropped from l (no
+// bundle signs them). snap, when not nil, is what the server serves, and
+// matches the lock;
 // with none, a bundle the server advertises cannot be read, and the error
 // is errNeedsServer. Anything else fails closed: the error is a
 // *lockOutsidePolicy naming the rule.
@@ -70,12 +76,27 @@ func checkLockInForce(ctx context.Context, a *app, f *verifyFlags, r *policy.Res
 		return &lockOutsidePolicy{Rule: rulePolicyRevoked, Err: err}
 	}
 	err := r.CheckApproval(l.Approval)
+	if err == nil && l.Approval.Method.Valid() {
+		// A record is no proof: a process that can write the lock (the
+		// server, as the host's user) can record a listed signer over its
+		// own definitions. A signed lock is in force only when its bundle
+		// verifies it.
+		err = &policy.LockError{Rule: policy.RuleLockUnproven, Reason: fmt.Sprintf("the lock records a signature by %s, and a record is no proof (anything that can write the lock can write it)", textsafe.Quote(string(l.Approval.Method)+" "+l.Approval.Identity))}
+	}
 	var le *policy.LockError
 	if !errors.As(err, &le) {
 		return err
 	}
 	if le.Rule == policy.RuleLockUnproven {
 		rerr := reverifyLock(ctx, a, f, r, l, snap)
+		if rerr == nil && len(l.Capabilities) > 0 && l.Approval.Method.Valid() {
+			// No bundle signs the approver's capability overrides, and
+			// the server's user can add some to a proven lock to hide
+			// what a changed tool gains: the computed capabilities apply
+			// (what removing the overrides, which it can do too, gives).
+			fmt.Fprintf(a.stderr, "mcpsign: policy %s: the capability overrides of %s are not applied: no bundle signs them (docs/POLICY.md \"The lock in force\")\n", textsafe.Quote(r.Name), textsafe.Escape(r.Lock))
+			l.Capabilities = nil
+		}
 		if rerr == nil || errors.Is(rerr, errNeedsServer) {
 			return rerr
 		}
@@ -89,7 +110,7 @@ func checkLockInForce(ctx context.Context, a *app, f *verifyFlags, r *policy.Res
 // checks that the first is the lock's approval.
 func reverifyLock(ctx context.Context, a *app, f *verifyFlags, r *policy.Resolved, l *pin.Lock, snap *digest.Snapshot) error {
 	if len(f.vo.Bundles) == 0 && r.Bundle.Kind == policy.BundleNone {
-		return errors.New("no bundle to verify it with: the policy names none (give --bundle)")
+		return errors.New("no bundle to verify it with: the policy names none (give --bundle FILE or URL, or the server's \"bundle\" in the policy: a file, a URL or \"server\")")
 	}
 	vs, err := policyVerifiers(ctx, f, r)
 	if err != nil {
@@ -123,6 +144,13 @@ func reverifyLock(ctx context.Context, a *app, f *verifyFlags, r *policy.Resolve
 	got, want := pinbundle.ApprovalOf(tr.First), l.Approval
 	if got.Method != want.Method || got.Identity != want.Identity || got.Issuer != want.Issuer || got.BundleDigest != want.BundleDigest {
 		return fmt.Errorf("the bundles verify, but the first, %s, is not the bundle %s the lock records", got.BundleDigest, want.BundleDigest)
+	}
+	// The proxy takes the lock's signing time from the entry it records
+	// (pin.Lock.EvidenceTime): one the bundle does not hold is refused (a
+	// lock that records none, pinned under a policy that did not require
+	// one, holds no claim).
+	if want.Tlog != nil && (got.Tlog == nil || !got.Tlog.Equal(*want.Tlog)) {
+		return errors.New("the bundles verify, but the transparency log entry the lock records is not the first bundle's")
 	}
 	return nil
 }

@@ -81,7 +81,10 @@ func TestVerifyPinLockOutsidePolicy(t *testing.T) {
 		code     int
 		rule     string
 	}{
-		{"key A lock under a key-A policy", []string{key(a)}, "", byKey(a, dA), nil, nil, nil, 0, ""},
+		{"key A lock under a key-A policy", []string{key(a)}, "", byKey(a, dA), nil, nil, []string{bA}, 0, ""},
+		{"key A lock, no bundle", []string{key(a)}, "", byKey(a, dA), nil, nil, nil, 1, policy.RuleLockUnproven},
+		{"key A recorded over other definitions", []string{key(a)}, "", byKey(a, dA), changed, nil, []string{bA}, 1, policy.RuleLockUnproven},
+		{"key A lock, key B's bundle", []string{key(a)}, "", byKey(a, dA), nil, nil, []string{bB}, 1, policy.RuleLockUnproven},
 		{"key B lock under a key-A policy", []string{key(a)}, "", byKey(b, dB), nil, nil, nil, 1, policy.RuleLockSignerUnlisted},
 		{"keyless lock under a key-A policy", []string{key(a)}, "", pin.Approval{Method: evidence.MethodSigstore, Identity: "a@example.com", Issuer: "https://issuer.example", BundleDigest: dA}, nil, nil, nil, 1, policy.RuleLockSignerUnlisted},
 		{"tofu lock, unsigned refuse", []string{key(a)}, "", tofu, nil, nil, nil, 1, policy.RuleLockMethodRefused},
@@ -499,7 +502,8 @@ func TestVerifyPinCertificateLock(t *testing.T) {
 	}{
 		{"two criteria, re-verified", polOf("two.json", twoCriteria, ""), []string{"--bundle", bundle, "--allow-current-time"}, 0, ""},
 		{"two criteria, no bundle", polOf("nobundle.json", twoCriteria, ""), nil, 1, policy.RuleLockUnproven},
-		{"one criterion", polOf("email.json", `{"method":"certificate","email":"release@corp.example"}`, ""), nil, 0, ""},
+		{"one criterion", polOf("email.json", `{"method":"certificate","email":"release@corp.example"}`, ""), []string{"--bundle", bundle, "--allow-current-time"}, 0, ""},
+		{"one criterion, no bundle", polOf("email1.json", `{"method":"certificate","email":"release@corp.example"}`, ""), nil, 1, policy.RuleLockUnproven},
 		{"one criterion, the key revoked", polOf("revoked.json", `{"method":"certificate","email":"release@corp.example"}`, fmt.Sprintf(`,"revoked":{"identities":[%q]}`, signer.keyID(t))),
 			[]string{"--bundle", bundle, "--allow-current-time"}, 1, "revoked identity " + fmt.Sprintf("%q", signer.keyID(t))},
 	} {

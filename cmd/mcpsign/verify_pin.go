@@ -63,10 +63,13 @@ With --policy FILE --name NAME the lock is the policy's, and before the server
 is read it must satisfy the policy (docs/POLICY.md "The lock in force"): it
 rests on nothing revoked (policy-revoked), its method is one the policy allows
 (policy-lock-method-refused: a tofu lock under "unsigned": "refuse"), and its
-signer is listed (policy-lock-signer-unlisted). A lock whose record cannot show
-all the policy requires (a threshold above 1) is re-verified with --bundle
-(repeated; default the policy's bundle), or refused (policy-lock-unproven).
-Each exits 1 whatever --fail-on says.
+signer is listed (policy-lock-signer-unlisted). A signed lock is in force only
+when its bundle proves it (a record is no proof: the server's user can write
+the lock): --bundle (repeated for a threshold, the lock's own bundle first;
+default the policy's bundle, or the one the server advertises) must verify the
+lock's definitions under the policy and be the bundle the lock records; with no
+bundle, or one that does not, it is refused (policy-lock-unproven). Each exits
+1 whatever --fail-on says.
 
 Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 --fail-on; 2 bad usage, a bad lock, or a server that could not be read.`,
@@ -185,7 +188,7 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 	out.AddFlags(fs)
 	vp.AddFlags(fs)
 	pol.AddFlags(fs)
-	fs.StringArrayVar(&bundles, "bundle", nil, "with --policy: a bundle (file or https:// URL) that re-verifies the lock's approval when its record cannot show all the policy requires (a threshold: repeat it, the lock's own bundle first); default the policy's bundle")
+	fs.StringArrayVar(&bundles, "bundle", nil, "with --policy: a bundle (file or https:// URL) that re-verifies a signed lock's approval (a threshold: repeat it, the lock's own bundle first); default the policy's bundle")
 	fs.BoolVar(&currentTime, "allow-current-time", false, "with --policy: re-verifying a certificate lock's bundle that has no timestamp, check the chain at the current time")
 	return cmd
 }
