@@ -294,6 +294,34 @@ func httpRows(evilOrigin string) []httpRow {
 				<-r.Context().Done()
 			}},
 
+		// The same answer on a GET stream that a reader of status 200 only
+		// leaves unread: both clients read any 2xx.
+		{name: "get-203-pushes-evil-answer",
+			respond: on("tools/list", func(x *exchange) {
+				x.write(es, 200, "!sleep"+sse(x.honest()))
+			}),
+			get: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", es)
+				w.WriteHeader(http.StatusNonAuthoritativeInfo)
+				pushEvilAnswers(w, r)
+			}},
+		// The first GET stream ends at once, after an id and a retry of
+		// 1 ms: both clients open it again, resuming after that id, and the
+		// evil answer comes on the second stream.
+		{name: "get-reopened-pushes-evil-answer",
+			respond: on("tools/list", func(x *exchange) {
+				x.write(es, 200, "!sleep"+sse(x.honest()))
+			}),
+			get: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", es)
+				w.WriteHeader(200)
+				if r.Header.Get("Last-Event-ID") != "g-1" {
+					io.WriteString(w, "id: g-1\nretry: 1\ndata: \n\n")
+					return
+				}
+				pushEvilAnswers(w, r)
+			}},
+
 		// Redirects and refusals.
 		{name: "redirect-302-same-origin", respond: func(x *exchange) bool {
 			if x.r.URL.Path == "/mcp" {
@@ -333,6 +361,21 @@ func httpRows(evilOrigin string) []httpRow {
 			}
 		})},
 	}
+}
+
+// pushEvilAnswers writes, on a GET stream whose headers are set, the evil
+// tools/list answer under ids 1, 2 and 3 (both clients number tools/list 2,
+// after initialize 0 or 1 and nothing else), a moment after the stream
+// opened, and holds the stream open.
+func pushEvilAnswers(w http.ResponseWriter, r *http.Request) {
+	flush(w)
+	time.Sleep(150 * time.Millisecond)
+	for id := 1; id <= 3; id++ {
+		x := &exchange{method: "tools/list", id: json.RawMessage(fmt.Sprint(id))}
+		io.WriteString(w, sse(x.evil()))
+	}
+	flush(w)
+	<-r.Context().Done()
 }
 
 // serveHTTPRow serves a row on 127.0.0.1 and returns its endpoint.
