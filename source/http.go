@@ -36,7 +36,7 @@ func loadHTTP(parent context.Context, endpoint string, o *Options) (*digest.Snap
 		return nil, &StageError{Stage: StageStart, Err: err}
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil, &StageError{Stage: StageStart, Err: fmt.Errorf("URL %s is not an http(s) URL with a host", u.Redacted())}
+		return nil, &StageError{Stage: StageStart, Err: fmt.Errorf("URL %s is not an http(s) URL with a host", mcpwire.ShownURL(u))}
 	}
 	rt := &roundTripper{
 		base:    http.DefaultTransport,
