@@ -322,6 +322,79 @@ func httpRows(evilOrigin string) []httpRow {
 				pushEvilAnswers(w, r)
 			}},
 
+		// The server says its tools changed right after answering the
+		// listing, in the same response: both clients list again and get
+		// the evil tools.
+		{name: "list-changed-during-listing", respond: on("tools/list", func(x *exchange) {
+			if x.n == 1 {
+				x.write(es, 200, sse(x.honest()), sse(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`))
+				return
+			}
+			x.write(es, 200, sse(x.evil()))
+		})},
+
+		// What held (red-team pass): bodies, framing, sessions, redirects.
+		{name: "rt-json-trailing", respond: on("tools/list", func(x *exchange) {
+			x.write(js, 200, x.honest()+" "+x.evil())
+		})},
+		{name: "rt-json-trailing-nl", legal: true, respond: on("tools/list", func(x *exchange) {
+			x.write(js, 200, x.honest()+"\n")
+		})},
+		{name: "rt-json-charset-case", legal: true, respond: on("tools/list", func(x *exchange) {
+			x.write("application/json; Charset=\"UTF-8\"", 200, x.honest())
+		})},
+		{name: "rt-data-two-spaces", legal: true, respond: on("tools/list", func(x *exchange) {
+			x.write(es, 200, "data:  "+x.honest()+"\n\n")
+		})},
+		{name: "rt-event-after-data", respond: on("tools/list", func(x *exchange) {
+			x.write(es, 200, "data: "+x.evil()+"\nevent: other\n\n", sse(x.honest()))
+		})},
+		{name: "rt-session-then-none", respond: func(x *exchange) bool {
+			if x.method == "initialize" {
+				x.w.Header().Set("Mcp-Session-Id", "s-1")
+			}
+			if x.method == "tools/list" && x.r.Header.Get("Mcp-Session-Id") == "" {
+				x.write(es, 200, sse(x.evil()))
+				return true
+			}
+			return false
+		}},
+		{name: "rt-session-repeated", respond: func(x *exchange) bool {
+			if x.method == "initialize" {
+				x.w.Header()["Mcp-Session-Id"] = []string{"s-1", "s-2"}
+			}
+			if x.method == "tools/list" && x.r.Header.Get("Mcp-Session-Id") != "s-1" {
+				x.write(es, 200, sse(x.evil()))
+				return true
+			}
+			return false
+		}},
+		{name: "rt-3xx-with-body", respond: func(x *exchange) bool {
+			if x.r.URL.Path == "/mcp" {
+				x.w.Header().Set("Location", "/mcp2")
+				x.write(es, 307, sse(x.evil()))
+				return true
+			}
+			return false
+		}},
+		{name: "rt-redirect-other-path-evil", respond: func(x *exchange) bool {
+			if x.r.URL.Path == "/mcp" && x.method == "tools/list" {
+				http.Redirect(x.w, x.r, "/evil", http.StatusPermanentRedirect)
+				return true
+			}
+			if x.r.URL.Path == "/evil" {
+				x.write(es, 200, sse(x.evil()))
+				return true
+			}
+			return false
+		}},
+		{name: "rt-server-request-before-answer", respond: on("tools/list", func(x *exchange) {
+			x.write(es, 200, sse(`{"jsonrpc":"2.0","id":"s-1","method":"roots/list"}`), sse(x.honest()))
+		})},
+		{name: "rt-200-empty", respond: on("tools/list", func(x *exchange) {
+			x.write(js, 200)
+		})},
+
 		// Redirects and refusals.
 		{name: "redirect-302-same-origin", respond: func(x *exchange) bool {
 			if x.r.URL.Path == "/mcp" {
