@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,6 +47,7 @@ func loadHTTP(parent context.Context, endpoint string, o *Options) (*digest.Snap
 		abort:   abort,
 		ctx:     ctx,
 		url:     endpoint,
+		changed: new(atomic.Bool),
 	}
 	client := &http.Client{Transport: rt}
 	rt.client = client
@@ -77,7 +79,7 @@ func loadHTTP(parent context.Context, endpoint string, o *Options) (*digest.Snap
 		return nil, &StageError{Stage: StageStart, Err: err}
 	}
 	defer conn.Close() // ends the session (DELETE) if the server made one
-	s := &session{w: &sdkWire{conn: conn}, o: o, httpRejects: true, negotiated: rt.setVersion}
+	s := &session{w: &sdkWire{conn: conn}, o: o, httpRejects: true, negotiated: rt.setVersion, changed: rt.changed}
 	snap, err := s.run(ctx)
 	if err != nil {
 		var se *StageError
@@ -132,6 +134,10 @@ type roundTripper struct {
 	abort   context.CancelCauseFunc
 
 	sessions mcpwire.SessionIDs
+	// changed is the session's: set when a list_changed passes, on a POST
+	// response (before or after the answer: go-sdk drops what follows it,
+	// the TypeScript SDK does not) or the server's own stream.
+	changed *atomic.Bool
 
 	// The server's own stream (GET), opened as the official clients open
 	// it once the session is initialized, so that what it pushes is read
@@ -338,6 +344,14 @@ func (rt *roundTripper) readStream(body io.Reader) (string, error) {
 		if _, err := check.Message(ev.Data); err != nil {
 			return "", err
 		}
+		rt.noteChange(ev.Data)
+	}
+}
+
+// noteChange marks the listing changed when msg is a list_changed.
+func (rt *roundTripper) noteChange(msg []byte) {
+	if m, err := mcpwire.Parse(msg); err == nil && m.Kind == mcpwire.KindNotification && mcpwire.IsListChanged(m.Method) {
+		rt.changed.Store(true)
 	}
 }
 
@@ -347,6 +361,7 @@ func (rt *roundTripper) read(ctx context.Context, kind mcpwire.BodyKind, body io
 	// A write blocked on a reader that is gone ends with the request.
 	defer context.AfterFunc(ctx, func() { w.CloseWithError(context.Cause(ctx)) })()
 	write := func(msg []byte) error {
+		rt.noteChange(msg)
 		if kind == mcpwire.BodyJSON {
 			_, err := w.Write(msg)
 			return err
@@ -358,6 +373,9 @@ func (rt *roundTripper) read(ctx context.Context, kind mcpwire.BodyKind, body io
 		MaxMessageBytes: int(min(rt.max, math.MaxInt32)),
 		MaxBodyBytes:    max(mcpwire.DefaultMaxBodyBytes, 2*rt.max+mcpwire.EventOverhead),
 	}, write)
+	for _, msg := range held {
+		rt.noteChange(msg) // before the answer reaches the session
+	}
 	for _, msg := range held {
 		if err != nil {
 			break
