@@ -247,3 +247,14 @@ func readMembers(data []byte, what string, known []string) (map[string][]byte, e
 	}
 	return m, nil
 }
+
+// IsListChanged reports whether method is a notification by which a server
+// says that a list a client holds changed (tools, prompts, resources):
+// clients list that kind again on it.
+func IsListChanged(method string) bool {
+	switch method {
+	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+		return true
+	}
+	return false
+}

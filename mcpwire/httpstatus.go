@@ -82,3 +82,12 @@ func CheckRedirect(req *http.Request, via []*http.Request) error {
 func origin(u *url.URL) string {
 	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
 }
+
+// ShownURL is a server URL as it may be shown in a message or a log: without
+// user info, query or fragment, any of which may carry a credential (a
+// password, a token as user name, an api_key parameter).
+func ShownURL(u *url.URL) string {
+	v := *u
+	v.User, v.RawQuery, v.ForceQuery, v.Fragment, v.RawFragment = nil, "", false, "", ""
+	return v.String()
+}

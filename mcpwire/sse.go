@@ -64,6 +64,9 @@ type Event struct {
 //     trailing space and without NUL, a retry only ASCII digits;
 //   - an event without data, or whose data is empty (a priming event, a
 //     close event), carries no message and is skipped, whatever its name;
+//     but an event with an id and no data line at all is refused (go-sdk
+//     would resume the stream after that id, the TypeScript SDK never
+//     sees it: [EventReader.LastID]);
 //   - the stream must end between events (after a blank line): go-sdk
 //     dispatches an event cut off by the end of the stream, the TypeScript
 //     SDK drops it.
@@ -80,7 +83,17 @@ type EventReader struct {
 	line int   // lines read
 	eof  bool  // the stream ended cleanly
 	err  error // the first error, returned again
+
+	lastID string // the id both clients resume after (LastID)
 }
+
+// LastID returns the id of the last event read so far that had an id and
+// a data line (with or without a message): the id after which both
+// official clients resume a stream that ended (their Last-Event-ID), ""
+// if none. eventsource-parser dispatches no event without a data line, so
+// the TypeScript SDK never sees the id of one, where go-sdk does: such an
+// event is refused by Next.
+func (er *EventReader) LastID() string { return er.lastID }
 
 // NewEventReader reads events of at most maxEventBytes bytes each (all
 // the lines of the event, line ends included) from r. A larger event is an
@@ -151,6 +164,12 @@ func (er *EventReader) next() (Event, error) {
 			return Event{}, er.fail("a CR that is not part of a CRLF line end (the TypeScript SDK ends the line there, go-sdk does not)")
 		}
 		if len(content) == 0 { // a blank line: dispatch
+			if ev.ID != "" && !hasData {
+				return Event{}, er.fail("an event with an id and no data line (go-sdk resumes the stream after its id, the TypeScript SDK never sees it)")
+			}
+			if ev.ID != "" {
+				er.lastID = ev.ID
+			}
 			if hasData && len(data) > 0 {
 				if named && badName != "" {
 					return Event{}, er.fail("an event named " + textsafe.Quote(textsafe.Cut(badName, 40)) + ", not \"message\" (go-sdk trims the name, the TypeScript SDK does not)")

@@ -53,6 +53,8 @@ func TestEventReader(t *testing.T) {
 		{name: "no colon", in: "data\n\n", err: "no colon"},
 		{name: "NUL in id", in: "id: a\x00b\ndata: x\n\n", err: "id that is not printable"},
 		{name: "id with trailing space", in: "id: a \ndata: x\n\n", err: "id that is not printable"},
+		{name: "id without a data line", in: "id: g-1\n\ndata: x\n\n", err: "an id and no data line"},
+		{name: "id and retry without a data line", in: "retry: 1\nid: g-1\n\n", err: "an id and no data line"},
 		{name: "bad retry", in: "retry: 1.5\ndata: x\n\n", err: "retry"},
 		{name: "cut off event", in: "data: x\n", err: "ends inside an event"},
 		{name: "cut off line", in: "data: x\n\ndata: y", want: []Event{{Data: []byte("x")}}, err: "ends inside a line"},
@@ -333,6 +335,33 @@ func TestLimitBody(t *testing.T) {
 		data, err := io.ReadAll(LimitBody(io.NopCloser(strings.NewReader(strings.Repeat("x", tt.size))), 100))
 		if tripped := errors.Is(err, ErrMessageTooLarge); tripped != tt.trip || !tt.trip && (err != nil || len(data) != tt.size) {
 			t.Errorf("size %d: %d bytes, err %v", tt.size, len(data), err)
+		}
+	}
+}
+
+// TestEventReaderLastID: the id a client resumes after is that of the last
+// event with an id and a data line, whether or not it carried a message.
+func TestEventReaderLastID(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"":                                     "",
+		"data: x\n\n":                          "",
+		"id: p1\ndata: \n\n":                   "p1",
+		"id: p1\ndata: \n\nid: 7\ndata: x\n\n": "7",
+		"id: a\ndata: x\n\nid:\ndata: y\n\n":   "a",
+		"id: a\ndata: x\n\n: comment\n\n":      "a",
+	} {
+		er := NewEventReader(strings.NewReader(in), 1000)
+		for {
+			if _, err := er.Next(); err != nil {
+				if !errors.Is(err, io.EOF) {
+					t.Fatalf("%q: %v", in, err)
+				}
+				break
+			}
+		}
+		if got := er.LastID(); got != want {
+			t.Errorf("%q: LastID %q, want %q", in, got, want)
 		}
 	}
 }

@@ -39,7 +39,7 @@ import (
 // credentials or refuses them, redirects, or no longer knows the session.
 // Its message is one line that names what failed and what to do.
 type ConnectError struct {
-	// URL is the endpoint, redacted (no user info).
+	// URL is the endpoint as shown: no user info or query (mcpwire.ShownURL).
 	URL string
 	// Status is the HTTP status when the server answered (0 otherwise).
 	Status int
@@ -152,16 +152,16 @@ func CheckURL(u *url.URL) error {
 	case "https":
 	case "http":
 		if !loopback(u.Hostname()) {
-			return fmt.Errorf("%s: %w", u.Redacted(), ErrInsecureURL)
+			return fmt.Errorf("%s: %w", mcpwire.ShownURL(u), ErrInsecureURL)
 		}
 	default:
-		return fmt.Errorf("%s is not an http(s) URL", u.Redacted())
+		return fmt.Errorf("%s is not an http(s) URL", mcpwire.ShownURL(u))
 	}
 	if u.Host == "" {
-		return fmt.Errorf("%s has no host", u.Redacted())
+		return fmt.Errorf("%s has no host", mcpwire.ShownURL(u))
 	}
 	if u.Fragment != "" {
-		return fmt.Errorf("%s has a fragment", u.Redacted())
+		return fmt.Errorf("%s has a fragment", mcpwire.ShownURL(u))
 	}
 	return nil
 }
@@ -177,12 +177,14 @@ func loopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// redacted is the endpoint as messages show it: no user info or query,
+// which may carry a credential (mcpwire.ShownURL).
 func (u *httpUpstream) redacted() string {
 	p, err := url.Parse(u.endpoint)
 	if err != nil {
 		return u.origin
 	}
-	return p.Redacted()
+	return mcpwire.ShownURL(p)
 }
 
 func (u *httpUpstream) input() io.Writer { return upstreamWriter{u} }

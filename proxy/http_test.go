@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -146,4 +147,36 @@ func TestBridgeUnreachable(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	_ = io.EOF
+}
+
+// TestBridgeURLCredentialsNeverShown: a URL's user info and query may carry
+// a token (ps never shows them): no error and nothing on stderr repeats
+// them.
+func TestBridgeURLCredentialsNeverShown(t *testing.T) {
+	t.Parallel()
+	lock := writeTOFULock(t, exampleArgv(t, "honest"))
+	s := startBridge(t, lockPolicy(t, lock, LockOptions{}), "http://tok3n:pw@127.0.0.1:1/mcp?key=SECRETQ", nil)
+	ctx := testContext(t)
+	if _, err := s.connect(ctx, "", nil); err == nil {
+		t.Fatal("connected to nothing")
+	}
+	err := s.wait()
+	for _, out := range []string{err.Error(), s.stderr.String()} {
+		if strings.Contains(out, "tok3n") || strings.Contains(out, "SECRETQ") {
+			t.Errorf("the URL's user info or query is shown: %s", out)
+		}
+	}
+	if !strings.Contains(err.Error(), "cannot connect to http://127.0.0.1:1/mcp") {
+		t.Errorf("Run: %v", err)
+	}
+	for _, raw := range []string{"http://tok3n@example.com/mcp?key=SECRETQ", "ftp://tok3n@example.com/?key=SECRETQ", "http://tok3n@127.0.0.1/mcp?key=SECRETQ#x"} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = CheckURL(u)
+		if err == nil || strings.Contains(err.Error(), "tok3n") || strings.Contains(err.Error(), "SECRETQ") {
+			t.Errorf("CheckURL(%s): %v", raw, err)
+		}
+	}
 }

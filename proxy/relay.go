@@ -666,7 +666,7 @@ func (r *relay) serverMessage(m *inbound) {
 			return
 		}
 	case mcpwire.KindNotification:
-		if isListChanged(env.Method) {
+		if mcpwire.IsListChanged(env.Method) {
 			if !r.checked {
 				r.sendClient(m.line)
 				return
@@ -709,14 +709,6 @@ func equalInstructions(a, b *string) bool {
 		return a == nil && b == nil
 	}
 	return *a == *b
-}
-
-func isListChanged(method string) bool {
-	switch method {
-	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
-		return true
-	}
-	return false
 }
 
 // listResult checks a result that carries definitions before the client

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,7 +37,7 @@ func loadHTTP(parent context.Context, endpoint string, o *Options) (*digest.Snap
 		return nil, &StageError{Stage: StageStart, Err: err}
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil, &StageError{Stage: StageStart, Err: fmt.Errorf("URL %s is not an http(s) URL with a host", u.Redacted())}
+		return nil, &StageError{Stage: StageStart, Err: fmt.Errorf("URL %s is not an http(s) URL with a host", mcpwire.ShownURL(u))}
 	}
 	rt := &roundTripper{
 		base:    http.DefaultTransport,
@@ -46,6 +47,7 @@ func loadHTTP(parent context.Context, endpoint string, o *Options) (*digest.Snap
 		abort:   abort,
 		ctx:     ctx,
 		url:     endpoint,
+		changed: new(atomic.Bool),
 	}
 	client := &http.Client{Transport: rt}
 	rt.client = client
@@ -77,7 +79,7 @@ func loadHTTP(parent context.Context, endpoint string, o *Options) (*digest.Snap
 		return nil, &StageError{Stage: StageStart, Err: err}
 	}
 	defer conn.Close() // ends the session (DELETE) if the server made one
-	s := &session{w: &sdkWire{conn: conn}, o: o, httpRejects: true, negotiated: rt.setVersion}
+	s := &session{w: &sdkWire{conn: conn}, o: o, httpRejects: true, negotiated: rt.setVersion, changed: rt.changed}
 	snap, err := s.run(ctx)
 	if err != nil {
 		var se *StageError
@@ -132,6 +134,10 @@ type roundTripper struct {
 	abort   context.CancelCauseFunc
 
 	sessions mcpwire.SessionIDs
+	// changed is the session's: set when a list_changed passes, on a POST
+	// response (before or after the answer: go-sdk drops what follows it,
+	// the TypeScript SDK does not) or the server's own stream.
+	changed *atomic.Bool
 
 	// The server's own stream (GET), opened as the official clients open
 	// it once the session is initialized, so that what it pushes is read
@@ -255,41 +261,97 @@ type listenKey struct{}
 // the listing ends: requests and notifications may come there, an answer
 // may not (nothing is pending on it: mcpwire.NewGetCheck). A server that
 // pushes an answer there, where a client would take it for the answer to
-// a pending request, is refused. A server without the stream (405) or that
-// refuses it is left alone, as the clients do.
+// a pending request, is refused. Both clients read a stream of any 2xx
+// status, and open it again whenever it ends, resuming after the last id
+// it carried (Last-Event-ID, mcpwire.EventReader.LastID); so does listen,
+// at once (a client waits the server's retry, which may be 0), until the
+// listing ends; a stream that ends more than maxListenStreams times is
+// refused. A server without the stream (405) or that refuses it is left
+// alone, as the clients do; a reopening it refuses is tried again twice,
+// as the TypeScript SDK does (docs/REMOTE.md, "Reading Streamable HTTP").
 func (rt *roundTripper) listen() {
 	ctx := context.WithValue(rt.ctx, listenKey{}, true)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rt.url, nil)
-	if err != nil {
-		return
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	if id := rt.sessions.ID(); id != "" {
-		req.Header.Set("Mcp-Session-Id", id)
-	}
-	resp, err := rt.client.Do(req)
-	if err != nil {
-		return // a refused redirect or connection aborted the listing already
-	}
-	if resp.StatusCode != http.StatusOK {
+	lastID := ""
+	refused := 0
+	for opened := 0; ctx.Err() == nil; {
+		if opened >= maxListenStreams {
+			rt.abort(fmt.Errorf("%w: the server's own stream ended %d times during the listing", ErrProtocol, opened))
+			return
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, rt.url, nil)
+		if err != nil {
+			return
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		if id := rt.sessions.ID(); id != "" {
+			req.Header.Set("Mcp-Session-Id", id)
+		}
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		resp, err := rt.client.Do(req)
+		if err != nil {
+			return // a refused redirect or connection aborted the listing already
+		}
+		if resp.StatusCode/100 != 2 {
+			resp.Body.Close()
+			if refused++; opened == 0 || resp.StatusCode == http.StatusMethodNotAllowed || refused > 2 {
+				return
+			}
+			continue
+		}
+		refused = 0
+		opened++
+		kind, err := mcpwire.ReadContentType(resp.Header)
+		if err == nil && kind != mcpwire.BodyEventStream {
+			err = fmt.Errorf("%w: %w: the server's own stream is not text/event-stream", ErrProtocol, mcpwire.ErrContentType)
+		}
+		if err == nil {
+			lastID, err = rt.readStream(resp.Body)
+		}
 		resp.Body.Close()
-		return
+		if err != nil {
+			if ctx.Err() == nil {
+				rt.abort(fmt.Errorf("the server's own stream: %w", err))
+			}
+			return
+		}
 	}
-	kind, err := mcpwire.ReadContentType(resp.Header)
-	if err == nil && kind != mcpwire.BodyEventStream {
-		err = fmt.Errorf("%w: %w: the server's own stream is not text/event-stream", ErrProtocol, mcpwire.ErrContentType)
+}
+
+// maxListenStreams bounds how many times listen opens the server's own
+// stream in one listing.
+const maxListenStreams = 1000
+
+// readStream reads one GET stream strictly to its end and returns the id
+// a client would resume it after. What the server says there is only
+// checked: mcpsign lists.
+func (rt *roundTripper) readStream(body io.Reader) (string, error) {
+	maxMsg := int(min(rt.max, math.MaxInt32-mcpwire.EventOverhead))
+	er := mcpwire.NewEventReader(body, maxMsg+mcpwire.EventOverhead)
+	check := mcpwire.NewGetCheck()
+	for {
+		ev, err := er.Next()
+		if errors.Is(err, io.EOF) {
+			return er.LastID(), nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if len(ev.Data) > maxMsg {
+			return "", fmt.Errorf("%w: a message has more than %d bytes", mcpwire.ErrMessageTooLarge, maxMsg)
+		}
+		if _, err := check.Message(ev.Data); err != nil {
+			return "", err
+		}
+		rt.noteChange(ev.Data)
 	}
-	if err != nil {
-		resp.Body.Close()
-		rt.abort(err)
-		return
-	}
-	_, err = mcpwire.ReadResponse(ctx, kind, resp.Body, mcpwire.NewGetCheck(), mcpwire.ResponseOptions{
-		MaxMessageBytes: int(min(rt.max, math.MaxInt32)),
-		MaxBodyBytes:    -1,
-	}, func([]byte) error { return nil }) // mcpsign lists; what the server says there is only checked
-	if err != nil && ctx.Err() == nil {
-		rt.abort(fmt.Errorf("the server's own stream: %w", err))
+}
+
+// noteChange marks the listing changed when msg is a list_changed.
+func (rt *roundTripper) noteChange(msg []byte) {
+	if m, err := mcpwire.Parse(msg); err == nil && m.Kind == mcpwire.KindNotification && mcpwire.IsListChanged(m.Method) {
+		rt.changed.Store(true)
 	}
 }
 
@@ -299,6 +361,7 @@ func (rt *roundTripper) read(ctx context.Context, kind mcpwire.BodyKind, body io
 	// A write blocked on a reader that is gone ends with the request.
 	defer context.AfterFunc(ctx, func() { w.CloseWithError(context.Cause(ctx)) })()
 	write := func(msg []byte) error {
+		rt.noteChange(msg)
 		if kind == mcpwire.BodyJSON {
 			_, err := w.Write(msg)
 			return err
@@ -310,6 +373,9 @@ func (rt *roundTripper) read(ctx context.Context, kind mcpwire.BodyKind, body io
 		MaxMessageBytes: int(min(rt.max, math.MaxInt32)),
 		MaxBodyBytes:    max(mcpwire.DefaultMaxBodyBytes, 2*rt.max+mcpwire.EventOverhead),
 	}, write)
+	for _, msg := range held {
+		rt.noteChange(msg) // before the answer reaches the session
+	}
 	for _, msg := range held {
 		if err != nil {
 			break

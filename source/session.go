@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,7 +48,15 @@ type session struct {
 	// server that exited or closed its stdout. It may wait briefly for the
 	// exit status.
 	exited func() error
+	// changed is set when the server says a list changed (list_changed)
+	// while it is being listed: by Call, and for HTTP by the response
+	// reader, which sees the notifications go-sdk drops after an answer.
+	changed *atomic.Bool
 }
+
+// maxListings bounds how many times run lists a server that keeps saying
+// its lists changed while they were read.
+const maxListings = 4
 
 // run does the handshake and lists every announced kind. ctx carries the
 // timeout and the abort cause (see withLimits).
@@ -57,12 +66,28 @@ func (s *session) run(ctx context.Context) (*digest.Snapshot, error) {
 	if err != nil {
 		return nil, &StageError{Stage: StageInitialize, Err: err}
 	}
-	snap, err := mcpwire.ListAll(ctx, s, h, mcpwire.Limits{
-		MaxPages:  s.o.MaxPages,
-		MaxBytes:  s.o.MaxListingBytes,
-		Progress:  s.o.Progress,
-		Resources: s.o.Resources,
-	})
+	// A server that says a list changed while it was listed is listed
+	// again, as both clients list again on list_changed and hold what that
+	// listing answers (docs/REMOTE.md, "One answer per request").
+	if s.changed == nil {
+		s.changed = new(atomic.Bool)
+	}
+	var snap *digest.Snapshot
+	for n := 1; ; n++ {
+		s.changed.Store(false)
+		snap, err = mcpwire.ListAll(ctx, s, h, mcpwire.Limits{
+			MaxPages:  s.o.MaxPages,
+			MaxBytes:  s.o.MaxListingBytes,
+			Progress:  s.o.Progress,
+			Resources: s.o.Resources,
+		})
+		if err != nil || !s.changed.Load() {
+			break
+		}
+		if n == maxListings {
+			return nil, fmt.Errorf("%w: the server said its lists changed (list_changed) during each of %d listings", ErrProtocol, n)
+		}
+	}
 	var le *mcpwire.ListError
 	if errors.As(err, &le) {
 		return nil, &StageError{Stage: le.Method, Page: le.Page, Err: le.Err}
@@ -141,8 +166,12 @@ func (s *session) Call(ctx context.Context, method string, params json.RawMessag
 			if err := s.answer(ctx, &m); err != nil {
 				return nil, err
 			}
-			// Notifications (log messages, list_changed, progress) are
-			// ignored: the listing is what the server answers.
+		case mcpwire.KindNotification:
+			// Other notifications (log messages, progress) are ignored:
+			// the listing is what the server answers.
+			if mcpwire.IsListChanged(m.Method) && s.changed != nil {
+				s.changed.Store(true)
+			}
 		}
 	}
 }

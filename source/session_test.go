@@ -594,3 +594,51 @@ func TestSessionGoSDKServer(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionListChanged: a list_changed while the server is listed lists
+// it again (the clients hold the second answer); a server that says so in
+// every listing is refused.
+func TestSessionListChanged(t *testing.T) {
+	t.Parallel()
+	const changed = `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`
+	listings := func(always bool) script {
+		n := 0
+		inner := legacy(map[string][]string{
+			"prompts/list":             {result(`{"prompts":[]}`)},
+			"resources/templates/list": {result(`{"resourceTemplates":[]}`)},
+			"resources/list":           {result(`{"resources":[]}`)},
+		})
+		return func(req rawRequest) []string {
+			if req.Method != "tools/list" {
+				return inner(req)
+			}
+			n++
+			if n == 1 || always {
+				return []string{result(`{"tools":[` + toolA + `]}`), changed}
+			}
+			return []string{result(`{"tools":[` + toolC + `]}`)}
+		}
+	}
+	conn, seen := scriptedConn(t, listings(false))
+	snap, err := runSession(t, conn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Tools) != 1 || !strings.Contains(string(snap.Tools[0]), `"name":"c"`) {
+		t.Errorf("holds %s, want the second listing's tool c", snap.Tools)
+	}
+	lists := 0
+	for _, r := range seen() {
+		if r.Method == "tools/list" {
+			lists++
+		}
+	}
+	if lists != 2 {
+		t.Errorf("listed tools %d times, want 2", lists)
+	}
+
+	conn, _ = scriptedConn(t, listings(true))
+	if _, err := runSession(t, conn, Options{}); !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "during each of 4 listings") {
+		t.Errorf("a server that always changes: %v", err)
+	}
+}

@@ -218,7 +218,7 @@ func ParseSpec(arg string, after []string) (Spec, error) {
 			return Spec{}, fmt.Errorf("SOURCE URL: %w", err)
 		}
 		if u.Host == "" {
-			return Spec{}, fmt.Errorf("SOURCE URL %q has no host", u.Redacted())
+			return Spec{}, fmt.Errorf("SOURCE URL %q has no host", mcpwire.ShownURL(u))
 		}
 		return Spec{URL: arg}, nil
 	}
@@ -265,7 +265,8 @@ func runnable(path string, fi os.FileInfo) bool {
 	return len(head) == 0 || head[0] != '{'
 }
 
-// String describes the spec for messages. A URL's password is redacted.
+// String describes the spec for messages. A URL is shown without user
+// info, query or fragment (mcpwire.ShownURL).
 func (s Spec) String() string {
 	switch {
 	case s.File != "":
@@ -274,7 +275,7 @@ func (s Spec) String() string {
 		return "command " + QuoteCommand(s.Command)
 	case s.URL != "":
 		if u, err := url.Parse(s.URL); err == nil {
-			return "URL " + u.Redacted()
+			return "URL " + mcpwire.ShownURL(u)
 		}
 		return "URL (unparsable)"
 	}

@@ -73,7 +73,7 @@ func TestSpecString(t *testing.T) {
 	}{
 		{Spec{File: "a.json"}, "snapshot file a.json"},
 		{Spec{Command: []string{"node", "a b"}}, "command node 'a b'"},
-		{Spec{URL: "https://user:pw@host/mcp"}, "URL https://user:xxxxx@host/mcp"},
+		{Spec{URL: "https://user:pw@host/mcp?key=secret"}, "URL https://host/mcp"},
 	} {
 		if got := tt.spec.String(); got != tt.want {
 			t.Errorf("%+v.String() = %q, want %q", tt.spec, got, tt.want)
