@@ -160,8 +160,10 @@ func TestVerifyBundleFromServer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			lock := filepath.Join(t.TempDir(), "l.lock")
+			// The oversized rows move 16 MiB through the strict reader: under
+			// -race on a loaded machine that outlasted the default 30 s.
 			args := append([]string{"verify", "key", "--bundle-from-server", "--key", d.alicePub, "--write-lock", lock,
-				"--max-message-bytes", "40000000", "--", d.server}, tt.server...)
+				"--max-message-bytes", "40000000", "--timeout", "2m", "--", d.server}, tt.server...)
 			code, stdout, stderr := runHTTPS(t, ts.Client(), args...)
 			if code != tt.code || !strings.Contains(stdout, tt.stdoutHas) {
 				t.Fatalf("exit %d (want %d), want %q in\n%s%s", code, tt.code, tt.stdoutHas, stdout, stderr)

@@ -207,7 +207,14 @@ func goClient(transport mcp.Transport, sc scenario, tm timing) *holdings {
 	}
 
 	var cs *mcp.ClientSession
-	var relists sync.WaitGroup
+	// The re-listings list_changed started and not yet done. Not a
+	// WaitGroup: a list_changed may start one while settle waits, and a
+	// WaitGroup's Add from zero must not race its Wait.
+	var (
+		relistMu  sync.Mutex
+		relistsOn int
+	)
+	relistDone := sync.NewCond(&relistMu)
 	var listKind func(kind string)
 	listKind = func(kind string) {
 		var items []json.RawMessage
@@ -285,9 +292,16 @@ func goClient(transport mcp.Transport, sc scenario, tm timing) *holdings {
 		}
 	}
 	relist := func(kind string) {
-		relists.Add(1)
+		relistMu.Lock()
+		relistsOn++
+		relistMu.Unlock()
 		go func() {
-			defer relists.Done()
+			defer func() {
+				relistMu.Lock()
+				relistsOn--
+				relistDone.Broadcast()
+				relistMu.Unlock()
+			}()
 			listKind(kind)
 		}()
 	}
@@ -346,7 +360,14 @@ func goClient(transport mcp.Transport, sc scenario, tm timing) *holdings {
 	settle := func() {
 		time.Sleep(tm.settle)
 		done := make(chan struct{})
-		go func() { relists.Wait(); close(done) }()
+		go func() {
+			relistMu.Lock()
+			for relistsOn > 0 {
+				relistDone.Wait()
+			}
+			relistMu.Unlock()
+			close(done)
+		}()
 		select {
 		case <-done:
 		case <-time.After(4 * tm.request):

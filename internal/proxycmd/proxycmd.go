@@ -280,6 +280,5 @@ func shownURL(s string) string {
 	if err != nil {
 		return "URL"
 	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
+	return mcpwire.ShownURL(u)
 }
