@@ -407,10 +407,7 @@ func (t *Transport) noSignInLocked(ctx context.Context, status int, refreshErr e
 		if err != nil {
 			return err
 		}
-		held := t.entry
-		if disk.Token != nil && disk.Token.Valid() && (held == nil || held.Token == nil || disk.Token.AccessToken != held.Token.AccessToken) {
-			t.entry = disk
-			t.gen++
+		if t.adoptCached(disk) {
 			return nil
 		}
 		if refreshErr == nil {
@@ -458,3 +455,16 @@ var ErrSignInNeeded = errors.New("a new OAuth sign-in is needed")
 // ErrToken is wrapped when the token endpoint refuses a code exchange or
 // a refresh, or answers badly.
 var ErrToken = errors.New("the token endpoint refused")
+
+// adoptCached takes the token in disk, the cache as just reread under its
+// file lock, when it is valid and not the one held: another process signed
+// in or refreshed meanwhile. The caller holds t.mu.
+func (t *Transport) adoptCached(disk *entry) bool {
+	held := t.entry
+	if disk.Token != nil && disk.Token.Valid() && (held == nil || held.Token == nil || disk.Token.AccessToken != held.Token.AccessToken) {
+		t.entry = disk
+		t.gen++
+		return true
+	}
+	return false
+}

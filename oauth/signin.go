@@ -28,10 +28,7 @@ func (t *Transport) signInLocked(ctx context.Context, req *http.Request, resp *h
 		if err != nil {
 			return err
 		}
-		held := t.entry
-		if disk.Token != nil && disk.Token.Valid() && (held == nil || held.Token == nil || disk.Token.AccessToken != held.Token.AccessToken) {
-			t.entry = disk
-			t.gen++
+		if t.adoptCached(disk) {
 			return nil
 		}
 		e, reused, err := t.signIn(ctx, req, resp, disk)

@@ -1,9 +1,6 @@
 package difftest
 
 import (
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,19 +21,7 @@ import (
 func TestHostileHTTPServersThroughTheBridge(t *testing.T) {
 	mcpsign := fixtures.BuildMcpsign(t)
 	l, lockData := honestHTTPLock(t)
-	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.NewDecoder(req.Body).Decode(&m) != nil || m.ID == nil {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		x := &exchange{w: w, r: req, method: m.Method, id: m.ID}
-		x.write("text/event-stream", 200, sse(x.evil()))
-	}))
-	t.Cleanup(evil.Close)
+	evil := evilHTTPServer(t)
 	node, script, tsOK := tsClientIfAny(t)
 	for _, r := range httpRows(evil.URL + "/mcp") {
 		t.Run(r.name, func(t *testing.T) {

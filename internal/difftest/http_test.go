@@ -543,11 +543,10 @@ func runTSURL(t testing.TB, node, script, url string) *holdings {
 		"timeoutMs": httpTiming.request.Milliseconds(), "settleMs": httpTiming.settle.Milliseconds()}, scenario{})
 }
 
-// TestHostileHTTPServers runs every row: verify-pin on the URL, then both
-// official clients, and checks the oracle.
-func TestHostileHTTPServers(t *testing.T) {
-	mcpsign := fixtures.BuildMcpsign(t)
-	l, lockData := honestHTTPLock(t)
+// evilHTTPServer answers every request with the evil answer as one event,
+// for the rows that send the client elsewhere (redirects).
+func evilHTTPServer(t *testing.T) *httptest.Server {
+	t.Helper()
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
@@ -561,6 +560,15 @@ func TestHostileHTTPServers(t *testing.T) {
 		x.write("text/event-stream", 200, sse(x.evil()))
 	}))
 	t.Cleanup(evil.Close)
+	return evil
+}
+
+// TestHostileHTTPServers runs every row: verify-pin on the URL, then both
+// official clients, and checks the oracle.
+func TestHostileHTTPServers(t *testing.T) {
+	mcpsign := fixtures.BuildMcpsign(t)
+	l, lockData := honestHTTPLock(t)
+	evil := evilHTTPServer(t)
 	for _, r := range httpRows(evil.URL + "/mcp") {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
