@@ -194,7 +194,11 @@ func (r *relay) read(next func() ([]byte, error), server bool) {
 				r.serverEOF, r.serverErr = true, err
 				r.closeOwn(serverGone(err))
 				var ce *ConnectError
-				if r.blocked == nil && r.running == nil && !errors.Is(err, io.EOF) && !errors.As(err, &ce) {
+				// A protocol violation (a remote server's stream, say) blocks
+				// at once, even while a check runs: the check would only
+				// see the server gone.
+				violation := errors.Is(err, mcpwire.ErrProtocol) || errors.Is(err, mcpwire.ErrMessageTooLarge)
+				if r.blocked == nil && (r.running == nil || violation) && !errors.Is(err, io.EOF) && !errors.As(err, &ce) {
 					// An oversized or unreadable message: what it said cannot
 					// be checked, so nothing more of the session is trusted.
 					r.block(&BlockedError{What: "a message from the server", Err: err})
