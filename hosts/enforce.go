@@ -59,16 +59,16 @@ func (w Want) Check(s Server) string {
 		return fmt.Sprintf("the proxy is given %s, which wrap does not write: it may weaken or replace what the policy enforces", strings.Join(wr.Other, " "))
 	}
 	if wr.Policy == "" {
-		return "the proxy is given no --policy"
+		return "the proxy is given no policy file"
 	}
 	if w.Policy != "" && !samePolicy(wr.Policy, w.Policy) {
 		return fmt.Sprintf("it runs under the policy %s, not %s", wr.Policy, w.Policy)
 	}
 	if w.Policy == "" && !strings.Contains(wr.Policy, "${") && !filepath.IsAbs(wr.Policy) {
-		return "its --policy is a relative path: what it names depends on the host's working directory"
+		return "its policy file is a relative path: what it names depends on the host's working directory"
 	}
 	if wr.Name != s.Name {
-		return fmt.Sprintf("its --name %q is not the entry's name: the policy's rules for another server apply", wr.Name)
+		return fmt.Sprintf("it names the server %q to the policy, not the entry's name: the policy's rules for another server apply", wr.Name)
 	}
 	if why := envProblem(s); why != "" {
 		return why

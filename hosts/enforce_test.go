@@ -36,7 +36,7 @@ func TestWantCheck(t *testing.T) {
 		{"--mode audit", wrapped("n", nil, self, "proxy", "--policy", policy, "--name", "n", "--mode", "audit", "--", "srv"), "--mode audit"},
 		{"a second --policy", wrapped("n", nil, self, "proxy", "--policy", policy, "--name", "n", "--policy", policy, "--", "srv"), "--policy"},
 		{"a lock besides the policy", wrapped("n", nil, self, "proxy", "--policy", policy, "--name", "n", "--lock", "/l", "--", "srv"), "--lock"},
-		{"another name", wrapped("n", nil, WrapArgv(self, policy, "lenient", []string{"srv"})...), `--name "lenient"`},
+		{"another name", wrapped("n", nil, WrapArgv(self, policy, "lenient", []string{"srv"})...), `names the server "lenient"`},
 		{"LD_PRELOAD", wrapped("n", []string{"LD_PRELOAD"}, WrapArgv(self, policy, "n", []string{"srv"})...), "LD_PRELOAD"},
 		{"envFile", func() Server {
 			s := wrapped("n", nil, WrapArgv(self, policy, "n", []string{"srv"})...)

@@ -123,7 +123,7 @@ type Options struct {
 
 // ErrNoResources is the error of Load when Options.Resources asks for the
 // static resources and the snapshot file has none listed.
-var ErrNoResources = errors.New("the snapshot file lists no resources (take it with 'mcpsign snapshot --resources')")
+var ErrNoResources = errors.New("the snapshot file lists no resources (it was taken without them)")
 
 // withDefaults returns a copy of o with every zero field set to its default.
 func (o Options) withDefaults() Options {

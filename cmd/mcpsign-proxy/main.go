@@ -17,13 +17,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/mcpsign/mcpsign/cmd/internal/proxyhint"
 	"github.com/mcpsign/mcpsign/internal/proxycmd"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	context.AfterFunc(ctx, stop) // a second signal has its default effect (as in mcpsign)
-	code := proxycmd.Lean(ctx)
+	code := proxycmd.Lean(ctx, proxyhint.Hint)
 	stop()
 	os.Exit(code)
 }

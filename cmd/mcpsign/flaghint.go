@@ -10,6 +10,7 @@ import (
 	"github.com/mcpsign/mcpsign/monitor"
 	"github.com/mcpsign/mcpsign/oauth"
 	"github.com/mcpsign/mcpsign/sign"
+	"github.com/mcpsign/mcpsign/source"
 	"github.com/mcpsign/mcpsign/trustroot"
 	"github.com/mcpsign/mcpsign/verify"
 )
@@ -34,6 +35,7 @@ var flagHints = []struct {
 	{oauth.ErrNoMetadata, "if it takes a token some other way, pass it with --header 'Authorization: Bearer ${TOKEN}'"},
 	{oauth.ErrNoRegistration, "pass a client ID registered with it: --oauth-client-id"},
 	{oauth.ErrDenied, "run again to sign in; --no-browser prints the URL to open by hand"},
+	{source.ErrNoResources, "take the snapshot with mcpsign snapshot --resources"},
 	{monitor.ErrNoLog, "--trusted-root must hold the log whose URL host is the checkpoint origin; --log names where to read it"},
 }
 

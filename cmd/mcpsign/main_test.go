@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/mcpsign/mcpsign/cmd/internal/proxyhint"
 	"github.com/mcpsign/mcpsign/internal/fixtures"
 	"github.com/mcpsign/mcpsign/internal/proxycmd"
 )
@@ -17,7 +18,7 @@ func TestMain(m *testing.M) {
 			return run(ctx, args, newApp())
 		}},
 		fixtures.Program{Name: fixtures.ProgramMcpsignProxy, Main: func(ctx context.Context, _ []string) int {
-			return proxycmd.Lean(ctx)
+			return proxycmd.Lean(ctx, proxyhint.Hint)
 		}},
 	)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/mcpsign/mcpsign/cmd/internal/proxyhint"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/proxycmd"
 	"github.com/mcpsign/mcpsign/mcpwire"
@@ -240,7 +241,7 @@ func startProxy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.Verif
 			return err
 		}
 	}
-	if code := proxycmd.Run(cmd.Context(), cfg, vf, a.stdin, a.stdout, a.stderr); code != proxycmd.ExitOK {
+	if code := proxycmd.Run(cmd.Context(), cfg, vf, proxyhint.Hint, a.stdin, a.stdout, a.stderr); code != proxycmd.ExitOK {
 		return silentExit(code)
 	}
 	return nil

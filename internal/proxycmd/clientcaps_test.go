@@ -42,7 +42,7 @@ func TestClientCapabilitiesNotice(t *testing.T) {
 	var stderr fixtures.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- Run(ctx, &Config{Lock: lock, Command: server, ShutdownGrace: time.Second}, nil, inR, outW, &stderr)
+		done <- Run(ctx, &Config{Lock: lock, Command: server, ShutdownGrace: time.Second}, nil, nil, inR, outW, &stderr)
 		outW.Close()
 	}()
 	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`+"\n")

@@ -15,8 +15,8 @@ import (
 // run it in a re-executed test binary): it runs the proxy of the
 // configuration mcpsign handed over in the environment (ConfigFromEnv) on the
 // process's standard streams until ctx is done or the session ends, and
-// returns the exit status.
-func Lean(ctx context.Context) int {
+// returns the exit status; hint is Run's.
+func Lean(ctx context.Context, hint Hint) int {
 	cfg, err := ConfigFromEnv()
 	if err != nil {
 		msg := err.Error()
@@ -31,7 +31,7 @@ func Lean(ctx context.Context) int {
 		verify = proxy.CommandVerifier(cfg.VerifyCommand, cfg.VerifyAdvertisedArg)
 	}
 	stdin, stdout, restore := PollableStdio()
-	code := Run(ctx, cfg, verify, stdin, stdout, os.Stderr)
+	code := Run(ctx, cfg, verify, hint, stdin, stdout, os.Stderr)
 	restore()
 	runtime.KeepAlive(stdin) // their finalizers would close fds 0 and 1
 	runtime.KeepAlive(stdout)

@@ -52,7 +52,7 @@ func TestRunOAuthSignInDuringSession(t *testing.T) {
 	stderr := &fixtures.SyncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		code := Run(ctx, cfg, nil, inR, outW, stderr)
+		code := Run(ctx, cfg, nil, nil, inR, outW, stderr)
 		outW.Close()
 		done <- code
 	}()

@@ -113,13 +113,25 @@ var (
 // (printed to stderr, escaped, after "mcpsign: "). verify approves
 // definitions the lock does not hold; nil leaves that to the lock and TOFU
 // (in mcpsign-proxy it is built from cfg.VerifyCommand).
-func Run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Reader, stdout, stderr io.Writer) int {
+//
+// hint, when set, gives what the CLI adds to an error (the flags that fix
+// it: the proxy's library code names none), "" for nothing.
+func Run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, hint Hint, stdin io.Reader, stdout, stderr io.Writer) int {
 	code, err := run(ctx, cfg, verify, stdin, stdout, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcpsign: %s\n", textsafe.EscapeKeepLayout(err.Error()))
+		msg := err.Error()
+		if hint != nil {
+			if h := hint(err, cfg); h != "" {
+				msg += "; " + h
+			}
+		}
+		fmt.Fprintf(stderr, "mcpsign: %s\n", textsafe.EscapeKeepLayout(msg))
 	}
 	return code
 }
+
+// Hint is what a CLI adds to the error of a session run under cfg.
+type Hint func(err error, cfg *Config) string
 
 func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	if len(cfg.Command) == 0 && cfg.URL == "" {
@@ -213,14 +225,8 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 			return ExitError, oerr
 		}
 	}
-	if errors.As(err, &ce) && (errors.Is(err, mcpwire.ErrUnauthorized) || errors.Is(err, mcpwire.ErrForbidden)) {
-		if cfg.OAuth != nil {
-			return ExitError, fmt.Errorf("%w; the signed-in user may not use this server", err)
-		}
-		if len(cfg.Headers) == 0 {
-			return ExitError, fmt.Errorf("%w; give them with --oauth (a sign-in), or --header 'Authorization: Bearer ${TOKEN}' (TOKEN read from the environment)", err)
-		}
-		return ExitError, fmt.Errorf("%w; check the values of --header", err)
+	if errors.As(err, &ce) && cfg.OAuth != nil && (errors.Is(err, mcpwire.ErrUnauthorized) || errors.Is(err, mcpwire.ErrForbidden)) {
+		return ExitError, fmt.Errorf("%w; the signed-in user may not use this server", err)
 	}
 	return ExitError, err
 }

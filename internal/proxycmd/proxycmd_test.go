@@ -83,7 +83,7 @@ func TestRunRefuses(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := Run(context.Background(), &tc.cfg, nil, strings.NewReader(""), &stdout, &stderr)
+			code := Run(context.Background(), &tc.cfg, nil, nil, strings.NewReader(""), &stdout, &stderr)
 			if code != ExitError || !strings.HasPrefix(stderr.String(), "mcpsign: ") || !strings.Contains(stderr.String(), tc.want) {
 				t.Errorf("exit %d, stderr %q: want %d and %q", code, stderr.String(), ExitError, tc.want)
 			}
@@ -129,7 +129,7 @@ func TestRunOAuth(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			stdin := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}` + "\n")
-			code := Run(context.Background(), &tc.cfg, nil, stdin, &stdout, &stderr)
+			code := Run(context.Background(), &tc.cfg, nil, nil, stdin, &stdout, &stderr)
 			if code != ExitError || !strings.Contains(stderr.String(), tc.want) {
 				t.Errorf("exit %d, stderr %q: want %d and %q", code, stderr.String(), ExitError, tc.want)
 			}
