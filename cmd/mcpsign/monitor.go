@@ -179,6 +179,11 @@ could not be read or verified (the state is left as it was).`,
 				if res != nil {
 					alerts += res.Alerts
 				}
+				if err == nil && w.err != nil {
+					// A finding that did not reach its reader is not
+					// reported: the state stays, so the next run reports it.
+					return fmt.Errorf("writing the findings: %w (state not written)", w.err)
+				}
 				if err == nil {
 					if err = monitor.WriteState(statePath, res.State); err == nil {
 						prev = res.State
@@ -238,6 +243,14 @@ func exitFor(alerts int) error {
 type monitorWriter struct {
 	w    io.Writer
 	json bool
+	err  error // the first failed write
+}
+
+// note keeps the first write error.
+func (m *monitorWriter) note(err error) {
+	if m.err == nil {
+		m.err = err
+	}
 }
 
 func (m *monitorWriter) finding(f monitor.Finding) {
@@ -246,7 +259,7 @@ func (m *monitorWriter) finding(f monitor.Finding) {
 			ReportVersion int `json:"reportVersion"`
 			monitor.Finding
 		}{reportVersion, f}
-		_ = json.NewEncoder(m.w).Encode(line)
+		m.note(json.NewEncoder(m.w).Encode(line))
 		return
 	}
 	level := "notice"
@@ -276,7 +289,8 @@ func (m *monitorWriter) finding(f monitor.Finding) {
 	if f.Detail != "" {
 		fmt.Fprintf(&b, ": %s", textsafe.Escape(f.Detail))
 	}
-	fmt.Fprintln(m.w, b.String())
+	_, err := fmt.Fprintln(m.w, b.String())
+	m.note(err)
 }
 
 func (m *monitorWriter) summary(res *monitor.Result, statePath string) {
@@ -295,7 +309,7 @@ func (m *monitorWriter) summary(res *monitor.Result, statePath string) {
 			Notices       int    `json:"notices"`
 			State         string `json:"state"`
 		}{reportVersion, "run", res.To, res.Log, res.URL, res.From, res.To, res.Watched, res.Released, res.Alerts, res.Notices, statePath}
-		_ = json.NewEncoder(m.w).Encode(line)
+		m.note(json.NewEncoder(m.w).Encode(line))
 		return
 	}
 	fmt.Fprintf(m.w, "log %s: checked entries %d to %d (%d entry bundles, %d hash tiles): %d by a watched signer, %d of them released; %d alerts, %d notices; state written to %s\n",

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -82,6 +83,21 @@ func TestMonitorCommand(t *testing.T) {
 	}
 	rogue = last
 	waitCheckpoint(t, storage, uint64(last)+1)
+
+	// Findings that cannot be written are not reported: exit 2, and the
+	// state stays, so that the next run reports them.
+	before, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	a := &app{stdin: strings.NewReader(""), stdout: failingWriter{}, stderr: &errb, getenv: func(string) string { return "" }, isTerminal: func() bool { return false }}
+	if code := run(context.Background(), append([]string{"monitor", "--once", "--released", released}, watch...), a); code != 2 || !strings.Contains(errb.String(), "state not written") {
+		t.Fatalf("unwritable output: exit %d\n%s", code, errb.String())
+	}
+	if after, _ := os.ReadFile(state); string(after) != string(before) {
+		t.Fatal("the state moved on although its findings were not written")
+	}
 
 	code, out, stderr := runCLI(t, append([]string{"monitor", "--once", "--released", released, "--format", "json"}, watch...)...)
 	if code != 1 {
@@ -166,3 +182,8 @@ func TestMonitorFollow(t *testing.T) {
 		t.Fatalf("follow: exit %d after %d checks\n%s\n%s", code, checks.Load(), out.String(), errb.String())
 	}
 }
+
+// failingWriter fails every write, as a closed pipe does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
