@@ -11,11 +11,11 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/fixtures/testsnap"
-	"github.com/mcpsign/mcpsign/internal/shareddata"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testsnap"
+	"github.com/mcpsign/mcpsign/internal/testkit/shareddata"
 )
 
-// exampleSnapshot is the small server of internal/fixtures/testsnap.
+// exampleSnapshot is the small server of internal/testkit/fixtures/testsnap.
 func exampleSnapshot() *digest.Snapshot { return testsnap.Example() }
 
 func TestBuildAndParse(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gowebpki/jcs"
 
-	"github.com/mcpsign/mcpsign/internal/shareddata"
+	"github.com/mcpsign/mcpsign/internal/testkit/shareddata"
 )
 
 func addSeeds(f *testing.F) {

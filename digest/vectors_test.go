@@ -18,7 +18,7 @@ import (
 
 	"github.com/gowebpki/jcs"
 
-	"github.com/mcpsign/mcpsign/internal/shareddata"
+	"github.com/mcpsign/mcpsign/internal/testkit/shareddata"
 )
 
 // TestPinningDraftVectors reproduces every published tool vector of the

@@ -25,8 +25,8 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/mcpsign/mcpsign/attest"
-	"github.com/mcpsign/mcpsign/internal/fixtures/testsnap"
-	"github.com/mcpsign/mcpsign/internal/sigstack"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testsnap"
+	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 	"github.com/mcpsign/mcpsign/sign"
 	"github.com/mcpsign/mcpsign/trustroot"
 	"github.com/mcpsign/mcpsign/verify"

@@ -7,7 +7,7 @@ import (
 )
 
 // TestBinariesDoNotLinkTestServer: the authorization server of the tests
-// (zitadel/oidc through internal/oauthtest) is a test dependency only.
+// (zitadel/oidc through internal/testkit/oauthtest) is a test dependency only.
 func TestBinariesDoNotLinkTestServer(t *testing.T) {
 	t.Parallel()
 	goBin, err := exec.LookPath("go")
@@ -19,7 +19,7 @@ func TestBinariesDoNotLinkTestServer(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		if strings.HasPrefix(dep, "github.com/zitadel/") || dep == "github.com/mcpsign/mcpsign/internal/oauthtest" {
+		if strings.HasPrefix(dep, "github.com/zitadel/") || dep == "github.com/mcpsign/mcpsign/internal/testkit/oauthtest" {
 			t.Errorf("the binaries link %s", dep)
 		}
 	}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpsign/mcpsign/internal/oauthtest"
+	"github.com/mcpsign/mcpsign/internal/testkit/oauthtest"
 	"github.com/mcpsign/mcpsign/oauth"
 	"github.com/mcpsign/mcpsign/source"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/oauthtest"
+	"github.com/mcpsign/mcpsign/internal/testkit/oauthtest"
 )
 
 // TestPeerMcpRemote measures the sign-in and a cached run of mcpsign

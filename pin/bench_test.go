@@ -9,7 +9,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
-	"github.com/mcpsign/mcpsign/internal/fixtures/testsnap"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testsnap"
 )
 
 // benchSnapshot has n tools; every step-th one (0: none) has a changed

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/fixtures/examplesnap"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/examplesnap"
 	"github.com/mcpsign/mcpsign/pin/capability"
 )
 

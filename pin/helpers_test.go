@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/fixtures/examplesnap"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/examplesnap"
 )
 
 // tofuLock returns a tofu lock of the example server in mode.

@@ -3,7 +3,7 @@ package pin
 import (
 	"testing"
 
-	"github.com/mcpsign/mcpsign/internal/fixtures/examplesnap"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/examplesnap"
 )
 
 func TestDetectFile(t *testing.T) {

@@ -3,7 +3,7 @@ package pin
 import (
 	"testing"
 
-	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
 // TestMain removes the fixture binaries the tests built.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/evidence"
-	"github.com/mcpsign/mcpsign/internal/fixtures/examplesnap"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/examplesnap"
 )
 
 func manualApproval() Approval {

@@ -63,8 +63,8 @@ func WriteReportText(w io.Writer, r *Report) error {
 		e.Printf("lock:   %s\n", textsafe.Escape(r.Lock))
 	}
 	if r.Approval != nil {
-		e.Printf("pinned: %s, %s\n", textout.ServerName(r.Locked), describeApproval(r.Approval))
-		e.Printf("server: %s · %s\n", textout.ServerName(r.Observed), countText(r.Counts))
+		e.Printf("pinned: %s, %s\n", textout.ServerName(r.Locked.Name, r.Locked.Version), describeApproval(r.Approval))
+		e.Printf("server: %s · %s\n", textout.ServerName(r.Observed.Name, r.Observed.Version), countText(r.Counts))
 	}
 	errs := r.Errors()
 	if errs == 0 {
@@ -111,8 +111,8 @@ func WriteReportMarkdown(w io.Writer, r *Report, f FailOn) error {
 		e.Printf("- Lock: %s\n", mdText(r.Lock))
 	}
 	if r.Approval != nil {
-		e.Printf("- Pinned: %s, %s\n", mdText(textout.ServerName(r.Locked)), mdText(describeApproval(r.Approval)))
-		e.Printf("- Server: %s · %s\n", mdText(textout.ServerName(r.Observed)), countText(r.Counts))
+		e.Printf("- Pinned: %s, %s\n", mdText(textout.ServerName(r.Locked.Name, r.Locked.Version)), mdText(describeApproval(r.Approval)))
+		e.Printf("- Server: %s · %s\n", mdText(textout.ServerName(r.Observed.Name, r.Observed.Version)), countText(r.Counts))
 	}
 	if len(r.Findings) == 0 {
 		return e.Err()

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
 // BenchmarkRelayInProcess runs the proxy in the benchmark's process (so

@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/source"
 )
 

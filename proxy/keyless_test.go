@@ -12,8 +12,8 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/fixtures"
-	"github.com/mcpsign/mcpsign/internal/sigstack"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/sign"

@@ -15,7 +15,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/evidence"
-	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/source"
 )

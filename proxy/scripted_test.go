@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/mcpwire"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
 // TestSessionEndStopsSetsidChild: a child that the server put in a session

@@ -22,7 +22,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/mcpsign/mcpsign/attest"
-	"github.com/mcpsign/mcpsign/internal/oidcissuer"
+	"github.com/mcpsign/mcpsign/internal/testkit/oidcissuer"
 )
 
 // fakeFulcio issues, for any request, a certificate for the request's key

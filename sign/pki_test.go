@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/fixtures/testpki"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testpki"
 )
 
-// testPKI is a real enterprise-style PKI (internal/fixtures/testpki): a
+// testPKI is a real enterprise-style PKI (internal/testkit/fixtures/testpki): a
 // root, an intermediate, and leaf certificates issued by the intermediate.
 type testPKI struct {
 	*testpki.CA

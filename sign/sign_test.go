@@ -19,11 +19,11 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/fixtures/testsnap"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testsnap"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
-// exampleSnapshot is the small server of internal/fixtures/testsnap.
+// exampleSnapshot is the small server of internal/testkit/fixtures/testsnap.
 func exampleSnapshot() *digest.Snapshot { return testsnap.Example() }
 
 func examplePayload(t testing.TB) ([]byte, *attest.Statement) {

@@ -15,7 +15,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 
-	"github.com/mcpsign/mcpsign/internal/sigstack"
+	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 	"github.com/mcpsign/mcpsign/trustroot"
 )
 

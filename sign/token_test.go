@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/oidcissuer"
+	"github.com/mcpsign/mcpsign/internal/testkit/oidcissuer"
 )
 
 func newIssuer(t *testing.T) *oidcissuer.Issuer {

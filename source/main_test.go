@@ -8,7 +8,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
 // programLister is the test binary as a small lister: what mcpsign digest

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/mcpwire/proctree"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
 // TestStdioNoSetsidSurvivor: a server's child in a session of its own is

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 
-	"github.com/mcpsign/mcpsign/internal/shareddata"
+	"github.com/mcpsign/mcpsign/internal/testkit/shareddata"
 )
 
 // FuzzLoadTrustedRoot feeds arbitrary bytes to the trusted-root loading

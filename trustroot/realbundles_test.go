@@ -8,7 +8,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 
-	"github.com/mcpsign/mcpsign/internal/shareddata"
+	"github.com/mcpsign/mcpsign/internal/testkit/shareddata"
 )
 
 // The public-good bundles of testdata/real-bundles (README.md

@@ -11,8 +11,8 @@ import (
 
 	"github.com/sigstore/sigstore-go/pkg/tuf"
 
-	"github.com/mcpsign/mcpsign/internal/shareddata"
-	"github.com/mcpsign/mcpsign/internal/tuftest"
+	"github.com/mcpsign/mcpsign/internal/testkit/shareddata"
+	"github.com/mcpsign/mcpsign/internal/testkit/tuftest"
 )
 
 func productionRootJSON(t *testing.T) []byte {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/attest"
-	"github.com/mcpsign/mcpsign/internal/shareddata"
+	"github.com/mcpsign/mcpsign/internal/testkit/shareddata"
 )
 
 // FuzzVerifyBundle feeds bytes to the bundle parser, the statement parser

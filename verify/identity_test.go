@@ -17,7 +17,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/fixtures/testpki"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testpki"
 )
 
 // constrainedSub is a sub-CA of p's root limited, critically, to

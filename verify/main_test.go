@@ -5,8 +5,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/mcpsign/mcpsign/internal/exampleserver"
-	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/app/exampleserver"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
 // exampleServerEnv, set, makes the test binary the example MCP server on

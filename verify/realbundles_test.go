@@ -13,7 +13,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/mcpsign/mcpsign/attest"
-	"github.com/mcpsign/mcpsign/internal/shareddata"
+	"github.com/mcpsign/mcpsign/internal/testkit/shareddata"
 )
 
 // realBundle is a row of testdata/real-bundles/manifest.tsv.

@@ -26,12 +26,12 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/fixtures/testpki"
-	"github.com/mcpsign/mcpsign/internal/fixtures/testsnap"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testpki"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testsnap"
 	"github.com/mcpsign/mcpsign/trustroot"
 )
 
-// exampleSnapshot is the small server of internal/fixtures/testsnap.
+// exampleSnapshot is the small server of internal/testkit/fixtures/testsnap.
 func exampleSnapshot() *digest.Snapshot { return testsnap.Example() }
 
 // clone deep-copies a snapshot so that a test can change it.
@@ -127,7 +127,7 @@ func keySigned(t testing.TB, payload []byte, payloadType string) (*protobundle.B
 	return pb, kp.GetPublicKey()
 }
 
-// testPKI is an enterprise CA (internal/fixtures/testpki): a root and an
+// testPKI is an enterprise CA (internal/testkit/fixtures/testpki): a root and an
 // intermediate.
 type testPKI struct {
 	root, inter       *x509.Certificate

@@ -18,7 +18,7 @@ import (
 	"syscall"
 
 	"github.com/mcpsign/mcpsign/cmd/internal/proxyhint"
-	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 )
 
 func main() {

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 

@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/audit"
+	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/auditevent"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/policy"

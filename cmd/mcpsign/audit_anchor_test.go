@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/audit"
-	"github.com/mcpsign/mcpsign/internal/auditevent"
+	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/pin"
 )
 

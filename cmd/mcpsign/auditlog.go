@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/mcpsign/mcpsign/audit"
+	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
-	"github.com/mcpsign/mcpsign/internal/auditevent"
 	"github.com/mcpsign/mcpsign/pin"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
 // TestClientCapabilitiesFlag: --client-capabilities is announced and

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
-	"github.com/mcpsign/mcpsign/internal/demo"
-	"github.com/mcpsign/mcpsign/internal/exampleserver"
+	"github.com/mcpsign/mcpsign/internal/app/demo"
+	"github.com/mcpsign/mcpsign/internal/app/exampleserver"
 )
 
 // envDemoServer overrides the example server the demo runs (a command line,
@@ -74,7 +74,7 @@ func demoServer(a *app) ([]string, error) {
 }
 
 // newExampleServerCmd is the hidden command that runs the example server
-// (internal/exampleserver) over stdio, for the demo and the documentation.
+// (internal/app/exampleserver) over stdio, for the demo and the documentation.
 func newExampleServerCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:                "example-server [--mode MODE] [flags]",

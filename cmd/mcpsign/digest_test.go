@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
 // runCLI runs mcpsign in-process and returns its exit code and output.

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/cmd/internal/proxyhint"
-	"github.com/mcpsign/mcpsign/internal/fixtures"
-	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
 // TestMain runs the tests, or, when re-executed under a fixture's name, the

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/sigstack"
+	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 )
 
 // TestMonitorCommand signs two releases as one identity with 'mcpsign sign

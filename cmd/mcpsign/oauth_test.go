@@ -15,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mcpsign/mcpsign/internal/oauthtest"
+	"github.com/mcpsign/mcpsign/internal/testkit/oauthtest"
 	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/oauth"
 )

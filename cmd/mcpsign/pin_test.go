@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpsign/mcpsign/internal/fixtures"
-	"github.com/mcpsign/mcpsign/internal/sigstack"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/capability"
 	"github.com/mcpsign/mcpsign/verify"

@@ -20,9 +20,9 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/evidence"
-	"github.com/mcpsign/mcpsign/internal/fixtures"
-	"github.com/mcpsign/mcpsign/internal/fixtures/testpki"
-	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testpki"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/policy"
 )

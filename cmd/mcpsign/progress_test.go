@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
 // TestListingProgress: a slow listing shows what it waits for on a

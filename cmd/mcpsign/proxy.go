@@ -13,7 +13,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/cmd/internal/proxyhint"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
-	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/proxy"
 	"github.com/mcpsign/mcpsign/source"

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/audit"
-	"github.com/mcpsign/mcpsign/internal/fixtures"
-	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
 // TestProxyAuditLog: a proxy records its first use (approved), a block

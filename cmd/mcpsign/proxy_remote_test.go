@@ -21,8 +21,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/evidence"
-	"github.com/mcpsign/mcpsign/internal/fixtures"
-	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/pin"
 )
 

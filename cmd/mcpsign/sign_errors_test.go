@@ -16,8 +16,8 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 
-	"github.com/mcpsign/mcpsign/internal/oidcissuer"
-	"github.com/mcpsign/mcpsign/internal/sigstack"
+	"github.com/mcpsign/mcpsign/internal/testkit/oidcissuer"
+	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 	"github.com/mcpsign/mcpsign/trustroot"
 )
 

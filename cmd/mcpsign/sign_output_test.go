@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/mcpsign/mcpsign/internal/oidcissuer"
+	"github.com/mcpsign/mcpsign/internal/testkit/oidcissuer"
 )
 
 // TestSignOutputCheckedFirst: a bundle path that cannot be written is

@@ -27,9 +27,9 @@ import (
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/fixtures"
-	"github.com/mcpsign/mcpsign/internal/fixtures/testpki"
-	"github.com/mcpsign/mcpsign/internal/sigstack"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testpki"
+	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 )
 
 // runWith runs mcpsign in-process with an environment.

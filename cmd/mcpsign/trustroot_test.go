@@ -18,9 +18,9 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 
-	"github.com/mcpsign/mcpsign/internal/shareddata"
-	"github.com/mcpsign/mcpsign/internal/sigstack"
-	"github.com/mcpsign/mcpsign/internal/tuftest"
+	"github.com/mcpsign/mcpsign/internal/testkit/shareddata"
+	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
+	"github.com/mcpsign/mcpsign/internal/testkit/tuftest"
 	"github.com/mcpsign/mcpsign/trustroot"
 )
 

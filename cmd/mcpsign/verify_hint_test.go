@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpsign/mcpsign/internal/shareddata"
+	"github.com/mcpsign/mcpsign/internal/testkit/shareddata"
 )
 
 // TestVerifyHints: a failure says what did not match, and a missing flag is

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"

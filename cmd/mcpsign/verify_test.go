@@ -23,8 +23,8 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/shareddata"
-	"github.com/mcpsign/mcpsign/internal/sigstack"
+	"github.com/mcpsign/mcpsign/internal/testkit/shareddata"
+	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/verify"
 )

@@ -1,5 +1,5 @@
 // Package textout holds what mcpsign's text report writers share (package
-// pin's drift report, package pin/diff's diff): a writer that keeps the
+// pin's drift report, package pin/diff's diff, the CLI): a writer that keeps the
 // first error, plurals, server names and diff lines escaped with
 // internal/textsafe.
 package textout
@@ -9,7 +9,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
@@ -53,13 +52,13 @@ func Plural(n int, noun string) string {
 
 // ServerName names a server for people, escaped: "notes 1.2.0", or
 // "(unnamed server)".
-func ServerName(s digest.ServerInfo) string {
-	name := textsafe.Escape(s.Name)
+func ServerName(serverName, version string) string {
+	name := textsafe.Escape(serverName)
 	if name == "" {
 		name = "(unnamed server)"
 	}
-	if s.Version != "" {
-		name += " " + textsafe.Escape(s.Version)
+	if version != "" {
+		name += " " + textsafe.Escape(version)
 	}
 	return name
 }

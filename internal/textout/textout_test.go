@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"testing"
-
-	"github.com/mcpsign/mcpsign/digest"
 )
 
 // failAfter accepts n writes, then fails every one.
@@ -45,9 +43,9 @@ func TestText(t *testing.T) {
 		{Plural(1, "error"), "1 error"},
 		{Plural(0, "notice"), "0 notices"},
 		{Plural(2, "breaking change"), "2 breaking changes"},
-		{ServerName(digest.ServerInfo{Name: "notes", Version: "1.2.0"}), "notes 1.2.0"},
-		{ServerName(digest.ServerInfo{}), "(unnamed server)"},
-		{ServerName(digest.ServerInfo{Name: "a\u202eb", Version: "1\x1b"}), `a\u{202E}b 1\u{1B}`},
+		{ServerName("notes", "1.2.0"), "notes 1.2.0"},
+		{ServerName("", ""), "(unnamed server)"},
+		{ServerName("a\u202eb", "1\x1b"), `a\u{202E}b 1\u{1B}`},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)

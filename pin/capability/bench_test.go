@@ -3,7 +3,7 @@ package capability
 import (
 	"testing"
 
-	"github.com/mcpsign/mcpsign/internal/fixtures/testsnap"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testsnap"
 )
 
 // BenchmarkClassifyTool classifies one 2 KB tool.

@@ -20,7 +20,7 @@ func WriteText(w io.Writer, d *Result) error {
 		side *Side
 	}{{"A", d.A}, {"B", d.B}} {
 		e.Printf("%s: %s (%s) · %s · protocol %s\n", s.name, textsafe.Escape(s.side.Label), s.side.Origin,
-			textout.ServerName(s.side.Server), textsafe.Escape(s.side.ProtocolVersion))
+			textout.ServerName(s.side.Server.Name, s.side.Server.Version), textsafe.Escape(s.side.ProtocolVersion))
 		if s.side.Unverified {
 			e.Printf("   UNVERIFIED: the bundle's signature was not checked; this shows only what it claims (use mcpsign verify)\n")
 		}
@@ -29,7 +29,7 @@ func WriteText(w io.Writer, d *Result) error {
 		e.Printf("\n")
 	}
 	if d.Server != nil {
-		e.Printf("server: %s → %s\n", textout.ServerName(d.Server.Old), textout.ServerName(d.Server.New))
+		e.Printf("server: %s → %s\n", textout.ServerName(d.Server.Old.Name, d.Server.Old.Version), textout.ServerName(d.Server.New.Name, d.Server.New.Version))
 	}
 	if d.Protocol != nil {
 		e.Printf("protocol: %s → %s\n", textsafe.Quote(d.Protocol.Old), textsafe.Quote(d.Protocol.New))

@@ -1,5 +1,5 @@
 // Command badservers is a stdio "MCP server" that misbehaves in one chosen
-// way, for testing how clients fail: internal/fixtures/badserver, whose
+// way, for testing how clients fail: internal/testkit/fixtures/badserver, whose
 // documentation lists the behaviors.
 //
 // Usage: badservers --behavior NAME
@@ -8,7 +8,7 @@ package main
 import (
 	"os"
 
-	"github.com/mcpsign/mcpsign/internal/fixtures/badserver"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/badserver"
 )
 
 func main() {

@@ -1,6 +1,6 @@
 // Command exampleserver is the MCP server mcpsign's tests, demo and README run
 // against: "mcpsign-example" version "1.0.0", built on the official Go SDK.
-// The server itself is in internal/exampleserver (its documentation lists
+// The server itself is in internal/app/exampleserver (its documentation lists
 // the flags and modes), shared with the hidden command "mcpsign
 // example-server" that the demo runs.
 //
@@ -17,7 +17,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/mcpsign/mcpsign/internal/exampleserver"
+	"github.com/mcpsign/mcpsign/internal/app/exampleserver"
 )
 
 func main() {

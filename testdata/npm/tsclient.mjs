@@ -1,4 +1,4 @@
-// The differential tests' TypeScript client (internal/difftest): the official
+// The differential tests' TypeScript client (internal/testkit/difftest): the official
 // MCP TypeScript SDK, pinned in package-lock.json, as a host uses it.
 //
 //   node tsclient.mjs '<config JSON>'

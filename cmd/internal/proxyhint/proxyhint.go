@@ -1,13 +1,13 @@
 // Package proxyhint is the hint that 'mcpsign proxy' and mcpsign-proxy add
 // to a session's error: the flags of 'mcpsign proxy' that fix it. It is the
 // CLIs' (a library names no flags) and links nothing more than
-// internal/proxycmd does, so that mcpsign-proxy stays small.
+// internal/app/proxycmd does, so that mcpsign-proxy stays small.
 package proxyhint
 
 import (
 	"errors"
 
-	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 	"github.com/mcpsign/mcpsign/mcpwire"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/mcpsign/mcpsign/internal/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 	"github.com/mcpsign/mcpsign/oauth"
 	"github.com/mcpsign/mcpsign/source"
 )

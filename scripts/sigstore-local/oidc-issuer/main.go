@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/oidcissuer"
+	"github.com/mcpsign/mcpsign/internal/testkit/oidcissuer"
 )
 
 func main() {

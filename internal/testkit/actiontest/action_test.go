@@ -20,14 +20,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/oidcissuer"
-	"github.com/mcpsign/mcpsign/internal/sigstack"
+	"github.com/mcpsign/mcpsign/internal/testkit/oidcissuer"
+	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 )
 
 // repoRoot is the action's directory: this repository's root.
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", ".."))
+	dir, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/evidence"
-	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/pin"
 )
 

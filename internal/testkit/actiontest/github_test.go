@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/sigstack"
+	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 )
 
 // The GitHub Actions job of jobEnv, as its token claims say it.

@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/mcpsign/mcpsign/audit"
+	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/auditevent"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/proxy"

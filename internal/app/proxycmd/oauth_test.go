@@ -14,8 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpsign/mcpsign/internal/fixtures"
-	"github.com/mcpsign/mcpsign/internal/oauthtest"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/oauthtest"
 	"github.com/mcpsign/mcpsign/oauth"
 )
 

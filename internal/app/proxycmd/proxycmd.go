@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/audit"
-	"github.com/mcpsign/mcpsign/internal/auditevent"
+	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/pin"

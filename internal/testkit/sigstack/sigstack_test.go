@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpsign/mcpsign/internal/oidcissuer"
+	"github.com/mcpsign/mcpsign/internal/testkit/oidcissuer"
 )
 
 // fakeTB records Skip/Fatal instead of ending the calling test.

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
 // TestHostileHTTPServersThroughTheBridge runs every hostile Streamable

@@ -3,7 +3,7 @@ package proxycmd
 import (
 	"testing"
 
-	"github.com/mcpsign/mcpsign/internal/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
 // TestMain runs the pollable-stdio helper (unix) or a fixture server when
