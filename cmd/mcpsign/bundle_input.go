@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
@@ -15,83 +14,45 @@ import (
 	"github.com/mcpsign/mcpsign/verify"
 )
 
-// bundleInput is where the bundle of the verify flags comes from: a file
-// (--bundle FILE), an https URL (--bundle URL) or the server itself
-// (--bundle-from-server, docs/DISCOVERY.md). However it comes, it is
-// verified the same way.
+// bundleInput is the bundle of the verify flags (pinbundle.Location): a
+// file or an https URL (--bundle), or the server itself
+// (--bundle-from-server, docs/DISCOVERY.md).
 type bundleInput struct {
-	file, url  string
+	loc        pinbundle.Location
 	fromServer bool
-	opts       source.BundleOptions
 }
 
 // newBundleInput reads the flags; a nil input means no bundle was given.
 func newBundleInput(a *app, vo *options.VerifyOptions) (*bundleInput, error) {
-	b := &bundleInput{fromServer: vo.BundleFromServer, opts: source.BundleOptions{HTTPClient: a.httpClient}}
+	opts := source.BundleOptions{HTTPClient: a.httpClient}
 	switch {
 	case vo.Bundle != "" && vo.BundleFromServer:
 		return nil, errors.New("give --bundle or --bundle-from-server, not both")
 	case vo.BundleFromServer:
-		return b, nil
+		return &bundleInput{loc: pinbundle.Location{FromServer: true, Options: opts}, fromServer: true}, nil
 	case vo.Bundle == "":
 		return nil, nil
-	case bundleURL(vo.Bundle):
-		b.url = vo.Bundle
-	default:
-		b.file = vo.Bundle
 	}
-	return b, nil
-}
-
-// bundleURL reports whether --bundle names a URL rather than a file: it
-// has a scheme (only https is fetched).
-func bundleURL(s string) bool {
-	scheme, _, ok := strings.Cut(s, "://")
-	return ok && scheme != "" && !strings.ContainsAny(scheme, `/\.`)
+	return &bundleInput{loc: pinbundle.LocationOf(vo.Bundle, opts)}, nil
 }
 
 // early reads a bundle file or fetches a bundle URL, before the source is
 // read; a bundle from the server comes only with its snapshot (nil here).
 func (b *bundleInput) early(ctx context.Context) ([]byte, error) {
-	switch {
-	case b.fromServer:
+	if b.fromServer {
 		return nil, nil
-	case b.url != "":
-		data, err := source.FetchBundle(ctx, b.url, "", b.opts)
-		if err != nil {
-			return nil, fmt.Errorf("--bundle: %w", err)
-		}
-		return data, nil
 	}
-	data, err := verify.ReadBundleFile(b.file)
+	data, err := b.loc.Read(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("--bundle: %w", err)
 	}
 	return data, nil
 }
 
-// errAdvertised marks a refused advertisement (see advertised): the
-// server, not the --bundle flag, is at fault.
-var errAdvertised = errors.New("the bundle the server advertises")
-
-// advertised returns the bundle the server of snap advertised. A refusal
-// (none advertised, a malformed or oversized hint, a URL that fails) fails
-// the bundle step, as a bad bundle file does.
+// advertised returns the bundle the server of snap advertised; a refusal
+// fails the bundle step, as a bad bundle file does.
 func (b *bundleInput) advertised(ctx context.Context, snap *digest.Snapshot) ([]byte, error) {
-	data, err := source.AdvertisedBundle(ctx, snap, b.opts)
-	if err == nil {
-		// Parsed here too (a chain admitted: the certificate method checks
-		// it again), so that a malformed one is the server's fault.
-		_, err = verify.ParseBundle(data, true)
-		var se *verify.StepError
-		if errors.As(err, &se) {
-			err = se.Err
-		}
-	}
-	if err != nil {
-		return nil, &verify.StepError{Step: verify.StepBundle, Err: fmt.Errorf("%w: %w", errAdvertised, err)}
-	}
-	return data, nil
+	return b.loc.Read(ctx, snap)
 }
 
 // writeVerifyFailure reports a verification that failed before it began
@@ -115,7 +76,7 @@ func (b *bundleInput) get(ctx context.Context, snap *digest.Snapshot) ([]byte, e
 		return b.advertised(ctx, snap)
 	}
 	data, err := b.early(ctx)
-	if err != nil && b.file != "" {
+	if err != nil && b.loc.File != "" {
 		return nil, fmt.Errorf("reading the bundle: %w", err)
 	}
 	return data, err
@@ -129,3 +90,65 @@ func (b *bundleInput) verifier(v *verify.Verifier) proxy.VerifyFunc {
 		return p, withFlagHint(err)
 	}
 }
+
+// bundleSet is the bundles of a decision under --policy.
+type bundleSet []*bundleInput
+
+// early reads the bundles that come before the source: nil for one the
+// server advertises, read with the snapshot (served).
+func (s bundleSet) early(ctx context.Context) ([][]byte, error) {
+	bundles := make([][]byte, 0, len(s))
+	for _, b := range s {
+		data, err := b.early(ctx)
+		if err != nil {
+			return nil, err
+		}
+		bundles = append(bundles, data)
+	}
+	return bundles, nil
+}
+
+// served reads the bundles the server of snap advertises into bundles.
+func (s bundleSet) served(ctx context.Context, bundles [][]byte, snap *digest.Snapshot) error {
+	for i, b := range s {
+		if b.fromServer {
+			var err error
+			if bundles[i], err = b.advertised(ctx, snap); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// lockBundles re-verify a lock (policy.LockCheck.Bundles): with no
+// snapshot, pinbundle.ErrNeedsServer when one is the server's.
+func (s bundleSet) lockBundles(ctx context.Context, snap *digest.Snapshot) ([][]byte, error) {
+	bundles, err := s.early(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range s {
+		if b.fromServer && snap == nil {
+			return nil, pinbundle.ErrNeedsServer
+		}
+	}
+	return bundles, s.served(ctx, bundles, snap)
+}
+
+// proxyBundles are the bundles of the proxy's verification, read anew.
+func (s bundleSet) proxyBundles(ctx context.Context, snap *digest.Snapshot) ([][]byte, error) {
+	var bundles [][]byte
+	for _, b := range s {
+		data, err := b.get(ctx, snap)
+		if err != nil {
+			return nil, err
+		}
+		bundles = append(bundles, data)
+	}
+	return bundles, nil
+}
+
+// errAdvertised marks a refused advertisement: the server, not the
+// --bundle flag, is at fault.
+var errAdvertised = pinbundle.ErrAdvertised

@@ -13,6 +13,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/spf13/cobra"
 
+	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
@@ -327,7 +328,7 @@ func verifyInputs(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, g
 func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args []string) error {
 	debug.SetGCPercent(verifyGCPercent) // not restored: lowering it again would collect at once
 	if f.vo.WriteLock != "" {
-		if err := checkLockOutputs(f.vo.WriteLock, f.vo.Force, f.vo.Audit.Log); err != nil {
+		if err := auditevent.CheckLockOutputs(f.vo.WriteLock, f.vo.Force, f.vo.Audit.Log); err != nil {
 			return fmt.Errorf("--write-lock: %w", err)
 		}
 	}
@@ -430,10 +431,10 @@ func writeVerifiedLock(cmd *cobra.Command, f *verifyFlags, snap *digest.Snapshot
 	if err != nil {
 		return fmt.Errorf("--write-lock: %w", err)
 	}
-	rec := &approvalRecord{log: f.vo.Audit.Log, before: existingLock(f.vo.Audit.Log, f.vo.WriteLock)}
-	err = lock.WriteWith(cmd.Context(), f.vo.WriteLock, pin.WriteOptions{Overwrite: f.vo.Force, Before: rec.record(cmd.Context())})
+	rec := &auditevent.Recorder{Log: f.vo.Audit.Log, Before: auditevent.LockBefore(f.vo.Audit.Log, f.vo.WriteLock)}
+	err = lock.WriteWith(cmd.Context(), f.vo.WriteLock, pin.WriteOptions{Overwrite: f.vo.Force, Before: rec.Record(cmd.Context())})
 	if err != nil {
-		return rec.result(fmt.Errorf("--write-lock: %w", err))
+		return rec.Result(fmt.Errorf("--write-lock: %w", err))
 	}
 	return nil
 }
