@@ -157,7 +157,7 @@ func (d *Decider) CheckLock(ctx context.Context, r *Resolved, l *pin.Lock, snap 
 		if opts.Hint != nil {
 			rerr = opts.Hint(rerr)
 		}
-		le = &LockError{Rule: le.Rule, Reason: le.Reason + "; re-verifying the bundle it records: " + rerr.Error()}
+		le = &LockError{Rule: le.Rule, Reason: le.Reason + "; re-verifying the bundle it records: " + rerr.Error(), Err: rerr}
 	}
 	return st, &OutsideError{Rule: le.Rule, Err: le}
 }
@@ -178,7 +178,7 @@ func (d *Decider) CheckServedLock(ctx context.Context, r *Resolved, l *pin.Lock,
 	var out *OutsideError
 	if !errors.As(err, &out) {
 		out = &OutsideError{Rule: RuleLockUnproven, Err: &LockError{Rule: RuleLockUnproven,
-			Reason: "the lock records an approval the policy cannot take from the record alone: " + err.Error()}}
+			Reason: "the lock records an approval the policy cannot take from the record alone: " + err.Error(), Err: err}}
 	}
 	return st, out
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/proxy"
+	"github.com/mcpsign/mcpsign/source"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -87,26 +88,12 @@ func policyHint(r *policy.Resolved) func(error) error {
 // policyBundleInputs are the bundles to verify: every --bundle, else the
 // one the policy names.
 func policyBundleInputs(a *app, f *verifyFlags, r *policy.Resolved) (bundleSet, error) {
-	var vos []options.VerifyOptions
-	switch {
-	case len(f.vo.Bundles) > 0:
-		for _, b := range f.vo.Bundles {
-			vos = append(vos, options.VerifyOptions{Bundle: b})
-		}
-	case r.Bundle.Kind == policy.BundleServer:
-		vos = append(vos, options.VerifyOptions{BundleFromServer: true})
-	case r.Bundle.Kind != policy.BundleNone:
-		vos = append(vos, options.VerifyOptions{Bundle: r.Bundle.Location})
-	default:
-		return nil, fmt.Errorf("--bundle FILE is required: the policy names no bundle for server %s", textsafe.Quote(r.Name))
-	}
 	var out bundleSet
-	for i := range vos {
-		b, err := newBundleInput(a, &vos[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
+	for _, l := range r.BundleLocations(f.vo.Bundles, source.BundleOptions{HTTPClient: a.httpClient}) {
+		out = append(out, &bundleInput{loc: l, fromServer: l.FromServer})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--bundle FILE is required: the policy names no bundle for server %s", textsafe.Quote(r.Name))
 	}
 	return out, nil
 }
