@@ -97,3 +97,17 @@ func (r *Resolved) writeText(w io.Writer) {
 		fmt.Fprintf(w, "  audit log: %s\n", textsafe.Escape(r.Audit))
 	}
 }
+
+// WriteText says, for people, which distinct signers met the entry's
+// threshold, and the identities each satisfies.
+func (d *Decision) WriteText(w io.Writer) {
+	r := d.Policy
+	fmt.Fprintf(w, "\npolicy %s: %d of %d distinct identities required, %d signed\n", textsafe.Escape(r.Name), r.Threshold, len(r.Identities), d.Matched)
+	for _, s := range d.Signers {
+		var ids []string
+		for _, i := range s.Identities {
+			ids = append(ids, fmt.Sprint(i))
+		}
+		fmt.Fprintf(w, "  signer %s %s (identities %s)\n", s.Result.Method, textsafe.Quote(s.Result.Identity), strings.Join(ids, ", "))
+	}
+}

@@ -2,11 +2,9 @@ package main
 
 import (
 	"crypto"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime/debug"
 	"strings"
 
@@ -496,7 +494,7 @@ func runVerifyBundle(cmd *cobra.Command, a *app, f *verifyFlags, arg string) err
 	if err != nil {
 		return err
 	}
-	art, closeArt, err := bundleArtifact(arg)
+	art, closeArt, err := verify.OpenArtifact(arg)
 	if err != nil {
 		return inputErr(err)
 	}
@@ -512,25 +510,4 @@ func runVerifyBundle(cmd *cobra.Command, a *app, f *verifyFlags, arg string) err
 		return err
 	}
 	return verifyExit(verr, !asJSON)
-}
-
-// bundleArtifact reads the ARTIFACT|ALG:HEX argument of verify bundle.
-func bundleArtifact(arg string) (verify.Artifact, func(), error) {
-	none := func() {}
-	if alg, hx, ok := strings.Cut(arg, ":"); ok {
-		want := map[string]int{"sha256": 64, "sha384": 96, "sha512": 128}[alg]
-		if want > 0 && len(hx) == want {
-			if _, err := os.Stat(arg); errors.Is(err, os.ErrNotExist) {
-				d, err := hex.DecodeString(hx)
-				if err == nil {
-					return verify.Artifact{Digest: d, DigestAlgorithm: alg}, none, nil
-				}
-			}
-		}
-	}
-	fh, err := os.Open(arg)
-	if err != nil {
-		return verify.Artifact{}, none, fmt.Errorf("artifact: %w (give a file, or sha256: and 64 hex digits)", err)
-	}
-	return verify.Artifact{Reader: fh}, func() { fh.Close() }, nil
 }

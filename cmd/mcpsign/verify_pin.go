@@ -119,21 +119,9 @@ func runVerifyPin(cmd *cobra.Command, a *app, f *verifyFlags, vp *options.Verify
 	if err != nil {
 		return lockUnreadable(a, vp.Lock, err, asJSON, failOn)
 	}
-	withServer := false // the lock is re-verified with the server's bundle
-	if pr != nil {
-		var out *policy.OutsideError
-		switch err := checkLockInForce(cmd.Context(), a, f, pr, lock, nil, false); {
-		case errors.Is(err, policy.ErrNeedsServer):
-			withServer = true
-		case errors.As(err, &out):
-			// Blocked at start, before the server runs, whatever --fail-on says.
-			if err := writePinReport(a, out.Report(vp.Lock), asJSON, failOn); err != nil {
-				return err
-			}
-			return silentExit(exitFailed)
-		case err != nil:
-			return err
-		}
+	withServer, err := lockStandsAtStart(cmd, a, f, pr, lock, vp.Lock, asJSON, failOn)
+	if err != nil {
+		return err
 	}
 	mode, err := resourcesMode(vp.Resources, pr, lock, false)
 	if err != nil {
@@ -161,6 +149,28 @@ func runVerifyPin(cmd *cobra.Command, a *app, f *verifyFlags, vp *options.Verify
 		return silentExit(exitFailed)
 	}
 	return nil
+}
+
+// lockStandsAtStart checks, under a policy (pr not nil), that the lock
+// stands before the server is read; withServer says only the server's
+// bundle can prove it. A lock outside the policy is reported, and exits 1
+// whatever --fail-on says.
+func lockStandsAtStart(cmd *cobra.Command, a *app, f *verifyFlags, pr *policy.Resolved, lock *pin.Lock, path string, asJSON bool, failOn pin.FailOn) (withServer bool, err error) {
+	if pr == nil {
+		return false, nil
+	}
+	var out *policy.OutsideError
+	switch err := checkLockInForce(cmd.Context(), a, f, pr, lock, nil, false); {
+	case errors.Is(err, policy.ErrNeedsServer):
+		return true, nil
+	case errors.As(err, &out):
+		if err := writePinReport(a, out.Report(path), asJSON, failOn); err != nil {
+			return false, err
+		}
+		return false, silentExit(exitFailed)
+	default:
+		return false, err
+	}
 }
 
 // verifyPinPolicy resolves verify-pin's --policy (nil without one): the

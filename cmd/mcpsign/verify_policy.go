@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -163,7 +161,7 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 	if asJSON {
 		err = writeVerifyJSON(a.stdout, verify.NewReport(res, verr))
 	} else if err = writeVerifyText(a.stdout, res, verr); err == nil {
-		writeThreshold(a.stdout, r, dec)
+		dec.WriteText(a.stdout)
 	}
 	if err != nil {
 		return err
@@ -172,18 +170,6 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 		fmt.Fprintf(a.stdout, "\nlock written to %s\n", f.vo.WriteLock)
 	}
 	return verifyExit(verr, !asJSON)
-}
-
-// writeThreshold says which distinct signers met the policy.
-func writeThreshold(w io.Writer, r *policy.Resolved, dec *policy.Decision) {
-	fmt.Fprintf(w, "\npolicy %s: %d of %d distinct identities required, %d signed\n", textsafe.Escape(r.Name), r.Threshold, len(r.Identities), dec.Matched)
-	for _, s := range dec.Signers {
-		var ids []string
-		for _, i := range s.Identities {
-			ids = append(ids, fmt.Sprint(i))
-		}
-		fmt.Fprintf(w, "  signer %s %s (identities %s)\n", s.Result.Method, textsafe.Quote(s.Result.Identity), strings.Join(ids, ", "))
-	}
 }
 
 // runPinWithPolicy is runPin under --policy: the lock, the audit log and
