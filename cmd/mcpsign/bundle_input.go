@@ -16,11 +16,13 @@ import (
 
 // bundleInput is the bundle of the verify flags (pinbundle.Location): a
 // file or an https URL (--bundle), or the server itself
-// (--bundle-from-server, docs/DISCOVERY.md).
-type bundleInput struct {
-	loc        pinbundle.Location
-	fromServer bool
-}
+// (--bundle-from-server, docs/DISCOVERY.md); Read with the snapshot reads
+// the server's.
+type bundleInput struct{ pinbundle.Location }
+
+// errAdvertised marks a refused advertisement: the server, not the
+// --bundle flag, is at fault.
+var errAdvertised = pinbundle.ErrAdvertised
 
 // newBundleInput reads the flags; a nil input means no bundle was given.
 func newBundleInput(a *app, vo *options.VerifyOptions) (*bundleInput, error) {
@@ -29,30 +31,24 @@ func newBundleInput(a *app, vo *options.VerifyOptions) (*bundleInput, error) {
 	case vo.Bundle != "" && vo.BundleFromServer:
 		return nil, errors.New("give --bundle or --bundle-from-server, not both")
 	case vo.BundleFromServer:
-		return &bundleInput{loc: pinbundle.Location{FromServer: true, Options: opts}, fromServer: true}, nil
+		return &bundleInput{pinbundle.Location{FromServer: true, Options: opts}}, nil
 	case vo.Bundle == "":
 		return nil, nil
 	}
-	return &bundleInput{loc: pinbundle.LocationOf(vo.Bundle, opts)}, nil
+	return &bundleInput{pinbundle.LocationOf(vo.Bundle, opts)}, nil
 }
 
 // early reads a bundle file or fetches a bundle URL, before the source is
 // read; a bundle from the server comes only with its snapshot (nil here).
 func (b *bundleInput) early(ctx context.Context) ([]byte, error) {
-	if b.fromServer {
+	if b.FromServer {
 		return nil, nil
 	}
-	data, err := b.loc.Read(ctx, nil)
+	data, err := b.Read(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("--bundle: %w", err)
 	}
 	return data, nil
-}
-
-// advertised returns the bundle the server of snap advertised; a refusal
-// fails the bundle step, as a bad bundle file does.
-func (b *bundleInput) advertised(ctx context.Context, snap *digest.Snapshot) ([]byte, error) {
-	return b.loc.Read(ctx, snap)
 }
 
 // writeVerifyFailure reports a verification that failed before it began
@@ -72,11 +68,11 @@ func writeVerifyFailure(a *app, asJSON bool, verr error) error {
 
 // get returns the bundle to verify snap against, read anew.
 func (b *bundleInput) get(ctx context.Context, snap *digest.Snapshot) ([]byte, error) {
-	if b.fromServer {
-		return b.advertised(ctx, snap)
+	if b.FromServer {
+		return b.Read(ctx, snap)
 	}
 	data, err := b.early(ctx)
-	if err != nil && b.loc.File != "" {
+	if err != nil && b.File != "" {
 		return nil, fmt.Errorf("reading the bundle: %w", err)
 	}
 	return data, err
@@ -109,11 +105,10 @@ func (s bundleSet) early(ctx context.Context) ([][]byte, error) {
 }
 
 // served reads the bundles the server of snap advertises into bundles.
-func (s bundleSet) served(ctx context.Context, bundles [][]byte, snap *digest.Snapshot) error {
+func (s bundleSet) served(ctx context.Context, bundles [][]byte, snap *digest.Snapshot) (err error) {
 	for i, b := range s {
-		if b.fromServer {
-			var err error
-			if bundles[i], err = b.advertised(ctx, snap); err != nil {
+		if b.FromServer {
+			if bundles[i], err = b.Read(ctx, snap); err != nil {
 				return err
 			}
 		}
@@ -129,7 +124,7 @@ func (s bundleSet) lockBundles(ctx context.Context, snap *digest.Snapshot) ([][]
 		return nil, err
 	}
 	for _, b := range s {
-		if b.fromServer && snap == nil {
+		if b.FromServer && snap == nil {
 			return nil, pinbundle.ErrNeedsServer
 		}
 	}
@@ -148,7 +143,3 @@ func (s bundleSet) proxyBundles(ctx context.Context, snap *digest.Snapshot) ([][
 	}
 	return bundles, nil
 }
-
-// errAdvertised marks a refused advertisement: the server, not the
-// --bundle flag, is at fault.
-var errAdvertised = pinbundle.ErrAdvertised

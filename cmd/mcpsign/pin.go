@@ -139,8 +139,8 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 		return err
 	}
 	var res *verify.Result
-	if bundle.fromServer {
-		bundleJSON, err = bundle.advertised(cmd.Context(), snap)
+	if bundle.FromServer {
+		bundleJSON, err = bundle.Read(cmd.Context(), snap)
 	}
 	if err == nil {
 		res, err = v.Verify(cmd.Context(), bundleJSON, snap)

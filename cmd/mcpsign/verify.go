@@ -348,8 +348,8 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 	if err != nil {
 		return inputErr(err)
 	}
-	if bundle.fromServer {
-		if bundleJSON, err = bundle.advertised(cmd.Context(), snap); err != nil {
+	if bundle.FromServer {
+		if bundleJSON, err = bundle.Read(cmd.Context(), snap); err != nil {
 			return writeVerifyFailure(a, asJSON, err)
 		}
 	}

@@ -88,7 +88,7 @@ func policyHint(r *policy.Resolved) func(error) error {
 func policyBundleInputs(a *app, f *verifyFlags, r *policy.Resolved) (bundleSet, error) {
 	var out bundleSet
 	for _, l := range r.BundleLocations(f.vo.Bundles, source.BundleOptions{HTTPClient: a.httpClient}) {
-		out = append(out, &bundleInput{loc: l, fromServer: l.FromServer})
+		out = append(out, &bundleInput{l})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("--bundle FILE is required: the policy names no bundle for server %s", textsafe.Quote(r.Name))
