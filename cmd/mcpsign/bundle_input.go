@@ -54,16 +54,19 @@ func (b *bundleInput) early(ctx context.Context) ([]byte, error) {
 // writeVerifyFailure reports a verification that failed before it began
 // (the server's bundle was refused), as verify reports a failed step.
 func writeVerifyFailure(a *app, asJSON bool, verr error) error {
-	var err error
-	if asJSON {
-		err = writeVerifyJSON(a.stdout, verify.NewReport(nil, verr))
-	} else {
-		err = writeVerifyText(a.stdout, nil, verr)
-	}
-	if err != nil {
+	if err := writeVerifyReport(a, asJSON, nil, verr); err != nil {
 		return err
 	}
 	return verifyExit(verr, !asJSON)
+}
+
+// writeVerifyReport writes the report of a verification on stdout, as
+// JSON or text.
+func writeVerifyReport(a *app, asJSON bool, res *verify.Result, verr error) error {
+	if asJSON {
+		return writeVerifyJSON(a.stdout, verify.NewReport(res, verr))
+	}
+	return writeVerifyText(a.stdout, res, verr)
 }
 
 // get returns the bundle to verify snap against, read anew.

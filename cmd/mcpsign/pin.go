@@ -174,13 +174,7 @@ func pinVerifier(cmd *cobra.Command, f *verifyFlags, po *options.PinOptions) (*v
 
 // pinRefused reports a verification that did not let pin write the lock.
 func pinRefused(a *app, asJSON bool, res *verify.Result, verr error, why string) error {
-	var err error
-	if asJSON {
-		err = writeVerifyJSON(a.stdout, verify.NewReport(res, verr))
-	} else {
-		err = writeVerifyText(a.stdout, res, verr)
-	}
-	if err != nil {
+	if err := writeVerifyReport(a, asJSON, res, verr); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stderr, "mcpsign: nothing pinned: %s\n", why)

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
+	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -32,6 +33,9 @@ type verifyFlags struct {
 	// trustUsed is the Sigstore trusted material verifyPolicy loaded, for
 	// explaining a failure (explainFailure).
 	trustUsed root.TrustedMaterial
+	// decider decides under --policy, its trust loaded once for the
+	// command (policyDecider).
+	decider *policy.Decider
 }
 
 const verifyLongCommon = `
@@ -360,12 +364,7 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 			return err
 		}
 	}
-	if asJSON {
-		err = writeVerifyJSON(a.stdout, verify.NewReport(res, verr))
-	} else {
-		err = writeVerifyText(a.stdout, res, verr)
-	}
-	if err != nil {
+	if err := writeVerifyReport(a, asJSON, res, verr); err != nil {
 		return err
 	}
 	if verr == nil && f.vo.WriteLock != "" && !asJSON {
@@ -501,12 +500,7 @@ func runVerifyBundle(cmd *cobra.Command, a *app, f *verifyFlags, arg string) err
 	defer closeArt()
 	res, verr := v.VerifyBundle(cmd.Context(), bundleJSON, art)
 	verr = explainFailure(verr, bundleJSON, f.policyKey, f.trustUsed)
-	if asJSON {
-		err = writeVerifyJSON(a.stdout, verify.NewReport(res, verr))
-	} else {
-		err = writeVerifyText(a.stdout, res, verr)
-	}
-	if err != nil {
+	if err := writeVerifyReport(a, asJSON, res, verr); err != nil {
 		return err
 	}
 	return verifyExit(verr, !asJSON)

@@ -49,13 +49,17 @@ func checkNames(po *options.PolicyOptions) error {
 }
 
 // policyDecider is the decider of the verify flags a policy leaves to the
-// command line.
+// command line, one for the command.
 func policyDecider(f *verifyFlags) (*policy.Decider, error) {
+	if f.decider != nil {
+		return f.decider, nil
+	}
 	pkgs, err := f.vo.PackageRequirements()
 	if err != nil {
 		return nil, err
 	}
-	return policy.NewDecider(policy.DeciderOptions{Offline: f.trust.Offline, AllowCurrentTime: f.vo.AllowCurrentTime, Packages: pkgs}), nil
+	f.decider = policy.NewDecider(policy.DeciderOptions{Offline: f.trust.Offline, AllowCurrentTime: f.vo.AllowCurrentTime, Packages: pkgs})
+	return f.decider, nil
 }
 
 // policyEntry prepares the decision under r (policy.Decider.Prepare).
@@ -158,13 +162,11 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 	}
 	// A failure past verification (threshold, revocation, age, package) is
 	// reported with the result that did verify.
-	if asJSON {
-		err = writeVerifyJSON(a.stdout, verify.NewReport(res, verr))
-	} else if err = writeVerifyText(a.stdout, res, verr); err == nil {
-		dec.WriteText(a.stdout)
-	}
-	if err != nil {
+	if err := writeVerifyReport(a, asJSON, res, verr); err != nil {
 		return err
+	}
+	if !asJSON {
+		dec.WriteText(a.stdout)
 	}
 	if verr == nil && f.vo.WriteLock != "" && !asJSON {
 		fmt.Fprintf(a.stdout, "\nlock written to %s\n", f.vo.WriteLock)
