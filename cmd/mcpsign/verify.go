@@ -309,12 +309,7 @@ func methodOf(f *verifyFlags) verify.Method {
 // the returned inputErr writes it, for the caller's later input errors as
 // well.
 func verifyInputs(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, generic, asJSON bool) (v *verify.Verifier, bundle *bundleInput, bundleJSON []byte, inputErr func(error) error, err error) {
-	inputErr = func(err error) error {
-		if asJSON {
-			_ = writeVerifyJSON(a.stdout, verify.NewReport(nil, err))
-		}
-		return err
-	}
+	inputErr = reportInputError(a, asJSON)
 	if v, err = verifyPolicy(cmd, f, m, generic); err != nil {
 		return nil, nil, nil, inputErr, inputErr(err)
 	}
@@ -325,6 +320,17 @@ func verifyInputs(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, g
 		return nil, nil, nil, inputErr, inputErr(err)
 	}
 	return v, bundle, bundleJSON, inputErr, nil
+}
+
+// reportInputError returns a function that reports an input error (exit
+// 2) as a JSON report too under --format json.
+func reportInputError(a *app, asJSON bool) func(error) error {
+	return func(err error) error {
+		if asJSON {
+			_ = writeVerifyJSON(a.stdout, verify.NewReport(nil, err))
+		}
+		return err
+	}
 }
 
 func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args []string) error {
