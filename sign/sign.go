@@ -181,9 +181,9 @@ type TlogEntry struct {
 
 // Timestamp is one verified time of the signature.
 type Timestamp struct {
-	Kind string // "tsa" or "tlog"
-	URI  string
-	Time time.Time
+	Kind string    `json:"kind"` // "tsa" or "tlog"
+	URI  string    `json:"uri,omitempty"`
+	Time time.Time `json:"time"`
 }
 
 // Timings is the wall time spent per service.

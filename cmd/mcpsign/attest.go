@@ -10,8 +10,6 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
-	"github.com/mcpsign/mcpsign/internal/textout"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 func newAttestCmd(a *app) *cobra.Command {
@@ -73,7 +71,7 @@ a partial set is never signed. A statement holds at most 1024 subjects.`,
 			if err := atomicfile.Write(output, payload, atomicfile.Options{Overwrite: force}); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stderr, "mcpsign: wrote %s: %s\n", output, statementSummary(st))
+			fmt.Fprintf(a.stderr, "mcpsign: wrote %s: %s\n", output, st.Summary())
 			return nil
 		},
 	}
@@ -101,21 +99,4 @@ func buildStatement(snap *digest.Snapshot, opts attest.Options) (*attest.Stateme
 		return nil, nil, err
 	}
 	return st, payload, nil
-}
-
-// statementSummary describes a statement in one line.
-func statementSummary(st *attest.Statement) string {
-	counts := map[digest.Kind]int{}
-	ins := ""
-	for _, s := range st.Subject {
-		if k, _, ok := attest.ParseSubjectName(s.Name); ok {
-			counts[k]++
-		} else {
-			ins = ", instructions"
-		}
-	}
-	p := st.Predicate
-	return fmt.Sprintf("%s %s, %s (%s%s)",
-		textsafe.Quote(p.Server.Name), textsafe.Escape(p.Server.Version), textout.Plural(len(st.Subject), "subject"),
-		digest.CountText(func(k digest.Kind) int { return counts[k] }), ins)
 }

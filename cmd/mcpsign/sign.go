@@ -7,22 +7,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
-	"github.com/mcpsign/mcpsign/internal/dn"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/sign"
-	"github.com/mcpsign/mcpsign/verify"
 )
 
 // signFlags are the flags every sign method has.
@@ -405,158 +399,14 @@ func runSign(cmd *cobra.Command, a *app, f *signFlags, args []string, mk func(co
 			ms(t.Fulcio), ms(t.Rekor), ms(t.TSA), ms(t.Verify), ms(t.Total))
 	}
 	if asJSON {
-		return writeSignJSON(a.stdout, out, st, res)
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res.Report(out, st))
 	}
-	return writeSignText(a.stdout, out, st, res)
+	return res.WriteText(a.stdout, out, st)
 }
 
 func ms(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
-
-func writeSignText(w io.Writer, path string, st *attest.Statement, res *sign.Result) error {
-	fmt.Fprintf(w, "Signed %s\n", statementSummary(st))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  method\t%s\n", res.Method)
-	id := res.Identity
-	switch res.Method {
-	case verify.MethodSigstore:
-		fmt.Fprintf(tw, "  signer\t%s\n", textsafe.Quote(id.SAN))
-		fmt.Fprintf(tw, "  issuer\t%s\n", textsafe.Quote(id.Issuer))
-		writeSignSource(tw, st.Predicate.Source, id.Source)
-	case verify.MethodCertificate:
-		// DNs in quotes but not re-escaped: the text between the quotes is
-		// what --certificate-subject takes.
-		fmt.Fprintf(tw, "  subject\t\"%s\"\n", dn.Text(id.Subject))
-		for _, san := range id.SANs {
-			fmt.Fprintf(tw, "  SAN\t%s\n", textsafe.Quote(san))
-		}
-		if c := id.Certificate; c != nil {
-			fmt.Fprintf(tw, "  issued by\t\"%s\"\n", dn.Text(dn.String(c.RawIssuer)))
-			fmt.Fprintf(tw, "  valid until\t%s\n", c.NotAfter.UTC().Format(time.RFC3339))
-		}
-	case verify.MethodKey:
-		fmt.Fprintf(tw, "  key\t%s\n", textsafe.Escape(id.KeyID))
-	}
-	if len(res.TlogEntries) == 0 {
-		fmt.Fprintf(tw, "  tlog\tnone\n")
-	}
-	for _, e := range res.TlogEntries {
-		proof := "inclusion proof"
-		if !e.InclusionProof {
-			proof = "inclusion promise only"
-		}
-		fmt.Fprintf(tw, "  tlog\tindex %d, log %s (%s, %s)\n", e.LogIndex, shortID(e.LogID), textsafe.Escape(e.Kind), proof)
-	}
-	tsa := 0
-	for _, t := range res.Timestamps {
-		if t.Kind == "tsa" {
-			tsa++
-			fmt.Fprintf(tw, "  timestamp\t%s from %s\n", t.Time.UTC().Format(time.RFC3339), textsafe.Quote(t.URI))
-		} else {
-			fmt.Fprintf(tw, "  log time\t%s\n", t.Time.UTC().Format(time.RFC3339))
-		}
-	}
-	if tsa == 0 {
-		fmt.Fprintf(tw, "  timestamp\tnone\n")
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "Wrote %s (verified before writing)\n", path)
-	return err
-}
-
-func shortID(id string) string {
-	if len(id) > 16 {
-		return id[:16] + "…"
-	}
-	return id
-}
-
-// signJSON is the stable JSON form of the sign command (docs/SIGNING.md).
-type signJSON struct {
-	ReportVersion int             `json:"reportVersion"`
-	Bundle        string          `json:"bundle"`
-	Method        verify.Method   `json:"method"`
-	Server        json.RawMessage `json:"server"`
-	Subjects      int             `json:"subjects"`
-	Identity      signIdentity    `json:"identity"`
-	Tlog          []signTlog      `json:"tlog"`
-	Timestamps    []signTimestamp `json:"timestamps"`
-}
-
-type signIdentity struct {
-	SAN     string   `json:"san,omitempty"`
-	Issuer  string   `json:"issuer,omitempty"`
-	SANs    []string `json:"sans,omitempty"`
-	Subject string   `json:"subject,omitempty"`
-	KeyID   string   `json:"keyId,omitempty"`
-	KeyHint string   `json:"keyHint,omitempty"`
-	// Source is what the Fulcio certificate's source extensions vouch for.
-	Source *attest.Source `json:"source,omitempty"`
-}
-
-// writeSignSource writes the source the certificate vouches for, each
-// field with whether the statement claims it (a contradiction never gets
-// here: sign.Sign refuses it).
-func writeSignSource(w io.Writer, claimed, vouched *attest.Source) {
-	if vouched == nil {
-		return
-	}
-	for _, f := range attest.SourceFields() {
-		v := f.Get(vouched)
-		if v == "" {
-			continue
-		}
-		note := "the statement does not claim it"
-		if claimed != nil && f.Get(claimed) == v {
-			note = "the statement's claim agrees"
-		}
-		fmt.Fprintf(w, "  certificate %s\t%s (%s)\n", f.Claim, textsafe.Quote(v), note)
-	}
-}
-
-type signTlog struct {
-	LogIndex       int64      `json:"logIndex"`
-	LogID          string     `json:"logId"`
-	Kind           string     `json:"kind"`
-	InclusionProof bool       `json:"inclusionProof"`
-	IntegratedTime *time.Time `json:"integratedTime,omitempty"`
-}
-
-type signTimestamp struct {
-	Kind string    `json:"kind"`
-	URI  string    `json:"uri,omitempty"`
-	Time time.Time `json:"time"`
-}
-
-func writeSignJSON(w io.Writer, path string, st *attest.Statement, res *sign.Result) error {
-	server, _ := json.Marshal(st.Predicate.Server)
-	out := signJSON{
-		ReportVersion: reportVersion,
-		Bundle:        path, Method: res.Method, Server: server, Subjects: len(st.Subject),
-		Identity: signIdentity{SAN: res.Identity.SAN, Issuer: res.Identity.Issuer, Source: res.Identity.Source},
-		Tlog:     []signTlog{}, Timestamps: []signTimestamp{},
-	}
-	switch res.Method {
-	case verify.MethodKey:
-		out.Identity = signIdentity{KeyID: res.Identity.KeyID, KeyHint: res.Identity.KeyHint}
-	case verify.MethodCertificate:
-		out.Identity = signIdentity{SAN: res.Identity.SAN, SANs: res.Identity.SANs, Subject: res.Identity.Subject}
-	}
-	for _, e := range res.TlogEntries {
-		t := signTlog{LogIndex: e.LogIndex, LogID: e.LogID, Kind: e.Kind, InclusionProof: e.InclusionProof}
-		if e.IntegratedTime != nil {
-			t.IntegratedTime = new(e.IntegratedTime.UTC())
-		}
-		out.Tlog = append(out.Tlog, t)
-	}
-	for _, t := range res.Timestamps {
-		out.Timestamps = append(out.Timestamps, signTimestamp{Kind: t.Kind, URI: t.URI, Time: t.Time.UTC()})
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
-}
 
 func readCertificates(path string) ([]*x509.Certificate, error) {
 	b, err := boundedfile.Read(path, sign.MaxKeyFileBytes, nil)
