@@ -3,9 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -160,12 +158,10 @@ break is reported, and the command exits 1.`,
 			if err != nil {
 				return err
 			}
-			var since time.Time
+			filter := audit.Filter{Server: o.Server}
 			if o.Since != "" {
-				if d, derr := time.ParseDuration(o.Since); derr == nil {
-					since = time.Now().Add(-d)
-				} else if since, err = time.Parse(time.RFC3339Nano, o.Since); err != nil {
-					return fmt.Errorf("--since %q: want an RFC 3339 time or a duration such as 24h", o.Since)
+				if filter.Since, err = audit.ParseSince(o.Since, time.Now()); err != nil {
+					return fmt.Errorf("--since %w", err)
 				}
 			}
 			f, err := nofollow.Open(args[0], os.O_RDONLY, 0)
@@ -174,15 +170,14 @@ break is reported, and the command exits 1.`,
 			}
 			defer f.Close()
 			err = audit.Scan(f, func(r audit.Record) error {
-				e := r.Event
-				if (o.Server != "" && e.Server.Name != o.Server) || (!since.IsZero() && e.Time.Before(since)) {
+				switch {
+				case !filter.Match(r.Event):
 					return nil
-				}
-				if asJSON {
+				case asJSON:
 					_, err := fmt.Fprintf(a.stdout, "%s\n", audit.ASCII(r.Raw))
 					return err
 				}
-				return writeAuditEvent(a.stdout, r)
+				return r.WriteText(a.stdout)
 			})
 			var le *audit.LineError
 			if errors.As(err, &le) {
@@ -193,40 +188,4 @@ break is reported, and the command exits 1.`,
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
-}
-
-// writeAuditEvent writes one event for people, every server string
-// escaped.
-func writeAuditEvent(w io.Writer, r audit.Record) error {
-	e := r.Event
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d  %s  %-14s %s %s\n", r.Line, e.Time.Format(time.RFC3339), e.Event, textsafe.Quote(e.Server.Name), textsafe.Quote(e.Server.Version))
-	fmt.Fprintf(&b, "    lock: %s -> %s\n", orNoneDigest(e.LockBefore), orNoneDigest(e.LockAfter))
-	if s := e.Sets; s != nil {
-		fmt.Fprintf(&b, "    sets: tools %s, prompts %s, resourceTemplates %s\n", s.Tools, s.Prompts, s.ResourceTemplates)
-	}
-	if e.Instructions != "" {
-		fmt.Fprintf(&b, "    instructions: %s\n", e.Instructions)
-	}
-	if v := e.Evidence; v != nil {
-		fmt.Fprintf(&b, "    evidence: %s", textsafe.Escape(v.Method))
-		for _, kv := range [][2]string{{"identity", v.Identity}, {"issuer", v.Issuer}, {"bundle", v.BundleDigest},
-			{"approver", v.Approver}, {"reason", v.Reason}, {"source revision", v.SourceRevision}, {"previous lock", v.PreviousLockDigest}} {
-			if kv[1] != "" {
-				fmt.Fprintf(&b, ", %s %s", kv[0], textsafe.Quote(kv[1]))
-			}
-		}
-		if v.LogIndex != nil {
-			fmt.Fprintf(&b, ", log index %d", *v.LogIndex)
-		}
-		b.WriteString("\n")
-	}
-	for _, f := range e.Findings {
-		fmt.Fprintf(&b, "    finding: %s\n", textsafe.Escape(f))
-	}
-	for _, c := range e.Changes {
-		fmt.Fprintf(&b, "    change: %s\n", textsafe.Escape(c))
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
