@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,7 +13,6 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
-	"github.com/mcpsign/mcpsign/internal/dn"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/trustroot"
 )
@@ -368,59 +366,13 @@ ended or not yet valid now. Text from the file and its certificates is escaped.
 					*trustroot.Description
 				}{reportVersion, args[0], trSHA256(data), d})
 			}
-			return writeTrustrootText(a.stdout, args[0], data, d)
+			fmt.Fprintf(a.stdout, "%s  sha256:%s\n", textsafe.Escape(args[0]), trSHA256(data))
+			d.WriteText(a.stdout)
+			return nil
 		},
 	}
 	out.AddFlags(cmd.Flags())
 	return cmd
-}
-
-func writeTrustrootText(w io.Writer, file string, data []byte, d *trustroot.Description) error {
-	fmt.Fprintf(w, "%s  sha256:%s\n", textsafe.Escape(file), trSHA256(data))
-	authorities := func(title string, as []trustroot.AuthorityDescription) {
-		fmt.Fprintf(w, "\n%s: %d\n", title, len(as))
-		for i, a := range as {
-			fmt.Fprintf(w, "  %d. %s\n     trusted %s (%s)\n", i+1, trOrNone(a.URI), trPeriod(a.ValidFrom, a.ValidUntil), a.Status)
-			for _, c := range a.Certificates {
-				fmt.Fprintf(w, "     %-12s %s\n", c.Role, dn.Text(c.Subject))
-				fmt.Fprintf(w, "     %-12s %s, %s to %s (%s), sha256:%s\n", "", c.KeyType,
-					c.NotBefore.Format(time.RFC3339), c.NotAfter.Format(time.RFC3339), c.Status, c.SHA256)
-			}
-		}
-	}
-	logs := func(title string, ls []trustroot.LogDescription) {
-		fmt.Fprintf(w, "\n%s: %d\n", title, len(ls))
-		for i, l := range ls {
-			fmt.Fprintf(w, "  %d. %s\n     %s, log id %s\n     trusted %s (%s)\n", i+1, trOrNone(l.BaseURL), l.KeyType, l.LogID,
-				trPeriod(l.ValidFrom, l.ValidUntil), l.Status)
-		}
-	}
-	authorities("Certificate authorities", d.CertificateAuthorities)
-	logs("Transparency logs", d.TransparencyLogs)
-	logs("Certificate transparency logs", d.CTLogs)
-	authorities("Timestamp authorities", d.TimestampAuthorities)
-	return nil
-}
-
-func trOrNone(s string) string {
-	if s == "" {
-		return "(no URL)"
-	}
-	return textsafe.Escape(s)
-}
-
-func trPeriod(from, until *time.Time) string {
-	f, u := "always", "open end"
-	if from != nil {
-		f = "from " + from.Format(time.RFC3339)
-	}
-	if until != nil {
-		u = "until " + until.Format(time.RFC3339)
-	}
-	if from == nil && until == nil {
-		return "at all times"
-	}
-	return f + ", " + u
 }
 
 func trSHA256(b []byte) string {
