@@ -3,12 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/pin/diff"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/source"
@@ -118,21 +118,7 @@ func diffSide(cmd *cobra.Command, a *app, src *options.SourceOptions, arg string
 	if err != nil {
 		return nil, err
 	}
-	var oauthClient *http.Client
-	if spec.URL != "" { // --oauth signs in to a live URL side only
-		if oauthClient, err = src.Authorize(cmd.Context(), spec, a.openURL, a.stderr); err != nil {
-			return nil, err
-		}
-	}
-	opts, done, err := src.Options(a.stderr, a.stderrTerminal())
-	if err != nil {
-		return nil, err
-	}
-	if oauthClient != nil {
-		opts.HTTPClient = oauthClient
-	}
-	snap, err := source.Load(cmd.Context(), spec, opts)
-	done()
+	snap, err := loadSpec(cmd, a, src, spec, spec.URL != "") // --oauth signs in to a live URL side only
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +139,5 @@ func sideLabel(arg string, spec source.Spec) string {
 	if err != nil {
 		return "(URL)"
 	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
+	return mcpwire.ShownURL(u)
 }

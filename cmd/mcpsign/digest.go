@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"net/http"
 
 	"github.com/spf13/cobra"
 
@@ -112,17 +113,26 @@ func loadSource(cmd *cobra.Command, a *app, src *options.SourceOptions, args []s
 	if err != nil {
 		return nil, err
 	}
-	oauthClient, err := src.Authorize(cmd.Context(), spec, a.openURL, a.stderr)
-	if err != nil {
-		return nil, err
+	return loadSpec(cmd, a, src, spec, true)
+}
+
+// loadSpec reads spec: with signIn, first the OAuth sign-in of --oauth
+// (which waits for the user, outside --timeout and the progress display).
+func loadSpec(cmd *cobra.Command, a *app, src *options.SourceOptions, spec source.Spec, signIn bool) (*digest.Snapshot, error) {
+	var client *http.Client
+	var err error
+	if signIn {
+		if client, err = src.Authorize(cmd.Context(), spec, a.openURL, a.stderr); err != nil {
+			return nil, err
+		}
 	}
 	opts, done, err := src.Options(a.stderr, a.stderrTerminal())
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	if oauthClient != nil {
-		opts.HTTPClient = oauthClient
+	if client != nil {
+		opts.HTTPClient = client
 	}
 	return source.Load(cmd.Context(), spec, opts)
 }
