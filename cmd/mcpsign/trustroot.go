@@ -129,12 +129,9 @@ commands with --offline can use it. Pin the written file and pass it with
 
 func newTrustrootCreateCmd(a *app) *cobra.Command {
 	var (
-		output                                                     string
-		force                                                      bool
-		caChains, caURLs, caStarts, caEnds                         []string
-		rekorKeys, rekorURLs, rekorOrigins, rekorStarts, rekorEnds []string
-		ctKeys, ctURLs, ctStarts, ctEnds                           []string
-		tsaChains, tsaURLs, tsaStarts, tsaEnds                     []string
+		output             string
+		force              bool
+		ca, rekor, ct, tsa trustroot.Entries
 	)
 	cmd := &cobra.Command{
 		Use:   "create -o FILE [--certificate-chain PEM]... [--rekor-key PEM]... [--ctfe-key PEM]... [--tsa-certificate-chain PEM]...",
@@ -181,21 +178,17 @@ checked by parsing it back, and written atomically. See docs/TRUSTROOT.md.`,
 			}
 			var opts trustroot.CreateOptions
 			var err error
-			if opts.CertificateAuthorities, err = trCreateAuthorities(trEntryFlags{"--certificate-chain", "--certificate-chain-url", "", "--certificate-chain-start", "--certificate-chain-end"},
-				caChains, caURLs, caStarts, caEnds); err != nil {
-				return err
+			if opts.CertificateAuthorities, err = ca.Authorities(); err != nil {
+				return trEntryError(err, trCAFlags)
 			}
-			if opts.TimestampAuthorities, err = trCreateAuthorities(trEntryFlags{"--tsa-certificate-chain", "--tsa-url", "", "--tsa-start", "--tsa-end"},
-				tsaChains, tsaURLs, tsaStarts, tsaEnds); err != nil {
-				return err
+			if opts.TimestampAuthorities, err = tsa.Authorities(); err != nil {
+				return trEntryError(err, trTSAFlags)
 			}
-			if opts.TransparencyLogs, err = trCreateLogs(trEntryFlags{"--rekor-key", "--rekor-url", "--rekor-origin", "--rekor-start", "--rekor-end"},
-				rekorKeys, rekorURLs, rekorOrigins, rekorStarts, rekorEnds); err != nil {
-				return err
+			if opts.TransparencyLogs, err = rekor.Logs(); err != nil {
+				return trEntryError(err, trRekorFlags)
 			}
-			if opts.CTLogs, err = trCreateLogs(trEntryFlags{"--ctfe-key", "--ctfe-url", "", "--ctfe-start", "--ctfe-end"},
-				ctKeys, ctURLs, nil, ctStarts, ctEnds); err != nil {
-				return err
+			if opts.CTLogs, err = ct.Logs(); err != nil {
+				return trEntryError(err, trCTFlags)
 			}
 			data, warnings, err := trustroot.Create(opts)
 			if err != nil {
@@ -218,113 +211,52 @@ checked by parsing it back, and written atomically. See docs/TRUSTROOT.md.`,
 	fs := cmd.Flags()
 	fs.StringVarP(&output, "output", "o", "", "file to write the trusted root to, or - for standard output")
 	fs.BoolVar(&force, "force", false, "replace an existing output file")
-	fs.StringArrayVar(&caChains, "certificate-chain", nil, "PEM file of a certificate authority chain, intermediates first, root last (repeatable)")
-	fs.StringArrayVar(&caURLs, "certificate-chain-url", nil, "URL of the certificate authority (by position)")
-	fs.StringArrayVar(&caStarts, "certificate-chain-start", nil, "RFC 3339 time the certificate authority is trusted from (by position; default: its root's NotBefore)")
-	fs.StringArrayVar(&caEnds, "certificate-chain-end", nil, "RFC 3339 time the certificate authority is trusted until (by position; default: open)")
-	fs.StringArrayVar(&rekorKeys, "rekor-key", nil, "PEM public key of a Rekor transparency log (repeatable)")
-	fs.StringArrayVar(&rekorURLs, "rekor-url", nil, "URL of the Rekor log (by position)")
-	fs.StringArrayVar(&rekorOrigins, "rekor-origin", nil, "checkpoint origin of a Rekor v2 log, the host name of its URL (by position)")
-	fs.StringArrayVar(&rekorStarts, "rekor-start", nil, "RFC 3339 time the Rekor key is trusted from (by position; default: the Unix epoch)")
-	fs.StringArrayVar(&rekorEnds, "rekor-end", nil, "RFC 3339 time the Rekor key is trusted until (by position; default: open)")
-	fs.StringArrayVar(&ctKeys, "ctfe-key", nil, "PEM public key of a certificate transparency log (repeatable)")
-	fs.StringArrayVar(&ctURLs, "ctfe-url", nil, "URL of the CT log (by position)")
-	fs.StringArrayVar(&ctStarts, "ctfe-start", nil, "RFC 3339 time the CT key is trusted from (by position; default: the Unix epoch)")
-	fs.StringArrayVar(&ctEnds, "ctfe-end", nil, "RFC 3339 time the CT key is trusted until (by position; default: open)")
-	fs.StringArrayVar(&tsaChains, "tsa-certificate-chain", nil, "PEM file of a timestamp authority chain, signing certificate first, root last (repeatable)")
-	fs.StringArrayVar(&tsaURLs, "tsa-url", nil, "URL of the timestamp authority (by position)")
-	fs.StringArrayVar(&tsaStarts, "tsa-start", nil, "RFC 3339 time the timestamp authority is trusted from (by position; default: its signing certificate's NotBefore)")
-	fs.StringArrayVar(&tsaEnds, "tsa-end", nil, "RFC 3339 time the timestamp authority is trusted until (by position; default: open)")
+	fs.StringArrayVar(&ca.Files, "certificate-chain", nil, "PEM file of a certificate authority chain, intermediates first, root last (repeatable)")
+	fs.StringArrayVar(&ca.URLs, "certificate-chain-url", nil, "URL of the certificate authority (by position)")
+	fs.StringArrayVar(&ca.Starts, "certificate-chain-start", nil, "RFC 3339 time the certificate authority is trusted from (by position; default: its root's NotBefore)")
+	fs.StringArrayVar(&ca.Ends, "certificate-chain-end", nil, "RFC 3339 time the certificate authority is trusted until (by position; default: open)")
+	fs.StringArrayVar(&rekor.Files, "rekor-key", nil, "PEM public key of a Rekor transparency log (repeatable)")
+	fs.StringArrayVar(&rekor.URLs, "rekor-url", nil, "URL of the Rekor log (by position)")
+	fs.StringArrayVar(&rekor.Origins, "rekor-origin", nil, "checkpoint origin of a Rekor v2 log, the host name of its URL (by position)")
+	fs.StringArrayVar(&rekor.Starts, "rekor-start", nil, "RFC 3339 time the Rekor key is trusted from (by position; default: the Unix epoch)")
+	fs.StringArrayVar(&rekor.Ends, "rekor-end", nil, "RFC 3339 time the Rekor key is trusted until (by position; default: open)")
+	fs.StringArrayVar(&ct.Files, "ctfe-key", nil, "PEM public key of a certificate transparency log (repeatable)")
+	fs.StringArrayVar(&ct.URLs, "ctfe-url", nil, "URL of the CT log (by position)")
+	fs.StringArrayVar(&ct.Starts, "ctfe-start", nil, "RFC 3339 time the CT key is trusted from (by position; default: the Unix epoch)")
+	fs.StringArrayVar(&ct.Ends, "ctfe-end", nil, "RFC 3339 time the CT key is trusted until (by position; default: open)")
+	fs.StringArrayVar(&tsa.Files, "tsa-certificate-chain", nil, "PEM file of a timestamp authority chain, signing certificate first, root last (repeatable)")
+	fs.StringArrayVar(&tsa.URLs, "tsa-url", nil, "URL of the timestamp authority (by position)")
+	fs.StringArrayVar(&tsa.Starts, "tsa-start", nil, "RFC 3339 time the timestamp authority is trusted from (by position; default: its signing certificate's NotBefore)")
+	fs.StringArrayVar(&tsa.Ends, "tsa-end", nil, "RFC 3339 time the timestamp authority is trusted until (by position; default: open)")
 	return cmd
 }
 
-// trByPosition returns the values of a companion flag, one per entry of
-// the primary flag ("" where not given).
-func trByPosition(flag string, vals []string, n int, primary string) ([]string, error) {
-	if len(vals) > n {
-		return nil, fmt.Errorf("%s given %d times but %s only %d: each belongs to the %s at its position", flag, len(vals), primary, n, primary)
-	}
-	out := make([]string, n)
-	copy(out, vals)
-	return out, nil
-}
+// trEntryFlags name the flags of one entry kind of 'trustroot create', by
+// the part of the entry (trustroot.PartURL, …) they give.
+type trEntryFlags map[string]string
 
-func trParseTime(flag, v string) (time.Time, error) {
-	if v == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339, v)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%s %s: want an RFC 3339 time such as 2025-01-31T00:00:00Z", flag, textsafe.Quote(v))
-	}
-	return t, nil
-}
+var (
+	trCAFlags    = trEntryFlags{trustroot.PartFile: "--certificate-chain", trustroot.PartURL: "--certificate-chain-url", trustroot.PartStart: "--certificate-chain-start", trustroot.PartEnd: "--certificate-chain-end"}
+	trTSAFlags   = trEntryFlags{trustroot.PartFile: "--tsa-certificate-chain", trustroot.PartURL: "--tsa-url", trustroot.PartStart: "--tsa-start", trustroot.PartEnd: "--tsa-end"}
+	trRekorFlags = trEntryFlags{trustroot.PartFile: "--rekor-key", trustroot.PartURL: "--rekor-url", trustroot.PartOrigin: "--rekor-origin", trustroot.PartStart: "--rekor-start", trustroot.PartEnd: "--rekor-end"}
+	trCTFlags    = trEntryFlags{trustroot.PartFile: "--ctfe-key", trustroot.PartURL: "--ctfe-url", trustroot.PartStart: "--ctfe-start", trustroot.PartEnd: "--ctfe-end"}
+)
 
-// trEntryFlags are one entry kind's flags of 'trustroot create': the
-// primary (a PEM file per entry) and its positional companions.
-type trEntryFlags struct {
-	primary, url, origin, start, end string
-}
-
-// trCompanions returns, per entry, the url, origin, start and end values.
-func (f trEntryFlags) companions(n int, urls, origins, starts, ends []string) (u, o, s, e []string, err error) {
-	if u, err = trByPosition(f.url, urls, n, f.primary); err != nil {
-		return
+// trEntryError says err of trustroot.Entries with the flags of f.
+func trEntryError(err error, f trEntryFlags) error {
+	var pe *trustroot.PartError
+	var te *trustroot.TimeError
+	var fe *trustroot.FileError
+	primary := f[trustroot.PartFile]
+	switch {
+	case errors.As(err, &pe):
+		return fmt.Errorf("%s given %d times but %s only %d: each belongs to the %s at its position", f[pe.Part], pe.Got, primary, pe.Files, primary)
+	case errors.As(err, &te):
+		return fmt.Errorf("%s %s: want an RFC 3339 time such as 2025-01-31T00:00:00Z", f[te.Part], textsafe.Quote(te.Value))
+	case errors.As(err, &fe):
+		return fmt.Errorf("%s: %w", primary, fe.Err)
 	}
-	if o, err = trByPosition(f.origin, origins, n, f.primary); err != nil {
-		return
-	}
-	if s, err = trByPosition(f.start, starts, n, f.primary); err != nil {
-		return
-	}
-	e, err = trByPosition(f.end, ends, n, f.primary)
-	return
-}
-
-func trCreateAuthorities(f trEntryFlags, chains, urls, starts, ends []string) ([]trustroot.Authority, error) {
-	u, _, s, e, err := f.companions(len(chains), urls, nil, starts, ends)
-	if err != nil {
-		return nil, err
-	}
-	var out []trustroot.Authority
-	for i, path := range chains {
-		pemData, err := boundedfile.Read(path, trustroot.MaxPEMBytes, nil)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.primary, err)
-		}
-		a := trustroot.Authority{ChainPEM: pemData, URI: u[i]}
-		if a.Start, err = trParseTime(f.start, s[i]); err != nil {
-			return nil, err
-		}
-		if a.End, err = trParseTime(f.end, e[i]); err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-func trCreateLogs(f trEntryFlags, keys, urls, origins, starts, ends []string) ([]trustroot.Log, error) {
-	u, o, s, e, err := f.companions(len(keys), urls, origins, starts, ends)
-	if err != nil {
-		return nil, err
-	}
-	var out []trustroot.Log
-	for i, path := range keys {
-		pemData, err := boundedfile.Read(path, trustroot.MaxPEMBytes, nil)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.primary, err)
-		}
-		l := trustroot.Log{KeyPEM: pemData, BaseURL: u[i], Origin: o[i]}
-		if l.Start, err = trParseTime(f.start, s[i]); err != nil {
-			return nil, err
-		}
-		if l.End, err = trParseTime(f.end, e[i]); err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, nil
+	return err
 }
 
 func newTrustrootShowCmd(a *app) *cobra.Command {
