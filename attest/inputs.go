@@ -1,0 +1,83 @@
+package attest
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+// MaxPackages bounds the packages of a statement.
+const MaxPackages = 64
+
+// maxClaimBytes bounds a package URL and a source claim.
+const maxClaimBytes = 2048
+
+// Compiled on first use: {16,256} alone costs about a millisecond, which
+// every process that links attest would otherwise pay at start-up.
+var (
+	digestAlgRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`) })
+	digestHexRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{16,256}$`) })
+	purlTypeRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^pkg:[a-zA-Z.+-][a-zA-Z0-9.+-]*/`) })
+)
+
+// InputError is a package URL, a package digest or a source claim that a
+// statement cannot carry. Part says which: "purl", "digest", or the claim
+// ("source.repository", "source.commit", "source.ref").
+type InputError struct {
+	Part, Value, Reason string
+}
+
+func (e *InputError) Error() string {
+	if strings.HasPrefix(e.Part, "source.") {
+		return e.Reason
+	}
+	return fmt.Sprintf("%q: %s", e.Value, e.Reason)
+}
+
+// ParsePackage reads a package of a statement: its package URL
+// (pkg:TYPE/NAMESPACE/NAME@VERSION) and, when digest is not "", its digest
+// ALG:HEX (lowercase). A malformed one is an *InputError.
+func ParsePackage(purl, digest string) (Package, error) {
+	if len(purl) > maxClaimBytes || !purlTypeRe().MatchString(purl) || strings.ContainsFunc(purl, func(r rune) bool { return r <= 0x20 || r == 0x7f }) {
+		return Package{}, &InputError{"purl", purl, "not a package URL (pkg:TYPE/NAMESPACE/NAME@VERSION, see github.com/package-url/purl-spec)"}
+	}
+	pkg := Package{PURL: purl}
+	if digest != "" {
+		alg, hexd, ok := strings.Cut(digest, ":")
+		if !ok || !digestAlgRe().MatchString(alg) || !digestHexRe().MatchString(hexd) {
+			return Package{}, &InputError{"digest", digest, "want ALG:HEX with a lowercase algorithm and lowercase hex, e.g. sha256:9f86d0…"}
+		}
+		pkg.Digest = map[string]string{alg: hexd}
+	}
+	return pkg, nil
+}
+
+// SourceWithDefaults returns the source revision a statement claims: src,
+// each empty field filled from the GitHub Actions environment getenv reads
+// (SourceFromGitHubActions); nil when it claims nothing. A claim with a
+// control character or of more than 2048 bytes is an *InputError.
+func SourceWithDefaults(src Source, getenv func(string) string) (*Source, error) {
+	if gh := SourceFromGitHubActions(getenv); gh != nil {
+		src.Repository = cmpOr(src.Repository, gh.Repository)
+		src.Commit = cmpOr(src.Commit, gh.Commit)
+		src.Ref = cmpOr(src.Ref, gh.Ref)
+	}
+	for _, f := range SourceFields() {
+		v := f.Get(&src)
+		if len(v) > maxClaimBytes || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return nil, &InputError{f.Claim, v, "control characters or more than 2048 bytes"}
+		}
+	}
+	if src == (Source{}) {
+		return nil, nil
+	}
+	return &src, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
