@@ -133,29 +133,15 @@ else from the public-good Sigstore through TUF; the bundle is verified against
 				if err != nil {
 					return sign.Options{}, err
 				}
-				svc, err := sign.SelectServices(sc, sign.ServiceNeeds{Fulcio: true, Rekor: true, TSA: true}, time.Now())
-				if err != nil {
-					return sign.Options{}, err
-				}
-				tok, err := sign.IDToken(ctx, sign.TokenOptions{
+				opts, err := sign.NewKeyless(ctx, sc, tm, sign.TokenOptions{
 					Flag: kl.IdentityToken, Getenv: a.getenv, ClientID: kl.OIDCClientID,
-					Interactive: a.isTerminal(), Issuer: svc.OIDCIssuer, In: a.stdin, Out: a.stderr,
-				})
-				if err != nil && kl.IdentityToken != "" {
+					Interactive: a.isTerminal(), In: a.stdin, Out: a.stderr,
+				}, time.Now())
+				if errors.As(err, new(*sign.TokenError)) && kl.IdentityToken != "" {
 					// The flag's token is the one tried, and the one at fault.
 					return sign.Options{}, fmt.Errorf("--identity-token: %w", err)
 				}
-				if err != nil {
-					return sign.Options{}, err
-				}
-				s, err := sign.NewSigstoreSigner(tok, svc.FulcioURL)
-				if err != nil {
-					return sign.Options{}, err
-				}
-				return sign.Options{
-					Signer: s, TransparencyLogs: svc.TransparencyLogs,
-					TimestampAuthorities: svc.TimestampAuthorities, TrustedMaterial: tm,
-				}, nil
+				return opts, err
 			})
 		},
 	}
@@ -262,13 +248,13 @@ only verifiers told to accept a chain in a v0.3 bundle read.
 				return err
 			}
 			return runSign(cmd, a, &f, args, func(ctx context.Context) (sign.Options, error) {
-				certs, err := readCertificates(certPath)
+				certs, err := sign.ReadCertificates(certPath)
 				if err != nil {
 					return sign.Options{}, fmt.Errorf("--certificate %s: %w", certPath, err)
 				}
 				var chain, roots []*x509.Certificate
 				if chainPath != "" {
-					if chain, err = readCertificates(chainPath); err != nil {
+					if chain, err = sign.ReadCertificates(chainPath); err != nil {
 						return sign.Options{}, fmt.Errorf("--certificate-chain %s: %w", chainPath, err)
 					}
 				} else if len(certs) > 1 {
@@ -276,7 +262,7 @@ only verifiers told to accept a chain in a v0.3 bundle read.
 					chain = certs[1:]
 				}
 				if f.trust.CARoots != "" {
-					if roots, err = readCertificates(f.trust.CARoots); err != nil {
+					if roots, err = sign.ReadCertificates(f.trust.CARoots); err != nil {
 						return sign.Options{}, fmt.Errorf("--ca-roots %s: %w", f.trust.CARoots, err)
 					}
 				}
@@ -319,32 +305,20 @@ func loadKey(a *app, o *options.KeyOptions) (crypto.Signer, error) {
 // withLogs adds the transparency log, timestamp authorities and trusted
 // root that the log flags ask for.
 func withLogs(ctx context.Context, opts sign.Options, f *signFlags, lg *options.LogOptions) (sign.Options, error) {
+	l := sign.LogServices{Upload: lg.TlogUpload, RekorURL: lg.RekorURL, RekorVersion: lg.RekorVersion, TSAURL: lg.TSAURL}
 	if lg.SigningConfig != "" {
 		sc, err := f.trust.LoadSigningConfig(ctx, lg.SigningConfig)
 		if err != nil {
 			return opts, err
 		}
-		svc, err := sign.SelectServices(sc, sign.ServiceNeeds{Rekor: lg.TlogUpload, TSA: true}, time.Now())
-		if err != nil {
-			return opts, err
-		}
-		opts.TransparencyLogs, opts.TimestampAuthorities = svc.TransparencyLogs, svc.TimestampAuthorities
-	} else {
-		if lg.TlogUpload {
-			opts.TransparencyLogs = []sign.RekorService{{URL: lg.RekorURL, Version: lg.RekorVersion}}
-		}
-		if lg.TSAURL != "" {
-			opts.TimestampAuthorities = []string{lg.TSAURL}
-		}
+		l.SigningConfig = sc
 	}
-	if len(opts.TransparencyLogs) > 0 || len(opts.TimestampAuthorities) > 0 {
-		tm, err := f.trust.LoadTrustedMaterial(ctx)
-		if err != nil {
-			return opts, err
-		}
-		opts.TrustedMaterial = tm
+	needsTrust, err := l.Apply(&opts, time.Now())
+	if err != nil || !needsTrust {
+		return opts, err
 	}
-	return opts, nil
+	opts.TrustedMaterial, err = f.trust.LoadTrustedMaterial(ctx)
+	return opts, err
 }
 
 // runSign is the common course of every sign method: refuse an existing
@@ -407,11 +381,3 @@ func runSign(cmd *cobra.Command, a *app, f *signFlags, args []string, mk func(co
 }
 
 func ms(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
-
-func readCertificates(path string) ([]*x509.Certificate, error) {
-	b, err := boundedfile.Read(path, sign.MaxKeyFileBytes, nil)
-	if err != nil {
-		return nil, err
-	}
-	return sign.ParseCertificates(b)
-}

@@ -1,0 +1,89 @@
+package sign
+
+import (
+	"context"
+	"crypto/x509"
+	"time"
+
+	"github.com/sigstore/sigstore-go/pkg/root"
+
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
+)
+
+// TokenError is the failure to get an identity token (IDToken) for a
+// keyless signature.
+type TokenError struct{ Err error }
+
+func (e *TokenError) Error() string { return e.Err.Error() }
+func (e *TokenError) Unwrap() error { return e.Err }
+
+// NewKeyless returns the Options of a keyless signature: the Fulcio, Rekor
+// and timestamp authorities sc selects at now (SelectServices), an
+// identity token as tok finds it (IDToken; the browser flow's issuer is
+// sc's), and tm to verify the bundle against before it is returned. A
+// token that cannot be had is a *TokenError.
+func NewKeyless(ctx context.Context, sc *root.SigningConfig, tm root.TrustedMaterial, tok TokenOptions, now time.Time) (Options, error) {
+	svc, err := SelectServices(sc, ServiceNeeds{Fulcio: true, Rekor: true, TSA: true}, now)
+	if err != nil {
+		return Options{}, err
+	}
+	tok.Issuer = svc.OIDCIssuer
+	t, err := IDToken(ctx, tok)
+	if err != nil {
+		return Options{}, &TokenError{Err: err}
+	}
+	s, err := NewSigstoreSigner(t, svc.FulcioURL)
+	if err != nil {
+		return Options{}, err
+	}
+	return Options{Signer: s, TransparencyLogs: svc.TransparencyLogs,
+		TimestampAuthorities: svc.TimestampAuthorities, TrustedMaterial: tm}, nil
+}
+
+// LogServices say which transparency log and timestamp authorities a key
+// or certificate signature uses (none by default: nothing leaves the
+// machine).
+type LogServices struct {
+	// SigningConfig, when not nil, names the services: its Rekor (with
+	// Upload) and its timestamp authorities. RekorURL and TSAURL are then
+	// not used.
+	SigningConfig *root.SigningConfig
+	// Upload logs the signature: in the Rekor of SigningConfig, else at
+	// RekorURL (API version RekorVersion, 1 or 2).
+	Upload       bool
+	RekorURL     string
+	RekorVersion uint32
+	// TSAURL is an RFC 3161 timestamp authority, when not "".
+	TSAURL string
+}
+
+// Apply sets the transparency logs and timestamp authorities of opts, the
+// ones valid at now, and reports whether opts now needs trusted material
+// (Options.TrustedMaterial) to verify the bundle with.
+func (l LogServices) Apply(opts *Options, now time.Time) (needsTrust bool, err error) {
+	if l.SigningConfig != nil {
+		svc, err := SelectServices(l.SigningConfig, ServiceNeeds{Rekor: l.Upload, TSA: true}, now)
+		if err != nil {
+			return false, err
+		}
+		opts.TransparencyLogs, opts.TimestampAuthorities = svc.TransparencyLogs, svc.TimestampAuthorities
+	} else {
+		if l.Upload {
+			opts.TransparencyLogs = []RekorService{{URL: l.RekorURL, Version: l.RekorVersion}}
+		}
+		if l.TSAURL != "" {
+			opts.TimestampAuthorities = []string{l.TSAURL}
+		}
+	}
+	return len(opts.TransparencyLogs) > 0 || len(opts.TimestampAuthorities) > 0, nil
+}
+
+// ReadCertificates reads a PEM file of certificates (at most
+// MaxKeyFileBytes): a leaf, a chain, or roots.
+func ReadCertificates(path string) ([]*x509.Certificate, error) {
+	b, err := boundedfile.Read(path, MaxKeyFileBytes, nil)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCertificates(b)
+}
