@@ -2,9 +2,7 @@ package attest
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
 )
 
 // MaxPackages bounds the packages of a statement.
@@ -13,13 +11,31 @@ const MaxPackages = 64
 // maxClaimBytes bounds a package URL and a source claim.
 const maxClaimBytes = 2048
 
-// Compiled on first use: {16,256} alone costs about a millisecond, which
-// every process that links attest would otherwise pay at start-up.
-var (
-	digestAlgRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`) })
-	digestHexRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{16,256}$`) })
-	purlTypeRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^pkg:[a-zA-Z.+-][a-zA-Z0-9.+-]*/`) })
-)
+// isPURLPrefix reports whether s starts as a package URL does: "pkg:",
+// a type (a letter, '.', '+' or '-', then also digits), "/".
+func isPURLPrefix(s string) bool {
+	rest, ok := strings.CutPrefix(s, "pkg:")
+	typ, _, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 || typ == "" || (typ[0] >= '0' && typ[0] <= '9') {
+		return false
+	}
+	return !strings.ContainsFunc(typ, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '+' || r == '-')
+	})
+}
+
+// isDigestAlg reports whether s is a digest algorithm name: lowercase
+// letters, digits and '-', at most 32, not starting with '-'.
+func isDigestAlg(s string) bool {
+	return len(s) >= 1 && len(s) <= 32 && s[0] != '-' &&
+		!strings.ContainsFunc(s, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') })
+}
+
+// isDigestHex reports whether s is 16 to 256 lowercase hex digits.
+func isDigestHex(s string) bool {
+	return len(s) >= 16 && len(s) <= 256 &&
+		!strings.ContainsFunc(s, func(r rune) bool { return !(r >= 'a' && r <= 'f' || r >= '0' && r <= '9') })
+}
 
 // InputError is a package URL, a package digest or a source claim that a
 // statement cannot carry. Part says which: "purl", "digest", or the claim
@@ -39,13 +55,13 @@ func (e *InputError) Error() string {
 // (pkg:TYPE/NAMESPACE/NAME@VERSION) and, when digest is not "", its digest
 // ALG:HEX (lowercase). A malformed one is an *InputError.
 func ParsePackage(purl, digest string) (Package, error) {
-	if len(purl) > maxClaimBytes || !purlTypeRe().MatchString(purl) || strings.ContainsFunc(purl, func(r rune) bool { return r <= 0x20 || r == 0x7f }) {
+	if len(purl) > maxClaimBytes || !isPURLPrefix(purl) || strings.ContainsFunc(purl, func(r rune) bool { return r <= 0x20 || r == 0x7f }) {
 		return Package{}, &InputError{"purl", purl, "not a package URL (pkg:TYPE/NAMESPACE/NAME@VERSION, see github.com/package-url/purl-spec)"}
 	}
 	pkg := Package{PURL: purl}
 	if digest != "" {
 		alg, hexd, ok := strings.Cut(digest, ":")
-		if !ok || !digestAlgRe().MatchString(alg) || !digestHexRe().MatchString(hexd) {
+		if !ok || !isDigestAlg(alg) || !isDigestHex(hexd) {
 			return Package{}, &InputError{"digest", digest, "want ALG:HEX with a lowercase algorithm and lowercase hex, e.g. sha256:9f86d0…"}
 		}
 		pkg.Digest = map[string]string{alg: hexd}

@@ -2,6 +2,7 @@ package attest
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -45,4 +46,38 @@ func TestSourceWithDefaults(t *testing.T) {
 	if _, err := SourceWithDefaults(Source{Commit: "a\nb"}, none); !errors.As(err, &ie) || ie.Part != "source.commit" {
 		t.Errorf("a control character: %v", err)
 	}
+}
+
+// FuzzParsePackage checks ParsePackage's hand-written checks against the
+// regular expressions they replace (no regexp is compiled at start-up).
+func FuzzParsePackage(f *testing.F) {
+	for _, s := range [][2]string{
+		{"pkg:npm/%40acme/notes@1.2.0", "sha512:" + strings.Repeat("ab", 64)},
+		{"pkg:1npm/x@1", "sha256:" + strings.Repeat("0", 16)},
+		{"pkg:n.p+m-2/x", "a-1:" + strings.Repeat("f", 256)},
+		{"pkg:/x", "-a:" + strings.Repeat("f", 16)},
+		{"pkg:npm", "sha256:" + strings.Repeat("F", 64)},
+		{"pkg:ñpm/x", "é:" + strings.Repeat("a", 15)},
+	} {
+		f.Add(s[0], s[1])
+	}
+	purlRe := regexp.MustCompile(`^pkg:[a-zA-Z.+-][a-zA-Z0-9.+-]*/`)
+	algRe := regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+	hexRe := regexp.MustCompile(`^[0-9a-f]{16,256}$`)
+	f.Fuzz(func(t *testing.T, purl, digest string) {
+		if got, want := isPURLPrefix(purl), purlRe.MatchString(purl); got != want {
+			t.Errorf("isPURLPrefix(%q) = %v, the regexp says %v", purl, got, want)
+		}
+		alg, hexd, _ := strings.Cut(digest, ":")
+		if got, want := isDigestAlg(alg), algRe.MatchString(alg); got != want {
+			t.Errorf("isDigestAlg(%q) = %v, the regexp says %v", alg, got, want)
+		}
+		if got, want := isDigestHex(hexd), hexRe.MatchString(hexd); got != want {
+			t.Errorf("isDigestHex(%q) = %v, the regexp says %v", hexd, got, want)
+		}
+		p, err := ParsePackage(purl, digest)
+		if err == nil && p.PURL != purl {
+			t.Errorf("ParsePackage(%q) = %q", purl, p.PURL)
+		}
+	})
 }

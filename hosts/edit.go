@@ -67,11 +67,18 @@ func Edit(ctx context.Context, f File, opts EditOptions) (*EditResult, error) {
 	return r, nil
 }
 
-// wouldDo is what a dry run says of each action: nothing was done.
-var wouldDo = map[Action]string{
-	ActWrapped:   "would wrap",
-	ActRewrapped: "would re-wrap",
-	ActUnwrapped: "would unwrap",
+// wouldDo is what a dry run says of an action that changes the file:
+// nothing was done.
+func wouldDo(a Action) (string, bool) {
+	switch a {
+	case ActWrapped:
+		return "would wrap", true
+	case ActRewrapped:
+		return "would re-wrap", true
+	case ActUnwrapped:
+		return "would unwrap", true
+	}
+	return "", false
 }
 
 // WriteText writes what was done to each entry (with DryRun: what would
@@ -81,7 +88,7 @@ func (r *EditResult) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "%s (%s)\n", textsafe.Escape(r.File.Path), r.File.Host.Name)
 	for _, ch := range r.Changes {
 		action := string(ch.Action)
-		if s, ok := wouldDo[ch.Action]; ok && r.DryRun {
+		if s, ok := wouldDo(ch.Action); ok && r.DryRun {
 			action = s
 		}
 		if ch.Action == ActNotEnforced || ch.Action == ActSkipped {

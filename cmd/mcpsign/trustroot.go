@@ -231,28 +231,43 @@ checked by parsing it back, and written atomically. See docs/TRUSTROOT.md.`,
 	return cmd
 }
 
-// trEntryFlags name the flags of one entry kind of 'trustroot create', by
-// the part of the entry (trustroot.PartURL, …) they give.
-type trEntryFlags map[string]string
+// trEntryFlags name the flags of one entry kind of 'trustroot create': the
+// file's (primary) and those of the other parts.
+type trEntryFlags struct{ primary, url, origin, start, end string }
 
 var (
-	trCAFlags    = trEntryFlags{trustroot.PartFile: "--certificate-chain", trustroot.PartURL: "--certificate-chain-url", trustroot.PartStart: "--certificate-chain-start", trustroot.PartEnd: "--certificate-chain-end"}
-	trTSAFlags   = trEntryFlags{trustroot.PartFile: "--tsa-certificate-chain", trustroot.PartURL: "--tsa-url", trustroot.PartStart: "--tsa-start", trustroot.PartEnd: "--tsa-end"}
-	trRekorFlags = trEntryFlags{trustroot.PartFile: "--rekor-key", trustroot.PartURL: "--rekor-url", trustroot.PartOrigin: "--rekor-origin", trustroot.PartStart: "--rekor-start", trustroot.PartEnd: "--rekor-end"}
-	trCTFlags    = trEntryFlags{trustroot.PartFile: "--ctfe-key", trustroot.PartURL: "--ctfe-url", trustroot.PartStart: "--ctfe-start", trustroot.PartEnd: "--ctfe-end"}
+	trCAFlags    = trEntryFlags{"--certificate-chain", "--certificate-chain-url", "", "--certificate-chain-start", "--certificate-chain-end"}
+	trTSAFlags   = trEntryFlags{"--tsa-certificate-chain", "--tsa-url", "", "--tsa-start", "--tsa-end"}
+	trRekorFlags = trEntryFlags{"--rekor-key", "--rekor-url", "--rekor-origin", "--rekor-start", "--rekor-end"}
+	trCTFlags    = trEntryFlags{"--ctfe-key", "--ctfe-url", "", "--ctfe-start", "--ctfe-end"}
 )
+
+// flag names the flag of an entry's part (trustroot.PartURL, …).
+func (f trEntryFlags) flag(part string) string {
+	switch part {
+	case trustroot.PartURL:
+		return f.url
+	case trustroot.PartOrigin:
+		return f.origin
+	case trustroot.PartStart:
+		return f.start
+	case trustroot.PartEnd:
+		return f.end
+	}
+	return f.primary
+}
 
 // trEntryError says err of trustroot.Entries with the flags of f.
 func trEntryError(err error, f trEntryFlags) error {
 	var pe *trustroot.PartError
 	var te *trustroot.TimeError
 	var fe *trustroot.FileError
-	primary := f[trustroot.PartFile]
+	primary := f.primary
 	switch {
 	case errors.As(err, &pe):
-		return fmt.Errorf("%s given %d times but %s only %d: each belongs to the %s at its position", f[pe.Part], pe.Got, primary, pe.Files, primary)
+		return fmt.Errorf("%s given %d times but %s only %d: each belongs to the %s at its position", f.flag(pe.Part), pe.Got, primary, pe.Files, primary)
 	case errors.As(err, &te):
-		return fmt.Errorf("%s %s: want an RFC 3339 time such as 2025-01-31T00:00:00Z", f[te.Part], textsafe.Quote(te.Value))
+		return fmt.Errorf("%s %s: want an RFC 3339 time such as 2025-01-31T00:00:00Z", f.flag(te.Part), textsafe.Quote(te.Value))
 	case errors.As(err, &fe):
 		return fmt.Errorf("%s: %w", primary, fe.Err)
 	}

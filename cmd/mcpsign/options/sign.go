@@ -3,6 +3,7 @@ package options
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -38,9 +39,6 @@ func (o *StatementOptions) AddFlags(fs *pflag.FlagSet) {
 // MaxPackages bounds --package-purl.
 const MaxPackages = attest.MaxPackages
 
-// sourceFlags name the flag of each source claim.
-var sourceFlags = map[string]string{"source.repository": "--source-repository", "source.commit": "--source-commit", "source.ref": "--source-ref"}
-
 // AttestOptions returns the attest options. The source revision flags
 // default, each one, to the GitHub Actions environment read with getenv.
 func (o *StatementOptions) AttestOptions(getenv func(string) string) (attest.Options, error) {
@@ -63,7 +61,7 @@ func (o *StatementOptions) AttestOptions(getenv func(string) string) (attest.Opt
 	src := attest.Source{Repository: o.SourceRepository, Commit: o.SourceCommit, Ref: o.SourceRef}
 	var ie *attest.InputError
 	if opts.Source, err = attest.SourceWithDefaults(src, getenv); errors.As(err, &ie) {
-		return attest.Options{}, fmt.Errorf("%s: %w", sourceFlags[ie.Part], err)
+		return attest.Options{}, fmt.Errorf("--%s: %w", strings.ReplaceAll(ie.Part, ".", "-"), err)
 	}
 	return opts, err
 }
