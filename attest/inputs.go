@@ -1,8 +1,12 @@
 package attest
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // MaxPackages bounds the packages of a statement.
@@ -38,15 +42,18 @@ func isDigestHex(s string) bool {
 }
 
 // InputError is a package URL, a package digest or a source claim that a
-// statement cannot carry. Part says which: "purl", "digest", or the claim
+// statement cannot carry. Part says which: "purl", "digest", "integrity", or the claim
 // ("source.repository", "source.commit", "source.ref").
 type InputError struct {
 	Part, Value, Reason string
 }
 
 func (e *InputError) Error() string {
-	if strings.HasPrefix(e.Part, "source.") {
+	switch {
+	case strings.HasPrefix(e.Part, "source."):
 		return e.Reason
+	case e.Part == "integrity":
+		return textsafe.Quote(e.Value) + ": " + e.Reason
 	}
 	return fmt.Sprintf("%q: %s", e.Value, e.Reason)
 }
@@ -96,4 +103,24 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// ParseIntegrity reads a package digest in Subresource Integrity form, as
+// npm writes "integrity" in a package-lock ("sha512-" or "sha256-" and the
+// standard base64 of the digest), into algorithm → lowercase hex, the form
+// of Package.Digest. A malformed one is an *InputError.
+func ParseIntegrity(s string) (map[string]string, error) {
+	alg, b64, ok := strings.Cut(s, "-")
+	size := 0
+	switch alg {
+	case "sha256":
+		size = 32
+	case "sha512":
+		size = 64
+	}
+	raw, err := base64.StdEncoding.Strict().DecodeString(b64)
+	if !ok || size == 0 || err != nil || len(raw) != size {
+		return nil, &InputError{"integrity", s, `want sha512-BASE64 (or sha256-BASE64), as npm writes "integrity" in a package-lock`}
+	}
+	return map[string]string{alg: hex.EncodeToString(raw)}, nil
 }

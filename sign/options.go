@@ -2,11 +2,14 @@ package sign
 
 import (
 	"context"
+	"crypto"
 	"crypto/x509"
+	"os"
 	"time"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 
+	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
 )
 
@@ -86,4 +89,28 @@ func ReadCertificates(path string) ([]*x509.Certificate, error) {
 		return nil, err
 	}
 	return ParseCertificates(b)
+}
+
+// WriteKeyFiles writes key as a key pair, each file atomically: its
+// private key encrypted with password (PKCS#8 PBES2,
+// MarshalEncryptedPrivateKey) to keyPath with mode 0600, and its public
+// key to pubPath. An existing file is replaced only with overwrite; when
+// the public key cannot be written the private key is removed again.
+func WriteKeyFiles(keyPath, pubPath string, key crypto.Signer, password []byte, overwrite bool) error {
+	priv, err := MarshalEncryptedPrivateKey(key, password)
+	if err != nil {
+		return err
+	}
+	pub, err := MarshalPublicKey(key)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(keyPath, priv, atomicfile.Options{Perm: 0o600, Overwrite: overwrite}); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(pubPath, pub, atomicfile.Options{Perm: 0o644, Overwrite: overwrite}); err != nil {
+		os.Remove(keyPath)
+		return err
+	}
+	return nil
 }

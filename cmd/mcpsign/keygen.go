@@ -56,20 +56,9 @@ long-lived key, prefer 'mcpsign sign sigstore' (keyless).`,
 			if err != nil {
 				return err
 			}
-			priv, err := sign.MarshalEncryptedPrivateKey(key, pw)
+			err = sign.WriteKeyFiles(keyPath, pubPath, key, pw, o.Force)
 			clear(pw)
 			if err != nil {
-				return err
-			}
-			pub, err := sign.MarshalPublicKey(key)
-			if err != nil {
-				return err
-			}
-			if err := atomicfile.Write(keyPath, priv, atomicfile.Options{Perm: 0o600, Overwrite: o.Force}); err != nil {
-				return err
-			}
-			if err := atomicfile.Write(pubPath, pub, atomicfile.Options{Perm: 0o644, Overwrite: o.Force}); err != nil {
-				os.Remove(keyPath)
 				return err
 			}
 			id, _ := evidence.KeyID(key.Public())
