@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 
@@ -69,9 +68,7 @@ exits 1: a partial set is never reported as complete.`,
 			}
 			r := digest.Compute(snap)
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				err = enc.Encode(r.Report(snap))
+				err = writeJSON(a.stdout, r.Report(snap))
 			} else {
 				err = r.WriteText(a.stdout, snap)
 			}

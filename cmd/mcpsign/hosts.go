@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -152,9 +151,7 @@ func runHostsList(cmd *cobra.Command, a *app, f *hostsFlags, out *options.Output
 	}
 	report := hosts.List(cmd.Context(), files, f.servers, want)
 	if asJSON {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
+		if err := writeJSON(a.stdout, report); err != nil {
 			return err
 		}
 	} else {

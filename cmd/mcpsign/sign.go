@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -358,9 +357,6 @@ func runSign(cmd *cobra.Command, a *app, f *signFlags, args []string, mk func(co
 	}
 	opts.Retries = sign.DefaultRetries
 	res, err := sign.Sign(ctx, payload, opts)
-	if errors.Is(err, sign.ErrClaimMismatch) {
-		return fmt.Errorf("%w (the claims come from --source-repository, --source-commit and --source-ref, in GitHub Actions by default from GITHUB_REPOSITORY, GITHUB_SHA and GITHUB_REF)", err)
-	}
 	if err != nil {
 		return err
 	}
@@ -373,9 +369,7 @@ func runSign(cmd *cobra.Command, a *app, f *signFlags, args []string, mk func(co
 			ms(t.Fulcio), ms(t.Rekor), ms(t.TSA), ms(t.Verify), ms(t.Total))
 	}
 	if asJSON {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res.Report(out, st))
+		return writeJSON(a.stdout, res.Report(out, st))
 	}
 	return res.WriteText(a.stdout, out, st)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -304,9 +303,7 @@ ended or not yet valid now. Text from the file and its certificates is escaped.
 			}
 			d := trustroot.Describe(tr, time.Now())
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
+				return writeJSON(a.stdout, struct {
 					ReportVersion int    `json:"reportVersion"`
 					File          string `json:"file"`
 					SHA256        string `json:"sha256"`
