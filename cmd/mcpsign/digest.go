@@ -55,30 +55,7 @@ exits 1: a partial set is never reported as complete.`,
   # The statement's subjects as a checksums file, for actions/attest
   mcpsign digest server.snapshot.json --checksums > subjects.sha256`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.JSON()
-			if err != nil {
-				return err
-			}
-			snap, err := loadSource(cmd, a, &src, args)
-			if err != nil {
-				return err
-			}
-			if checksums {
-				return writeChecksums(a.stdout, snap)
-			}
-			r := digest.Compute(snap)
-			if asJSON {
-				err = writeJSON(a.stdout, r.Report(snap))
-			} else {
-				err = r.WriteText(a.stdout, snap)
-			}
-			if err != nil {
-				return err
-			}
-			if err := r.Err(); err != nil {
-				return failed(err)
-			}
-			return nil
+			return runDigest(cmd, a, args, &src, &out, checksums)
 		},
 	}
 	src.AddFlags(cmd.Flags())
@@ -86,6 +63,34 @@ exits 1: a partial set is never reported as complete.`,
 	cmd.Flags().BoolVar(&checksums, "checksums", false, "print the statement's subjects (one per definition, and the instructions) as a sha256sum checksums file, for actions/attest (docs/PUBLISHING.md)")
 	cmd.MarkFlagsMutuallyExclusive("checksums", "format")
 	return cmd
+}
+
+// runDigest prints the digests of the source.
+func runDigest(cmd *cobra.Command, a *app, args []string, src *options.SourceOptions, out *options.OutputOptions, checksums bool) error {
+	asJSON, err := out.JSON()
+	if err != nil {
+		return err
+	}
+	snap, err := loadSource(cmd, a, src, args)
+	if err != nil {
+		return err
+	}
+	if checksums {
+		return writeChecksums(a.stdout, snap)
+	}
+	r := digest.Compute(snap)
+	if asJSON {
+		err = writeJSON(a.stdout, r.Report(snap))
+	} else {
+		err = r.WriteText(a.stdout, snap)
+	}
+	if err != nil {
+		return err
+	}
+	if err := r.Err(); err != nil {
+		return failed(err)
+	}
+	return nil
 }
 
 // writeChecksums writes the subjects of the statement 'mcpsign sign' would

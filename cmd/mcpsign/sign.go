@@ -123,30 +123,35 @@ else from the public-good Sigstore through TUF; the bundle is verified against
   mcpsign sign sigstore server.snapshot.json --signing-config signing_config.json \
     --trusted-root trusted_root.json --identity-token /run/secrets/id_token`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runSign(cmd, a, &f, args, func(ctx context.Context) (sign.Options, error) {
-				sc, err := f.trust.LoadSigningConfig(ctx, kl.SigningConfig)
-				if err != nil {
-					return sign.Options{}, err
-				}
-				tm, err := f.trust.LoadTrustedMaterial(ctx)
-				if err != nil {
-					return sign.Options{}, err
-				}
-				opts, err := sign.NewKeyless(ctx, sc, tm, sign.TokenOptions{
-					Flag: kl.IdentityToken, Getenv: a.getenv, ClientID: kl.OIDCClientID,
-					Interactive: a.isTerminal(), In: a.stdin, Out: a.stderr,
-				}, time.Now())
-				if errors.As(err, new(*sign.TokenError)) && kl.IdentityToken != "" {
-					// The flag's token is the one tried, and the one at fault.
-					return sign.Options{}, fmt.Errorf("--identity-token: %w", err)
-				}
-				return opts, err
-			})
+			return runSignSigstore(cmd, a, args, &f, &kl)
 		},
 	}
 	f.addFlags(cmd.Flags(), false)
 	kl.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// runSignSigstore signs keylessly.
+func runSignSigstore(cmd *cobra.Command, a *app, args []string, f *signFlags, kl *options.KeylessOptions) error {
+	return runSign(cmd, a, f, args, func(ctx context.Context) (sign.Options, error) {
+		sc, err := f.trust.LoadSigningConfig(ctx, kl.SigningConfig)
+		if err != nil {
+			return sign.Options{}, err
+		}
+		tm, err := f.trust.LoadTrustedMaterial(ctx)
+		if err != nil {
+			return sign.Options{}, err
+		}
+		opts, err := sign.NewKeyless(ctx, sc, tm, sign.TokenOptions{
+			Flag: kl.IdentityToken, Getenv: a.getenv, ClientID: kl.OIDCClientID,
+			Interactive: a.isTerminal(), In: a.stdin, Out: a.stderr,
+		}, time.Now())
+		if errors.As(err, new(*sign.TokenError)) && kl.IdentityToken != "" {
+			// The flag's token is the one tried, and the one at fault.
+			return sign.Options{}, fmt.Errorf("--identity-token: %w", err)
+		}
+		return opts, err
+	})
 }
 
 func newSignKeyCmd(a *app) *cobra.Command {
@@ -183,29 +188,34 @@ cannot log an Ed25519 DSSE signature: use ECDSA or RSA with it.
     --tlog-upload --rekor-url https://rekor.sigstore.dev \
     --tsa-url https://timestamp.sigstore.dev/api/v1/timestamp -- ./server --stdio`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if key.Key == "" {
-				return fmt.Errorf("missing --key: the PEM private key to sign with ('mcpsign keygen' makes one)")
-			}
-			if err := lg.Validate(); err != nil {
-				return err
-			}
-			return runSign(cmd, a, &f, args, func(ctx context.Context) (sign.Options, error) {
-				priv, err := loadKey(a, &key)
-				if err != nil {
-					return sign.Options{}, err
-				}
-				s, err := sign.NewKeySigner(priv)
-				if err != nil {
-					return sign.Options{}, err
-				}
-				return withLogs(ctx, sign.Options{Signer: s}, &f, &lg)
-			})
+			return runSignKey(cmd, a, args, &f, &key, &lg)
 		},
 	}
 	f.addFlags(cmd.Flags(), false)
 	key.AddFlags(cmd.Flags())
 	lg.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// runSignKey signs with the --key private key.
+func runSignKey(cmd *cobra.Command, a *app, args []string, f *signFlags, key *options.KeyOptions, lg *options.LogOptions) error {
+	if key.Key == "" {
+		return fmt.Errorf("missing --key: the PEM private key to sign with ('mcpsign keygen' makes one)")
+	}
+	if err := lg.Validate(); err != nil {
+		return err
+	}
+	return runSign(cmd, a, f, args, func(ctx context.Context) (sign.Options, error) {
+		priv, err := loadKey(a, key)
+		if err != nil {
+			return sign.Options{}, err
+		}
+		s, err := sign.NewKeySigner(priv)
+		if err != nil {
+			return sign.Options{}, err
+		}
+		return withLogs(ctx, sign.Options{Signer: s}, f, lg)
+	})
 }
 
 func newSignCertificateCmd(a *app) *cobra.Command {
@@ -240,42 +250,7 @@ only verifiers told to accept a chain in a v0.3 bundle read.
 		Example: `  mcpsign sign certificate --key release.key --certificate release.crt \
     --certificate-chain ca-chain.pem server.snapshot.json -o notes.sigstore.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if key.Key == "" || certPath == "" {
-				return fmt.Errorf("missing --key or --certificate: the private key and its PEM certificate")
-			}
-			if err := lg.Validate(); err != nil {
-				return err
-			}
-			return runSign(cmd, a, &f, args, func(ctx context.Context) (sign.Options, error) {
-				certs, err := sign.ReadCertificates(certPath)
-				if err != nil {
-					return sign.Options{}, fmt.Errorf("--certificate %s: %w", certPath, err)
-				}
-				var chain, roots []*x509.Certificate
-				if chainPath != "" {
-					if chain, err = sign.ReadCertificates(chainPath); err != nil {
-						return sign.Options{}, fmt.Errorf("--certificate-chain %s: %w", chainPath, err)
-					}
-				} else if len(certs) > 1 {
-					// A PEM file of leaf then chain.
-					chain = certs[1:]
-				}
-				if f.trust.CARoots != "" {
-					if roots, err = sign.ReadCertificates(f.trust.CARoots); err != nil {
-						return sign.Options{}, fmt.Errorf("--ca-roots %s: %w", f.trust.CARoots, err)
-					}
-				}
-				priv, err := loadKey(a, &key)
-				if err != nil {
-					return sign.Options{}, err
-				}
-				s, err := sign.NewCertificateSigner(priv, certs[0], chain, roots, time.Now())
-				if err != nil {
-					return sign.Options{}, err
-				}
-				s.EmbedChain = embedChain
-				return withLogs(ctx, sign.Options{Signer: s}, &f, &lg)
-			})
+			return runSignCertificate(cmd, a, args, &f, &key, &lg, certPath, chainPath, embedChain)
 		},
 	}
 	f.addFlags(cmd.Flags(), true)
@@ -285,6 +260,46 @@ only verifiers told to accept a chain in a v0.3 bundle read.
 	cmd.Flags().StringVar(&chainPath, "certificate-chain", "", "PEM file of the issuing intermediates in order, then the root")
 	cmd.Flags().BoolVar(&embedChain, "embed-chain", false, "put the intermediates into the bundle (x509CertificateChain) instead of the leaf only")
 	return cmd
+}
+
+// runSignCertificate signs with the --key private key and its --certificate.
+func runSignCertificate(cmd *cobra.Command, a *app, args []string, f *signFlags, key *options.KeyOptions, lg *options.LogOptions, certPath string, chainPath string, embedChain bool) error {
+	if key.Key == "" || certPath == "" {
+		return fmt.Errorf("missing --key or --certificate: the private key and its PEM certificate")
+	}
+	if err := lg.Validate(); err != nil {
+		return err
+	}
+	return runSign(cmd, a, f, args, func(ctx context.Context) (sign.Options, error) {
+		certs, err := sign.ReadCertificates(certPath)
+		if err != nil {
+			return sign.Options{}, fmt.Errorf("--certificate %s: %w", certPath, err)
+		}
+		var chain, roots []*x509.Certificate
+		if chainPath != "" {
+			if chain, err = sign.ReadCertificates(chainPath); err != nil {
+				return sign.Options{}, fmt.Errorf("--certificate-chain %s: %w", chainPath, err)
+			}
+		} else if len(certs) > 1 {
+			// A PEM file of leaf then chain.
+			chain = certs[1:]
+		}
+		if f.trust.CARoots != "" {
+			if roots, err = sign.ReadCertificates(f.trust.CARoots); err != nil {
+				return sign.Options{}, fmt.Errorf("--ca-roots %s: %w", f.trust.CARoots, err)
+			}
+		}
+		priv, err := loadKey(a, key)
+		if err != nil {
+			return sign.Options{}, err
+		}
+		s, err := sign.NewCertificateSigner(priv, certs[0], chain, roots, time.Now())
+		if err != nil {
+			return sign.Options{}, err
+		}
+		s.EmbedChain = embedChain
+		return withLogs(ctx, sign.Options{Signer: s}, f, lg)
+	})
 }
 
 // loadKey reads and decrypts the --key file.

@@ -73,46 +73,7 @@ commands with --offline can use it. Pin the written file and pass it with
   mcpsign trustroot fetch --tuf-mirror https://tuf.example.com --tuf-root root.json -o trusted_root.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output == "" {
-				return errors.New("missing -o FILE: where to write the trusted root")
-			}
-			opts := trustroot.Options{CacheDir: cacheDir, Mirror: mirror, Refresh: true, Timeout: timeout}
-			if tufRoot != "" {
-				data, err := boundedfile.Read(tufRoot, trustroot.MaxTrustedRootBytes, nil)
-				if err != nil {
-					return fmt.Errorf("--tuf-root: %w", err)
-				}
-				opts.TUFRoot = data
-			}
-			for _, p := range []string{output, scOutput} {
-				if p == "" {
-					continue
-				}
-				if err := atomicfile.Check(p, atomicfile.Options{Overwrite: force}); err != nil {
-					return err
-				}
-			}
-			data, err := trustroot.FetchTrustedRootJSON(cmd.Context(), opts)
-			if err != nil {
-				return err
-			}
-			var sc []byte
-			if scOutput != "" {
-				if sc, err = trustroot.FetchSigningConfigJSON(cmd.Context(), opts); err != nil {
-					return err
-				}
-			}
-			if err := atomicfile.Write(output, data, atomicfile.Options{Overwrite: force}); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(output), trSHA256(data))
-			if scOutput != "" {
-				if err := atomicfile.Write(scOutput, sc, atomicfile.Options{Overwrite: force}); err != nil {
-					return err
-				}
-				fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(scOutput), trSHA256(sc))
-			}
-			return nil
+			return runTrustrootFetch(cmd, a, output, scOutput, cacheDir, mirror, tufRoot, force, timeout)
 		},
 	}
 	fs := cmd.Flags()
@@ -124,6 +85,50 @@ commands with --offline can use it. Pin the written file and pass it with
 	fs.StringVar(&tufRoot, "tuf-root", "", "initial TUF root.json of --tuf-mirror (needed once for a repository other than public-good or staging)")
 	options.PositiveDurationVar(fs, &timeout, "timeout", trustroot.DefaultTimeout, "time limit for the TUF update")
 	return cmd
+}
+
+// runTrustrootFetch fetches the trusted root (and the signing configuration) and writes them.
+func runTrustrootFetch(cmd *cobra.Command, a *app, output string, scOutput string, cacheDir string, mirror string, tufRoot string, force bool, timeout time.Duration) error {
+	if output == "" {
+		return errors.New("missing -o FILE: where to write the trusted root")
+	}
+	opts := trustroot.Options{CacheDir: cacheDir, Mirror: mirror, Refresh: true, Timeout: timeout}
+	if tufRoot != "" {
+		data, err := boundedfile.Read(tufRoot, trustroot.MaxTrustedRootBytes, nil)
+		if err != nil {
+			return fmt.Errorf("--tuf-root: %w", err)
+		}
+		opts.TUFRoot = data
+	}
+	for _, p := range []string{output, scOutput} {
+		if p == "" {
+			continue
+		}
+		if err := atomicfile.Check(p, atomicfile.Options{Overwrite: force}); err != nil {
+			return err
+		}
+	}
+	data, err := trustroot.FetchTrustedRootJSON(cmd.Context(), opts)
+	if err != nil {
+		return err
+	}
+	var sc []byte
+	if scOutput != "" {
+		if sc, err = trustroot.FetchSigningConfigJSON(cmd.Context(), opts); err != nil {
+			return err
+		}
+	}
+	if err := atomicfile.Write(output, data, atomicfile.Options{Overwrite: force}); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(output), trSHA256(data))
+	if scOutput != "" {
+		if err := atomicfile.Write(scOutput, sc, atomicfile.Options{Overwrite: force}); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(scOutput), trSHA256(sc))
+	}
+	return nil
 }
 
 func newTrustrootCreateCmd(a *app) *cobra.Command {
@@ -172,39 +177,7 @@ checked by parsing it back, and written atomically. See docs/TRUSTROOT.md.`,
     --tsa-certificate-chain $S/tsa-chain.pem --tsa-url http://127.0.0.1:3004/api/v1/timestamp`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output == "" {
-				return errors.New("missing -o FILE: where to write the trusted root (- for standard output)")
-			}
-			var opts trustroot.CreateOptions
-			var err error
-			if opts.CertificateAuthorities, err = ca.Authorities(); err != nil {
-				return trEntryError(err, trCAFlags)
-			}
-			if opts.TimestampAuthorities, err = tsa.Authorities(); err != nil {
-				return trEntryError(err, trTSAFlags)
-			}
-			if opts.TransparencyLogs, err = rekor.Logs(); err != nil {
-				return trEntryError(err, trRekorFlags)
-			}
-			if opts.CTLogs, err = ct.Logs(); err != nil {
-				return trEntryError(err, trCTFlags)
-			}
-			data, warnings, err := trustroot.Create(opts)
-			if err != nil {
-				return err
-			}
-			for _, w := range warnings {
-				fmt.Fprintf(a.stderr, "mcpsign: warning: %s\n", textsafe.Escape(w))
-			}
-			if output == "-" {
-				_, err := a.stdout.Write(data)
-				return err
-			}
-			if err := atomicfile.Write(output, data, atomicfile.Options{Overwrite: force}); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(output), trSHA256(data))
-			return nil
+			return runTrustrootCreate(cmd, a, output, force, &ca, &rekor, &ct, &tsa)
 		},
 	}
 	fs := cmd.Flags()
@@ -228,6 +201,43 @@ checked by parsing it back, and written atomically. See docs/TRUSTROOT.md.`,
 	fs.StringArrayVar(&tsa.Starts, "tsa-start", nil, "RFC 3339 time the timestamp authority is trusted from (by position; default: its signing certificate's NotBefore)")
 	fs.StringArrayVar(&tsa.Ends, "tsa-end", nil, "RFC 3339 time the timestamp authority is trusted until (by position; default: open)")
 	return cmd
+}
+
+// runTrustrootCreate builds a trusted root from the entries of the flags and writes it.
+func runTrustrootCreate(cmd *cobra.Command, a *app, output string, force bool, ca *trustroot.Entries, rekor *trustroot.Entries, ct *trustroot.Entries, tsa *trustroot.Entries) error {
+	if output == "" {
+		return errors.New("missing -o FILE: where to write the trusted root (- for standard output)")
+	}
+	var opts trustroot.CreateOptions
+	var err error
+	if opts.CertificateAuthorities, err = ca.Authorities(); err != nil {
+		return trEntryError(err, trCAFlags)
+	}
+	if opts.TimestampAuthorities, err = tsa.Authorities(); err != nil {
+		return trEntryError(err, trTSAFlags)
+	}
+	if opts.TransparencyLogs, err = rekor.Logs(); err != nil {
+		return trEntryError(err, trRekorFlags)
+	}
+	if opts.CTLogs, err = ct.Logs(); err != nil {
+		return trEntryError(err, trCTFlags)
+	}
+	data, warnings, err := trustroot.Create(opts)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(a.stderr, "mcpsign: warning: %s\n", textsafe.Escape(w))
+	}
+	if output == "-" {
+		_, err := a.stdout.Write(data)
+		return err
+	}
+	if err := atomicfile.Write(output, data, atomicfile.Options{Overwrite: force}); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(output), trSHA256(data))
+	return nil
 }
 
 // trEntryFlags name the flags of one entry kind of 'trustroot create': the
@@ -289,34 +299,39 @@ ended or not yet valid now. Text from the file and its certificates is escaped.
   mcpsign trustroot show trusted_root.json --format json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.JSON()
-			if err != nil {
-				return err
-			}
-			data, err := boundedfile.Read(args[0], trustroot.MaxTrustedRootBytes, nil)
-			if err != nil {
-				return err
-			}
-			tr, err := trustroot.ParseTrustedRoot(data)
-			if err != nil {
-				return fmt.Errorf("%s: %w", textsafe.Escape(args[0]), err)
-			}
-			d := trustroot.Describe(tr, time.Now())
-			if asJSON {
-				return writeJSON(a.stdout, struct {
-					ReportVersion int    `json:"reportVersion"`
-					File          string `json:"file"`
-					SHA256        string `json:"sha256"`
-					*trustroot.Description
-				}{reportVersion, args[0], trSHA256(data), d})
-			}
-			fmt.Fprintf(a.stdout, "%s  sha256:%s\n", textsafe.Escape(args[0]), trSHA256(data))
-			d.WriteText(a.stdout)
-			return nil
+			return runTrustrootShow(cmd, a, args, &out)
 		},
 	}
 	out.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// runTrustrootShow prints what a trusted root trusts.
+func runTrustrootShow(cmd *cobra.Command, a *app, args []string, out *options.OutputOptions) error {
+	asJSON, err := out.JSON()
+	if err != nil {
+		return err
+	}
+	data, err := boundedfile.Read(args[0], trustroot.MaxTrustedRootBytes, nil)
+	if err != nil {
+		return err
+	}
+	tr, err := trustroot.ParseTrustedRoot(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", textsafe.Escape(args[0]), err)
+	}
+	d := trustroot.Describe(tr, time.Now())
+	if asJSON {
+		return writeJSON(a.stdout, struct {
+			ReportVersion int    `json:"reportVersion"`
+			File          string `json:"file"`
+			SHA256        string `json:"sha256"`
+			*trustroot.Description
+		}{reportVersion, args[0], trSHA256(data), d})
+	}
+	fmt.Fprintf(a.stdout, "%s  sha256:%s\n", textsafe.Escape(args[0]), trSHA256(data))
+	d.WriteText(a.stdout)
+	return nil
 }
 
 func trSHA256(b []byte) string {
