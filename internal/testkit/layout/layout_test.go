@@ -190,11 +190,12 @@ var mayImport = map[string][]string{
 // Bundle; Bundle + Snapshot + Policy → verify → Lock → proxy), and
 // nothing downstream reaches back upstream.
 var mustNotImport = map[string][]string{
-	// pin records what verify decided; it neither signs nor reads servers.
-	"pin": {"sign", "source", "mcpwire", "proxy", "policy", "hosts", "monitor", "audit"},
+	// pin records what verify decided; it neither signs nor speaks to
+	// servers itself.
+	"pin": {"sign", "mcpwire", "proxy", "policy", "hosts", "monitor", "audit"},
 	// The proxy verifies through a sub-process: it links no Sigstore code.
 	"proxy":  {"sign", "verify", "trustroot", "policy", "source", "hosts", "monitor"},
-	"policy": {"sign", "source", "mcpwire", "proxy", "hosts", "monitor", "audit"},
+	"policy": {"sign", "mcpwire", "proxy", "hosts", "monitor", "audit"},
 	"audit":  {"sign", "verify", "trustroot", "policy", "source", "mcpwire", "proxy", "hosts", "monitor"},
 }
 
