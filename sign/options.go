@@ -114,3 +114,46 @@ func WriteKeyFiles(keyPath, pubPath string, key crypto.Signer, password []byte, 
 	}
 	return nil
 }
+
+// CertificateFiles name the PEM files of a certificate signature.
+type CertificateFiles struct {
+	// Leaf holds the signing certificate first; the certificates after it
+	// in the same file are its chain when Chain is "".
+	Leaf string
+	// Chain holds the issuing intermediates in order, then the root; ""
+	// for none (or the rest of Leaf's file).
+	Chain string
+	// Roots holds more trusted root certificates; "" for none.
+	Roots string
+}
+
+// CertificateFileError is a file of CertificateFiles that cannot be read:
+// Which is "leaf", "chain" or "roots".
+type CertificateFileError struct {
+	Which, Path string
+	Err         error
+}
+
+func (e *CertificateFileError) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *CertificateFileError) Unwrap() error { return e.Err }
+
+// Read reads the files, for NewCertificateSigner.
+func (f CertificateFiles) Read() (leaf *x509.Certificate, chain, roots []*x509.Certificate, err error) {
+	certs, err := ReadCertificates(f.Leaf)
+	if err != nil {
+		return nil, nil, nil, &CertificateFileError{"leaf", f.Leaf, err}
+	}
+	if f.Chain != "" {
+		if chain, err = ReadCertificates(f.Chain); err != nil {
+			return nil, nil, nil, &CertificateFileError{"chain", f.Chain, err}
+		}
+	} else if len(certs) > 1 {
+		chain = certs[1:]
+	}
+	if f.Roots != "" {
+		if roots, err = ReadCertificates(f.Roots); err != nil {
+			return nil, nil, nil, &CertificateFileError{"roots", f.Roots, err}
+		}
+	}
+	return certs[0], chain, roots, nil
+}

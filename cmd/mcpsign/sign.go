@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
@@ -271,29 +270,19 @@ func runSignCertificate(cmd *cobra.Command, a *app, args []string, f *signFlags,
 		return err
 	}
 	return runSign(cmd, a, f, args, func(ctx context.Context) (sign.Options, error) {
-		certs, err := sign.ReadCertificates(certPath)
-		if err != nil {
-			return sign.Options{}, fmt.Errorf("--certificate %s: %w", certPath, err)
-		}
-		var chain, roots []*x509.Certificate
-		if chainPath != "" {
-			if chain, err = sign.ReadCertificates(chainPath); err != nil {
-				return sign.Options{}, fmt.Errorf("--certificate-chain %s: %w", chainPath, err)
-			}
-		} else if len(certs) > 1 {
-			// A PEM file of leaf then chain.
-			chain = certs[1:]
-		}
-		if f.trust.CARoots != "" {
-			if roots, err = sign.ReadCertificates(f.trust.CARoots); err != nil {
-				return sign.Options{}, fmt.Errorf("--ca-roots %s: %w", f.trust.CARoots, err)
-			}
+		leaf, chain, roots, err := sign.CertificateFiles{Leaf: certPath, Chain: chainPath, Roots: f.trust.CARoots}.Read()
+		var fe *sign.CertificateFileError
+		if errors.As(err, &fe) {
+			flag := map[string]string{"leaf": "--certificate", "chain": "--certificate-chain", "roots": "--ca-roots"}[fe.Which]
+			return sign.Options{}, fmt.Errorf("%s %s: %w", flag, fe.Path, fe.Err)
+		} else if err != nil {
+			return sign.Options{}, err
 		}
 		priv, err := loadKey(a, key)
 		if err != nil {
 			return sign.Options{}, err
 		}
-		s, err := sign.NewCertificateSigner(priv, certs[0], chain, roots, time.Now())
+		s, err := sign.NewCertificateSigner(priv, leaf, chain, roots, time.Now())
 		if err != nil {
 			return sign.Options{}, err
 		}
