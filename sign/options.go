@@ -157,3 +157,31 @@ func (f CertificateFiles) Read() (leaf *x509.Certificate, chain, roots []*x509.C
 	}
 	return certs[0], chain, roots, nil
 }
+
+// KeyFileError is a private key file that cannot be read (Read) or whose
+// key cannot be loaded (LoadPrivateKey).
+type KeyFileError struct {
+	Path string
+	Read bool
+	Err  error
+}
+
+func (e *KeyFileError) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *KeyFileError) Unwrap() error { return e.Err }
+
+// ReadPrivateKey reads the PEM private key file at path (at most
+// MaxKeyFileBytes) and loads it (LoadPrivateKey, password for an
+// encrypted one); the file's bytes are cleared after. Its errors are
+// *KeyFileError.
+func ReadPrivateKey(path string, password PasswordFunc) (crypto.Signer, error) {
+	b, err := boundedfile.Read(path, MaxKeyFileBytes, nil)
+	if err != nil {
+		return nil, &KeyFileError{Path: path, Read: true, Err: err}
+	}
+	k, err := LoadPrivateKey(b, password)
+	clear(b)
+	if err != nil {
+		return nil, &KeyFileError{Path: path, Err: err}
+	}
+	return k, nil
+}

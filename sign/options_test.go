@@ -52,3 +52,30 @@ func TestCertificateFilesRead(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteKeyFilesReadPrivateKey(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	keyPath, pubPath := filepath.Join(dir, "k.key"), filepath.Join(dir, "k.pub")
+	key := mustECKey(t)
+	if err := WriteKeyFiles(keyPath, pubPath, key, []byte("pw"), false); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(keyPath); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("private key file: %v %v", fi.Mode(), err)
+	}
+	if err := WriteKeyFiles(keyPath, pubPath, key, []byte("pw"), false); err == nil {
+		t.Error("an existing key pair was replaced without overwrite")
+	}
+	k, err := ReadPrivateKey(keyPath, StaticPassword([]byte("pw")))
+	if err != nil || !key.PublicKey.Equal(k.Public()) {
+		t.Fatalf("read back: %v", err)
+	}
+	var fe *KeyFileError
+	if _, err := ReadPrivateKey(keyPath, StaticPassword([]byte("other"))); !errors.As(err, &fe) || fe.Read || !errors.Is(err, ErrWrongPassword) {
+		t.Errorf("wrong password: %v", err)
+	}
+	if _, err := ReadPrivateKey(filepath.Join(dir, "none.key"), nil); !errors.As(err, &fe) || !fe.Read || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("no file: %v", err)
+	}
+}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
-	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/sign"
 )
 
@@ -293,16 +292,15 @@ func runSignCertificate(cmd *cobra.Command, a *app, args []string, f *signFlags,
 
 // loadKey reads and decrypts the --key file.
 func loadKey(a *app, o *options.KeyOptions) (crypto.Signer, error) {
-	b, err := boundedfile.Read(o.Key, sign.MaxKeyFileBytes, nil)
-	if err != nil {
-		return nil, fmt.Errorf("--key: %w", err)
+	k, err := sign.ReadPrivateKey(o.Key, passwordFunc(a, o.PasswordEnv, o.Key))
+	var fe *sign.KeyFileError
+	switch {
+	case errors.As(err, &fe) && fe.Read:
+		return nil, fmt.Errorf("--key: %w", fe.Err)
+	case errors.As(err, &fe):
+		return nil, fmt.Errorf("--key %s: %w", o.Key, fe.Err)
 	}
-	k, err := sign.LoadPrivateKey(b, passwordFunc(a, o.PasswordEnv, o.Key))
-	clear(b)
-	if err != nil {
-		return nil, fmt.Errorf("--key %s: %w", o.Key, err)
-	}
-	return k, nil
+	return k, err
 }
 
 // withLogs adds the transparency log, timestamp authorities and trusted
