@@ -9,11 +9,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/audit"
+	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/nofollow"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
-	"github.com/mcpsign/mcpsign/pin"
 )
 
 func newAuditCmd(a *app) *cobra.Command {
@@ -68,14 +68,13 @@ byte offset), or an anchor is not reached; 2 a file cannot be read.`,
 func runAuditVerify(cmd *cobra.Command, a *app, args []string, o *options.AuditVerifyOptions) error {
 	var anchors []audit.Anchor
 	for _, p := range o.Locks {
-		l, err := pin.Read(p)
-		if err != nil {
+		an, err := auditevent.LockAnchor(p)
+		if errors.As(err, new(*auditevent.NoHeadError)) {
+			return failed(err)
+		} else if err != nil {
 			return err
 		}
-		if l.AuditHead == "" {
-			return failed(fmt.Errorf("the lock %s records no audit head (auditHead): it was written without an audit log, or by an older mcpsign; nothing anchors the log", textsafe.Escape(p)))
-		}
-		anchors = append(anchors, audit.Anchor{Name: "the lock " + textsafe.Escape(p), Head: l.AuditHead, LockDigest: l.LockDigest})
+		anchors = append(anchors, an)
 	}
 	for _, h := range o.ExpectHeads {
 		if !digest.ValidDigest(h) {
