@@ -24,7 +24,7 @@ type File struct {
 // help texts and errors list them.
 func Names() string {
 	var names []string
-	for _, h := range table {
+	for _, h := range Hosts() {
 		names = append(names, h.Name)
 	}
 	return strings.Join(names, ", ")
@@ -98,7 +98,7 @@ func (env Env) Files(host, config string) ([]File, error) {
 		return []File{{h, config}}, nil
 	}
 	var out []File
-	for _, h := range table {
+	for _, h := range Hosts() {
 		if only != nil && h.Name != only.Name {
 			continue
 		}
