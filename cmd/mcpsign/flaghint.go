@@ -28,6 +28,7 @@ var flagHints = []struct {
 	{sign.ErrNoToken, "--identity-token takes a token or a file"},
 	{sign.ErrTokenAudience, "--oidc-client-id sets the client ID"},
 	{sign.ErrChainOrder, "--certificate-chain is the issuing intermediates in order, then the root"},
+	{sign.ErrClaimMismatch, "the claims come from --source-repository, --source-commit and --source-ref, in GitHub Actions by default from GITHUB_REPOSITORY, GITHUB_SHA and GITHUB_REF"},
 	{sign.ErrNoRootCA, "end --certificate-chain with the root certificate, or pass it with --ca-roots"},
 	{trustroot.ErrNoTUFRoot, "pass its root.json once: mcpsign trustroot fetch --tuf-root FILE"},
 	{mcpwire.ErrUnauthorized, "--oauth signs in if the server offers OAuth; or send a token with --header 'Authorization: Bearer ${TOKEN}', TOKEN set in the environment"},
