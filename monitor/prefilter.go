@@ -1,49 +1,31 @@
 package monitor
 
-import (
-	"bytes"
-	"encoding/base64"
-)
+import "bytes"
 
-// prefilter skips, without parsing, the entries that cannot be signed by a
-// watched identity: each identity names bytes every certificate it matches
-// holds in its DER (verify.CertificateMatcher.RequiredBytes), and an entry
-// holds its certificate in standard base64. Whatever the needle's offset in
-// the DER, one of three base64 strings (the encodings of the needle from
-// its first, second or third byte, cut to whole 3-byte groups) then appears
-// in the entry. An entry with a backslash (a JSON escape could hide a base64
-// character) is always parsed.
-type prefilter struct {
-	needles [][]byte
-}
+// needles are bytes that the DER of every certificate of a watched
+// identity holds (verify.CertificateMatcher.RequiredBytes): a certificate
+// whose DER holds none of them is not a watched identity's, and is not
+// parsed. nil when some identity names no such bytes.
+type needles [][]byte
 
-// newPrefilter returns nil when some identity has no required bytes, or
-// they are too short for three non-empty encodings.
-func newPrefilter(required [][]byte) *prefilter {
-	p := &prefilter{}
+func newNeedles(required [][]byte) needles {
+	var n needles
 	for _, r := range required {
-		if len(r) < 5 {
+		if len(r) == 0 {
 			return nil
 		}
-		for s := range 3 {
-			n := r[s:]
-			n = n[:len(n)-len(n)%3]
-			p.needles = append(p.needles, []byte(base64.StdEncoding.EncodeToString(n)))
-		}
+		n = append(n, r)
 	}
-	if len(p.needles) == 0 {
-		return nil
-	}
-	return p
+	return n
 }
 
-// mayMatch reports whether entry must be parsed.
-func (p *prefilter) mayMatch(entry []byte) bool {
-	if p == nil || bytes.IndexByte(entry, '\\') >= 0 {
+// mayHold reports whether der may be a watched identity's certificate.
+func (n needles) mayHold(der []byte) bool {
+	if n == nil {
 		return true
 	}
-	for _, n := range p.needles {
-		if bytes.Contains(entry, n) {
+	for _, s := range n {
+		if bytes.Contains(der, s) {
 			return true
 		}
 	}

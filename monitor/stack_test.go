@@ -487,11 +487,12 @@ func TestStackMonitorEntryInProvenTree(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			entries := append([][]byte{}, real[:5]...)
 			entries[3] = []byte(tc.entry)
-			var bundle []byte
+			var bundle, hashTile []byte
 			rng := rangeFactory.NewEmptyRange(0)
 			for _, e := range entries {
 				bundle = append(bundle, byte(len(e)>>8), byte(len(e)))
 				bundle = append(bundle, e...)
+				hashTile = append(hashTile, rfc6962.DefaultHasher.HashLeaf(e)...)
 				if err := rng.Append(rfc6962.DefaultHasher.HashLeaf(e), nil); err != nil {
 					t.Fatal(err)
 				}
@@ -507,6 +508,8 @@ func TestStackMonitorEntryInProvenTree(t *testing.T) {
 					_, _ = w.Write([]byte(cp))
 				case "/tile/entries/000.p/5":
 					_, _ = w.Write(bundle)
+				case "/tile/0/000.p/5":
+					_, _ = w.Write(hashTile)
 				default:
 					http.NotFound(w, r)
 				}
@@ -515,7 +518,7 @@ func TestStackMonitorEntryInProvenTree(t *testing.T) {
 			zero := uint64(0)
 			c := &collector{}
 			_, err = Run(context.Background(), Options{LogURL: srv.URL, TrustedMaterial: s.tr, Identities: s.matcher(t, "nobody@monitor.example.com"),
-				StartIndex: &zero, OnFinding: c.add, noPrefilter: true}, nil)
+				StartIndex: &zero, OnFinding: c.add, }, nil)
 			if tc.want != nil {
 				var ce *CheckError
 				if !errors.Is(err, tc.want) || !errors.As(err, &ce) || ce.Check != "entry" || ce.Index != 3 {
