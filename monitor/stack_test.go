@@ -518,7 +518,7 @@ func TestStackMonitorEntryInProvenTree(t *testing.T) {
 			zero := uint64(0)
 			c := &collector{}
 			_, err = Run(context.Background(), Options{LogURL: srv.URL, TrustedMaterial: s.tr, Identities: s.matcher(t, "nobody@monitor.example.com"),
-				StartIndex: &zero, OnFinding: c.add, }, nil)
+				StartIndex: &zero, OnFinding: c.add}, nil)
 			if tc.want != nil {
 				var ce *CheckError
 				if !errors.Is(err, tc.want) || !errors.As(err, &ce) || ce.Check != "entry" || ce.Index != 3 {
