@@ -82,11 +82,20 @@ func TestScanEntry(t *testing.T) {
 	real := canonicalEntry(t)
 	dsse := `{"apiVersion":"0.0.2","kind":"dsse","spec":{"dsseV002":{"payloadHash":{"algorithm":"SHA2_384","digest":"AAAA"},"signatures":[{"content":"AA==","verifier":{"keyDetails":"PKIX_ED25519","publicKey":{"rawBytes":"AAAA"}}},{"content":"AA==","verifier":{"publicKey":{"rawBytes":"AQID"},"keyDetails":"PKIX_ED25519"}}]}}}`
 	var s scanner
-	if !s.scan(real) || s.e.kind != "hashedrekord" || len(s.e.signers) != 1 || !s.e.signers[0].cert || s.e.digest != "sha256:"+strings.Repeat("01", 32) {
+	if !s.scan(real) || s.e.kind != "hashedrekord" || len(s.e.signers) != 1 || !s.e.signers[0].cert || s.e.Digest() != "sha256:"+strings.Repeat("01", 32) {
 		t.Fatalf("canonical hashedrekord: %+v", s.e)
 	}
-	if !s.scan([]byte(dsse)) || s.e.kind != "dsse" || len(s.e.signers) != 2 || s.e.signers[1].cert || !bytes.Equal(s.e.signers[1].der, []byte{1, 2, 3}) || s.e.digest != "sha384:000000" {
+	if !s.scan([]byte(dsse)) || s.e.kind != "dsse" || len(s.e.signers) != 2 || s.e.signers[1].cert || s.e.Digest() != "sha384:000000" {
 		t.Fatalf("canonical dsse: %+v", s.e)
+	}
+	if _, err := s.e.signers[1].decode(nil); err != nil || !bytes.Equal(s.e.signers[1].der, []byte{1, 2, 3}) {
+		t.Fatalf("dsse key: %v %x", err, s.e.signers[1].der)
+	}
+	for _, bad := range []string{"AA\nA", "AA\rA", "AA\\A", "AAA\x00"} {
+		sg := rawSigner{b64: []byte(strings.NewReplacer(`\n`, "\n", `\r`, "\r", `\x00`, "\x00").Replace(bad))}
+		if _, err := sg.decode(nil); err == nil {
+			t.Errorf("decoded %q", sg.b64)
+		}
 	}
 	for _, in := range []string{
 		strings.Replace(string(real), `"kind"`, `"kind":"dsse","kind"`, 1),          // duplicate member
@@ -116,16 +125,28 @@ func FuzzScanEntry(f *testing.F) {
 			return
 		}
 		e, err := ParseEntry(data)
+		decoded := true
+		for i := range s.e.signers {
+			if _, derr := s.e.signers[i].decode(nil); derr != nil {
+				decoded = false
+			}
+		}
+		if err != nil && !decoded {
+			return // the monitor refuses it too when it decodes the signer
+		}
 		if err != nil {
 			if !errors.Is(err, ErrEntry) || !(strings.Contains(err.Error(), ": certificate: ") || strings.Contains(err.Error(), ": public key: ")) {
 				t.Fatalf("scanned, protojson: %v", err)
 			}
 			return
 		}
-		if e.Kind != s.e.kind || e.APIVersion != s.e.apiVersion || e.Digest != s.e.digest || len(e.Signers) != len(s.e.signers) {
+		if e.Kind != s.e.kind || e.APIVersion != s.e.apiVersion || e.Digest != s.e.Digest() || len(e.Signers) != len(s.e.signers) {
 			t.Fatalf("scanned %+v, protojson %+v", s.e, e)
 		}
 		for i, sg := range e.Signers {
+			if _, err := s.e.signers[i].decode(nil); err != nil {
+				t.Fatalf("protojson decodes signer %d, the scanner: %v", i, err)
+			}
 			raw := sg.PublicKey
 			if sg.Certificate != nil {
 				raw = sg.Certificate.Raw

@@ -22,6 +22,16 @@ type checker struct {
 	res     *Result
 	sc      scanner
 	needles needles
+	// b64 are needles as base64 (nil when some is too short).
+	b64 b64Needles
+	// tried and held count the certificates the needles were looked for
+	// in and those that held one: needles that most certificates hold
+	// (an issuer every entry has) cost more than they save, and are
+	// dropped.
+	tried, held int
+	buf []byte
+	// view is the identity view of the certificate at hand.
+	view x509.Certificate
 	keys    map[[sha256.Size]byte]string
 	pending []Finding
 }
@@ -30,6 +40,7 @@ func newChecker(opts *Options, res *Result) *checker {
 	c := &checker{opts: opts, res: res}
 	if opts.Identities != nil {
 		c.needles = newNeedles(opts.Identities.RequiredBytes())
+		c.b64 = newB64Needles(c.needles)
 	}
 	for _, id := range opts.KeyIDs {
 		var sum [sha256.Size]byte
@@ -93,16 +104,21 @@ func (c *checker) check(index int64, data []byte) error {
 	if err != nil {
 		return &CheckError{Check: "entry", Index: index, Err: err}
 	}
-	for i, s := range e.signers {
-		fd := Finding{LogIndex: index, Log: c.res.Log, Digest: e.digest, EntryKind: e.kind + " " + e.apiVersion}
+	c.buf = c.buf[:0]
+	for i := range e.signers {
+		s := &e.signers[i]
+		var fd Finding
 		switch {
 		case s.cert && c.opts.Identities != nil:
-			if !c.needles.mayHold(s.der) {
+			if !c.mayHold(s) {
 				continue
 			}
-			if view, ok := identityView(s.der); ok {
-				if _, err := c.opts.Identities.Match(view); err != nil {
-					continue // the identity view does not match: the certificate does not
+			if c.buf, err = s.decode(c.buf); err != nil {
+				return &CheckError{Check: "entry", Index: index, Err: fmt.Errorf("%w: signature %d: certificate: %v", ErrEntry, i, err)}
+			}
+			if identityView(s.der, &c.view) {
+				if !c.opts.Identities.MayMatch(&c.view) {
+					continue // the names do not match: the certificate does not
 				}
 			}
 			cert, err := x509.ParseCertificate(s.der)
@@ -113,9 +129,10 @@ func (c *checker) check(index int64, data []byte) error {
 			if err != nil {
 				continue // not a watched identity
 			}
+			fd = e.finding(index, c.res.Log)
 			fd.Identity, fd.Issuer, fd.Source = m.Identity, m.Issuer, m.Source
 			c.res.Watched++
-			if c.opts.Released.Contains(e.digest) {
+			if c.opts.Released.Contains(fd.Digest) {
 				c.res.Released++
 				continue
 			}
@@ -127,6 +144,9 @@ func (c *checker) check(index int64, data []byte) error {
 			}
 			fd.Kind, fd.Alert = KindUnreleased, true
 		case !s.cert && c.keys != nil:
+			if c.buf, err = s.decode(c.buf); err != nil {
+				return &CheckError{Check: "entry", Index: index, Err: fmt.Errorf("%w: signature %d: public key: %v", ErrEntry, i, err)}
+			}
 			id, ok := c.keys[sha256.Sum256(s.der)]
 			if !ok {
 				continue
@@ -134,9 +154,10 @@ func (c *checker) check(index int64, data []byte) error {
 			if _, err := x509.ParsePKIXPublicKey(s.der); err != nil {
 				return &CheckError{Check: "entry", Index: index, Err: fmt.Errorf("%w: signature %d: public key: %v", ErrEntry, i, err)}
 			}
+			fd = e.finding(index, c.res.Log)
 			fd.KeyID = id
 			c.res.Watched++
-			if c.opts.Released.Contains(e.digest) {
+			if c.opts.Released.Contains(fd.Digest) {
 				c.res.Released++
 				continue
 			}
@@ -147,4 +168,34 @@ func (c *checker) check(index int64, data []byte) error {
 		c.emit(fd)
 	}
 	return nil
+}
+
+// mayHold reports whether s may be a watched identity's certificate by
+// the needles (its base64, or its DER when the needles are too short).
+func (c *checker) mayHold(s *rawSigner) bool {
+	if c.needles == nil {
+		return true
+	}
+	c.tried++
+	var ok bool
+	if c.b64 != nil && s.der == nil {
+		ok = c.b64.mayHold(s.b64)
+	} else {
+		if c.buf, _ = s.decode(c.buf); s.der == nil {
+			return true // the caller reports the base64
+		}
+		ok = c.needles.mayHold(s.der)
+	}
+	if ok {
+		c.held++
+	}
+	if c.tried == 256 && c.held > c.tried/2 {
+		c.needles, c.b64 = nil, nil
+	}
+	return ok
+}
+
+// finding is a finding about e.
+func (e *rawEntry) finding(index int64, log string) Finding {
+	return Finding{LogIndex: index, Log: log, Digest: e.Digest(), EntryKind: e.kind + " " + e.apiVersion}
 }

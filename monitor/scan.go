@@ -1,6 +1,9 @@
 package monitor
 
 import (
+	"bytes"
+	"errors"
+	"slices"
 	"encoding/base64"
 	"encoding/hex"
 
@@ -12,15 +15,57 @@ import (
 // parsed.
 type rawEntry struct {
 	kind, apiVersion string
-	digest           string
-	signers          []rawSigner
+	// digest is "alg:HEX", or empty until Digest makes it from alg and sum.
+	digest  string
+	alg     string
+	sum     []byte
+	signers []rawSigner
 }
 
-// rawSigner is one verifier of an entry: the DER of a certificate or of a
-// PKIX public key.
+// Digest is the logged artifact digest, "sha256:HEX".
+func (e *rawEntry) Digest() string {
+	if e.digest == "" {
+		e.digest = e.alg + ":" + hex.EncodeToString(e.sum)
+	}
+	return e.digest
+}
+
+// rawSigner is one verifier of an entry: a certificate or a PKIX public
+// key, as standard base64 (b64, decoded by der when needed) or as DER.
 type rawSigner struct {
 	cert bool
+	b64  []byte
 	der  []byte
+}
+
+// decode decodes s.b64 into s.der, with buf as the space (appended to and
+// returned).
+func (s *rawSigner) decode(buf []byte) ([]byte, error) {
+	if s.der != nil {
+		return buf, nil
+	}
+	start := len(buf)
+	buf = slices.Grow(buf, base64.StdEncoding.DecodedLen(len(s.b64)))
+	out := buf[start : start+base64.StdEncoding.DecodedLen(len(s.b64))]
+	n, err := base64.StdEncoding.Strict().Decode(out, s.b64)
+	if err == nil && n != decodedLen(s.b64) {
+		err = errors.New("line ends in base64")
+	}
+	if err != nil {
+		return buf, err
+	}
+	s.der = out[:n:n]
+	return buf[:start+n], nil
+}
+
+// decodedLen is the length of the padded base64 b decoded, when it holds
+// no line ends (which a decoder skips).
+func decodedLen(b []byte) int {
+	n := len(b) / 4 * 3
+	for i := len(b) - 1; i >= 0 && i >= len(b)-2 && b[i] == '='; i-- {
+		n--
+	}
+	return n
 }
 
 // scanner reads a Rekor v2 entry in one pass (docs/MONITOR.md "Reading
@@ -30,8 +75,10 @@ type rawSigner struct {
 // names, no duplicate member, no null. Anything else makes it give up
 // (ok false), and the caller parses the entry with protojson instead, so
 // that what the scanner accepts protojson accepts and reads the same
-// (FuzzScanEntry checks it). buf holds the decoded bytes, reused from one
-// entry to the next.
+// (FuzzScanEntry checks it). The certificates and keys stay base64 until
+// the checker needs them (rawSigner.decode, which also refuses what
+// protojson would). buf holds the decoded bytes, reused from one entry to
+// the next.
 type scanner struct {
 	b   []byte
 	p   int
@@ -44,10 +91,6 @@ type scanner struct {
 func (s *scanner) scan(data []byte) bool {
 	s.b, s.p, s.buf = data, 0, s.buf[:0]
 	s.e = rawEntry{signers: s.e.signers[:0]}
-	// The DER slices point into buf: size it first so that it does not move.
-	if cap(s.buf) < len(data) {
-		s.buf = make([]byte, 0, len(data))
-	}
 	var seen uint8
 	ok := s.object(func(k []byte) bool {
 		switch string(k) {
@@ -138,7 +181,7 @@ func (s *scanner) hash() bool {
 	if !ok || seen != 3 {
 		return false
 	}
-	s.e.digest = alg + ":" + hex.EncodeToString(sum)
+	s.e.alg, s.e.sum = alg, sum
 	return true
 }
 
@@ -165,9 +208,9 @@ func (s *scanner) verifier() bool {
 			if string(k) != "rawBytes" || seenRaw {
 				return false
 			}
-			der, ok := s.bytes()
-			seenRaw, signer = true, rawSigner{cert: cert, der: der}
-			return ok && len(der) > 0
+			v, ok := s.str()
+			seenRaw, signer = true, rawSigner{cert: cert, b64: v}
+			return ok && len(v) > 0 && len(v)%4 == 0
 		}) && seenRaw
 	}
 	ok := s.object(func(k []byte) bool {
@@ -231,45 +274,38 @@ func (s *scanner) lit(c byte) bool {
 	return false
 }
 
-// str reads a string without escapes or control characters and returns
-// its bytes (a subslice of the entry). It does not check UTF-8: every
-// string the scanner keeps is compared with ASCII or decoded as base64.
+// str reads a string up to the next quote and returns its bytes (a
+// subslice of the entry). It checks neither escapes nor UTF-8 nor control
+// characters: every string the scanner keeps is compared with ASCII
+// names or decoded as base64, which refuses a backslash and any control
+// character but the line ends that rawSigner.decode refuses.
 func (s *scanner) str() ([]byte, bool) {
 	if !s.lit('"') {
 		return nil, false
 	}
-	start := s.p
-	for s.p < len(s.b) {
-		c := s.b[s.p]
-		switch {
-		case c == '"':
-			s.p++
-			return s.b[start : s.p-1], true
-		case c == '\\' || c < 0x20:
-			return nil, false
-		}
-		s.p++
+	n := bytes.IndexByte(s.b[s.p:], '"')
+	if n < 0 {
+		return nil, false
 	}
-	return nil, false
+	v := s.b[s.p : s.p+n]
+	s.p += n + 1
+	return v, true
 }
 
-// bytes reads a standard, padded base64 string and decodes it into buf.
+// bytes reads a standard, padded base64 string and decodes it into buf
+// (the digests and signatures, which are short).
 func (s *scanner) bytes() ([]byte, bool) {
 	v, ok := s.str()
 	if !ok || len(v)%4 != 0 {
 		return nil, false
 	}
-	n := base64.StdEncoding.DecodedLen(len(v))
-	if len(s.buf)+n > cap(s.buf) {
-		return nil, false // cannot happen: the decoded bytes are shorter than the entry
-	}
-	out := s.buf[len(s.buf) : len(s.buf)+n]
-	m, err := base64.StdEncoding.Strict().Decode(out, v)
-	if err != nil {
+	start := len(s.buf)
+	var err error
+	sg := rawSigner{b64: v}
+	if s.buf, err = sg.decode(s.buf); err != nil {
 		return nil, false
 	}
-	s.buf = s.buf[:len(s.buf)+m]
-	return out[:m:m], true
+	return s.buf[start:], true
 }
 
 // object reads an object with at least one member, calling member for
