@@ -29,9 +29,9 @@ type checker struct {
 	// (an issuer every entry has) cost more than they save, and are
 	// dropped.
 	tried, held int
-	buf []byte
+	buf         []byte
 	// view is the identity view of the certificate at hand.
-	view x509.Certificate
+	view    x509.Certificate
 	keys    map[[sha256.Size]byte]string
 	pending []Finding
 }

@@ -2,10 +2,10 @@ package monitor
 
 import (
 	"bytes"
-	"errors"
-	"slices"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
+	"slices"
 
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 )
