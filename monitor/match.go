@@ -97,6 +97,12 @@ func (c *checker) flush() {
 // was not released.
 func (c *checker) check(index int64, data []byte) error {
 	e, err := c.read(data)
+	return c.checkEntry(index, e, err)
+}
+
+// checkEntry reports e, read with err, if a watched signer made it and it
+// was not released.
+func (c *checker) checkEntry(index int64, e *rawEntry, err error) error {
 	if errors.Is(err, ErrUnknownKind) {
 		c.emit(Finding{Kind: KindUnknownEntry, LogIndex: index, Log: c.res.Log, Detail: err.Error()})
 		return nil
@@ -197,5 +203,5 @@ func (c *checker) mayHold(s *rawSigner) bool {
 
 // finding is a finding about e.
 func (e *rawEntry) finding(index int64, log string) Finding {
-	return Finding{LogIndex: index, Log: log, Digest: e.Digest(), EntryKind: e.kind + " " + e.apiVersion}
+	return Finding{LogIndex: index, Log: log, Digest: e.Digest(), EntryKind: e.kind + " " + e.apiVersion, IntegratedTime: e.integrated}
 }

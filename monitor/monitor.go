@@ -159,6 +159,10 @@ func Run(ctx context.Context, opts Options, prev *State) (*Result, error) {
 	res := &Result{URL: logURL}
 
 	raw, err := f.get(ctx, "checkpoint", maxCheckpoint)
+	if errors.Is(err, errNotFound) {
+		// No tlog-tiles checkpoint: a Rekor v1 log, or no log.
+		return runV1(ctx, opts, prev, origin, base, client, res)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -193,7 +197,8 @@ func Run(ctx context.Context, opts Options, prev *State) (*Result, error) {
 
 	start := cp.Size
 	if old != nil {
-		if err := consistent(ctx, t, old, cp); err != nil {
+		proofs := func(ctx context.Context, from, _ uint64) ([][]byte, error) { return t.consistencyProof(ctx, from) }
+		if err := consistentBy(ctx, proofs, old, cp); err != nil {
 			if errors.Is(err, ErrInconsistent) {
 				res.Alerts++
 				emit(opts, Finding{Kind: KindInconsistent, Alert: true, LogIndex: int64(cp.Size), Log: origin, Detail: err.Error()})
@@ -228,10 +233,12 @@ func findLog(tm root.TrustedMaterial, origin string) ([]*root.TransparencyLog, e
 	if tm == nil {
 		return nil, fmt.Errorf("%w: no trusted root", ErrNoLog)
 	}
+	// A Rekor v1 origin is the host name, " - " and the tree ID.
+	host, _, _ := strings.Cut(origin, " - ")
 	var out []*root.TransparencyLog
 	for _, tl := range tm.RekorLogs() {
 		u, err := url.Parse(tl.BaseURL)
-		if err == nil && u.Hostname() == origin && tl.PublicKey != nil {
+		if err == nil && u.Hostname() == host && tl.PublicKey != nil {
 			out = append(out, tl)
 		}
 	}
@@ -288,9 +295,10 @@ func (m multiVerifier) Verify(msg, sig []byte) bool {
 	return false
 }
 
-// consistent proves cp consistent with old (RFC 6962 consistency proof
-// built from cp's tiles).
-func consistent(ctx context.Context, t *tree, old, cp *flog.Checkpoint) error {
+// consistentBy proves cp consistent with old, with the RFC 6962
+// consistency proof that proofs returns (built from cp's tiles, or fetched
+// from a Rekor v1 log).
+func consistentBy(ctx context.Context, proofs func(ctx context.Context, from, to uint64) ([][]byte, error), old, cp *flog.Checkpoint) error {
 	switch {
 	case cp.Size < old.Size:
 		return checkErr("consistency", int64(cp.Size), ErrInconsistent, "the log shrank from %d to %d entries", old.Size, cp.Size)
@@ -305,7 +313,7 @@ func consistent(ctx context.Context, t *tree, old, cp *flog.Checkpoint) error {
 		}
 		return nil
 	}
-	hashes, err := t.consistencyProof(ctx, old.Size)
+	hashes, err := proofs(ctx, old.Size, cp.Size)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"slices"
+	"time"
 
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 )
@@ -20,6 +21,8 @@ type rawEntry struct {
 	alg     string
 	sum     []byte
 	signers []rawSigner
+	// integrated is the log's time of the entry (Rekor v1), or nil.
+	integrated *time.Time
 }
 
 // Digest is the logged artifact digest, "sha256:HEX".
