@@ -94,7 +94,7 @@ start() {
 	echo $! >"$S/trillian-signer.pid"
 	wait_for http://127.0.0.1:8091/healthz 60
 	wait_for http://127.0.0.1:8191/healthz 60
-	(cd "$S" && "$BIN/rekor-server-v1" serve --trillian_log_server.address=127.0.0.1 --trillian_log_server.port=8090 \
+	(cd "$S" && exec "$BIN/rekor-server-v1" serve --trillian_log_server.address=127.0.0.1 --trillian_log_server.port=8090 \
 		--rekor_server.address=127.0.0.1 --port=3010 --rekor_server.hostname=127.0.0.1 --rekor_server.signer=memory \
 		--search_index.storage_provider=mysql --search_index.mysql.dsn="$dsn" \
 		--enabled_entry_types=dsse,intoto,hashedrekord >"$S/logs/rekor.log" 2>&1) &
