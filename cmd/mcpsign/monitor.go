@@ -17,15 +17,15 @@ func newMonitorCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "monitor --state FILE --certificate-identity ID --certificate-oidc-issuer URL --released DIR [flags]",
 		Short: "Watch a transparency log for signatures by your identity that you did not release",
-		Long: `Watch a Rekor v2 transparency log (tlog-tiles) for entries signed by a publisher's
-identity whose artifact the publisher did not release: a stolen CI identity or
-key that signs poisoned definitions shows up here.
+		Long: `Watch a Rekor transparency log (v2 tlog-tiles, or v1 through its API) for
+entries signed by a publisher's identity whose artifact the publisher did not
+release: a stolen CI identity or key that signs poisoned definitions shows up here.
 
 Each run fetches the log's latest checkpoint, verifies its signature with the
 log key of the trusted root, proves it consistent with the checkpoint of the
 state file (a failed proof is an alert: the log forked or rewrote history), then
-reads every entry added since, one entry bundle at a time, proving each bundle
-part of the tree before reading it. An entry whose certificate matches the
+reads every entry added since, proving that the entries hash to the tree (v2:
+the entry bundles and hash tiles; v1: each entry's inclusion proof). An entry whose certificate matches the
 identity flags (the same flags and matching as verify) and chains to a CA of
 the trusted root, or which the --key signed, and whose artifact digest is not
 released, is an alert with its log index, identity and the source repository,
@@ -38,11 +38,12 @@ the whole range was checked: an interrupted run changes nothing and the next
 run checks the same range. The first run needs --init, which creates the state
 from the log's current checkpoint (or reads from --from-index).
 
---log is the log's tlog-tiles URL (where checkpoint and tile/ are); without it,
-the URL of the state file, else the trusted root's only log.
+--log is the log's URL: a Rekor v2 tlog-tiles URL (where checkpoint and tile/
+are) or a Rekor v1 URL (where api/v1/log is); without it, the URL of the state
+file, else the trusted root's only log.
 
 --format json prints one JSON line per finding and a last line of kind "run"
-(docs/JSON.md). Rekor v1 logs are not read yet.
+(docs/JSON.md).
 
 Exit codes: 0 nothing found; 1 an alert; 2 bad usage, input, or a log that
 could not be read or verified (the state is left as it was).`,
@@ -56,6 +57,11 @@ could not be read or verified (the state is left as it was).`,
     --certificate-identity-regexp '^https://github.com/acme/notes-mcp/' \
     --certificate-oidc-issuer https://token.actions.githubusercontent.com --released dist/ --format json
 
+  # The public-good Rekor v1 log
+  mcpsign monitor --init --state rekor-v1.state.json --log https://rekor.sigstore.dev \
+    --certificate-identity-regexp '^https://github.com/acme/notes-mcp/' \
+    --certificate-oidc-issuer https://token.actions.githubusercontent.com --released dist/
+
   # Keep going, every 10 minutes
   mcpsign monitor --follow --interval 10m --state rekor.state.json --key release.pub --released dist/`,
 		Args: cobra.NoArgs,
@@ -65,7 +71,7 @@ could not be read or verified (the state is left as it was).`,
 	f.id.AddFlags(fl)
 	f.trust.AddFlags(fl)
 	f.out.AddFlags(fl)
-	fl.StringVar(&f.logURL, "log", "", "tlog-tiles URL of the Rekor v2 log to watch (default: the state's, else the trusted root's only log)")
+	fl.StringVar(&f.logURL, "log", "", "URL of the log to watch: Rekor v2 tlog-tiles or Rekor v1 (default: the state's, else the trusted root's only log)")
 	fl.StringVar(&f.statePath, "state", "", "state file: the last checkpoint checked (docs/MONITOR.md); written only after a whole range was checked")
 	fl.StringArrayVar(&f.released, "released", nil, "directory of the bundles you released (*.sigstore.json, *.sigstore, *.bundle.json; repeatable)")
 	fl.StringArrayVar(&f.digests, "released-digest", nil, "digest of a released artifact as the log records it, sha256:HEX (repeatable)")
