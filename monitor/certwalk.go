@@ -73,7 +73,7 @@ func identityView(der []byte, view *x509.Certificate) bool {
 		if oid, ext, ok = derElem(ext, 0x06); !ok {
 			return false
 		}
-		e := pkix.Extension{Id: viewOIDs[string(oid)]}
+		e := pkix.Extension{Id: viewOID(oid)}
 		if len(ext) > 0 && ext[0] == 0x01 { // critical BOOLEAN
 			var b []byte
 			if b, ext, ok = derElem(ext, 0x01); !ok || len(b) != 1 || (b[0] != 0 && b[0] != 0xff) {
@@ -118,10 +118,17 @@ func derElem(b []byte, tag byte) (body, rest []byte, ok bool) {
 	return b[p : p+n], b[p+n:], true
 }
 
-// viewOIDs are the extensions of an identity view, by the DER of their
-// object identifier: the SAN and the Fulcio OIDC issuer (both versions).
-var viewOIDs = map[string]asn1.ObjectIdentifier{
-	"\x55\x1d\x11": cryptoutils.SANOID,
-	"\x2b\x06\x01\x04\x01\x83\xbf\x30\x01\x01": certificate.OIDIssuer,
-	"\x2b\x06\x01\x04\x01\x83\xbf\x30\x01\x08": certificate.OIDIssuerV2,
+// viewOID is the object identifier of an extension of an identity view,
+// by its DER: the SAN and the Fulcio OIDC issuer (both versions); nil for
+// another extension. (A switch, not a table: no work at start-up.)
+func viewOID(der []byte) asn1.ObjectIdentifier {
+	switch string(der) {
+	case "\x55\x1d\x11":
+		return cryptoutils.SANOID
+	case "\x2b\x06\x01\x04\x01\x83\xbf\x30\x01\x01":
+		return certificate.OIDIssuer
+	case "\x2b\x06\x01\x04\x01\x83\xbf\x30\x01\x08":
+		return certificate.OIDIssuerV2
+	}
+	return nil
 }

@@ -132,7 +132,15 @@ func parseEntryV1(body []byte) (*rawEntry, error) {
 // of its length.
 func validV1Digest(d string) bool {
 	alg, h, _ := strings.Cut(d, ":")
-	n := map[string]int{"sha256": 32, "sha384": 48, "sha512": 64}[alg]
+	var n int
+	switch alg {
+	case "sha256":
+		n = 32
+	case "sha384":
+		n = 48
+	case "sha512":
+		n = 64
+	}
 	b, err := hex.DecodeString(h)
 	return n > 0 && err == nil && len(b) == n && h == strings.ToLower(h)
 }
