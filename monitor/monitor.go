@@ -195,22 +195,10 @@ func Run(ctx context.Context, opts Options, prev *State) (*Result, error) {
 	t := newTree(f, cp.Size)
 	defer func() { res.HashTiles = t.fetched }()
 
-	start := cp.Size
-	if old != nil {
-		proofs := func(ctx context.Context, from, _ uint64) ([][]byte, error) { return t.consistencyProof(ctx, from) }
-		if err := consistentBy(ctx, proofs, old, cp); err != nil {
-			if errors.Is(err, ErrInconsistent) {
-				res.Alerts++
-				emit(opts, Finding{Kind: KindInconsistent, Alert: true, LogIndex: int64(cp.Size), Log: origin, Detail: err.Error()})
-			}
-			return res, err
-		}
-		start = old.Size
-	} else if opts.StartIndex != nil {
-		if *opts.StartIndex > cp.Size {
-			return nil, fmt.Errorf("start index %d is beyond the log's size %d", *opts.StartIndex, cp.Size)
-		}
-		start = *opts.StartIndex
+	proofs := func(ctx context.Context, from, _ uint64) ([][]byte, error) { return t.consistencyProof(ctx, from) }
+	start, err := rangeStart(ctx, opts, res, proofs, old, cp)
+	if err != nil {
+		return res, err
 	}
 	res.From, res.To = start, cp.Size
 	if err := readRange(ctx, opts, t, f, cp, old, start, res); err != nil {
@@ -218,6 +206,29 @@ func Run(ctx context.Context, opts Options, prev *State) (*Result, error) {
 	}
 	res.State = &State{Kind: StateKind, StateVersion: StateVersion, Log: StateLog{Origin: origin, URL: logURL}, Checkpoint: string(raw)}
 	return res, nil
+}
+
+// rangeStart is where the entries to read begin: the stored size, once
+// cp is proven consistent with old (an inconsistency is also a finding),
+// else opts.StartIndex, else cp's size.
+func rangeStart(ctx context.Context, opts Options, res *Result, proofs func(context.Context, uint64, uint64) ([][]byte, error), old, cp *flog.Checkpoint) (uint64, error) {
+	switch {
+	case old != nil:
+		if err := consistentBy(ctx, proofs, old, cp); err != nil {
+			if errors.Is(err, ErrInconsistent) {
+				res.Alerts++
+				emit(opts, Finding{Kind: KindInconsistent, Alert: true, LogIndex: int64(cp.Size), Log: res.Log, Detail: err.Error()})
+			}
+			return 0, err
+		}
+		return old.Size, nil
+	case opts.StartIndex != nil:
+		if *opts.StartIndex > cp.Size {
+			return 0, fmt.Errorf("start index %d is beyond the log's size %d", *opts.StartIndex, cp.Size)
+		}
+		return *opts.StartIndex, nil
+	}
+	return cp.Size, nil
 }
 
 func emit(opts Options, fd Finding) {

@@ -188,21 +188,9 @@ func runV1(ctx context.Context, opts Options, prev *State, origin string, base *
 	proofs := func(ctx context.Context, from, to uint64) ([][]byte, error) {
 		return l.consistencyProof(ctx, from, to, *p.TreeID)
 	}
-	start := cp.Size
-	if old != nil {
-		if err := consistentBy(ctx, proofs, old, cp); err != nil {
-			if errors.Is(err, ErrInconsistent) {
-				res.Alerts++
-				emit(opts, Finding{Kind: KindInconsistent, Alert: true, LogIndex: int64(cp.Size), Log: origin, Detail: err.Error()})
-			}
-			return res, err
-		}
-		start = old.Size
-	} else if opts.StartIndex != nil {
-		if *opts.StartIndex > cp.Size {
-			return nil, fmt.Errorf("start index %d is beyond the log's size %d", *opts.StartIndex, cp.Size)
-		}
-		start = *opts.StartIndex
+	start, err := rangeStart(ctx, opts, res, proofs, old, cp)
+	if err != nil {
+		return res, err
 	}
 	res.From, res.To = start, cp.Size
 	if err := l.readRange(ctx, opts, res, cp, start, offset, proofs); err != nil {

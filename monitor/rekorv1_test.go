@@ -1,33 +1,28 @@
 package monitor
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"crypto"
-	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
+	"github.com/mcpsign/mcpsign/internal/testkit/rekorv1"
 	"github.com/mcpsign/mcpsign/sign"
+	"github.com/mcpsign/mcpsign/trustroot"
 )
 
 // These tests read a real Rekor v1 log on 127.0.0.1: rekor-server v1.5.4
-// on Trillian and MariaDB (scripts/rekor-v1/rekor-v1.sh start, whose
-// env.sh REKOR_V1_ENV names), with the local Sigstore stack's Fulcio for
+// on Trillian and MariaDB (scripts/rekor-v1/rekor-v1.sh start;
+// internal/testkit/rekorv1), with the local Sigstore stack's Fulcio for
 // the certificates. They skip without it unless MCPSIGN_REQUIRE_REKOR_V1=1.
 
 type v1Stack struct {
@@ -38,57 +33,17 @@ type v1Stack struct {
 	svc sign.Services
 }
 
-// withLogs is trusted material with more transparency logs.
-type withLogs struct {
-	root.TrustedMaterial
-	logs map[string]*root.TransparencyLog
-}
-
-func (w withLogs) RekorLogs() map[string]*root.TransparencyLog { return w.logs }
-
 func newV1Stack(t *testing.T) *v1Stack {
 	t.Helper()
-	path := os.Getenv("REKOR_V1_ENV")
-	vars := map[string]string{}
-	if f, err := os.Open(path); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "export "), "="); ok {
-				vars[k] = strings.Trim(v, "'")
-			}
-		}
-		f.Close()
-	}
-	if vars["REKOR_V1_URL"] == "" {
-		msg := "no Rekor v1 log: scripts/rekor-v1/rekor-v1.sh start, then REKOR_V1_ENV=/tmp/mcpsign-rekor-v1/env.sh"
-		if os.Getenv("MCPSIGN_REQUIRE_REKOR_V1") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	v1 := rekorv1.Require(t)
 	s := newStackLog(t)
-	pemKey, err := os.ReadFile(vars["REKOR_V1_PUBLIC_KEY"])
+	tm, err := trustroot.LoadTrustedRootFile(v1.TrustedRoot(t, s.env.TrustedRoot, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := cryptoutils.UnmarshalPEMToPublicKey(pemKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := sha256.Sum256(der)
-	logs := map[string]*root.TransparencyLog{}
-	for k, v := range s.tr.RekorLogs() {
-		logs[k] = v
-	}
-	logs[hex.EncodeToString(id[:])] = &root.TransparencyLog{BaseURL: vars["REKOR_V1_URL"], ID: id[:], HashFunc: crypto.SHA256, PublicKey: pub,
-		SignatureHashFunc: crypto.SHA256, ValidityPeriodStart: time.Now().Add(-24 * time.Hour)}
 	svc := s.svc
-	svc.TransparencyLogs = []sign.RekorService{{URL: vars["REKOR_V1_URL"], Version: 1}}
-	return &v1Stack{stackLog: s, url: vars["REKOR_V1_URL"], tm: withLogs{s.tr, logs}, svc: svc}
+	svc.TransparencyLogs = []sign.RekorService{{URL: v1.URL, Version: 1}}
+	return &v1Stack{stackLog: s, url: v1.URL, tm: tm, svc: svc}
 }
 
 // sign signs a fresh statement as email into the Rekor v1 log and returns

@@ -5,11 +5,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"io"
 	"net/http"
@@ -23,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/testkit/rekorv1"
 	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 )
 
@@ -197,24 +195,11 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken p
 // alert with its integrated time, and a log that serves a bad checkpoint
 // signature is exit 2 with the state left as it was.
 func TestMonitorCommandRekorV1(t *testing.T) {
-	v1URL, pubPEM := requireRekorV1(t)
+	v1 := rekorv1.Require(t)
+	v1URL := v1.URL
 	env := sigstack.Require(t)
 	dir := t.TempDir()
-	// The stack's trusted root with the Rekor v1 log's key.
-	var tr map[string]any
-	if err := json.Unmarshal(mustRead(t, env.TrustedRoot), &tr); err != nil {
-		t.Fatal(err)
-	}
-	blk, _ := pem.Decode(pubPEM)
-	if blk == nil {
-		t.Fatal("the Rekor v1 public key is not PEM")
-	}
-	id := sha256.Sum256(blk.Bytes)
-	tr["tlogs"] = append(tr["tlogs"].([]any), map[string]any{"baseUrl": v1URL, "hashAlgorithm": "SHA2_256",
-		"publicKey": map[string]any{"rawBytes": base64.StdEncoding.EncodeToString(blk.Bytes), "keyDetails": "PKIX_ECDSA_P256_SHA_256", "validFor": map[string]any{"start": "2020-01-01T00:00:00Z"}},
-		"logId":     map[string]any{"keyId": base64.StdEncoding.EncodeToString(id[:])}})
-	trData, _ := json.Marshal(tr)
-	trPath := vtWrite(t, dir, "trusted_root.json", trData)
+	trPath := v1.TrustedRoot(t, env.TrustedRoot, dir)
 
 	pw := map[string]string{"PW": "v1"}
 	if code, _, stderr := runWith(t, pw, "keygen", "-o", filepath.Join(dir, "release"), "--password-env", "PW"); code != 0 {
@@ -274,27 +259,4 @@ func TestMonitorCommandRekorV1(t *testing.T) {
 	if code, out, stderr := runCLI(t, append([]string{"monitor", "--released", rel}, watch...)...); code != 0 || !strings.Contains(out, "1 by a watched signer, 1 of them released; 0 alerts") {
 		t.Fatalf("released: exit %d\n%s\n%s", code, out, stderr)
 	}
-}
-
-// requireRekorV1 is the Rekor v1 log's URL and public key from the env.sh
-// that REKOR_V1_ENV names (scripts/rekor-v1/rekor-v1.sh start); it skips
-// without one unless MCPSIGN_REQUIRE_REKOR_V1=1.
-func requireRekorV1(t *testing.T) (string, []byte) {
-	t.Helper()
-	vars := map[string]string{}
-	if data, err := os.ReadFile(os.Getenv("REKOR_V1_ENV")); err == nil {
-		for _, line := range strings.Split(string(data), "\n") {
-			if k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok {
-				vars[k] = strings.Trim(v, "'")
-			}
-		}
-	}
-	if vars["REKOR_V1_URL"] == "" {
-		msg := "no Rekor v1 log: scripts/rekor-v1/rekor-v1.sh start, then REKOR_V1_ENV=/tmp/mcpsign-rekor-v1/env.sh"
-		if os.Getenv("MCPSIGN_REQUIRE_REKOR_V1") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return vars["REKOR_V1_URL"], mustRead(t, vars["REKOR_V1_PUBLIC_KEY"])
 }
