@@ -269,9 +269,12 @@ func (l *v1Log) readRange(ctx context.Context, opts Options, res *Result, cp *fl
 			if err != nil {
 				return err
 			}
+			t, err := l.integratedTime(ctx, &e)
+			if err != nil {
+				return err
+			}
 			re, perr := parseEntryV1(body)
-			if perr == nil && e.IntegratedTime != nil {
-				t := time.Unix(*e.IntegratedTime, 0).UTC()
+			if perr == nil {
 				re.integrated = &t
 			}
 			if err := c.checkEntry(index, re, perr); err != nil {
@@ -281,6 +284,21 @@ func (l *v1Log) readRange(ctx context.Context, opts Options, res *Result, cp *fl
 	}
 	c.flush()
 	return nil
+}
+
+// integratedTime is e's integrated time, once its signed entry timestamp
+// verifies with the log key.
+func (l *v1Log) integratedTime(ctx context.Context, e *models.LogEntryAnon) (time.Time, error) {
+	if e.IntegratedTime == nil || e.LogID == nil || e.LogIndex == nil || e.Verification == nil || e.Verification.SignedEntryTimestamp == nil {
+		return time.Time{}, checkErr("entry timestamp", int64(-1), ErrInclusion, "the entry has no signed entry timestamp")
+	}
+	var err error
+	for _, v := range l.verifiers {
+		if err = rekorverify.VerifySignedEntryTimestamp(ctx, e, v); err == nil {
+			return time.Unix(*e.IntegratedTime, 0).UTC(), nil
+		}
+	}
+	return time.Time{}, checkErr("entry timestamp", *e.LogIndex, ErrInclusion, "the signed entry timestamp does not verify with the log key: %v", err)
 }
 
 // proveIncluded checks that e is the entry at tree index i of cp's tree

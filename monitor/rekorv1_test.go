@@ -136,6 +136,19 @@ func TestRekorV1Monitor(t *testing.T) {
 				out, _ := json.Marshal(es)
 				return out
 			}, ErrInclusion, "inclusion"},
+			{"signed entry timestamp", "/api/v1/log/entries/retrieve", func(t *testing.T, b []byte) []byte {
+				var es []map[string]map[string]any
+				if err := json.Unmarshal(b, &es); err != nil {
+					t.Fatal(err)
+				}
+				for _, le := range es {
+					for _, e := range le {
+						e["integratedTime"] = e["integratedTime"].(float64) - 3600
+					}
+				}
+				out, _ := json.Marshal(es)
+				return out
+			}, ErrInclusion, "entry timestamp"},
 			{"consistency proof", "/api/v1/log/proof", func(t *testing.T, b []byte) []byte {
 				return editJSON(t, b, func(m map[string]any) {
 					hs := m["hashes"].([]any)
