@@ -27,6 +27,7 @@ cleanup() {
 	if [[ -n $STATE && -e $STATE/pids ]]; then
 		scripts/sigstore-local/stop.sh "$STATE" >"$TMP/stop.log" 2>&1 || cat "$TMP/stop.log" >&2
 	fi
+	MCPSIGN_REKOR_V1_STATE=$TMP/rekor-v1 scripts/rekor-v1/rekor-v1.sh stop >/dev/null 2>&1 || true
 	# Each test binary removes the links to itself that it ran fixtures
 	# through (fixtures.Main), and a reaper removes what was built once for
 	# the whole run (mcpsign-fixtures-PID-run-*, PID the go command's) when
@@ -57,6 +58,7 @@ need=()
 command -v openssl >/dev/null || need+=(openssl)
 command -v curl >/dev/null || need+=(curl)
 command -v node >/dev/null || need+=(nodejs npm)
+command -v mariadbd >/dev/null || [[ -x /usr/sbin/mariadbd ]] || need+=(mariadb-server) # the Rekor v1 log's database
 if ((${#need[@]})); then
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
@@ -71,7 +73,7 @@ step "Official MCP servers (npm ci)"
 # The stack's binaries build (cached after the first run) while the Go
 # code is vetted and compiled below; the stack starts after both.
 step "Local Sigstore stack: build (cached), in the background"
-scripts/sigstore-local/build.sh >"$TMP/sigstack-build.log" 2>&1 &
+{ scripts/sigstore-local/build.sh && scripts/rekor-v1/rekor-v1.sh build; } >"$TMP/sigstack-build.log" 2>&1 &
 BUILD_PID=$!
 
 step "go vet"
@@ -120,6 +122,9 @@ step "Local Sigstore stack: start"
 STATE=${MCPSIGN_SIGSTORE_STATE:-$TMP/sigstore}
 scripts/sigstore-local/start.sh "$STATE"
 export SIGSTACK_ENV=$STATE/env.sh
+step "Rekor v1 (Trillian, MariaDB): start"
+MCPSIGN_REKOR_V1_STATE=$TMP/rekor-v1 scripts/rekor-v1/rekor-v1.sh start
+export REKOR_V1_ENV=$TMP/rekor-v1/env.sh MCPSIGN_REQUIRE_REKOR_V1=1
 
 step "go test -race ./..."
 export MCPSIGN_REQUIRE_SIGSTACK=1 MCPSIGN_REQUIRE_E2E=1

@@ -38,6 +38,10 @@ var flagHints = []struct {
 	{oauth.ErrDenied, "run again to sign in; --no-browser prints the URL to open by hand"},
 	{source.ErrNoResources, "take the snapshot with mcpsign snapshot --resources"},
 	{monitor.ErrNoLog, "--trusted-root must hold the log whose URL host is the checkpoint origin; --log names where to read it"},
+	{monitor.ErrNoState, "run once with --init to start watching"},
+	{monitor.ErrStateExists, "--init starts a new state: leave it out to go on from this one"},
+	{monitor.ErrSeveralLogs, "name the one to watch with --log"},
+	{monitor.ErrNothingWatched, "give the identity flags (--certificate-identity or --certificate-identity-regexp, and --certificate-oidc-issuer) or --key"},
 }
 
 // flagHint returns the flags that fix err, or "" when no flag does.
