@@ -22,7 +22,7 @@ func TestHostileHTTPServersThroughTheBridge(t *testing.T) {
 	mcpsign := fixtures.BuildMcpsign(t)
 	l, lockData := honestHTTPLock(t)
 	evil := evilHTTPServer(t)
-	node, script, tsOK := tsClientIfAny(t)
+	tsOK := tsClientIfAny(t)
 	for _, r := range httpRows(evil.URL + "/mcp") {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
@@ -60,7 +60,7 @@ func TestHostileHTTPServersThroughTheBridge(t *testing.T) {
 			if tsOK && (r.legal || strings.HasPrefix(r.name, "attack-")) {
 				t.Run("TypeScript", func(t *testing.T) {
 					run(t, "TypeScript", func(argv []string) outcome {
-						h := runTS(t, node, script, argv, scenario{Call: greet})
+						h := runTS(t, argv, scenario{Call: greet})
 						return outcome{h: h, blocked: h.ExitCode != nil && (*h.ExitCode == 42 || *h.ExitCode == 2)}
 					})
 				})

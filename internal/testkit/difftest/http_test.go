@@ -537,9 +537,9 @@ func honestHTTPLock(t testing.TB) (*pin.Lock, []byte) {
 
 // runTSURL runs the TypeScript client against a Streamable HTTP endpoint
 // (tsclient.mjs with url), under httpTiming.
-func runTSURL(t testing.TB, node, script, url string) *holdings {
+func runTSURL(t testing.TB, url string) *holdings {
 	t.Helper()
-	return runTSConfig(t, node, script, map[string]any{"url": url,
+	return runTSConfig(t, map[string]any{"url": url,
 		"timeoutMs": httpTiming.request.Milliseconds(), "settleMs": httpTiming.settle.Milliseconds()}, scenario{})
 }
 
@@ -611,10 +611,10 @@ func TestHostileHTTPServers(t *testing.T) {
 				clients["go-sdk"] = h
 				mu.Unlock()
 			})
-			node, script, ok := tsClientIfAny(t)
+			ok := tsClientIfAny(t)
 			if ok {
 				wg.Go(func() {
-					h := runTSURL(t, node, script, url)
+					h := runTSURL(t, url)
 					mu.Lock()
 					clients["TypeScript"] = h
 					mu.Unlock()
@@ -642,10 +642,12 @@ func TestHostileHTTPServers(t *testing.T) {
 
 // tsClientIfAny is tsClient without the skip: the go-sdk half of a row
 // runs either way.
-func tsClientIfAny(t *testing.T) (node, script string, ok bool) {
+func tsClientIfAny(t *testing.T) bool {
 	t.Helper()
-	ok = t.Run("TypeScript SDK present", func(t *testing.T) {
-		node, script = tsClient(t)
+	present := false
+	t.Run("TypeScript SDK present", func(t *testing.T) {
+		tsClient(t)
+		present = true
 	})
-	return node, script, ok && node != ""
+	return present
 }
