@@ -3,7 +3,6 @@ package difftest
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
@@ -53,11 +52,7 @@ func TestHostileHTTPServersThroughTheBridge(t *testing.T) {
 			t.Run("go-sdk", func(t *testing.T) {
 				run(t, "go-sdk", func(argv []string) outcome { return runGoCLI(t, argv, scenario{Call: greet}) })
 			})
-			// The TypeScript client (a node process per session) runs on the
-			// rows official servers write and the four attacks that started
-			// the strict reader, so that the package stays fast; go-sdk on
-			// every row.
-			if tsOK && (r.legal || strings.HasPrefix(r.name, "attack-")) {
+			if tsOK {
 				t.Run("TypeScript", func(t *testing.T) {
 					run(t, "TypeScript", func(argv []string) outcome {
 						h := runTS(t, argv, scenario{Call: greet})
