@@ -135,6 +135,7 @@ var ownID = regexp.MustCompile(`mcpsign-[0-9a-f]{16}-`)
 // is byte for byte the line it receives from the server directly, and none
 // of the proxy's own traffic reaches it.
 func TestByteIdenticalRelay(t *testing.T) {
+	t.Parallel()
 	argv := exampleArgv(t, fixtures.ModeHonest, "--protocol-versions", "2025-11-25")
 
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -217,6 +218,7 @@ func TestModernWithoutDiscover(t *testing.T) {
 // not waved through: a listing that never ends (time limit), a message over
 // the size cap, invalid definitions.
 func TestUncheckable(t *testing.T) {
+	t.Parallel()
 	bad := fixtures.BuildBadServer(t)
 	cases := []struct {
 		name   string
