@@ -14,7 +14,7 @@
 #   scripts/test.sh --quick    only `go test ./...` (no stack, no npm: those tests skip)
 #
 # It ends with the line "N passed, N failed, N skipped", after each skip's
-# reason (scripts/testsummary). With CI set (CI=true), a skip that
+# reason and the ten slowest packages and tests (scripts/testsummary). With CI set (CI=true), a skip that
 # scripts/expected-skips.txt does not list for this machine fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,7 +50,7 @@ cleanup() {
 trap cleanup EXIT
 
 go build -o "$TMP/testsummary" ./scripts/testsummary
-summary=("$TMP/testsummary" -expected scripts/expected-skips.txt)
+summary=("$TMP/testsummary" -expected scripts/expected-skips.txt -slowest 10)
 case ${CI:-} in "" | false | 0) ;; *) summary+=(-ci) ;; esac
 
 if [[ ${1:-} == --quick ]]; then

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -97,6 +98,44 @@ func TestPanicCountsTheRunningTest(t *testing.T) {
 	got := out.String()
 	if !strings.Contains(got, "boom") || !strings.Contains(got, "TestPanic") || s.failed < 2 {
 		t.Errorf("panic not reported as a failure (%d failed):\n%s", s.failed, got)
+	}
+}
+
+// TestSlowest lists the slowest packages and top-level tests of a real
+// stream, slowest first, before the closing line.
+func TestSlowest(t *testing.T) {
+	t.Parallel()
+	stream := runGoTest(t)
+	var out bytes.Buffer
+	s := newSummary(&out)
+	s.slowest = 2
+	if err := s.read(bytes.NewReader(stream)); err != nil {
+		t.Fatal(err)
+	}
+	s.report(nil, false)
+	got := out.String()
+	pkgs := strings.Index(got, "Slowest packages:\n")
+	tests := strings.Index(got, "Slowest top-level tests:\n")
+	closing := strings.Index(got, "4 passed, 1 failed, 2 skipped")
+	if pkgs < 0 || tests < pkgs || closing < tests {
+		t.Fatalf("no slowest lists before the closing line:\n%s", got)
+	}
+	pkgLines := strings.Split(strings.TrimSpace(got[pkgs:tests]), "\n")[1:]
+	if len(pkgLines) != 1 || !strings.HasSuffix(pkgLines[0], "s  github.com/mcpsign/mcpsign/scripts/testsummary/testdata/sample") {
+		t.Errorf("slowest packages %q, want the sample's one line", pkgLines)
+	}
+	testLines := strings.Split(strings.TrimSpace(got[tests:closing]), "\n")[1:]
+	if len(testLines) != 2 {
+		t.Fatalf("slowest tests %q, want 2 lines", testLines)
+	}
+	var prev float64 = 1e9
+	for _, l := range testLines {
+		var sec float64
+		var pkg, name string
+		if _, err := fmt.Sscanf(strings.TrimSpace(l), "%fs %s %s", &sec, &pkg, &name); err != nil || strings.Contains(name, "/") || sec > prev {
+			t.Errorf("line %q: %v (a top-level test, not slower than the one above)", l, err)
+		}
+		prev = sec
 	}
 }
 
