@@ -68,17 +68,18 @@ if ((${#need[@]})); then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
+# The stack's binaries build (cached after the first run) while the
+# modules and npm packages download and the Go code is vetted and
+# compiled below; the stack starts after both.
+step "Local Sigstore stack: build (cached), in the background"
+scripts/sigstore-local/build.sh >"$TMP/sigstack-build.log" 2>&1 &
+BUILD_PID=$!
+
 step "Go modules"
 go mod download
 
 step "Official MCP servers (npm ci)"
 (cd testdata/npm && npm ci --no-audit --no-fund --loglevel=error)
-
-# The stack's binaries build (cached after the first run) while the Go
-# code is vetted and compiled below; the stack starts after both.
-step "Local Sigstore stack: build (cached), in the background"
-scripts/sigstore-local/build.sh >"$TMP/sigstack-build.log" 2>&1 &
-BUILD_PID=$!
 
 step "go vet"
 go vet ./... ./testdata/exampleserver ./testdata/badservers
