@@ -2,27 +2,59 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// runGoTest runs go test -json on the sample package and returns its stream.
+// runGoTest runs go test -json on the sample package and returns its
+// stream, once per environment for all the tests of this process.
 func runGoTest(t *testing.T, env ...string) []byte {
 	t.Helper()
+	streamsMu.Lock()
+	r, ok := streams[strings.Join(env, "\x00")]
+	if !ok {
+		r = &streamResult{}
+		streams[strings.Join(env, "\x00")] = r
+	}
+	streamsMu.Unlock()
+	r.once.Do(func() { r.out, r.err = goTestSample(env) })
+	if errors.Is(r.err, exec.ErrNotFound) {
+		t.Skip("no go command")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.out
+}
+
+type streamResult struct {
+	once sync.Once
+	out  []byte
+	err  error
+}
+
+var (
+	streamsMu sync.Mutex
+	streams   = map[string]*streamResult{}
+)
+
+func goTestSample(env []string) ([]byte, error) {
 	gocmd, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go command")
+		return nil, err
 	}
 	cmd := exec.Command(gocmd, "test", "-count=1", "-json", "./testdata/sample")
 	cmd.Env = append(os.Environ(), env...)
 	out, _ := cmd.Output() // exits 1: the sample fails on purpose
 	if !bytes.Contains(out, []byte(`"Action":"start"`)) {
-		t.Fatalf("no test2json stream from go test:\n%s", out)
+		return nil, fmt.Errorf("no test2json stream from go test:\n%s", out)
 	}
-	return out
+	return out, nil
 }
 
 // TestRealStream summarizes a real go test -json run: counts (subtests
