@@ -29,7 +29,9 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/mcpsign-test.XXXXXX")
 STATE="" BUILD_PID="" FIRST_PID=""
 cleanup() {
 	if [[ -n $BUILD_PID ]]; then kill "$BUILD_PID" 2>/dev/null || true; fi
-	if [[ -n $FIRST_PID ]]; then kill "$FIRST_PID" 2>/dev/null || true; fi
+	# The background go test is a process group of its own (setsid): stop it
+	# with its test binaries.
+	if [[ -n $FIRST_PID ]]; then kill -- "-$FIRST_PID" 2>/dev/null || kill "$FIRST_PID" 2>/dev/null || true; fi
 	if [[ -n $STATE && -e $STATE/pids ]]; then
 		scripts/sigstore-local/stop.sh "$STATE" >"$TMP/stop.log" 2>&1 || cat "$TMP/stop.log" >&2
 	fi
@@ -124,7 +126,7 @@ if ((${#stack_pkgs[@]} == 0 || ${#first_pkgs[@]} == 0)); then
 	exit 1
 fi
 step "go test -race: ${#first_pkgs[@]} packages that need no service, in the background"
-go test -race -json -timeout 30m "${first_pkgs[@]}" >"$TMP/first.json" 2>&1 &
+setsid go test -race -json -timeout 30m "${first_pkgs[@]}" >"$TMP/first.json" 2>&1 &
 FIRST_PID=$!
 
 # Compile (not link) the other packages and their tests with -race into
