@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 // -parallel says otherwise: each mostly waits (for node, the proxy's
 // timeouts, the servers' exits), so more than GOMAXPROCS (go test's
 // default) keep the cores busy.
-const rowParallel = 10
+const rowParallel = 16
 
 // raiseParallel sets -test.parallel to n when the command line did not set
 // it.
