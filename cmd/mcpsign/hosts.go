@@ -571,10 +571,13 @@ func policyPath(p string) (string, error) {
 }
 
 // wouldDo is what --dry-run says of each action: nothing was done.
-var wouldDo = map[hosts.Action]string{
-	hosts.ActWrapped:   "would wrap",
-	hosts.ActRewrapped: "would re-wrap",
-	hosts.ActUnwrapped: "would unwrap",
+func wouldDo(act hosts.Action) (string, bool) {
+	w, ok := map[hosts.Action]string{
+		hosts.ActWrapped:   "would wrap",
+		hosts.ActRewrapped: "would re-wrap",
+		hosts.ActUnwrapped: "would unwrap",
+	}[act]
+	return w, ok
 }
 
 // editFile wraps or unwraps the entries of hf. It says what it did only
@@ -605,7 +608,7 @@ func editFile(cmd *cobra.Command, a *app, hf hostFile, wrap bool, opts hosts.Wra
 	fmt.Fprintf(a.stdout, "%s (%s)\n", textsafe.Escape(hf.path), hf.host.Name)
 	for _, ch := range changes {
 		action := string(ch.Action)
-		if w, ok := wouldDo[ch.Action]; ok && dryRun {
+		if w, ok := wouldDo(ch.Action); ok && dryRun {
 			action = w
 		}
 		if ch.Action == hosts.ActNotEnforced || ch.Action == hosts.ActSkipped {

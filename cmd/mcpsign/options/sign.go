@@ -3,14 +3,13 @@ package options
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/spf13/pflag"
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/attest/pkgfile"
+	"github.com/mcpsign/mcpsign/internal/lazy"
 )
 
 // StatementOptions are the optional parts of the signed statement: the
@@ -44,9 +43,9 @@ const MaxPackages = 64
 // Compiled on first use: {16,256} alone costs about a millisecond, which
 // every mcpsign process (verify included) would otherwise pay at start-up.
 var (
-	digestAlgRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`) })
-	digestHexRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{16,256}$`) })
-	purlTypeRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^pkg:[a-zA-Z.+-][a-zA-Z0-9.+-]*/`) })
+	digestAlgRe = lazy.NewRegexp(`^[a-z0-9][a-z0-9-]{0,31}$`)
+	digestHexRe = lazy.NewRegexp(`^[0-9a-f]{16,256}$`)
+	purlTypeRe  = lazy.NewRegexp(`^pkg:[a-zA-Z.+-][a-zA-Z0-9.+-]*/`)
 )
 
 // AttestOptions returns the attest options. The source revision flags
@@ -102,13 +101,13 @@ func ParsePackages(purls, digests []string) ([]attest.Package, error) {
 	}
 	var out []attest.Package
 	for i, p := range purls {
-		if len(p) > 2048 || !purlTypeRe().MatchString(p) || strings.ContainsFunc(p, func(r rune) bool { return r <= 0x20 || r == 0x7f }) {
+		if len(p) > 2048 || !purlTypeRe.MatchString(p) || strings.ContainsFunc(p, func(r rune) bool { return r <= 0x20 || r == 0x7f }) {
 			return nil, fmt.Errorf("--package-purl %q: not a package URL (pkg:TYPE/NAMESPACE/NAME@VERSION, see github.com/package-url/purl-spec)", p)
 		}
 		pkg := attest.Package{PURL: p}
 		if len(digests) > 0 {
 			alg, hexd, ok := strings.Cut(digests[i], ":")
-			if !ok || !digestAlgRe().MatchString(alg) || !digestHexRe().MatchString(hexd) {
+			if !ok || !digestAlgRe.MatchString(alg) || !digestHexRe.MatchString(hexd) {
 				return nil, fmt.Errorf("--package-digest %q: want ALG:HEX with a lowercase algorithm and lowercase hex, e.g. sha256:9f86d0…", digests[i])
 			}
 			pkg.Digest = map[string]string{alg: hexd}
