@@ -63,7 +63,7 @@ func (r *Released) AddBundle(data []byte) error {
 		r.add(sha256.Sum256(dsse.PAE(env.GetPayloadType(), env.GetPayload())))
 	case b.GetMessageSignature() != nil:
 		md := b.GetMessageSignature().GetMessageDigest()
-		if alg, ok := hashNames[md.GetAlgorithm()]; ok && len(md.GetDigest()) > 0 {
+		if alg, ok := hashNames.Get()[md.GetAlgorithm()]; ok && len(md.GetDigest()) > 0 {
 			r.digests[alg+":"+hex.EncodeToString(md.GetDigest())] = true
 		}
 	}

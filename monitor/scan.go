@@ -172,7 +172,7 @@ func (s *scanner) hash() bool {
 				return false
 			}
 			a, known := protocommon.HashAlgorithm_value[string(v)]
-			alg, ok = hashNames[protocommon.HashAlgorithm(a)]
+			alg, ok = hashNames.Get()[protocommon.HashAlgorithm(a)]
 			return known && ok
 		case "digest":
 			var ok bool

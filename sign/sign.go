@@ -25,6 +25,7 @@ import (
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/dn"
+	"github.com/mcpsign/mcpsign/internal/lazy"
 	"github.com/mcpsign/mcpsign/trustroot"
 )
 
@@ -48,7 +49,7 @@ var (
 	// ErrNoTrustedRoot wraps ErrConfig: the signature needs a log entry, a
 	// timestamp or a Fulcio certificate, and no trusted material was given
 	// to verify the new bundle with.
-	ErrNoTrustedRoot = fmt.Errorf("%w: a trusted root is needed to verify the new bundle's certificate, log entry and timestamps", ErrConfig)
+	ErrNoTrustedRoot = lazy.Wrap(ErrConfig, "a trusted root is needed to verify the new bundle's certificate, log entry and timestamps")
 	// ErrSelfCheck: the new bundle did not verify; it is not returned.
 	ErrSelfCheck = errors.New("the new bundle does not verify")
 	// ErrClaimMismatch: the statement's source claims contradict the
