@@ -22,7 +22,7 @@ var (
 	topMembers      = []string{"kind", "policyVersion", "$comment", "trust", "defaults", "servers", "revoked"}
 	trustMembers    = []string{"$comment", "trustedRoot", "tuf", "caRoots", "caIntermediates"}
 	tufMembers      = []string{"mirror", "cache"}
-	serverMembers   = []string{"$comment", "identities", "threshold", "require", "maxBundleAge", "bundle", "package", "lock", "mode", "unsigned", "rollForward", "resources", "audit", "clientCapabilities"}
+	serverMembers   = []string{"$comment", "identities", "threshold", "require", "maxBundleAge", "bundle", "package", "lock", "mode", "unsigned", "rollForward", "resources", "audit", "clientCapabilities", "repositorySigner"}
 	sigstoreMembers = []string{"method", "issuer", "issuerRegexp", "subject", "subjectRegexp", "sourceRepository", "sourceRef", "workflowSha", "workflowTrigger", "workflowName"}
 	keyMembers      = []string{"method", "key"}
 	certMembers     = []string{"method", "subject", "san", "sanRegexp", "email", "uri", "dns", "issuer"}
@@ -303,6 +303,11 @@ func (p *parser) server(v []byte, at string) (Server, error) {
 			b = Bundle{Kind: BundleFile, Location: path}
 		}
 		s.Bundle = &b
+	}
+	if x, ok := m["repositorySigner"]; ok {
+		if s.RepositorySigner, err = p.repositorySigner(x, at+"/repositorySigner"); err != nil {
+			return s, err
+		}
 	}
 	if x, ok := m["package"]; ok {
 		str, err := p.str(x, at+"/package")
