@@ -3,6 +3,9 @@ package verify
 import (
 	"context"
 	"errors"
+	"sync"
+
+	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/mcpsign/mcpsign/trustroot"
 )
@@ -74,29 +77,134 @@ func (e *TrustError) Unwrap() []error {
 // bundles) reuses the work. Every per-bundle check still runs on every
 // call. A failure is a *TrustError.
 func LoadTrust(ctx context.Context, src TrustSources, p Policy) (Trust, error) {
+	loadRoot := func(ctx context.Context, o trustroot.Options) (root.TrustedMaterial, error) {
+		tm, err := trustroot.Load(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		return trustroot.WithChainCache(tm), nil
+	}
+	loadPKI := func(roots, intermediates string) (root.TrustedMaterial, error) {
+		tm, err := trustroot.LoadPKIFiles(roots, intermediates)
+		if err != nil {
+			return nil, err
+		}
+		return trustroot.WithChainCache(tm), nil
+	}
+	return loadTrust(ctx, src, p, loadRoot, loadPKI)
+}
+
+// loadTrust is LoadTrust with the loaders of the material (each returns
+// it wrapped in its chain cache).
+
+func loadTrust(ctx context.Context, src TrustSources, p Policy,
+	loadRoot func(context.Context, trustroot.Options) (root.TrustedMaterial, error),
+	loadPKI func(roots, intermediates string) (root.TrustedMaterial, error)) (Trust, error) {
 	var tr Trust
 	needRoot := p.Method == MethodSigstore || p.RequireTlog || p.RequireTimestamp
 	if src.Root.TrustedRootPath != "" || needRoot {
-		tm, err := trustroot.Load(ctx, src.Root)
+		tm, err := loadRoot(ctx, src.Root)
 		if err != nil {
 			if src.Root.TrustedRootPath != "" {
 				return tr, &TrustError{Kind: ErrTrustedRoot, Err: err}
 			}
 			return tr, &TrustError{Kind: ErrNoTrustedRoot, Err: err}
 		}
-		tr.Sigstore = trustroot.WithChainCache(tm)
+		tr.Sigstore = tm
 	}
 	if p.Method == MethodCertificate {
 		if src.CARoots == "" {
 			return tr, &TrustError{Kind: ErrNoCARoots}
 		}
-		pki, err := trustroot.LoadPKIFiles(src.CARoots, src.CAIntermediates)
+		pki, err := loadPKI(src.CARoots, src.CAIntermediates)
 		if err != nil {
 			return tr, &TrustError{Kind: ErrCARoots, Err: err}
 		}
-		tr.CertificateAuthorities = trustroot.WithChainCache(pki).FulcioCertificateAuthorities()
+		tr.CertificateAuthorities = pki.FulcioCertificateAuthorities()
 	} else if src.CARoots != "" || src.CAIntermediates != "" {
 		return tr, &TrustError{Kind: ErrCAsUnused}
 	}
 	return tr, nil
+}
+
+// TrustCache is LoadTrust that loads each trusted root and each set of
+// enterprise CA files once and shares it, with its chain cache
+// (trustroot.WithChainCache), between every Trust it returns: a host that
+// verifies under many policies (many servers of a policy file, many
+// registry entries) loads its trust once. Only successful loads are kept:
+// a failure is tried again on the next call. The zero value is ready; it
+// is safe for concurrent use, and concurrent first loads of one source
+// load it once.
+type TrustCache struct {
+	mu    sync.Mutex
+	roots map[rootKey]*cached[root.TrustedMaterial]
+	pkis  map[[2]string]*cached[root.TrustedMaterial]
+}
+
+// rootKey is what names a trusted root among trustroot.Options (TUFRoot,
+// the HTTP client and the timeout are the same for every call of a host).
+type rootKey struct {
+	path, signing, cache, mirror string
+	offline, refresh             bool
+}
+
+type cached[T any] struct {
+	mu   sync.Mutex
+	done bool
+	val  T
+}
+
+// get returns the value of c, loading it with load the first time (and
+// again after a failure).
+func (c *cached[T]) get(load func() (T, error)) (T, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		return c.val, nil
+	}
+	v, err := load()
+	if err != nil {
+		return v, err
+	}
+	c.val, c.done = v, true
+	return v, nil
+}
+
+func entry[K comparable, T any](mu *sync.Mutex, m *map[K]*cached[T], k K) *cached[T] {
+	mu.Lock()
+	defer mu.Unlock()
+	if *m == nil {
+		*m = map[K]*cached[T]{}
+	}
+	c, ok := (*m)[k]
+	if !ok {
+		c = &cached[T]{}
+		(*m)[k] = c
+	}
+	return c
+}
+
+// Load is LoadTrust, from the cache: the material of src is loaded on its
+// first use only.
+func (c *TrustCache) Load(ctx context.Context, src TrustSources, p Policy) (Trust, error) {
+	loadRoot := func(ctx context.Context, o trustroot.Options) (root.TrustedMaterial, error) {
+		k := rootKey{o.TrustedRootPath, o.SigningConfigPath, o.CacheDir, o.Mirror, o.Offline, o.Refresh}
+		return entry(&c.mu, &c.roots, k).get(func() (root.TrustedMaterial, error) {
+			tm, err := trustroot.Load(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return trustroot.WithChainCache(tm), nil
+		})
+	}
+	loadPKI := func(roots, intermediates string) (root.TrustedMaterial, error) {
+		return entry(&c.mu, &c.pkis, [2]string{roots, intermediates}).get(func() (root.TrustedMaterial, error) {
+			tm, err := trustroot.LoadPKIFiles(roots, intermediates)
+			if err != nil {
+				return nil, err
+			}
+			return trustroot.WithChainCache(tm), nil
+		})
+	}
+	return loadTrust(ctx, src, p, loadRoot, loadPKI)
 }

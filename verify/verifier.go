@@ -190,41 +190,9 @@ func (v *Verifier) Verify(ctx context.Context, bundleJSON []byte, snap *digest.S
 	if snap == nil {
 		return nil, errors.New("no snapshot to match the statement against")
 	}
-	res, b, err := v.verifySigstore(ctx, bundleJSON, nil)
+	res, st, err := v.verifyStatement(ctx, bundleJSON)
 	if err != nil {
 		return res, err
-	}
-	if err := ctx.Err(); err != nil {
-		return res, err
-	}
-	// Statement: payload type, strict in-toto v1 with our predicate,
-	// well-formed unique subjects, embedded definitions equal to them.
-	env, err := b.Envelope()
-	if err != nil {
-		return res, stepErr(StepStatement, "the bundle holds a message signature, not a DSSE envelope with a statement")
-	}
-	raw := env.RawEnvelope()
-	if raw.PayloadType != attest.PayloadType {
-		return res, &StepError{Step: StepStatement, Err: fmt.Errorf("%w: %q, want %q", ErrPayloadType, raw.PayloadType, attest.PayloadType)}
-	}
-	payload, err := raw.DecodeB64Payload()
-	if err != nil {
-		return res, stepErr(StepStatement, "DSSE payload: %w", err)
-	}
-	st, err := attest.Parse(payload)
-	if err != nil {
-		return res, &StepError{Step: StepStatement, Err: err}
-	}
-	res.Statement = st
-	res.Server = st.Predicate.Server
-	res.ProtocolVersion = st.Predicate.ProtocolVersion
-	res.CertificateSource = vouchedSource(res.Certificate, v.policy.Method == MethodSigstore)
-	res.Claims, err = checkClaims(st, res.Certificate, v.policy.Method == MethodSigstore)
-	if err != nil {
-		return res, &StepError{Step: StepStatement, Err: err}
-	}
-	if err := checkPackages(st, v.policy.Packages, res.Claims); err != nil {
-		return res, &StepError{Step: StepStatement, Err: err}
 	}
 	// Match: every name and digest, both ways, and the instructions.
 	res.Observed = &snap.Server
@@ -234,6 +202,63 @@ func (v *Verifier) Verify(ctx context.Context, bundleJSON []byte, snap *digest.S
 	}
 	res.Verified = true
 	return res, nil
+}
+
+// VerifyStatement checks a bundle of an mcpsign statement without the
+// definitions it signs: every step of Verify but match. A caller that
+// holds no server's definitions (a registry entry, a statement checked for
+// its subjects and predicate alone) checks what Result.Statement binds
+// itself. The Result is Verified when err is nil; its Definitions and
+// Observed are empty: nothing was matched.
+func (v *Verifier) VerifyStatement(ctx context.Context, bundleJSON []byte) (*Result, error) {
+	res, _, err := v.verifyStatement(ctx, bundleJSON)
+	if err != nil {
+		return res, err
+	}
+	res.Verified = true
+	return res, nil
+}
+
+// verifyStatement is Verify up to the statement step, returning the
+// parsed statement.
+func (v *Verifier) verifyStatement(ctx context.Context, bundleJSON []byte) (*Result, *attest.Statement, error) {
+	res, b, err := v.verifySigstore(ctx, bundleJSON, nil)
+	if err != nil {
+		return res, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return res, nil, err
+	}
+	// Statement: payload type, strict in-toto v1 with our predicate,
+	// well-formed unique subjects, embedded definitions equal to them.
+	env, err := b.Envelope()
+	if err != nil {
+		return res, nil, stepErr(StepStatement, "the bundle holds a message signature, not a DSSE envelope with a statement")
+	}
+	raw := env.RawEnvelope()
+	if raw.PayloadType != attest.PayloadType {
+		return res, nil, &StepError{Step: StepStatement, Err: fmt.Errorf("%w: %q, want %q", ErrPayloadType, raw.PayloadType, attest.PayloadType)}
+	}
+	payload, err := raw.DecodeB64Payload()
+	if err != nil {
+		return res, nil, stepErr(StepStatement, "DSSE payload: %w", err)
+	}
+	st, err := attest.Parse(payload)
+	if err != nil {
+		return res, nil, &StepError{Step: StepStatement, Err: err}
+	}
+	res.Statement = st
+	res.Server = st.Predicate.Server
+	res.ProtocolVersion = st.Predicate.ProtocolVersion
+	res.CertificateSource = vouchedSource(res.Certificate, v.policy.Method == MethodSigstore)
+	res.Claims, err = checkClaims(st, res.Certificate, v.policy.Method == MethodSigstore)
+	if err != nil {
+		return res, nil, &StepError{Step: StepStatement, Err: err}
+	}
+	if err := checkPackages(st, v.policy.Packages, res.Claims); err != nil {
+		return res, nil, &StepError{Step: StepStatement, Err: err}
+	}
+	return res, st, nil
 }
 
 // VerifyBundle is the generic Sigstore bundle check (message signatures and

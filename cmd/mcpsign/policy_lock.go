@@ -112,7 +112,7 @@ func reverifyLock(ctx context.Context, a *app, f *verifyFlags, r *policy.Resolve
 	if len(f.vo.Bundles) == 0 && r.Bundle.Kind == policy.BundleNone {
 		return errors.New("no bundle to verify it with: the policy names none (give --bundle FILE or URL, or the server's \"bundle\" in the policy: a file, a URL or \"server\")")
 	}
-	vs, err := policyVerifiers(ctx, f, r)
+	e, err := policyEntry(ctx, f, r)
 	if err != nil {
 		return err
 	}
@@ -137,11 +137,11 @@ func reverifyLock(ctx context.Context, a *app, f *verifyFlags, r *policy.Resolve
 		}
 		defs = snap
 	}
-	tr, err := verifyThreshold(ctx, r, vs, bundles, defs)
+	tr, err := e.Decide(ctx, bundles, defs)
 	if err != nil {
 		return err
 	}
-	got, want := pinbundle.ApprovalOf(tr.First), l.Approval
+	got, want := pinbundle.ApprovalOf(tr.First()), l.Approval
 	if got.Method != want.Method || got.Identity != want.Identity || got.Issuer != want.Issuer || got.BundleDigest != want.BundleDigest {
 		return fmt.Errorf("the bundles verify, but the first, %s, is not the bundle %s the lock records", got.BundleDigest, want.BundleDigest)
 	}
@@ -192,7 +192,7 @@ func ensureLockDir(r *policy.Resolved) error {
 
 // policyVerifyFunc verifies what the proxy observed under the policy: the
 // bundles of the inputs, k distinct identities (verifyThreshold).
-func policyVerifyFunc(r *policy.Resolved, vs []policyVerifier, inputs []*bundleInput) func(context.Context, *digest.Snapshot) (pin.Verified, error) {
+func policyVerifyFunc(e *policy.Entry, inputs []*bundleInput) func(context.Context, *digest.Snapshot) (pin.Verified, error) {
 	return func(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error) {
 		var bundles [][]byte
 		for _, b := range inputs {
@@ -202,10 +202,10 @@ func policyVerifyFunc(r *policy.Resolved, vs []policyVerifier, inputs []*bundleI
 			}
 			bundles = append(bundles, data)
 		}
-		tr, err := verifyThreshold(ctx, r, vs, bundles, snap)
+		tr, err := e.Decide(ctx, bundles, snap)
 		if err != nil {
 			return pin.Verified{}, withFlagHint(err)
 		}
-		return pinbundle.VerifiedOf(tr.First), nil
+		return pinbundle.VerifiedOf(tr.First()), nil
 	}
 }

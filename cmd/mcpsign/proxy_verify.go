@@ -50,7 +50,7 @@ Exit codes: 0 verified; 1 the bundle does not verify; 2 bad input or flags.`,
 				if err != nil {
 					return err
 				}
-				vs, err := policyVerifiers(cmd.Context(), &f, r)
+				e, err := policyEntry(cmd.Context(), &f, r)
 				if err != nil {
 					return err
 				}
@@ -58,7 +58,7 @@ Exit codes: 0 verified; 1 the bundle does not verify; 2 bad input or flags.`,
 				if err != nil {
 					return err
 				}
-				verifyFn = policyVerifyFunc(r, vs, inputs)
+				verifyFn = policyVerifyFunc(e, inputs)
 			} else {
 				v, err := verifyPolicy(cmd, &f, methodOf(&f), false)
 				if err != nil {

@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
-	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
@@ -22,9 +19,6 @@ import (
 	"github.com/mcpsign/mcpsign/proxy"
 	"github.com/mcpsign/mcpsign/verify"
 )
-
-// errThreshold is a policy threshold that the bundles do not meet.
-var errThreshold = errors.New("policy threshold not met")
 
 // resolvePolicy reads --policy and resolves --name, after refusing every
 // flag the policy replaces (except those in keep).
@@ -54,93 +48,21 @@ func checkNames(po *options.PolicyOptions) error {
 	return nil
 }
 
-// policyTrust is the trust options of the policy for method m (the
-// enterprise CAs only for the certificate method, which alone uses them).
-func policyTrust(r *policy.Resolved, offline bool, m verify.Method) *options.TrustOptions {
-	t := &options.TrustOptions{TrustedRoot: r.Trust.TrustedRoot, TUFCache: r.Trust.TUFCache, TUFMirror: r.Trust.TUFMirror, Offline: offline}
-	if m == verify.MethodCertificate {
-		t.CARoots, t.CAIntermediates = r.Trust.CARoots, r.Trust.CAIntermediates
-	}
-	return t
-}
-
-// policyVerifier verifies under some of the identities of a policy: ids
-// are their indices in the policy, in the order of the verifier's
-// verify.Policy.Identities (one index for a key).
-type policyVerifier struct {
-	v   *verify.Verifier
-	ids []int
-}
-
-// numberIdentities names the identities of an identity failure by their
-// index in the policy.
-func (pv policyVerifier) numberIdentities(err error) {
-	var ie *verify.IdentitiesError
-	if errors.As(err, &ie) {
-		ie.Names = nil
-		for _, i := range pv.ids {
-			ie.Names = append(ie.Names, fmt.Sprintf("identity %d", i))
-		}
-	}
-}
-
-// policyVerifiers returns the verifiers of the identities of r: one for
-// all its sigstore identities and one for all its certificate identities
-// (a bundle passes when any of them matches, and the result says which),
-// and one per key, ordered by their first identity.
-func policyVerifiers(ctx context.Context, f *verifyFlags, r *policy.Resolved) ([]policyVerifier, error) {
-	if len(r.Identities) == 0 {
-		return nil, fmt.Errorf("server %s has no identity in the policy (unsigned: tofu): no signature to verify", textsafe.Quote(r.Name))
-	}
+// policyEntry prepares the decision under r (policy.Decider.Prepare) with
+// the verify flags a policy leaves to the command line, saying a trust
+// failure with the flags that fix it.
+func policyEntry(ctx context.Context, f *verifyFlags, r *policy.Resolved) (*policy.Entry, error) {
 	pkgs, err := f.vo.PackageRequirements()
 	if err != nil {
 		return nil, err
 	}
-	var groups [][]int // identity indices, one group per verifier
-	byMethod := map[verify.Method]int{}
-	for i, id := range r.Identities {
-		if g, ok := byMethod[id.Method]; ok && id.Method != verify.MethodKey {
-			groups[g] = append(groups[g], i)
-			continue
-		}
-		byMethod[id.Method] = len(groups)
-		groups = append(groups, []int{i})
+	d := policy.NewDecider(policy.DeciderOptions{Offline: f.trust.Offline, AllowCurrentTime: f.vo.AllowCurrentTime, Packages: pkgs})
+	e, err := d.Prepare(ctx, r)
+	var ie *policy.IdentityError
+	if errors.As(err, &ie) {
+		return nil, &policy.IdentityError{Index: ie.Index, Identity: ie.Identity, Err: trustFlagHint(ie.Err, r.Identities[ie.Index].Method)}
 	}
-	var vs []policyVerifier
-	for _, g := range groups {
-		first := r.Identities[g[0]]
-		m := first.Method
-		p := verify.Policy{
-			Method:           m,
-			RequireTlog:      r.RequireTlog && m != verify.MethodSigstore,
-			RequireTimestamp: r.RequireTimestamp,
-			AllowCurrentTime: f.vo.AllowCurrentTime && m == verify.MethodCertificate,
-			Packages:         pkgs,
-		}
-		if m == verify.MethodKey {
-			ko := options.IdentityOptions{Key: first.Key}
-			if p.PublicKey, err = ko.PublicKey(); err != nil {
-				return nil, fmt.Errorf("policy identity %d: %w", g[0], err)
-			}
-		} else {
-			for _, i := range g {
-				p.Identities = append(p.Identities, r.Identities[i].Identity)
-			}
-		}
-		trust, err := verifyTrust(ctx, policyTrust(r, f.trust.Offline, m), p)
-		if err != nil {
-			return nil, fmt.Errorf("policy identity %d (%s): %w", g[0], textsafe.Escape(first.String()), err)
-		}
-		if f.trustUsed == nil {
-			f.trustUsed = trust.Sigstore
-		}
-		v, err := verify.New(trust, p)
-		if err != nil {
-			return nil, fmt.Errorf("policy identity %d (%s): %w", g[0], textsafe.Escape(first.String()), err)
-		}
-		vs = append(vs, policyVerifier{v: v, ids: g})
-	}
-	return vs, nil
+	return e, err
 }
 
 // policyBundleInputs are the bundles to verify: every --bundle, else the
@@ -185,218 +107,6 @@ func earlyBundles(ctx context.Context, inputs []*bundleInput) ([][]byte, error) 
 	return bundles, nil
 }
 
-// stepRank orders the steps, to report the failure that got furthest.
-var stepRank = []verify.Step{verify.StepBundle, verify.StepSignature, verify.StepChain, verify.StepTlog,
-	verify.StepTime, verify.StepIdentity, verify.StepStatement, verify.StepMatch}
-
-func rank(err error) int {
-	s, ok := verify.FailedStep(err)
-	if !ok {
-		return -1
-	}
-	return slices.Index(stepRank, s)
-}
-
-// thresholdResult is what verifyThreshold established.
-type thresholdResult struct {
-	// First is the result of the first bundle (reported, and the lock's
-	// evidence).
-	First *verify.Result
-	// Signers are the distinct signers, each with the listed identities
-	// (indices) it satisfies; Matched is how many distinct identities a
-	// one-to-one assignment of signers covers.
-	Signers []signer
-	Matched int
-}
-
-type signer struct {
-	// keys tell the signer apart: its method, identity and issuer, and the
-	// key ID of every key it signed with.
-	keys       []string
-	result     *verify.Result
-	identities []int
-}
-
-// addSigner adds s to signers, merged with every signer that shares one
-// of its keys: one identity is one signer whatever keys it signed with,
-// and one private key is one signer whatever identities its certificates
-// name (a key listed as a key and certified by an enterprise CA, or
-// certified twice, signs once).
-// The merged signer takes the place, and the result, of the first.
-func addSigner(signers []signer, s signer) []signer {
-	out := signers[:0:0]
-	at := -1
-	for _, o := range signers {
-		if !slices.ContainsFunc(o.keys, func(k string) bool { return slices.Contains(s.keys, k) }) {
-			out = append(out, o)
-			continue
-		}
-		if at < 0 {
-			at, s.result = len(out), o.result
-		}
-		for _, k := range o.keys {
-			if !slices.Contains(s.keys, k) {
-				s.keys = append(s.keys, k)
-			}
-		}
-		for _, i := range o.identities {
-			if !slices.Contains(s.identities, i) {
-				s.identities = append(s.identities, i)
-			}
-		}
-	}
-	slices.Sort(s.identities)
-	if at < 0 {
-		return append(out, s)
-	}
-	return slices.Insert(out, at, s)
-}
-
-// verifyThreshold verifies every bundle against snap under every identity
-// of r: each bundle must verify under at least one. Signers are told apart
-// by what the verification established (method, identity, issuer), never
-// by bundle: two bundles by one key are one signer. The threshold is met
-// when k distinct identities can each be assigned a different signer.
-func verifyThreshold(ctx context.Context, r *policy.Resolved, vs []policyVerifier, bundles [][]byte, snap *digest.Snapshot) (*thresholdResult, error) {
-	tr := &thresholdResult{}
-	n := len(r.Identities)
-	for bi, data := range bundles {
-		var best error
-		var passed []*verify.Result // the first is reported
-		var ids []int
-		for _, pv := range vs {
-			rr, err := pv.v.Verify(ctx, data, snap)
-			if err != nil {
-				pv.numberIdentities(err)
-				if best == nil || rank(err) > rank(best) {
-					best = err
-				}
-				continue
-			}
-			passed = append(passed, rr)
-			if rr.MatchedIdentities == nil { // a key: the verifier's one identity
-				ids = append(ids, pv.ids...)
-			}
-			for _, j := range rr.MatchedIdentities {
-				ids = append(ids, pv.ids[j])
-			}
-		}
-		slices.Sort(ids)
-		if len(passed) == 0 {
-			tr.Matched = matching(tr.Signers, n)
-			return tr, numbered(best, bi, len(bundles))
-		}
-		if err := policyChecks(r, passed, snap); err != nil {
-			tr.Matched = matching(tr.Signers, n)
-			return tr, numbered(err, bi, len(bundles))
-		}
-		res := passed[0]
-		if tr.First == nil {
-			tr.First = res
-		}
-		key := string(res.Method) + "\x00" + res.Identity + "\x00" + res.Issuer
-		tr.Signers = addSigner(tr.Signers, signer{keys: []string{key, "key\x00" + res.SignerKeyID}, result: res, identities: ids})
-	}
-	tr.Matched = matching(tr.Signers, n)
-	if tr.Matched < r.Threshold {
-		return tr, &verify.StepError{Step: verify.StepIdentity, Err: fmt.Errorf("%w: %d of the %d listed identities signed these definitions as distinct signers, %d required (%d bundle(s), %d distinct signer(s): two bundles by one signer count once)",
-			errThreshold, tr.Matched, n, r.Threshold, len(bundles), len(tr.Signers))}
-	}
-	return tr, nil
-}
-
-// numbered names bundle i of n in err, keeping its step.
-func numbered(err error, i, n int) error {
-	if n < 2 {
-		return err
-	}
-	var se *verify.StepError
-	if errors.As(err, &se) {
-		return &verify.StepError{Step: se.Step, Err: fmt.Errorf("bundle %d of %d: %w", i+1, n, se.Err)}
-	}
-	return fmt.Errorf("bundle %d of %d: %w", i+1, n, err)
-}
-
-// matching is the size of a maximum one-to-one assignment of signers to
-// the identities each satisfies (augmenting paths; at most 32 identities).
-func matching(signers []signer, n int) int {
-	owner := make([]int, n)
-	for i := range owner {
-		owner[i] = -1
-	}
-	var try func(s int, seen []bool) bool
-	try = func(s int, seen []bool) bool {
-		for _, id := range signers[s].identities {
-			if seen[id] {
-				continue
-			}
-			seen[id] = true
-			if owner[id] < 0 || try(owner[id], seen) {
-				owner[id] = s
-				return true
-			}
-		}
-		return false
-	}
-	count := 0
-	for s := range signers {
-		if try(s, make([]bool, n)) {
-			count++
-		}
-	}
-	return count
-}
-
-// policyChecks are the policy's checks beyond verify's, on the results of
-// one bundle under each verifier it passed (the first is reported):
-// revocation, the bundle's age and the package. An identity is revoked
-// when any of what the verifications established names it: the identity
-// each reports, the certificate's subject, or the key that signed (a
-// revoked key ID refuses a certificate for that key too).
-func policyChecks(r *policy.Resolved, results []*verify.Result, snap *digest.Snapshot) error {
-	res := results[0]
-	var defs []string
-	if len(r.Revoked.Definitions) > 0 {
-		l, err := pin.NewLock(snap, pinbundle.ApprovalOf(res))
-		if err != nil {
-			return err
-		}
-		for _, d := range l.Definitions {
-			defs = append(defs, d.Digest)
-		}
-	}
-	if err := r.Revoked.Check(res.Identity, res.BundleDigest, defs); err != nil {
-		return &verify.StepError{Step: verify.StepIdentity, Err: err}
-	}
-	for _, rr := range results {
-		for _, id := range []string{rr.Identity, rr.Subject, rr.SignerKeyID} {
-			if err := r.Revoked.Check(id, "", nil); err != nil {
-				return &verify.StepError{Step: verify.StepIdentity, Err: err}
-			}
-		}
-	}
-	if r.MaxBundleAge > 0 {
-		if res.SigningTime.IsZero() {
-			return &verify.StepError{Step: verify.StepTime, Err: fmt.Errorf("policy maxBundleAge %s: the bundle has no verified signing time (require a timestamp or a log entry)", r.MaxBundleAge)}
-		}
-		if age := time.Since(res.SigningTime); age > r.MaxBundleAge {
-			return &verify.StepError{Step: verify.StepTime, Err: fmt.Errorf("policy maxBundleAge %s: the bundle was signed %s ago (%s)", r.MaxBundleAge, age.Round(time.Second), res.SigningTime.UTC().Format(time.RFC3339))}
-		}
-	}
-	if r.Package != "" {
-		found := false
-		for _, c := range res.Claims {
-			if strings.HasPrefix(c.Name, "package[") && strings.HasSuffix(c.Name, "].purl") && c.Value == r.Package {
-				found = true
-			}
-		}
-		if !found {
-			return &verify.StepError{Step: verify.StepStatement, Err: fmt.Errorf("policy package %s: the statement binds no package of that purl", textsafe.Quote(r.Package))}
-		}
-	}
-	return nil
-}
-
 // runVerifyWithPolicy is runVerify under --policy.
 func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []string) error {
 	asJSON, err := f.out.JSON()
@@ -417,7 +127,7 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 	// A lock written under a policy that pins the static resources records
 	// them (docs/LOCK.md, "resources").
 	f.src.Resources = f.vo.WriteLock != "" && r.Resources == policy.ResourcesPin
-	vs, err := policyVerifiers(cmd.Context(), f, r)
+	e, err := policyEntry(cmd.Context(), f, r)
 	if err != nil {
 		return inputErr(err)
 	}
@@ -440,8 +150,8 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 			}
 		}
 	}
-	tr, verr := verifyThreshold(cmd.Context(), r, vs, bundles, snap)
-	res := tr.First
+	tr, verr := e.Decide(cmd.Context(), bundles, snap)
+	res := tr.First()
 	if verr == nil && f.vo.WriteLock != "" {
 		if err := writeVerifiedLock(cmd, f, snap, res); err != nil {
 			return err
@@ -468,14 +178,14 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 }
 
 // writeThreshold says which distinct signers met the policy.
-func writeThreshold(w io.Writer, r *policy.Resolved, tr *thresholdResult) {
+func writeThreshold(w io.Writer, r *policy.Resolved, tr *policy.Decision) {
 	fmt.Fprintf(w, "\npolicy %s: %d of %d distinct identities required, %d signed\n", textsafe.Escape(r.Name), r.Threshold, len(r.Identities), tr.Matched)
 	for _, s := range tr.Signers {
 		var ids []string
-		for _, i := range s.identities {
+		for _, i := range s.Identities {
 			ids = append(ids, fmt.Sprint(i))
 		}
-		fmt.Fprintf(w, "  signer %s %s (identities %s)\n", s.result.Method, textsafe.Quote(s.result.Identity), strings.Join(ids, ", "))
+		fmt.Fprintf(w, "  signer %s %s (identities %s)\n", s.Result.Method, textsafe.Quote(s.Result.Identity), strings.Join(ids, ", "))
 	}
 }
 
@@ -512,7 +222,7 @@ func runPinWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, po *options.Pi
 			"mcpsign: WARNING: no signature vouches for them.\n", textsafe.Quote(r.Name))
 		return writePinLock(cmd, a, asJSON, po, snap, approval, overrides)
 	}
-	vs, err := policyVerifiers(cmd.Context(), f, r)
+	e, err := policyEntry(cmd.Context(), f, r)
 	if err != nil {
 		return err
 	}
@@ -534,14 +244,14 @@ func runPinWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, po *options.Pi
 			bundles[i], verr = b.advertised(cmd.Context(), snap)
 		}
 	}
-	var tr *thresholdResult
+	var tr *policy.Decision
 	if verr == nil {
-		tr, verr = verifyThreshold(cmd.Context(), r, vs, bundles, snap)
+		tr, verr = e.Decide(cmd.Context(), bundles, snap)
 	}
 	if verr != nil {
 		var res *verify.Result
 		if tr != nil {
-			res = tr.First
+			res = tr.First()
 		}
 		if asJSON {
 			err = writeVerifyJSON(a.stdout, verify.NewReport(res, verr))
@@ -554,7 +264,7 @@ func runPinWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, po *options.Pi
 		fmt.Fprintf(a.stderr, "mcpsign: nothing pinned: the bundles do not meet policy %s\n", textsafe.Quote(r.Name))
 		return verifyExit(verr, true)
 	}
-	return writePinLock(cmd, a, asJSON, po, snap, pinbundle.ApprovalOf(tr.First), overrides)
+	return writePinLock(cmd, a, asJSON, po, snap, pinbundle.ApprovalOf(tr.First()), overrides)
 }
 
 // runProxyWithPolicy is runProxy under --policy, resolved here, before the
@@ -611,7 +321,7 @@ func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *ver
 	cfg.Admission.Reverify = reverify
 	var vf proxy.VerifyFunc
 	if len(r.Identities) > 0 {
-		vs, err := policyVerifiers(cmd.Context(), f, r)
+		e, err := policyEntry(cmd.Context(), f, r)
 		if err != nil {
 			return err
 		}
@@ -620,7 +330,7 @@ func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *ver
 			if inputs, err = policyBundleInputs(a, f, r); err != nil {
 				return err
 			}
-			vf = policyVerifyFunc(r, vs, inputs)
+			vf = policyVerifyFunc(e, inputs)
 		}
 	}
 	if cfg.TOFU {
