@@ -337,3 +337,6 @@ func Namespace(name string) string {
 	ns, _, _ := strings.Cut(name, "/")
 	return ns
 }
+
+// digestMembers is digest.Members (for the tests).
+var digestMembers = digest.Members

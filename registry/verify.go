@@ -71,8 +71,8 @@ type Options struct {
 	Policy *policy.File
 	// Decider makes the policy decision; nil: one of its own with
 	// DeciderOptions (one trusted material load, shared by every entry).
-	Decider         *policy.Decider
-	DeciderOptions  policy.DeciderOptions
+	Decider        *policy.Decider
+	DeciderOptions policy.DeciderOptions
 	// HTTPClient fetches bundles (TLS roots); nil: http.DefaultClient.
 	HTTPClient *http.Client
 	// MaxBundleBytes caps one bundle; 0: the bundle file cap.
