@@ -29,8 +29,8 @@ func TestParseEntry(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name, in string
-		err      error  // from ParseEntry
-		attErr   error  // Entry.AttestationErr
+		err      error // from ParseEntry
+		attErr   error // Entry.AttestationErr
 		ptrs     int
 	}{
 		{"bare", serverJSON("a/b", "1", pointerMeta("https://x/b", dg)), nil, nil, 1},
