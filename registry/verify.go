@@ -113,7 +113,7 @@ func New(opts Options) (*Verifier, error) {
 }
 
 func failed(r *Result, step string, err error) *Result {
-	r.Verified, r.Step, r.Reason = false, step, textsafe.Escape(err.Error())
+	r.Verified, r.Step, r.Reason = false, step, err.Error()
 	return r
 }
 
@@ -406,7 +406,7 @@ func (r *Result) Text() string {
 		}
 		return "VERIFIED " + name + " signed by " + strings.Join(who, ", ")
 	}
-	return "FAILED   " + name + " at step " + r.Step + ": " + r.Reason
+	return "FAILED   " + name + " at step " + r.Step + ": " + textsafe.Escape(r.Reason)
 }
 
 // Table is the summary of a run as a small table for a terminal.
