@@ -24,6 +24,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/mcpsign-test.XXXXXX")
 STATE="" BUILD_PID=""
 cleanup() {
 	if [[ -n $BUILD_PID ]]; then kill "$BUILD_PID" 2>/dev/null || true; fi
+	if [[ -n ${REGSTATE:-} ]]; then scripts/registry-local/stop.sh "$REGSTATE" >/dev/null 2>&1 || true; fi
 	if [[ -n $STATE && -e $STATE/pids ]]; then
 		scripts/sigstore-local/stop.sh "$STATE" >"$TMP/stop.log" 2>&1 || cat "$TMP/stop.log" >&2
 	fi
@@ -120,6 +121,12 @@ step "Local Sigstore stack: start"
 STATE=${MCPSIGN_SIGSTORE_STATE:-$TMP/sigstore}
 scripts/sigstore-local/start.sh "$STATE"
 export SIGSTACK_ENV=$STATE/env.sh
+
+step "Local MCP registry (scripts/registry-local): build (cached) and start"
+REGSTATE=$TMP/registry
+scripts/registry-local/start.sh "$REGSTATE" >"$TMP/registry.log" 2>&1 || { cat "$TMP/registry.log"; exit 1; }
+source "$REGSTATE/env.sh"
+export MCPSIGN_REQUIRE_REGISTRY=1
 
 step "go test -race ./..."
 export MCPSIGN_REQUIRE_SIGSTACK=1 MCPSIGN_REQUIRE_E2E=1

@@ -14,8 +14,14 @@ STATE=${1:?usage: start.sh STATE_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${MCPSIGN_REGISTRY_CACHE:-$HOME/.cache/mcpsign/registry-local}
 BIN=$CACHE/bin
-PGPORT=${MCPSIGN_REGISTRY_PGPORT:-55432}
-PORT=${MCPSIGN_REGISTRY_PORT:-58080}
+# A port nothing listens on, from a start (several stacks may run).
+free_port() {
+	local p=$1
+	while (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do p=$((p + 1)); done
+	echo "$p"
+}
+PGPORT=${MCPSIGN_REGISTRY_PGPORT:-$(free_port 55432)}
+PORT=${MCPSIGN_REGISTRY_PORT:-$(free_port 58080)}
 
 "$HERE/build.sh"
 pgbin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }
