@@ -2,9 +2,13 @@ package registry
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/mcpsign/mcpsign/internal/atomicfile"
 )
 
 // VerifiedBlock is the value of _meta[VerifiedMember] in a verified dump
@@ -66,4 +70,41 @@ func (d *DumpWriter) Close() error {
 		return err
 	}
 	return d.w.Flush()
+}
+
+// DumpFile is a verified dump written to a file: it appears at its path
+// only whole, on Commit (internal/atomicfile); Abort, or any failure,
+// leaves the path as it was.
+type DumpFile struct {
+	*DumpWriter
+	p *atomicfile.Pending
+}
+
+// CreateDump starts a verified dump at path (replacing a file there on
+// Commit).
+func CreateDump(path string) (*DumpFile, error) {
+	p, err := atomicfile.Create(path, atomicfile.Options{Overwrite: true})
+	if err != nil {
+		return nil, err
+	}
+	return &DumpFile{DumpWriter: NewDumpWriter(p), p: p}, nil
+}
+
+// Commit ends the dump and moves it to its path.
+func (d *DumpFile) Commit() error {
+	if err := d.DumpWriter.Close(); err != nil {
+		d.p.Abort()
+		return err
+	}
+	return d.p.Commit()
+}
+
+// Abort drops the dump; after Commit it does nothing.
+func (d *DumpFile) Abort() { d.p.Abort() }
+
+// PointerDigest is the bundleDigest of a bundle's bytes: "sha256:" and
+// the lowercase hex SHA-256.
+func PointerDigest(bundle []byte) string {
+	h := sha256.Sum256(bundle)
+	return "sha256:" + hex.EncodeToString(h[:])
 }

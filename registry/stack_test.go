@@ -6,10 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +18,6 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/mcpsign/mcpsign/attest"
-	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testsnap"
 	"github.com/mcpsign/mcpsign/internal/testkit/registrylocal"
 	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 	"github.com/mcpsign/mcpsign/policy"
@@ -138,54 +135,8 @@ func newFixture(env *sigstack.Env) (*fixture, error) {
 }
 
 func signBundle(issuer string, svc sign.Services, tr *root.TrustedRoot, s bundleSpec) ([]byte, error) {
-	snap := testsnap.Example()
-	snap.Server.Version = s.version
-	st, err := attest.Build(snap, attest.Options{Packages: s.pkgs})
-	if err != nil {
-		return nil, err
-	}
-	payload, err := st.Marshal()
-	if err != nil {
-		return nil, err
-	}
-	ref := "refs/tags/v" + s.version
-	wfRepo := s.workflowRepo
-	if wfRepo == "" {
-		wfRepo = s.repo
-	}
-	wf := wfRepo + "/.github/workflows/release.yml@" + ref
-	q := url.Values{"sub": {"repo:" + s.repo + ":ref:" + ref}, "ttl": {"10m"}, "aud": {"sigstore"}}
-	for k, v := range map[string]string{
-		"repository": s.repo, "repository_id": "4242", "repository_owner": strings.Split(s.repo, "/")[0], "repository_owner_id": "42",
-		"repository_visibility": "public", "sha": strings.Repeat("ab", 20), "ref": ref, "event_name": "push", "workflow": "release",
-		"job_workflow_ref": wf, "job_workflow_sha": strings.Repeat("ab", 20), "workflow_ref": wf, "workflow_sha": strings.Repeat("ab", 20),
-		"runner_environment": "github-hosted", "run_id": "1", "run_attempt": "1",
-	} {
-		q.Set("claim."+k, v)
-	}
-	resp, err := http.Get(issuer + "/token?" + q.Encode())
-	if err != nil {
-		return nil, err
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		return nil, fmt.Errorf("token: %s", resp.Status)
-	}
-	tok, err := sign.IDToken(context.Background(), sign.TokenOptions{Flag: strings.TrimSpace(string(raw))})
-	if err != nil {
-		return nil, err
-	}
-	signer, err := sign.NewSigstoreSigner(tok, svc.FulcioURL)
-	if err != nil {
-		return nil, err
-	}
-	res, err := sign.Sign(context.Background(), payload, sign.Options{Signer: signer, TransparencyLogs: svc.TransparencyLogs,
-		TimestampAuthorities: svc.TimestampAuthorities, TrustedMaterial: tr})
-	if err != nil {
-		return nil, err
-	}
-	return res.Bundle, nil
+	return registrylocal.SignAsWorkflow(context.Background(), registrylocal.Workflow{Issuer: issuer, Repository: s.repo, WorkflowRepository: s.workflowRepo, Version: s.version},
+		svc, tr, s.pkgs)
 }
 
 func digestOf(b []byte) string {

@@ -86,14 +86,12 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 	if err != nil {
 		return err
 	}
-	var dump *registry.DumpWriter
-	var pending *atomicfile.Pending
+	var dump *registry.DumpFile
 	if f.verifiedOut != "" {
-		if pending, err = atomicfile.Create(f.verifiedOut, atomicfile.Options{Overwrite: true}); err != nil {
+		if dump, err = registry.CreateDump(f.verifiedOut); err != nil {
 			return fmt.Errorf("--verified-out: %w", err)
 		}
-		defer pending.Abort() // nothing half-written on any failure
-		dump = registry.NewDumpWriter(pending)
+		defer dump.Abort() // nothing half-written on any failure
 	}
 	terminal := a.stderrIsTerminal != nil && a.stderrIsTerminal()
 	progress, done := func(string, int) {}, func() {}
@@ -103,30 +101,14 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 	client := registry.Client{HTTPClient: a.httpClient, Progress: func(pages, entries int) {
 		progress(fmt.Sprintf("%d entries read", entries), pages)
 	}}
-	enc := json.NewEncoder(a.stdout)
-	sum, err := v.Run(cmd.Context(), registry.List(cmd.Context(), src, client, a.stdin), registry.RunOptions{
-		Workers: f.workers, Shard: shard,
-		Emit: func(r *registry.Result) error {
-			if dump != nil && r.Verified {
-				if err := dump.Add(r); err != nil {
-					return err
-				}
-			}
-			if asJSON {
-				return enc.Encode(r)
-			}
-			_, err := fmt.Fprintln(a.stdout, r.Text())
-			return err
-		}})
+	sum, err := v.Run(cmd.Context(), registry.List(cmd.Context(), src, client, a.stdin),
+		registry.RunOptions{Workers: f.workers, Shard: shard, Emit: registryEmit(a, dump, asJSON)})
 	done()
 	if err != nil {
 		return err
 	}
 	if dump != nil {
-		if err := dump.Close(); err != nil {
-			return fmt.Errorf("--verified-out: %w", err)
-		}
-		if err := pending.Commit(); err != nil {
+		if err := dump.Commit(); err != nil {
 			return fmt.Errorf("--verified-out: %w", err)
 		}
 	}
@@ -137,6 +119,24 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 		return silentExit(exitFailed)
 	}
 	return nil
+}
+
+// registryEmit writes each result: a line, or a JSON line; a passing one
+// to the dump too.
+func registryEmit(a *app, dump *registry.DumpFile, asJSON bool) func(*registry.Result) error {
+	enc := json.NewEncoder(a.stdout)
+	return func(r *registry.Result) error {
+		if dump != nil && r.Verified {
+			if err := dump.Add(r); err != nil {
+				return err
+			}
+		}
+		if asJSON {
+			return enc.Encode(r)
+		}
+		_, err := fmt.Fprintln(a.stdout, r.Text())
+		return err
+	}
 }
 
 type registryHintFlags struct {
