@@ -65,7 +65,7 @@ func (p *parser) repositorySigner(v []byte, at string) (*RepositorySigner, error
 		if rs.Issuer, err = p.str(x, at+"/issuer"); err != nil {
 			return nil, err
 		}
-		if u, err := url.Parse(rs.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.ToLower(u.Scheme+u.Host) != u.Scheme+u.Host {
+		if u, err := url.Parse(rs.Issuer); err != nil || !(strings.HasPrefix(rs.Issuer, "https://") || strings.HasPrefix(rs.Issuer, "http://")) || u.Host == "" || strings.ToLower(u.Host) != u.Host {
 			return nil, p.fail(at+"/issuer", "%s: want the issuer's URL, scheme and host in lower case", strconv.Quote(rs.Issuer))
 		}
 	}
