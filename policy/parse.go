@@ -236,13 +236,18 @@ func (p *parser) server(v []byte, at string) (Server, error) {
 			s.Identities = append(s.Identities, id)
 		}
 	}
+	if x, ok := m["repositorySigner"]; ok {
+		if s.RepositorySigner, err = p.repositorySigner(x, at+"/repositorySigner"); err != nil {
+			return s, err
+		}
+	}
 	if x, ok := m["threshold"]; ok {
 		n, err := strconv.Atoi(string(x))
 		if err != nil || n < 1 || n > MaxIdentities || string(x) != strconv.Itoa(n) {
 			return s, p.fail(at+"/threshold", "want an integer from 1 to %d, not %s", MaxIdentities, truncate(x))
 		}
-		if s.Identities != nil && n > len(s.Identities) {
-			return s, p.fail(at+"/threshold", "%d of %d identities can never be met", n, len(s.Identities))
+		if s.Identities != nil && n > len(s.Identities)+s.RepositorySigner.count() {
+			return s, p.fail(at+"/threshold", "%d of %d identities can never be met", n, len(s.Identities)+s.RepositorySigner.count())
 		}
 		s.Threshold = &n
 	}
@@ -303,11 +308,6 @@ func (p *parser) server(v []byte, at string) (Server, error) {
 			b = Bundle{Kind: BundleFile, Location: path}
 		}
 		s.Bundle = &b
-	}
-	if x, ok := m["repositorySigner"]; ok {
-		if s.RepositorySigner, err = p.repositorySigner(x, at+"/repositorySigner"); err != nil {
-			return s, err
-		}
 	}
 	if x, ok := m["package"]; ok {
 		str, err := p.str(x, at+"/package")

@@ -520,10 +520,10 @@ func (f *File) Resolve(name string, opts ResolveOptions) (*Resolved, error) {
 		return nil, fmt.Errorf("%w %s: the policy names no identity and refuses unsigned servers: add \"identities\" to servers.%s (or to defaults), or set \"unsigned\": \"tofu\" to pin it on first use",
 			ErrNoIdentity, strconv.Quote(name), name)
 	}
-	if r.Threshold > len(r.Identities) && len(r.Identities) > 0 {
-		return nil, fmt.Errorf("%w: server %s: threshold %d but only %d identities listed", ErrSyntax, strconv.Quote(name), r.Threshold, len(r.Identities))
+	if n := len(r.Identities) + r.RepositorySigner.count(); r.Threshold > n && n > 0 {
+		return nil, fmt.Errorf("%w: server %s: threshold %d but only %d identities listed", ErrSyntax, strconv.Quote(name), r.Threshold, n)
 	}
-	if len(r.Identities) == 0 {
+	if len(r.Identities)+r.RepositorySigner.count() == 0 {
 		r.Threshold = 0
 	}
 	return r, nil

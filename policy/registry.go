@@ -55,6 +55,14 @@ func ValidRegistryName(name string) bool {
 	return len(name) <= 200 && registryNameRe().MatchString(name) && !strings.Contains(name, "..")
 }
 
+// count is the identities rs adds to a server: one, or none for nil.
+func (rs *RepositorySigner) count() int {
+	if rs == nil {
+		return 0
+	}
+	return 1
+}
+
 func (p *parser) repositorySigner(v []byte, at string) (*RepositorySigner, error) {
 	m, err := p.object(v, at, repositorySignerMembers...)
 	if err != nil {
@@ -144,9 +152,6 @@ func (r *Resolved) ForRepository(repoURL string) (*Resolved, error) {
 	}, at: "repository.url"}
 	out := *r
 	out.Identities = append(append([]Identity(nil), r.Identities...), id)
-	if out.Threshold == 0 {
-		out.Threshold = 1
-	}
 	return &out, nil
 }
 
