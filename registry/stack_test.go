@@ -50,6 +50,10 @@ var bundleSpecs = map[string]bundleSpec{
 	"otherpkg": {"acme/notes", "1.0.0", []attest.Package{{PURL: "pkg:npm/%40acme/other@1.0.0"}}, ""},
 	"evil":     {"evil/notes", "1.0.0", []attest.Package{{PURL: "pkg:npm/%40acme/notes@1.0.0"}}, ""},
 	"mcpb":     {"acme/notes", "2.0.0", []attest.Package{{PURL: "pkg:generic/notes@2.0.0", Digest: map[string]string{"sha256": mcpbSHA}}}, ""},
+	// Distinct good bundles, for the benchmarks.
+	"bench1": {"acme/notes", "3.0.1", []attest.Package{{PURL: "pkg:npm/%40acme/notes@3.0.1"}}, ""},
+	"bench2": {"acme/notes", "3.0.2", []attest.Package{{PURL: "pkg:npm/%40acme/notes@3.0.2"}}, ""},
+	"bench3": {"acme/notes", "3.0.3", []attest.Package{{PURL: "pkg:npm/%40acme/notes@3.0.3"}}, ""},
 	// evil/notes's job calling acme/notes's release workflow: the SAN is
 	// acme's workflow, the source repository evil's.
 	"reusable": {"evil/notes", "1.0.0", []attest.Package{{PURL: "pkg:npm/%40acme/notes@1.0.0"}}, "acme/notes"},
@@ -70,7 +74,7 @@ var (
 
 // stack signs the bundles once per test binary and serves them over TLS
 // on 127.0.0.1.
-func stack(t *testing.T) *fixture {
+func stack(t testing.TB) *fixture {
 	t.Helper()
 	env := sigstack.Require(t)
 	fixOnce.Do(func() { fix, fixErr = newFixture(env) })
@@ -190,7 +194,7 @@ func (f *fixture) serverJSON(c entryCase, prefix string) []byte {
 	return []byte(b.String())
 }
 
-func (f *fixture) verifier(t *testing.T) *registry.Verifier {
+func (f *fixture) verifier(t testing.TB) *registry.Verifier {
 	pf, err := policy.Read(f.policy)
 	if err != nil {
 		t.Fatal(err)
