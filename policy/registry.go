@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/verify"
@@ -35,24 +34,48 @@ type RepositorySigner struct {
 	Workflow string
 }
 
-var (
-	repositorySignerMembers = []string{"issuer", "workflow"}
-	// registryNameRe is the official registry's name rule
-	// (reverse-DNS namespace "/" name); the name may be "*".
-	// Compiled on first use: nothing runs at package init.
-	registryNameRe = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9.-]*/(?:[a-zA-Z0-9][a-zA-Z0-9._-]*|\*)$`)
-	})
-	githubPartRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`) })
-	workflowRe   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]{1,200}\.ya?ml$`) })
-)
+var repositorySignerMembers = []string{"issuer", "workflow"}
+
+// Hand-written character checks, not regexps: nothing is compiled at start
+// or per entry.
+
+func alnum(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }
+
+// charsIn reports whether s is 1 to max bytes, each alphanumeric or in
+// extra.
+func charsIn(s, extra string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !alnum(s[i]) && !strings.ContainsRune(extra, rune(s[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// githubPart: an owner or repository name as GitHub spells them.
+func githubPart(s string) bool { return charsIn(s, "_.-", 100) }
+
+// workflowFile: a workflow file name, FILE.yml or FILE.yaml.
+func workflowFile(s string) bool {
+	return charsIn(s, "_.-", 200) && (strings.HasSuffix(s, ".yml") && len(s) > 4 || strings.HasSuffix(s, ".yaml") && len(s) > 5)
+}
 
 // ValidRegistryName reports whether name is a registry server name
 // ("io.github.acme/notes") or a namespace pattern ("io.github.acme/*"),
 // which a policy may list beside the local server names: the official
 // registry's rule, each part starting with a letter or digit, no "..".
 func ValidRegistryName(name string) bool {
-	return len(name) <= 200 && registryNameRe().MatchString(name) && !strings.Contains(name, "..")
+	ns, n, ok := strings.Cut(name, "/")
+	if !ok || len(name) > 200 || strings.Contains(name, "..") {
+		return false
+	}
+	if !charsIn(ns, ".-", 200) || !alnum(ns[0]) {
+		return false
+	}
+	return n == "*" || charsIn(n, "._-", 200) && alnum(n[0])
 }
 
 // count is the identities rs adds to a server: one, or none for nil.
@@ -81,7 +104,7 @@ func (p *parser) repositorySigner(v []byte, at string) (*RepositorySigner, error
 		if rs.Workflow, err = p.str(x, at+"/workflow"); err != nil {
 			return nil, err
 		}
-		if !workflowRe().MatchString(rs.Workflow) {
+		if !workflowFile(rs.Workflow) {
 			return nil, p.fail(at+"/workflow", "%s: want a workflow file name (release.yml)", strconv.Quote(rs.Workflow))
 		}
 	}
@@ -181,7 +204,7 @@ func GitHubRepository(repoURL string) (owner, repo string, err error) {
 	}
 	p := strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), ".git")
 	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	if len(parts) != 2 || !githubPartRe().MatchString(parts[0]) || !githubPartRe().MatchString(parts[1]) {
+	if len(parts) != 2 || !githubPart(parts[0]) || !githubPart(parts[1]) {
 		return bad()
 	}
 	return parts[0], parts[1], nil

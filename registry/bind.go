@@ -3,9 +3,7 @@ package registry
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/attest/pkgfile"
@@ -15,7 +13,18 @@ import (
 // ErrBinding: the statement does not bind what the entry installs.
 var ErrBinding = errors.New("the statement does not bind the entry")
 
-var hex64 = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-f0-9]{64}$`) })
+// isHex64 reports whether s is 64 lowercase hex digits (a SHA-256).
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // Binding says how one packages[] entry must appear in the statement's
 // predicate.package: by purl, by SHA-256 digest, or both.
@@ -35,7 +44,7 @@ type Binding struct {
 func PackageBinding(p Package) (Binding, error) {
 	var b Binding
 	if p.FileSHA256 != "" {
-		if !hex64().MatchString(p.FileSHA256) {
+		if !isHex64(p.FileSHA256) {
 			return b, fmt.Errorf("fileSha256 %s is not 64 lowercase hex digits", textsafe.Quote(textsafe.Cut(p.FileSHA256, 80)))
 		}
 		b.SHA256 = p.FileSHA256
@@ -69,7 +78,7 @@ func PackageBinding(p Package) (Binding, error) {
 		}
 	case "oci":
 		_, d, ok := strings.Cut(p.Identifier, "@sha256:")
-		if !ok || !hex64().MatchString(d) {
+		if !ok || !isHex64(d) {
 			return b, fmt.Errorf("OCI image %s has no @sha256: digest: nothing binds the image", textsafe.Quote(textsafe.Cut(p.Identifier, 200)))
 		}
 		if b.SHA256 != "" && b.SHA256 != d {
