@@ -23,7 +23,6 @@ import (
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/registry"
 	"github.com/mcpsign/mcpsign/sign"
-	"github.com/mcpsign/mcpsign/trustroot"
 )
 
 // The entries of the end-to-end tests sign as GitHub Actions workflows
@@ -86,15 +85,7 @@ func stack(t testing.TB) *fixture {
 
 func newFixture(env *sigstack.Env) (*fixture, error) {
 	f := &fixture{bundles: map[string][]byte{}, ghIssuer: env.OIDCIssuer + "/github"}
-	tr, err := trustroot.LoadTrustedRootFile(env.TrustedRoot)
-	if err != nil {
-		return nil, err
-	}
-	sc, err := root.NewSigningConfigFromPath(env.SigningConfig)
-	if err != nil {
-		return nil, err
-	}
-	svc, err := sign.SelectServices(sc, sign.ServiceNeeds{Fulcio: true, Rekor: true, TSA: true}, time.Now())
+	svc, tr, err := registrylocal.StackServices(env.TrustedRoot, env.SigningConfig)
 	if err != nil {
 		return nil, err
 	}

@@ -10,16 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/internal/testkit/registrylocal"
 	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 	"github.com/mcpsign/mcpsign/registry"
-	"github.com/mcpsign/mcpsign/sign"
-	"github.com/mcpsign/mcpsign/trustroot"
 )
 
 // TestRegistryVerifyCLI runs `mcpsign registry verify` over a file of
@@ -27,15 +22,7 @@ import (
 // local Sigstore stack as acme/notes's release workflow.
 func TestRegistryVerifyCLI(t *testing.T) {
 	env := sigstack.Require(t)
-	tr, err := trustroot.LoadTrustedRootFile(env.TrustedRoot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := root.NewSigningConfigFromPath(env.SigningConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sign.SelectServices(sc, sign.ServiceNeeds{Fulcio: true, Rekor: true, TSA: true}, time.Now())
+	svc, tr, err := registrylocal.StackServices(env.TrustedRoot, env.SigningConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

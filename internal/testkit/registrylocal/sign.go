@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testsnap"
 	"github.com/mcpsign/mcpsign/sign"
+	"github.com/mcpsign/mcpsign/trustroot"
 )
 
 // Workflow is the GitHub Actions job a test bundle is signed as.
@@ -85,4 +87,19 @@ func SignAsWorkflow(ctx context.Context, w Workflow, svc sign.Services, tr root.
 		return nil, err
 	}
 	return res.Bundle, nil
+}
+
+// StackServices returns the local stack's trusted root and the services
+// (Fulcio, Rekor, TSA) its signing config names, for SignAsWorkflow.
+func StackServices(trustedRoot, signingConfig string) (sign.Services, *root.TrustedRoot, error) {
+	tr, err := trustroot.LoadTrustedRootFile(trustedRoot)
+	if err != nil {
+		return sign.Services{}, nil, err
+	}
+	sc, err := root.NewSigningConfigFromPath(signingConfig)
+	if err != nil {
+		return sign.Services{}, nil, err
+	}
+	svc, err := sign.SelectServices(sc, sign.ServiceNeeds{Fulcio: true, Rekor: true, TSA: true}, time.Now())
+	return svc, tr, err
 }
