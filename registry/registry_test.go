@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/policy"
 )
 
 const dg = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
@@ -368,5 +369,50 @@ func TestDumpRoundTrip(t *testing.T) {
 	}
 	if err := NewDumpWriter(&buf).Add(&Result{}); err == nil {
 		t.Fatal("a failed result was written")
+	}
+}
+
+// TestRunStopsOnEmitError: an Emit error ends the run, however many
+// entries are still in flight, and is returned.
+func TestRunStopsOnEmitError(t *testing.T) {
+	t.Parallel()
+	pf, err := policy.Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1}`), "/p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := New(Options{Policy: pf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(fn func([]byte) error) error {
+		for i := range 10000 {
+			if err := fn([]byte(serverJSON(fmt.Sprintf("a/b%d", i), "1", ""))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	stop := errors.New("stop")
+	n := 0
+	sum, err := v.Run(context.Background(), list, RunOptions{Workers: 4, Emit: func(r *Result) error {
+		if n++; n == 3 {
+			return stop
+		}
+		if r.Step != StepPolicy {
+			t.Errorf("%+v", r)
+		}
+		return nil
+	}})
+	if !errors.Is(err, stop) || sum.Entries > 3 {
+		t.Fatalf("%+v %v", sum, err)
+	}
+	// And a listing's error after some entries.
+	bad := errors.New("page 2 loops")
+	sum, err = v.Run(context.Background(), func(fn func([]byte) error) error {
+		fn([]byte(serverJSON("a/b", "1", "")))
+		return bad
+	}, RunOptions{})
+	if !errors.Is(err, bad) || sum.Entries != 1 || sum.Unmatched != 1 {
+		t.Fatalf("%+v %v", sum, err)
 	}
 }

@@ -335,6 +335,7 @@ func (v *Verifier) Run(ctx context.Context, list func(fn func(raw []byte) error)
 			select {
 			case jobs <- j:
 			case <-ctx.Done():
+				j.res <- nil // in the window: its turn must not wait
 				return ctx.Err()
 			}
 			return nil
