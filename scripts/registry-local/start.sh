@@ -35,17 +35,22 @@ PG=$(pgbin)
 [[ -n $PG ]] || { echo "start.sh: PostgreSQL not installed (apt-get install postgresql)" >&2; exit 1; }
 
 rm -rf "$STATE"
-mkdir -p "$STATE/pg" "$STATE/run" "$STATE/logs"
+mkdir -p "$STATE/run" "$STATE/logs"
 # PostgreSQL refuses to run as root: as root, the cluster belongs to the
-# postgres user.
+# postgres user, in a directory of its own under /tmp (STATE may be inside a
+# directory only root can enter); stop.sh removes it.
 as_pg() { "$@"; }
+PGDIR=$STATE/pg
 if [[ $(id -u) == 0 ]]; then
-	chown -R postgres "$STATE/pg" "$STATE/run"
+	PGDIR=$(mktemp -d /tmp/mcpsign-registry-pg.XXXXXX)
+	chown postgres "$PGDIR"
 	as_pg() { runuser -u postgres -- "$@"; }
 fi
-as_pg "$PG/initdb" -D "$STATE/pg" -A trust -U registry >"$STATE/logs/initdb.log" 2>&1
-as_pg "$PG/pg_ctl" -D "$STATE/pg" -l "$STATE/run/postgres.log" -w -t 60 \
-	-o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $STATE/run -c fsync=off" start >"$STATE/logs/pg_ctl.log"
+mkdir -p "$PGDIR"
+echo "$PGDIR" >"$STATE/run/pgdir"
+as_pg "$PG/initdb" -D "$PGDIR/data" -A trust -U registry >"$STATE/logs/initdb.log" 2>&1
+as_pg "$PG/pg_ctl" -D "$PGDIR/data" -l "$PGDIR/postgres.log" -w -t 60 \
+	-o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $PGDIR -c fsync=off" start >"$STATE/logs/pg_ctl.log"
 as_pg "$PG/createdb" -h 127.0.0.1 -p "$PGPORT" -U registry registry
 
 KEY=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')

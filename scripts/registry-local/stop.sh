@@ -12,11 +12,14 @@ if [[ -f $STATE/run/registry.pid ]]; then
 	rm -f "$STATE/run/registry.pid"
 fi
 PG=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-if [[ -n $PG && -f $STATE/pg/postmaster.pid ]]; then
+PGDIR=$(cat "$STATE/run/pgdir" 2>/dev/null)
+if [[ -n $PG && -n $PGDIR && -f $PGDIR/data/postmaster.pid ]]; then
 	if [[ $(id -u) == 0 ]]; then
-		runuser -u postgres -- "$PG/pg_ctl" -D "$STATE/pg" -m fast -w stop >/dev/null
+		runuser -u postgres -- "$PG/pg_ctl" -D "$PGDIR/data" -m fast -w stop >/dev/null
 	else
-		"$PG/pg_ctl" -D "$STATE/pg" -m fast -w stop >/dev/null
+		"$PG/pg_ctl" -D "$PGDIR/data" -m fast -w stop >/dev/null
 	fi
 fi
+# The cluster's own directory under /tmp (as root), not inside STATE.
+case $PGDIR in /tmp/mcpsign-registry-pg.*) rm -rf "$PGDIR" ;; esac
 exit 0
