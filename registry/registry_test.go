@@ -416,3 +416,28 @@ func TestRunStopsOnEmitError(t *testing.T) {
 		t.Fatalf("%+v %v", sum, err)
 	}
 }
+
+// TestPolicyStep: an entry no policy server names is unmatched; one whose
+// policy server cannot verify anything (no identity) fails, naming it.
+func TestPolicyStep(t *testing.T) {
+	t.Parallel()
+	pf, err := policy.Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{"a/*":{}}}`), "/p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := New(Options{Policy: pf})
+	var got []*Result
+	sum, err := v.Run(context.Background(), func(fn func([]byte) error) error {
+		fn([]byte(serverJSON("a/b", "1", pointerMeta("https://x/b", dg))))
+		return fn([]byte(serverJSON("c/d", "1", "")))
+	}, RunOptions{Emit: func(r *Result) error { got = append(got, r); return nil }})
+	if err != nil || sum.Failed != 1 || sum.Unmatched != 1 {
+		t.Fatalf("%+v %v", sum, err)
+	}
+	if got[0].Step != StepPolicy || got[0].Policy != "a/*" || !strings.Contains(got[0].Reason, "names no identity") {
+		t.Errorf("%+v", got[0])
+	}
+	if got[1].Step != StepPolicy || got[1].Policy != "" {
+		t.Errorf("%+v", got[1])
+	}
+}

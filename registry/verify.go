@@ -141,7 +141,12 @@ func (v *Verifier) VerifyEntry(ctx context.Context, raw []byte) *Result {
 // them, the repository signer, and what each statement binds.
 func (v *Verifier) Verify(ctx context.Context, e *Entry) *Result {
 	r := &Result{Name: e.Name, Version: e.Version, entry: e}
-	pe, err := v.prepare(ctx, e)
+	name, ok := v.opts.Policy.MatchRegistry(e.Name)
+	if !ok {
+		return failed(r, StepPolicy, fmt.Errorf("%w: no policy server is %s or %s/*: not verified", policy.ErrNoServer, textsafe.Quote(e.Name), textsafe.Quote(Namespace(e.Name))))
+	}
+	r.Policy = name
+	pe, err := v.prepare(ctx, name, e)
 	if err != nil {
 		step := StepPolicy
 		if errors.Is(err, policy.ErrNoRepositorySigner) {
@@ -149,7 +154,6 @@ func (v *Verifier) Verify(ctx context.Context, e *Entry) *Result {
 		}
 		return failed(r, step, err)
 	}
-	r.Policy = pe.Resolved().Name
 	if e.AttestationErr != nil {
 		return failed(r, StepAttestation, e.AttestationErr)
 	}
@@ -215,11 +219,7 @@ func (v *Verifier) fetch(ctx context.Context, p Pointer) ([]byte, error) {
 // prepare returns the prepared policy entry that governs e: cached per
 // policy server, except with a repository signer, whose identity is the
 // entry's own.
-func (v *Verifier) prepare(ctx context.Context, e *Entry) (*policy.Entry, error) {
-	name, ok := v.opts.Policy.MatchRegistry(e.Name)
-	if !ok {
-		return nil, fmt.Errorf("%w: no policy server is %s or %s/*: not verified", policy.ErrNoServer, textsafe.Quote(e.Name), textsafe.Quote(Namespace(e.Name)))
-	}
+func (v *Verifier) prepare(ctx context.Context, name string, e *Entry) (*policy.Entry, error) {
 	v.mu.Lock()
 	pe, cached := v.entries[name]
 	v.mu.Unlock()
@@ -283,7 +283,8 @@ type RunOptions struct {
 	Emit func(*Result) error
 }
 
-// Summary counts a run's results.
+// Summary counts a run's results: Unmatched are the entries no policy
+// server governs, Failed the others that did not verify.
 type Summary struct {
 	Entries, Verified, Failed, Unmatched, OtherShards int
 }
@@ -354,7 +355,7 @@ func (v *Verifier) Run(ctx context.Context, list func(fn func(raw []byte) error)
 		switch {
 		case r.Verified:
 			sum.Verified++
-		case r.Step == StepPolicy:
+		case r.Step == StepPolicy && r.Policy == "":
 			sum.Unmatched++
 		default:
 			sum.Failed++
