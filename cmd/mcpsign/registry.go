@@ -98,11 +98,9 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 	if terminal {
 		progress, done = options.TerminalProgress(a.stderr)
 	}
-	client := registry.Client{HTTPClient: a.httpClient, Progress: func(pages, entries int) {
-		progress(fmt.Sprintf("%d entries read", entries), pages)
-	}}
+	client := registry.Client{HTTPClient: a.httpClient}
 	sum, err := v.Run(cmd.Context(), registry.List(cmd.Context(), src, client, a.stdin),
-		registry.RunOptions{Workers: f.workers, Shard: shard, Emit: registryEmit(a, dump, asJSON)})
+		registry.RunOptions{Workers: f.workers, Shard: shard, Emit: registryEmit(a, dump, asJSON, progress)})
 	done()
 	if err != nil {
 		return err
@@ -122,10 +120,13 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 }
 
 // registryEmit writes each result: a line, or a JSON line; a passing one
-// to the dump too.
-func registryEmit(a *app, dump *registry.DumpFile, asJSON bool) func(*registry.Result) error {
+// to the dump too; and says on the terminal how many are done.
+func registryEmit(a *app, dump *registry.DumpFile, asJSON bool, progress func(string, int)) func(*registry.Result) error {
 	enc := json.NewEncoder(a.stdout)
+	n := 0
 	return func(r *registry.Result) error {
+		n++
+		progress(fmt.Sprintf("%d entries verified", n), 0)
 		if dump != nil && r.Verified {
 			if err := dump.Add(r); err != nil {
 				return err

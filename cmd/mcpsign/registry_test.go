@@ -92,6 +92,7 @@ func TestRegistryUsage(t *testing.T) {
 		{[]string{"registry", "verify", filepath.Join(dir, "none"), "--policy", pol}, 2, "no such file"},
 		{[]string{"registry", "verify", "http://registry.example.com", "--policy", pol}, 2, "https"},
 		{[]string{"registry", "verify", entries, "--policy", pol}, 1, "at step policy"},
+		{[]string{"registry", "verify", entries, "--policy", pol}, 1, "no policy server matches            1"},
 		{[]string{"registry", "hint", entries}, 2, "--bundle-url"},
 	} {
 		code, stdout, stderr := runCLI(t, c.args...)
