@@ -143,9 +143,14 @@ func (v *Verifier) Verify(ctx context.Context, e *Entry) *Result {
 	r := &Result{Name: e.Name, Version: e.Version, entry: e}
 	name, ok := v.opts.Policy.MatchRegistry(e.Name)
 	if !ok {
-		return failed(r, StepPolicy, fmt.Errorf("%w: no policy server is %s or %s/*: not verified", policy.ErrNoServer, textsafe.Quote(e.Name), textsafe.Quote(Namespace(e.Name))))
+		return failed(r, StepPolicy, fmt.Errorf("%w: no policy server is %s or %s: not verified", policy.ErrNoServer, textsafe.Quote(e.Name), textsafe.Quote(Namespace(e.Name)+"/*")))
 	}
 	r.Policy = name
+	if e.AttestationErr != nil {
+		return failed(r, StepAttestation, e.AttestationErr)
+	}
+	// The policy entry is prepared (its trust loaded, once) only for an
+	// entry that has bundles to verify.
 	pe, err := v.prepare(ctx, name, e)
 	if err != nil {
 		step := StepPolicy
@@ -153,9 +158,6 @@ func (v *Verifier) Verify(ctx context.Context, e *Entry) *Result {
 			step = StepSigner
 		}
 		return failed(r, step, err)
-	}
-	if e.AttestationErr != nil {
-		return failed(r, StepAttestation, e.AttestationErr)
 	}
 	bundles := make([][]byte, 0, len(e.Pointers))
 	for _, p := range e.Pointers {
