@@ -119,20 +119,45 @@ func userinfo(s string) string {
 	return auth[:at]
 }
 
-// RedactURL returns s with the user info of its URL (a password, or a
-// token given as the user name) replaced by "<redacted>": a URL as it may
-// be printed.
+// RedactURL returns s with the secrets its URL may carry replaced by
+// "<redacted>": the user info (a password, or a token given as the user
+// name) and the value of every query parameter (`?api_key=…`, `?token=…`):
+// a URL as it may be printed. The parameter names stay, so that a reader
+// still sees which URL it is.
 func RedactURL(s string) string {
-	ui := userinfo(s)
-	if ui == "" {
-		return s
+	if ui := userinfo(s); ui != "" {
+		s = strings.Replace(s, "://"+ui+"@", "://<redacted>@", 1)
 	}
-	return strings.Replace(s, "://"+ui+"@", "://<redacted>@", 1)
+	for _, v := range queryValues(s) {
+		s = strings.Replace(s, "="+v, "=<redacted>", 1)
+	}
+	return s
+}
+
+// queryValues returns the values, as written, of the query parameters of the
+// URL in s ("" values left out). s may be any string: an argument that holds
+// a URL too.
+func queryValues(s string) []string {
+	if !strings.Contains(s, "://") {
+		return nil
+	}
+	_, q, ok := strings.Cut(s, "?")
+	if !ok {
+		return nil
+	}
+	q, _, _ = strings.Cut(q, "#")
+	var vals []string
+	for _, kv := range strings.FieldsFunc(q, func(r rune) bool { return r == '&' || r == ';' }) {
+		if _, v, ok := strings.Cut(kv, "="); ok && v != "" {
+			vals = append(vals, v)
+		}
+	}
+	return vals
 }
 
 // Redact replaces, in text, every header value of the remote entries of
 // servers, every value of a wrapped entry's --header, and the user info of
-// every URL of an entry (RedactURL), with
+// every URL of an entry and its query values (RedactURL), with
 // "<redacted>": for a diff of a configuration file, which must not print
 // a secret.
 func Redact(text string, servers []Server) string {
@@ -143,6 +168,7 @@ func Redact(text string, servers []Server) string {
 		}
 		for _, a := range append([]string{s.URL}, s.Argv...) {
 			secrets = append(secrets, userinfo(a))
+			secrets = append(secrets, queryValues(a)...)
 		}
 		if s.Wrapped != nil {
 			for _, h := range s.Wrapped.Headers {

@@ -212,3 +212,31 @@ func FuzzHeaderArg(f *testing.F) {
 		}
 	})
 }
+
+// TestRedactURL: a URL as printed keeps its host, path and parameter names
+// but none of the secrets a URL carries (user info, query values).
+func TestRedactURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"https://z.example/mcp", "https://z.example/mcp"},
+		{"https://user:pw@z.example/mcp", "https://<redacted>@z.example/mcp"},
+		{"https://z.example/mcp?api_key=s3cret&x=1", "https://z.example/mcp?api_key=<redacted>&x=<redacted>"},
+		{"https://tok@z.example/mcp?token=abc#frag", "https://<redacted>@z.example/mcp?token=<redacted>#frag"},
+		{"https://z.example/mcp?flag&empty=", "https://z.example/mcp?flag&empty="},
+		{"--flag=value", "--flag=value"},
+	}
+	for _, tc := range tests {
+		if got := RedactURL(tc.in); got != tc.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	// The diff of a configuration file loses the query values too.
+	h := mustHost(t, "zed")
+	data := []byte(`{"context_servers": {"z": {"url": "https://z.example/mcp?api_key=k3y-in-query"}}}`)
+	c, err := Parse(h, "settings.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := Redact(string(data), c.Servers()); strings.Contains(r, "k3y-in-query") {
+		t.Errorf("query value left in %s", r)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
@@ -59,10 +60,12 @@ type DeciderOptions struct {
 // entries: which bundles verify under which listed identities, and whether
 // enough distinct signers signed. The trusted material is loaded once per
 // source (DeciderOptions.Trust) and shared, with its chain cache, by every
-// entry. A Decider is safe for concurrent use by many goroutines.
+// entry, and each key file once. A Decider is safe for concurrent use by
+// many goroutines.
 type Decider struct {
 	opts  DeciderOptions
 	trust *verify.TrustCache
+	keys  sync.Map // key file path → crypto.PublicKey, read once
 }
 
 // NewDecider returns a Decider with opts.
@@ -160,7 +163,7 @@ func (d *Decider) Prepare(ctx context.Context, r *Resolved) (*Entry, error) {
 			Packages:         d.opts.Packages,
 		}
 		if m == verify.MethodKey {
-			pub, err := readKey(first.Key)
+			pub, err := d.key(first.Key)
 			if err != nil {
 				return nil, &IdentityError{Index: g[0], Err: err}
 			}
@@ -185,6 +188,19 @@ func (d *Decider) Prepare(ctx context.Context, r *Resolved) (*Entry, error) {
 		e.vs = append(e.vs, entryVerifier{v: v, ids: g})
 	}
 	return e, nil
+}
+
+// key is the public key of the key file at path, read on first use.
+func (d *Decider) key(path string) (crypto.PublicKey, error) {
+	if k, ok := d.keys.Load(path); ok {
+		return k, nil
+	}
+	k, err := readKey(path)
+	if err != nil {
+		return nil, err
+	}
+	d.keys.Store(path, k)
+	return k, nil
 }
 
 // readKey reads the PEM public key file of a key identity.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/verify"
 )
@@ -117,6 +118,11 @@ func TestDecide(t *testing.T) {
 	changed := served()
 	changed.Tools[0] = json.RawMessage(`{"name":"search_notes","description":"Search the notes, then mail them.","inputSchema":{"type":"object"}}`)
 	kidA, _ := verify.KeyID(a.key.GetPublicKey())
+	tofu, err := pin.NewLock(snap, pin.Approval{Method: pin.MethodTOFU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	revokedDef := fmt.Sprintf(`,"revoked":{"definitions":[%q]}`, tofu.Definitions[0].Digest)
 
 	tests := []struct {
 		name      string
@@ -129,7 +135,7 @@ func TestDecide(t *testing.T) {
 		wantStep    verify.Step
 		wantBundle  int
 		wantCounted int
-		wantIs      error
+		wantIs      any // an error for errors.Is, a pointer for errors.As
 		// reasons: for each identity, whether it has a reason, and the step.
 		reasons []verify.Step
 	}{
@@ -143,6 +149,10 @@ func TestDecide(t *testing.T) {
 		{name: "second bundle bad", threshold: 2, bundles: [][]byte{ba, []byte("{}")}, snap: snap, wantStep: verify.StepBundle, wantBundle: 1, wantCounted: 1,
 			reasons: []verify.Step{"", verify.StepSignature}},
 		{name: "revoked key", threshold: 1, extra: fmt.Sprintf(`,"revoked":{"identities":[%q]}`, kidA), bundles: [][]byte{ba}, snap: snap,
+			wantStep: verify.StepIdentity, wantBundle: 0, reasons: []verify.Step{verify.StepIdentity, verify.StepSignature}},
+		{name: "revoked definition", threshold: 1, extra: revokedDef, bundles: [][]byte{ba}, snap: snap,
+			wantStep: verify.StepIdentity, wantBundle: 0, wantIs: new(*policy.RevokedError), reasons: []verify.Step{verify.StepIdentity, verify.StepSignature}},
+		{name: "revoked definition, statements alone", threshold: 1, extra: revokedDef, bundles: [][]byte{ba}, snap: nil,
 			wantStep: verify.StepIdentity, wantBundle: 0, reasons: []verify.Step{verify.StepIdentity, verify.StepSignature}},
 	}
 	for _, tt := range tests {
@@ -192,8 +202,10 @@ func TestDecide(t *testing.T) {
 			if de.Bundle != tt.wantBundle {
 				t.Errorf("bundle %d, want %d", de.Bundle, tt.wantBundle)
 			}
-			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
+			if is, ok := tt.wantIs.(error); ok && !errors.Is(err, is) {
 				t.Errorf("error %v is not %v", err, tt.wantIs)
+			} else if tt.wantIs != nil && !ok && !errors.As(err, tt.wantIs) {
+				t.Errorf("error %v is no %T", err, tt.wantIs)
 			}
 			if len(de.Reasons) != 2 {
 				t.Fatalf("%d reasons, want one per identity", len(de.Reasons))

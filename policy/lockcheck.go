@@ -29,13 +29,17 @@ const (
 )
 
 // LockError is a lock that does not satisfy the policy: Rule is one of the
-// RuleLock* findings, Reason says why (not escaped).
+// RuleLock* findings, Reason says why (not escaped), and Err, when set, is
+// the cause Reason includes (why re-verifying the lock failed).
 type LockError struct {
 	Rule   string
 	Reason string
+	Err    error
 }
 
 func (e *LockError) Error() string { return e.Reason + " (" + e.Rule + ")" }
+
+func (e *LockError) Unwrap() error { return e.Err }
 
 // CheckApproval decides, from a lock's record of its approval alone (its
 // method, the signer's identity, a key's ID for the key method, and the

@@ -3,6 +3,13 @@
 // lock lives, how the proxy enforces it and what is revoked. Parse checks
 // the whole file strictly; Resolve gives one server's effective policy, the
 // defaults merged with the server's own entry.
+//
+// The policy decision is a Decider's (docs/POLICY.md "The decision from
+// Go"): Decide verifies bundles under an entry's identities and applies
+// its threshold of distinct signers, revocations, bundle age and package,
+// returning a Decision or a *DecisionError with one reason per identity;
+// CheckLock decides whether a lock may be in force under the entry. The
+// commands verify, pin, verify-pin and proxy decide through these calls.
 package policy
 
 import (

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os/user"
@@ -67,20 +68,7 @@ server that could not be read.`,
   mcpsign approve --lock notes.mcpsign.lock --reason "release 1.3 reviewed (PR 42)" \
     --source-revision 1f2e3d4 --expect tools=sha256:… --yes -- ./notes-server`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if pol.File != "" {
-				r, err := resolvePolicy(cmd, &pol)
-				if err != nil {
-					return err
-				}
-				// The lock a manual approval writes must stand under the
-				// policy, or the proxy would refuse it at start.
-				var le *policy.LockError
-				if err := r.CheckApproval(pin.Approval{Method: pin.MethodManual}); errors.As(err, &le) {
-					return withCode(exitFailed, fmt.Errorf("nothing approved: %s: %s", le.Rule, le.Reason))
-				}
-				ao.Lock, ao.Audit.Log = r.Lock, r.Audit
-				src.PolicyClientCapabilities = r.ClientCapabilities
-			} else if err := checkNames(&pol); err != nil {
+			if err := approvePolicy(cmd, &src, &ao, &pol); err != nil {
 				return err
 			}
 			return runApprove(cmd, a, &src, &ao, args)
@@ -93,31 +81,30 @@ server that could not be read.`,
 	return cmd
 }
 
-func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *options.ApproveOptions, args []string) error {
-	if ao.Lock == "" {
-		return errors.New("--lock FILE is required: the lock to approve the change into")
+// approvePolicy takes the lock and the audit log from --policy, and
+// refuses a manual approval the policy would not let stand.
+func approvePolicy(cmd *cobra.Command, src *options.SourceOptions, ao *options.ApproveOptions, pol *options.PolicyOptions) error {
+	if pol.File == "" {
+		return checkNames(pol)
 	}
-	if strings.TrimSpace(ao.Reason) == "" {
-		return errors.New("--reason TEXT is required: why the change is approved")
-	}
-	want, err := options.ParseExpect(ao.Expect)
+	r, err := resolvePolicy(cmd, pol)
 	if err != nil {
 		return err
 	}
-	approver := ao.Approver
-	if approver == "" {
-		if approver, err = osUser(a); err != nil {
-			return fmt.Errorf("no --approver given and the OS user is unknown: %w", err)
-		}
+	// The lock a manual approval writes must stand under the policy, or
+	// the proxy would refuse it at start.
+	var le *policy.LockError
+	if err := r.CheckApproval(pin.Approval{Method: pin.MethodManual}); errors.As(err, &le) {
+		return withCode(exitFailed, fmt.Errorf("nothing approved: %s: %s", le.Rule, le.Reason))
 	}
-	asking := !ao.Yes
-	if asking && !a.isTerminal() && len(ao.Expect) > 0 {
-		return errors.New("no terminal to ask for the approval: give --yes")
-	}
-	if _, err := src.Spec(cmd, args); err != nil {
-		return err
-	}
-	if err := checkLockOutputs(ao.Lock, true, ao.Audit.Log); err != nil {
+	ao.Lock, ao.Audit.Log = r.Lock, r.Audit
+	src.PolicyClientCapabilities = r.ClientCapabilities
+	return nil
+}
+
+func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *options.ApproveOptions, args []string) error {
+	approver, want, err := approveInputs(cmd, a, src, ao, args)
+	if err != nil {
 		return err
 	}
 	ctx := cmd.Context()
@@ -137,10 +124,7 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 	if err != nil {
 		return err
 	}
-	if err := digest.Compute(snap).Err(); err != nil {
-		return fmt.Errorf("nothing approved: a definition has no digest: %w", err)
-	}
-	servedRes, pinnedRes, err := approveResourceSets(snap, held)
+	change, err := pin.NewChange(held, snap)
 	if err != nil {
 		return fmt.Errorf("nothing approved: %w", err)
 	}
@@ -149,125 +133,87 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 	if err := pin.WriteReportText(a.stdout, rep); err != nil {
 		return err
 	}
-	sets, ins := auditevent.OfSnapshot(snap)
-	lockSets, lockIns := auditevent.OfLock(held)
-	if *sets == *lockSets && ins == lockIns && servedRes == pinnedRes {
+	if change.None() {
 		fmt.Fprintf(a.stdout, "\nnothing to approve: the server serves the definitions the lock approves\n")
 		return nil
 	}
-	served := map[digest.Kind]string{digest.KindTool: sets.Tools, digest.KindPrompt: sets.Prompts, digest.KindResourceTemplate: sets.ResourceTemplates}
-	pinned := map[digest.Kind]string{digest.KindTool: lockSets.Tools, digest.KindPrompt: lockSets.Prompts, digest.KindResourceTemplate: lockSets.ResourceTemplates}
-	fmt.Fprintf(a.stdout, "\nto approve what is shown:")
-	for _, k := range digest.Kinds {
-		if served[k] != pinned[k] {
-			fmt.Fprintf(a.stdout, " --expect %s=%s", k.ListMember(), served[k])
-		}
-	}
-	if servedRes != pinnedRes {
-		fmt.Fprintf(a.stdout, " --expect %s=%s", digest.KindResource.ListMember(), servedRes)
-	}
-	if ins != lockIns {
-		fmt.Fprintf(a.stdout, " --expect instructions=%s", orNoneDigest(ins))
-	}
-	fmt.Fprintln(a.stdout)
+	fmt.Fprintf(a.stdout, "\nto approve what is shown: --expect %s\n", strings.Join(change.Expect(), " --expect "))
 	if len(ao.Expect) == 0 {
 		return withCode(exitFailed, errors.New("nothing approved: give --expect with the digests above to approve what was shown"))
 	}
-
 	// What was listed must be exactly what the reviewer saw.
-	var stale []string
-	for _, k := range digest.Kinds {
-		exp, named := want.Sets[k]
-		if !named {
-			exp = pinned[k]
-		}
-		if served[k] != exp {
-			stale = append(stale, fmt.Sprintf("%s: the server serves %s, expected %s", k.ListMember(), served[k], exp))
-		}
-	}
-	if exp, named := want.Sets[digest.KindResource]; named || servedRes != pinnedRes {
-		if !named {
-			exp = pinnedRes
-		}
-		if servedRes != exp {
-			stale = append(stale, fmt.Sprintf("%s: the server serves %s, expected %s", digest.KindResource.ListMember(), servedRes, exp))
-		}
-	}
-	expIns := lockIns
-	if want.Instructions != nil {
-		expIns = *want.Instructions
-	}
-	if ins != expIns {
-		stale = append(stale, fmt.Sprintf("instructions: the server serves %s, expected %s", orNoneDigest(ins), orNoneDigest(expIns)))
-	}
-	if len(stale) > 0 {
+	if stale := change.Stale(want.Sets, want.Instructions); len(stale) > 0 {
 		ids := make([]string, len(stale))
 		for i, s := range stale {
-			ids[i] = findingApproveStale + " " + s[:strings.IndexByte(s, ':')]
+			ids[i] = findingApproveStale + " " + pin.StaleSet(s)
 		}
 		if aerr := auditevent.Append(ctx, ao.Audit.Log, auditevent.Refusal(audit.LockRefused, held, snap, ids)); aerr != nil {
 			return aerr
 		}
 		return failed(fmt.Errorf("nothing approved; the lock is left as it is: the server does not serve what --expect says (it changed since the review?):\n  %s", strings.Join(stale, "\n  ")))
 	}
-	if asking { // at a terminal: refused above without one
-		fmt.Fprintf(a.stderr, "approve these definitions into %s as %s? [y/N] ", textsafe.Escape(ao.Lock), textsafe.Quote(approver))
-		line, _ := bufio.NewReader(a.stdin).ReadString('\n')
-		if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
-			return failed(errors.New("nothing approved: declined"))
-		}
+	if !ao.Yes && !confirm(a, fmt.Sprintf("approve these definitions into %s as %s? [y/N] ", textsafe.Escape(ao.Lock), textsafe.Quote(approver))) {
+		return failed(errors.New("nothing approved: declined"))
 	}
-	next, err := pin.NewLock(snap, pin.Approval{Method: pin.MethodManual, Reason: ao.Reason, Approver: approver,
-		PreviousLockDigest: held.LockDigest, SourceRevision: ao.SourceRevision})
+	return writeApproval(ctx, a, ao, held, snap, approver)
+}
+
+// approveInputs checks approve's flags before anything is read: the
+// approver (--approver, else the OS user) and the --expect digests.
+func approveInputs(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *options.ApproveOptions, args []string) (string, *options.Expected, error) {
+	if ao.Lock == "" {
+		return "", nil, errors.New("--lock FILE is required: the lock to approve the change into")
+	}
+	if strings.TrimSpace(ao.Reason) == "" {
+		return "", nil, errors.New("--reason TEXT is required: why the change is approved")
+	}
+	want, err := options.ParseExpect(ao.Expect)
 	if err != nil {
-		return fmt.Errorf("nothing approved: %w", err)
+		return "", nil, err
 	}
-	next.CarryOverrides(held)
-	next.CarryResources(held)
-	rec := &approvalRecord{log: ao.Audit.Log, before: held}
-	err = pin.Update(ctx, ao.Lock, func(cur *pin.Lock) (*pin.Lock, error) {
-		if cur == nil || cur.LockDigest != held.LockDigest {
-			return nil, errors.New("nothing approved: the lock changed since it was read; run approve again")
+	approver := ao.Approver
+	if approver == "" {
+		if approver, err = osUser(a); err != nil {
+			return "", nil, fmt.Errorf("no --approver given and the OS user is unknown: %w", err)
 		}
-		if record := rec.record(ctx); record != nil {
-			if err := record(next); err != nil {
-				return nil, err
-			}
-		}
-		return next, nil
-	})
-	if err := rec.result(err); err != nil {
+	}
+	if !ao.Yes && !a.isTerminal() && len(ao.Expect) > 0 {
+		return "", nil, errors.New("no terminal to ask for the approval: give --yes")
+	}
+	if _, err := src.Spec(cmd, args); err != nil {
+		return "", nil, err
+	}
+	if err := auditevent.CheckLockOutputs(ao.Lock, true, ao.Audit.Log); err != nil {
+		return "", nil, err
+	}
+	return approver, want, nil
+}
+
+// confirm asks question at the terminal (approveInputs refused without
+// one) and reports a yes.
+func confirm(a *app, question string) bool {
+	fmt.Fprint(a.stderr, question)
+	line, _ := bufio.NewReader(a.stdin).ReadString('\n')
+	ans := strings.ToLower(strings.TrimSpace(line))
+	return ans == "y" || ans == "yes"
+}
+
+// writeApproval replaces the held lock by the manual approval of snap,
+// recorded in the audit log first.
+func writeApproval(ctx context.Context, a *app, ao *options.ApproveOptions, held *pin.Lock, snap *digest.Snapshot, approver string) error {
+	rec := &auditevent.Recorder{Log: ao.Audit.Log, Before: held}
+	next, err := pin.ApproveManual(ctx, ao.Lock, held, snap, pin.Approval{Reason: ao.Reason, Approver: approver, SourceRevision: ao.SourceRevision}, rec.Record(ctx))
+	switch {
+	case next == nil:
+		return fmt.Errorf("nothing approved: %w", err)
+	case errors.Is(err, pin.ErrLockChanged):
+		err = errors.New("nothing approved: the lock changed since it was read; run approve again")
+	}
+	if err := rec.Result(err); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "\napproved into %s: %s\nlockDigest: %s (previous %s)\n", textsafe.Escape(ao.Lock), pin.ManualText(&next.Approval), next.LockDigest, held.LockDigest)
 	return nil
-}
-
-// approveResourceSets returns the Set Digest of the static resources the
-// server serves (the held lock's when snap did not list them: not judged)
-// and of those the held lock approves (none when it records none). A
-// resource without a digest is an error: it cannot be approved.
-func approveResourceSets(snap *digest.Snapshot, held *pin.Lock) (served, pinned string, err error) {
-	pinned = digest.EmptySetDigest
-	if held.Resources != nil {
-		pinned = held.ResourceSet
-	}
-	rr := digest.ComputeResources(snap)
-	if rr == nil {
-		return pinned, pinned, nil
-	}
-	if err := rr.Err(); err != nil {
-		return "", "", fmt.Errorf("a resource has no digest: %w", err)
-	}
-	return rr.Sets[digest.KindResource], pinned, nil
-}
-
-// orNoneDigest writes an absent digest ("") as none.
-func orNoneDigest(d string) string {
-	if d == "" {
-		return "none"
-	}
-	return d
 }
 
 // osUser names the OS user: the account name, else $USER.
@@ -279,4 +225,12 @@ func osUser(a *app) (string, error) {
 		return u, nil
 	}
 	return "", errors.New("neither the account database nor $USER names it")
+}
+
+// orNoneDigest writes an absent digest ("") as none.
+func orNoneDigest(d string) string {
+	if d == "" {
+		return "none"
+	}
+	return d
 }

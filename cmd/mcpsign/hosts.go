@@ -402,7 +402,7 @@ func printList(w io.Writer, report listJSON) {
 			fmt.Fprintf(w, "  %s (%s): ", textsafe.Quote(s.Name), textsafe.Escape(s.Where))
 			switch {
 			case s.Kind == "remote":
-				fmt.Fprintf(w, "remote %s, NOT WRAPPED\n", textsafe.Quote(s.URL))
+				fmt.Fprintf(w, "remote %s, NOT WRAPPED\n", textsafe.Quote(hosts.RedactURL(s.URL)))
 				if s.Problem != "" {
 					fmt.Fprintf(w, "    cannot be wrapped: %s\n", textsafe.Escape(s.Problem))
 				}

@@ -1,16 +1,14 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/capability"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
@@ -107,76 +105,80 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 	if err := checkNames(&f.pol); err != nil {
 		return err
 	}
-	if po.Lock == "" {
-		return errors.New("--lock FILE is required: where to write the lock")
+	v, err := pinVerifier(cmd, f, po)
+	if err != nil {
+		return err
 	}
-	var v *verify.Verifier
-	switch {
-	case po.TOFU && (f.vo.Bundle != "" || f.vo.BundleFromServer):
-		return errors.New("give --bundle (a verified signature) or --tofu (no signature), not both")
-	case po.TOFU:
-		for _, name := range []string{"key", "certificate-identity", "certificate-identity-regexp", "certificate-oidc-issuer", "certificate-oidc-issuer-regexp", "ca-roots"} {
-			if cmd.Flags().Changed(name) {
-				return fmt.Errorf("--%s verifies a bundle; --tofu has none", name)
-			}
-		}
-	case f.vo.Bundle == "" && !f.vo.BundleFromServer:
-		return errors.New("pin needs a verified bundle (--bundle FILE and the verify flags) or, knowingly, --tofu (trust on first use)")
-	default:
-		if v, err = verifyPolicy(cmd, f, methodOf(f), false); err != nil {
-			return err
-		}
-	}
-	if err := checkLockOutputs(po.Lock, po.Force, po.Audit.Log); err != nil {
+	if err := auditevent.CheckLockOutputs(po.Lock, po.Force, po.Audit.Log); err != nil {
 		return err
 	}
 	overrides, err := options.ReadOverrides(po.Capabilities)
 	if err != nil {
 		return err
 	}
-	var bundleJSON []byte
-	var bundle *bundleInput
-	if v != nil {
-		if bundle, err = newBundleInput(a, &f.vo); err != nil {
+	if v == nil {
+		snap, err := loadSource(cmd, a, &f.src, args)
+		if err != nil {
 			return err
 		}
-		if bundleJSON, err = bundle.early(cmd.Context()); err != nil {
-			return err
-		}
+		fmt.Fprintf(a.stderr, "mcpsign: WARNING: --tofu: trusting these definitions on first use. No signature vouches\n"+
+			"mcpsign: WARNING: for them: if the server is already hostile, so is the lock. Read the capabilities\n"+
+			"mcpsign: WARNING: below, and prefer a signed bundle (--bundle) when the publisher provides one.\n")
+		return writePinLock(cmd, a, asJSON, po, snap, pin.Approval{Method: pin.MethodTOFU}, overrides)
+	}
+	bundle, err := newBundleInput(a, &f.vo)
+	if err != nil {
+		return err
+	}
+	bundleJSON, err := bundle.early(cmd.Context())
+	if err != nil {
+		return err
 	}
 	snap, err := loadSource(cmd, a, &f.src, args)
 	if err != nil {
 		return err
 	}
-	approval := pin.Approval{Method: pin.MethodTOFU}
-	if v != nil {
-		var res *verify.Result
-		var verr error
-		if bundle.fromServer {
-			bundleJSON, verr = bundle.advertised(cmd.Context(), snap)
-		}
-		if verr == nil {
-			res, verr = v.Verify(cmd.Context(), bundleJSON, snap)
-		}
-		if verr != nil {
-			if asJSON {
-				err = writeVerifyJSON(a.stdout, verify.NewReport(res, verr))
-			} else {
-				err = writeVerifyText(a.stdout, res, verr)
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stderr, "mcpsign: nothing pinned: the bundle does not verify\n")
-			return verifyExit(verr, true)
-		}
-		approval = pinbundle.ApprovalOf(res)
-	} else {
-		fmt.Fprintf(a.stderr, "mcpsign: WARNING: --tofu: trusting these definitions on first use. No signature vouches\n"+
-			"mcpsign: WARNING: for them: if the server is already hostile, so is the lock. Read the capabilities\n"+
-			"mcpsign: WARNING: below, and prefer a signed bundle (--bundle) when the publisher provides one.\n")
+	var res *verify.Result
+	if bundle.FromServer {
+		bundleJSON, err = bundle.Read(cmd.Context(), snap)
 	}
-	return writePinLock(cmd, a, asJSON, po, snap, approval, overrides)
+	if err == nil {
+		res, err = v.Verify(cmd.Context(), bundleJSON, snap)
+	}
+	if err != nil {
+		return pinRefused(a, asJSON, res, err, "the bundle does not verify")
+	}
+	return writePinLock(cmd, a, asJSON, po, snap, pinbundle.ApprovalOf(res), overrides)
+}
+
+// pinVerifier checks pin's flags and returns the verifier of the bundle;
+// nil for --tofu.
+func pinVerifier(cmd *cobra.Command, f *verifyFlags, po *options.PinOptions) (*verify.Verifier, error) {
+	switch {
+	case po.Lock == "":
+		return nil, errors.New("--lock FILE is required: where to write the lock")
+	case po.TOFU && (f.vo.Bundle != "" || f.vo.BundleFromServer):
+		return nil, errors.New("give --bundle (a verified signature) or --tofu (no signature), not both")
+	case po.TOFU:
+		for _, name := range []string{"key", "certificate-identity", "certificate-identity-regexp", "certificate-oidc-issuer", "certificate-oidc-issuer-regexp", "ca-roots"} {
+			if cmd.Flags().Changed(name) {
+				return nil, fmt.Errorf("--%s verifies a bundle; --tofu has none", name)
+			}
+		}
+		return nil, nil
+	case f.vo.Bundle == "" && !f.vo.BundleFromServer:
+		return nil, errors.New("pin needs a verified bundle (--bundle FILE and the verify flags) or, knowingly, --tofu (trust on first use)")
+	}
+	return verifyPolicy(cmd, f, methodOf(f), false)
+}
+
+// pinRefused reports a verification that did not let pin write the lock.
+func pinRefused(a *app, asJSON bool, res *verify.Result, verr error, why string) error {
+	if err := writeVerifyReport(a, asJSON, res, verr); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "mcpsign: nothing pinned: %s\n", why)
+	return verifyExit(verr, true)
 }
 
 // writePinLock writes the lock of snap with approval, and reports it.
@@ -188,83 +190,11 @@ func writePinLock(cmd *cobra.Command, a *app, asJSON bool, po *options.PinOption
 	if err := lock.SetCapabilities(overrides); err != nil {
 		return fmt.Errorf("--capabilities: %w", err)
 	}
-	rec := &approvalRecord{log: po.Audit.Log, before: existingLock(po.Audit.Log, po.Lock)}
-	err = lock.WriteWith(cmd.Context(), po.Lock, pin.WriteOptions{Overwrite: po.Force, Before: rec.record(cmd.Context())})
-	if err := rec.result(err); err != nil {
+	if err := auditevent.WriteLock(cmd.Context(), po.Lock, lock, po.Force, po.Audit.Log); err != nil {
 		return err
 	}
 	if asJSON {
-		return writePinJSON(a.stdout, po.Lock, lock)
+		return pin.WritePinnedJSON(a.stdout, po.Lock, lock)
 	}
-	return writePinText(a.stdout, po.Lock, lock)
-}
-
-func writePinText(w io.Writer, path string, l *pin.Lock) error {
-	counts := map[digest.Kind]int{}
-	for _, d := range l.Definitions {
-		counts[d.Kind]++
-	}
-	ins := "no instructions"
-	if l.Instructions != nil {
-		ins = "instructions"
-	}
-	fmt.Fprintf(w, "pinned %s %s to %s: %s, %s\n",
-		textsafe.Quote(l.Server.Name), textsafe.Quote(l.Server.Version), textsafe.Escape(path),
-		digest.CountText(func(k digest.Kind) int { return counts[k] }), ins)
-	fmt.Fprintf(w, "approval: %s\nlockDigest: %s\n", approvalText(&l.Approval), l.LockDigest)
-	if l.Resources != nil {
-		// No signature covers them, whatever the approval's method.
-		fmt.Fprintf(w, "resources: %s pinned as listed (set %s), approved by this lock alone: no signature covers resources\n",
-			digest.KindResource.Count(len(l.Resources)), l.ResourceSet)
-	}
-	if counts[digest.KindTool] > 0 {
-		fmt.Fprintf(w, "\ncapabilities (! = can delete or execute):\n")
-		return capability.WriteText(w, l.ToolCapabilities())
-	}
-	return nil
-}
-
-func approvalText(a *pin.Approval) string {
-	switch a.Method {
-	case pin.MethodTOFU:
-		return "tofu (trusted on first use; no signature)"
-	case verify.MethodKey:
-		return "key " + textsafe.Escape(a.Identity)
-	}
-	s := fmt.Sprintf("%s, signed by %s", a.Method, textsafe.Quote(a.Identity))
-	if a.Issuer != "" {
-		s += ", issuer " + textsafe.Quote(a.Issuer)
-	}
-	if a.Tlog != nil {
-		s += fmt.Sprintf(", log index %d", a.Tlog.LogIndex)
-	}
-	return s
-}
-
-// pinJSON is the stable JSON output of 'mcpsign pin' (docs/LOCK.md).
-type pinJSON struct {
-	ReportVersion int                         `json:"reportVersion"`
-	Lock          string                      `json:"lock"`
-	LockDigest    string                      `json:"lockDigest"`
-	Server        digest.ServerInfo           `json:"server"`
-	Approval      pin.Approval                `json:"approval"`
-	Counts        map[string]int              `json:"counts"`
-	Capabilities  map[string]*capability.Tool `json:"capabilities"`
-}
-
-func writePinJSON(w io.Writer, path string, l *pin.Lock) error {
-	out := pinJSON{ReportVersion: reportVersion, Lock: path, LockDigest: l.LockDigest, Server: l.Server, Approval: l.Approval,
-		Counts: map[string]int{}, Capabilities: l.ToolCapabilities()}
-	for _, k := range digest.Kinds {
-		out.Counts[k.ListMember()] = 0
-	}
-	for _, d := range l.Definitions {
-		out.Counts[d.Kind.ListMember()]++
-	}
-	if l.Resources != nil {
-		out.Counts[digest.KindResource.ListMember()] = len(l.Resources)
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return pin.WritePinnedText(a.stdout, po.Lock, lock)
 }

@@ -99,7 +99,7 @@ func TestVerifyPinLockOutsidePolicy(t *testing.T) {
 		{"threshold 2, another first bundle", []string{key(a), key(b)}, `,"threshold":2`, pin.Approval{}, nil, thresholdBytes, []string{bB, bA}, 1, policy.RuleLockUnproven},
 		{"threshold 2, the record on other definitions", []string{key(a), key(b)}, `,"threshold":2`, byKey(a, dA), changed, nil, []string{bA, bB}, 1, policy.RuleLockUnproven},
 		{"threshold 2, one signer's bundle twice", []string{key(a), key(b)}, `,"threshold":2`, byKey(a, dA), nil, nil, []string{bA, bA}, 1, policy.RuleLockUnproven},
-		{"a revoked key first", []string{key(a)}, "", byKey(a, dA), nil, nil, nil, 1, rulePolicyRevoked},
+		{"a revoked key first", []string{key(a)}, "", byKey(a, dA), nil, nil, nil, 1, policy.RuleRevoked},
 	}
 	top := map[string]string{"a revoked key first": fmt.Sprintf(`,"revoked":{"identities":[%q]}`, a.keyID(t))}
 	for i, tt := range tests {

@@ -2,16 +2,12 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/policy"
-	"github.com/mcpsign/mcpsign/verify"
 )
 
 func newPolicyCmd(a *app) *cobra.Command {
@@ -61,91 +57,12 @@ file cannot be read or is refused (the member and the reason named).`,
 			if err := f.CheckFiles(); err != nil {
 				return err
 			}
-			blocked := 0
-			w := a.stdout
-			fmt.Fprintf(w, "policy %s: %d server(s)\n", textsafe.Escape(f.Path), len(f.Names))
-			printTrust(w, f.Trust)
-			for _, n := range f.Names {
-				r, err := f.Resolve(n, policy.ResolveOptions{})
-				if err != nil {
-					blocked++
-					fmt.Fprintf(w, "\nserver %s: BLOCKED: %s\n", textsafe.Escape(n), textsafe.Escape(err.Error()))
-					continue
-				}
-				printResolved(w, r)
-			}
-			if len(f.Revoked.Bundles)+len(f.Revoked.Definitions)+len(f.Revoked.Identities) > 0 {
-				fmt.Fprintf(w, "\nrevoked: %d bundle(s), %d definition(s), %d identities\n",
-					len(f.Revoked.Bundles), len(f.Revoked.Definitions), len(f.Revoked.Identities))
-				for _, s := range f.Revoked.Identities {
-					fmt.Fprintf(w, "  identity %s\n", textsafe.Quote(s))
-				}
-			}
+			blocked := f.WriteCheckText(a.stdout)
 			if blocked > 0 {
 				return failed(fmt.Errorf("%d server(s) blocked by the policy", blocked))
 			}
 			return nil
 		},
-	}
-}
-
-func printTrust(w io.Writer, t policy.Trust) {
-	switch {
-	case t.TrustedRoot != "":
-		fmt.Fprintf(w, "trust: trusted root %s\n", textsafe.Escape(t.TrustedRoot))
-	case t.TUFMirror != "":
-		fmt.Fprintf(w, "trust: TUF %s\n", textsafe.Escape(t.TUFMirror))
-	default:
-		fmt.Fprintln(w, "trust: the public-good root through TUF")
-	}
-	if t.CARoots != "" {
-		fmt.Fprintf(w, "trust: CA roots %s\n", textsafe.Escape(t.CARoots))
-	}
-	if t.CAIntermediates != "" {
-		fmt.Fprintf(w, "trust: CA intermediates %s\n", textsafe.Escape(t.CAIntermediates))
-	}
-}
-
-func printResolved(w io.Writer, r *policy.Resolved) {
-	fmt.Fprintf(w, "\nserver %s:\n", textsafe.Escape(r.Name))
-	if len(r.Identities) == 0 {
-		fmt.Fprintln(w, "  identities: none (unsigned: tofu: pinned on first use, no signature vouches for it)")
-	} else {
-		fmt.Fprintf(w, "  signed by %d of %d distinct identities:\n", r.Threshold, len(r.Identities))
-		for _, id := range r.Identities {
-			fmt.Fprintf(w, "    %s\n", textsafe.Escape(id.String()))
-		}
-	}
-	var req []string
-	if r.RequireTlog {
-		req = append(req, "tlog")
-	}
-	if r.RequireTimestamp {
-		req = append(req, "timestamp")
-	}
-	if len(req) == 0 {
-		req = []string{"nothing more"}
-		if slices.ContainsFunc(r.Identities, func(id policy.Identity) bool { return id.Method == verify.MethodSigstore }) {
-			req = []string{"nothing more (a sigstore identity always needs its log entry)"}
-		}
-	}
-	fmt.Fprintf(w, "  require: %s\n", strings.Join(req, ", "))
-	if r.MaxBundleAge > 0 {
-		fmt.Fprintf(w, "  max bundle age: %s\n", r.MaxBundleAge)
-	}
-	fmt.Fprintf(w, "  bundle: %s\n", textsafe.Escape(r.Bundle.String()))
-	if r.Package != "" {
-		fmt.Fprintf(w, "  package: %s\n", textsafe.Escape(r.Package))
-	}
-	fmt.Fprintf(w, "  lock: %s\n", textsafe.Escape(r.Lock))
-	fmt.Fprintf(w, "  mode: %s, unsigned: %s, roll-forward: %s\n", r.Mode, r.Unsigned, r.RollForward)
-	if r.Resources != "" {
-		fmt.Fprintf(w, "  resources: %s\n", r.Resources)
-	} else {
-		fmt.Fprintf(w, "  resources: the lock's (pin when it records resources, else pass)\n")
-	}
-	if r.Audit != "" {
-		fmt.Fprintf(w, "  audit log: %s\n", textsafe.Escape(r.Audit))
 	}
 }
 

@@ -140,17 +140,8 @@ func addProxyFlags(fs *pflag.FlagSet, po *options.ProxyOptions, f *verifyFlags) 
 }
 
 func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFlags, args []string) error {
-	if dash := cmd.ArgsLenAtDash(); dash != 0 || len(args) == 0 {
-		return errors.New("give the server command after --: mcpsign proxy --lock FILE -- CMD [ARGS...] (or -- https://host/mcp for a remote server)")
-	}
-	server, err := proxyServer(args, po.Headers)
+	server, err := proxyServer(cmd, po, args)
 	if err != nil {
-		return err
-	}
-	if po.OAuth.Enabled && server.URL == "" {
-		return errors.New("--oauth is for a remote server: give its URL after -- (a stdio server signs in by itself)")
-	}
-	if err := po.OAuth.CheckOAuthHeaders(po.Headers); err != nil {
 		return err
 	}
 	cfg := &proxycmd.Config{
@@ -268,12 +259,27 @@ func handOverProxy(cfg *proxycmd.Config, verifyArgs []string) (bool, error) {
 	return true, proxycmd.Exec(lean, cfg)
 }
 
-// proxyServer reads what follows -- on a proxy's command line: a server
-// command, or one http(s) URL of a remote server (https, or http on a
-// loopback address), which --header is for. The headers are checked here,
-// ${VAR} included, so that a mistake fails before the hand-over; the proxy
-// reads them again where it runs.
-func proxyServer(args, headers []string) (source.Spec, error) {
+// proxyServer reads what follows -- on a proxy's command line
+// (proxyServerSpec), and checks that --oauth goes with a remote server.
+func proxyServer(cmd *cobra.Command, po *options.ProxyOptions, args []string) (source.Spec, error) {
+	if dash := cmd.ArgsLenAtDash(); dash != 0 || len(args) == 0 {
+		return source.Spec{}, errors.New("give the server command after --: mcpsign proxy --lock FILE -- CMD [ARGS...] (or -- https://host/mcp for a remote server)")
+	}
+	spec, err := proxyServerSpec(args, po.Headers)
+	if err != nil {
+		return spec, err
+	}
+	if po.OAuth.Enabled && spec.URL == "" {
+		return source.Spec{}, errors.New("--oauth is for a remote server: give its URL after -- (a stdio server signs in by itself)")
+	}
+	return spec, po.OAuth.CheckOAuthHeaders(po.Headers)
+}
+
+// proxyServerSpec is a server command, or one http(s) URL of a remote
+// server (https, or http on a loopback address), which --header is for.
+// The headers are checked here, ${VAR} included, so that a mistake fails
+// before the hand-over; the proxy reads them again where it runs.
+func proxyServerSpec(args, headers []string) (source.Spec, error) {
 	spec := source.Spec{Command: args}
 	if len(args) == 1 {
 		if scheme, _, ok := strings.Cut(args[0], "://"); ok && (strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https")) {

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/policy"
 )
 
 // TestPolicyOnPinVerifyPinAndProxy: --policy FILE --name NAME on pin,
@@ -65,7 +66,7 @@ func TestPolicyOnPinVerifyPinAndProxy(t *testing.T) {
 	}
 	revoked := write("revoked.json", fmt.Sprintf(`,"revoked":{"bundles":[%q]}`, bundleDigest()), "")
 	code, stdout, _ := runCLI(t, "verify-pin", "--policy", revoked, "--name", "notes", "--fail-on", "never", "--", server)
-	if code != 1 || !strings.Contains(stdout, rulePolicyRevoked) || !strings.Contains(stdout, "revoked bundle") {
+	if code != 1 || !strings.Contains(stdout, policy.RuleRevoked) || !strings.Contains(stdout, "revoked bundle") {
 		t.Errorf("verify-pin, revoked bundle: exit %d\n%s", code, stdout)
 	}
 
@@ -120,7 +121,7 @@ func TestPolicyOnPinVerifyPinAndProxy(t *testing.T) {
 	}
 	// A revoked bundle blocks at start, naming it, before the server runs.
 	code, _, stderr := runCLI(t, "proxy", "--policy", revoked, "--name", "notes", "--", server)
-	if code != proxycmd.ExitBlocked || !strings.Contains(stderr, rulePolicyRevoked) || !strings.Contains(stderr, bundleDigest()) {
+	if code != proxycmd.ExitBlocked || !strings.Contains(stderr, policy.RuleRevoked) || !strings.Contains(stderr, bundleDigest()) {
 		t.Errorf("proxy, revoked bundle: exit %d %q", code, stderr)
 	}
 	if code, _, stderr := runCLI(t, "proxy", "--policy", pol, "--name", "notes", "--tofu", "--", server); code != 2 || !strings.Contains(stderr, "--tofu and --policy") {

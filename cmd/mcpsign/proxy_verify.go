@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 
@@ -10,7 +9,7 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
-	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/proxy"
 )
 
 // proxyVerifyCommand is the hidden command mcpsign-proxy runs to verify.
@@ -44,55 +43,59 @@ Exit codes: 0 verified; 1 the bundle does not verify; 2 bad input or flags.`,
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var verifyFn func(context.Context, *digest.Snapshot) (pin.Verified, error)
-			if f.pol.File != "" {
-				r, err := resolvePolicy(cmd, &f.pol)
-				if err != nil {
-					return err
-				}
-				e, err := policyEntry(cmd.Context(), &f, r)
-				if err != nil {
-					return err
-				}
-				inputs, err := policyBundleInputs(a, &f, r)
-				if err != nil {
-					return err
-				}
-				verifyFn = policyVerifyFunc(e, inputs)
-			} else {
-				v, err := verifyPolicy(cmd, &f, methodOf(&f), false)
-				if err != nil {
-					return err
-				}
-				bundle, err := newBundleInput(a, &f.vo)
-				if err != nil {
-					return err
-				}
-				verifyFn = bundle.verifier(v)
-			}
-			data, err := boundedfile.ReadAll(a.stdin, "the definitions on stdin", maxProxyVerifyInput, nil)
-			if err != nil {
-				return err
-			}
-			snap, err := digest.ParseSnapshot(data)
-			if err != nil {
-				return fmt.Errorf("the definitions: %w", err)
-			}
-			if advertised != "" {
-				// What the server advertised beside its definitions
-				// (proxy.CommandVerifier), bounded as its hello was.
-				if snap.Advertised, err = boundedfile.Read(advertised, maxProxyVerifyInput, nil); err != nil {
-					return fmt.Errorf("the advertised attestation: %w", err)
-				}
-			}
-			appr, err := verifyFn(cmd.Context(), snap)
-			if err != nil {
-				return failed(err)
-			}
-			return json.NewEncoder(a.stdout).Encode(appr)
+			return runProxyVerify(cmd, a, &f, advertised)
 		},
 	}
 	addProxyFlags(cmd.Flags(), &po, &f)
 	cmd.Flags().StringVar(&advertised, serverAdvertisedFlag, "", "file of the capabilities the server advertised (from mcpsign-proxy)")
 	return cmd
+}
+
+// runProxyVerify verifies the definitions on stdin as the proxy's flags f
+// say (proxy.CommandVerifier) and prints the approval.
+func runProxyVerify(cmd *cobra.Command, a *app, f *verifyFlags, advertised string) error {
+	var verifyFn proxy.VerifyFunc
+	if f.pol.File != "" {
+		r, err := resolvePolicy(cmd, &f.pol)
+		if err != nil {
+			return err
+		}
+		if verifyFn, err = policyVerifyFunc(cmd.Context(), a, f, r); err != nil {
+			return err
+		}
+		if verifyFn == nil {
+			_, err = policyBundleInputs(a, f, r)
+			return err
+		}
+	} else {
+		v, err := verifyPolicy(cmd, f, methodOf(f), false)
+		if err != nil {
+			return err
+		}
+		bundle, err := newBundleInput(a, &f.vo)
+		if err != nil {
+			return err
+		}
+		verifyFn = bundle.verifier(v)
+	}
+	data, err := boundedfile.ReadAll(a.stdin, "the definitions on stdin", maxProxyVerifyInput, nil)
+	if err != nil {
+		return err
+	}
+	snap, err := digest.ParseSnapshot(data)
+	if err != nil {
+		return fmt.Errorf("the definitions: %w", err)
+	}
+	if advertised != "" {
+		// What the server advertised beside its definitions
+		// (proxy.CommandVerifier), bounded as its hello was.
+		if snap.Advertised, err = boundedfile.Read(advertised, maxProxyVerifyInput, nil); err != nil {
+			return fmt.Errorf("the advertised attestation: %w", err)
+		}
+	}
+	appr, err := verifyFn(cmd.Context(), snap)
+	if err != nil {
+		return failed(err)
+	}
+	return json.NewEncoder(a.stdout).Encode(appr)
 }

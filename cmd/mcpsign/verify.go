@@ -2,22 +2,22 @@ package main
 
 import (
 	"crypto"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime/debug"
 	"strings"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/spf13/cobra"
 
+	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
+	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -33,6 +33,9 @@ type verifyFlags struct {
 	// trustUsed is the Sigstore trusted material verifyPolicy loaded, for
 	// explaining a failure (explainFailure).
 	trustUsed root.TrustedMaterial
+	// decider decides under --policy, its trust loaded once for the
+	// command (policyDecider).
+	decider *policy.Decider
 }
 
 const verifyLongCommon = `
@@ -327,7 +330,7 @@ func verifyInputs(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, g
 func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args []string) error {
 	debug.SetGCPercent(verifyGCPercent) // not restored: lowering it again would collect at once
 	if f.vo.WriteLock != "" {
-		if err := checkLockOutputs(f.vo.WriteLock, f.vo.Force, f.vo.Audit.Log); err != nil {
+		if err := auditevent.CheckLockOutputs(f.vo.WriteLock, f.vo.Force, f.vo.Audit.Log); err != nil {
 			return fmt.Errorf("--write-lock: %w", err)
 		}
 	}
@@ -349,8 +352,8 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 	if err != nil {
 		return inputErr(err)
 	}
-	if bundle.fromServer {
-		if bundleJSON, err = bundle.advertised(cmd.Context(), snap); err != nil {
+	if bundle.FromServer {
+		if bundleJSON, err = bundle.Read(cmd.Context(), snap); err != nil {
 			return writeVerifyFailure(a, asJSON, err)
 		}
 	}
@@ -361,12 +364,7 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 			return err
 		}
 	}
-	if asJSON {
-		err = writeVerifyJSON(a.stdout, verify.NewReport(res, verr))
-	} else {
-		err = writeVerifyText(a.stdout, res, verr)
-	}
-	if err != nil {
+	if err := writeVerifyReport(a, asJSON, res, verr); err != nil {
 		return err
 	}
 	if verr == nil && f.vo.WriteLock != "" && !asJSON {
@@ -430,10 +428,10 @@ func writeVerifiedLock(cmd *cobra.Command, f *verifyFlags, snap *digest.Snapshot
 	if err != nil {
 		return fmt.Errorf("--write-lock: %w", err)
 	}
-	rec := &approvalRecord{log: f.vo.Audit.Log, before: existingLock(f.vo.Audit.Log, f.vo.WriteLock)}
-	err = lock.WriteWith(cmd.Context(), f.vo.WriteLock, pin.WriteOptions{Overwrite: f.vo.Force, Before: rec.record(cmd.Context())})
+	rec := &auditevent.Recorder{Log: f.vo.Audit.Log, Before: auditevent.LockBefore(f.vo.Audit.Log, f.vo.WriteLock)}
+	err = lock.WriteWith(cmd.Context(), f.vo.WriteLock, pin.WriteOptions{Overwrite: f.vo.Force, Before: rec.Record(cmd.Context())})
 	if err != nil {
-		return rec.result(fmt.Errorf("--write-lock: %w", err))
+		return rec.Result(fmt.Errorf("--write-lock: %w", err))
 	}
 	return nil
 }
@@ -495,41 +493,15 @@ func runVerifyBundle(cmd *cobra.Command, a *app, f *verifyFlags, arg string) err
 	if err != nil {
 		return err
 	}
-	art, closeArt, err := bundleArtifact(arg)
+	art, closeArt, err := verify.OpenArtifact(arg)
 	if err != nil {
 		return inputErr(err)
 	}
 	defer closeArt()
 	res, verr := v.VerifyBundle(cmd.Context(), bundleJSON, art)
 	verr = explainFailure(verr, bundleJSON, f.policyKey, f.trustUsed)
-	if asJSON {
-		err = writeVerifyJSON(a.stdout, verify.NewReport(res, verr))
-	} else {
-		err = writeVerifyText(a.stdout, res, verr)
-	}
-	if err != nil {
+	if err := writeVerifyReport(a, asJSON, res, verr); err != nil {
 		return err
 	}
 	return verifyExit(verr, !asJSON)
-}
-
-// bundleArtifact reads the ARTIFACT|ALG:HEX argument of verify bundle.
-func bundleArtifact(arg string) (verify.Artifact, func(), error) {
-	none := func() {}
-	if alg, hx, ok := strings.Cut(arg, ":"); ok {
-		want := map[string]int{"sha256": 64, "sha384": 96, "sha512": 128}[alg]
-		if want > 0 && len(hx) == want {
-			if _, err := os.Stat(arg); errors.Is(err, os.ErrNotExist) {
-				d, err := hex.DecodeString(hx)
-				if err == nil {
-					return verify.Artifact{Digest: d, DigestAlgorithm: alg}, none, nil
-				}
-			}
-		}
-	}
-	fh, err := os.Open(arg)
-	if err != nil {
-		return verify.Artifact{}, none, fmt.Errorf("artifact: %w (give a file, or sha256: and 64 hex digits)", err)
-	}
-	return verify.Artifact{Reader: fh}, func() { fh.Close() }, nil
 }

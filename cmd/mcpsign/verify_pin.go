@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -13,10 +11,6 @@ import (
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/proxy"
 )
-
-// maxStepSummaryBytes is what verify-pin appends to a GitHub job summary at
-// most: GitHub refuses a step summary over 1 MiB.
-const maxStepSummaryBytes = 1000 << 10
 
 func newVerifyPinCmd(a *app) *cobra.Command {
 	var (
@@ -87,100 +81,8 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
   mcpsign verify-pin --policy /etc/mcpsign/policy.json --name notes \
     --bundle notes.publisher.sigstore.json --bundle notes.security.sigstore.json -- npx -y @acme/notes-mcp@1.2.0`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.JSON()
-			if err != nil {
-				return err
-			}
-			failOn, err := pin.ParseFailOn(vp.FailOn)
-			if err != nil {
-				return fmt.Errorf("--fail-on: %w", err)
-			}
-			var pr *policy.Resolved
-			if pol.File != "" {
-				if pr, err = resolvePolicy(cmd, &pol); err != nil {
-					return err
-				}
-				vp.Lock = pr.Lock
-				src.PolicyClientCapabilities = pr.ClientCapabilities
-			} else if err := checkNames(&pol); err != nil {
-				return err
-			} else if len(bundles) > 0 || currentTime {
-				return errors.New("--bundle and --allow-current-time re-verify a lock under --policy: give --policy FILE --name NAME too")
-			}
-			if vp.Lock == "" {
-				return errors.New("--lock FILE is required: the lock to check against")
-			}
-			if _, err := src.Spec(cmd, args); err != nil {
-				return err
-			}
-			lock, err := pin.Read(vp.Lock)
-			if err != nil {
-				rep := pin.LockErrorReport(vp.Lock, err)
-				if serr := appendStepSummary(a, rep, failOn); serr != nil {
-					return serr
-				}
-				if asJSON {
-					if werr := pin.WriteReportJSON(a.stdout, rep, failOn); werr != nil {
-						return werr
-					}
-					return silentExit(exitError)
-				}
-				return err
-			}
-			pf := &verifyFlags{vo: options.VerifyOptions{Bundles: bundles, AllowCurrentTime: currentTime}}
-			withServer := false // the lock is re-verified with the server's bundle
-			if pr != nil {
-				var out *lockOutsidePolicy
-				switch err := checkLockInForce(cmd.Context(), a, pf, pr, lock, nil); {
-				case errors.Is(err, errNeedsServer):
-					withServer = true
-				case errors.As(err, &out):
-					// Blocked at start, before the server runs, whatever --fail-on says.
-					if err := writePinReport(a, outsidePolicyReport(vp.Lock, out), asJSON, failOn); err != nil {
-						return err
-					}
-					return silentExit(exitFailed)
-				case err != nil:
-					return err
-				}
-			}
-			mode, err := resourcesMode(vp.Resources, pr, lock, false)
-			if err != nil {
-				return err
-			}
-			src.Resources = mode == proxy.ResourcesPin
-			snap, err := loadSource(cmd, a, &src, args)
-			if err != nil {
-				return err
-			}
-			rep := lock.Check(snap)
-			rep.Lock = vp.Lock
-			if withServer {
-				err := errors.New("the server serves other definitions than the lock, so its bundle cannot re-verify the lock")
-				if !rep.Failed(pin.FailOnDrift) {
-					err = checkLockInForce(cmd.Context(), a, pf, pr, lock, snap)
-				}
-				if err != nil {
-					// It fails whatever --fail-on says.
-					var out *lockOutsidePolicy
-					if !errors.As(err, &out) {
-						out = &lockOutsidePolicy{Rule: policy.RuleLockUnproven, Err: &policy.LockError{Rule: policy.RuleLockUnproven,
-							Reason: "the lock records an approval the policy cannot take from the record alone: " + err.Error()}}
-					}
-					rep.Findings = append(rep.Findings, outsidePolicyReport(vp.Lock, out).Findings...)
-					if err := writePinReport(a, rep, asJSON, failOn); err != nil {
-						return err
-					}
-					return silentExit(exitFailed)
-				}
-			}
-			if err := writePinReport(a, rep, asJSON, failOn); err != nil {
-				return err
-			}
-			if rep.Failed(failOn) {
-				return silentExit(exitFailed)
-			}
-			return nil
+			pf := &verifyFlags{src: src, out: out, pol: pol, vo: options.VerifyOptions{Bundles: bundles, AllowCurrentTime: currentTime}}
+			return runVerifyPin(cmd, a, pf, &vp, args)
 		},
 	}
 	fs := cmd.Flags()
@@ -193,32 +95,119 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 	return cmd
 }
 
-// appendStepSummary appends the report as Markdown to $GITHUB_STEP_SUMMARY
-// when it is set (GitHub Actions), at most maxStepSummaryBytes.
-func appendStepSummary(a *app, rep *pin.Report, failOn pin.FailOn) error {
-	path := a.getenv("GITHUB_STEP_SUMMARY")
-	if path == "" {
-		return nil
-	}
-	var b bytes.Buffer
-	if err := pin.WriteReportMarkdown(&b, rep, failOn); err != nil {
+// runVerifyPin checks the server against the lock, under f.pol when
+// given: the lock must then stand under the policy (checkLockInForce),
+// before the server is read and, when only the server's bundle can prove
+// it, after.
+func runVerifyPin(cmd *cobra.Command, a *app, f *verifyFlags, vp *options.VerifyPinOptions, args []string) error {
+	asJSON, err := f.out.JSON()
+	if err != nil {
 		return err
 	}
-	data := b.Bytes()
-	if len(data) > maxStepSummaryBytes {
-		data = append(bytes.Clone(data[:maxStepSummaryBytes]), "\n\n… (report truncated: run verify-pin locally for the whole diff)\n"...)
-		data = bytes.ToValidUTF8(data, nil)
-	}
-	data = append(data, '\n')
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	failOn, err := pin.ParseFailOn(vp.FailOn)
 	if err != nil {
-		return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
+		return fmt.Errorf("--fail-on: %w", err)
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
+	pr, err := verifyPinPolicy(cmd, f, vp)
+	if err != nil {
+		return err
 	}
-	return f.Close()
+	if _, err := f.src.Spec(cmd, args); err != nil {
+		return err
+	}
+	lock, err := pin.Read(vp.Lock)
+	if err != nil {
+		return lockUnreadable(a, vp.Lock, err, asJSON, failOn)
+	}
+	withServer, err := lockStandsAtStart(cmd, a, f, pr, lock, vp.Lock, asJSON, failOn)
+	if err != nil {
+		return err
+	}
+	mode, err := resourcesMode(vp.Resources, pr, lock, false)
+	if err != nil {
+		return err
+	}
+	f.src.Resources = mode == proxy.ResourcesPin
+	snap, err := loadSource(cmd, a, &f.src, args)
+	if err != nil {
+		return err
+	}
+	rep := lock.Check(snap)
+	rep.Lock = vp.Lock
+	failedAnyway := false // it fails whatever --fail-on says
+	if withServer {
+		var out *policy.OutsideError
+		if errors.As(checkLockInForce(cmd.Context(), a, f, pr, lock, snap, rep.Failed(pin.FailOnDrift)), &out) {
+			rep.Findings = append(rep.Findings, out.Report(vp.Lock).Findings...)
+			failedAnyway = true
+		}
+	}
+	if err := writePinReport(a, rep, asJSON, failOn); err != nil {
+		return err
+	}
+	if failedAnyway || rep.Failed(failOn) {
+		return silentExit(exitFailed)
+	}
+	return nil
+}
+
+// lockStandsAtStart checks, under a policy (pr not nil), that the lock
+// stands before the server is read; withServer says only the server's
+// bundle can prove it. A lock outside the policy is reported, and exits 1
+// whatever --fail-on says.
+func lockStandsAtStart(cmd *cobra.Command, a *app, f *verifyFlags, pr *policy.Resolved, lock *pin.Lock, path string, asJSON bool, failOn pin.FailOn) (withServer bool, err error) {
+	if pr == nil {
+		return false, nil
+	}
+	var out *policy.OutsideError
+	switch err := checkLockInForce(cmd.Context(), a, f, pr, lock, nil, false); {
+	case errors.Is(err, policy.ErrNeedsServer):
+		return true, nil
+	case errors.As(err, &out):
+		if err := writePinReport(a, out.Report(path), asJSON, failOn); err != nil {
+			return false, err
+		}
+		return false, silentExit(exitFailed)
+	default:
+		return false, err
+	}
+}
+
+// verifyPinPolicy resolves verify-pin's --policy (nil without one): the
+// lock is the policy's.
+func verifyPinPolicy(cmd *cobra.Command, f *verifyFlags, vp *options.VerifyPinOptions) (*policy.Resolved, error) {
+	var pr *policy.Resolved
+	if f.pol.File != "" {
+		var err error
+		if pr, err = resolvePolicy(cmd, &f.pol); err != nil {
+			return nil, err
+		}
+		vp.Lock = pr.Lock
+		f.src.PolicyClientCapabilities = pr.ClientCapabilities
+	} else if err := checkNames(&f.pol); err != nil {
+		return nil, err
+	} else if len(f.vo.Bundles) > 0 || f.vo.AllowCurrentTime {
+		return nil, errors.New("--bundle and --allow-current-time re-verify a lock under --policy: give --policy FILE --name NAME too")
+	}
+	if vp.Lock == "" {
+		return nil, errors.New("--lock FILE is required: the lock to check against")
+	}
+	return pr, nil
+}
+
+// lockUnreadable reports a lock that cannot be read (exit 2).
+func lockUnreadable(a *app, path string, err error, asJSON bool, failOn pin.FailOn) error {
+	rep := pin.LockErrorReport(path, err)
+	if serr := pin.AppendStepSummary(a.getenv("GITHUB_STEP_SUMMARY"), rep, failOn); serr != nil {
+		return serr
+	}
+	if asJSON {
+		if werr := pin.WriteReportJSON(a.stdout, rep, failOn); werr != nil {
+			return werr
+		}
+		return silentExit(exitError)
+	}
+	return err
 }
 
 // writePinReport writes a verify-pin report on stdout, as text or JSON, and
@@ -233,5 +222,5 @@ func writePinReport(a *app, rep *pin.Report, asJSON bool, failOn pin.FailOn) err
 	if err != nil {
 		return err
 	}
-	return appendStepSummary(a, rep, failOn)
+	return pin.AppendStepSummary(a.getenv("GITHUB_STEP_SUMMARY"), rep, failOn)
 }

@@ -4,19 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
-	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/proxy"
+	"github.com/mcpsign/mcpsign/source"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -48,63 +48,83 @@ func checkNames(po *options.PolicyOptions) error {
 	return nil
 }
 
-// policyEntry prepares the decision under r (policy.Decider.Prepare) with
-// the verify flags a policy leaves to the command line, saying a trust
-// failure with the flags that fix it.
-func policyEntry(ctx context.Context, f *verifyFlags, r *policy.Resolved) (*policy.Entry, error) {
+// policyDecider is the decider of the verify flags a policy leaves to the
+// command line, one for the command.
+func policyDecider(f *verifyFlags) (*policy.Decider, error) {
+	if f.decider != nil {
+		return f.decider, nil
+	}
 	pkgs, err := f.vo.PackageRequirements()
 	if err != nil {
 		return nil, err
 	}
-	d := policy.NewDecider(policy.DeciderOptions{Offline: f.trust.Offline, AllowCurrentTime: f.vo.AllowCurrentTime, Packages: pkgs})
-	e, err := d.Prepare(ctx, r)
-	var ie *policy.IdentityError
-	if errors.As(err, &ie) {
-		return nil, &policy.IdentityError{Index: ie.Index, Identity: ie.Identity, Err: trustFlagHint(ie.Err, r.Identities[ie.Index].Method)}
+	f.decider = policy.NewDecider(policy.DeciderOptions{Offline: f.trust.Offline, AllowCurrentTime: f.vo.AllowCurrentTime, Packages: pkgs})
+	return f.decider, nil
+}
+
+// policyEntry prepares the decision under r (policy.Decider.Prepare).
+func policyEntry(ctx context.Context, f *verifyFlags, r *policy.Resolved) (*policy.Entry, error) {
+	d, err := policyDecider(f)
+	if err != nil {
+		return nil, err
 	}
-	return e, err
+	e, err := d.Prepare(ctx, r)
+	return e, policyHint(r)(err)
+}
+
+// policyHint says the errors of a decision under r with the flags that fix
+// them.
+func policyHint(r *policy.Resolved) func(error) error {
+	return func(err error) error {
+		var ie *policy.IdentityError
+		switch {
+		case errors.As(err, &ie):
+			return &policy.IdentityError{Index: ie.Index, Identity: ie.Identity, Err: trustFlagHint(ie.Err, r.Identities[ie.Index].Method)}
+		case errors.Is(err, policy.ErrNoLockBundle):
+			return errors.New("no bundle to verify it with: the policy names none (give --bundle FILE or URL, or the server's \"bundle\" in the policy: a file, a URL or \"server\")")
+		}
+		return err
+	}
 }
 
 // policyBundleInputs are the bundles to verify: every --bundle, else the
 // one the policy names.
-func policyBundleInputs(a *app, f *verifyFlags, r *policy.Resolved) ([]*bundleInput, error) {
-	var vos []options.VerifyOptions
-	switch {
-	case len(f.vo.Bundles) > 0:
-		for _, b := range f.vo.Bundles {
-			vos = append(vos, options.VerifyOptions{Bundle: b})
-		}
-	case r.Bundle.Kind == policy.BundleServer:
-		vos = append(vos, options.VerifyOptions{BundleFromServer: true})
-	case r.Bundle.Kind != policy.BundleNone:
-		vos = append(vos, options.VerifyOptions{Bundle: r.Bundle.Location})
-	default:
-		return nil, fmt.Errorf("--bundle FILE is required: the policy names no bundle for server %s", textsafe.Quote(r.Name))
+func policyBundleInputs(a *app, f *verifyFlags, r *policy.Resolved) (bundleSet, error) {
+	var out bundleSet
+	for _, l := range r.BundleLocations(f.vo.Bundles, source.BundleOptions{HTTPClient: a.httpClient}) {
+		out = append(out, &bundleInput{l})
 	}
-	var out []*bundleInput
-	for i := range vos {
-		b, err := newBundleInput(a, &vos[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--bundle FILE is required: the policy names no bundle for server %s", textsafe.Quote(r.Name))
 	}
 	return out, nil
 }
 
-// earlyBundles reads the bundles of inputs that come before the source
-// (bundleInput.early): nil for one the server advertises, read with the
-// snapshot.
-func earlyBundles(ctx context.Context, inputs []*bundleInput) ([][]byte, error) {
-	bundles := make([][]byte, 0, len(inputs))
-	for _, b := range inputs {
-		data, err := b.early(ctx)
-		if err != nil {
-			return nil, err
-		}
-		bundles = append(bundles, data)
+// decideServed reads the bundles and the server and decides under r. An
+// input error is err; a refused advertised bundle (dec nil) or a decision
+// that does not hold is verr.
+func decideServed(cmd *cobra.Command, a *app, f *verifyFlags, r *policy.Resolved, args []string) (snap *digest.Snapshot, dec *policy.Decision, verr, err error) {
+	ctx := cmd.Context()
+	e, err := policyEntry(ctx, f, r)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	return bundles, nil
+	inputs, err := policyBundleInputs(a, f, r)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	bundles, err := inputs.early(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if snap, err = loadSource(cmd, a, &f.src, args); err != nil {
+		return nil, nil, nil, err
+	}
+	if verr = inputs.served(ctx, bundles, snap); verr != nil {
+		return snap, nil, verr, nil
+	}
+	dec, verr = e.Decide(ctx, bundles, snap)
+	return snap, dec, verr, nil
 }
 
 // runVerifyWithPolicy is runVerify under --policy.
@@ -127,31 +147,14 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 	// A lock written under a policy that pins the static resources records
 	// them (docs/LOCK.md, "resources").
 	f.src.Resources = f.vo.WriteLock != "" && r.Resources == policy.ResourcesPin
-	e, err := policyEntry(cmd.Context(), f, r)
+	snap, dec, verr, err := decideServed(cmd, a, f, r, args)
 	if err != nil {
 		return inputErr(err)
 	}
-	inputs, err := policyBundleInputs(a, f, r)
-	if err != nil {
-		return inputErr(err)
+	if dec == nil {
+		return writeVerifyFailure(a, asJSON, verr)
 	}
-	bundles, err := earlyBundles(cmd.Context(), inputs)
-	if err != nil {
-		return inputErr(err)
-	}
-	snap, err := loadSource(cmd, a, &f.src, args)
-	if err != nil {
-		return inputErr(err)
-	}
-	for i, b := range inputs {
-		if b.fromServer {
-			if bundles[i], err = b.advertised(cmd.Context(), snap); err != nil {
-				return writeVerifyFailure(a, asJSON, err)
-			}
-		}
-	}
-	tr, verr := e.Decide(cmd.Context(), bundles, snap)
-	res := tr.First()
+	res := dec.First()
 	if verr == nil && f.vo.WriteLock != "" {
 		if err := writeVerifiedLock(cmd, f, snap, res); err != nil {
 			return err
@@ -159,34 +162,16 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 	}
 	// A failure past verification (threshold, revocation, age, package) is
 	// reported with the result that did verify.
-	rep := verr
-	if asJSON {
-		err = writeVerifyJSON(a.stdout, verify.NewReport(res, rep))
-	} else {
-		err = writeVerifyText(a.stdout, res, rep)
-		if err == nil {
-			writeThreshold(a.stdout, r, tr)
-		}
-	}
-	if err != nil {
+	if err := writeVerifyReport(a, asJSON, res, verr); err != nil {
 		return err
+	}
+	if !asJSON {
+		dec.WriteText(a.stdout)
 	}
 	if verr == nil && f.vo.WriteLock != "" && !asJSON {
 		fmt.Fprintf(a.stdout, "\nlock written to %s\n", f.vo.WriteLock)
 	}
-	return verifyExit(rep, !asJSON)
-}
-
-// writeThreshold says which distinct signers met the policy.
-func writeThreshold(w io.Writer, r *policy.Resolved, tr *policy.Decision) {
-	fmt.Fprintf(w, "\npolicy %s: %d of %d distinct identities required, %d signed\n", textsafe.Escape(r.Name), r.Threshold, len(r.Identities), tr.Matched)
-	for _, s := range tr.Signers {
-		var ids []string
-		for _, i := range s.Identities {
-			ids = append(ids, fmt.Sprint(i))
-		}
-		fmt.Fprintf(w, "  signer %s %s (identities %s)\n", s.Result.Method, textsafe.Quote(s.Result.Identity), strings.Join(ids, ", "))
-	}
+	return verifyExit(verr, !asJSON)
 }
 
 // runPinWithPolicy is runPin under --policy: the lock, the audit log and
@@ -202,17 +187,16 @@ func runPinWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, po *options.Pi
 	if err := pinResources(f, po, r); err != nil {
 		return err
 	}
-	if err := ensureLockDir(r); err != nil {
+	if err := r.EnsureLockDir(); err != nil {
 		return err
 	}
-	if err := checkLockOutputs(po.Lock, po.Force, po.Audit.Log); err != nil {
+	if err := auditevent.CheckLockOutputs(po.Lock, po.Force, po.Audit.Log); err != nil {
 		return err
 	}
 	overrides, err := options.ReadOverrides(po.Capabilities)
 	if err != nil {
 		return err
 	}
-	approval := pin.Approval{Method: pin.MethodTOFU}
 	if len(r.Identities) == 0 {
 		snap, err := loadSource(cmd, a, &f.src, args)
 		if err != nil {
@@ -220,51 +204,47 @@ func runPinWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, po *options.Pi
 		}
 		fmt.Fprintf(a.stderr, "mcpsign: WARNING: policy %s: \"unsigned\": \"tofu\": trusting these definitions on first use;\n"+
 			"mcpsign: WARNING: no signature vouches for them.\n", textsafe.Quote(r.Name))
-		return writePinLock(cmd, a, asJSON, po, snap, approval, overrides)
+		return writePinLock(cmd, a, asJSON, po, snap, pin.Approval{Method: pin.MethodTOFU}, overrides)
 	}
-	e, err := policyEntry(cmd.Context(), f, r)
+	snap, dec, verr, err := decideServed(cmd, a, f, r, args)
 	if err != nil {
 		return err
-	}
-	inputs, err := policyBundleInputs(a, f, r)
-	if err != nil {
-		return err
-	}
-	bundles, err := earlyBundles(cmd.Context(), inputs)
-	if err != nil {
-		return err
-	}
-	snap, err := loadSource(cmd, a, &f.src, args)
-	if err != nil {
-		return err
-	}
-	var verr error
-	for i, b := range inputs {
-		if b.fromServer && verr == nil {
-			bundles[i], verr = b.advertised(cmd.Context(), snap)
-		}
-	}
-	var tr *policy.Decision
-	if verr == nil {
-		tr, verr = e.Decide(cmd.Context(), bundles, snap)
 	}
 	if verr != nil {
-		var res *verify.Result
-		if tr != nil {
-			res = tr.First()
-		}
-		if asJSON {
-			err = writeVerifyJSON(a.stdout, verify.NewReport(res, verr))
-		} else {
-			err = writeVerifyText(a.stdout, res, verr)
-		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(a.stderr, "mcpsign: nothing pinned: the bundles do not meet policy %s\n", textsafe.Quote(r.Name))
-		return verifyExit(verr, true)
+		return pinRefused(a, asJSON, dec.First(), verr, "the bundles do not meet policy "+textsafe.Quote(r.Name))
 	}
-	return writePinLock(cmd, a, asJSON, po, snap, pinbundle.ApprovalOf(tr.First()), overrides)
+	return writePinLock(cmd, a, asJSON, po, snap, dec.Approval(), overrides)
+}
+
+// checkLockInForce decides whether l, the lock at r's lock path, may be in
+// force under r (policy.Decider.CheckLock), re-verifying a signed lock
+// with f's --bundle, else the policy's bundle; snap is what the server
+// serves (nil before it is read). A drifted snap cannot re-verify it.
+func checkLockInForce(ctx context.Context, a *app, f *verifyFlags, r *policy.Resolved, l *pin.Lock, snap *digest.Snapshot, drifted bool) error {
+	d, err := policyDecider(f)
+	if err != nil {
+		return err
+	}
+	opts := policy.LockCheck{Hint: policyHint(r)}
+	if len(f.vo.Bundles) > 0 || r.Bundle.Kind != policy.BundleNone {
+		opts.Bundles = func(ctx context.Context, snap *digest.Snapshot) ([][]byte, error) {
+			inputs, err := policyBundleInputs(a, f, r)
+			if err != nil {
+				return nil, err
+			}
+			return inputs.lockBundles(ctx, snap)
+		}
+	}
+	var st policy.LockStanding
+	if snap == nil {
+		st, err = d.CheckLock(ctx, r, l, nil, opts)
+	} else {
+		st, err = d.CheckServedLock(ctx, r, l, snap, drifted, opts)
+	}
+	if st.OverridesDropped {
+		fmt.Fprintf(a.stderr, "mcpsign: policy %s: the capability overrides of %s are not applied: no bundle signs them (docs/POLICY.md \"The lock in force\")\n", textsafe.Quote(r.Name), textsafe.Escape(r.Lock))
+	}
+	return err
 }
 
 // runProxyWithPolicy is runProxy under --policy, resolved here, before the
@@ -282,7 +262,7 @@ func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *ver
 	if err != nil {
 		return err
 	}
-	if err := ensureLockDir(r); err != nil {
+	if err := r.EnsureLockDir(); err != nil {
 		return err
 	}
 	cfg.Lock, cfg.AuditLog, cfg.ManualRollForward = r.Lock, r.Audit, r.RollForward == policy.RollForwardManual
@@ -295,46 +275,62 @@ func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *ver
 	if r.Mode == policy.ModeAudit && r.Audit == "" {
 		return fmt.Errorf("--policy %s: server %s: mode audit records drift only in the audit log: add \"audit\" (its path) to the server or the defaults", textsafe.Escape(f.pol.File), textsafe.Quote(r.Name))
 	}
-	// The lock in force satisfies the policy, or the proxy does not start
-	// (docs/POLICY.md "The lock in force"); the proxy then enforces that
-	// very lock (cfg.Admission).
-	reverify := false
-	l, err := pin.Read(r.Lock)
-	if err != nil {
-		// None: a first use. Unreadable: the proxy refuses it, naming the
-		// file, as without a policy.
-		l = nil
-	} else {
-		var out *lockOutsidePolicy
-		switch err := checkLockInForce(cmd.Context(), a, f, r, l, nil); {
-		case errors.Is(err, errNeedsServer):
-			// The proxy re-verifies it with the server's bundle, at the
-			// first listing (proxy.Admission.Reverify).
-			reverify = true
-		case errors.As(err, &out):
-			return withCode(proxycmd.ExitBlocked, fmt.Errorf("blocked: %s: %s %s: %w", out.Rule, textsafe.Escape(r.Lock), textsafe.Quote(r.Name), out))
-		case err != nil:
-			return err
-		}
+	if cfg.Admission, err = proxyAdmission(cmd.Context(), a, f, r); err != nil {
+		return err
 	}
-	cfg.Admission = admission(r, l)
-	cfg.Admission.Reverify = reverify
 	var vf proxy.VerifyFunc
 	if len(r.Identities) > 0 {
-		e, err := policyEntry(cmd.Context(), f, r)
-		if err != nil {
+		if vf, err = policyVerifyFunc(cmd.Context(), a, f, r); err != nil {
 			return err
-		}
-		var inputs []*bundleInput
-		if len(f.vo.Bundles) > 0 || r.Bundle.Kind != policy.BundleNone {
-			if inputs, err = policyBundleInputs(a, f, r); err != nil {
-				return err
-			}
-			vf = policyVerifyFunc(e, inputs)
 		}
 	}
 	if cfg.TOFU {
 		fmt.Fprintf(a.stderr, "mcpsign: policy %s: \"unsigned\": \"tofu\": with no lock, the first definitions seen are pinned (no signature vouches for them)\n", textsafe.Quote(r.Name))
 	}
 	return startProxy(cmd, a, cfg, vf)
+}
+
+// proxyAdmission is what the proxy enforces of r's rules for the lock in
+// force (proxy.Admission): the lock in force satisfies the policy, or the
+// proxy does not start (docs/POLICY.md "The lock in force"); the proxy
+// then enforces that very lock, re-verified with the server's bundle at
+// the first listing when only that bundle can prove it.
+func proxyAdmission(ctx context.Context, a *app, f *verifyFlags, r *policy.Resolved) (*proxy.Admission, error) {
+	adm := &proxy.Admission{AllowTOFU: r.Allows(pin.MethodTOFU), AllowManual: r.Allows(pin.MethodManual)}
+	l, err := pin.Read(r.Lock)
+	if err != nil {
+		// None: a first use. Unreadable: the proxy refuses it, naming the
+		// file, as without a policy.
+		return adm, nil
+	}
+	var out *policy.OutsideError
+	switch err := checkLockInForce(ctx, a, f, r, l, nil, false); {
+	case errors.Is(err, policy.ErrNeedsServer):
+		adm.Reverify = true
+	case errors.As(err, &out):
+		return nil, withCode(proxycmd.ExitBlocked, fmt.Errorf("blocked: %s: %s %s: %w", out.Rule, textsafe.Escape(r.Lock), textsafe.Quote(r.Name), out))
+	case err != nil:
+		return nil, err
+	}
+	adm.LockDigest = l.LockDigest
+	return adm, nil
+}
+
+// policyVerifyFunc verifies what the proxy observed under the policy: the
+// bundles, read anew, of k distinct identities (policy.Entry.VerifyFunc);
+// nil when neither --bundle nor the policy names a bundle.
+func policyVerifyFunc(ctx context.Context, a *app, f *verifyFlags, r *policy.Resolved) (proxy.VerifyFunc, error) {
+	e, err := policyEntry(ctx, f, r)
+	if err != nil || len(f.vo.Bundles) == 0 && r.Bundle.Kind == policy.BundleNone {
+		return nil, err
+	}
+	inputs, err := policyBundleInputs(a, f, r)
+	if err != nil {
+		return nil, err
+	}
+	vf := e.VerifyFunc(inputs.proxyBundles)
+	return func(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error) {
+		v, err := vf(ctx, snap)
+		return v, withFlagHint(err)
+	}, nil
 }

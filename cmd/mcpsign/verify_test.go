@@ -386,35 +386,3 @@ func TestVerifyBundleConformance(t *testing.T) {
 		t.Errorf("%d runs, want 140", runs)
 	}
 }
-
-func TestBundleArtifactArgument(t *testing.T) {
-	dir := t.TempDir()
-	hexd := strings.Repeat("ab", 32)
-	a, done, err := bundleArtifact("sha256:" + hexd)
-	done()
-	if err != nil || a.DigestAlgorithm != "sha256" || len(a.Digest) != 32 || a.Reader != nil {
-		t.Errorf("digest: %+v %v", a, err)
-	}
-	if a, done, err := bundleArtifact("sha512:" + strings.Repeat("cd", 64)); err != nil || a.DigestAlgorithm != "sha512" {
-		t.Errorf("sha512: %+v %v", a, err)
-	} else {
-		done()
-	}
-	// A file of that name wins over the digest reading.
-	wd, _ := os.Getwd()
-	if err := os.Chdir(dir); err != nil {
-		t.Fatal(err)
-	}
-	defer os.Chdir(wd)
-	vtWrite(t, dir, "sha256:"+hexd, []byte("x"))
-	a, done, err = bundleArtifact("sha256:" + hexd)
-	if err != nil || a.Reader == nil {
-		t.Errorf("file named like a digest: %+v %v", a, err)
-	}
-	done()
-	for _, bad := range []string{"sha256:abc", "md5:" + strings.Repeat("a", 32), "nope"} {
-		if _, _, err := bundleArtifact(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}

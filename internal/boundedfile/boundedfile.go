@@ -22,8 +22,12 @@ var ErrTooLarge = errors.New("file too large")
 // (ErrTooLarge when nil), so that callers keep their own typed errors; an
 // error opening the file is os.Open's (it names the path), an error reading
 // it is wrapped with the path.
+//
+// A named pipe is opened without waiting for its writer (openFlags), so that
+// a path to a FIFO nobody writes reads as empty instead of hanging; a pipe
+// with a writer, such as a shell's /dev/fd/N, is read to its end.
 func Read(path string, limit int64, tooLarge error) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, openFlags, 0)
 	if err != nil {
 		return nil, err
 	}

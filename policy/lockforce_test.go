@@ -1,0 +1,113 @@
+package policy_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/pin/capability"
+	"github.com/mcpsign/mcpsign/policy"
+)
+
+func TestCheckLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, b := newSigner(t, dir, "a"), newSigner(t, dir, "b")
+	snap := served()
+	ba, bb := a.sign(t, snap), b.sign(t, snap)
+	d := policy.NewDecider(policy.DeciderOptions{})
+	r := entry(t, dir, 1, "", a)
+	signed := func(t *testing.T, bundle []byte) *pin.Lock {
+		dec, err := d.Decide(ctx, r, [][]byte{bundle}, snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := pin.NewLock(snap, dec.Approval())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	tofu, err := pin.NewLock(snap, pin.Approval{Method: pin.MethodTOFU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	give := func(bundles ...[]byte) policy.BundleFunc {
+		return func(context.Context, *digest.Snapshot) ([][]byte, error) { return bundles, nil }
+	}
+	fromServer := func(_ context.Context, s *digest.Snapshot) ([][]byte, error) {
+		if s == nil {
+			return nil, policy.ErrNeedsServer
+		}
+		return [][]byte{ba}, nil
+	}
+	kidA := signed(t, ba).Approval.Identity
+	// mk is an entry of its own directory, with the key files.
+	mk := func(extra string, keys ...signer) *policy.Resolved {
+		dir := t.TempDir()
+		for _, k := range keys {
+			data, _ := os.ReadFile(k.pem)
+			os.WriteFile(filepath.Join(dir, filepath.Base(k.pem)), data, 0o644)
+		}
+		return entry(t, dir, 1, extra, keys...)
+	}
+	tests := []struct {
+		name     string
+		r        *policy.Resolved
+		lock     *pin.Lock
+		bundles  policy.BundleFunc
+		wantRule string // "" for a lock that stands
+		wantIs   error
+		want     string
+	}{
+		{name: "proven", r: r, lock: signed(t, ba), bundles: give(ba)},
+		{name: "tofu refused", r: r, lock: tofu, wantRule: policy.RuleLockMethodRefused},
+		{name: "no bundle", r: r, lock: signed(t, ba), wantRule: policy.RuleLockUnproven, want: "re-verifying the bundle it records: no bundle"},
+		{name: "another bundle", r: mk("", a, b), lock: signed(t, ba), bundles: give(bb), wantRule: policy.RuleLockUnproven, want: "is not the bundle"},
+		{name: "the server's", r: r, lock: signed(t, ba), bundles: fromServer, wantIs: policy.ErrNeedsServer},
+		{name: "revoked", r: mk(fmt.Sprintf(`,"revoked":{"identities":[%q]}`, kidA), a), lock: signed(t, ba), bundles: give(ba), wantRule: policy.RuleRevoked},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := d.CheckLock(ctx, tt.r, tt.lock, nil, policy.LockCheck{Bundles: tt.bundles})
+			var out *policy.OutsideError
+			switch {
+			case tt.wantIs != nil:
+				if !errors.Is(err, tt.wantIs) {
+					t.Fatalf("error %v, want %v", err, tt.wantIs)
+				}
+			case tt.wantRule == "":
+				if err != nil {
+					t.Fatalf("CheckLock: %v", err)
+				}
+			case !errors.As(err, &out) || out.Rule != tt.wantRule:
+				t.Fatalf("error %v, want the rule %s", err, tt.wantRule)
+			case !strings.Contains(err.Error(), tt.want):
+				t.Fatalf("error %q, want %q in it", err, tt.want)
+			}
+		})
+	}
+	// A proven lock's capability overrides are not applied: no bundle signs them.
+	l := signed(t, ba)
+	if err := l.SetCapabilities(capability.Overrides{"search_notes": {capability.Read}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := d.CheckLock(ctx, r, l, nil, policy.LockCheck{Bundles: give(ba)})
+	if err != nil || !st.OverridesDropped || l.Capabilities != nil {
+		t.Fatalf("overrides dropped %v, left %v, error %v", st.OverridesDropped, l.Capabilities, err)
+	}
+	// Once the server is read: a drifted server cannot prove its lock.
+	if _, err := d.CheckServedLock(ctx, r, signed(t, ba), snap, true, policy.LockCheck{Bundles: fromServer}); !errors.Is(err, policy.ErrServedOther) {
+		t.Fatalf("drifted: error %v, want ErrServedOther", err)
+	}
+	if _, err := d.CheckServedLock(ctx, r, signed(t, ba), snap, false, policy.LockCheck{Bundles: fromServer}); err != nil {
+		t.Fatalf("served: %v", err)
+	}
+}
