@@ -19,15 +19,21 @@ type Pending struct {
 	done bool
 }
 
-// Create starts writing path as Write would, for data too large to hold
-// in memory. Write to it, then Commit or Abort.
+// Create starts writing path as Write does, for data too large to hold in
+// memory: the target is refused now if it is a directory, or exists
+// without opts.Overwrite. Write to it, then Commit or Abort.
 func Create(path string, opts Options) (*Pending, error) {
-	if err := Check(path, opts); err != nil {
-		return nil, err
-	}
 	perm := opts.Perm
 	if perm == 0 {
 		perm = 0o644
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.IsDir() {
+			return nil, fmt.Errorf("%s: %w", path, ErrIsDirectory)
+		}
+		if !opts.Overwrite {
+			return nil, fmt.Errorf("%s: %w", path, ErrExists)
+		}
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -68,7 +74,7 @@ func (p *Pending) Commit() (err error) {
 	}
 	defer func() {
 		if err != nil {
-			p.Abort()
+			p.Abort() // the temporary file goes
 		}
 		p.done = true
 	}()
