@@ -22,7 +22,7 @@ var (
 	topMembers      = []string{"kind", "policyVersion", "$comment", "trust", "defaults", "servers", "revoked"}
 	trustMembers    = []string{"$comment", "trustedRoot", "tuf", "caRoots", "caIntermediates"}
 	tufMembers      = []string{"mirror", "cache"}
-	serverMembers   = []string{"$comment", "identities", "threshold", "require", "maxBundleAge", "bundle", "package", "lock", "mode", "unsigned", "rollForward", "resources", "audit", "clientCapabilities"}
+	serverMembers   = []string{"$comment", "identities", "threshold", "require", "maxBundleAge", "bundle", "package", "lock", "mode", "unsigned", "rollForward", "resources", "audit", "clientCapabilities", "repositorySigner"}
 	sigstoreMembers = []string{"method", "issuer", "issuerRegexp", "subject", "subjectRegexp", "sourceRepository", "sourceRef", "workflowSha", "workflowTrigger", "workflowName"}
 	keyMembers      = []string{"method", "key"}
 	certMembers     = []string{"method", "subject", "san", "sanRegexp", "email", "uri", "dns", "issuer"}
@@ -236,13 +236,18 @@ func (p *parser) server(v []byte, at string) (Server, error) {
 			s.Identities = append(s.Identities, id)
 		}
 	}
+	if x, ok := m["repositorySigner"]; ok {
+		if s.RepositorySigner, err = p.repositorySigner(x, at+"/repositorySigner"); err != nil {
+			return s, err
+		}
+	}
 	if x, ok := m["threshold"]; ok {
 		n, err := strconv.Atoi(string(x))
 		if err != nil || n < 1 || n > MaxIdentities || string(x) != strconv.Itoa(n) {
 			return s, p.fail(at+"/threshold", "want an integer from 1 to %d, not %s", MaxIdentities, truncate(x))
 		}
-		if s.Identities != nil && n > len(s.Identities) {
-			return s, p.fail(at+"/threshold", "%d of %d identities can never be met", n, len(s.Identities))
+		if s.Identities != nil && n > len(s.Identities)+s.RepositorySigner.count() {
+			return s, p.fail(at+"/threshold", "%d of %d identities can never be met", n, len(s.Identities)+s.RepositorySigner.count())
 		}
 		s.Threshold = &n
 	}

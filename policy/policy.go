@@ -262,6 +262,9 @@ type Server struct {
 	// ClientCapabilities are the client capabilities to announce when
 	// reading the server (RFC 8785 form); nil when not given.
 	ClientCapabilities *[]byte
+	// RepositorySigner derives a registry entry's signer from its
+	// repository (docs/POLICY.md, "Registry entries"); nil when not given.
+	RepositorySigner *RepositorySigner
 }
 
 // File is a parsed policy file.
@@ -364,8 +367,8 @@ func Parse(data []byte, path string) (*File, error) {
 		}
 		for _, n := range names {
 			at := "/servers/" + pointerToken(n)
-			if err := ValidName(n); err != nil {
-				return nil, p.fail(at, "%v", err)
+			if err := ValidName(n); err != nil && !ValidRegistryName(n) {
+				return nil, p.fail(at, "%v (or a registry name, NAMESPACE/NAME or NAMESPACE/*)", err)
 			}
 			// On macOS and Windows the default locks of "ex" and "EX" are
 			// one file, and a host may look a name up either way.
@@ -462,6 +465,9 @@ type Resolved struct {
 	// server nor the defaults give them (the source's default then).
 	ClientCapabilities []byte
 	Revoked            Revoked
+	// RepositorySigner derives a registry entry's signer from its
+	// repository (ForRepository); nil when not given.
+	RepositorySigner *RepositorySigner
 }
 
 // ResolveOptions control Resolve.
@@ -500,6 +506,9 @@ func (f *File) Resolve(name string, opts ResolveOptions) (*Resolved, error) {
 	pick(&r.Resources, d.Resources, s.Resources)
 	pick(&r.Audit, d.Audit, s.Audit)
 	pick(&r.ClientCapabilities, d.ClientCapabilities, s.ClientCapabilities)
+	if r.RepositorySigner = d.RepositorySigner; s.RepositorySigner != nil {
+		r.RepositorySigner = s.RepositorySigner
+	}
 	if s.Lock != nil {
 		r.Lock = *s.Lock
 	} else {
@@ -514,14 +523,14 @@ func (f *File) Resolve(name string, opts ResolveOptions) (*Resolved, error) {
 		}
 		r.Lock, r.DefaultLock = filepath.Join(dir, name+".mcpsign.lock"), true
 	}
-	if len(r.Identities) == 0 && r.Unsigned == UnsignedRefuse {
+	if len(r.Identities) == 0 && r.RepositorySigner == nil && r.Unsigned == UnsignedRefuse {
 		return nil, fmt.Errorf("%w %s: the policy names no identity and refuses unsigned servers: add \"identities\" to servers.%s (or to defaults), or set \"unsigned\": \"tofu\" to pin it on first use",
 			ErrNoIdentity, strconv.Quote(name), name)
 	}
-	if r.Threshold > len(r.Identities) && len(r.Identities) > 0 {
-		return nil, fmt.Errorf("%w: server %s: threshold %d but only %d identities listed", ErrSyntax, strconv.Quote(name), r.Threshold, len(r.Identities))
+	if n := len(r.Identities) + r.RepositorySigner.count(); r.Threshold > n && n > 0 {
+		return nil, fmt.Errorf("%w: server %s: threshold %d but only %d identities listed", ErrSyntax, strconv.Quote(name), r.Threshold, n)
 	}
-	if len(r.Identities) == 0 {
+	if len(r.Identities)+r.RepositorySigner.count() == 0 {
 		r.Threshold = 0
 	}
 	return r, nil

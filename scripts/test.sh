@@ -32,6 +32,7 @@ cleanup() {
 	# The background go test is a process group of its own (setsid): stop it
 	# with its test binaries.
 	if [[ -n $FIRST_PID ]]; then kill -- "-$FIRST_PID" 2>/dev/null || kill "$FIRST_PID" 2>/dev/null || true; fi
+	if [[ -n ${REGSTATE:-} ]]; then scripts/registry-local/stop.sh "$REGSTATE" >/dev/null 2>&1 || true; fi
 	if [[ -n $STATE && -e $STATE/pids ]]; then
 		scripts/sigstore-local/stop.sh "$STATE" >"$TMP/stop.log" 2>&1 || cat "$TMP/stop.log" >&2
 	fi
@@ -67,6 +68,7 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v curl >/dev/null || need+=(curl)
 command -v node >/dev/null || need+=(nodejs npm)
 command -v mariadbd >/dev/null || [[ -x /usr/sbin/mariadbd ]] || need+=(mariadb-server) # the Rekor v1 log's database
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql) # the MCP registry's database
 if ((${#need[@]})); then
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
@@ -76,7 +78,7 @@ fi
 # modules and npm packages download and the Go code is vetted and
 # compiled below; the stack starts after both.
 step "Local Sigstore stack: build (cached), in the background"
-{ scripts/sigstore-local/build.sh && scripts/rekor-v1/rekor-v1.sh build; } >"$TMP/sigstack-build.log" 2>&1 &
+{ scripts/sigstore-local/build.sh && scripts/rekor-v1/rekor-v1.sh build && scripts/registry-local/build.sh; } >"$TMP/sigstack-build.log" 2>&1 &
 BUILD_PID=$!
 
 step "Go modules"
@@ -117,7 +119,7 @@ bash testdata/sigstore-conformance/run-cases.sh 'mcpsign verify bundle' both | a
 # a package of SERVICE_KITS, directly or not) are compiled meanwhile and
 # run once the services are up. Both runs require every end-to-end
 # dependency. A service this script starts has its test kit listed here.
-SERVICE_KITS=(internal/testkit/sigstack internal/testkit/rekorv1)
+SERVICE_KITS=(internal/testkit/sigstack internal/testkit/rekorv1 internal/testkit/registrylocal)
 export MCPSIGN_REQUIRE_SIGSTACK=1 MCPSIGN_REQUIRE_E2E=1
 kits=$(printf ' github.com/mcpsign/mcpsign/%s( |$)|' "${SERVICE_KITS[@]}")
 mapfile -t stack_pkgs < <(go list -test -f '{{if .ForTest}}{{.ForTest}} {{join .Deps " "}}{{end}}' ./... |
@@ -153,6 +155,12 @@ export SIGSTACK_ENV=$STATE/env.sh
 step "Rekor v1 (Trillian, MariaDB): start"
 MCPSIGN_REKOR_V1_STATE=$TMP/rekor-v1 scripts/rekor-v1/rekor-v1.sh start
 export REKOR_V1_ENV=$TMP/rekor-v1/env.sh MCPSIGN_REQUIRE_REKOR_V1=1
+
+step "Local MCP registry (scripts/registry-local): start"
+REGSTATE=$TMP/registry
+scripts/registry-local/start.sh "$REGSTATE" >"$TMP/registry.log" 2>&1 || { cat "$TMP/registry.log"; exit 1; }
+source "$REGSTATE/env.sh"
+export MCPSIGN_REQUIRE_REGISTRY=1
 
 step "go test -race: ${#stack_pkgs[@]} packages that need a service"
 second=0

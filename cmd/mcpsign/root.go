@@ -65,6 +65,7 @@ described at ` + docsURL + `
 		newHostsCmd(a),
 		newPolicyCmd(a),
 		newMonitorCmd(a),
+		newRegistryCmd(a),
 	)
 	return root
 }

@@ -76,59 +76,14 @@ type Options struct {
 // Write writes data to path atomically. On any error the target is left as
 // it was and the temporary file is removed. A target that is a directory is
 // ErrIsDirectory, with Overwrite or not.
-func Write(path string, data []byte, opts Options) (err error) {
-	perm := opts.Perm
-	if perm == 0 {
-		perm = 0o644
-	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.IsDir() {
-			return fmt.Errorf("%s: %w", path, ErrIsDirectory)
-		}
-		if !opts.Overwrite {
-			return fmt.Errorf("%s: %w", path, ErrExists)
-		}
-	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+func Write(path string, data []byte, opts Options) error {
+	p, err := Create(path, opts)
 	if err != nil {
+		return err
+	}
+	if _, err := p.Write(data); err != nil {
+		p.Abort()
 		return fmt.Errorf("writing %s: %w", path, cause(err))
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err = tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("writing %s: %w", path, cause(err))
-	}
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", path, cause(err))
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, cause(err))
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, cause(err))
-	}
-	if !opts.Overwrite {
-		// Link fails if the target appeared meanwhile: no silent replace.
-		if err = os.Link(tmp.Name(), path); err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				err = fmt.Errorf("%s: %w", path, ErrExists)
-			} else {
-				err = fmt.Errorf("writing %s: %w", path, cause(err))
-			}
-			return err
-		}
-		os.Remove(tmp.Name())
-	} else if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, cause(err))
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync() // make the rename durable; best effort on filesystems that refuse
-		d.Close()
-	}
-	return nil
+	return p.Commit()
 }

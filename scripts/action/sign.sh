@@ -119,6 +119,14 @@ sign() {
 	out statement-digest "$stmt"
 	out certificate-identity "$identity"
 	out certificate-oidc-issuer "$issuer"
+	local bdigest
+	bdigest=sha256:$(sha256 <"$bundle" | cut -d' ' -f1)
+	out bundle-digest "$bdigest"
+	if [[ -n ${INPUT_REGISTRY_HINT:-} ]]; then
+		[[ -n ${INPUT_REGISTRY_BUNDLE_URL:-} ]] || die "input 'registry-hint' needs 'registry-bundle-url': the https URL hosts will download the bundle from"
+		"$mcpsign" registry hint "--bundle-url=$INPUT_REGISTRY_BUNDLE_URL" "--bundle-digest=$bdigest" -- "$INPUT_REGISTRY_HINT" ||
+			die "mcpsign registry hint failed (see above)"
+	fi
 
 	[[ -n ${GITHUB_STEP_SUMMARY:-} ]] || return 0
 	summary "$work" "$bundle" "$identity" "$issuer" "$stmt" "$kind" >>"$GITHUB_STEP_SUMMARY"

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -183,10 +184,22 @@ type stackRun struct {
 // package.
 func runOnStack(t *testing.T, env *sigstack.Env, tokenURL string, claims url.Values) *stackRun {
 	t.Helper()
+	return runOnStackWith(t, env, tokenURL, claims, nil, nil)
+}
+
+// runOnStackWith is runOnStack with more inputs, and files (name →
+// content) written in the workspace first.
+func runOnStackWith(t *testing.T, env *sigstack.Env, tokenURL string, claims url.Values, inputs, files map[string]string) *stackRun {
+	t.Helper()
 	ws, temp := t.TempDir(), t.TempDir()
 	tokens := actionsTokenServer(t, tokenURL, "runner-request-token", claims)
 	for src, dst := range map[string]string{env.TrustedRoot: "trusted_root.json", env.SigningConfig: "signing_config.json"} {
 		if err := os.WriteFile(filepath.Join(ws, dst), mustRead(t, src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -207,6 +220,7 @@ func runOnStack(t *testing.T, env *sigstack.Env, tokenURL string, claims url.Val
 		},
 		Stdout: &out, Stderr: &out,
 	}
+	maps.Copy(r.Inputs, inputs)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	res, err := r.Run(ctx)

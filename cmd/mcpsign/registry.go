@@ -1,0 +1,197 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/policy"
+	"github.com/mcpsign/mcpsign/registry"
+)
+
+func newRegistryCmd(a *app) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "registry",
+		Short: "Verify the entries of an MCP registry, or write the hint a publisher lists",
+		Long: `Verify the servers an MCP registry lists against a policy, or write into a
+server.json where its attestation is (docs/REGISTRY.md).`,
+	}
+	c.AddCommand(newRegistryVerifyCmd(a), newRegistryHintCmd(a))
+	return c
+}
+
+type registryVerifyFlags struct {
+	policy, verifiedOut, shard string
+	workers                    int
+	offline                    bool
+	out                        options.OutputOptions
+}
+
+func newRegistryVerifyCmd(a *app) *cobra.Command {
+	var f registryVerifyFlags
+	c := &cobra.Command{
+		Use:   "verify SOURCE --policy FILE",
+		Short: "Verify every entry of a registry, a dump or a file of server.json documents",
+		Long: `Verify every server version SOURCE lists: a registry base URL (the generic
+registry API, /v0.1/servers paged by cursor, or /v0), a file of server.json
+documents, API entries or pages (JSON Lines, or a JSON array), or - for
+standard input. Each entry's bundles are fetched (https only, bounded, digest
+first), verified under the policy server that names the entry or its namespace
+(NAMESPACE/*), and their statements must bind the entry's packages and version.
+
+Exit codes: 0 every entry verified; 1 some entry did not (or no policy server
+matched it); 2 usage, input, I/O or connection error (a registry that loops
+its cursor or floods pages). docs/REGISTRY.md, docs/JSON.md.`,
+		Example: `  # Verify a registry under a policy, one JSON line per entry
+  mcpsign registry verify https://registry.example.com --policy policy.json --format json
+
+  # One shard of four, writing what passes as a dump a sub-registry ingests
+  mcpsign registry verify dump.json --policy policy.json --shard 0/4 --verified-out verified.json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runRegistryVerify(cmd, a, &f, args[0]) },
+	}
+	fs := c.Flags()
+	fs.StringVar(&f.policy, "policy", "", "the policy file (docs/POLICY.md); required")
+	fs.StringVar(&f.verifiedOut, "verified-out", "", "write the entries that verified to `FILE` (a JSON array of server.json, each with _meta[\"dev.mcpsign/verified\"])")
+	fs.StringVar(&f.shard, "shard", "", "verify only shard `I/N` of the entries, partitioned by name (0 <= I < N)")
+	fs.IntVar(&f.workers, "workers", 0, "entries verified in parallel (default: the number of CPUs)")
+	fs.BoolVar(&f.offline, "offline", false, "never fetch the trusted root through TUF: use the policy's file or the TUF cache")
+	f.out.AddFlags(fs)
+	c.MarkFlagRequired("policy")
+	return c
+}
+
+func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src string) error {
+	asJSON, err := f.out.JSON()
+	if err != nil {
+		return err
+	}
+	var shard registry.Shard
+	if f.shard != "" {
+		if shard, err = registry.ParseShard(f.shard); err != nil {
+			return fmt.Errorf("--shard: %w", err)
+		}
+	}
+	pf, err := policy.Read(f.policy)
+	if err != nil {
+		return err
+	}
+	v, err := registry.New(registry.Options{Policy: pf, HTTPClient: a.httpClient,
+		DeciderOptions: policy.DeciderOptions{Offline: f.offline}})
+	if err != nil {
+		return err
+	}
+	var dump *registry.DumpFile
+	if f.verifiedOut != "" {
+		if dump, err = registry.CreateDump(f.verifiedOut); err != nil {
+			return fmt.Errorf("--verified-out: %w", err)
+		}
+		defer dump.Abort() // nothing half-written on any failure
+	}
+	terminal := a.stderrIsTerminal != nil && a.stderrIsTerminal()
+	progress, done := func(string, int) {}, func() {}
+	if terminal {
+		progress, done = options.TerminalProgress(a.stderr)
+	}
+	client := registry.Client{HTTPClient: a.httpClient}
+	sum, err := v.Run(cmd.Context(), registry.List(cmd.Context(), src, client, a.stdin),
+		registry.RunOptions{Workers: f.workers, Shard: shard, Emit: registryEmit(a, dump, asJSON, progress)})
+	done()
+	if err != nil {
+		return err
+	}
+	if dump != nil {
+		if err := dump.Commit(); err != nil {
+			return fmt.Errorf("--verified-out: %w", err)
+		}
+	}
+	if !asJSON || terminal {
+		fmt.Fprint(a.stderr, sum.Table())
+	}
+	if sum.Verified != sum.Entries {
+		return silentExit(exitFailed)
+	}
+	return nil
+}
+
+// registryEmit writes each result: a line, or a JSON line; a passing one
+// to the dump too; and says on the terminal how many are done.
+func registryEmit(a *app, dump *registry.DumpFile, asJSON bool, progress func(string, int)) func(*registry.Result) error {
+	enc := json.NewEncoder(a.stdout)
+	n := 0
+	return func(r *registry.Result) error {
+		n++
+		progress(fmt.Sprintf("%d entries verified", n), 0)
+		if dump != nil && r.Verified {
+			if err := dump.Add(r); err != nil {
+				return err
+			}
+		}
+		if asJSON {
+			return enc.Encode(r)
+		}
+		_, err := fmt.Fprintln(a.stdout, r.Text())
+		return err
+	}
+}
+
+type registryHintFlags struct {
+	urls, digests []string
+	output        string
+}
+
+func newRegistryHintCmd(a *app) *cobra.Command {
+	var f registryHintFlags
+	c := &cobra.Command{
+		Use:   "hint SERVER_JSON --bundle-url URL --bundle-digest sha256:HEX",
+		Short: "Write where the attestation is into a server.json, keeping every other byte",
+		Long: `Write _meta["io.modelcontextprotocol.registry/publisher-provided"]["dev.mcpsign/attestation"]
+into SERVER_JSON (in place, or to -o): one {bundleUrl, bundleDigest}, or a list
+when --bundle-url is given several times (several signers). Every other byte of
+the file is kept. docs/REGISTRY.md, docs/PUBLISHING.md.`,
+		Example: `  mcpsign registry hint server.json \
+    --bundle-url https://github.com/acme/notes/releases/download/v1.2.0/mcp-definitions.sigstore.json \
+    --bundle-digest sha256:$(sha256sum mcp-definitions.sigstore.json | cut -d' ' -f1)`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runRegistryHint(a, &f, args[0]) },
+	}
+	c.Flags().StringArrayVar(&f.urls, "bundle-url", nil, "the https URL of a bundle (repeat for several)")
+	c.Flags().StringArrayVar(&f.digests, "bundle-digest", nil, "its digest, sha256:HEX of the bundle's bytes (one per --bundle-url, in order)")
+	c.Flags().StringVarP(&f.output, "output", "o", "", "write to `FILE` (- for standard output) instead of in place")
+	return c
+}
+
+func runRegistryHint(a *app, f *registryHintFlags, path string) error {
+	if len(f.urls) == 0 || len(f.urls) != len(f.digests) {
+		return fmt.Errorf("give --bundle-url and --bundle-digest, as many of each (%d and %d)", len(f.urls), len(f.digests))
+	}
+	ptrs := make([]registry.Pointer, len(f.urls))
+	for i := range f.urls {
+		ptrs[i] = registry.Pointer{URL: f.urls[i], Digest: f.digests[i]}
+	}
+	data, err := boundedfile.Read(path, int64(registry.DefaultLimits.MaxEntryBytes), nil)
+	if err != nil {
+		return err
+	}
+	out, err := registry.Hint(data, ptrs)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	switch f.output {
+	case "-":
+		_, err = a.stdout.Write(out)
+		return err
+	case "":
+		f.output = path
+	}
+	perm := os.FileMode(0o644)
+	if fi, err := os.Stat(f.output); err == nil {
+		perm = fi.Mode().Perm()
+	}
+	return atomicfile.Write(f.output, out, atomicfile.Options{Overwrite: true, Perm: perm})
+}

@@ -1,0 +1,313 @@
+package registry_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/digitorus/timestamp"
+	"github.com/secure-systems-lab/go-securesystemslib/dsse"
+	"github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
+
+	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
+	"github.com/mcpsign/mcpsign/policy"
+	"github.com/mcpsign/mcpsign/registry"
+	"github.com/mcpsign/mcpsign/trustroot"
+)
+
+// benchSet is what the benchmarks verify: entries pointing at the
+// fixture's good bundles, from memory (the bundles as local files would
+// give them: no HTTPS).
+type benchSet struct {
+	f       *fixture
+	tr      *root.TrustedRoot
+	names   []string // bundle names, in entry order
+	entries [][]byte
+	subject map[string][]byte // bundle name → its first subject digest
+}
+
+func newBenchSet(b *testing.B, n int) *benchSet {
+	f := stack(b)
+	env := sigstack.Require(b)
+	tr, err := trustroot.LoadTrustedRootFile(env.TrustedRoot)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &benchSet{f: f, tr: tr, subject: map[string][]byte{}}
+	good := []string{"good", "bench1", "bench2", "bench3"}
+	for _, name := range good {
+		s.subject[name] = firstSubject(b, f.bundles[name])
+	}
+	for i := range n {
+		name := good[i%len(good)]
+		c := entryCase{fmt.Sprintf("bench-%d", i), bundleSpecs[name].version, "acme/notes",
+			`[{"registryType":"npm","identifier":"@acme/notes","version":"` + bundleSpecs[name].version + `","transport":{"type":"stdio"}}]`, name, name, ""}
+		s.names = append(s.names, name)
+		s.entries = append(s.entries, f.serverJSON(c, anonNS+"/"))
+	}
+	return s
+}
+
+func firstSubject(b *testing.B, bun []byte) []byte {
+	var env struct {
+		DSSEEnvelope struct{ Payload string } `json:"dsseEnvelope"`
+	}
+	json.Unmarshal(bun, &env)
+	payload, _ := base64.StdEncoding.DecodeString(env.DSSEEnvelope.Payload)
+	var st struct {
+		Subject []struct{ Digest map[string]string } `json:"subject"`
+	}
+	if err := json.Unmarshal(payload, &st); err != nil || len(st.Subject) == 0 {
+		b.Fatalf("statement: %v", err)
+	}
+	d, _ := hex.DecodeString(st.Subject[0].Digest["sha256"])
+	return d
+}
+
+// verifier is a registry verifier reading the bundles from memory.
+func (s *benchSet) verifier(b *testing.B) *registry.Verifier {
+	pf, err := policy.Read(s.f.policy)
+	if err != nil {
+		b.Fatal(err)
+	}
+	byURL := map[string][]byte{}
+	for name, bun := range s.f.bundles {
+		byURL[s.f.srv.URL+"/b/"+name] = bun
+	}
+	v, err := registry.New(registry.Options{Policy: pf, Fetch: func(_ context.Context, p registry.Pointer) ([]byte, error) {
+		return byURL[p.URL], nil
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return v
+}
+
+func (s *benchSet) run(b *testing.B, v *registry.Verifier, workers int) {
+	list := func(fn func([]byte) error) error {
+		for _, e := range s.entries {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	sum, err := v.Run(context.Background(), list, registry.RunOptions{Workers: workers})
+	if err != nil || sum.Verified != len(s.entries) {
+		b.Fatalf("%+v %v", sum, err)
+	}
+}
+
+// plainLoop is the peer: a loop of sigstore-go parse and verify calls
+// over the same bundles, one verifier on the plain trusted root, with the
+// policy cosign applies (SCT, log entry, observer timestamp, identity,
+// artifact digest).
+func (s *benchSet) plainLoop(b *testing.B) func(names []string) {
+	v, err := sgverify.NewVerifier(s.tr, sgverify.WithSignedCertificateTimestamps(1), sgverify.WithTransparencyLog(1), sgverify.WithObserverTimestamps(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	id, err := sgverify.NewShortCertificateIdentity(s.f.ghIssuer, "", "", `^https://github\.com/acme/notes/\.github/workflows/[^/@]+@.+$`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func(names []string) {
+		for _, name := range names {
+			var bun bundle.Bundle
+			if err := bun.UnmarshalJSON(s.f.bundles[name]); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := v.Verify(&bun, sgverify.NewPolicy(sgverify.WithArtifactDigest("sha256", s.subject[name]), sgverify.WithCertificateIdentity(id))); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// floor is trustroot's per-bundle floor (docs/PERFORMANCE.md, "Trusted
+// material and the chain cache") for one local bundle: the leaf under its
+// CA, four P-256 checks (DSSE, SCT, the log's checkpoint, a signed entry
+// timestamp: the same signature standing for each, as trustroot's
+// BenchmarkFloor does) and the timestamp response parsed and checked once.
+func (s *benchSet) floor(b *testing.B) func() {
+	var bun bundle.Bundle
+	if err := bun.UnmarshalJSON(s.f.bundles["good"]); err != nil {
+		b.Fatal(err)
+	}
+	vc, _ := bun.VerificationContent()
+	leaf := vc.Certificate()
+	var issuer *x509.Certificate
+	for _, ca := range s.tr.FulcioCertificateAuthorities() {
+		f := ca.(*root.FulcioCertificateAuthority)
+		issuer = f.Root
+		if len(f.Intermediates) > 0 {
+			issuer = f.Intermediates[0]
+		}
+	}
+	env := bun.GetDsseEnvelope()
+	sum := sha256.Sum256(dsse.PAE(env.GetPayloadType(), env.GetPayload()))
+	sig := env.GetSignatures()[0].GetSig()
+	key := leaf.PublicKey.(*ecdsa.PublicKey)
+	tsr := bun.GetVerificationMaterial().GetTimestampVerificationData().GetRfc3161Timestamps()[0].GetSignedTimestamp()
+	return func() {
+		if err := leaf.CheckSignatureFrom(issuer); err != nil {
+			b.Fatal(err)
+		}
+		for range 4 {
+			if !ecdsa.VerifyASN1(key, sum[:], sig) {
+				b.Fatal("DSSE")
+			}
+		}
+		if _, err := timestamp.ParseResponse(tsr); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	d = slices.Clone(d)
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+// BenchmarkRegistryVerify verifies 64 entries per iteration five ways,
+// interleaved so that each sees the same load: the plain sigstore-go loop
+// (and, as the control of what two cores give, the same loop split over
+// two goroutines),
+// mcpsign registry's Run on one core (GOMAXPROCS 1) and on two, and the
+// floor work for as many bundles. It reports the medians per entry and
+// the ratios docs/PERFORMANCE.md gives: throughput over the plain loop
+// (two cores), one core ÷ floor, and two cores' speed-up over one.
+func BenchmarkRegistryVerify(b *testing.B) {
+	s := newBenchSet(b, 64)
+	v := s.verifier(b)
+	plain, floor := s.plainLoop(b), s.floor(b)
+	s.run(b, v, 1) // warm: trust loaded, chain cache filled
+	procs := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(procs)
+	var tp, tp2, t1, t2, tf []time.Duration
+	half := len(s.names) / 2
+	for b.Loop() {
+		t0 := time.Now()
+		plain(s.names)
+		tp = append(tp, time.Since(t0))
+		// The control: the plain loop split over two goroutines, with
+		// nothing shared between them but the verifier: what two cores
+		// give on this machine now.
+		t0 = time.Now()
+		var wg sync.WaitGroup
+		for _, part := range [][]string{s.names[:half], s.names[half:]} {
+			wg.Add(1)
+			go func() { defer wg.Done(); plain(part) }()
+		}
+		wg.Wait()
+		tp2 = append(tp2, time.Since(t0))
+		runtime.GOMAXPROCS(1)
+		t0 = time.Now()
+		s.run(b, v, 1)
+		t1 = append(t1, time.Since(t0))
+		runtime.GOMAXPROCS(2)
+		t0 = time.Now()
+		s.run(b, v, 2)
+		t2 = append(t2, time.Since(t0))
+		runtime.GOMAXPROCS(procs)
+		t0 = time.Now()
+		for range s.entries {
+			floor()
+		}
+		tf = append(tf, time.Since(t0))
+	}
+	n := float64(len(s.entries))
+	mp, m1, m2, mf := median(tp), median(t1), median(t2), median(tf)
+	b.ReportMetric(float64(mp)/float64(median(tp2)), "plain-2goroutines-speedup")
+	b.ReportMetric(float64(mp.Microseconds())/n, "plain-µs/entry")
+	b.ReportMetric(float64(m1.Microseconds())/n, "1core-µs/entry")
+	b.ReportMetric(float64(m2.Microseconds())/n, "2cores-µs/entry")
+	b.ReportMetric(float64(mf.Microseconds())/n, "floor-µs/bundle")
+	b.ReportMetric(float64(mp)/float64(m2), "x-plain(2cores)")
+	b.ReportMetric(float64(mp)/float64(m1), "x-plain(1core)")
+	b.ReportMetric(float64(m1)/float64(mf), "1core/floor")
+	b.ReportMetric(float64(m1)/float64(m2), "2cores-speedup")
+}
+
+// BenchmarkRegistryMemory runs N entries (N the sub-benchmark's name:
+// 1000 and 10000, or the list in MCPSIGN_REGISTRY_BENCH_ENTRIES, such as
+// "1000,100000") through Run, each a full verification of a bundle from
+// memory, and reports the peak heap in use sampled during the run (what
+// the collector had not yet freed included) and the largest live heap
+// (after a collection, once a second): flat in N.
+func BenchmarkRegistryMemory(b *testing.B) {
+	sizes := []int{1000, 10000}
+	if e := os.Getenv("MCPSIGN_REGISTRY_BENCH_ENTRIES"); e != "" {
+		sizes = nil
+		for _, f := range strings.Split(e, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			s := newBenchSet(b, 4)
+			v := s.verifier(b)
+			entries := s.entries
+			list := func(fn func([]byte) error) error {
+				for i := range n {
+					if err := fn(entries[i%len(entries)]); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			for b.Loop() {
+				runtime.GC()
+				var peak, live uint64
+				done := make(chan struct{})
+				go func() {
+					var ms runtime.MemStats
+					t := time.NewTicker(20 * time.Millisecond)
+					defer t.Stop()
+					for i := 0; ; i++ {
+						select {
+						case <-done:
+							return
+						case <-t.C:
+							if i%50 == 49 { // every second: what is live
+								runtime.GC()
+								runtime.ReadMemStats(&ms)
+								live = max(live, ms.HeapAlloc)
+								continue
+							}
+							runtime.ReadMemStats(&ms)
+							peak = max(peak, ms.HeapInuse)
+						}
+					}
+				}()
+				sum, err := v.Run(context.Background(), list, registry.RunOptions{})
+				close(done)
+				if err != nil || sum.Verified != n {
+					b.Fatalf("%+v %v", sum, err)
+				}
+				b.ReportMetric(float64(live)/(1<<20), "live-heap-MiB")
+				b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+			}
+		})
+	}
+}

@@ -1,0 +1,443 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/policy"
+)
+
+const dg = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+
+func serverJSON(name, version string, extra string) string {
+	return `{"name":"` + name + `","version":"` + version + `","description":"d"` + extra + `}`
+}
+
+func pointerMeta(url, digest string) string {
+	return `,"_meta":{"` + PublisherProvided + `":{"` + AttestationMember + `":{"bundleUrl":"` + url + `","bundleDigest":"` + digest + `"}}}`
+}
+
+func TestParseEntry(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, in string
+		err      error // from ParseEntry
+		attErr   error // Entry.AttestationErr
+		ptrs     int
+	}{
+		{"bare", serverJSON("a/b", "1", pointerMeta("https://x/b", dg)), nil, nil, 1},
+		{"api entry", `{"server":` + serverJSON("a/b", "1", pointerMeta("https://x/b", dg)) + `,"_meta":{}}`, nil, nil, 1},
+		{"list", serverJSON("a/b", "1", `,"_meta":{"`+PublisherProvided+`":{"`+AttestationMember+`":[{"bundleUrl":"https://x/1","bundleDigest":"`+dg+`"},{"bundleUrl":"https://x/2","bundleDigest":"`+strings.Replace(dg, "1", "2", -1)+`"}]}}`), nil, nil, 2},
+		{"none", serverJSON("a/b", "1", ""), nil, ErrNoAttestation, 0},
+		{"http bundle", serverJSON("a/b", "1", pointerMeta("http://x/b", dg)), nil, ErrAttestation, 0},
+		{"no digest", serverJSON("a/b", "1", `,"_meta":{"`+PublisherProvided+`":{"`+AttestationMember+`":{"bundleUrl":"https://x/b"}}}`), nil, ErrAttestation, 0},
+		{"inline bundle", serverJSON("a/b", "1", `,"_meta":{"`+PublisherProvided+`":{"`+AttestationMember+`":{"bundle":{}}}}`), nil, ErrAttestation, 0},
+		{"same bundle twice", serverJSON("a/b", "1", `,"_meta":{"`+PublisherProvided+`":{"`+AttestationMember+`":[{"bundleUrl":"https://x/1","bundleDigest":"`+dg+`"},{"bundleUrl":"https://x/2","bundleDigest":"`+dg+`"}]}}`), nil, ErrAttestation, 0},
+		{"repeated version", `{"name":"a/b","version":"1","version":"2"}`, ErrEntry, nil, 0},
+		{"case variant", `{"name":"a/b","Version":"2","version":"1"}`, ErrEntry, nil, 0},
+		{"no version", `{"name":"a/b"}`, ErrEntry, nil, 0},
+		{"deep", `{"name":"a/b","version":"1","x":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, ErrEntry, nil, 0},
+		{"both forms", `{"server":{},"name":"a/b"}`, ErrEntry, nil, 0},
+		{"bad package", serverJSON("a/b", "1", `,"packages":[{"registryType":"npm"}]`), ErrEntry, nil, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := ParseEntry([]byte(c.in), Limits{})
+			if !errors.Is(err, c.err) || (c.err == nil) != (err == nil) {
+				t.Fatalf("err %v, want %v", err, c.err)
+			}
+			if err != nil {
+				return
+			}
+			if !errors.Is(e.AttestationErr, c.attErr) || (c.attErr == nil) != (e.AttestationErr == nil) {
+				t.Fatalf("attestation err %v, want %v", e.AttestationErr, c.attErr)
+			}
+			if len(e.Pointers) != c.ptrs {
+				t.Fatalf("%d pointers, want %d", len(e.Pointers), c.ptrs)
+			}
+		})
+	}
+}
+
+func TestEntryTooLarge(t *testing.T) {
+	t.Parallel()
+	big := serverJSON("a/b", "1", `,"x":"`+strings.Repeat("a", 300<<10)+`"`)
+	if _, err := ParseEntry([]byte(big), Limits{}); !errors.Is(err, ErrEntry) {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestReadDump(t *testing.T) {
+	t.Parallel()
+	e1, e2 := serverJSON("a/b", "1", ""), serverJSON("a/c", "2", "")
+	page := `{"servers":[{"server":` + e1 + `},{"server":` + e2 + `}],"metadata":{"count":2}}`
+	for _, c := range []struct {
+		name, in string
+		n        int
+		err      bool
+	}{
+		{"lines", e1 + "\n" + e2 + "\n", 2, false},
+		{"array", "[" + e1 + "," + e2 + "]", 2, false},
+		{"page", page, 2, false},
+		{"mixed", page + "\n[" + e1 + "]\n" + e2, 4, false},
+		{"empty", "  \n", 0, false},
+		{"garbage", e1 + "\n{", 1, true},
+		{"stray", "]", 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n := 0
+			err := ReadDump(strings.NewReader(c.in), Limits{}, func([]byte) error { n++; return nil })
+			if (err != nil) != c.err || n != c.n {
+				t.Fatalf("%d entries, err %v", n, err)
+			}
+		})
+	}
+	// A value over the bound is refused before it is all read.
+	huge := `{"name":"a/b","version":"1","x":"` + strings.Repeat("a", 1<<20) + `"}`
+	err := ReadDump(strings.NewReader(huge), Limits{MaxPageBytes: 64 << 10}, func([]byte) error { return nil })
+	if !errors.Is(err, ErrPage) {
+		t.Fatalf("huge value: %v", err)
+	}
+	err = ReadDump(strings.NewReader(e1+e1+e1), Limits{MaxEntries: 2}, func([]byte) error { return nil })
+	if !errors.Is(err, ErrPage) {
+		t.Fatalf("entries bound: %v", err)
+	}
+}
+
+// hostileRegistry serves pages chosen by the test on /v0.1/servers.
+func hostileRegistry(t *testing.T, page func(cursor string, n int) (int, string)) (*httptest.Server, *atomic.Int64) {
+	var calls atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := int(calls.Add(1))
+		if r.URL.Path != "/v0.1/servers" {
+			http.NotFound(w, r)
+			return
+		}
+		status, body := page(r.URL.Query().Get("cursor"), n)
+		w.WriteHeader(status)
+		fmt.Fprint(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &calls
+}
+
+func TestClientHostile(t *testing.T) {
+	t.Parallel()
+	entry := `{"server":` + serverJSON("a/b", "1", "") + `}`
+	many := strings.TrimSuffix(strings.Repeat(entry+",", 1001), ",")
+	for _, c := range []struct {
+		name  string
+		page  func(cursor string, n int) (int, string)
+		want  string
+		calls int64 // at most
+	}{
+		{"cursor loop", func(cur string, n int) (int, string) {
+			next := map[string]string{"": "a", "a": "b", "b": "a"}[cur]
+			return 200, `{"servers":[` + entry + `],"metadata":{"nextCursor":"` + next + `"}}`
+		}, "loops", 3},
+		{"page flood", func(string, int) (int, string) {
+			return 200, `{"servers":[` + many + `],"metadata":{}}`
+		}, "servers in one page", 1},
+		{"endless pages", func(cur string, n int) (int, string) {
+			return 200, fmt.Sprintf(`{"servers":[%s],"metadata":{"nextCursor":"c%d"}}`, entry, n)
+		}, "more than 5 pages", 5},
+		{"empty page with cursor", func(string, int) (int, string) {
+			return 200, `{"servers":[],"metadata":{"nextCursor":"x"}}`
+		}, "empty page", 1},
+		{"garbage", func(string, int) (int, string) { return 200, `{"servers":[` }, "invalid registry page", 1},
+		{"huge", func(string, int) (int, string) {
+			return 200, `{"servers":[],"x":"` + strings.Repeat("a", 2<<20) + `"}`
+		}, "larger", 1},
+		{"status", func(string, int) (int, string) { return 500, "no" }, "status 500", 1},
+		{"repeated member", func(string, int) (int, string) { return 200, `{"servers":[],"servers":[]}` }, "repeated", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv, calls := hostileRegistry(t, c.page)
+			cl := Client{Base: srv.URL, HTTPClient: srv.Client(), Limits: Limits{MaxPages: 5, MaxPageBytes: 1 << 20}}
+			err := cl.Each(context.Background(), func([]byte) error { return nil })
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want %q", err, c.want)
+			}
+			if calls.Load() > c.calls {
+				t.Fatalf("%d requests, at most %d", calls.Load(), c.calls)
+			}
+		})
+	}
+}
+
+func TestClientPagesAndFallback(t *testing.T) {
+	t.Parallel()
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v0/servers" && r.URL.Query().Get("cursor") == "":
+			fmt.Fprint(w, `{"servers":[{"server":`+serverJSON("a/b", "1", "")+`}],"metadata":{"nextCursor":"n1"}}`)
+		case r.URL.Path == "/v0/servers" && r.URL.Query().Get("cursor") == "n1":
+			fmt.Fprint(w, `{"servers":[{"server":`+serverJSON("a/c", "1", "")+`}],"metadata":{}}`)
+		case r.URL.Path == "/v0/servers/a%2Fb/versions/1" || r.URL.RawPath == "/v0/servers/a%2Fb/versions/1":
+			fmt.Fprint(w, `{"server":`+serverJSON("a/b", "1", "")+`}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	cl := Client{Base: srv.URL}
+	err := cl.Each(context.Background(), func(raw []byte) error {
+		e, err := ParseEntry(raw, Limits{})
+		if err != nil {
+			return err
+		}
+		got = append(got, e.Name)
+		return nil
+	})
+	if err != nil || strings.Join(got, ",") != "a/b,a/c" {
+		t.Fatalf("%v %v", got, err)
+	}
+	e, err := cl.Version(context.Background(), "a/b", "1")
+	if err != nil || e.Name != "a/b" {
+		t.Fatalf("version: %v %v", e, err)
+	}
+	// A plain-http registry that is not on loopback is refused.
+	if err := (&Client{Base: "http://registry.example.com"}).Each(context.Background(), nil); !errors.Is(err, ErrFetch) {
+		t.Fatalf("http: %v", err)
+	}
+}
+
+func TestPackageBinding(t *testing.T) {
+	t.Parallel()
+	h := strings.Repeat("ab", 32)
+	st := func(version string, pkgs ...attest.Package) *attest.Statement {
+		s := &attest.Statement{}
+		s.Predicate.Server.Version = version
+		s.Predicate.Package = pkgs
+		return s
+	}
+	for _, c := range []struct {
+		name string
+		pkg  Package
+		st   *attest.Statement
+		ok   bool
+	}{
+		{"npm scoped", Package{RegistryType: "npm", Identifier: "@acme/notes", Version: "1.0.0"}, st("1.0.0", attest.Package{PURL: "pkg:npm/%40acme/notes@1.0.0"}), true},
+		{"npm other version", Package{RegistryType: "npm", Identifier: "@acme/notes", Version: "1.0.1"}, st("1.0.0", attest.Package{PURL: "pkg:npm/%40acme/notes@1.0.0"}), false},
+		{"npm other package", Package{RegistryType: "npm", Identifier: "@acme/other", Version: "1.0.0"}, st("1.0.0", attest.Package{PURL: "pkg:npm/%40acme/notes@1.0.0"}), false},
+		{"pypi normalized", Package{RegistryType: "pypi", Identifier: "Acme_Notes", Version: "1.0.0"}, st("1.0.0", attest.Package{PURL: "pkg:pypi/acme-notes@1.0.0"}), true},
+		{"mcpb", Package{RegistryType: "mcpb", Identifier: "https://x/n.mcpb", FileSHA256: h}, st("1.0.0", attest.Package{PURL: "pkg:generic/n@1.0.0", Digest: map[string]string{"sha256": h}}), true},
+		{"mcpb other file", Package{RegistryType: "mcpb", Identifier: "https://x/n.mcpb", FileSHA256: h}, st("1.0.0", attest.Package{PURL: "pkg:generic/n@1.0.0", Digest: map[string]string{"sha256": strings.Repeat("cd", 32)}}), false},
+		{"mcpb no hash", Package{RegistryType: "mcpb", Identifier: "https://x/n.mcpb"}, st("1.0.0"), false},
+		{"oci digest", Package{RegistryType: "oci", Identifier: "ghcr.io/acme/notes@sha256:" + h}, st("1.0.0", attest.Package{PURL: "pkg:oci/notes", Digest: map[string]string{"sha256": h}}), true},
+		{"oci tag only", Package{RegistryType: "oci", Identifier: "ghcr.io/acme/notes:1.0.0"}, st("1.0.0", attest.Package{PURL: "pkg:oci/notes", Digest: map[string]string{"sha256": h}}), false},
+		{"npm fileSha256 contradicts", Package{RegistryType: "npm", Identifier: "n", Version: "1.0.0", FileSHA256: h}, st("1.0.0", attest.Package{PURL: "pkg:npm/n@1.0.0", Digest: map[string]string{"sha256": strings.Repeat("cd", 32)}}), false},
+		{"unknown type", Package{RegistryType: "cargo", Identifier: "n", Version: "1"}, st("1.0.0"), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := &Entry{Name: "a/b", Version: "1.0.0", Packages: []Package{c.pkg}}
+			err := CheckBinding(e, c.st)
+			if (err == nil) != c.ok {
+				t.Fatalf("err %v", err)
+			}
+			if err != nil && !errors.Is(err, ErrBinding) {
+				t.Fatalf("not ErrBinding: %v", err)
+			}
+		})
+	}
+	if err := CheckBinding(&Entry{Version: "2.0.0"}, st("1.0.0")); !errors.Is(err, ErrBinding) {
+		t.Fatalf("another version: %v", err)
+	}
+}
+
+func TestShard(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"", "1", "4/4", "-1/4", "0/0", "01/4", "a/b", "0/70000"} {
+		if _, err := ParseShard(bad); !errors.Is(err, ErrShard) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	counts := make([]int, 4)
+	for i := range 1000 {
+		name := fmt.Sprintf("io.github.x%d/s", i)
+		in := 0
+		for j := range 4 {
+			if (Shard{I: j, N: 4}).Contains(name) {
+				in++
+				counts[j]++
+			}
+		}
+		if in != 1 {
+			t.Fatalf("%s in %d shards", name, in)
+		}
+	}
+	for j, c := range counts {
+		if c < 150 {
+			t.Errorf("shard %d has %d of 1000", j, c)
+		}
+	}
+}
+
+func TestHint(t *testing.T) {
+	t.Parallel()
+	in := "{\n  \"name\": \"a/b\",\n  \"version\": \"1.0.0\", // no\n  \"description\": \"d\"\n}\n"
+	in = strings.Replace(in, " // no", "", 1)
+	p := Pointer{URL: "https://example.com/b.json", Digest: dg}
+	out, err := Hint([]byte(in), []Pointer{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(out), "{\n  \"name\": \"a/b\",\n  \"version\": \"1.0.0\",\n  \"description\": \"d\",\n  \"_meta\": ") {
+		t.Fatalf("layout not kept:\n%s", out)
+	}
+	e, err := ParseServer(out, Limits{})
+	if err != nil || len(e.Pointers) != 1 || e.Pointers[0] != p {
+		t.Fatalf("%+v %v", e, err)
+	}
+	// Again, with two: replaced, other _meta members kept.
+	withOther := strings.Replace(string(out), `"dev.mcpsign/attestation"`, `"other": 1, "dev.mcpsign/attestation"`, 1)
+	p2 := Pointer{URL: "https://example.com/c.json", Digest: strings.Replace(dg, "1", "3", -1)}
+	out2, err := Hint([]byte(withOther), []Pointer{p, p2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out2, []byte(`"other": 1`)) {
+		t.Fatalf("other member lost: %s", out2)
+	}
+	if e, err := ParseServer(out2, Limits{}); err != nil || len(e.Pointers) != 2 {
+		t.Fatalf("%+v %v", e, err)
+	}
+	for _, bad := range [][]Pointer{nil, {{URL: "http://x/b", Digest: dg}}, {{URL: "https://x/b", Digest: "sha256:AB"}}} {
+		if _, err := Hint([]byte(in), bad); !errors.Is(err, ErrHint) {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
+	if _, err := Hint([]byte(`{"name":"a","name":"b"}`), []Pointer{p}); !errors.Is(err, ErrHint) {
+		t.Errorf("repeated member: %v", err)
+	}
+	// The registry keeps 4,096 bytes of publisher-provided _meta.
+	big := `{"name":"a/b","version":"1","_meta":{"` + PublisherProvided + `":{"x":"` + strings.Repeat("a", 4000) + `"}}}`
+	if _, err := Hint([]byte(big), []Pointer{p}); !errors.Is(err, ErrHint) {
+		t.Errorf("over 4096: %v", err)
+	}
+}
+
+func TestDumpRoundTrip(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	d := NewDumpWriter(&buf)
+	for i := range 3 {
+		e, err := ParseServer([]byte(serverJSON(fmt.Sprintf("a/b%d", i), "1", pointerMeta("https://x/b", dg))), Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &Result{Name: e.Name, Version: e.Version, Verified: true, Policy: "a/*", Bundles: []string{dg},
+			Signers: []Signer{{Method: "sigstore", Identity: "https://github.com/a/b/.github/workflows/r.yml@refs/tags/v1"}}, VerifiedAt: "2026-01-01T00:00:00Z", entry: e}
+		if err := d.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var seed []map[string]json.RawMessage // the official registry's seed format
+	if err := json.Unmarshal(buf.Bytes(), &seed); err != nil || len(seed) != 3 {
+		t.Fatalf("%v %d", err, len(seed))
+	}
+	n := 0
+	err := ReadDump(&buf, Limits{}, func(raw []byte) error {
+		e, err := ParseEntry(raw, Limits{})
+		if err != nil || len(e.Pointers) != 1 {
+			return fmt.Errorf("%v %v", e, err)
+		}
+		_, m, _ := jsonMembers(raw)
+		_, meta, _ := jsonMembers(m["_meta"])
+		var vb VerifiedBlock
+		if err := json.Unmarshal(meta[VerifiedMember], &vb); err != nil || vb.Policy != "a/*" || len(vb.Signers) != 1 {
+			return fmt.Errorf("verified block %s: %v", meta[VerifiedMember], err)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n != 3 {
+		t.Fatal(n, err)
+	}
+	if err := NewDumpWriter(&buf).Add(&Result{}); err == nil {
+		t.Fatal("a failed result was written")
+	}
+}
+
+// TestRunStopsOnEmitError: an Emit error ends the run, however many
+// entries are still in flight, and is returned.
+func TestRunStopsOnEmitError(t *testing.T) {
+	t.Parallel()
+	pf, err := policy.Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1}`), "/p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := New(Options{Policy: pf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(fn func([]byte) error) error {
+		for i := range 10000 {
+			if err := fn([]byte(serverJSON(fmt.Sprintf("a/b%d", i), "1", ""))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	stop := errors.New("stop")
+	n := 0
+	sum, err := v.Run(context.Background(), list, RunOptions{Workers: 4, Emit: func(r *Result) error {
+		if n++; n == 3 {
+			return stop
+		}
+		if r.Step != StepPolicy {
+			t.Errorf("%+v", r)
+		}
+		return nil
+	}})
+	if !errors.Is(err, stop) || sum.Entries > 3 {
+		t.Fatalf("%+v %v", sum, err)
+	}
+	// And a listing's error after some entries.
+	bad := errors.New("page 2 loops")
+	sum, err = v.Run(context.Background(), func(fn func([]byte) error) error {
+		fn([]byte(serverJSON("a/b", "1", "")))
+		return bad
+	}, RunOptions{})
+	if !errors.Is(err, bad) || sum.Entries != 1 || sum.Unmatched != 1 {
+		t.Fatalf("%+v %v", sum, err)
+	}
+}
+
+// TestPolicyStep: an entry no policy server names is unmatched; one whose
+// policy server cannot verify anything (no identity) fails, naming it.
+func TestPolicyStep(t *testing.T) {
+	t.Parallel()
+	pf, err := policy.Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{"a/*":{}}}`), "/p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := New(Options{Policy: pf})
+	var got []*Result
+	sum, err := v.Run(context.Background(), func(fn func([]byte) error) error {
+		fn([]byte(serverJSON("a/b", "1", pointerMeta("https://x/b", dg))))
+		return fn([]byte(serverJSON("c/d", "1", "")))
+	}, RunOptions{Emit: func(r *Result) error { got = append(got, r); return nil }})
+	if err != nil || sum.Failed != 1 || sum.Unmatched != 1 {
+		t.Fatalf("%+v %v", sum, err)
+	}
+	if got[0].Step != StepPolicy || got[0].Policy != "a/*" || !strings.Contains(got[0].Reason, "names no identity") {
+		t.Errorf("%+v", got[0])
+	}
+	if got[1].Step != StepPolicy || got[1].Policy != "" {
+		t.Errorf("%+v", got[1])
+	}
+}

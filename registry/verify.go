@@ -1,0 +1,447 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/policy"
+	"github.com/mcpsign/mcpsign/source"
+	"github.com/mcpsign/mcpsign/verify"
+)
+
+// The steps a Result may fail at, in order (docs/REGISTRY.md, "Output").
+const (
+	StepEntry       = "entry"       // the entry does not read
+	StepPolicy      = "policy"      // no policy server name matches it
+	StepAttestation = "attestation" // it points at no bundle, or the pointer does not read
+	StepFetch       = "fetch"       // a bundle could not be fetched, or its digest differs
+	StepSigner      = "signer"      // the repository signer is not the entry's repository
+	StepBinding     = "binding"     // the statement does not bind the entry's packages and version
+)
+
+// Signer is who signed an entry, as the verification established.
+type Signer struct {
+	Method   string `json:"method"`
+	Identity string `json:"identity"`
+	Issuer   string `json:"issuer,omitempty"`
+	// SourceRepository is the certificate's source repository (Fulcio
+	// extension 1.3.6.1.4.1.57264.1.12), when it has one.
+	SourceRepository string `json:"sourceRepository,omitempty"`
+}
+
+// Result is the verification of one entry: one JSON line of
+// `mcpsign registry verify --format json` (docs/JSON.md).
+type Result struct {
+	Name     string `json:"name"`
+	Version  string `json:"version"`
+	Verified bool   `json:"verified"`
+	// Policy is the policy server name that governs the entry (its name,
+	// or the namespace pattern).
+	Policy  string   `json:"policy,omitempty"`
+	Signers []Signer `json:"signers,omitempty"`
+	// Bundles are the digests of the bundles verified.
+	Bundles []string `json:"bundles,omitempty"`
+	// Step and Reason say where and why an entry failed. Step is one of
+	// the Step constants or a verification step (docs/VERIFY.md).
+	Step   string `json:"step,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// VerifiedAt is when the verification ended (a passing entry).
+	VerifiedAt string `json:"verifiedAt,omitempty"`
+
+	entry *Entry
+}
+
+// Entry is the entry the result is about (nil when it did not read).
+func (r *Result) Entry() *Entry { return r.entry }
+
+// Options configure a Verifier.
+type Options struct {
+	// Policy is the policy file; its server names match entries
+	// (policy.File.MatchRegistry).
+	Policy *policy.File
+	// Decider makes the policy decision; nil: one of its own with
+	// DeciderOptions (one trusted material load, shared by every entry).
+	Decider        *policy.Decider
+	DeciderOptions policy.DeciderOptions
+	// HTTPClient fetches bundles (TLS roots); nil: http.DefaultClient.
+	HTTPClient *http.Client
+	// MaxBundleBytes caps one bundle; 0: the bundle file cap.
+	MaxBundleBytes int64
+	// FetchTimeout bounds one bundle fetch; 0: source's default.
+	FetchTimeout time.Duration
+	// Fetch, when set, gets a bundle's bytes instead of an https fetch (a
+	// local mirror of the bundles); its bytes must still have the
+	// pointer's digest.
+	Fetch func(ctx context.Context, p Pointer) ([]byte, error)
+	// Limits bound the entries.
+	Limits Limits
+	// Now is the verification time recorded; nil: time.Now.
+	Now func() time.Time
+}
+
+// Verifier verifies registry entries under one policy. It is safe for
+// concurrent use.
+type Verifier struct {
+	opts    Options
+	decider *policy.Decider
+	// entries caches the prepared policy entry of each policy server
+	// name (those without a repository signer: theirs depends on the
+	// entry).
+	mu      sync.Mutex
+	entries map[string]*policy.Entry
+}
+
+// New returns a Verifier with opts.
+func New(opts Options) (*Verifier, error) {
+	if opts.Policy == nil {
+		return nil, errors.New("registry: no policy")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	d := opts.Decider
+	if d == nil {
+		d = policy.NewDecider(opts.DeciderOptions)
+	}
+	return &Verifier{opts: opts, decider: d, entries: map[string]*policy.Entry{}}, nil
+}
+
+func failed(r *Result, step string, err error) *Result {
+	r.Verified, r.Step, r.Reason = false, step, err.Error()
+	return r
+}
+
+// VerifyEntry verifies one entry, raw as a page or a dump gives it (an API
+// entry or a bare server.json). It never returns nil: an entry that fails
+// says at which step and why.
+func (v *Verifier) VerifyEntry(ctx context.Context, raw []byte) *Result {
+	e, err := ParseEntry(raw, v.opts.Limits)
+	if err != nil {
+		r := &Result{}
+		if e != nil {
+			r.Name, r.Version = e.Name, e.Version
+		}
+		return failed(r, StepEntry, err)
+	}
+	return v.Verify(ctx, e)
+}
+
+// Verify verifies a parsed entry: the policy server that governs it,
+// its bundles (fetched and digest-checked first), the policy decision on
+// them, the repository signer, and what each statement binds.
+func (v *Verifier) Verify(ctx context.Context, e *Entry) *Result {
+	r := &Result{Name: e.Name, Version: e.Version, entry: e}
+	name, ok := v.opts.Policy.MatchRegistry(e.Name)
+	if !ok {
+		return failed(r, StepPolicy, fmt.Errorf("%w: no policy server is %s or %s: not verified", policy.ErrNoServer, textsafe.Quote(e.Name), textsafe.Quote(Namespace(e.Name)+"/*")))
+	}
+	r.Policy = name
+	if e.AttestationErr != nil {
+		return failed(r, StepAttestation, e.AttestationErr)
+	}
+	// The policy entry is prepared (its trust loaded, once) only for an
+	// entry that has bundles to verify.
+	pe, err := v.prepare(ctx, name, e)
+	if err != nil {
+		step := StepPolicy
+		if errors.Is(err, policy.ErrNoRepositorySigner) {
+			step = StepSigner
+		}
+		return failed(r, step, err)
+	}
+	bundles := make([][]byte, 0, len(e.Pointers))
+	for _, p := range e.Pointers {
+		b, err := v.fetch(ctx, p)
+		if err != nil {
+			return failed(r, StepFetch, err)
+		}
+		bundles = append(bundles, b)
+	}
+	dec, err := pe.Decide(ctx, bundles, nil)
+	if err != nil {
+		var se *verify.StepError
+		step := "verify"
+		if errors.As(err, &se) {
+			step = string(se.Step)
+		}
+		return failed(r, step, err)
+	}
+	if err := checkRepositorySigner(pe.Resolved(), e, dec); err != nil {
+		return failed(r, StepSigner, err)
+	}
+	for i, res := range dec.Results {
+		if err := CheckBinding(e, res.Statement); err != nil {
+			if len(dec.Results) > 1 {
+				err = fmt.Errorf("bundle %d: %w", i, err)
+			}
+			return failed(r, StepBinding, err)
+		}
+		r.Bundles = append(r.Bundles, res.BundleDigest)
+	}
+	for _, s := range dec.Signers {
+		if s.Counted < 0 {
+			continue
+		}
+		sg := Signer{Method: string(s.Result.Method), Identity: s.Result.Identity, Issuer: s.Result.Issuer}
+		if c := s.Result.Certificate; c != nil {
+			sg.SourceRepository = c.Extensions.SourceRepositoryURI
+		}
+		r.Signers = append(r.Signers, sg)
+	}
+	r.Verified, r.VerifiedAt = true, v.opts.Now().UTC().Format(time.RFC3339)
+	return r
+}
+
+// fetch gets the bundle p points at, its digest checked before anything
+// parses it.
+func (v *Verifier) fetch(ctx context.Context, p Pointer) ([]byte, error) {
+	if v.opts.Fetch == nil {
+		return source.FetchBundle(ctx, p.URL, p.Digest, source.BundleOptions{HTTPClient: v.opts.HTTPClient, MaxBytes: v.opts.MaxBundleBytes, Timeout: v.opts.FetchTimeout})
+	}
+	b, err := v.opts.Fetch(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", source.ErrBundleFetch, err)
+	}
+	if got := PointerDigest(b); got != p.Digest {
+		return nil, fmt.Errorf("%w: %s has %s, the entry lists %s", source.ErrBundleDigest, textsafe.Quote(p.URL), got, p.Digest)
+	}
+	return b, nil
+}
+
+// prepare returns the prepared policy entry that governs e: cached per
+// policy server, except with a repository signer, whose identity is the
+// entry's own.
+func (v *Verifier) prepare(ctx context.Context, name string, e *Entry) (*policy.Entry, error) {
+	v.mu.Lock()
+	pe, cached := v.entries[name]
+	v.mu.Unlock()
+	if cached {
+		return pe, nil
+	}
+	r, err := v.opts.Policy.ResolveRegistry(e.Name)
+	if err != nil {
+		return nil, err
+	}
+	derived := r.RepositorySigner != nil
+	if r, err = r.ForRepository(e.RepositoryURL); err != nil {
+		return nil, err
+	}
+	if pe, err = v.decider.Prepare(ctx, r); err != nil {
+		return nil, err
+	}
+	if !derived {
+		v.mu.Lock()
+		v.entries[name] = pe
+		v.mu.Unlock()
+	}
+	return pe, nil
+}
+
+// checkRepositorySigner requires, of every signer that counted for the
+// identity derived from the entry's repository (the last one), that the
+// certificate's source repository is that repository.
+func checkRepositorySigner(r *policy.Resolved, e *Entry, dec *policy.Decision) error {
+	if r.RepositorySigner == nil {
+		return nil
+	}
+	want, err := policy.RepositoryURI(e.RepositoryURL)
+	if err != nil {
+		return err
+	}
+	derived := len(r.Identities) - 1
+	for _, s := range dec.Signers {
+		if !slices.Contains(s.Identities, derived) {
+			continue
+		}
+		got := ""
+		if c := s.Result.Certificate; c != nil {
+			got = c.Extensions.SourceRepositoryURI
+		}
+		if got != want {
+			return fmt.Errorf("%w: the certificate's source repository is %s, the entry's repository is %s", policy.ErrNoRepositorySigner, textsafe.Quote(got), textsafe.Quote(want))
+		}
+	}
+	return nil
+}
+
+// RunOptions configure Run.
+type RunOptions struct {
+	// Workers verify in parallel; 0: GOMAXPROCS.
+	Workers int
+	// Shard keeps only the entries of one shard; the zero value keeps all.
+	Shard Shard
+	// Emit receives each result in the order of the source; its error
+	// stops the run.
+	Emit func(*Result) error
+}
+
+// Summary counts a run's results: Unmatched are the entries no policy
+// server governs, Failed the others that did not verify.
+type Summary struct {
+	Entries, Verified, Failed, Unmatched, OtherShards int
+}
+
+// Run verifies every entry that list gives (Client.Each, or ReadDump over
+// a file), in parallel, and emits the results in the source's order. At
+// most a few entries per worker are in flight, so memory stays flat in
+// the number of entries. An error of the source (a cursor loop, a page
+// over the bounds) ends the run after the results before it; one bad
+// entry does not.
+func (v *Verifier) Run(ctx context.Context, list func(fn func(raw []byte) error) error, o RunOptions) (Summary, error) {
+	var sum Summary
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type job struct {
+		seq int
+		raw []byte
+		res chan *Result
+	}
+	jobs := make(chan job)
+	order := make(chan job, 4*workers) // the window: results in source order
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				j.res <- v.shardVerify(ctx, j.raw, o.Shard)
+			}
+		}()
+	}
+	var listErr error
+	go func() {
+		defer close(order)
+		defer close(jobs)
+		seq := 0
+		listErr = list(func(raw []byte) error {
+			j := job{seq: seq, raw: slices.Clone(raw), res: make(chan *Result, 1)}
+			seq++
+			select {
+			case order <- j:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			select {
+			case jobs <- j:
+			case <-ctx.Done():
+				j.res <- nil // in the window: its turn must not wait
+				return ctx.Err()
+			}
+			return nil
+		})
+	}()
+	var emitErr error
+	for j := range order {
+		r := <-j.res
+		if r == nil || emitErr != nil {
+			if r == nil {
+				sum.OtherShards++
+			}
+			continue
+		}
+		sum.Entries++
+		switch {
+		case r.Verified:
+			sum.Verified++
+		case r.Step == StepPolicy && r.Policy == "":
+			sum.Unmatched++
+		default:
+			sum.Failed++
+		}
+		if o.Emit != nil {
+			if emitErr = o.Emit(r); emitErr != nil {
+				cancel()
+			}
+		}
+	}
+	wg.Wait()
+	if emitErr != nil {
+		return sum, emitErr
+	}
+	return sum, listErr
+}
+
+// shardVerify verifies raw when its entry belongs to shard s; nil when it
+// does not. An entry whose name cannot be read belongs to shard 0.
+func (v *Verifier) shardVerify(ctx context.Context, raw []byte, s Shard) *Result {
+	e, err := ParseEntry(raw, v.opts.Limits)
+	if err != nil {
+		name := ""
+		if e != nil {
+			name = e.Name
+		}
+		if !s.Contains(name) {
+			return nil
+		}
+		r := &Result{Name: name}
+		if e != nil {
+			r.Version = e.Version
+		}
+		return failed(r, StepEntry, err)
+	}
+	if !s.Contains(e.Name) {
+		return nil
+	}
+	return v.Verify(ctx, e)
+}
+
+// List returns the listing of src for Run: a registry base URL (http or
+// https: Client.Each), "-" for r, or a file (ReadDump).
+func List(ctx context.Context, src string, c Client, r io.Reader) func(fn func(raw []byte) error) error {
+	if strings.HasPrefix(src, "https://") || strings.HasPrefix(src, "http://") {
+		c.Base = src
+		return func(fn func(raw []byte) error) error { return c.Each(ctx, fn) }
+	}
+	return func(fn func(raw []byte) error) error {
+		in := r
+		if src != "-" {
+			f, err := os.Open(src)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			in = f
+		}
+		return ReadDump(in, c.Limits, fn)
+	}
+}
+
+// Text is the result as one line for people, every server string escaped.
+func (r *Result) Text() string {
+	name := textsafe.Quote(r.Name) + " " + textsafe.Quote(r.Version)
+	if r.Verified {
+		var who []string
+		for _, s := range r.Signers {
+			who = append(who, textsafe.Escape(s.Identity))
+		}
+		return "VERIFIED " + name + " signed by " + strings.Join(who, ", ")
+	}
+	return "FAILED   " + name + " at step " + r.Step + ": " + textsafe.Escape(r.Reason)
+}
+
+// Table is the summary of a run as a small table for a terminal.
+func (s Summary) Table() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-28s %8d\n", "entries", s.Entries)
+	fmt.Fprintf(&b, "%-28s %8d\n", "verified", s.Verified)
+	fmt.Fprintf(&b, "%-28s %8d\n", "failed", s.Failed)
+	fmt.Fprintf(&b, "%-28s %8d\n", "no policy server matches", s.Unmatched)
+	if s.OtherShards > 0 {
+		fmt.Fprintf(&b, "%-28s %8d\n", "in other shards", s.OtherShards)
+	}
+	return b.String()
+}
