@@ -13,6 +13,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/source"
+	"github.com/mcpsign/mcpsign/source/progress"
 )
 
 // SourceOptions are the flags that say how to read a SOURCE: a snapshot
@@ -80,7 +81,7 @@ func (o *SourceOptions) Spec(cmd *cobra.Command, args []string) (source.Spec, er
 // --verbose, one line a step; else, when stderr is a terminal and not
 // --quiet, a spinner on stderr says what the listing waits for, and when it
 // is not, one line does if the listing takes more than a few seconds
-// (progress.go).
+// (source/progress).
 // Nothing of it ever goes to stdout.
 func (o *SourceOptions) Options(stderr io.Writer, stderrIsTerminal bool) (source.Options, func(), error) {
 	headers, err := mcpwire.ParseHeaders(o.Headers, os.LookupEnv)
@@ -106,17 +107,11 @@ func (o *SourceOptions) Options(stderr io.Writer, stderrIsTerminal bool) (source
 	switch {
 	case o.Verbose:
 		opts.Stderr = stderr
-		opts.Progress = func(stage string, page int) {
-			if page > 0 {
-				fmt.Fprintf(stderr, "mcpsign: %s page %d\n", stage, page)
-			} else {
-				fmt.Fprintf(stderr, "mcpsign: %s\n", stage)
-			}
-		}
+		opts.Progress = progress.Lines(stderr)
 	case stderrIsTerminal && !o.Quiet:
-		opts.Progress, done = TerminalProgress(stderr)
+		opts.Progress, done = progress.Terminal(stderr)
 	case !o.Quiet:
-		opts.Progress, done = SlowNotice(stderr, o.Timeout)
+		opts.Progress, done = progress.SlowNotice(stderr, o.Timeout, progress.SlowNoticeDelay, "--timeout")
 	}
 	return opts, done, nil
 }

@@ -1,4 +1,4 @@
-package options
+package progress
 
 import (
 	"strings"
@@ -32,7 +32,7 @@ func (s *syncBuf) String() string {
 func TestSlowNotice(t *testing.T) {
 	t.Run("hangs", func(t *testing.T) {
 		w := &syncBuf{mu: make(chan struct{}, 1)}
-		progress, done := slowNotice(w, 30*time.Second, 20*time.Millisecond)
+		progress, done := SlowNotice(w, 30*time.Second, 20*time.Millisecond, "--timeout")
 		progress(source.StageStart, 0)
 		progress(source.StageInitialize, 0)
 		deadline := time.Now().Add(10 * time.Second)
@@ -47,7 +47,7 @@ func TestSlowNotice(t *testing.T) {
 	})
 	t.Run("quick", func(t *testing.T) {
 		w := &syncBuf{mu: make(chan struct{}, 1)}
-		progress, done := slowNotice(w, 30*time.Second, 50*time.Millisecond)
+		progress, done := SlowNotice(w, 30*time.Second, 50*time.Millisecond, "--timeout")
 		progress(source.StageStart, 0)
 		done()
 		time.Sleep(100 * time.Millisecond) // past the delay: the stopped timer wrote nothing
@@ -57,23 +57,11 @@ func TestSlowNotice(t *testing.T) {
 	})
 	t.Run("no stages", func(t *testing.T) {
 		w := &syncBuf{mu: make(chan struct{}, 1)}
-		_, done := slowNotice(w, 30*time.Second, time.Millisecond)
+		_, done := SlowNotice(w, 30*time.Second, time.Millisecond, "--timeout")
 		time.Sleep(20 * time.Millisecond)
 		done()
 		if got := w.String(); got != "" {
 			t.Errorf("a file source noticed: %q", got)
 		}
 	})
-}
-
-func TestPositiveDuration(t *testing.T) {
-	var d time.Duration
-	for _, bad := range []string{"0", "0s", "-1s", "6", "x"} {
-		if err := (positiveDuration{&d}).Set(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-	if err := (positiveDuration{&d}).Set("6s"); err != nil || d != 6*time.Second {
-		t.Errorf("6s: %v %v", d, err)
-	}
 }
