@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
@@ -205,19 +204,15 @@ func (d *Decider) key(path string) (crypto.PublicKey, error) {
 
 // readKey reads the PEM public key file of a key identity.
 func readKey(path string) (crypto.PublicKey, error) {
-	data, err := boundedfile.Read(path, maxKeyFileBytes, nil)
-	if err != nil {
-		return nil, fmt.Errorf("key: %w", err)
+	pub, err := trustroot.ReadPublicKeyFile(path)
+	var fe *trustroot.KeyFileError
+	switch {
+	case errors.As(err, &fe) && fe.Read:
+		return nil, fmt.Errorf("key: %w", fe.Err)
+	case errors.As(err, &fe):
+		return nil, fmt.Errorf("key %s: %w", path, fe.Err)
 	}
-	v, err := trustroot.ParsePublicKeyPEM(data)
-	if err != nil {
-		return nil, fmt.Errorf("key %s: want a PEM public key (PUBLIC KEY block): %w", path, err)
-	}
-	pub, err := v.PublicKey()
-	if err != nil {
-		return nil, fmt.Errorf("key %s: %w", path, err)
-	}
-	return pub, nil
+	return pub, err
 }
 
 // Decision is what a decision established. It is returned with a

@@ -1,15 +1,12 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/mcpsign/mcpsign/evidence"
-	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/trustroot"
 )
-
-// maxKeyFileBytes bounds a public key file the policy names.
-const maxKeyFileBytes = 64 << 10
 
 // LoadKeys reads the public key file of every key identity (Read calls
 // it): a file that cannot be read or holds no PEM public key mcpsign
@@ -49,17 +46,10 @@ func (f *File) LoadKeys() error {
 
 // keyIDOfFile is the key ID of the PEM public key in the file at path.
 func keyIDOfFile(path string) (string, error) {
-	data, err := boundedfile.Read(path, maxKeyFileBytes, nil)
-	if err != nil {
-		return "", err
-	}
-	v, err := trustroot.ParsePublicKeyPEM(data)
-	if err != nil {
-		return "", fmt.Errorf("want a PEM public key (PUBLIC KEY block): %w", err)
-	}
-	pub, err := v.PublicKey()
-	if err != nil {
-		return "", err
+	pub, err := trustroot.ReadPublicKeyFile(path)
+	var fe *trustroot.KeyFileError
+	if errors.As(err, &fe) {
+		return "", fe.Err
 	}
 	return evidence.KeyID(pub)
 }

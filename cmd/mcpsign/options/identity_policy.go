@@ -2,17 +2,14 @@ package options
 
 import (
 	"crypto"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/pflag"
 
-	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/trustroot"
 	"github.com/mcpsign/mcpsign/verify"
 )
-
-// maxKeyFileBytes bounds a --key file.
-const maxKeyFileBytes = 64 << 10
 
 // identityFlags are the flags that name a signer; none of them may be given
 // empty (an empty regular expression would match anything).
@@ -57,17 +54,13 @@ func (o *IdentityOptions) PublicKey() (crypto.PublicKey, error) {
 	if o.Key == "" {
 		return nil, nil
 	}
-	data, err := boundedfile.Read(o.Key, maxKeyFileBytes, nil)
-	if err != nil {
-		return nil, fmt.Errorf("--key: %w", err)
+	pub, err := trustroot.ReadPublicKeyFile(o.Key)
+	var fe *trustroot.KeyFileError
+	switch {
+	case errors.As(err, &fe) && fe.Read:
+		return nil, fmt.Errorf("--key: %w", fe.Err)
+	case errors.As(err, &fe):
+		return nil, fmt.Errorf("--key %s: %w", o.Key, fe.Err)
 	}
-	v, err := trustroot.ParsePublicKeyPEM(data)
-	if err != nil {
-		return nil, fmt.Errorf("--key %s: want a PEM public key (PUBLIC KEY block): %w", o.Key, err)
-	}
-	pub, err := v.PublicKey()
-	if err != nil {
-		return nil, fmt.Errorf("--key %s: %w", o.Key, err)
-	}
-	return pub, nil
+	return pub, err
 }
