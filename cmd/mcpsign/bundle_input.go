@@ -41,14 +41,40 @@ func newBundleInput(a *app, vo *options.VerifyOptions) (*bundleInput, error) {
 // early reads a bundle file or fetches a bundle URL, before the source is
 // read; a bundle from the server comes only with its snapshot (nil here).
 func (b *bundleInput) early(ctx context.Context) ([]byte, error) {
-	if b.FromServer {
-		return nil, nil
+	data, err := b.Early(ctx)
+	return data, bundleFlag(err)
+}
+
+// bundleFlag names --bundle in the error of a bundle file or URL that
+// cannot be read (*pinbundle.ReadError).
+func bundleFlag(err error) error {
+	if errors.As(err, new(*pinbundle.ReadError)) {
+		return fmt.Errorf("--bundle: %w", err)
 	}
-	data, err := b.Read(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("--bundle: %w", err)
+	return err
+}
+
+// freshBundleFlag is bundleFlag for a bundle read anew for the proxy's
+// verification (pinbundle.Location.Fresh): a file that cannot be read is
+// said as such.
+func freshBundleFlag(err error) error {
+	var re *pinbundle.ReadError
+	if errors.As(err, &re) && re.Location.File != "" {
+		return fmt.Errorf("reading the bundle: %w", bundleFlag(err))
 	}
-	return data, nil
+	return bundleFlag(err)
+}
+
+// verifier is the proxy's VerifyFunc of the input.
+func (b *bundleInput) verifier(v *verify.Verifier) proxy.VerifyFunc {
+	vf := pinbundle.VerifierOf(v, func(ctx context.Context, snap *digest.Snapshot) ([]byte, error) {
+		data, err := b.Fresh(ctx, snap)
+		return data, freshBundleFlag(err)
+	})
+	return func(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error) {
+		p, err := vf(ctx, snap)
+		return p, withFlagHint(err)
+	}
 }
 
 // writeVerifyFailure reports a verification that failed before it began
@@ -64,85 +90,7 @@ func writeVerifyFailure(a *app, asJSON bool, verr error) error {
 // JSON or text.
 func writeVerifyReport(a *app, asJSON bool, res *verify.Result, verr error) error {
 	if asJSON {
-		return writeVerifyJSON(a.stdout, verify.NewReport(res, verr))
+		return writeJSON(a.stdout, verify.NewReport(res, verr))
 	}
 	return writeVerifyText(a.stdout, res, verr)
-}
-
-// get returns the bundle to verify snap against, read anew.
-func (b *bundleInput) get(ctx context.Context, snap *digest.Snapshot) ([]byte, error) {
-	if b.FromServer {
-		return b.Read(ctx, snap)
-	}
-	data, err := b.early(ctx)
-	if err != nil && b.File != "" {
-		return nil, fmt.Errorf("reading the bundle: %w", err)
-	}
-	return data, err
-}
-
-// verifier is the proxy's VerifyFunc of the input.
-func (b *bundleInput) verifier(v *verify.Verifier) proxy.VerifyFunc {
-	vf := pinbundle.VerifierOf(v, b.get)
-	return func(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error) {
-		p, err := vf(ctx, snap)
-		return p, withFlagHint(err)
-	}
-}
-
-// bundleSet is the bundles of a decision under --policy.
-type bundleSet []*bundleInput
-
-// early reads the bundles that come before the source: nil for one the
-// server advertises, read with the snapshot (served).
-func (s bundleSet) early(ctx context.Context) ([][]byte, error) {
-	bundles := make([][]byte, 0, len(s))
-	for _, b := range s {
-		data, err := b.early(ctx)
-		if err != nil {
-			return nil, err
-		}
-		bundles = append(bundles, data)
-	}
-	return bundles, nil
-}
-
-// served reads the bundles the server of snap advertises into bundles.
-func (s bundleSet) served(ctx context.Context, bundles [][]byte, snap *digest.Snapshot) (err error) {
-	for i, b := range s {
-		if b.FromServer {
-			if bundles[i], err = b.Read(ctx, snap); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// lockBundles re-verify a lock (policy.LockCheck.Bundles): with no
-// snapshot, pinbundle.ErrNeedsServer when one is the server's.
-func (s bundleSet) lockBundles(ctx context.Context, snap *digest.Snapshot) ([][]byte, error) {
-	bundles, err := s.early(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, b := range s {
-		if b.FromServer && snap == nil {
-			return nil, pinbundle.ErrNeedsServer
-		}
-	}
-	return bundles, s.served(ctx, bundles, snap)
-}
-
-// proxyBundles are the bundles of the proxy's verification, read anew.
-func (s bundleSet) proxyBundles(ctx context.Context, snap *digest.Snapshot) ([][]byte, error) {
-	var bundles [][]byte
-	for _, b := range s {
-		data, err := b.get(ctx, snap)
-		if err != nil {
-			return nil, err
-		}
-		bundles = append(bundles, data)
-	}
-	return bundles, nil
 }

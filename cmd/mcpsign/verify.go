@@ -329,7 +329,7 @@ func verifyInputs(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, g
 func reportInputError(a *app, asJSON bool) func(error) error {
 	return func(err error) error {
 		if asJSON {
-			_ = writeVerifyJSON(a.stdout, verify.NewReport(nil, err))
+			_ = writeJSON(a.stdout, verify.NewReport(nil, err))
 		}
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/proxy"
 	"github.com/mcpsign/mcpsign/source"
@@ -88,11 +89,8 @@ func policyHint(r *policy.Resolved) func(error) error {
 
 // policyBundleInputs are the bundles to verify: every --bundle, else the
 // one the policy names.
-func policyBundleInputs(a *app, f *verifyFlags, r *policy.Resolved) (bundleSet, error) {
-	var out bundleSet
-	for _, l := range r.BundleLocations(f.vo.Bundles, source.BundleOptions{HTTPClient: a.httpClient}) {
-		out = append(out, &bundleInput{l})
-	}
+func policyBundleInputs(a *app, f *verifyFlags, r *policy.Resolved) (pinbundle.Locations, error) {
+	out := pinbundle.Locations(r.BundleLocations(f.vo.Bundles, source.BundleOptions{HTTPClient: a.httpClient}))
 	if len(out) == 0 {
 		return nil, fmt.Errorf("--bundle FILE is required: the policy names no bundle for server %s", textsafe.Quote(r.Name))
 	}
@@ -112,14 +110,14 @@ func decideServed(cmd *cobra.Command, a *app, f *verifyFlags, r *policy.Resolved
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	bundles, err := inputs.early(ctx)
-	if err != nil {
+	bundles, err := inputs.Early(ctx)
+	if err = bundleFlag(err); err != nil {
 		return nil, nil, nil, err
 	}
 	if snap, err = loadSource(cmd, a, &f.src, args); err != nil {
 		return nil, nil, nil, err
 	}
-	if verr = inputs.served(ctx, bundles, snap); verr != nil {
+	if verr = inputs.Served(ctx, bundles, snap); verr != nil {
 		return snap, nil, verr, nil
 	}
 	dec, verr = e.Decide(ctx, bundles, snap)
@@ -226,7 +224,8 @@ func checkLockInForce(ctx context.Context, a *app, f *verifyFlags, r *policy.Res
 			if err != nil {
 				return nil, err
 			}
-			return inputs.lockBundles(ctx, snap)
+			bundles, err := inputs.ForLock(ctx, snap)
+			return bundles, bundleFlag(err)
 		}
 	}
 	var st policy.LockStanding
@@ -322,7 +321,10 @@ func policyVerifyFunc(ctx context.Context, a *app, f *verifyFlags, r *policy.Res
 	if err != nil {
 		return nil, err
 	}
-	vf := e.VerifyFunc(inputs.proxyBundles)
+	vf := e.VerifyFunc(func(ctx context.Context, snap *digest.Snapshot) ([][]byte, error) {
+		bundles, err := inputs.Fresh(ctx, snap)
+		return bundles, freshBundleFlag(err)
+	})
 	return func(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error) {
 		v, err := vf(ctx, snap)
 		return v, withFlagHint(err)

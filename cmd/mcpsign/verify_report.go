@@ -1,18 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 
 	"github.com/mcpsign/mcpsign/verify"
 )
-
-func writeVerifyJSON(w io.Writer, r *verify.Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
 
 // writeVerifyText writes the human report (verify.WriteResultText), with
 // bundleHint after a bundle that cannot be read, unless the bundle was the

@@ -1,0 +1,49 @@
+package pinbundle
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/mcpsign/mcpsign/digest"
+)
+
+// TestLocations: bundles before the server in order, nil in the place of
+// the server's; a bundle of the server with no snapshot is ErrNeedsServer
+// for a lock, after the files are read; a file that cannot be read is a
+// ReadError naming it, and no ReadError hides an advertised one.
+func TestLocations(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.json")
+	if err := os.WriteFile(a, []byte(`{"a":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "none.json")
+	file := Location{File: a}
+	server := Location{FromServer: true}
+
+	got, err := Locations{file, server}.Early(ctx)
+	if err != nil || len(got) != 2 || string(got[0]) != `{"a":1}` || got[1] != nil {
+		t.Fatalf("Early: %q, %v", got, err)
+	}
+	if _, err := (Locations{server, file}).ForLock(ctx, nil); !errors.Is(err, ErrNeedsServer) {
+		t.Errorf("ForLock without a snapshot: %v, want ErrNeedsServer", err)
+	}
+	// The file is read first: its error, not the server's absence.
+	_, err = Locations{server, {File: missing}}.ForLock(ctx, nil)
+	var re *ReadError
+	if !errors.As(err, &re) || re.Location.File != missing || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ForLock with a missing file: %v, want a ReadError of it", err)
+	}
+	if got, err := (Locations{file}).Fresh(ctx, nil); err != nil || string(got[0]) != `{"a":1}` {
+		t.Errorf("Fresh: %q, %v", got, err)
+	}
+	// A snapshot that advertises nothing: the server's refusal, no ReadError.
+	_, err = server.Fresh(ctx, &digest.Snapshot{})
+	if err == nil || !errors.Is(err, ErrAdvertised) || errors.As(err, &re) {
+		t.Errorf("Fresh of a server that advertises nothing: %v", err)
+	}
+}
