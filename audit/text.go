@@ -78,3 +78,31 @@ func orNone(d string) string {
 	}
 	return d
 }
+
+// WriteText writes what Check found of the log at path, as 'mcpsign audit
+// verify' prints it: the events, the anchors reached (anchors, when any
+// were given) and the head.
+func (s Summary) WriteText(w io.Writer, path string, anchors int) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "audit log %s: %d event(s), the chain verifies", textsafe.Escape(path), s.Events)
+	if anchors > 0 {
+		fmt.Fprintf(&b, " and reaches %d anchor(s)", anchors)
+	}
+	fmt.Fprintf(&b, "\nhead: %s\n", s.Head)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteText writes what Repair did to the log at path, one line.
+func (r Repaired) WriteText(w io.Writer, path string) error {
+	var err error
+	switch p := textsafe.Escape(path); {
+	case r.Newline:
+		_, err = fmt.Fprintf(w, "audit log %s: its last event had lost its newline; the newline was written back, nothing cut\n", p)
+	case r.Cut > 0:
+		_, err = fmt.Fprintf(w, "audit log %s: cut a partial last line (%d bytes)\n", p, r.Cut)
+	default:
+		_, err = fmt.Fprintf(w, "audit log %s is whole: nothing to repair\n", p)
+	}
+	return err
+}

@@ -90,12 +90,7 @@ func runAuditVerify(cmd *cobra.Command, a *app, args []string, o *options.AuditV
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "audit log %s: %d event(s), the chain verifies", textsafe.Escape(args[0]), sum.Events)
-	if len(anchors) > 0 {
-		fmt.Fprintf(a.stdout, " and reaches %d anchor(s)", len(anchors))
-	}
-	fmt.Fprintf(a.stdout, "\nhead: %s\n", sum.Head)
-	return nil
+	return sum.WriteText(a.stdout, args[0], len(anchors))
 }
 
 func newAuditRepairCmd(a *app) *cobra.Command {
@@ -133,15 +128,7 @@ func runAuditRepair(cmd *cobra.Command, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case done.Newline:
-		fmt.Fprintf(a.stdout, "audit log %s: its last event had lost its newline; the newline was written back, nothing cut\n", textsafe.Escape(args[0]))
-	case done.Cut > 0:
-		fmt.Fprintf(a.stdout, "audit log %s: cut a partial last line (%d bytes)\n", textsafe.Escape(args[0]), done.Cut)
-	default:
-		fmt.Fprintf(a.stdout, "audit log %s is whole: nothing to repair\n", textsafe.Escape(args[0]))
-	}
-	return nil
+	return done.WriteText(a.stdout, args[0])
 }
 
 func newAuditShowCmd(a *app) *cobra.Command {
