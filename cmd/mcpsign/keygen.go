@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/evidence"
@@ -94,27 +92,6 @@ func passwordFunc(a *app, envVar, what string) sign.PasswordFunc {
 			}
 			return nil, fmt.Errorf("%w: pass --password-env VAR naming an environment variable that holds it, or run at a terminal to be asked", sign.ErrPasswordRequired)
 		}
-		fmt.Fprintf(a.stderr, "Password for %s: ", what)
-		pw, err := term.ReadPassword(int(f.Fd()))
-		fmt.Fprintln(a.stderr)
-		if err != nil {
-			return nil, fmt.Errorf("reading the password: %w", err)
-		}
-		if !confirm {
-			return pw, nil
-		}
-		fmt.Fprintf(a.stderr, "Password again: ")
-		again, err := term.ReadPassword(int(f.Fd()))
-		fmt.Fprintln(a.stderr)
-		if err != nil {
-			return nil, fmt.Errorf("reading the password: %w", err)
-		}
-		same := bytes.Equal(pw, again)
-		clear(again)
-		if !same {
-			clear(pw)
-			return nil, errors.New("the passwords do not match")
-		}
-		return pw, nil
+		return sign.PromptPassword(f, a.stderr, what, confirm)
 	}
 }
