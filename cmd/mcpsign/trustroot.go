@@ -118,16 +118,19 @@ func runTrustrootFetch(cmd *cobra.Command, a *app, output string, scOutput strin
 			return err
 		}
 	}
-	if err := atomicfile.Write(output, data, atomicfile.Options{Overwrite: force}); err != nil {
+	if err := writeTrustFile(a, output, data, force); err != nil || scOutput == "" {
 		return err
 	}
-	fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(output), trSHA256(data))
-	if scOutput != "" {
-		if err := atomicfile.Write(scOutput, sc, atomicfile.Options{Overwrite: force}); err != nil {
-			return err
-		}
-		fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(scOutput), trSHA256(sc))
+	return writeTrustFile(a, scOutput, sc, force)
+}
+
+// writeTrustFile writes data to path atomically and says so on stderr,
+// with its digest.
+func writeTrustFile(a *app, path string, data []byte, force bool) error {
+	if err := atomicfile.Write(path, data, atomicfile.Options{Overwrite: force}); err != nil {
+		return err
 	}
+	fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(path), trSHA256(data))
 	return nil
 }
 
@@ -233,37 +236,27 @@ func runTrustrootCreate(cmd *cobra.Command, a *app, output string, force bool, c
 		_, err := a.stdout.Write(data)
 		return err
 	}
-	if err := atomicfile.Write(output, data, atomicfile.Options{Overwrite: force}); err != nil {
-		return err
-	}
-	fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(output), trSHA256(data))
-	return nil
+	return writeTrustFile(a, output, data, force)
 }
 
 // trEntryFlags name the flags of one entry kind of 'trustroot create': the
-// file's (primary) and those of the other parts.
-type trEntryFlags struct{ primary, url, origin, start, end string }
+// file's (primary) and, prefix and a part (trustroot.PartURL, …), those of
+// the other parts.
+type trEntryFlags struct{ primary, prefix string }
 
 var (
-	trCAFlags    = trEntryFlags{"--certificate-chain", "--certificate-chain-url", "", "--certificate-chain-start", "--certificate-chain-end"}
-	trTSAFlags   = trEntryFlags{"--tsa-certificate-chain", "--tsa-url", "", "--tsa-start", "--tsa-end"}
-	trRekorFlags = trEntryFlags{"--rekor-key", "--rekor-url", "--rekor-origin", "--rekor-start", "--rekor-end"}
-	trCTFlags    = trEntryFlags{"--ctfe-key", "--ctfe-url", "", "--ctfe-start", "--ctfe-end"}
+	trCAFlags    = trEntryFlags{"--certificate-chain", "--certificate-chain-"}
+	trTSAFlags   = trEntryFlags{"--tsa-certificate-chain", "--tsa-"}
+	trRekorFlags = trEntryFlags{"--rekor-key", "--rekor-"}
+	trCTFlags    = trEntryFlags{"--ctfe-key", "--ctfe-"}
 )
 
-// flag names the flag of an entry's part (trustroot.PartURL, …).
+// flag names the flag of an entry's part.
 func (f trEntryFlags) flag(part string) string {
-	switch part {
-	case trustroot.PartURL:
-		return f.url
-	case trustroot.PartOrigin:
-		return f.origin
-	case trustroot.PartStart:
-		return f.start
-	case trustroot.PartEnd:
-		return f.end
+	if part == trustroot.PartFile {
+		return f.primary
 	}
-	return f.primary
+	return f.prefix + part
 }
 
 // trEntryError says err of trustroot.Entries with the flags of f.
