@@ -212,14 +212,7 @@ func startProxy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.Verif
 		// time limits, on stderr (the host shows it; nothing of it on
 		// stdout): the proxy then finds the token in the cache.
 		cfg.OAuth.Open = a.openURL
-		t, err := cfg.OAuth.Transport(cfg.URL, nil, a.stderr)
-		if errors.As(err, new(*proxycmd.SecretEnvError)) {
-			return fmt.Errorf("--oauth-client-secret-env: %w", err)
-		}
-		if err != nil {
-			return err
-		}
-		if err := t.Authorize(cmd.Context()); err != nil {
+		if _, err := options.SignIn(cmd.Context(), cfg.OAuth, cfg.URL, a.stderr); err != nil {
 			return err
 		}
 	}

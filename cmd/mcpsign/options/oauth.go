@@ -47,24 +47,18 @@ func (o *OAuthOptions) Config() *proxycmd.OAuthConfig {
 	return &c
 }
 
-// Transport returns the OAuth transport for the server at serverURL, or
-// nil without --oauth. base makes the requests to the OAuth endpoints and
-// carries those to the server (nil: the default transport); open opens the
-// browser (nil: the desktop's, unless --no-browser).
-func (o *OAuthOptions) Transport(serverURL string, base *http.Client, open func(context.Context, string) error, stderr io.Writer) (*oauth.Transport, error) {
-	if !o.Enabled {
-		return nil, nil
-	}
-	if o.SecretEnv != "" && o.ClientID == "" {
-		return nil, errors.New("--oauth-client-secret-env needs --oauth-client-id")
-	}
-	c := o.OAuthConfig
-	c.Open = open
-	t, err := c.Transport(serverURL, base, stderr)
+// SignIn signs in with c (its Open set: nil for the desktop's browser,
+// unless --no-browser) to the server at serverURL, the sign-in said on
+// stderr, and returns the OAuth transport, whose cache then holds the token.
+func SignIn(ctx context.Context, c *proxycmd.OAuthConfig, serverURL string, stderr io.Writer) (*oauth.Transport, error) {
+	t, err := c.Transport(serverURL, nil, stderr)
 	if errors.As(err, new(*proxycmd.SecretEnvError)) {
 		return nil, fmt.Errorf("--oauth-client-secret-env: %w", err)
 	}
-	return t, err
+	if err != nil {
+		return nil, err
+	}
+	return t, t.Authorize(ctx)
 }
 
 // CheckOAuthHeaders refuses --header Authorization beside --oauth: both
@@ -97,11 +91,13 @@ func (o *SourceOptions) Authorize(ctx context.Context, spec source.Spec, open fu
 	if err := o.OAuth.CheckOAuthHeaders(o.Headers); err != nil {
 		return nil, err
 	}
-	t, err := o.OAuth.Transport(spec.URL, nil, open, stderr)
-	if err != nil {
-		return nil, err
+	if o.OAuth.SecretEnv != "" && o.OAuth.ClientID == "" {
+		return nil, errors.New("--oauth-client-secret-env needs --oauth-client-id")
 	}
-	if err := t.Authorize(ctx); err != nil {
+	c := o.OAuth.OAuthConfig
+	c.Open = open
+	t, err := SignIn(ctx, &c, spec.URL, stderr)
+	if err != nil {
 		return nil, err
 	}
 	return t.Client(), nil
