@@ -83,12 +83,8 @@ func runAuditVerify(cmd *cobra.Command, a *app, args []string, o *options.AuditV
 		anchors = append(anchors, audit.Anchor{Name: "the expected head", Head: h})
 	}
 	sum, err := audit.Check(args[0], audit.CheckOptions{Anchors: anchors})
-	var le *audit.LineError
-	if errors.As(err, &le) || errors.Is(err, audit.ErrAnchor) {
-		return failed(fmt.Errorf("audit log %s: %w", textsafe.Escape(args[0]), err))
-	}
 	if err != nil {
-		return err
+		return auditBroken(err, "audit log "+textsafe.Escape(args[0]))
 	}
 	return sum.WriteText(a.stdout, args[0], len(anchors))
 }
@@ -121,12 +117,8 @@ file cannot be read or written.`,
 // runAuditRepair mends the last line of an audit log.
 func runAuditRepair(cmd *cobra.Command, a *app, args []string) error {
 	done, err := audit.Repair(cmd.Context(), args[0])
-	var le *audit.LineError
-	if errors.As(err, &le) {
-		return failed(fmt.Errorf("audit log %s: not repaired: %w", textsafe.Escape(args[0]), err))
-	}
 	if err != nil {
-		return err
+		return auditBroken(err, "audit log "+textsafe.Escape(args[0])+": not repaired")
 	}
 	return done.WriteText(a.stdout, args[0])
 }
@@ -184,9 +176,14 @@ func runAuditShow(cmd *cobra.Command, a *app, args []string, o *options.AuditSho
 		}
 		return r.WriteText(a.stdout)
 	})
-	var le *audit.LineError
-	if errors.As(err, &le) {
-		return failed(fmt.Errorf("audit log %s: %w", args[0], err))
+	return auditBroken(err, "audit log "+args[0])
+}
+
+// auditBroken is exit 1, said after what, for a log that breaks a reading
+// rule or reaches no anchor (docs/AUDIT.md); other errors are 2.
+func auditBroken(err error, what string) error {
+	if errors.As(err, new(*audit.LineError)) || errors.Is(err, audit.ErrAnchor) {
+		return failed(fmt.Errorf("%s: %w", what, err))
 	}
 	return err
 }

@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 )
 
 func newVersionCmd(a *app) *cobra.Command {
@@ -37,12 +39,6 @@ func newVersionCmd(a *app) *cobra.Command {
 	}
 }
 
-// buildVersion is the module version mcpsign was built from ("(devel)" when
-// the build recorded none): what 'mcpsign version' and 'mcpsign --version'
-// print first.
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
-}
+// buildVersion is what 'mcpsign version' and 'mcpsign --version' print
+// first (proxycmd.BuildVersion, mcpsign-proxy's too).
+func buildVersion() string { return proxycmd.BuildVersion() }
