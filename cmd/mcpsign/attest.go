@@ -9,14 +9,16 @@ import (
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/atomicfile"
 )
 
 func newAttestCmd(a *app) *cobra.Command {
 	var (
-		src   options.SourceOptions
-		stmt  options.StatementOptions
-		out   options.FileOutputOptions
-		onlyP bool
+		src    options.SourceOptions
+		stmt   options.StatementOptions
+		output string
+		force  bool
+		onlyP  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "attest SOURCE -o FILE | attest -o FILE -- CMD [ARGS...]",
@@ -42,20 +44,21 @@ a partial set is never signed. A statement holds at most 1024 subjects.`,
     --source-repository https://github.com/acme/notes-mcp --source-ref refs/tags/v1.2.0
   mcpsign attest server.snapshot.json -o - | jq .predicate.sets`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runAttest(cmd, a, args, &src, &stmt, &out, onlyP)
+			return runAttest(cmd, a, args, &src, &stmt, output, force, onlyP)
 		},
 	}
 	src.AddFlags(cmd.Flags())
 	stmt.AddFlags(cmd.Flags())
-	out.AddFlags(cmd.Flags(), "statement file to write ('-' for standard output)", "replace an existing output file")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "statement file to write ('-' for standard output)")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output file")
 	cmd.Flags().BoolVar(&onlyP, "predicate-only", false, "write the predicate alone (type https://mcpsign.dev/definitions/v1), for tools that build the statement themselves, e.g. actions/attest with 'mcpsign digest --checksums' (docs/PUBLISHING.md)")
 	return cmd
 }
 
 // runAttest writes the unsigned statement of the source.
-func runAttest(cmd *cobra.Command, a *app, args []string, src *options.SourceOptions, stmt *options.StatementOptions, out *options.FileOutputOptions, onlyP bool) error {
-	if err := out.Required("the statement ('-' for standard output)"); err != nil {
-		return err
+func runAttest(cmd *cobra.Command, a *app, args []string, src *options.SourceOptions, stmt *options.StatementOptions, output string, force bool, onlyP bool) error {
+	if output == "" {
+		return errors.New("missing -o FILE: where to write the statement ('-' for standard output)")
 	}
 	aopts, err := stmt.AttestOptions(a.getenv)
 	if err != nil {
@@ -74,14 +77,14 @@ func runAttest(cmd *cobra.Command, a *app, args []string, src *options.SourceOpt
 			return err
 		}
 	}
-	if out.Path == "-" {
+	if output == "-" {
 		_, err = a.stdout.Write(payload)
 		return err
 	}
-	if err := out.Write(payload); err != nil {
+	if err := atomicfile.Write(output, payload, atomicfile.Options{Overwrite: force}); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stderr, "mcpsign: wrote %s: %s\n", out.Path, st.Summary())
+	fmt.Fprintf(a.stderr, "mcpsign: wrote %s: %s\n", output, st.Summary())
 	return nil
 }
 

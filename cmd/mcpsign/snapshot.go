@@ -1,19 +1,22 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 func newSnapshotCmd(a *app) *cobra.Command {
 	var (
-		src options.SourceOptions
-		out options.FileOutputOptions
+		src    options.SourceOptions
+		output string
+		force  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "snapshot SOURCE -o FILE | snapshot -o FILE -- CMD [ARGS...]",
@@ -37,19 +40,20 @@ they are part of no signed digest.`,
   mcpsign digest example.snapshot.json
   mcpsign snapshot --resources -o with-resources.snapshot.json -- ./notes-server`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runSnapshot(cmd, a, args, &src, &out)
+			return runSnapshot(cmd, a, args, &src, output, force)
 		},
 	}
 	src.AddFlags(cmd.Flags())
-	out.AddFlags(cmd.Flags(), "snapshot file to write", "replace an existing output file")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "snapshot file to write")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output file")
 	cmd.Flags().BoolVar(&src.Resources, "resources", false, "also list the static resources (resources/list), for a lock that pins them")
 	return cmd
 }
 
 // runSnapshot writes the snapshot of the source.
-func runSnapshot(cmd *cobra.Command, a *app, args []string, src *options.SourceOptions, out *options.FileOutputOptions) error {
-	if err := out.Required("the snapshot"); err != nil {
-		return err
+func runSnapshot(cmd *cobra.Command, a *app, args []string, src *options.SourceOptions, output string, force bool) error {
+	if output == "" {
+		return errors.New("missing -o FILE: where to write the snapshot")
 	}
 	snap, err := loadSource(cmd, a, src, args)
 	if err != nil {
@@ -59,7 +63,7 @@ func runSnapshot(cmd *cobra.Command, a *app, args []string, src *options.SourceO
 	if err != nil {
 		return err
 	}
-	if err := out.Write(data); err != nil {
+	if err := atomicfile.Write(output, data, atomicfile.Options{Overwrite: force}); err != nil {
 		return err
 	}
 	r := digest.Compute(snap)
@@ -69,7 +73,7 @@ func runSnapshot(cmd *cobra.Command, a *app, args []string, src *options.SourceO
 		counts += ", " + digest.KindResource.Count(len(snap.Resources))
 	}
 	fmt.Fprintf(a.stderr, "mcpsign: wrote %s: %s %s, %s\n",
-		out.Path, textsafe.Escape(snap.Server.Name), textsafe.Escape(snap.Server.Version), counts)
+		output, textsafe.Escape(snap.Server.Name), textsafe.Escape(snap.Server.Version), counts)
 	if err := r.Err(); err != nil {
 		return failed(err)
 	}

@@ -48,9 +48,9 @@ See docs/TRUSTROOT.md.`,
 
 func newTrustrootFetchCmd(a *app) *cobra.Command {
 	var (
-		out                                 options.FileOutputOptions
-		scOutput, cacheDir, mirror, tufRoot string
-		timeout                             time.Duration
+		output, scOutput, cacheDir, mirror, tufRoot string
+		force                                       bool
+		timeout                                     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "fetch -o FILE",
@@ -73,13 +73,13 @@ commands with --offline can use it. Pin the written file and pass it with
   mcpsign trustroot fetch --tuf-mirror https://tuf.example.com --tuf-root root.json -o trusted_root.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runTrustrootFetch(cmd, a, &out, scOutput, cacheDir, mirror, tufRoot, timeout)
+			return runTrustrootFetch(cmd, a, output, scOutput, cacheDir, mirror, tufRoot, force, timeout)
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&out.Path, "output", "o", "", "file to write the trusted root to")
+	fs.StringVarP(&output, "output", "o", "", "file to write the trusted root to")
 	fs.StringVar(&scOutput, "signing-config-output", "", "also write the repository's signing configuration to this file")
-	fs.BoolVar(&out.Force, "force", false, "replace existing output files")
+	fs.BoolVar(&force, "force", false, "replace existing output files")
 	fs.StringVar(&cacheDir, "tuf-cache", "", "TUF metadata cache directory (default: mcpsign/tuf under the user cache directory)")
 	fs.StringVar(&mirror, "tuf-mirror", "", "TUF repository URL (default: the Sigstore public-good repository)")
 	fs.StringVar(&tufRoot, "tuf-root", "", "initial TUF root.json of --tuf-mirror (needed once for a repository other than public-good or staging)")
@@ -88,11 +88,10 @@ commands with --offline can use it. Pin the written file and pass it with
 }
 
 // runTrustrootFetch fetches the trusted root (and the signing configuration) and writes them.
-func runTrustrootFetch(cmd *cobra.Command, a *app, out *options.FileOutputOptions, scOutput string, cacheDir string, mirror string, tufRoot string, timeout time.Duration) error {
-	if err := out.Required("the trusted root"); err != nil {
-		return err
+func runTrustrootFetch(cmd *cobra.Command, a *app, output string, scOutput string, cacheDir string, mirror string, tufRoot string, force bool, timeout time.Duration) error {
+	if output == "" {
+		return errors.New("missing -o FILE: where to write the trusted root")
 	}
-	output, force := out.Path, out.Force
 	opts := trustroot.Options{CacheDir: cacheDir, Mirror: mirror, Refresh: true, Timeout: timeout}
 	if tufRoot != "" {
 		data, err := boundedfile.Read(tufRoot, trustroot.MaxTrustedRootBytes, nil)
@@ -137,7 +136,8 @@ func writeTrustFile(a *app, path string, data []byte, force bool) error {
 
 func newTrustrootCreateCmd(a *app) *cobra.Command {
 	var (
-		out                options.FileOutputOptions
+		output             string
+		force              bool
 		ca, rekor, ct, tsa trustroot.Entries
 	)
 	cmd := &cobra.Command{
@@ -180,11 +180,12 @@ checked by parsing it back, and written atomically. See docs/TRUSTROOT.md.`,
     --tsa-certificate-chain $S/tsa-chain.pem --tsa-url http://127.0.0.1:3004/api/v1/timestamp`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runTrustrootCreate(cmd, a, &out, &ca, &rekor, &ct, &tsa)
+			return runTrustrootCreate(cmd, a, output, force, &ca, &rekor, &ct, &tsa)
 		},
 	}
 	fs := cmd.Flags()
-	out.AddFlags(fs, "file to write the trusted root to, or - for standard output", "replace an existing output file")
+	fs.StringVarP(&output, "output", "o", "", "file to write the trusted root to, or - for standard output")
+	fs.BoolVar(&force, "force", false, "replace an existing output file")
 	fs.StringArrayVar(&ca.Files, "certificate-chain", nil, "PEM file of a certificate authority chain, intermediates first, root last (repeatable)")
 	fs.StringArrayVar(&ca.URLs, "certificate-chain-url", nil, "URL of the certificate authority (by position)")
 	fs.StringArrayVar(&ca.Starts, "certificate-chain-start", nil, "RFC 3339 time the certificate authority is trusted from (by position; default: its root's NotBefore)")
@@ -206,9 +207,9 @@ checked by parsing it back, and written atomically. See docs/TRUSTROOT.md.`,
 }
 
 // runTrustrootCreate builds a trusted root from the entries of the flags and writes it.
-func runTrustrootCreate(cmd *cobra.Command, a *app, out *options.FileOutputOptions, ca *trustroot.Entries, rekor *trustroot.Entries, ct *trustroot.Entries, tsa *trustroot.Entries) error {
-	if err := out.Required("the trusted root (- for standard output)"); err != nil {
-		return err
+func runTrustrootCreate(cmd *cobra.Command, a *app, output string, force bool, ca *trustroot.Entries, rekor *trustroot.Entries, ct *trustroot.Entries, tsa *trustroot.Entries) error {
+	if output == "" {
+		return errors.New("missing -o FILE: where to write the trusted root (- for standard output)")
 	}
 	var opts trustroot.CreateOptions
 	var err error
@@ -231,11 +232,11 @@ func runTrustrootCreate(cmd *cobra.Command, a *app, out *options.FileOutputOptio
 	for _, w := range warnings {
 		fmt.Fprintf(a.stderr, "mcpsign: warning: %s\n", textsafe.Escape(w))
 	}
-	if out.Path == "-" {
+	if output == "-" {
 		_, err := a.stdout.Write(data)
 		return err
 	}
-	return writeTrustFile(a, out.Path, data, out.Force)
+	return writeTrustFile(a, output, data, force)
 }
 
 // trEntryFlags name the flags of one entry kind of 'trustroot create': the
