@@ -212,6 +212,23 @@ func ComputeResources(s *Snapshot) *Result {
 	return r
 }
 
+// Summary digests s (Compute, and ComputeResources when its static
+// resources are listed) and says what it holds, as 'mcpsign snapshot'
+// does: "N tools, N prompts, N resource templates", then ", N resources"
+// when they are listed. err is the *InvalidDefinitionsError of the
+// definitions, else of the resources, that have no digest.
+func Summary(s *Snapshot) (counts string, err error) {
+	r := Compute(s)
+	counts, err = r.CountText(), r.Err()
+	if rr := ComputeResources(s); rr != nil {
+		counts += ", " + KindResource.Count(len(s.Resources))
+		if err == nil {
+			err = rr.Err()
+		}
+	}
+	return counts, err
+}
+
 // addKind digests the definitions of one kind, sorted by key then index,
 // and its Set Digest when all are valid.
 func (r *Result) addKind(k Kind, defs []json.RawMessage) {

@@ -66,21 +66,11 @@ func runSnapshot(cmd *cobra.Command, a *app, args []string, src *options.SourceO
 	if err := atomicfile.Write(output, data, atomicfile.Options{Overwrite: force}); err != nil {
 		return err
 	}
-	r := digest.Compute(snap)
-	counts := r.CountText()
-	rr := digest.ComputeResources(snap)
-	if rr != nil {
-		counts += ", " + digest.KindResource.Count(len(snap.Resources))
-	}
+	counts, err := digest.Summary(snap)
 	fmt.Fprintf(a.stderr, "mcpsign: wrote %s: %s %s, %s\n",
 		output, textsafe.Escape(snap.Server.Name), textsafe.Escape(snap.Server.Version), counts)
-	if err := r.Err(); err != nil {
+	if err != nil {
 		return failed(err)
-	}
-	if rr != nil {
-		if err := rr.Err(); err != nil {
-			return failed(err)
-		}
 	}
 	return nil
 }
