@@ -11,7 +11,9 @@ func TestSummaryAndRepairedText(t *testing.T) {
 		out  func(*strings.Builder) error
 		want string
 	}{
-		{"summary", func(b *strings.Builder) error { return Summary{Events: 3, Head: "sha256:ab"}.WriteText(b, "a\x1b.jsonl", 0) },
+		{"summary", func(b *strings.Builder) error {
+			return Summary{Events: 3, Head: "sha256:ab"}.WriteText(b, "a\x1b.jsonl", 0)
+		},
 			"audit log a\\u{1B}.jsonl: 3 event(s), the chain verifies\nhead: sha256:ab\n"},
 		{"anchors", func(b *strings.Builder) error { return Summary{Events: 1, Head: "h"}.WriteText(b, "a", 2) },
 			"audit log a: 1 event(s), the chain verifies and reaches 2 anchor(s)\nhead: h\n"},

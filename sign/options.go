@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/trustroot"
 )
 
 // TokenError is the failure to get an identity token (IDToken) for a
@@ -159,15 +160,8 @@ func (f CertificateFiles) Read() (leaf *x509.Certificate, chain, roots []*x509.C
 }
 
 // KeyFileError is a private key file that cannot be read (Read) or whose
-// key cannot be loaded (LoadPrivateKey).
-type KeyFileError struct {
-	Path string
-	Read bool
-	Err  error
-}
-
-func (e *KeyFileError) Error() string { return e.Path + ": " + e.Err.Error() }
-func (e *KeyFileError) Unwrap() error { return e.Err }
+// key cannot be loaded (LoadPrivateKey): trustroot's error of a key file.
+type KeyFileError = trustroot.KeyFileError
 
 // ReadPrivateKey reads the PEM private key file at path (at most
 // MaxKeyFileBytes) and loads it (LoadPrivateKey, password for an

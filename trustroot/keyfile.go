@@ -10,8 +10,9 @@ import (
 // MaxKeyFileBytes bounds a public key file (ReadPublicKeyFile).
 const MaxKeyFileBytes = 64 << 10
 
-// KeyFileError is a public key file that cannot be read (Read) or that
-// holds no public key ParsePublicKeyPEM accepts.
+// KeyFileError is a key file that cannot be read (Read) or that holds no
+// key: for ReadPublicKeyFile no public key ParsePublicKeyPEM accepts (and
+// for sign.ReadPrivateKey no private key it loads).
 type KeyFileError struct {
 	Path string
 	Read bool

@@ -293,14 +293,7 @@ func runSignCertificate(cmd *cobra.Command, a *app, args []string, f *signFlags,
 // loadKey reads and decrypts the --key file.
 func loadKey(a *app, o *options.KeyOptions) (crypto.Signer, error) {
 	k, err := sign.ReadPrivateKey(o.Key, passwordFunc(a, o.PasswordEnv, o.Key))
-	var fe *sign.KeyFileError
-	switch {
-	case errors.As(err, &fe) && fe.Read:
-		return nil, fmt.Errorf("--key: %w", fe.Err)
-	case errors.As(err, &fe):
-		return nil, fmt.Errorf("--key %s: %w", o.Key, fe.Err)
-	}
-	return k, err
+	return k, options.KeyFileFlag(err)
 }
 
 // withLogs adds the transparency log, timestamp authorities and trusted

@@ -55,12 +55,18 @@ func (o *IdentityOptions) PublicKey() (crypto.PublicKey, error) {
 		return nil, nil
 	}
 	pub, err := trustroot.ReadPublicKeyFile(o.Key)
+	return pub, KeyFileFlag(err)
+}
+
+// KeyFileFlag says a *trustroot.KeyFileError of a --key file with the
+// flag: the file's error alone when it cannot be read, else with its path.
+func KeyFileFlag(err error) error {
 	var fe *trustroot.KeyFileError
 	switch {
 	case errors.As(err, &fe) && fe.Read:
-		return nil, fmt.Errorf("--key: %w", fe.Err)
+		return fmt.Errorf("--key: %w", fe.Err)
 	case errors.As(err, &fe):
-		return nil, fmt.Errorf("--key %s: %w", o.Key, fe.Err)
+		return fmt.Errorf("--key %s: %w", fe.Path, fe.Err)
 	}
-	return pub, err
+	return err
 }
