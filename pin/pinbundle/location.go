@@ -74,15 +74,8 @@ func (l Location) advertised(ctx context.Context, snap *digest.Snapshot) ([]byte
 	return data, nil
 }
 
-// ReadAll reads the bundles at locs for snap (Location.Read), in order.
+// ReadAll reads the bundles at locs for snap (Location.Read), in order:
+// Locations.Fresh.
 func ReadAll(ctx context.Context, locs []Location, snap *digest.Snapshot) ([][]byte, error) {
-	out := make([][]byte, 0, len(locs))
-	for _, l := range locs {
-		data, err := l.Read(ctx, snap)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, data)
-	}
-	return out, nil
+	return Locations(locs).Fresh(ctx, snap)
 }

@@ -90,7 +90,7 @@ func (ls Locations) ForLock(ctx context.Context, snap *digest.Snapshot) ([][]byt
 // Fresh reads every bundle anew for snap (Location.Fresh), in order: the
 // proxy's verification of what it observed.
 func (ls Locations) Fresh(ctx context.Context, snap *digest.Snapshot) ([][]byte, error) {
-	var bundles [][]byte
+	bundles := make([][]byte, 0, len(ls))
 	for _, l := range ls {
 		data, err := l.Fresh(ctx, snap)
 		if err != nil {
