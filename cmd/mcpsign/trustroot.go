@@ -313,17 +313,11 @@ func runTrustrootShow(cmd *cobra.Command, a *app, args []string, out *options.Ou
 	if err != nil {
 		return fmt.Errorf("%s: %w", textsafe.Escape(args[0]), err)
 	}
-	d := trustroot.Describe(tr, time.Now())
+	rep := trustroot.DescribeFile(args[0], data, tr, time.Now())
 	if asJSON {
-		return writeJSON(a.stdout, struct {
-			ReportVersion int    `json:"reportVersion"`
-			File          string `json:"file"`
-			SHA256        string `json:"sha256"`
-			*trustroot.Description
-		}{reportVersion, args[0], trSHA256(data), d})
+		return writeJSON(a.stdout, rep)
 	}
-	fmt.Fprintf(a.stdout, "%s  sha256:%s\n", textsafe.Escape(args[0]), trSHA256(data))
-	d.WriteText(a.stdout)
+	rep.WriteText(a.stdout)
 	return nil
 }
 
