@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textout"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Type URIs of the statement and its predicate, and the DSSE payload type.
@@ -274,4 +276,23 @@ func (st *Statement) MarshalPredicate() ([]byte, error) {
 		return nil, fmt.Errorf("encoding the predicate: %w", err)
 	}
 	return b.Bytes(), nil
+}
+
+// Summary describes st in one line, as mcpsign prints it: the server's
+// name and version, and how many subjects of each kind (server strings
+// escaped).
+func (st *Statement) Summary() string {
+	counts := map[digest.Kind]int{}
+	ins := ""
+	for _, s := range st.Subject {
+		if k, _, ok := ParseSubjectName(s.Name); ok {
+			counts[k]++
+		} else {
+			ins = ", instructions"
+		}
+	}
+	p := st.Predicate
+	return fmt.Sprintf("%s %s, %s (%s%s)",
+		textsafe.Quote(p.Server.Name), textsafe.Escape(p.Server.Version), textout.Plural(len(st.Subject), "subject"),
+		digest.CountText(func(k digest.Kind) int { return counts[k] }), ins)
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/filelock"
 	"github.com/mcpsign/mcpsign/internal/nofollow"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
@@ -23,7 +24,7 @@ const FileLockSuffix = ".lock"
 
 // EmptyHead is the head of an empty log: the LineDigest of no bytes. No
 // line is empty, so it is the head of no log that holds a line.
-var EmptyHead = LineDigest(nil)
+var EmptyHead = digest.Prefix + "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 // Record is one line of a log as read: its number (from 1), its byte
 // offset, the event, and the line's digest (the next line's prev).

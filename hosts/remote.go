@@ -3,10 +3,11 @@ package hosts
 import (
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/tailscale/hujson"
+
+	"github.com/mcpsign/mcpsign/internal/lazy"
 )
 
 // isRemoteOriginal reports whether a wrapped entry's original argv is a
@@ -36,18 +37,19 @@ func checkRemoteURL(u string) string {
 	return ""
 }
 
+const envName = `[A-Za-z_][A-Za-z0-9_]*`
+
 var (
-	headerToken = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-	envName     = `[A-Za-z_][A-Za-z0-9_]*`
+	headerToken = lazy.NewRegexp("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 	// dollar is a $ of a header value: alone, before a {…}, or before a
 	// name.
-	dollar = regexp.MustCompile(`\$(\{[^}]*\}|` + envName + `)?`)
+	dollar = lazy.NewRegexp(`\$(\{[^}]*\}|` + envName + `)?`)
 	// vscodeEnv is VS Code's (and Cursor's, Windsurf's) ${env:NAME}.
-	vscodeEnv = regexp.MustCompile(`^\$\{env:(` + envName + `)\}$`)
+	vscodeEnv = lazy.NewRegexp(`^\$\{env:(` + envName + `)\}$`)
 	// shellVar is Claude Code's ${NAME} and ${NAME:-default}.
-	shellVar = regexp.MustCompile(`^\$\{` + envName + `(:-[^}]*)?\}$`)
+	shellVar = lazy.NewRegexp(`^\$\{` + envName + `(:-[^}]*)?\}$`)
 	// bracedVar is ${NAME}.
-	bracedVar = regexp.MustCompile(`^\$\{` + envName + `\}$`)
+	bracedVar = lazy.NewRegexp(`^\$\{` + envName + `\}$`)
 )
 
 // headerArg returns the --header value wrap writes for h, a header of a
@@ -69,11 +71,11 @@ func headerArg(host Host, h Header) (string, string) {
 		return "", fmt.Sprintf("header %q has a line break or NUL in its value", h.Name)
 	}
 	problem := ""
-	value := dollar.ReplaceAllStringFunc(h.Value, func(v string) string {
+	value := dollar.Get().ReplaceAllStringFunc(h.Value, func(v string) string {
 		braced := strings.HasPrefix(v, "${")
 		switch host.Name {
 		case "vscode", "cursor", "windsurf":
-			if m := vscodeEnv.FindStringSubmatch(v); m != nil {
+			if m := vscodeEnv.Get().FindStringSubmatch(v); m != nil {
 				return "${" + m[1] + "}"
 			}
 		case "claude-code":

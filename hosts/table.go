@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/mcpsign/mcpsign/internal/lazy"
 )
 
 // Format is the syntax of a host's configuration file.
@@ -47,83 +49,87 @@ type Host struct {
 
 const anyOS = "*"
 
-// table is every host mcpsign knows. Keep it the one place host paths are
-// written down.
-var table = []Host{
-	{
-		Name: "claude-desktop", Display: "Claude Desktop", Format: JSONC,
-		Maps:       [][]string{{"mcpServers"}},
-		RemoteKeys: []string{"url"},
-		User: map[string][]string{
-			"darwin":  {"~/Library/Application Support/Claude/claude_desktop_config.json"},
-			"windows": {"%APPDATA%/Claude/claude_desktop_config.json"},
-			"linux":   {"$XDG_CONFIG_HOME/Claude/claude_desktop_config.json"},
+// table is every host mcpsign knows, built on first use (its maps would be
+// work at every start). Keep it the one place host paths are written down.
+var table = lazy.New(hostTable)
+
+func hostTable() []Host {
+	return []Host{
+		{
+			Name: "claude-desktop", Display: "Claude Desktop", Format: JSONC,
+			Maps:       [][]string{{"mcpServers"}},
+			RemoteKeys: []string{"url"},
+			User: map[string][]string{
+				"darwin":  {"~/Library/Application Support/Claude/claude_desktop_config.json"},
+				"windows": {"%APPDATA%/Claude/claude_desktop_config.json"},
+				"linux":   {"$XDG_CONFIG_HOME/Claude/claude_desktop_config.json"},
+			},
 		},
-	},
-	{
-		Name: "claude-code", Display: "Claude Code", Format: JSONC,
-		Maps:       [][]string{{"mcpServers"}, {"projects", "*", "mcpServers"}},
-		RemoteKeys: []string{"url"},
-		User:       map[string][]string{anyOS: {"~/.claude.json"}},
-		Project:    []string{".mcp.json"},
-	},
-	{
-		Name: "vscode", Display: "VS Code", Format: JSONC,
-		// VS Code moves "mcpServers" into "servers" and runs both.
-		Maps: [][]string{{"servers"}, {"mcpServers"}},
-		// VS Code before 1.102 reads servers from the "mcp" setting (later
-		// ones move them to mcp.json); its settings reader splits dotted
-		// member names, so "mcp.servers" is that map too.
-		FileMaps: map[string][][]string{
-			"settings.json": {{"mcp", "servers"}, {"mcp", "mcpServers"}, {"mcp.servers"}},
+		{
+			Name: "claude-code", Display: "Claude Code", Format: JSONC,
+			Maps:       [][]string{{"mcpServers"}, {"projects", "*", "mcpServers"}},
+			RemoteKeys: []string{"url"},
+			User:       map[string][]string{anyOS: {"~/.claude.json"}},
+			Project:    []string{".mcp.json"},
 		},
-		RemoteKeys: []string{"url"},
-		User: map[string][]string{
-			"darwin":  {"~/Library/Application Support/Code/User/mcp.json", "~/Library/Application Support/Code/User/settings.json"},
-			"windows": {"%APPDATA%/Code/User/mcp.json", "%APPDATA%/Code/User/settings.json"},
-			"linux":   {"$XDG_CONFIG_HOME/Code/User/mcp.json", "$XDG_CONFIG_HOME/Code/User/settings.json"},
+		{
+			Name: "vscode", Display: "VS Code", Format: JSONC,
+			// VS Code moves "mcpServers" into "servers" and runs both.
+			Maps: [][]string{{"servers"}, {"mcpServers"}},
+			// VS Code before 1.102 reads servers from the "mcp" setting (later
+			// ones move them to mcp.json); its settings reader splits dotted
+			// member names, so "mcp.servers" is that map too.
+			FileMaps: map[string][][]string{
+				"settings.json": {{"mcp", "servers"}, {"mcp", "mcpServers"}, {"mcp.servers"}},
+			},
+			RemoteKeys: []string{"url"},
+			User: map[string][]string{
+				"darwin":  {"~/Library/Application Support/Code/User/mcp.json", "~/Library/Application Support/Code/User/settings.json"},
+				"windows": {"%APPDATA%/Code/User/mcp.json", "%APPDATA%/Code/User/settings.json"},
+				"linux":   {"$XDG_CONFIG_HOME/Code/User/mcp.json", "$XDG_CONFIG_HOME/Code/User/settings.json"},
+			},
+			Project: []string{".vscode/mcp.json", ".vscode/settings.json"},
 		},
-		Project: []string{".vscode/mcp.json", ".vscode/settings.json"},
-	},
-	{
-		Name: "cursor", Display: "Cursor", Format: JSONC,
-		Maps:       [][]string{{"mcpServers"}},
-		RemoteKeys: []string{"url"},
-		User:       map[string][]string{anyOS: {"~/.cursor/mcp.json"}},
-		Project:    []string{".cursor/mcp.json"},
-	},
-	{
-		Name: "windsurf", Display: "Windsurf", Format: JSONC,
-		Maps:       [][]string{{"mcpServers"}},
-		RemoteKeys: []string{"serverUrl", "url"},
-		User:       map[string][]string{anyOS: {"~/.codeium/windsurf/mcp_config.json"}},
-	},
-	{
-		Name: "zed", Display: "Zed", Format: JSONC,
-		Maps:       [][]string{{"context_servers"}},
-		RemoteKeys: []string{"url"},
-		User: map[string][]string{
-			"darwin":  {"~/.config/zed/settings.json"},
-			"windows": {"%APPDATA%/Zed/settings.json"},
-			"linux":   {"$XDG_CONFIG_HOME/zed/settings.json"},
+		{
+			Name: "cursor", Display: "Cursor", Format: JSONC,
+			Maps:       [][]string{{"mcpServers"}},
+			RemoteKeys: []string{"url"},
+			User:       map[string][]string{anyOS: {"~/.cursor/mcp.json"}},
+			Project:    []string{".cursor/mcp.json"},
 		},
-		Project: []string{".zed/settings.json"},
-	},
-	{
-		Name: "gemini", Display: "Gemini CLI", Format: JSONC,
-		Maps:       [][]string{{"mcpServers"}},
-		RemoteKeys: []string{"httpUrl", "url"},
-		User:       map[string][]string{anyOS: {"~/.gemini/settings.json"}},
-		Project:    []string{".gemini/settings.json"},
-	},
-	{
-		Name: "codex", Display: "Codex", Format: TOML,
-		Maps:       [][]string{{"mcp_servers"}},
-		RemoteKeys: []string{"url"},
-		User:       map[string][]string{anyOS: {"$CODEX_HOME/config.toml"}},
-		// Codex reads a project's .codex/config.toml in trusted projects.
-		Project: []string{".codex/config.toml"},
-	},
+		{
+			Name: "windsurf", Display: "Windsurf", Format: JSONC,
+			Maps:       [][]string{{"mcpServers"}},
+			RemoteKeys: []string{"serverUrl", "url"},
+			User:       map[string][]string{anyOS: {"~/.codeium/windsurf/mcp_config.json"}},
+		},
+		{
+			Name: "zed", Display: "Zed", Format: JSONC,
+			Maps:       [][]string{{"context_servers"}},
+			RemoteKeys: []string{"url"},
+			User: map[string][]string{
+				"darwin":  {"~/.config/zed/settings.json"},
+				"windows": {"%APPDATA%/Zed/settings.json"},
+				"linux":   {"$XDG_CONFIG_HOME/zed/settings.json"},
+			},
+			Project: []string{".zed/settings.json"},
+		},
+		{
+			Name: "gemini", Display: "Gemini CLI", Format: JSONC,
+			Maps:       [][]string{{"mcpServers"}},
+			RemoteKeys: []string{"httpUrl", "url"},
+			User:       map[string][]string{anyOS: {"~/.gemini/settings.json"}},
+			Project:    []string{".gemini/settings.json"},
+		},
+		{
+			Name: "codex", Display: "Codex", Format: TOML,
+			Maps:       [][]string{{"mcp_servers"}},
+			RemoteKeys: []string{"url"},
+			User:       map[string][]string{anyOS: {"$CODEX_HOME/config.toml"}},
+			// Codex reads a project's .codex/config.toml in trusted projects.
+			Project: []string{".codex/config.toml"},
+		},
+	}
 }
 
 // MapsFor returns the paths of the server maps in h's file at path: by its
@@ -137,14 +143,14 @@ func (h Host) MapsFor(path string) [][]string {
 
 // Hosts returns every known host, in a fixed order.
 func Hosts() []Host {
-	out := make([]Host, len(table))
-	copy(out, table)
+	out := make([]Host, len(table.Get()))
+	copy(out, table.Get())
 	return out
 }
 
 // Lookup returns the host named name (Host.Name).
 func Lookup(name string) (Host, bool) {
-	for _, h := range table {
+	for _, h := range table.Get() {
 		if h.Name == name {
 			return h, true
 		}
@@ -212,7 +218,7 @@ func (h Host) Paths(env Env) []string {
 // Codex's whatever the directory is called.
 func (env Env) Infer(path string) (Host, bool) {
 	p := filepath.Clean(path)
-	for _, h := range table {
+	for _, h := range table.Get() {
 		if slices.Contains(h.Paths(env), p) {
 			return h, true
 		}

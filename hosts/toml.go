@@ -3,12 +3,13 @@ package hosts
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	toml "github.com/pelletier/go-toml/v2"
+
+	"github.com/mcpsign/mcpsign/internal/lazy"
 )
 
 // tomlDoc is Codex's config.toml. go-toml reads it; the edits are made on
@@ -58,8 +59,8 @@ type edit struct {
 }
 
 var (
-	tomlHeader = regexp.MustCompile(`^[ \t]*\[[ \t]*mcp_servers[ \t]*\.[ \t]*("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)[ \t]*\][ \t]*(#.*)?$`)
-	tomlKey    = regexp.MustCompile(`^([ \t]*)([A-Za-z0-9_-]+)[ \t]*=[ \t]*`)
+	tomlHeader = lazy.NewRegexp(`^[ \t]*\[[ \t]*mcp_servers[ \t]*\.[ \t]*("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)[ \t]*\][ \t]*(#.*)?$`)
+	tomlKey    = lazy.NewRegexp(`^([ \t]*)([A-Za-z0-9_-]+)[ \t]*=[ \t]*`)
 )
 
 func parseTOML(h Host, data []byte) (document, error) {
@@ -93,7 +94,7 @@ func parseTOML(h Host, data []byte) (document, error) {
 			// Text of a multi-line string, not a header nor a key.
 		} else if strings.HasPrefix(strings.TrimLeft(line, " \t"), "[") {
 			cur = nil
-			if m := tomlHeader.FindStringSubmatch(line); m != nil {
+			if m := tomlHeader.Get().FindStringSubmatch(line); m != nil {
 				name := unquoteKey(m[1])
 				d.entries = append(d.entries, tomlEntry{srv: Server{Name: name, Where: "mcp_servers"}, argsOpen: -1, cmdStart: -1})
 				cur = &d.entries[len(d.entries)-1]
@@ -103,7 +104,7 @@ func parseTOML(h Host, data []byte) (document, error) {
 			if strings.HasPrefix(line, stashMark) {
 				cur.stashed = append(cur.stashed, off)
 			}
-			if m := tomlKey.FindStringSubmatch(line); m != nil {
+			if m := tomlKey.Get().FindStringSubmatch(line); m != nil {
 				vstart := off + len(m[0])
 				switch m[2] {
 				case "command":

@@ -2,10 +2,11 @@ package hosts
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/mcpsign/mcpsign/internal/lazy"
 )
 
 func (d *tomlDoc) rewrapEntry(i int, self string, prefix []string) string {
@@ -61,7 +62,7 @@ const stashMark = "# mcpsign: "
 // headers (docs/HOSTS.md "Remote servers").
 var codexHeaderKeys = []string{"bearer_token_env_var", "http_headers", "env_http_headers"}
 
-var envNameRE = regexp.MustCompile(`^` + envName + `$`)
+var envNameRE = lazy.NewRegexp(`^` + envName + `$`)
 
 // codexRemote reads the headers of e, a Codex remote entry decoded as t,
 // and says why wrap cannot turn it into a stdio entry, "" when it can.

@@ -8,6 +8,8 @@ import (
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 	rekorpb "github.com/sigstore/rekor-tiles/v2/pkg/generated/protobuf"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/mcpsign/mcpsign/internal/lazy"
 )
 
 // Entry is what the monitor reads of one Rekor v2 log entry.
@@ -30,10 +32,14 @@ type Signer struct {
 }
 
 // hashNames are the digest algorithms of the log, as mcpsign names them.
-var hashNames = map[protocommon.HashAlgorithm]string{
-	protocommon.HashAlgorithm_SHA2_256: "sha256",
-	protocommon.HashAlgorithm_SHA2_384: "sha384",
-	protocommon.HashAlgorithm_SHA2_512: "sha512",
+var hashNames = lazy.New(hashTable)
+
+func hashTable() map[protocommon.HashAlgorithm]string {
+	return map[protocommon.HashAlgorithm]string{
+		protocommon.HashAlgorithm_SHA2_256: "sha256",
+		protocommon.HashAlgorithm_SHA2_384: "sha384",
+		protocommon.HashAlgorithm_SHA2_512: "sha512",
+	}
 }
 
 // ParseEntry parses a Rekor v2 log entry (the canonical JSON of a
@@ -58,7 +64,7 @@ func ParseEntry(data []byte) (*Entry, error) {
 	default:
 		return nil, fmt.Errorf("%w: kind %q version %q", ErrUnknownKind, e.Kind, e.APIVersion)
 	}
-	alg, ok := hashNames[hash.GetAlgorithm()]
+	alg, ok := hashNames.Get()[hash.GetAlgorithm()]
 	if !ok || len(hash.GetDigest()) == 0 {
 		return nil, fmt.Errorf("%w: %s entry without a known artifact digest", ErrEntry, e.Kind)
 	}
@@ -89,4 +95,4 @@ func ParseEntry(data []byte) (*Entry, error) {
 
 // ErrUnknownKind: an entry of a kind or version this monitor does not read
 // (wraps ErrEntry).
-var ErrUnknownKind = fmt.Errorf("%w: unknown entry kind", ErrEntry)
+var ErrUnknownKind = lazy.Wrap(ErrEntry, "unknown entry kind")

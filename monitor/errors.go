@@ -13,6 +13,9 @@ var (
 	// ErrTileHash: an entry bundle does not hash to the tree the
 	// checkpoint commits to.
 	ErrTileHash = errors.New("entry bundle does not hash to the tree")
+	// ErrInclusion: a Rekor v1 entry is not proven part of the tree the
+	// checkpoint commits to.
+	ErrInclusion = errors.New("entry not proven in the tree")
 	// ErrBundleFormat: an entry bundle is not tlog-tiles framing, or holds
 	// more or fewer entries than the tree says.
 	ErrBundleFormat = errors.New("malformed entry bundle")
@@ -35,7 +38,7 @@ var (
 // and why.
 type CheckError struct {
 	// Check names the check ("checkpoint", "consistency", "entry bundle",
-	// "tile hash", "entry", "fetch").
+	// "tile hash", "inclusion", "entry", "fetch").
 	Check string
 	// Index is the log index concerned, -1 when none.
 	Index int64

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log"
+	"os"
 
 	"github.com/mcpsign/mcpsign/monitor"
 	"github.com/mcpsign/mcpsign/trustroot"
@@ -49,5 +50,40 @@ func ExampleRun() {
 	}
 	if err := monitor.WriteState("rekor.state.json", res.State); err != nil {
 		log.Fatal(err)
+	}
+}
+
+// The same check as a command runs it: the publisher's choices in a Setup,
+// then Watch with a Reporter printing JSON lines (docs/JSON.md), on the
+// public-good Rekor v1 log.
+func ExampleWatch() {
+	ctx := context.Background()
+	tm, err := trustroot.Load(ctx, trustroot.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	opts, prev, err := monitor.Setup{
+		Identity: verify.Identity{
+			SANRegexp: `https://github\.com/acme/notes-mcp/.*`,
+			Issuer:    "https://token.actions.githubusercontent.com",
+		},
+		ReleasedDirs:    []string{"dist"},
+		StatePath:       "rekor-v1.state.json",
+		Init:            true, // the first run; later runs go on from the state
+		FromIndex:       -1,
+		LogURL:          "https://rekor.sigstore.dev",
+		TrustedMaterial: tm,
+	}.Prepare()
+	if err != nil {
+		log.Fatal(err)
+	}
+	rep := &monitor.Reporter{W: os.Stdout, JSON: true, ReportVersion: 1, StatePath: "rekor-v1.state.json"}
+	opts.OnFinding = rep.Finding
+	alerts, err := monitor.Watch(ctx, opts, prev, monitor.WatchOptions{StatePath: "rekor-v1.state.json", Reported: rep.Err, OnRun: rep.Summary})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if alerts > 0 {
+		os.Exit(1)
 	}
 }

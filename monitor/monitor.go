@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,7 +15,6 @@ import (
 
 	rekornote "github.com/sigstore/rekor-tiles/v2/pkg/note"
 	"github.com/sigstore/sigstore-go/pkg/root"
-	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/signature"
 	flog "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/compact"
@@ -25,7 +23,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/mcpsign/mcpsign/attest"
-	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -106,8 +103,6 @@ type Options struct {
 	// hashOnly reads and proves the tiles without parsing entries (the
 	// benchmark's floor).
 	hashOnly bool
-	// noPrefilter parses every entry (tests).
-	noPrefilter bool
 }
 
 // Result is what a run checked.
@@ -164,6 +159,10 @@ func Run(ctx context.Context, opts Options, prev *State) (*Result, error) {
 	res := &Result{URL: logURL}
 
 	raw, err := f.get(ctx, "checkpoint", maxCheckpoint)
+	if errors.Is(err, errNotFound) {
+		// No tlog-tiles checkpoint: a Rekor v1 log, or no log.
+		return runV1(ctx, opts, prev, origin, base, client, res)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -196,21 +195,10 @@ func Run(ctx context.Context, opts Options, prev *State) (*Result, error) {
 	t := newTree(f, cp.Size)
 	defer func() { res.HashTiles = t.fetched }()
 
-	start := cp.Size
-	if old != nil {
-		if err := consistent(ctx, t, old, cp); err != nil {
-			if errors.Is(err, ErrInconsistent) {
-				res.Alerts++
-				emit(opts, Finding{Kind: KindInconsistent, Alert: true, LogIndex: int64(cp.Size), Log: origin, Detail: err.Error()})
-			}
-			return res, err
-		}
-		start = old.Size
-	} else if opts.StartIndex != nil {
-		if *opts.StartIndex > cp.Size {
-			return nil, fmt.Errorf("start index %d is beyond the log's size %d", *opts.StartIndex, cp.Size)
-		}
-		start = *opts.StartIndex
+	proofs := func(ctx context.Context, from, _ uint64) ([][]byte, error) { return t.consistencyProof(ctx, from) }
+	start, err := rangeStart(ctx, opts, res, proofs, old, cp)
+	if err != nil {
+		return res, err
 	}
 	res.From, res.To = start, cp.Size
 	if err := readRange(ctx, opts, t, f, cp, old, start, res); err != nil {
@@ -218,6 +206,29 @@ func Run(ctx context.Context, opts Options, prev *State) (*Result, error) {
 	}
 	res.State = &State{Kind: StateKind, StateVersion: StateVersion, Log: StateLog{Origin: origin, URL: logURL}, Checkpoint: string(raw)}
 	return res, nil
+}
+
+// rangeStart is where the entries to read begin: the stored size, once
+// cp is proven consistent with old (an inconsistency is also a finding),
+// else opts.StartIndex, else cp's size.
+func rangeStart(ctx context.Context, opts Options, res *Result, proofs func(context.Context, uint64, uint64) ([][]byte, error), old, cp *flog.Checkpoint) (uint64, error) {
+	switch {
+	case old != nil:
+		if err := consistentBy(ctx, proofs, old, cp); err != nil {
+			if errors.Is(err, ErrInconsistent) {
+				res.Alerts++
+				emit(opts, Finding{Kind: KindInconsistent, Alert: true, LogIndex: int64(cp.Size), Log: res.Log, Detail: err.Error()})
+			}
+			return 0, err
+		}
+		return old.Size, nil
+	case opts.StartIndex != nil:
+		if *opts.StartIndex > cp.Size {
+			return 0, fmt.Errorf("start index %d is beyond the log's size %d", *opts.StartIndex, cp.Size)
+		}
+		return *opts.StartIndex, nil
+	}
+	return cp.Size, nil
 }
 
 func emit(opts Options, fd Finding) {
@@ -233,10 +244,12 @@ func findLog(tm root.TrustedMaterial, origin string) ([]*root.TransparencyLog, e
 	if tm == nil {
 		return nil, fmt.Errorf("%w: no trusted root", ErrNoLog)
 	}
+	// A Rekor v1 origin is the host name, " - " and the tree ID.
+	host, _, _ := strings.Cut(origin, " - ")
 	var out []*root.TransparencyLog
 	for _, tl := range tm.RekorLogs() {
 		u, err := url.Parse(tl.BaseURL)
-		if err == nil && u.Hostname() == origin && tl.PublicKey != nil {
+		if err == nil && u.Hostname() == host && tl.PublicKey != nil {
 			out = append(out, tl)
 		}
 	}
@@ -293,9 +306,10 @@ func (m multiVerifier) Verify(msg, sig []byte) bool {
 	return false
 }
 
-// consistent proves cp consistent with old (RFC 6962 consistency proof
-// built from cp's tiles).
-func consistent(ctx context.Context, t *tree, old, cp *flog.Checkpoint) error {
+// consistentBy proves cp consistent with old, with the RFC 6962
+// consistency proof that proofs returns (built from cp's tiles, or fetched
+// from a Rekor v1 log).
+func consistentBy(ctx context.Context, proofs func(ctx context.Context, from, to uint64) ([][]byte, error), old, cp *flog.Checkpoint) error {
 	switch {
 	case cp.Size < old.Size:
 		return checkErr("consistency", int64(cp.Size), ErrInconsistent, "the log shrank from %d to %d entries", old.Size, cp.Size)
@@ -310,7 +324,7 @@ func consistent(ctx context.Context, t *tree, old, cp *flog.Checkpoint) error {
 		}
 		return nil
 	}
-	hashes, err := t.consistencyProof(ctx, old.Size)
+	hashes, err := proofs(ctx, old.Size, cp.Size)
 	if err != nil {
 		return err
 	}
@@ -320,8 +334,12 @@ func consistent(ctx context.Context, t *tree, old, cp *flog.Checkpoint) error {
 	return nil
 }
 
-// readRange reads entries [start, cp.Size), one entry bundle at a time,
-// proving each bundle part of cp's tree before reading its entries.
+// readRange reads entries [start, cp.Size), one entry bundle at a time.
+// Each entry's leaf hash is compared with the log's level-0 hash tile
+// (which names the entry a bad tile holds) and added to a compact range
+// that starts at the stored tree's proven left edge; at the end the range
+// must hash to cp's root: one check for the whole range, after the one
+// consistency proof. The findings are reported only then.
 func readRange(ctx context.Context, opts Options, t *tree, f *fetcher, cp, old *flog.Checkpoint, start uint64, res *Result) error {
 	if start == cp.Size {
 		return nil
@@ -344,12 +362,12 @@ func readRange(ctx context.Context, opts Options, t *tree, f *fetcher, cp, old *
 			return checkErr("tile hash", int64(start), ErrTileHash, "the tiles before index %d do not hash to the stored checkpoint", start)
 		}
 	}
-	var pf *prefilter
-	if opts.Identities != nil && len(opts.KeyIDs) == 0 && !opts.noPrefilter {
-		pf = newPrefilter(opts.Identities.RequiredBytes())
+	var c *checker
+	if !opts.hashOnly {
+		c = newChecker(&opts, res)
 	}
 	var entries [][]byte
-	var root []byte
+	leaf := make([]byte, 0, hashSize)
 	for k := start / tileWidth; k*tileWidth < cp.Size; k++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -373,105 +391,49 @@ func readRange(ctx context.Context, opts Options, t *tree, f *fetcher, cp, old *
 		if uint64(len(entries)) != w {
 			return checkErr("entry bundle", int64(first), ErrBundleFormat, "%s holds %d entries, the tree has %d there", path, len(entries), w)
 		}
+		tile, err := t.hashTile(ctx, 0, k)
+		if err != nil {
+			return err
+		}
 		from := max(first, start) - first
-		for _, e := range entries[from:] {
-			if err := rng.Append(rfc6962.DefaultHasher.HashLeaf(e), nil); err != nil {
+		for j, e := range entries[from:] {
+			i := from + uint64(j)
+			leaf = leafHash(leaf[:0], e)
+			if !bytes.Equal(leaf, tile[i*hashSize:(i+1)*hashSize]) {
+				return checkErr("tile hash", int64(first+i), ErrTileHash, "%s: entry %d does not hash to the log's hash tile %s", path, first+i, tilePath("0", k, w))
+			}
+			if err := rng.Append(tile[i*hashSize:(i+1)*hashSize], nil); err != nil {
 				return err
 			}
 		}
-		end := first + w
-		if root, err = rng.GetRootHash(nil); err != nil {
-			return err
-		}
-		if err := inTree(ctx, t, end, root, cp); err != nil {
-			return checkErr("tile hash", int64(first+from), ErrTileHash, "%s (entries %d to %d): %v", path, first+from, end-1, err)
-		}
-		if opts.hashOnly {
+		if c == nil {
 			continue
 		}
 		for j, e := range entries[from:] {
-			if !pf.mayMatch(e) {
-				continue
-			}
-			if err := checkEntry(opts, res, int64(first+from+uint64(j)), e); err != nil {
+			if err := c.check(int64(first+from+uint64(j)), e); err != nil {
 				return err
 			}
 		}
 	}
-	return nil
-}
-
-// inTree proves that the tree of size end with the given root is a prefix
-// of cp's tree.
-func inTree(ctx context.Context, t *tree, end uint64, root []byte, cp *flog.Checkpoint) error {
-	if end == cp.Size {
-		if !bytes.Equal(root, cp.Hash) {
-			return errors.New("the entries do not hash to the checkpoint's root")
-		}
-		return nil
-	}
-	hashes, err := t.consistencyProof(ctx, end)
+	root, err := rng.GetRootHash(nil)
 	if err != nil {
 		return err
 	}
-	return proof.VerifyConsistency(rfc6962.DefaultHasher, end, cp.Size, hashes, root, cp.Hash)
-}
-
-// checkEntry parses one entry and reports it if a watched signer made it
-// and it was not released.
-func checkEntry(opts Options, res *Result, index int64, data []byte) error {
-	e, err := ParseEntry(data)
-	if errors.Is(err, ErrUnknownKind) {
-		res.Notices++
-		emit(opts, Finding{Kind: KindUnknownEntry, LogIndex: index, Log: res.Log, Detail: err.Error()})
-		return nil
+	if !bytes.Equal(root, cp.Hash) {
+		return checkErr("tile hash", int64(start), ErrTileHash, "the entries %d to %d do not hash to the checkpoint's root", start, cp.Size-1)
 	}
-	if err != nil {
-		return &CheckError{Check: "entry", Index: index, Err: err}
-	}
-	kind := e.Kind + " " + e.APIVersion
-	for _, s := range e.Signers {
-		fd := Finding{LogIndex: index, Log: res.Log, Digest: e.Digest, EntryKind: kind}
-		switch {
-		case s.Certificate != nil && opts.Identities != nil:
-			m, err := opts.Identities.Match(s.Certificate)
-			if err != nil {
-				continue // not a watched identity
-			}
-			fd.Identity, fd.Issuer, fd.Source = m.Identity, m.Issuer, m.Source
-			res.Watched++
-			if opts.Released.Contains(e.Digest) {
-				res.Released++
-				continue
-			}
-			if _, err := sgverify.VerifyLeafCertificate(s.Certificate.NotBefore, s.Certificate, opts.TrustedMaterial); err != nil {
-				fd.Kind, fd.Detail = KindUntrustedCertificate, "the certificate does not chain to a CA of the trusted root: "+err.Error()
-				fd.Source = nil // only a trusted CA vouches for it
-				res.Notices++
-				emit(opts, fd)
-				continue
-			}
-			fd.Kind, fd.Alert = KindUnreleased, true
-		case s.PublicKey != nil && len(opts.KeyIDs) > 0:
-			sum := sha256.Sum256(s.PublicKey)
-			id := digest.Prefix + hex.EncodeToString(sum[:])
-			if !slices.Contains(opts.KeyIDs, id) {
-				continue
-			}
-			fd.KeyID = id
-			res.Watched++
-			if opts.Released.Contains(e.Digest) {
-				res.Released++
-				continue
-			}
-			fd.Kind, fd.Alert = KindUnreleased, true
-		default:
-			continue
-		}
-		res.Alerts++
-		emit(opts, fd)
+	if c != nil {
+		c.flush()
 	}
 	return nil
+}
+
+// leafHash appends the RFC 6962 leaf hash of e to dst.
+func leafHash(dst, e []byte) []byte {
+	h := sha256.New()
+	h.Write([]byte{rfc6962.RFC6962LeafHashPrefix})
+	h.Write(e)
+	return h.Sum(dst)
 }
 
 // TrustedLogURLs returns the BaseURLs of the trusted root's transparency

@@ -49,8 +49,8 @@ func (r *Released) AddDigest(d string) error {
 // log entry records them: for a DSSE envelope the SHA-256 of its payload
 // (a Rekor dsse entry) and of its pre-authentication encoding (a Rekor v2
 // hashedrekord over the envelope, as mcpsign signs); for a message
-// signature its message digest; and the digest of each Rekor v2 entry the
-// bundle carries.
+// signature its message digest; and the digest of each Rekor v2 or v1
+// entry the bundle carries.
 func (r *Released) AddBundle(data []byte) error {
 	b, err := verify.ParseBundle(data, true)
 	if err != nil {
@@ -63,13 +63,15 @@ func (r *Released) AddBundle(data []byte) error {
 		r.add(sha256.Sum256(dsse.PAE(env.GetPayloadType(), env.GetPayload())))
 	case b.GetMessageSignature() != nil:
 		md := b.GetMessageSignature().GetMessageDigest()
-		if alg, ok := hashNames[md.GetAlgorithm()]; ok && len(md.GetDigest()) > 0 {
+		if alg, ok := hashNames.Get()[md.GetAlgorithm()]; ok && len(md.GetDigest()) > 0 {
 			r.digests[alg+":"+hex.EncodeToString(md.GetDigest())] = true
 		}
 	}
 	for _, e := range b.GetVerificationMaterial().GetTlogEntries() {
 		if pe, err := ParseEntry(e.GetCanonicalizedBody()); err == nil {
 			r.digests[pe.Digest] = true
+		} else if pe, err := parseEntryV1(e.GetCanonicalizedBody()); err == nil {
+			r.digests[pe.Digest()] = true
 		}
 	}
 	return nil

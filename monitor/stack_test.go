@@ -7,10 +7,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -487,11 +490,12 @@ func TestStackMonitorEntryInProvenTree(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			entries := append([][]byte{}, real[:5]...)
 			entries[3] = []byte(tc.entry)
-			var bundle []byte
+			var bundle, hashTile []byte
 			rng := rangeFactory.NewEmptyRange(0)
 			for _, e := range entries {
 				bundle = append(bundle, byte(len(e)>>8), byte(len(e)))
 				bundle = append(bundle, e...)
+				hashTile = append(hashTile, rfc6962.DefaultHasher.HashLeaf(e)...)
 				if err := rng.Append(rfc6962.DefaultHasher.HashLeaf(e), nil); err != nil {
 					t.Fatal(err)
 				}
@@ -507,6 +511,8 @@ func TestStackMonitorEntryInProvenTree(t *testing.T) {
 					_, _ = w.Write([]byte(cp))
 				case "/tile/entries/000.p/5":
 					_, _ = w.Write(bundle)
+				case "/tile/0/000.p/5":
+					_, _ = w.Write(hashTile)
 				default:
 					http.NotFound(w, r)
 				}
@@ -515,7 +521,7 @@ func TestStackMonitorEntryInProvenTree(t *testing.T) {
 			zero := uint64(0)
 			c := &collector{}
 			_, err = Run(context.Background(), Options{LogURL: srv.URL, TrustedMaterial: s.tr, Identities: s.matcher(t, "nobody@monitor.example.com"),
-				StartIndex: &zero, OnFinding: c.add, noPrefilter: true}, nil)
+				StartIndex: &zero, OnFinding: c.add}, nil)
 			if tc.want != nil {
 				var ce *CheckError
 				if !errors.Is(err, tc.want) || !errors.As(err, &ce) || ce.Check != "entry" || ce.Index != 3 {
@@ -527,5 +533,86 @@ func TestStackMonitorEntryInProvenTree(t *testing.T) {
 				t.Fatalf("%+v %v", c.fs, err)
 			}
 		})
+	}
+}
+
+// TestStackMonitorGitHubSource signs with a GitHub Actions-shaped token
+// from the stack's GitHub issuer (OIDC_ISSUER/github, which the stack's
+// Fulcio turns into its GitHub certificate extensions), and the monitor's
+// alert names the repository, commit and ref the certificate vouches for.
+func TestStackMonitorGitHubSource(t *testing.T) {
+	s := newStackLog(t)
+	ghIssuer := s.env.OIDCIssuer + "/github"
+	repo := "acme/" + strings.TrimSuffix(uniqueEmail(t, "notes"), "@monitor.example.com")
+	const sha, ref = "0123456789abcdef0123456789abcdef01234567", "refs/tags/v1.2.0"
+	workflowRef := repo + "/.github/workflows/release.yml@" + ref
+	q := url.Values{"sub": {"repo:" + repo + ":ref:" + ref}, "ttl": {"10m"}}
+	for k, v := range map[string]string{
+		"repository": repo, "repository_id": "4242", "repository_owner": "acme", "repository_owner_id": "42",
+		"repository_visibility": "public", "sha": sha, "ref": ref, "event_name": "push", "workflow": "release",
+		"job_workflow_ref": workflowRef, "job_workflow_sha": sha, "workflow_ref": workflowRef, "workflow_sha": sha,
+		"runner_environment": "github-hosted", "run_id": "1", "run_attempt": "1",
+	} {
+		q.Set("claim."+k, v)
+	}
+	resp, err := http.Get(ghIssuer + "/token?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || err != nil {
+		msg := "the stack's OIDC issuer serves no " + ghIssuer + " token: " + resp.Status
+		if os.Getenv(sigstack.RequireVar) == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	ctx := context.Background()
+	res, _, err := s.run(t, ctx, s.url, nil, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state0 := res.State
+
+	it, err := sign.IDToken(ctx, sign.TokenOptions{Flag: strings.TrimSpace(string(tok))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := sign.NewSigstoreSigner(it, s.svc.FulcioURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr, err := sign.Sign(ctx, statement(t, "github "+repo), sign.Options{Signer: signer, TransparencyLogs: s.svc.TransparencyLogs,
+		TimestampAuthorities: s.svc.TimestampAuthorities, TrustedMaterial: s.tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := sr.TlogEntries[0].LogIndex
+	s.waitSize(t, uint64(idx)+1)
+
+	san := "https://github.com/" + workflowRef
+	for _, id := range []verify.Identity{
+		{SAN: san, Issuer: ghIssuer},
+		{SANRegexp: `^https://github\.com/` + regexp.QuoteMeta(repo) + `/.*`, Issuer: ghIssuer, GitHubWorkflowRepository: repo, GitHubWorkflowRef: ref},
+	} {
+		m, err := verify.NewCertificateMatcher(verify.MethodSigstore, []verify.Identity{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, fs, err := s.run(t, ctx, s.url, m, nil, state0, nil)
+		want := attest.Source{Repository: "https://github.com/" + repo, Commit: sha, Ref: ref}
+		if err != nil || len(fs) != 1 || fs[0].LogIndex != idx || !fs[0].Alert || fs[0].Identity != san || fs[0].Issuer != ghIssuer ||
+			fs[0].Source == nil || *fs[0].Source != want {
+			t.Fatalf("%+v: %+v %v", id, fs, err)
+		}
+	}
+	// Another repository's workflow is not this publisher's.
+	m, err := verify.NewCertificateMatcher(verify.MethodSigstore, []verify.Identity{{SANRegexp: `^https://github\.com/acme/.*`, Issuer: ghIssuer, GitHubWorkflowRepository: "acme/other"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, fs, err := s.run(t, ctx, s.url, m, nil, state0, nil); err != nil || len(fs) != 0 {
+		t.Fatalf("other repository: %+v %v", fs, err)
 	}
 }

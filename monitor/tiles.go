@@ -196,7 +196,12 @@ func (t *tree) consistencyProof(ctx context.Context, smaller uint64) ([][]byte, 
 	return nodes.Rehash(hashes, rfc6962.DefaultHasher.HashChildren)
 }
 
-var rangeFactory = &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
+// rangeFactory's Hash is a function, not the method value
+// rfc6962.DefaultHasher.HashChildren, so that it is static data rather than
+// work at start.
+var rangeFactory = &compact.RangeFactory{Hash: hashChildren}
+
+func hashChildren(l, r []byte) []byte { return rfc6962.DefaultHasher.HashChildren(l, r) }
 
 // splitBundle splits an entry bundle (tlog-tiles: each entry preceded by
 // its big-endian 16-bit length) into its entries, subslices of data.

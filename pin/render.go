@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/evidence"
+	"github.com/mcpsign/mcpsign/internal/lazy"
 	"github.com/mcpsign/mcpsign/internal/textout"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
@@ -149,13 +150,17 @@ func WriteReportMarkdown(w io.Writer, r *Report, f FailOn) error {
 // characters (textsafe), HTML, and the characters that start Markdown
 // syntax, in one pass.
 func mdText(s string) string {
-	return mdEscaper.Replace(textsafe.Escape(s))
+	return mdEscaper.Get().Replace(textsafe.Escape(s))
 }
 
-var mdEscaper = strings.NewReplacer(
-	"&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "`", "&#96;", "@", "&#64;",
-	`\`, `\\`, "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "|", `\|`, "#", `\#`, "~", `\~`,
-)
+var mdEscaper = lazy.New(newMDEscaper)
+
+func newMDEscaper() *strings.Replacer {
+	return strings.NewReplacer(
+		"&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "`", "&#96;", "@", "&#64;",
+		`\`, `\\`, "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "|", `\|`, "#", `\#`, "~", `\~`,
+	)
+}
 
 // mdCell is mdText for a table cell (also no line breaks).
 func mdCell(s string) string {

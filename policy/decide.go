@@ -269,7 +269,9 @@ func (d *Decision) First() *verify.Result {
 }
 
 // Approval is the lock approval of the decision: the first bundle's
-// evidence (pinbundle.ApprovalOf).
+// evidence (pinbundle.ApprovalOf). It approves definitions only when the
+// decision was made against them (a snapshot): a decision on statements
+// alone matched none.
 func (d *Decision) Approval() pin.Approval { return pinbundle.ApprovalOf(d.First()) }
 
 // Verified is what a proxy records of the decision (pinbundle.VerifiedOf).

@@ -19,7 +19,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -29,6 +28,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/jsonscan"
+	"github.com/mcpsign/mcpsign/internal/lazy"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -398,7 +398,7 @@ func Parse(data []byte, path string) (*File, error) {
 	return f, nil
 }
 
-var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var nameRe = lazy.NewRegexp(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // ValidName reports whether name can name a server: 1 to 64 ASCII letters,
 // digits, '.', '_' and '-', the first a letter or digit (so that it is a

@@ -40,6 +40,7 @@ func writeLockUnder(t *testing.T, argv []string, caps string) string {
 // them: reported first, not blocked. A tool added or changed under other
 // capabilities blocks, the capability finding first.
 func TestClientCapabilitiesDiffer(t *testing.T) {
+	t.Parallel()
 	const (
 		roots       = `{"roots":{"listChanged":true}}`
 		initNone    = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/lazy"
 	"github.com/mcpsign/mcpsign/pin"
 )
 
@@ -138,7 +139,7 @@ func parseVerified(data []byte) (pin.Verified, error) {
 	}
 	// encoding/json takes a repeated member (the last) and any case of a
 	// name: the strict reader refuses both.
-	if err := exactMembers(bytes.TrimSpace(data), verifiedMembers); err != nil {
+	if err := exactMembers(bytes.TrimSpace(data), verifiedMembers.Get()); err != nil {
 		return pin.Verified{}, fmt.Errorf("the verifier's answer is not an approval: %w", err)
 	}
 	switch {
@@ -161,11 +162,15 @@ func parseVerified(data []byte) (pin.Verified, error) {
 
 // verifiedMembers are the members of a verifier's answer, and of the
 // objects in it (nil: not an object read further).
-var verifiedMembers = map[string]map[string]any{
-	"":         {"approval": nil, "server": nil, "signedAt": nil},
-	"approval": {"method": nil, "identity": nil, "issuer": nil, "bundleDigest": nil, "tlog": nil, "approvedAt": nil},
-	"server":   {"name": nil, "version": nil},
-	"tlog":     {"logIndex": nil, "logId": nil, "integratedTime": nil},
+var verifiedMembers = lazy.New(verifiedMemberTable)
+
+func verifiedMemberTable() map[string]map[string]any {
+	return map[string]map[string]any{
+		"":         {"approval": nil, "server": nil, "signedAt": nil},
+		"approval": {"method": nil, "identity": nil, "issuer": nil, "bundleDigest": nil, "tlog": nil, "approvedAt": nil},
+		"server":   {"name": nil, "version": nil},
+		"tlog":     {"logIndex": nil, "logId": nil, "integratedTime": nil},
+	}
 }
 
 // exactMembers checks with digest.Members (no repeated name, however

@@ -21,6 +21,7 @@ import (
 // taken. 'mcpsign proxy-verify' itself is tested through the mcpsign and
 // mcpsign-proxy executables in cmd/mcpsign.
 func TestCommandVerifier(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("the verifier scripts are POSIX shell")
 	}

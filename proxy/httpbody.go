@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/mcpsign/mcpsign/mcpwire"
@@ -110,4 +109,4 @@ func (u *httpUpstream) readError(err error) error {
 }
 
 // errIgnore is what a body reader returns when the session ended under it.
-var errIgnore = fmt.Errorf("the session ended")
+var errIgnore = errors.New("the session ended")

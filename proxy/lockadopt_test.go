@@ -105,6 +105,7 @@ func writeLock(t *testing.T, l *pin.Lock, path string) []byte {
 // adopted), and which signed updates roll it forward (the same server, never
 // backwards).
 func TestLockChangedOnDiskAndRollForward(t *testing.T) {
+	t.Parallel()
 	alice, mallory := newPublisher(t), newPublisher(t)
 	t1 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	t2 := t1.Add(30 * 24 * time.Hour)

@@ -149,6 +149,7 @@ func TestHonestProbeBlocked(t *testing.T) {
 // TestListChangedMidSession: the server changes after the first call and
 // announces it; the proxy lists again and blocks before any later call.
 func TestListChangedMidSession(t *testing.T) {
+	t.Parallel()
 	for _, g := range generations {
 		t.Run(g.name, func(t *testing.T) {
 			ctx := testContext(t)

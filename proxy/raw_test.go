@@ -135,6 +135,7 @@ var ownID = regexp.MustCompile(`mcpsign-[0-9a-f]{16}-`)
 // is byte for byte the line it receives from the server directly, and none
 // of the proxy's own traffic reaches it.
 func TestByteIdenticalRelay(t *testing.T) {
+	t.Parallel()
 	argv := exampleArgv(t, fixtures.ModeHonest, "--protocol-versions", "2025-11-25")
 
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -216,6 +217,8 @@ func TestModernWithoutDiscover(t *testing.T) {
 // TestUncheckable: a server that does not let itself be listed is blocked,
 // not waved through: a listing that never ends (time limit), a message over
 // the size cap, invalid definitions.
+// Not parallel: the oversized row's example server writes 17 MiB, which
+// under -race on a loaded machine came near the 10 s check timeout.
 func TestUncheckable(t *testing.T) {
 	bad := fixtures.BuildBadServer(t)
 	cases := []struct {

@@ -18,6 +18,7 @@ import (
 // line); 64 per kind are kept. What the relay keeps for them must stay
 // within MaxHeldBytes, as everything else it keeps for a peer does.
 func TestRedteamChainsBounded(t *testing.T) {
+	t.Parallel()
 	const maxHeld = 1 << 20
 	instr := "x"
 	snap := &digest.Snapshot{Kind: digest.SnapshotKind, SnapshotVersion: digest.SnapshotVersion,

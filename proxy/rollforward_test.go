@@ -82,6 +82,7 @@ func toolNamesOf(t *testing.T, ctx context.Context, cs *mcp.ClientSession) []str
 // goes on; a bundle by another key, or that does not cover the server,
 // blocks.
 func TestSignedFirstUseAndRollForward(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "mcp.lock")
@@ -169,6 +170,7 @@ func TestSignedFirstUseAndRollForward(t *testing.T) {
 // bundle covers the change: the proxy lists again, rolls the lock forward,
 // forwards the list_changed notification, and the session goes on.
 func TestRollForwardMidSession(t *testing.T) {
+	t.Parallel()
 	for _, g := range generations {
 		t.Run(g.name, func(t *testing.T) {
 			ctx := testContext(t)
@@ -214,6 +216,7 @@ func TestRollForwardMidSession(t *testing.T) {
 // first use and then for a signed update, all let their sessions through,
 // and the lock is whole and approves what they served.
 func TestConcurrentProxiesOneLock(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "mcp.lock")

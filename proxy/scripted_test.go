@@ -280,6 +280,7 @@ func TestScriptedServers(t *testing.T) {
 // docs/PROXY.md, "Reading what a server says", with a raw client that
 // pipelines as a real one may.
 func TestWireRules(t *testing.T) {
+	t.Parallel()
 	lock := writeTOFULock(t, scriptedArgv(t, "honest"))
 	const (
 		initialize  = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`

@@ -18,6 +18,7 @@ import (
 // of its own (out of its process group) does not outlive the proxy's
 // session, not even as a zombie.
 func TestSessionEndStopsSetsidChild(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	lock := writeTOFULock(t, exampleArgv(t, fixtures.ModeHonest))
 	dir := t.TempDir()

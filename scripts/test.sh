@@ -6,28 +6,37 @@
 # its state in a temporary directory, runs vet, gofmt, a type check for
 # windows and darwin, the Sigstore conformance cases of
 # testdata/sigstore-conformance and `go test -race ./...` with the
-# end-to-end tests required; stops and removes only what it started.
+# end-to-end tests required (the packages that need no service while the
+# stack builds and starts, the others once it runs); stops and removes
+# only what it started.
 #
 #   scripts/test.sh            everything (what CI runs)
 #   scripts/test.sh --quick    only `go test ./...` (no stack, no npm: those tests skip)
 #
 # It ends with the line "N passed, N failed, N skipped", after each skip's
-# reason (scripts/testsummary). With CI set (CI=true), a skip that
+# reason and the ten slowest packages and tests (scripts/testsummary). With CI set (CI=true), a skip that
 # scripts/expected-skips.txt does not list for this machine fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
+# -trimpath: the build cache's entries for this module do not depend on the
+# directory of the checkout, so a fresh clone (CI's) reuses what an earlier
+# run compiled from the same sources.
+export GOTOOLCHAIN=local GOFLAGS="-buildvcs=false -trimpath"
 
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/mcpsign-test.XXXXXX")
-STATE="" BUILD_PID=""
+STATE="" BUILD_PID="" FIRST_PID=""
 cleanup() {
 	if [[ -n $BUILD_PID ]]; then kill "$BUILD_PID" 2>/dev/null || true; fi
+	# The background go test is a process group of its own (setsid): stop it
+	# with its test binaries.
+	if [[ -n $FIRST_PID ]]; then kill -- "-$FIRST_PID" 2>/dev/null || kill "$FIRST_PID" 2>/dev/null || true; fi
 	if [[ -n ${REGSTATE:-} ]]; then scripts/registry-local/stop.sh "$REGSTATE" >/dev/null 2>&1 || true; fi
 	if [[ -n $STATE && -e $STATE/pids ]]; then
 		scripts/sigstore-local/stop.sh "$STATE" >"$TMP/stop.log" 2>&1 || cat "$TMP/stop.log" >&2
 	fi
+	MCPSIGN_REKOR_V1_STATE=$TMP/rekor-v1 scripts/rekor-v1/rekor-v1.sh stop >/dev/null 2>&1 || true
 	# Each test binary removes the links to itself that it ran fixtures
 	# through (fixtures.Main), and a reaper removes what was built once for
 	# the whole run (mcpsign-fixtures-PID-run-*, PID the go command's) when
@@ -45,7 +54,7 @@ cleanup() {
 trap cleanup EXIT
 
 go build -o "$TMP/testsummary" ./scripts/testsummary
-summary=("$TMP/testsummary" -expected scripts/expected-skips.txt)
+summary=("$TMP/testsummary" -expected scripts/expected-skips.txt -slowest 10)
 case ${CI:-} in "" | false | 0) ;; *) summary+=(-ci) ;; esac
 
 if [[ ${1:-} == --quick ]]; then
@@ -58,22 +67,25 @@ need=()
 command -v openssl >/dev/null || need+=(openssl)
 command -v curl >/dev/null || need+=(curl)
 command -v node >/dev/null || need+=(nodejs npm)
+command -v mariadbd >/dev/null || [[ -x /usr/sbin/mariadbd ]] || need+=(mariadb-server) # the Rekor v1 log's database
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql) # the MCP registry's database
 if ((${#need[@]})); then
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+
+# The stack's binaries build (cached after the first run) while the
+# modules and npm packages download and the Go code is vetted and
+# compiled below; the stack starts after both.
+step "Local Sigstore stack: build (cached), in the background"
+{ scripts/sigstore-local/build.sh && scripts/rekor-v1/rekor-v1.sh build && scripts/registry-local/build.sh; } >"$TMP/sigstack-build.log" 2>&1 &
+BUILD_PID=$!
 
 step "Go modules"
 go mod download
 
 step "Official MCP servers (npm ci)"
 (cd testdata/npm && npm ci --no-audit --no-fund --loglevel=error)
-
-# The stack's binaries build (cached after the first run) while the Go
-# code is vetted and compiled below; the stack starts after both.
-step "Local Sigstore stack: build (cached), in the background"
-scripts/sigstore-local/build.sh >"$TMP/sigstack-build.log" 2>&1 &
-BUILD_PID=$!
 
 step "go vet"
 go vet ./... ./testdata/exampleserver ./testdata/badservers
@@ -102,10 +114,29 @@ export PATH=$PWD/bin:$PATH
 step "Sigstore conformance: mcpsign verify bundle (testdata/sigstore-conformance)"
 bash testdata/sigstore-conformance/run-cases.sh 'mcpsign verify bundle' both | awk '!/^OK\t/' # the mismatches and the TOTAL line
 
-# Compile (not link) every package and its tests with -race into the build
-# cache, so that go test below only links and runs.
-step "compile the tests with -race (while the stack builds)"
-go list -export -test -race ./... >/dev/null
+# The tests of the packages that need no service run while the stack
+# builds and starts; those that need one (every test package that imports
+# a package of SERVICE_KITS, directly or not) are compiled meanwhile and
+# run once the services are up. Both runs require every end-to-end
+# dependency. A service this script starts has its test kit listed here.
+SERVICE_KITS=(internal/testkit/sigstack internal/testkit/rekorv1 internal/testkit/registrylocal)
+export MCPSIGN_REQUIRE_SIGSTACK=1 MCPSIGN_REQUIRE_E2E=1
+kits=$(printf ' github.com/mcpsign/mcpsign/%s( |$)|' "${SERVICE_KITS[@]}")
+mapfile -t stack_pkgs < <(go list -test -f '{{if .ForTest}}{{.ForTest}} {{join .Deps " "}}{{end}}' ./... |
+	awk -v re="${kits%|}" '$0 ~ re { print $1 }' | sort -u)
+mapfile -t first_pkgs < <(go list ./... | grep -vxF -f <(printf '%s\n' "${stack_pkgs[@]}"))
+if ((${#stack_pkgs[@]} == 0 || ${#first_pkgs[@]} == 0)); then
+	echo "no package needs a service, or every package does: the package lists are wrong"
+	exit 1
+fi
+step "go test -race: ${#first_pkgs[@]} packages that need no service, in the background"
+setsid go test -race -json -timeout 30m "${first_pkgs[@]}" >"$TMP/first.json" 2>&1 &
+FIRST_PID=$!
+
+# Compile (not link) the other packages and their tests with -race into
+# the build cache, so that their go test below only links and runs.
+step "compile the tests of ${#stack_pkgs[@]} packages that need a service, with -race"
+go list -export -test -race "${stack_pkgs[@]}" >/dev/null
 
 step "Local Sigstore stack: wait for the build"
 if ! wait "$BUILD_PID"; then
@@ -121,13 +152,27 @@ step "Local Sigstore stack: start"
 STATE=${MCPSIGN_SIGSTORE_STATE:-$TMP/sigstore}
 scripts/sigstore-local/start.sh "$STATE"
 export SIGSTACK_ENV=$STATE/env.sh
+step "Rekor v1 (Trillian, MariaDB): start"
+MCPSIGN_REKOR_V1_STATE=$TMP/rekor-v1 scripts/rekor-v1/rekor-v1.sh start
+export REKOR_V1_ENV=$TMP/rekor-v1/env.sh MCPSIGN_REQUIRE_REKOR_V1=1
 
-step "Local MCP registry (scripts/registry-local): build (cached) and start"
+step "Local MCP registry (scripts/registry-local): start"
 REGSTATE=$TMP/registry
 scripts/registry-local/start.sh "$REGSTATE" >"$TMP/registry.log" 2>&1 || { cat "$TMP/registry.log"; exit 1; }
 source "$REGSTATE/env.sh"
 export MCPSIGN_REQUIRE_REGISTRY=1
 
-step "go test -race ./..."
-export MCPSIGN_REQUIRE_SIGSTACK=1 MCPSIGN_REQUIRE_E2E=1
-go test -race -json -timeout 30m ./... 2>&1 | "${summary[@]}"
+step "go test -race: ${#stack_pkgs[@]} packages that need a service"
+second=0
+go test -race -json -timeout 30m "${stack_pkgs[@]}" >"$TMP/second.json" 2>&1 || second=$?
+
+step "go test -race: wait for the packages that need no service"
+first=0
+wait "$FIRST_PID" || first=$?
+FIRST_PID=""
+step "go test -race ./...: summary"
+cat "$TMP/first.json" "$TMP/second.json" | "${summary[@]}"
+if ((first != 0 || second != 0)); then
+	echo "go test exited $first (packages that need no service) and $second (the others)"
+	exit 1
+fi

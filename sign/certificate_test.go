@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsign/mcpsign/verify"
+	"github.com/mcpsign/mcpsign/evidence"
 )
 
 func TestNewCertificateSigner(t *testing.T) {
@@ -60,7 +60,7 @@ func TestNewCertificateSigner(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if s.Leaf() != tt.leaf || s.root == nil || s.Method() != verify.MethodCertificate {
+				if s.Leaf() != tt.leaf || s.root == nil || s.Method() != evidence.MethodCertificate {
 					t.Errorf("signer %+v", s)
 				}
 				return

@@ -25,8 +25,8 @@ import (
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/dn"
+	"github.com/mcpsign/mcpsign/internal/lazy"
 	"github.com/mcpsign/mcpsign/trustroot"
-	"github.com/mcpsign/mcpsign/verify"
 )
 
 // BundleMediaType is the media type of the bundles Sign makes.
@@ -49,7 +49,7 @@ var (
 	// ErrNoTrustedRoot wraps ErrConfig: the signature needs a log entry, a
 	// timestamp or a Fulcio certificate, and no trusted material was given
 	// to verify the new bundle with.
-	ErrNoTrustedRoot = fmt.Errorf("%w: a trusted root is needed to verify the new bundle's certificate, log entry and timestamps", ErrConfig)
+	ErrNoTrustedRoot = lazy.Wrap(ErrConfig, "a trusted root is needed to verify the new bundle's certificate, log entry and timestamps")
 	// ErrSelfCheck: the new bundle did not verify; it is not returned.
 	ErrSelfCheck = errors.New("the new bundle does not verify")
 	// ErrClaimMismatch: the statement's source claims contradict the
@@ -132,7 +132,7 @@ type Result struct {
 	// Bundle is the Sigstore bundle JSON, as it should be written.
 	Bundle []byte
 	// Method of the signature.
-	Method verify.Method
+	Method evidence.Method
 	// Identity is the verified signer: certificate SAN and OIDC issuer
 	// (sigstore), subject and SANs (certificate), key hint (key).
 	Identity Identity
@@ -161,7 +161,7 @@ type Identity struct {
 	// SHA-256 of its DER SubjectPublicKeyInfo.
 	KeyHint string
 	// KeyID is the same digest as mcpsign names keys everywhere else
-	// ("sha256:" and lowercase hex, as verify.KeyID), when the hint is one.
+	// ("sha256:" and lowercase hex, as evidence.KeyID), when the hint is one.
 	KeyID string
 	// Certificate is the signing certificate (sigstore, certificate).
 	Certificate *x509.Certificate
@@ -175,16 +175,16 @@ type Identity struct {
 // verification reports it (index, hex log ID, integrated time, nil for
 // Rekor v2), its kind and whether it has an inclusion proof.
 type TlogEntry struct {
-	verify.TlogEvidence
+	evidence.Tlog
 	Kind           string // entry kind and version, e.g. "hashedrekord 0.0.2"
 	InclusionProof bool
 }
 
 // Timestamp is one verified time of the signature.
 type Timestamp struct {
-	Kind string // "tsa" or "tlog"
-	URI  string
-	Time time.Time
+	Kind string    `json:"kind"` // "tsa" or "tlog"
+	URI  string    `json:"uri,omitempty"`
+	Time time.Time `json:"time"`
 }
 
 // Timings is the wall time spent per service.
@@ -442,7 +442,7 @@ func describe(nb *bundle.Bundle, vr *sgverify.VerificationResult, bundleJSON []b
 	}
 	for _, e := range entries {
 		te := TlogEntry{
-			TlogEvidence:   verify.TlogEvidence{LogIndex: e.LogIndex(), LogID: hex.EncodeToString([]byte(e.LogKeyID()))},
+			Tlog:           evidence.Tlog{LogIndex: e.LogIndex(), LogID: hex.EncodeToString([]byte(e.LogKeyID()))},
 			Kind:           entryKind(e.TransparencyLogEntry()),
 			InclusionProof: e.HasInclusionProof(),
 		}

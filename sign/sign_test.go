@@ -19,8 +19,8 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testsnap"
-	"github.com/mcpsign/mcpsign/verify"
 )
 
 // exampleSnapshot is the small server of internal/testkit/fixtures/testsnap.
@@ -93,7 +93,7 @@ func TestSignKeyRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			hint, _ := KeyHint(key.Public())
-			if res.Method != verify.MethodKey || res.Identity.KeyHint != hint || len(res.TlogEntries) != 0 || len(res.Timestamps) != 0 {
+			if res.Method != evidence.MethodKey || res.Identity.KeyHint != hint || len(res.TlogEntries) != 0 || len(res.Timestamps) != 0 {
 				t.Errorf("result %+v", res)
 			}
 			verifyIndependently(t, res.Bundle, payload, keyMaterial(t, key.Public(), hint), sgverify.WithKey(), sgverify.WithNoObserverTimestamps())

@@ -12,14 +12,14 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore/pkg/signature"
 
-	"github.com/mcpsign/mcpsign/verify"
+	"github.com/mcpsign/mcpsign/evidence"
 )
 
 // Signer is one of KeySigner, CertificateSigner and SigstoreSigner.
 type Signer interface {
 	// Method names the signing method: the verification method that
 	// checks its bundles.
-	Method() verify.Method
+	Method() evidence.Method
 	isSigner()
 }
 
@@ -38,9 +38,9 @@ func NewKeySigner(key crypto.Signer) (*KeySigner, error) {
 	return &KeySigner{keypair: kp}, nil
 }
 
-// Method returns verify.MethodKey.
-func (*KeySigner) Method() verify.Method { return verify.MethodKey }
-func (*KeySigner) isSigner()             {}
+// Method returns evidence.MethodKey.
+func (*KeySigner) Method() evidence.Method { return evidence.MethodKey }
+func (*KeySigner) isSigner()               {}
 
 // PublicKey returns the signer's public key.
 func (s *KeySigner) PublicKey() crypto.PublicKey { return s.keypair.GetPublicKey() }
@@ -119,9 +119,9 @@ func NewCertificateSigner(key crypto.Signer, leaf *x509.Certificate, chain, root
 	return &CertificateSigner{keypair: kp, leaf: leaf, intermediates: inter, root: rootCert}, nil
 }
 
-// Method returns verify.MethodCertificate.
-func (*CertificateSigner) Method() verify.Method { return verify.MethodCertificate }
-func (*CertificateSigner) isSigner()             {}
+// Method returns evidence.MethodCertificate.
+func (*CertificateSigner) Method() evidence.Method { return evidence.MethodCertificate }
+func (*CertificateSigner) isSigner()               {}
 
 // Leaf returns the signing certificate.
 func (s *CertificateSigner) Leaf() *x509.Certificate { return s.leaf }
@@ -159,9 +159,9 @@ func NewSigstoreSigner(token *Token, fulcioURL string) (*SigstoreSigner, error) 
 	return &SigstoreSigner{token: token, fulcioURL: fulcioURL}, nil
 }
 
-// Method returns verify.MethodSigstore.
-func (*SigstoreSigner) Method() verify.Method { return verify.MethodSigstore }
-func (*SigstoreSigner) isSigner()             {}
+// Method returns evidence.MethodSigstore.
+func (*SigstoreSigner) Method() evidence.Method { return evidence.MethodSigstore }
+func (*SigstoreSigner) isSigner()               {}
 
 // Token returns the identity token the signer uses.
 func (s *SigstoreSigner) Token() *Token { return s.token }

@@ -9,12 +9,14 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"sort"
 	"time"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/mcpsign/mcpsign/internal/dn"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Description is what a trusted root trusts and for how long: the stable
@@ -195,4 +197,53 @@ func windowStatus(from, until *time.Time, now time.Time) string {
 		return "ended"
 	}
 	return "active"
+}
+
+// WriteText writes d for people, as 'mcpsign trustroot show' prints it
+// after the file's name: each section with its entries, their periods and
+// status, every string from the file escaped.
+func (d *Description) WriteText(w io.Writer) {
+	authorities := func(title string, as []AuthorityDescription) {
+		fmt.Fprintf(w, "\n%s: %d\n", title, len(as))
+		for i, a := range as {
+			fmt.Fprintf(w, "  %d. %s\n     trusted %s (%s)\n", i+1, orNoURL(a.URI), period(a.ValidFrom, a.ValidUntil), a.Status)
+			for _, c := range a.Certificates {
+				fmt.Fprintf(w, "     %-12s %s\n", c.Role, dn.Text(c.Subject))
+				fmt.Fprintf(w, "     %-12s %s, %s to %s (%s), sha256:%s\n", "", c.KeyType,
+					c.NotBefore.Format(time.RFC3339), c.NotAfter.Format(time.RFC3339), c.Status, c.SHA256)
+			}
+		}
+	}
+	logs := func(title string, ls []LogDescription) {
+		fmt.Fprintf(w, "\n%s: %d\n", title, len(ls))
+		for i, l := range ls {
+			fmt.Fprintf(w, "  %d. %s\n     %s, log id %s\n     trusted %s (%s)\n", i+1, orNoURL(l.BaseURL), l.KeyType, l.LogID,
+				period(l.ValidFrom, l.ValidUntil), l.Status)
+		}
+	}
+	authorities("Certificate authorities", d.CertificateAuthorities)
+	logs("Transparency logs", d.TransparencyLogs)
+	logs("Certificate transparency logs", d.CTLogs)
+	authorities("Timestamp authorities", d.TimestampAuthorities)
+}
+
+func orNoURL(s string) string {
+	if s == "" {
+		return "(no URL)"
+	}
+	return textsafe.Escape(s)
+}
+
+func period(from, until *time.Time) string {
+	f, u := "always", "open end"
+	if from != nil {
+		f = "from " + from.Format(time.RFC3339)
+	}
+	if until != nil {
+		u = "until " + until.Format(time.RFC3339)
+	}
+	if from == nil && until == nil {
+		return "at all times"
+	}
+	return f + ", " + u
 }

@@ -20,6 +20,8 @@ import (
 type CertificateMatcher struct {
 	method Method
 	ids    []*matcher
+	// names are ids without their workflow extensions (MayMatch).
+	names []*matcher
 }
 
 // CertificateMatch is what a certificate satisfied.
@@ -48,7 +50,29 @@ func NewCertificateMatcher(method Method, ids []Identity) (*CertificateMatcher, 
 	if err != nil {
 		return nil, err
 	}
-	return &CertificateMatcher{method: method, ids: ms}, nil
+	names := make([]*matcher, len(ms))
+	for i, m := range ms {
+		n := *m
+		n.workflows, n.quiet = certificate.Extensions{}, true
+		names[i] = &n
+	}
+	return &CertificateMatcher{method: method, ids: ms, names: names}, nil
+}
+
+// MayMatch reports whether cert's SANs, subject and OIDC issuer satisfy
+// one of the identities: false means that Match fails; true leaves it to
+// Match, which also checks the key usages and the Fulcio workflow
+// extensions. It reads only cert.Extensions and cert.RawSubject, so that a
+// caller that sees many certificates, such as a log monitor, may pass a
+// certificate holding only those, read from the DER without a full parse,
+// and parse only the certificates that may match.
+func (m *CertificateMatcher) MayMatch(cert *x509.Certificate) bool {
+	for _, n := range m.names {
+		if _, err := n.verifyCert(m.method, cert, certificate.Summary{}); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Match matches cert against every identity. A certificate that satisfies

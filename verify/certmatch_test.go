@@ -5,10 +5,14 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
 	"github.com/mcpsign/mcpsign/attest"
 )
@@ -51,14 +55,24 @@ func TestCertificateMatcher(t *testing.T) {
 		}
 	}
 
+	// MayMatch on the SAN and issuer extensions alone, as a monitor passes
+	// them.
+	names := &x509.Certificate{Extensions: slices.DeleteFunc(slices.Clone(leaf.Extensions), func(e pkix.Extension) bool {
+		return !e.Id.Equal(cryptoutils.SANOID) && !e.Id.Equal(certificate.OIDIssuerV2)
+	})}
+	if !m.MayMatch(names) || !m.MayMatch(leaf) {
+		t.Error("MayMatch false for a certificate that matches")
+	}
+
 	for _, tc := range []struct {
-		name string
-		ids  []Identity
+		name     string
+		ids      []Identity
+		mayMatch bool
 	}{
-		{"other identity", []Identity{{SAN: "release@example.org", Issuer: issuer}}},
-		{"other issuer", []Identity{{SAN: "release@example.com", Issuer: "https://accounts.google.com"}}},
-		{"other repository", []Identity{{SAN: "release@example.com", Issuer: issuer, GitHubWorkflowRepository: "acme/other"}}},
-		{"two, neither", []Identity{{SAN: "a@example.com", Issuer: issuer}, {SAN: "b@example.com", Issuer: issuer}}},
+		{"other identity", []Identity{{SAN: "release@example.org", Issuer: issuer}}, false},
+		{"other issuer", []Identity{{SAN: "release@example.com", Issuer: "https://accounts.google.com"}}, false},
+		{"other repository", []Identity{{SAN: "release@example.com", Issuer: issuer, GitHubWorkflowRepository: "acme/other"}}, true},
+		{"two, neither", []Identity{{SAN: "a@example.com", Issuer: issuer}, {SAN: "b@example.com", Issuer: issuer}}, false},
 	} {
 		m, err := NewCertificateMatcher(MethodSigstore, tc.ids)
 		if err != nil {
@@ -66,6 +80,9 @@ func TestCertificateMatcher(t *testing.T) {
 		}
 		if _, err := m.Match(leaf); !errors.Is(err, ErrIdentityMismatch) {
 			t.Errorf("%s: err %v", tc.name, err)
+		}
+		if got := m.MayMatch(names); got != tc.mayMatch {
+			t.Errorf("%s: MayMatch %v", tc.name, got)
 		}
 	}
 	if _, err := NewCertificateMatcher(MethodKey, nil); err == nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/mcpsign/mcpsign/internal/lazy"
 )
 
 // Step names one check of the verification. Every failure is a *StepError
@@ -90,11 +92,11 @@ var (
 	// ErrNoTimestamp wraps ErrNoSigningTime: a certificate bundle has no
 	// RFC 3161 timestamp and the policy requires no log entry and does not
 	// allow the current time.
-	ErrNoTimestamp = fmt.Errorf("%w: the bundle has no RFC 3161 timestamp", ErrNoSigningTime)
+	ErrNoTimestamp = lazy.Wrap(ErrNoSigningTime, "the bundle has no RFC 3161 timestamp")
 	// ErrTimestampNoRoot wraps ErrNoSigningTime: a certificate bundle's
 	// RFC 3161 timestamp cannot be checked without a trusted root that
 	// lists its timestamp authority, and none was given.
-	ErrTimestampNoRoot = fmt.Errorf("%w: the bundle's RFC 3161 timestamp needs the trusted root that lists its timestamp authority", ErrNoSigningTime)
+	ErrTimestampNoRoot = lazy.Wrap(ErrNoSigningTime, "the bundle's RFC 3161 timestamp needs the trusted root that lists its timestamp authority")
 	// ErrLogIndex: the verified log entry's index is beyond MaxLogIndex, or
 	// nothing vouches for it (a Rekor v1 entry without its signed entry
 	// timestamp).

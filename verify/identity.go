@@ -74,6 +74,11 @@ func identityKinds(m Method) []sanKind {
 	return []sanKind{sanEmail, sanURI}
 }
 
+// sanList describes SANs for an error message, when it is formatted.
+type sanList []san
+
+func (l sanList) String() string { return listSANs(l) }
+
 // listSANs describes SANs for an error message.
 func listSANs(sans []san) string {
 	if len(sans) == 0 {
@@ -108,6 +113,9 @@ func (m *matcher) verifyCert(method Method, cert *x509.Certificate, s certificat
 	var out matched
 	id := &m.id
 	fail := func(format string, args ...any) (matched, error) {
+		if m.quiet {
+			return out, ErrIdentityMismatch
+		}
 		return out, fmt.Errorf("%w: "+format, append([]any{ErrIdentityMismatch}, args...)...)
 	}
 	sans, err := parseSANs(cert)
@@ -135,37 +143,40 @@ func (m *matcher) verifyCert(method Method, cert *x509.Certificate, s certificat
 		want := func(v string) bool {
 			return (id.SAN == "" || v == id.SAN) && (m.sanRe == nil || m.sanRe.MatchString(v))
 		}
-		criterion := strconv.Quote(id.SAN)
-		if id.SAN == "" {
-			criterion = "matching " + strconv.Quote(m.sanRe.String())
-		}
 		v, ok := first(identityKinds(method), want)
 		if !ok {
+			if m.quiet {
+				return fail("")
+			}
+			criterion := strconv.Quote(id.SAN)
+			if id.SAN == "" {
+				criterion = "matching " + strconv.Quote(m.sanRe.String())
+			}
 			if _, other := first([]sanKind{sanFulcio}, want); other && method != MethodSigstore {
 				return fail("the identity %s is only in the certificate's %s SAN, which is not an identity for the certificate method: an enterprise CA's name constraints do not apply to it", criterion, sanFulcio)
 			}
-			return fail("no e-mail or URI SAN %s in the certificate (its SANs: %s)", criterion, listSANs(sans))
+			return fail("no e-mail or URI SAN %s in the certificate (its SANs: %s)", criterion, sanList(sans))
 		}
 		take(v)
 	}
 	if id.Email != "" {
 		v, ok := first([]sanKind{sanEmail}, func(v string) bool { return v == id.Email })
 		if !ok {
-			return fail("no e-mail SAN %s in the certificate (its SANs: %s)", strconv.Quote(id.Email), listSANs(sans))
+			return fail("no e-mail SAN %s in the certificate (its SANs: %s)", strconv.Quote(id.Email), sanList(sans))
 		}
 		take(v)
 	}
 	if id.URI != "" {
 		v, ok := first([]sanKind{sanURI}, func(v string) bool { return uriEqual(v, id.URI) })
 		if !ok {
-			return fail("no URI SAN %s in the certificate (its SANs: %s)", strconv.Quote(id.URI), listSANs(sans))
+			return fail("no URI SAN %s in the certificate (its SANs: %s)", strconv.Quote(id.URI), sanList(sans))
 		}
 		take(v)
 	}
 	if id.DNS != "" {
 		v, ok := first([]sanKind{sanDNS}, func(v string) bool { return v == id.DNS })
 		if !ok {
-			return fail("no DNS SAN %s in the certificate (its SANs: %s)", strconv.Quote(id.DNS), listSANs(sans))
+			return fail("no DNS SAN %s in the certificate (its SANs: %s)", strconv.Quote(id.DNS), sanList(sans))
 		}
 		take(v)
 	}

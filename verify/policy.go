@@ -181,6 +181,9 @@ type matcher struct {
 	issuerRe  *regexp.Regexp
 	sigstore  sgverify.CertificateIdentity // for MethodSigstore: reported, not matched
 	workflows certificate.Extensions
+	// quiet: a mismatch is ErrIdentityMismatch without a description
+	// (CertificateMatcher.MayMatch, called for many certificates).
+	quiet bool
 }
 
 func compileIdentity(m Method, id Identity) (*matcher, error) {

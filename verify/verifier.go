@@ -371,7 +371,7 @@ func (v *Verifier) verifySigstore(ctx context.Context, bundleJSON []byte, ap sgv
 	res.Timestamps = vr.VerifiedTimestamps
 	res.SigningTime, res.TimeSource = signingTime(vr.VerifiedTimestamps)
 	if v.policy.RequireTlog || v.policy.Method == MethodSigstore {
-		if res.Tlog, err = tlogEvidence(b, v.trust, vr.VerifiedTimestamps); err != nil {
+		if res.Tlog, err = tlogEvidence(b, v.trust, vr.VerifiedTimestamps, v.policy.Method == MethodSigstore); err != nil {
 			return res, nil, err
 		}
 	}
@@ -483,15 +483,27 @@ const MaxLogIndex = 1<<53 - 1
 // vouches for its log index. No entry that verifies on its own and has a
 // vouched-for log index, or such an index beyond MaxLogIndex, is a StepTlog
 // failure.
-func tlogEvidence(b *bundle.Bundle, tm root.TrustedMaterial, ts []sgverify.TimestampVerificationResult) (*TlogEvidence, error) {
+//
+// verified says that sigstore-go's Verify, which succeeded, made that very
+// call on the whole bundle (threshold 1, log times trusted, the same
+// material: the sigstore method). A bundle with one entry (sigstore-go
+// refuses duplicates) then has it verified already, and its verified log
+// timestamps are that entry's: the call is not made twice.
+func tlogEvidence(b *bundle.Bundle, tm root.TrustedMaterial, ts []sgverify.TimestampVerificationResult, verified bool) (*TlogEvidence, error) {
 	entries, err := b.TlogEntries()
 	if err != nil {
 		return nil, stepErr(StepTlog, "log entries: %w", err)
 	}
 	unsigned := false
 	for _, e := range entries {
-		logTimes, err := sgverify.VerifyTlogEntry(oneEntry{b, e}, tm, 1, true)
-		if err != nil {
+		var logTimes []root.Timestamp
+		if verified && len(entries) == 1 {
+			for _, x := range ts {
+				if x.Type == "Tlog" {
+					logTimes = append(logTimes, root.Timestamp{Time: x.Timestamp, URI: x.URI})
+				}
+			}
+		} else if logTimes, err = sgverify.VerifyTlogEntry(oneEntry{b, e}, tm, 1, true); err != nil {
 			continue
 		}
 		// What vouches for the log index: a Rekor v2 inclusion proof is

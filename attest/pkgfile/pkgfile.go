@@ -24,12 +24,12 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"regexp"
 	"strings"
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/internal/lazy"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
@@ -336,9 +336,9 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 }
 
 var (
-	npmNameRe = regexp.MustCompile(`^(?:@([a-z0-9~][a-z0-9._~-]*)/)?([a-z0-9~][a-z0-9._~-]*)$`)
+	npmNameRe = lazy.NewRegexp(`^(?:@([a-z0-9~][a-z0-9._~-]*)/)?([a-z0-9~][a-z0-9._~-]*)$`)
 	// A version of printable ASCII without spaces (npm's are semver).
-	versionRe = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z.+!_-]{0,127}$`)
+	versionRe = lazy.NewRegexp(`^[0-9A-Za-z][0-9A-Za-z.+!_-]{0,127}$`)
 )
 
 func parseNPM(data []byte) (*Artifact, error) {
@@ -370,7 +370,7 @@ func parseNPM(data []byte) (*Artifact, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := npmNameRe.FindStringSubmatch(name)
+	m := npmNameRe.Get().FindStringSubmatch(name)
 	if m == nil || len(name) > 214 {
 		return nil, fail("package/package.json name %s: not an npm package name", textsafe.Quote(name))
 	}
@@ -386,7 +386,7 @@ func parseNPM(data []byte) (*Artifact, error) {
 
 // A distribution name as PEP 508 allows it (a wheel's and an sdist's file
 // name escape it further, "-" written "_").
-var pyNameRe = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+var pyNameRe = lazy.NewRegexp(`^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$`)
 
 func parseWheel(name string, data []byte) (*Artifact, error) {
 	base := name[:len(name)-len(".whl")]
@@ -557,7 +557,7 @@ func zipFile(zr *zip.Reader, want string, other manifest, why string) ([]byte, e
 }
 
 // An MCPB name: what a file name and a purl carry safely.
-var mcpbNameRe = regexp.MustCompile(`^[A-Za-z0-9@][A-Za-z0-9@._/-]{0,213}$`)
+var mcpbNameRe = lazy.NewRegexp(`^[A-Za-z0-9@][A-Za-z0-9@._/-]{0,213}$`)
 
 func parseMCPB(data []byte) (*Artifact, error) {
 	zr, err := openZip(data)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -75,6 +76,14 @@ func isTerminalFile(f *os.File) bool {
 // reportVersion is the reportVersion of every --format json output of the
 // CLI (docs/JSON.md); verify's is verify.Report's.
 const reportVersion = 1
+
+// writeJSON writes v as the indented JSON document of a --format json
+// report (docs/JSON.md).
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
 
 // exitError carries an exit code other than 2 out of a command.
 type exitCodeError struct {

@@ -10,8 +10,6 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
-	"github.com/mcpsign/mcpsign/internal/textout"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 func newAttestCmd(a *app) *cobra.Command {
@@ -46,35 +44,7 @@ a partial set is never signed. A statement holds at most 1024 subjects.`,
     --source-repository https://github.com/acme/notes-mcp --source-ref refs/tags/v1.2.0
   mcpsign attest server.snapshot.json -o - | jq .predicate.sets`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output == "" {
-				return errors.New("missing -o FILE: where to write the statement ('-' for standard output)")
-			}
-			aopts, err := stmt.AttestOptions(a.getenv)
-			if err != nil {
-				return err
-			}
-			snap, err := loadSource(cmd, a, &src, args)
-			if err != nil {
-				return err
-			}
-			st, payload, err := buildStatement(snap, aopts)
-			if err != nil {
-				return err
-			}
-			if onlyP {
-				if payload, err = st.MarshalPredicate(); err != nil {
-					return err
-				}
-			}
-			if output == "-" {
-				_, err = a.stdout.Write(payload)
-				return err
-			}
-			if err := atomicfile.Write(output, payload, atomicfile.Options{Overwrite: force}); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stderr, "mcpsign: wrote %s: %s\n", output, statementSummary(st))
-			return nil
+			return runAttest(cmd, a, args, &src, &stmt, output, force, onlyP)
 		},
 	}
 	src.AddFlags(cmd.Flags())
@@ -83,6 +53,39 @@ a partial set is never signed. A statement holds at most 1024 subjects.`,
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output file")
 	cmd.Flags().BoolVar(&onlyP, "predicate-only", false, "write the predicate alone (type https://mcpsign.dev/definitions/v1), for tools that build the statement themselves, e.g. actions/attest with 'mcpsign digest --checksums' (docs/PUBLISHING.md)")
 	return cmd
+}
+
+// runAttest writes the unsigned statement of the source.
+func runAttest(cmd *cobra.Command, a *app, args []string, src *options.SourceOptions, stmt *options.StatementOptions, output string, force bool, onlyP bool) error {
+	if output == "" {
+		return errors.New("missing -o FILE: where to write the statement ('-' for standard output)")
+	}
+	aopts, err := stmt.AttestOptions(a.getenv)
+	if err != nil {
+		return err
+	}
+	snap, err := loadSource(cmd, a, src, args)
+	if err != nil {
+		return err
+	}
+	st, payload, err := buildStatement(snap, aopts)
+	if err != nil {
+		return err
+	}
+	if onlyP {
+		if payload, err = st.MarshalPredicate(); err != nil {
+			return err
+		}
+	}
+	if output == "-" {
+		_, err = a.stdout.Write(payload)
+		return err
+	}
+	if err := atomicfile.Write(output, payload, atomicfile.Options{Overwrite: force}); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "mcpsign: wrote %s: %s\n", output, st.Summary())
+	return nil
 }
 
 // buildStatement makes and serializes the statement of snap. Invalid
@@ -101,21 +104,4 @@ func buildStatement(snap *digest.Snapshot, opts attest.Options) (*attest.Stateme
 		return nil, nil, err
 	}
 	return st, payload, nil
-}
-
-// statementSummary describes a statement in one line.
-func statementSummary(st *attest.Statement) string {
-	counts := map[digest.Kind]int{}
-	ins := ""
-	for _, s := range st.Subject {
-		if k, _, ok := attest.ParseSubjectName(s.Name); ok {
-			counts[k]++
-		} else {
-			ins = ", instructions"
-		}
-	}
-	p := st.Predicate
-	return fmt.Sprintf("%s %s, %s (%s%s)",
-		textsafe.Quote(p.Server.Name), textsafe.Escape(p.Server.Version), textout.Plural(len(st.Subject), "subject"),
-		digest.CountText(func(k digest.Kind) int { return counts[k] }), ins)
 }

@@ -3,19 +3,17 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/audit"
+	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/nofollow"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
-	"github.com/mcpsign/mcpsign/pin"
 )
 
 func newAuditCmd(a *app) *cobra.Command {
@@ -59,41 +57,45 @@ byte offset), or an anchor is not reached; 2 a file cannot be read.`,
   mcpsign audit verify audit.jsonl --expect-head sha256:4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var anchors []audit.Anchor
-			for _, p := range o.Locks {
-				l, err := pin.Read(p)
-				if err != nil {
-					return err
-				}
-				if l.AuditHead == "" {
-					return failed(fmt.Errorf("the lock %s records no audit head (auditHead): it was written without an audit log, or by an older mcpsign; nothing anchors the log", textsafe.Escape(p)))
-				}
-				anchors = append(anchors, audit.Anchor{Name: "the lock " + textsafe.Escape(p), Head: l.AuditHead, LockDigest: l.LockDigest})
-			}
-			for _, h := range o.ExpectHeads {
-				if !digest.ValidDigest(h) {
-					return fmt.Errorf("--expect-head %s: want sha256: and 64 lowercase hex digits", textsafe.Quote(h))
-				}
-				anchors = append(anchors, audit.Anchor{Name: "the expected head", Head: h})
-			}
-			sum, err := audit.Check(args[0], audit.CheckOptions{Anchors: anchors})
-			var le *audit.LineError
-			if errors.As(err, &le) || errors.Is(err, audit.ErrAnchor) {
-				return failed(fmt.Errorf("audit log %s: %w", textsafe.Escape(args[0]), err))
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "audit log %s: %d event(s), the chain verifies", textsafe.Escape(args[0]), sum.Events)
-			if len(anchors) > 0 {
-				fmt.Fprintf(a.stdout, " and reaches %d anchor(s)", len(anchors))
-			}
-			fmt.Fprintf(a.stdout, "\nhead: %s\n", sum.Head)
-			return nil
+			return runAuditVerify(cmd, a, args, &o)
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// runAuditVerify checks an audit log and its anchors.
+func runAuditVerify(cmd *cobra.Command, a *app, args []string, o *options.AuditVerifyOptions) error {
+	var anchors []audit.Anchor
+	for _, p := range o.Locks {
+		an, err := auditevent.LockAnchor(p)
+		if errors.As(err, new(*auditevent.NoHeadError)) {
+			return failed(err)
+		} else if err != nil {
+			return err
+		}
+		anchors = append(anchors, an)
+	}
+	for _, h := range o.ExpectHeads {
+		if !digest.ValidDigest(h) {
+			return fmt.Errorf("--expect-head %s: want sha256: and 64 lowercase hex digits", textsafe.Quote(h))
+		}
+		anchors = append(anchors, audit.Anchor{Name: "the expected head", Head: h})
+	}
+	sum, err := audit.Check(args[0], audit.CheckOptions{Anchors: anchors})
+	var le *audit.LineError
+	if errors.As(err, &le) || errors.Is(err, audit.ErrAnchor) {
+		return failed(fmt.Errorf("audit log %s: %w", textsafe.Escape(args[0]), err))
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "audit log %s: %d event(s), the chain verifies", textsafe.Escape(args[0]), sum.Events)
+	if len(anchors) > 0 {
+		fmt.Fprintf(a.stdout, " and reaches %d anchor(s)", len(anchors))
+	}
+	fmt.Fprintf(a.stdout, "\nhead: %s\n", sum.Head)
+	return nil
 }
 
 func newAuditRepairCmd(a *app) *cobra.Command {
@@ -116,25 +118,30 @@ file cannot be read or written.`,
   mcpsign audit verify audit.jsonl`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			done, err := audit.Repair(cmd.Context(), args[0])
-			var le *audit.LineError
-			if errors.As(err, &le) {
-				return failed(fmt.Errorf("audit log %s: not repaired: %w", textsafe.Escape(args[0]), err))
-			}
-			if err != nil {
-				return err
-			}
-			switch {
-			case done.Newline:
-				fmt.Fprintf(a.stdout, "audit log %s: its last event had lost its newline; the newline was written back, nothing cut\n", textsafe.Escape(args[0]))
-			case done.Cut > 0:
-				fmt.Fprintf(a.stdout, "audit log %s: cut a partial last line (%d bytes)\n", textsafe.Escape(args[0]), done.Cut)
-			default:
-				fmt.Fprintf(a.stdout, "audit log %s is whole: nothing to repair\n", textsafe.Escape(args[0]))
-			}
-			return nil
+			return runAuditRepair(cmd, a, args)
 		},
 	}
+}
+
+// runAuditRepair mends the last line of an audit log.
+func runAuditRepair(cmd *cobra.Command, a *app, args []string) error {
+	done, err := audit.Repair(cmd.Context(), args[0])
+	var le *audit.LineError
+	if errors.As(err, &le) {
+		return failed(fmt.Errorf("audit log %s: not repaired: %w", textsafe.Escape(args[0]), err))
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case done.Newline:
+		fmt.Fprintf(a.stdout, "audit log %s: its last event had lost its newline; the newline was written back, nothing cut\n", textsafe.Escape(args[0]))
+	case done.Cut > 0:
+		fmt.Fprintf(a.stdout, "audit log %s: cut a partial last line (%d bytes)\n", textsafe.Escape(args[0]), done.Cut)
+	default:
+		fmt.Fprintf(a.stdout, "audit log %s is whole: nothing to repair\n", textsafe.Escape(args[0]))
+	}
+	return nil
 }
 
 func newAuditShowCmd(a *app) *cobra.Command {
@@ -156,77 +163,43 @@ break is reported, and the command exits 1.`,
   mcpsign audit show audit.jsonl --since 2026-11-30T00:00:00Z`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := o.Out.JSON()
-			if err != nil {
-				return err
-			}
-			var since time.Time
-			if o.Since != "" {
-				if d, derr := time.ParseDuration(o.Since); derr == nil {
-					since = time.Now().Add(-d)
-				} else if since, err = time.Parse(time.RFC3339Nano, o.Since); err != nil {
-					return fmt.Errorf("--since %q: want an RFC 3339 time or a duration such as 24h", o.Since)
-				}
-			}
-			f, err := nofollow.Open(args[0], os.O_RDONLY, 0)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			err = audit.Scan(f, func(r audit.Record) error {
-				e := r.Event
-				if (o.Server != "" && e.Server.Name != o.Server) || (!since.IsZero() && e.Time.Before(since)) {
-					return nil
-				}
-				if asJSON {
-					_, err := fmt.Fprintf(a.stdout, "%s\n", audit.ASCII(r.Raw))
-					return err
-				}
-				return writeAuditEvent(a.stdout, r)
-			})
-			var le *audit.LineError
-			if errors.As(err, &le) {
-				return failed(fmt.Errorf("audit log %s: %w", args[0], err))
-			}
-			return err
+			return runAuditShow(cmd, a, args, &o)
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
 }
 
-// writeAuditEvent writes one event for people, every server string
-// escaped.
-func writeAuditEvent(w io.Writer, r audit.Record) error {
-	e := r.Event
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d  %s  %-14s %s %s\n", r.Line, e.Time.Format(time.RFC3339), e.Event, textsafe.Quote(e.Server.Name), textsafe.Quote(e.Server.Version))
-	fmt.Fprintf(&b, "    lock: %s -> %s\n", orNoneDigest(e.LockBefore), orNoneDigest(e.LockAfter))
-	if s := e.Sets; s != nil {
-		fmt.Fprintf(&b, "    sets: tools %s, prompts %s, resourceTemplates %s\n", s.Tools, s.Prompts, s.ResourceTemplates)
+// runAuditShow prints the events of an audit log that the flags select.
+func runAuditShow(cmd *cobra.Command, a *app, args []string, o *options.AuditShowOptions) error {
+	asJSON, err := o.Out.JSON()
+	if err != nil {
+		return err
 	}
-	if e.Instructions != "" {
-		fmt.Fprintf(&b, "    instructions: %s\n", e.Instructions)
-	}
-	if v := e.Evidence; v != nil {
-		fmt.Fprintf(&b, "    evidence: %s", textsafe.Escape(v.Method))
-		for _, kv := range [][2]string{{"identity", v.Identity}, {"issuer", v.Issuer}, {"bundle", v.BundleDigest},
-			{"approver", v.Approver}, {"reason", v.Reason}, {"source revision", v.SourceRevision}, {"previous lock", v.PreviousLockDigest}} {
-			if kv[1] != "" {
-				fmt.Fprintf(&b, ", %s %s", kv[0], textsafe.Quote(kv[1]))
-			}
+	filter := audit.Filter{Server: o.Server}
+	if o.Since != "" {
+		if filter.Since, err = audit.ParseSince(o.Since, time.Now()); err != nil {
+			return fmt.Errorf("--since %w", err)
 		}
-		if v.LogIndex != nil {
-			fmt.Fprintf(&b, ", log index %d", *v.LogIndex)
+	}
+	f, err := nofollow.Open(args[0], os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	err = audit.Scan(f, func(r audit.Record) error {
+		switch {
+		case !filter.Match(r.Event):
+			return nil
+		case asJSON:
+			_, err := fmt.Fprintf(a.stdout, "%s\n", audit.ASCII(r.Raw))
+			return err
 		}
-		b.WriteString("\n")
+		return r.WriteText(a.stdout)
+	})
+	var le *audit.LineError
+	if errors.As(err, &le) {
+		return failed(fmt.Errorf("audit log %s: %w", args[0], err))
 	}
-	for _, f := range e.Findings {
-		fmt.Fprintf(&b, "    finding: %s\n", textsafe.Escape(f))
-	}
-	for _, c := range e.Changes {
-		fmt.Fprintf(&b, "    change: %s\n", textsafe.Escape(c))
-	}
-	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -3,12 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/pin/diff"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/source"
@@ -61,43 +61,7 @@ usage, an unreadable side, or a server that could not be read.`,
   mcpsign diff before.snapshot.json after.snapshot.json --format json`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.JSON()
-			if err != nil {
-				return err
-			}
-			failOn, err := diff.ParseFailOn(do.FailOn)
-			if err != nil {
-				return fmt.Errorf("--fail-on: %w", err)
-			}
-			if cmd.ArgsLenAtDash() >= 0 {
-				return errors.New("diff takes two sides and no --: quote a server command line as one argument")
-			}
-			overrides, err := options.ReadOverrides(do.Capabilities)
-			if err != nil {
-				return err
-			}
-			var sides [2]*diff.Side
-			for i, arg := range args {
-				if sides[i], err = diffSide(cmd, a, &src, arg); err != nil {
-					return fmt.Errorf("side %c: %w", 'A'+i, err)
-				}
-				if overrides != nil {
-					sides[i].Capabilities = overrides
-				}
-			}
-			d := diff.Compare(sides[0], sides[1], diff.Options{})
-			if asJSON {
-				err = diff.WriteJSON(a.stdout, d, failOn)
-			} else {
-				err = diff.WriteText(a.stdout, d)
-			}
-			if err != nil {
-				return err
-			}
-			if d.Failed(failOn) {
-				return silentExit(exitFailed)
-			}
-			return nil
+			return runDiff(cmd, a, args, &src, &out, &do)
 		},
 	}
 	fs := cmd.Flags()
@@ -105,6 +69,47 @@ usage, an unreadable side, or a server that could not be read.`,
 	out.AddFlags(fs)
 	do.AddFlags(fs)
 	return cmd
+}
+
+// runDiff compares the two sides of the arguments and reports the differences.
+func runDiff(cmd *cobra.Command, a *app, args []string, src *options.SourceOptions, out *options.OutputOptions, do *options.DiffOptions) error {
+	asJSON, err := out.JSON()
+	if err != nil {
+		return err
+	}
+	failOn, err := diff.ParseFailOn(do.FailOn)
+	if err != nil {
+		return fmt.Errorf("--fail-on: %w", err)
+	}
+	if cmd.ArgsLenAtDash() >= 0 {
+		return errors.New("diff takes two sides and no --: quote a server command line as one argument")
+	}
+	overrides, err := options.ReadOverrides(do.Capabilities)
+	if err != nil {
+		return err
+	}
+	var sides [2]*diff.Side
+	for i, arg := range args {
+		if sides[i], err = diffSide(cmd, a, src, arg); err != nil {
+			return fmt.Errorf("side %c: %w", 'A'+i, err)
+		}
+		if overrides != nil {
+			sides[i].Capabilities = overrides
+		}
+	}
+	d := diff.Compare(sides[0], sides[1], diff.Options{})
+	if asJSON {
+		err = diff.WriteJSON(a.stdout, d, failOn)
+	} else {
+		err = diff.WriteText(a.stdout, d)
+	}
+	if err != nil {
+		return err
+	}
+	if d.Failed(failOn) {
+		return silentExit(exitFailed)
+	}
+	return nil
 }
 
 // diffSide reads one side: a lock, bundle or snapshot file by content, or
@@ -118,21 +123,7 @@ func diffSide(cmd *cobra.Command, a *app, src *options.SourceOptions, arg string
 	if err != nil {
 		return nil, err
 	}
-	var oauthClient *http.Client
-	if spec.URL != "" { // --oauth signs in to a live URL side only
-		if oauthClient, err = src.Authorize(cmd.Context(), spec, a.openURL, a.stderr); err != nil {
-			return nil, err
-		}
-	}
-	opts, done, err := src.Options(a.stderr, a.stderrTerminal())
-	if err != nil {
-		return nil, err
-	}
-	if oauthClient != nil {
-		opts.HTTPClient = oauthClient
-	}
-	snap, err := source.Load(cmd.Context(), spec, opts)
-	done()
+	snap, err := loadSpec(cmd, a, src, spec, spec.URL != "") // --oauth signs in to a live URL side only
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +144,5 @@ func sideLabel(arg string, spec source.Spec) string {
 	if err != nil {
 		return "(URL)"
 	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
+	return mcpwire.ShownURL(u)
 }

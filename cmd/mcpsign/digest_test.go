@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
@@ -33,7 +34,7 @@ func TestDigestAndSnapshot(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("digest exit %d: %s", code, stderr)
 	}
-	var got digestJSON
+	var got digest.Report
 	if err := json.Unmarshal([]byte(live), &got); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestDigestInvalidDefinitions(t *testing.T) {
 		t.Errorf("stderr: %s", stderr)
 	}
 	code, js, _ := runCLI(t, "digest", "--format", "json", "--", bad, "--behavior", "invalid-definitions")
-	var got digestJSON
+	var got digest.Report
 	if code != 1 || json.Unmarshal([]byte(js), &got) != nil || len(got.Invalid) == 0 || got.Sets["tools"] != nil {
 		t.Errorf("json: exit %d %s", code, js)
 	}

@@ -28,6 +28,7 @@ var flagHints = []struct {
 	{sign.ErrNoToken, "--identity-token takes a token or a file"},
 	{sign.ErrTokenAudience, "--oidc-client-id sets the client ID"},
 	{sign.ErrChainOrder, "--certificate-chain is the issuing intermediates in order, then the root"},
+	{sign.ErrClaimMismatch, "the claims come from --source-repository, --source-commit and --source-ref, in GitHub Actions by default from GITHUB_REPOSITORY, GITHUB_SHA and GITHUB_REF"},
 	{sign.ErrNoRootCA, "end --certificate-chain with the root certificate, or pass it with --ca-roots"},
 	{trustroot.ErrNoTUFRoot, "pass its root.json once: mcpsign trustroot fetch --tuf-root FILE"},
 	{mcpwire.ErrUnauthorized, "--oauth signs in if the server offers OAuth; or send a token with --header 'Authorization: Bearer ${TOKEN}', TOKEN set in the environment"},
@@ -37,6 +38,10 @@ var flagHints = []struct {
 	{oauth.ErrDenied, "run again to sign in; --no-browser prints the URL to open by hand"},
 	{source.ErrNoResources, "take the snapshot with mcpsign snapshot --resources"},
 	{monitor.ErrNoLog, "--trusted-root must hold the log whose URL host is the checkpoint origin; --log names where to read it"},
+	{monitor.ErrNoState, "run once with --init to start watching"},
+	{monitor.ErrStateExists, "--init starts a new state: leave it out to go on from this one"},
+	{monitor.ErrSeveralLogs, "name the one to watch with --log"},
+	{monitor.ErrNothingWatched, "give the identity flags (--certificate-identity or --certificate-identity-regexp, and --certificate-oidc-issuer) or --key"},
 }
 
 // flagHint returns the flags that fix err, or "" when no flag does.

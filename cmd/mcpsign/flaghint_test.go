@@ -27,6 +27,7 @@ func TestWithFlagHint(t *testing.T) {
 		{"no token", fmt.Errorf("%w: give a token", sign.ErrNoToken), "--identity-token takes a token or a file"},
 		{"wrong audience", sign.ErrTokenAudience, "--oidc-client-id sets the client ID"},
 		{"chain order", &sign.CertificateError{Reason: "r", Cause: sign.ErrChainOrder}, "--certificate-chain is the issuing intermediates in order"},
+		{"source claim", fmt.Errorf("%w: source.ref", sign.ErrClaimMismatch), "(the claims come from --source-repository, --source-commit and --source-ref, in GitHub Actions by default from GITHUB_REPOSITORY, GITHUB_SHA and GITHUB_REF)"},
 		{"no root CA", &sign.CertificateError{Reason: "r", Cause: sign.ErrNoRootCA}, "--ca-roots"},
 		{"no TUF root", fmt.Errorf("%w for https://tuf.example", trustroot.ErrNoTUFRoot), "--tuf-root FILE"},
 		{"Rekor", &sign.ServiceError{Service: sign.ServiceRekor, URL: "http://127.0.0.1:1", Err: errors.New("refused")}, "--rekor-url and --rekor-version"},

@@ -22,7 +22,7 @@ import (
 // hosts wrap', launched the way the host launches it (command and args from
 // the file, through a real MCP client), reaches the server through the proxy
 // under the policy; after the server turns into its rug pull, the same entry
-// is blocked (issue 11).
+// is blocked.
 func TestHostsWrappedEntryEnforces(t *testing.T) {
 	mcpsign := fixtures.BuildMcpsign(t)
 	server := fixtures.BuildExampleServer(t)

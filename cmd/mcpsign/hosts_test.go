@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/mcpsign/mcpsign/hosts"
 )
 
 // runHosts runs mcpsign with HOME set to home and no other variable.
@@ -114,11 +116,11 @@ func TestHostsCommands(t *testing.T) {
 
 	// list --format json reports the wrapped entries.
 	code, out, _ = runHosts(t, home, "hosts", "list", "--config", cursor, "--mcpsign", self, "--format", "json")
-	var got listJSON
+	var got hosts.ListReport
 	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got.Files) != 1 || !strings.HasPrefix(out, "{\n  \"reportVersion\": 1,") || !got.Enforced {
 		t.Fatalf("list json: %d %v %s", code, err, out)
 	}
-	byName := map[string]serverJSON{}
+	byName := map[string]hosts.ServerReport{}
 	for _, s := range got.Files[0].Servers {
 		byName[s.Name] = s
 	}
@@ -246,7 +248,7 @@ func TestHostsCheck(t *testing.T) {
 	}
 	noSecret("wrap", out+stderr)
 	code, out, stderr = check("--policy", pol, "--check", "--format", "json")
-	var got listJSON
+	var got hosts.ListReport
 	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || !got.Enforced || got.Policy != pol {
 		t.Errorf("--check after wrap: %d %v %s\n%s", code, err, stderr, out)
 	}
@@ -395,7 +397,7 @@ func TestHostsVSCodeDottedOverride(t *testing.T) {
 	}
 	code, out, stderr := runHosts(t, home, "hosts", "list", "--config", settings, "--format", "json")
 	var got struct {
-		Files []fileJSON `json:"files"`
+		Files []hosts.FileReport `json:"files"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got.Files) != 1 || len(got.Files[0].Servers) != 2 {
 		t.Fatalf("list json: %d %v %s %s", code, err, out, stderr)

@@ -39,46 +39,40 @@ long-lived key, prefer 'mcpsign sign sigstore' (keyless).`,
   openssl pkey -in release.key -noout        # OpenSSL reads it too (asks the password)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Output == "" {
-				return errors.New("-o PREFIX is empty")
-			}
-			keyPath, pubPath := o.Output+".key", o.Output+".pub"
-			for _, p := range []string{keyPath, pubPath} {
-				if err := atomicfile.Check(p, atomicfile.Options{Overwrite: o.Force}); err != nil {
-					return err
-				}
-			}
-			key, err := sign.GenerateKey(sign.Algorithm(o.Algorithm))
-			if err != nil {
-				return err
-			}
-			pw, err := passwordFunc(a, o.PasswordEnv, "the new key")(true)
-			if err != nil {
-				return err
-			}
-			priv, err := sign.MarshalEncryptedPrivateKey(key, pw)
-			clear(pw)
-			if err != nil {
-				return err
-			}
-			pub, err := sign.MarshalPublicKey(key)
-			if err != nil {
-				return err
-			}
-			if err := atomicfile.Write(keyPath, priv, atomicfile.Options{Perm: 0o600, Overwrite: o.Force}); err != nil {
-				return err
-			}
-			if err := atomicfile.Write(pubPath, pub, atomicfile.Options{Perm: 0o644, Overwrite: o.Force}); err != nil {
-				os.Remove(keyPath)
-				return err
-			}
-			id, _ := evidence.KeyID(key.Public())
-			fmt.Fprintf(a.stderr, "mcpsign: wrote %s (private, keep it secret) and %s (public)\nmcpsign: key %s\n", keyPath, pubPath, id)
-			return nil
+			return runKeygen(cmd, a, &o)
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// runKeygen makes a key pair and writes its two files.
+func runKeygen(cmd *cobra.Command, a *app, o *options.KeygenOptions) error {
+	if o.Output == "" {
+		return errors.New("-o PREFIX is empty")
+	}
+	keyPath, pubPath := o.Output+".key", o.Output+".pub"
+	for _, p := range []string{keyPath, pubPath} {
+		if err := atomicfile.Check(p, atomicfile.Options{Overwrite: o.Force}); err != nil {
+			return err
+		}
+	}
+	key, err := sign.GenerateKey(sign.Algorithm(o.Algorithm))
+	if err != nil {
+		return err
+	}
+	pw, err := passwordFunc(a, o.PasswordEnv, "the new key")(true)
+	if err != nil {
+		return err
+	}
+	err = sign.WriteKeyFiles(keyPath, pubPath, key, pw, o.Force)
+	clear(pw)
+	if err != nil {
+		return err
+	}
+	id, _ := evidence.KeyID(key.Public())
+	fmt.Fprintf(a.stderr, "mcpsign: wrote %s (private, keep it secret) and %s (public)\nmcpsign: key %s\n", keyPath, pubPath, id)
+	return nil
 }
 
 // passwordFunc reads a key password from the environment variable envVar,

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/testkit/rekorv1"
 	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 )
 
@@ -187,3 +189,74 @@ func TestMonitorFollow(t *testing.T) {
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+// TestMonitorCommandRekorV1 watches a key on a real Rekor v1 log on
+// 127.0.0.1 (scripts/rekor-v1/rekor-v1.sh): an unreleased entry is an
+// alert with its integrated time, and a log that serves a bad checkpoint
+// signature is exit 2 with the state left as it was.
+func TestMonitorCommandRekorV1(t *testing.T) {
+	v1 := rekorv1.Require(t)
+	v1URL := v1.URL
+	env := sigstack.Require(t)
+	dir := t.TempDir()
+	trPath := v1.TrustedRoot(t, env.TrustedRoot, dir)
+
+	pw := map[string]string{"PW": "v1"}
+	if code, _, stderr := runWith(t, pw, "keygen", "-o", filepath.Join(dir, "release"), "--password-env", "PW"); code != 0 {
+		t.Fatalf("keygen: %s", stderr)
+	}
+	state := filepath.Join(dir, "state.json")
+	watch := []string{"--state", state, "--trusted-root", trPath, "--key", filepath.Join(dir, "release.pub")}
+	if code, out, stderr := runCLI(t, append([]string{"monitor", "--init", "--log", v1URL}, watch...)...); code != 0 {
+		t.Fatalf("init: exit %d\n%s\n%s", code, out, stderr)
+	}
+	snap, _ := vtSnapshot(t, dir, "snap.json", nil)
+	bundle := filepath.Join(dir, "rogue.sigstore.json")
+	if code, out, stderr := runWith(t, pw, "sign", "key", "--key", filepath.Join(dir, "release.key"), "--password-env", "PW", "--tlog-upload",
+		"--rekor-url", v1URL, "--rekor-version", "1", "--trusted-root", trPath, snap, "-o", bundle); code != 0 {
+		t.Fatalf("sign: exit %d\n%s\n%s", code, out, stderr)
+	}
+	before := mustRead(t, state)
+
+	// A log whose checkpoint signature is bad: exit 2, the state as it was.
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, err := http.Get(v1URL + r.URL.RequestURI())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if r.URL.Path == "/api/v1/log" {
+			body = bytes.Replace(body, []byte(`\n— 127.0.0.1 `), []byte(`\n— 127.0.0.1 AAAA`), 1)
+		}
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		_, _ = w.Write(body)
+	}))
+	defer proxy.Close()
+	if code, out, stderr := runCLI(t, append([]string{"monitor", "--log", proxy.URL}, watch...)...); code != 2 || !strings.Contains(stderr, "checkpoint") {
+		t.Fatalf("bad checkpoint: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if !bytes.Equal(mustRead(t, state), before) {
+		t.Fatal("the state changed after a failed run")
+	}
+
+	code, out, stderr := runCLI(t, append([]string{"monitor", "--format", "json"}, watch...)...)
+	if code != 1 || !strings.Contains(out, `"kind":"unreleased-entry"`) || !strings.Contains(out, `"integratedTime":"`) || !strings.Contains(out, `"entryKind":"`) {
+		t.Fatalf("monitor: exit %d\n%s\n%s", code, out, stderr)
+	}
+	// Released: nothing to report from the same state.
+	if err := os.WriteFile(state, before, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rel := filepath.Join(dir, "dist")
+	if err := os.Mkdir(rel, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(bundle, filepath.Join(rel, "v1.sigstore.json")); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := runCLI(t, append([]string{"monitor", "--released", rel}, watch...)...); code != 0 || !strings.Contains(out, "1 by a watched signer, 1 of them released; 0 alerts") {
+		t.Fatalf("released: exit %d\n%s\n%s", code, out, stderr)
+	}
+}

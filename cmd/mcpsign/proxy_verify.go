@@ -1,14 +1,11 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
+	"errors"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
-	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/proxy"
 )
 
@@ -19,9 +16,6 @@ const proxyVerifyCommand = "proxy-verify"
 // hands it the server's advertised capabilities (a file;
 // proxycmd.Config.VerifyAdvertisedArg).
 const serverAdvertisedFlag = "server-advertised"
-
-// maxProxyVerifyInput bounds the snapshot read from stdin.
-const maxProxyVerifyInput = 256 << 20
 
 func newProxyVerifyCmd(a *app) *cobra.Command {
 	var (
@@ -78,24 +72,10 @@ func runProxyVerify(cmd *cobra.Command, a *app, f *verifyFlags, advertised strin
 		}
 		verifyFn = bundle.verifier(v)
 	}
-	data, err := boundedfile.ReadAll(a.stdin, "the definitions on stdin", maxProxyVerifyInput, nil)
-	if err != nil {
-		return err
+	err := proxy.ServeVerifier(cmd.Context(), a.stdin, advertised, verifyFn, a.stdout)
+	var ve *proxy.VerificationError
+	if errors.As(err, &ve) {
+		return failed(ve.Err)
 	}
-	snap, err := digest.ParseSnapshot(data)
-	if err != nil {
-		return fmt.Errorf("the definitions: %w", err)
-	}
-	if advertised != "" {
-		// What the server advertised beside its definitions
-		// (proxy.CommandVerifier), bounded as its hello was.
-		if snap.Advertised, err = boundedfile.Read(advertised, maxProxyVerifyInput, nil); err != nil {
-			return fmt.Errorf("the advertised attestation: %w", err)
-		}
-	}
-	appr, err := verifyFn(cmd.Context(), snap)
-	if err != nil {
-		return failed(err)
-	}
-	return json.NewEncoder(a.stdout).Encode(appr)
+	return err
 }

@@ -3,26 +3,17 @@ package main
 import (
 	"context"
 	"crypto"
-	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
-	"github.com/mcpsign/mcpsign/internal/boundedfile"
-	"github.com/mcpsign/mcpsign/internal/dn"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/sign"
-	"github.com/mcpsign/mcpsign/verify"
 )
 
 // signFlags are the flags every sign method has.
@@ -130,44 +121,35 @@ else from the public-good Sigstore through TUF; the bundle is verified against
   mcpsign sign sigstore server.snapshot.json --signing-config signing_config.json \
     --trusted-root trusted_root.json --identity-token /run/secrets/id_token`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runSign(cmd, a, &f, args, func(ctx context.Context) (sign.Options, error) {
-				sc, err := f.trust.LoadSigningConfig(ctx, kl.SigningConfig)
-				if err != nil {
-					return sign.Options{}, err
-				}
-				tm, err := f.trust.LoadTrustedMaterial(ctx)
-				if err != nil {
-					return sign.Options{}, err
-				}
-				svc, err := sign.SelectServices(sc, sign.ServiceNeeds{Fulcio: true, Rekor: true, TSA: true}, time.Now())
-				if err != nil {
-					return sign.Options{}, err
-				}
-				tok, err := sign.IDToken(ctx, sign.TokenOptions{
-					Flag: kl.IdentityToken, Getenv: a.getenv, ClientID: kl.OIDCClientID,
-					Interactive: a.isTerminal(), Issuer: svc.OIDCIssuer, In: a.stdin, Out: a.stderr,
-				})
-				if err != nil && kl.IdentityToken != "" {
-					// The flag's token is the one tried, and the one at fault.
-					return sign.Options{}, fmt.Errorf("--identity-token: %w", err)
-				}
-				if err != nil {
-					return sign.Options{}, err
-				}
-				s, err := sign.NewSigstoreSigner(tok, svc.FulcioURL)
-				if err != nil {
-					return sign.Options{}, err
-				}
-				return sign.Options{
-					Signer: s, TransparencyLogs: svc.TransparencyLogs,
-					TimestampAuthorities: svc.TimestampAuthorities, TrustedMaterial: tm,
-				}, nil
-			})
+			return runSignSigstore(cmd, a, args, &f, &kl)
 		},
 	}
 	f.addFlags(cmd.Flags(), false)
 	kl.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// runSignSigstore signs keylessly.
+func runSignSigstore(cmd *cobra.Command, a *app, args []string, f *signFlags, kl *options.KeylessOptions) error {
+	return runSign(cmd, a, f, args, func(ctx context.Context) (sign.Options, error) {
+		sc, err := f.trust.LoadSigningConfig(ctx, kl.SigningConfig)
+		if err != nil {
+			return sign.Options{}, err
+		}
+		tm, err := f.trust.LoadTrustedMaterial(ctx)
+		if err != nil {
+			return sign.Options{}, err
+		}
+		opts, err := sign.NewKeyless(ctx, sc, tm, sign.TokenOptions{
+			Flag: kl.IdentityToken, Getenv: a.getenv, ClientID: kl.OIDCClientID,
+			Interactive: a.isTerminal(), In: a.stdin, Out: a.stderr,
+		}, time.Now())
+		if errors.As(err, new(*sign.TokenError)) && kl.IdentityToken != "" {
+			// The flag's token is the one tried, and the one at fault.
+			return sign.Options{}, fmt.Errorf("--identity-token: %w", err)
+		}
+		return opts, err
+	})
 }
 
 func newSignKeyCmd(a *app) *cobra.Command {
@@ -204,29 +186,34 @@ cannot log an Ed25519 DSSE signature: use ECDSA or RSA with it.
     --tlog-upload --rekor-url https://rekor.sigstore.dev \
     --tsa-url https://timestamp.sigstore.dev/api/v1/timestamp -- ./server --stdio`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if key.Key == "" {
-				return fmt.Errorf("missing --key: the PEM private key to sign with ('mcpsign keygen' makes one)")
-			}
-			if err := lg.Validate(); err != nil {
-				return err
-			}
-			return runSign(cmd, a, &f, args, func(ctx context.Context) (sign.Options, error) {
-				priv, err := loadKey(a, &key)
-				if err != nil {
-					return sign.Options{}, err
-				}
-				s, err := sign.NewKeySigner(priv)
-				if err != nil {
-					return sign.Options{}, err
-				}
-				return withLogs(ctx, sign.Options{Signer: s}, &f, &lg)
-			})
+			return runSignKey(cmd, a, args, &f, &key, &lg)
 		},
 	}
 	f.addFlags(cmd.Flags(), false)
 	key.AddFlags(cmd.Flags())
 	lg.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// runSignKey signs with the --key private key.
+func runSignKey(cmd *cobra.Command, a *app, args []string, f *signFlags, key *options.KeyOptions, lg *options.LogOptions) error {
+	if key.Key == "" {
+		return fmt.Errorf("missing --key: the PEM private key to sign with ('mcpsign keygen' makes one)")
+	}
+	if err := lg.Validate(); err != nil {
+		return err
+	}
+	return runSign(cmd, a, f, args, func(ctx context.Context) (sign.Options, error) {
+		priv, err := loadKey(a, key)
+		if err != nil {
+			return sign.Options{}, err
+		}
+		s, err := sign.NewKeySigner(priv)
+		if err != nil {
+			return sign.Options{}, err
+		}
+		return withLogs(ctx, sign.Options{Signer: s}, f, lg)
+	})
 }
 
 func newSignCertificateCmd(a *app) *cobra.Command {
@@ -261,42 +248,7 @@ only verifiers told to accept a chain in a v0.3 bundle read.
 		Example: `  mcpsign sign certificate --key release.key --certificate release.crt \
     --certificate-chain ca-chain.pem server.snapshot.json -o notes.sigstore.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if key.Key == "" || certPath == "" {
-				return fmt.Errorf("missing --key or --certificate: the private key and its PEM certificate")
-			}
-			if err := lg.Validate(); err != nil {
-				return err
-			}
-			return runSign(cmd, a, &f, args, func(ctx context.Context) (sign.Options, error) {
-				certs, err := readCertificates(certPath)
-				if err != nil {
-					return sign.Options{}, fmt.Errorf("--certificate %s: %w", certPath, err)
-				}
-				var chain, roots []*x509.Certificate
-				if chainPath != "" {
-					if chain, err = readCertificates(chainPath); err != nil {
-						return sign.Options{}, fmt.Errorf("--certificate-chain %s: %w", chainPath, err)
-					}
-				} else if len(certs) > 1 {
-					// A PEM file of leaf then chain.
-					chain = certs[1:]
-				}
-				if f.trust.CARoots != "" {
-					if roots, err = readCertificates(f.trust.CARoots); err != nil {
-						return sign.Options{}, fmt.Errorf("--ca-roots %s: %w", f.trust.CARoots, err)
-					}
-				}
-				priv, err := loadKey(a, &key)
-				if err != nil {
-					return sign.Options{}, err
-				}
-				s, err := sign.NewCertificateSigner(priv, certs[0], chain, roots, time.Now())
-				if err != nil {
-					return sign.Options{}, err
-				}
-				s.EmbedChain = embedChain
-				return withLogs(ctx, sign.Options{Signer: s}, &f, &lg)
-			})
+			return runSignCertificate(cmd, a, args, &f, &key, &lg, certPath, chainPath, embedChain)
 		},
 	}
 	f.addFlags(cmd.Flags(), true)
@@ -308,49 +260,66 @@ only verifiers told to accept a chain in a v0.3 bundle read.
 	return cmd
 }
 
+// runSignCertificate signs with the --key private key and its --certificate.
+func runSignCertificate(cmd *cobra.Command, a *app, args []string, f *signFlags, key *options.KeyOptions, lg *options.LogOptions, certPath string, chainPath string, embedChain bool) error {
+	if key.Key == "" || certPath == "" {
+		return fmt.Errorf("missing --key or --certificate: the private key and its PEM certificate")
+	}
+	if err := lg.Validate(); err != nil {
+		return err
+	}
+	return runSign(cmd, a, f, args, func(ctx context.Context) (sign.Options, error) {
+		leaf, chain, roots, err := sign.CertificateFiles{Leaf: certPath, Chain: chainPath, Roots: f.trust.CARoots}.Read()
+		var fe *sign.CertificateFileError
+		if errors.As(err, &fe) {
+			flag := map[string]string{"leaf": "--certificate", "chain": "--certificate-chain", "roots": "--ca-roots"}[fe.Which]
+			return sign.Options{}, fmt.Errorf("%s %s: %w", flag, fe.Path, fe.Err)
+		} else if err != nil {
+			return sign.Options{}, err
+		}
+		priv, err := loadKey(a, key)
+		if err != nil {
+			return sign.Options{}, err
+		}
+		s, err := sign.NewCertificateSigner(priv, leaf, chain, roots, time.Now())
+		if err != nil {
+			return sign.Options{}, err
+		}
+		s.EmbedChain = embedChain
+		return withLogs(ctx, sign.Options{Signer: s}, f, lg)
+	})
+}
+
 // loadKey reads and decrypts the --key file.
 func loadKey(a *app, o *options.KeyOptions) (crypto.Signer, error) {
-	b, err := boundedfile.Read(o.Key, sign.MaxKeyFileBytes, nil)
-	if err != nil {
-		return nil, fmt.Errorf("--key: %w", err)
+	k, err := sign.ReadPrivateKey(o.Key, passwordFunc(a, o.PasswordEnv, o.Key))
+	var fe *sign.KeyFileError
+	switch {
+	case errors.As(err, &fe) && fe.Read:
+		return nil, fmt.Errorf("--key: %w", fe.Err)
+	case errors.As(err, &fe):
+		return nil, fmt.Errorf("--key %s: %w", o.Key, fe.Err)
 	}
-	k, err := sign.LoadPrivateKey(b, passwordFunc(a, o.PasswordEnv, o.Key))
-	clear(b)
-	if err != nil {
-		return nil, fmt.Errorf("--key %s: %w", o.Key, err)
-	}
-	return k, nil
+	return k, err
 }
 
 // withLogs adds the transparency log, timestamp authorities and trusted
 // root that the log flags ask for.
 func withLogs(ctx context.Context, opts sign.Options, f *signFlags, lg *options.LogOptions) (sign.Options, error) {
+	l := sign.LogServices{Upload: lg.TlogUpload, RekorURL: lg.RekorURL, RekorVersion: lg.RekorVersion, TSAURL: lg.TSAURL}
 	if lg.SigningConfig != "" {
 		sc, err := f.trust.LoadSigningConfig(ctx, lg.SigningConfig)
 		if err != nil {
 			return opts, err
 		}
-		svc, err := sign.SelectServices(sc, sign.ServiceNeeds{Rekor: lg.TlogUpload, TSA: true}, time.Now())
-		if err != nil {
-			return opts, err
-		}
-		opts.TransparencyLogs, opts.TimestampAuthorities = svc.TransparencyLogs, svc.TimestampAuthorities
-	} else {
-		if lg.TlogUpload {
-			opts.TransparencyLogs = []sign.RekorService{{URL: lg.RekorURL, Version: lg.RekorVersion}}
-		}
-		if lg.TSAURL != "" {
-			opts.TimestampAuthorities = []string{lg.TSAURL}
-		}
+		l.SigningConfig = sc
 	}
-	if len(opts.TransparencyLogs) > 0 || len(opts.TimestampAuthorities) > 0 {
-		tm, err := f.trust.LoadTrustedMaterial(ctx)
-		if err != nil {
-			return opts, err
-		}
-		opts.TrustedMaterial = tm
+	needsTrust, err := l.Apply(&opts, time.Now())
+	if err != nil || !needsTrust {
+		return opts, err
 	}
-	return opts, nil
+	opts.TrustedMaterial, err = f.trust.LoadTrustedMaterial(ctx)
+	return opts, err
 }
 
 // runSign is the common course of every sign method: refuse an existing
@@ -390,9 +359,6 @@ func runSign(cmd *cobra.Command, a *app, f *signFlags, args []string, mk func(co
 	}
 	opts.Retries = sign.DefaultRetries
 	res, err := sign.Sign(ctx, payload, opts)
-	if errors.Is(err, sign.ErrClaimMismatch) {
-		return fmt.Errorf("%w (the claims come from --source-repository, --source-commit and --source-ref, in GitHub Actions by default from GITHUB_REPOSITORY, GITHUB_SHA and GITHUB_REF)", err)
-	}
 	if err != nil {
 		return err
 	}
@@ -405,163 +371,9 @@ func runSign(cmd *cobra.Command, a *app, f *signFlags, args []string, mk func(co
 			ms(t.Fulcio), ms(t.Rekor), ms(t.TSA), ms(t.Verify), ms(t.Total))
 	}
 	if asJSON {
-		return writeSignJSON(a.stdout, out, st, res)
+		return writeJSON(a.stdout, res.Report(out, st))
 	}
-	return writeSignText(a.stdout, out, st, res)
+	return res.WriteText(a.stdout, out, st)
 }
 
 func ms(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
-
-func writeSignText(w io.Writer, path string, st *attest.Statement, res *sign.Result) error {
-	fmt.Fprintf(w, "Signed %s\n", statementSummary(st))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  method\t%s\n", res.Method)
-	id := res.Identity
-	switch res.Method {
-	case verify.MethodSigstore:
-		fmt.Fprintf(tw, "  signer\t%s\n", textsafe.Quote(id.SAN))
-		fmt.Fprintf(tw, "  issuer\t%s\n", textsafe.Quote(id.Issuer))
-		writeSignSource(tw, st.Predicate.Source, id.Source)
-	case verify.MethodCertificate:
-		// DNs in quotes but not re-escaped: the text between the quotes is
-		// what --certificate-subject takes.
-		fmt.Fprintf(tw, "  subject\t\"%s\"\n", dn.Text(id.Subject))
-		for _, san := range id.SANs {
-			fmt.Fprintf(tw, "  SAN\t%s\n", textsafe.Quote(san))
-		}
-		if c := id.Certificate; c != nil {
-			fmt.Fprintf(tw, "  issued by\t\"%s\"\n", dn.Text(dn.String(c.RawIssuer)))
-			fmt.Fprintf(tw, "  valid until\t%s\n", c.NotAfter.UTC().Format(time.RFC3339))
-		}
-	case verify.MethodKey:
-		fmt.Fprintf(tw, "  key\t%s\n", textsafe.Escape(id.KeyID))
-	}
-	if len(res.TlogEntries) == 0 {
-		fmt.Fprintf(tw, "  tlog\tnone\n")
-	}
-	for _, e := range res.TlogEntries {
-		proof := "inclusion proof"
-		if !e.InclusionProof {
-			proof = "inclusion promise only"
-		}
-		fmt.Fprintf(tw, "  tlog\tindex %d, log %s (%s, %s)\n", e.LogIndex, shortID(e.LogID), textsafe.Escape(e.Kind), proof)
-	}
-	tsa := 0
-	for _, t := range res.Timestamps {
-		if t.Kind == "tsa" {
-			tsa++
-			fmt.Fprintf(tw, "  timestamp\t%s from %s\n", t.Time.UTC().Format(time.RFC3339), textsafe.Quote(t.URI))
-		} else {
-			fmt.Fprintf(tw, "  log time\t%s\n", t.Time.UTC().Format(time.RFC3339))
-		}
-	}
-	if tsa == 0 {
-		fmt.Fprintf(tw, "  timestamp\tnone\n")
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "Wrote %s (verified before writing)\n", path)
-	return err
-}
-
-func shortID(id string) string {
-	if len(id) > 16 {
-		return id[:16] + "…"
-	}
-	return id
-}
-
-// signJSON is the stable JSON form of the sign command (docs/SIGNING.md).
-type signJSON struct {
-	ReportVersion int             `json:"reportVersion"`
-	Bundle        string          `json:"bundle"`
-	Method        verify.Method   `json:"method"`
-	Server        json.RawMessage `json:"server"`
-	Subjects      int             `json:"subjects"`
-	Identity      signIdentity    `json:"identity"`
-	Tlog          []signTlog      `json:"tlog"`
-	Timestamps    []signTimestamp `json:"timestamps"`
-}
-
-type signIdentity struct {
-	SAN     string   `json:"san,omitempty"`
-	Issuer  string   `json:"issuer,omitempty"`
-	SANs    []string `json:"sans,omitempty"`
-	Subject string   `json:"subject,omitempty"`
-	KeyID   string   `json:"keyId,omitempty"`
-	KeyHint string   `json:"keyHint,omitempty"`
-	// Source is what the Fulcio certificate's source extensions vouch for.
-	Source *attest.Source `json:"source,omitempty"`
-}
-
-// writeSignSource writes the source the certificate vouches for, each
-// field with whether the statement claims it (a contradiction never gets
-// here: sign.Sign refuses it).
-func writeSignSource(w io.Writer, claimed, vouched *attest.Source) {
-	if vouched == nil {
-		return
-	}
-	for _, f := range attest.SourceFields() {
-		v := f.Get(vouched)
-		if v == "" {
-			continue
-		}
-		note := "the statement does not claim it"
-		if claimed != nil && f.Get(claimed) == v {
-			note = "the statement's claim agrees"
-		}
-		fmt.Fprintf(w, "  certificate %s\t%s (%s)\n", f.Claim, textsafe.Quote(v), note)
-	}
-}
-
-type signTlog struct {
-	LogIndex       int64      `json:"logIndex"`
-	LogID          string     `json:"logId"`
-	Kind           string     `json:"kind"`
-	InclusionProof bool       `json:"inclusionProof"`
-	IntegratedTime *time.Time `json:"integratedTime,omitempty"`
-}
-
-type signTimestamp struct {
-	Kind string    `json:"kind"`
-	URI  string    `json:"uri,omitempty"`
-	Time time.Time `json:"time"`
-}
-
-func writeSignJSON(w io.Writer, path string, st *attest.Statement, res *sign.Result) error {
-	server, _ := json.Marshal(st.Predicate.Server)
-	out := signJSON{
-		ReportVersion: reportVersion,
-		Bundle:        path, Method: res.Method, Server: server, Subjects: len(st.Subject),
-		Identity: signIdentity{SAN: res.Identity.SAN, Issuer: res.Identity.Issuer, Source: res.Identity.Source},
-		Tlog:     []signTlog{}, Timestamps: []signTimestamp{},
-	}
-	switch res.Method {
-	case verify.MethodKey:
-		out.Identity = signIdentity{KeyID: res.Identity.KeyID, KeyHint: res.Identity.KeyHint}
-	case verify.MethodCertificate:
-		out.Identity = signIdentity{SAN: res.Identity.SAN, SANs: res.Identity.SANs, Subject: res.Identity.Subject}
-	}
-	for _, e := range res.TlogEntries {
-		t := signTlog{LogIndex: e.LogIndex, LogID: e.LogID, Kind: e.Kind, InclusionProof: e.InclusionProof}
-		if e.IntegratedTime != nil {
-			t.IntegratedTime = new(e.IntegratedTime.UTC())
-		}
-		out.Tlog = append(out.Tlog, t)
-	}
-	for _, t := range res.Timestamps {
-		out.Timestamps = append(out.Timestamps, signTimestamp{Kind: t.Kind, URI: t.URI, Time: t.Time.UTC()})
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
-}
-
-func readCertificates(path string) ([]*x509.Certificate, error) {
-	b, err := boundedfile.Read(path, sign.MaxKeyFileBytes, nil)
-	if err != nil {
-		return nil, err
-	}
-	return sign.ParseCertificates(b)
-}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/internal/testkit/oidcissuer"
 	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
+	"github.com/mcpsign/mcpsign/sign"
 	"github.com/mcpsign/mcpsign/trustroot"
 )
 
@@ -191,7 +192,7 @@ func TestSignStackCommands(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d %s", code, stderr)
 		}
-		var rep signJSON
+		var rep sign.Report
 		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 			t.Fatal(err)
 		}

@@ -50,12 +50,12 @@ func runWith(t *testing.T, env map[string]string, args ...string) (code int, std
 var (
 	exampleSnapOnce sync.Once
 	exampleSnapData []byte
-	exampleDigest   digestJSON
+	exampleDigest   digest.Report
 )
 
 // exampleSnapshot writes the example server's snapshot into dir and returns
 // its path, with the digest command's output for the live server.
-func exampleSnapshot(t *testing.T, dir string) (string, digestJSON) {
+func exampleSnapshot(t *testing.T, dir string) (string, digest.Report) {
 	t.Helper()
 	exampleSnapOnce.Do(func() {
 		server := fixtures.BuildExampleServer(t)
@@ -84,7 +84,7 @@ func exampleSnapshot(t *testing.T, dir string) (string, digestJSON) {
 
 // checkStatementMatchesDigest checks that a statement's subjects, Set
 // Digests and embedded definitions are what 'mcpsign digest' reported.
-func checkStatementMatchesDigest(t *testing.T, payload []byte, want digestJSON, embedded bool) *attest.Statement {
+func checkStatementMatchesDigest(t *testing.T, payload []byte, want digest.Report, embedded bool) *attest.Statement {
 	t.Helper()
 	st, err := attest.Parse(payload)
 	if err != nil {

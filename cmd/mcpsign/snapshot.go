@@ -40,37 +40,7 @@ they are part of no signed digest.`,
   mcpsign digest example.snapshot.json
   mcpsign snapshot --resources -o with-resources.snapshot.json -- ./notes-server`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output == "" {
-				return errors.New("missing -o FILE: where to write the snapshot")
-			}
-			snap, err := loadSource(cmd, a, &src, args)
-			if err != nil {
-				return err
-			}
-			data, err := snap.MarshalFile()
-			if err != nil {
-				return err
-			}
-			if err := atomicfile.Write(output, data, atomicfile.Options{Overwrite: force}); err != nil {
-				return err
-			}
-			r := digest.Compute(snap)
-			counts := r.CountText()
-			rr := digest.ComputeResources(snap)
-			if rr != nil {
-				counts += ", " + digest.KindResource.Count(len(snap.Resources))
-			}
-			fmt.Fprintf(a.stderr, "mcpsign: wrote %s: %s %s, %s\n",
-				output, textsafe.Escape(snap.Server.Name), textsafe.Escape(snap.Server.Version), counts)
-			if err := r.Err(); err != nil {
-				return failed(err)
-			}
-			if rr != nil {
-				if err := rr.Err(); err != nil {
-					return failed(err)
-				}
-			}
-			return nil
+			return runSnapshot(cmd, a, args, &src, output, force)
 		},
 	}
 	src.AddFlags(cmd.Flags())
@@ -78,4 +48,39 @@ they are part of no signed digest.`,
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output file")
 	cmd.Flags().BoolVar(&src.Resources, "resources", false, "also list the static resources (resources/list), for a lock that pins them")
 	return cmd
+}
+
+// runSnapshot writes the snapshot of the source.
+func runSnapshot(cmd *cobra.Command, a *app, args []string, src *options.SourceOptions, output string, force bool) error {
+	if output == "" {
+		return errors.New("missing -o FILE: where to write the snapshot")
+	}
+	snap, err := loadSource(cmd, a, src, args)
+	if err != nil {
+		return err
+	}
+	data, err := snap.MarshalFile()
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(output, data, atomicfile.Options{Overwrite: force}); err != nil {
+		return err
+	}
+	r := digest.Compute(snap)
+	counts := r.CountText()
+	rr := digest.ComputeResources(snap)
+	if rr != nil {
+		counts += ", " + digest.KindResource.Count(len(snap.Resources))
+	}
+	fmt.Fprintf(a.stderr, "mcpsign: wrote %s: %s %s, %s\n",
+		output, textsafe.Escape(snap.Server.Name), textsafe.Escape(snap.Server.Version), counts)
+	if err := r.Err(); err != nil {
+		return failed(err)
+	}
+	if rr != nil {
+		if err := rr.Err(); err != nil {
+			return failed(err)
+		}
+	}
+	return nil
 }

@@ -3,10 +3,8 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,7 +12,6 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
-	"github.com/mcpsign/mcpsign/internal/dn"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/trustroot"
 )
@@ -76,46 +73,7 @@ commands with --offline can use it. Pin the written file and pass it with
   mcpsign trustroot fetch --tuf-mirror https://tuf.example.com --tuf-root root.json -o trusted_root.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output == "" {
-				return errors.New("missing -o FILE: where to write the trusted root")
-			}
-			opts := trustroot.Options{CacheDir: cacheDir, Mirror: mirror, Refresh: true, Timeout: timeout}
-			if tufRoot != "" {
-				data, err := boundedfile.Read(tufRoot, trustroot.MaxTrustedRootBytes, nil)
-				if err != nil {
-					return fmt.Errorf("--tuf-root: %w", err)
-				}
-				opts.TUFRoot = data
-			}
-			for _, p := range []string{output, scOutput} {
-				if p == "" {
-					continue
-				}
-				if err := atomicfile.Check(p, atomicfile.Options{Overwrite: force}); err != nil {
-					return err
-				}
-			}
-			data, err := trustroot.FetchTrustedRootJSON(cmd.Context(), opts)
-			if err != nil {
-				return err
-			}
-			var sc []byte
-			if scOutput != "" {
-				if sc, err = trustroot.FetchSigningConfigJSON(cmd.Context(), opts); err != nil {
-					return err
-				}
-			}
-			if err := atomicfile.Write(output, data, atomicfile.Options{Overwrite: force}); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(output), trSHA256(data))
-			if scOutput != "" {
-				if err := atomicfile.Write(scOutput, sc, atomicfile.Options{Overwrite: force}); err != nil {
-					return err
-				}
-				fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(scOutput), trSHA256(sc))
-			}
-			return nil
+			return runTrustrootFetch(cmd, a, output, scOutput, cacheDir, mirror, tufRoot, force, timeout)
 		},
 	}
 	fs := cmd.Flags()
@@ -129,14 +87,55 @@ commands with --offline can use it. Pin the written file and pass it with
 	return cmd
 }
 
+// runTrustrootFetch fetches the trusted root (and the signing configuration) and writes them.
+func runTrustrootFetch(cmd *cobra.Command, a *app, output string, scOutput string, cacheDir string, mirror string, tufRoot string, force bool, timeout time.Duration) error {
+	if output == "" {
+		return errors.New("missing -o FILE: where to write the trusted root")
+	}
+	opts := trustroot.Options{CacheDir: cacheDir, Mirror: mirror, Refresh: true, Timeout: timeout}
+	if tufRoot != "" {
+		data, err := boundedfile.Read(tufRoot, trustroot.MaxTrustedRootBytes, nil)
+		if err != nil {
+			return fmt.Errorf("--tuf-root: %w", err)
+		}
+		opts.TUFRoot = data
+	}
+	for _, p := range []string{output, scOutput} {
+		if p == "" {
+			continue
+		}
+		if err := atomicfile.Check(p, atomicfile.Options{Overwrite: force}); err != nil {
+			return err
+		}
+	}
+	data, err := trustroot.FetchTrustedRootJSON(cmd.Context(), opts)
+	if err != nil {
+		return err
+	}
+	var sc []byte
+	if scOutput != "" {
+		if sc, err = trustroot.FetchSigningConfigJSON(cmd.Context(), opts); err != nil {
+			return err
+		}
+	}
+	if err := atomicfile.Write(output, data, atomicfile.Options{Overwrite: force}); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(output), trSHA256(data))
+	if scOutput != "" {
+		if err := atomicfile.Write(scOutput, sc, atomicfile.Options{Overwrite: force}); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(scOutput), trSHA256(sc))
+	}
+	return nil
+}
+
 func newTrustrootCreateCmd(a *app) *cobra.Command {
 	var (
-		output                                                     string
-		force                                                      bool
-		caChains, caURLs, caStarts, caEnds                         []string
-		rekorKeys, rekorURLs, rekorOrigins, rekorStarts, rekorEnds []string
-		ctKeys, ctURLs, ctStarts, ctEnds                           []string
-		tsaChains, tsaURLs, tsaStarts, tsaEnds                     []string
+		output             string
+		force              bool
+		ca, rekor, ct, tsa trustroot.Entries
 	)
 	cmd := &cobra.Command{
 		Use:   "create -o FILE [--certificate-chain PEM]... [--rekor-key PEM]... [--ctfe-key PEM]... [--tsa-certificate-chain PEM]...",
@@ -178,155 +177,110 @@ checked by parsing it back, and written atomically. See docs/TRUSTROOT.md.`,
     --tsa-certificate-chain $S/tsa-chain.pem --tsa-url http://127.0.0.1:3004/api/v1/timestamp`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output == "" {
-				return errors.New("missing -o FILE: where to write the trusted root (- for standard output)")
-			}
-			var opts trustroot.CreateOptions
-			var err error
-			if opts.CertificateAuthorities, err = trCreateAuthorities(trEntryFlags{"--certificate-chain", "--certificate-chain-url", "", "--certificate-chain-start", "--certificate-chain-end"},
-				caChains, caURLs, caStarts, caEnds); err != nil {
-				return err
-			}
-			if opts.TimestampAuthorities, err = trCreateAuthorities(trEntryFlags{"--tsa-certificate-chain", "--tsa-url", "", "--tsa-start", "--tsa-end"},
-				tsaChains, tsaURLs, tsaStarts, tsaEnds); err != nil {
-				return err
-			}
-			if opts.TransparencyLogs, err = trCreateLogs(trEntryFlags{"--rekor-key", "--rekor-url", "--rekor-origin", "--rekor-start", "--rekor-end"},
-				rekorKeys, rekorURLs, rekorOrigins, rekorStarts, rekorEnds); err != nil {
-				return err
-			}
-			if opts.CTLogs, err = trCreateLogs(trEntryFlags{"--ctfe-key", "--ctfe-url", "", "--ctfe-start", "--ctfe-end"},
-				ctKeys, ctURLs, nil, ctStarts, ctEnds); err != nil {
-				return err
-			}
-			data, warnings, err := trustroot.Create(opts)
-			if err != nil {
-				return err
-			}
-			for _, w := range warnings {
-				fmt.Fprintf(a.stderr, "mcpsign: warning: %s\n", textsafe.Escape(w))
-			}
-			if output == "-" {
-				_, err := a.stdout.Write(data)
-				return err
-			}
-			if err := atomicfile.Write(output, data, atomicfile.Options{Overwrite: force}); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(output), trSHA256(data))
-			return nil
+			return runTrustrootCreate(cmd, a, output, force, &ca, &rekor, &ct, &tsa)
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVarP(&output, "output", "o", "", "file to write the trusted root to, or - for standard output")
 	fs.BoolVar(&force, "force", false, "replace an existing output file")
-	fs.StringArrayVar(&caChains, "certificate-chain", nil, "PEM file of a certificate authority chain, intermediates first, root last (repeatable)")
-	fs.StringArrayVar(&caURLs, "certificate-chain-url", nil, "URL of the certificate authority (by position)")
-	fs.StringArrayVar(&caStarts, "certificate-chain-start", nil, "RFC 3339 time the certificate authority is trusted from (by position; default: its root's NotBefore)")
-	fs.StringArrayVar(&caEnds, "certificate-chain-end", nil, "RFC 3339 time the certificate authority is trusted until (by position; default: open)")
-	fs.StringArrayVar(&rekorKeys, "rekor-key", nil, "PEM public key of a Rekor transparency log (repeatable)")
-	fs.StringArrayVar(&rekorURLs, "rekor-url", nil, "URL of the Rekor log (by position)")
-	fs.StringArrayVar(&rekorOrigins, "rekor-origin", nil, "checkpoint origin of a Rekor v2 log, the host name of its URL (by position)")
-	fs.StringArrayVar(&rekorStarts, "rekor-start", nil, "RFC 3339 time the Rekor key is trusted from (by position; default: the Unix epoch)")
-	fs.StringArrayVar(&rekorEnds, "rekor-end", nil, "RFC 3339 time the Rekor key is trusted until (by position; default: open)")
-	fs.StringArrayVar(&ctKeys, "ctfe-key", nil, "PEM public key of a certificate transparency log (repeatable)")
-	fs.StringArrayVar(&ctURLs, "ctfe-url", nil, "URL of the CT log (by position)")
-	fs.StringArrayVar(&ctStarts, "ctfe-start", nil, "RFC 3339 time the CT key is trusted from (by position; default: the Unix epoch)")
-	fs.StringArrayVar(&ctEnds, "ctfe-end", nil, "RFC 3339 time the CT key is trusted until (by position; default: open)")
-	fs.StringArrayVar(&tsaChains, "tsa-certificate-chain", nil, "PEM file of a timestamp authority chain, signing certificate first, root last (repeatable)")
-	fs.StringArrayVar(&tsaURLs, "tsa-url", nil, "URL of the timestamp authority (by position)")
-	fs.StringArrayVar(&tsaStarts, "tsa-start", nil, "RFC 3339 time the timestamp authority is trusted from (by position; default: its signing certificate's NotBefore)")
-	fs.StringArrayVar(&tsaEnds, "tsa-end", nil, "RFC 3339 time the timestamp authority is trusted until (by position; default: open)")
+	fs.StringArrayVar(&ca.Files, "certificate-chain", nil, "PEM file of a certificate authority chain, intermediates first, root last (repeatable)")
+	fs.StringArrayVar(&ca.URLs, "certificate-chain-url", nil, "URL of the certificate authority (by position)")
+	fs.StringArrayVar(&ca.Starts, "certificate-chain-start", nil, "RFC 3339 time the certificate authority is trusted from (by position; default: its root's NotBefore)")
+	fs.StringArrayVar(&ca.Ends, "certificate-chain-end", nil, "RFC 3339 time the certificate authority is trusted until (by position; default: open)")
+	fs.StringArrayVar(&rekor.Files, "rekor-key", nil, "PEM public key of a Rekor transparency log (repeatable)")
+	fs.StringArrayVar(&rekor.URLs, "rekor-url", nil, "URL of the Rekor log (by position)")
+	fs.StringArrayVar(&rekor.Origins, "rekor-origin", nil, "checkpoint origin of a Rekor v2 log, the host name of its URL (by position)")
+	fs.StringArrayVar(&rekor.Starts, "rekor-start", nil, "RFC 3339 time the Rekor key is trusted from (by position; default: the Unix epoch)")
+	fs.StringArrayVar(&rekor.Ends, "rekor-end", nil, "RFC 3339 time the Rekor key is trusted until (by position; default: open)")
+	fs.StringArrayVar(&ct.Files, "ctfe-key", nil, "PEM public key of a certificate transparency log (repeatable)")
+	fs.StringArrayVar(&ct.URLs, "ctfe-url", nil, "URL of the CT log (by position)")
+	fs.StringArrayVar(&ct.Starts, "ctfe-start", nil, "RFC 3339 time the CT key is trusted from (by position; default: the Unix epoch)")
+	fs.StringArrayVar(&ct.Ends, "ctfe-end", nil, "RFC 3339 time the CT key is trusted until (by position; default: open)")
+	fs.StringArrayVar(&tsa.Files, "tsa-certificate-chain", nil, "PEM file of a timestamp authority chain, signing certificate first, root last (repeatable)")
+	fs.StringArrayVar(&tsa.URLs, "tsa-url", nil, "URL of the timestamp authority (by position)")
+	fs.StringArrayVar(&tsa.Starts, "tsa-start", nil, "RFC 3339 time the timestamp authority is trusted from (by position; default: its signing certificate's NotBefore)")
+	fs.StringArrayVar(&tsa.Ends, "tsa-end", nil, "RFC 3339 time the timestamp authority is trusted until (by position; default: open)")
 	return cmd
 }
 
-// trByPosition returns the values of a companion flag, one per entry of
-// the primary flag ("" where not given).
-func trByPosition(flag string, vals []string, n int, primary string) ([]string, error) {
-	if len(vals) > n {
-		return nil, fmt.Errorf("%s given %d times but %s only %d: each belongs to the %s at its position", flag, len(vals), primary, n, primary)
+// runTrustrootCreate builds a trusted root from the entries of the flags and writes it.
+func runTrustrootCreate(cmd *cobra.Command, a *app, output string, force bool, ca *trustroot.Entries, rekor *trustroot.Entries, ct *trustroot.Entries, tsa *trustroot.Entries) error {
+	if output == "" {
+		return errors.New("missing -o FILE: where to write the trusted root (- for standard output)")
 	}
-	out := make([]string, n)
-	copy(out, vals)
-	return out, nil
-}
-
-func trParseTime(flag, v string) (time.Time, error) {
-	if v == "" {
-		return time.Time{}, nil
+	var opts trustroot.CreateOptions
+	var err error
+	if opts.CertificateAuthorities, err = ca.Authorities(); err != nil {
+		return trEntryError(err, trCAFlags)
 	}
-	t, err := time.Parse(time.RFC3339, v)
+	if opts.TimestampAuthorities, err = tsa.Authorities(); err != nil {
+		return trEntryError(err, trTSAFlags)
+	}
+	if opts.TransparencyLogs, err = rekor.Logs(); err != nil {
+		return trEntryError(err, trRekorFlags)
+	}
+	if opts.CTLogs, err = ct.Logs(); err != nil {
+		return trEntryError(err, trCTFlags)
+	}
+	data, warnings, err := trustroot.Create(opts)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%s %s: want an RFC 3339 time such as 2025-01-31T00:00:00Z", flag, textsafe.Quote(v))
+		return err
 	}
-	return t, nil
+	for _, w := range warnings {
+		fmt.Fprintf(a.stderr, "mcpsign: warning: %s\n", textsafe.Escape(w))
+	}
+	if output == "-" {
+		_, err := a.stdout.Write(data)
+		return err
+	}
+	if err := atomicfile.Write(output, data, atomicfile.Options{Overwrite: force}); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(output), trSHA256(data))
+	return nil
 }
 
-// trEntryFlags are one entry kind's flags of 'trustroot create': the
-// primary (a PEM file per entry) and its positional companions.
-type trEntryFlags struct {
-	primary, url, origin, start, end string
+// trEntryFlags name the flags of one entry kind of 'trustroot create': the
+// file's (primary) and those of the other parts.
+type trEntryFlags struct{ primary, url, origin, start, end string }
+
+var (
+	trCAFlags    = trEntryFlags{"--certificate-chain", "--certificate-chain-url", "", "--certificate-chain-start", "--certificate-chain-end"}
+	trTSAFlags   = trEntryFlags{"--tsa-certificate-chain", "--tsa-url", "", "--tsa-start", "--tsa-end"}
+	trRekorFlags = trEntryFlags{"--rekor-key", "--rekor-url", "--rekor-origin", "--rekor-start", "--rekor-end"}
+	trCTFlags    = trEntryFlags{"--ctfe-key", "--ctfe-url", "", "--ctfe-start", "--ctfe-end"}
+)
+
+// flag names the flag of an entry's part (trustroot.PartURL, …).
+func (f trEntryFlags) flag(part string) string {
+	switch part {
+	case trustroot.PartURL:
+		return f.url
+	case trustroot.PartOrigin:
+		return f.origin
+	case trustroot.PartStart:
+		return f.start
+	case trustroot.PartEnd:
+		return f.end
+	}
+	return f.primary
 }
 
-// trCompanions returns, per entry, the url, origin, start and end values.
-func (f trEntryFlags) companions(n int, urls, origins, starts, ends []string) (u, o, s, e []string, err error) {
-	if u, err = trByPosition(f.url, urls, n, f.primary); err != nil {
-		return
+// trEntryError says err of trustroot.Entries with the flags of f.
+func trEntryError(err error, f trEntryFlags) error {
+	var pe *trustroot.PartError
+	var te *trustroot.TimeError
+	var fe *trustroot.FileError
+	primary := f.primary
+	switch {
+	case errors.As(err, &pe):
+		return fmt.Errorf("%s given %d times but %s only %d: each belongs to the %s at its position", f.flag(pe.Part), pe.Got, primary, pe.Files, primary)
+	case errors.As(err, &te):
+		return fmt.Errorf("%s %s: want an RFC 3339 time such as 2025-01-31T00:00:00Z", f.flag(te.Part), textsafe.Quote(te.Value))
+	case errors.As(err, &fe):
+		return fmt.Errorf("%s: %w", primary, fe.Err)
 	}
-	if o, err = trByPosition(f.origin, origins, n, f.primary); err != nil {
-		return
-	}
-	if s, err = trByPosition(f.start, starts, n, f.primary); err != nil {
-		return
-	}
-	e, err = trByPosition(f.end, ends, n, f.primary)
-	return
-}
-
-func trCreateAuthorities(f trEntryFlags, chains, urls, starts, ends []string) ([]trustroot.Authority, error) {
-	u, _, s, e, err := f.companions(len(chains), urls, nil, starts, ends)
-	if err != nil {
-		return nil, err
-	}
-	var out []trustroot.Authority
-	for i, path := range chains {
-		pemData, err := boundedfile.Read(path, trustroot.MaxPEMBytes, nil)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.primary, err)
-		}
-		a := trustroot.Authority{ChainPEM: pemData, URI: u[i]}
-		if a.Start, err = trParseTime(f.start, s[i]); err != nil {
-			return nil, err
-		}
-		if a.End, err = trParseTime(f.end, e[i]); err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-func trCreateLogs(f trEntryFlags, keys, urls, origins, starts, ends []string) ([]trustroot.Log, error) {
-	u, o, s, e, err := f.companions(len(keys), urls, origins, starts, ends)
-	if err != nil {
-		return nil, err
-	}
-	var out []trustroot.Log
-	for i, path := range keys {
-		pemData, err := boundedfile.Read(path, trustroot.MaxPEMBytes, nil)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.primary, err)
-		}
-		l := trustroot.Log{KeyPEM: pemData, BaseURL: u[i], Origin: o[i]}
-		if l.Start, err = trParseTime(f.start, s[i]); err != nil {
-			return nil, err
-		}
-		if l.End, err = trParseTime(f.end, e[i]); err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, nil
+	return err
 }
 
 func newTrustrootShowCmd(a *app) *cobra.Command {
@@ -345,82 +299,39 @@ ended or not yet valid now. Text from the file and its certificates is escaped.
   mcpsign trustroot show trusted_root.json --format json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.JSON()
-			if err != nil {
-				return err
-			}
-			data, err := boundedfile.Read(args[0], trustroot.MaxTrustedRootBytes, nil)
-			if err != nil {
-				return err
-			}
-			tr, err := trustroot.ParseTrustedRoot(data)
-			if err != nil {
-				return fmt.Errorf("%s: %w", textsafe.Escape(args[0]), err)
-			}
-			d := trustroot.Describe(tr, time.Now())
-			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
-					ReportVersion int    `json:"reportVersion"`
-					File          string `json:"file"`
-					SHA256        string `json:"sha256"`
-					*trustroot.Description
-				}{reportVersion, args[0], trSHA256(data), d})
-			}
-			return writeTrustrootText(a.stdout, args[0], data, d)
+			return runTrustrootShow(cmd, a, args, &out)
 		},
 	}
 	out.AddFlags(cmd.Flags())
 	return cmd
 }
 
-func writeTrustrootText(w io.Writer, file string, data []byte, d *trustroot.Description) error {
-	fmt.Fprintf(w, "%s  sha256:%s\n", textsafe.Escape(file), trSHA256(data))
-	authorities := func(title string, as []trustroot.AuthorityDescription) {
-		fmt.Fprintf(w, "\n%s: %d\n", title, len(as))
-		for i, a := range as {
-			fmt.Fprintf(w, "  %d. %s\n     trusted %s (%s)\n", i+1, trOrNone(a.URI), trPeriod(a.ValidFrom, a.ValidUntil), a.Status)
-			for _, c := range a.Certificates {
-				fmt.Fprintf(w, "     %-12s %s\n", c.Role, dn.Text(c.Subject))
-				fmt.Fprintf(w, "     %-12s %s, %s to %s (%s), sha256:%s\n", "", c.KeyType,
-					c.NotBefore.Format(time.RFC3339), c.NotAfter.Format(time.RFC3339), c.Status, c.SHA256)
-			}
-		}
+// runTrustrootShow prints what a trusted root trusts.
+func runTrustrootShow(cmd *cobra.Command, a *app, args []string, out *options.OutputOptions) error {
+	asJSON, err := out.JSON()
+	if err != nil {
+		return err
 	}
-	logs := func(title string, ls []trustroot.LogDescription) {
-		fmt.Fprintf(w, "\n%s: %d\n", title, len(ls))
-		for i, l := range ls {
-			fmt.Fprintf(w, "  %d. %s\n     %s, log id %s\n     trusted %s (%s)\n", i+1, trOrNone(l.BaseURL), l.KeyType, l.LogID,
-				trPeriod(l.ValidFrom, l.ValidUntil), l.Status)
-		}
+	data, err := boundedfile.Read(args[0], trustroot.MaxTrustedRootBytes, nil)
+	if err != nil {
+		return err
 	}
-	authorities("Certificate authorities", d.CertificateAuthorities)
-	logs("Transparency logs", d.TransparencyLogs)
-	logs("Certificate transparency logs", d.CTLogs)
-	authorities("Timestamp authorities", d.TimestampAuthorities)
+	tr, err := trustroot.ParseTrustedRoot(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", textsafe.Escape(args[0]), err)
+	}
+	d := trustroot.Describe(tr, time.Now())
+	if asJSON {
+		return writeJSON(a.stdout, struct {
+			ReportVersion int    `json:"reportVersion"`
+			File          string `json:"file"`
+			SHA256        string `json:"sha256"`
+			*trustroot.Description
+		}{reportVersion, args[0], trSHA256(data), d})
+	}
+	fmt.Fprintf(a.stdout, "%s  sha256:%s\n", textsafe.Escape(args[0]), trSHA256(data))
+	d.WriteText(a.stdout)
 	return nil
-}
-
-func trOrNone(s string) string {
-	if s == "" {
-		return "(no URL)"
-	}
-	return textsafe.Escape(s)
-}
-
-func trPeriod(from, until *time.Time) string {
-	f, u := "always", "open end"
-	if from != nil {
-		f = "from " + from.Format(time.RFC3339)
-	}
-	if until != nil {
-		u = "until " + until.Format(time.RFC3339)
-	}
-	if from == nil && until == nil {
-		return "at all times"
-	}
-	return f + ", " + u
 }
 
 func trSHA256(b []byte) string {

@@ -96,8 +96,9 @@ any artifact.
 	return cmd
 }
 
-var verifyExamples = map[verify.Method]string{
-	verify.MethodSigstore: `  # A release signed in GitHub Actions, verified against a live stdio server
+func verifyExamples(m verify.Method) string {
+	return map[verify.Method]string{
+		verify.MethodSigstore: `  # A release signed in GitHub Actions, verified against a live stdio server
   mcpsign verify sigstore --bundle mcp-definitions.sigstore.json \
     --certificate-identity https://github.com/acme/notes-mcp/.github/workflows/release.yml@refs/tags/v1.2.0 \
     --certificate-oidc-issuer https://token.actions.githubusercontent.com \
@@ -112,13 +113,13 @@ var verifyExamples = map[verify.Method]string{
   mcpsign verify https://mcp.example.com/mcp --bundle b.sigstore.json --certificate-identity alice@example.com \
     --certificate-oidc-issuer https://accounts.google.com --trusted-root trusted_root.json \
     --write-lock notes.mcpsign.lock --format json`,
-	verify.MethodKey: `  # A bundle signed with 'mcpsign sign key', offline
+		verify.MethodKey: `  # A bundle signed with 'mcpsign sign key', offline
   mcpsign verify key server.snapshot.json --bundle mcp-definitions.sigstore.json --key publisher.pub.pem
 
   # The same, also requiring its Rekor entry and a timestamp
   mcpsign verify key --bundle b.sigstore.json --key publisher.pub.pem \
     --require-tlog --require-timestamp --trusted-root trusted_root.json -- ./notes-server --stdio`,
-	verify.MethodCertificate: `  # An enterprise certificate, checked at the time of its RFC 3161 timestamp
+		verify.MethodCertificate: `  # An enterprise certificate, checked at the time of its RFC 3161 timestamp
   mcpsign verify certificate server.snapshot.json --bundle b.sigstore.json \
     --ca-roots corp-root.pem --ca-intermediates corp-intermediates.pem \
     --certificate-subject 'CN=MCP Release Signing,O=Example Corp' --trusted-root trusted_root.json
@@ -126,13 +127,14 @@ var verifyExamples = map[verify.Method]string{
   # No timestamp in the bundle: check the chain now (fails once the certificate expires)
   mcpsign verify certificate server.snapshot.json --bundle b.sigstore.json --ca-roots corp-root.pem \
     --certificate-email release@example.com --allow-current-time`,
+	}[m]
 }
 
 func newVerifyMethodCmd(a *app, m verify.Method, use string) *cobra.Command {
 	f := &verifyFlags{}
 	cmd := &cobra.Command{
 		Use:     use,
-		Example: verifyExamples[m],
+		Example: verifyExamples(m),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runVerify(cmd, a, f, m, args)
 		},
@@ -309,12 +311,7 @@ func methodOf(f *verifyFlags) verify.Method {
 // the returned inputErr writes it, for the caller's later input errors as
 // well.
 func verifyInputs(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, generic, asJSON bool) (v *verify.Verifier, bundle *bundleInput, bundleJSON []byte, inputErr func(error) error, err error) {
-	inputErr = func(err error) error {
-		if asJSON {
-			_ = writeVerifyJSON(a.stdout, verify.NewReport(nil, err))
-		}
-		return err
-	}
+	inputErr = reportInputError(a, asJSON)
 	if v, err = verifyPolicy(cmd, f, m, generic); err != nil {
 		return nil, nil, nil, inputErr, inputErr(err)
 	}
@@ -325,6 +322,17 @@ func verifyInputs(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, g
 		return nil, nil, nil, inputErr, inputErr(err)
 	}
 	return v, bundle, bundleJSON, inputErr, nil
+}
+
+// reportInputError returns a function that reports an input error (exit
+// 2) as a JSON report too under --format json.
+func reportInputError(a *app, asJSON bool) func(error) error {
+	return func(err error) error {
+		if asJSON {
+			_ = writeVerifyJSON(a.stdout, verify.NewReport(nil, err))
+		}
+		return err
+	}
 }
 
 func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args []string) error {

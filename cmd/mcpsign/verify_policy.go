@@ -17,7 +17,6 @@ import (
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/proxy"
 	"github.com/mcpsign/mcpsign/source"
-	"github.com/mcpsign/mcpsign/verify"
 )
 
 // resolvePolicy reads --policy and resolves --name, after refusing every
@@ -133,12 +132,7 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 	if err != nil {
 		return err
 	}
-	inputErr := func(err error) error {
-		if asJSON {
-			_ = writeVerifyJSON(a.stdout, verify.NewReport(nil, err))
-		}
-		return err
-	}
+	inputErr := reportInputError(a, asJSON)
 	r, err := resolvePolicy(cmd, &f.pol, "lock")
 	if err != nil {
 		return inputErr(err)

@@ -43,15 +43,5 @@ func trustFlagHint(err error, m verify.Method) error {
 	default:
 		return err
 	}
-	return &hintError{msg: msg, err: err}
+	return &flagError{msg: msg, err: err}
 }
-
-// hintError is err said as msg, for a library error that the CLI says with
-// its flags.
-type hintError struct {
-	msg string
-	err error
-}
-
-func (e *hintError) Error() string { return e.msg }
-func (e *hintError) Unwrap() error { return e.err }

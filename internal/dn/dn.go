@@ -145,7 +145,7 @@ func formatEntries(ents []entry) (string, error) {
 			}
 		}
 		oid := e.oid.String()
-		name, known := attributeNames[oid]
+		name, known := attributeNames.Get()[oid]
 		if !known {
 			name = oid
 		}

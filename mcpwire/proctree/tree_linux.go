@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/mcpsign/mcpsign/internal/lazy"
 )
 
 // Bounds of the work on a tree.
@@ -32,15 +34,17 @@ var ErrSubreaper = errors.New("proctree: cannot become the child subreaper of th
 
 // subreaper is the process-wide (and permanent) PR_SET_CHILD_SUBREAPER
 // setting, made once, before the first server starts.
-var subreaper = sync.OnceValue(func() error {
+var subreaper = lazy.New(becomeSubreaper)
+
+func becomeSubreaper() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("%w: %w", ErrSubreaper, err)
 	}
 	return nil
-})
+}
 
 // prepare runs before a server starts.
-func prepare() error { return subreaper() }
+func prepare() error { return subreaper.Get() }
 
 // registry holds the trees of the servers started and not yet stopped. It is
 // process-wide because what it arbitrates is: the subreaper setting and the
@@ -48,8 +52,8 @@ func prepare() error { return subreaper() }
 // re-parented. Its mutex also guards every tree's seen set.
 var registry = struct {
 	sync.Mutex
-	trees map[*tree]struct{}
-}{trees: map[*tree]struct{}{}}
+	trees map[*tree]struct{} // made by the first register: no work at start
+}{}
 
 // tree is the process tree under one server.
 type tree struct {
@@ -86,6 +90,9 @@ func startTree(cmd *exec.Cmd) (*tree, error) {
 		seen:     map[ident]struct{}{},
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
+	}
+	if registry.trees == nil {
+		registry.trees = map[*tree]struct{}{}
 	}
 	registry.trees[t] = struct{}{}
 	go t.poll()

@@ -8,11 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/lazy"
 )
 
 // Capability is something a tool may do.
@@ -213,30 +213,38 @@ func jsonString(raw json.RawMessage) (string, bool) {
 
 // verbs maps each rule word to its capabilities. A word may give more than
 // one ("fetch" reads and uses the network).
-var verbs = map[Capability][]string{
-	Delete: {"delete", "remove", "drop", "purge", "destroy", "erase", "wipe", "truncate",
-		"unlink", "rm", "rmdir", "del", "trash", "kill", "uninstall", "revoke"},
-	Write: {"create", "update", "write", "send", "post", "put", "set", "insert", "modify", "edit",
-		"add", "upload", "save", "patch", "append", "rename", "move", "replace", "push", "commit",
-		"merge", "publish", "submit", "store", "upsert", "overwrite", "mkdir", "install", "fork",
-		"assign", "fill", "click", "reply"},
-	Read: {"get", "list", "search", "read", "fetch", "query", "find", "lookup", "show", "view",
-		"describe", "retrieve", "load", "inspect", "browse", "download", "ls", "cat", "grep",
-		"status", "log", "info", "diff", "screenshot", "open"},
-	Exec: {"exec", "execute", "shell", "eval", "evaluate", "spawn", "subprocess", "bash", "sh",
-		"zsh", "powershell", "pwsh", "popen"},
-	Network: {"fetch", "http", "https", "url", "uri", "webhook", "download", "upload", "request",
-		"browse", "browser", "curl", "wget", "web", "website", "webpage", "internet", "crawl",
-		"scrape", "navigate", "socket", "dns", "ping", "smtp"},
+var verbs = lazy.New(verbTable)
+
+func verbTable() map[Capability][]string {
+	return map[Capability][]string{
+		Delete: {"delete", "remove", "drop", "purge", "destroy", "erase", "wipe", "truncate",
+			"unlink", "rm", "rmdir", "del", "trash", "kill", "uninstall", "revoke"},
+		Write: {"create", "update", "write", "send", "post", "put", "set", "insert", "modify", "edit",
+			"add", "upload", "save", "patch", "append", "rename", "move", "replace", "push", "commit",
+			"merge", "publish", "submit", "store", "upsert", "overwrite", "mkdir", "install", "fork",
+			"assign", "fill", "click", "reply"},
+		Read: {"get", "list", "search", "read", "fetch", "query", "find", "lookup", "show", "view",
+			"describe", "retrieve", "load", "inspect", "browse", "download", "ls", "cat", "grep",
+			"status", "log", "info", "diff", "screenshot", "open"},
+		Exec: {"exec", "execute", "shell", "eval", "evaluate", "spawn", "subprocess", "bash", "sh",
+			"zsh", "powershell", "pwsh", "popen"},
+		Network: {"fetch", "http", "https", "url", "uri", "webhook", "download", "upload", "request",
+			"browse", "browser", "curl", "wget", "web", "website", "webpage", "internet", "crawl",
+			"scrape", "navigate", "socket", "dns", "ping", "smtp"},
+	}
 }
 
 // nameOnly are rule words too common in prose to count in a description:
 // they count in a tool's name only.
-var nameOnly = map[string]bool{
-	"evaluate": true, "sh": true, "rm": true, "del": true, "ls": true, "cat": true, "status": true,
-	"log": true, "info": true, "diff": true, "open": true, "set": true, "add": true, "put": true,
-	"post": true, "type": true, "fill": true, "click": true, "store": true, "move": true,
-	"start": true,
+var nameOnly = lazy.New(nameOnlyTable)
+
+func nameOnlyTable() map[string]bool {
+	return map[string]bool{
+		"evaluate": true, "sh": true, "rm": true, "del": true, "ls": true, "cat": true, "status": true,
+		"log": true, "info": true, "diff": true, "open": true, "set": true, "add": true, "put": true,
+		"post": true, "type": true, "fill": true, "click": true, "store": true, "move": true,
+		"start": true,
+	}
 }
 
 // Two-word exec rule: a run verb and a command noun anywhere in the same
@@ -254,16 +262,16 @@ type wordRule struct {
 
 // forms maps every form of every rule word (delete, deletes, deleted,
 // deleting…) to what it gives. Built once from verbs.
-var forms = sync.OnceValue(buildForms) // built on first use: not at every mcpsign start-up
+var forms = lazy.New(buildForms) // built on first use: not at every mcpsign start-up
 
 // runForms maps the forms of the run verbs and command nouns to their base
 // word; the value's first byte tells which list ('v' or 't').
-var runForms = sync.OnceValue(buildRunForms)
+var runForms = lazy.New(buildRunForms)
 
 func buildForms() map[string]wordRule {
 	m := map[string]wordRule{}
 	for _, c := range All {
-		for _, v := range verbs[c] {
+		for _, v := range verbs.Get()[c] {
 			for _, f := range inflect(v) {
 				r := m[f]
 				if r.base == "" {
@@ -319,12 +327,12 @@ func isVowel(b byte) bool { return strings.IndexByte("aeiou", b) >= 0 }
 func classifyWords(t *Tool, from string, words []string) {
 	var runVerb, runNoun string
 	for _, w := range words {
-		if r, ok := forms()[w]; ok && (from == FromName || !nameOnly[r.base]) {
+		if r, ok := forms.Get()[w]; ok && (from == FromName || !nameOnly.Get()[r.base]) {
 			for _, c := range r.caps {
 				t.add(c, Source{From: from, Detail: w})
 			}
 		}
-		if b, ok := runForms()[w]; ok && (from == FromName || !nameOnly[b[1:]]) {
+		if b, ok := runForms.Get()[w]; ok && (from == FromName || !nameOnly.Get()[b[1:]]) {
 			if b[0] == 'v' && runVerb == "" {
 				runVerb = w
 			} else if b[0] == 't' && runNoun == "" {

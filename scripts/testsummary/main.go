@@ -17,10 +17,16 @@
 // relative to the module ("cmd/mcpsign") and TEST a test name as go test
 // prints it (a path.Match pattern: "TestX/read-only_directory", "Fuzz*/*").
 // '#' starts a comment line.
+//
+// With -slowest N it also lists the N slowest packages and the N slowest
+// top-level tests (the elapsed times go test reports; a test's time
+// excludes its parallel subtests, which run after it returned), before the
+// closing line: where a run's time goes.
 package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -29,6 +35,7 @@ import (
 	"os"
 	"path"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -36,6 +43,7 @@ import (
 func main() {
 	ci := flag.Bool("ci", false, "fail on a skip that -expected does not list for this machine")
 	expected := flag.String("expected", "", "`file` of expected skips (see the package comment)")
+	slowest := flag.Int("slowest", 0, "list the `N` slowest packages and top-level tests")
 	flag.Parse()
 	var exp []expectedSkip
 	if *expected != "" {
@@ -50,6 +58,7 @@ func main() {
 		}
 	}
 	s := newSummary(os.Stdout)
+	s.slowest = *slowest
 	if err := s.read(os.Stdin); err != nil {
 		fmt.Fprintln(os.Stderr, "testsummary:", err)
 		os.Exit(2)
@@ -64,6 +73,7 @@ type event struct {
 	Test       string
 	Output     string
 	ImportPath string // build-output and build-fail events
+	Elapsed    float64
 }
 
 type testKey struct{ pkg, test string }
@@ -83,6 +93,14 @@ type summary struct {
 	pkgFailedTests  map[string]int
 	running         map[string]map[string]bool // package -> tests started, not ended
 	packagesWithRun map[string]bool
+	slowest         int      // how many of the slowest to list (-slowest)
+	timings         []timing // packages (test "") and top-level tests that ended
+}
+
+// timing is how long a package or a top-level test took.
+type timing struct {
+	testKey
+	elapsed float64
 }
 
 func newSummary(w io.Writer) *summary {
@@ -117,6 +135,9 @@ func (s *summary) line(line string) {
 		return
 	}
 	k := testKey{e.Package, e.Test}
+	if (e.Action == "pass" || e.Action == "fail") && !strings.Contains(e.Test, "/") {
+		s.timings = append(s.timings, timing{k, e.Elapsed})
+	}
 	switch {
 	case e.Action == "build-output":
 		fmt.Fprint(s.w, e.Output)
@@ -234,8 +255,34 @@ func (s *summary) report(exp []expectedSkip, ci bool) int {
 		fmt.Fprintf(s.w, "\n%d skip(s) not listed as expected on this machine: under CI every test must run (or be listed with its reason in the expected-skips file)\n", len(unexpected))
 		code = 1
 	}
+	s.reportSlowest()
 	fmt.Fprintf(s.w, "\n%d passed, %d failed, %d skipped\n", s.passed, s.failed, len(s.skips))
 	return code
+}
+
+// reportSlowest lists the s.slowest slowest packages and top-level tests.
+func (s *summary) reportSlowest() {
+	if s.slowest <= 0 {
+		return
+	}
+	sorted := slices.Clone(s.timings)
+	slices.SortStableFunc(sorted, func(a, b timing) int { return cmp.Compare(b.elapsed, a.elapsed) })
+	for _, kind := range []struct {
+		title    string
+		packages bool
+	}{{"packages", true}, {"top-level tests", false}} {
+		fmt.Fprintf(s.w, "\nSlowest %s:\n", kind.title)
+		n := 0
+		for _, t := range sorted {
+			if (t.test == "") != kind.packages {
+				continue
+			}
+			if n++; n > s.slowest {
+				break
+			}
+			fmt.Fprintf(s.w, "  %7.2fs  %s\n", t.elapsed, strings.TrimSpace(t.pkg+" "+t.test))
+		}
+	}
 }
 
 type machine struct {

@@ -2,26 +2,59 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// runGoTest runs go test -json on the sample package and returns its stream.
+// runGoTest runs go test -json on the sample package and returns its
+// stream, once per environment for all the tests of this process.
 func runGoTest(t *testing.T, env ...string) []byte {
 	t.Helper()
+	streamsMu.Lock()
+	r, ok := streams[strings.Join(env, "\x00")]
+	if !ok {
+		r = &streamResult{}
+		streams[strings.Join(env, "\x00")] = r
+	}
+	streamsMu.Unlock()
+	r.once.Do(func() { r.out, r.err = goTestSample(env) })
+	if errors.Is(r.err, exec.ErrNotFound) {
+		t.Skip("no go command")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.out
+}
+
+type streamResult struct {
+	once sync.Once
+	out  []byte
+	err  error
+}
+
+var (
+	streamsMu sync.Mutex
+	streams   = map[string]*streamResult{}
+)
+
+func goTestSample(env []string) ([]byte, error) {
 	gocmd, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go command")
+		return nil, err
 	}
 	cmd := exec.Command(gocmd, "test", "-count=1", "-json", "./testdata/sample")
 	cmd.Env = append(os.Environ(), env...)
 	out, _ := cmd.Output() // exits 1: the sample fails on purpose
 	if !bytes.Contains(out, []byte(`"Action":"start"`)) {
-		t.Fatalf("no test2json stream from go test:\n%s", out)
+		return nil, fmt.Errorf("no test2json stream from go test:\n%s", out)
 	}
-	return out
+	return out, nil
 }
 
 // TestRealStream summarizes a real go test -json run: counts (subtests
@@ -97,6 +130,44 @@ func TestPanicCountsTheRunningTest(t *testing.T) {
 	got := out.String()
 	if !strings.Contains(got, "boom") || !strings.Contains(got, "TestPanic") || s.failed < 2 {
 		t.Errorf("panic not reported as a failure (%d failed):\n%s", s.failed, got)
+	}
+}
+
+// TestSlowest lists the slowest packages and top-level tests of a real
+// stream, slowest first, before the closing line.
+func TestSlowest(t *testing.T) {
+	t.Parallel()
+	stream := runGoTest(t)
+	var out bytes.Buffer
+	s := newSummary(&out)
+	s.slowest = 2
+	if err := s.read(bytes.NewReader(stream)); err != nil {
+		t.Fatal(err)
+	}
+	s.report(nil, false)
+	got := out.String()
+	pkgs := strings.Index(got, "Slowest packages:\n")
+	tests := strings.Index(got, "Slowest top-level tests:\n")
+	closing := strings.Index(got, "4 passed, 1 failed, 2 skipped")
+	if pkgs < 0 || tests < pkgs || closing < tests {
+		t.Fatalf("no slowest lists before the closing line:\n%s", got)
+	}
+	pkgLines := strings.Split(strings.TrimSpace(got[pkgs:tests]), "\n")[1:]
+	if len(pkgLines) != 1 || !strings.HasSuffix(pkgLines[0], "s  github.com/mcpsign/mcpsign/scripts/testsummary/testdata/sample") {
+		t.Errorf("slowest packages %q, want the sample's one line", pkgLines)
+	}
+	testLines := strings.Split(strings.TrimSpace(got[tests:closing]), "\n")[1:]
+	if len(testLines) != 2 {
+		t.Fatalf("slowest tests %q, want 2 lines", testLines)
+	}
+	var prev float64 = 1e9
+	for _, l := range testLines {
+		var sec float64
+		var pkg, name string
+		if _, err := fmt.Sscanf(strings.TrimSpace(l), "%fs %s %s", &sec, &pkg, &name); err != nil || strings.Contains(name, "/") || sec > prev {
+			t.Errorf("line %q: %v (a top-level test, not slower than the one above)", l, err)
+		}
+		prev = sec
 	}
 }
 

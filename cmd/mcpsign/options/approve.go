@@ -2,11 +2,10 @@ package options
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/pflag"
 
-	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/pin"
 )
 
 // ApproveOptions are the flags of 'mcpsign approve' besides the source
@@ -34,50 +33,14 @@ func (o *ApproveOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Audit.AddFlags(fs)
 }
 
-// Expected is what the reviewer saw: the Set Digest of each kind named
-// (digest.KindResource for the static resources) and the Instructions
-// Digest ("" for none), when named.
-type Expected struct {
-	Sets         map[digest.Kind]string
-	Instructions *string
-}
+// Expected is what the reviewer saw (pin.Expected).
+type Expected = pin.Expected
 
-// ParseExpect reads the --expect values; a repeated or unknown SET, or a
-// malformed digest, is an error.
+// ParseExpect reads the --expect values (pin.ParseExpect).
 func ParseExpect(values []string) (*Expected, error) {
-	e := &Expected{Sets: map[digest.Kind]string{}}
-	for _, v := range values {
-		set, d, ok := strings.Cut(v, "=")
-		if !ok {
-			return nil, fmt.Errorf("--expect %q: want SET=DIGEST", v)
-		}
-		if set == "instructions" {
-			if e.Instructions != nil {
-				return nil, fmt.Errorf("--expect instructions given twice")
-			}
-			if d == "none" {
-				d = ""
-			} else if !digest.ValidDigest(d) {
-				return nil, fmt.Errorf("--expect %q: the digest is not sha256: and 64 lowercase hex digits (or none)", v)
-			}
-			e.Instructions = &d
-			continue
-		}
-		var kind digest.Kind
-		for _, k := range append(digest.Kinds[:], digest.KindResource) {
-			if k.ListMember() == set {
-				kind = k
-			}
-		}
-		switch {
-		case kind == "":
-			return nil, fmt.Errorf("--expect %q: SET is one of tools, prompts, resourceTemplates, resources, instructions", v)
-		case e.Sets[kind] != "":
-			return nil, fmt.Errorf("--expect %s given twice", set)
-		case !digest.ValidDigest(d):
-			return nil, fmt.Errorf("--expect %q: the digest is not sha256: and 64 lowercase hex digits", v)
-		}
-		e.Sets[kind] = d
+	e, err := pin.ParseExpect(values)
+	if err != nil {
+		return nil, fmt.Errorf("--expect %w", err)
 	}
 	return e, nil
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/mcpsign/mcpsign/internal/lazy"
 )
 
 // PolicyOptions are --policy FILE --name NAME (docs/POLICY.md): the policy
@@ -23,14 +25,18 @@ func (o *PolicyOptions) AddFlags(fs *pflag.FlagSet) {
 
 // policyReplaced are the flags a policy file replaces: giving one with
 // --policy is a usage error.
-var policyReplaced = append(append([]string{}, identityFlags...),
-	"trusted-root", "tuf-cache", "tuf-mirror", "ca-roots", "ca-intermediates",
-	"require-tlog", "require-timestamp", "bundle-from-server", "tofu", "roll-forward", "audit-log", "lock", "client-capabilities")
+var policyReplaced = lazy.New(policyReplacedFlags)
+
+func policyReplacedFlags() []string {
+	return append(append([]string{}, identityFlags...),
+		"trusted-root", "tuf-cache", "tuf-mirror", "ca-roots", "ca-intermediates",
+		"require-tlog", "require-timestamp", "bundle-from-server", "tofu", "roll-forward", "audit-log", "lock", "client-capabilities")
+}
 
 // Conflict returns the first flag given in fs that the policy replaces,
 // "" when none; except are flags the command keeps under a policy.
 func (o *PolicyOptions) Conflict(fs *pflag.FlagSet, except ...string) string {
-	for _, name := range policyReplaced {
+	for _, name := range policyReplaced.Get() {
 		if f := fs.Lookup(name); f != nil && f.Changed && !slices.Contains(except, name) {
 			return name
 		}

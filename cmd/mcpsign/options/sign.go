@@ -3,9 +3,7 @@ package options
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/spf13/pflag"
 
@@ -39,15 +37,7 @@ func (o *StatementOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 // MaxPackages bounds --package-purl.
-const MaxPackages = 64
-
-// Compiled on first use: {16,256} alone costs about a millisecond, which
-// every mcpsign process (verify included) would otherwise pay at start-up.
-var (
-	digestAlgRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`) })
-	digestHexRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{16,256}$`) })
-	purlTypeRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^pkg:[a-zA-Z.+-][a-zA-Z0-9.+-]*/`) })
-)
+const MaxPackages = attest.MaxPackages
 
 // AttestOptions returns the attest options. The source revision flags
 // default, each one, to the GitHub Actions environment read with getenv.
@@ -69,26 +59,11 @@ func (o *StatementOptions) AttestOptions(getenv func(string) string) (attest.Opt
 	}
 	opts := attest.Options{Packages: append(fromFiles, pkgs...), OmitDefinitions: o.NoEmbedDefinitions}
 	src := attest.Source{Repository: o.SourceRepository, Commit: o.SourceCommit, Ref: o.SourceRef}
-	if gh := attest.SourceFromGitHubActions(getenv); gh != nil {
-		if src.Repository == "" {
-			src.Repository = gh.Repository
-		}
-		if src.Commit == "" {
-			src.Commit = gh.Commit
-		}
-		if src.Ref == "" {
-			src.Ref = gh.Ref
-		}
+	var ie *attest.InputError
+	if opts.Source, err = attest.SourceWithDefaults(src, getenv); errors.As(err, &ie) {
+		return attest.Options{}, fmt.Errorf("--%s: %w", strings.ReplaceAll(ie.Part, ".", "-"), err)
 	}
-	for name, v := range map[string]string{"--source-repository": src.Repository, "--source-commit": src.Commit, "--source-ref": src.Ref} {
-		if len(v) > 2048 || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-			return attest.Options{}, fmt.Errorf("%s: control characters or more than 2048 bytes", name)
-		}
-	}
-	if src != (attest.Source{}) {
-		opts.Source = &src
-	}
-	return opts, nil
+	return opts, err
 }
 
 // ParsePackages pairs package URLs with digests by position: either no
@@ -102,16 +77,14 @@ func ParsePackages(purls, digests []string) ([]attest.Package, error) {
 	}
 	var out []attest.Package
 	for i, p := range purls {
-		if len(p) > 2048 || !purlTypeRe().MatchString(p) || strings.ContainsFunc(p, func(r rune) bool { return r <= 0x20 || r == 0x7f }) {
-			return nil, fmt.Errorf("--package-purl %q: not a package URL (pkg:TYPE/NAMESPACE/NAME@VERSION, see github.com/package-url/purl-spec)", p)
-		}
-		pkg := attest.Package{PURL: p}
+		d := ""
 		if len(digests) > 0 {
-			alg, hexd, ok := strings.Cut(digests[i], ":")
-			if !ok || !digestAlgRe().MatchString(alg) || !digestHexRe().MatchString(hexd) {
-				return nil, fmt.Errorf("--package-digest %q: want ALG:HEX with a lowercase algorithm and lowercase hex, e.g. sha256:9f86d0…", digests[i])
-			}
-			pkg.Digest = map[string]string{alg: hexd}
+			d = digests[i]
+		}
+		pkg, err := attest.ParsePackage(p, d)
+		var ie *attest.InputError
+		if errors.As(err, &ie) {
+			return nil, fmt.Errorf("--package-%s %w", ie.Part, err)
 		}
 		out = append(out, pkg)
 	}

@@ -2,13 +2,11 @@ package options
 
 import (
 	"crypto"
-	"encoding/base64"
-	"encoding/hex"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/attest/pkgfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/verify"
@@ -109,17 +107,13 @@ func (o *VerifyOptions) PackageRequirements() ([]verify.PackageRequirement, erro
 	return out, nil
 }
 
-// ParseIntegrity reads one Subresource Integrity string as npm writes it in
-// a package-lock ("sha512-" or "sha256-" and the standard base64 of the
-// digest) into algorithm → hex.
+// ParseIntegrity reads one --package-integrity value (attest.ParseIntegrity).
 func ParseIntegrity(s string) (map[string]string, error) {
-	alg, b64, ok := strings.Cut(s, "-")
-	size := map[string]int{"sha256": 32, "sha512": 64}[alg]
-	raw, err := base64.StdEncoding.Strict().DecodeString(b64)
-	if !ok || size == 0 || err != nil || len(raw) != size {
-		return nil, fmt.Errorf("--package-integrity %s: want sha512-BASE64 (or sha256-BASE64), as npm writes \"integrity\" in a package-lock", textsafe.Quote(s))
+	d, err := attest.ParseIntegrity(s)
+	if err != nil {
+		return nil, fmt.Errorf("--package-integrity %w", err)
 	}
-	return map[string]string{alg: hex.EncodeToString(raw)}, nil
+	return d, nil
 }
 
 // addFromServerFlag adds --bundle-from-server (docs/DISCOVERY.md).

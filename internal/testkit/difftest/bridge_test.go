@@ -3,7 +3,6 @@ package difftest
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
@@ -22,7 +21,7 @@ func TestHostileHTTPServersThroughTheBridge(t *testing.T) {
 	mcpsign := fixtures.BuildMcpsign(t)
 	l, lockData := honestHTTPLock(t)
 	evil := evilHTTPServer(t)
-	node, script, tsOK := tsClientIfAny(t)
+	tsOK := tsClientIfAny(t)
 	for _, r := range httpRows(evil.URL + "/mcp") {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
@@ -53,14 +52,10 @@ func TestHostileHTTPServersThroughTheBridge(t *testing.T) {
 			t.Run("go-sdk", func(t *testing.T) {
 				run(t, "go-sdk", func(argv []string) outcome { return runGoCLI(t, argv, scenario{Call: greet}) })
 			})
-			// The TypeScript client (a node process per session) runs on the
-			// rows official servers write and the four attacks that started
-			// the strict reader, so that the package stays fast; go-sdk on
-			// every row.
-			if tsOK && (r.legal || strings.HasPrefix(r.name, "attack-")) {
+			if tsOK {
 				t.Run("TypeScript", func(t *testing.T) {
 					run(t, "TypeScript", func(argv []string) outcome {
-						h := runTS(t, node, script, argv, scenario{Call: greet})
+						h := runTS(t, argv, scenario{Call: greet})
 						return outcome{h: h, blocked: h.ExitCode != nil && (*h.ExitCode == 42 || *h.ExitCode == 2)}
 					})
 				})

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -75,50 +74,34 @@ type timing struct{ request, settle time.Duration }
 
 var tableTiming = timing{request: requestTimeout, settle: settleTime}
 
-// tsClient returns node and the TypeScript client script (tsclient.mjs of
-// testdata/npm), or skips (fails under MCPSIGN_REQUIRE_E2E=1) when either
-// is missing, as the e2e tests do.
-func tsClient(t testing.TB) (node, script string) {
+// tsClient skips (fails under MCPSIGN_REQUIRE_E2E=1) when node or the
+// TypeScript SDK of testdata/npm is missing, as the e2e tests do.
+func tsClient(t testing.TB) {
 	t.Helper()
-	node = fixtures.Node(t)
-	script = filepath.Join(fixtures.NPMDir(t), "tsclient.mjs")
+	fixtures.Node(t)
 	sdk := filepath.Join(fixtures.NPMDir(t), "node_modules", "@modelcontextprotocol", "sdk", "package.json")
 	if _, err := os.Stat(sdk); err != nil {
 		fixtures.MissingE2E(t, "@modelcontextprotocol/sdk is not installed (%v)", err)
 	}
-	return node, script
 }
 
-// runTS runs the TypeScript client against argv (the proxy's command line).
-func runTS(t testing.TB, node, script string, argv []string, sc scenario) *holdings {
+// runTS runs a TypeScript client session against argv (the proxy's
+// command line), in the test process's one Node.js process
+// (fixtures.TSClientSession).
+func runTS(t testing.TB, argv []string, sc scenario) *holdings {
 	t.Helper()
-	return runTSConfig(t, node, script, map[string]any{"command": argv[0], "args": argv[1:]}, sc)
+	return runTSConfig(t, map[string]any{"command": argv[0], "args": argv[1:]}, sc)
 }
 
 // runTSConfig runs the TypeScript client with cfg (command and args, or
 // url) and the scenario.
-func runTSConfig(t testing.TB, node, script string, cfg map[string]any, sc scenario) *holdings {
+func runTSConfig(t testing.TB, cfg map[string]any, sc scenario) *holdings {
 	t.Helper()
 	cfg["call"], cfg["pipeline"], cfg["afterCall"], cfg["resources"] = sc.Call, sc.Pipeline, sc.AfterCall, sc.Resources
 	if _, ok := cfg["timeoutMs"]; !ok {
 		cfg["timeoutMs"], cfg["settleMs"] = requestTimeout.Milliseconds(), settleTime.Milliseconds()
 	}
-	data, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script, string(data))
-	cmd.Dir = fixtures.NPMDir(t)
-	stdout, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("TypeScript client: %v\n%s", err, ee.Stderr)
-		}
-		t.Fatalf("TypeScript client: %v", err)
-	}
+	stdout := fixtures.TSClientSession(t, cfg, 40*time.Second)
 	var h holdings
 	if err := json.Unmarshal(stdout, &h); err != nil {
 		t.Fatalf("TypeScript client output %q: %v", stdout, err)

@@ -36,10 +36,10 @@ import (
 // exactly what both clients hold. Rows marked legal must pass: the strict
 // reader may not refuse what official servers write.
 
-// httpTiming is the clients' timing over HTTP: a request has longer, as
-// node starts slowly on a busy machine, and there are no list_changed
-// storms to settle.
-var httpTiming = timing{request: 8 * time.Second, settle: 100 * time.Millisecond}
+// httpTiming is the clients' timing over HTTP: a request has a little
+// longer than over stdio (rows that cut an answer short wait it out), and
+// there are no list_changed storms to settle.
+var httpTiming = timing{request: 4 * time.Second, settle: 100 * time.Millisecond}
 
 // exchange is one POSTed request as the hostile server sees it.
 type exchange struct {
@@ -537,9 +537,9 @@ func honestHTTPLock(t testing.TB) (*pin.Lock, []byte) {
 
 // runTSURL runs the TypeScript client against a Streamable HTTP endpoint
 // (tsclient.mjs with url), under httpTiming.
-func runTSURL(t testing.TB, node, script, url string) *holdings {
+func runTSURL(t testing.TB, url string) *holdings {
 	t.Helper()
-	return runTSConfig(t, node, script, map[string]any{"url": url,
+	return runTSConfig(t, map[string]any{"url": url,
 		"timeoutMs": httpTiming.request.Milliseconds(), "settleMs": httpTiming.settle.Milliseconds()}, scenario{})
 }
 
@@ -563,7 +563,7 @@ func evilHTTPServer(t *testing.T) *httptest.Server {
 	return evil
 }
 
-// TestHostileHTTPServers runs every row: verify-pin on the URL, then both
+// TestHostileHTTPServers runs every row: verify-pin on the URL and both
 // official clients, and checks the oracle.
 func TestHostileHTTPServers(t *testing.T) {
 	mcpsign := fixtures.BuildMcpsign(t)
@@ -572,13 +572,35 @@ func TestHostileHTTPServers(t *testing.T) {
 	for _, r := range httpRows(evil.URL + "/mcp") {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
-			url := serveHTTPRow(t, r)
+			// verify-pin lists its own server of the row while the two
+			// clients list another, all at once: a row that counts
+			// requests (the first listing honest, later ones evil) counts
+			// verify-pin's apart from the clients', as when it ran first.
+			url, verifyURL := serveHTTPRow(t, r), serveHTTPRow(t, r)
 			lock := filepath.Join(t.TempDir(), "mcp.lock")
 			if err := os.WriteFile(lock, lockData, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(mcpsign, append([]string{"verify-pin", "--lock", lock, "--timeout", "8s", url}, r.args...)...)
+			clients := map[string]*holdings{}
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				h := goClient(&mcp.StreamableClientTransport{Endpoint: url}, scenario{}, httpTiming)
+				mu.Lock()
+				clients["go-sdk"] = h
+				mu.Unlock()
+			})
+			if tsClientIfAny(t) {
+				wg.Go(func() {
+					h := runTSURL(t, url)
+					mu.Lock()
+					clients["TypeScript"] = h
+					mu.Unlock()
+				})
+			}
+			cmd := exec.Command(mcpsign, append([]string{"verify-pin", "--lock", lock, "--timeout", "8s", verifyURL}, r.args...)...)
 			out, err := cmd.CombinedOutput()
+			wg.Wait()
 			var ee *exec.ExitError
 			if err != nil && !errors.As(err, &ee) {
 				t.Fatalf("verify-pin: %v", err)
@@ -602,25 +624,6 @@ func TestHostileHTTPServers(t *testing.T) {
 			} else if r.refusal != "" {
 				t.Errorf("verify-pin passed, want a refusal saying %q", r.refusal)
 			}
-			clients := map[string]*holdings{}
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				h := goClient(&mcp.StreamableClientTransport{Endpoint: url}, scenario{}, httpTiming)
-				mu.Lock()
-				clients["go-sdk"] = h
-				mu.Unlock()
-			})
-			node, script, ok := tsClientIfAny(t)
-			if ok {
-				wg.Go(func() {
-					h := runTSURL(t, node, script, url)
-					mu.Lock()
-					clients["TypeScript"] = h
-					mu.Unlock()
-				})
-			}
-			wg.Wait()
 			w := &world{lock: lock, lockBefore: lockData}
 			for _, name := range []string{"go-sdk", "TypeScript"} {
 				h := clients[name]
@@ -642,10 +645,12 @@ func TestHostileHTTPServers(t *testing.T) {
 
 // tsClientIfAny is tsClient without the skip: the go-sdk half of a row
 // runs either way.
-func tsClientIfAny(t *testing.T) (node, script string, ok bool) {
+func tsClientIfAny(t *testing.T) bool {
 	t.Helper()
-	ok = t.Run("TypeScript SDK present", func(t *testing.T) {
-		node, script = tsClient(t)
+	present := false
+	t.Run("TypeScript SDK present", func(t *testing.T) {
+		tsClient(t)
+		present = true
 	})
-	return node, script, ok && node != ""
+	return present
 }

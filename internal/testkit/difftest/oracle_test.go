@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 // -parallel says otherwise: each mostly waits (for node, the proxy's
 // timeouts, the servers' exits), so more than GOMAXPROCS (go test's
 // default) keep the cores busy.
-const rowParallel = 6
+const rowParallel = 16
 
 // raiseParallel sets -test.parallel to n when the command line did not set
 // it.
@@ -545,10 +545,10 @@ func TestHostileServers(t *testing.T) {
 			})
 			tsRan := false
 			t.Run("TypeScript", func(t *testing.T) {
-				node, script := tsClient(t)
+				tsClient(t)
 				tsRan = true
 				run(t, "TypeScript", func(w *world) outcome {
-					h := runTS(t, node, script, w.proxyArgv(t, mcpsign), r.sc)
+					h := runTS(t, w.proxyArgv(t, mcpsign), r.sc)
 					return outcome{h: h, blocked: h.ExitCode != nil && (*h.ExitCode == 42 || *h.ExitCode == 2)}
 				})
 			})

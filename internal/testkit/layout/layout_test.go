@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -159,6 +160,63 @@ func TestFloors(t *testing.T) {
 	if testing.Verbose() {
 		for _, r := range rooms {
 			t.Logf("floor %d: %s", floor[r], r)
+		}
+	}
+}
+
+// mayImport is, for the rooms low in the house, every room of ours that
+// their production code may import (README.md, "Layout"): what a room
+// names here is all it needs, so a new import of anything else is a
+// change of the design, not of the code. internal/'s production leaves
+// may be imported by every room. Rooms not named here are held by
+// mustNotImport.
+var mayImport = map[string][]string{
+	"digest":    {},
+	"evidence":  {},
+	"trustroot": {"evidence"},
+	"attest":    {"digest"},
+	"mcpwire":   {"digest"},
+	"source":    {"digest", "mcpwire"},
+	// sign takes its vocabulary (Method, the key ID, the log entry) from
+	// evidence, never from verify: signing does not verify a policy.
+	"sign":   {"attest", "evidence", "trustroot"},
+	"verify": {"attest", "digest", "evidence", "trustroot"},
+	"hosts":  {"policy"},
+	"oauth":  {},
+}
+
+// mustNotImport is, for the rooms higher up, the rooms they must not
+// import: data flows one way (Source → Snapshot → Statement → sign →
+// Bundle; Bundle + Snapshot + Policy → verify → Lock → proxy), and
+// nothing downstream reaches back upstream.
+var mustNotImport = map[string][]string{
+	// pin records what verify decided; it neither signs nor speaks to
+	// servers itself.
+	"pin": {"sign", "mcpwire", "proxy", "policy", "hosts", "monitor", "audit"},
+	// The proxy verifies through a sub-process: it links no Sigstore code.
+	"proxy":  {"sign", "verify", "trustroot", "policy", "source", "hosts", "monitor"},
+	"policy": {"sign", "mcpwire", "proxy", "hosts", "monitor", "audit"},
+	"audit":  {"sign", "verify", "trustroot", "policy", "source", "mcpwire", "proxy", "hosts", "monitor"},
+}
+
+// TestDesignImports checks mayImport and mustNotImport on the production
+// imports of every package.
+func TestDesignImports(t *testing.T) {
+	for _, p := range listPackages(t) {
+		from, _ := rel(p.ImportPath)
+		r := room(from)
+		allowed, closed := mayImport[r]
+		for _, imp := range p.Imports {
+			to, ok := rel(imp)
+			if !ok || room(to) == r || isLeaf(to) {
+				continue
+			}
+			switch {
+			case closed && !slices.Contains(allowed, room(to)):
+				t.Errorf("%s imports %s: %s may import only %v (and internal/'s leaves)", from, to, r, allowed)
+			case slices.Contains(mustNotImport[r], room(to)):
+				t.Errorf("%s imports %s: %s must not import %s", from, to, r, room(to))
+			}
 		}
 	}
 }

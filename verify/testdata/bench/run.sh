@@ -4,7 +4,10 @@
 # cosign verify-blob-attestation, alternated round-robin, N rounds.
 #   verify/testdata/bench/run.sh [N]     from the repository root
 # Needs cosign (SIGSTACK_BIN or PATH) and, for the last
-# set, the local Sigstore stack (/tmp/mcpsign-sigstore/env.sh).
+# set, the local Sigstore stack (SIGSTACK_ENV, default
+# /tmp/mcpsign-sigstore/env.sh). MCPSIGN_BASE=path/to/another/mcpsign adds it
+# as "mcpsign-base", alternated with the others in the same rounds (before and
+# after a change: build the base from the other tree).
 set -euo pipefail
 N=${1:-30}
 cd "$(dirname "$0")/../../.."
@@ -18,6 +21,17 @@ H=$(mktemp -d) # cosign: no TUF, no home config
 SH=testdata
 GH=https://token.actions.githubusercontent.com
 py() { python3 verify/testdata/bench/procbench.py "$@"; }
+# base NAME.json: with MCPSIGN_BASE, adds the mcpsign row again as mcpsign-base.
+base() {
+	[[ -n ${MCPSIGN_BASE:-} ]] || return 0
+	python3 - "$1" "$MCPSIGN_BASE" <<'P'
+import json, sys
+p, b = sys.argv[1], sys.argv[2]
+c = json.load(open(p))
+c["mcpsign-base"] = {**c["mcpsign"], "cmd": [b] + c["mcpsign"]["cmd"][1:]}
+json.dump(c, open(p, "w"))
+P
+}
 
 echo "== A: public-good DSSE bundle, Rekor v1, no TSA (sigstore-conformance happy-path-intoto-in-dsse-v3), artifact file"
 C=$SH/sigstore-conformance/happy-path-intoto-in-dsse-v3
@@ -28,6 +42,7 @@ cat > "$B/a.json" <<J
  "mcpsign": {"cmd": ["$B/mcpsign", "verify", "bundle", "--bundle", "$C/bundle.sigstore.json", "--certificate-identity", "$ID", "--certificate-oidc-issuer", "$GH", "--trusted-root", "$TR", "$C/artifact"]},
  "cosign": {"cmd": ["$COSIGN", "verify-blob-attestation", "--bundle", "$C/bundle.sigstore.json", "--new-bundle-format", "--trusted-root", "$TR", "--certificate-identity", "$ID", "--certificate-oidc-issuer", "$GH", "--type", "https://slsa.dev/provenance/v1", "$C/artifact"], "env": {"HOME": "$H", "TUF_ROOT": "$H"}}}
 J
+base "$B/a.json"
 py "$B/a.json" "$N"
 
 echo "== B: public-good DSSE bundle, Rekor v1 + RFC 3161 timestamp (model-transparency v1.1.0), by digest"
@@ -39,9 +54,10 @@ cat > "$B/b.json" <<J
  "mcpsign": {"cmd": ["$B/mcpsign", "verify", "bundle", "--bundle", "$M", "--certificate-identity", "stefanb@us.ibm.com", "--certificate-oidc-issuer", "https://sigstore.verify.ibm.com/oauth2", "--trusted-root", "$TR2", "sha256:$D"]},
  "cosign": {"cmd": ["$COSIGN", "verify-blob-attestation", "--bundle", "$M", "--new-bundle-format", "--trusted-root", "$TR2", "--certificate-identity", "stefanb@us.ibm.com", "--certificate-oidc-issuer", "https://sigstore.verify.ibm.com/oauth2", "--type", "https://model_signing/signature/v1.0", "--digest", "$D", "--digestAlg", "sha256"], "env": {"HOME": "$H", "TUF_ROOT": "$H"}}}
 J
+base "$B/b.json"
 py "$B/b.json" "$N"
 
-ENV=/tmp/mcpsign-sigstore/env.sh
+ENV=${SIGSTACK_ENV:-/tmp/mcpsign-sigstore/env.sh}
 if [[ -f $ENV ]]; then
 	# shellcheck disable=SC1090
 	source "$ENV"
@@ -58,5 +74,6 @@ J
  "mcpsign": {"cmd": ["$B/mcpsign", "verify", "$B/snap.json", "--bundle", "$B/b.sigstore.json", "--certificate-identity", "bench@example.com", "--certificate-oidc-issuer", "$SIGSTACK_OIDC_ISSUER", "--trusted-root", "$SIGSTACK_TRUSTED_ROOT"]},
  "cosign": {"cmd": ["$COSIGN", "verify-blob-attestation", "--bundle", "$B/b.sigstore.json", "--new-bundle-format", "--trusted-root", "$SIGSTACK_TRUSTED_ROOT", "--certificate-identity", "bench@example.com", "--certificate-oidc-issuer", "$SIGSTACK_OIDC_ISSUER", "--type", "https://mcpsign.dev/definitions/v1", "--use-signed-timestamps", "$B/instructions.txt"], "env": {"HOME": "$H", "TUF_ROOT": "$H"}}}
 J
+	base "$B/c.json"
 	py "$B/c.json" "$N"
 fi

@@ -1,0 +1,98 @@
+package monitor
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+)
+
+// Reporter prints findings and run summaries, as text or as JSON lines
+// (docs/JSON.md "monitor"). Its methods fit Options.OnFinding,
+// WatchOptions.OnRun and WatchOptions.Reported.
+type Reporter struct {
+	W    io.Writer
+	JSON bool
+	// ReportVersion is the reportVersion of each JSON line.
+	ReportVersion int
+	// StatePath is named in the summaries.
+	StatePath string
+	err       error
+}
+
+// Err is the first failed write.
+func (r *Reporter) Err() error { return r.err }
+
+func (r *Reporter) note(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+// Finding prints one finding; server strings are escaped.
+func (r *Reporter) Finding(f Finding) {
+	if r.JSON {
+		line := struct {
+			ReportVersion int `json:"reportVersion"`
+			Finding
+		}{r.ReportVersion, f}
+		r.note(json.NewEncoder(r.W).Encode(line))
+		return
+	}
+	level := "notice"
+	if f.Alert {
+		level = "ALERT"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s: log %s index %d", level, f.Kind, textsafe.Escape(f.Log), f.LogIndex)
+	if f.Identity != "" {
+		fmt.Fprintf(&b, ", signed by %s", textsafe.Quote(f.Identity))
+		if f.Issuer != "" {
+			fmt.Fprintf(&b, " (issuer %s)", textsafe.Quote(f.Issuer))
+		}
+	}
+	if f.KeyID != "" {
+		fmt.Fprintf(&b, ", signed by the key %s", f.KeyID)
+	}
+	if f.Digest != "" {
+		fmt.Fprintf(&b, ", artifact %s", f.Digest)
+	}
+	if s := f.Source; s != nil {
+		fmt.Fprintf(&b, ", source %s commit %s ref %s", textsafe.Quote(s.Repository), textsafe.Quote(s.Commit), textsafe.Quote(s.Ref))
+	}
+	if f.IntegratedTime != nil {
+		fmt.Fprintf(&b, ", integrated %s", f.IntegratedTime.UTC().Format(time.RFC3339))
+	}
+	if f.Detail != "" {
+		fmt.Fprintf(&b, ": %s", textsafe.Escape(f.Detail))
+	}
+	_, err := fmt.Fprintln(r.W, b.String())
+	r.note(err)
+}
+
+// Summary prints what a run checked.
+func (r *Reporter) Summary(res *Result) {
+	if r.JSON {
+		line := struct {
+			ReportVersion int    `json:"reportVersion"`
+			Kind          string `json:"kind"`
+			LogIndex      uint64 `json:"logIndex"`
+			Log           string `json:"log"`
+			URL           string `json:"url"`
+			From          uint64 `json:"from"`
+			To            uint64 `json:"to"`
+			Watched       int    `json:"watched"`
+			Released      int    `json:"released"`
+			Alerts        int    `json:"alerts"`
+			Notices       int    `json:"notices"`
+			State         string `json:"state"`
+		}{r.ReportVersion, "run", res.To, res.Log, res.URL, res.From, res.To, res.Watched, res.Released, res.Alerts, res.Notices, r.StatePath}
+		r.note(json.NewEncoder(r.W).Encode(line))
+		return
+	}
+	fmt.Fprintf(r.W, "log %s: checked entries %d to %d (%d entry bundles, %d hash tiles): %d by a watched signer, %d of them released; %d alerts, %d notices; state written to %s\n",
+		textsafe.Escape(res.Log), res.From, res.To, res.Bundles, res.HashTiles, res.Watched, res.Released, res.Alerts, res.Notices, textsafe.Escape(r.StatePath))
+}

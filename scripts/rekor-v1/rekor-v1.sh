@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# A Rekor v1 log on 127.0.0.1 for the monitor's tests: rekor-server v1.5.4
+# on Trillian v1.7.3 (log server and signer) on MariaDB from Debian.
+#
+#   scripts/rekor-v1/rekor-v1.sh build   # go install the three binaries (cached)
+#   scripts/rekor-v1/rekor-v1.sh start   # start them; writes $STATE/env.sh
+#   scripts/rekor-v1/rekor-v1.sh stop
+#
+# Binaries: ${MCPSIGN_SIGSTORE_CACHE:-$HOME/.cache/mcpsign/sigstore-local}/bin
+# (rekor-server-v1, trillian_log_server, trillian_log_signer), built once.
+# State: ${MCPSIGN_REKOR_V1_STATE:-/tmp/mcpsign-rekor-v1}, wiped on start.
+# Ports: MariaDB 3307, Trillian gRPC 8090 / HTTP 8091 (server) and 8190 /
+# 8191 (signer), Rekor 3010; all on 127.0.0.1 but Rekor's metrics
+# listener, which rekor-server v1.5.4 binds to *:2112 (and which fails
+# quietly when the stack's TSA holds that port). docs/MONITOR.md.
+set -euo pipefail
+
+CACHE=${MCPSIGN_SIGSTORE_CACHE:-$HOME/.cache/mcpsign/sigstore-local}
+BIN=$CACHE/bin
+S=${MCPSIGN_REKOR_V1_STATE:-/tmp/mcpsign-rekor-v1}
+REKOR_VERSION=v1.5.4
+TRILLIAN_VERSION=v1.7.3
+export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
+
+build() {
+	mkdir -p "$BIN" "$CACHE/build"
+	local t0 gobin
+	t0=$(date +%s)
+	if ! go version -m "$BIN/rekor-server-v1" 2>/dev/null | grep -q "mod.*github.com/sigstore/rekor.*$REKOR_VERSION"; then
+		gobin=$(mktemp -d)
+		GOBIN=$gobin go install "github.com/sigstore/rekor/cmd/rekor-server@$REKOR_VERSION"
+		mv "$gobin/rekor-server" "$BIN/rekor-server-v1"
+		rmdir "$gobin"
+	fi
+	for c in trillian_log_server trillian_log_signer; do
+		if ! go version -m "$BIN/$c" 2>/dev/null | grep -q "mod.*github.com/google/trillian.*$TRILLIAN_VERSION"; then
+			GOBIN=$BIN go install "github.com/google/trillian/cmd/$c@$TRILLIAN_VERSION"
+		fi
+	done
+	echo "rekor-v1.sh: binaries ready in $(($(date +%s) - t0))s"
+}
+
+mariadb_bins() {
+	command -v mariadbd >/dev/null || command -v /usr/sbin/mariadbd >/dev/null || {
+		echo "rekor-v1.sh: MariaDB not installed (apt-get install -y mariadb-server)" >&2
+		exit 1
+	}
+}
+
+wait_for() { # url|tcp:port, seconds
+	local what=$1 n=$(($2 * 10))
+	for ((i = 0; i < n; i++)); do
+		case $what in
+		tcp:*) (exec 3<>"/dev/tcp/127.0.0.1/${what#tcp:}") 2>/dev/null && return 0 ;;
+		*) curl -sf -o /dev/null "$what" && return 0 ;;
+		esac
+		sleep 0.1
+	done
+	echo "rekor-v1.sh: $what did not come up; logs in $S/logs" >&2
+	return 1
+}
+
+start() {
+	mariadb_bins
+	for b in rekor-server-v1 trillian_log_server trillian_log_signer; do
+		[[ -x $BIN/$b ]] || {
+			echo "rekor-v1.sh: $BIN/$b missing: run $0 build" >&2
+			exit 1
+		}
+	done
+	stop >/dev/null 2>&1 || true
+	rm -rf "$S"
+	mkdir -p "$S/logs" "$S/db"
+	local t0
+	t0=$(date +%s)
+	mariadb-install-db --no-defaults --datadir="$S/db" --user="$(id -un)" --skip-test-db --auth-root-authentication-method=normal >"$S/logs/install-db.log" 2>&1
+	/usr/sbin/mariadbd --no-defaults --datadir="$S/db" --socket="$S/mysql.sock" --pid-file="$S/mysql.pid" \
+		--bind-address=127.0.0.1 --port=3307 --user="$(id -un)" --skip-grant-tables >"$S/logs/mariadb.log" 2>&1 &
+	echo $! >"$S/mariadb.pid"
+	wait_for tcp:3307 60
+	for ((i = 0; i < 100; i++)); do mariadb --no-defaults --socket="$S/mysql.sock" -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.1; done
+	mariadb --no-defaults --socket="$S/mysql.sock" -e 'CREATE DATABASE trillian'
+	local schema
+	schema=$(go env GOMODCACHE)/github.com/google/trillian@$TRILLIAN_VERSION/storage/mysql/schema/storage.sql
+	[[ -f $schema ]] || (cd "$(mktemp -d)" && go mod download "github.com/google/trillian@$TRILLIAN_VERSION")
+	mariadb --no-defaults --socket="$S/mysql.sock" trillian <"$schema"
+	local dsn="root@tcp(127.0.0.1:3307)/trillian?parseTime=true&interpolateParams=true"
+	"$BIN/trillian_log_server" --quota_system=noop --storage_system=mysql --mysql_uri="$dsn" \
+		--rpc_endpoint=127.0.0.1:8090 --http_endpoint=127.0.0.1:8091 >"$S/logs/trillian-server.log" 2>&1 &
+	echo $! >"$S/trillian-server.pid"
+	"$BIN/trillian_log_signer" --quota_system=noop --storage_system=mysql --mysql_uri="$dsn" --force_master \
+		--sequencer_interval=100ms --batch_size=500 \
+		--rpc_endpoint=127.0.0.1:8190 --http_endpoint=127.0.0.1:8191 >"$S/logs/trillian-signer.log" 2>&1 &
+	echo $! >"$S/trillian-signer.pid"
+	wait_for http://127.0.0.1:8091/healthz 60
+	wait_for http://127.0.0.1:8191/healthz 60
+	(cd "$S" && exec "$BIN/rekor-server-v1" serve --trillian_log_server.address=127.0.0.1 --trillian_log_server.port=8090 \
+		--rekor_server.address=127.0.0.1 --port=3010 --rekor_server.hostname=127.0.0.1 --rekor_server.signer=memory \
+		--search_index.storage_provider=mysql --search_index.mysql.dsn="$dsn" \
+		--enabled_entry_types=dsse,intoto,hashedrekord >"$S/logs/rekor.log" 2>&1) &
+	echo $! >"$S/rekor.pid"
+	wait_for http://127.0.0.1:3010/api/v1/log 120
+	curl -sf -o "$S/rekor-pub.pem" http://127.0.0.1:3010/api/v1/log/publicKey
+	cat >"$S/env.sh" <<EOT
+# Written by scripts/rekor-v1/rekor-v1.sh at $(date -u +%FT%TZ). Source it.
+export REKOR_V1_URL='http://127.0.0.1:3010'
+export REKOR_V1_PUBLIC_KEY='$S/rekor-pub.pem'
+export REKOR_V1_ENV='$S/env.sh'
+EOT
+	echo "rekor-v1.sh: Rekor v1 at http://127.0.0.1:3010 in $(($(date +%s) - t0))s; source $S/env.sh"
+}
+
+stop() {
+	local p
+	for p in rekor trillian-signer trillian-server mariadb; do
+		[[ -f $S/$p.pid ]] || continue
+		kill "$(cat "$S/$p.pid")" 2>/dev/null || true
+		rm -f "$S/$p.pid"
+	done
+	rm -f "$S/env.sh"
+}
+
+case ${1:-} in
+build) build ;;
+start) start ;;
+stop) stop ;;
+*)
+	sed -n '2,16p' "$0"
+	exit 2
+	;;
+esac
