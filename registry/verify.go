@@ -233,6 +233,11 @@ func (v *Verifier) prepare(ctx context.Context, name string, e *Entry) (*policy.
 		return nil, err
 	}
 	derived := r.RepositorySigner != nil
+	if derived {
+		if err := checkNamespaceOwner(e); err != nil {
+			return nil, err
+		}
+	}
 	if r, err = r.ForRepository(e.RepositoryURL); err != nil {
 		return nil, err
 	}
