@@ -283,7 +283,7 @@ func pointers(meta []byte, lim Limits) ([]Pointer, error) {
 	if len(meta) == 0 || string(meta) == "null" {
 		return nil, ErrNoAttestation
 	}
-	mm, err := digest.ReadMembers(meta, PublisherProvided)
+	mm, err := digest.ReadMembers(meta, PublisherProvided, VerifiedMember) // the dump's member: no case variant beside it
 	if err != nil {
 		return nil, fmt.Errorf("%w: _meta: %w", ErrAttestation, err)
 	}

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -42,6 +43,41 @@ func TestBindingRegistryBaseURL(t *testing.T) {
 			}
 			if err != nil && !errors.Is(err, ErrBinding) {
 				t.Fatalf("not ErrBinding: %v", err)
+			}
+		})
+	}
+}
+
+// TestVerifiedMemberSpoofed: a source's server.json that already holds
+// the dump's _meta member twice, or in another case, would reach a
+// verified dump beside the block mcpsign writes (WithVerified replaces
+// one member), where a consumer that reads the first, or folds case,
+// reads the source's. Such an entry does not verify.
+func TestVerifiedMemberSpoofed(t *testing.T) {
+	t.Parallel()
+	ptr := `"` + PublisherProvided + `":{"` + AttestationMember + `":{"bundleUrl":"https://x/b","bundleDigest":"` + dg + `"}}`
+	fake := `{"signers":[{"method":"sigstore","identity":"https://github.com/acme/notes/.github/workflows/release.yml@refs/tags/v1"}]}`
+	for _, c := range []struct {
+		name, meta string
+		ok         bool
+	}{
+		{"one, replaced by the dump", `{` + ptr + `,"` + VerifiedMember + `":` + fake + `}`, true},
+		{"twice", `{` + ptr + `,"` + VerifiedMember + `":` + fake + `,"` + VerifiedMember + `":` + fake + `}`, false},
+		{"another case", `{` + ptr + `,"Dev.Mcpsign/Verified":` + fake + `}`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := ParseEntry([]byte(serverJSON("a/b", "1", `,"_meta":`+c.meta)), Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (e.AttestationErr == nil) != c.ok {
+				t.Fatalf("attestation err %v", e.AttestationErr)
+			}
+			if c.ok {
+				out, err := WithVerified(e.Server, []byte(`{"real":1}`))
+				if err != nil || bytes.Count(out, []byte(VerifiedMember)) != 1 || !bytes.Contains(out, []byte(`{"real":1}`)) {
+					t.Fatalf("%s %v", out, err)
+				}
 			}
 		})
 	}
