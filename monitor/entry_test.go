@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"math/big"
 	"strings"
 	"testing"
@@ -101,6 +102,12 @@ func TestScanEntry(t *testing.T) {
 		strings.Replace(string(real), `"kind"`, `"kind":"dsse","kind"`, 1),          // duplicate member
 		strings.Replace(string(real), `"apiVersion"`, `"api_version"`, 1),           // the proto name, which protojson reads too
 		strings.Replace(string(real), `"SHA2_256"`, `"SHA2_\u0032\u0035\u0036"`, 1), // an escape
+		// An escape in a certificate's base64, which protojson reads as
+		// the same certificate: kept raw, the pre-filter would look for
+		// the needles in "\u004dII…" and skip a watched identity's entry.
+		// (four characters escaped: the length stays a multiple of 4).
+		escapeRaw(string(real)),
+		escapeRaw(dsse),
 		strings.Replace(string(real), `"keyDetails":"PKIX_ECDSA_P256_SHA_256",`, ``, 1),
 		strings.Replace(dsse, `"publicKey":{"rawBytes":"AAAA"}`, `"publicKey":{"rawBytes":"AAAA"},"x509Certificate":{"rawBytes":"AAAA"}`, 1),
 		strings.Replace(dsse, `"AAAA"`, `"AAA"`, 1), // unpadded base64
@@ -111,6 +118,18 @@ func TestScanEntry(t *testing.T) {
 			t.Errorf("scanned %s", in)
 		}
 	}
+}
+
+// escapeRaw writes the first four characters of entry's first rawBytes
+// as JSON escapes (\u00XX), which protojson decodes to the same string.
+func escapeRaw(entry string) string {
+	const at = `"rawBytes":"`
+	i := strings.Index(entry, at) + len(at)
+	var b strings.Builder
+	for _, c := range entry[i : i+4] {
+		fmt.Fprintf(&b, `\u%04x`, c)
+	}
+	return entry[:i] + b.String() + entry[i+4:]
 }
 
 // FuzzScanEntry: whatever the scanner reads, protojson reads the same

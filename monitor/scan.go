@@ -278,16 +278,20 @@ func (s *scanner) lit(c byte) bool {
 }
 
 // str reads a string up to the next quote and returns its bytes (a
-// subslice of the entry). It checks neither escapes nor UTF-8 nor control
+// subslice of the entry). It gives up on an escape (a backslash), which
+// protojson decodes: a certificate's base64 is looked at raw by the
+// pre-filter, before anything decodes it, so "\u004dII…" would hide a
+// watched identity's certificate. It checks neither UTF-8 nor control
 // characters: every string the scanner keeps is compared with ASCII
-// names or decoded as base64, which refuses a backslash and any control
-// character but the line ends that rawSigner.decode refuses.
+// names or decoded as base64, which refuses any control character but
+// the line ends that rawSigner.decode refuses (and a control character
+// in a string is no JSON that protojson, or a verifier, reads).
 func (s *scanner) str() ([]byte, bool) {
 	if !s.lit('"') {
 		return nil, false
 	}
 	n := bytes.IndexByte(s.b[s.p:], '"')
-	if n < 0 {
+	if n < 0 || bytes.IndexByte(s.b[s.p:s.p+n], '\\') >= 0 {
 		return nil, false
 	}
 	v := s.b[s.p : s.p+n]

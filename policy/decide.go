@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
@@ -372,6 +373,17 @@ func (e *Entry) Decide(ctx context.Context, bundles [][]byte, snap *digest.Snaps
 			return fail(bi, err)
 		}
 		res := passed[0]
+		if snap == nil && len(dec.Results) > 0 {
+			// No snapshot holds each bundle to the same definitions: the
+			// statements must sign the same ones, or the signers of one
+			// are counted for the other.
+			if err := sameSubjects(dec.Results[0].Statement, res.Statement); err != nil {
+				for _, i := range ids {
+					reasons[i] = append(reasons[i], err)
+				}
+				return fail(bi, err)
+			}
+		}
 		dec.Results = append(dec.Results, res)
 		key := string(res.Method) + "\x00" + res.Identity + "\x00" + res.Issuer
 		dec.Signers = addSigner(dec.Signers, Signer{keys: []string{key, "key\x00" + res.SignerKeyID}, Result: res, Identities: ids})
@@ -577,6 +589,28 @@ func (e *Entry) checks(results []*verify.Result, snap *digest.Snapshot) error {
 		if !found {
 			return &verify.StepError{Step: verify.StepStatement, Err: fmt.Errorf("policy package %s: the statement binds no package of that purl", textsafe.Quote(r.Package))}
 		}
+	}
+	return nil
+}
+
+// sameSubjects requires statement b to sign the definitions a signs
+// (the same subjects, by name and digest, in any order).
+func sameSubjects(a, b *attest.Statement) error {
+	key := func(st *attest.Statement) []string {
+		var k []string
+		for _, sub := range st.Subject {
+			for alg, h := range sub.Digest {
+				k = append(k, sub.Name+"\x00"+alg+"\x00"+h)
+			}
+			if len(sub.Digest) == 0 {
+				k = append(k, sub.Name)
+			}
+		}
+		slices.Sort(k)
+		return k
+	}
+	if a == nil || b == nil || !slices.Equal(key(a), key(b)) {
+		return &verify.StepError{Step: verify.StepStatement, Err: errors.New("its statement signs other definitions than the first bundle's: signers of different definitions do not count together")}
 	}
 	return nil
 }

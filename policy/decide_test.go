@@ -142,6 +142,11 @@ func TestDecide(t *testing.T) {
 		{name: "two of two", threshold: 2, bundles: [][]byte{ba, bb}, snap: snap, wantCounted: 2, reasons: []verify.Step{"", ""}},
 		{name: "one of two", threshold: 1, bundles: [][]byte{bb}, snap: snap, wantCounted: 1, reasons: []verify.Step{verify.StepSignature, ""}},
 		{name: "statements alone", threshold: 2, bundles: [][]byte{ba, bb}, snap: nil, wantCounted: 2, reasons: []verify.Step{"", ""}},
+		// Two signers that signed different definitions are not two
+		// signers of one thing: with no snapshot to verify each against,
+		// the statements must agree (a snapshot holds them to its own).
+		{name: "statements alone, different definitions", threshold: 2, bundles: [][]byte{ba, b.sign(t, changed)}, snap: nil,
+			wantStep: verify.StepStatement, wantBundle: 1, wantCounted: 1, reasons: []verify.Step{"", verify.StepSignature}},
 		{name: "one signer twice", threshold: 2, bundles: [][]byte{ba, ba}, snap: snap, wantStep: verify.StepIdentity, wantBundle: -1, wantCounted: 1,
 			wantIs: policy.ErrThreshold, reasons: []verify.Step{"", verify.StepSignature}},
 		{name: "definitions changed", threshold: 1, bundles: [][]byte{ba}, snap: changed, wantStep: verify.StepMatch, wantBundle: 0,

@@ -265,7 +265,7 @@ func TestEverythingLockFromSnapshot(t *testing.T) {
 	}
 }
 
-// TestEverythingClientWithoutRoots (issue 11): a lock written under
+// TestEverythingClientWithoutRoots: a lock written under
 // mcpsign's default capabilities (roots) holds get-roots-list, which
 // server-everything offers only to clients that announce roots. A go-sdk
 // client that announces no roots is not blocked: the proxy reports the

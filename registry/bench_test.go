@@ -81,7 +81,7 @@ func firstSubject(b *testing.B, bun []byte) []byte {
 
 // verifier is a registry verifier reading the bundles from memory.
 func (s *benchSet) verifier(b *testing.B) *registry.Verifier {
-	pf, err := policy.Read(s.f.policy)
+	pf, err := policy.Read(s.f.policyFile(b))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -26,6 +26,21 @@ func isHex64(s string) bool {
 	return true
 }
 
+// publicRegistry is the registryBaseUrl of a purl-bound type's public
+// registry, as the official registry spells them (a switch: no table is
+// built at start).
+func publicRegistry(registryType string) (string, bool) {
+	switch registryType {
+	case "npm":
+		return "https://registry.npmjs.org", true
+	case "pypi":
+		return "https://pypi.org", true
+	case "nuget":
+		return "https://api.nuget.org", true
+	}
+	return "", false
+}
+
 // Binding says how one packages[] entry must appear in the statement's
 // predicate.package: by purl, by SHA-256 digest, or both.
 type Binding struct {
@@ -48,6 +63,11 @@ func PackageBinding(p Package) (Binding, error) {
 			return b, fmt.Errorf("fileSha256 %s is not 64 lowercase hex digits", textsafe.Quote(textsafe.Cut(p.FileSHA256, 80)))
 		}
 		b.SHA256 = p.FileSHA256
+	}
+	// A purl names a package of its type's public registry: installed
+	// from another (registryBaseUrl), the name may be anything.
+	if def, ok := publicRegistry(p.RegistryType); ok && p.RegistryBaseURL != "" && strings.TrimSuffix(p.RegistryBaseURL, "/") != def {
+		return b, fmt.Errorf("%s package from registryBaseUrl %s: a purl binds only %s", p.RegistryType, textsafe.Quote(textsafe.Cut(p.RegistryBaseURL, 200)), def)
 	}
 	switch p.RegistryType {
 	case "npm":

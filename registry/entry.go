@@ -46,6 +46,9 @@ type Package struct {
 	Identifier   string `json:"identifier"`
 	Version      string `json:"version,omitempty"`
 	FileSHA256   string `json:"fileSha256,omitempty"`
+	// RegistryBaseURL is the registry the package is installed from
+	// ("" : its type's public registry).
+	RegistryBaseURL string `json:"registryBaseUrl,omitempty"`
 }
 
 // Pointer is one bundle an entry points at: an https URL and the SHA-256
@@ -141,7 +144,7 @@ func checkDepth(data []byte, max int) error {
 var (
 	serverMembers  = []string{"name", "version", "repository", "packages", "_meta"}
 	repoMembers    = []string{"url", "source"}
-	packageMembers = []string{"registryType", "identifier", "version", "fileSha256"}
+	packageMembers = []string{"registryType", "identifier", "version", "fileSha256", "registryBaseUrl"}
 	entryMembers   = []string{"server", "_meta"}
 )
 
@@ -262,7 +265,7 @@ func parsePackage(raw []byte) (Package, error) {
 	for _, f := range []struct {
 		name string
 		dst  *string
-	}{{"registryType", &p.RegistryType}, {"identifier", &p.Identifier}, {"version", &p.Version}, {"fileSha256", &p.FileSHA256}} {
+	}{{"registryType", &p.RegistryType}, {"identifier", &p.Identifier}, {"version", &p.Version}, {"fileSha256", &p.FileSHA256}, {"registryBaseUrl", &p.RegistryBaseURL}} {
 		if *f.dst, err = optString(m, f.name, f.name); err != nil {
 			return p, err
 		}
@@ -280,7 +283,7 @@ func pointers(meta []byte, lim Limits) ([]Pointer, error) {
 	if len(meta) == 0 || string(meta) == "null" {
 		return nil, ErrNoAttestation
 	}
-	mm, err := digest.ReadMembers(meta, PublisherProvided)
+	mm, err := digest.ReadMembers(meta, PublisherProvided, VerifiedMember) // the dump's member: no case variant beside it
 	if err != nil {
 		return nil, fmt.Errorf("%w: _meta: %w", ErrAttestation, err)
 	}

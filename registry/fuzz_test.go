@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -62,5 +63,34 @@ func FuzzReadDump(f *testing.F) {
 			}
 			return nil
 		})
+	})
+}
+
+// FuzzHint: whatever server.json Hint accepts, the result reads with the
+// one pointer written, and every top-level member but _meta keeps its
+// bytes.
+func FuzzHint(f *testing.F) {
+	addSeeds(f)
+	f.Add([]byte("{\n  \"name\": \"a/b\",\n  \"version\": \"1\",\n  \"_meta\": {\"x\": 1}\n}\n"))
+	p := Pointer{URL: "https://example.com/b.json", Digest: "sha256:" + strings.Repeat("ab", 32)}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, err := Hint(data, []Pointer{p})
+		if err != nil {
+			return
+		}
+		e, err := ParseServer(out, Limits{})
+		if err != nil || len(e.Pointers) != 1 || e.Pointers[0] != p {
+			t.Fatalf("%q: %+v %v", out, e, err)
+		}
+		_, before, err1 := jsonMembers(data)
+		_, after, err2 := jsonMembers(out)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("%v %v", err1, err2)
+		}
+		for k, v := range before {
+			if k != "_meta" && !bytes.Equal(after[k], v) {
+				t.Fatalf("member %q changed: %q -> %q", k, v, after[k])
+			}
+		}
 	})
 }

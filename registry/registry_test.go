@@ -12,8 +12,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
+
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/policy"
+	"github.com/mcpsign/mcpsign/verify"
 )
 
 const dg = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
@@ -439,5 +442,37 @@ func TestPolicyStep(t *testing.T) {
 	}
 	if got[1].Step != StepPolicy || got[1].Policy != "" {
 		t.Errorf("%+v", got[1])
+	}
+}
+
+// TestCheckRepositorySigner: a signer that counted for the identity
+// derived from the entry's repository must carry that repository as the
+// certificate's source repository (Fulcio 1.3.6.1.4.1.57264.1.12).
+func TestCheckRepositorySigner(t *testing.T) {
+	t.Parallel()
+	pf, err := policy.Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{"a.b/*":{"repositorySigner":{}}}}`), "/p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := pf.ResolveRegistry("a.b/c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Entry{Name: "a.b/c", RepositoryURL: "https://github.com/acme/notes"}
+	if r, err = r.ForRepository(e.RepositoryURL); err != nil {
+		t.Fatal(err)
+	}
+	signer := func(repo string) *policy.Decision {
+		c := &certificate.Summary{}
+		c.Extensions.SourceRepositoryURI = repo
+		return &policy.Decision{Signers: []policy.Signer{{Result: &verify.Result{Certificate: c}, Identities: []int{0}}}}
+	}
+	if err := checkRepositorySigner(r, e, signer("https://github.com/acme/notes")); err != nil {
+		t.Fatal(err)
+	}
+	for _, other := range []string{"https://github.com/evil/notes", "https://github.com/ACME/notes", ""} {
+		if err := checkRepositorySigner(r, e, signer(other)); !errors.Is(err, policy.ErrNoRepositorySigner) {
+			t.Errorf("%q: %v", other, err)
+		}
 	}
 }

@@ -61,7 +61,7 @@ var bundleSpecs = map[string]bundleSpec{
 type fixture struct {
 	bundles  map[string][]byte
 	srv      *httptest.Server
-	policy   string
+	policy   string // the policy file's text
 	ghIssuer string
 }
 
@@ -119,14 +119,9 @@ func newFixture(env *sigstack.Env) (*fixture, error) {
 		}
 		w.Write(b)
 	}))
-	dir, err := os.MkdirTemp("", "mcpsign-registry-policy-")
-	if err != nil {
-		return nil, err
-	}
-	f.policy = filepath.Join(dir, "policy.json")
-	pol := fmt.Sprintf(`{"kind":"mcpsign.policy","policyVersion":1,"trust":{"trustedRoot":%q},
+	f.policy = fmt.Sprintf(`{"kind":"mcpsign.policy","policyVersion":1,"trust":{"trustedRoot":%q},
 "servers":{%q:{"repositorySigner":{"issuer":%q}}}}`, env.TrustedRoot, anonNS+"/*", f.ghIssuer)
-	return f, os.WriteFile(f.policy, []byte(pol), 0o644)
+	return f, nil
 }
 
 func signBundle(issuer string, svc sign.Services, tr *root.TrustedRoot, s bundleSpec) ([]byte, error) {
@@ -185,8 +180,17 @@ func (f *fixture) serverJSON(c entryCase, prefix string) []byte {
 	return []byte(b.String())
 }
 
+// policyFile writes the policy in a directory of t's.
+func (f *fixture) policyFile(t testing.TB) string {
+	p := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(p, []byte(f.policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func (f *fixture) verifier(t testing.TB) *registry.Verifier {
-	pf, err := policy.Read(f.policy)
+	pf, err := policy.Read(f.policyFile(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/source"
@@ -159,12 +160,29 @@ func (v *Verifier) Verify(ctx context.Context, e *Entry) *Result {
 		}
 		return failed(r, step, err)
 	}
+	// The entry's bundles share one bound of bytes and one of time (a
+	// bundle is 5 to 11 KB): its 32 bundles never cost 32 times a
+	// bundle's bound in memory or in a worker's time.
+	fo := source.BundleOptions{HTTPClient: v.opts.HTTPClient, MaxBytes: v.opts.MaxBundleBytes, Timeout: v.opts.FetchTimeout}
+	if fo.MaxBytes <= 0 {
+		fo.MaxBytes = boundedfile.MaxBundleBytes
+	}
+	if fo.Timeout <= 0 {
+		fo.Timeout = source.DefaultBundleTimeout
+	}
+	limit := fo.MaxBytes
+	fctx, cancel := context.WithTimeout(ctx, fo.Timeout)
+	defer cancel()
 	bundles := make([][]byte, 0, len(e.Pointers))
-	for _, p := range e.Pointers {
-		b, err := v.fetch(ctx, p)
+	for i, p := range e.Pointers {
+		if fo.MaxBytes <= 0 {
+			return failed(r, StepFetch, fmt.Errorf("%w: bundles %d to %d: the entry's bundles exceed %d bytes together", source.ErrBundleTooLarge, i+1, len(e.Pointers), limit))
+		}
+		b, err := v.fetch(fctx, p, fo)
 		if err != nil {
 			return failed(r, StepFetch, err)
 		}
+		fo.MaxBytes -= int64(len(b))
 		bundles = append(bundles, b)
 	}
 	dec, err := pe.Decide(ctx, bundles, nil)
@@ -204,13 +222,16 @@ func (v *Verifier) Verify(ctx context.Context, e *Entry) *Result {
 
 // fetch gets the bundle p points at, its digest checked before anything
 // parses it.
-func (v *Verifier) fetch(ctx context.Context, p Pointer) ([]byte, error) {
+func (v *Verifier) fetch(ctx context.Context, p Pointer, o source.BundleOptions) ([]byte, error) {
 	if v.opts.Fetch == nil {
-		return source.FetchBundle(ctx, p.URL, p.Digest, source.BundleOptions{HTTPClient: v.opts.HTTPClient, MaxBytes: v.opts.MaxBundleBytes, Timeout: v.opts.FetchTimeout})
+		return source.FetchBundle(ctx, p.URL, p.Digest, o)
 	}
 	b, err := v.opts.Fetch(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", source.ErrBundleFetch, err)
+	}
+	if int64(len(b)) > o.MaxBytes {
+		return nil, fmt.Errorf("%w: %s: %d bytes, more than the %d left of the entry's bound", source.ErrBundleTooLarge, textsafe.Quote(p.URL), len(b), o.MaxBytes)
 	}
 	if got := PointerDigest(b); got != p.Digest {
 		return nil, fmt.Errorf("%w: %s has %s, the entry lists %s", source.ErrBundleDigest, textsafe.Quote(p.URL), got, p.Digest)
@@ -233,6 +254,11 @@ func (v *Verifier) prepare(ctx context.Context, name string, e *Entry) (*policy.
 		return nil, err
 	}
 	derived := r.RepositorySigner != nil
+	if derived {
+		if err := checkNamespaceOwner(e); err != nil {
+			return nil, err
+		}
+	}
 	if r, err = r.ForRepository(e.RepositoryURL); err != nil {
 		return nil, err
 	}

@@ -92,7 +92,7 @@ func otherNameOnly(t testing.TB, v string) func(*x509.Certificate) {
 	}
 }
 
-// TestIdentity covers issue 14: identities matched on the certificate's
+// TestIdentity: identities matched on the certificate's
 // own encoding, each criterion against the SAN type it names.
 func TestIdentity(t *testing.T) {
 	f := newFixture(t)

@@ -150,7 +150,7 @@ func Append(ctx context.Context, path string, e *audit.Event) error {
 // Call it just before writing after, under the lock's own file lock
 // (pin.WriteOptions.Before, or the function of pin.Update): the event is
 // on disk before the lock, so that a writer stopped between the two leaves
-// an approval recorded and not given (which audit verify --lock finds),
+// an approval recorded and not given (which checking the log against the lock finds),
 // never one given and not recorded.
 func Approve(ctx context.Context, path string, kind audit.Kind, before, after *pin.Lock) error {
 	if path == "" {

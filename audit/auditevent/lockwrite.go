@@ -2,6 +2,7 @@ package auditevent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/mcpsign/mcpsign/audit"
@@ -75,11 +76,30 @@ func (r *Recorder) Record(ctx context.Context) func(*pin.Lock) error {
 	}
 }
 
-// Result is the error of the lock write err, saying so when the audit log
-// already records an approval that the lock does not hold.
+// Result is the error of the lock write err: an *UnwrittenLockError when
+// the audit log already records an approval that the lock does not hold.
 func (r *Recorder) Result(err error) error {
 	if err != nil && r.recorded != "" {
-		return fmt.Errorf("the audit log %s records the approval of the lock %s, but the lock was not written (audit verify --lock finds it): %w", r.Log, r.recorded, err)
+		return &UnwrittenLockError{Log: r.Log, Lock: r.recorded, Err: err}
 	}
 	return err
 }
+
+// ErrUnwrittenLock is in the chain of an *UnwrittenLockError.
+var ErrUnwrittenLock = errors.New("the lock was not written")
+
+// UnwrittenLockError says that the audit log Log records the approval of the
+// lock whose digest is Lock, but the lock write failed with Err: the log's
+// last approval is not the lock on disk, which checking the log against the
+// lock (docs/AUDIT.md) reports.
+type UnwrittenLockError struct {
+	Log, Lock string
+	Err       error
+}
+
+func (e *UnwrittenLockError) Error() string {
+	return fmt.Sprintf("the audit log %s records the approval of the lock %s, but %v: %v", e.Log, e.Lock, ErrUnwrittenLock, e.Err)
+}
+
+// Unwrap returns ErrUnwrittenLock and the write's error.
+func (e *UnwrittenLockError) Unwrap() []error { return []error{ErrUnwrittenLock, e.Err} }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/monitor"
@@ -41,6 +42,7 @@ var flagHints = []struct {
 	{monitor.ErrNoState, "run once with --init to start watching"},
 	{monitor.ErrStateExists, "--init starts a new state: leave it out to go on from this one"},
 	{monitor.ErrSeveralLogs, "name the one to watch with --log"},
+	{auditevent.ErrUnwrittenLock, "audit verify --lock finds it"},
 	{monitor.ErrNothingWatched, "give the identity flags (--certificate-identity or --certificate-identity-regexp, and --certificate-oidc-issuer) or --key"},
 }
 

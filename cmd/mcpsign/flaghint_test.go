@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"strings"
 	"testing"
 
@@ -33,6 +34,7 @@ func TestWithFlagHint(t *testing.T) {
 		{"Rekor", &sign.ServiceError{Service: sign.ServiceRekor, URL: "http://127.0.0.1:1", Err: errors.New("refused")}, "--rekor-url and --rekor-version"},
 		{"TSA", &sign.ServiceError{Service: sign.ServiceTSA, URL: "http://127.0.0.1:1", Err: errors.New("refused")}, "--tsa-url"},
 		{"Fulcio: no flag", &sign.ServiceError{Service: sign.ServiceFulcio, URL: "http://127.0.0.1:1", Err: errors.New("refused")}, ""},
+		{"lock not written", &auditevent.UnwrittenLockError{Log: "a.jsonl", Lock: "sha256:ab", Err: errors.New("disk full")}, "(audit verify --lock finds it)"},
 		{"another error", errors.New("boom"), ""},
 		{"another certificate refusal", &sign.CertificateError{Reason: "expired"}, ""},
 		{"already said", fmt.Errorf("%w (pass --force to replace it)", atomicfile.ErrExists), ""},
