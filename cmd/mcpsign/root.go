@@ -49,23 +49,27 @@ var commands = [...]struct {
 // command line prints is the same: a command's help, errors and
 // completions come from its own subtree.
 func newRootCmd(a *app, args ...string) *cobra.Command {
-	root := newRoot()
 	if len(args) > 0 {
 		for _, c := range commands {
 			if c.name == args[0] {
+				// The root itself does not run: no --version flag, no
+				// version read from the build information.
+				root := newRoot("")
 				root.AddCommand(c.new(a))
 				return root
 			}
 		}
 	}
+	root := newRoot(buildVersion())
 	for _, c := range commands {
 		root.AddCommand(c.new(a))
 	}
 	return root
 }
 
-// newRoot is the root command without its subcommands.
-func newRoot() *cobra.Command {
+// newRoot is the root command without its subcommands; version "" leaves
+// out its --version flag.
+func newRoot(version string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "mcpsign",
 		Short: "Sign and verify what MCP servers tell models",
@@ -93,7 +97,7 @@ described at ` + docsURL + `
   mcpsign snapshot -o server.snapshot.json -- ./my-server --stdio`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       buildVersion(),
+		Version:       version,
 	}
 	root.SetVersionTemplate("mcpsign {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {

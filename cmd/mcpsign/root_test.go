@@ -44,7 +44,7 @@ func TestUsageOneCommandTree(t *testing.T) {
 			if sub.DisableFlagParsing {
 				continue // its body reads its flags (example-server)
 			}
-			lines = append(lines, append(p, "--help"), append(p, "--no-such-flag"))
+			lines = append(lines, append(p, "--help"), append(p, "--no-such-flag"), append(p, "--version"))
 			if sub.HasSubCommands() && !sub.Runnable() {
 				lines = append(lines, append(p, "no-such-command"))
 			}
@@ -78,4 +78,21 @@ func execTree(root *cobra.Command, args []string) (out, errText, path string) {
 		path = c.CommandPath()
 	}
 	return b.String(), errText, path
+}
+
+// BenchmarkRootTree: building the tree for one verification against the
+// whole tree (docs/PERFORMANCE.md, "One offline verification, whole
+// process").
+func BenchmarkRootTree(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		args []string
+	}{{"verify", []string{"verify", "bundle"}}, {"whole", nil}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				newRootCmd(&app{}, bc.args...)
+			}
+		})
+	}
 }
