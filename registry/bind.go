@@ -115,14 +115,22 @@ func PackageBinding(p Package) (Binding, error) {
 // predicate's server version is the entry's version, and every
 // packages[] entry has its Binding among the predicate's package entries
 // (the purl equal, and the sha256 equal where both give one; for an MCPB
-// or an OCI image, the sha256 equal). The error wraps ErrBinding and
-// says which package.
+// or an OCI image, the sha256 equal). What no statement member can bind
+// fails closed: an entry with remotes (the URLs a host would connect to)
+// and a package with runtime arguments (they choose what the runtime
+// fetches). The error wraps ErrBinding and says which member.
 func CheckBinding(e *Entry, st *attest.Statement) error {
 	if st.Predicate.Server.Version != e.Version {
 		return fmt.Errorf("%w: the statement signs version %s, the entry is version %s", ErrBinding,
 			textsafe.Quote(st.Predicate.Server.Version), textsafe.Quote(e.Version))
 	}
+	if e.Remotes > 0 {
+		return fmt.Errorf("%w: remotes: a statement binds packages, not the URLs of remotes, which a registry could point anywhere", ErrBinding)
+	}
 	for i, p := range e.Packages {
+		if p.RuntimeArguments {
+			return fmt.Errorf("%w: packages[%d]: runtimeArguments: they choose what the runtime fetches and runs (npx --package, docker run, uvx --from), which no statement binds", ErrBinding, i)
+		}
 		b, err := PackageBinding(p)
 		if err != nil {
 			return fmt.Errorf("%w: packages[%d]: %w", ErrBinding, i, err)

@@ -49,6 +49,11 @@ type Package struct {
 	// RegistryBaseURL is the registry the package is installed from
 	// ("" : its type's public registry).
 	RegistryBaseURL string `json:"registryBaseUrl,omitempty"`
+	// RuntimeArguments says that the package gives its runtime arguments
+	// (runtimeArguments, not empty): `npx --package=…`, `docker run
+	// --pull`, `uvx --from` change what is fetched and run, and no
+	// statement member binds them.
+	RuntimeArguments bool `json:"-"`
 }
 
 // Pointer is one bundle an entry points at: an https URL and the SHA-256
@@ -67,6 +72,9 @@ type Entry struct {
 	RepositoryURL    string
 	RepositorySource string
 	Packages         []Package
+	// Remotes is the number of remotes[] entries: URLs a host connects to,
+	// which no statement member binds.
+	Remotes int
 	// Pointers are the bundles the publisher lists; AttestationErr says
 	// why there are none (ErrNoAttestation) or why they do not read.
 	Pointers       []Pointer
@@ -142,9 +150,9 @@ func checkDepth(data []byte, max int) error {
 }
 
 var (
-	serverMembers  = []string{"name", "version", "repository", "packages", "_meta"}
+	serverMembers  = []string{"name", "version", "repository", "packages", "remotes", "_meta"}
 	repoMembers    = []string{"url", "source"}
-	packageMembers = []string{"registryType", "identifier", "version", "fileSha256", "registryBaseUrl"}
+	packageMembers = []string{"registryType", "identifier", "version", "fileSha256", "registryBaseUrl", "runtimeArguments"}
 	entryMembers   = []string{"server", "_meta"}
 )
 
@@ -200,6 +208,13 @@ func ParseServer(raw []byte, lim Limits) (*Entry, error) {
 			}
 			e.Packages = append(e.Packages, p)
 		}
+	}
+	if v, ok := m["remotes"]; ok && string(v) != "null" {
+		items, err := digest.Elements(v)
+		if err != nil {
+			return e, fmt.Errorf("%w: remotes: %w", ErrEntry, err)
+		}
+		e.Remotes = len(items)
 	}
 	e.Pointers, e.AttestationErr = pointers(m["_meta"], lim)
 	return e, nil
@@ -272,6 +287,13 @@ func parsePackage(raw []byte) (Package, error) {
 	}
 	if p.RegistryType == "" || p.Identifier == "" {
 		return p, errors.New("registryType and identifier are required")
+	}
+	if v, ok := m["runtimeArguments"]; ok && string(v) != "null" {
+		items, err := digest.Elements(v)
+		if err != nil {
+			return p, fmt.Errorf("runtimeArguments: %w", err)
+		}
+		p.RuntimeArguments = len(items) > 0
 	}
 	return p, nil
 }

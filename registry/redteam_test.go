@@ -177,3 +177,44 @@ func TestFetchBudgetPerEntry(t *testing.T) {
 		})
 	}
 }
+
+// TestBindingUnbound: what an entry makes a host fetch or reach that no
+// statement member binds fails closed: a hostile registry keeps the
+// publisher's bundle and version and adds a remote URL, or a runtime
+// argument that makes npx install another package.
+func TestBindingUnbound(t *testing.T) {
+	t.Parallel()
+	st := &attest.Statement{}
+	st.Predicate.Server.Version = "1.0.0"
+	st.Predicate.Package = []attest.Package{{PURL: "pkg:npm/%40acme/notes@1.0.0"}}
+	pkg := `{"registryType":"npm","identifier":"@acme/notes","version":"1.0.0"`
+	for _, c := range []struct {
+		name, extra string
+		ok          bool
+	}{
+		{"the package alone", `,"packages":[` + pkg + `}]`, true},
+		{"empty runtime arguments", `,"packages":[` + pkg + `,"runtimeArguments":[]}]`, true},
+		{"empty remotes", `,"packages":[` + pkg + `}],"remotes":[]`, true},
+		{"a remote beside the package", `,"packages":[` + pkg + `}],"remotes":[{"type":"streamable-http","url":"https://evil.example/mcp"}]`, false},
+		{"a remote alone", `,"remotes":[{"type":"streamable-http","url":"https://evil.example/mcp"}]`, false},
+		{"npx --package", `,"packages":[` + pkg + `,"runtimeArguments":[{"type":"named","name":"--package","value":"evil@1"}]}]`, false},
+		{"a case variant of remotes", `,"packages":[` + pkg + `}],"Remotes":[{"url":"https://evil.example/mcp"}]`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := ParseEntry([]byte(serverJSON("a/b", "1.0.0", c.extra)), Limits{})
+			if err != nil {
+				if c.ok {
+					t.Fatal(err)
+				}
+				return // refused as it reads
+			}
+			err = CheckBinding(e, st)
+			if (err == nil) != c.ok {
+				t.Fatalf("err %v", err)
+			}
+			if err != nil && !errors.Is(err, ErrBinding) {
+				t.Fatalf("not ErrBinding: %v", err)
+			}
+		})
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"crypto/x509/pkix"
 	"slices"
 
-	"github.com/sigstore/sigstore-go/pkg/bundle"
 	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
@@ -24,7 +23,7 @@ const unsummarizedSAN = "mcpsign: no e-mail, URI or otherName SAN"
 // validation and name constraints read: DNSNames, EmailAddresses, URIs,
 // IPAddresses) carries one more SAN extension with a placeholder otherName
 // for its summary. Every other leaf is verified as the bundle holds it.
-func summarizable(b *bundle.Bundle, leaf *x509.Certificate) (sgverify.SignedEntity, error) {
+func summarizable(b *parsedBundle, leaf *x509.Certificate) (sgverify.SignedEntity, error) {
 	if len(leaf.URIs) > 0 || len(leaf.EmailAddresses) > 0 || (len(leaf.DNSNames) == 0 && len(leaf.IPAddresses) == 0) {
 		return b, nil
 	}
@@ -46,12 +45,12 @@ func summarizable(b *bundle.Bundle, leaf *x509.Certificate) (sgverify.SignedEnti
 // summaryEntity is a bundle whose leaf sigstore-go sees with one more
 // parsed extension.
 type summaryEntity struct {
-	*bundle.Bundle
+	*parsedBundle
 	ext *pkix.Extension
 }
 
 func (e summaryEntity) VerificationContent() (sgverify.VerificationContent, error) {
-	vc, err := e.Bundle.VerificationContent()
+	vc, err := e.parsedBundle.VerificationContent()
 	if err != nil {
 		return nil, err
 	}

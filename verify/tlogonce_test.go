@@ -32,7 +32,7 @@ func TestTlogEvidenceNotTwice(t *testing.T) {
 			if entries, _ := b.TlogEntries(); len(entries) != 1 {
 				t.Skipf("%d log entries: each is checked on its own", len(entries))
 			}
-			again, err := tlogEvidence(b, v.trust, res.Timestamps, false)
+			again, err := tlogEvidence(newParsedBundle(b), v.trust, res.Timestamps, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -307,7 +307,8 @@ func (v *Verifier) verifySigstore(ctx context.Context, bundleJSON []byte, ap sgv
 		}
 		ap = sgverify.WithoutArtifactUnsafe()
 	}
-	vc, err := b.VerificationContent()
+	pb := newParsedBundle(b)
+	vc, err := pb.VerificationContent()
 	if err != nil {
 		return res, nil, stepErr(StepBundle, "verification material: %w", err)
 	}
@@ -322,9 +323,9 @@ func (v *Verifier) verifySigstore(ctx context.Context, bundleJSON []byte, ap sgv
 			return res, nil, &StepError{Step: StepChain, Err: err}
 		}
 	}
-	var entity sgverify.SignedEntity = b
+	var entity sgverify.SignedEntity = pb
 	if leaf != nil && v.policy.Method == MethodCertificate {
-		if entity, err = summarizable(b, leaf); err != nil {
+		if entity, err = summarizable(pb, leaf); err != nil {
 			return res, nil, &StepError{Step: StepIdentity, Err: fmt.Errorf("%w: %w", ErrIdentityMismatch, err)}
 		}
 	}
@@ -371,7 +372,7 @@ func (v *Verifier) verifySigstore(ctx context.Context, bundleJSON []byte, ap sgv
 	res.Timestamps = vr.VerifiedTimestamps
 	res.SigningTime, res.TimeSource = signingTime(vr.VerifiedTimestamps)
 	if v.policy.RequireTlog || v.policy.Method == MethodSigstore {
-		if res.Tlog, err = tlogEvidence(b, v.trust, vr.VerifiedTimestamps, v.policy.Method == MethodSigstore); err != nil {
+		if res.Tlog, err = tlogEvidence(pb, v.trust, vr.VerifiedTimestamps, v.policy.Method == MethodSigstore); err != nil {
 			return res, nil, err
 		}
 	}
@@ -489,7 +490,7 @@ const MaxLogIndex = 1<<53 - 1
 // material: the sigstore method). A bundle with one entry (sigstore-go
 // refuses duplicates) then has it verified already, and its verified log
 // timestamps are that entry's: the call is not made twice.
-func tlogEvidence(b *bundle.Bundle, tm root.TrustedMaterial, ts []sgverify.TimestampVerificationResult, verified bool) (*TlogEvidence, error) {
+func tlogEvidence(b *parsedBundle, tm root.TrustedMaterial, ts []sgverify.TimestampVerificationResult, verified bool) (*TlogEvidence, error) {
 	entries, err := b.TlogEntries()
 	if err != nil {
 		return nil, stepErr(StepTlog, "log entries: %w", err)
@@ -537,7 +538,7 @@ func tlogEvidence(b *bundle.Bundle, tm root.TrustedMaterial, ts []sgverify.Times
 // oneEntry is a bundle with one of its log entries only, for verifying
 // that entry alone.
 type oneEntry struct {
-	*bundle.Bundle
+	*parsedBundle
 	entry *tlog.Entry
 }
 

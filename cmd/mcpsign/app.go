@@ -107,7 +107,7 @@ func (s silentExit) Error() string { return fmt.Sprintf("exit %d", int(s)) }
 
 // run executes the command line and returns the process exit code.
 func run(ctx context.Context, args []string, a *app) int {
-	root := newRootCmd(a)
+	root := newRootCmd(a, args...)
 	root.SetArgs(args)
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)

@@ -21,7 +21,7 @@ type hostsFlags struct {
 func (f *hostsFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.host, "host", "", "only this host: "+hostNames())
 	cmd.Flags().StringVar(&f.config, "config", "", "this configuration file (its host is inferred from its name, or given with --host)")
-	cmd.Flags().StringArrayVar(&f.servers, "server", nil, "only this server entry (repeatable)")
+	options.StringArrayVar(cmd.Flags(), &f.servers, "server", "only this server entry (repeatable)")
 }
 
 func hostNames() string { return hosts.Names() }

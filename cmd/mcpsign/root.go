@@ -10,7 +10,66 @@ import (
 // someone who installed mcpsign with go install (no docs/ directory).
 const docsURL = "https://github.com/mcpsign/mcpsign/tree/main/docs"
 
-func newRootCmd(a *app) *cobra.Command {
+// commands are mcpsign's commands, in the order of the tree: each with the
+// name its constructor gives it (TestRootCommandNames checks it), so that a
+// command line can build only the command it runs.
+var commands = [...]struct {
+	name string
+	new  func(*app) *cobra.Command
+}{
+	{"version", newVersionCmd},
+	{"digest", newDigestCmd},
+	{"snapshot", newSnapshotCmd},
+	{"attest", newAttestCmd},
+	{"sign", newSignCmd},
+	{"keygen", newKeygenCmd},
+	{"verify", newVerifyCmd},
+	{"trustroot", newTrustrootCmd},
+	{"proxy", newProxyCmd},
+	{proxyVerifyCommand, newProxyVerifyCmd},
+	{"demo", newDemoCmd},
+	{"example-server", newExampleServerCmd},
+	{"pin", newPinCmd},
+	{"verify-pin", newVerifyPinCmd},
+	{"diff", newDiffCmd},
+	{"approve", newApproveCmd},
+	{"audit", newAuditCmd},
+	{"hosts", newHostsCmd},
+	{"policy", newPolicyCmd},
+	{"monitor", newMonitorCmd},
+	{"registry", newRegistryCmd},
+}
+
+// newRootCmd builds the command tree for the command line args: when its
+// first word names a command, only that command's subtree (one
+// verification does not build the other twenty commands and their flags:
+// docs/PERFORMANCE.md, "One offline verification, whole process"); else,
+// and with no args, the whole tree (the root's help, help, completion and
+// the suggestions for an unknown command read it all). Either way what the
+// command line prints is the same: a command's help, errors and
+// completions come from its own subtree.
+func newRootCmd(a *app, args ...string) *cobra.Command {
+	if len(args) > 0 {
+		for _, c := range commands {
+			if c.name == args[0] {
+				// The root itself does not run: no --version flag, no
+				// version read from the build information.
+				root := newRoot("")
+				root.AddCommand(c.new(a))
+				return root
+			}
+		}
+	}
+	root := newRoot(buildVersion())
+	for _, c := range commands {
+		root.AddCommand(c.new(a))
+	}
+	return root
+}
+
+// newRoot is the root command without its subcommands; version "" leaves
+// out its --version flag.
+func newRoot(version string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "mcpsign",
 		Short: "Sign and verify what MCP servers tell models",
@@ -38,34 +97,11 @@ described at ` + docsURL + `
   mcpsign snapshot -o server.snapshot.json -- ./my-server --stdio`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       buildVersion(),
+		Version:       version,
 	}
 	root.SetVersionTemplate("mcpsign {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())
 	})
-	root.AddCommand(
-		newVersionCmd(a),
-		newDigestCmd(a),
-		newSnapshotCmd(a),
-		newAttestCmd(a),
-		newSignCmd(a),
-		newKeygenCmd(a),
-		newVerifyCmd(a),
-		newTrustrootCmd(a),
-		newProxyCmd(a),
-		newProxyVerifyCmd(a),
-		newDemoCmd(a),
-		newExampleServerCmd(a),
-		newPinCmd(a),
-		newVerifyPinCmd(a),
-		newDiffCmd(a),
-		newApproveCmd(a),
-		newAuditCmd(a),
-		newHostsCmd(a),
-		newPolicyCmd(a),
-		newMonitorCmd(a),
-		newRegistryCmd(a),
-	)
 	return root
 }

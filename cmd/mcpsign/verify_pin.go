@@ -90,7 +90,7 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 	out.AddFlags(fs)
 	vp.AddFlags(fs)
 	pol.AddFlags(fs)
-	fs.StringArrayVar(&bundles, "bundle", nil, "with --policy: a bundle (file or https:// URL) that re-verifies a signed lock's approval (a threshold: repeat it, the lock's own bundle first); default the policy's bundle")
+	options.StringArrayVar(fs, &bundles, "bundle", "with --policy: a bundle (file or https:// URL) that re-verifies a signed lock's approval (a threshold: repeat it, the lock's own bundle first); default the policy's bundle")
 	fs.BoolVar(&currentTime, "allow-current-time", false, "with --policy: re-verifying a certificate lock's bundle that has no timestamp, check the chain at the current time")
 	return cmd
 }

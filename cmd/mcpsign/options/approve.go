@@ -25,7 +25,7 @@ type ApproveOptions struct {
 func (o *ApproveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Lock, "lock", "", "lock file to approve the change into (required; docs/LOCK.md)")
 	fs.StringVar(&o.Reason, "reason", "", "why the change is approved, recorded in the lock (required)")
-	fs.StringArrayVar(&o.Expect, "expect", nil, "SET=DIGEST the reviewer saw, SET one of tools, prompts, resourceTemplates, resources, instructions (DIGEST sha256:<hex>, or none for no instructions); repeatable")
+	StringArrayVar(fs, &o.Expect, "expect", "SET=DIGEST the reviewer saw, SET one of tools, prompts, resourceTemplates, resources, instructions (DIGEST sha256:<hex>, or none for no instructions); repeatable")
 	fs.StringVar(&o.Approver, "approver", "", "who approves, recorded in the lock (default: the OS user)")
 	fs.StringVar(&o.SourceRevision, "source-revision", "", "the source revision reviewed (a commit, a tag), recorded in the lock")
 	fs.BoolVarP(&o.Yes, "yes", "y", false, "approve without asking (required without a terminal)")
@@ -80,6 +80,6 @@ type AuditVerifyOptions struct {
 
 // AddFlags adds the audit verify flags to fs.
 func (o *AuditVerifyOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.Locks, "lock", nil, "a lock written with this log: the log must reach the head it recorded (auditHead), followed by its approval, and not replace it (repeatable)")
-	fs.StringArrayVar(&o.ExpectHeads, "expect-head", nil, "a head kept elsewhere (sha256:HEX, as audit verify prints it): the log must hold it as a line (repeatable)")
+	StringArrayVar(fs, &o.Locks, "lock", "a lock written with this log: the log must reach the head it recorded (auditHead), followed by its approval, and not replace it (repeatable)")
+	StringArrayVar(fs, &o.ExpectHeads, "expect-head", "a head kept elsewhere (sha256:HEX, as audit verify prints it): the log must hold it as a line (repeatable)")
 }

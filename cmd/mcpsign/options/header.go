@@ -8,5 +8,5 @@ import "github.com/spf13/pflag"
 // command that speaks to a remote server (the listing commands and the
 // proxy).
 func AddHeaderFlag(fs *pflag.FlagSet, headers *[]string) {
-	fs.StringArrayVar(headers, "header", nil, "HTTP header 'Name: value' sent to a Streamable HTTP server, e.g. for auth; ${VAR} in the value is read from the environment (repeatable; values are never printed)")
+	StringArrayVar(fs, headers, "header", "HTTP header 'Name: value' sent to a Streamable HTTP server, e.g. for auth; ${VAR} in the value is read from the environment (repeatable; values are never printed)")
 }

@@ -27,9 +27,9 @@ type StatementOptions struct {
 
 // AddFlags adds the statement flags to fs.
 func (o *StatementOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.PackageFiles, "package", nil, "released artifact file that serves these definitions: an npm tarball (npm pack's .tgz), a Python wheel (.whl) or sdist (.tar.gz), or an MCP Bundle (.mcpb); its package URL and digest are read from it (repeatable)")
-	fs.StringArrayVar(&o.PackagePURLs, "package-purl", nil, "package URL of the released artifact that serves these definitions, e.g. pkg:npm/%40acme/mcp-notes@1.2.0 (repeatable)")
-	fs.StringArrayVar(&o.PackageDigests, "package-digest", nil, "digest of the package named by the --package-purl in the same position, ALG:HEX, e.g. sha512:ab12… (repeatable)")
+	StringArrayVar(fs, &o.PackageFiles, "package", "released artifact file that serves these definitions: an npm tarball (npm pack's .tgz), a Python wheel (.whl) or sdist (.tar.gz), or an MCP Bundle (.mcpb); its package URL and digest are read from it (repeatable)")
+	StringArrayVar(fs, &o.PackagePURLs, "package-purl", "package URL of the released artifact that serves these definitions, e.g. pkg:npm/%40acme/mcp-notes@1.2.0 (repeatable)")
+	StringArrayVar(fs, &o.PackageDigests, "package-digest", "digest of the package named by the --package-purl in the same position, ALG:HEX, e.g. sha512:ab12… (repeatable)")
 	fs.StringVar(&o.SourceRepository, "source-repository", "", "source repository URL (default in GitHub Actions: $GITHUB_SERVER_URL/$GITHUB_REPOSITORY)")
 	fs.StringVar(&o.SourceCommit, "source-commit", "", "source commit (default in GitHub Actions: $GITHUB_SHA)")
 	fs.StringVar(&o.SourceRef, "source-ref", "", "source ref, e.g. refs/tags/v1.2.0 (default in GitHub Actions: $GITHUB_REF)")

@@ -55,8 +55,8 @@ func (o *VerifyOptions) AddFlags(fs *pflag.FlagSet, m verify.Method, generic boo
 		fs.BoolVar(&o.AllowCurrentTime, "allow-current-time", false, "check the certificate chain at the current time when the bundle has no timestamp (and no log entry is required), instead of failing")
 	}
 	if !generic {
-		fs.StringArrayVar(&o.PackageFiles, "package-file", nil, "require that the statement binds this released artifact (an npm tarball, wheel, sdist or MCP Bundle): a package entry with its digest (repeatable)")
-		fs.StringArrayVar(&o.PackageIntegrity, "package-integrity", nil, "require that the statement binds the npm package of this integrity string, as in a package-lock: sha512-BASE64 (repeatable)")
+		StringArrayVar(fs, &o.PackageFiles, "package-file", "require that the statement binds this released artifact (an npm tarball, wheel, sdist or MCP Bundle): a package entry with its digest (repeatable)")
+		StringArrayVar(fs, &o.PackageIntegrity, "package-integrity", "require that the statement binds the npm package of this integrity string, as in a package-lock: sha512-BASE64 (repeatable)")
 		fs.StringVar(&o.WriteLock, "write-lock", "", "on success, write the lock file (docs/LOCK.md) with the approved definitions and the approval evidence")
 		fs.BoolVar(&o.Force, "force", false, "replace an existing --write-lock file")
 		o.Audit.AddFlags(fs)

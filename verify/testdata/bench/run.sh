@@ -7,7 +7,8 @@
 # set, the local Sigstore stack (SIGSTACK_ENV, default
 # /tmp/mcpsign-sigstore/env.sh). MCPSIGN_BASE=path/to/another/mcpsign adds it
 # as "mcpsign-base", alternated with the others in the same rounds (before and
-# after a change: build the base from the other tree).
+# after a change: build the base from the other tree); several paths, separated
+# by colons, add mcpsign-base, mcpsign-base2, … in that order.
 set -euo pipefail
 N=${1:-30}
 cd "$(dirname "$0")/../../.."
@@ -21,14 +22,16 @@ H=$(mktemp -d) # cosign: no TUF, no home config
 SH=testdata
 GH=https://token.actions.githubusercontent.com
 py() { python3 verify/testdata/bench/procbench.py "$@"; }
-# base NAME.json: with MCPSIGN_BASE, adds the mcpsign row again as mcpsign-base.
+# base NAME.json: with MCPSIGN_BASE, adds the mcpsign row again as
+# mcpsign-base (mcpsign-base2, … for more paths).
 base() {
 	[[ -n ${MCPSIGN_BASE:-} ]] || return 0
 	python3 - "$1" "$MCPSIGN_BASE" <<'P'
 import json, sys
-p, b = sys.argv[1], sys.argv[2]
+p, bases = sys.argv[1], sys.argv[2].split(":")
 c = json.load(open(p))
-c["mcpsign-base"] = {**c["mcpsign"], "cmd": [b] + c["mcpsign"]["cmd"][1:]}
+for i, b in enumerate(bases):
+    c["mcpsign-base" + (str(i + 1) if i else "")] = {**c["mcpsign"], "cmd": [b] + c["mcpsign"]["cmd"][1:]}
 json.dump(c, open(p, "w"))
 P
 }
