@@ -17,6 +17,7 @@ import (
 // "everything" server, live, checks it again live, and shows the drift
 // rules on a snapshot whose resource changed.
 func TestResourcesPinVerifyPin(t *testing.T) {
+	t.Parallel() // its own temporary directory and server processes
 	node, entry := fixtures.NPMServer(t, "server-everything")
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "everything.mcpsign.lock")
@@ -156,6 +157,7 @@ func TestResourcesPinVerifyPin(t *testing.T) {
 // default follows the lock it replaces, as the flag's help says): a re-pin
 // does not silently turn a pinned session into an unchecked one.
 func TestResourcesPinForceKeepsThem(t *testing.T) {
+	t.Parallel() // its own temporary directory and server processes
 	node, entry := fixtures.NPMServer(t, "server-everything")
 	lock := filepath.Join(t.TempDir(), "everything.mcpsign.lock")
 	for _, args := range [][]string{
