@@ -148,7 +148,7 @@ ensure_oidc() {
 	ver=src-$(
 		{
 			echo "$GOVERSION"
-			for f in "$REPO"/scripts/sigstore-local/oidc-issuer/*.go "$REPO"/internal/oidcissuer/*.go; do
+			for f in "$REPO"/scripts/sigstore-local/oidc-issuer/*.go "$REPO"/internal/testkit/oidcissuer/*.go; do
 				[[ $f == *_test.go ]] || cat "$f"
 			done
 		} | sha256sum | cut -c1-16
