@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
@@ -38,6 +39,11 @@ type Setup struct {
 	Identity verify.Identity
 	// PublicKey is the watched key (nil: none).
 	PublicKey crypto.PublicKey
+	// Identities are more watched certificate identities, and KeyIDs more
+	// watched keys ("sha256:HEX"): those of a policy's servers
+	// (policy.File.Watchlist), watched with Identity and PublicKey.
+	Identities []verify.Identity
+	KeyIDs     []string
 	// ReleasedDirs are directories of released bundles; ReleasedDigests
 	// released artifact digests ("sha256:HEX").
 	ReleasedDirs, ReleasedDigests []string
@@ -68,9 +74,18 @@ func (s Setup) Prepare() (Options, *State, error) {
 		}
 		opts.KeyIDs = []string{kid}
 	}
+	for _, kid := range s.KeyIDs {
+		if !slices.Contains(opts.KeyIDs, kid) {
+			opts.KeyIDs = append(opts.KeyIDs, kid)
+		}
+	}
+	ids := slices.Clone(s.Identities)
 	if s.Identity != (verify.Identity{}) {
+		ids = append(ids, s.Identity)
+	}
+	if len(ids) > 0 {
 		var err error
-		if opts.Identities, err = verify.NewCertificateMatcher(verify.MethodSigstore, []verify.Identity{s.Identity}); err != nil {
+		if opts.Identities, err = verify.NewCertificateMatcher(verify.MethodSigstore, ids); err != nil {
 			return opts, nil, err
 		}
 	}

@@ -169,9 +169,7 @@ func (d *Decider) Prepare(ctx context.Context, r *Resolved) (*Entry, error) {
 			}
 			p.PublicKey = pub
 		} else {
-			for _, i := range g {
-				p.Identities = append(p.Identities, r.Identities[i].Identity)
-			}
+			p.Identities = verifierIdentities(r.Identities, g)
 		}
 		src := verify.TrustSources{Root: trustroot.Options{TrustedRootPath: r.Trust.TrustedRoot, CacheDir: r.Trust.TUFCache, Mirror: r.Trust.TUFMirror, Offline: d.opts.Offline}}
 		if m == verify.MethodCertificate {
@@ -188,6 +186,17 @@ func (d *Decider) Prepare(ctx context.Context, r *Resolved) (*Entry, error) {
 		e.vs = append(e.vs, entryVerifier{v: v, ids: g})
 	}
 	return e, nil
+}
+
+// verifierIdentities are the certificate identities ids[idx...] as verify
+// matches them (sigstore and certificate methods): one conversion for the
+// Decider and a log monitor's Watchlist.
+func verifierIdentities(ids []Identity, idx []int) []verify.Identity {
+	out := make([]verify.Identity, 0, len(idx))
+	for _, i := range idx {
+		out = append(out, ids[i].Identity)
+	}
+	return out
 }
 
 // key is the public key of the key file at path, read on first use.

@@ -43,7 +43,7 @@ var flagHints = []struct {
 	{monitor.ErrStateExists, "--init starts a new state: leave it out to go on from this one"},
 	{monitor.ErrSeveralLogs, "name the one to watch with --log"},
 	{auditevent.ErrUnwrittenLock, "audit verify --lock finds it"},
-	{monitor.ErrNothingWatched, "give the identity flags (--certificate-identity or --certificate-identity-regexp, and --certificate-oidc-issuer) or --key"},
+	{monitor.ErrNothingWatched, "give the identity flags (--certificate-identity or --certificate-identity-regexp, and --certificate-oidc-issuer), --key or --policy"},
 }
 
 // flagHint returns the flags that fix err, or "" when no flag does.

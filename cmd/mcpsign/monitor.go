@@ -10,6 +10,7 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/monitor"
+	"github.com/mcpsign/mcpsign/policy"
 )
 
 func newMonitorCmd(a *app) *cobra.Command {
@@ -69,6 +70,7 @@ could not be read or verified (the state is left as it was).`,
 	}
 	fl := cmd.Flags()
 	f.id.AddFlags(fl)
+	f.policy.AddFlags(fl)
 	f.trust.AddFlags(fl)
 	f.out.AddFlags(fl)
 	fl.StringVar(&f.logURL, "log", "", "URL of the log to watch: Rekor v2 tlog-tiles or Rekor v1 (default: the state's, else the trusted root's only log)")
@@ -86,6 +88,7 @@ could not be read or verified (the state is left as it was).`,
 
 type monitorFlags struct {
 	id                      options.IdentityOptions
+	policy                  options.WatchPolicyOptions
 	trust                   options.TrustOptions
 	out                     options.OutputOptions
 	logURL, statePath       string
@@ -108,6 +111,8 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 		return errors.New("--interval must be at least 1s")
 	case f.fromIndex >= 0 && !f.initState:
 		return errors.New("--from-index is for --init: later runs start where the state says")
+	case len(f.policy.Names) > 0 && f.policy.File == "":
+		return errors.New("--name is for --policy: it picks the policy's servers to watch")
 	case f.trust.CARoots != "" || f.trust.CAIntermediates != "":
 		return errors.New("--ca-roots and --ca-intermediates are for the certificate method, which monitor does not watch: watch an identity of the trusted root's Fulcio, or --key")
 	}
@@ -118,6 +123,22 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 	}
 	if s.PublicKey, err = f.id.PublicKey(); err != nil {
 		return err
+	}
+	if f.policy.File != "" {
+		pf, err := policy.Read(f.policy.File)
+		if err != nil {
+			return err
+		}
+		w, err := pf.Watchlist(f.policy.Names)
+		if w != nil {
+			for _, sk := range w.Skipped {
+				fmt.Fprintf(a.stderr, "mcpsign: notice: %s\n", sk)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		s.Identities, s.KeyIDs = w.Identities, w.KeyIDs
 	}
 	if s.TrustedMaterial, err = f.trust.LoadTrustedMaterial(cmd.Context()); err != nil {
 		return err

@@ -58,3 +58,17 @@ func (b bundleList) Set(s string) error {
 	*b.last = s
 	return nil
 }
+
+// WatchPolicyOptions are monitor's --policy FILE and repeatable --name
+// NAME (docs/MONITOR.md): the identities of those servers of the policy
+// (every server without --name) are watched, with the identity flags'.
+type WatchPolicyOptions struct {
+	File  string
+	Names []string
+}
+
+// AddFlags adds --policy and --name to fs.
+func (o *WatchPolicyOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.File, "policy", "", "policy file (docs/POLICY.md) whose servers' identities are watched, as if given by the identity flags")
+	StringArrayVar(fs, &o.Names, "name", "with --policy: watch only this server of the policy (repeatable; default: every server)")
+}
