@@ -260,3 +260,107 @@ func TestMonitorCommandRekorV1(t *testing.T) {
 		t.Fatalf("released: exit %d\n%s\n%s", code, out, stderr)
 	}
 }
+
+// TestMonitorCommandPolicy watches the identities of a policy's servers:
+// an entry signed by the chosen server's identity and not released is an
+// alert, one by another server's identity is not, and with the identity
+// flags both are watched.
+func TestMonitorCommandPolicy(t *testing.T) {
+	env := sigstack.Require(t)
+	storage := filepath.Join(env.State, "data", "rekor")
+	srv := httptest.NewServer(http.FileServer(http.Dir(storage)))
+	defer srv.Close()
+	dir := t.TempDir()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	watched := "release-" + hex.EncodeToString(b) + "@monitor.example.com"
+	other := "other-" + hex.EncodeToString(b) + "@monitor.example.com"
+	pol := vtWrite(t, dir, "policy.json", []byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{
+	  "notes":{"identities":[{"method":"sigstore","issuer":"`+env.OIDCIssuer+`","subject":"`+watched+`"}]},
+	  "files":{"identities":[{"method":"sigstore","issuer":"`+env.OIDCIssuer+`","subjectRegexp":"^`+other+`$"}]},
+	  "corp":{"identities":[{"method":"certificate","subject":"CN=release,O=Corp"}]}}}`))
+	state := filepath.Join(dir, "state.json")
+	base := []string{"monitor", "--log", srv.URL, "--trusted-root", env.TrustedRoot, "--policy", pol}
+
+	if code, out, stderr := runCLI(t, "monitor", "--init", "--log", srv.URL, "--state", state, "--trusted-root", env.TrustedRoot, "--name", "notes", "--key", pol); code != 2 || !strings.Contains(stderr, "--name is for --policy") {
+		t.Fatalf("--name without --policy: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if code, out, stderr := runCLI(t, append(base, "--init", "--state", state, "--name", "corp")...); code != 2 || !strings.Contains(stderr, `policy server "corp"`) || !strings.Contains(stderr, "no identity a log monitor can watch") {
+		t.Fatalf("nothing to watch: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if code, out, stderr := runCLI(t, append(base, "--init", "--state", state, "--name", "notes")...); code != 0 || stderr != "" {
+		t.Fatalf("init: exit %d\n%s\n%s", code, out, stderr)
+	}
+	st, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx []int64
+	for i, email := range []string{watched, other} {
+		tok := vtWrite(t, dir, "token"+strconv.Itoa(i), []byte(env.FreshToken(t, email)))
+		snap, _ := vtSnapshot(t, dir, "snap"+strconv.Itoa(i)+".json", func(s *digest.Snapshot) {
+			ins := "release by " + email
+			s.Instructions = &ins
+		})
+		code, stdout, stderr := runCLI(t, "sign", "sigstore", snap, "-o", filepath.Join(dir, strconv.Itoa(i)+".sigstore.json"), "--signing-config", env.SigningConfig,
+			"--trusted-root", env.TrustedRoot, "--identity-token", tok, "--format", "json")
+		if code != 0 {
+			t.Fatalf("sign: exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		var rep struct {
+			Tlog []struct {
+				LogIndex int64 `json:"logIndex"`
+			} `json:"tlog"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Tlog) != 1 {
+			t.Fatalf("sign output %s: %v", stdout, err)
+		}
+		idx = append(idx, rep.Tlog[0].LogIndex)
+	}
+	waitCheckpoint(t, storage, uint64(max(idx[0], idx[1]))+1)
+
+	alerts := func(t *testing.T, args ...string) (map[int64]string, string) {
+		t.Helper()
+		if err := os.WriteFile(state, st, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, stderr := runCLI(t, append(append(base, "--state", state, "--format", "json"), args...)...)
+		if code != 1 {
+			t.Fatalf("%v: exit %d\n%s\n%s", args, code, out, stderr)
+		}
+		got := map[int64]string{}
+		sc := bufio.NewScanner(strings.NewReader(out))
+		for sc.Scan() {
+			var m struct {
+				Kind     string `json:"kind"`
+				LogIndex int64  `json:"logIndex"`
+				Identity string `json:"identity"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Fatal(err)
+			}
+			if m.Kind == "unreleased-entry" {
+				got[m.LogIndex] = m.Identity
+			}
+		}
+		return got, stderr
+	}
+	t.Run("the chosen server's identity", func(t *testing.T) {
+		got, stderr := alerts(t, "--name", "notes")
+		if len(got) != 1 || got[idx[0]] != watched || stderr != "" {
+			t.Fatalf("alerts %v (want %d by %s)\n%s", got, idx[0], watched, stderr)
+		}
+	})
+	t.Run("every server, the unwatchable one a notice", func(t *testing.T) {
+		got, stderr := alerts(t)
+		if len(got) != 2 || got[idx[0]] != watched || got[idx[1]] != other || !strings.Contains(stderr, `notice: policy server "corp"`) {
+			t.Fatalf("alerts %v\n%s", got, stderr)
+		}
+	})
+	t.Run("with the identity flags", func(t *testing.T) {
+		got, _ := alerts(t, "--name", "files", "--certificate-identity", watched, "--certificate-oidc-issuer", env.OIDCIssuer)
+		if len(got) != 2 || got[idx[0]] != watched || got[idx[1]] != other {
+			t.Fatalf("alerts %v", got)
+		}
+	})
+}
