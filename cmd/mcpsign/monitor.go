@@ -28,7 +28,9 @@ state file (a failed proof is an alert: the log forked or rewrote history), then
 reads every entry added since, proving that the entries hash to the tree (v2:
 the entry bundles and hash tiles; v1: each entry's inclusion proof). An entry whose certificate matches the
 identity flags (the same flags and matching as verify) and chains to a CA of
-the trusted root, or which the --key signed, and whose artifact digest is not
+the trusted root, or which the --key signed, or which an identity of a
+--policy file's servers (--name, repeatable: only those; docs/MONITOR.md)
+matches, and whose artifact digest is not
 released, is an alert with its log index, identity and the source repository,
 commit and ref its certificate vouches for. An artifact is released when its
 digest is the signed payload digest of a bundle under --released, or a
@@ -62,6 +64,11 @@ could not be read or verified (the state is left as it was).`,
   mcpsign monitor --init --state rekor-v1.state.json --log https://rekor.sigstore.dev \
     --certificate-identity-regexp '^https://github.com/acme/notes-mcp/' \
     --certificate-oidc-issuer https://token.actions.githubusercontent.com --released dist/
+
+  # The identities the policy gives the servers notes and files (a certificate
+  # identity, which no log holds, is a notice)
+  mcpsign monitor --once --state rekor.state.json --policy /etc/mcpsign/policy.json \
+    --name notes --name files --released dist/
 
   # Keep going, every 10 minutes
   mcpsign monitor --follow --interval 10m --state rekor.state.json --key release.pub --released dist/`,
