@@ -30,8 +30,9 @@ identity flags (the same flags and matching as verify) and chains to a CA of
 the trusted root, or which the --key signed, and whose artifact digest is not
 released, is an alert with its log index, identity and the source repository,
 commit and ref its certificate vouches for. An artifact is released when its
-digest is the signed payload digest of a bundle under --released, or a
---released-digest.
+digest is the signed payload digest of a bundle under --released, of a bundle
+a --released-registry lists for a --registry-server name (fetched as registry
+verify fetches it, at the start of the command), or a --released-digest.
 
 The state file (strict JSON, docs/MONITOR.md) is written atomically, only after
 the whole range was checked: an interrupted run changes nothing and the next
@@ -62,6 +63,10 @@ could not be read or verified (the state is left as it was).`,
     --certificate-identity-regexp '^https://github.com/acme/notes-mcp/' \
     --certificate-oidc-issuer https://token.actions.githubusercontent.com --released dist/
 
+  # What the registry lists for the acme namespace was released
+  mcpsign monitor --once --state rekor.state.json --key release.pub \
+    --released-registry https://registry.modelcontextprotocol.io --registry-server 'io.github.acme/*'
+
   # Keep going, every 10 minutes
   mcpsign monitor --follow --interval 10m --state rekor.state.json --key release.pub --released dist/`,
 		Args: cobra.NoArgs,
@@ -75,6 +80,8 @@ could not be read or verified (the state is left as it was).`,
 	fl.StringVar(&f.statePath, "state", "", "state file: the last checkpoint checked (docs/MONITOR.md); written only after a whole range was checked")
 	options.StringArrayVar(fl, &f.released, "released", "directory of the bundles you released (*.sigstore.json, *.sigstore, *.bundle.json; repeatable)")
 	options.StringArrayVar(fl, &f.digests, "released-digest", "digest of a released artifact as the log records it, sha256:HEX (repeatable)")
+	options.StringArrayVar(fl, &f.registries, "released-registry", "registry whose attestations for the --registry-server names were released: a base URL or a file, as registry verify reads it (repeatable)")
+	options.StringArrayVar(fl, &f.registryServers, "registry-server", "with --released-registry: a registry server NAMESPACE/NAME or NAMESPACE/* whose listed bundles were released (repeatable)")
 	fl.BoolVar(&f.initState, "init", false, "create the state file from the log's current checkpoint (first run)")
 	fl.Int64Var(&f.fromIndex, "from-index", -1, "with --init: read the log from this index instead of its current size")
 	fl.BoolVar(&f.once, "once", false, "check once and exit (the default; for cron and CI)")
@@ -90,6 +97,8 @@ type monitorFlags struct {
 	out                     options.OutputOptions
 	logURL, statePath       string
 	released, digests       []string
+	registries              []string
+	registryServers         []string
 	initState, follow, once bool
 	fromIndex               int64
 	interval, timeout       time.Duration
@@ -108,6 +117,8 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 		return errors.New("--interval must be at least 1s")
 	case f.fromIndex >= 0 && !f.initState:
 		return errors.New("--from-index is for --init: later runs start where the state says")
+	case len(f.registryServers) > 0 && len(f.registries) == 0:
+		return errors.New("--registry-server names the servers of a --released-registry: give one")
 	case f.trust.CARoots != "" || f.trust.CAIntermediates != "":
 		return errors.New("--ca-roots and --ca-intermediates are for the certificate method, which monitor does not watch: watch an identity of the trusted root's Fulcio, or --key")
 	}
@@ -125,6 +136,11 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 	opts, prev, err := s.Prepare()
 	if err != nil {
 		return err
+	}
+	for _, src := range f.registries {
+		if _, err := monitor.ReleasedFromRegistry(cmd.Context(), opts.Released, src, f.registryServers, monitor.RegistryOptions{HTTPClient: a.httpClient}); err != nil {
+			return err
+		}
 	}
 	rep := &monitor.Reporter{W: a.stdout, JSON: asJSON, ReportVersion: reportVersion, StatePath: f.statePath}
 	opts.OnFinding = rep.Finding
