@@ -1,0 +1,61 @@
+package monitor
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/mcpsign/mcpsign/registry"
+)
+
+// TestStackMonitorRegistryReleased: a bundle signed on the stack's Rekor
+// v2 log and listed by a registry for a watched server is released (no
+// alert); one the registry lists only for a server not watched is not.
+func TestStackMonitorRegistryReleased(t *testing.T) {
+	s := newStackLog(t)
+	watched := uniqueEmail(t, "publisher")
+	m := s.matcher(t, watched)
+	ctx := context.Background()
+	res, _, err := s.run(t, ctx, s.url, m, nil, nil, nil)
+	if err != nil || res.State == nil {
+		t.Fatalf("first run: %+v %v", res, err)
+	}
+	state0 := res.State
+	released, releasedIdx := s.sign(t, watched)
+	rogue, rogueIdx := s.sign(t, watched)
+
+	bundles := map[string][]byte{"/released.sigstore.json": released, "/rogue.sigstore.json": rogue}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if b, ok := bundles[r.URL.Path]; ok {
+			w.Write(b)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	entry := func(name, path string) string {
+		return `{"name":"` + name + `","version":"1.0.0","description":"d","_meta":{"` + registry.PublisherProvided + `":{"` +
+			registry.AttestationMember + `":{"bundleUrl":"` + srv.URL + path + `","bundleDigest":"` + registry.PointerDigest(bundles[path]) + `"}}}}`
+	}
+	// An API page, as a registry dump holds it.
+	page := `{"servers":[{"server":` + entry("io.github.acme/notes", "/released.sigstore.json") + `},{"server":` +
+		entry("io.github.mallory/notes", "/rogue.sigstore.json") + `}],"metadata":{"count":2}}`
+	src := filepath.Join(t.TempDir(), "registry.json")
+	if err := os.WriteFile(src, []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rel := NewReleased()
+	if n, err := ReleasedFromRegistry(ctx, rel, src, []string{"io.github.acme/*"}, RegistryOptions{HTTPClient: srv.Client()}); err != nil || n != 1 {
+		t.Fatalf("released from the registry: %d %v", n, err)
+	}
+	res, fs, err := s.run(t, ctx, s.url, m, rel, state0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 1 || fs[0].Kind != KindUnreleased || fs[0].LogIndex != rogueIdx || res.Watched != 2 || res.Released != 1 {
+		t.Fatalf("findings %+v, result %+v (released %d, rogue %d)", fs, res, releasedIdx, rogueIdx)
+	}
+}
