@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mcpsign/mcpsign/registry"
@@ -57,5 +58,31 @@ func TestStackMonitorRegistryReleased(t *testing.T) {
 	}
 	if len(fs) != 1 || fs[0].Kind != KindUnreleased || fs[0].LogIndex != rogueIdx || res.Watched != 2 || res.Released != 1 {
 		t.Fatalf("findings %+v, result %+v (released %d, rogue %d)", fs, res, releasedIdx, rogueIdx)
+	}
+
+	// Watch reads the registry before each run; a registry that fails
+	// fails the run, and no state is written.
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	if err := WriteState(statePath, state0); err != nil {
+		t.Fatal(err)
+	}
+	fresh := NewReleased()
+	opts := Options{LogURL: s.url, TrustedMaterial: s.tr, Identities: m, Released: fresh}
+	fromRegistry := func(src string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			_, err := ReleasedFromRegistry(ctx, fresh, src, []string{"io.github.acme/notes"}, RegistryOptions{HTTPClient: srv.Client()})
+			return err
+		}
+	}
+	missing := filepath.Join(t.TempDir(), "missing.json")
+	if _, err := Watch(ctx, opts, state0, WatchOptions{StatePath: statePath, BeforeRun: fromRegistry(missing)}); err == nil || !strings.Contains(err.Error(), "missing.json") {
+		t.Fatalf("a registry that cannot be read: %v", err)
+	}
+	if st, err := ReadState(statePath); err != nil || mustSize(t, st) != mustSize(t, state0) {
+		t.Fatalf("state written after a failed registry: %v", err)
+	}
+	alerts, err := Watch(ctx, opts, state0, WatchOptions{StatePath: statePath, BeforeRun: fromRegistry(src)})
+	if err != nil || alerts != 1 || fresh.Len() == 0 {
+		t.Fatalf("watch: %d alerts, %d released digests, %v", alerts, fresh.Len(), err)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -32,7 +33,7 @@ released, is an alert with its log index, identity and the source repository,
 commit and ref its certificate vouches for. An artifact is released when its
 digest is the signed payload digest of a bundle under --released, of a bundle
 a --released-registry lists for a --registry-server name (fetched as registry
-verify fetches it, at the start of the command), or a --released-digest.
+verify fetches it, before each check), or a --released-digest.
 
 The state file (strict JSON, docs/MONITOR.md) is written atomically, only after
 the whole range was checked: an interrupted run changes nothing and the next
@@ -137,15 +138,10 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 	if err != nil {
 		return err
 	}
-	for _, src := range f.registries {
-		if _, err := monitor.ReleasedFromRegistry(cmd.Context(), opts.Released, src, f.registryServers, monitor.RegistryOptions{HTTPClient: a.httpClient}); err != nil {
-			return err
-		}
-	}
 	rep := &monitor.Reporter{W: a.stdout, JSON: asJSON, ReportVersion: reportVersion, StatePath: f.statePath}
 	opts.OnFinding = rep.Finding
 	alerts, err := monitor.Watch(cmd.Context(), opts, prev, monitor.WatchOptions{StatePath: f.statePath, Follow: f.follow, Interval: f.interval,
-		Reported: rep.Err, OnRun: rep.Summary,
+		Reported: rep.Err, OnRun: rep.Summary, BeforeRun: releasedFromRegistries(opts.Released, f.registries, f.registryServers, a),
 		OnError: func(err error) {
 			fmt.Fprintf(a.stderr, "mcpsign: %s\n", textsafe.EscapeKeepLayout(withFlagHint(err).Error()))
 		}})
@@ -158,4 +154,20 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 		return silentExit(exitFailed)
 	}
 	return nil
+}
+
+// releasedFromRegistries adds, before each check, what the registries list
+// now for the watched servers (nil without --released-registry).
+func releasedFromRegistries(r *monitor.Released, srcs, names []string, a *app) func(context.Context) error {
+	if len(srcs) == 0 {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		for _, src := range srcs {
+			if _, err := monitor.ReleasedFromRegistry(ctx, r, src, names, monitor.RegistryOptions{HTTPClient: a.httpClient}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
