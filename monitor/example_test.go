@@ -87,3 +87,15 @@ func ExampleWatch() {
 		os.Exit(1)
 	}
 }
+
+// What a registry lists for the publisher's namespace is released too:
+// each bundle fetched (https, digest first) and added to the set Run skips.
+func ExampleReleasedFromRegistry() {
+	released := monitor.NewReleased()
+	n, err := monitor.ReleasedFromRegistry(context.Background(), released,
+		"https://registry.modelcontextprotocol.io", []string{"io.github.acme/*"}, monitor.RegistryOptions{})
+	if err != nil {
+		log.Fatal(err) // a bundle that cannot be had is never skipped
+	}
+	fmt.Printf("%d bundles released, %d digests\n", n, released.Len())
+}

@@ -175,6 +175,10 @@ type WatchOptions struct {
 	// OnError receives, with Follow, a failed run's error before the next
 	// run (an inconsistent log ends Watch instead).
 	OnError func(error)
+	// BeforeRun, when set, is called before each run, e.g. to add to
+	// opts.Released what a registry lists now (ReleasedFromRegistry). Its
+	// error fails that run as a log error does.
+	BeforeRun func(ctx context.Context) error
 }
 
 // Watch runs Run from prev, writing each run's state, once or until ctx
@@ -183,7 +187,14 @@ type WatchOptions struct {
 // run. A cancelled ctx ends a Follow with no error.
 func Watch(ctx context.Context, opts Options, prev *State, w WatchOptions) (alerts int, err error) {
 	for {
-		res, err := Run(ctx, opts, prev)
+		var res *Result
+		var err error
+		if w.BeforeRun != nil {
+			err = w.BeforeRun(ctx)
+		}
+		if err == nil {
+			res, err = Run(ctx, opts, prev)
+		}
 		if res != nil {
 			alerts += res.Alerts
 		}

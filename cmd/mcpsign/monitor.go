@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -33,8 +34,9 @@ the trusted root, or which the --key signed, or which an identity of a
 matches, and whose artifact digest is not
 released, is an alert with its log index, identity and the source repository,
 commit and ref its certificate vouches for. An artifact is released when its
-digest is the signed payload digest of a bundle under --released, or a
---released-digest.
+digest is the signed payload digest of a bundle under --released, of a bundle
+a --released-registry lists for a --registry-server name (fetched as registry
+verify fetches it, before each check), or a --released-digest.
 
 The state file (strict JSON, docs/MONITOR.md) is written atomically, only after
 the whole range was checked: an interrupted run changes nothing and the next
@@ -70,6 +72,10 @@ could not be read or verified (the state is left as it was).`,
   mcpsign monitor --once --state rekor.state.json --policy /etc/mcpsign/policy.json \
     --name notes --name files --released dist/
 
+  # What the registry lists for the acme namespace was released
+  mcpsign monitor --once --state rekor.state.json --key release.pub \
+    --released-registry https://registry.modelcontextprotocol.io --registry-server 'io.github.acme/*'
+
   # Keep going, every 10 minutes
   mcpsign monitor --follow --interval 10m --state rekor.state.json --key release.pub --released dist/`,
 		Args: cobra.NoArgs,
@@ -84,6 +90,8 @@ could not be read or verified (the state is left as it was).`,
 	fl.StringVar(&f.statePath, "state", "", "state file: the last checkpoint checked (docs/MONITOR.md); written only after a whole range was checked")
 	options.StringArrayVar(fl, &f.released, "released", "directory of the bundles you released (*.sigstore.json, *.sigstore, *.bundle.json; repeatable)")
 	options.StringArrayVar(fl, &f.digests, "released-digest", "digest of a released artifact as the log records it, sha256:HEX (repeatable)")
+	options.StringArrayVar(fl, &f.registries, "released-registry", "registry whose attestations for the --registry-server names were released: a base URL or a file, as registry verify reads it (repeatable)")
+	options.StringArrayVar(fl, &f.registryServers, "registry-server", "with --released-registry: a registry server NAMESPACE/NAME or NAMESPACE/* whose listed bundles were released (repeatable)")
 	fl.BoolVar(&f.initState, "init", false, "create the state file from the log's current checkpoint (first run)")
 	fl.Int64Var(&f.fromIndex, "from-index", -1, "with --init: read the log from this index instead of its current size")
 	fl.BoolVar(&f.once, "once", false, "check once and exit (the default; for cron and CI)")
@@ -100,6 +108,8 @@ type monitorFlags struct {
 	out                     options.OutputOptions
 	logURL, statePath       string
 	released, digests       []string
+	registries              []string
+	registryServers         []string
 	initState, follow, once bool
 	fromIndex               int64
 	interval, timeout       time.Duration
@@ -107,21 +117,11 @@ type monitorFlags struct {
 
 func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 	asJSON, err := f.out.JSON()
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
-	case f.statePath == "":
-		return errors.New("--state is required: the file that keeps the last checkpoint checked")
-	case f.follow && f.once:
-		return errors.New("--once and --follow exclude each other")
-	case f.follow && f.interval < time.Second:
-		return errors.New("--interval must be at least 1s")
-	case f.fromIndex >= 0 && !f.initState:
-		return errors.New("--from-index is for --init: later runs start where the state says")
-	case len(f.policy.Names) > 0 && f.policy.File == "":
-		return errors.New("--name is for --policy: it picks the policy's servers to watch")
-	case f.trust.CARoots != "" || f.trust.CAIntermediates != "":
-		return errors.New("--ca-roots and --ca-intermediates are for the certificate method, which monitor does not watch: watch an identity of the trusted root's Fulcio, or --key")
+	}
+	if err := f.check(); err != nil {
+		return err
 	}
 	s := monitor.Setup{ReleasedDirs: f.released, ReleasedDigests: f.digests, StatePath: f.statePath, Init: f.initState, FromIndex: f.fromIndex,
 		LogURL: f.logURL, HTTPClient: a.httpClient, Timeout: f.timeout}
@@ -131,21 +131,8 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 	if s.PublicKey, err = f.id.PublicKey(); err != nil {
 		return err
 	}
-	if f.policy.File != "" {
-		pf, err := policy.Read(f.policy.File)
-		if err != nil {
-			return err
-		}
-		w, err := pf.Watchlist(f.policy.Names)
-		if w != nil {
-			for _, sk := range w.Skipped {
-				fmt.Fprintf(a.stderr, "mcpsign: notice: %s\n", sk)
-			}
-		}
-		if err != nil {
-			return err
-		}
-		s.Identities, s.KeyIDs = w.Identities, w.KeyIDs
+	if err := f.policyIdentities(a, &s); err != nil {
+		return err
 	}
 	if s.TrustedMaterial, err = f.trust.LoadTrustedMaterial(cmd.Context()); err != nil {
 		return err
@@ -157,7 +144,7 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 	rep := &monitor.Reporter{W: a.stdout, JSON: asJSON, ReportVersion: reportVersion, StatePath: f.statePath}
 	opts.OnFinding = rep.Finding
 	alerts, err := monitor.Watch(cmd.Context(), opts, prev, monitor.WatchOptions{StatePath: f.statePath, Follow: f.follow, Interval: f.interval,
-		Reported: rep.Err, OnRun: rep.Summary,
+		Reported: rep.Err, OnRun: rep.Summary, BeforeRun: releasedFromRegistries(opts.Released, f.registries, f.registryServers, a),
 		OnError: func(err error) {
 			fmt.Fprintf(a.stderr, "mcpsign: %s\n", textsafe.EscapeKeepLayout(withFlagHint(err).Error()))
 		}})
@@ -170,4 +157,64 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 		return silentExit(exitFailed)
 	}
 	return nil
+}
+
+// check refuses flag combinations that mean nothing.
+func (f *monitorFlags) check() error {
+	switch {
+	case f.statePath == "":
+		return errors.New("--state is required: the file that keeps the last checkpoint checked")
+	case f.follow && f.once:
+		return errors.New("--once and --follow exclude each other")
+	case f.follow && f.interval < time.Second:
+		return errors.New("--interval must be at least 1s")
+	case f.fromIndex >= 0 && !f.initState:
+		return errors.New("--from-index is for --init: later runs start where the state says")
+	case len(f.policy.Names) > 0 && f.policy.File == "":
+		return errors.New("--name is for --policy: it picks the policy's servers to watch")
+	case len(f.registryServers) > 0 && len(f.registries) == 0:
+		return errors.New("--registry-server names the servers of a --released-registry: give one")
+	case f.trust.CARoots != "" || f.trust.CAIntermediates != "":
+		return errors.New("--ca-roots and --ca-intermediates are for the certificate method, which monitor does not watch: watch an identity of the trusted root's Fulcio, or --key")
+	}
+	return nil
+}
+
+// policyIdentities adds to s the identities of --policy's servers (--name:
+// only those), with a notice for each server that cannot be watched.
+func (f *monitorFlags) policyIdentities(a *app, s *monitor.Setup) error {
+	if f.policy.File == "" {
+		return nil
+	}
+	pf, err := policy.Read(f.policy.File)
+	if err != nil {
+		return err
+	}
+	w, err := pf.Watchlist(f.policy.Names)
+	if w != nil {
+		for _, sk := range w.Skipped {
+			fmt.Fprintf(a.stderr, "mcpsign: notice: %s\n", sk)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	s.Identities, s.KeyIDs = w.Identities, w.KeyIDs
+	return nil
+}
+
+// releasedFromRegistries adds, before each check, what the registries list
+// now for the watched servers (nil without --released-registry).
+func releasedFromRegistries(r *monitor.Released, srcs, names []string, a *app) func(context.Context) error {
+	if len(srcs) == 0 {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		for _, src := range srcs {
+			if _, err := monitor.ReleasedFromRegistry(ctx, r, src, names, monitor.RegistryOptions{HTTPClient: a.httpClient}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }

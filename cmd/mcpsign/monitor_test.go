@@ -48,6 +48,7 @@ func TestMonitorCommand(t *testing.T) {
 		{"--certificate-email", "a@example.com"},
 		{"--follow", "--once"},
 		{"--from-index", "3"},
+		{"--registry-server", "io.github.acme/*"},
 	} {
 		if code, out, stderr := runCLI(t, append(append([]string{"monitor", "--log", srv.URL}, watch...), bad...)...); code != 2 {
 			t.Fatalf("%v: exit %d\n%s\n%s", bad, code, out, stderr)
@@ -55,6 +56,13 @@ func TestMonitorCommand(t *testing.T) {
 	}
 	if code, out, stderr := runCLI(t, append([]string{"monitor", "--init", "--log", srv.URL}, watch...)...); code != 0 || !strings.Contains(out, "state written") {
 		t.Fatalf("init: exit %d\n%s\n%s", code, out, stderr)
+	}
+	// A watched entry of a released registry whose bundle cannot be had is
+	// an error naming it, not a skipped entry.
+	reg := vtWrite(t, dir, "registry.json", []byte(`{"name":"io.github.acme/notes","version":"1.0.0","description":"d","_meta":{"io.modelcontextprotocol.registry/publisher-provided":{"dev.mcpsign/attestation":{"bundleUrl":"https://127.0.0.1:1/b.sigstore.json","bundleDigest":"sha256:`+strings.Repeat("1", 64)+`"}}}}`))
+	if code, out, stderr := runCLI(t, append([]string{"monitor", "--log", srv.URL, "--released-registry", reg, "--registry-server", "io.github.acme/*"}, watch...)...); code != 2 ||
+		!strings.Contains(stderr, `"io.github.acme/notes"`) || !strings.Contains(stderr, "https://127.0.0.1:1/b.sigstore.json") {
+		t.Fatalf("unfetchable registry bundle: exit %d\n%s\n%s", code, out, stderr)
 	}
 	tok := vtWrite(t, dir, "token", []byte(env.FreshToken(t, email)))
 	released := filepath.Join(dir, "dist")

@@ -1,0 +1,100 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/policy"
+	"github.com/mcpsign/mcpsign/registry"
+	"github.com/mcpsign/mcpsign/source"
+)
+
+// ErrRegistrySource: a registry source given to ReleasedFromRegistry
+// cannot be used (standard input, or no watched server names).
+var ErrRegistrySource = errors.New("invalid released registry source")
+
+// RegistryOptions configure ReleasedFromRegistry.
+type RegistryOptions struct {
+	// HTTPClient reads the registry API and fetches the bundles (TLS
+	// roots); nil: http.DefaultClient.
+	HTTPClient *http.Client
+	// Limits bound the registry's pages and entries (registry.Limits).
+	Limits registry.Limits
+	// MaxBundleBytes caps one bundle; FetchTimeout bounds one fetch
+	// (zero: source's defaults).
+	MaxBundleBytes int64
+	FetchTimeout   time.Duration
+}
+
+// ReleasedFromRegistry adds to r every bundle that the registry src lists
+// for the servers names match (docs/MONITOR.md, "What was released"). src
+// is what `mcpsign registry verify` reads: a registry base URL, or a file
+// of server.json documents, API entries or pages (not standard input).
+// names are registry server names or namespace patterns ("NS/*"), matched
+// as a policy's registry names are (policy.File.MatchRegistry).
+//
+// Each bundle is fetched as registry verify fetches it (https only,
+// bounded, its digest checked before anything parses it) and added with
+// r.AddBundle. A matching entry whose pointer does not read, or a bundle
+// that cannot be fetched, does not have the listed digest or is not a
+// bundle, is an error naming the entry and the URL: it is never skipped.
+// An entry that lists no attestation adds nothing. It returns the number
+// of bundles added.
+func ReleasedFromRegistry(ctx context.Context, r *Released, src string, names []string, o RegistryOptions) (int, error) {
+	if src == "-" {
+		return 0, fmt.Errorf("%w: standard input is not a registry here: give a URL or a file", ErrRegistrySource)
+	}
+	if len(names) == 0 {
+		return 0, fmt.Errorf("%w: %s: no registry server names to watch", ErrRegistrySource, textsafe.Quote(src))
+	}
+	// The names as a policy's server names: one matcher for both.
+	watched := &policy.File{Servers: map[string]policy.Server{}}
+	for _, n := range names {
+		if !policy.ValidRegistryName(n) {
+			return 0, fmt.Errorf("%w: %s is not a registry server name (NAMESPACE/NAME) or namespace pattern (NAMESPACE/*)", ErrRegistrySource, textsafe.Quote(n))
+		}
+		watched.Servers[n] = policy.Server{}
+	}
+	fo := source.BundleOptions{HTTPClient: o.HTTPClient, MaxBytes: o.MaxBundleBytes, Timeout: o.FetchTimeout}
+	client := registry.Client{HTTPClient: o.HTTPClient, Limits: o.Limits}
+	added := 0
+	err := registry.List(ctx, src, client, nil)(func(raw []byte) error {
+		e, err := registry.ParseEntry(raw, o.Limits)
+		if e == nil {
+			// No name: it cannot be told to be a watched server's. An
+			// entry of theirs missed means more alerts, never fewer.
+			return nil
+		}
+		if _, ok := watched.MatchRegistry(e.Name); !ok {
+			return nil
+		}
+		what := textsafe.Quote(e.Name) + " version " + textsafe.Quote(e.Version)
+		switch {
+		case err != nil:
+			return fmt.Errorf("registry entry %s: %w", what, err)
+		case errors.Is(e.AttestationErr, registry.ErrNoAttestation):
+			return nil
+		case e.AttestationErr != nil:
+			return fmt.Errorf("registry entry %s: %w", what, e.AttestationErr)
+		}
+		for _, p := range e.Pointers {
+			b, err := source.FetchBundle(ctx, p.URL, p.Digest, fo)
+			if err == nil {
+				err = r.AddBundle(b)
+			}
+			if err != nil {
+				return fmt.Errorf("registry entry %s, bundle %s: %w", what, textsafe.Quote(p.URL), err)
+			}
+			added++
+		}
+		return nil
+	})
+	if err != nil {
+		return added, fmt.Errorf("released registry %s: %w", textsafe.Quote(src), err)
+	}
+	return added, nil
+}
