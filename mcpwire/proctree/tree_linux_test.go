@@ -63,9 +63,14 @@ func runFixture(mode string) int {
 	case "forkloop":
 		signal.Ignore(syscall.SIGTERM)
 		fmt.Println("ready")
-		for {
+		// Forks as fast as it can while Stop walks the tree, but at most
+		// maxForks times: without a bound it used up the machine's
+		// processes for every other test running beside it.
+		const maxForks = 400
+		for i := 0; i < maxForks; i++ {
 			_ = fixtureCmd("sleep", nil).Start()
 		}
+		select {}
 	case "doublefork", "doublefork-short": // server: a daemon, re-parented to mcpsign
 		sleeper := "sleep"
 		if mode == "doublefork-short" {

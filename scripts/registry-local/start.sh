@@ -49,8 +49,12 @@ fi
 mkdir -p "$PGDIR"
 echo "$PGDIR" >"$STATE/run/pgdir"
 as_pg "$PG/initdb" -D "$PGDIR/data" -A trust -U registry >"$STATE/logs/initdb.log" 2>&1
-as_pg "$PG/pg_ctl" -D "$PGDIR/data" -l "$PGDIR/postgres.log" -w -t 60 \
-	-o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $PGDIR -c fsync=off" start >"$STATE/logs/pg_ctl.log"
+if ! as_pg "$PG/pg_ctl" -D "$PGDIR/data" -l "$PGDIR/postgres.log" -w -t 60 \
+	-o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $PGDIR -c fsync=off" start >"$STATE/logs/pg_ctl.log"; then
+	echo "start.sh: PostgreSQL did not start on 127.0.0.1:$PGPORT; its log:" >&2
+	cat "$PGDIR/postgres.log" "$STATE/logs/pg_ctl.log" >&2
+	exit 1
+fi
 as_pg "$PG/createdb" -h 127.0.0.1 -p "$PGPORT" -U registry registry
 
 KEY=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
