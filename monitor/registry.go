@@ -98,3 +98,21 @@ func ReleasedFromRegistry(ctx context.Context, r *Released, src string, names []
 	}
 	return added, nil
 }
+
+// RegistryRefresh returns a WatchOptions.BeforeRun that adds to r, before
+// each run, what every registry of srcs lists now for the servers names
+// match (ReleasedFromRegistry; the first error fails that run). It is nil
+// when srcs is empty.
+func RegistryRefresh(r *Released, srcs, names []string, o RegistryOptions) func(context.Context) error {
+	if len(srcs) == 0 {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		for _, src := range srcs {
+			if _, err := ReleasedFromRegistry(ctx, r, src, names, o); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}

@@ -107,3 +107,25 @@ func TestReleasedFromRegistry(t *testing.T) {
 		t.Errorf("standard input: %v", err)
 	}
 }
+
+// TestRegistryRefresh: no registry, no BeforeRun; each registry is read at
+// every call, and the first that fails fails the call.
+func TestRegistryRefresh(t *testing.T) {
+	t.Parallel()
+	if RegistryRefresh(NewReleased(), nil, []string{"a/b"}, RegistryOptions{}) != nil {
+		t.Fatal("a BeforeRun without registries")
+	}
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.jsonl")
+	if err := os.WriteFile(empty, []byte(`{"name":"io.github.acme/notes","version":"1","description":"d"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok := RegistryRefresh(NewReleased(), []string{empty, empty}, []string{"io.github.acme/*"}, RegistryOptions{})
+	if err := ok(context.Background()); err != nil {
+		t.Fatalf("registries listing no attestation: %v", err)
+	}
+	bad := RegistryRefresh(NewReleased(), []string{empty, "-"}, []string{"io.github.acme/*"}, RegistryOptions{})
+	if err := bad(context.Background()); !errors.Is(err, ErrRegistrySource) {
+		t.Fatalf("standard input as the second registry: %v", err)
+	}
+}

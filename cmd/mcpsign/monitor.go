@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -131,8 +130,11 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 	if s.PublicKey, err = f.id.PublicKey(); err != nil {
 		return err
 	}
-	if err := f.policyIdentities(a, &s); err != nil {
-		return err
+	if f.policy.File != "" {
+		notice := func(sk policy.Skipped) { fmt.Fprintf(a.stderr, "mcpsign: notice: %s\n", sk) }
+		if err := s.AddPolicy(f.policy.File, f.policy.Names, notice); err != nil {
+			return err
+		}
 	}
 	if s.TrustedMaterial, err = f.trust.LoadTrustedMaterial(cmd.Context()); err != nil {
 		return err
@@ -144,7 +146,7 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 	rep := &monitor.Reporter{W: a.stdout, JSON: asJSON, ReportVersion: reportVersion, StatePath: f.statePath}
 	opts.OnFinding = rep.Finding
 	alerts, err := monitor.Watch(cmd.Context(), opts, prev, monitor.WatchOptions{StatePath: f.statePath, Follow: f.follow, Interval: f.interval,
-		Reported: rep.Err, OnRun: rep.Summary, BeforeRun: releasedFromRegistries(opts.Released, f.registries, f.registryServers, a),
+		Reported: rep.Err, OnRun: rep.Summary, BeforeRun: monitor.RegistryRefresh(opts.Released, f.registries, f.registryServers, monitor.RegistryOptions{HTTPClient: a.httpClient}),
 		OnError: func(err error) {
 			fmt.Fprintf(a.stderr, "mcpsign: %s\n", textsafe.EscapeKeepLayout(withFlagHint(err).Error()))
 		}})
@@ -178,43 +180,4 @@ func (f *monitorFlags) check() error {
 		return errors.New("--ca-roots and --ca-intermediates are for the certificate method, which monitor does not watch: watch an identity of the trusted root's Fulcio, or --key")
 	}
 	return nil
-}
-
-// policyIdentities adds to s the identities of --policy's servers (--name:
-// only those), with a notice for each server that cannot be watched.
-func (f *monitorFlags) policyIdentities(a *app, s *monitor.Setup) error {
-	if f.policy.File == "" {
-		return nil
-	}
-	pf, err := policy.Read(f.policy.File)
-	if err != nil {
-		return err
-	}
-	w, err := pf.Watchlist(f.policy.Names)
-	if w != nil {
-		for _, sk := range w.Skipped {
-			fmt.Fprintf(a.stderr, "mcpsign: notice: %s\n", sk)
-		}
-	}
-	if err != nil {
-		return err
-	}
-	s.Identities, s.KeyIDs = w.Identities, w.KeyIDs
-	return nil
-}
-
-// releasedFromRegistries adds, before each check, what the registries list
-// now for the watched servers (nil without --released-registry).
-func releasedFromRegistries(r *monitor.Released, srcs, names []string, a *app) func(context.Context) error {
-	if len(srcs) == 0 {
-		return nil
-	}
-	return func(ctx context.Context) error {
-		for _, src := range srcs {
-			if _, err := monitor.ReleasedFromRegistry(ctx, r, src, names, monitor.RegistryOptions{HTTPClient: a.httpClient}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 }
