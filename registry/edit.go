@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/tailscale/hujson"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
 )
 
 // ErrHint: a server.json the hint cannot be written into.
@@ -18,6 +21,32 @@ var ErrHint = errors.New("cannot write the attestation hint")
 // MaxPublisherProvidedBytes is what the official registry keeps of
 // _meta[PublisherProvided]: a hint that makes it larger is refused.
 const MaxPublisherProvidedBytes = 4096
+
+// HintFile is Hint over the server.json file at path, read within the
+// bound of one entry (DefaultLimits.MaxEntryBytes); an error of Hint
+// names path.
+func HintFile(path string, ptrs []Pointer) ([]byte, error) {
+	data, err := boundedfile.Read(path, int64(DefaultLimits.MaxEntryBytes), nil)
+	if err != nil {
+		return nil, err
+	}
+	out, err := Hint(data, ptrs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, nil
+}
+
+// WriteServerJSON writes data to path atomically, keeping the mode of the
+// file it replaces (0644 for a new one): a server.json hinted in place
+// keeps its permissions.
+func WriteServerJSON(path string, data []byte) error {
+	perm := os.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		perm = fi.Mode().Perm()
+	}
+	return atomicfile.Write(path, data, atomicfile.Options{Overwrite: true, Perm: perm})
+}
 
 // Hint writes the attestation pointer into server.json (docs/REGISTRY.md,
 // "The hint"): _meta[PublisherProvided][AttestationMember] becomes the

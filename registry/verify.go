@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -306,6 +307,9 @@ type RunOptions struct {
 	Workers int
 	// Shard keeps only the entries of one shard; the zero value keeps all.
 	Shard Shard
+	// Verified, when not nil, gets each result that verified (its Add)
+	// before Emit; its error stops the run.
+	Verified *DumpWriter
 	// Emit receives each result in the order of the source; its error
 	// stops the run.
 	Emit func(*Result) error
@@ -388,10 +392,14 @@ func (v *Verifier) Run(ctx context.Context, list func(fn func(raw []byte) error)
 		default:
 			sum.Failed++
 		}
-		if o.Emit != nil {
-			if emitErr = o.Emit(r); emitErr != nil {
-				cancel()
-			}
+		if o.Verified != nil && r.Verified {
+			emitErr = o.Verified.Add(r)
+		}
+		if o.Emit != nil && emitErr == nil {
+			emitErr = o.Emit(r)
+		}
+		if emitErr != nil {
+			cancel()
 		}
 	}
 	wg.Wait()
@@ -457,6 +465,19 @@ func (r *Result) Text() string {
 		return "VERIFIED " + name + " signed by " + strings.Join(who, ", ")
 	}
 	return "FAILED   " + name + " at step " + r.Step + ": " + textsafe.Escape(r.Reason)
+}
+
+// WriteResults returns an Emit that writes each result to w: as its Text
+// line, or, with asJSON, as one JSON line (docs/JSON.md).
+func WriteResults(w io.Writer, asJSON bool) func(*Result) error {
+	enc := json.NewEncoder(w)
+	return func(r *Result) error {
+		if asJSON {
+			return enc.Encode(r)
+		}
+		_, err := fmt.Fprintln(w, r.Text())
+		return err
+	}
 }
 
 // Table is the summary of a run as a small table for a terminal.

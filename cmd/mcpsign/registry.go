@@ -1,15 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
-	"github.com/mcpsign/mcpsign/internal/atomicfile"
-	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/registry"
 )
@@ -86,21 +82,27 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 	if err != nil {
 		return err
 	}
+	o := registry.RunOptions{Workers: f.workers, Shard: shard}
 	var dump *registry.DumpFile
 	if f.verifiedOut != "" {
 		if dump, err = registry.CreateDump(f.verifiedOut); err != nil {
 			return fmt.Errorf("--verified-out: %w", err)
 		}
 		defer dump.Abort() // nothing half-written on any failure
+		o.Verified = dump.DumpWriter
 	}
-	terminal := a.stderrIsTerminal != nil && a.stderrIsTerminal()
+	terminal := a.stderrTerminal()
 	progress, done := func(string, int) {}, func() {}
 	if terminal {
 		progress, done = options.TerminalProgress(a.stderr)
 	}
-	client := registry.Client{HTTPClient: a.httpClient}
-	sum, err := v.Run(cmd.Context(), registry.List(cmd.Context(), src, client, a.stdin),
-		registry.RunOptions{Workers: f.workers, Shard: shard, Emit: registryEmit(a, dump, asJSON, progress)})
+	n, emit := 0, registry.WriteResults(a.stdout, asJSON)
+	o.Emit = func(r *registry.Result) error {
+		n++
+		progress(fmt.Sprintf("%d entries verified", n), 0)
+		return emit(r)
+	}
+	sum, err := v.Run(cmd.Context(), registry.List(cmd.Context(), src, registry.Client{HTTPClient: a.httpClient}, a.stdin), o)
 	done()
 	if err != nil {
 		return err
@@ -117,27 +119,6 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 		return silentExit(exitFailed)
 	}
 	return nil
-}
-
-// registryEmit writes each result: a line, or a JSON line; a passing one
-// to the dump too; and says on the terminal how many are done.
-func registryEmit(a *app, dump *registry.DumpFile, asJSON bool, progress func(string, int)) func(*registry.Result) error {
-	enc := json.NewEncoder(a.stdout)
-	n := 0
-	return func(r *registry.Result) error {
-		n++
-		progress(fmt.Sprintf("%d entries verified", n), 0)
-		if dump != nil && r.Verified {
-			if err := dump.Add(r); err != nil {
-				return err
-			}
-		}
-		if asJSON {
-			return enc.Encode(r)
-		}
-		_, err := fmt.Fprintln(a.stdout, r.Text())
-		return err
-	}
 }
 
 type registryHintFlags struct {
@@ -174,13 +155,9 @@ func runRegistryHint(a *app, f *registryHintFlags, path string) error {
 	for i := range f.urls {
 		ptrs[i] = registry.Pointer{URL: f.urls[i], Digest: f.digests[i]}
 	}
-	data, err := boundedfile.Read(path, int64(registry.DefaultLimits.MaxEntryBytes), nil)
+	out, err := registry.HintFile(path, ptrs)
 	if err != nil {
 		return err
-	}
-	out, err := registry.Hint(data, ptrs)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
 	}
 	switch f.output {
 	case "-":
@@ -189,9 +166,5 @@ func runRegistryHint(a *app, f *registryHintFlags, path string) error {
 	case "":
 		f.output = path
 	}
-	perm := os.FileMode(0o644)
-	if fi, err := os.Stat(f.output); err == nil {
-		perm = fi.Mode().Perm()
-	}
-	return atomicfile.Write(f.output, out, atomicfile.Options{Overwrite: true, Perm: perm})
+	return registry.WriteServerJSON(f.output, out)
 }
