@@ -8,6 +8,7 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/registry"
+	"github.com/mcpsign/mcpsign/source/progress"
 )
 
 func newRegistryCmd(a *app) *cobra.Command {
@@ -92,14 +93,14 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 		o.Verified = dump.DumpWriter
 	}
 	terminal := a.stderrTerminal()
-	progress, done := func(string, int) {}, func() {}
+	tick, done := func(string, int) {}, func() {}
 	if terminal {
-		progress, done = options.TerminalProgress(a.stderr)
+		tick, done = progress.Terminal(a.stderr)
 	}
 	n, emit := 0, registry.WriteResults(a.stdout, asJSON)
 	o.Emit = func(r *registry.Result) error {
 		n++
-		progress(fmt.Sprintf("%d entries verified", n), 0)
+		tick(fmt.Sprintf("%d entries verified", n), 0)
 		return emit(r)
 	}
 	sum, err := v.Run(cmd.Context(), registry.List(cmd.Context(), src, registry.Client{HTTPClient: a.httpClient}, a.stdin), o)
