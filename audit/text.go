@@ -1,11 +1,14 @@
 package audit
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/mcpsign/mcpsign/internal/nofollow"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
@@ -34,6 +37,46 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%q: want an RFC 3339 time or a duration such as 24h", s)
 	}
 	return t, nil
+}
+
+// ShowOptions configure Show.
+type ShowOptions struct {
+	// Filter selects the events shown.
+	Filter Filter
+	// JSON writes each selected line as it was written (ASCII) instead of
+	// for people (Record.WriteText).
+	JSON bool
+}
+
+// Show writes the events of the log at path that o.Filter selects, oldest
+// first, as 'mcpsign audit show' prints them. The chain is checked while
+// reading (Scan): at the first broken line the events before it have been
+// written, and its *LineError is returned. A symbolic link is refused
+// (nofollow.ErrSymlink).
+func Show(path string, w io.Writer, o ShowOptions) error {
+	f, err := nofollow.Open(path, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return Scan(f, func(r Record) error {
+		switch {
+		case !o.Filter.Match(r.Event):
+			return nil
+		case o.JSON:
+			_, err := fmt.Fprintf(w, "%s\n", ASCII(r.Raw))
+			return err
+		}
+		return r.WriteText(w)
+	})
+}
+
+// Broken reports whether err says that a log is not trustworthy evidence:
+// a line breaks a reading rule (a *LineError) or the log does not reach an
+// anchor (ErrAnchor). Other errors (a file that cannot be read) say
+// nothing about the log.
+func Broken(err error) bool {
+	return errors.As(err, new(*LineError)) || errors.Is(err, ErrAnchor)
 }
 
 // WriteText writes the event of r for people, as 'mcpsign audit show'

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,7 +11,6 @@ import (
 	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/nofollow"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
@@ -161,28 +159,14 @@ func runAuditShow(cmd *cobra.Command, a *app, args []string, o *options.AuditSho
 			return fmt.Errorf("--since %w", err)
 		}
 	}
-	f, err := nofollow.Open(args[0], os.O_RDONLY, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	err = audit.Scan(f, func(r audit.Record) error {
-		switch {
-		case !filter.Match(r.Event):
-			return nil
-		case asJSON:
-			_, err := fmt.Fprintf(a.stdout, "%s\n", audit.ASCII(r.Raw))
-			return err
-		}
-		return r.WriteText(a.stdout)
-	})
+	err = audit.Show(args[0], a.stdout, audit.ShowOptions{Filter: filter, JSON: asJSON})
 	return auditBroken(err, "audit log "+args[0])
 }
 
 // auditBroken is exit 1, said after what, for a log that breaks a reading
 // rule or reaches no anchor (docs/AUDIT.md); other errors are 2.
 func auditBroken(err error, what string) error {
-	if errors.As(err, new(*audit.LineError)) || errors.Is(err, audit.ErrAnchor) {
+	if audit.Broken(err) {
 		return failed(fmt.Errorf("%s: %w", what, err))
 	}
 	return err
