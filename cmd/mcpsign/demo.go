@@ -2,10 +2,7 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,11 +11,6 @@ import (
 	"github.com/mcpsign/mcpsign/internal/app/demo"
 	"github.com/mcpsign/mcpsign/internal/app/exampleserver"
 )
-
-// envDemoServer overrides the example server the demo runs (a command line,
-// split on spaces): tests set it, as a test binary has no example-server
-// command.
-const envDemoServer = "MCPSIGN_DEMO_SERVER"
 
 func newDemoCmd(a *app) *cobra.Command {
 	var (
@@ -32,7 +24,7 @@ func newDemoCmd(a *app) *cobra.Command {
 		Long: `Run the whole story on a small example MCP server built into mcpsign, offline
 and without any account, in a temporary directory:
 
-` + demoSteps() + `
+` + demo.StepList() + `
 
 Each step shows the command that does the same by hand. The demo exits 0 when
 everything behaved as expected, 1 otherwise.`,
@@ -43,7 +35,7 @@ everything behaved as expected, 1 otherwise.`,
   mcpsign demo --keep ./mcpsign-demo --force   # again, replacing that demo's files`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			server, err := demoServer(a)
+			server, err := demo.ServerCommand(a.getenv)
 			if err != nil {
 				return err
 			}
@@ -58,19 +50,6 @@ everything behaved as expected, 1 otherwise.`,
 	cmd.Flags().BoolVar(&force, "force", false, "with --keep, replace the files of an earlier demo in DIR (others are left alone)")
 	options.PositiveDurationVar(cmd.Flags(), &timeout, "timeout", time.Minute, "time limit for the whole demo")
 	return cmd
-}
-
-// demoServer is the example server's command: this mcpsign's hidden
-// example-server command, or $MCPSIGN_DEMO_SERVER.
-func demoServer(a *app) ([]string, error) {
-	if s := a.getenv(envDemoServer); s != "" {
-		return strings.Fields(s), nil
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("finding the mcpsign executable to run the example server: %w", err)
-	}
-	return []string{self, "example-server"}, nil
 }
 
 // newExampleServerCmd is the hidden command that runs the example server
@@ -89,16 +68,4 @@ func newExampleServerCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
-}
-
-// demoSteps is the numbered list of what the demo does, for its help.
-func demoSteps() string {
-	var b strings.Builder
-	for i, step := range demo.Steps {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		fmt.Fprintf(&b, "  %d. %s", i+1, strings.ReplaceAll(step, "\n", "\n     "))
-	}
-	return b.String()
 }
