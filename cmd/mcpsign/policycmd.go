@@ -1,11 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/policy"
 )
@@ -50,18 +50,11 @@ file cannot be read or is refused (the member and the reason named).`,
 		Example: `  mcpsign policy check /etc/mcpsign/policy.json`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := policy.Read(args[0])
-			if err != nil {
-				return err
+			err := policy.Check(args[0], a.stdout)
+			if errors.As(err, new(*policy.BlockedError)) {
+				return failed(err)
 			}
-			if err := f.CheckFiles(); err != nil {
-				return err
-			}
-			blocked := f.WriteCheckText(a.stdout)
-			if blocked > 0 {
-				return failed(fmt.Errorf("%d server(s) blocked by the policy", blocked))
-			}
-			return nil
+			return err
 		},
 	}
 }
@@ -79,8 +72,7 @@ atomically.`,
 		Example: `  mcpsign policy init /etc/mcpsign/policy.json && $EDITOR /etc/mcpsign/policy.json`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := atomicfile.Write(args[0], policy.InitTemplate(), atomicfile.Options{Perm: 0o644, Overwrite: force})
-			if err != nil {
+			if err := policy.WriteInit(args[0], force); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stderr, "mcpsign: wrote %s; add identities, then 'mcpsign policy check %s'\n", textsafe.Escape(args[0]), textsafe.Escape(args[0]))
