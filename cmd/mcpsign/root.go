@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 )
 
 // docsURL is where the documentation the help texts cite is read by
@@ -60,7 +62,7 @@ func newRootCmd(a *app, args ...string) *cobra.Command {
 			}
 		}
 	}
-	root := newRoot(buildVersion())
+	root := newRoot(proxycmd.BuildVersion())
 	for _, c := range commands {
 		root.AddCommand(c.new(a))
 	}

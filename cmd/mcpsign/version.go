@@ -23,7 +23,7 @@ func newVersionCmd(a *app) *cobra.Command {
 					deps[d.Path] = d.Version
 				}
 			}
-			fmt.Fprintf(a.stdout, "mcpsign %s\n", buildVersion())
+			fmt.Fprintf(a.stdout, "mcpsign %s\n", proxycmd.BuildVersion())
 			fmt.Fprintf(a.stdout, "  go          %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			for _, d := range []struct{ name, path string }{
 				{"sigstore-go", "github.com/sigstore/sigstore-go"},
@@ -38,7 +38,3 @@ func newVersionCmd(a *app) *cobra.Command {
 		},
 	}
 }
-
-// buildVersion is what 'mcpsign version' and 'mcpsign --version' print
-// first (proxycmd.BuildVersion, mcpsign-proxy's too).
-func buildVersion() string { return proxycmd.BuildVersion() }
