@@ -111,6 +111,17 @@ func (env Env) Files(host, config string) ([]File, error) {
 	return out, nil
 }
 
+// FindFiles is Files under this process's Env (ProcessEnv with getenv):
+// a home directory that cannot be found is an error only when no config
+// file is named.
+func FindFiles(getenv func(string) string, host, config string) ([]File, error) {
+	env, err := ProcessEnv(getenv)
+	if err != nil && config == "" {
+		return nil, err
+	}
+	return env.Files(host, config)
+}
+
 // SelfPath returns the mcpsign executable an entry must run (Want.Self):
 // given, or this process's executable, with its symbolic links resolved,
 // absolute.

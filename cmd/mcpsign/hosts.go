@@ -19,18 +19,16 @@ type hostsFlags struct {
 }
 
 func (f *hostsFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.host, "host", "", "only this host: "+hostNames())
+	cmd.Flags().StringVar(&f.host, "host", "", "only this host: "+hosts.Names())
 	cmd.Flags().StringVar(&f.config, "config", "", "this configuration file (its host is inferred from its name, or given with --host)")
 	options.StringArrayVar(cmd.Flags(), &f.servers, "server", "only this server entry (repeatable)")
 }
-
-func hostNames() string { return hosts.Names() }
 
 func newHostsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "hosts list|wrap|unwrap",
 		Short: "List, wrap and unwrap the MCP servers configured in hosts",
-		Long: `Find the MCP configuration of hosts (` + hostNames() + `),
+		Long: `Find the MCP configuration of hosts (` + hosts.Names() + `),
 list their servers, and put every server behind 'mcpsign proxy' under a
 policy file (a remote one behind the proxy in front of its URL), or take it
 out again.
@@ -52,18 +50,14 @@ asked for, with no flag that weakens it. docs/HOSTS.md has the host table.`,
 // hostFiles resolves the flags to the files to read: the one of --config,
 // or every existing file of the hosts selected.
 func hostFiles(a *app, f *hostsFlags) ([]hosts.File, error) {
-	env, err := hosts.ProcessEnv(a.getenv)
-	if err != nil && f.config == "" {
-		return nil, err
-	}
-	files, err := env.Files(f.host, f.config)
+	files, err := hosts.FindFiles(a.getenv, f.host, f.config)
 	var uh *hosts.UnknownHostError
 	var uf *hosts.UnknownFileError
 	switch {
 	case errors.As(err, &uh):
 		return nil, fmt.Errorf("--host %w", err)
 	case errors.As(err, &uf):
-		return nil, fmt.Errorf("--config %w: add --host (%s)", err, hostNames())
+		return nil, fmt.Errorf("--config %w: add --host (%s)", err, hosts.Names())
 	}
 	return files, err
 }
