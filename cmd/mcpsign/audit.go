@@ -10,7 +10,6 @@ import (
 	"github.com/mcpsign/mcpsign/audit"
 	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
-	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
@@ -64,21 +63,14 @@ byte offset), or an anchor is not reached; 2 a file cannot be read.`,
 
 // runAuditVerify checks an audit log and its anchors.
 func runAuditVerify(cmd *cobra.Command, a *app, args []string, o *options.AuditVerifyOptions) error {
-	var anchors []audit.Anchor
-	for _, p := range o.Locks {
-		an, err := auditevent.LockAnchor(p)
-		if errors.As(err, new(*auditevent.NoHeadError)) {
-			return failed(err)
-		} else if err != nil {
-			return err
-		}
-		anchors = append(anchors, an)
-	}
-	for _, h := range o.ExpectHeads {
-		if !digest.ValidDigest(h) {
-			return fmt.Errorf("--expect-head %s: want sha256: and 64 lowercase hex digits", textsafe.Quote(h))
-		}
-		anchors = append(anchors, audit.Anchor{Name: "the expected head", Head: h})
+	anchors, err := auditevent.Anchors(o.Locks, o.ExpectHeads)
+	switch {
+	case errors.As(err, new(*auditevent.NoHeadError)):
+		return failed(err)
+	case errors.As(err, new(*auditevent.HeadError)):
+		return fmt.Errorf("--expect-head %w", err)
+	case err != nil:
+		return err
 	}
 	sum, err := audit.Check(args[0], audit.CheckOptions{Anchors: anchors})
 	if err != nil {
