@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -107,4 +108,45 @@ func (d *DumpFile) Abort() { d.p.Abort() }
 func PointerDigest(bundle []byte) string {
 	h := sha256.Sum256(bundle)
 	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// SourceOptions configure Verifier.RunSource.
+type SourceOptions struct {
+	RunOptions
+	// Client reads a registry base URL, Stdin the source "-" (List).
+	Client Client
+	Stdin  io.Reader
+	// VerifiedOut, when not "", is the file the entries that verified are
+	// written to as a dump (CreateDump, RunOptions.Verified). It appears
+	// only when the whole run succeeded: any failure leaves the path as it
+	// was. A failure to create or commit it is a *DumpError.
+	VerifiedOut string
+}
+
+// DumpError is RunSource's failure to create or commit the verified dump.
+type DumpError struct{ Err error }
+
+func (e *DumpError) Error() string { return e.Err.Error() }
+func (e *DumpError) Unwrap() error { return e.Err }
+
+// RunSource is Run over the listing of src (List), as a sub-registry's
+// ingest runs it: the entries that verified are written to
+// o.VerifiedOut, whole or not at all.
+func (v *Verifier) RunSource(ctx context.Context, src string, o SourceOptions) (Summary, error) {
+	var dump *DumpFile
+	if o.VerifiedOut != "" {
+		var err error
+		if dump, err = CreateDump(o.VerifiedOut); err != nil {
+			return Summary{}, &DumpError{Err: err}
+		}
+		defer dump.Abort() // nothing half-written on any failure
+		o.Verified = dump.DumpWriter
+	}
+	sum, err := v.Run(ctx, List(ctx, src, o.Client, o.Stdin), o.RunOptions)
+	if err == nil && dump != nil {
+		if err := dump.Commit(); err != nil {
+			return sum, &DumpError{Err: err}
+		}
+	}
+	return sum, err
 }

@@ -3,6 +3,8 @@ package registry_test
 import (
 	"context"
 	"fmt"
+	"log"
+	"os"
 	"strings"
 
 	"github.com/mcpsign/mcpsign/policy"
@@ -38,4 +40,26 @@ func ExampleVerifier_Run() {
 	// FAILED   "io.github.acme/notes" "1.2.0" at step attestation: the entry lists no attestation (no dev.mcpsign/attestation in _meta.io.modelcontextprotocol.registry/publisher-provided)
 	// FAILED   "io.github.other/tool" "0.1.0" at step policy: no such server in the policy: no policy server is "io.github.other/tool" or "io.github.other/*": not verified
 	// 0 verified of 2
+}
+
+// A sub-registry's ingest: every entry of the upstream dump verified, one
+// JSON line each on standard output, and what passes kept as a dump the
+// sub-registry serves (written whole, or not at all).
+func ExampleVerifier_RunSource() {
+	pf, err := policy.Read("/etc/mcpsign/registry-policy.json")
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, err := registry.New(registry.Options{Policy: pf})
+	if err != nil {
+		log.Fatal(err)
+	}
+	sum, err := v.RunSource(context.Background(), "upstream-dump.json", registry.SourceOptions{
+		VerifiedOut: "verified.json",
+		RunOptions:  registry.RunOptions{Emit: registry.WriteResults(os.Stdout, true)},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Fprint(os.Stderr, sum.Table())
 }

@@ -114,3 +114,45 @@ func TestHintFile(t *testing.T) {
 		t.Errorf("refused file: %v", err)
 	}
 }
+
+// TestRunSource: the dump of what verified appears only after a whole
+// run; a listing that fails leaves no file; a dump that cannot be created
+// is a *DumpError.
+func TestRunSource(t *testing.T) {
+	t.Parallel()
+	pf, err := policy.Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{"a/*":{}}}`), "/p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := New(Options{Policy: pf})
+	dir := t.TempDir()
+	src := filepath.Join(dir, "entries.jsonl")
+	if err := os.WriteFile(src, []byte(serverJSON("a/b", "1", "")+"\n"+serverJSON("c/d", "1", "")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "verified.json")
+	var names []string
+	sum, err := v.RunSource(context.Background(), src, SourceOptions{VerifiedOut: out,
+		RunOptions: RunOptions{Emit: func(r *Result) error { names = append(names, r.Name); return nil }}})
+	if err != nil || sum.Entries != 2 || strings.Join(names, " ") != "a/b c/d" {
+		t.Fatalf("%+v %v %q", sum, err, names)
+	}
+	if data, err := os.ReadFile(out); err != nil || strings.TrimSpace(string(data)) != "[]" {
+		t.Fatalf("dump %q %v", data, err)
+	}
+	stdin := strings.NewReader(serverJSON("a/b", "1", ""))
+	if sum, err := v.RunSource(context.Background(), "-", SourceOptions{Stdin: stdin}); err != nil || sum.Entries != 1 {
+		t.Errorf("standard input: %+v %v", sum, err)
+	}
+	failing := filepath.Join(dir, "not-written.json")
+	var de *DumpError
+	if _, err := v.RunSource(context.Background(), filepath.Join(dir, "none.jsonl"), SourceOptions{VerifiedOut: failing}); err == nil || errors.As(err, &de) {
+		t.Errorf("a missing source: %v", err)
+	}
+	if _, err := os.Stat(failing); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a failed run wrote its dump: %v", err)
+	}
+	if _, err := v.RunSource(context.Background(), src, SourceOptions{VerifiedOut: filepath.Join(dir, "no", "dir.json")}); !errors.As(err, &de) {
+		t.Errorf("a dump that cannot be created: %v", err)
+	}
+}

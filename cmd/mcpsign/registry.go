@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -83,15 +84,8 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 	if err != nil {
 		return err
 	}
-	o := registry.RunOptions{Workers: f.workers, Shard: shard}
-	var dump *registry.DumpFile
-	if f.verifiedOut != "" {
-		if dump, err = registry.CreateDump(f.verifiedOut); err != nil {
-			return fmt.Errorf("--verified-out: %w", err)
-		}
-		defer dump.Abort() // nothing half-written on any failure
-		o.Verified = dump.DumpWriter
-	}
+	o := registry.SourceOptions{RunOptions: registry.RunOptions{Workers: f.workers, Shard: shard},
+		Client: registry.Client{HTTPClient: a.httpClient}, Stdin: a.stdin, VerifiedOut: f.verifiedOut}
 	terminal := a.stderrTerminal()
 	tick, done := func(string, int) {}, func() {}
 	if terminal {
@@ -103,15 +97,13 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 		tick(fmt.Sprintf("%d entries verified", n), 0)
 		return emit(r)
 	}
-	sum, err := v.Run(cmd.Context(), registry.List(cmd.Context(), src, registry.Client{HTTPClient: a.httpClient}, a.stdin), o)
+	sum, err := v.RunSource(cmd.Context(), src, o)
 	done()
-	if err != nil {
+	var de *registry.DumpError
+	if errors.As(err, &de) {
+		return fmt.Errorf("--verified-out: %w", de.Err)
+	} else if err != nil {
 		return err
-	}
-	if dump != nil {
-		if err := dump.Commit(); err != nil {
-			return fmt.Errorf("--verified-out: %w", err)
-		}
 	}
 	if !asJSON || terminal {
 		fmt.Fprint(a.stderr, sum.Table())
