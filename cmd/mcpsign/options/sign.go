@@ -118,6 +118,31 @@ func (o *KeyOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PasswordEnv, "password-env", "", "name of the environment variable holding the key's password (default: prompt, when stdin is a terminal)")
 }
 
+// KeySignOptions are the flags of the key and certificate methods.
+type KeySignOptions struct {
+	KeyOptions
+	Log LogOptions
+	// Certificate, Chain and EmbedChain are the certificate method's
+	// (AddCertificateFlags).
+	Certificate string
+	Chain       string
+	EmbedChain  bool
+}
+
+// AddFlags adds the key and log flags to fs.
+func (o *KeySignOptions) AddFlags(fs *pflag.FlagSet) {
+	o.KeyOptions.AddFlags(fs)
+	o.Log.AddFlags(fs)
+}
+
+// AddCertificateFlags adds --certificate, --certificate-chain and
+// --embed-chain to fs.
+func (o *KeySignOptions) AddCertificateFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Certificate, "certificate", "", "PEM certificate of the signing key (the leaf)")
+	fs.StringVar(&o.Chain, "certificate-chain", "", "PEM file of the issuing intermediates in order, then the root")
+	fs.BoolVar(&o.EmbedChain, "embed-chain", false, "put the intermediates into the bundle (x509CertificateChain) instead of the leaf only")
+}
+
 // LogOptions are the optional transparency log and timestamp of the key and
 // certificate methods.
 type LogOptions struct {
