@@ -88,20 +88,13 @@ func runAttest(cmd *cobra.Command, a *app, args []string, src *options.SourceOpt
 	return nil
 }
 
-// buildStatement makes and serializes the statement of snap. Invalid
-// definitions fail with exit 1 (the error lists them).
+// buildStatement makes and serializes the statement of snap
+// (attest.BuildPayload). Invalid definitions fail with exit 1 (the error
+// lists them).
 func buildStatement(snap *digest.Snapshot, opts attest.Options) (*attest.Statement, []byte, error) {
-	st, err := attest.Build(snap, opts)
-	if err != nil {
-		var ie *digest.InvalidDefinitionsError
-		if errors.As(err, &ie) {
-			return nil, nil, failed(fmt.Errorf("nothing signed or written: %w", err))
-		}
-		return nil, nil, err
+	st, payload, err := attest.BuildPayload(snap, opts)
+	if errors.As(err, new(*digest.InvalidDefinitionsError)) {
+		return nil, nil, failed(fmt.Errorf("nothing signed or written: %w", err))
 	}
-	payload, err := st.Marshal()
-	if err != nil {
-		return nil, nil, err
-	}
-	return st, payload, nil
+	return st, payload, err
 }

@@ -320,14 +320,10 @@ func runSign(cmd *cobra.Command, a *app, f *signFlags, args []string, mk func(co
 		return err
 	}
 	if f.src.Verbose {
-		t := res.Timings
-		fmt.Fprintf(a.stderr, "mcpsign: timings: Fulcio %s, Rekor %s, timestamp authority %s, verify %s, sign total %s\n",
-			ms(t.Fulcio), ms(t.Rekor), ms(t.TSA), ms(t.Verify), ms(t.Total))
+		fmt.Fprintf(a.stderr, "mcpsign: timings: %s\n", res.Timings)
 	}
 	if asJSON {
 		return writeJSON(a.stdout, res.Report(out, st))
 	}
 	return res.WriteText(a.stdout, out, st)
 }
-
-func ms(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
