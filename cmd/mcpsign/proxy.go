@@ -14,7 +14,6 @@ import (
 	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/proxy"
-	"github.com/mcpsign/mcpsign/verify"
 )
 
 func newProxyCmd(a *app) *cobra.Command {
@@ -169,25 +168,23 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 	if po.RollForward != "signed" && po.RollForward != "manual" {
 		return fmt.Errorf("--roll-forward %q: want signed or manual", po.RollForward)
 	}
-	var v *verify.Verifier
 	bundle, err := newBundleInput(a, &f.vo)
 	if err != nil {
 		return err
 	}
-	if bundle != nil {
-		// Checked now, so that bad flags or trust material fail before the
-		// server starts, whichever process verifies later.
-		if v, err = verifyPolicy(cmd, f, methodOf(f), false); err != nil {
-			return err
+	if bundle == nil {
+		if cmd.Flags().Changed("key") || cmd.Flags().Changed("certificate-identity") || cmd.Flags().Changed("certificate-identity-regexp") {
+			return errors.New("the identity flags need --bundle: the signed definitions to verify")
 		}
-	} else if cmd.Flags().Changed("key") || cmd.Flags().Changed("certificate-identity") || cmd.Flags().Changed("certificate-identity-regexp") {
-		return errors.New("the identity flags need --bundle: the signed definitions to verify")
+		return startProxy(cmd, a, cfg, nil)
 	}
-	var vf proxy.VerifyFunc
-	if v != nil {
-		vf = bundle.verifier(v)
+	// Checked now, so that bad flags or trust material fail before the
+	// server starts, whichever process verifies later.
+	v, err := verifyPolicy(cmd, f, methodOf(f), false)
+	if err != nil {
+		return err
 	}
-	return startProxy(cmd, a, cfg, vf)
+	return startProxy(cmd, a, cfg, bundle.verifier(v))
 }
 
 // startProxy hands cfg over to mcpsign-proxy when it is installed (vf
