@@ -207,12 +207,17 @@ func runTrustrootCreate(a *app, output string, force bool, set *trustroot.EntryS
 // the other parts.
 type trEntryFlags struct{ primary, prefix string }
 
-// trEntryFlagsOf are the flags of each kind of trustroot.EntriesError.
-var trEntryFlagsOf = map[string]trEntryFlags{
-	trustroot.KindCertificateAuthority: {"--certificate-chain", "--certificate-chain-"},
-	trustroot.KindTimestampAuthority:   {"--tsa-certificate-chain", "--tsa-"},
-	trustroot.KindTransparencyLog:      {"--rekor-key", "--rekor-"},
-	trustroot.KindCTLog:                {"--ctfe-key", "--ctfe-"},
+// trEntryFlagsOf returns the flags of a kind of trustroot.EntriesError.
+func trEntryFlagsOf(kind string) trEntryFlags {
+	switch kind {
+	case trustroot.KindCertificateAuthority:
+		return trEntryFlags{"--certificate-chain", "--certificate-chain-"}
+	case trustroot.KindTimestampAuthority:
+		return trEntryFlags{"--tsa-certificate-chain", "--tsa-"}
+	case trustroot.KindTransparencyLog:
+		return trEntryFlags{"--rekor-key", "--rekor-"}
+	}
+	return trEntryFlags{"--ctfe-key", "--ctfe-"}
 }
 
 // flag names the flag of an entry's part.
@@ -229,7 +234,7 @@ func trEntryError(err error) error {
 	if !errors.As(err, &ee) {
 		return err
 	}
-	f := trEntryFlagsOf[ee.Kind]
+	f := trEntryFlagsOf(ee.Kind)
 	var pe *trustroot.PartError
 	var te *trustroot.TimeError
 	var fe *trustroot.FileError
