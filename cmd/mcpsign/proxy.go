@@ -187,9 +187,9 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 	return startProxy(cmd, a, cfg, bundle.verifier(v))
 }
 
-// startProxy hands cfg over to mcpsign-proxy when it is installed (vf
-// non-nil: it verifies through 'mcpsign proxy-verify' with the same flags),
-// else runs the proxy in this process.
+// startProxy signs in, then hands cfg over to mcpsign-proxy when it is
+// installed (vf non-nil: it verifies through 'mcpsign proxy-verify' with
+// the same flags), else runs the proxy in this process (proxycmd.Start).
 func startProxy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.VerifyFunc) error {
 	if vf == nil && !cfg.TOFU {
 		// Said here, with the flags, before the hand-over: the proxy's own
@@ -199,24 +199,18 @@ func startProxy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.Verif
 		}
 	}
 	if cfg.OAuth != nil {
-		// Signed in here, before the hand-over and before the session's
-		// time limits, on stderr (the host shows it; nothing of it on
-		// stdout): the proxy then finds the token in the cache.
 		cfg.OAuth.Open = a.openURL
-		if _, err := options.SignIn(cmd.Context(), cfg.OAuth, cfg.URL, a.stderr); err != nil {
-			return err
-		}
 	}
-	if a.handOverProxy != nil {
-		var verifyArgs []string
-		if vf != nil {
-			verifyArgs = changedFlagArgs(cmd.Flags())
-		}
-		if handed, err := a.handOverProxy(cfg, verifyArgs); handed || err != nil {
-			return err
-		}
+	var verifyArgs []string
+	if vf != nil {
+		verifyArgs = changedFlagArgs(cmd.Flags())
 	}
-	if code := proxycmd.Run(cmd.Context(), cfg, vf, proxyhint.Hint, a.stdin, a.stdout, a.stderr); code != proxycmd.ExitOK {
+	code, err := proxycmd.Start(cmd.Context(), cfg, vf, proxycmd.StartOptions{HandOver: a.handOverProxy, VerifyArgs: verifyArgs,
+		Hint: proxyhint.Hint, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr})
+	if err != nil {
+		return options.OAuthSecretFlag(err)
+	}
+	if code != proxycmd.ExitOK {
 		return silentExit(code)
 	}
 	return nil

@@ -11,7 +11,6 @@ import (
 
 	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 	"github.com/mcpsign/mcpsign/mcpwire"
-	"github.com/mcpsign/mcpsign/oauth"
 	"github.com/mcpsign/mcpsign/source"
 )
 
@@ -46,15 +45,12 @@ func (o *OAuthOptions) Config() *proxycmd.OAuthConfig {
 	return &c
 }
 
-// SignIn signs in with c (its Open set: nil for the desktop's browser,
-// unless --no-browser) to the server at serverURL, the sign-in said on
-// stderr (proxycmd.OAuthConfig.SignIn).
-func SignIn(ctx context.Context, c *proxycmd.OAuthConfig, serverURL string, stderr io.Writer) (*oauth.Transport, error) {
-	t, err := c.SignIn(ctx, serverURL, stderr)
+// OAuthSecretFlag says a *proxycmd.SecretEnvError with its flag.
+func OAuthSecretFlag(err error) error {
 	if errors.As(err, new(*proxycmd.SecretEnvError)) {
-		return nil, fmt.Errorf("--oauth-client-secret-env: %w", err)
+		return fmt.Errorf("--oauth-client-secret-env: %w", err)
 	}
-	return t, err
+	return err
 }
 
 // CheckOAuthHeaders refuses --header Authorization beside --oauth: both
@@ -86,9 +82,9 @@ func (o *SourceOptions) Authorize(ctx context.Context, spec source.Spec, open fu
 	}
 	c := o.OAuth.OAuthConfig
 	c.Open = open
-	t, err := SignIn(ctx, &c, spec.URL, stderr)
+	t, err := c.SignIn(ctx, spec.URL, stderr)
 	if err != nil {
-		return nil, err
+		return nil, OAuthSecretFlag(err)
 	}
 	return t.Client(), nil
 }
