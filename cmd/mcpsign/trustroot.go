@@ -45,9 +45,9 @@ See docs/TRUSTROOT.md.`,
 
 func newTrustrootFetchCmd(a *app) *cobra.Command {
 	var (
-		output, scOutput, cacheDir, mirror, tufRoot string
-		force                                       bool
-		timeout                                     time.Duration
+		opts    = trustroot.Options{Refresh: true}
+		files   = trustroot.FetchFilesOptions{Written: a.wroteTrustFile}
+		tufRoot string
 	)
 	cmd := &cobra.Command{
 		Use:   "fetch -o FILE",
@@ -70,26 +70,25 @@ commands with --offline can use it. Pin the written file and pass it with
   mcpsign trustroot fetch --tuf-mirror https://tuf.example.com --tuf-root root.json -o trusted_root.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runTrustrootFetch(cmd, a, output, scOutput, cacheDir, mirror, tufRoot, force, timeout)
+			return runTrustrootFetch(cmd, &opts, &files, tufRoot)
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&output, "output", "o", "", "file to write the trusted root to")
-	fs.StringVar(&scOutput, "signing-config-output", "", "also write the repository's signing configuration to this file")
-	fs.BoolVar(&force, "force", false, "replace existing output files")
-	fs.StringVar(&cacheDir, "tuf-cache", "", "TUF metadata cache directory (default: mcpsign/tuf under the user cache directory)")
-	fs.StringVar(&mirror, "tuf-mirror", "", "TUF repository URL (default: the Sigstore public-good repository)")
+	fs.StringVarP(&files.TrustedRoot, "output", "o", "", "file to write the trusted root to")
+	fs.StringVar(&files.SigningConfig, "signing-config-output", "", "also write the repository's signing configuration to this file")
+	fs.BoolVar(&files.Overwrite, "force", false, "replace existing output files")
+	fs.StringVar(&opts.CacheDir, "tuf-cache", "", "TUF metadata cache directory (default: mcpsign/tuf under the user cache directory)")
+	fs.StringVar(&opts.Mirror, "tuf-mirror", "", "TUF repository URL (default: the Sigstore public-good repository)")
 	fs.StringVar(&tufRoot, "tuf-root", "", "initial TUF root.json of --tuf-mirror (needed once for a repository other than public-good or staging)")
-	options.PositiveDurationVar(fs, &timeout, "timeout", trustroot.DefaultTimeout, "time limit for the TUF update")
+	options.PositiveDurationVar(fs, &opts.Timeout, "timeout", trustroot.DefaultTimeout, "time limit for the TUF update")
 	return cmd
 }
 
 // runTrustrootFetch fetches the trusted root (and the signing configuration) and writes them.
-func runTrustrootFetch(cmd *cobra.Command, a *app, output string, scOutput string, cacheDir string, mirror string, tufRoot string, force bool, timeout time.Duration) error {
-	if output == "" {
+func runTrustrootFetch(cmd *cobra.Command, opts *trustroot.Options, files *trustroot.FetchFilesOptions, tufRoot string) error {
+	if files.TrustedRoot == "" {
 		return errors.New("missing -o FILE: where to write the trusted root")
 	}
-	opts := trustroot.Options{CacheDir: cacheDir, Mirror: mirror, Refresh: true, Timeout: timeout}
 	if tufRoot != "" {
 		data, err := boundedfile.Read(tufRoot, trustroot.MaxTrustedRootBytes, nil)
 		if err != nil {
@@ -97,8 +96,7 @@ func runTrustrootFetch(cmd *cobra.Command, a *app, output string, scOutput strin
 		}
 		opts.TUFRoot = data
 	}
-	files := trustroot.FetchFilesOptions{TrustedRoot: output, SigningConfig: scOutput, Overwrite: force, Written: a.wroteTrustFile}
-	return trustroot.FetchFiles(cmd.Context(), opts, files)
+	return trustroot.FetchFiles(cmd.Context(), *opts, *files)
 }
 
 // wroteTrustFile says on stderr that a trust file was written, with its
