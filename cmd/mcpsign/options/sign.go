@@ -39,56 +39,33 @@ func (o *StatementOptions) AddFlags(fs *pflag.FlagSet) {
 // MaxPackages bounds --package-purl.
 const MaxPackages = attest.MaxPackages
 
-// AttestOptions returns the attest options. The source revision flags
-// default, each one, to the GitHub Actions environment read with getenv.
+// AttestOptions returns the attest options (attest.Inputs.Options). The
+// source revision flags default, each one, to the GitHub Actions
+// environment read with getenv.
 func (o *StatementOptions) AttestOptions(getenv func(string) string) (attest.Options, error) {
-	pkgs, err := ParsePackages(o.PackagePURLs, o.PackageDigests)
-	if err != nil {
-		return attest.Options{}, err
-	}
-	if len(o.PackageFiles)+len(pkgs) > MaxPackages {
-		return attest.Options{}, fmt.Errorf("--package and --package-purl: at most %d packages", MaxPackages)
-	}
-	var fromFiles []attest.Package
-	for _, f := range o.PackageFiles {
-		a, err := pkgfile.Read(f)
-		if err != nil {
-			return attest.Options{}, fmt.Errorf("--package: %w", err)
-		}
-		fromFiles = append(fromFiles, a.Package())
-	}
-	opts := attest.Options{Packages: append(fromFiles, pkgs...), OmitDefinitions: o.NoEmbedDefinitions}
-	src := attest.Source{Repository: o.SourceRepository, Commit: o.SourceCommit, Ref: o.SourceRef}
+	opts, err := attest.Inputs{
+		PackageFiles: o.PackageFiles, ReadPackage: pkgfile.ReadPackage, PURLs: o.PackagePURLs, Digests: o.PackageDigests,
+		Source:          attest.Source{Repository: o.SourceRepository, Commit: o.SourceCommit, Ref: o.SourceRef},
+		OmitDefinitions: o.NoEmbedDefinitions,
+	}.Options(getenv)
+	var ce *attest.CountError
+	var fe *attest.PackageFileError
 	var ie *attest.InputError
-	if opts.Source, err = attest.SourceWithDefaults(src, getenv); errors.As(err, &ie) {
-		return attest.Options{}, fmt.Errorf("--%s: %w", strings.ReplaceAll(ie.Part, ".", "-"), err)
+	switch {
+	case errors.As(err, &ce) && ce.Part == attest.CountPURLs:
+		return opts, fmt.Errorf("--package-purl: at most %d packages", MaxPackages)
+	case errors.As(err, &ce) && ce.Part == attest.CountDigests:
+		return opts, fmt.Errorf("--package-digest: %d digests for %d --package-purl; give one digest per package, in the same order, or none", ce.Got, ce.Want)
+	case errors.As(err, &ce):
+		return opts, fmt.Errorf("--package and --package-purl: at most %d packages", MaxPackages)
+	case errors.As(err, &fe):
+		return opts, fmt.Errorf("--package: %w", fe.Err)
+	case errors.As(err, &ie) && strings.HasPrefix(ie.Part, "source."):
+		return opts, fmt.Errorf("--%s: %w", strings.ReplaceAll(ie.Part, ".", "-"), err)
+	case errors.As(err, &ie):
+		return opts, fmt.Errorf("--package-%s %w", ie.Part, err)
 	}
 	return opts, err
-}
-
-// ParsePackages pairs package URLs with digests by position: either no
-// digests, or one ALG:HEX digest per package URL.
-func ParsePackages(purls, digests []string) ([]attest.Package, error) {
-	if len(purls) > MaxPackages {
-		return nil, fmt.Errorf("--package-purl: at most %d packages", MaxPackages)
-	}
-	if len(digests) > 0 && len(digests) != len(purls) {
-		return nil, fmt.Errorf("--package-digest: %d digests for %d --package-purl; give one digest per package, in the same order, or none", len(digests), len(purls))
-	}
-	var out []attest.Package
-	for i, p := range purls {
-		d := ""
-		if len(digests) > 0 {
-			d = digests[i]
-		}
-		pkg, err := attest.ParsePackage(p, d)
-		var ie *attest.InputError
-		if errors.As(err, &ie) {
-			return nil, fmt.Errorf("--package-%s %w", ie.Part, err)
-		}
-		out = append(out, pkg)
-	}
-	return out, nil
 }
 
 // BundleOutputOptions say where the bundle goes.
