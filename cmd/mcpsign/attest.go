@@ -60,15 +60,7 @@ func runAttest(cmd *cobra.Command, a *app, args []string, src *options.SourceOpt
 	if output == "" {
 		return errors.New("missing -o FILE: where to write the statement ('-' for standard output)")
 	}
-	aopts, err := stmt.AttestOptions(a.getenv)
-	if err != nil {
-		return err
-	}
-	snap, err := loadSource(cmd, a, src, args)
-	if err != nil {
-		return err
-	}
-	st, payload, err := buildStatement(snap, aopts)
+	st, payload, err := loadStatement(cmd, a, src, stmt, args)
 	if err != nil {
 		return err
 	}
@@ -86,6 +78,20 @@ func runAttest(cmd *cobra.Command, a *app, args []string, src *options.SourceOpt
 	}
 	fmt.Fprintf(a.stderr, "mcpsign: wrote %s: %s\n", output, st.Summary())
 	return nil
+}
+
+// loadStatement reads the source of args (loadSource) and makes its
+// statement (buildStatement), the statement flags checked first.
+func loadStatement(cmd *cobra.Command, a *app, src *options.SourceOptions, stmt *options.StatementOptions, args []string) (*attest.Statement, []byte, error) {
+	aopts, err := stmt.AttestOptions(a.getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	snap, err := loadSource(cmd, a, src, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	return buildStatement(snap, aopts)
 }
 
 // buildStatement makes and serializes the statement of snap

@@ -294,15 +294,7 @@ func runSign(cmd *cobra.Command, a *app, f *signFlags, args []string, mk func(co
 	if err := atomicfile.Check(out, atomicfile.Options{Overwrite: f.out.Force}); err != nil {
 		return err
 	}
-	aopts, err := f.stmt.AttestOptions(a.getenv)
-	if err != nil {
-		return err
-	}
-	snap, err := loadSource(cmd, a, &f.src, args)
-	if err != nil {
-		return err
-	}
-	st, payload, err := buildStatement(snap, aopts)
+	st, payload, err := loadStatement(cmd, a, &f.src, &f.stmt, args)
 	if err != nil {
 		return err
 	}
