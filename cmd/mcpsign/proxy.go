@@ -136,24 +136,11 @@ func addProxyFlags(fs *pflag.FlagSet, po *options.ProxyOptions, f *verifyFlags) 
 }
 
 func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFlags, args []string) error {
-	cfg := &proxycmd.Config{
-		Version:           proxycmd.BuildVersion(),
-		Lock:              po.Lock,
-		TOFU:              po.TOFU,
-		Quiet:             po.Quiet,
-		MaxMessageBytes:   po.MaxMessageBytes,
-		CheckTimeout:      po.CheckTimeout,
-		ShutdownGrace:     po.ShutdownGrace,
-		AuditLog:          po.Audit.Log,
-		ManualRollForward: po.RollForward == "manual",
-		Resources:         po.Resources,
-		Headers:           po.Headers,
-		OAuth:             po.OAuth.Config(),
-	}
+	cfg := po.ProxyConfig()
 	if err := proxyServer(cmd, po, cfg, args); err != nil {
 		return err
 	}
-	if _, err := proxy.ResourceModeFor(po.Resources, nil); err != nil {
+	if _, err := proxy.ResourceModeFor(cfg.Resources, nil); err != nil {
 		return fmt.Errorf("--resources: %w", err)
 	}
 	if f.pol.File != "" {
@@ -162,7 +149,7 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 	if err := checkNames(&f.pol); err != nil {
 		return err
 	}
-	if po.Lock == "" {
+	if cfg.Lock == "" {
 		return errors.New("--lock FILE is required: the lock to enforce (written on first use with --bundle or --tofu)")
 	}
 	if po.RollForward != "signed" && po.RollForward != "manual" {
@@ -239,18 +226,18 @@ func proxyServer(cmd *cobra.Command, po *options.ProxyOptions, cfg *proxycmd.Con
 	if err := cfg.SetServer(args); err != nil {
 		return err
 	}
-	if len(po.Headers) > 0 {
+	if len(cfg.Headers) > 0 {
 		if cfg.URL == "" {
 			return errors.New("--header is for a remote server: give its URL after -- (a stdio server gets no HTTP headers)")
 		}
-		if _, err := mcpwire.ParseHeaders(po.Headers, os.LookupEnv); err != nil {
+		if _, err := mcpwire.ParseHeaders(cfg.Headers, os.LookupEnv); err != nil {
 			return fmt.Errorf("--header: %w", err)
 		}
 	}
 	if po.OAuth.Enabled && cfg.URL == "" {
 		return errors.New("--oauth is for a remote server: give its URL after -- (a stdio server signs in by itself)")
 	}
-	return po.OAuth.CheckOAuthHeaders(po.Headers)
+	return po.OAuth.CheckOAuthHeaders(cfg.Headers)
 }
 
 // changedFlagArgs returns the flags set on the command line as arguments
