@@ -44,11 +44,11 @@ long-lived key, prefer 'mcpsign sign sigstore' (keyless).`,
 
 // runKeygen makes a key pair and writes its two files.
 func runKeygen(a *app, o *options.KeygenOptions) error {
-	if o.Output == "" {
+	if o.Prefix == "" {
 		return errors.New("-o PREFIX is empty")
 	}
-	res, err := sign.Keygen(sign.KeygenOptions{Prefix: o.Output, Algorithm: sign.Algorithm(o.Algorithm),
-		Password: passwordFunc(a, o.PasswordEnv, "the new key"), Overwrite: o.Force})
+	o.Password = passwordFunc(a, o.PasswordEnv, "the new key")
+	res, err := sign.Keygen(o.KeygenOptions)
 	if err != nil {
 		return err
 	}

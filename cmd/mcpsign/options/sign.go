@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/attest/pkgfile"
+	"github.com/mcpsign/mcpsign/sign"
 )
 
 // StatementOptions are the optional parts of the signed statement: the
@@ -166,20 +167,19 @@ func (o *KeylessOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SigningConfig, "signing-config", "", "Sigstore signing_config.json (v0.2) naming Fulcio, Rekor, the timestamp authorities and the OIDC provider (default: the public-good one through TUF)")
 }
 
-// KeygenOptions are the flags of keygen.
+// KeygenOptions are the flags of keygen: the key pair's sign.KeygenOptions
+// (its Password from PasswordEnv).
 type KeygenOptions struct {
-	Algorithm   string
-	Output      string
+	sign.KeygenOptions
 	PasswordEnv string
-	Force       bool
 }
 
 // AddFlags adds the keygen flags to fs.
 func (o *KeygenOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Algorithm, "algorithm", "ecdsa-p256", "key algorithm: ecdsa-p256, ecdsa-p384, ed25519 or rsa-3072")
-	fs.StringVarP(&o.Output, "output", "o", "mcpsign", "file name prefix: writes PREFIX.key (encrypted, mode 0600) and PREFIX.pub")
+	fs.StringVar((*string)(&o.Algorithm), "algorithm", "ecdsa-p256", "key algorithm: ecdsa-p256, ecdsa-p384, ed25519 or rsa-3072")
+	fs.StringVarP(&o.Prefix, "output", "o", "mcpsign", "file name prefix: writes PREFIX.key (encrypted, mode 0600) and PREFIX.pub")
 	fs.StringVar(&o.PasswordEnv, "password-env", "", "name of the environment variable holding the new key's password (default: prompt twice, when stdin is a terminal)")
-	fs.BoolVar(&o.Force, "force", false, "replace existing key files")
+	fs.BoolVar(&o.Overwrite, "force", false, "replace existing key files")
 }
 
 // AddSigstoreFlags adds the Sigstore trust flags of o (--trusted-root,
