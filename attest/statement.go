@@ -228,6 +228,20 @@ func (st *Statement) Marshal() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// BuildPayload builds the statement of s (Build) and returns it with its
+// JSON payload to sign (Marshal).
+func BuildPayload(s *digest.Snapshot, opts Options) (*Statement, []byte, error) {
+	st, err := Build(s, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	payload, err := st.Marshal()
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, payload, nil
+}
+
 // Digests returns the signed digest ("sha256:…") of every subject by name.
 func (st *Statement) Digests() map[string]string {
 	m := make(map[string]string, len(st.Subject))

@@ -380,3 +380,38 @@ func TestCheckSource(t *testing.T) {
 		t.Errorf("a field the certificate lacks is compared: %v", err)
 	}
 }
+
+// TestBuildPayload: the payload is the statement's Marshal, and a
+// snapshot Build refuses gives no statement and no payload.
+func TestBuildPayload(t *testing.T) {
+	bad := exampleSnapshot()
+	bad.Tools = append(bad.Tools, json.RawMessage(`{"name":"x","n":1e20}`))
+	for name, tc := range map[string]struct {
+		snap    *digest.Snapshot
+		wantErr bool
+	}{
+		"a snapshot":                   {exampleSnapshot(), false},
+		"an invalid definition":        {bad, true},
+		"a server with no definitions": {&digest.Snapshot{}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			st, payload, err := BuildPayload(tc.snap, Options{})
+			if tc.wantErr {
+				if err == nil || st != nil || payload != nil {
+					t.Errorf("BuildPayload: %v, %v, %q", st, err, payload)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := st.Marshal()
+			if string(payload) != string(want) {
+				t.Errorf("payload %s, want %s", payload, want)
+			}
+			if _, err := Parse(payload); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

@@ -45,6 +45,19 @@ func ParseHeaders(lines []string, lookupEnv func(name string) (string, bool)) (h
 	return h, nil
 }
 
+// HasHeader reports whether the "Name: value" lines that ParseHeaders
+// reads set the header name (compared canonically, as HTTP does).
+func HasHeader(lines []string, name string) bool {
+	canon := textproto.CanonicalMIMEHeaderKey(name)
+	for _, line := range lines {
+		n, _, _ := strings.Cut(line, ":")
+		if textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(n)) == canon {
+			return true
+		}
+	}
+	return false
+}
+
 // expandEnv replaces ${NAME} and $$ in s. Its errors name the variable,
 // never a value.
 func expandEnv(s string, lookupEnv func(string) (string, bool)) (string, error) {

@@ -79,3 +79,23 @@ func FuzzParseHeaders(f *testing.F) {
 		}
 	})
 }
+
+func TestHasHeader(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		lines []string
+		name  string
+		want  bool
+	}{
+		{[]string{"Authorization: Bearer ${T}"}, "Authorization", true},
+		{[]string{"X-A: 1", "  authorization :x"}, "Authorization", true},
+		{[]string{"X-Authorization: x", "X-A: Authorization: x"}, "Authorization", false},
+		{[]string{"no colon"}, "No Colon", false},
+		{nil, "Authorization", false},
+		{[]string{"x-api-key: k"}, "X-API-Key", true},
+	} {
+		if got := HasHeader(tt.lines, tt.name); got != tt.want {
+			t.Errorf("HasHeader(%q, %q) = %v, want %v", tt.lines, tt.name, got, tt.want)
+		}
+	}
+}

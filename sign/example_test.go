@@ -6,6 +6,9 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
@@ -53,4 +56,23 @@ func ExampleSign() {
 	// Output:
 	// key signature of 1 subject(s), 0 log entries
 	// signed "notes" 1.2.0, 1 subject (1 tool, 0 prompts, 0 resource templates)
+}
+
+// A provisioning tool makes a release key pair without a terminal, its
+// password from the tool's secret store, as 'mcpsign keygen' does.
+func ExampleKeygen() {
+	dir, _ := os.MkdirTemp("", "keygen-example")
+	defer os.RemoveAll(dir)
+	res, err := sign.Keygen(sign.KeygenOptions{
+		Prefix:    filepath.Join(dir, "release"),
+		Algorithm: sign.Ed25519,
+		Password:  sign.StaticPassword([]byte("from the secret store")),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(filepath.Base(res.KeyPath), filepath.Base(res.PubPath), strings.HasPrefix(res.KeyID, "sha256:"))
+	// Output:
+	// release.key release.pub true
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpsign/mcpsign/attest"
 )
@@ -21,5 +22,20 @@ func TestSignTextCertificateSource(t *testing.T) {
 	WriteSourceText(&b, nil, nil)
 	if b.Len() != 0 {
 		t.Errorf("no certificate source, got %q", b.String())
+	}
+}
+
+func TestTimingsString(t *testing.T) {
+	for _, tc := range []struct {
+		t    Timings
+		want string
+	}{
+		{Timings{}, "Fulcio 0s, Rekor 0s, timestamp authority 0s, verify 0s, sign total 0s"},
+		{Timings{Fulcio: 1234567 * time.Nanosecond, Rekor: 2 * time.Second, TSA: 49 * time.Microsecond, Verify: 150 * time.Microsecond, Total: 3*time.Second + 1},
+			"Fulcio 1.2ms, Rekor 2s, timestamp authority 0s, verify 200µs, sign total 3s"},
+	} {
+		if got := tc.t.String(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.t, got, tc.want)
+		}
 	}
 }

@@ -192,6 +192,13 @@ type Timings struct {
 	Fulcio, Rekor, TSA, Verify, Total time.Duration
 }
 
+// String says the timings for people, each rounded to 0.1 ms.
+func (t Timings) String() string {
+	ms := func(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
+	return fmt.Sprintf("Fulcio %s, Rekor %s, timestamp authority %s, verify %s, sign total %s",
+		ms(t.Fulcio), ms(t.Rekor), ms(t.TSA), ms(t.Verify), ms(t.Total))
+}
+
 // Sign signs payload, an mcpsign statement, into a Sigstore bundle v0.3
 // (DSSE, payload type application/vnd.in-toto+json) and verifies the bundle
 // with sigstore-go's verifier against opts.TrustedMaterial (plus the

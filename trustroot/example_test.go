@@ -48,3 +48,42 @@ func ExampleEntries() {
 	// Output:
 	// https://rekor.example ECDSA P-256 active
 }
+
+// A host writes the trusted root of a private deployment from the entries
+// of its configuration, as 'mcpsign trustroot create -o FILE' does, and
+// reads the file back as 'mcpsign trustroot show' does.
+func ExampleEntrySet() {
+	dir, _ := os.MkdirTemp("", "trustroot-example")
+	defer os.RemoveAll(dir)
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	keyFile := filepath.Join(dir, "ct.pub")
+	_ = os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600)
+
+	set := trustroot.EntrySet{CTLogs: trustroot.Entries{Files: []string{keyFile}, URLs: []string{"https://ct.example"}}}
+	opts, err := set.CreateOptions()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	data, _, err := trustroot.Create(opts)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	file := filepath.Join(dir, "trusted_root.json")
+	if err := trustroot.WriteFile(file, data, false, nil); err != nil {
+		fmt.Println(err)
+		return
+	}
+	rep, err := trustroot.ReadFileReport(file, time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, l := range rep.CTLogs {
+		fmt.Println(l.BaseURL, l.KeyType, l.Status)
+	}
+	// Output:
+	// https://ct.example ECDSA P-256 active
+}

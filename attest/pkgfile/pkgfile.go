@@ -116,6 +116,16 @@ func Read(p string) (*Artifact, error) {
 	return a, nil
 }
 
+// ReadPackage reads the artifact file at path (Read) and returns its
+// package, for attest.Inputs.
+func ReadPackage(path string) (attest.Package, error) {
+	a, err := Read(path)
+	if err != nil {
+		return attest.Package{}, err
+	}
+	return a.Package(), nil
+}
+
 // Parse names and digests the artifact data whose file name (without
 // directory) is name:
 //

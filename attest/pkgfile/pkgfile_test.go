@@ -305,3 +305,23 @@ func TestZipEntryBound(t *testing.T) {
 		t.Errorf("truncated record: %v", err)
 	}
 }
+
+// TestReadPackage: the package of a file Read reads, and Read's error.
+func TestReadPackage(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "acme-notes-mcp-1.2.0.tgz")
+	if err := os.WriteFile(file, makeTGZ(t, entry{name: "package/package.json", body: pkgJSON}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Read(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg, err := ReadPackage(file)
+	if err != nil || pkg.PURL != "pkg:npm/%40acme/notes-mcp@1.2.0" || pkg.Digest["sha512"] != a.Package().Digest["sha512"] || len(pkg.Digest) != 1 {
+		t.Errorf("ReadPackage: %+v, %v", pkg, err)
+	}
+	if _, err := ReadPackage(filepath.Join(dir, "missing.tgz")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing file: %v", err)
+	}
+}

@@ -60,15 +60,7 @@ func runAttest(cmd *cobra.Command, a *app, args []string, src *options.SourceOpt
 	if output == "" {
 		return errors.New("missing -o FILE: where to write the statement ('-' for standard output)")
 	}
-	aopts, err := stmt.AttestOptions(a.getenv)
-	if err != nil {
-		return err
-	}
-	snap, err := loadSource(cmd, a, src, args)
-	if err != nil {
-		return err
-	}
-	st, payload, err := buildStatement(snap, aopts)
+	st, payload, err := loadStatement(cmd, a, src, stmt, args)
 	if err != nil {
 		return err
 	}
@@ -88,20 +80,27 @@ func runAttest(cmd *cobra.Command, a *app, args []string, src *options.SourceOpt
 	return nil
 }
 
-// buildStatement makes and serializes the statement of snap. Invalid
-// definitions fail with exit 1 (the error lists them).
+// loadStatement reads the source of args (loadSource) and makes its
+// statement (buildStatement), the statement flags checked first.
+func loadStatement(cmd *cobra.Command, a *app, src *options.SourceOptions, stmt *options.StatementOptions, args []string) (*attest.Statement, []byte, error) {
+	aopts, err := stmt.AttestOptions(a.getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	snap, err := loadSource(cmd, a, src, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	return buildStatement(snap, aopts)
+}
+
+// buildStatement makes and serializes the statement of snap
+// (attest.BuildPayload). Invalid definitions fail with exit 1 (the error
+// lists them).
 func buildStatement(snap *digest.Snapshot, opts attest.Options) (*attest.Statement, []byte, error) {
-	st, err := attest.Build(snap, opts)
-	if err != nil {
-		var ie *digest.InvalidDefinitionsError
-		if errors.As(err, &ie) {
-			return nil, nil, failed(fmt.Errorf("nothing signed or written: %w", err))
-		}
-		return nil, nil, err
+	st, payload, err := attest.BuildPayload(snap, opts)
+	if errors.As(err, new(*digest.InvalidDefinitionsError)) {
+		return nil, nil, failed(fmt.Errorf("nothing signed or written: %w", err))
 	}
-	payload, err := st.Marshal()
-	if err != nil {
-		return nil, nil, err
-	}
-	return st, payload, nil
+	return st, payload, err
 }

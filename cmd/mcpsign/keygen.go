@@ -8,8 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
-	"github.com/mcpsign/mcpsign/evidence"
-	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/sign"
 )
 
@@ -36,8 +34,8 @@ long-lived key, prefer 'mcpsign sign sigstore' (keyless).`,
   MCPSIGN_KEY_PASSWORD=... mcpsign keygen --algorithm ed25519 --password-env MCPSIGN_KEY_PASSWORD -o ci
   openssl pkey -in release.key -noout        # OpenSSL reads it too (asks the password)`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runKeygen(cmd, a, &o)
+		RunE: func(*cobra.Command, []string) error {
+			return runKeygen(a, &o)
 		},
 	}
 	o.AddFlags(cmd.Flags())
@@ -45,31 +43,16 @@ long-lived key, prefer 'mcpsign sign sigstore' (keyless).`,
 }
 
 // runKeygen makes a key pair and writes its two files.
-func runKeygen(cmd *cobra.Command, a *app, o *options.KeygenOptions) error {
-	if o.Output == "" {
+func runKeygen(a *app, o *options.KeygenOptions) error {
+	if o.Prefix == "" {
 		return errors.New("-o PREFIX is empty")
 	}
-	keyPath, pubPath := o.Output+".key", o.Output+".pub"
-	for _, p := range []string{keyPath, pubPath} {
-		if err := atomicfile.Check(p, atomicfile.Options{Overwrite: o.Force}); err != nil {
-			return err
-		}
-	}
-	key, err := sign.GenerateKey(sign.Algorithm(o.Algorithm))
+	o.Password = passwordFunc(a, o.PasswordEnv, "the new key")
+	res, err := sign.Keygen(o.KeygenOptions)
 	if err != nil {
 		return err
 	}
-	pw, err := passwordFunc(a, o.PasswordEnv, "the new key")(true)
-	if err != nil {
-		return err
-	}
-	err = sign.WriteKeyFiles(keyPath, pubPath, key, pw, o.Force)
-	clear(pw)
-	if err != nil {
-		return err
-	}
-	id, _ := evidence.KeyID(key.Public())
-	fmt.Fprintf(a.stderr, "mcpsign: wrote %s (private, keep it secret) and %s (public)\nmcpsign: key %s\n", keyPath, pubPath, id)
+	fmt.Fprintf(a.stderr, "mcpsign: wrote %s (private, keep it secret) and %s (public)\nmcpsign: key %s\n", res.KeyPath, res.PubPath, res.KeyID)
 	return nil
 }
 

@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -16,8 +14,6 @@ import (
 	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/proxy"
-	"github.com/mcpsign/mcpsign/source"
-	"github.com/mcpsign/mcpsign/verify"
 )
 
 func newProxyCmd(a *app) *cobra.Command {
@@ -140,27 +136,11 @@ func addProxyFlags(fs *pflag.FlagSet, po *options.ProxyOptions, f *verifyFlags) 
 }
 
 func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFlags, args []string) error {
-	server, err := proxyServer(cmd, po, args)
-	if err != nil {
+	cfg := po.ProxyConfig()
+	if err := proxyServer(cmd, po, cfg, args); err != nil {
 		return err
 	}
-	cfg := &proxycmd.Config{
-		Version:           proxycmd.BuildVersion(),
-		Lock:              po.Lock,
-		TOFU:              po.TOFU,
-		Quiet:             po.Quiet,
-		MaxMessageBytes:   po.MaxMessageBytes,
-		CheckTimeout:      po.CheckTimeout,
-		ShutdownGrace:     po.ShutdownGrace,
-		AuditLog:          po.Audit.Log,
-		ManualRollForward: po.RollForward == "manual",
-		Resources:         po.Resources,
-		Command:           server.Command,
-		URL:               server.URL,
-		Headers:           po.Headers,
-		OAuth:             po.OAuth.Config(),
-	}
-	if _, err := proxy.ResourceModeFor(po.Resources, nil); err != nil {
+	if _, err := proxy.ResourceModeFor(cfg.Resources, nil); err != nil {
 		return fmt.Errorf("--resources: %w", err)
 	}
 	if f.pol.File != "" {
@@ -169,36 +149,34 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 	if err := checkNames(&f.pol); err != nil {
 		return err
 	}
-	if po.Lock == "" {
+	if cfg.Lock == "" {
 		return errors.New("--lock FILE is required: the lock to enforce (written on first use with --bundle or --tofu)")
 	}
 	if po.RollForward != "signed" && po.RollForward != "manual" {
 		return fmt.Errorf("--roll-forward %q: want signed or manual", po.RollForward)
 	}
-	var v *verify.Verifier
 	bundle, err := newBundleInput(a, &f.vo)
 	if err != nil {
 		return err
 	}
-	if bundle != nil {
-		// Checked now, so that bad flags or trust material fail before the
-		// server starts, whichever process verifies later.
-		if v, err = verifyPolicy(cmd, f, methodOf(f), false); err != nil {
-			return err
+	if bundle == nil {
+		if cmd.Flags().Changed("key") || cmd.Flags().Changed("certificate-identity") || cmd.Flags().Changed("certificate-identity-regexp") {
+			return errors.New("the identity flags need --bundle: the signed definitions to verify")
 		}
-	} else if cmd.Flags().Changed("key") || cmd.Flags().Changed("certificate-identity") || cmd.Flags().Changed("certificate-identity-regexp") {
-		return errors.New("the identity flags need --bundle: the signed definitions to verify")
+		return startProxy(cmd, a, cfg, nil)
 	}
-	var vf proxy.VerifyFunc
-	if v != nil {
-		vf = bundle.verifier(v)
+	// Checked now, so that bad flags or trust material fail before the
+	// server starts, whichever process verifies later.
+	v, err := verifyPolicy(cmd, f, methodOf(f), false)
+	if err != nil {
+		return err
 	}
-	return startProxy(cmd, a, cfg, vf)
+	return startProxy(cmd, a, cfg, bundle.verifier(v))
 }
 
-// startProxy hands cfg over to mcpsign-proxy when it is installed (vf
-// non-nil: it verifies through 'mcpsign proxy-verify' with the same flags),
-// else runs the proxy in this process.
+// startProxy signs in, then hands cfg over to mcpsign-proxy when it is
+// installed (vf non-nil: it verifies through 'mcpsign proxy-verify' with
+// the same flags), else runs the proxy in this process (proxycmd.Start).
 func startProxy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.VerifyFunc) error {
 	if vf == nil && !cfg.TOFU {
 		// Said here, with the flags, before the hand-over: the proxy's own
@@ -208,93 +186,58 @@ func startProxy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.Verif
 		}
 	}
 	if cfg.OAuth != nil {
-		// Signed in here, before the hand-over and before the session's
-		// time limits, on stderr (the host shows it; nothing of it on
-		// stdout): the proxy then finds the token in the cache.
 		cfg.OAuth.Open = a.openURL
-		if _, err := options.SignIn(cmd.Context(), cfg.OAuth, cfg.URL, a.stderr); err != nil {
-			return err
-		}
 	}
-	if a.handOverProxy != nil {
-		var verifyArgs []string
-		if vf != nil {
-			verifyArgs = changedFlagArgs(cmd.Flags())
-		}
-		if handed, err := a.handOverProxy(cfg, verifyArgs); handed || err != nil {
-			return err
-		}
+	var verifyArgs []string
+	if vf != nil {
+		verifyArgs = changedFlagArgs(cmd.Flags())
 	}
-	if code := proxycmd.Run(cmd.Context(), cfg, vf, proxyhint.Hint, a.stdin, a.stdout, a.stderr); code != proxycmd.ExitOK {
+	code, err := proxycmd.Start(cmd.Context(), cfg, vf, proxycmd.StartOptions{HandOver: a.handOverProxy, VerifyArgs: verifyArgs,
+		Hint: proxyhint.Hint, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr})
+	if err != nil {
+		return options.OAuthSecretFlag(err)
+	}
+	if code != proxycmd.ExitOK {
 		return silentExit(code)
 	}
 	return nil
 }
 
 // handOverProxy replaces the process with mcpsign-proxy, when it is
-// installed beside this executable, to run cfg; verifyArgs (nil without
-// --bundle) are the flags it gives 'mcpsign proxy-verify'. It reports
-// false when there is no mcpsign-proxy to hand over to, and returns only on
-// that or on a failed exec.
+// installed beside this executable, to run cfg (proxycmd.HandOver);
+// verifyArgs (nil without --bundle) are the flags it gives 'mcpsign
+// proxy-verify'.
 func handOverProxy(cfg *proxycmd.Config, verifyArgs []string) (bool, error) {
-	lean, ok := proxycmd.Executable()
-	if !ok {
-		return false, nil
-	}
 	if verifyArgs != nil {
-		self, err := os.Executable()
-		if err != nil {
-			return false, nil
-		}
-		cfg.VerifyCommand = append([]string{self, proxyVerifyCommand}, verifyArgs...)
-		cfg.VerifyAdvertisedArg = "--" + serverAdvertisedFlag
+		verifyArgs = append([]string{proxyVerifyCommand}, verifyArgs...)
 	}
-	return true, proxycmd.Exec(lean, cfg)
+	return proxycmd.HandOver(cfg, verifyArgs, "--"+serverAdvertisedFlag)
 }
 
-// proxyServer reads what follows -- on a proxy's command line
-// (proxyServerSpec), and checks that --oauth goes with a remote server.
-func proxyServer(cmd *cobra.Command, po *options.ProxyOptions, args []string) (source.Spec, error) {
+// proxyServer sets the server of cfg from what follows -- on a proxy's
+// command line (proxycmd.Config.SetServer), and checks that --header and
+// --oauth go with a remote server. The headers are checked here, ${VAR}
+// included, so that a mistake fails before the hand-over; the proxy reads
+// them again where it runs.
+func proxyServer(cmd *cobra.Command, po *options.ProxyOptions, cfg *proxycmd.Config, args []string) error {
 	if dash := cmd.ArgsLenAtDash(); dash != 0 || len(args) == 0 {
-		return source.Spec{}, errors.New("give the server command after --: mcpsign proxy --lock FILE -- CMD [ARGS...] (or -- https://host/mcp for a remote server)")
+		return errors.New("give the server command after --: mcpsign proxy --lock FILE -- CMD [ARGS...] (or -- https://host/mcp for a remote server)")
 	}
-	spec, err := proxyServerSpec(args, po.Headers)
-	if err != nil {
-		return spec, err
+	if err := cfg.SetServer(args); err != nil {
+		return err
 	}
-	if po.OAuth.Enabled && spec.URL == "" {
-		return source.Spec{}, errors.New("--oauth is for a remote server: give its URL after -- (a stdio server signs in by itself)")
-	}
-	return spec, po.OAuth.CheckOAuthHeaders(po.Headers)
-}
-
-// proxyServerSpec is a server command, or one http(s) URL of a remote
-// server (https, or http on a loopback address), which --header is for.
-// The headers are checked here, ${VAR} included, so that a mistake fails
-// before the hand-over; the proxy reads them again where it runs.
-func proxyServerSpec(args, headers []string) (source.Spec, error) {
-	spec := source.Spec{Command: args}
-	if len(args) == 1 {
-		if scheme, _, ok := strings.Cut(args[0], "://"); ok && (strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https")) {
-			u, err := url.Parse(args[0])
-			if err != nil {
-				return source.Spec{}, fmt.Errorf("the server URL: %w", err)
-			}
-			if err := proxy.CheckURL(u); err != nil {
-				return source.Spec{}, err
-			}
-			spec = source.Spec{URL: args[0]}
+	if len(cfg.Headers) > 0 {
+		if cfg.URL == "" {
+			return errors.New("--header is for a remote server: give its URL after -- (a stdio server gets no HTTP headers)")
+		}
+		if _, err := mcpwire.ParseHeaders(cfg.Headers, os.LookupEnv); err != nil {
+			return fmt.Errorf("--header: %w", err)
 		}
 	}
-	if len(headers) > 0 {
-		if spec.URL == "" {
-			return source.Spec{}, errors.New("--header is for a remote server: give its URL after -- (a stdio server gets no HTTP headers)")
-		}
-		if _, err := mcpwire.ParseHeaders(headers, os.LookupEnv); err != nil {
-			return source.Spec{}, fmt.Errorf("--header: %w", err)
-		}
+	if po.OAuth.Enabled && cfg.URL == "" {
+		return errors.New("--oauth is for a remote server: give its URL after -- (a stdio server signs in by itself)")
 	}
-	return spec, nil
+	return po.OAuth.CheckOAuthHeaders(cfg.Headers)
 }
 
 // changedFlagArgs returns the flags set on the command line as arguments

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto"
 	"errors"
 	"fmt"
 	"strings"
@@ -154,9 +153,8 @@ func runSignSigstore(cmd *cobra.Command, a *app, args []string, f *signFlags, kl
 
 func newSignKeyCmd(a *app) *cobra.Command {
 	var (
-		f   signFlags
-		key options.KeyOptions
-		lg  options.LogOptions
+		f  signFlags
+		ko options.KeySignOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "key --key KEY SOURCE | key --key KEY -- CMD [ARGS...]",
@@ -186,44 +184,46 @@ cannot log an Ed25519 DSSE signature: use ECDSA or RSA with it.
     --tlog-upload --rekor-url https://rekor.sigstore.dev \
     --tsa-url https://timestamp.sigstore.dev/api/v1/timestamp -- ./server --stdio`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runSignKey(cmd, a, args, &f, &key, &lg)
+			return runSignKey(cmd, a, args, &f, &ko, false)
 		},
 	}
 	f.addFlags(cmd.Flags(), false)
-	key.AddFlags(cmd.Flags())
-	lg.AddFlags(cmd.Flags())
+	ko.AddFlags(cmd.Flags())
 	return cmd
 }
 
-// runSignKey signs with the --key private key.
-func runSignKey(cmd *cobra.Command, a *app, args []string, f *signFlags, key *options.KeyOptions, lg *options.LogOptions) error {
-	if key.Key == "" {
+// runSignKey signs with the --key private key, and with certificate its
+// --certificate.
+func runSignKey(cmd *cobra.Command, a *app, args []string, f *signFlags, ko *options.KeySignOptions, certificate bool) error {
+	switch {
+	case certificate && (ko.Key == "" || ko.Certificate == ""):
+		return fmt.Errorf("missing --key or --certificate: the private key and its PEM certificate")
+	case ko.Key == "":
 		return fmt.Errorf("missing --key: the PEM private key to sign with ('mcpsign keygen' makes one)")
 	}
-	if err := lg.Validate(); err != nil {
+	if err := ko.Log.Validate(); err != nil {
 		return err
 	}
 	return runSign(cmd, a, f, args, func(ctx context.Context) (sign.Options, error) {
-		priv, err := loadKey(a, key)
-		if err != nil {
-			return sign.Options{}, err
+		s, err := sign.KeyFiles{
+			Key: ko.Key, Password: passwordFunc(a, ko.PasswordEnv, ko.Key), EmbedChain: ko.EmbedChain,
+			Certificate: sign.CertificateFiles{Leaf: ko.Certificate, Chain: ko.Chain, Roots: f.trust.CARoots},
+		}.Signer(time.Now())
+		var fe *sign.CertificateFileError
+		if errors.As(err, &fe) {
+			flag := map[string]string{"leaf": "--certificate", "chain": "--certificate-chain", "roots": "--ca-roots"}[fe.Which]
+			return sign.Options{}, fmt.Errorf("%s %s: %w", flag, fe.Path, fe.Err)
+		} else if err != nil {
+			return sign.Options{}, options.KeyFileFlag(err)
 		}
-		s, err := sign.NewKeySigner(priv)
-		if err != nil {
-			return sign.Options{}, err
-		}
-		return withLogs(ctx, sign.Options{Signer: s}, f, lg)
+		return withLogs(ctx, sign.Options{Signer: s}, f, &ko.Log)
 	})
 }
 
 func newSignCertificateCmd(a *app) *cobra.Command {
 	var (
-		f          signFlags
-		key        options.KeyOptions
-		lg         options.LogOptions
-		certPath   string
-		chainPath  string
-		embedChain bool
+		f  signFlags
+		ko options.KeySignOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "certificate --key KEY --certificate CERT [--certificate-chain CHAIN] SOURCE",
@@ -248,52 +248,13 @@ only verifiers told to accept a chain in a v0.3 bundle read.
 		Example: `  mcpsign sign certificate --key release.key --certificate release.crt \
     --certificate-chain ca-chain.pem server.snapshot.json -o notes.sigstore.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runSignCertificate(cmd, a, args, &f, &key, &lg, certPath, chainPath, embedChain)
+			return runSignKey(cmd, a, args, &f, &ko, true)
 		},
 	}
 	f.addFlags(cmd.Flags(), true)
-	key.AddFlags(cmd.Flags())
-	lg.AddFlags(cmd.Flags())
-	cmd.Flags().StringVar(&certPath, "certificate", "", "PEM certificate of the signing key (the leaf)")
-	cmd.Flags().StringVar(&chainPath, "certificate-chain", "", "PEM file of the issuing intermediates in order, then the root")
-	cmd.Flags().BoolVar(&embedChain, "embed-chain", false, "put the intermediates into the bundle (x509CertificateChain) instead of the leaf only")
+	ko.AddFlags(cmd.Flags())
+	ko.AddCertificateFlags(cmd.Flags())
 	return cmd
-}
-
-// runSignCertificate signs with the --key private key and its --certificate.
-func runSignCertificate(cmd *cobra.Command, a *app, args []string, f *signFlags, key *options.KeyOptions, lg *options.LogOptions, certPath string, chainPath string, embedChain bool) error {
-	if key.Key == "" || certPath == "" {
-		return fmt.Errorf("missing --key or --certificate: the private key and its PEM certificate")
-	}
-	if err := lg.Validate(); err != nil {
-		return err
-	}
-	return runSign(cmd, a, f, args, func(ctx context.Context) (sign.Options, error) {
-		leaf, chain, roots, err := sign.CertificateFiles{Leaf: certPath, Chain: chainPath, Roots: f.trust.CARoots}.Read()
-		var fe *sign.CertificateFileError
-		if errors.As(err, &fe) {
-			flag := map[string]string{"leaf": "--certificate", "chain": "--certificate-chain", "roots": "--ca-roots"}[fe.Which]
-			return sign.Options{}, fmt.Errorf("%s %s: %w", flag, fe.Path, fe.Err)
-		} else if err != nil {
-			return sign.Options{}, err
-		}
-		priv, err := loadKey(a, key)
-		if err != nil {
-			return sign.Options{}, err
-		}
-		s, err := sign.NewCertificateSigner(priv, leaf, chain, roots, time.Now())
-		if err != nil {
-			return sign.Options{}, err
-		}
-		s.EmbedChain = embedChain
-		return withLogs(ctx, sign.Options{Signer: s}, f, lg)
-	})
-}
-
-// loadKey reads and decrypts the --key file.
-func loadKey(a *app, o *options.KeyOptions) (crypto.Signer, error) {
-	k, err := sign.ReadPrivateKey(o.Key, passwordFunc(a, o.PasswordEnv, o.Key))
-	return k, options.KeyFileFlag(err)
 }
 
 // withLogs adds the transparency log, timestamp authorities and trusted
@@ -333,15 +294,7 @@ func runSign(cmd *cobra.Command, a *app, f *signFlags, args []string, mk func(co
 	if err := atomicfile.Check(out, atomicfile.Options{Overwrite: f.out.Force}); err != nil {
 		return err
 	}
-	aopts, err := f.stmt.AttestOptions(a.getenv)
-	if err != nil {
-		return err
-	}
-	snap, err := loadSource(cmd, a, &f.src, args)
-	if err != nil {
-		return err
-	}
-	st, payload, err := buildStatement(snap, aopts)
+	st, payload, err := loadStatement(cmd, a, &f.src, &f.stmt, args)
 	if err != nil {
 		return err
 	}
@@ -359,14 +312,10 @@ func runSign(cmd *cobra.Command, a *app, f *signFlags, args []string, mk func(co
 		return err
 	}
 	if f.src.Verbose {
-		t := res.Timings
-		fmt.Fprintf(a.stderr, "mcpsign: timings: Fulcio %s, Rekor %s, timestamp authority %s, verify %s, sign total %s\n",
-			ms(t.Fulcio), ms(t.Rekor), ms(t.TSA), ms(t.Verify), ms(t.Total))
+		fmt.Fprintf(a.stderr, "mcpsign: timings: %s\n", res.Timings)
 	}
 	if asJSON {
 		return writeJSON(a.stdout, res.Report(out, st))
 	}
 	return res.WriteText(a.stdout, out, st)
 }
-
-func ms(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }

@@ -25,11 +25,11 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/mcpsign/mcpsign/attest"
-	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testpki"
 	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
+	"github.com/mcpsign/mcpsign/sign"
 )
 
 // runWith runs mcpsign in-process with an environment.
@@ -360,9 +360,7 @@ func TestSignKeyCommand(t *testing.T) {
 // publicPEM returns the PEM public key of a private key file.
 func publicPEM(t *testing.T, keyPath, pw string) []byte {
 	t.Helper()
-	var out bytes.Buffer
-	a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &out, getenv: func(string) string { return pw }, isTerminal: func() bool { return false }}
-	k, err := loadKey(a, &options.KeyOptions{Key: keyPath, PasswordEnv: "X"})
+	k, err := sign.ReadPrivateKey(keyPath, sign.StaticPassword([]byte(pw)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -10,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
-	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/trustroot"
@@ -48,9 +45,9 @@ See docs/TRUSTROOT.md.`,
 
 func newTrustrootFetchCmd(a *app) *cobra.Command {
 	var (
-		output, scOutput, cacheDir, mirror, tufRoot string
-		force                                       bool
-		timeout                                     time.Duration
+		opts    = trustroot.Options{Refresh: true}
+		files   = trustroot.FetchFilesOptions{Written: a.wroteTrustFile}
+		tufRoot string
 	)
 	cmd := &cobra.Command{
 		Use:   "fetch -o FILE",
@@ -73,26 +70,25 @@ commands with --offline can use it. Pin the written file and pass it with
   mcpsign trustroot fetch --tuf-mirror https://tuf.example.com --tuf-root root.json -o trusted_root.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runTrustrootFetch(cmd, a, output, scOutput, cacheDir, mirror, tufRoot, force, timeout)
+			return runTrustrootFetch(cmd, &opts, &files, tufRoot)
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&output, "output", "o", "", "file to write the trusted root to")
-	fs.StringVar(&scOutput, "signing-config-output", "", "also write the repository's signing configuration to this file")
-	fs.BoolVar(&force, "force", false, "replace existing output files")
-	fs.StringVar(&cacheDir, "tuf-cache", "", "TUF metadata cache directory (default: mcpsign/tuf under the user cache directory)")
-	fs.StringVar(&mirror, "tuf-mirror", "", "TUF repository URL (default: the Sigstore public-good repository)")
+	fs.StringVarP(&files.TrustedRoot, "output", "o", "", "file to write the trusted root to")
+	fs.StringVar(&files.SigningConfig, "signing-config-output", "", "also write the repository's signing configuration to this file")
+	fs.BoolVar(&files.Overwrite, "force", false, "replace existing output files")
+	fs.StringVar(&opts.CacheDir, "tuf-cache", "", "TUF metadata cache directory (default: mcpsign/tuf under the user cache directory)")
+	fs.StringVar(&opts.Mirror, "tuf-mirror", "", "TUF repository URL (default: the Sigstore public-good repository)")
 	fs.StringVar(&tufRoot, "tuf-root", "", "initial TUF root.json of --tuf-mirror (needed once for a repository other than public-good or staging)")
-	options.PositiveDurationVar(fs, &timeout, "timeout", trustroot.DefaultTimeout, "time limit for the TUF update")
+	options.PositiveDurationVar(fs, &opts.Timeout, "timeout", trustroot.DefaultTimeout, "time limit for the TUF update")
 	return cmd
 }
 
 // runTrustrootFetch fetches the trusted root (and the signing configuration) and writes them.
-func runTrustrootFetch(cmd *cobra.Command, a *app, output string, scOutput string, cacheDir string, mirror string, tufRoot string, force bool, timeout time.Duration) error {
-	if output == "" {
+func runTrustrootFetch(cmd *cobra.Command, opts *trustroot.Options, files *trustroot.FetchFilesOptions, tufRoot string) error {
+	if files.TrustedRoot == "" {
 		return errors.New("missing -o FILE: where to write the trusted root")
 	}
-	opts := trustroot.Options{CacheDir: cacheDir, Mirror: mirror, Refresh: true, Timeout: timeout}
 	if tufRoot != "" {
 		data, err := boundedfile.Read(tufRoot, trustroot.MaxTrustedRootBytes, nil)
 		if err != nil {
@@ -100,45 +96,20 @@ func runTrustrootFetch(cmd *cobra.Command, a *app, output string, scOutput strin
 		}
 		opts.TUFRoot = data
 	}
-	for _, p := range []string{output, scOutput} {
-		if p == "" {
-			continue
-		}
-		if err := atomicfile.Check(p, atomicfile.Options{Overwrite: force}); err != nil {
-			return err
-		}
-	}
-	data, err := trustroot.FetchTrustedRootJSON(cmd.Context(), opts)
-	if err != nil {
-		return err
-	}
-	var sc []byte
-	if scOutput != "" {
-		if sc, err = trustroot.FetchSigningConfigJSON(cmd.Context(), opts); err != nil {
-			return err
-		}
-	}
-	if err := writeTrustFile(a, output, data, force); err != nil || scOutput == "" {
-		return err
-	}
-	return writeTrustFile(a, scOutput, sc, force)
+	return trustroot.FetchFiles(cmd.Context(), *opts, *files)
 }
 
-// writeTrustFile writes data to path atomically and says so on stderr,
-// with its digest.
-func writeTrustFile(a *app, path string, data []byte, force bool) error {
-	if err := atomicfile.Write(path, data, atomicfile.Options{Overwrite: force}); err != nil {
-		return err
-	}
-	fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(path), trSHA256(data))
-	return nil
+// wroteTrustFile says on stderr that a trust file was written, with its
+// digest.
+func (a *app) wroteTrustFile(path, sha256Hex string) {
+	fmt.Fprintf(a.stderr, "mcpsign: wrote %s (sha256:%s)\n", textsafe.Escape(path), sha256Hex)
 }
 
 func newTrustrootCreateCmd(a *app) *cobra.Command {
 	var (
-		output             string
-		force              bool
-		ca, rekor, ct, tsa trustroot.Entries
+		output string
+		force  bool
+		set    trustroot.EntrySet
 	)
 	cmd := &cobra.Command{
 		Use:   "create -o FILE [--certificate-chain PEM]... [--rekor-key PEM]... [--ctfe-key PEM]... [--tsa-certificate-chain PEM]...",
@@ -180,50 +151,40 @@ checked by parsing it back, and written atomically. See docs/TRUSTROOT.md.`,
     --tsa-certificate-chain $S/tsa-chain.pem --tsa-url http://127.0.0.1:3004/api/v1/timestamp`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runTrustrootCreate(cmd, a, output, force, &ca, &rekor, &ct, &tsa)
+			return runTrustrootCreate(a, output, force, &set)
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVarP(&output, "output", "o", "", "file to write the trusted root to, or - for standard output")
 	fs.BoolVar(&force, "force", false, "replace an existing output file")
-	options.StringArrayVar(fs, &ca.Files, "certificate-chain", "PEM file of a certificate authority chain, intermediates first, root last (repeatable)")
-	options.StringArrayVar(fs, &ca.URLs, "certificate-chain-url", "URL of the certificate authority (by position)")
-	options.StringArrayVar(fs, &ca.Starts, "certificate-chain-start", "RFC 3339 time the certificate authority is trusted from (by position; default: its root's NotBefore)")
-	options.StringArrayVar(fs, &ca.Ends, "certificate-chain-end", "RFC 3339 time the certificate authority is trusted until (by position; default: open)")
-	options.StringArrayVar(fs, &rekor.Files, "rekor-key", "PEM public key of a Rekor transparency log (repeatable)")
-	options.StringArrayVar(fs, &rekor.URLs, "rekor-url", "URL of the Rekor log (by position)")
-	options.StringArrayVar(fs, &rekor.Origins, "rekor-origin", "checkpoint origin of a Rekor v2 log, the host name of its URL (by position)")
-	options.StringArrayVar(fs, &rekor.Starts, "rekor-start", "RFC 3339 time the Rekor key is trusted from (by position; default: the Unix epoch)")
-	options.StringArrayVar(fs, &rekor.Ends, "rekor-end", "RFC 3339 time the Rekor key is trusted until (by position; default: open)")
-	options.StringArrayVar(fs, &ct.Files, "ctfe-key", "PEM public key of a certificate transparency log (repeatable)")
-	options.StringArrayVar(fs, &ct.URLs, "ctfe-url", "URL of the CT log (by position)")
-	options.StringArrayVar(fs, &ct.Starts, "ctfe-start", "RFC 3339 time the CT key is trusted from (by position; default: the Unix epoch)")
-	options.StringArrayVar(fs, &ct.Ends, "ctfe-end", "RFC 3339 time the CT key is trusted until (by position; default: open)")
-	options.StringArrayVar(fs, &tsa.Files, "tsa-certificate-chain", "PEM file of a timestamp authority chain, signing certificate first, root last (repeatable)")
-	options.StringArrayVar(fs, &tsa.URLs, "tsa-url", "URL of the timestamp authority (by position)")
-	options.StringArrayVar(fs, &tsa.Starts, "tsa-start", "RFC 3339 time the timestamp authority is trusted from (by position; default: its signing certificate's NotBefore)")
-	options.StringArrayVar(fs, &tsa.Ends, "tsa-end", "RFC 3339 time the timestamp authority is trusted until (by position; default: open)")
+	options.StringArrayVar(fs, &set.CertificateAuthorities.Files, "certificate-chain", "PEM file of a certificate authority chain, intermediates first, root last (repeatable)")
+	options.StringArrayVar(fs, &set.CertificateAuthorities.URLs, "certificate-chain-url", "URL of the certificate authority (by position)")
+	options.StringArrayVar(fs, &set.CertificateAuthorities.Starts, "certificate-chain-start", "RFC 3339 time the certificate authority is trusted from (by position; default: its root's NotBefore)")
+	options.StringArrayVar(fs, &set.CertificateAuthorities.Ends, "certificate-chain-end", "RFC 3339 time the certificate authority is trusted until (by position; default: open)")
+	options.StringArrayVar(fs, &set.TransparencyLogs.Files, "rekor-key", "PEM public key of a Rekor transparency log (repeatable)")
+	options.StringArrayVar(fs, &set.TransparencyLogs.URLs, "rekor-url", "URL of the Rekor log (by position)")
+	options.StringArrayVar(fs, &set.TransparencyLogs.Origins, "rekor-origin", "checkpoint origin of a Rekor v2 log, the host name of its URL (by position)")
+	options.StringArrayVar(fs, &set.TransparencyLogs.Starts, "rekor-start", "RFC 3339 time the Rekor key is trusted from (by position; default: the Unix epoch)")
+	options.StringArrayVar(fs, &set.TransparencyLogs.Ends, "rekor-end", "RFC 3339 time the Rekor key is trusted until (by position; default: open)")
+	options.StringArrayVar(fs, &set.CTLogs.Files, "ctfe-key", "PEM public key of a certificate transparency log (repeatable)")
+	options.StringArrayVar(fs, &set.CTLogs.URLs, "ctfe-url", "URL of the CT log (by position)")
+	options.StringArrayVar(fs, &set.CTLogs.Starts, "ctfe-start", "RFC 3339 time the CT key is trusted from (by position; default: the Unix epoch)")
+	options.StringArrayVar(fs, &set.CTLogs.Ends, "ctfe-end", "RFC 3339 time the CT key is trusted until (by position; default: open)")
+	options.StringArrayVar(fs, &set.TimestampAuthorities.Files, "tsa-certificate-chain", "PEM file of a timestamp authority chain, signing certificate first, root last (repeatable)")
+	options.StringArrayVar(fs, &set.TimestampAuthorities.URLs, "tsa-url", "URL of the timestamp authority (by position)")
+	options.StringArrayVar(fs, &set.TimestampAuthorities.Starts, "tsa-start", "RFC 3339 time the timestamp authority is trusted from (by position; default: its signing certificate's NotBefore)")
+	options.StringArrayVar(fs, &set.TimestampAuthorities.Ends, "tsa-end", "RFC 3339 time the timestamp authority is trusted until (by position; default: open)")
 	return cmd
 }
 
 // runTrustrootCreate builds a trusted root from the entries of the flags and writes it.
-func runTrustrootCreate(cmd *cobra.Command, a *app, output string, force bool, ca *trustroot.Entries, rekor *trustroot.Entries, ct *trustroot.Entries, tsa *trustroot.Entries) error {
+func runTrustrootCreate(a *app, output string, force bool, set *trustroot.EntrySet) error {
 	if output == "" {
 		return errors.New("missing -o FILE: where to write the trusted root (- for standard output)")
 	}
-	var opts trustroot.CreateOptions
-	var err error
-	if opts.CertificateAuthorities, err = ca.Authorities(); err != nil {
-		return trEntryError(err, trCAFlags)
-	}
-	if opts.TimestampAuthorities, err = tsa.Authorities(); err != nil {
-		return trEntryError(err, trTSAFlags)
-	}
-	if opts.TransparencyLogs, err = rekor.Logs(); err != nil {
-		return trEntryError(err, trRekorFlags)
-	}
-	if opts.CTLogs, err = ct.Logs(); err != nil {
-		return trEntryError(err, trCTFlags)
+	opts, err := set.CreateOptions()
+	if err != nil {
+		return trEntryError(err)
 	}
 	data, warnings, err := trustroot.Create(opts)
 	if err != nil {
@@ -236,7 +197,7 @@ func runTrustrootCreate(cmd *cobra.Command, a *app, output string, force bool, c
 		_, err := a.stdout.Write(data)
 		return err
 	}
-	return writeTrustFile(a, output, data, force)
+	return trustroot.WriteFile(output, data, force, a.wroteTrustFile)
 }
 
 // trEntryFlags name the flags of one entry kind of 'trustroot create': the
@@ -244,12 +205,18 @@ func runTrustrootCreate(cmd *cobra.Command, a *app, output string, force bool, c
 // the other parts.
 type trEntryFlags struct{ primary, prefix string }
 
-var (
-	trCAFlags    = trEntryFlags{"--certificate-chain", "--certificate-chain-"}
-	trTSAFlags   = trEntryFlags{"--tsa-certificate-chain", "--tsa-"}
-	trRekorFlags = trEntryFlags{"--rekor-key", "--rekor-"}
-	trCTFlags    = trEntryFlags{"--ctfe-key", "--ctfe-"}
-)
+// trEntryFlagsOf returns the flags of a kind of trustroot.EntriesError.
+func trEntryFlagsOf(kind string) trEntryFlags {
+	switch kind {
+	case trustroot.KindCertificateAuthority:
+		return trEntryFlags{"--certificate-chain", "--certificate-chain-"}
+	case trustroot.KindTimestampAuthority:
+		return trEntryFlags{"--tsa-certificate-chain", "--tsa-"}
+	case trustroot.KindTransparencyLog:
+		return trEntryFlags{"--rekor-key", "--rekor-"}
+	}
+	return trEntryFlags{"--ctfe-key", "--ctfe-"}
+}
 
 // flag names the flag of an entry's part.
 func (f trEntryFlags) flag(part string) string {
@@ -259,8 +226,13 @@ func (f trEntryFlags) flag(part string) string {
 	return f.prefix + part
 }
 
-// trEntryError says err of trustroot.Entries with the flags of f.
-func trEntryError(err error, f trEntryFlags) error {
+// trEntryError says err of trustroot.EntrySet with the flags of its kind.
+func trEntryError(err error) error {
+	var ee *trustroot.EntriesError
+	if !errors.As(err, &ee) {
+		return err
+	}
+	f := trEntryFlagsOf(ee.Kind)
 	var pe *trustroot.PartError
 	var te *trustroot.TimeError
 	var fe *trustroot.FileError
@@ -273,7 +245,7 @@ func trEntryError(err error, f trEntryFlags) error {
 	case errors.As(err, &fe):
 		return fmt.Errorf("%s: %w", primary, fe.Err)
 	}
-	return err
+	return ee.Err
 }
 
 func newTrustrootShowCmd(a *app) *cobra.Command {
@@ -305,23 +277,13 @@ func runTrustrootShow(cmd *cobra.Command, a *app, args []string, out *options.Ou
 	if err != nil {
 		return err
 	}
-	data, err := boundedfile.Read(args[0], trustroot.MaxTrustedRootBytes, nil)
+	rep, err := trustroot.ReadFileReport(args[0], time.Now())
 	if err != nil {
 		return err
 	}
-	tr, err := trustroot.ParseTrustedRoot(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", textsafe.Escape(args[0]), err)
-	}
-	rep := trustroot.DescribeFile(args[0], data, tr, time.Now())
 	if asJSON {
 		return writeJSON(a.stdout, rep)
 	}
 	rep.WriteText(a.stdout)
 	return nil
-}
-
-func trSHA256(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }

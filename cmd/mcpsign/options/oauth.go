@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/textproto"
-	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
-	"github.com/mcpsign/mcpsign/oauth"
+	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/source"
 )
 
@@ -47,31 +45,19 @@ func (o *OAuthOptions) Config() *proxycmd.OAuthConfig {
 	return &c
 }
 
-// SignIn signs in with c (its Open set: nil for the desktop's browser,
-// unless --no-browser) to the server at serverURL, the sign-in said on
-// stderr, and returns the OAuth transport, whose cache then holds the token.
-func SignIn(ctx context.Context, c *proxycmd.OAuthConfig, serverURL string, stderr io.Writer) (*oauth.Transport, error) {
-	t, err := c.Transport(serverURL, nil, stderr)
+// OAuthSecretFlag says a *proxycmd.SecretEnvError with its flag.
+func OAuthSecretFlag(err error) error {
 	if errors.As(err, new(*proxycmd.SecretEnvError)) {
-		return nil, fmt.Errorf("--oauth-client-secret-env: %w", err)
+		return fmt.Errorf("--oauth-client-secret-env: %w", err)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return t, t.Authorize(ctx)
+	return err
 }
 
 // CheckOAuthHeaders refuses --header Authorization beside --oauth: both
 // would set the Authorization header.
 func (o *OAuthOptions) CheckOAuthHeaders(headers []string) error {
-	if !o.Enabled {
-		return nil
-	}
-	for _, h := range headers {
-		name, _, _ := strings.Cut(h, ":")
-		if textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name)) == "Authorization" {
-			return errors.New("--oauth and --header Authorization both set the Authorization header: give one")
-		}
+	if o.Enabled && mcpwire.HasHeader(headers, "Authorization") {
+		return errors.New("--oauth and --header Authorization both set the Authorization header: give one")
 	}
 	return nil
 }
@@ -96,9 +82,9 @@ func (o *SourceOptions) Authorize(ctx context.Context, spec source.Spec, open fu
 	}
 	c := o.OAuth.OAuthConfig
 	c.Open = open
-	t, err := SignIn(ctx, &c, spec.URL, stderr)
+	t, err := c.SignIn(ctx, spec.URL, stderr)
 	if err != nil {
-		return nil, err
+		return nil, OAuthSecretFlag(err)
 	}
 	return t.Client(), nil
 }

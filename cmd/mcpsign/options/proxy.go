@@ -1,10 +1,9 @@
 package options
 
 import (
-	"time"
-
 	"github.com/spf13/pflag"
 
+	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 	"github.com/mcpsign/mcpsign/proxy"
 	"github.com/mcpsign/mcpsign/source"
 )
@@ -12,34 +11,41 @@ import (
 // ProxyOptions are the flags of 'mcpsign proxy' besides the trust, identity
 // and verification groups.
 type ProxyOptions struct {
-	Lock            string
-	TOFU            bool
-	CheckTimeout    time.Duration
-	MaxMessageBytes int
-	ShutdownGrace   time.Duration
-	Quiet           bool
-	Audit           AuditOptions
-	RollForward     string
-	Resources       string
-	// Headers are --header: sent to a remote server (a URL after --).
-	Headers []string
+	// Config holds the flags that the proxy's configuration takes as they
+	// are: --lock, --tofu, --quiet, the limits, --resources and --header
+	// (sent to a remote server, a URL after --).
+	Config      proxycmd.Config
+	Audit       AuditOptions
+	RollForward string
 	// OAuth signs in to a remote server (--oauth).
 	OAuth OAuthOptions
 }
 
 // AddFlags adds the proxy flags to fs.
 func (o *ProxyOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Lock, "lock", "", "lock file to enforce (docs/LOCK.md); written on first use with --bundle or --tofu (required)")
-	fs.BoolVar(&o.TOFU, "tofu", false, "with no lock file, trust the first definitions seen and write them to the lock (method tofu: no signature vouches for them)")
-	PositiveDurationVar(fs, &o.CheckTimeout, "check-timeout", proxy.DefaultCheckTimeout, "time limit for the server's answer to initialize (or server/discover) and for each listing the proxy takes itself (start-up, after list_changed)")
-	fs.IntVar(&o.MaxMessageBytes, "max-message-bytes", source.DefaultMaxMessageBytes, "largest message relayed either way")
-	PositiveDurationVar(fs, &o.ShutdownGrace, "shutdown-grace", proxy.DefaultShutdownGrace, "how long the server gets to exit after its stdin closes, and again after SIGTERM")
-	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "print nothing on stderr but the server's stderr and the report of a block")
+	c := &o.Config
+	fs.StringVar(&c.Lock, "lock", "", "lock file to enforce (docs/LOCK.md); written on first use with --bundle or --tofu (required)")
+	fs.BoolVar(&c.TOFU, "tofu", false, "with no lock file, trust the first definitions seen and write them to the lock (method tofu: no signature vouches for them)")
+	PositiveDurationVar(fs, &c.CheckTimeout, "check-timeout", proxy.DefaultCheckTimeout, "time limit for the server's answer to initialize (or server/discover) and for each listing the proxy takes itself (start-up, after list_changed)")
+	fs.IntVar(&c.MaxMessageBytes, "max-message-bytes", source.DefaultMaxMessageBytes, "largest message relayed either way")
+	PositiveDurationVar(fs, &c.ShutdownGrace, "shutdown-grace", proxy.DefaultShutdownGrace, "how long the server gets to exit after its stdin closes, and again after SIGTERM")
+	fs.BoolVarP(&c.Quiet, "quiet", "q", false, "print nothing on stderr but the server's stderr and the report of a block")
 	o.Audit.AddFlags(fs)
 	fs.StringVar(&o.RollForward, "roll-forward", "signed", "signed: a change signed by the lock's signer rolls the lock forward; manual: every change waits for 'mcpsign approve'")
-	AddResourcesFlag(fs, &o.Resources, true)
-	AddHeaderFlag(fs, &o.Headers)
+	AddResourcesFlag(fs, &c.Resources, true)
+	AddHeaderFlag(fs, &c.Headers)
 	o.OAuth.AddFlags(fs)
+}
+
+// ProxyConfig returns the proxy's configuration of the flags (the server
+// still to be set).
+func (o *ProxyOptions) ProxyConfig() *proxycmd.Config {
+	c := o.Config
+	c.Version = proxycmd.BuildVersion()
+	c.AuditLog = o.Audit.Log
+	c.ManualRollForward = o.RollForward == "manual"
+	c.OAuth = o.OAuth.Config()
+	return &c
 }
 
 // AddResourcesFlag adds --resources, the resources mode of a command

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/attest/pkgfile"
+	"github.com/mcpsign/mcpsign/sign"
 )
 
 // StatementOptions are the optional parts of the signed statement: the
@@ -39,56 +40,33 @@ func (o *StatementOptions) AddFlags(fs *pflag.FlagSet) {
 // MaxPackages bounds --package-purl.
 const MaxPackages = attest.MaxPackages
 
-// AttestOptions returns the attest options. The source revision flags
-// default, each one, to the GitHub Actions environment read with getenv.
+// AttestOptions returns the attest options (attest.Inputs.Options). The
+// source revision flags default, each one, to the GitHub Actions
+// environment read with getenv.
 func (o *StatementOptions) AttestOptions(getenv func(string) string) (attest.Options, error) {
-	pkgs, err := ParsePackages(o.PackagePURLs, o.PackageDigests)
-	if err != nil {
-		return attest.Options{}, err
-	}
-	if len(o.PackageFiles)+len(pkgs) > MaxPackages {
-		return attest.Options{}, fmt.Errorf("--package and --package-purl: at most %d packages", MaxPackages)
-	}
-	var fromFiles []attest.Package
-	for _, f := range o.PackageFiles {
-		a, err := pkgfile.Read(f)
-		if err != nil {
-			return attest.Options{}, fmt.Errorf("--package: %w", err)
-		}
-		fromFiles = append(fromFiles, a.Package())
-	}
-	opts := attest.Options{Packages: append(fromFiles, pkgs...), OmitDefinitions: o.NoEmbedDefinitions}
-	src := attest.Source{Repository: o.SourceRepository, Commit: o.SourceCommit, Ref: o.SourceRef}
+	opts, err := attest.Inputs{
+		PackageFiles: o.PackageFiles, ReadPackage: pkgfile.ReadPackage, PURLs: o.PackagePURLs, Digests: o.PackageDigests,
+		Source:          attest.Source{Repository: o.SourceRepository, Commit: o.SourceCommit, Ref: o.SourceRef},
+		OmitDefinitions: o.NoEmbedDefinitions,
+	}.Options(getenv)
+	var ce *attest.CountError
+	var fe *attest.PackageFileError
 	var ie *attest.InputError
-	if opts.Source, err = attest.SourceWithDefaults(src, getenv); errors.As(err, &ie) {
-		return attest.Options{}, fmt.Errorf("--%s: %w", strings.ReplaceAll(ie.Part, ".", "-"), err)
+	switch {
+	case errors.As(err, &ce) && ce.Part == attest.CountPURLs:
+		return opts, fmt.Errorf("--package-purl: at most %d packages", MaxPackages)
+	case errors.As(err, &ce) && ce.Part == attest.CountDigests:
+		return opts, fmt.Errorf("--package-digest: %d digests for %d --package-purl; give one digest per package, in the same order, or none", ce.Got, ce.Want)
+	case errors.As(err, &ce):
+		return opts, fmt.Errorf("--package and --package-purl: at most %d packages", MaxPackages)
+	case errors.As(err, &fe):
+		return opts, fmt.Errorf("--package: %w", fe.Err)
+	case errors.As(err, &ie) && strings.HasPrefix(ie.Part, "source."):
+		return opts, fmt.Errorf("--%s: %w", strings.ReplaceAll(ie.Part, ".", "-"), err)
+	case errors.As(err, &ie):
+		return opts, fmt.Errorf("--package-%s %w", ie.Part, err)
 	}
 	return opts, err
-}
-
-// ParsePackages pairs package URLs with digests by position: either no
-// digests, or one ALG:HEX digest per package URL.
-func ParsePackages(purls, digests []string) ([]attest.Package, error) {
-	if len(purls) > MaxPackages {
-		return nil, fmt.Errorf("--package-purl: at most %d packages", MaxPackages)
-	}
-	if len(digests) > 0 && len(digests) != len(purls) {
-		return nil, fmt.Errorf("--package-digest: %d digests for %d --package-purl; give one digest per package, in the same order, or none", len(digests), len(purls))
-	}
-	var out []attest.Package
-	for i, p := range purls {
-		d := ""
-		if len(digests) > 0 {
-			d = digests[i]
-		}
-		pkg, err := attest.ParsePackage(p, d)
-		var ie *attest.InputError
-		if errors.As(err, &ie) {
-			return nil, fmt.Errorf("--package-%s %w", ie.Part, err)
-		}
-		out = append(out, pkg)
-	}
-	return out, nil
 }
 
 // BundleOutputOptions say where the bundle goes.
@@ -116,6 +94,31 @@ type KeyOptions struct {
 func (o *KeyOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Key, "key", "", "PEM private key file (ECDSA P-256/P-384, Ed25519, RSA ≥ 2048; plain or encrypted PKCS#8, SEC 1, PKCS#1, or a cosign key)")
 	fs.StringVar(&o.PasswordEnv, "password-env", "", "name of the environment variable holding the key's password (default: prompt, when stdin is a terminal)")
+}
+
+// KeySignOptions are the flags of the key and certificate methods.
+type KeySignOptions struct {
+	KeyOptions
+	Log LogOptions
+	// Certificate, Chain and EmbedChain are the certificate method's
+	// (AddCertificateFlags).
+	Certificate string
+	Chain       string
+	EmbedChain  bool
+}
+
+// AddFlags adds the key and log flags to fs.
+func (o *KeySignOptions) AddFlags(fs *pflag.FlagSet) {
+	o.KeyOptions.AddFlags(fs)
+	o.Log.AddFlags(fs)
+}
+
+// AddCertificateFlags adds --certificate, --certificate-chain and
+// --embed-chain to fs.
+func (o *KeySignOptions) AddCertificateFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Certificate, "certificate", "", "PEM certificate of the signing key (the leaf)")
+	fs.StringVar(&o.Chain, "certificate-chain", "", "PEM file of the issuing intermediates in order, then the root")
+	fs.BoolVar(&o.EmbedChain, "embed-chain", false, "put the intermediates into the bundle (x509CertificateChain) instead of the leaf only")
 }
 
 // LogOptions are the optional transparency log and timestamp of the key and
@@ -164,20 +167,19 @@ func (o *KeylessOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SigningConfig, "signing-config", "", "Sigstore signing_config.json (v0.2) naming Fulcio, Rekor, the timestamp authorities and the OIDC provider (default: the public-good one through TUF)")
 }
 
-// KeygenOptions are the flags of keygen.
+// KeygenOptions are the flags of keygen: the key pair's sign.KeygenOptions
+// (its Password from PasswordEnv).
 type KeygenOptions struct {
-	Algorithm   string
-	Output      string
+	sign.KeygenOptions
 	PasswordEnv string
-	Force       bool
 }
 
 // AddFlags adds the keygen flags to fs.
 func (o *KeygenOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Algorithm, "algorithm", "ecdsa-p256", "key algorithm: ecdsa-p256, ecdsa-p384, ed25519 or rsa-3072")
-	fs.StringVarP(&o.Output, "output", "o", "mcpsign", "file name prefix: writes PREFIX.key (encrypted, mode 0600) and PREFIX.pub")
+	fs.StringVar((*string)(&o.Algorithm), "algorithm", "ecdsa-p256", "key algorithm: ecdsa-p256, ecdsa-p384, ed25519 or rsa-3072")
+	fs.StringVarP(&o.Prefix, "output", "o", "mcpsign", "file name prefix: writes PREFIX.key (encrypted, mode 0600) and PREFIX.pub")
 	fs.StringVar(&o.PasswordEnv, "password-env", "", "name of the environment variable holding the new key's password (default: prompt twice, when stdin is a terminal)")
-	fs.BoolVar(&o.Force, "force", false, "replace existing key files")
+	fs.BoolVar(&o.Overwrite, "force", false, "replace existing key files")
 }
 
 // AddSigstoreFlags adds the Sigstore trust flags of o (--trusted-root,

@@ -1,48 +1,40 @@
 package options
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-func TestParsePackages(t *testing.T) {
+// TestAttestOptionsErrors: the errors of attest.Inputs said with the
+// flags.
+func TestAttestOptionsErrors(t *testing.T) {
 	hex64 := strings.Repeat("0a", 32)
-	tests := []struct {
-		name    string
-		purls   []string
-		digests []string
-		ok      bool
-	}{
-		{"none", nil, nil, true},
-		{"purl only", []string{"pkg:npm/%40acme/notes@1.0.0"}, nil, true},
-		{"pair", []string{"pkg:pypi/notes@1.0"}, []string{"sha256:" + hex64}, true},
-		{"two pairs", []string{"pkg:npm/a@1", "pkg:oci/a@sha256%3Aab"}, []string{"sha512:" + hex64 + hex64, "sha256:" + hex64}, true},
-		{"digest without purl", nil, []string{"sha256:" + hex64}, false},
-		{"fewer digests", []string{"pkg:npm/a", "pkg:npm/b"}, []string{"sha256:" + hex64}, false},
-		{"not a purl", []string{"npm/a"}, nil, false},
-		{"purl with space", []string{"pkg:npm/a b"}, nil, false},
-		{"purl with newline", []string{"pkg:npm/a\nb"}, nil, false},
-		{"uppercase hex", []string{"pkg:npm/a"}, []string{"sha256:" + strings.ToUpper(hex64)}, false},
-		{"no algorithm", []string{"pkg:npm/a"}, []string{hex64}, false},
-		{"short hex", []string{"pkg:npm/a"}, []string{"sha256:abcd"}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			pkgs, err := ParsePackages(tt.purls, tt.digests)
-			if (err == nil) != tt.ok {
-				t.Fatalf("ok=%v, err=%v", tt.ok, err)
-			}
-			if err == nil && len(pkgs) != len(tt.purls) {
-				t.Errorf("%d packages", len(pkgs))
-			}
-		})
-	}
 	many := make([]string, MaxPackages+1)
 	for i := range many {
 		many[i] = "pkg:npm/a"
 	}
-	if _, err := ParsePackages(many, nil); err == nil {
-		t.Error("too many packages accepted")
+	for _, tt := range []struct {
+		name string
+		o    StatementOptions
+		want string
+	}{
+		{"too many package URLs", StatementOptions{PackagePURLs: many}, "--package-purl: at most 64 packages"},
+		{"fewer digests", StatementOptions{PackagePURLs: []string{"pkg:npm/a", "pkg:npm/b"}, PackageDigests: []string{"sha256:" + hex64}},
+			"--package-digest: 1 digests for 2 --package-purl; give one digest per package, in the same order, or none"},
+		{"too many packages in all", StatementOptions{PackagePURLs: many[1:], PackageFiles: []string{"a.tgz"}},
+			"--package and --package-purl: at most 64 packages"},
+		{"a package file", StatementOptions{PackageFiles: []string{filepath.Join(t.TempDir(), "missing.tgz")}}, "--package: open "},
+		{"not a purl", StatementOptions{PackagePURLs: []string{"npm/a"}}, `--package-purl "npm/a": not a package URL`},
+		{"a bad digest", StatementOptions{PackagePURLs: []string{"pkg:npm/a"}, PackageDigests: []string{hex64}}, "--package-digest \"" + hex64 + "\": want ALG:HEX"},
+		{"a source ref", StatementOptions{SourceRef: "a\x1b[2J"}, "--source-ref: control characters"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.o.AttestOptions(func(string) string { return "" })
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("err %v, want %q", err, tt.want)
+			}
+		})
 	}
 }
 
@@ -82,26 +74,4 @@ func TestLogOptionsValidate(t *testing.T) {
 			t.Errorf("%+v: %v", tt.o, err)
 		}
 	}
-}
-
-func FuzzParsePackages(f *testing.F) {
-	f.Add("pkg:npm/%40acme/notes@1.0.0", "sha256:"+strings.Repeat("0a", 32))
-	f.Add("pkg:oci/x", "sha512:00")
-	f.Fuzz(func(t *testing.T, purl, dg string) {
-		pkgs, err := ParsePackages([]string{purl}, []string{dg})
-		if err != nil {
-			return
-		}
-		if len(pkgs) != 1 || pkgs[0].PURL != purl || len(pkgs[0].Digest) != 1 {
-			t.Fatalf("%+v", pkgs)
-		}
-		if strings.ContainsAny(purl, " \n\r\t\x00") {
-			t.Fatalf("whitespace accepted: %q", purl)
-		}
-		for alg, h := range pkgs[0].Digest {
-			if alg+":"+h != dg || strings.ToLower(h) != h {
-				t.Fatalf("digest %q -> %s:%s", dg, alg, h)
-			}
-		}
-	})
 }

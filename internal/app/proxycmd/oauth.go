@@ -52,6 +52,20 @@ func (c *OAuthConfig) Transport(serverURL string, base *http.Client, stderr io.W
 	return oauth.New(o)
 }
 
+// SignIn signs in with c to the server at serverURL (Transport, the
+// sign-in said on stderr) and returns the transport, whose cache then
+// holds the token.
+func (c *OAuthConfig) SignIn(ctx context.Context, serverURL string, stderr io.Writer) (*oauth.Transport, error) {
+	t, err := c.Transport(serverURL, nil, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Authorize(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
 func (c *OAuthConfig) options(serverURL string, base *http.Client, stderr io.Writer) (oauth.Options, error) {
 	var secret string
 	if c.SecretEnv != "" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -95,5 +96,35 @@ func TestRunOAuthSignInDuringSession(t *testing.T) {
 	}
 	if bytes.Contains([]byte(stderr.String()), []byte(e.Token.Refresh)) {
 		t.Error("the refresh token shows on stderr")
+	}
+}
+
+// TestOAuthConfigSignIn: a sign-in in the browser leaves the token in the
+// cache, where a transport without a browser finds it; a secret variable
+// that is not set fails before anything is asked.
+func TestOAuthConfigSignIn(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.NewAS(t)
+	rs := oauthtest.NewRS(t, as, oauthtest.RSOptions{Tools: []string{"alpha"}})
+	cache := filepath.Join(t.TempDir(), "oauth")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stderr bytes.Buffer
+	c := &OAuthConfig{CacheDir: cache, Open: oauthtest.Browser}
+	tr, err := c.SignIn(ctx, rs.URL, &stderr)
+	if err != nil {
+		t.Fatalf("SignIn: %v\n%s", err, stderr.String())
+	}
+	if _, err := os.Stat(tr.CachePath()); err != nil {
+		t.Errorf("no token cached: %v", err)
+	}
+	again := &OAuthConfig{CacheDir: cache, NoBrowser: true}
+	if _, err := again.SignIn(ctx, rs.URL, io.Discard); err != nil {
+		t.Errorf("a second sign-in with the cached token: %v", err)
+	}
+	var se *SecretEnvError
+	unset := &OAuthConfig{CacheDir: t.TempDir(), ClientID: "c", SecretEnv: "MCPSIGN_TEST_UNSET_SECRET"}
+	if _, err := unset.SignIn(ctx, rs.URL, io.Discard); !errors.As(err, &se) || se.Name != "MCPSIGN_TEST_UNSET_SECRET" {
+		t.Errorf("an unset secret variable: %v", err)
 	}
 }
