@@ -55,14 +55,16 @@ func bundleFlag(err error) error {
 }
 
 // freshBundleFlag is bundleFlag for a bundle read anew for the proxy's
-// verification (pinbundle.Location.Fresh): a file that cannot be read is
-// said as such.
-func freshBundleFlag(err error) error {
+// verification (pinbundle.Location.Fresh).
+func freshBundleFlag(err error) error { return readingBundle(bundleFlag(err)) }
+
+// readingBundle says a bundle file that cannot be read anew as such.
+func readingBundle(err error) error {
 	var re *pinbundle.ReadError
 	if errors.As(err, &re) && re.Location.File != "" {
-		return fmt.Errorf("reading the bundle: %w", bundleFlag(err))
+		return fmt.Errorf("reading the bundle: %w", err)
 	}
-	return bundleFlag(err)
+	return err
 }
 
 // verifier is the proxy's VerifyFunc of the input.

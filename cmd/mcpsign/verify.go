@@ -367,6 +367,17 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 	}
 	res, verr := v.Verify(cmd.Context(), bundleJSON, snap)
 	verr = explainFailure(verr, bundleJSON, f.policyKey, f.trustUsed)
+	if err := reportVerified(cmd, a, f, asJSON, snap, res, verr, nil); err != nil {
+		return err
+	}
+	missingHint(a.stderr, res, snap)
+	return verifyExit(verr, !asJSON)
+}
+
+// reportVerified writes the lock of a verification that holds
+// (--write-lock) and the report, with more, when not nil, in the text
+// report, and says where the lock was written.
+func reportVerified(cmd *cobra.Command, a *app, f *verifyFlags, asJSON bool, snap *digest.Snapshot, res *verify.Result, verr error, more func(io.Writer)) error {
 	if verr == nil && f.vo.WriteLock != "" {
 		if err := writeVerifiedLock(cmd, f, snap, res); err != nil {
 			return err
@@ -375,11 +386,13 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 	if err := writeVerifyReport(a, asJSON, res, verr); err != nil {
 		return err
 	}
+	if !asJSON && more != nil {
+		more(a.stdout)
+	}
 	if verr == nil && f.vo.WriteLock != "" && !asJSON {
 		fmt.Fprintf(a.stdout, "\nlock written to %s\n", f.vo.WriteLock)
 	}
-	missingHint(a.stderr, res, snap)
-	return verifyExit(verr, !asJSON)
+	return nil
 }
 
 // missingHint says, when signed definitions are missing from a live
