@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcpsign/mcpsign/audit"
 	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
@@ -19,9 +18,6 @@ import (
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/proxy"
 )
-
-// Finding of a refused approval in the audit log (docs/AUDIT.md).
-const findingApproveStale = "approve-expect-mismatch"
 
 func newApproveCmd(a *app) *cobra.Command {
 	var (
@@ -110,7 +106,7 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 	ctx := cmd.Context()
 	held, err := pin.Read(ao.Lock)
 	if err != nil {
-		if aerr := auditevent.Append(ctx, ao.Audit.Log, auditevent.Refusal(audit.LockRefused, nil, nil, []string{auditevent.LockFinding(err)})); aerr != nil {
+		if aerr := auditevent.RefuseLock(ctx, ao.Audit.Log, err); aerr != nil {
 			return errors.Join(err, aerr)
 		}
 		return err
@@ -143,11 +139,7 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 	}
 	// What was listed must be exactly what the reviewer saw.
 	if stale := change.Stale(want.Sets, want.Instructions); len(stale) > 0 {
-		ids := make([]string, len(stale))
-		for i, s := range stale {
-			ids[i] = findingApproveStale + " " + pin.StaleSet(s)
-		}
-		if aerr := auditevent.Append(ctx, ao.Audit.Log, auditevent.Refusal(audit.LockRefused, held, snap, ids)); aerr != nil {
+		if aerr := auditevent.RefuseStale(ctx, ao.Audit.Log, held, snap, stale); aerr != nil {
 			return aerr
 		}
 		return failed(fmt.Errorf("nothing approved; the lock is left as it is: the server does not serve what --expect says (it changed since the review?):\n  %s", strings.Join(stale, "\n  ")))
@@ -201,15 +193,13 @@ func confirm(a *app, question string) bool {
 // writeApproval replaces the held lock by the manual approval of snap,
 // recorded in the audit log first.
 func writeApproval(ctx context.Context, a *app, ao *options.ApproveOptions, held *pin.Lock, snap *digest.Snapshot, approver string) error {
-	rec := &auditevent.Recorder{Log: ao.Audit.Log, Before: held}
-	next, err := pin.ApproveManual(ctx, ao.Lock, held, snap, pin.Approval{Reason: ao.Reason, Approver: approver, SourceRevision: ao.SourceRevision}, rec.Record(ctx))
+	next, err := auditevent.ApproveManual(ctx, ao.Lock, ao.Audit.Log, held, snap, pin.Approval{Reason: ao.Reason, Approver: approver, SourceRevision: ao.SourceRevision})
 	switch {
 	case next == nil:
 		return fmt.Errorf("nothing approved: %w", err)
 	case errors.Is(err, pin.ErrLockChanged):
-		err = errors.New("nothing approved: the lock changed since it was read; run approve again")
-	}
-	if err := rec.Result(err); err != nil {
+		return errors.New("nothing approved: the lock changed since it was read; run approve again")
+	case err != nil:
 		return err
 	}
 	fmt.Fprintf(a.stdout, "\napproved into %s: %s\nlockDigest: %s (previous %s)\n", textsafe.Escape(ao.Lock), pin.ManualText(&next.Approval), next.LockDigest, held.LockDigest)
@@ -225,12 +215,4 @@ func osUser(a *app) (string, error) {
 		return u, nil
 	}
 	return "", errors.New("neither the account database nor $USER names it")
-}
-
-// orNoneDigest writes an absent digest ("") as none.
-func orNoneDigest(d string) string {
-	if d == "" {
-		return "none"
-	}
-	return d
 }
