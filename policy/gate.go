@@ -40,6 +40,10 @@ type Gate struct {
 	// reading a bundle and of re-verifying a lock, and ErrNoBundle, before
 	// they are returned or said (a CLI adds the flags that fix them).
 	Hint func(error) error
+	// OverridesDropped, when set, is called when CheckLock drops the
+	// capability overrides of a lock it proved (LockStanding): a host says
+	// that they are not applied.
+	OverridesDropped func()
 }
 
 func (g *Gate) hint(err error) error {
@@ -118,10 +122,17 @@ func (g *Gate) CheckLock(ctx context.Context, l *pin.Lock, snap *digest.Snapshot
 	if locs := g.Policy.BundleLocations(g.Bundles, g.BundleOptions); len(locs) > 0 {
 		opts.Bundles = pinbundle.Locations(locs).ForLock
 	}
+	var st LockStanding
+	var err error
 	if snap == nil {
-		return g.Decider.CheckLock(ctx, g.Policy, l, nil, opts)
+		st, err = g.Decider.CheckLock(ctx, g.Policy, l, nil, opts)
+	} else {
+		st, err = g.Decider.CheckServedLock(ctx, g.Policy, l, snap, drifted, opts)
 	}
-	return g.Decider.CheckServedLock(ctx, g.Policy, l, snap, drifted, opts)
+	if st.OverridesDropped && g.OverridesDropped != nil {
+		g.OverridesDropped()
+	}
+	return st, err
 }
 
 // VerifyFunc is the proxy's verification under the entry
@@ -166,8 +177,6 @@ type ProxyStart struct {
 	Resources Resources
 	// Admission is what the proxy enforces of the lock in force.
 	Admission Admission
-	// Standing is what CheckLock established of the lock in force.
-	Standing LockStanding
 }
 
 // Proxy decides how a proxy under the entry starts: its lock, audit log,
@@ -193,7 +202,7 @@ func (g *Gate) Proxy(ctx context.Context) (*ProxyStart, error) {
 	if err != nil {
 		return st, nil
 	}
-	switch st.Standing, err = g.CheckLock(ctx, l, nil, false); {
+	switch _, err := g.CheckLock(ctx, l, nil, false); {
 	case errors.Is(err, ErrNeedsServer):
 		st.Admission.Reverify = true
 	case err != nil:
@@ -201,4 +210,48 @@ func (g *Gate) Proxy(ctx context.Context) (*ProxyStart, error) {
 	}
 	st.Admission.LockDigest = l.LockDigest
 	return st, nil
+}
+
+// Pinned is what Gate.CheckPinned found.
+type Pinned struct {
+	// Report is the drift report of what the server serves against the
+	// lock (pin.Lock.Check), with the finding of a lock outside the policy
+	// (OutsideError.Report); that finding alone when the lock was outside
+	// it before the server was read (which it then was not).
+	Report *pin.Report
+	// Outside says the lock is outside the policy: the report fails
+	// whatever the fail-on rule says.
+	Outside bool
+}
+
+// CheckPinned checks what the server serves against l, the lock in force
+// at path, under the entry (docs/POLICY.md "The lock in force"): l must
+// stand under the policy before the server is read (CheckLock) and, when
+// only the server's bundle can prove it, once it is. load reads the
+// server; it is not called for a lock outside the policy at start.
+func (g *Gate) CheckPinned(ctx context.Context, l *pin.Lock, path string, load func(context.Context) (*digest.Snapshot, error)) (*Pinned, error) {
+	p := &Pinned{}
+	var out *OutsideError
+	_, err := g.CheckLock(ctx, l, nil, false)
+	switch {
+	case errors.As(err, &out):
+		p.Report, p.Outside = out.Report(path), true
+		return p, nil
+	case err != nil && !errors.Is(err, ErrNeedsServer):
+		return nil, err
+	}
+	snap, lerr := load(ctx)
+	if lerr != nil {
+		return nil, lerr
+	}
+	p.Report = l.Check(snap)
+	p.Report.Lock = path
+	if err != nil { // ErrNeedsServer: proven by the server's bundle, or not
+		_, err = g.CheckLock(ctx, l, snap, p.Report.Failed(pin.FailOnDrift))
+		if errors.As(err, &out) {
+			p.Report.Findings = append(p.Report.Findings, out.Report(path).Findings...)
+			p.Outside = true
+		}
+	}
+	return p, nil
 }

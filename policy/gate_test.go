@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/pin/capability"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/source"
 )
@@ -242,4 +244,73 @@ func ExampleGate() {
 	}
 	fmt.Println("mode", st.Mode, "lock", filepath.Base(st.Lock), "enforced:", st.Admission.LockDigest == lock.LockDigest)
 	// Output: mode block lock notes.mcpsign.lock enforced: true
+}
+
+func TestGateCheckPinned(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	drifted := served()
+	drifted.Tools[0] = []byte(`{"name":"search_notes","description":"Search all the notes.","inputSchema":{"type":"object"}}`)
+	tests := []struct {
+		name        string
+		server      bool // the entry's bundle is the server's
+		tofu        bool // a tofu lock, outside the default policy
+		snap        *digest.Snapshot
+		wantLoaded  bool
+		wantOutside bool
+		wantDrift   bool
+		wantRule    string
+	}{
+		{name: "stands", snap: served(), wantLoaded: true},
+		{name: "stands, drifted", snap: drifted, wantLoaded: true, wantDrift: true},
+		{name: "outside at start", tofu: true, snap: served(), wantOutside: true, wantRule: policy.RuleLockMethodRefused},
+		{name: "server's bundle proves it", server: true, snap: served(), wantLoaded: true},
+		{name: "server's bundle, drifted", server: true, snap: drifted, wantLoaded: true, wantOutside: true, wantDrift: true, wantRule: policy.RuleLockUnproven},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, dir, bundle := gateFixture(t, "")
+			approval := pin.Approval{Method: pin.MethodTOFU}
+			if !tt.tofu {
+				dec, err := g.Decider.Decide(ctx, g.Policy, [][]byte{bundle}, served())
+				if err != nil {
+					t.Fatal(err)
+				}
+				approval = dec.Approval()
+			}
+			l, err := pin.NewLock(served(), approval)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.SetCapabilities(capability.Overrides{"search_notes": {capability.Read}}); err != nil {
+				t.Fatal(err)
+			}
+			dropped := false
+			g.OverridesDropped = func() { dropped = true }
+			if tt.server {
+				g.Policy.Bundle = policy.Bundle{Kind: policy.BundleServer}
+				tt.snap.Advertised = json.RawMessage(`{"dev.mcpsign/attestation":{"bundle":` + string(bundle) + `}}`)
+			}
+			loaded := false
+			p, err := g.CheckPinned(ctx, l, filepath.Join(dir, "x.lock"), func(context.Context) (*digest.Snapshot, error) {
+				loaded = true
+				return tt.snap, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rules := map[string]bool{}
+			for _, f := range p.Report.Findings {
+				rules[f.Rule] = true
+			}
+			if loaded != tt.wantLoaded || p.Outside != tt.wantOutside || p.Report.Failed(pin.FailOnDrift) != (tt.wantDrift || tt.wantOutside) ||
+				tt.wantRule != "" && !rules[tt.wantRule] {
+				t.Fatalf("loaded %v, outside %v, findings %v", loaded, p.Outside, rules)
+			}
+			// A lock proven by its bundle does not keep its overrides.
+			if dropped != !p.Outside {
+				t.Fatalf("overrides dropped %v, outside %v", dropped, p.Outside)
+			}
+		})
+	}
 }

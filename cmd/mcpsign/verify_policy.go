@@ -60,7 +60,10 @@ func policyGate(a *app, f *verifyFlags, r *policy.Resolved) (*policy.Gate, error
 		}
 		f.decider = policy.NewDecider(policy.DeciderOptions{Offline: f.trust.Offline, AllowCurrentTime: f.vo.AllowCurrentTime, Packages: pkgs})
 	}
-	return &policy.Gate{Decider: f.decider, Policy: r, Bundles: f.vo.Bundles, BundleOptions: source.BundleOptions{HTTPClient: a.httpClient}, Hint: policyHint(r)}, nil
+	return &policy.Gate{Decider: f.decider, Policy: r, Bundles: f.vo.Bundles, BundleOptions: source.BundleOptions{HTTPClient: a.httpClient}, Hint: policyHint(r),
+		OverridesDropped: func() {
+			fmt.Fprintf(a.stderr, "mcpsign: policy %s: the capability overrides of %s are not applied: no bundle signs them (docs/POLICY.md \"The lock in force\")\n", textsafe.Quote(r.Name), textsafe.Escape(r.Lock))
+		}}, nil
 }
 
 // policyHint says the errors of a decision under r with the flags that fix
@@ -169,28 +172,6 @@ func runPinWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, po *options.Pi
 	return writePinLock(cmd, a, asJSON, po, sv.Snapshot, sv.Decision.Approval(), overrides)
 }
 
-// checkLockInForce decides whether l, the lock at r's lock path, may be in
-// force under r (policy.Gate.CheckLock), re-verifying a signed lock with
-// f's --bundle, else the policy's bundle; snap is what the server serves
-// (nil before it is read). A drifted snap cannot re-verify it.
-func checkLockInForce(ctx context.Context, a *app, f *verifyFlags, r *policy.Resolved, l *pin.Lock, snap *digest.Snapshot, drifted bool) error {
-	g, err := policyGate(a, f, r)
-	if err != nil {
-		return err
-	}
-	st, err := g.CheckLock(ctx, l, snap, drifted)
-	overridesDropped(a, r, st)
-	return err
-}
-
-// overridesDropped says that the capability overrides of the lock in
-// force are not applied.
-func overridesDropped(a *app, r *policy.Resolved, st policy.LockStanding) {
-	if st.OverridesDropped {
-		fmt.Fprintf(a.stderr, "mcpsign: policy %s: the capability overrides of %s are not applied: no bundle signs them (docs/POLICY.md \"The lock in force\")\n", textsafe.Quote(r.Name), textsafe.Escape(r.Lock))
-	}
-}
-
 // runProxyWithPolicy is runProxy under --policy, resolved here, before the
 // hand-over to mcpsign-proxy: how the proxy starts under the policy
 // (policy.Gate.Proxy: the lock, first use, the roll-forward rule, the
@@ -226,7 +207,6 @@ func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *ver
 	case err != nil:
 		return err
 	}
-	overridesDropped(a, r, st.Standing)
 	adm := proxy.Admission(st.Admission)
 	cfg.Lock, cfg.AuditLog, cfg.ManualRollForward, cfg.TOFU = st.Lock, st.AuditLog, st.ManualRollForward, st.TOFU
 	cfg.Mode, cfg.Resources, cfg.Admission = string(st.Mode), string(st.Resources), &adm
