@@ -1,14 +1,12 @@
 package main
 
 import (
-	"crypto"
 	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
 	"strings"
 
-	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/audit/auditevent"
@@ -30,9 +28,6 @@ type verifyFlags struct {
 	vo    options.VerifyOptions
 	pol   options.PolicyOptions
 
-	// trustUsed is the Sigstore trusted material verifyPolicy loaded, for
-	// explaining a failure (explainFailure).
-	trustUsed root.TrustedMaterial
 	// decider decides under --policy, its trust loaded once for the
 	// command (policyDecider).
 	decider *policy.Decider
@@ -240,19 +235,7 @@ func verifyPolicy(cmd *cobra.Command, f *verifyFlags, m verify.Method, generic b
 	if err != nil {
 		return nil, err
 	}
-	f.trustUsed = trust.Sigstore
 	return verify.New(trust, p)
-}
-
-// policyKey is the --key public key, nil without one or when it cannot be
-// read (verifyPolicy read it already; explainFailure reads it again only
-// to explain a failed signature).
-func (f *verifyFlags) policyKey() crypto.PublicKey {
-	k, err := f.id.PublicKey()
-	if err != nil || k == nil {
-		return nil
-	}
-	return k
 }
 
 // identityFlagHint names the flags that give what the policy lacks, as
@@ -366,7 +349,7 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 		}
 	}
 	res, verr := v.Verify(cmd.Context(), bundleJSON, snap)
-	verr = explainFailure(verr, bundleJSON, f.policyKey, f.trustUsed)
+	verr = explainFailure(verr, bundleJSON, v)
 	if err := reportVerified(cmd, a, f, asJSON, snap, res, verr, nil); err != nil {
 		return err
 	}
@@ -520,7 +503,7 @@ func runVerifyBundle(cmd *cobra.Command, a *app, f *verifyFlags, arg string) err
 	}
 	defer closeArt()
 	res, verr := v.VerifyBundle(cmd.Context(), bundleJSON, art)
-	verr = explainFailure(verr, bundleJSON, f.policyKey, f.trustUsed)
+	verr = explainFailure(verr, bundleJSON, v)
 	if err := writeVerifyReport(a, asJSON, res, verr); err != nil {
 		return err
 	}
