@@ -89,10 +89,16 @@ func writeVerifyFailure(a *app, asJSON bool, verr error) error {
 }
 
 // writeVerifyReport writes the report of a verification on stdout, as
-// JSON or text.
+// JSON or text (verify.WriteResultText), the text with bundleHint after a
+// bundle that cannot be read, unless the bundle was the one the server
+// advertises (its refusal says so itself).
 func writeVerifyReport(a *app, asJSON bool, res *verify.Result, verr error) error {
 	if asJSON {
 		return writeJSON(a.stdout, verify.NewReport(res, verr))
 	}
-	return writeVerifyText(a.stdout, res, verr)
+	var opts verify.TextOptions
+	if !errors.Is(verr, errAdvertised) {
+		opts.BundleHint = bundleHint
+	}
+	return verify.WriteResultText(a.stdout, res, verr, opts)
 }

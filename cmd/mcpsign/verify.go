@@ -231,9 +231,9 @@ func verifyPolicy(cmd *cobra.Command, f *verifyFlags, m verify.Method, generic b
 	if err := p.CheckIdentity(); err != nil {
 		return nil, identityFlagHint(m, err)
 	}
-	trust, err := verifyTrust(cmd.Context(), &f.trust, p)
+	trust, err := verify.LoadTrust(cmd.Context(), f.trust.TrustSources(), p)
 	if err != nil {
-		return nil, err
+		return nil, trustFlagHint(err, p.Method)
 	}
 	return verify.New(trust, p)
 }
