@@ -16,14 +16,8 @@ import (
 
 func newVerifyPinCmd(a *app) *cobra.Command {
 	var (
-		src options.SourceOptions
-		out options.OutputOptions
-		vp  options.VerifyPinOptions
-		pol options.PolicyOptions
-		// bundles re-verify the lock's approval under --policy (with the
-		// chain checked at the current time when they have no timestamp).
-		bundles     []string
-		currentTime bool
+		f  verifyFlags
+		vp options.VerifyPinOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "verify-pin SOURCE --lock FILE [--fail-on drift|capability|never] [flags]",
@@ -83,17 +77,18 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
   mcpsign verify-pin --policy /etc/mcpsign/policy.json --name notes \
     --bundle notes.publisher.sigstore.json --bundle notes.security.sigstore.json -- npx -y @acme/notes-mcp@1.2.0`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pf := &verifyFlags{src: src, out: out, pol: pol, vo: options.VerifyOptions{Bundles: bundles, AllowCurrentTime: currentTime}}
-			return runVerifyPin(cmd, a, pf, &vp, args)
+			return runVerifyPin(cmd, a, &f, &vp, args)
 		},
 	}
 	fs := cmd.Flags()
-	src.AddFlags(fs)
-	out.AddFlags(fs)
+	f.src.AddFlags(fs)
+	f.out.AddFlags(fs)
 	vp.AddFlags(fs)
-	pol.AddFlags(fs)
-	options.StringArrayVar(fs, &bundles, "bundle", "with --policy: a bundle (file or https:// URL) that re-verifies a signed lock's approval (a threshold: repeat it, the lock's own bundle first); default the policy's bundle")
-	fs.BoolVar(&currentTime, "allow-current-time", false, "with --policy: re-verifying a certificate lock's bundle that has no timestamp, check the chain at the current time")
+	f.pol.AddFlags(fs)
+	// The bundles re-verify the lock's approval under --policy (with the
+	// chain checked at the current time when they have no timestamp).
+	options.StringArrayVar(fs, &f.vo.Bundles, "bundle", "with --policy: a bundle (file or https:// URL) that re-verifies a signed lock's approval (a threshold: repeat it, the lock's own bundle first); default the policy's bundle")
+	fs.BoolVar(&f.vo.AllowCurrentTime, "allow-current-time", false, "with --policy: re-verifying a certificate lock's bundle that has no timestamp, check the chain at the current time")
 	return cmd
 }
 

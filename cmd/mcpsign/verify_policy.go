@@ -154,13 +154,8 @@ func runPinWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, po *options.Pi
 		return err
 	}
 	if len(r.Identities) == 0 {
-		snap, err := loadSource(cmd, a, &f.src, args)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(a.stderr, "mcpsign: WARNING: policy %s: \"unsigned\": \"tofu\": trusting these definitions on first use;\n"+
-			"mcpsign: WARNING: no signature vouches for them.\n", textsafe.Quote(r.Name))
-		return writePinLock(cmd, a, asJSON, po, snap, pin.Approval{Method: pin.MethodTOFU}, overrides)
+		return pinTOFU(cmd, a, f, asJSON, po, overrides, args, fmt.Sprintf("mcpsign: WARNING: policy %s: \"unsigned\": \"tofu\": trusting these definitions on first use;\n"+
+			"mcpsign: WARNING: no signature vouches for them.\n", textsafe.Quote(r.Name)))
 	}
 	sv, err := decideServed(cmd, a, f, r, args)
 	if err != nil {
