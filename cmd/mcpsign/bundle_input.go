@@ -54,28 +54,25 @@ func bundleFlag(err error) error {
 	return err
 }
 
-// freshBundleFlag is bundleFlag for a bundle read anew for the proxy's
-// verification (pinbundle.Location.Fresh).
-func freshBundleFlag(err error) error { return readingBundle(bundleFlag(err)) }
-
-// readingBundle says a bundle file that cannot be read anew as such.
-func readingBundle(err error) error {
-	var re *pinbundle.ReadError
-	if errors.As(err, &re) && re.Location.File != "" {
-		return fmt.Errorf("reading the bundle: %w", err)
-	}
-	return err
-}
-
 // verifier is the proxy's VerifyFunc of the input.
 func (b *bundleInput) verifier(v *verify.Verifier) proxy.VerifyFunc {
-	vf := pinbundle.VerifierOf(v, func(ctx context.Context, snap *digest.Snapshot) ([]byte, error) {
+	return flagHinted(pinbundle.VerifierOf(v, func(ctx context.Context, snap *digest.Snapshot) ([]byte, error) {
 		data, err := b.Fresh(ctx, snap)
-		return data, freshBundleFlag(err)
-	})
+		return data, bundleFlag(err)
+	}))
+}
+
+// flagHinted says the errors of the proxy's verification vf with the flags
+// that fix them (withFlagHint), a bundle file that cannot be read anew as
+// such.
+func flagHinted(vf proxy.VerifyFunc) proxy.VerifyFunc {
 	return func(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error) {
-		p, err := vf(ctx, snap)
-		return p, withFlagHint(err)
+		v, err := vf(ctx, snap)
+		var re *pinbundle.ReadError
+		if errors.As(err, &re) && re.Location.File != "" {
+			err = fmt.Errorf("reading the bundle: %w", err)
+		}
+		return v, withFlagHint(err)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
-	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/proxy"
@@ -229,8 +228,5 @@ func policyVerifyFunc(ctx context.Context, a *app, f *verifyFlags, r *policy.Res
 	if vf == nil {
 		return nil, err
 	}
-	return func(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error) {
-		v, err := vf(ctx, snap)
-		return v, withFlagHint(readingBundle(err))
-	}, nil
+	return flagHinted(vf), nil
 }
