@@ -76,10 +76,11 @@ func flagHinted(vf proxy.VerifyFunc) proxy.VerifyFunc {
 	}
 }
 
-// writeVerifyFailure reports a verification that failed before it began
-// (the server's bundle was refused), as verify reports a failed step.
-func writeVerifyFailure(a *app, asJSON bool, verr error) error {
-	if err := writeVerifyReport(a, asJSON, nil, verr); err != nil {
+// reportVerify writes the report of a verification (writeVerifyReport) and
+// returns its exit (verifyExit); res is nil for one that failed before it
+// began (the server's bundle was refused), reported as a failed step.
+func reportVerify(a *app, asJSON bool, res *verify.Result, verr error) error {
+	if err := writeVerifyReport(a, asJSON, res, verr); err != nil {
 		return err
 	}
 	return verifyExit(verr, !asJSON)

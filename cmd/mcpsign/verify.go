@@ -345,7 +345,7 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 	}
 	if bundle.FromServer {
 		if bundleJSON, err = bundle.Read(cmd.Context(), snap); err != nil {
-			return writeVerifyFailure(a, asJSON, err)
+			return reportVerify(a, asJSON, nil, err)
 		}
 	}
 	res, verr := v.Verify(cmd.Context(), bundleJSON, snap)
@@ -503,9 +503,5 @@ func runVerifyBundle(cmd *cobra.Command, a *app, f *verifyFlags, arg string) err
 	}
 	defer closeArt()
 	res, verr := v.VerifyBundle(cmd.Context(), bundleJSON, art)
-	verr = explainFailure(verr, bundleJSON, v)
-	if err := writeVerifyReport(a, asJSON, res, verr); err != nil {
-		return err
-	}
-	return verifyExit(verr, !asJSON)
+	return reportVerify(a, asJSON, res, explainFailure(verr, bundleJSON, v))
 }

@@ -119,7 +119,7 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 		return inputErr(err)
 	}
 	if sv.Decision == nil {
-		return writeVerifyFailure(a, asJSON, sv.Err)
+		return reportVerify(a, asJSON, nil, sv.Err)
 	}
 	// A failure past verification (threshold, revocation, age, package) is
 	// reported with the result that did verify.
