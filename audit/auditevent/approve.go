@@ -2,6 +2,7 @@ package auditevent
 
 import (
 	"context"
+	"errors"
 
 	"github.com/mcpsign/mcpsign/audit"
 	"github.com/mcpsign/mcpsign/digest"
@@ -13,10 +14,19 @@ import (
 // set (docs/AUDIT.md "findings"): "approve-expect-mismatch tools".
 const FindingExpectMismatch = "approve-expect-mismatch"
 
-// RefuseLock records in the log at path (none when "") that the lock could
-// not be used, err saying why (LockFinding).
-func RefuseLock(ctx context.Context, path string, err error) error {
-	return Append(ctx, path, Refusal(audit.LockRefused, nil, nil, []string{LockFinding(err)}))
+// ReadLock reads the lock at path (pin.Read); one that cannot be used is
+// recorded as refused in the audit log at log (none when ""), with
+// LockFinding's finding, and the error says both when the log cannot be
+// written either.
+func ReadLock(ctx context.Context, path, log string) (*pin.Lock, error) {
+	l, err := pin.Read(path)
+	if err != nil {
+		if aerr := Append(ctx, log, Refusal(audit.LockRefused, nil, nil, []string{LockFinding(err)})); aerr != nil {
+			return nil, errors.Join(err, aerr)
+		}
+		return nil, err
+	}
+	return l, nil
 }
 
 // RefuseStale records in the log at path (none when "") the refusal of a

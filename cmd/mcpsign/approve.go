@@ -104,11 +104,8 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 		return err
 	}
 	ctx := cmd.Context()
-	held, err := pin.Read(ao.Lock)
+	held, err := auditevent.ReadLock(ctx, ao.Lock, ao.Audit.Log)
 	if err != nil {
-		if aerr := auditevent.RefuseLock(ctx, ao.Audit.Log, err); aerr != nil {
-			return errors.Join(err, aerr)
-		}
 		return err
 	}
 	mode, err := resourcesMode(ao.Resources, nil, held, false)
