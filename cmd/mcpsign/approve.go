@@ -16,7 +16,6 @@ import (
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/policy"
-	"github.com/mcpsign/mcpsign/proxy"
 )
 
 func newApproveCmd(a *app) *cobra.Command {
@@ -108,11 +107,9 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 	if err != nil {
 		return err
 	}
-	mode, err := resourcesMode(ao.Resources, nil, held, false)
-	if err != nil {
+	if src.Resources, err = listsResources(ao.Resources, nil, held); err != nil {
 		return err
 	}
-	src.Resources = mode == proxy.ResourcesPin
 	snap, err := loadSource(cmd, a, src, args)
 	if err != nil {
 		return err

@@ -11,7 +11,6 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/policy"
-	"github.com/mcpsign/mcpsign/proxy"
 )
 
 func newVerifyPinCmd(a *app) *cobra.Command {
@@ -115,11 +114,10 @@ func runVerifyPin(cmd *cobra.Command, a *app, f *verifyFlags, vp *options.Verify
 		return lockUnreadable(a, vp.Lock, err, asJSON, failOn)
 	}
 	load := func(context.Context) (*digest.Snapshot, error) {
-		mode, err := resourcesMode(vp.Resources, pr, lock, false)
-		if err != nil {
+		var err error
+		if f.src.Resources, err = listsResources(vp.Resources, pr, lock); err != nil {
 			return nil, err
 		}
-		f.src.Resources = mode == proxy.ResourcesPin
 		return loadSource(cmd, a, &f.src, args)
 	}
 	p, err := checkPinned(cmd.Context(), a, f, pr, lock, vp.Lock, load)
