@@ -231,7 +231,7 @@ func verifyPolicy(cmd *cobra.Command, f *verifyFlags, m verify.Method, generic b
 	if err := p.CheckIdentity(); err != nil {
 		return nil, identityFlagHint(m, err)
 	}
-	trust, err := verify.LoadTrust(cmd.Context(), f.trust.TrustSources(), p)
+	trust, err := verify.LoadTrust(cmd.Context(), f.trust.TrustSources, p)
 	if err != nil {
 		return nil, trustFlagHint(err, p.Method)
 	}

@@ -57,7 +57,7 @@ func policyGate(a *app, f *verifyFlags, r *policy.Resolved) (*policy.Gate, error
 		if err != nil {
 			return nil, err
 		}
-		f.decider = policy.NewDecider(policy.DeciderOptions{Offline: f.trust.Offline, AllowCurrentTime: f.vo.AllowCurrentTime, Packages: pkgs})
+		f.decider = policy.NewDecider(policy.DeciderOptions{Offline: f.trust.Root.Offline, AllowCurrentTime: f.vo.AllowCurrentTime, Packages: pkgs})
 	}
 	return &policy.Gate{Decider: f.decider, Policy: r, Bundles: f.vo.Bundles, BundleOptions: source.BundleOptions{HTTPClient: a.httpClient}, Hint: policyHint(r),
 		OverridesDropped: func() {
