@@ -107,7 +107,7 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 	if err != nil {
 		return err
 	}
-	if src.Resources, err = listsResources(ao.Resources, nil, held); err != nil {
+	if src.Listing.Resources, err = listsResources(ao.Resources, nil, held); err != nil {
 		return err
 	}
 	snap, err := loadSource(cmd, a, src, args)

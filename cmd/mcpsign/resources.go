@@ -48,6 +48,6 @@ func pinResources(f *verifyFlags, po *options.PinOptions, pr *policy.Resolved) e
 		}
 	}
 	var err error
-	f.src.Resources, err = listsResources(po.Resources, pr, held)
+	f.src.Listing.Resources, err = listsResources(po.Resources, pr, held)
 	return err
 }

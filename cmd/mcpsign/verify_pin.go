@@ -115,7 +115,7 @@ func runVerifyPin(cmd *cobra.Command, a *app, f *verifyFlags, vp *options.Verify
 	}
 	load := func(context.Context) (*digest.Snapshot, error) {
 		var err error
-		if f.src.Resources, err = listsResources(vp.Resources, pr, lock); err != nil {
+		if f.src.Listing.Resources, err = listsResources(vp.Resources, pr, lock); err != nil {
 			return nil, err
 		}
 		return loadSource(cmd, a, &f.src, args)

@@ -113,7 +113,7 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 	f.src.PolicyClientCapabilities = r.ClientCapabilities
 	// A lock written under a policy that pins the static resources records
 	// them (docs/LOCK.md, "resources").
-	f.src.Resources = f.vo.WriteLock != "" && r.Resources == policy.ResourcesPin
+	f.src.Listing.Resources = f.vo.WriteLock != "" && r.Resources == policy.ResourcesPin
 	sv, err := decideServed(cmd, a, f, r, args)
 	if err != nil {
 		return inputErr(err)
