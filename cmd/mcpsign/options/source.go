@@ -95,16 +95,11 @@ func (o *SourceOptions) Options(stderr io.Writer, stderrIsTerminal bool) (source
 		// 0 would silently be the default: a time limit must be one.
 		return source.Options{}, nil, fmt.Errorf("--timeout %s: want a positive duration (e.g. 30s, 2m)", opts.Timeout)
 	}
-	done := func() {}
-	switch {
-	case o.Verbose:
+	if o.Verbose {
 		opts.Stderr = stderr
-		opts.Progress = progress.Lines(stderr)
-	case stderrIsTerminal && !o.Quiet:
-		opts.Progress, done = progress.Terminal(stderr)
-	case !o.Quiet:
-		opts.Progress, done = progress.SlowNotice(stderr, opts.Timeout, progress.SlowNoticeDelay, "--timeout")
 	}
+	var done func()
+	opts.Progress, done = progress.For(stderr, progress.Display{Verbose: o.Verbose, Quiet: o.Quiet, Terminal: stderrIsTerminal, Limit: opts.Timeout, Setting: "--timeout"})
 	return opts, done, nil
 }
 
