@@ -69,12 +69,10 @@ func (o *VerifyOptions) Policy(m verify.Method, id verify.Identity, key crypto.P
 		RequireTlog:      o.RequireTlog && m != verify.MethodSigstore,
 		RequireTimestamp: o.RequireTimestamp,
 		AllowCurrentTime: o.AllowCurrentTime,
+		PublicKey:        key,
 	}
 	if id != (verify.Identity{}) {
 		p.Identities = []verify.Identity{id}
-	}
-	if key != nil {
-		p.PublicKey = key
 	}
 	return p
 }
