@@ -27,7 +27,8 @@ var (
 // the entry starts. The commands verify, pin, verify-pin and proxy decide
 // through it.
 type Gate struct {
-	// Decider decides (one for every entry of a host).
+	// Decider decides (one for every entry of a host); required but by
+	// Locations.
 	Decider *Decider
 	// Policy is the server's resolved entry.
 	Policy *Resolved
