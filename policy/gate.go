@@ -27,8 +27,8 @@ var (
 // the entry starts. The commands verify, pin, verify-pin and proxy decide
 // through it.
 type Gate struct {
-	// Decider decides (one for every entry of a host); required but by
-	// Locations.
+	// Decider decides (one for every entry of a host); every method but
+	// Locations needs it.
 	Decider *Decider
 	// Policy is the server's resolved entry.
 	Policy *Resolved
