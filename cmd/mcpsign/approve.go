@@ -146,7 +146,7 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 
 // approveInputs checks approve's flags before anything is read: the
 // approver (--approver, else the OS user) and the --expect digests.
-func approveInputs(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *options.ApproveOptions, args []string) (string, *options.Expected, error) {
+func approveInputs(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *options.ApproveOptions, args []string) (string, *pin.Expected, error) {
 	if ao.Lock == "" {
 		return "", nil, errors.New("--lock FILE is required: the lock to approve the change into")
 	}
