@@ -20,10 +20,6 @@ import (
 // the server's.
 type bundleInput struct{ pinbundle.Location }
 
-// errAdvertised marks a refused advertisement: the server, not the
-// --bundle flag, is at fault.
-var errAdvertised = pinbundle.ErrAdvertised
-
 // newBundleInput reads the flags; a nil input means no bundle was given.
 func newBundleInput(a *app, vo *options.VerifyOptions) (*bundleInput, error) {
 	opts := source.BundleOptions{HTTPClient: a.httpClient}
@@ -95,7 +91,7 @@ func writeVerifyReport(a *app, asJSON bool, res *verify.Result, verr error) erro
 		return writeJSON(a.stdout, verify.NewReport(res, verr))
 	}
 	var opts verify.TextOptions
-	if !errors.Is(verr, errAdvertised) {
+	if !errors.Is(verr, pinbundle.ErrAdvertised) {
 		opts.BundleHint = bundleHint
 	}
 	return verify.WriteResultText(a.stdout, res, verr, opts)

@@ -415,7 +415,7 @@ func verifyExit(err error, reported bool) error {
 		return err
 	case step == verify.StepBundle && reported:
 		return silentExit(exitError) // the report said it, with bundleHint
-	case step == verify.StepBundle && errors.Is(err, errAdvertised):
+	case step == verify.StepBundle && errors.Is(err, pinbundle.ErrAdvertised):
 		return withCode(exitError, err) // the server's bundle: no file to fix
 	case step == verify.StepBundle:
 		return withCode(exitError, fmt.Errorf("%w (%s)", err, bundleHint))
