@@ -8,8 +8,10 @@
 // Go"): Decide verifies bundles under an entry's identities and applies
 // its threshold of distinct signers, revocations, bundle age and package,
 // returning a Decision or a *DecisionError with one reason per identity;
-// CheckLock decides whether a lock may be in force under the entry. The
-// commands verify, pin, verify-pin and proxy decide through these calls.
+// CheckLock decides whether a lock may be in force under the entry. A Gate
+// makes these calls for one server of a host, with the bundles it reads,
+// and decides how a proxy under the entry starts; the commands verify, pin,
+// verify-pin and proxy decide through it.
 package policy
 
 import (

@@ -282,6 +282,20 @@ func (s Spec) String() string {
 	return "empty source"
 }
 
+// ShownURL is the spec's URL as it may be shown (mcpwire.ShownURL: without
+// user info, query or fragment, which may carry a credential); "(URL)"
+// when it does not parse, "" for a spec that names no URL.
+func (s Spec) ShownURL() string {
+	if s.URL == "" {
+		return ""
+	}
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return "(URL)"
+	}
+	return mcpwire.ShownURL(u)
+}
+
 // Load gets the snapshot that spec names: it reads a snapshot file, or
 // starts a stdio server or connects to a Streamable HTTP server, lists every
 // page of every kind of definition the server announces, and shuts it down.

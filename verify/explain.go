@@ -29,6 +29,13 @@ type Mismatch struct {
 	BundleLogs, TrustedLogs []string
 }
 
+// Explain is Explain with the verifier's own key (Policy.PublicKey) and
+// Sigstore trusted root: what err, a failed signature or log step of
+// verifying bundleJSON with v, did not match.
+func (v *Verifier) Explain(err error, bundleJSON []byte) *Mismatch {
+	return Explain(err, bundleJSON, v.policy.PublicKey, v.sigstore)
+}
+
 // Explain returns what err, a failed signature or log step of the bundle
 // bundleJSON, did not match: the bundle's key hint against key (nil: no
 // key, nothing to say), or the bundle's logs against those of tm (the

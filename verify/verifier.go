@@ -34,6 +34,8 @@ type Verifier struct {
 	keyID  string
 	// logsAndTSAs: the trust has a Sigstore trusted root (logs, TSAs).
 	logsAndTSAs bool
+	// sigstore is that trusted root (nil: none), for Explain.
+	sigstore root.TrustedMaterial
 	// sigstore-go verifiers, indexed by [lite]: lite ones leave the
 	// statement's predicate unparsed (Verify parses it itself, strictly).
 	timed   [2]*sgverify.Verifier // the time comes from the policy or the bundle's timestamps
@@ -71,7 +73,7 @@ func New(t Trust, p Policy) (*Verifier, error) {
 			}
 		}
 	}
-	v := &Verifier{policy: p, ids: ids, logsAndTSAs: t.Sigstore != nil}
+	v := &Verifier{policy: p, ids: ids, logsAndTSAs: t.Sigstore != nil, sigstore: t.Sigstore}
 	var opts []sgverify.VerifierOption
 	switch p.Method {
 	case MethodSigstore:

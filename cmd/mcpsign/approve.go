@@ -10,18 +10,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcpsign/mcpsign/audit"
 	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/policy"
-	"github.com/mcpsign/mcpsign/proxy"
 )
-
-// Finding of a refused approval in the audit log (docs/AUDIT.md).
-const findingApproveStale = "approve-expect-mismatch"
 
 func newApproveCmd(a *app) *cobra.Command {
 	var (
@@ -108,18 +103,13 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 		return err
 	}
 	ctx := cmd.Context()
-	held, err := pin.Read(ao.Lock)
-	if err != nil {
-		if aerr := auditevent.Append(ctx, ao.Audit.Log, auditevent.Refusal(audit.LockRefused, nil, nil, []string{auditevent.LockFinding(err)})); aerr != nil {
-			return errors.Join(err, aerr)
-		}
-		return err
-	}
-	mode, err := resourcesMode(ao.Resources, nil, held, false)
+	held, err := auditevent.ReadLock(ctx, ao.Lock, ao.Audit.Log)
 	if err != nil {
 		return err
 	}
-	src.Resources = mode == proxy.ResourcesPin
+	if src.Listing.Resources, err = listsResources(ao.Resources, nil, held); err != nil {
+		return err
+	}
 	snap, err := loadSource(cmd, a, src, args)
 	if err != nil {
 		return err
@@ -143,11 +133,7 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 	}
 	// What was listed must be exactly what the reviewer saw.
 	if stale := change.Stale(want.Sets, want.Instructions); len(stale) > 0 {
-		ids := make([]string, len(stale))
-		for i, s := range stale {
-			ids[i] = findingApproveStale + " " + pin.StaleSet(s)
-		}
-		if aerr := auditevent.Append(ctx, ao.Audit.Log, auditevent.Refusal(audit.LockRefused, held, snap, ids)); aerr != nil {
+		if aerr := auditevent.RefuseStale(ctx, ao.Audit.Log, held, snap, stale); aerr != nil {
 			return aerr
 		}
 		return failed(fmt.Errorf("nothing approved; the lock is left as it is: the server does not serve what --expect says (it changed since the review?):\n  %s", strings.Join(stale, "\n  ")))
@@ -160,7 +146,7 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 
 // approveInputs checks approve's flags before anything is read: the
 // approver (--approver, else the OS user) and the --expect digests.
-func approveInputs(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *options.ApproveOptions, args []string) (string, *options.Expected, error) {
+func approveInputs(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *options.ApproveOptions, args []string) (string, *pin.Expected, error) {
 	if ao.Lock == "" {
 		return "", nil, errors.New("--lock FILE is required: the lock to approve the change into")
 	}
@@ -201,15 +187,13 @@ func confirm(a *app, question string) bool {
 // writeApproval replaces the held lock by the manual approval of snap,
 // recorded in the audit log first.
 func writeApproval(ctx context.Context, a *app, ao *options.ApproveOptions, held *pin.Lock, snap *digest.Snapshot, approver string) error {
-	rec := &auditevent.Recorder{Log: ao.Audit.Log, Before: held}
-	next, err := pin.ApproveManual(ctx, ao.Lock, held, snap, pin.Approval{Reason: ao.Reason, Approver: approver, SourceRevision: ao.SourceRevision}, rec.Record(ctx))
+	next, err := auditevent.ApproveManual(ctx, ao.Lock, ao.Audit.Log, held, snap, pin.Approval{Reason: ao.Reason, Approver: approver, SourceRevision: ao.SourceRevision})
 	switch {
 	case next == nil:
 		return fmt.Errorf("nothing approved: %w", err)
 	case errors.Is(err, pin.ErrLockChanged):
-		err = errors.New("nothing approved: the lock changed since it was read; run approve again")
-	}
-	if err := rec.Result(err); err != nil {
+		return errors.New("nothing approved: the lock changed since it was read; run approve again")
+	case err != nil:
 		return err
 	}
 	fmt.Fprintf(a.stdout, "\napproved into %s: %s\nlockDigest: %s (previous %s)\n", textsafe.Escape(ao.Lock), pin.ManualText(&next.Approval), next.LockDigest, held.LockDigest)
@@ -225,12 +209,4 @@ func osUser(a *app) (string, error) {
 		return u, nil
 	}
 	return "", errors.New("neither the account database nor $USER names it")
-}
-
-// orNoneDigest writes an absent digest ("") as none.
-func orNoneDigest(d string) string {
-	if d == "" {
-		return "none"
-	}
-	return d
 }

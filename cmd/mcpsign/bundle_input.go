@@ -20,10 +20,6 @@ import (
 // the server's.
 type bundleInput struct{ pinbundle.Location }
 
-// errAdvertised marks a refused advertisement: the server, not the
-// --bundle flag, is at fault.
-var errAdvertised = pinbundle.ErrAdvertised
-
 // newBundleInput reads the flags; a nil input means no bundle was given.
 func newBundleInput(a *app, vo *options.VerifyOptions) (*bundleInput, error) {
 	opts := source.BundleOptions{HTTPClient: a.httpClient}
@@ -54,43 +50,49 @@ func bundleFlag(err error) error {
 	return err
 }
 
-// freshBundleFlag is bundleFlag for a bundle read anew for the proxy's
-// verification (pinbundle.Location.Fresh): a file that cannot be read is
-// said as such.
-func freshBundleFlag(err error) error {
-	var re *pinbundle.ReadError
-	if errors.As(err, &re) && re.Location.File != "" {
-		return fmt.Errorf("reading the bundle: %w", bundleFlag(err))
-	}
-	return bundleFlag(err)
-}
-
 // verifier is the proxy's VerifyFunc of the input.
 func (b *bundleInput) verifier(v *verify.Verifier) proxy.VerifyFunc {
-	vf := pinbundle.VerifierOf(v, func(ctx context.Context, snap *digest.Snapshot) ([]byte, error) {
+	return flagHinted(pinbundle.VerifierOf(v, func(ctx context.Context, snap *digest.Snapshot) ([]byte, error) {
 		data, err := b.Fresh(ctx, snap)
-		return data, freshBundleFlag(err)
-	})
+		return data, bundleFlag(err)
+	}))
+}
+
+// flagHinted says the errors of the proxy's verification vf with the flags
+// that fix them (withFlagHint), a bundle file that cannot be read anew as
+// such.
+func flagHinted(vf proxy.VerifyFunc) proxy.VerifyFunc {
 	return func(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error) {
-		p, err := vf(ctx, snap)
-		return p, withFlagHint(err)
+		v, err := vf(ctx, snap)
+		var re *pinbundle.ReadError
+		if errors.As(err, &re) && re.Location.File != "" {
+			err = fmt.Errorf("reading the bundle: %w", err)
+		}
+		return v, withFlagHint(err)
 	}
 }
 
-// writeVerifyFailure reports a verification that failed before it began
-// (the server's bundle was refused), as verify reports a failed step.
-func writeVerifyFailure(a *app, asJSON bool, verr error) error {
-	if err := writeVerifyReport(a, asJSON, nil, verr); err != nil {
+// reportVerify writes the report of a verification (writeVerifyReport) and
+// returns its exit (verifyExit); res is nil for one that failed before it
+// began (the server's bundle was refused), reported as a failed step.
+func reportVerify(a *app, asJSON bool, res *verify.Result, verr error) error {
+	if err := writeVerifyReport(a, asJSON, res, verr); err != nil {
 		return err
 	}
 	return verifyExit(verr, !asJSON)
 }
 
 // writeVerifyReport writes the report of a verification on stdout, as
-// JSON or text.
+// JSON or text (verify.WriteResultText), the text with bundleHint after a
+// bundle that cannot be read, unless the bundle was the one the server
+// advertises (its refusal says so itself).
 func writeVerifyReport(a *app, asJSON bool, res *verify.Result, verr error) error {
 	if asJSON {
 		return writeJSON(a.stdout, verify.NewReport(res, verr))
 	}
-	return writeVerifyText(a.stdout, res, verr)
+	var opts verify.TextOptions
+	if !errors.Is(verr, pinbundle.ErrAdvertised) {
+		opts.BundleHint = bundleHint
+	}
+	return verify.WriteResultText(a.stdout, res, verr, opts)
 }

@@ -3,12 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net/url"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
-	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/pin/diff"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/source"
@@ -127,22 +125,5 @@ func diffSide(cmd *cobra.Command, a *app, src *options.SourceOptions, arg string
 	if err != nil {
 		return nil, err
 	}
-	origin := diff.OriginLive
-	if spec.File != "" {
-		origin = diff.OriginSnapshot
-	}
-	return diff.SnapshotSide(sideLabel(arg, spec), origin, snap), nil
-}
-
-// sideLabel names a side without what a URL may carry in its user info or
-// query (tokens).
-func sideLabel(arg string, spec source.Spec) string {
-	if spec.URL == "" {
-		return arg
-	}
-	u, err := url.Parse(spec.URL)
-	if err != nil {
-		return "(URL)"
-	}
-	return mcpwire.ShownURL(u)
+	return pinbundle.SourceSide(arg, spec, snap), nil
 }

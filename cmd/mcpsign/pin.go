@@ -117,14 +117,9 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 		return err
 	}
 	if v == nil {
-		snap, err := loadSource(cmd, a, &f.src, args)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(a.stderr, "mcpsign: WARNING: --tofu: trusting these definitions on first use. No signature vouches\n"+
+		return pinTOFU(cmd, a, f, asJSON, po, overrides, args, "mcpsign: WARNING: --tofu: trusting these definitions on first use. No signature vouches\n"+
 			"mcpsign: WARNING: for them: if the server is already hostile, so is the lock. Read the capabilities\n"+
 			"mcpsign: WARNING: below, and prefer a signed bundle (--bundle) when the publisher provides one.\n")
-		return writePinLock(cmd, a, asJSON, po, snap, pin.Approval{Method: pin.MethodTOFU}, overrides)
 	}
 	bundle, err := newBundleInput(a, &f.vo)
 	if err != nil {
@@ -170,6 +165,17 @@ func pinVerifier(cmd *cobra.Command, f *verifyFlags, po *options.PinOptions) (*v
 		return nil, errors.New("pin needs a verified bundle (--bundle FILE and the verify flags) or, knowingly, --tofu (trust on first use)")
 	}
 	return verifyPolicy(cmd, f, methodOf(f), false)
+}
+
+// pinTOFU pins what the server serves on trust (pin.MethodTOFU), after
+// the warning.
+func pinTOFU(cmd *cobra.Command, a *app, f *verifyFlags, asJSON bool, po *options.PinOptions, overrides capability.Overrides, args []string, warning string) error {
+	snap, err := loadSource(cmd, a, &f.src, args)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(a.stderr, warning)
+	return writePinLock(cmd, a, asJSON, po, snap, pin.Approval{Method: pin.MethodTOFU}, overrides)
 }
 
 // pinRefused reports a verification that did not let pin write the lock.

@@ -10,29 +10,29 @@ import (
 	"github.com/mcpsign/mcpsign/proxy"
 )
 
-// resourcesMode returns the resources mode of a command (docs/POLICY.md,
-// "resources"): --resources (flag), or, under --policy (pr not nil), the
-// policy's, which the flag may not override; the default
+// listsResources says whether a command that reads the server lists its
+// static resources: when its resources mode (docs/POLICY.md, "resources")
+// is pin. The mode is --resources (flag), or, under --policy (pr not
+// nil), the policy's, which the flag may not override; the default
 // (proxy.ResourceModeFor) follows the lock held (nil: none yet). hide is
-// the proxy's alone unless withHide is false and it comes from a policy:
-// a command that reads the server then lists no resources, as the client
-// behind the proxy sees none.
-func resourcesMode(flag string, pr *policy.Resolved, held *pin.Lock, withHide bool) (proxy.ResourceMode, error) {
+// the proxy's alone unless it comes from a policy: such a command then
+// lists no resources, as the client behind the proxy sees none.
+func listsResources(flag string, pr *policy.Resolved, held *pin.Lock) (bool, error) {
 	s := flag
 	if pr != nil {
 		if flag != "" {
-			return "", errors.New("--resources: the policy decides (its \"resources\" member): give one or the other")
+			return false, errors.New("--resources: the policy decides (its \"resources\" member): give one or the other")
 		}
 		s = string(pr.Resources)
 	}
 	m, err := proxy.ResourceModeFor(s, held)
 	if err != nil {
-		return "", fmt.Errorf("--resources: %w", err)
+		return false, fmt.Errorf("--resources: %w", err)
 	}
-	if m == proxy.ResourcesHide && !withHide && pr == nil {
-		return "", errors.New("--resources hide is the proxy's (it answers the client): here, pin or pass")
+	if m == proxy.ResourcesHide && pr == nil {
+		return false, errors.New("--resources hide is the proxy's (it answers the client): here, pin or pass")
 	}
-	return m, nil
+	return m == proxy.ResourcesPin, nil
 }
 
 // pinResources sets the source to list the static resources when pin's
@@ -47,10 +47,7 @@ func pinResources(f *verifyFlags, po *options.PinOptions, pr *policy.Resolved) e
 			held = l
 		}
 	}
-	mode, err := resourcesMode(po.Resources, pr, held, false)
-	if err != nil {
-		return err
-	}
-	f.src.Resources = mode == proxy.ResourcesPin
-	return nil
+	var err error
+	f.src.Listing.Resources, err = listsResources(po.Resources, pr, held)
+	return err
 }

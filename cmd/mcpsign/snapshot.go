@@ -46,7 +46,7 @@ they are part of no signed digest.`,
 	src.AddFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "", "snapshot file to write")
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing output file")
-	cmd.Flags().BoolVar(&src.Resources, "resources", false, "also list the static resources (resources/list), for a lock that pins them")
+	cmd.Flags().BoolVar(&src.Listing.Resources, "resources", false, "also list the static resources (resources/list), for a lock that pins them")
 	return cmd
 }
 

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"crypto"
 	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
 	"strings"
 
-	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/audit/auditevent"
@@ -30,9 +28,6 @@ type verifyFlags struct {
 	vo    options.VerifyOptions
 	pol   options.PolicyOptions
 
-	// trustUsed is the Sigstore trusted material verifyPolicy loaded, for
-	// explaining a failure (explainFailure).
-	trustUsed root.TrustedMaterial
 	// decider decides under --policy, its trust loaded once for the
 	// command (policyDecider).
 	decider *policy.Decider
@@ -236,23 +231,11 @@ func verifyPolicy(cmd *cobra.Command, f *verifyFlags, m verify.Method, generic b
 	if err := p.CheckIdentity(); err != nil {
 		return nil, identityFlagHint(m, err)
 	}
-	trust, err := verifyTrust(cmd.Context(), &f.trust, p)
+	trust, err := verify.LoadTrust(cmd.Context(), f.trust.TrustSources, p)
 	if err != nil {
-		return nil, err
+		return nil, trustFlagHint(err, p.Method)
 	}
-	f.trustUsed = trust.Sigstore
 	return verify.New(trust, p)
-}
-
-// policyKey is the --key public key, nil without one or when it cannot be
-// read (verifyPolicy read it already; explainFailure reads it again only
-// to explain a failed signature).
-func (f *verifyFlags) policyKey() crypto.PublicKey {
-	k, err := f.id.PublicKey()
-	if err != nil || k == nil {
-		return nil
-	}
-	return k
 }
 
 // identityFlagHint names the flags that give what the policy lacks, as
@@ -362,11 +345,22 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 	}
 	if bundle.FromServer {
 		if bundleJSON, err = bundle.Read(cmd.Context(), snap); err != nil {
-			return writeVerifyFailure(a, asJSON, err)
+			return reportVerify(a, asJSON, nil, err)
 		}
 	}
 	res, verr := v.Verify(cmd.Context(), bundleJSON, snap)
-	verr = explainFailure(verr, bundleJSON, f.policyKey, f.trustUsed)
+	verr = explainFailure(verr, bundleJSON, v)
+	if err := reportVerified(cmd, a, f, asJSON, snap, res, verr, nil); err != nil {
+		return err
+	}
+	missingHint(a.stderr, res, snap)
+	return verifyExit(verr, !asJSON)
+}
+
+// reportVerified writes the lock of a verification that holds
+// (--write-lock) and the report, with more, when not nil, in the text
+// report, and says where the lock was written.
+func reportVerified(cmd *cobra.Command, a *app, f *verifyFlags, asJSON bool, snap *digest.Snapshot, res *verify.Result, verr error, more func(io.Writer)) error {
 	if verr == nil && f.vo.WriteLock != "" {
 		if err := writeVerifiedLock(cmd, f, snap, res); err != nil {
 			return err
@@ -375,11 +369,13 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 	if err := writeVerifyReport(a, asJSON, res, verr); err != nil {
 		return err
 	}
+	if !asJSON && more != nil {
+		more(a.stdout)
+	}
 	if verr == nil && f.vo.WriteLock != "" && !asJSON {
 		fmt.Fprintf(a.stdout, "\nlock written to %s\n", f.vo.WriteLock)
 	}
-	missingHint(a.stderr, res, snap)
-	return verifyExit(verr, !asJSON)
+	return nil
 }
 
 // missingHint says, when signed definitions are missing from a live
@@ -419,7 +415,7 @@ func verifyExit(err error, reported bool) error {
 		return err
 	case step == verify.StepBundle && reported:
 		return silentExit(exitError) // the report said it, with bundleHint
-	case step == verify.StepBundle && errors.Is(err, errAdvertised):
+	case step == verify.StepBundle && errors.Is(err, pinbundle.ErrAdvertised):
 		return withCode(exitError, err) // the server's bundle: no file to fix
 	case step == verify.StepBundle:
 		return withCode(exitError, fmt.Errorf("%w (%s)", err, bundleHint))
@@ -507,9 +503,5 @@ func runVerifyBundle(cmd *cobra.Command, a *app, f *verifyFlags, arg string) err
 	}
 	defer closeArt()
 	res, verr := v.VerifyBundle(cmd.Context(), bundleJSON, art)
-	verr = explainFailure(verr, bundleJSON, f.policyKey, f.trustUsed)
-	if err := writeVerifyReport(a, asJSON, res, verr); err != nil {
-		return err
-	}
-	return verifyExit(verr, !asJSON)
+	return reportVerify(a, asJSON, res, explainFailure(verr, bundleJSON, v))
 }

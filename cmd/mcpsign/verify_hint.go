@@ -1,37 +1,24 @@
 package main
 
 import (
-	"crypto"
 	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/sigstore/sigstore-go/pkg/root"
-
 	"github.com/mcpsign/mcpsign/verify"
 )
 
-// explainFailure adds to a failed verification what did not match
-// (verify.Explain), said with the flags that fix it, and the flags that
-// fix other failures (withFlagHint). Other errors are returned as they
-// are; the step stays the same. key gives the --key public key, read only
-// for a failed signature.
-func explainFailure(verr error, bundleJSON []byte, key func() crypto.PublicKey, tm root.TrustedMaterial) error {
+// explainFailure adds to a failed verification with v what did not match
+// (verify.Verifier.Explain), said with the flags that fix it, and the
+// flags that fix other failures (withFlagHint). Other errors are returned
+// as they are; the step stays the same.
+func explainFailure(verr error, bundleJSON []byte, v *verify.Verifier) error {
 	if hinted := withFlagHint(verr); hinted != verr {
 		return hinted
 	}
 	var se *verify.StepError
-	if !errors.As(verr, &se) || se.Step != verify.StepSignature && se.Step != verify.StepTlog {
-		return verr
-	}
-	var k crypto.PublicKey
-	if se.Step == verify.StepSignature {
-		if k = key(); k == nil {
-			return verr
-		}
-	}
-	m := verify.Explain(se, bundleJSON, k, tm)
-	if m == nil {
+	m := v.Explain(verr, bundleJSON)
+	if m == nil || !errors.As(verr, &se) {
 		return verr
 	}
 	var hint string

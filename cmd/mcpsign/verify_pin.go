@@ -1,27 +1,22 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/policy"
-	"github.com/mcpsign/mcpsign/proxy"
 )
 
 func newVerifyPinCmd(a *app) *cobra.Command {
 	var (
-		src options.SourceOptions
-		out options.OutputOptions
-		vp  options.VerifyPinOptions
-		pol options.PolicyOptions
-		// bundles re-verify the lock's approval under --policy (with the
-		// chain checked at the current time when they have no timestamp).
-		bundles     []string
-		currentTime bool
+		f  verifyFlags
+		vp options.VerifyPinOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "verify-pin SOURCE --lock FILE [--fail-on drift|capability|never] [flags]",
@@ -81,24 +76,23 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
   mcpsign verify-pin --policy /etc/mcpsign/policy.json --name notes \
     --bundle notes.publisher.sigstore.json --bundle notes.security.sigstore.json -- npx -y @acme/notes-mcp@1.2.0`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pf := &verifyFlags{src: src, out: out, pol: pol, vo: options.VerifyOptions{Bundles: bundles, AllowCurrentTime: currentTime}}
-			return runVerifyPin(cmd, a, pf, &vp, args)
+			return runVerifyPin(cmd, a, &f, &vp, args)
 		},
 	}
 	fs := cmd.Flags()
-	src.AddFlags(fs)
-	out.AddFlags(fs)
+	f.src.AddFlags(fs)
+	f.out.AddFlags(fs)
 	vp.AddFlags(fs)
-	pol.AddFlags(fs)
-	options.StringArrayVar(fs, &bundles, "bundle", "with --policy: a bundle (file or https:// URL) that re-verifies a signed lock's approval (a threshold: repeat it, the lock's own bundle first); default the policy's bundle")
-	fs.BoolVar(&currentTime, "allow-current-time", false, "with --policy: re-verifying a certificate lock's bundle that has no timestamp, check the chain at the current time")
+	f.pol.AddFlags(fs)
+	// The bundles re-verify the lock's approval under --policy (with the
+	// chain checked at the current time when they have no timestamp).
+	options.StringArrayVar(fs, &f.vo.Bundles, "bundle", "with --policy: a bundle (file or https:// URL) that re-verifies a signed lock's approval (a threshold: repeat it, the lock's own bundle first); default the policy's bundle")
+	fs.BoolVar(&f.vo.AllowCurrentTime, "allow-current-time", false, "with --policy: re-verifying a certificate lock's bundle that has no timestamp, check the chain at the current time")
 	return cmd
 }
 
 // runVerifyPin checks the server against the lock, under f.pol when
-// given: the lock must then stand under the policy (checkLockInForce),
-// before the server is read and, when only the server's bundle can prove
-// it, after.
+// given: the lock must then stand under the policy (checkPinned).
 func runVerifyPin(cmd *cobra.Command, a *app, f *verifyFlags, vp *options.VerifyPinOptions, args []string) error {
 	asJSON, err := f.out.JSON()
 	if err != nil {
@@ -119,58 +113,43 @@ func runVerifyPin(cmd *cobra.Command, a *app, f *verifyFlags, vp *options.Verify
 	if err != nil {
 		return lockUnreadable(a, vp.Lock, err, asJSON, failOn)
 	}
-	withServer, err := lockStandsAtStart(cmd, a, f, pr, lock, vp.Lock, asJSON, failOn)
-	if err != nil {
-		return err
-	}
-	mode, err := resourcesMode(vp.Resources, pr, lock, false)
-	if err != nil {
-		return err
-	}
-	f.src.Resources = mode == proxy.ResourcesPin
-	snap, err := loadSource(cmd, a, &f.src, args)
-	if err != nil {
-		return err
-	}
-	rep := lock.Check(snap)
-	rep.Lock = vp.Lock
-	failedAnyway := false // it fails whatever --fail-on says
-	if withServer {
-		var out *policy.OutsideError
-		if errors.As(checkLockInForce(cmd.Context(), a, f, pr, lock, snap, rep.Failed(pin.FailOnDrift)), &out) {
-			rep.Findings = append(rep.Findings, out.Report(vp.Lock).Findings...)
-			failedAnyway = true
+	load := func(context.Context) (*digest.Snapshot, error) {
+		var err error
+		if f.src.Listing.Resources, err = listsResources(vp.Resources, pr, lock); err != nil {
+			return nil, err
 		}
+		return loadSource(cmd, a, &f.src, args)
 	}
-	if err := writePinReport(a, rep, asJSON, failOn); err != nil {
+	p, err := checkPinned(cmd.Context(), a, f, pr, lock, vp.Lock, load)
+	if err != nil {
 		return err
 	}
-	if failedAnyway || rep.Failed(failOn) {
+	if err := writePinReport(a, p.Report, asJSON, failOn); err != nil {
+		return err
+	}
+	if p.Outside || p.Report.Failed(failOn) {
 		return silentExit(exitFailed)
 	}
 	return nil
 }
 
-// lockStandsAtStart checks, under a policy (pr not nil), that the lock
-// stands before the server is read; withServer says only the server's
-// bundle can prove it. A lock outside the policy is reported, and exits 1
-// whatever --fail-on says.
-func lockStandsAtStart(cmd *cobra.Command, a *app, f *verifyFlags, pr *policy.Resolved, lock *pin.Lock, path string, asJSON bool, failOn pin.FailOn) (withServer bool, err error) {
-	if pr == nil {
-		return false, nil
-	}
-	var out *policy.OutsideError
-	switch err := checkLockInForce(cmd.Context(), a, f, pr, lock, nil, false); {
-	case errors.Is(err, policy.ErrNeedsServer):
-		return true, nil
-	case errors.As(err, &out):
-		if err := writePinReport(a, out.Report(path), asJSON, failOn); err != nil {
-			return false, err
+// checkPinned checks what the server serves (load) against the lock, and
+// under a policy (pr not nil) that the lock stands (policy.Gate.CheckPinned).
+func checkPinned(ctx context.Context, a *app, f *verifyFlags, pr *policy.Resolved, lock *pin.Lock, path string, load func(context.Context) (*digest.Snapshot, error)) (*policy.Pinned, error) {
+	if pr != nil {
+		g, err := policyGate(a, f, pr)
+		if err != nil {
+			return nil, err
 		}
-		return false, silentExit(exitFailed)
-	default:
-		return false, err
+		return g.CheckPinned(ctx, lock, path, load)
 	}
+	snap, err := load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep := lock.Check(snap)
+	rep.Lock = path
+	return &policy.Pinned{Report: rep}, nil
 }
 
 // verifyPinPolicy resolves verify-pin's --policy (nil without one): the

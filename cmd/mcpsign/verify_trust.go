@@ -1,25 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
-	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/verify"
 )
-
-// verifyTrust loads what the verify commands trust (verify.LoadTrust, from
-// --trusted-root or TUF with --tuf-cache, --tuf-mirror and --offline, and
-// --ca-roots and --ca-intermediates), saying a failure with the flags that
-// fix it.
-func verifyTrust(ctx context.Context, t *options.TrustOptions, p verify.Policy) (verify.Trust, error) {
-	tr, err := verify.LoadTrust(ctx, t.TrustSources(), p)
-	if err != nil {
-		return tr, trustFlagHint(err, p.Method)
-	}
-	return tr, nil
-}
 
 // trustFlagHint says a verify.LoadTrust failure with the flags that fix
 // it; the error still wraps the *verify.TrustError.

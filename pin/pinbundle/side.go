@@ -14,6 +14,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/diff"
+	"github.com/mcpsign/mcpsign/source"
 )
 
 // MaxBytes bounds a bundle file read for a diff.
@@ -86,4 +87,20 @@ func ReadSideFile(path string) (side *diff.Side, ok bool, err error) {
 		return diff.SnapshotSide(path, diff.OriginSnapshot, s), true, nil
 	}
 	return nil, false, nil
+}
+
+// SourceSide is the side of a diff that a source (anything ReadSideFile
+// does not read) served: snap, read from the source arg as given (spec its
+// parse), labelled arg, or for a URL its ShownURL (a token in its user
+// info or query is not shown); a snapshot when spec names a file, else a
+// live listing.
+func SourceSide(arg string, spec source.Spec, snap *digest.Snapshot) *diff.Side {
+	origin, label := diff.OriginLive, arg
+	if spec.File != "" {
+		origin = diff.OriginSnapshot
+	}
+	if spec.URL != "" {
+		label = spec.ShownURL()
+	}
+	return diff.SnapshotSide(label, origin, snap)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/diff"
+	"github.com/mcpsign/mcpsign/source"
 )
 
 const (
@@ -183,5 +184,35 @@ func TestReadSideFile(t *testing.T) {
 	var le *pin.LockError
 	if _, _, err := ReadSideFile(filepath.Join(dir, "edited.lock")); !errors.As(err, &le) {
 		t.Errorf("edited lock: %v, want a *pin.LockError", err)
+	}
+}
+
+func TestSourceSide(t *testing.T) {
+	snap := snapshot(t, honestSnap)
+	tests := []struct {
+		arg        string
+		wantLabel  string
+		wantOrigin diff.Origin
+	}{
+		{"npx -y @acme/notes-mcp", "npx -y @acme/notes-mcp", diff.OriginLive},
+		{"https://user:secret@mcp.example.com/mcp?api_key=k#x", "https://mcp.example.com/mcp", diff.OriginLive},
+		{"tools.json", "tools.json", diff.OriginSnapshot},
+	}
+	for _, tt := range tests {
+		t.Run(tt.arg, func(t *testing.T) {
+			spec := source.Spec{URL: tt.arg}
+			switch tt.wantOrigin {
+			case diff.OriginSnapshot:
+				spec = source.Spec{File: tt.arg}
+			case diff.OriginLive:
+				if !strings.HasPrefix(tt.arg, "https:") {
+					spec = source.Spec{Command: strings.Fields(tt.arg)}
+				}
+			}
+			s := SourceSide(tt.arg, spec, snap)
+			if s.Label != tt.wantLabel || s.Origin != tt.wantOrigin {
+				t.Fatalf("label %q, origin %s; want %q, %s", s.Label, s.Origin, tt.wantLabel, tt.wantOrigin)
+			}
+		})
 	}
 }

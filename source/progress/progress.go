@@ -1,7 +1,8 @@
 // Package progress shows what a live listing of a server is doing, through
 // the source.Options.Progress hook: one line a step (Lines), a spinner at a
 // terminal (Terminal), or, elsewhere, one line when the listing is slow
-// (SlowNotice). Nothing of it is written but to the writer it is given.
+// (SlowNotice); For picks one as a command line's flags say. Nothing of it
+// is written but to the writer it is given.
 package progress
 
 import (
@@ -123,6 +124,35 @@ func SlowNotice(w io.Writer, limit, delay time.Duration, setting string) (progre
 		}
 	}
 	return progress, done
+}
+
+// Display is how a listing's progress is shown (For).
+type Display struct {
+	// Verbose shows one line a step (Lines), whatever Quiet says.
+	Verbose bool
+	// Quiet shows nothing.
+	Quiet bool
+	// Terminal says the writer is a terminal: a spinner (Terminal); on
+	// any other writer one line when the listing is slow (SlowNotice),
+	// saying the time limit Limit and Setting, what sets it.
+	Terminal bool
+	Limit    time.Duration
+	Setting  string
+}
+
+// For returns the hook that shows a listing's progress on w as d says
+// (nil: none), and the function to call exactly once, when the listing
+// ended.
+func For(w io.Writer, d Display) (progress Func, done func()) {
+	switch {
+	case d.Verbose:
+		return Lines(w), func() {}
+	case d.Quiet:
+		return nil, func() {}
+	case d.Terminal:
+		return Terminal(w)
+	}
+	return SlowNotice(w, d.Limit, SlowNoticeDelay, d.Setting)
 }
 
 // stageText says what a listing stage waits for.

@@ -65,3 +65,36 @@ func TestSlowNotice(t *testing.T) {
 		}
 	})
 }
+
+// TestFor picks the display: lines when verbose (even quiet), nothing when
+// quiet, else a spinner at a terminal (which writes nothing for a quick
+// listing) or the slow listing's notice.
+func TestFor(t *testing.T) {
+	tests := []struct {
+		name     string
+		d        Display
+		wantNil  bool
+		wantLine string // what one stage writes at once
+	}{
+		{name: "verbose", d: Display{Verbose: true, Quiet: true}, wantLine: "mcpsign: initialize\n"},
+		{name: "quiet", d: Display{Quiet: true}, wantNil: true},
+		{name: "terminal", d: Display{Terminal: true}},
+		{name: "elsewhere", d: Display{Limit: time.Minute, Setting: "--timeout"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &syncBuf{mu: make(chan struct{}, 1)}
+			p, done := For(w, tt.d)
+			if (p == nil) != tt.wantNil || done == nil {
+				t.Fatalf("progress nil %v, done nil %v", p == nil, done == nil)
+			}
+			if p != nil {
+				p("initialize", 0)
+			}
+			done()
+			if got := w.String(); got != tt.wantLine {
+				t.Fatalf("wrote %q, want %q", got, tt.wantLine)
+			}
+		})
+	}
+}

@@ -33,11 +33,9 @@ func (o *ApproveOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Audit.AddFlags(fs)
 }
 
-// Expected is what the reviewer saw (pin.Expected).
-type Expected = pin.Expected
-
-// ParseExpect reads the --expect values (pin.ParseExpect).
-func ParseExpect(values []string) (*Expected, error) {
+// ParseExpect reads the --expect values (pin.ParseExpect): what the
+// reviewer saw.
+func ParseExpect(values []string) (*pin.Expected, error) {
 	e, err := pin.ParseExpect(values)
 	if err != nil {
 		return nil, fmt.Errorf("--expect %w", err)

@@ -32,21 +32,7 @@ func (o *IdentityOptions) VerifyIdentity(fs *pflag.FlagSet) (verify.Identity, er
 			return verify.Identity{}, fmt.Errorf("--%s is empty: give a value or leave the flag out", name)
 		}
 	}
-	return verify.Identity{
-		SAN:                      o.CertificateIdentity,
-		SANRegexp:                o.CertificateIdentityRegexp,
-		Issuer:                   o.CertificateOIDCIssuer,
-		IssuerRegexp:             o.CertificateOIDCIssuerRegexp,
-		GitHubWorkflowRepository: o.GitHubWorkflowRepository,
-		GitHubWorkflowRef:        o.GitHubWorkflowRef,
-		GitHubWorkflowSHA:        o.GitHubWorkflowSHA,
-		GitHubWorkflowTrigger:    o.GitHubWorkflowTrigger,
-		GitHubWorkflowName:       o.GitHubWorkflowName,
-		Subject:                  o.CertificateSubject,
-		Email:                    o.CertificateEmail,
-		URI:                      o.CertificateURI,
-		DNS:                      o.CertificateDNS,
-	}, nil
+	return o.Identity, nil
 }
 
 // PublicKey reads the --key PEM public key; nil when --key is not given.

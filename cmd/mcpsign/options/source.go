@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -19,13 +18,15 @@ import (
 // SourceOptions are the flags that say how to read a SOURCE: a snapshot
 // file, a stdio server command, or a Streamable HTTP URL.
 type SourceOptions struct {
-	Timeout         time.Duration
-	Headers         []string
-	Verbose         bool
-	Quiet           bool
-	MaxMessageBytes int64
-	MaxListingBytes int64
-	ProtocolVersion string
+	// Listing holds the flags that are source.Options as they are
+	// (--timeout, --max-message-bytes, --max-listing-bytes,
+	// --protocol-version) and Resources, which lists the static resources
+	// too, set by the command when its resources mode is pin; Options
+	// completes it.
+	Listing source.Options
+	Headers []string
+	Verbose bool
+	Quiet   bool
 	// ClientCapabilities is --client-capabilities: the JSON object of client
 	// capabilities announced to a live server; "" for the default.
 	ClientCapabilities string
@@ -33,23 +34,20 @@ type SourceOptions struct {
 	// server (--policy --name), used when --client-capabilities is not
 	// given; nil for the default.
 	PolicyClientCapabilities []byte
-	// Resources lists the static resources too (source.Options.Resources):
-	// set by the command when its resources mode is pin.
-	Resources bool
 	// OAuth are the flags of the OAuth sign-in (oauth.go).
 	OAuth OAuthOptions
 }
 
 // AddFlags adds the source flags to fs.
 func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.DurationVar(&o.Timeout, "timeout", source.DefaultTimeout, "time limit for listing a live server, from start to the last page")
+	fs.DurationVar(&o.Listing.Timeout, "timeout", source.DefaultTimeout, "time limit for listing a live server, from start to the last page")
 	AddHeaderFlag(fs, &o.Headers)
 	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "show the stderr of a stdio server and the progress of the listing, one line a step")
 	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "show no progress of a live listing on stderr (no spinner at a terminal, no note of a slow server elsewhere)")
-	fs.Int64Var(&o.MaxMessageBytes, "max-message-bytes", source.DefaultMaxMessageBytes, "largest message accepted from a server")
-	fs.Int64Var(&o.MaxListingBytes, "max-listing-bytes", source.DefaultMaxListingBytes, "most bytes of a live listing, all pages of all kinds together")
+	fs.Int64Var(&o.Listing.MaxMessageBytes, "max-message-bytes", source.DefaultMaxMessageBytes, "largest message accepted from a server")
+	fs.Int64Var(&o.Listing.MaxListingBytes, "max-listing-bytes", source.DefaultMaxListingBytes, "most bytes of a live listing, all pages of all kinds together")
 	fs.StringVar(&o.ClientCapabilities, "client-capabilities", "", "the client capabilities announced to a live server, a JSON object (default "+source.DefaultClientCapabilities+", go-sdk's); servers may offer other definitions to other clients, and snapshots and locks record them")
-	fs.StringVar(&o.ProtocolVersion, "protocol-version", "", "force an MCP protocol version (default: try 2026-07-28 server/discover, then the initialize handshake)")
+	fs.StringVar(&o.Listing.ProtocolVersion, "protocol-version", "", "force an MCP protocol version (default: try 2026-07-28 server/discover, then the initialize handshake)")
 	o.OAuth.AddFlags(fs)
 }
 
@@ -88,31 +86,20 @@ func (o *SourceOptions) Options(stderr io.Writer, stderrIsTerminal bool) (source
 	if err != nil {
 		return source.Options{}, nil, err
 	}
-	opts := source.Options{
-		Timeout:         o.Timeout,
-		MaxMessageBytes: o.MaxMessageBytes,
-		MaxListingBytes: o.MaxListingBytes,
-		Headers:         headers,
-		ProtocolVersion: o.ProtocolVersion,
-		Resources:       o.Resources,
-	}
+	opts := o.Listing
+	opts.Headers = headers
 	if opts.ClientCapabilities, err = o.clientCapabilities(); err != nil {
 		return source.Options{}, nil, err
 	}
-	if o.Timeout <= 0 {
+	if opts.Timeout <= 0 {
 		// 0 would silently be the default: a time limit must be one.
-		return source.Options{}, nil, fmt.Errorf("--timeout %s: want a positive duration (e.g. 30s, 2m)", o.Timeout)
+		return source.Options{}, nil, fmt.Errorf("--timeout %s: want a positive duration (e.g. 30s, 2m)", opts.Timeout)
 	}
-	done := func() {}
-	switch {
-	case o.Verbose:
+	if o.Verbose {
 		opts.Stderr = stderr
-		opts.Progress = progress.Lines(stderr)
-	case stderrIsTerminal && !o.Quiet:
-		opts.Progress, done = progress.Terminal(stderr)
-	case !o.Quiet:
-		opts.Progress, done = progress.SlowNotice(stderr, o.Timeout, progress.SlowNoticeDelay, "--timeout")
 	}
+	var done func()
+	opts.Progress, done = progress.For(stderr, progress.Display{Verbose: o.Verbose, Quiet: o.Quiet, Terminal: stderrIsTerminal, Limit: opts.Timeout, Setting: "--timeout"})
 	return opts, done, nil
 }
 

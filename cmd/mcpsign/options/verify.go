@@ -6,9 +6,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/mcpsign/mcpsign/attest"
-	"github.com/mcpsign/mcpsign/attest/pkgfile"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -72,12 +69,10 @@ func (o *VerifyOptions) Policy(m verify.Method, id verify.Identity, key crypto.P
 		RequireTlog:      o.RequireTlog && m != verify.MethodSigstore,
 		RequireTimestamp: o.RequireTimestamp,
 		AllowCurrentTime: o.AllowCurrentTime,
+		PublicKey:        key,
 	}
 	if id != (verify.Identity{}) {
 		p.Identities = []verify.Identity{id}
-	}
-	if key != nil {
-		p.PublicKey = key
 	}
 	return p
 }
@@ -91,29 +86,20 @@ func (o *VerifyOptions) PackageRequirements() ([]verify.PackageRequirement, erro
 	}
 	var out []verify.PackageRequirement
 	for _, f := range o.PackageFiles {
-		a, err := pkgfile.Read(f)
+		r, err := verify.PackageFile(f)
 		if err != nil {
 			return nil, fmt.Errorf("--package-file: %w", err)
 		}
-		out = append(out, verify.PackageRequirement{Name: textsafe.Quote(f) + " (" + a.PURL + ")", Digests: a.Digests()})
+		out = append(out, r)
 	}
 	for _, in := range o.PackageIntegrity {
-		d, err := ParseIntegrity(in)
+		r, err := verify.PackageIntegrity(in)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--package-integrity %w", err)
 		}
-		out = append(out, verify.PackageRequirement{Name: "of integrity " + textsafe.Quote(in), Digests: d})
+		out = append(out, r)
 	}
 	return out, nil
-}
-
-// ParseIntegrity reads one --package-integrity value (attest.ParseIntegrity).
-func ParseIntegrity(s string) (map[string]string, error) {
-	d, err := attest.ParseIntegrity(s)
-	if err != nil {
-		return nil, fmt.Errorf("--package-integrity %w", err)
-	}
-	return d, nil
 }
 
 // addFromServerFlag adds --bundle-from-server (docs/DISCOVERY.md).
