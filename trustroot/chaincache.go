@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/asn1"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,7 +43,9 @@ import (
 //     be valid at the time the response asserts.
 //
 // Nothing is skipped: what changes per bundle (the leaf and its signature,
-// the timestamp response, the times) is checked on every call, and any case
+// the timestamp response, the times) is checked for every bundle (a leaf's
+// signature once per verification, though sigstore-go asks once per
+// verified time: leafMemo), and any case
 // the cache cannot prove equivalent (ambiguous issuers, name or policy
 // constraints on the cached part, several intermediates with one subject, a
 // failure of the fast path) is handed to the plain sigstore-go
@@ -151,6 +154,8 @@ type cachedCA struct {
 	ca *root.FulcioCertificateAuthority
 	// byIssuer maps the raw subject of an eligible intermediate to it.
 	byIssuer map[string]*cachedPath
+	// leaves remembers the leaves whose path verified lately.
+	leaves leafMemo
 }
 
 type cachedPath struct {
@@ -160,6 +165,43 @@ type cachedPath struct {
 
 	once   sync.Once
 	signed bool // the intermediate's signature under the root verifies
+}
+
+// leafMemoSize bounds leafMemo: sigstore-go validates one leaf once per
+// verified time, the calls of one verification in a row, so a few entries
+// per concurrent verification are all that is ever hit.
+const leafMemoSize = 16
+
+// leafMemo remembers the last leafMemoSize leaf certificates (the parsed
+// objects sigstore-go passes, held so that none is reused) that
+// crypto/x509 verified under the CA's cached path (the leaf's issuer
+// names it). For the same certificate and the same anchor, crypto/x509's
+// verdict depends on the time only through the validity periods of the
+// leaf and the intermediate (the signature, key usage, constraints and
+// extensions do not change), so a remembered
+// leaf at another time needs only those two checks: the second path
+// validation of one verification (sigstore-go makes one per verified
+// time, the log's and each timestamp's, with the certificate it parsed
+// for that verification) costs no second leaf signature check. A new
+// verification parses its certificate anew and checks it in full. Only
+// successes are remembered.
+type leafMemo struct {
+	mu     sync.Mutex
+	leaves [leafMemoSize]*x509.Certificate
+	next   int
+}
+
+func (m *leafMemo) has(leaf *x509.Certificate) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Contains(m.leaves[:], leaf)
+}
+
+func (m *leafMemo) add(leaf *x509.Certificate) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.leaves[m.next] = leaf
+	m.next = (m.next + 1) % leafMemoSize
 }
 
 // verified checks, once, the one signature the cache saves on every later
@@ -243,6 +285,14 @@ func (f *cachedCA) Verify(leaf *x509.Certificate, observerTimestamp time.Time) (
 		!validAt(r, observerTimestamp) {
 		return nil, errNotCached
 	}
+	if f.leaves.has(leaf) {
+		// Verified before under this path: only the times can differ
+		// (leafMemo); crypto/x509 returns the leaf it was given first.
+		if !validAt(leaf, observerTimestamp) || !validAt(p.intermediate, observerTimestamp) {
+			return nil, errNotCached
+		}
+		return [][]*x509.Certificate{{leaf, p.intermediate, r}}, nil
+	}
 	chains, err := leaf.Verify(x509.VerifyOptions{
 		CurrentTime: observerTimestamp,
 		Roots:       p.anchor,
@@ -251,6 +301,7 @@ func (f *cachedCA) Verify(leaf *x509.Certificate, observerTimestamp time.Time) (
 	if err != nil || len(chains) != 1 || len(chains[0]) != 2 || chains[0][1] != p.intermediate {
 		return nil, errNotCached
 	}
+	f.leaves.add(leaf)
 	return [][]*x509.Certificate{{chains[0][0], p.intermediate, r}}, nil
 }
 

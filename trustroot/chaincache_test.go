@@ -58,6 +58,11 @@ func caCases() []caCase {
 		{name: "root expired before leaf", build: simple(func(r, _, _ *certSpec) { r.notAfter = t0.Add(-time.Hour) })},
 		{name: "root not yet valid", build: simple(func(r, _, _ *certSpec) { r.notBefore = t0.Add(time.Hour) })},
 		{name: "intermediate expired", build: simple(func(_, i, _ *certSpec) { i.notAfter = t0.Add(-time.Hour) })},
+		// Valid at t0, expired before the leaf is: a leaf verified at t0 (and
+		// remembered) must still be refused at a later time the
+		// intermediate no longer covers.
+		{name: "intermediate expires while the leaf is valid", build: simple(func(_, i, _ *certSpec) { i.notAfter = t0.Add(time.Minute) }), accept: true, fast: true},
+		{name: "intermediate valid only after the leaf was issued", build: simple(func(_, i, _ *certSpec) { i.notBefore = t0.Add(-time.Minute) }), accept: true, fast: true},
 		{name: "intermediate not a CA", build: simple(func(_, i, _ *certSpec) { i.ca = false })},
 		{name: "intermediate without basic constraints", build: simple(func(_, i, _ *certSpec) { i.noBasic = true })},
 		{name: "root path length zero", build: simple(func(r, _, _ *certSpec) { r.maxPathZero = true })},
