@@ -12,6 +12,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/monitor"
 	"github.com/mcpsign/mcpsign/policy"
+	"github.com/mcpsign/mcpsign/source"
 )
 
 func newMonitorCmd(a *app) *cobra.Command {
@@ -91,6 +92,7 @@ could not be read or verified (the state is left as it was).`,
 	options.StringArrayVar(fl, &f.released, "released", "directory of the bundles you released (*.sigstore.json, *.sigstore, *.bundle.json; repeatable)")
 	options.StringArrayVar(fl, &f.digests, "released-digest", "digest of a released artifact as the log records it, sha256:HEX (repeatable)")
 	options.StringArrayVar(fl, &f.registries, "released-registry", "registry whose attestations for the --registry-server names were released: a base URL or a file, as registry verify reads it (repeatable)")
+	fl.BoolVar(&f.allowPrivateBundles, "allow-private-bundles", false, "with --released-registry: fetch bundles from loopback, private and link-local addresses too, as registry verify --allow-private-bundles")
 	options.StringArrayVar(fl, &f.registryServers, "registry-server", "with --released-registry: a registry server NAMESPACE/NAME or NAMESPACE/* whose listed bundles were released (repeatable)")
 	fl.BoolVar(&f.initState, "init", false, "create the state file from the log's current checkpoint (first run)")
 	fl.Int64Var(&f.fromIndex, "from-index", -1, "with --init: read the log from this index instead of its current size")
@@ -110,6 +112,7 @@ type monitorFlags struct {
 	released, digests       []string
 	registries              []string
 	registryServers         []string
+	allowPrivateBundles     bool
 	initState, follow, once bool
 	fromIndex               int64
 	interval, timeout       time.Duration
@@ -144,7 +147,7 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 	rep := &monitor.Reporter{W: a.stdout, JSON: asJSON, ReportVersion: reportVersion, StatePath: f.statePath}
 	opts.OnFinding = rep.Finding
 	alerts, err := monitor.Watch(cmd.Context(), opts, prev, monitor.WatchOptions{StatePath: f.statePath, Follow: f.follow, Interval: f.interval,
-		Reported: rep.Err, OnRun: rep.Summary, BeforeRun: releasedFromRegistries(opts.Released, f.registries, f.registryServers, a),
+		Reported: rep.Err, OnRun: rep.Summary, BeforeRun: releasedFromRegistries(opts.Released, f, a),
 		OnError: func(err error) {
 			fmt.Fprintf(a.stderr, "mcpsign: %s\n", textsafe.EscapeKeepLayout(withFlagHint(err).Error()))
 		}})
@@ -205,13 +208,17 @@ func (f *monitorFlags) policyIdentities(a *app, s *monitor.Setup) error {
 
 // releasedFromRegistries adds, before each check, what the registries list
 // now for the watched servers (nil without --released-registry).
-func releasedFromRegistries(r *monitor.Released, srcs, names []string, a *app) func(context.Context) error {
-	if len(srcs) == 0 {
+func releasedFromRegistries(r *monitor.Released, f *monitorFlags, a *app) func(context.Context) error {
+	if len(f.registries) == 0 {
 		return nil
 	}
+	o := monitor.RegistryOptions{HTTPClient: a.httpClient}
+	if f.allowPrivateBundles {
+		o.BundleAddresses = source.AnyAddress
+	}
 	return func(ctx context.Context) error {
-		for _, src := range srcs {
-			if _, err := monitor.ReleasedFromRegistry(ctx, r, src, names, monitor.RegistryOptions{HTTPClient: a.httpClient}); err != nil {
+		for _, src := range f.registries {
+			if _, err := monitor.ReleasedFromRegistry(ctx, r, src, f.registryServers, o); err != nil {
 				return err
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -28,7 +29,7 @@ server.json where its attestation is (docs/REGISTRY.md).`,
 type registryVerifyFlags struct {
 	policy, verifiedOut, shard string
 	workers                    int
-	offline                    bool
+	offline, allowPrivate      bool
 	out                        options.OutputOptions
 }
 
@@ -61,6 +62,7 @@ its cursor or floods pages). docs/REGISTRY.md, docs/JSON.md.`,
 	fs.StringVar(&f.shard, "shard", "", "verify only shard `I/N` of the entries, partitioned by name (0 <= I < N)")
 	fs.IntVar(&f.workers, "workers", 0, "entries verified in parallel (default: the number of CPUs)")
 	fs.BoolVar(&f.offline, "offline", false, "never fetch the trusted root through TUF: use the policy's file or the TUF cache")
+	fs.BoolVar(&f.allowPrivate, "allow-private-bundles", false, "fetch bundles from loopback, private and link-local addresses too (refused by default; loopback is allowed when SOURCE is a registry on a loopback host)")
 	f.out.AddFlags(fs)
 	c.MarkFlagRequired("policy")
 	return c
@@ -82,10 +84,12 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 		return err
 	}
 	v, err := registry.New(registry.Options{Policy: pf, HTTPClient: a.httpClient,
-		DeciderOptions: policy.DeciderOptions{Offline: f.offline}})
+		BundleAddresses: registry.BundleAddresses(src, f.allowPrivate),
+		DeciderOptions:  policy.DeciderOptions{Offline: f.offline}})
 	if err != nil {
 		return err
 	}
+	defer v.Close()
 	var dump *registry.DumpFile
 	if f.verifiedOut != "" {
 		if dump, err = registry.CreateDump(f.verifiedOut); err != nil {
@@ -127,6 +131,9 @@ func registryEmit(a *app, dump *registry.DumpFile, asJSON bool, progress func(st
 	return func(r *registry.Result) error {
 		n++
 		progress(fmt.Sprintf("%d entries verified", n), 0)
+		if h := flagHint(r.Err()); h != "" && !strings.Contains(r.Reason, h) {
+			r.Reason += " (" + h + ")"
+		}
 		if dump != nil && r.Verified {
 			if err := dump.Add(r); err != nil {
 				return err

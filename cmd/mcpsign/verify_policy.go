@@ -90,7 +90,7 @@ func policyHint(r *policy.Resolved) func(error) error {
 // policyBundleInputs are the bundles to verify: every --bundle, else the
 // one the policy names.
 func policyBundleInputs(a *app, f *verifyFlags, r *policy.Resolved) (pinbundle.Locations, error) {
-	out := pinbundle.Locations(r.BundleLocations(f.vo.Bundles, source.BundleOptions{HTTPClient: a.httpClient}))
+	out := pinbundle.Locations(r.BundleLocations(f.vo.Bundles, source.BundleOptions{HTTPClient: a.httpClient, Addresses: source.AnyAddress}))
 	if len(out) == 0 {
 		return nil, fmt.Errorf("--bundle FILE is required: the policy names no bundle for server %s", textsafe.Quote(r.Name))
 	}
