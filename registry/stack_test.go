@@ -22,8 +22,8 @@ import (
 	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/registry"
-	"github.com/mcpsign/mcpsign/source"
 	"github.com/mcpsign/mcpsign/sign"
+	"github.com/mcpsign/mcpsign/source"
 )
 
 // The entries of the end-to-end tests sign as GitHub Actions workflows
