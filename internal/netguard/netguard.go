@@ -138,7 +138,8 @@ func IsPublic(a netip.Addr) bool {
 // has the connection's remote address checked before it is used. Through
 // a proxy (base.Proxy), the proxy's address is the operator's and is not
 // checked; the request's host is, as it resolves here when the request is
-// made. With s == Any, base is returned as it is. A base that is not an
+// made. With s == Any, base is returned as it is. http.DefaultTransport's
+// dialer is replaced by one with the same timeouts and the Control check. A base that is not an
 // *http.Transport cannot be guarded: an error wrapping ErrRefused.
 func Transport(base http.RoundTripper, s Scope) (http.RoundTripper, error) {
 	if base == nil {
@@ -159,6 +160,9 @@ func Transport(base http.RoundTripper, s Scope) (http.RoundTripper, error) {
 	own := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	guarded := &net.Dialer{Timeout: own.Timeout, KeepAlive: own.KeepAlive, Control: g.control}
 	dial := t.DialContext
+	if base == http.DefaultTransport {
+		dial = nil // net/http's own dialer, which ours replaces (same timeouts), with the Control check
+	}
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		switch {
 		case g.isProxy(addr) && dial != nil:

@@ -134,6 +134,8 @@ func TestTransport(t *testing.T) {
 		fails bool
 	}{
 		{"loopback, public scope", nil, Public, loop.URL, true},
+		{"closed port on loopback, public scope: refused before connecting", nil, Public, "http://127.0.0.1:1/", true},
+		{"closed port on loopback, public scope, the default transport", http.DefaultTransport, Public, "http://127.0.0.1:1/", true},
 		{"loopback by name, public scope", nil, Public, byName, true},
 		{"loopback, loopback scope", nil, Loopback, loop.URL, false},
 		{"loopback by name, loopback scope", nil, Loopback, byName, false},
