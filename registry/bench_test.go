@@ -262,6 +262,7 @@ func benchRegistryVerify(b *testing.B, log string) {
 	procs := runtime.GOMAXPROCS(0)
 	defer runtime.GOMAXPROCS(procs)
 	var tp, tp1, tp2, t1, t2, tf []time.Duration
+	var cp1, c1, cf []time.Duration // CPU time of the one-core runs and the floor
 	half := len(s.names) / 2
 	for b.Loop() {
 		t0 := time.Now()
@@ -281,22 +282,23 @@ func benchRegistryVerify(b *testing.B, log string) {
 		runtime.GOMAXPROCS(1)
 		// The plain loop on one core too (its collector's work on the same
 		// core, as the registry's one-core run has it): the one-core peer.
-		t0 = time.Now()
+		t0, c0 := time.Now(), cpuTime()
 		plain(s.names)
-		tp1 = append(tp1, time.Since(t0))
-		t0 = time.Now()
+		tp1, cp1 = append(tp1, time.Since(t0)), append(cp1, cpuTime()-c0)
+		t0, c0 = time.Now(), cpuTime()
 		s.run(b, v, 1)
-		t1 = append(t1, time.Since(t0))
+		t1, c1 = append(t1, time.Since(t0)), append(c1, cpuTime()-c0)
 		runtime.GOMAXPROCS(2)
 		t0 = time.Now()
 		s.run(b, v, 2)
 		t2 = append(t2, time.Since(t0))
-		runtime.GOMAXPROCS(procs)
-		t0 = time.Now()
+		runtime.GOMAXPROCS(1)
+		t0, c0 = time.Now(), cpuTime()
 		for range s.entries {
 			floor()
 		}
-		tf = append(tf, time.Since(t0))
+		tf, cf = append(tf, time.Since(t0)), append(cf, cpuTime()-c0)
+		runtime.GOMAXPROCS(procs)
 	}
 	n := float64(len(s.entries))
 	mp, mp1, m1, m2, mf := median(tp), median(tp1), median(t1), median(t2), median(tf)
@@ -311,8 +313,18 @@ func benchRegistryVerify(b *testing.B, log string) {
 	b.ReportMetric(float64(m1)/float64(mf), "1core/floor")
 	// The peer's own distance from the floor: what sigstore-go's parse
 	// and Verify alone cost per bundle over it.
-	b.ReportMetric(float64(mp)/float64(mf), "plain/floor")
+	b.ReportMetric(float64(mp1)/float64(mf), "plain1core/floor")
 	b.ReportMetric(float64(m1)/float64(m2), "2cores-speedup")
+	// The same one-core comparisons in CPU time, which the machine's
+	// other work does not lengthen (on a shared machine the wall times of
+	// a GOMAXPROCS 1 run wait for the core): per entry, and the ratios.
+	mcp1, mc1, mcf := median(cp1), median(c1), median(cf)
+	b.ReportMetric(float64(mc1.Microseconds())/n, "cpu-1core-µs/entry")
+	b.ReportMetric(float64(mcp1.Microseconds())/n, "cpu-plain1core-µs/entry")
+	b.ReportMetric(float64(mcf.Microseconds())/n, "cpu-floor-µs/bundle")
+	b.ReportMetric(float64(mcp1)/float64(mc1), "cpu-x-plain(1core)")
+	b.ReportMetric(float64(mc1)/float64(mcf), "cpu-1core/floor")
+	b.ReportMetric(float64(mcp1)/float64(mcf), "cpu-plain1core/floor")
 }
 
 // BenchmarkRegistryEntry verifies the entries one after another in this
