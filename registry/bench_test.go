@@ -27,6 +27,7 @@ import (
 	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
 
 	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/internal/testkit/cputime"
 	"github.com/mcpsign/mcpsign/internal/testkit/registrylocal"
 	"github.com/mcpsign/mcpsign/internal/testkit/rekorv1"
 	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
@@ -282,22 +283,22 @@ func benchRegistryVerify(b *testing.B, log string) {
 		runtime.GOMAXPROCS(1)
 		// The plain loop on one core too (its collector's work on the same
 		// core, as the registry's one-core run has it): the one-core peer.
-		t0, c0 := time.Now(), cpuTime()
+		t0, c0 := time.Now(), cputime.Self()
 		plain(s.names)
-		tp1, cp1 = append(tp1, time.Since(t0)), append(cp1, cpuTime()-c0)
-		t0, c0 = time.Now(), cpuTime()
+		tp1, cp1 = append(tp1, time.Since(t0)), append(cp1, cputime.Self()-c0)
+		t0, c0 = time.Now(), cputime.Self()
 		s.run(b, v, 1)
-		t1, c1 = append(t1, time.Since(t0)), append(c1, cpuTime()-c0)
+		t1, c1 = append(t1, time.Since(t0)), append(c1, cputime.Self()-c0)
 		runtime.GOMAXPROCS(2)
 		t0 = time.Now()
 		s.run(b, v, 2)
 		t2 = append(t2, time.Since(t0))
 		runtime.GOMAXPROCS(1)
-		t0, c0 = time.Now(), cpuTime()
+		t0, c0 = time.Now(), cputime.Self()
 		for range s.entries {
 			floor()
 		}
-		tf, cf = append(tf, time.Since(t0)), append(cf, cpuTime()-c0)
+		tf, cf = append(tf, time.Since(t0)), append(cf, cputime.Self()-c0)
 		runtime.GOMAXPROCS(procs)
 	}
 	n := float64(len(s.entries))
