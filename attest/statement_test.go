@@ -3,12 +3,17 @@ package attest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+
+	intoto "github.com/in-toto/attestation/go/v1"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testsnap"
@@ -212,8 +217,10 @@ func TestSourceFromGitHubActions(t *testing.T) {
 }
 
 // FuzzParse: no panic; an accepted statement marshals back to one that is
-// accepted, and a lenient reader (encoding/json, names matched without
-// regard to case, last one wins) reads the same statement from the bytes.
+// accepted, a lenient reader (encoding/json, names matched without
+// regard to case, last one wins) reads the same statement from the bytes,
+// and so does in-toto's own reader (protojson, which sigstore-go and other
+// in-toto tools read statements with), whose validator accepts it.
 func FuzzParse(f *testing.F) {
 	st, _ := Build(exampleSnapshot(), Options{})
 	p, _ := st.Marshal()
@@ -227,6 +234,9 @@ func FuzzParse(f *testing.F) {
 		st, err := Parse(in)
 		if err != nil {
 			return
+		}
+		if err := sameAsInToto(st, in); err != nil {
+			t.Fatal(err)
 		}
 		var lenient Statement
 		if err := json.Unmarshal(in, &lenient); err != nil {
@@ -378,6 +388,66 @@ func TestCheckSource(t *testing.T) {
 	}
 	if err := CheckSource(&Source{Commit: "x"}, &Source{}); err != nil {
 		t.Errorf("a field the certificate lacks is compared: %v", err)
+	}
+}
+
+// sameAsInToto checks that in-toto's reading of payload (protojson) is
+// st, mcpsign's: the same type, predicate type, and subjects with the same
+// names and digests and nothing else; and that in-toto's validator accepts
+// it. Parse accepts only spellings that both read alike: this holds by
+// construction, and is checked here so that it stays so.
+func sameAsInToto(st *Statement, payload []byte) error {
+	var ref intoto.Statement
+	if err := protojson.Unmarshal(payload, &ref); err != nil {
+		return fmt.Errorf("accepted, but in-toto's reader refuses it: %w", err)
+	}
+	if err := ref.Validate(); err != nil {
+		return fmt.Errorf("accepted, but in-toto's validator refuses it: %w", err)
+	}
+	if ref.GetType() != st.Type || ref.GetPredicateType() != st.PredicateType {
+		return fmt.Errorf("in-toto reads type %q and predicate type %q, mcpsign %q and %q", ref.GetType(), ref.GetPredicateType(), st.Type, st.PredicateType)
+	}
+	subs := ref.GetSubject()
+	if len(subs) != len(st.Subject) {
+		return fmt.Errorf("in-toto reads %d subjects, mcpsign %d", len(subs), len(st.Subject))
+	}
+	for i, rs := range subs {
+		s := st.Subject[i]
+		if rs.GetName() != s.Name || !maps.Equal(rs.GetDigest(), s.Digest) || rs.GetUri() != "" || len(rs.GetContent()) != 0 ||
+			rs.GetDownloadLocation() != "" || rs.GetMediaType() != "" || rs.GetAnnotations() != nil {
+			return fmt.Errorf("subject #%d reads differently to in-toto", i)
+		}
+	}
+	return nil
+}
+
+// TestSameAsInToto: what Parse accepts, in-toto's reader reads alike; a
+// hostile spelling in-toto's reader would read otherwise Parse refuses.
+func TestSameAsInToto(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{fullPayload(t), func() string {
+		st, _ := Build(exampleSnapshot(), Options{})
+		p, _ := st.Marshal()
+		return string(p)
+	}()} {
+		st, err := Parse([]byte(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sameAsInToto(st, []byte(p)); err != nil {
+			t.Fatal(err)
+		}
+		// The check can fail: a subject renamed behind mcpsign's back.
+		other := *st
+		other.Subject = append([]Subject{{Name: "tool/other", Digest: st.Subject[0].Digest}}, st.Subject[1:]...)
+		if err := sameAsInToto(&other, []byte(p)); err == nil {
+			t.Fatal("a subject read differently passes")
+		}
+	}
+	for _, h := range hostileStatements(t) {
+		if _, err := Parse([]byte(h.payload)); err == nil {
+			t.Errorf("%s: accepted", h.name)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpsign/mcpsign/internal/testkit/cputime"
 	"github.com/mcpsign/mcpsign/sign"
 	"github.com/mcpsign/mcpsign/verify"
 )
@@ -120,10 +121,10 @@ func BenchmarkRange(b *testing.B) {
 	for b.Loop() {
 		for i, bc := range cases {
 			runtime.GC()
-			start, cpu := time.Now(), cpuTime()
+			start, cpu := time.Now(), cputime.Self()
 			res, err := Run(context.Background(), Options{LogURL: "http://log.invalid", TrustedMaterial: s.tr, Identities: bc.m, KeyIDs: bc.keys,
 				StartIndex: &zero, HTTPClient: client, hashOnly: bc.hashOnly}, nil)
-			d, dc := time.Since(start), cpuTime()-cpu
+			d, dc := time.Since(start), cputime.Self()-cpu
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -28,6 +28,12 @@ type RegistryOptions struct {
 	// (zero: source's defaults).
 	MaxBundleBytes int64
 	FetchTimeout   time.Duration
+	// BundleAddresses are the addresses a bundle fetch may connect to, as
+	// registry.Options.BundleAddresses: at least what
+	// registry.BundleAddresses gives for the source (loopback for a
+	// registry on a loopback host), and the zero value refuses every other
+	// non-public address.
+	BundleAddresses source.AddressScope
 }
 
 // ReleasedFromRegistry adds to r every bundle that the registry src lists
@@ -38,7 +44,8 @@ type RegistryOptions struct {
 // as a policy's registry names are (policy.File.MatchRegistry).
 //
 // Each bundle is fetched as registry verify fetches it (https only,
-// bounded, its digest checked before anything parses it) and added with
+// bounded, only from the addresses o.BundleAddresses allows, its digest
+// checked before anything parses it) and added with
 // r.AddBundle. A matching entry whose pointer does not read, or a bundle
 // that cannot be fetched, does not have the listed digest or is not a
 // bundle, is an error naming the entry and the URL: it is never skipped.
@@ -59,10 +66,15 @@ func ReleasedFromRegistry(ctx context.Context, r *Released, src string, names []
 		}
 		watched.Servers[n] = policy.Server{}
 	}
-	fo := source.BundleOptions{HTTPClient: o.HTTPClient, MaxBytes: o.MaxBundleBytes, Timeout: o.FetchTimeout}
+	fetcher, err := source.NewBundleFetcher(source.BundleOptions{HTTPClient: o.HTTPClient, MaxBytes: o.MaxBundleBytes, Timeout: o.FetchTimeout,
+		Addresses: max(o.BundleAddresses, registry.BundleAddresses(src, false))})
+	if err != nil {
+		return 0, err
+	}
+	defer fetcher.Close()
 	client := registry.Client{HTTPClient: o.HTTPClient, Limits: o.Limits}
 	added := 0
-	err := registry.List(ctx, src, client, nil)(func(raw []byte) error {
+	err = registry.List(ctx, src, client, nil)(func(raw []byte) error {
 		e, err := registry.ParseEntry(raw, o.Limits)
 		if e == nil {
 			// No name: it cannot be told to be a watched server's. An
@@ -82,7 +94,7 @@ func ReleasedFromRegistry(ctx context.Context, r *Released, src string, names []
 			return fmt.Errorf("registry entry %s: %w", what, e.AttestationErr)
 		}
 		for _, p := range e.Pointers {
-			b, err := source.FetchBundle(ctx, p.URL, p.Digest, fo)
+			b, err := fetcher.Fetch(ctx, p.URL, p.Digest, 0)
 			if err == nil {
 				err = r.AddBundle(b)
 			}

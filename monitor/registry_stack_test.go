@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/registry"
+	"github.com/mcpsign/mcpsign/source"
 )
 
 // TestStackMonitorRegistryReleased: a bundle signed on the stack's Rekor
@@ -49,7 +50,7 @@ func TestStackMonitorRegistryReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	rel := NewReleased()
-	if n, err := ReleasedFromRegistry(ctx, rel, src, []string{"io.github.acme/*"}, RegistryOptions{HTTPClient: srv.Client()}); err != nil || n != 1 {
+	if n, err := ReleasedFromRegistry(ctx, rel, src, []string{"io.github.acme/*"}, RegistryOptions{HTTPClient: srv.Client(), BundleAddresses: source.LoopbackAddresses}); err != nil || n != 1 {
 		t.Fatalf("released from the registry: %d %v", n, err)
 	}
 	res, fs, err := s.run(t, ctx, s.url, m, rel, state0, nil)
@@ -70,7 +71,7 @@ func TestStackMonitorRegistryReleased(t *testing.T) {
 	opts := Options{LogURL: s.url, TrustedMaterial: s.tr, Identities: m, Released: fresh}
 	fromRegistry := func(src string) func(context.Context) error {
 		return func(ctx context.Context) error {
-			_, err := ReleasedFromRegistry(ctx, fresh, src, []string{"io.github.acme/notes"}, RegistryOptions{HTTPClient: srv.Client()})
+			_, err := ReleasedFromRegistry(ctx, fresh, src, []string{"io.github.acme/notes"}, RegistryOptions{HTTPClient: srv.Client(), BundleAddresses: source.LoopbackAddresses})
 			return err
 		}
 	}

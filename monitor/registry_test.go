@@ -80,7 +80,9 @@ func TestReleasedFromRegistry(t *testing.T) {
 			}
 			requests.Store(0)
 			r := NewReleased()
-			n, err := ReleasedFromRegistry(context.Background(), r, src, c.names, RegistryOptions{HTTPClient: srv.Client()})
+			// The bundles are on 127.0.0.1, which a file source's fetches
+			// refuse unless allowed.
+			n, err := ReleasedFromRegistry(context.Background(), r, src, c.names, RegistryOptions{HTTPClient: srv.Client(), BundleAddresses: source.LoopbackAddresses})
 			failing := c.err != nil || c.msg != nil
 			if (err != nil) != failing || (c.err != nil && !errors.Is(err, c.err)) {
 				t.Fatalf("err %v, want %v", err, c.err)
@@ -105,6 +107,14 @@ func TestReleasedFromRegistry(t *testing.T) {
 	}
 	if _, err := ReleasedFromRegistry(context.Background(), NewReleased(), "-", []string{"a/b"}, RegistryOptions{}); !errors.Is(err, ErrRegistrySource) {
 		t.Errorf("standard input: %v", err)
+	}
+	// By default a file's entries may not point at bundles on loopback:
+	// refused before any request.
+	src := filepath.Join(t.TempDir(), "servers.jsonl")
+	os.WriteFile(src, []byte(entry("io.github.acme/notes", good, gd)+"\n"), 0o644)
+	requests.Store(0)
+	if _, err := ReleasedFromRegistry(context.Background(), NewReleased(), src, []string{"io.github.acme/*"}, RegistryOptions{HTTPClient: srv.Client()}); !errors.Is(err, source.ErrAddressRefused) || requests.Load() != 0 {
+		t.Errorf("a bundle on loopback, by default: %v, %d requests", err, requests.Load())
 	}
 }
 

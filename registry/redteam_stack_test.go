@@ -9,6 +9,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/registry"
+	"github.com/mcpsign/mcpsign/source"
 )
 
 // TestRepositorySignerNamespaceOwner: under a namespace pattern of the
@@ -25,7 +26,9 @@ func TestRepositorySignerNamespaceOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := registry.New(registry.Options{Policy: pf, HTTPClient: f.srv.Client()})
+	v, err := registry.New(registry.Options{Policy: pf, HTTPClient: f.srv.Client(),
+		// The fixture's bundles are served on 127.0.0.1.
+		BundleAddresses: source.LoopbackAddresses})
 	if err != nil {
 		t.Fatal(err)
 	}

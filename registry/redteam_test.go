@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/policy"
+	"github.com/mcpsign/mcpsign/source"
 )
 
 // TestBindingRegistryBaseURL: a purl names a package of its type's public
@@ -161,7 +162,7 @@ func TestFetchBudgetPerEntry(t *testing.T) {
 				ptrs = append(ptrs, `{"bundleUrl":"`+srv.URL+c.path+strconv.Itoa(i)+`","bundleDigest":"`+PointerDigest(b)+`"}`)
 			}
 			raw := serverJSON("a/b", "1", `,"_meta":{"`+PublisherProvided+`":{"`+AttestationMember+`":[`+strings.Join(ptrs, ",")+`]}}`)
-			c.opts.Policy, c.opts.HTTPClient = pf, srv.Client()
+			c.opts.Policy, c.opts.HTTPClient, c.opts.BundleAddresses = pf, srv.Client(), source.LoopbackAddresses
 			v, err := New(c.opts)
 			if err != nil {
 				t.Fatal(err)
@@ -216,5 +217,69 @@ func TestBindingUnbound(t *testing.T) {
 				t.Fatalf("not ErrBinding: %v", err)
 			}
 		})
+	}
+}
+
+// TestBundleAddressGuard: an entry is untrusted, and its bundle URL may
+// name an address on the verifier's machine or network (a server-side
+// request forgery from a mirror's ingestion job). By default the fetch
+// connects to public addresses only, checked as the connection is made
+// (the name "localhost" is refused as 127.0.0.1 is); a registry on a
+// loopback host allows loopback; allowPrivate allows all.
+func TestBundleAddressGuard(t *testing.T) {
+	t.Parallel()
+	var requests atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Write([]byte("not a bundle"))
+	}))
+	defer srv.Close()
+	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "https://"), ":")
+	digest := PointerDigest([]byte("not a bundle"))
+	pf := keyPolicy(t)
+	for _, c := range []struct {
+		name, url string
+		addrs     source.AddressScope
+		refused   bool
+	}{
+		{"loopback IP, public only", srv.URL + "/b", source.PublicAddresses, true},
+		{"localhost, public only", "https://localhost:" + port + "/b", source.PublicAddresses, true},
+		{"loopback IP, loopback allowed", srv.URL + "/b", source.LoopbackAddresses, false},
+		{"loopback IP, every address", srv.URL + "/b", source.AnyAddress, false},
+		{"link-local metadata service, loopback allowed", "https://169.254.169.254/latest/meta-data/", source.LoopbackAddresses, true},
+		{"private address, loopback allowed", "https://10.0.0.5/b", source.LoopbackAddresses, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v, err := New(Options{Policy: pf, HTTPClient: srv.Client(), BundleAddresses: c.addrs, FetchTimeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer v.Close()
+			before := requests.Load()
+			r := v.VerifyEntry(context.Background(), []byte(serverJSON("a/b", "1", pointerMeta(c.url, digest))))
+			refused := errors.Is(r.Err(), source.ErrAddressRefused)
+			if r.Verified || refused != c.refused || (c.refused && (r.Step != StepFetch || requests.Load() != before)) {
+				t.Fatalf("refused %v, want %v: %+v (%d requests)", refused, c.refused, r, requests.Load()-before)
+			}
+		})
+	}
+	for _, c := range []struct {
+		src          string
+		allowPrivate bool
+		want         source.AddressScope
+	}{
+		{"https://registry.modelcontextprotocol.io", false, source.PublicAddresses},
+		{"http://127.0.0.1:8080", false, source.LoopbackAddresses},
+		{"https://localhost/", false, source.LoopbackAddresses},
+		{"http://[::1]:8080/v0", false, source.LoopbackAddresses},
+		{"https://10.0.0.5", false, source.PublicAddresses},
+		{"dump.json", false, source.PublicAddresses},
+		{"-", false, source.PublicAddresses},
+		{"dump.json", true, source.AnyAddress},
+		{"https://registry.modelcontextprotocol.io", true, source.AnyAddress},
+	} {
+		if got := BundleAddresses(c.src, c.allowPrivate); got != c.want {
+			t.Errorf("BundleAddresses(%q, %v) = %v, want %v", c.src, c.allowPrivate, got, c.want)
+		}
 	}
 }

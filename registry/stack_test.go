@@ -23,6 +23,7 @@ import (
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/registry"
 	"github.com/mcpsign/mcpsign/sign"
+	"github.com/mcpsign/mcpsign/source"
 )
 
 // The entries of the end-to-end tests sign as GitHub Actions workflows
@@ -194,7 +195,9 @@ func (f *fixture) verifier(t testing.TB) *registry.Verifier {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := registry.New(registry.Options{Policy: pf, HTTPClient: f.srv.Client()})
+	v, err := registry.New(registry.Options{Policy: pf, HTTPClient: f.srv.Client(),
+		// The fixture's bundles are served on 127.0.0.1.
+		BundleAddresses: source.LoopbackAddresses})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
 	"slices"
@@ -61,10 +62,16 @@ type Result struct {
 	VerifiedAt string `json:"verifiedAt,omitempty"`
 
 	entry *Entry
+	err   error
 }
 
 // Entry is the entry the result is about (nil when it did not read).
 func (r *Result) Entry() *Entry { return r.entry }
+
+// Err is why the entry failed (its chain holds the sentinel errors of the
+// step: source.ErrAddressRefused, policy.ErrNoServer, ...), nil when it
+// verified.
+func (r *Result) Err() error { return r.err }
 
 // Options configure a Verifier.
 type Options struct {
@@ -77,6 +84,13 @@ type Options struct {
 	DeciderOptions policy.DeciderOptions
 	// HTTPClient fetches bundles (TLS roots); nil: http.DefaultClient.
 	HTTPClient *http.Client
+	// BundleAddresses are the addresses a bundle fetch may connect to:
+	// the zero value, source.PublicAddresses, refuses loopback, private,
+	// link-local and every other non-public address, checked as each
+	// connection is made (an entry is untrusted: its bundle URL must not
+	// reach the machine's or its network's services). BundleAddresses
+	// gives the scope for a source.
+	BundleAddresses source.AddressScope
 	// MaxBundleBytes caps one bundle; 0: the bundle file cap.
 	MaxBundleBytes int64
 	// FetchTimeout bounds one bundle fetch; 0: source's default.
@@ -101,6 +115,8 @@ type Verifier struct {
 	// entry).
 	mu      sync.Mutex
 	entries map[string]*policy.Entry
+	// fetcher fetches the bundles (nil with Options.Fetch).
+	fetcher *source.BundleFetcher
 }
 
 // New returns a Verifier with opts.
@@ -115,11 +131,44 @@ func New(opts Options) (*Verifier, error) {
 	if d == nil {
 		d = policy.NewDecider(opts.DeciderOptions)
 	}
-	return &Verifier{opts: opts, decider: d, entries: map[string]*policy.Entry{}}, nil
+	v := &Verifier{opts: opts, decider: d, entries: map[string]*policy.Entry{}}
+	if opts.Fetch == nil {
+		f, err := source.NewBundleFetcher(source.BundleOptions{HTTPClient: opts.HTTPClient, Timeout: opts.FetchTimeout, Addresses: opts.BundleAddresses})
+		if err != nil {
+			return nil, err
+		}
+		v.fetcher = f
+	}
+	return v, nil
+}
+
+// Close releases the verifier's idle connections.
+func (v *Verifier) Close() {
+	if v.fetcher != nil {
+		v.fetcher.Close()
+	}
+}
+
+// BundleAddresses is the address scope of the bundle fetches for the
+// entries src lists (a src as List takes), allowPrivate aside: loopback
+// addresses too when src is a registry URL on a loopback host (a registry
+// on this machine, whose entries point at bundles beside it, as the tests
+// run one), else public addresses only. allowPrivate allows every
+// address (a private network's mirror).
+func BundleAddresses(src string, allowPrivate bool) source.AddressScope {
+	if allowPrivate {
+		return source.AnyAddress
+	}
+	if strings.HasPrefix(src, "https://") || strings.HasPrefix(src, "http://") {
+		if u, err := url.Parse(src); err == nil && isLoopback(u.Hostname()) {
+			return source.LoopbackAddresses
+		}
+	}
+	return source.PublicAddresses
 }
 
 func failed(r *Result, step string, err error) *Result {
-	r.Verified, r.Step, r.Reason = false, step, err.Error()
+	r.Verified, r.Step, r.Reason, r.err = false, step, err.Error(), err
 	return r
 }
 
@@ -225,7 +274,7 @@ func (v *Verifier) Verify(ctx context.Context, e *Entry) *Result {
 // parses it.
 func (v *Verifier) fetch(ctx context.Context, p Pointer, o source.BundleOptions) ([]byte, error) {
 	if v.opts.Fetch == nil {
-		return source.FetchBundle(ctx, p.URL, p.Digest, o)
+		return v.fetcher.Fetch(ctx, p.URL, p.Digest, o.MaxBytes)
 	}
 	b, err := v.opts.Fetch(ctx, p)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/mcpwire"
 )
@@ -34,32 +35,66 @@ var (
 	ErrBundleDigest = errors.New("bundle digest mismatch")
 )
 
-// BundleOptions tune [FetchBundle] and [AdvertisedBundle]. The zero value
-// is ready to use.
+// AddressScope says which addresses a bundle fetch may connect to
+// (BundleOptions.Addresses): a bundle URL names a host the fetcher does
+// not trust, and one on a loopback, private or link-local address (a
+// cloud's metadata service at 169.254.169.254, a service of the internal
+// network) would make the fetch a server-side request forgery. The
+// address is checked when the connection is made, after the name is
+// resolved (DNS rebinding cannot pass it), for every redirect too.
+type AddressScope = netguard.Scope
+
+// The address scopes.
+const (
+	// PublicAddresses: public unicast addresses only (the zero value):
+	// not loopback, private, link-local, unspecified, multicast, shared,
+	// documentation, benchmarking or reserved (netguard.IsPublic).
+	PublicAddresses = netguard.Public
+	// LoopbackAddresses: public ones and loopback (127.0.0.0/8, ::1).
+	LoopbackAddresses = netguard.Loopback
+	// AnyAddress: every address (a URL the operator gave, or a network
+	// whose bundles are hosted on private addresses).
+	AnyAddress = netguard.Any
+)
+
+// ErrAddressRefused: a bundle fetch would have connected to an address
+// its AddressScope refuses. It is wrapped in ErrBundleFetch.
+var ErrAddressRefused = netguard.ErrRefused
+
+// BundleOptions tune [FetchBundle], [NewBundleFetcher] and
+// [AdvertisedBundle]. The zero value is ready to use.
 type BundleOptions struct {
 	// HTTPClient is the base client (TLS roots, proxies); nil means
 	// http.DefaultClient. Its redirect policy is replaced: a redirect is
-	// followed only within the URL's origin.
+	// followed only within the URL's origin. Unless Addresses is
+	// AnyAddress its transport must be an *http.Transport (it is cloned,
+	// with a dialer that checks each address).
 	HTTPClient *http.Client
 	// MaxBytes caps the bundle. Zero means boundedfile.MaxBundleBytes, the
 	// cap of a bundle file.
 	MaxBytes int64
 	// Timeout bounds the fetch. Zero means DefaultBundleTimeout.
 	Timeout time.Duration
+	// Addresses are the addresses a fetch may connect to; the zero value,
+	// PublicAddresses, refuses every address that is not public.
+	Addresses AddressScope
 }
 
-// FetchBundle fetches a bundle from an https URL: at most o.MaxBytes bytes,
-// a 200 answer, redirects only within the URL's origin. When want is not
-// empty ("sha256:<hex>"), the bytes must have that SHA-256. The bytes are
-// only returned: verifying them is the caller's (they are untrusted).
-func FetchBundle(ctx context.Context, rawURL, want string, o BundleOptions) ([]byte, error) {
-	if err := mcpwire.CheckBundleURL(rawURL); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBundleFetch, err)
-	}
-	if want != "" && !digest.ValidDigest(want) {
-		return nil, fmt.Errorf("%w: digest %q is not sha256: and 64 lowercase hex digits", ErrBundleFetch, textsafe.Escape(want))
-	}
-	u, _ := url.Parse(rawURL)
+// BundleFetcher fetches bundles as FetchBundle does, with one client for
+// all its fetches: its connections are reused, its address guard is built
+// once. It is safe for concurrent use.
+type BundleFetcher struct {
+	o      BundleOptions
+	client *http.Client
+	// own is the transport the fetcher made (a guarded clone), closed by
+	// Close; nil when it uses the base client's own.
+	own http.RoundTripper
+}
+
+// NewBundleFetcher returns a fetcher with o. It fails (ErrBundleFetch,
+// wrapping ErrAddressRefused) when o.Addresses asks for a guard that
+// o.HTTPClient's transport cannot take.
+func NewBundleFetcher(o BundleOptions) (*BundleFetcher, error) {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = boundedfile.MaxBundleBytes
 	}
@@ -70,25 +105,73 @@ func FetchBundle(ctx context.Context, rawURL, want string, o BundleOptions) ([]b
 	if base == nil {
 		base = http.DefaultClient
 	}
-	origin := originOf(u)
-	client := &http.Client{Transport: base.Transport, Jar: base.Jar, Timeout: o.Timeout}
-	client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if o := originOf(req.URL); o != origin {
-			return fmt.Errorf("redirect to another origin (%s) refused", textsafe.Escape(o))
-		}
-		if len(via) >= 10 {
-			return errors.New("stopped after 10 redirects")
-		}
-		return nil
+	rt, err := netguard.Transport(base.Transport, o.Addresses)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBundleFetch, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	f := &BundleFetcher{o: o, client: &http.Client{Transport: rt, Jar: base.Jar, Timeout: o.Timeout, CheckRedirect: sameOrigin}}
+	if o.Addresses != AnyAddress {
+		f.own = rt
+	}
+	return f, nil
+}
+
+// sameOrigin follows a redirect only within the first request's origin,
+// and at most 10.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	if o := originOf(req.URL); o != originOf(via[0].URL) {
+		return fmt.Errorf("redirect to another origin (%s) refused", textsafe.Escape(o))
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
+}
+
+// Close closes the idle connections of the transport the fetcher made
+// (never those of the base client's).
+func (f *BundleFetcher) Close() {
+	if t, ok := f.own.(interface{ CloseIdleConnections() }); ok {
+		t.CloseIdleConnections()
+	}
+}
+
+// FetchBundle fetches a bundle from an https URL: at most o.MaxBytes bytes,
+// a 200 answer, redirects only within the URL's origin, connections only
+// to the addresses o.Addresses allows. When want is not empty
+// ("sha256:<hex>"), the bytes must have that SHA-256. The bytes are only
+// returned: verifying them is the caller's (they are untrusted). To fetch
+// many, use one BundleFetcher.
+func FetchBundle(ctx context.Context, rawURL, want string, o BundleOptions) ([]byte, error) {
+	f, err := NewBundleFetcher(o)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Fetch(ctx, rawURL, want, 0)
+}
+
+// Fetch fetches the bundle at rawURL as FetchBundle does, capped at
+// maxBytes (zero or less: the fetcher's MaxBytes).
+func (f *BundleFetcher) Fetch(ctx context.Context, rawURL, want string, maxBytes int64) ([]byte, error) {
+	if err := mcpwire.CheckBundleURL(rawURL); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBundleFetch, err)
+	}
+	if want != "" && !digest.ValidDigest(want) {
+		return nil, fmt.Errorf("%w: digest %q is not sha256: and 64 lowercase hex digits", ErrBundleFetch, textsafe.Escape(want))
+	}
+	if maxBytes <= 0 {
+		maxBytes = f.o.MaxBytes
+	}
+	u, _ := url.Parse(rawURL)
+	ctx, cancel := context.WithTimeout(ctx, f.o.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBundleFetch, err)
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
+	resp, err := f.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBundleFetch, u.Redacted(), err)
 	}
@@ -96,10 +179,10 @@ func FetchBundle(ctx context.Context, rawURL, want string, o BundleOptions) ([]b
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%w: %s: status %s", ErrBundleFetch, u.Redacted(), textsafe.Escape(resp.Status))
 	}
-	if resp.ContentLength > o.MaxBytes {
-		return nil, fmt.Errorf("%s: %w: %d bytes, larger than %d bytes", u.Redacted(), ErrBundleTooLarge, resp.ContentLength, o.MaxBytes)
+	if resp.ContentLength > maxBytes {
+		return nil, fmt.Errorf("%s: %w: %d bytes, larger than %d bytes", u.Redacted(), ErrBundleTooLarge, resp.ContentLength, maxBytes)
 	}
-	data, err := boundedfile.ReadAll(resp.Body, u.Redacted(), o.MaxBytes, ErrBundleTooLarge)
+	data, err := boundedfile.ReadAll(resp.Body, u.Redacted(), maxBytes, ErrBundleTooLarge)
 	if err != nil {
 		if errors.Is(err, ErrBundleTooLarge) {
 			return nil, err

@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,12 +44,13 @@ func TestFetchBundle(t *testing.T) {
 	})
 	srv := httptest.NewTLSServer(mux)
 	defer srv.Close()
-	opts := BundleOptions{HTTPClient: srv.Client(), MaxBytes: 1024, Timeout: 5 * time.Second}
+	opts := BundleOptions{HTTPClient: srv.Client(), MaxBytes: 1024, Timeout: 5 * time.Second, Addresses: LoopbackAddresses}
 	// The other server's certificate is httptest's too: trusted by the same client.
 	tests := []struct {
 		name, url, digest string
 		wantErr           error
 		wantText          string
+		opts              *BundleOptions // nil: opts
 	}{
 		{name: "ok", url: srv.URL + "/b.json"},
 		{name: "ok with digest", url: srv.URL + "/b.json", digest: sha(body)},
@@ -59,10 +62,17 @@ func TestFetchBundle(t *testing.T) {
 		{name: "too large, no length", url: srv.URL + "/bigchunked", wantErr: ErrBundleTooLarge, wantText: "larger than 1024"},
 		{name: "digest mismatch", url: srv.URL + "/b.json", digest: sha([]byte("other")), wantErr: ErrBundleDigest, wantText: sha(body)},
 		{name: "bad digest", url: srv.URL + "/b.json", digest: "sha256:zz", wantErr: ErrBundleFetch, wantText: "64 lowercase hex"},
+		{name: "loopback refused by default", url: srv.URL + "/b.json", opts: &BundleOptions{HTTPClient: srv.Client()}, wantErr: ErrAddressRefused, wantText: "127.0.0.1 is a loopback address"},
+		{name: "loopback by name refused by default", url: strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/b.json", opts: &BundleOptions{HTTPClient: srv.Client()}, wantErr: ErrAddressRefused, wantText: "loopback address"},
+		{name: "any address", url: srv.URL + "/b.json", opts: &BundleOptions{HTTPClient: srv.Client(), Addresses: AnyAddress}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := FetchBundle(context.Background(), tt.url, tt.digest, opts)
+			o := opts
+			if tt.opts != nil {
+				o = *tt.opts
+			}
+			got, err := FetchBundle(context.Background(), tt.url, tt.digest, o)
 			if tt.wantErr == nil {
 				if err != nil || string(got) != string(body) {
 					t.Fatalf("got %q, %v", got, err)
@@ -75,7 +85,7 @@ func TestFetchBundle(t *testing.T) {
 		})
 	}
 	// An untrusted certificate (the default client) is refused.
-	if _, err := FetchBundle(context.Background(), srv.URL+"/b.json", "", BundleOptions{Timeout: 5 * time.Second}); !errors.Is(err, ErrBundleFetch) {
+	if _, err := FetchBundle(context.Background(), srv.URL+"/b.json", "", BundleOptions{Timeout: 5 * time.Second, Addresses: LoopbackAddresses}); !errors.Is(err, ErrBundleFetch) || errors.Is(err, ErrAddressRefused) {
 		t.Fatalf("untrusted certificate: %v", err)
 	}
 }
@@ -84,7 +94,7 @@ func TestAdvertisedBundle(t *testing.T) {
 	body := []byte(`{"k":1}`)
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
 	defer srv.Close()
-	opts := BundleOptions{HTTPClient: srv.Client()}
+	opts := BundleOptions{HTTPClient: srv.Client(), Addresses: LoopbackAddresses}
 	for _, tt := range []struct {
 		name, adv string
 		want      string
@@ -156,5 +166,40 @@ func TestLoadAdvertised(t *testing.T) {
 				t.Fatalf("the snapshot file holds the hint: %v\n%s", err, data)
 			}
 		})
+	}
+}
+
+// TestBundleFetcher: one fetcher, its connections reused, its byte cap
+// given per fetch.
+func TestBundleFetcher(t *testing.T) {
+	body := []byte(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json"}`)
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	f, err := NewBundleFetcher(BundleOptions{HTTPClient: srv.Client(), Addresses: LoopbackAddresses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for range 5 {
+		if got, err := f.Fetch(context.Background(), srv.URL+"/b", sha(body), 0); err != nil || string(got) != string(body) {
+			t.Fatalf("got %q, %v", got, err)
+		}
+	}
+	if _, err := f.Fetch(context.Background(), srv.URL+"/b", "", 10); !errors.Is(err, ErrBundleTooLarge) {
+		t.Fatalf("capped at 10 bytes: %v", err)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("%d connections for 6 fetches, want 1", n)
+	}
+	type notTransport struct{ http.RoundTripper }
+	if _, err := NewBundleFetcher(BundleOptions{HTTPClient: &http.Client{Transport: notTransport{}}}); !errors.Is(err, ErrAddressRefused) || !errors.Is(err, ErrBundleFetch) {
+		t.Fatalf("an unguardable transport: %v", err)
 	}
 }

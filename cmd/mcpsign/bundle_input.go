@@ -22,7 +22,10 @@ type bundleInput struct{ pinbundle.Location }
 
 // newBundleInput reads the flags; a nil input means no bundle was given.
 func newBundleInput(a *app, vo *options.VerifyOptions) (*bundleInput, error) {
-	opts := source.BundleOptions{HTTPClient: a.httpClient}
+	// A URL --bundle names, or the server the command was pointed at
+	// advertises, may be on any address (as before the registry's address
+	// guard): the operator chose the server (docs/DISCOVERY.md).
+	opts := source.BundleOptions{HTTPClient: a.httpClient, Addresses: source.AnyAddress}
 	switch {
 	case vo.Bundle != "" && vo.BundleFromServer:
 		return nil, errors.New("give --bundle or --bundle-from-server, not both")

@@ -37,6 +37,7 @@ var flagHints = []struct {
 	{oauth.ErrNoMetadata, "if it takes a token some other way, pass it with --header 'Authorization: Bearer ${TOKEN}'"},
 	{oauth.ErrNoRegistration, "pass a client ID registered with it: --oauth-client-id"},
 	{oauth.ErrDenied, "run again to sign in; --no-browser prints the URL to open by hand"},
+	{source.ErrAddressRefused, "--allow-private-bundles fetches bundles from non-public addresses"},
 	{source.ErrNoResources, "take the snapshot with mcpsign snapshot --resources"},
 	{monitor.ErrNoLog, "--trusted-root must hold the log whose URL host is the checkpoint origin; --log names where to read it"},
 	{monitor.ErrNoState, "run once with --init to start watching"},

@@ -11,6 +11,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/monitor"
 	"github.com/mcpsign/mcpsign/policy"
+	"github.com/mcpsign/mcpsign/source"
 )
 
 func newMonitorCmd(a *app) *cobra.Command {
@@ -91,6 +92,7 @@ could not be read or verified (the state is left as it was).`,
 	options.StringArrayVar(fl, &f.digests, "released-digest", "digest of a released artifact as the log records it, sha256:HEX (repeatable)")
 	options.StringArrayVar(fl, &f.registries, "released-registry", "registry whose attestations for the --registry-server names were released: a base URL or a file, as registry verify reads it (repeatable)")
 	options.StringArrayVar(fl, &f.registryServers, "registry-server", "with --released-registry: a registry server NAMESPACE/NAME or NAMESPACE/* whose listed bundles were released (repeatable)")
+	fl.BoolVar(&f.allowPrivateBundles, "allow-private-bundles", false, "with --released-registry: fetch bundles from loopback, private and link-local addresses too, as registry verify --allow-private-bundles")
 	fl.BoolVar(&f.initState, "init", false, "create the state file from the log's current checkpoint (first run)")
 	fl.Int64Var(&f.fromIndex, "from-index", -1, "with --init: read the log from this index instead of its current size")
 	fl.BoolVar(&f.once, "once", false, "check once and exit (the default; for cron and CI)")
@@ -109,6 +111,7 @@ type monitorFlags struct {
 	released, digests       []string
 	registries              []string
 	registryServers         []string
+	allowPrivateBundles     bool
 	initState, follow, once bool
 	fromIndex               int64
 	interval, timeout       time.Duration
@@ -146,7 +149,7 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 	rep := &monitor.Reporter{W: a.stdout, JSON: asJSON, ReportVersion: reportVersion, StatePath: f.statePath}
 	opts.OnFinding = rep.Finding
 	alerts, err := monitor.Watch(cmd.Context(), opts, prev, monitor.WatchOptions{StatePath: f.statePath, Follow: f.follow, Interval: f.interval,
-		Reported: rep.Err, OnRun: rep.Summary, BeforeRun: monitor.RegistryRefresh(opts.Released, f.registries, f.registryServers, monitor.RegistryOptions{HTTPClient: a.httpClient}),
+		Reported: rep.Err, OnRun: rep.Summary, BeforeRun: monitor.RegistryRefresh(opts.Released, f.registries, f.registryServers, f.registryOptions(a)),
 		OnError: func(err error) {
 			fmt.Fprintf(a.stderr, "mcpsign: %s\n", textsafe.EscapeKeepLayout(withFlagHint(err).Error()))
 		}})
@@ -180,4 +183,13 @@ func (f *monitorFlags) check() error {
 		return errors.New("--ca-roots and --ca-intermediates are for the certificate method, which monitor does not watch: watch an identity of the trusted root's Fulcio, or --key")
 	}
 	return nil
+}
+
+// registryOptions are the options of the --released-registry reads.
+func (f *monitorFlags) registryOptions(a *app) monitor.RegistryOptions {
+	o := monitor.RegistryOptions{HTTPClient: a.httpClient}
+	if f.allowPrivateBundles {
+		o.BundleAddresses = source.AnyAddress
+	}
+	return o
 }

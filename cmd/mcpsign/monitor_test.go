@@ -60,9 +60,15 @@ func TestMonitorCommand(t *testing.T) {
 	// A watched entry of a released registry whose bundle cannot be had is
 	// an error naming it, not a skipped entry.
 	reg := vtWrite(t, dir, "registry.json", []byte(`{"name":"io.github.acme/notes","version":"1.0.0","description":"d","_meta":{"io.modelcontextprotocol.registry/publisher-provided":{"dev.mcpsign/attestation":{"bundleUrl":"https://127.0.0.1:1/b.sigstore.json","bundleDigest":"sha256:`+strings.Repeat("1", 64)+`"}}}}`))
-	if code, out, stderr := runCLI(t, append([]string{"monitor", "--log", srv.URL, "--released-registry", reg, "--registry-server", "io.github.acme/*"}, watch...)...); code != 2 ||
-		!strings.Contains(stderr, `"io.github.acme/notes"`) || !strings.Contains(stderr, "https://127.0.0.1:1/b.sigstore.json") {
+	if code, out, stderr := runCLI(t, append([]string{"monitor", "--log", srv.URL, "--released-registry", reg, "--registry-server", "io.github.acme/*", "--allow-private-bundles"}, watch...)...); code != 2 ||
+		!strings.Contains(stderr, `"io.github.acme/notes"`) || !strings.Contains(stderr, "https://127.0.0.1:1/b.sigstore.json") || strings.Contains(stderr, "not public") {
 		t.Fatalf("unfetchable registry bundle: exit %d\n%s\n%s", code, out, stderr)
+	}
+	// Without --allow-private-bundles, a file's entries may not point at
+	// 127.0.0.1: refused, and the error says the flag.
+	if code, out, stderr := runCLI(t, append([]string{"monitor", "--log", srv.URL, "--released-registry", reg, "--registry-server", "io.github.acme/*"}, watch...)...); code != 2 ||
+		!strings.Contains(stderr, "127.0.0.1 is a loopback address") || !strings.Contains(stderr, "--allow-private-bundles") {
+		t.Fatalf("registry bundle on loopback: exit %d\n%s\n%s", code, out, stderr)
 	}
 	tok := vtWrite(t, dir, "token", []byte(env.FreshToken(t, email)))
 	released := filepath.Join(dir, "dist")

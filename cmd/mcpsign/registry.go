@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +27,7 @@ server.json where its attestation is (docs/REGISTRY.md).`,
 type registryVerifyFlags struct {
 	policy, verifiedOut, shard string
 	workers                    int
-	offline                    bool
+	offline, allowPrivate      bool
 	out                        options.OutputOptions
 }
 
@@ -59,6 +60,7 @@ its cursor or floods pages). docs/REGISTRY.md, docs/JSON.md.`,
 	fs.StringVar(&f.shard, "shard", "", "verify only shard `I/N` of the entries, partitioned by name (0 <= I < N)")
 	fs.IntVar(&f.workers, "workers", 0, "entries verified in parallel (default: the number of CPUs)")
 	fs.BoolVar(&f.offline, "offline", false, "never fetch the trusted root through TUF: use the policy's file or the TUF cache")
+	fs.BoolVar(&f.allowPrivate, "allow-private-bundles", false, "fetch bundles from loopback, private and link-local addresses too (refused by default; loopback is allowed when SOURCE is a registry on a loopback host)")
 	f.out.AddFlags(fs)
 	c.MarkFlagRequired("policy")
 	return c
@@ -80,10 +82,12 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 		return err
 	}
 	v, err := registry.New(registry.Options{Policy: pf, HTTPClient: a.httpClient,
-		DeciderOptions: policy.DeciderOptions{Offline: f.offline}})
+		BundleAddresses: registry.BundleAddresses(src, f.allowPrivate),
+		DeciderOptions:  policy.DeciderOptions{Offline: f.offline}})
 	if err != nil {
 		return err
 	}
+	defer v.Close()
 	o := registry.SourceOptions{RunOptions: registry.RunOptions{Workers: f.workers, Shard: shard},
 		Client: registry.Client{HTTPClient: a.httpClient}, Stdin: a.stdin, VerifiedOut: f.verifiedOut}
 	terminal := a.stderrTerminal()
@@ -95,6 +99,9 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 	o.Emit = func(r *registry.Result) error {
 		n++
 		tick(fmt.Sprintf("%d entries verified", n), 0)
+		if h := flagHint(r.Err()); h != "" && !strings.Contains(r.Reason, h) {
+			r.Reason += " (" + h + ")"
+		}
 		return emit(r)
 	}
 	sum, err := v.RunSource(cmd.Context(), src, o)

@@ -47,7 +47,7 @@ func TestRegistryVerifyCLI(t *testing.T) {
 	os.WriteFile(mixedFile, []byte(good+"\n"+entry("unsigned", "")+"\n"), 0o644)
 	out := filepath.Join(dir, "verified.json")
 
-	code, stdout, stderr := runHTTPS(t, srv.Client(), "registry", "verify", goodFile, "--policy", pol, "--format", "json", "--verified-out", out)
+	code, stdout, stderr := runHTTPS(t, srv.Client(), "registry", "verify", goodFile, "--policy", pol, "--format", "json", "--verified-out", out, "--allow-private-bundles")
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
 	}
@@ -60,18 +60,24 @@ func TestRegistryVerifyCLI(t *testing.T) {
 		t.Fatalf("verified dump: %v %s", err, dump)
 	}
 	// The dump is itself a source, and verifies.
-	if code, stdout, stderr := runHTTPS(t, srv.Client(), "registry", "verify", out, "--policy", pol); code != 0 || !strings.HasPrefix(stdout, "VERIFIED ") {
+	if code, stdout, stderr := runHTTPS(t, srv.Client(), "registry", "verify", out, "--policy", pol, "--allow-private-bundles"); code != 0 || !strings.HasPrefix(stdout, "VERIFIED ") {
 		t.Fatalf("dump: exit %d: %s%s", code, stdout, stderr)
 	}
 
-	code, stdout, stderr = runHTTPS(t, srv.Client(), "registry", "verify", mixedFile, "--policy", pol, "--format", "json")
+	code, stdout, stderr = runHTTPS(t, srv.Client(), "registry", "verify", mixedFile, "--policy", pol, "--format", "json", "--allow-private-bundles")
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	if code != 1 || len(lines) != 2 || !strings.Contains(lines[1], `"step":"attestation"`) {
 		t.Fatalf("mixed: exit %d: %s%s", code, stdout, stderr)
 	}
-	code, stdout, _ = runHTTPS(t, srv.Client(), "registry", "verify", mixedFile, "--policy", pol)
+	code, stdout, _ = runHTTPS(t, srv.Client(), "registry", "verify", mixedFile, "--policy", pol, "--allow-private-bundles")
 	if code != 1 || !strings.Contains(stdout, `FAILED   "io.github.acme/unsigned" "1.0.0" at step attestation`) {
 		t.Fatalf("mixed text: exit %d: %s", code, stdout)
+	}
+	// Without --allow-private-bundles a file's entry may not point at a
+	// bundle on 127.0.0.1: it fails at fetch, and says the flag.
+	code, stdout, stderr = runHTTPS(t, srv.Client(), "registry", "verify", goodFile, "--policy", pol, "--format", "json")
+	if code != 1 || !strings.Contains(stdout, `"step":"fetch"`) || !strings.Contains(stdout, "127.0.0.1 is a loopback address") || !strings.Contains(stdout, "(--allow-private-bundles fetches") {
+		t.Fatalf("bundle on loopback: exit %d: %s%s", code, stdout, stderr)
 	}
 }
 

@@ -1,14 +1,15 @@
 //go:build unix
 
-package monitor
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
+// Self is the CPU time this process has used so far: user and system, of
+// every thread (the collector's too).
+func Self() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0

@@ -1,0 +1,272 @@
+// Package netguard keeps an HTTP client off the addresses that are not
+// public (loopback, private, link-local, and the rest), checked when each
+// connection is made: a URL an untrusted party names (a registry entry's
+// bundle URL) cannot make the fetcher reach a service on the machine or
+// its network (a server-side request forgery), not even through a name
+// that resolves to a public address when it is checked and to a private
+// one when it is dialed (DNS rebinding), nor through a redirect.
+package netguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcpsign/mcpsign/internal/lazy"
+)
+
+// Scope says which addresses a guarded client may connect to.
+type Scope uint8
+
+const (
+	// Public allows public unicast addresses only (the zero value).
+	Public Scope = iota
+	// Loopback allows public addresses and loopback ones (127.0.0.0/8,
+	// ::1): a service on the same machine, as a test or a local mirror
+	// runs one.
+	Loopback
+	// Any allows every address: no guard.
+	Any
+)
+
+// ErrRefused: a connection would have gone to an address the scope
+// refuses.
+var ErrRefused = errors.New("address not public: refused")
+
+// Allows reports whether s allows a connection to a.
+func (s Scope) Allows(a netip.Addr) bool {
+	switch s {
+	case Any:
+		return true
+	case Loopback:
+		if a.Unmap().IsLoopback() {
+			return true
+		}
+	}
+	return IsPublic(a)
+}
+
+// check returns nil when s allows a, else an error wrapping ErrRefused
+// that says what a is.
+func (s Scope) check(a netip.Addr) error {
+	if s.Allows(a) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is %s", ErrRefused, a, kind(a))
+}
+
+// kind names the class of a non-public address, for messages.
+func kind(a netip.Addr) string {
+	a = a.Unmap().WithZone("")
+	switch {
+	case a.IsLoopback():
+		return "a loopback address"
+	case a.IsPrivate():
+		return "a private address"
+	case a.IsLinkLocalUnicast():
+		return "a link-local address"
+	case a.IsUnspecified():
+		return "the unspecified address"
+	case a.IsMulticast():
+		return "a multicast address"
+	}
+	return "not a public unicast address"
+}
+
+// special are the prefixes of the IANA special-purpose registries (RFC
+// 6890 and its updates) that IsPublic refuses beyond what netip's
+// predicates tell: shared, documentation, benchmarking, reserved; for
+// IPv6, what lies inside 2000::/3 but is not globally reachable.
+var special = lazy.New(specialPrefixes)
+
+func specialPrefixes() []netip.Prefix {
+	var ps []netip.Prefix
+	for _, s := range []string{
+		"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24",
+		"198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4",
+		"2001::/23", "2001:db8::/32", "3fff::/20",
+	} {
+		ps = append(ps, netip.MustParsePrefix(s))
+	}
+	return ps
+}
+
+// IsPublic reports whether a is a public unicast address: not loopback,
+// private (RFC 1918, fc00::/7), link-local, unspecified, multicast,
+// shared (100.64.0.0/10), documentation, benchmarking or reserved, and,
+// for IPv6, inside the global unicast space 2000::/3. An address that
+// embeds an IPv4 one (IPv4-mapped, NAT64 64:ff9b::/96, 6to4 2002::/16)
+// is public only when that one is.
+func IsPublic(a netip.Addr) bool {
+	a = a.Unmap().WithZone("")
+	if !a.IsValid() {
+		return false
+	}
+	if a.Is6() {
+		b := a.As16()
+		switch {
+		case b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && [8]byte(b[4:12]) == [8]byte{}:
+			return IsPublic(netip.AddrFrom4([4]byte(b[12:16]))) // NAT64, well-known prefix
+		case b[0] == 0x20 && b[1] == 0x02:
+			return IsPublic(netip.AddrFrom4([4]byte(b[2:6]))) // 6to4
+		case b[0]&0xe0 != 0x20:
+			return false // outside 2000::/3
+		}
+	}
+	if !a.IsGlobalUnicast() || a.IsPrivate() {
+		return false
+	}
+	for _, p := range special.Get() {
+		if p.Contains(a) {
+			return false
+		}
+	}
+	return true
+}
+
+// Transport returns a clone of base (nil: http.DefaultTransport) whose
+// connections go only to the addresses s allows. A direct connection's
+// address is checked by the dialer's Control function, after the name is
+// resolved and before anything is sent; a base with a dialer of its own
+// has the connection's remote address checked before it is used. Through
+// a proxy (base.Proxy), the proxy's address is the operator's and is not
+// checked; the request's host is, as it resolves here when the request is
+// made. With s == Any, base is returned as it is. http.DefaultTransport's
+// dialer is replaced by one with the same timeouts and the Control check. A base that is not an
+// *http.Transport cannot be guarded: an error wrapping ErrRefused.
+func Transport(base http.RoundTripper, s Scope) (http.RoundTripper, error) {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if s == Any {
+		return base, nil
+	}
+	bt, ok := base.(*http.Transport)
+	if !ok {
+		return nil, fmt.Errorf("%w: the HTTP client's transport (%T) is not an *http.Transport, whose connections could be checked", ErrRefused, base)
+	}
+	if bt.Dial != nil || bt.DialTLS != nil {
+		return nil, fmt.Errorf("%w: the HTTP client's transport dials with the deprecated Dial or DialTLS, which cannot be guarded", ErrRefused)
+	}
+	g := &guard{scope: s}
+	t := bt.Clone()
+	own := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	guarded := &net.Dialer{Timeout: own.Timeout, KeepAlive: own.KeepAlive, Control: g.control}
+	dial := t.DialContext
+	if base == http.DefaultTransport {
+		dial = nil // net/http's own dialer, which ours replaces (same timeouts), with the Control check
+	}
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		switch {
+		case g.isProxy(addr) && dial != nil:
+			return dial(ctx, network, addr)
+		case g.isProxy(addr):
+			return own.DialContext(ctx, network, addr)
+		case dial != nil:
+			return g.checked(dial(ctx, network, addr))
+		}
+		return guarded.DialContext(ctx, network, addr)
+	}
+	if tlsDial := t.DialTLSContext; tlsDial != nil {
+		t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if g.isProxy(addr) {
+				return tlsDial(ctx, network, addr)
+			}
+			return g.checked(tlsDial(ctx, network, addr))
+		}
+	}
+	if proxy := t.Proxy; proxy != nil {
+		t.Proxy = func(req *http.Request) (*url.URL, error) {
+			u, err := proxy(req)
+			if u == nil || err != nil {
+				return u, err
+			}
+			if err := g.resolveCheck(req.Context(), req.URL.Hostname()); err != nil {
+				return nil, err
+			}
+			g.addProxy(u)
+			return u, nil
+		}
+	}
+	return t, nil
+}
+
+// guard is the state of one guarded transport: its scope, and the
+// addresses of the proxies its requests went through.
+type guard struct {
+	scope   Scope
+	mu      sync.Mutex
+	proxies map[string]bool
+}
+
+// control is the dialer's Control function: address is the resolved
+// "ip:port" about to be connected to.
+func (g *guard) control(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: %q is not an IP address", ErrRefused, address)
+	}
+	return g.scope.check(ap.Addr())
+}
+
+// checked checks the remote address of a connection another dialer made,
+// closing it when refused.
+func (g *guard) checked(c net.Conn, err error) (net.Conn, error) {
+	if err != nil {
+		return nil, err
+	}
+	var a netip.Addr
+	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		a = ta.AddrPort().Addr()
+	}
+	if err := g.scope.check(a); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// resolveCheck checks every address host resolves to (or host itself,
+// an IP literal).
+func (g *guard) resolveCheck(ctx context.Context, host string) error {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return g.scope.check(a)
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		if err := g.scope.check(a); err != nil {
+			return fmt.Errorf("%s: %w", host, err)
+		}
+	}
+	return nil
+}
+
+// addProxy records the address the transport dials for proxy u.
+func (g *guard) addProxy(u *url.URL) {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443", "socks5": "1080", "socks5h": "1080"}[u.Scheme]
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.proxies == nil {
+		g.proxies = map[string]bool{}
+	}
+	g.proxies[net.JoinHostPort(u.Hostname(), port)] = true
+}
+
+func (g *guard) isProxy(addr string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.proxies[addr]
+}
