@@ -24,21 +24,40 @@ func TestResourcesPinVerifyPin(t *testing.T) {
 	plain := filepath.Join(dir, "plain.mcpsign.lock")
 	snapFile := filepath.Join(dir, "everything.snapshot.json")
 
-	for _, tc := range []struct {
+	type row struct {
 		args []string
 		code int
 		want string
-	}{
-		{[]string{"pin", "--lock", lock, "--tofu", "--resources", "hide", "--", node, entry}, 2, "--resources hide is the proxy's"},
-		{[]string{"pin", "--lock", lock, "--tofu", "--resources", "Pin", "--", node, entry}, 2, "unknown resources mode"},
-		{[]string{"pin", "--lock", lock, "--tofu", "--resources", "pin", "--", node, entry}, 0, ""},
-		{[]string{"pin", "--lock", plain, "--tofu", "--", node, entry}, 0, ""},
-		{[]string{"snapshot", "--resources", "-o", snapFile, "--", node, entry}, 0, " resources"},
-	} {
+	}
+	check := func(t *testing.T, tc row) {
+		t.Helper()
 		code, stdout, stderr := runCLI(t, tc.args...)
 		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
 			t.Fatalf("%s: exit %d, want %d naming %q:\n%s\n%s", strings.Join(tc.args[:4], " "), code, tc.code, tc.want, stdout, stderr)
 		}
+	}
+	for _, tc := range []row{
+		{[]string{"pin", "--lock", lock, "--tofu", "--resources", "hide", "--", node, entry}, 2, "--resources hide is the proxy's"},
+		{[]string{"pin", "--lock", lock, "--tofu", "--resources", "Pin", "--", node, entry}, 2, "unknown resources mode"},
+	} {
+		check(t, tc)
+	}
+	// Three listings of the server, each to a file of its own, at once: the
+	// server exits only at SIGTERM, after the shutdown grace, which each
+	// listing would otherwise wait out in turn.
+	if !t.Run("listings", func(t *testing.T) {
+		for name, tc := range map[string]row{
+			"pin --resources pin": {[]string{"pin", "--lock", lock, "--tofu", "--resources", "pin", "--", node, entry}, 0, ""},
+			"pin":                 {[]string{"pin", "--lock", plain, "--tofu", "--", node, entry}, 0, ""},
+			"snapshot":            {[]string{"snapshot", "--resources", "-o", snapFile, "--", node, entry}, 0, " resources"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				check(t, tc)
+			})
+		}
+	}) {
+		t.FailNow()
 	}
 	l, err := pin.Read(lock)
 	if err != nil {
