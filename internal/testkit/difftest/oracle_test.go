@@ -499,6 +499,7 @@ func rows() []row {
 // TestHostileServers runs every row through `mcpsign proxy` with both
 // clients and checks the oracle, then checks that verify-pin agrees.
 func TestHostileServers(t *testing.T) {
+	t.Parallel() // its rows share the -parallel slots with the other tables'
 	mcpsign := fixtures.BuildMcpsign(t)
 	plainLock, plainData := honestLock(t)
 	resLock, resData := honestLockWith(t, true)
