@@ -31,8 +31,16 @@ func TestMain(m *testing.M) {
 	if b := os.Getenv(resourcesEnv); b != "" {
 		os.Exit(resourceServer(b))
 	}
+	if !fixtures.RunsAsProgram() {
+		fixtures.RaiseParallel(testParallel)
+	}
 	fixtures.Main(m)
 }
+
+// testParallel is how many parallel tests run at once unless -parallel
+// says otherwise: most wait on the servers and the proxy's graces, so more
+// than GOMAXPROCS (go test's default) keep the cores busy.
+const testParallel = 8
 
 const (
 	scriptedTool      = `{"name":"greet","description":"Say hello.","inputSchema":{"type":"object"}}`

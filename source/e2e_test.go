@@ -162,6 +162,7 @@ func checkE2E(t *testing.T, live *digest.Snapshot, sdk map[digest.Kind]int, minT
 const e2eGrace = 200 * time.Millisecond
 
 func TestE2EStdio(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		pkg      string
 		args     func(t *testing.T) []string
@@ -206,6 +207,7 @@ func TestE2EStdio(t *testing.T) {
 }
 
 func TestE2EStreamableHTTP(t *testing.T) {
+	t.Parallel()
 	node, entry := npmServer(t, "server-everything")
 	url := fixtures.StartEverythingHTTP(t, node, entry)
 	start := time.Now()

@@ -70,6 +70,7 @@ func TestHTTPExampleServer(t *testing.T) {
 }
 
 func TestHTTPErrors(t *testing.T) {
+	t.Parallel()
 	closed := func() string { // a port nobody listens on
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

@@ -15,13 +15,22 @@ import (
 // does with a stdio server, up to the listing (listerMain).
 const programLister = "source-lister"
 
-// TestMain runs the fixture programs and the lister, and removes the
-// fixture links the tests made.
+// TestMain runs the fixture programs and the lister, or the tests
+// (testParallel at a time), and removes the fixture links the tests made.
 func TestMain(m *testing.M) {
-	fixtures.Main(m, fixtures.Program{Name: programLister, Main: func(ctx context.Context, args []string) int {
+	lister := fixtures.Program{Name: programLister, Main: func(ctx context.Context, args []string) int {
 		return listerMain(ctx, args, os.Stderr)
-	}})
+	}}
+	if !fixtures.RunsAsProgram(lister) {
+		fixtures.RaiseParallel(testParallel)
+	}
+	fixtures.Main(m, lister)
 }
+
+// testParallel is how many parallel tests run at once unless -parallel
+// says otherwise: they mostly wait on server processes (node's start, a
+// shutdown grace, a timeout), so more than GOMAXPROCS keep the cores busy.
+const testParallel = 8
 
 // listerMain lists the stdio server of args ([--max-listing-bytes N] --
 // COMMAND...) with Load under the default options but the listing budget,

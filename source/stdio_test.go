@@ -117,6 +117,7 @@ func TestStdioExampleServer(t *testing.T) {
 // TestStdioErrors: each misbehaving server gives its documented error,
 // quickly, and leaves no process behind.
 func TestStdioErrors(t *testing.T) {
+	t.Parallel()
 	example := fixtures.BuildExampleServer(t)
 	bad := fixtures.BuildBadServer(t)
 	tests := []struct {

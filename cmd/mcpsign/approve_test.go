@@ -37,6 +37,7 @@ func expects(t *testing.T, stdout string) []string {
 // a terminal, or with a stale --expect, and approves exactly what was
 // shown with them; every step is in the audit log.
 func TestApproveRugPull(t *testing.T) {
+	t.Parallel()
 	server := fixtures.BuildExampleServer(t)
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "notes.mcpsign.lock")
@@ -152,6 +153,7 @@ func TestApproveRugPull(t *testing.T) {
 // line is whole and the chain verifies; deleting or reordering a line is
 // then found by 'audit verify' at that line.
 func TestAuditConcurrentProxiesAndApprove(t *testing.T) {
+	t.Parallel()
 	mcpsign := fixtures.BuildMcpsign(t)
 	server := fixtures.BuildExampleServer(t)
 	dir := t.TempDir()

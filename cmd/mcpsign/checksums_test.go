@@ -11,6 +11,7 @@ import (
 // is exactly its predicate, so that actions/attest signs what 'mcpsign
 // sign' would (docs/PUBLISHING.md).
 func TestChecksumsAndPredicate(t *testing.T) {
+	t.Parallel()
 	snap, _ := exampleSnapshot(t, t.TempDir())
 	code, stmtOut, stderr := runCLI(t, "attest", snap, "-o", "-")
 	if code != 0 {

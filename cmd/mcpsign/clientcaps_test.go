@@ -16,6 +16,7 @@ import (
 // usage error naming the flag, and the policy's clientCapabilities stand in
 // for it under --policy --name.
 func TestClientCapabilitiesFlag(t *testing.T) {
+	t.Parallel()
 	server := fixtures.BuildExampleServer(t)
 	dir := t.TempDir()
 

@@ -29,6 +29,7 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 func TestDigestAndSnapshot(t *testing.T) {
+	t.Parallel()
 	server := fixtures.BuildExampleServer(t)
 	code, live, stderr := runCLI(t, "digest", "--format", "json", "--", server)
 	if code != 0 {
@@ -94,6 +95,7 @@ func TestDigestInvalidDefinitions(t *testing.T) {
 }
 
 func TestDigestServerErrors(t *testing.T) {
+	t.Parallel()
 	bad := fixtures.BuildBadServer(t)
 	// Only never-answers waits for its timeout; the others fail at once,
 	// long before theirs.

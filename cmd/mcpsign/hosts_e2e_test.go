@@ -24,6 +24,7 @@ import (
 // under the policy; after the server turns into its rug pull, the same entry
 // is blocked.
 func TestHostsWrappedEntryEnforces(t *testing.T) {
+	t.Parallel()
 	mcpsign := fixtures.BuildMcpsign(t)
 	server := fixtures.BuildExampleServer(t)
 	dir := t.TempDir()
@@ -149,6 +150,7 @@ func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
 // workspace folder), the real proxy is in front: it pins the server's
 // definitions under the policy, and list --check exits 0.
 func TestHostsLookalikeRewrapped(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("the lookalike is a shell script")
 	}

@@ -9,16 +9,26 @@ import (
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
-// TestMain runs the tests, or, when re-executed under a fixture's name, the
-// fixture: the servers of testdata, mcpsign (this package's main, without a
-// go build) and mcpsign-proxy.
+// TestMain runs the tests (testParallel at a time), or, when re-executed
+// under a fixture's name, the fixture: the servers of testdata, mcpsign
+// (this package's main, without a go build) and mcpsign-proxy.
 func TestMain(m *testing.M) {
-	fixtures.Main(m,
-		fixtures.Program{Name: fixtures.ProgramMcpsign, Main: func(ctx context.Context, args []string) int {
+	programs := []fixtures.Program{
+		{Name: fixtures.ProgramMcpsign, Main: func(ctx context.Context, args []string) int {
 			return run(ctx, args, newApp())
 		}},
-		fixtures.Program{Name: fixtures.ProgramMcpsignProxy, Main: func(ctx context.Context, _ []string) int {
+		{Name: fixtures.ProgramMcpsignProxy, Main: func(ctx context.Context, _ []string) int {
 			return proxycmd.Lean(ctx, proxyhint.Hint)
 		}},
-	)
+	}
+	if !fixtures.RunsAsProgram(programs...) {
+		fixtures.RaiseParallel(testParallel)
+	}
+	fixtures.Main(m, programs...)
 }
+
+// testParallel is how many parallel tests run at once unless -parallel
+// says otherwise: most wait on processes (servers, the proxy, node) and
+// their shutdown graces, so more than GOMAXPROCS (go test's default) keep
+// the cores busy.
+const testParallel = 8

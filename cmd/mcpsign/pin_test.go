@@ -36,6 +36,7 @@ func rules(r pinReport) []string {
 }
 
 func TestPinTOFUAndVerifyPin(t *testing.T) {
+	t.Parallel()
 	server := fixtures.BuildExampleServer(t)
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "notes.mcpsign.lock")
@@ -143,6 +144,7 @@ func TestPinTOFUAndVerifyPin(t *testing.T) {
 }
 
 func TestPinCapabilitiesOverride(t *testing.T) {
+	t.Parallel()
 	server := fixtures.BuildExampleServer(t)
 	dir := t.TempDir()
 	caps := filepath.Join(dir, "caps.json")
@@ -261,6 +263,7 @@ func TestPinKeyless(t *testing.T) {
 }
 
 func TestDiffCommand(t *testing.T) {
+	t.Parallel()
 	server := fixtures.BuildExampleServer(t)
 	dir := t.TempDir()
 	honest, rug := filepath.Join(dir, "honest.json"), filepath.Join(dir, "rug.json")

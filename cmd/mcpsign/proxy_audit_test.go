@@ -16,6 +16,7 @@ import (
 // (blocked, with the findings) and a modified lock (lock-refused); a
 // session that matches the lock records nothing.
 func TestProxyAuditLog(t *testing.T) {
+	t.Parallel()
 	server := fixtures.BuildExampleServer(t)
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "mcp.lock")

@@ -268,6 +268,7 @@ func TestExampleServerCommand(t *testing.T) {
 // stderr says what was awaited, and the proxy exits 2 once the client
 // leaves.
 func TestProxySilentServer(t *testing.T) {
+	t.Parallel()
 	sh, err := exec.LookPath("sh")
 	if err != nil {
 		t.Skip("no sh")

@@ -24,6 +24,7 @@ import (
 // form proxy.CommandVerifier reads; a bundle by another key, or definitions
 // that are not a snapshot, refuse with the reason on stderr.
 func TestProxyVerifyAnswer(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := map[string]string{"PW": "proxy-verify-test"}
 	for _, who := range []string{"alice", "mallory"} {

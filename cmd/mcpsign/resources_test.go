@@ -24,21 +24,40 @@ func TestResourcesPinVerifyPin(t *testing.T) {
 	plain := filepath.Join(dir, "plain.mcpsign.lock")
 	snapFile := filepath.Join(dir, "everything.snapshot.json")
 
-	for _, tc := range []struct {
+	type row struct {
 		args []string
 		code int
 		want string
-	}{
-		{[]string{"pin", "--lock", lock, "--tofu", "--resources", "hide", "--", node, entry}, 2, "--resources hide is the proxy's"},
-		{[]string{"pin", "--lock", lock, "--tofu", "--resources", "Pin", "--", node, entry}, 2, "unknown resources mode"},
-		{[]string{"pin", "--lock", lock, "--tofu", "--resources", "pin", "--", node, entry}, 0, ""},
-		{[]string{"pin", "--lock", plain, "--tofu", "--", node, entry}, 0, ""},
-		{[]string{"snapshot", "--resources", "-o", snapFile, "--", node, entry}, 0, " resources"},
-	} {
+	}
+	check := func(t *testing.T, tc row) {
+		t.Helper()
 		code, stdout, stderr := runCLI(t, tc.args...)
 		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
 			t.Fatalf("%s: exit %d, want %d naming %q:\n%s\n%s", strings.Join(tc.args[:4], " "), code, tc.code, tc.want, stdout, stderr)
 		}
+	}
+	for _, tc := range []row{
+		{[]string{"pin", "--lock", lock, "--tofu", "--resources", "hide", "--", node, entry}, 2, "--resources hide is the proxy's"},
+		{[]string{"pin", "--lock", lock, "--tofu", "--resources", "Pin", "--", node, entry}, 2, "unknown resources mode"},
+	} {
+		check(t, tc)
+	}
+	// Three listings of the server, each to a file of its own, at once: the
+	// server exits only at SIGTERM, after the shutdown grace, which each
+	// listing would otherwise wait out in turn.
+	if !t.Run("listings", func(t *testing.T) {
+		for name, tc := range map[string]row{
+			"pin --resources pin": {[]string{"pin", "--lock", lock, "--tofu", "--resources", "pin", "--", node, entry}, 0, ""},
+			"pin":                 {[]string{"pin", "--lock", plain, "--tofu", "--", node, entry}, 0, ""},
+			"snapshot":            {[]string{"snapshot", "--resources", "-o", snapFile, "--", node, entry}, 0, " resources"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				check(t, tc)
+			})
+		}
+	}) {
+		t.FailNow()
 	}
 	l, err := pin.Read(lock)
 	if err != nil {
@@ -160,21 +179,31 @@ func TestResourcesPinForceKeepsThem(t *testing.T) {
 	t.Parallel() // its own temporary directory and server processes
 	node, entry := fixtures.NPMServer(t, "server-everything")
 	lock := filepath.Join(t.TempDir(), "everything.mcpsign.lock")
-	for _, args := range [][]string{
-		{"pin", "--lock", lock, "--tofu", "--resources", "pin", "--", node, entry},
-		{"pin", "--lock", lock, "--tofu", "--force", "--", node, entry},
+	if code, stdout, stderr := runCLI(t, "pin", "--lock", lock, "--tofu", "--resources", "pin", "--", node, entry); code != 0 {
+		t.Fatalf("pin --lock --tofu --resources pin: exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+	pinned := mustRead(t, lock)
+	// Each re-pin over a copy of its own of that lock, at once: the server
+	// exits only at SIGTERM, after the shutdown grace.
+	for _, tc := range []struct {
+		name      string
+		resources []string // the re-pin's --resources flag, if any
+		records   bool     // the new lock records the resources
+	}{
+		{"pin --force without --resources", nil, true},
+		{"pin --force --resources pass", []string{"--resources", "pass"}, false},
 	} {
-		if code, stdout, stderr := runCLI(t, args...); code != 0 {
-			t.Fatalf("%s: exit %d:\n%s\n%s", strings.Join(args[:5], " "), code, stdout, stderr)
-		}
-	}
-	if l, err := pin.Read(lock); err != nil || l.Resources == nil {
-		t.Fatalf("after pin --force without --resources the lock records no resources (%v)", err)
-	}
-	if code, stdout, stderr := runCLI(t, "pin", "--lock", lock, "--tofu", "--force", "--resources", "pass", "--", node, entry); code != 0 {
-		t.Fatalf("pin --force --resources pass: exit %d:\n%s\n%s", code, stdout, stderr)
-	}
-	if l, err := pin.Read(lock); err != nil || l.Resources != nil {
-		t.Fatalf("after pin --force --resources pass the lock still records resources (%v)", err)
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lock := filepath.Join(t.TempDir(), "everything.mcpsign.lock")
+			vtWriteBytes(t, lock, pinned)
+			args := append(append([]string{"pin", "--lock", lock, "--tofu", "--force"}, tc.resources...), "--", node, entry)
+			if code, stdout, stderr := runCLI(t, args...); code != 0 {
+				t.Fatalf("%s: exit %d:\n%s\n%s", tc.name, code, stdout, stderr)
+			}
+			if l, err := pin.Read(lock); err != nil || (l.Resources != nil) != tc.records {
+				t.Fatalf("after %s over a lock that records resources: records them %v, want %v (%v)", tc.name, err == nil && l.Resources != nil, tc.records, err)
+			}
+		})
 	}
 }

@@ -59,6 +59,7 @@ func signingConfig(t *testing.T, dir, fulcio, oidc, rekor string, rekorVersion i
 }
 
 func TestSignBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	snap, _ := exampleSnapshot(t, dir)
 	ca := newTestCA(t)

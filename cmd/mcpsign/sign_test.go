@@ -167,6 +167,7 @@ func TestAttestCommand(t *testing.T) {
 }
 
 func TestAttestRefusals(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "statement.json")
 	bad := fixtures.BuildBadServer(t)

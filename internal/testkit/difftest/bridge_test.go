@@ -18,6 +18,7 @@ import (
 // The HTTP table's rows with TLS need no other setup: the bridge refuses
 // the untrusted certificate in one line.
 func TestHostileHTTPServersThroughTheBridge(t *testing.T) {
+	t.Parallel() // its rows share the -parallel slots with the other tables'
 	mcpsign := fixtures.BuildMcpsign(t)
 	l, lockData := honestHTTPLock(t)
 	evil := evilHTTPServer(t)

@@ -376,7 +376,13 @@ func goClient(transport mcp.Transport, sc scenario, tm timing) *holdings {
 		call(sc.AfterCall)
 		settle()
 	}
-	return h
+	// What the client holds once settled: a re-listing that a late
+	// list_changed starts (or one settle gave up on) writes only to h, not
+	// to what the caller reads.
+	mu.Lock()
+	defer mu.Unlock()
+	held := *h
+	return &held
 }
 
 func kindMethod(kind string) string {

@@ -46,6 +46,10 @@ func FuzzProxyTranscript(f *testing.F) {
 	}
 	l, lockData := honestLock(f)
 	f.Fuzz(func(t *testing.T, transcript string, flags uint8) {
+		// The seed inputs of a plain go test run at once, as the table's
+		// rows do (each mostly waits on its server); while fuzzing,
+		// Parallel has no effect.
+		t.Parallel()
 		if len(transcript) > 4096 || strings.Count(transcript, "\n") > 64 {
 			t.Skip("transcript too long")
 		}

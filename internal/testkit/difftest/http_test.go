@@ -566,6 +566,7 @@ func evilHTTPServer(t *testing.T) *httptest.Server {
 // TestHostileHTTPServers runs every row: verify-pin on the URL and both
 // official clients, and checks the oracle.
 func TestHostileHTTPServers(t *testing.T) {
+	t.Parallel() // its rows share the -parallel slots with the other tables'
 	mcpsign := fixtures.BuildMcpsign(t)
 	l, lockData := honestHTTPLock(t)
 	evil := evilHTTPServer(t)

@@ -5,13 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +28,7 @@ func TestMain(m *testing.M) {
 		os.Exit(scriptedServer())
 	}
 	if !fixtures.RunsAsProgram() {
-		raiseParallel(rowParallel)
+		fixtures.RaiseParallel(rowParallel)
 	}
 	fixtures.Main(m)
 }
@@ -41,19 +38,6 @@ func TestMain(m *testing.M) {
 // timeouts, the servers' exits), so more than GOMAXPROCS (go test's
 // default) keep the cores busy.
 const rowParallel = 16
-
-// raiseParallel sets -test.parallel to n when the command line did not set
-// it.
-func raiseParallel(n int) {
-	flag.Parse()
-	explicit := false
-	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
-	if !explicit && runtime.GOMAXPROCS(0) < n {
-		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
-			panic(err) // the testing package defines the flag
-		}
-	}
-}
 
 // The proxy's limits in these tests: short, so that a hostile server costs
 // little time.
@@ -515,6 +499,7 @@ func rows() []row {
 // TestHostileServers runs every row through `mcpsign proxy` with both
 // clients and checks the oracle, then checks that verify-pin agrees.
 func TestHostileServers(t *testing.T) {
+	t.Parallel() // its rows share the -parallel slots with the other tables'
 	mcpsign := fixtures.BuildMcpsign(t)
 	plainLock, plainData := honestLock(t)
 	resLock, resData := honestLockWith(t, true)

@@ -13,9 +13,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
+
+// TestMain: the shared mcpsign build is removed when the go test run ends
+// (fixtures.Main starts the reaper of a shared build this process made).
+func TestMain(m *testing.M) { fixtures.Main(m) }
 
 // EnvBinary names a prebuilt mcpsign to check instead of building this
 // tree's (to see what the test says of another build).
@@ -155,7 +160,8 @@ func findings(mcpsign, minimal map[string]initRun) (ourWork, extra, unused []str
 
 func hasKey(m map[string]initRun, k string) bool { _, ok := m[k]; return ok }
 
-// TestVerifyInitTrace builds mcpsign and the minimal verifier, verifies a
+// TestVerifyInitTrace builds the minimal verifier and gets mcpsign (built
+// once per go test run, fixtures.BuildMcpsign), verifies a
 // public-good bundle (sigstore-conformance happy-path-intoto-in-dsse-v3,
 // offline) with each under GODEBUG=inittrace=1, and checks the rules of
 // docs/PERFORMANCE.md, "Start-up: no work in package initializers".
@@ -168,26 +174,25 @@ func TestVerifyInitTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	mcpsign, minimal := os.Getenv(EnvBinary), filepath.Join(dir, "minverify")
-	var wg sync.WaitGroup
-	build := func(out, pkg string) {
-		defer wg.Done()
-		cmd := exec.Command("go", "build", "-o", out, pkg)
+	minimal := filepath.Join(dir, "minverify")
+	built := make(chan error, 1)
+	go func() {
+		cmd := exec.Command("go", "build", "-o", minimal, "./scripts/bench/minimal-verifier")
 		cmd.Dir = root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("go build %s: %v\n%s", pkg, err, b)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("go build ./scripts/bench/minimal-verifier: %w\n%s", err, b)
 		}
-	}
+		built <- err
+	}()
+	// mcpsign: the go test run's shared build (the difftest harness links
+	// the same), unless EnvBinary names another.
+	mcpsign := os.Getenv(EnvBinary)
 	if mcpsign == "" {
-		mcpsign = filepath.Join(dir, "mcpsign")
-		wg.Add(1)
-		go build(mcpsign, "./cmd/mcpsign")
+		mcpsign = fixtures.BuildMcpsign(t)
 	}
-	wg.Add(1)
-	go build(minimal, "./scripts/bench/minimal-verifier")
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
+	if err := <-built; err != nil {
+		t.Fatal(err)
 	}
 
 	c := filepath.Join(root, "testdata/sigstore-conformance/happy-path-intoto-in-dsse-v3")
