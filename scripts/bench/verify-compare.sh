@@ -12,7 +12,8 @@
 # Usage: scripts/bench/verify-compare.sh [-r RUNS] [-w WARMUP] [-n ROUNDS] [-o OUTDIR] [-H] [CASE...]
 #   CASE: v1.1.0 (model-transparency, RFC 3161 + Rekor v1, by digest; default),
 #         v1.0.0 (Rekor v1 only, by digest), conformance (happy-path DSSE over a.txt, by file)
-# Env: COSIGN (default ~/.cache/mcpsign/sigstore-local/bin/cosign),
+# Env: COSIGN (default ~/.cache/mcpsign/sigstore-local/bin/cosign-peer, the
+#      optimized build of `scripts/sigstore-local/build.sh cosign-peer`),
 #      (bundles from testdata/real-bundles).
 # Each round runs the three commands round-robin, RUNS times each after
 # WARMUP, and prints the median wall-clock time and the median CPU time (user
@@ -36,8 +37,14 @@ CASES=("${@:-v1.1.0}")
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 SHARED=$REPO/testdata
-COSIGN=${COSIGN:-$HOME/.cache/mcpsign/sigstore-local/bin/cosign}
-[ -x "$COSIGN" ] || { echo "cosign not found at $COSIGN: run scripts/sigstore-local/build.sh or set COSIGN" >&2; exit 2; }
+COSIGN=${COSIGN:-$HOME/.cache/mcpsign/sigstore-local/bin/cosign-peer}
+[ -x "$COSIGN" ] || { echo "cosign not found at $COSIGN: run scripts/sigstore-local/build.sh cosign-peer or set COSIGN" >&2; exit 2; }
+# The stack's own cosign is built without optimizations for the tests
+# (scripts/sigstore-local/service-build.sh): not a peer to measure.
+if go version -m "$COSIGN" | grep -q -- '-gcflags='; then
+	echo "$COSIGN is built with -gcflags (the tests' build): measure an optimized cosign (scripts/sigstore-local/build.sh cosign-peer)" >&2
+	exit 2
+fi
 [ -d "$SHARED/real-bundles" ] || { echo "test data not found at $SHARED" >&2; exit 2; }
 if [ "$HYPERFINE" = 1 ] && ! command -v hyperfine >/dev/null; then
 	echo "hyperfine not found: apt-get install -y hyperfine" >&2

@@ -21,16 +21,15 @@ FORCE=0
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 mkdir -p "$BIN"
 
-built() { # built NAME PKG: the binary exists at VERSION
-	[[ -x $BIN/$1 ]] && go version -m "$BIN/$1" 2>/dev/null | grep -q "mod[[:space:]]*$MODULE[[:space:]]*$VERSION"
-}
+# shellcheck source=../sigstore-local/service-build.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../sigstore-local/service-build.sh"
 for c in "registry|$MODULE/cmd/registry" "mcp-publisher|$MODULE/cmd/publisher"; do
 	name=${c%%|*} pkg=${c#*|}
-	if [[ $FORCE == 0 ]] && built "$name"; then
+	if [[ $FORCE == 0 ]] && service_built "$BIN/$name" "$pkg" "$VERSION"; then
 		continue
 	fi
 	tmp=$(mktemp -d)
-	GOBIN=$tmp go install "$pkg@$VERSION"
+	GOBIN=$tmp go install "${SERVICE_BUILD_FLAGS[@]}" "$pkg@$VERSION"
 	mv "$tmp/$(basename "$pkg")" "$BIN/$name"
 	rmdir "$tmp"
 	echo "built $name $VERSION"

@@ -26,17 +26,22 @@ build() {
 	mkdir -p "$BIN" "$CACHE/build"
 	local t0 gobin
 	t0=$(date +%s)
-	if ! go version -m "$BIN/rekor-server-v1" 2>/dev/null | grep -q "mod.*github.com/sigstore/rekor.*$REKOR_VERSION"; then
+	# shellcheck source=../sigstore-local/service-build.sh
+	source "$(dirname "${BASH_SOURCE[0]}")/../sigstore-local/service-build.sh"
+	if ! service_built "$BIN/rekor-server-v1" github.com/sigstore/rekor/cmd/rekor-server "$REKOR_VERSION"; then
 		gobin=$(mktemp -d)
-		GOBIN=$gobin go install "github.com/sigstore/rekor/cmd/rekor-server@$REKOR_VERSION"
+		GOBIN=$gobin go install "${SERVICE_BUILD_FLAGS[@]}" "github.com/sigstore/rekor/cmd/rekor-server@$REKOR_VERSION"
 		mv "$gobin/rekor-server" "$BIN/rekor-server-v1"
 		rmdir "$gobin"
 	fi
+	local want=()
 	for c in trillian_log_server trillian_log_signer; do
-		if ! go version -m "$BIN/$c" 2>/dev/null | grep -q "mod.*github.com/google/trillian.*$TRILLIAN_VERSION"; then
-			GOBIN=$BIN go install "github.com/google/trillian/cmd/$c@$TRILLIAN_VERSION"
-		fi
+		service_built "$BIN/$c" "github.com/google/trillian/cmd/$c" "$TRILLIAN_VERSION" ||
+			want+=("github.com/google/trillian/cmd/$c@$TRILLIAN_VERSION")
 	done
+	if ((${#want[@]})); then
+		GOBIN=$BIN go install "${SERVICE_BUILD_FLAGS[@]}" "${want[@]}"
+	fi
 	echo "rekor-v1.sh: binaries ready in $(($(date +%s) - t0))s"
 }
 

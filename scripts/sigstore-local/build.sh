@@ -8,6 +8,10 @@
 # there at the pinned version (checked with `go version -m`, so binaries from
 # an earlier plain `go install` are adopted) is not rebuilt. Idempotent.
 #
+# Built for the tests, without optimizations (service-build.sh); the
+# component cosign-peer, built only when named, is an optimized cosign for
+# the benchmarks that measure it.
+#
 # MCPSIGN_SIGSTORE_OFFLINE=1 builds from the local module cache only
 # (GOPROXY=file://.../cache/download, GOSUMDB=off).
 set -euo pipefail
@@ -21,10 +25,18 @@ COMPONENTS=(
 	"timestamp-server|github.com/sigstore/timestamp-authority/cmd/timestamp-server|v1.2.9"
 	"cosign|github.com/sigstore/cosign/v2/cmd/cosign|v2.6.5"
 )
+# Built only when named: cosign optimized, the peer the benchmarks measure
+# (scripts/bench/verify-compare.sh, verify/testdata/bench/run.sh); the
+# components above are built for the tests (service-build.sh).
+OPTIONAL=(
+	"cosign-peer|github.com/sigstore/cosign/v2/cmd/cosign|v2.6.5"
+)
 # Our own issuer, built from this checkout.
 OIDC_PKG=./scripts/sigstore-local/oidc-issuer
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=service-build.sh
+source "$HERE/service-build.sh"
 REPO=$(cd "$HERE/../.." && pwd)
 CACHE=${MCPSIGN_SIGSTORE_CACHE:-$HOME/.cache/mcpsign/sigstore-local}
 BIN=$CACHE/bin
@@ -68,7 +80,7 @@ fi
 touch "$STAMP"
 
 KNOWN=" oidc-issuer "
-for c in "${COMPONENTS[@]}"; do KNOWN+="${c%%|*} "; done
+for c in "${COMPONENTS[@]}" "${OPTIONAL[@]}"; do KNOWN+="${c%%|*} "; done
 for w in ${WANT[@]+"${WANT[@]}"}; do
 	[[ $KNOWN == *" $w "* ]] || {
 		echo "build.sh: unknown component $w (known:$KNOWN)" >&2
@@ -103,10 +115,22 @@ embedded() {
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
 
+# built FILE PKG VERSION NFLAGS: FILE is PKG at VERSION, built with
+# SERVICE_BUILD_FLAGS (NFLAGS > 0) or as a plain optimized build.
+built() {
+	if (($4 > 0)); then
+		service_built "$1" "$2" "$3"
+	else
+		[[ -x $1 && $(embedded "$1") == "$2 $3" ]] && ! go version -m "$1" | grep -q -- '-gcflags='
+	fi
+}
+
 ensure_module() { # name pkg version
 	local name=$1 pkg=$2 ver=$3 out=$BIN/$1 t0 cand gobin
 	t0=$(now)
-	if ((!FORCE)) && [[ -x $out && $(embedded "$out") == "$pkg $ver" ]]; then
+	local flags=("${SERVICE_BUILD_FLAGS[@]}")
+	[[ $name == *-peer ]] && flags=()
+	if ((!FORCE)) && built "$out" "$pkg" "$ver" "${#flags[@]}"; then
 		if [[ $(stamp_get "$name") != "$pkg@$ver" ]]; then
 			stamp_set "$name" "$pkg@$ver"
 		fi
@@ -116,7 +140,7 @@ ensure_module() { # name pkg version
 	# Adopt a binary left by a plain `go install` into $BIN (named after the
 	# last path element) if it is the right package and version.
 	cand=$BIN/${pkg##*/}
-	if ((!FORCE)) && [[ $cand != "$out" && -x $cand && $(embedded "$cand") == "$pkg $ver" ]]; then
+	if ((!FORCE)) && [[ $cand != "$out" ]] && built "$cand" "$pkg" "$ver" "${#flags[@]}"; then
 		mv -f "$cand" "$out"
 		stamp_set "$name" "$pkg@$ver"
 		printf '  %-20s %s@%s: adopted %s\n' "$name" "$pkg" "$ver" "$cand"
@@ -126,7 +150,7 @@ ensure_module() { # name pkg version
 	gobin=$CACHE/build/$name
 	rm -rf "$gobin"
 	mkdir -p "$gobin"
-	if ! GOBIN=$gobin go install "$pkg@$ver" >"$CACHE/build/$name.log" 2>&1; then
+	if ! GOBIN=$gobin go install ${flags[@]+"${flags[@]}"} "$pkg@$ver" >"$CACHE/build/$name.log" 2>&1; then
 		echo "build.sh: go install $pkg@$ver failed; last lines of $CACHE/build/$name.log:" >&2
 		tail -n 30 "$CACHE/build/$name.log" >&2
 		exit 1
@@ -172,6 +196,10 @@ echo "build.sh: $GOVERSION, binaries in $BIN"
 for c in "${COMPONENTS[@]}"; do
 	IFS='|' read -r name pkg ver <<<"$c"
 	wanted "$name" && ensure_module "$name" "$pkg" "$ver"
+done
+for c in "${OPTIONAL[@]}"; do
+	IFS='|' read -r name pkg ver <<<"$c"
+	((${#WANT[@]})) && wanted "$name" && ensure_module "$name" "$pkg" "$ver"
 done
 wanted oidc-issuer && ensure_oidc
 echo "build.sh: done in $(since "$T0")"

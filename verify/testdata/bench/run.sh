@@ -3,7 +3,8 @@
 # "Verification"): mcpsign vs a minimal sigstore-go verifier (minverify) vs
 # cosign verify-blob-attestation, alternated round-robin, N rounds.
 #   verify/testdata/bench/run.sh [N]     from the repository root
-# Needs cosign (SIGSTACK_BIN or PATH) and, for the last
+# Needs an optimized cosign (COSIGN, default the cosign-peer of
+# scripts/sigstore-local/build.sh cosign-peer, else PATH) and, for the last
 # set, the local Sigstore stack (SIGSTACK_ENV, default
 # /tmp/mcpsign-sigstore/env.sh). MCPSIGN_BASE=path/to/another/mcpsign adds it
 # as "mcpsign-base", alternated with the others in the same rounds (before and
@@ -16,8 +17,12 @@ export GOTOOLCHAIN=local
 B=$(mktemp -d); trap 'rm -rf "$B"' EXIT
 go build -o "$B/mcpsign" ./cmd/mcpsign
 go build -o "$B/minverify" ./scripts/bench/minimal-verifier
-COSIGN=${SIGSTACK_BIN:-$HOME/.cache/mcpsign/sigstore-local/bin}/cosign
+COSIGN=${COSIGN:-${SIGSTACK_BIN:-$HOME/.cache/mcpsign/sigstore-local/bin}/cosign-peer}
 command -v "$COSIGN" >/dev/null || COSIGN=$(command -v cosign)
+if go version -m "$COSIGN" | grep -q -- '-gcflags='; then # the tests' build (scripts/sigstore-local/service-build.sh)
+	echo "$COSIGN is built without optimizations: build an optimized one (scripts/sigstore-local/build.sh cosign-peer)" >&2
+	exit 2
+fi
 H=$(mktemp -d) # cosign: no TUF, no home config
 SH=testdata
 GH=https://token.actions.githubusercontent.com
