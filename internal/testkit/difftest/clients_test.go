@@ -65,7 +65,7 @@ type toolCall struct {
 // The clients' hard timeout per request and how long they wait for things
 // to settle (notifications, re-listings) after a call, in the table.
 const (
-	requestTimeout = 3 * time.Second
+	requestTimeout = 3 * time.Second * raceSlowdown
 	settleTime     = 300 * time.Millisecond
 )
 

@@ -40,9 +40,9 @@ func TestMain(m *testing.M) {
 const rowParallel = 16
 
 // The proxy's limits in these tests: short, so that a hostile server costs
-// little time.
+// little time (longer under the race detector: raceSlowdown).
 const (
-	checkTimeout  = 2 * time.Second
+	checkTimeout  = 2 * time.Second * raceSlowdown
 	shutdownGrace = 500 * time.Millisecond
 )
 

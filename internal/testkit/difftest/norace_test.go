@@ -1,0 +1,6 @@
+//go:build !race
+
+package difftest
+
+// raceSlowdown: see race_test.go.
+const raceSlowdown = 1
