@@ -13,8 +13,12 @@ import (
 func TestKeygen(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "taken.pub"), []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
+	// Each case has its own prefix: the map's order is random, and a
+	// replaced pair would be a key "left behind" by the refused one.
+	for _, f := range []string{"taken.pub", "replaced.pub"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	errNoPassword := errors.New("no password")
 	for name, tc := range map[string]struct {
@@ -25,7 +29,7 @@ func TestKeygen(t *testing.T) {
 		"a new pair": {KeygenOptions{Prefix: filepath.Join(dir, "new"), Algorithm: Ed25519}, nil, true},
 		"an existing public key, refused before the password": {KeygenOptions{Prefix: filepath.Join(dir, "taken")},
 			atomicfile.ErrExists, false},
-		"an existing public key, replaced": {KeygenOptions{Prefix: filepath.Join(dir, "taken"), Overwrite: true}, nil, true},
+		"an existing public key, replaced": {KeygenOptions{Prefix: filepath.Join(dir, "replaced"), Overwrite: true}, nil, true},
 		"no password":                      {KeygenOptions{Prefix: filepath.Join(dir, "nopw")}, errNoPassword, true},
 	} {
 		t.Run(name, func(t *testing.T) {
