@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"sync"
 	"syscall"
 	"time"
 
@@ -131,15 +130,20 @@ func IsPublic(a netip.Addr) bool {
 	return true
 }
 
-// Transport returns a clone of base (nil: http.DefaultTransport) whose
-// connections go only to the addresses s allows. A direct connection's
-// address is checked by the dialer's Control function, after the name is
-// resolved and before anything is sent; a base with a dialer of its own
-// has the connection's remote address checked before it is used. Through
-// a proxy (base.Proxy), the proxy's address is the operator's and is not
-// checked; the request's host is, as it resolves here when the request is
-// made. With s == Any, base is returned as it is. http.DefaultTransport's
-// dialer is replaced by one with the same timeouts and the Control check. A base that is not an
+// Transport returns a round tripper made from clones of base (nil:
+// http.DefaultTransport) whose connections go only to the addresses s
+// allows. A direct connection's address is checked by the dialer's
+// Control function, after the name is resolved and before anything is
+// sent; a base with a dialer of its own has the connection's remote
+// address checked before it is used. Through a proxy (base.Proxy), the
+// proxy's address is the operator's and is not checked; the request's
+// host is, as it resolves here when the request is made. Whether a
+// request goes through a proxy is decided for each request, by base.Proxy,
+// and only a request that does is sent by the clone that dials proxies
+// unchecked: a direct request to the address of a proxy that earlier
+// requests used is checked like any other. With s == Any, base is returned
+// as it is. http.DefaultTransport's dialer is replaced by one with the
+// same timeouts and the Control check. A base that is not an
 // *http.Transport cannot be guarded: an error wrapping ErrRefused.
 func Transport(base http.RoundTripper, s Scope) (http.RoundTripper, error) {
 	if base == nil {
@@ -155,70 +159,84 @@ func Transport(base http.RoundTripper, s Scope) (http.RoundTripper, error) {
 	if bt.Dial != nil || bt.DialTLS != nil {
 		return nil, fmt.Errorf("%w: the HTTP client's transport dials with the deprecated Dial or DialTLS, which cannot be guarded", ErrRefused)
 	}
-	g := &guard{scope: s}
-	t := bt.Clone()
-	own := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	guarded := &net.Dialer{Timeout: own.Timeout, KeepAlive: own.KeepAlive, Control: g.control}
-	dial := t.DialContext
+	direct := bt.Clone()
+	direct.Proxy = nil
+	guarded := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: s.control}
+	dial := direct.DialContext
 	if base == http.DefaultTransport {
 		dial = nil // net/http's own dialer, which ours replaces (same timeouts), with the Control check
 	}
-	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		switch {
-		case g.isProxy(addr) && dial != nil:
-			return dial(ctx, network, addr)
-		case g.isProxy(addr):
-			return own.DialContext(ctx, network, addr)
-		case dial != nil:
-			return g.checked(dial(ctx, network, addr))
+	direct.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if dial != nil {
+			return s.checked(dial(ctx, network, addr))
 		}
 		return guarded.DialContext(ctx, network, addr)
 	}
-	if tlsDial := t.DialTLSContext; tlsDial != nil {
-		t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if g.isProxy(addr) {
-				return tlsDial(ctx, network, addr)
-			}
-			return g.checked(tlsDial(ctx, network, addr))
+	if tlsDial := direct.DialTLSContext; tlsDial != nil {
+		direct.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return s.checked(tlsDial(ctx, network, addr))
 		}
 	}
-	if proxy := t.Proxy; proxy != nil {
-		t.Proxy = func(req *http.Request) (*url.URL, error) {
-			u, err := proxy(req)
-			if u == nil || err != nil {
-				return u, err
-			}
-			if err := g.resolveCheck(req.Context(), req.URL.Hostname()); err != nil {
-				return nil, err
-			}
-			g.addProxy(u)
+	if bt.Proxy == nil {
+		return direct, nil
+	}
+	// proxied sends only the requests that go through a proxy, to the
+	// proxy RoundTrip chose for each: it dials proxies and nothing else.
+	proxied := bt.Clone()
+	proxied.Proxy = func(req *http.Request) (*url.URL, error) {
+		if u, ok := req.Context().Value(proxyKey{}).(*url.URL); ok {
 			return u, nil
 		}
+		return nil, fmt.Errorf("%w: a request without its proxy reached the proxies' transport", ErrRefused)
 	}
-	return t, nil
+	return &router{scope: s, proxy: bt.Proxy, direct: direct, proxied: proxied}, nil
 }
 
-// guard is the state of one guarded transport: its scope, and the
-// addresses of the proxies its requests went through.
-type guard struct {
-	scope   Scope
-	mu      sync.Mutex
-	proxies map[string]bool
+// proxyKey is the context key under which router hands the proxy it chose
+// for a request to the proxies' transport.
+type proxyKey struct{}
+
+// router sends each request directly, guarded, or through the proxy the
+// base transport's Proxy names for it.
+type router struct {
+	scope           Scope
+	proxy           func(*http.Request) (*url.URL, error)
+	direct, proxied *http.Transport
+}
+
+func (r *router) RoundTrip(req *http.Request) (*http.Response, error) {
+	u, err := r.proxy(req)
+	if err != nil {
+		return nil, err
+	}
+	if u == nil {
+		return r.direct.RoundTrip(req)
+	}
+	if err := r.scope.resolveCheck(req.Context(), req.URL.Hostname()); err != nil {
+		return nil, err
+	}
+	return r.proxied.RoundTrip(req.WithContext(context.WithValue(req.Context(), proxyKey{}, u)))
+}
+
+// CloseIdleConnections closes the idle connections of both transports.
+func (r *router) CloseIdleConnections() {
+	r.direct.CloseIdleConnections()
+	r.proxied.CloseIdleConnections()
 }
 
 // control is the dialer's Control function: address is the resolved
 // "ip:port" about to be connected to.
-func (g *guard) control(_, address string, _ syscall.RawConn) error {
+func (s Scope) control(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("%w: %q is not an IP address", ErrRefused, address)
 	}
-	return g.scope.check(ap.Addr())
+	return s.check(ap.Addr())
 }
 
 // checked checks the remote address of a connection another dialer made,
 // closing it when refused.
-func (g *guard) checked(c net.Conn, err error) (net.Conn, error) {
+func (s Scope) checked(c net.Conn, err error) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +244,7 @@ func (g *guard) checked(c net.Conn, err error) (net.Conn, error) {
 	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		a = ta.AddrPort().Addr()
 	}
-	if err := g.scope.check(a); err != nil {
+	if err := s.check(a); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -235,38 +253,18 @@ func (g *guard) checked(c net.Conn, err error) (net.Conn, error) {
 
 // resolveCheck checks every address host resolves to (or host itself,
 // an IP literal).
-func (g *guard) resolveCheck(ctx context.Context, host string) error {
+func (s Scope) resolveCheck(ctx context.Context, host string) error {
 	if a, err := netip.ParseAddr(host); err == nil {
-		return g.scope.check(a)
+		return s.check(a)
 	}
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
 		return err
 	}
 	for _, a := range addrs {
-		if err := g.scope.check(a); err != nil {
+		if err := s.check(a); err != nil {
 			return fmt.Errorf("%s: %w", host, err)
 		}
 	}
 	return nil
-}
-
-// addProxy records the address the transport dials for proxy u.
-func (g *guard) addProxy(u *url.URL) {
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443", "socks5": "1080", "socks5h": "1080"}[u.Scheme]
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.proxies == nil {
-		g.proxies = map[string]bool{}
-	}
-	g.proxies[net.JoinHostPort(u.Hostname(), port)] = true
-}
-
-func (g *guard) isProxy(addr string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.proxies[addr]
 }

@@ -169,10 +169,46 @@ func TestTransport(t *testing.T) {
 			case !tt.fails && (err != nil || resp.StatusCode != http.StatusOK):
 				t.Fatalf("err = %v", err)
 			}
-			if tr, ok := rt.(*http.Transport); ok {
+			if tr, ok := rt.(interface{ CloseIdleConnections() }); ok {
 				tr.CloseIdleConnections()
 			}
 		})
+	}
+}
+
+// TestTransportProxyAddressDirect: a request sent directly to the address
+// of a proxy that earlier requests went through is checked like any other
+// (net/http never proxies a loopback host, so with a proxy on loopback the
+// proxy's own address is reached directly).
+func TestTransportProxyAddressDirect(t *testing.T) {
+	t.Parallel()
+	proxy := listen(t, netip.MustParseAddr("127.0.0.1"), http.HandlerFunc(ok))
+	proxyURL, _ := url.Parse(proxy.URL)
+	// As http.ProxyFromEnvironment decides: no proxy for a loopback host.
+	base := &http.Transport{Proxy: func(req *http.Request) (*url.URL, error) {
+		if a, err := netip.ParseAddr(req.URL.Hostname()); err == nil && a.IsLoopback() {
+			return nil, nil
+		}
+		return proxyURL, nil
+	}}
+	rt, err := Transport(base, Public)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: rt, Timeout: 10 * time.Second}
+	defer c.CloseIdleConnections()
+	get := func(u string) error {
+		resp, err := c.Get(u)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := get("http://93.184.216.34/"); err != nil {
+		t.Fatalf("through the proxy: %v", err)
+	}
+	if err := get(proxy.URL + "/"); !errors.Is(err, ErrRefused) {
+		t.Fatalf("the proxy's address, directly: err = %v, want ErrRefused", err)
 	}
 }
 
