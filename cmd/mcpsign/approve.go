@@ -192,7 +192,14 @@ func writeApproval(ctx context.Context, a *app, ao *options.ApproveOptions, held
 	case next == nil:
 		return fmt.Errorf("nothing approved: %w", err)
 	case errors.Is(err, pin.ErrLockChanged):
-		return errors.New("nothing approved: the lock changed since it was read; run approve again")
+		// Said in the command's words, and still with the audit log's
+		// record of the approval when there is one.
+		changed := errors.New("nothing approved: the lock changed since it was read; run approve again")
+		var ue *auditevent.UnwrittenLockError
+		if errors.As(err, &ue) {
+			return &auditevent.UnwrittenLockError{Log: ue.Log, Lock: ue.Lock, Err: changed}
+		}
+		return changed
 	case err != nil:
 		return err
 	}
