@@ -1,6 +1,8 @@
 package sign
 
 import (
+	"errors"
+
 	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 )
@@ -12,11 +14,14 @@ type KeygenOptions struct {
 	// Algorithm of the key (GenerateKey).
 	Algorithm Algorithm
 	// Password gives the new key's password; it is called with confirm
-	// true.
+	// true. Required: every key Keygen writes is encrypted.
 	Password PasswordFunc
 	// Overwrite replaces existing files.
 	Overwrite bool
 }
+
+// errKeygenNoPassword: Keygen was called without KeygenOptions.Password.
+var errKeygenNoPassword = errors.New("sign: Keygen needs KeygenOptions.Password: every key it writes is encrypted")
 
 // KeygenResult is what Keygen wrote.
 type KeygenResult struct {
@@ -30,6 +35,9 @@ type KeygenResult struct {
 // files are checked to be writable before the key is made and its
 // password asked for, and the password is cleared after.
 func Keygen(o KeygenOptions) (*KeygenResult, error) {
+	if o.Password == nil {
+		return nil, errKeygenNoPassword
+	}
 	res := &KeygenResult{KeyPath: o.Prefix + ".key", PubPath: o.Prefix + ".pub"}
 	for _, p := range []string{res.KeyPath, res.PubPath} {
 		if err := atomicfile.Check(p, atomicfile.Options{Overwrite: o.Overwrite}); err != nil {

@@ -65,3 +65,18 @@ func TestKeygen(t *testing.T) {
 		})
 	}
 }
+
+// TestKeygenNeedsPassword: no password function is an error, not a panic,
+// and nothing is written.
+func TestKeygenNeedsPassword(t *testing.T) {
+	t.Parallel()
+	prefix := filepath.Join(t.TempDir(), "k")
+	if _, err := Keygen(KeygenOptions{Prefix: prefix}); !errors.Is(err, errKeygenNoPassword) {
+		t.Fatalf("err = %v, want errKeygenNoPassword", err)
+	}
+	for _, f := range []string{prefix + ".key", prefix + ".pub"} {
+		if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
