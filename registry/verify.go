@@ -213,26 +213,26 @@ func (v *Verifier) Verify(ctx context.Context, e *Entry) *Result {
 	// The entry's bundles share one bound of bytes and one of time (a
 	// bundle is 5 to 11 KB): its 32 bundles never cost 32 times a
 	// bundle's bound in memory or in a worker's time.
-	fo := source.BundleOptions{HTTPClient: v.opts.HTTPClient, MaxBytes: v.opts.MaxBundleBytes, Timeout: v.opts.FetchTimeout}
-	if fo.MaxBytes <= 0 {
-		fo.MaxBytes = boundedfile.MaxBundleBytes
+	limit, timeout := v.opts.MaxBundleBytes, v.opts.FetchTimeout
+	if limit <= 0 {
+		limit = boundedfile.MaxBundleBytes
 	}
-	if fo.Timeout <= 0 {
-		fo.Timeout = source.DefaultBundleTimeout
+	if timeout <= 0 {
+		timeout = source.DefaultBundleTimeout
 	}
-	limit := fo.MaxBytes
-	fctx, cancel := context.WithTimeout(ctx, fo.Timeout)
+	fctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	left := limit
 	bundles := make([][]byte, 0, len(e.Pointers))
 	for i, p := range e.Pointers {
-		if fo.MaxBytes <= 0 {
+		if left <= 0 {
 			return failed(r, StepFetch, fmt.Errorf("%w: bundles %d to %d: the entry's bundles exceed %d bytes together", source.ErrBundleTooLarge, i+1, len(e.Pointers), limit))
 		}
-		b, err := v.fetch(fctx, p, fo)
+		b, err := v.fetch(fctx, p, left)
 		if err != nil {
 			return failed(r, StepFetch, err)
 		}
-		fo.MaxBytes -= int64(len(b))
+		left -= int64(len(b))
 		bundles = append(bundles, b)
 	}
 	dec, err := pe.Decide(ctx, bundles, nil)
@@ -272,16 +272,16 @@ func (v *Verifier) Verify(ctx context.Context, e *Entry) *Result {
 
 // fetch gets the bundle p points at, its digest checked before anything
 // parses it.
-func (v *Verifier) fetch(ctx context.Context, p Pointer, o source.BundleOptions) ([]byte, error) {
+func (v *Verifier) fetch(ctx context.Context, p Pointer, maxBytes int64) ([]byte, error) {
 	if v.opts.Fetch == nil {
-		return v.fetcher.Fetch(ctx, p.URL, p.Digest, o.MaxBytes)
+		return v.fetcher.Fetch(ctx, p.URL, p.Digest, maxBytes)
 	}
 	b, err := v.opts.Fetch(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", source.ErrBundleFetch, err)
 	}
-	if int64(len(b)) > o.MaxBytes {
-		return nil, fmt.Errorf("%w: %s: %d bytes, more than the %d left of the entry's bound", source.ErrBundleTooLarge, textsafe.Quote(p.URL), len(b), o.MaxBytes)
+	if int64(len(b)) > maxBytes {
+		return nil, fmt.Errorf("%w: %s: %d bytes, more than the %d left of the entry's bound", source.ErrBundleTooLarge, textsafe.Quote(p.URL), len(b), maxBytes)
 	}
 	if got := PointerDigest(b); got != p.Digest {
 		return nil, fmt.Errorf("%w: %s has %s, the entry lists %s", source.ErrBundleDigest, textsafe.Quote(p.URL), got, p.Digest)
