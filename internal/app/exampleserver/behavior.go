@@ -49,8 +49,13 @@ type behavior struct {
 
 	timerOnce sync.Once
 	driftOnce sync.Once
-	hidden    map[string]mcp.ToolHandler // honest-probe: handlers of the tools only the later lists show
-	rugTools  []*mcp.Tool                // honest-probe: what later lists show
+	// driftMu is held by drift while it adds the rug-pull tools, one
+	// AddTool each, and by every tools/list in list-changed mode: a
+	// listing sees the whole drift or none of it, even when the SDK's
+	// notification of the first change goes out before the second.
+	driftMu  sync.RWMutex
+	hidden   map[string]mcp.ToolHandler // honest-probe: handlers of the tools only the later lists show
+	rugTools []*mcp.Tool                // honest-probe: what later lists show
 }
 
 // newBehavior returns the middleware state for cfg; the server is set with
@@ -138,6 +143,9 @@ func (b *behavior) listTools(ctx context.Context, next mcp.MethodHandler, method
 			lr.NextCursor = ""
 		}
 		return res, err
+	case modeListChanged:
+		b.driftMu.RLock()
+		defer b.driftMu.RUnlock()
 	}
 	return next(ctx, method, req)
 }
@@ -157,6 +165,8 @@ func (b *behavior) countList(session mcp.Session) int {
 // sends notifications/tools/list_changed to every session.
 func (b *behavior) drift() {
 	b.driftOnce.Do(func() {
+		b.driftMu.Lock()
+		defer b.driftMu.Unlock()
 		b.cat.rugPullSearchNotes().add(b.server)
 		b.cat.runCommandTool().add(b.server)
 	})
