@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A Rekor v1 log on 127.0.0.1 for the monitor's tests: rekor-server v1.5.4
-# on Trillian v1.7.3 (log server and signer) on MariaDB from Debian.
+# on Trillian v1.7.3 (log server and signer; versions pinned in
+# scripts/services/go.mod) on MariaDB from Debian.
 #
-#   scripts/rekor-v1/rekor-v1.sh build   # go install the three binaries (cached)
+#   scripts/rekor-v1/rekor-v1.sh build   # build the three binaries (cached)
 #   scripts/rekor-v1/rekor-v1.sh start   # start them; writes $STATE/env.sh
 #   scripts/rekor-v1/rekor-v1.sh stop
 #
@@ -18,30 +19,19 @@ set -euo pipefail
 CACHE=${MCPSIGN_SIGSTORE_CACHE:-$HOME/.cache/mcpsign/sigstore-local}
 BIN=$CACHE/bin
 S=${MCPSIGN_REKOR_V1_STATE:-/tmp/mcpsign-rekor-v1}
-REKOR_VERSION=v1.5.4
-TRILLIAN_VERSION=v1.7.3
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 
 build() {
-	mkdir -p "$BIN" "$CACHE/build"
-	local t0 gobin
+	mkdir -p "$BIN"
+	local t0 c
 	t0=$(date +%s)
 	# shellcheck source=../sigstore-local/service-build.sh
 	source "$(dirname "${BASH_SOURCE[0]}")/../sigstore-local/service-build.sh"
-	if ! service_built "$BIN/rekor-server-v1" github.com/sigstore/rekor/cmd/rekor-server "$REKOR_VERSION"; then
-		gobin=$(mktemp -d)
-		GOBIN=$gobin go install "${SERVICE_BUILD_FLAGS[@]}" "github.com/sigstore/rekor/cmd/rekor-server@$REKOR_VERSION"
-		mv "$gobin/rekor-server" "$BIN/rekor-server-v1"
-		rmdir "$gobin"
-	fi
-	local want=()
-	for c in trillian_log_server trillian_log_signer; do
-		service_built "$BIN/$c" "github.com/google/trillian/cmd/$c" "$TRILLIAN_VERSION" ||
-			want+=("github.com/google/trillian/cmd/$c@$TRILLIAN_VERSION")
+	for c in "rekor-server-v1|github.com/sigstore/rekor/cmd/rekor-server" \
+		"trillian_log_server|github.com/google/trillian/cmd/trillian_log_server" \
+		"trillian_log_signer|github.com/google/trillian/cmd/trillian_log_signer"; do
+		service_built "$BIN/${c%%|*}" "${c#*|}" || service_build "${c#*|}" "$BIN/${c%%|*}"
 	done
-	if ((${#want[@]})); then
-		GOBIN=$BIN go install "${SERVICE_BUILD_FLAGS[@]}" "${want[@]}"
-	fi
 	echo "rekor-v1.sh: binaries ready in $(($(date +%s) - t0))s"
 }
 
@@ -86,8 +76,9 @@ start() {
 	for ((i = 0; i < 100; i++)); do mariadb --no-defaults --socket="$S/mysql.sock" -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.1; done
 	mariadb --no-defaults --socket="$S/mysql.sock" -e 'CREATE DATABASE trillian'
 	local schema
-	schema=$(go env GOMODCACHE)/github.com/google/trillian@$TRILLIAN_VERSION/storage/mysql/schema/storage.sql
-	[[ -f $schema ]] || (cd "$(mktemp -d)" && go mod download "github.com/google/trillian@$TRILLIAN_VERSION")
+	# The schema of the Trillian that scripts/services builds.
+	schema=$(cd "$(dirname "${BASH_SOURCE[0]}")/../services" &&
+		go mod download github.com/google/trillian && go list -m -f '{{.Dir}}' github.com/google/trillian)/storage/mysql/schema/storage.sql
 	mariadb --no-defaults --socket="$S/mysql.sock" trillian <"$schema"
 	local dsn="root@tcp(127.0.0.1:3307)/trillian?parseTime=true&interpolateParams=true"
 	"$BIN/trillian_log_server" --quota_system=noop --storage_system=mysql --mysql_uri="$dsn" \

@@ -1,33 +1,34 @@
 #!/usr/bin/env bash
-# Build (or reuse) the pinned binaries of the local Sigstore stack.
+# Build (or reuse) the binaries of the local Sigstore stack.
 #
 #   scripts/sigstore-local/build.sh [--force] [COMPONENT...]
 #
 # Installs into ${MCPSIGN_SIGSTORE_CACHE:-$HOME/.cache/mcpsign/sigstore-local}/bin
-# and records what was built in bin/versions.txt. A binary that is already
-# there at the pinned version (checked with `go version -m`, so binaries from
-# an earlier plain `go install` are adopted) is not rebuilt. Idempotent.
-#
-# Built for the tests, without optimizations (service-build.sh); the
-# component cosign-peer, built only when named, is an optimized cosign for
-# the benchmarks that measure it.
+# and records what was built in bin/versions.txt. The services are built
+# from scripts/services, whose go.mod pins their versions, without
+# optimizations (service-build.sh); a binary that is already there, built
+# from that module as it is now (checked with `go version -m`), is not
+# rebuilt. Idempotent. The component cosign-peer, built only when named, is
+# cosign v2.6.5 as released (its own go.mod, optimized), for the benchmarks
+# that measure it.
 #
 # MCPSIGN_SIGSTORE_OFFLINE=1 builds from the local module cache only
 # (GOPROXY=file://.../cache/download, GOSUMDB=off).
 set -euo pipefail
 
-# name | package | version. Each is `go install`ed into its own directory
-# and renamed, because tesseract and rekor-tiles both build a binary `posix`.
+# name | package: built from scripts/services (its go.mod pins the
+# versions) and named here, because tesseract and rekor-tiles both build a
+# binary `posix`.
 COMPONENTS=(
-	"fulcio|github.com/sigstore/fulcio|v1.8.8"
-	"tesseract-posix|github.com/transparency-dev/tesseract/cmd/tesseract/posix|v0.1.1"
-	"rekor-server-posix|github.com/sigstore/rekor-tiles/v2/cmd/rekor-server/posix|v2.3.0"
-	"timestamp-server|github.com/sigstore/timestamp-authority/cmd/timestamp-server|v1.2.9"
-	"cosign|github.com/sigstore/cosign/v2/cmd/cosign|v2.6.5"
+	"fulcio|github.com/sigstore/fulcio"
+	"tesseract-posix|github.com/transparency-dev/tesseract/cmd/tesseract/posix"
+	"rekor-server-posix|github.com/sigstore/rekor-tiles/v2/cmd/rekor-server/posix"
+	"timestamp-server|github.com/sigstore/timestamp-authority/cmd/timestamp-server"
+	"cosign|github.com/sigstore/cosign/v2/cmd/cosign"
 )
-# Built only when named: cosign optimized, the peer the benchmarks measure
-# (scripts/bench/verify-compare.sh, verify/testdata/bench/run.sh); the
-# components above are built for the tests (service-build.sh).
+# name | package | version, built only when named: cosign as released
+# (`go install` with its own go.mod) and optimized, the peer the benchmarks
+# measure (scripts/bench/verify-compare.sh, verify/testdata/bench/run.sh).
 OPTIONAL=(
 	"cosign-peer|github.com/sigstore/cosign/v2/cmd/cosign|v2.6.5"
 )
@@ -115,42 +116,45 @@ embedded() {
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
 
-# built FILE PKG VERSION NFLAGS: FILE is PKG at VERSION, built with
-# SERVICE_BUILD_FLAGS (NFLAGS > 0) or as a plain optimized build.
-built() {
-	if (($4 > 0)); then
-		service_built "$1" "$2" "$3"
-	else
-		[[ -x $1 && $(embedded "$1") == "$2 $3" ]] && ! go version -m "$1" | grep -q -- '-gcflags='
-	fi
-}
-
-ensure_module() { # name pkg version
-	local name=$1 pkg=$2 ver=$3 out=$BIN/$1 t0 cand gobin
+# ensure_service NAME PKG: BIN/NAME is PKG built from scripts/services.
+ensure_service() {
+	local name=$1 pkg=$2 out=$BIN/$1 t0 ver
 	t0=$(now)
-	local flags=("${SERVICE_BUILD_FLAGS[@]}")
-	[[ $name == *-peer ]] && flags=()
-	if ((!FORCE)) && built "$out" "$pkg" "$ver" "${#flags[@]}"; then
-		if [[ $(stamp_get "$name") != "$pkg@$ver" ]]; then
-			stamp_set "$name" "$pkg@$ver"
-		fi
+	ver=$(service_version "$pkg") || {
+		echo "build.sh: scripts/services does not require the module of $pkg" >&2
+		exit 1
+	}
+	if ((!FORCE)) && service_built "$out" "$pkg"; then
+		[[ $(stamp_get "$name") == "$pkg@$ver" ]] || stamp_set "$name" "$pkg@$ver"
 		printf '  %-20s %s@%s: up to date\n' "$name" "$pkg" "$ver"
 		return
 	fi
-	# Adopt a binary left by a plain `go install` into $BIN (named after the
-	# last path element) if it is the right package and version.
-	cand=$BIN/${pkg##*/}
-	if ((!FORCE)) && [[ $cand != "$out" ]] && built "$cand" "$pkg" "$ver" "${#flags[@]}"; then
-		mv -f "$cand" "$out"
-		stamp_set "$name" "$pkg@$ver"
-		printf '  %-20s %s@%s: adopted %s\n' "$name" "$pkg" "$ver" "$cand"
+	printf '  %-20s %s@%s: building...\n' "$name" "$pkg" "$ver"
+	mkdir -p "$CACHE/build"
+	if ! service_build "$pkg" "$out" >"$CACHE/build/$name.log" 2>&1; then
+		echo "build.sh: building $pkg failed; last lines of $CACHE/build/$name.log:" >&2
+		tail -n 30 "$CACHE/build/$name.log" >&2
+		exit 1
+	fi
+	stamp_set "$name" "$pkg@$ver"
+	printf '  %-20s built in %s\n' "$name" "$(since "$t0")"
+}
+
+# ensure_peer NAME PKG VERSION: BIN/NAME is PKG at VERSION as released
+# (`go install`, its own go.mod), optimized.
+ensure_peer() {
+	local name=$1 pkg=$2 ver=$3 out=$BIN/$1 t0 gobin
+	t0=$(now)
+	if ((!FORCE)) && [[ -x $out && $(embedded "$out") == "$pkg $ver" ]] && ! go version -m "$out" | grep -q -- '-gcflags='; then
+		[[ $(stamp_get "$name") == "$pkg@$ver" ]] || stamp_set "$name" "$pkg@$ver"
+		printf '  %-20s %s@%s: up to date\n' "$name" "$pkg" "$ver"
 		return
 	fi
 	printf '  %-20s %s@%s: building...\n' "$name" "$pkg" "$ver"
 	gobin=$CACHE/build/$name
 	rm -rf "$gobin"
 	mkdir -p "$gobin"
-	if ! GOBIN=$gobin go install ${flags[@]+"${flags[@]}"} "$pkg@$ver" >"$CACHE/build/$name.log" 2>&1; then
+	if ! GOBIN=$gobin go install "$pkg@$ver" >"$CACHE/build/$name.log" 2>&1; then
 		echo "build.sh: go install $pkg@$ver failed; last lines of $CACHE/build/$name.log:" >&2
 		tail -n 30 "$CACHE/build/$name.log" >&2
 		exit 1
@@ -194,12 +198,12 @@ ensure_oidc() {
 T0=$(now)
 echo "build.sh: $GOVERSION, binaries in $BIN"
 for c in "${COMPONENTS[@]}"; do
-	IFS='|' read -r name pkg ver <<<"$c"
-	wanted "$name" && ensure_module "$name" "$pkg" "$ver"
+	IFS='|' read -r name pkg <<<"$c"
+	wanted "$name" && ensure_service "$name" "$pkg"
 done
 for c in "${OPTIONAL[@]}"; do
 	IFS='|' read -r name pkg ver <<<"$c"
-	((${#WANT[@]})) && wanted "$name" && ensure_module "$name" "$pkg" "$ver"
+	((${#WANT[@]})) && wanted "$name" && ensure_peer "$name" "$pkg" "$ver"
 done
 wanted oidc-issuer && ensure_oidc
 echo "build.sh: done in $(since "$T0")"

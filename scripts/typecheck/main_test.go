@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRun type-checks small modules for another system: what does not
+// exist there (in a package, in its tests, in its external tests) is
+// reported with its place, and a module that builds there passes.
+func TestRun(t *testing.T) {
+	const kill = "package p\n\nimport \"syscall\"\n\nfunc k() error { return syscall.Kill(1, syscall.SIGTERM) }\n"
+	tests := []struct {
+		name  string
+		goos  string
+		files map[string]string
+		code  int
+		want  []string // each in the output
+	}{
+		{
+			name:  "clean",
+			goos:  "windows",
+			files: map[string]string{"p.go": "package p\n\nfunc F() int { return 1 }\n", "p_test.go": "package p\n\nimport \"testing\"\n\nfunc TestF(t *testing.T) { _ = F() }\n"},
+			code:  0,
+			want:  []string{"no error for windows/amd64"},
+		},
+		{
+			name:  "package",
+			goos:  "windows",
+			files: map[string]string{"p.go": kill},
+			code:  1,
+			want:  []string{"p.go:5:33: undefined: syscall.Kill", "1 error for windows/amd64"},
+		},
+		{
+			name:  "builds on unix",
+			goos:  "darwin",
+			files: map[string]string{"p.go": kill},
+			code:  0,
+			want:  []string{"no error for darwin/amd64"},
+		},
+		{
+			name: "test file",
+			goos: "windows",
+			files: map[string]string{
+				"p.go":      "package p\n",
+				"p_test.go": "package p\n\nimport (\n\t\"os/exec\"\n\t\"syscall\"\n)\n\nvar c = exec.Cmd{SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}\n",
+			},
+			code: 1,
+			want: []string{"p_test.go:8:52: unknown field Setpgid"},
+		},
+		{
+			name: "external test, reported once",
+			goos: "windows",
+			files: map[string]string{
+				"p.go":      "package p\n",
+				"x_test.go": "package p_test\n\nimport \"syscall\"\n\nvar _ = syscall.Getpgid\n",
+			},
+			code: 1,
+			want: []string{"x_test.go:5:17: undefined: syscall.Getpgid", "1 error for windows/amd64"},
+		},
+		{
+			name: "a build constraint leaves a declaration out",
+			goos: "windows",
+			files: map[string]string{
+				"p.go":      "package p\n\nfunc F() { g() }\n",
+				"g_unix.go": "//go:build unix\n\npackage p\n\nfunc g() {}\n",
+			},
+			code: 1,
+			want: []string{"p.go:3:12: undefined: g"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tt.files["go.mod"] = "module example.com/p\n\ngo 1.26\n"
+			for name, text := range tt.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Chdir(dir)
+			t.Setenv("GOOS", tt.goos)
+			t.Setenv("GOARCH", "amd64")
+			t.Setenv("GOFLAGS", "")
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"./..."}, &stdout, &stderr)
+			out := stdout.String() + stderr.String()
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d; output:\n%s", code, tt.code, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+// TestListError: a pattern that names no package is exit 2 with go list's
+// words, not a pass.
+func TestListError(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/p\n\ngo 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"./nosuch"}, &stdout, &stderr); code == 0 {
+		t.Fatalf("exit 0 for a pattern that matches nothing; output:\n%s%s", stdout.String(), stderr.String())
+	}
+}
