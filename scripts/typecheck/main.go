@@ -54,19 +54,33 @@ type listed struct {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(goCommand{}, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(patterns []string, stdout, stderr io.Writer) int {
+// goCommand is how the go command is run: in Dir (the current directory
+// when empty) with Env added to this process's environment.
+type goCommand struct {
+	Dir string
+	Env []string
+}
+
+func (g goCommand) command(args ...string) *exec.Cmd {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = g.Dir
+	cmd.Env = append(os.Environ(), g.Env...)
+	return cmd
+}
+
+func run(g goCommand, patterns []string, stdout, stderr io.Writer) int {
 	if len(patterns) == 0 {
 		patterns = []string{"./..."}
 	}
-	pkgs, err := list(patterns)
+	pkgs, err := g.list(patterns)
 	if err != nil {
 		fmt.Fprintln(stderr, "typecheck:", err)
 		return 2
 	}
-	goos, goarch := env("GOOS"), env("GOARCH")
+	goos, goarch := g.env("GOOS"), g.env("GOARCH")
 	// A file of a package with tests is checked twice (the package, and
 	// its variant for the tests): its error is said once.
 	errs := check(pkgs, types.SizesFor("gc", goarch))
@@ -95,8 +109,8 @@ func run(patterns []string, stdout, stderr io.Writer) int {
 
 // env is what the go command takes for name, so that a GOOS the caller
 // did not set is the host's.
-func env(name string) string {
-	out, err := exec.Command("go", "env", name).Output()
+func (g goCommand) env(name string) string {
+	out, err := g.command("env", name).Output()
 	if err != nil {
 		return runtime.GOOS
 	}
@@ -105,14 +119,14 @@ func env(name string) string {
 
 // list runs one `go list -deps -test` for the patterns: every package the
 // build and the tests would compile, dependencies before what imports them.
-func list(patterns []string) ([]*listed, error) {
+func (g goCommand) list(patterns []string) ([]*listed, error) {
 	args := append([]string{"list", "-e", "-deps", "-test",
 		"-json=ImportPath,Name,Dir,GoFiles,ImportMap,Imports,ForTest,Standard,DepOnly,Module,Error"}, patterns...)
-	cmd := exec.Command("go", args...)
+	cmd := g.command(args...)
 	// Cross builds are without cgo (the go command's default when GOOS or
 	// GOARCH is not the host's); with cgo the files that use C types would
 	// need cgo to generate them first.
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -12,6 +12,7 @@ import (
 // exist there (in a package, in its tests, in its external tests) is
 // reported with its place, and a module that builds there passes.
 func TestRun(t *testing.T) {
+	t.Parallel()
 	const kill = "package p\n\nimport \"syscall\"\n\nfunc k() error { return syscall.Kill(1, syscall.SIGTERM) }\n"
 	tests := []struct {
 		name  string
@@ -74,6 +75,7 @@ func TestRun(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			tt.files["go.mod"] = "module example.com/p\n\ngo 1.26\n"
 			for name, text := range tt.files {
@@ -81,12 +83,9 @@ func TestRun(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			t.Chdir(dir)
-			t.Setenv("GOOS", tt.goos)
-			t.Setenv("GOARCH", "amd64")
-			t.Setenv("GOFLAGS", "")
+			g := goCommand{Dir: dir, Env: []string{"GOOS=" + tt.goos, "GOARCH=amd64", "GOFLAGS="}}
 			var stdout, stderr bytes.Buffer
-			code := run([]string{"./..."}, &stdout, &stderr)
+			code := run(g, []string{"./..."}, &stdout, &stderr)
 			out := stdout.String() + stderr.String()
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d; output:\n%s", code, tt.code, out)
@@ -107,9 +106,9 @@ func TestListError(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/p\n\ngo 1.26\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Chdir(dir)
+	t.Parallel()
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"./nosuch"}, &stdout, &stderr); code == 0 {
+	if code := run(goCommand{Dir: dir}, []string{"./nosuch"}, &stdout, &stderr); code == 0 {
 		t.Fatalf("exit 0 for a pattern that matches nothing; output:\n%s%s", stdout.String(), stderr.String())
 	}
 }
