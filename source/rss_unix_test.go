@@ -10,7 +10,7 @@ import (
 
 // peakRSS is the peak resident set of an ended process, in bytes.
 func peakRSS(ps *os.ProcessState) int64 {
-	rss := ps.SysUsage().(*syscall.Rusage).Maxrss
+	rss := int64(ps.SysUsage().(*syscall.Rusage).Maxrss) // int32 on some 32-bit systems
 	if runtime.GOOS == "darwin" {
 		return rss // bytes there, KiB elsewhere
 	}

@@ -53,16 +53,20 @@ service_built() {
 		NR == FNR { want[$1] = $2; next }
 		$1 == "path" && $2 == p { path = 1 }
 		($1 == "mod" || $1 == "dep") { n++; if (want[$2] != $3) bad = 1 }
+		# A replaced module (a "=>" line after its dep line) may have
+		# changed where it points to: such a build is never reused.
+		$1 == "=>" { bad = 1 }
 		$0 ~ /^[ \t]*build[ \t]+-gcflags="all=-N -l"$/ { gc = 1 }
 		$0 ~ /^[ \t]*build[ \t]+-ldflags="-s -w"$/ { ld = 1 }
 		END { exit !(path && n && !bad && gc && ld) }' <(services_buildlist) <(printf '%s\n' "$info")
 }
 
 # service_build PKG OUT: build PKG from scripts/services into OUT (written
-# whole or not at all), with SERVICE_BUILD_FLAGS.
+# whole or not at all: built as OUT.partial, which a build that was
+# interrupted leaves for the next one to replace), with SERVICE_BUILD_FLAGS.
 service_build() {
-	local tmp
-	tmp=$(mktemp "$2.XXXXXX")
+	local tmp=$2.partial
+	rm -f "$tmp"
 	if ! (cd "$SERVICES_MODULE" && GOFLAGS="-buildvcs=false -mod=readonly" go build "${SERVICE_BUILD_FLAGS[@]}" -o "$tmp" "$1"); then
 		rm -f "$tmp"
 		return 1

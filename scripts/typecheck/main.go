@@ -8,13 +8,19 @@
 // the compiler's export data, so it compiles every dependency, the standard
 // library included, once more for each target system (about 5 minutes of a
 // cold run on two cores). Here one `go list -deps -test` names the files the
-// build would use, the dependencies are type-checked without their function
-// bodies (their declarations are all a package that imports them sees), and
-// the named packages and their tests are type-checked whole. What it reports
-// is what the compiler's type checker would: an identifier that does not
-// exist on that system (syscall.Kill on windows), a field of another type, a
-// file that a build constraint leaves without a declaration it uses. The
-// generated test main packages are not checked (go test writes them).
+// build would use, and every package is type-checked from source: the named
+// packages, their tests and the third-party dependencies whole, the standard
+// library (the toolchain's own, built on every port) and the copies of a
+// package recompiled for another package's tests (checked as that package)
+// without function bodies, since their declarations are all an importer
+// sees. What it reports is what the compiler's type checker would (an
+// identifier that does not exist on that system, such as syscall.Kill on
+// windows; a field of another type; a file that a build constraint leaves
+// without a declaration it uses; a language feature newer than the module's
+// go line), and a function declared without a body in a package with no
+// assembly to give it one. Not what only the compiler's back end decides:
+// //go:linkname and //go:embed rules. The generated test main packages are
+// not checked (go test writes them).
 //
 // It prints each error as FILE:LINE:COL: MESSAGE and exits 1 if there was
 // one, 2 if the packages could not be listed.
@@ -47,6 +53,7 @@ type listed struct {
 	ImportMap  map[string]string
 	Imports    []string
 	ForTest    string
+	SFiles     []string
 	Standard   bool
 	DepOnly    bool
 	Module     *struct{ GoVersion string }
@@ -121,7 +128,7 @@ func (g goCommand) env(name string) string {
 // build and the tests would compile, dependencies before what imports them.
 func (g goCommand) list(patterns []string) ([]*listed, error) {
 	args := append([]string{"list", "-e", "-deps", "-test",
-		"-json=ImportPath,Name,Dir,GoFiles,ImportMap,Imports,ForTest,Standard,DepOnly,Module,Error"}, patterns...)
+		"-json=ImportPath,Name,Dir,GoFiles,ImportMap,Imports,ForTest,SFiles,Standard,DepOnly,Module,Error"}, patterns...)
 	cmd := g.command(args...)
 	// Cross builds are without cgo (the go command's default when GOOS or
 	// GOARCH is not the host's); with cgo the files that use C types would
@@ -180,14 +187,17 @@ func check(pkgs []*listed, sizes types.Sizes) []string {
 				}
 				return path
 			}
+			// A package go list could not load is said before waiting for
+			// its imports: the packages of an import cycle would wait for
+			// each other.
+			if p.Error != nil {
+				report(fmt.Sprintf("%s: %s", p.ImportPath, p.Error.Err))
+				return
+			}
 			for _, imp := range p.Imports {
 				if ch, ok := done[resolve(imp)]; ok {
 					<-ch
 				}
-			}
-			if p.Error != nil {
-				report(fmt.Sprintf("%s: %s", p.ImportPath, p.Error.Err))
-				return
 			}
 			sem <- struct{}{}
 			defer func() { <-sem }()
@@ -219,11 +229,14 @@ type importerFunc func(path string) (*types.Package, error)
 
 func (f importerFunc) Import(path string) (*types.Package, error) { return f(path) }
 
+// checkOne type-checks p and reports its errors; it returns the package,
+// with whatever it has despite errors (so that what imports it is checked
+// too), or an error if a file does not parse.
 func checkOne(fset *token.FileSet, p *listed, sizes types.Sizes, imp importerFunc, report func(string)) (*types.Package, error) {
 	if p.ImportPath == "unsafe" {
 		return types.Unsafe, nil
 	}
-	dep := p.DepOnly
+	declOnly := p.Standard || (p.DepOnly && p.ForTest != "")
 	mode := parser.SkipObjectResolution | parser.ParseComments
 	files := make([]*ast.File, 0, len(p.GoFiles))
 	for _, name := range p.GoFiles {
@@ -236,24 +249,37 @@ func checkOne(fset *token.FileSet, p *listed, sizes types.Sizes, imp importerFun
 	conf := types.Config{
 		Importer:         imp,
 		Sizes:            sizes,
-		IgnoreFuncBodies: dep,
+		IgnoreFuncBodies: declOnly,
+		Error:            func(err error) { report(err.Error()) },
 	}
-	if p.Module != nil && p.Module.GoVersion != "" {
+	switch {
+	case p.Module != nil && p.Module.GoVersion != "":
 		conf.GoVersion = "go" + p.Module.GoVersion
-	}
-	var first error
-	conf.Error = func(err error) {
-		if dep {
-			if first == nil {
-				first = fmt.Errorf("%s (a dependency): %w", p.ImportPath, err)
-			}
-			return
-		}
-		report(err.Error())
+	case p.Module != nil:
+		conf.GoVersion = "go1.16" // what the go command compiles a module without a go line as
 	}
 	tp, _ := conf.Check(strings.TrimSuffix(p.ImportPath, " ["+p.ForTest+".test]"), fset, files, nil)
-	if first != nil {
-		return nil, first
+	if !declOnly && len(p.SFiles) == 0 {
+		for _, f := range files {
+			missingBodies(fset, f, report)
+		}
 	}
 	return tp, nil
+}
+
+// missingBodies reports the functions of f declared without a body, which
+// the compiler refuses unless assembly or a //go:linkname gives them one.
+func missingBodies(fset *token.FileSet, f *ast.File, report func(string)) {
+	for _, c := range f.Comments {
+		for _, l := range c.List {
+			if strings.HasPrefix(l.Text, "//go:linkname ") {
+				return
+			}
+		}
+	}
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Body == nil {
+			report(fmt.Sprintf("%s: missing function body", fset.Position(fd.Name.Pos())))
+		}
+	}
 }

@@ -72,13 +72,65 @@ func TestRun(t *testing.T) {
 			code: 1,
 			want: []string{"p.go:3:12: undefined: g"},
 		},
+		{
+			name: "an import cycle through a test is an error, not a deadlock",
+			goos: "windows",
+			files: map[string]string{
+				"p.go":        "package p\n",
+				"p_test.go":   "package p\n\nimport _ \"example.com/p/q\"\n",
+				"q/q.go":      "package q\n\nimport _ \"example.com/p\"\n",
+				"q/q_test.go": "package q\n",
+			},
+			code: 1,
+			want: []string{"import cycle not allowed"},
+		},
+		{
+			name: "a dependency's function body",
+			goos: "windows",
+			files: map[string]string{
+				"go.mod":     "module example.com/p\n\ngo 1.26\n\nrequire example.com/dep v0.0.0\n\nreplace example.com/dep => ./dep\n",
+				"p.go":       "package p\n\nimport \"example.com/dep\"\n\nvar _ = dep.K\n",
+				"dep/go.mod": "module example.com/dep\n\ngo 1.26\n",
+				"dep/dep.go": "package dep\n\nimport \"syscall\"\n\nfunc K() error { return syscall.Kill(1, 9) }\n",
+			},
+			code: 1,
+			want: []string{"dep.go:5:33: undefined: syscall.Kill"},
+		},
+		{
+			name: "a dependency without a go line is go1.16",
+			goos: "darwin",
+			files: map[string]string{
+				"go.mod":     "module example.com/p\n\ngo 1.26\n\nrequire example.com/dep v0.0.0\n\nreplace example.com/dep => ./dep\n",
+				"p.go":       "package p\n\nimport \"example.com/dep\"\n\nvar _ = dep.N\n",
+				"dep/go.mod": "module example.com/dep\n",
+				"dep/dep.go": "package dep\n\nfunc N() (n int) {\n\tfor range 3 {\n\t\tn++\n\t}\n\treturn n\n}\n",
+			},
+			code: 1,
+			want: []string{"requires go1.22"},
+		},
+		{
+			name: "a function without a body",
+			goos: "windows",
+			files: map[string]string{
+				"p.go":         "package p\n\nfunc F() { g() }\n",
+				"g_windows.go": "package p\n\nfunc g()\n",
+				"g_unix.go":    "//go:build unix\n\npackage p\n\nfunc g() {}\n",
+			},
+			code: 1,
+			want: []string{"g_windows.go:3:6: missing function body"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			tt.files["go.mod"] = "module example.com/p\n\ngo 1.26\n"
+			if _, ok := tt.files["go.mod"]; !ok {
+				tt.files["go.mod"] = "module example.com/p\n\ngo 1.26\n"
+			}
 			for name, text := range tt.files {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+					t.Fatal(err)
+				}
 				if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 					t.Fatal(err)
 				}
