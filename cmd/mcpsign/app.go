@@ -44,6 +44,12 @@ type app struct {
 	// openURL opens an OAuth sign-in URL in a browser; nil means the
 	// desktop's (oauth.OpenBrowser). Tests play the browser with it.
 	openURL func(ctx context.Context, url string) error
+	// watchInterrupts makes the first SIGINT or SIGTERM cancel the
+	// command's context from then on (interrupts, in main.go); nil: it
+	// never does (tests run commands in-process). Every command but
+	// verify starts watching when it starts (run); verify when it has
+	// something to stop or finish (interruptible).
+	watchInterrupts func()
 	// httpClient fetches a bundle URL (--bundle https://…, or one a server
 	// advertises); nil means the default client. Tests set one that trusts
 	// their TLS server.
@@ -107,6 +113,10 @@ func (s silentExit) Error() string { return fmt.Sprintf("exit %d", int(s)) }
 
 // run executes the command line and returns the process exit code.
 func run(ctx context.Context, args []string, a *app) int {
+	// The command is the first word, as newRootCmd reads it.
+	if len(args) == 0 || args[0] != "verify" {
+		a.interruptible()
+	}
 	root := newRootCmd(a, args...)
 	root.SetArgs(args)
 	root.SetIn(a.stdin)
@@ -146,4 +156,12 @@ func cobraUsageError(err error) bool {
 		}
 	}
 	return false
+}
+
+// interruptible makes an interrupt cancel the command's context from now
+// on: before a command starts a server, connects to one or writes a file.
+func (a *app) interruptible() {
+	if a.watchInterrupts != nil {
+		a.watchInterrupts()
+	}
 }

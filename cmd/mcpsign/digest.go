@@ -121,6 +121,9 @@ func loadSource(cmd *cobra.Command, a *app, src *options.SourceOptions, args []s
 // loadSpec reads spec: with signIn, first the OAuth sign-in of --oauth
 // (which waits for the user, outside --timeout and the progress display).
 func loadSpec(cmd *cobra.Command, a *app, src *options.SourceOptions, spec source.Spec, signIn bool) (*digest.Snapshot, error) {
+	if spec.File == "" {
+		a.interruptible() // a server to stop, or to sign in to
+	}
 	var client *http.Client
 	var err error
 	if signIn {

@@ -2,12 +2,16 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,14 +44,23 @@ func TestInterruptStopsAtOnce(t *testing.T) {
 	}{
 		{name: "digest", args: append([]string{"digest", "--verbose", "--"}, server...)},
 		{name: "proxy", proxy: true, args: append([]string{"proxy", "--tofu", "--shutdown-grace", "10s", "--lock", "LOCK", "--"}, server...)},
+		// verify watches for interrupts only once it has a server to stop
+		// (TestInterruptsWatched).
+		{name: "verify", args: append([]string{"verify", "key", "--verbose", "--bundle", "BUNDLE", "--key", testPublicKey, "--"}, server...)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			args := append([]string(nil), tc.args...)
 			for i, a := range args {
-				if a == "LOCK" {
+				switch a {
+				case "LOCK":
 					args[i] = t.TempDir() + "/x.lock"
+				case "BUNDLE":
+					args[i] = t.TempDir() + "/b.sigstore.json"
+					if err := os.WriteFile(args[i], []byte("{}"), 0o644); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			cmd := exec.Command(mcpsign, args...)
@@ -123,6 +136,53 @@ func TestInterruptStopsAtOnce(t *testing.T) {
 			}
 			if err := json.Unmarshal(out, &resp); err != nil || resp.ID != 1 || resp.Error.Code != proxy.InterruptedCode {
 				t.Errorf("pending initialize answered with %q (%v), want error %d", out, err, proxy.InterruptedCode)
+			}
+		})
+	}
+}
+
+// testPublicKey is a public key in PEM, for a command line that must get
+// past reading --key.
+const testPublicKey = "../../sign/testdata/keys/ec-p384-public.pem"
+
+// TestInterruptsWatched: every command watches for interrupts from its
+// start, but verify only when it has something to stop or finish: a
+// server to read or a lock to write. A verification of files starts no
+// signal watcher (its cost: docs/PERFORMANCE.md, "One offline
+// verification, whole process").
+func TestInterruptsWatched(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	snap, _ := exampleSnapshot(t, dir)
+	bundle := filepath.Join(dir, "b.sigstore.json")
+	if err := os.WriteFile(bundle, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	server := fixtures.BuildExampleServer(t)
+	verifyKey := []string{"verify", "key", "--bundle", bundle, "--key", testPublicKey}
+	tests := []struct {
+		name    string
+		args    []string
+		watched bool
+	}{
+		{"digest of a file", []string{"digest", snap}, true},
+		{"version", []string{"version"}, true},
+		{"verify of a file", append(verifyKey, snap), false},
+		{"verify bundle of a file", []string{"verify", "bundle", "--bundle", bundle, "--key", testPublicKey, snap}, false},
+		{"verify of a file, writing a lock", append(verifyKey, "--write-lock", filepath.Join(dir, "x.lock"), snap), true},
+		{"verify of a server", append(verifyKey, "--", server), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errb bytes.Buffer
+			var watched atomic.Int32
+			a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
+				getenv: func(string) string { return "" }, isTerminal: func() bool { return false },
+				watchInterrupts: func() { watched.Add(1) }}
+			run(context.Background(), tc.args, a)
+			if got := watched.Load() > 0; got != tc.watched {
+				t.Errorf("watched %v, want %v; stderr:\n%s", got, tc.watched, errb.String())
 			}
 		})
 	}

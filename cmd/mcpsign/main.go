@@ -8,25 +8,71 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"sync"
 	"syscall"
 )
 
 func main() {
+	os.Exit(runProcess(os.Args[1:]))
+}
+
+// runProcess is mcpsign as a process: the command line args, the process's
+// streams and signals; it returns the exit status.
+func runProcess(args []string) int {
 	// A verify command sets its GOGC (verifyGCPercent) before the command
 	// tree is built: building it, reading the trusted root and the bundle
 	// would otherwise reach the runtime's first heap goal in about half the
 	// runs, and one collection costs a one-shot verification more than the
 	// time it would save (docs/PERFORMANCE.md, "One offline verification,
 	// whole process").
-	if len(os.Args) > 1 && os.Args[1] == "verify" {
+	if len(args) > 0 && args[0] == "verify" {
 		debug.SetGCPercent(verifyGCPercent)
 	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	in := &interrupts{cancel: cancel}
+	a := newApp()
+	a.watchInterrupts = in.watch
+	code := run(ctx, args, a)
+	in.stop()
+	return code
+}
+
+// interrupts makes the first SIGINT or SIGTERM cancel the command's
+// context once watch was called: a server is stopped at once, what was
+// pending is answered, a file being written is finished or removed. A
+// second signal has its default effect and ends mcpsign even if a server
+// is slow to die.
+//
+// Watching is not started for every command: the signal watcher's
+// goroutine and thread, started beside a one-shot verification of files
+// (which has nothing to stop or finish: Ctrl-C may end it as it ends any
+// program), cost it about a tenth of its CPU time on two cores
+// (docs/PERFORMANCE.md, "One offline verification, whole process").
+type interrupts struct {
+	cancel  context.CancelCauseFunc
+	mu      sync.Mutex
+	unwatch func() // nil until watch
+}
+
+func (in *interrupts) watch() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.unwatch != nil {
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// The first Ctrl-C cancels ctx (the server is stopped at once, what
-	// was pending is answered); a second one has its default effect and
-	// ends mcpsign even if a server is slow to die.
-	context.AfterFunc(ctx, stop)
-	code := run(ctx, os.Args[1:], newApp())
-	stop()
-	os.Exit(code)
+	context.AfterFunc(ctx, func() {
+		stop()                        // the next signal has its default effect
+		in.cancel(context.Cause(ctx)) // "interrupt signal received"
+	})
+	in.unwatch = stop
+}
+
+func (in *interrupts) stop() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.unwatch != nil {
+		in.unwatch()
+	}
+	in.cancel(nil)
 }

@@ -14,8 +14,9 @@ import (
 // (this package's main, without a go build) and mcpsign-proxy.
 func TestMain(m *testing.M) {
 	programs := []fixtures.Program{
-		{Name: fixtures.ProgramMcpsign, Main: func(ctx context.Context, args []string) int {
-			return run(ctx, args, newApp())
+		// mcpsign as its main runs it: the interrupts are its own.
+		{Name: fixtures.ProgramMcpsign, OwnSignals: true, Main: func(_ context.Context, args []string) int {
+			return runProcess(args)
 		}},
 		{Name: fixtures.ProgramMcpsignProxy, Main: func(ctx context.Context, _ []string) int {
 			return proxycmd.Lean(ctx, proxyhint.Hint)

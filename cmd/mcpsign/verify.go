@@ -321,6 +321,7 @@ func reportInputError(a *app, asJSON bool) func(error) error {
 func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args []string) error {
 	debug.SetGCPercent(verifyGCPercent) // not restored: lowering it again would collect at once
 	if f.vo.WriteLock != "" {
+		a.interruptible() // a lock and an audit record to finish
 		if err := auditevent.CheckLockOutputs(f.vo.WriteLock, f.vo.Force, f.vo.Audit.Log); err != nil {
 			return fmt.Errorf("--write-lock: %w", err)
 		}
