@@ -47,8 +47,9 @@ type app struct {
 	// watchInterrupts makes the first SIGINT or SIGTERM cancel the
 	// command's context from then on (interrupts, in main.go); nil: it
 	// never does (tests run commands in-process). Every command but
-	// verify starts watching when it starts (run); verify when it has
-	// something to stop or finish (interruptible).
+	// verify starts watching when it starts (run); verify unless it reads
+	// only local files and writes nothing (onlyLocalFiles), and then when
+	// it starts a server (loadSpec).
 	watchInterrupts func()
 	// httpClient fetches a bundle URL (--bundle https://…, or one a server
 	// advertises); nil means the default client. Tests set one that trusts

@@ -145,11 +145,16 @@ func TestInterruptStopsAtOnce(t *testing.T) {
 // past reading --key.
 const testPublicKey = "../../sign/testdata/keys/ec-p384-public.pem"
 
+// testTrustedRoot is a trusted_root.json in the repository.
+const testTrustedRoot = "../../testdata/sigstore-conformance/_shared/production_trusted_root.json"
+
 // TestInterruptsWatched: every command watches for interrupts from its
-// start, but verify only when it has something to stop or finish: a
-// server to read or a lock to write. A verification of files starts no
-// signal watcher (its cost: docs/PERFORMANCE.md, "One offline
-// verification, whole process").
+// start, but verify only when it reads more than local files before its
+// source (a TUF update, a bundle URL, a policy's bundles), writes a lock,
+// or reads a server. A verification of local files only starts no signal
+// watcher (its cost: docs/PERFORMANCE.md, "One offline verification,
+// whole process"); such a row must get as far as the bundle, so that it
+// shows the watcher was not started on the way there.
 func TestInterruptsWatched(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -159,18 +164,24 @@ func TestInterruptsWatched(t *testing.T) {
 		t.Fatal(err)
 	}
 	server := fixtures.BuildExampleServer(t)
-	verifyKey := []string{"verify", "key", "--bundle", bundle, "--key", testPublicKey}
+	key := []string{"--bundle", bundle, "--key", testPublicKey}
+	local := append([]string{"verify", "key", "--trusted-root", testTrustedRoot}, key...)
+	const atBundle = "FAILED at step bundle"
 	tests := []struct {
 		name    string
 		args    []string
 		watched bool
+		want    string // in stdout or stderr
 	}{
-		{"digest of a file", []string{"digest", snap}, true},
-		{"version", []string{"version"}, true},
-		{"verify of a file", append(verifyKey, snap), false},
-		{"verify bundle of a file", []string{"verify", "bundle", "--bundle", bundle, "--key", testPublicKey, snap}, false},
-		{"verify of a file, writing a lock", append(verifyKey, "--write-lock", filepath.Join(dir, "x.lock"), snap), true},
-		{"verify of a server", append(verifyKey, "--", server), true},
+		{"digest of a file", []string{"digest", snap}, true, ""},
+		{"version", []string{"version"}, true, ""},
+		{"verify of local files", append(local, snap), false, atBundle},
+		{"verify bundle of local files", []string{"verify", "bundle", "--trusted-root", testTrustedRoot, "--bundle", bundle, "--key", testPublicKey, snap}, false, atBundle},
+		{"verify without a trusted root file (TUF)", append(append([]string{"verify", "key", "--tuf-mirror", "http://127.0.0.1:9/", "--tuf-cache", filepath.Join(dir, "tuf"), "--require-tlog"}, key...), snap), true, ""},
+		{"verify of a bundle URL", []string{"verify", "key", "--trusted-root", testTrustedRoot, "--bundle", "https://127.0.0.1:9/b.json", "--key", testPublicKey, snap}, true, ""},
+		{"verify under a policy", []string{"verify", "--policy", filepath.Join(dir, "none.json"), "--name", "x", snap}, true, ""},
+		{"verify of local files, writing a lock", append(local, "--write-lock", filepath.Join(dir, "x.lock"), snap), true, ""},
+		{"verify of a server", append(local, "--", server), true, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,6 +194,9 @@ func TestInterruptsWatched(t *testing.T) {
 			run(context.Background(), tc.args, a)
 			if got := watched.Load() > 0; got != tc.watched {
 				t.Errorf("watched %v, want %v; stderr:\n%s", got, tc.watched, errb.String())
+			}
+			if tc.want != "" && !strings.Contains(out.String()+errb.String(), tc.want) {
+				t.Errorf("output lacks %q: it did not get that far\nstdout:\n%s\nstderr:\n%s", tc.want, out.String(), errb.String())
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/policy"
+	"github.com/mcpsign/mcpsign/source"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -277,6 +278,25 @@ func (e *flagError) Unwrap() error { return e.err }
 // 16 MB. Memory stays proportional to the live heap (at most 5x).
 const verifyGCPercent = 400
 
+// onlyLocalFiles reports whether a verification with f reads nothing but
+// local files before its source (which loadSpec watches for when it is a
+// server) and writes nothing: a trusted root file, bundle files, no policy
+// and no lock. Only then does it leave SIGINT and SIGTERM their default
+// effect (interrupts, in main.go): a TUF update writes its cache, a bundle
+// URL or a policy's bundles go to the network, a lock and its audit record
+// are written, and each of those is stopped or finished on an interrupt.
+func onlyLocalFiles(f *verifyFlags) bool {
+	if f.trust.Root.TrustedRootPath == "" || f.pol.File != "" || f.vo.WriteLock != "" || f.vo.BundleFromServer {
+		return false
+	}
+	for _, b := range f.vo.Bundles {
+		if pinbundle.LocationOf(b, source.BundleOptions{}).URL != "" {
+			return false
+		}
+	}
+	return pinbundle.LocationOf(f.vo.Bundle, source.BundleOptions{}).URL == ""
+}
+
 // methodOf is the verification method the flags select: --key selects
 // key, --ca-roots certificate, anything else sigstore (keyless).
 func methodOf(f *verifyFlags) verify.Method {
@@ -320,8 +340,10 @@ func reportInputError(a *app, asJSON bool) func(error) error {
 
 func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args []string) error {
 	debug.SetGCPercent(verifyGCPercent) // not restored: lowering it again would collect at once
+	if !onlyLocalFiles(f) {
+		a.interruptible()
+	}
 	if f.vo.WriteLock != "" {
-		a.interruptible() // a lock and an audit record to finish
 		if err := auditevent.CheckLockOutputs(f.vo.WriteLock, f.vo.Force, f.vo.Audit.Log); err != nil {
 			return fmt.Errorf("--write-lock: %w", err)
 		}
@@ -490,6 +512,9 @@ malformed bundle, or a missing trusted root.`,
 
 func runVerifyBundle(cmd *cobra.Command, a *app, f *verifyFlags, arg string) error {
 	debug.SetGCPercent(verifyGCPercent) // not restored: lowering it again would collect at once
+	if !onlyLocalFiles(f) {
+		a.interruptible()
+	}
 	asJSON, err := f.out.JSON()
 	if err != nil {
 		return err
