@@ -369,6 +369,29 @@ func (e *Entry) Decide(ctx context.Context, bundles [][]byte, snap *digest.Snaps
 					reasons[i] = append(reasons[i], fmt.Errorf("%w: the signer matches another identity", verify.ErrIdentityMismatch))
 				}
 			}
+			// A derived repository signer counts only when the
+			// certificate's claims say what its rule requires.
+			var claimErr error
+			matched = slices.DeleteFunc(matched, func(i int) bool {
+				d := r.Identities[i].repo
+				if d == nil {
+					return false
+				}
+				if err := d.rs.CheckClaims(d.owner, d.repo, rr.Certificate); err != nil {
+					claimErr = &verify.StepError{Step: verify.StepIdentity, Err: err}
+					reasons[i] = append(reasons[i], claimErr)
+					return true
+				}
+				return false
+			})
+			if len(matched) == 0 {
+				// Verified, but under no identity that may count.
+				passed = passed[:len(passed)-1]
+				if best == nil || rank(claimErr) > rank(best) {
+					best = claimErr
+				}
+				continue
+			}
 			ids = append(ids, matched...)
 		}
 		slices.Sort(ids)

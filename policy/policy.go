@@ -184,6 +184,9 @@ type Identity struct {
 
 	// at is the identity's JSON Pointer in the file.
 	at string
+	// repo is what a derived repository signer's certificate claims must
+	// say (ForRepository); nil for an identity the file lists.
+	repo *derivedRepo
 }
 
 // Pointer is the identity's JSON Pointer in the policy file
@@ -381,6 +384,11 @@ func Parse(data []byte, path string) (*File, error) {
 			if err != nil {
 				return nil, err
 			}
+			if rs := s.RepositorySigner; rs != nil && ValidRegistryName(n) {
+				if err := rs.checkOwner(n); err != nil {
+					return nil, p.fail(at+"/repositorySigner", "%v", err)
+				}
+			}
 			if s.Lock != nil {
 				for _, o := range f.Names {
 					if ol := f.Servers[o].Lock; ol != nil && strings.EqualFold(*ol, *s.Lock) {
@@ -470,6 +478,9 @@ type Resolved struct {
 	// RepositorySigner derives a registry entry's signer from its
 	// repository (ForRepository); nil when not given.
 	RepositorySigner *RepositorySigner
+
+	// entry is the registry entry name ResolveRegistry resolved for.
+	entry string
 }
 
 // ResolveOptions control Resolve.

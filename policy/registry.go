@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
+
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -25,16 +29,47 @@ var ErrNoRepositorySigner = errors.New("no signer can be derived from the entry'
 // repository.url https://github.com/OWNER/REPO means a workflow of that
 // repository (the certificate's SAN
 // https://github.com/OWNER/REPO/.github/workflows/FILE@REF), and the
-// certificate's source repository must be that repository.
+// certificate's claims (Fulcio's extensions) must name that repository,
+// the workflow, a ref the policy accepts and, when the policy names them,
+// a trigger it accepts. Which repositories may sign for an entry is the
+// policy's, not the registry's: the owner is the namespace's
+// (io.github.OWNER/) or the policy's Owner, and the repository is the
+// entry's own name unless Repositories says otherwise.
 type RepositorySigner struct {
 	// Issuer is the OIDC issuer (GitHubActionsIssuer when not given).
 	Issuer string
 	// Workflow, when set, is the one workflow file name accepted
-	// ("release.yml"); empty accepts any workflow of the repository.
+	// ("release.yml", in .github/workflows/); empty accepts any workflow
+	// of the repository.
 	Workflow string
+	// Owner is the GitHub owner whose repositories may sign: required
+	// outside the io.github. namespaces, where nothing else says whose an
+	// entry is; inside io.github.OWNER/ it is OWNER, and may be given only
+	// as OWNER.
+	Owner string
+	// Repositories are the names of the owner's repositories that may
+	// sign (compared ignoring ASCII case, as GitHub does); ["*"] is any.
+	// nil: only the repository named as the entry (its name after "/":
+	// io.github.acme/notes is acme/notes's).
+	Repositories []string
+	// Refs are the git refs a signing run may have run on: exact
+	// ("refs/tags/v1.0.0") or a prefix ending in "*" ("refs/tags/*", one
+	// or more characters). nil: DefaultRefs, tags only.
+	Refs []string
+	// Triggers are the events that may have started the signing run
+	// ("push", "release", "workflow_dispatch"); nil: any.
+	Triggers []string
 }
 
-var repositorySignerMembers = []string{"issuer", "workflow"}
+// DefaultRefs are the refs a repository signer accepts when the policy
+// names none: release tags, never a branch (refs/heads/…) or a pull
+// request (refs/pull/N/merge), which anyone who can push a branch or
+// open a pull request may run a workflow on.
+var DefaultRefs = []string{"refs/tags/*"}
+
+// repositorySignerMembers are the members of "repositorySigner", in the
+// order docs/POLICY.md lists them (schema.json: TestSchemaMembers).
+var repositorySignerMembers = []string{"issuer", "workflow", "owner", "repositories", "refs", "triggers"}
 
 // Hand-written character checks, not regexps: nothing is compiled at start
 // or per entry.
@@ -108,7 +143,121 @@ func (p *parser) repositorySigner(v []byte, at string) (*RepositorySigner, error
 			return nil, p.fail(at+"/workflow", "%s: want a workflow file name (release.yml)", strconv.Quote(rs.Workflow))
 		}
 	}
+	if x, ok := m["owner"]; ok {
+		if rs.Owner, err = p.str(x, at+"/owner"); err != nil {
+			return nil, err
+		}
+		if !githubOwner(rs.Owner) {
+			return nil, p.fail(at+"/owner", "%s: want a GitHub user or organization name (letters, digits and '-')", strconv.Quote(rs.Owner))
+		}
+	}
+	if rs.Repositories, err = p.stringSet(m, at+"/repositories", func(s string) bool { return s == "*" || githubPart(s) },
+		"a repository name of the owner (notes), or \"*\" for any"); err != nil {
+		return nil, err
+	}
+	if len(rs.Repositories) > 1 && slices.Contains(rs.Repositories, "*") {
+		return nil, p.fail(at+"/repositories", "\"*\" (any repository) with other names: give one or the other")
+	}
+	if rs.Refs, err = p.stringSet(m, at+"/refs", refPattern, "a git ref (refs/tags/v1.0.0) or a prefix ending in \"*\" (refs/tags/*)"); err != nil {
+		return nil, err
+	}
+	if rs.Triggers, err = p.stringSet(m, at+"/triggers", func(s string) bool { return charsIn(s, "_", 64) }, "a GitHub Actions event name (push, release, workflow_dispatch)"); err != nil {
+		return nil, err
+	}
 	return rs, nil
+}
+
+// stringSet reads the optional member name of m: a non-empty array of at
+// most 32 distinct strings each valid says is so (want describes them);
+// nil when absent.
+func (p *parser) stringSet(m map[string][]byte, at string, valid func(string) bool, want string) ([]string, error) {
+	x, ok := m[at[strings.LastIndexByte(at, '/')+1:]]
+	if !ok {
+		return nil, nil
+	}
+	items, err := p.array(x, at, MaxIdentities)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, p.fail(at, "is empty: leave the member out for its default")
+	}
+	out := make([]string, 0, len(items))
+	for i, it := range items {
+		ati := at + "/" + strconv.Itoa(i)
+		s, err := p.str(it, ati)
+		if err != nil {
+			return nil, err
+		}
+		if !valid(s) {
+			return nil, p.fail(ati, "%s: want %s", strconv.Quote(s), want)
+		}
+		if j := slices.IndexFunc(out, func(o string) bool { return strings.EqualFold(o, s) }); j >= 0 {
+			return nil, p.failAs(ati, ErrDuplicate, "%s repeats %s/%d", strconv.Quote(s), at, j)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// githubOwner: a GitHub user or organization name (letters, digits and
+// '-', not at the start).
+func githubOwner(s string) bool { return charsIn(s, "-", 39) && alnum(s[0]) }
+
+// refPattern: "refs/" and printable ASCII without white space, a "*"
+// only at the end (a prefix pattern).
+func refPattern(s string) bool {
+	if !strings.HasPrefix(s, "refs/") || len(s) > 255 || len(s) == len("refs/") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] >= 0x7f || s[i] == '*' && i != len(s)-1 {
+			return false
+		}
+	}
+	return true
+}
+
+// refMatches reports whether ref matches one of patterns (refPattern).
+func refMatches(patterns []string, ref string) bool {
+	for _, pat := range patterns {
+		if prefix, ok := strings.CutSuffix(pat, "*"); ok {
+			if len(ref) > len(prefix) && strings.HasPrefix(ref, prefix) {
+				return true
+			}
+		} else if ref == pat {
+			return true
+		}
+	}
+	return false
+}
+
+// namespaceOwner is the GitHub owner a registry namespace names
+// (io.github.OWNER), "" for another namespace.
+func namespaceOwner(name string) string {
+	ns, _, _ := strings.Cut(name, "/")
+	if o, ok := strings.CutPrefix(ns, GitHubNamespacePrefix); ok {
+		return o
+	}
+	return ""
+}
+
+// GitHubNamespacePrefix starts the official registry's GitHub namespaces:
+// io.github.OWNER is granted to the GitHub user or organization OWNER.
+const GitHubNamespacePrefix = "io.github."
+
+// checkOwner checks rs's owner against the registry name it governs (a
+// policy server name or an entry name): outside io.github. the policy
+// must name the owner; inside io.github.OWNER/ an owner it names must be
+// OWNER.
+func (rs *RepositorySigner) checkOwner(name string) error {
+	switch ns := namespaceOwner(name); {
+	case ns == "" && rs.Owner == "":
+		return fmt.Errorf("%w: %s is not in an io.github. namespace, so nothing says whose repository may sign for it: name the GitHub owner in repositorySigner's \"owner\"", ErrNoRepositorySigner, digest.QuoteName(cut(name)))
+	case ns != "" && rs.Owner != "" && !strings.EqualFold(ns, rs.Owner):
+		return fmt.Errorf("%w: repositorySigner's owner %s is not %s, the owner the namespace of %s is granted to", ErrNoRepositorySigner, strconv.Quote(rs.Owner), digest.QuoteName(ns), digest.QuoteName(cut(name)))
+	}
+	return nil
 }
 
 // MatchRegistry returns the name of the policy server that governs the
@@ -146,36 +295,156 @@ func (f *File) ResolveRegistry(name string) (*Resolved, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy server %s: %w", strconv.Quote(server), err)
 	}
-	r.Name, r.Lock, r.DefaultLock = server, "", false
+	r.Name, r.Lock, r.DefaultLock, r.entry = server, "", false, name
 	return r, nil
 }
 
 // ForRepository returns r with the identity its RepositorySigner derives
 // from an entry's repository URL appended (r itself when it has none). A
 // URL that is not https://github.com/OWNER/REPO (an optional ".git" or
-// "/" ending aside) is ErrNoRepositorySigner. The derived identity's
-// SourceRepository is what the certificate's source repository must
-// equal (RepositoryURI).
+// "/" ending aside) is ErrNoRepositorySigner, and so is a repository the
+// policy does not let sign for the entry r was resolved for
+// (ResolveRegistry): an owner other than the namespace's or the policy's
+// Owner, a repository other than the entry's own name or one of
+// Repositories. The derived identity's SourceRepository is what the
+// certificate's source repository must equal (RepositoryURI); the rest of
+// the certificate's claims (ref, trigger, workflow) are checked when a
+// bundle is decided on (CheckClaims).
 func (r *Resolved) ForRepository(repoURL string) (*Resolved, error) {
-	if r.RepositorySigner == nil {
+	rs := r.RepositorySigner
+	if rs == nil {
 		return r, nil
 	}
 	owner, repo, err := GitHubRepository(repoURL)
 	if err != nil {
 		return nil, err
 	}
+	if err := rs.Allows(r.entry, owner, repo); err != nil {
+		return nil, err
+	}
 	wf := `[^/@]+`
-	if r.RepositorySigner.Workflow != "" {
-		wf = regexp.QuoteMeta(r.RepositorySigner.Workflow)
+	if rs.Workflow != "" {
+		wf = regexp.QuoteMeta(rs.Workflow)
 	}
 	id := Identity{Method: verify.MethodSigstore, Identity: verify.Identity{
-		Issuer:                   r.RepositorySigner.Issuer,
+		Issuer:                   rs.Issuer,
 		SANRegexp:                `https://github\.com/` + regexp.QuoteMeta(owner+"/"+repo) + `/\.github/workflows/` + wf + `@.+`,
 		GitHubWorkflowRepository: owner + "/" + repo,
-	}, at: "repository.url"}
+	}, at: "repository.url", repo: &derivedRepo{rs: rs, owner: owner, repo: repo}}
 	out := *r
 	out.Identities = append(append([]Identity(nil), r.Identities...), id)
 	return &out, nil
+}
+
+// Allows reports (nil) whether the repository OWNER/REPO may sign for
+// the registry entry name under rs: the owner is the one the entry's
+// io.github. namespace is granted to, or outside those rs.Owner (which
+// must then be given); the repository is the entry's own name (after its
+// "/") unless rs.Repositories names others or "*". Names compare
+// ignoring ASCII case, as GitHub does. An empty name (rs not resolved
+// for a registry entry) is refused. A refusal is ErrNoRepositorySigner.
+func (rs *RepositorySigner) Allows(name, owner, repo string) error {
+	if name == "" {
+		return fmt.Errorf("%w: no registry entry to derive a signer for", ErrNoRepositorySigner)
+	}
+	if err := rs.checkOwner(name); err != nil {
+		return err
+	}
+	want := rs.Owner
+	if ns := namespaceOwner(name); ns != "" {
+		want = ns
+	}
+	if !strings.EqualFold(owner, want) {
+		return fmt.Errorf("%w: the entry %s may be signed only from repositories of %s, its repository.url is of %s", ErrNoRepositorySigner, digest.QuoteName(cut(name)), digest.QuoteName(want), digest.QuoteName(owner))
+	}
+	switch _, entry, _ := strings.Cut(name, "/"); {
+	case rs.Repositories == nil && !strings.EqualFold(repo, entry):
+		return fmt.Errorf("%w: the entry %s may be signed only from the repository %s (named as the entry; list others in repositorySigner's \"repositories\"), its repository.url is %s", ErrNoRepositorySigner, digest.QuoteName(cut(name)), digest.QuoteName(want+"/"+entry), digest.QuoteName(owner+"/"+repo))
+	case rs.Repositories != nil && !slices.Contains(rs.Repositories, "*") && !slices.ContainsFunc(rs.Repositories, func(s string) bool { return strings.EqualFold(s, repo) }):
+		return fmt.Errorf("%w: the repository %s is not among repositorySigner's \"repositories\"", ErrNoRepositorySigner, digest.QuoteName(owner+"/"+repo))
+	}
+	return nil
+}
+
+// derivedRepo is what a derived identity's certificate claims must say:
+// the rule and the repository it was derived for.
+type derivedRepo struct {
+	rs          *RepositorySigner
+	owner, repo string
+}
+
+// CheckClaims checks the Fulcio claims of a certificate that satisfied
+// the identity rs derives for the repository OWNER/REPO, as cosign's
+// --certificate-github-workflow-* flags do (docs/POLICY.md, "Registry
+// entries"): the source repository (1.3.6.1.4.1.57264.1.12, else the
+// deprecated .1.5) is the repository; the build configuration
+// (.1.18, the workflow that started the run), when present, is a workflow
+// of that repository, rs.Workflow when given; the source ref (.1.14, else
+// .1.6) matches rs.Refs (DefaultRefs when nil); and, when rs.Triggers is
+// given, the trigger (.1.20, else .1.2) is one of them. A claim and its
+// deprecated form that disagree, or a claim the rule needs that is
+// missing, are refused. A refusal wraps verify.ErrIdentityMismatch.
+func (rs *RepositorySigner) CheckClaims(owner, repo string, c *certificate.Summary) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: repository signer: %s", verify.ErrIdentityMismatch, fmt.Sprintf(format, args...))
+	}
+	if c == nil {
+		return bad("the signature has no certificate")
+	}
+	x := c.Extensions
+	claim := func(name, v, deprecated string) (string, error) {
+		if v != "" && deprecated != "" && v != deprecated {
+			return "", bad("the certificate's %s %s and its deprecated form %s disagree", name, textsafe.Quote(v), textsafe.Quote(deprecated))
+		}
+		if v == "" {
+			v = deprecated
+		}
+		return v, nil
+	}
+	wantURI := "https://github.com/" + owner + "/" + repo
+	depRepo := ""
+	if x.GithubWorkflowRepository != "" {
+		depRepo = "https://github.com/" + x.GithubWorkflowRepository
+	}
+	got, err := claim("source repository", x.SourceRepositoryURI, depRepo)
+	if err != nil {
+		return err
+	}
+	if got != wantURI {
+		return bad("the certificate's source repository is %s, the entry's is %s", textsafe.Quote(got), textsafe.Quote(wantURI))
+	}
+	if x.BuildConfigURI != "" {
+		file, ok := strings.CutPrefix(x.BuildConfigURI, wantURI+"/.github/workflows/")
+		file, _, at := strings.Cut(file, "@")
+		if !ok || !at || !workflowFile(file) || rs.Workflow != "" && file != rs.Workflow {
+			want := "a workflow of " + wantURI
+			if rs.Workflow != "" {
+				want = wantURI + "/.github/workflows/" + rs.Workflow
+			}
+			return bad("the certificate's build configuration (the workflow that started the run) is %s, want %s", textsafe.Quote(x.BuildConfigURI), textsafe.Quote(want))
+		}
+	}
+	ref, err := claim("source ref", x.SourceRepositoryRef, x.GithubWorkflowRef)
+	if err != nil {
+		return err
+	}
+	refs := rs.Refs
+	if refs == nil {
+		refs = DefaultRefs
+	}
+	if !refMatches(refs, ref) {
+		return bad("the run's ref %s is not one repositorySigner accepts (%s)", textsafe.Quote(ref), strings.Join(refs, ", "))
+	}
+	if rs.Triggers != nil {
+		trig, err := claim("trigger", x.BuildTrigger, x.GithubWorkflowTrigger)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(rs.Triggers, trig) {
+			return bad("the run's trigger %s is not one repositorySigner accepts (%s)", textsafe.Quote(trig), strings.Join(rs.Triggers, ", "))
+		}
+	}
+	return nil
 }
 
 // RepositoryURI is the certificate source repository (Fulcio extension

@@ -97,7 +97,7 @@ func newBenchSet(b *testing.B, n int, log string) *benchSet {
 	}
 	s := &benchSet{f: f, tr: tr, bundles: bundles, subject: map[string][]byte{},
 		policy: fmt.Sprintf(`{"kind":"mcpsign.policy","policyVersion":1,"trust":{"trustedRoot":%q},
-"servers":{%q:{"repositorySigner":{"issuer":%q}}}}`, trPath, anonNS+"/*", f.ghIssuer)}
+"servers":{%q:{"repositorySigner":{"issuer":%q,"owner":"acme","repositories":["notes"]}}}}`, trPath, anonNS+"/*", f.ghIssuer)}
 	good := slices.Sorted(maps.Keys(bundles))
 	for _, name := range good {
 		s.subject[name] = firstSubject(b, bundles[name])

@@ -450,7 +450,7 @@ func TestPolicyStep(t *testing.T) {
 // certificate's source repository (Fulcio 1.3.6.1.4.1.57264.1.12).
 func TestCheckRepositorySigner(t *testing.T) {
 	t.Parallel()
-	pf, err := policy.Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{"a.b/*":{"repositorySigner":{}}}}`), "/p.json")
+	pf, err := policy.Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{"a.b/*":{"repositorySigner":{"owner":"acme","repositories":["*"]}}}}`), "/p.json")
 	if err != nil {
 		t.Fatal(err)
 	}

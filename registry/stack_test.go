@@ -121,7 +121,7 @@ func newFixture(env *sigstack.Env) (*fixture, error) {
 		w.Write(b)
 	}))
 	f.policy = fmt.Sprintf(`{"kind":"mcpsign.policy","policyVersion":1,"trust":{"trustedRoot":%q},
-"servers":{%q:{"repositorySigner":{"issuer":%q}}}}`, env.TrustedRoot, anonNS+"/*", f.ghIssuer)
+"servers":{%q:{"repositorySigner":{"issuer":%q,"owner":"acme","repositories":["notes"]}}}}`, env.TrustedRoot, anonNS+"/*", f.ghIssuer)
 	return f, nil
 }
 
@@ -156,7 +156,7 @@ func entryCases() []entryCase {
 		{"other-package", "1.0.0", "acme/notes", npm("1.0.0"), "otherpkg", "otherpkg", registry.StepBinding},
 		{"other-repository", "1.0.0", "acme/notes", npm("1.0.0"), "evil", "evil", "identity"},
 		{"reusable-workflow-of-another-repository", "1.0.0", "acme/notes", npm("1.0.0"), "reusable", "reusable", "identity"},
-		{"claims-other-repository", "1.0.0", "evil/notes", npm("1.0.0"), "good", "good", "identity"},
+		{"claims-other-repository", "1.0.0", "evil/notes", npm("1.0.0"), "good", "good", registry.StepSigner},
 		{"no-github-repository", "1.0.0", "", npm("1.0.0"), "good", "good", registry.StepSigner},
 		{"digest-mismatch", "1.0.0", "acme/notes", npm("1.0.0"), "good", "old", registry.StepFetch},
 		{"no-attestation", "1.0.0", "acme/notes", npm("1.0.0"), "", "", registry.StepAttestation},
