@@ -22,7 +22,7 @@ var (
 	topMembers      = []string{"kind", "policyVersion", "$comment", "trust", "defaults", "servers", "revoked"}
 	trustMembers    = []string{"$comment", "trustedRoot", "tuf", "caRoots", "caIntermediates"}
 	tufMembers      = []string{"mirror", "cache"}
-	serverMembers   = []string{"$comment", "identities", "threshold", "require", "maxBundleAge", "bundle", "package", "lock", "mode", "unsigned", "rollForward", "resources", "audit", "clientCapabilities", "repositorySigner"}
+	serverMembers   = []string{"$comment", "identities", "threshold", "require", "maxBundleAge", "bundle", "package", "lock", "mode", "unsigned", "rollForward", "resources", "audit", "clientCapabilities", "repositorySigner", "serverRequests"}
 	sigstoreMembers = []string{"method", "issuer", "issuerRegexp", "subject", "subjectRegexp", "sourceRepository", "sourceRef", "workflowSha", "workflowTrigger", "workflowName"}
 	keyMembers      = []string{"method", "key"}
 	certMembers     = []string{"method", "subject", "san", "sanRegexp", "email", "uri", "dns", "issuer"}
@@ -375,6 +375,11 @@ func (p *parser) server(v []byte, at string) (Server, error) {
 		}
 		b := []byte(caps)
 		s.ClientCapabilities = &b
+	}
+	if x, ok := m["serverRequests"]; ok {
+		if s.ServerRequests, err = p.serverRequests(x, at+"/serverRequests"); err != nil {
+			return s, err
+		}
 	}
 	return s, nil
 }

@@ -270,6 +270,9 @@ type Server struct {
 	// RepositorySigner derives a registry entry's signer from its
 	// repository (docs/POLICY.md, "Registry entries"); nil when not given.
 	RepositorySigner *RepositorySigner
+	// ServerRequests are the rules for what the server sends the client
+	// on its own (docs/POLICY.md, "serverRequests"); nil when not given.
+	ServerRequests *ServerRequests
 }
 
 // File is a parsed policy file.
@@ -372,8 +375,8 @@ func Parse(data []byte, path string) (*File, error) {
 		}
 		for _, n := range names {
 			at := "/servers/" + pointerToken(n)
-			if err := ValidName(n); err != nil && !ValidRegistryName(n) {
-				return nil, p.fail(at, "%v (or a registry name, NAMESPACE/NAME or NAMESPACE/*)", err)
+			if err := ValidServerName(n); err != nil {
+				return nil, p.fail(at, "%v", err)
 			}
 			// On macOS and Windows the default locks of "ex" and "EX" are
 			// one file, and a host may look a name up either way.
@@ -418,6 +421,30 @@ func ValidName(name string) error {
 		return fmt.Errorf("%w %s: want 1 to 64 ASCII letters, digits, '.', '_' or '-', starting with a letter or digit", ErrBadName, strconv.Quote(name))
 	}
 	return nil
+}
+
+// ValidServerName reports whether name can name a server of a policy
+// file: a local server name (ValidName), or a registry name or namespace
+// pattern (ValidRegistryName), which governs registry entries only. It is
+// the one rule for the names under "servers": Parse and 'policy check'
+// both apply it.
+func ValidServerName(name string) error {
+	if ValidRegistryName(name) {
+		return nil
+	}
+	if err := ValidName(name); err != nil {
+		return fmt.Errorf("%w (or a registry name, NAMESPACE/NAME or NAMESPACE/*)", err)
+	}
+	return nil
+}
+
+// resolveAny resolves the server named name, a local server (Resolve) or
+// a registry name or pattern (with no lock), as 'policy check' shows it.
+func (f *File) resolveAny(name string, opts ResolveOptions) (*Resolved, error) {
+	if ValidRegistryName(name) {
+		return f.resolveRegistryServer(name)
+	}
+	return f.Resolve(name, opts)
 }
 
 // DefaultStateDir is the directory default locks go under: mcpsign/locks in
@@ -478,6 +505,11 @@ type Resolved struct {
 	// RepositorySigner derives a registry entry's signer from its
 	// repository (ForRepository); nil when not given.
 	RepositorySigner *RepositorySigner
+	// ServerRequests are the rules for the requests and notifications
+	// the server initiates (sampling, elicitation, roots, logging); the
+	// zero value, when neither the server nor the defaults give them,
+	// relays them all.
+	ServerRequests ServerRequests
 
 	// entry is the registry entry name ResolveRegistry resolved for.
 	entry string
@@ -519,6 +551,12 @@ func (f *File) Resolve(name string, opts ResolveOptions) (*Resolved, error) {
 	pick(&r.Resources, d.Resources, s.Resources)
 	pick(&r.Audit, d.Audit, s.Audit)
 	pick(&r.ClientCapabilities, d.ClientCapabilities, s.ClientCapabilities)
+	pick(&r.ServerRequests, d.ServerRequests, s.ServerRequests)
+	for _, k := range serverRequestKinds {
+		if rule := k.rule(&r.ServerRequests); *rule == "" {
+			*rule = RuleRelay
+		}
+	}
 	if r.RepositorySigner = d.RepositorySigner; s.RepositorySigner != nil {
 		r.RepositorySigner = s.RepositorySigner
 	}

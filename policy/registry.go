@@ -287,6 +287,18 @@ func (f *File) ResolveRegistry(name string) (*Resolved, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: no policy server is %s or its namespace pattern", ErrNoServer, strconv.Quote(name))
 	}
+	r, err := f.resolveRegistryServer(server)
+	if err != nil {
+		return nil, err
+	}
+	r.entry = name
+	return r, nil
+}
+
+// resolveRegistryServer resolves the policy server named server, a
+// registry name or namespace pattern, as Resolve resolves a local one,
+// with no lock.
+func (f *File) resolveRegistryServer(server string) (*Resolved, error) {
 	// Resolve keys a server by a local name; the entry goes in under one.
 	const local = "registry-entry"
 	g := *f
@@ -295,7 +307,7 @@ func (f *File) ResolveRegistry(name string) (*Resolved, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy server %s: %w", strconv.Quote(server), err)
 	}
-	r.Name, r.Lock, r.DefaultLock, r.entry = server, "", false, name
+	r.Name, r.Lock, r.DefaultLock = server, "", false
 	return r, nil
 }
 

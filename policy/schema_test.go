@@ -152,3 +152,70 @@ func TestSchemaMembers(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsHighSecurityExample: the example policy at the top of
+// docs/POLICY.md, the high-security one, denies sampling and elicitation
+// to every server (docs/POLICY.md, "serverRequests").
+func TestDocsHighSecurityExample(t *testing.T) {
+	f, err := Parse([]byte(docsExamples(t)[0]), "/etc/mcpsign/policy.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range f.Names {
+		r, err := f.Resolve(n, ResolveOptions{StateDir: "/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := r.ServerRequests.Denied(); !slices.Equal(d, []string{"sampling", "elicitation"}) {
+			t.Errorf("%s: denies %v", n, d)
+		}
+	}
+}
+
+// TestCheckRegistryNames: 'policy check' shows the servers of the docs'
+// own registry examples (io.github.acme/notes, io.github.acme/*) under the
+// name rule Parse applies, not as blocked (issue 31: "BLOCKED: invalid
+// server name" while 'registry verify' took the file).
+func TestCheckRegistryNames(t *testing.T) {
+	n := 0
+	for i, ex := range docsExamples(t) {
+		if !strings.Contains(ex, `"io.github.acme/`) {
+			continue
+		}
+		n++
+		f, err := Parse([]byte(ex), "/etc/mcpsign/policy.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if blocked := f.WriteCheckText(&b); blocked != 0 || strings.Contains(b.String(), "BLOCKED") {
+			t.Errorf("example %d: %d blocked:\n%s", i, blocked, b.String())
+		}
+		for _, want := range []string{"server io.github.acme/*:", "server io.github.acme/notes:", "lock: none", "the entry's repository: issuer https://token.actions.githubusercontent.com, owner the namespace's owner"} {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("example %d: no %q in\n%s", i, want, b.String())
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("docs/POLICY.md has no registry example")
+	}
+	// A registry name with no identity is blocked as a local one is.
+	f, err := Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{"io.github.acme/*":{}}}`), "/p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if blocked := f.WriteCheckText(&b); blocked != 1 || !strings.Contains(b.String(), "names no identity") {
+		t.Errorf("%d blocked: %s", blocked, b.String())
+	}
+	// The one name rule: what Parse takes under "servers".
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{{"notes", true}, {"io.github.acme/notes", true}, {"io.github.acme/*", true}, {"../x", false}, {"a/b/c", false}, {"", false}, {"-x", false}} {
+		if err := ValidServerName(c.name); (err == nil) != c.ok {
+			t.Errorf("ValidServerName(%q) = %v", c.name, err)
+		}
+	}
+}

@@ -20,7 +20,7 @@ func (f *File) WriteCheckText(w io.Writer) (blocked int) {
 	fmt.Fprintf(w, "policy %s: %d server(s)\n", textsafe.Escape(f.Path), len(f.Names))
 	writeTrustText(w, f.Trust)
 	for _, n := range f.Names {
-		r, err := f.Resolve(n, ResolveOptions{})
+		r, err := f.resolveAny(n, ResolveOptions{})
 		if err != nil {
 			blocked++
 			fmt.Fprintf(w, "\nserver %s: BLOCKED: %s\n", textsafe.Escape(n), textsafe.Escape(err.Error()))
@@ -57,13 +57,39 @@ func writeTrustText(w io.Writer, t Trust) {
 
 func (r *Resolved) writeText(w io.Writer) {
 	fmt.Fprintf(w, "\nserver %s:\n", textsafe.Escape(r.Name))
-	if len(r.Identities) == 0 {
+	rs := r.RepositorySigner
+	switch n := len(r.Identities) + rs.count(); {
+	case n == 0:
 		fmt.Fprintln(w, "  identities: none (unsigned: tofu: pinned on first use, no signature vouches for it)")
-	} else {
-		fmt.Fprintf(w, "  signed by %d of %d distinct identities:\n", r.Threshold, len(r.Identities))
+	default:
+		fmt.Fprintf(w, "  signed by %d of %d distinct identities:\n", r.Threshold, n)
 		for _, id := range r.Identities {
 			fmt.Fprintf(w, "    %s\n", textsafe.Escape(id.String()))
 		}
+	}
+	if rs != nil {
+		owner := rs.Owner
+		if owner == "" {
+			owner = "the namespace's owner"
+		}
+		repos := "the one named as the entry"
+		if rs.Repositories != nil {
+			repos = strings.Join(rs.Repositories, ", ")
+		}
+		wf := "any workflow"
+		if rs.Workflow != "" {
+			wf = "workflow " + rs.Workflow
+		}
+		refs := rs.Refs
+		if refs == nil {
+			refs = DefaultRefs
+		}
+		trig := "any trigger"
+		if rs.Triggers != nil {
+			trig = "triggers " + strings.Join(rs.Triggers, ", ")
+		}
+		fmt.Fprintf(w, "    the entry's repository: issuer %s, owner %s, repositories %s, %s, refs %s, %s\n",
+			textsafe.Escape(rs.Issuer), textsafe.Escape(owner), textsafe.Escape(repos), textsafe.Escape(wf), textsafe.Escape(strings.Join(refs, ", ")), textsafe.Escape(trig))
 	}
 	var req []string
 	if r.RequireTlog {
@@ -86,7 +112,11 @@ func (r *Resolved) writeText(w io.Writer) {
 	if r.Package != "" {
 		fmt.Fprintf(w, "  package: %s\n", textsafe.Escape(r.Package))
 	}
-	fmt.Fprintf(w, "  lock: %s\n", textsafe.Escape(r.Lock))
+	if r.Lock == "" {
+		fmt.Fprintln(w, "  lock: none (it governs registry entries, which are verified, not run)")
+	} else {
+		fmt.Fprintf(w, "  lock: %s\n", textsafe.Escape(r.Lock))
+	}
 	fmt.Fprintf(w, "  mode: %s, unsigned: %s, roll-forward: %s\n", r.Mode, r.Unsigned, r.RollForward)
 	if r.Resources != "" {
 		fmt.Fprintf(w, "  resources: %s\n", r.Resources)
@@ -95,6 +125,11 @@ func (r *Resolved) writeText(w io.Writer) {
 	}
 	if r.Audit != "" {
 		fmt.Fprintf(w, "  audit log: %s\n", textsafe.Escape(r.Audit))
+	}
+	if d := r.ServerRequests.Denied(); d != nil {
+		fmt.Fprintf(w, "  server requests denied: %s (the others relayed)\n", strings.Join(d, ", "))
+	} else {
+		fmt.Fprintln(w, "  server requests: all relayed (sampling, elicitation, roots, logging)")
 	}
 }
 
