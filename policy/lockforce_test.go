@@ -71,6 +71,10 @@ func TestCheckLock(t *testing.T) {
 		{name: "tofu refused", r: r, lock: tofu, wantRule: policy.RuleLockMethodRefused},
 		{name: "no bundle", r: r, lock: signed(t, ba), wantRule: policy.RuleLockUnproven, want: "re-verifying the bundle it records: no bundle"},
 		{name: "another bundle", r: mk("", a, b), lock: signed(t, ba), bundles: give(bb), wantRule: policy.RuleLockUnproven, want: "is not the bundle"},
+		// The same signer, the same definitions, another bundle: the
+		// lock records the bundle that proved it, and only that one
+		// proves it (a revoked bundle must not be replaced by a sibling).
+		{name: "the same signer's other bundle", r: r, lock: signed(t, ba), bundles: give(a.sign(t, snap)), wantRule: policy.RuleLockUnproven, want: "is not the bundle"},
 		{name: "the server's", r: r, lock: signed(t, ba), bundles: fromServer, wantIs: policy.ErrNeedsServer},
 		{name: "revoked", r: mk(fmt.Sprintf(`,"revoked":{"identities":[%q]}`, kidA), a), lock: signed(t, ba), bundles: give(ba), wantRule: policy.RuleRevoked},
 	}

@@ -1,0 +1,148 @@
+package policy_test
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testpki"
+	"github.com/mcpsign/mcpsign/policy"
+	"github.com/mcpsign/mcpsign/verify"
+)
+
+// leafCert hands sigstore-go's signer a certificate issued for its key.
+type leafCert struct{ der []byte }
+
+func (c leafCert) GetCertificate(context.Context, sgsign.Keypair, *sgsign.CertificateProviderOptions) ([]byte, error) {
+	return c.der, nil
+}
+
+// signWithCert signs snap with s's key under the certificate leaf (the
+// certificate method): a new bundle each call.
+func (s signer) signWithCert(t *testing.T, snap *digest.Snapshot, leaf *x509.Certificate) []byte {
+	t.Helper()
+	st, err := attest.Build(snap, attest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := st.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := sgsign.Bundle(&sgsign.DSSEData{Data: payload, PayloadType: attest.PayloadType}, s.key, sgsign.BundleOptions{CertificateProvider: leafCert{leaf.Raw}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := protojson.Marshal(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestDecideOneSignerTwoIdentities: one signer counts once, however many
+// listed identities it meets (docs/POLICY.md "Threshold"): a key listed as
+// a key and certified by the CA; one key certified twice, under two
+// listed subjects; one certificate that an exact and a regexp identity
+// both match (an overlap the parser accepts). Each signs two bundles, so
+// that two identities are met by two bundles of one signer: a threshold of
+// 2 is not met. Two distinct signers, the control row, meet it.
+func TestDecideOneSignerTwoIdentities(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ca := testpki.New(t, testpki.Names{Organization: "Corp", Root: "Corp Root", Intermediate: "Corp Signing"})
+	if err := os.WriteFile(filepath.Join(dir, "roots.pem"), testpki.PEM(ca.Root), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "intermediates.pem"), testpki.PEM(ca.Intermediate), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	one, other := newSigner(t, dir, "one"), newSigner(t, dir, "other")
+	cert := func(s signer, cn string) *x509.Certificate {
+		return ca.Issue(t, s.key.GetPublicKey(), testpki.CodeSigningLeaf(t, cn, "Corp", cn+"@corp.example"))
+	}
+	snap := served()
+	release, ops := cert(one, "release"), cert(one, "ops")
+	otherOps := cert(other, "ops")
+	const (
+		key      = `{"method":"key","key":"one.pub.pem"}`
+		relSubj  = `{"method":"certificate","subject":"CN=release,O=Corp"}`
+		opsSubj  = `{"method":"certificate","subject":"CN=ops,O=Corp"}`
+		relExact = `{"method":"certificate","san":"release@corp.example"}`
+		relRe    = `{"method":"certificate","sanRegexp":"release@corp\\.example"}`
+	)
+	for _, c := range []struct {
+		name    string
+		ids     []string
+		bundles [][]byte
+		signers int // distinct signers found
+		holds   bool
+	}{
+		{"a key listed as a key and certified by the CA", []string{key, relSubj}, [][]byte{one.sign(t, snap), one.signWithCert(t, snap, release)}, 1, false},
+		{"the certificate first", []string{key, relSubj}, [][]byte{one.signWithCert(t, snap, release), one.sign(t, snap)}, 1, false},
+		{"one key certified twice", []string{relSubj, opsSubj}, [][]byte{one.signWithCert(t, snap, release), one.signWithCert(t, snap, ops)}, 1, false},
+		{"an exact and a regexp identity of one certificate", []string{relExact, relRe}, [][]byte{one.signWithCert(t, snap, release), one.signWithCert(t, snap, release)}, 1, false},
+		// Control: two keys, two subjects.
+		{"two signers", []string{relSubj, opsSubj}, [][]byte{one.signWithCert(t, snap, release), other.signWithCert(t, snap, otherOps)}, 2, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body := `{"kind":"mcpsign.policy","policyVersion":1,"trust":{"caRoots":"roots.pem","caIntermediates":"intermediates.pem"},` +
+				`"servers":{"notes":{"identities":[` + strings.Join(c.ids, ",") + `],"threshold":2,"lock":"n.lock"}}}`
+			path := filepath.Join(t.TempDir(), "policy.json")
+			// Paths in the policy are the shared directory's.
+			body = strings.ReplaceAll(body, `"roots.pem"`, `"`+filepath.Join(dir, "roots.pem")+`"`)
+			body = strings.ReplaceAll(body, `"intermediates.pem"`, `"`+filepath.Join(dir, "intermediates.pem")+`"`)
+			body = strings.ReplaceAll(body, `"one.pub.pem"`, `"`+one.pem+`"`)
+			if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err := policy.Read(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := f.Resolve("notes", policy.ResolveOptions{StateDir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := policy.NewDecider(policy.DeciderOptions{AllowCurrentTime: true})
+			dec, err := d.Decide(context.Background(), r, c.bundles, snap)
+			if dec == nil || len(dec.Results) != 2 {
+				t.Fatalf("the bundles do not both verify: %v", err)
+			}
+			if len(dec.Signers) != c.signers {
+				t.Errorf("%d signers, want %d", len(dec.Signers), c.signers)
+			}
+			if c.holds {
+				if err != nil || dec.Matched != 2 {
+					t.Fatalf("matched %d: %v", dec.Matched, err)
+				}
+				return
+			}
+			var de *policy.DecisionError
+			if !errors.Is(err, policy.ErrThreshold) || !errors.As(err, &de) || dec.Matched != 1 {
+				t.Fatalf("matched %d: %v, want ErrThreshold", dec.Matched, err)
+			}
+			// The identity the one signer does not count for says so.
+			if n := len(de.Reasons); n != 2 || (de.Reasons[0] == nil) == (de.Reasons[1] == nil) {
+				t.Fatalf("reasons %v", de.Reasons)
+			}
+			for _, reason := range de.Reasons {
+				if reason != nil && !errors.Is(reason, policy.ErrSignerCounted) {
+					t.Errorf("reason %v, want ErrSignerCounted", reason)
+				}
+			}
+			if step, _ := verify.FailedStep(err); step != verify.StepIdentity {
+				t.Errorf("step %q", step)
+			}
+		})
+	}
+}
