@@ -7,26 +7,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/verify"
-)
-
-// The members of each object, exactly as the format names them (the JSON
-// Schema, policy/schema.json, lists the same: TestSchemaMembers).
-var (
-	topMembers      = []string{"kind", "policyVersion", "$comment", "trust", "defaults", "servers", "revoked"}
-	trustMembers    = []string{"$comment", "trustedRoot", "tuf", "caRoots", "caIntermediates"}
-	tufMembers      = []string{"mirror", "cache"}
-	serverMembers   = []string{"$comment", "identities", "threshold", "require", "maxBundleAge", "bundle", "package", "lock", "mode", "unsigned", "rollForward", "resources", "audit", "clientCapabilities", "repositorySigner", "serverRequests"}
-	sigstoreMembers = []string{"method", "issuer", "issuerRegexp", "subject", "subjectRegexp", "sourceRepository", "sourceRef", "workflowSha", "workflowTrigger", "workflowName"}
-	keyMembers      = []string{"method", "key"}
-	certMembers     = []string{"method", "subject", "san", "sanRegexp", "email", "uri", "dns", "issuer"}
-	revokedMembers  = []string{"$comment", "bundles", "definitions", "identities"}
 )
 
 // maxString bounds every string member.
@@ -149,239 +135,95 @@ func (p *parser) array(v []byte, at string, max int) ([][]byte, error) {
 	return items, nil
 }
 
-func (p *parser) trust(v []byte) (Trust, error) {
-	var t Trust
-	m, err := p.object(v, "/trust", trustMembers...)
-	if err != nil {
-		return t, err
-	}
-	if x, ok := m["$comment"]; ok {
-		if err := p.comment(x, "/trust/$comment"); err != nil {
-			return t, err
-		}
-	}
-	if x, ok := m["trustedRoot"]; ok {
-		if t.TrustedRoot, err = p.path(x, "/trust/trustedRoot"); err != nil {
-			return t, err
-		}
-	}
-	if x, ok := m["tuf"]; ok {
-		if t.TrustedRoot != "" {
-			return t, p.fail("/trust/tuf", "give trustedRoot or tuf, not both")
-		}
-		tm, err := p.object(x, "/trust/tuf", tufMembers...)
-		if err != nil {
-			return t, err
-		}
-		if y, ok := tm["mirror"]; ok {
-			if t.TUFMirror, err = p.str(y, "/trust/tuf/mirror"); err != nil {
-				return t, err
-			}
-			if !validBundleURL(t.TUFMirror) {
-				return t, p.fail("/trust/tuf/mirror", "%s is not an https URL", strconv.Quote(t.TUFMirror))
-			}
-		}
-		if y, ok := tm["cache"]; ok {
-			if t.TUFCache, err = p.path(y, "/trust/tuf/cache"); err != nil {
-				return t, err
-			}
-		}
-	}
-	if x, ok := m["caRoots"]; ok {
-		if t.CARoots, err = p.path(x, "/trust/caRoots"); err != nil {
-			return t, err
-		}
-	}
-	if x, ok := m["caIntermediates"]; ok {
-		if t.CARoots == "" {
-			return t, p.fail("/trust/caIntermediates", "intermediates without caRoots")
-		}
-		if t.CAIntermediates, err = p.path(x, "/trust/caIntermediates"); err != nil {
-			return t, err
-		}
-	}
-	return t, nil
-}
-
+// server reads a server entry (or the defaults) at at: its members
+// (serverTable), then what holds between them.
 func (p *parser) server(v []byte, at string) (Server, error) {
 	var s Server
-	m, err := p.object(v, at, serverMembers...)
-	if err != nil {
+	if err := serverTable.object(p, v, at, &s); err != nil {
 		return s, err
 	}
-	if x, ok := m["$comment"]; ok {
-		if err := p.comment(x, at+"/$comment"); err != nil {
-			return s, err
-		}
-	}
-	if x, ok := m["identities"]; ok {
-		items, err := p.array(x, at+"/identities", MaxIdentities)
-		if err != nil {
-			return s, err
-		}
-		s.Identities = []Identity{}
-		for i, it := range items {
-			id, err := p.identity(it, at+"/identities/"+strconv.Itoa(i))
-			if err != nil {
-				return s, err
-			}
-			// The same identity twice can never count twice (docs/POLICY.md
-			// "Canonical forms"); a key given twice under two PEM encodings
-			// is refused when the key files are read (File.LoadKeys).
-			for j, prev := range s.Identities {
-				if prev.same(id) {
-					return s, p.failAs(id.at, ErrDuplicate, "the same identity as %s/identities/%d: it can never count twice", at, j)
-				}
-			}
-			s.Identities = append(s.Identities, id)
-		}
-	}
-	if x, ok := m["repositorySigner"]; ok {
-		if s.RepositorySigner, err = p.repositorySigner(x, at+"/repositorySigner"); err != nil {
-			return s, err
-		}
-	}
-	if x, ok := m["threshold"]; ok {
-		n, err := strconv.Atoi(string(x))
-		if err != nil || n < 1 || n > MaxIdentities || string(x) != strconv.Itoa(n) {
-			return s, p.fail(at+"/threshold", "want an integer from 1 to %d, not %s", MaxIdentities, truncate(x))
-		}
-		if s.Identities != nil && n > len(s.Identities)+s.RepositorySigner.count() {
-			return s, p.fail(at+"/threshold", "%d of %d identities can never be met", n, len(s.Identities)+s.RepositorySigner.count())
-		}
-		s.Threshold = &n
-	}
-	if x, ok := m["require"]; ok {
-		items, err := p.array(x, at+"/require", 2)
-		if err != nil {
-			return s, err
-		}
-		tl, ts := false, false
-		for i, it := range items {
-			r, err := p.str(it, at+"/require/"+strconv.Itoa(i))
-			if err != nil {
-				return s, err
-			}
-			switch {
-			case r == "tlog" && !tl:
-				tl = true
-			case r == "timestamp" && !ts:
-				ts = true
-			case r == "tlog" || r == "timestamp":
-				return s, p.fail(at+"/require/"+strconv.Itoa(i), "%s repeated", strconv.Quote(r))
-			default:
-				return s, p.fail(at+"/require/"+strconv.Itoa(i), "%s: want \"tlog\" or \"timestamp\"", strconv.Quote(r))
-			}
-		}
-		s.RequireTlog, s.RequireTimestamp = &tl, &ts
-	}
-	if x, ok := m["maxBundleAge"]; ok {
-		str, err := p.str(x, at+"/maxBundleAge")
-		if err != nil {
-			return s, err
-		}
-		d, err := time.ParseDuration(str)
-		if err != nil || d <= 0 {
-			return s, p.fail(at+"/maxBundleAge", "%s: want a positive Go duration such as \"720h\"", strconv.Quote(str))
-		}
-		s.MaxBundleAge = &d
-	}
-	if x, ok := m["bundle"]; ok {
-		str, err := p.str(x, at+"/bundle")
-		if err != nil {
-			return s, err
-		}
-		var b Bundle
-		switch {
-		case str == "server":
-			b = Bundle{Kind: BundleServer}
-		case strings.Contains(str, "://"):
-			if !validBundleURL(str) {
-				return s, p.fail(at+"/bundle", "%s: a URL must be https:// with a host and no user information", strconv.Quote(str))
-			}
-			b = Bundle{Kind: BundleURL, Location: str}
-		default:
-			path, err := p.path(x, at+"/bundle")
-			if err != nil {
-				return s, err
-			}
-			b = Bundle{Kind: BundleFile, Location: path}
-		}
-		s.Bundle = &b
-	}
-	if x, ok := m["package"]; ok {
-		str, err := p.str(x, at+"/package")
-		if err != nil {
-			return s, err
-		}
-		if !strings.HasPrefix(str, "pkg:") || !strings.Contains(str[4:], "/") {
-			return s, p.fail(at+"/package", "%s: want a purl (pkg:TYPE/NAMESPACE/NAME@VERSION)", strconv.Quote(str))
-		}
-		s.Package = &str
-	}
-	if x, ok := m["lock"]; ok {
-		if at == "/defaults" {
-			return s, p.fail(at+"/lock", "a lock is per server (the default is keyed by the server's name)")
-		}
-		path, err := p.path(x, at+"/lock")
-		if err != nil {
-			return s, err
-		}
-		s.Lock = &path
-	}
-	if x, ok := m["mode"]; ok {
-		str, err := p.enum(x, at+"/mode", "block", "warn", "audit")
-		if err != nil {
-			return s, err
-		}
-		md := Mode(str)
-		s.Mode = &md
-	}
-	if x, ok := m["unsigned"]; ok {
-		str, err := p.enum(x, at+"/unsigned", "refuse", "tofu")
-		if err != nil {
-			return s, err
-		}
-		u := Unsigned(str)
-		s.Unsigned = &u
-	}
-	if x, ok := m["rollForward"]; ok {
-		str, err := p.enum(x, at+"/rollForward", "signed", "manual")
-		if err != nil {
-			return s, err
-		}
-		rf := RollForward(str)
-		s.RollForward = &rf
-	}
-	if x, ok := m["resources"]; ok {
-		str, err := p.enum(x, at+"/resources", "pass", "pin", "hide")
-		if err != nil {
-			return s, err
-		}
-		rs := Resources(str)
-		s.Resources = &rs
-	}
-	if x, ok := m["audit"]; ok {
-		path, err := p.path(x, at+"/audit")
-		if err != nil {
-			return s, err
-		}
-		s.Audit = &path
-	}
-	if x, ok := m["clientCapabilities"]; ok {
-		caps, err := digest.CanonicalClientCapabilities(x)
-		if err != nil {
-			return s, p.fail(at+"/clientCapabilities", "%v", err)
-		}
-		b := []byte(caps)
-		s.ClientCapabilities = &b
-	}
-	if x, ok := m["serverRequests"]; ok {
-		if s.ServerRequests, err = p.serverRequests(x, at+"/serverRequests"); err != nil {
-			return s, err
-		}
+	if n := len(s.Identities) + s.RepositorySigner.count(); s.Threshold != nil && s.Identities != nil && *s.Threshold > n {
+		return s, p.fail(at+"/threshold", "%d of %d identities can never be met", *s.Threshold, n)
 	}
 	return s, nil
+}
+
+// identities reads a server's "identities".
+func (p *parser) identities(v []byte, at string, s *Server) error {
+	items, err := p.array(v, at, MaxIdentities)
+	if err != nil {
+		return err
+	}
+	s.Identities = []Identity{}
+	for i, it := range items {
+		id, err := p.identity(it, at+"/"+strconv.Itoa(i))
+		if err != nil {
+			return err
+		}
+		// The same identity twice can never count twice (docs/POLICY.md
+		// "Canonical forms"); a key given twice under two PEM encodings
+		// is refused when the key files are read (File.LoadKeys).
+		for j, prev := range s.Identities {
+			if prev.same(id) {
+				return p.failAs(id.at, ErrDuplicate, "the same identity as %s/%d: it can never count twice", at, j)
+			}
+		}
+		s.Identities = append(s.Identities, id)
+	}
+	return nil
+}
+
+// require reads a server's "require".
+func (p *parser) require(v []byte, at string, s *Server) error {
+	items, err := p.array(v, at, 2)
+	if err != nil {
+		return err
+	}
+	tl, ts := false, false
+	for i, it := range items {
+		r, err := p.str(it, at+"/"+strconv.Itoa(i))
+		if err != nil {
+			return err
+		}
+		switch {
+		case r == "tlog" && !tl:
+			tl = true
+		case r == "timestamp" && !ts:
+			ts = true
+		case r == "tlog" || r == "timestamp":
+			return p.fail(at+"/"+strconv.Itoa(i), "%s repeated", strconv.Quote(r))
+		default:
+			return p.fail(at+"/"+strconv.Itoa(i), "%s: want \"tlog\" or \"timestamp\"", strconv.Quote(r))
+		}
+	}
+	s.RequireTlog, s.RequireTimestamp = &tl, &ts
+	return nil
+}
+
+// bundle reads a server's "bundle".
+func (p *parser) bundle(v []byte, at string, s *Server) error {
+	str, err := p.str(v, at)
+	if err != nil {
+		return err
+	}
+	var b Bundle
+	switch {
+	case str == "server":
+		b = Bundle{Kind: BundleServer}
+	case strings.Contains(str, "://"):
+		if !validBundleURL(str) {
+			return p.fail(at, "%s: a URL must be https:// with a host and no user information", strconv.Quote(str))
+		}
+		b = Bundle{Kind: BundleURL, Location: str}
+	default:
+		path, err := p.path(v, at)
+		if err != nil {
+			return err
+		}
+		b = Bundle{Kind: BundleFile, Location: path}
+	}
+	s.Bundle = &b
+	return nil
 }
 
 func (p *parser) enum(v []byte, at string, allowed ...string) (string, error) {
@@ -395,9 +237,14 @@ func (p *parser) enum(v []byte, at string, allowed ...string) (string, error) {
 	return s, nil
 }
 
+// identity reads one identity at at: its "method", then the members of
+// that method's table (identityTables), in order.
 func (p *parser) identity(v []byte, at string) (Identity, error) {
 	id := Identity{at: at}
-	all := append(append(append([]string{}, sigstoreMembers...), keyMembers...), certMembers...)
+	var all []string
+	for _, m := range identityMethods {
+		all = append(all, identityTables[m].names()...)
+	}
 	names, vals, err := digest.Members(v)
 	if err != nil {
 		return id, p.fail(at, "%v", err)
@@ -414,46 +261,11 @@ func (p *parser) identity(v []byte, at string) (Identity, error) {
 		return id, err
 	}
 	id.Method = verify.Method(method)
-	known := map[verify.Method][]string{verify.MethodSigstore: sigstoreMembers, verify.MethodKey: keyMembers, verify.MethodCertificate: certMembers}[id.Method]
-	m, err := p.object(v, at, known...)
-	if err != nil {
+	if err := identityTables[id.Method].object(p, v, at, &id); err != nil {
 		return id, err
 	}
-	get := func(name string) (string, error) {
-		x, ok := m[name]
-		if !ok {
-			return "", nil
-		}
-		return p.str(x, at+"/"+name)
-	}
-	fields := map[string]*string{}
-	switch id.Method {
-	case verify.MethodKey:
-		x, ok := m["key"]
-		if !ok {
-			return id, p.fail(at, "missing member \"key\": the PEM public key file")
-		}
-		if id.Key, err = p.path(x, at+"/key"); err != nil {
-			return id, err
-		}
+	if id.Method == verify.MethodKey {
 		return id, nil
-	case verify.MethodSigstore:
-		fields = map[string]*string{"issuer": &id.Identity.Issuer, "issuerRegexp": &id.Identity.IssuerRegexp,
-			"subject": &id.Identity.SAN, "subjectRegexp": &id.Identity.SANRegexp,
-			"sourceRepository": &id.Identity.GitHubWorkflowRepository, "sourceRef": &id.Identity.GitHubWorkflowRef,
-			"workflowSha": &id.Identity.GitHubWorkflowSHA, "workflowTrigger": &id.Identity.GitHubWorkflowTrigger,
-			"workflowName": &id.Identity.GitHubWorkflowName}
-	case verify.MethodCertificate:
-		fields = map[string]*string{"subject": &id.Identity.Subject, "san": &id.Identity.SAN, "sanRegexp": &id.Identity.SANRegexp,
-			"email": &id.Identity.Email, "uri": &id.Identity.URI, "dns": &id.Identity.DNS, "issuer": &id.Identity.Issuer}
-	}
-	for name, dst := range fields {
-		if *dst, err = get(name); err != nil {
-			return id, err
-		}
-		if err := p.canonicalText(*dst, at+"/"+name); err != nil {
-			return id, err
-		}
 	}
 	if id.Method == verify.MethodSigstore && id.Identity.Issuer != "" {
 		if err := p.canonicalURL(id.Identity.Issuer, at+"/issuer"); err != nil {
@@ -470,60 +282,37 @@ func (p *parser) identity(v []byte, at string) (Identity, error) {
 	return id, nil
 }
 
-func (p *parser) revoked(v []byte) (Revoked, error) {
-	var r Revoked
-	m, err := p.object(v, "/revoked", revokedMembers...)
-	if err != nil {
-		return r, err
-	}
-	if x, ok := m["$comment"]; ok {
-		if err := p.comment(x, "/revoked/$comment"); err != nil {
-			return r, err
-		}
-	}
-	list := func(name string, check func(string) bool, want string) ([]string, error) {
-		x, ok := m[name]
-		if !ok {
-			return nil, nil
-		}
-		at := "/revoked/" + name
-		items, err := p.array(x, at, MaxRevoked)
+// revokedList is a list of "revoked": at most MaxRevoked distinct strings
+// in canonical form, each one check accepts (want says what it wants).
+func revokedList(name string, field func(*Revoked) *[]string, check func(string) bool, want string) member[Revoked] {
+	return member[Revoked]{name: name, read: func(p *parser, v []byte, at string, r *Revoked) error {
+		items, err := p.array(v, at, MaxRevoked)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var out []string
 		for i, it := range items {
 			ati := at + "/" + strconv.Itoa(i)
 			s, err := p.str(it, ati)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if err := p.canonicalText(s, ati); err != nil {
-				return nil, err
+				return err
 			}
 			if !check(s) {
-				return nil, p.fail(ati, "%s: want %s", strconv.Quote(s), want)
+				return p.fail(ati, "%s: want %s", strconv.Quote(s), want)
 			}
 			// Revocations compare under Unicode simple case folding (Revoked.Check):
 			// two entries equal so are one.
 			if j := slices.IndexFunc(out, func(o string) bool { return strings.EqualFold(o, s) }); j >= 0 {
-				return nil, p.failAs(ati, ErrDuplicate, "%s repeats %s/%d", strconv.Quote(s), at, j)
+				return p.failAs(ati, ErrDuplicate, "%s repeats %s/%d", strconv.Quote(s), at, j)
 			}
 			out = append(out, s)
 		}
-		return out, nil
-	}
-	const dg = "sha256: and 64 lowercase hex digits"
-	if r.Bundles, err = list("bundles", digest.ValidDigest, dg); err != nil {
-		return r, err
-	}
-	if r.Definitions, err = list("definitions", digest.ValidDigest, dg); err != nil {
-		return r, err
-	}
-	if r.Identities, err = list("identities", canonicalRevokedIdentity, "a key ID written sha256: and 64 lowercase hex digits (as keygen and verify print it), or a certificate identity"); err != nil {
-		return r, err
-	}
-	return r, nil
+		*field(r) = out
+		return nil
+	}}
 }
 
 // canonicalText refuses an identity string that can never equal what a

@@ -331,84 +331,56 @@ func Parse(data []byte, path string) (*File, error) {
 		}
 		return nil, p.fail("", "%v", err)
 	}
-	if err := p.knownNames(names, "", topMembers...); err != nil {
+	if err := p.knownNames(names, "", topTable.names()...); err != nil {
 		return nil, err
 	}
-	kind, ok := m["kind"]
-	if !ok {
-		return nil, p.fail("", "missing member \"kind\" (want %q)", Kind)
-	}
-	if s, err := p.str(kind, "/kind"); err != nil {
+	if err := topTable.read(p, m, "", f); err != nil {
 		return nil, err
-	} else if s != Kind {
-		return nil, p.fail("/kind", "is %s, want %q", strconv.Quote(s), Kind)
-	}
-	ver, ok := m["policyVersion"]
-	if !ok {
-		return nil, p.fail("", "missing member \"policyVersion\" (want %d)", Version)
-	}
-	if string(ver) != strconv.Itoa(Version) {
-		return nil, p.fail("/policyVersion", "is %s, want %d", truncate(ver), Version)
-	}
-	if c, ok := m["$comment"]; ok {
-		if err := p.comment(c, "/$comment"); err != nil {
-			return nil, err
-		}
-	}
-	if v, ok := m["trust"]; ok {
-		if f.Trust, err = p.trust(v); err != nil {
-			return nil, err
-		}
-	}
-	if v, ok := m["defaults"]; ok {
-		if f.Defaults, err = p.server(v, "/defaults"); err != nil {
-			return nil, err
-		}
-	}
-	if v, ok := m["servers"]; ok {
-		names, vals, err := digest.Members(v)
-		if err != nil {
-			return nil, p.fail("/servers", "%v", err)
-		}
-		if len(names) > MaxServers {
-			return nil, p.fail("/servers", "more than %d servers", MaxServers)
-		}
-		for _, n := range names {
-			at := "/servers/" + pointerToken(n)
-			if err := ValidServerName(n); err != nil {
-				return nil, p.fail(at, "%v", err)
-			}
-			// On macOS and Windows the default locks of "ex" and "EX" are
-			// one file, and a host may look a name up either way.
-			if j := slices.IndexFunc(f.Names, func(o string) bool { return strings.EqualFold(o, n) }); j >= 0 {
-				return nil, p.failAs(at, ErrDuplicate, "server name %s equals %s under case folding (their default locks would be one file on macOS and Windows)", strconv.Quote(n), strconv.Quote(f.Names[j]))
-			}
-			s, err := p.server(vals[n], at)
-			if err != nil {
-				return nil, err
-			}
-			if rs := s.RepositorySigner; rs != nil && ValidRegistryName(n) {
-				if err := rs.checkOwner(n); err != nil {
-					return nil, p.fail(at+"/repositorySigner", "%v", err)
-				}
-			}
-			if s.Lock != nil {
-				for _, o := range f.Names {
-					if ol := f.Servers[o].Lock; ol != nil && strings.EqualFold(*ol, *s.Lock) {
-						return nil, p.failAs(at+"/lock", ErrDuplicate, "server %s has the same lock file %s: each server needs its own", strconv.Quote(o), strconv.Quote(*s.Lock))
-					}
-				}
-			}
-			f.Names = append(f.Names, n)
-			f.Servers[n] = s
-		}
-	}
-	if v, ok := m["revoked"]; ok {
-		if f.Revoked, err = p.revoked(v); err != nil {
-			return nil, err
-		}
 	}
 	return f, nil
+}
+
+// servers reads "servers" into f: each name under the one name rule
+// (ValidServerName), none equal to another under case folding, each
+// server's lock its own.
+func (p *parser) servers(v []byte, at string, f *File) error {
+	names, vals, err := digest.Members(v)
+	if err != nil {
+		return p.fail(at, "%v", err)
+	}
+	if len(names) > MaxServers {
+		return p.fail(at, "more than %d servers", MaxServers)
+	}
+	for _, n := range names {
+		at := at + "/" + pointerToken(n)
+		if err := ValidServerName(n); err != nil {
+			return p.fail(at, "%v", err)
+		}
+		// On macOS and Windows the default locks of "ex" and "EX" are
+		// one file, and a host may look a name up either way.
+		if j := slices.IndexFunc(f.Names, func(o string) bool { return strings.EqualFold(o, n) }); j >= 0 {
+			return p.failAs(at, ErrDuplicate, "server name %s equals %s under case folding (their default locks would be one file on macOS and Windows)", strconv.Quote(n), strconv.Quote(f.Names[j]))
+		}
+		s, err := p.server(vals[n], at)
+		if err != nil {
+			return err
+		}
+		if rs := s.RepositorySigner; rs != nil && ValidRegistryName(n) {
+			if err := rs.checkOwner(n); err != nil {
+				return p.fail(at+"/repositorySigner", "%v", err)
+			}
+		}
+		if s.Lock != nil {
+			for _, o := range f.Names {
+				if ol := f.Servers[o].Lock; ol != nil && strings.EqualFold(*ol, *s.Lock) {
+					return p.failAs(at+"/lock", ErrDuplicate, "server %s has the same lock file %s: each server needs its own", strconv.Quote(o), strconv.Quote(*s.Lock))
+				}
+			}
+		}
+		f.Names = append(f.Names, n)
+		f.Servers[n] = s
+	}
+	return nil
 }
 
 var nameRe = lazy.NewRegexp(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)

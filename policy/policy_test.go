@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -221,8 +222,15 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{` + base + `,"revoked":{"identities":["1E6ED65D77D6364EEAED5A745BA5C4985AE2B700DD85D7CF7F027BDF294A33FC"],"bundles":["sha256:1e6ed65d77d6364eeaed5a745ba5c4985ae2b700dd85d7cf7f027bdf294a33fc","sha256:1e6ed65d77d6364eeaed5a745ba5c4985ae2b700dd85d7cf7f027bdf294a33fc"]}}`))
 	f.Add([]byte(`{` + base + `,"servers":{"a":{"identities":[{"method":"key","key":"k"},{"method":"key","key":"./k"}],"threshold":2}}}`))
 	f.Add([]byte(`{` + base + `,"servers":{"a":{"identities":[{"method":"sigstore","issuer":"HTTPS://I.example","subject":"a\u0085"}]}}}`))
+	f.Add([]byte(`{` + base + `,"servers":{"com.example/*":{"repositorySigner":{"owner":"ex","repositories":["*"],"refs":["refs/tags/v*"],"triggers":["push"]}},"io.github.a/b":{"repositorySigner":{}}}}`))
+	f.Add([]byte(`{` + base + `,"defaults":{"serverRequests":{"sampling":"deny","logging":"relay"}},"servers":{"a":{"unsigned":"tofu","serverRequests":{"roots":"deny"}}}}`))
+	f.Add([]byte(`{` + base + `,"servers":{"a":{"identities":[{"method":"certificate","dns":" d","email":" e","san":" s"}],"mode":"x","threshold":0}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(data, "/p/policy.json")
+		// The same file, the same error (never Go's map order).
+		if _, again := Parse(data, "/p/policy.json"); fmt.Sprint(again) != fmt.Sprint(err) {
+			t.Fatalf("parsed twice: %v, then %v", err, again)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrSyntax) {
 				t.Fatalf("error %v does not wrap ErrSyntax", err)
@@ -235,8 +243,11 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		for i, n := range p.Names {
-			if ValidName(n) != nil {
+			if ValidServerName(n) != nil {
 				t.Fatalf("accepted server name %q", n)
+			}
+			if rs := p.Servers[n].RepositorySigner; rs != nil && ValidRegistryName(n) && rs.checkOwner(n) != nil {
+				t.Fatalf("server %q: accepted a repository signer with no owner: %+v", n, rs)
 			}
 			for _, o := range p.Names[:i] {
 				if strings.EqualFold(o, n) {
@@ -251,12 +262,20 @@ func FuzzParse(f *testing.F) {
 					}
 				}
 			}
-			r, err := p.Resolve(n, ResolveOptions{StateDir: "/s"})
+			r, err := p.resolveAny(n, ResolveOptions{StateDir: "/s"})
 			if err != nil {
 				continue
 			}
-			if r.Threshold > len(r.Identities) || (len(r.Identities) > 0 && r.Threshold < 1) {
-				t.Fatalf("threshold %d of %d", r.Threshold, len(r.Identities))
+			if ids := len(r.Identities) + r.RepositorySigner.count(); r.Threshold > ids || (ids > 0 && r.Threshold < 1) {
+				t.Fatalf("threshold %d of %d", r.Threshold, ids)
+			}
+			for _, rule := range []ServerRequestRule{r.ServerRequests.Sampling, r.ServerRequests.Elicitation, r.ServerRequests.Roots, r.ServerRequests.Logging} {
+				if rule != RuleRelay && rule != RuleDeny {
+					t.Fatalf("server requests %+v", r.ServerRequests)
+				}
+			}
+			if ValidRegistryName(n) {
+				continue // no lock: a registry entry is verified, not run
 			}
 			if !filepath.IsAbs(r.Lock) {
 				t.Fatalf("lock %q not absolute", r.Lock)

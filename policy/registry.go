@@ -67,10 +67,6 @@ type RepositorySigner struct {
 // open a pull request may run a workflow on.
 var DefaultRefs = []string{"refs/tags/*"}
 
-// repositorySignerMembers are the members of "repositorySigner", in the
-// order docs/POLICY.md lists them (schema.json: TestSchemaMembers).
-var repositorySignerMembers = []string{"issuer", "workflow", "owner", "repositories", "refs", "triggers"}
-
 // Hand-written character checks, not regexps: nothing is compiled at start
 // or per entry.
 
@@ -121,61 +117,17 @@ func (rs *RepositorySigner) count() int {
 	return 1
 }
 
-func (p *parser) repositorySigner(v []byte, at string) (*RepositorySigner, error) {
-	m, err := p.object(v, at, repositorySignerMembers...)
-	if err != nil {
-		return nil, err
-	}
-	rs := &RepositorySigner{Issuer: GitHubActionsIssuer}
-	if x, ok := m["issuer"]; ok {
-		if rs.Issuer, err = p.str(x, at+"/issuer"); err != nil {
-			return nil, err
-		}
-		if u, err := url.Parse(rs.Issuer); err != nil || !(strings.HasPrefix(rs.Issuer, "https://") || strings.HasPrefix(rs.Issuer, "http://")) || u.Host == "" || strings.ToLower(u.Host) != u.Host {
-			return nil, p.fail(at+"/issuer", "%s: want the issuer's URL, scheme and host in lower case", strconv.Quote(rs.Issuer))
-		}
-	}
-	if x, ok := m["workflow"]; ok {
-		if rs.Workflow, err = p.str(x, at+"/workflow"); err != nil {
-			return nil, err
-		}
-		if !workflowFile(rs.Workflow) {
-			return nil, p.fail(at+"/workflow", "%s: want a workflow file name (release.yml)", strconv.Quote(rs.Workflow))
-		}
-	}
-	if x, ok := m["owner"]; ok {
-		if rs.Owner, err = p.str(x, at+"/owner"); err != nil {
-			return nil, err
-		}
-		if !githubOwner(rs.Owner) {
-			return nil, p.fail(at+"/owner", "%s: want a GitHub user or organization name (letters, digits and '-')", strconv.Quote(rs.Owner))
-		}
-	}
-	if rs.Repositories, err = p.stringSet(m, at+"/repositories", func(s string) bool { return s == "*" || githubPart(s) },
-		"a repository name of the owner (notes), or \"*\" for any"); err != nil {
-		return nil, err
-	}
-	if len(rs.Repositories) > 1 && slices.Contains(rs.Repositories, "*") {
-		return nil, p.fail(at+"/repositories", "\"*\" (any repository) with other names: give one or the other")
-	}
-	if rs.Refs, err = p.stringSet(m, at+"/refs", refPattern, "a git ref (refs/tags/v1.0.0) or a prefix ending in \"*\" (refs/tags/*)"); err != nil {
-		return nil, err
-	}
-	if rs.Triggers, err = p.stringSet(m, at+"/triggers", func(s string) bool { return charsIn(s, "_", 64) }, "a GitHub Actions event name (push, release, workflow_dispatch)"); err != nil {
-		return nil, err
-	}
-	return rs, nil
+// issuerURL: an OIDC issuer's http(s) URL, its host in lower case.
+func issuerURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://")) && u.Host != "" && strings.ToLower(u.Host) == u.Host
 }
 
-// stringSet reads the optional member name of m: a non-empty array of at
-// most 32 distinct strings each valid says is so (want describes them);
-// nil when absent.
-func (p *parser) stringSet(m map[string][]byte, at string, valid func(string) bool, want string) ([]string, error) {
-	x, ok := m[at[strings.LastIndexByte(at, '/')+1:]]
-	if !ok {
-		return nil, nil
-	}
-	items, err := p.array(x, at, MaxIdentities)
+// stringSet reads v at at: a non-empty array of at most 32 strings, each
+// valid says is so (want describes them), no two equal ignoring ASCII
+// case.
+func (p *parser) stringSet(v []byte, at string, valid func(string) bool, want string) ([]string, error) {
+	items, err := p.array(v, at, MaxIdentities)
 	if err != nil {
 		return nil, err
 	}

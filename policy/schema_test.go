@@ -116,7 +116,8 @@ func TestSchemaRefuses(t *testing.T) {
 	}
 }
 
-// The schema's property lists are the parser's member lists.
+// The schema's property lists are the parser's member tables: every
+// object of the format, so that neither can drift from the other.
 func TestSchemaMembers(t *testing.T) {
 	_, raw := schema(t)
 	props := func(obj any) []string {
@@ -130,25 +131,42 @@ func TestSchemaMembers(t *testing.T) {
 	}
 	defs := raw["$defs"].(map[string]any)
 	ids := defs["identity"].(map[string]any)["oneOf"].([]any)
-	noLock := slices.DeleteFunc(slices.Clone(serverMembers), func(s string) bool { return s == "lock" })
-	for _, c := range []struct {
+	noLock := slices.DeleteFunc(serverTable.names(), func(s string) bool { return s == "lock" })
+	cases := []struct {
 		name   string
 		schema any
 		parser []string
 	}{
-		{"top", raw, topMembers},
-		{"trust", defs["trust"], trustMembers},
-		{"tuf", defs["trust"].(map[string]any)["properties"].(map[string]any)["tuf"], tufMembers},
-		{"server", defs["server"], serverMembers},
+		{"top", raw, topTable.names()},
+		{"trust", defs["trust"], trustTable.names()},
+		{"tuf", defs["trust"].(map[string]any)["properties"].(map[string]any)["tuf"], tufTable.names()},
+		{"server", defs["server"], serverTable.names()},
 		{"defaults", defs["defaults"], noLock},
-		{"sigstore", ids[0], sigstoreMembers},
-		{"key", ids[1], keyMembers},
-		{"certificate", ids[2], certMembers},
-		{"revoked", defs["revoked"], revokedMembers},
-	} {
+		{"revoked", defs["revoked"], revokedTable.names()},
+		{"repositorySigner", defs["repositorySigner"], repositorySignerTable.names()},
+		{"serverRequests", defs["serverRequests"], serverRequestsTable().names()},
+	}
+	if len(ids) != len(identityMethods) {
+		t.Fatalf("the schema has %d identity forms, the parser %d methods", len(ids), len(identityMethods))
+	}
+	for i, m := range identityMethods {
+		cases = append(cases, struct {
+			name   string
+			schema any
+			parser []string
+		}{string(m), ids[i], identityTables[m].names()})
+		// The schema's form i is method m's.
+		if enum := ids[i].(map[string]any)["properties"].(map[string]any)["method"].(map[string]any)["const"]; enum != string(m) {
+			t.Errorf("identity form %d is for %v, want %s", i, enum, m)
+		}
+	}
+	for _, c := range cases {
 		want := slices.Sorted(slices.Values(c.parser))
 		if got := props(c.schema); !slices.Equal(got, want) {
 			t.Errorf("%s: schema properties %v, parser members %v", c.name, got, want)
+		}
+		if len(want) != len(c.parser) || slices.Compact(slices.Clone(want)) == nil || len(slices.Compact(slices.Clone(want))) != len(want) {
+			t.Errorf("%s: a member listed twice: %v", c.name, c.parser)
 		}
 	}
 }

@@ -69,27 +69,3 @@ func (s ServerRequests) DeniesMethod(method string) bool {
 	}
 	return false
 }
-
-func (p *parser) serverRequests(v []byte, at string) (*ServerRequests, error) {
-	names := make([]string, len(serverRequestKinds))
-	for i, k := range serverRequestKinds {
-		names[i] = k.name
-	}
-	m, err := p.object(v, at, names...)
-	if err != nil {
-		return nil, err
-	}
-	sr := &ServerRequests{}
-	for _, k := range serverRequestKinds {
-		x, ok := m[k.name]
-		if !ok {
-			continue
-		}
-		r, err := p.enum(x, at+"/"+k.name, string(RuleRelay), string(RuleDeny))
-		if err != nil {
-			return nil, err
-		}
-		*k.rule(sr) = ServerRequestRule(r)
-	}
-	return sr, nil
-}
