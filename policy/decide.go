@@ -372,18 +372,7 @@ func (e *Entry) Decide(ctx context.Context, bundles [][]byte, snap *digest.Snaps
 			// A derived repository signer counts only when the
 			// certificate's claims say what its rule requires.
 			var claimErr error
-			matched = slices.DeleteFunc(matched, func(i int) bool {
-				d := r.Identities[i].repo
-				if d == nil {
-					return false
-				}
-				if err := d.rs.CheckClaims(d.owner, d.repo, rr.Certificate); err != nil {
-					claimErr = &verify.StepError{Step: verify.StepIdentity, Err: err}
-					reasons[i] = append(reasons[i], claimErr)
-					return true
-				}
-				return false
-			})
+			matched, claimErr = claimsHold(r.Identities, matched, rr, reasons)
 			if len(matched) == 0 {
 				// Verified, but under no identity that may count.
 				passed = passed[:len(passed)-1]
@@ -427,6 +416,26 @@ func (e *Entry) Decide(ctx context.Context, bundles [][]byte, snap *digest.Snaps
 		return dec, &DecisionError{Err: err, Bundle: -1, Reasons: identityReasons(dec, owner, reasons, len(bundles))}
 	}
 	return dec, nil
+}
+
+// claimsHold returns the identities of matched that may count for the
+// signer of rr: all but a derived repository signer (ForRepository) whose
+// rule the certificate's claims do not satisfy (CheckClaims). Such an
+// identity's reason is recorded, and the last one is returned.
+func claimsHold(ids []Identity, matched []int, rr *verify.Result, reasons [][]error) ([]int, error) {
+	var claimErr error
+	out := make([]int, 0, len(matched))
+	for _, i := range matched {
+		if d := ids[i].repo; d != nil {
+			if err := d.rs.CheckClaims(d.owner, d.repo, rr.Certificate); err != nil {
+				claimErr = &verify.StepError{Step: verify.StepIdentity, Err: err}
+				reasons[i] = append(reasons[i], claimErr)
+				continue
+			}
+		}
+		out = append(out, i)
+	}
+	return out, claimErr
 }
 
 // record keeps, for each identity of ev, why bundle bi did not verify
