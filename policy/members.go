@@ -321,18 +321,18 @@ var repositorySignerTable = table[RepositorySigner]{
 		return nil
 	}},
 	{name: "repositories", read: func(p *parser, v []byte, at string, rs *RepositorySigner) (err error) {
-		rs.Repositories, err = p.stringSet(v, at, func(s string) bool { return s == "*" || githubPart(s) }, `a repository name of the owner (notes), or "*" for any`)
+		rs.Repositories, err = p.stringSet(v, at, true, func(s string) bool { return s == "*" || githubPart(s) }, `a repository name of the owner (notes), or "*" for any`)
 		if err == nil && len(rs.Repositories) > 1 && strings.Contains(strings.Join(rs.Repositories, "\x00")+"\x00", "*\x00") {
 			err = p.fail(at, `"*" (any repository) with other names: give one or the other`)
 		}
 		return err
 	}},
 	{name: "refs", read: func(p *parser, v []byte, at string, rs *RepositorySigner) (err error) {
-		rs.Refs, err = p.stringSet(v, at, refPattern, `a git ref (refs/tags/v1.0.0) or a prefix ending in "*" (refs/tags/*)`)
+		rs.Refs, err = p.stringSet(v, at, false, refPattern, `a git ref (refs/tags/v1.0.0) or a prefix ending in "*" (refs/tags/*)`)
 		return err
 	}},
 	{name: "triggers", read: func(p *parser, v []byte, at string, rs *RepositorySigner) (err error) {
-		rs.Triggers, err = p.stringSet(v, at, func(s string) bool { return charsIn(s, "_", 64) }, "a GitHub Actions event name (push, release, workflow_dispatch)")
+		rs.Triggers, err = p.stringSet(v, at, false, func(s string) bool { return charsIn(s, "_", 64) }, "a GitHub Actions event name (push, release, workflow_dispatch)")
 		return err
 	}},
 }

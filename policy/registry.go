@@ -54,18 +54,18 @@ type RepositorySigner struct {
 	Repositories []string
 	// Refs are the git refs a signing run may have run on: exact
 	// ("refs/tags/v1.0.0") or a prefix ending in "*" ("refs/tags/*", one
-	// or more characters). nil: DefaultRefs, tags only.
+	// or more characters). nil: DefaultRefs(), tags only.
 	Refs []string
 	// Triggers are the events that may have started the signing run
 	// ("push", "release", "workflow_dispatch"); nil: any.
 	Triggers []string
 }
 
-// DefaultRefs are the refs a repository signer accepts when the policy
-// names none: release tags, never a branch (refs/heads/…) or a pull
-// request (refs/pull/N/merge), which anyone who can push a branch or
+// DefaultRefs returns the refs a repository signer accepts when the
+// policy names none: release tags, never a branch (refs/heads/…) or a
+// pull request (refs/pull/N/merge), which anyone who can push a branch or
 // open a pull request may run a workflow on.
-var DefaultRefs = []string{"refs/tags/*"}
+func DefaultRefs() []string { return []string{"refs/tags/*"} }
 
 // Hand-written character checks, not regexps: nothing is compiled at start
 // or per entry.
@@ -124,9 +124,9 @@ func issuerURL(s string) bool {
 }
 
 // stringSet reads v at at: a non-empty array of at most 32 strings, each
-// valid says is so (want describes them), no two equal ignoring ASCII
-// case.
-func (p *parser) stringSet(v []byte, at string, valid func(string) bool, want string) ([]string, error) {
+// valid says is so (want describes them), no two equal (ignoring ASCII
+// case with fold: names GitHub compares so).
+func (p *parser) stringSet(v []byte, at string, fold bool, valid func(string) bool, want string) ([]string, error) {
 	items, err := p.array(v, at, MaxIdentities)
 	if err != nil {
 		return nil, err
@@ -144,7 +144,7 @@ func (p *parser) stringSet(v []byte, at string, valid func(string) bool, want st
 		if !valid(s) {
 			return nil, p.fail(ati, "%s: want %s", strconv.Quote(s), want)
 		}
-		if j := slices.IndexFunc(out, func(o string) bool { return strings.EqualFold(o, s) }); j >= 0 {
+		if j := slices.IndexFunc(out, func(o string) bool { return o == s || fold && strings.EqualFold(o, s) }); j >= 0 {
 			return nil, p.failAs(ati, ErrDuplicate, "%s repeats %s/%d", strconv.Quote(s), at, j)
 		}
 		out = append(out, s)
@@ -394,7 +394,7 @@ func (rs *RepositorySigner) CheckClaims(owner, repo string, c *certificate.Summa
 	}
 	refs := rs.Refs
 	if refs == nil {
-		refs = DefaultRefs
+		refs = DefaultRefs()
 	}
 	if !refMatches(refs, ref) {
 		return bad("the run's ref %s is not one repositorySigner accepts (%s)", textsafe.Quote(ref), strings.Join(refs, ", "))

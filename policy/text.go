@@ -82,7 +82,7 @@ func (r *Resolved) writeText(w io.Writer) {
 		}
 		refs := rs.Refs
 		if refs == nil {
-			refs = DefaultRefs
+			refs = DefaultRefs()
 		}
 		trig := "any trigger"
 		if rs.Triggers != nil {
