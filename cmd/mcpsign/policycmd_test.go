@@ -50,6 +50,20 @@ func TestPolicyCheckAndInit(t *testing.T) {
 		t.Errorf("check: exit %d (stderr %q), or an unescaped server string:\n%s", code, stderr, stdout)
 	}
 
+	// Registry names, as docs/POLICY.md shows them: checked under the
+	// name rule 'registry verify' reads the file with, not BLOCKED.
+	registry := `{"kind":"mcpsign.policy","policyVersion":1,"servers":{
+	  "io.github.acme/*":{"repositorySigner":{"workflow":"release.yml"},"serverRequests":{"sampling":"deny"}},
+	  "io.github.acme/notes":{"repositorySigner":{},"threshold":2,"identities":[{"method":"sigstore","issuer":"https://token.actions.githubusercontent.com","subject":"https://github.com/acme/security/.github/workflows/countersign.yml@refs/heads/main"}]}}}`
+	if err := os.WriteFile(p, []byte(registry), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runCLI(t, "policy", "check", p)
+	if code != 0 || strings.Contains(stdout, "BLOCKED") || !strings.Contains(stdout, "server io.github.acme/notes:\n  signed by 2 of 2 distinct identities") ||
+		!strings.Contains(stdout, "server requests denied: sampling") {
+		t.Errorf("check of registry names: exit %d (stderr %q)\n%s", code, stderr, stdout)
+	}
+
 	bad := `{"kind":"mcpsign.policy","policyVersion":1,"servers":{"notes":{"mdoe":"warn"}}}`
 	if err := os.WriteFile(p, []byte(bad), 0o644); err != nil {
 		t.Fatal(err)
