@@ -411,12 +411,16 @@ func ValidServerName(name string) error {
 }
 
 // resolveAny resolves the server named name, a local server (Resolve) or
-// a registry name or pattern (with no lock), as 'policy check' shows it.
+// a registry name or pattern (with no lock), as 'policy check' shows it
+// and a log monitor watches it: every name Parse takes (ValidServerName).
 func (f *File) resolveAny(name string, opts ResolveOptions) (*Resolved, error) {
-	if ValidRegistryName(name) {
-		return f.resolveRegistryServer(name)
+	if !ValidRegistryName(name) {
+		return f.Resolve(name, opts)
 	}
-	return f.Resolve(name, opts)
+	if _, ok := f.Servers[name]; !ok {
+		return nil, fmt.Errorf("%w: %s (it lists %s)", ErrNoServer, strconv.Quote(name), listNames(f.Names))
+	}
+	return f.resolveRegistryServer(name)
 }
 
 // DefaultStateDir is the directory default locks go under: mcpsign/locks in

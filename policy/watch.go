@@ -60,7 +60,7 @@ func (f *File) Watchlist(names []string) (*Watchlist, error) {
 	w := &Watchlist{}
 	for _, name := range names {
 		// The lock is not used: any state directory will do.
-		r, err := f.Resolve(name, ResolveOptions{StateDir: filepath.Dir(f.Path)})
+		r, err := f.resolveAny(name, ResolveOptions{StateDir: filepath.Dir(f.Path)})
 		switch {
 		case errors.Is(err, ErrNoIdentity):
 			w.Skipped = append(w.Skipped, Skipped{Server: name, Reason: "it names no identity"})

@@ -94,3 +94,29 @@ func TestWatchlist(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchlistRegistryNames: a policy that governs registry entries is
+// watched as 'registry verify' reads it: a registry name's identities are
+// watched, a namespace pattern whose signer is derived per entry is
+// skipped, saying so; neither refuses the whole policy.
+func TestWatchlistRegistryNames(t *testing.T) {
+	const gh = "https://token.actions.githubusercontent.com"
+	special := verify.Identity{SAN: "https://github.com/acme/special/.github/workflows/r.yml@refs/tags/v1", Issuer: gh}
+	f, err := policy.Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{
+ "io.github.acme/*":{"repositorySigner":{}},
+ "io.github.acme/special":{"identities":[{"method":"sigstore","issuer":"`+gh+`","subject":"`+special.SAN+`"}]}}}`), "/etc/p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.Watchlist(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(w.Identities, []verify.Identity{special}) || len(w.Skipped) != 1 || w.Skipped[0].Server != "io.github.acme/*" ||
+		!strings.Contains(w.Skipped[0].Reason, "derived from a registry entry's repository") {
+		t.Fatalf("%+v", w)
+	}
+	if _, err := f.Watchlist([]string{"io.github.acme/other"}); !errors.Is(err, policy.ErrNoServer) {
+		t.Fatalf("a registry name the policy does not list: %v", err)
+	}
+}
