@@ -22,6 +22,9 @@ type run struct {
 	// deprecatedRef, when set, is the deprecated ref extension (.1.6)
 	// where it differs from the current one.
 	deprecatedRef string
+	// config, when set, is the workflow file that started the run
+	// (the build configuration, .1.18) where it is not workflow's.
+	config string
 }
 
 // fulcioSummary issues a certificate for r as Fulcio issues one to a
@@ -48,6 +51,10 @@ func fulcioSummary(t *testing.T, ca *testpki.CA, r run) (*x509.Certificate, *cer
 	if r.deprecatedRef != "" {
 		depRef = r.deprecatedRef
 	}
+	cfg := wf
+	if r.config != "" {
+		cfg = repoURI + "/.github/workflows/" + r.config + "@" + r.ref
+	}
 	tmpl := testpki.CodeSigningLeaf(t, "", "", "")
 	tmpl.Subject = pkix.Name{}
 	tmpl.URIs = []*url.URL{san}
@@ -59,7 +66,7 @@ func fulcioSummary(t *testing.T, ca *testpki.CA, r run) (*x509.Certificate, *cer
 		{Id: oid(9), Value: der(wf)},
 		{Id: oid(12), Value: der(repoURI)},
 		{Id: oid(14), Value: der(r.ref)},
-		{Id: oid(18), Value: der(wf)},
+		{Id: oid(18), Value: der(cfg)},
 		{Id: oid(20), Value: der(r.trigger)},
 	}
 	c := ca.Issue(t, testpki.ECKey(t).Public(), tmpl)
@@ -96,26 +103,30 @@ func TestRepositorySignerPinned(t *testing.T) {
 		run                  run
 		want                 string // "" accepted; else a part of the refusal
 	}{
-		{"own repository, tag", "io.github.acme/notes", "https://github.com/acme/notes", run{"acme/notes", "release.yml", tag, "push", ""}, ""},
-		{"own repository, any workflow by default", "io.github.acme/notes", "https://github.com/acme/notes", run{"acme/notes", "build.yaml", tag, "release", ""}, ""},
+		{"own repository, tag", "io.github.acme/notes", "https://github.com/acme/notes", run{"acme/notes", "release.yml", tag, "push", "", ""}, ""},
+		{"own repository, any workflow by default", "io.github.acme/notes", "https://github.com/acme/notes", run{"acme/notes", "build.yaml", tag, "release", "", ""}, ""},
 		// acme's sandbox signs for notes: not unless the policy allows it.
-		{"another repository of the owner", "io.github.acme/notes", "https://github.com/acme/sandbox", run{"acme/sandbox", "release.yml", tag, "push", ""}, `repository "acme/notes"`},
-		{"a branch run", "io.github.acme/notes", "https://github.com/acme/notes", run{"acme/notes", "release.yml", "refs/heads/feature-x", "push", ""}, `"refs/heads/feature-x" is not one`},
-		{"a pull request run", "io.github.acme/notes", "https://github.com/acme/notes", run{"acme/notes", "release.yml", "refs/pull/7/merge", "pull_request", ""}, `"refs/pull/7/merge" is not one`},
-		{"main is not a tag", "io.github.acme/notes", "https://github.com/acme/notes", run{"acme/notes", "release.yml", "refs/heads/main", "push", ""}, "is not one"},
-		{"a prefix of the tags is no tag", "io.github.acme/notes", "https://github.com/acme/notes", run{"acme/notes", "release.yml", "refs/tags/", "push", ""}, "is not one"},
-		{"the deprecated ref disagrees", "io.github.acme/notes", "https://github.com/acme/notes", run{"acme/notes", "release.yml", tag, "push", "refs/heads/feature-x"}, "disagree"},
-		{"listed repository", "io.github.acme/tools", "https://github.com/acme/toolbox", run{"acme/toolbox", "release.yml", tag, "push", ""}, ""},
-		{"unlisted repository", "io.github.acme/tools", "https://github.com/acme/notes", run{"acme/notes", "release.yml", tag, "push", ""}, "not among"},
-		{"any repository when the policy says so", "io.github.wide/notes", "https://github.com/wide/sandbox", run{"wide/sandbox", "x.yml", "refs/heads/main", "push", ""}, ""},
-		{"the namespace's owner still", "io.github.wide/notes", "https://github.com/evil/notes", run{"evil/notes", "x.yml", tag, "push", ""}, `only from repositories of "wide"`},
-		{"the ref the policy adds, not others", "io.github.wide/notes", "https://github.com/wide/notes", run{"wide/notes", "x.yml", "refs/heads/dev", "push", ""}, "is not one"},
-		{"outside io.github.: the policy's owner", "com.example/notes", "https://github.com/example-org/notes", run{"example-org/notes", "release.yml", "refs/tags/v2", "release", ""}, ""},
+		{"another repository of the owner", "io.github.acme/notes", "https://github.com/acme/sandbox", run{"acme/sandbox", "release.yml", tag, "push", "", ""}, `repository "acme/notes"`},
+		{"a branch run", "io.github.acme/notes", "https://github.com/acme/notes", run{"acme/notes", "release.yml", "refs/heads/feature-x", "push", "", ""}, `"refs/heads/feature-x" is not one`},
+		{"a pull request run", "io.github.acme/notes", "https://github.com/acme/notes", run{"acme/notes", "release.yml", "refs/pull/7/merge", "pull_request", "", ""}, `"refs/pull/7/merge" is not one`},
+		{"main is not a tag", "io.github.acme/notes", "https://github.com/acme/notes", run{"acme/notes", "release.yml", "refs/heads/main", "push", "", ""}, "is not one"},
+		{"a prefix of the tags is no tag", "io.github.acme/notes", "https://github.com/acme/notes", run{"acme/notes", "release.yml", "refs/tags/", "push", "", ""}, "is not one"},
+		{"the deprecated ref disagrees", "io.github.acme/notes", "https://github.com/acme/notes", run{"acme/notes", "release.yml", tag, "push", "refs/heads/feature-x", ""}, "disagree"},
+		{"listed repository", "io.github.acme/tools", "https://github.com/acme/toolbox", run{"acme/toolbox", "release.yml", tag, "push", "", ""}, ""},
+		{"unlisted repository", "io.github.acme/tools", "https://github.com/acme/notes", run{"acme/notes", "release.yml", tag, "push", "", ""}, "not among"},
+		{"any repository when the policy says so", "io.github.wide/notes", "https://github.com/wide/sandbox", run{"wide/sandbox", "x.yml", "refs/heads/main", "push", "", ""}, ""},
+		{"the namespace's owner still", "io.github.wide/notes", "https://github.com/evil/notes", run{"evil/notes", "x.yml", tag, "push", "", ""}, `only from repositories of "wide"`},
+		{"the ref the policy adds, not others", "io.github.wide/notes", "https://github.com/wide/notes", run{"wide/notes", "x.yml", "refs/heads/dev", "push", "", ""}, "is not one"},
+		{"outside io.github.: the policy's owner", "com.example/notes", "https://github.com/example-org/notes", run{"example-org/notes", "release.yml", "refs/tags/v2", "release", "", ""}, ""},
 		// The workflow of whatever repository the registry names.
-		{"outside io.github.: another owner", "com.example/notes", "https://github.com/evil/notes", run{"evil/notes", "release.yml", "refs/tags/v2", "release", ""}, `only from repositories of "example-org"`},
-		{"outside io.github.: another workflow", "com.example/notes", "https://github.com/example-org/notes", run{"example-org/notes", "ci.yml", "refs/tags/v2", "release", ""}, "no e-mail or URI SAN matching"},
-		{"a trigger the policy does not name", "com.example/notes", "https://github.com/example-org/notes", run{"example-org/notes", "release.yml", "refs/tags/v2", "workflow_dispatch", ""}, `"workflow_dispatch" is not one`},
-		{"a tag outside the pattern", "com.example/notes", "https://github.com/example-org/notes", run{"example-org/notes", "release.yml", "refs/tags/nightly", "push", ""}, "is not one"},
+		{"outside io.github.: another owner", "com.example/notes", "https://github.com/evil/notes", run{"evil/notes", "release.yml", "refs/tags/v2", "release", "", ""}, `only from repositories of "example-org"`},
+		{"outside io.github.: another workflow", "com.example/notes", "https://github.com/example-org/notes", run{"example-org/notes", "ci.yml", "refs/tags/v2", "release", "", ""}, "no e-mail or URI SAN matching"},
+		// The workflow that signs is the pinned one, the run was started
+		// by another (a workflow_call from ci.yml).
+		{"started by another workflow", "com.example/notes", "https://github.com/example-org/notes", run{"example-org/notes", "release.yml", "refs/tags/v2", "push", "", "ci.yml"}, "build configuration"},
+		{"started by a workflow of the repository", "io.github.acme/notes", "https://github.com/acme/notes", run{"acme/notes", "release.yml", tag, "push", "", "ci.yml"}, ""},
+		{"a trigger the policy does not name", "com.example/notes", "https://github.com/example-org/notes", run{"example-org/notes", "release.yml", "refs/tags/v2", "workflow_dispatch", "", ""}, `"workflow_dispatch" is not one`},
+		{"a tag outside the pattern", "com.example/notes", "https://github.com/example-org/notes", run{"example-org/notes", "release.yml", "refs/tags/nightly", "push", "", ""}, "is not one"},
 	} {
 		cert, sum := fulcioSummary(t, ca, c.run)
 		err := decideRepository(t, f, c.entry, c.repoURL, cert, sum)
