@@ -47,7 +47,11 @@ func (r *Reporter) Finding(f Finding) {
 		level = "ALERT"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s: log %s index %d", level, f.Kind, textsafe.Escape(f.Log), f.LogIndex)
+	if f.Registry != "" {
+		fmt.Fprintf(&b, "%s %s: registry %s entry %s version %s, bundle %s", level, f.Kind, textsafe.Quote(f.Registry), textsafe.Quote(f.Server), textsafe.Quote(f.Version), textsafe.Quote(f.Bundle))
+	} else {
+		fmt.Fprintf(&b, "%s %s: log %s index %d", level, f.Kind, textsafe.Escape(f.Log), f.LogIndex)
+	}
 	if f.Identity != "" {
 		fmt.Fprintf(&b, ", signed by %s", textsafe.Quote(f.Identity))
 		if f.Issuer != "" {

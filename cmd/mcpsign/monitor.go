@@ -126,7 +126,10 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 		return err
 	}
 	s := monitor.Setup{ReleasedDirs: f.released, ReleasedDigests: f.digests, StatePath: f.statePath, Init: f.initState, FromIndex: f.fromIndex,
-		LogURL: f.logURL, HTTPClient: a.httpClient, Timeout: f.timeout}
+		LogURL: f.logURL, HTTPClient: a.httpClient, Timeout: f.timeout,
+		OnSkipped: func(sk monitor.SkippedFile) {
+			fmt.Fprintf(a.stderr, "mcpsign: notice: --released: %s skipped: %s\n", textsafe.Escape(sk.Path), textsafe.Escape(sk.Err.Error()))
+		}}
 	if s.Identity, err = f.id.VerifyIdentity(cmd.Flags()); err != nil {
 		return err
 	}
@@ -142,7 +145,7 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 	if s.TrustedMaterial, err = f.trust.LoadTrustedMaterial(cmd.Context()); err != nil {
 		return err
 	}
-	opts, prev, err := s.Prepare()
+	opts, prev, err := s.Prepare(cmd.Context())
 	if err != nil {
 		return err
 	}
@@ -154,7 +157,7 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 			fmt.Fprintf(a.stderr, "mcpsign: %s\n", textsafe.EscapeKeepLayout(withFlagHint(err).Error()))
 		}})
 	switch {
-	case errors.Is(err, monitor.ErrInconsistent):
+	case errors.Is(err, monitor.ErrInconsistent), errors.Is(err, monitor.ErrUnverifiedRelease):
 		return failed(err)
 	case err != nil:
 		return err
