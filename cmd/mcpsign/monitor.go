@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -142,6 +143,16 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 			return err
 		}
 	}
+	// What the flags name locally is checked before the trusted root
+	// (TUF) and the log are read: a missing state is said as such.
+	if _, err := monitor.OpenState(f.statePath, f.initState); err != nil {
+		return err
+	}
+	for _, d := range f.released {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return fmt.Errorf("--released %s: not a directory of released bundles: %w", textsafe.Quote(d), errOrNotDir(err))
+		}
+	}
 	if s.TrustedMaterial, err = f.trust.LoadTrustedMaterial(cmd.Context()); err != nil {
 		return err
 	}
@@ -150,11 +161,14 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 		return err
 	}
 	rep := &monitor.Reporter{W: a.stdout, JSON: asJSON, ReportVersion: reportVersion, StatePath: f.statePath}
+	if f.follow {
+		rep.Now = time.Now
+	}
 	opts.OnFinding = rep.Finding
 	alerts, err := monitor.Watch(cmd.Context(), opts, prev, monitor.WatchOptions{StatePath: f.statePath, Follow: f.follow, Interval: f.interval,
 		Reported: rep.Err, OnRun: rep.Summary, BeforeRun: monitor.RegistryRefresh(opts.Released, f.registries, f.registryServers, f.registryOptions(a)),
 		OnError: func(err error) {
-			fmt.Fprintf(a.stderr, "mcpsign: %s\n", textsafe.EscapeKeepLayout(withFlagHint(err).Error()))
+			fmt.Fprintf(a.stderr, "%smcpsign: %s\n", rep.Prefix(), textsafe.EscapeKeepLayout(withFlagHint(err).Error()))
 		}})
 	switch {
 	case errors.Is(err, monitor.ErrInconsistent), errors.Is(err, monitor.ErrUnverifiedRelease):
@@ -186,6 +200,13 @@ func (f *monitorFlags) check() error {
 		return errors.New("--ca-roots and --ca-intermediates are for the certificate method, which monitor does not watch: watch an identity of the trusted root's Fulcio, or --key")
 	}
 	return nil
+}
+
+func errOrNotDir(err error) error {
+	if err != nil {
+		return err
+	}
+	return errors.New("it is a file")
 }
 
 // registryOptions are the options of the --released-registry reads.

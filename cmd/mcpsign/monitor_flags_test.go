@@ -1,0 +1,56 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMonitorLocalChecksFirst: what the flags name on this machine (the
+// state file, the --released directories) is checked before the trusted
+// root is loaded or the log read: a missing state is said as such, with
+// what to do, not hidden behind a trusted root (or TUF) error.
+func TestMonitorLocalChecksFirst(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := filepath.Join(dir, "release.pub")
+	if err := os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badRoot := filepath.Join(dir, "no-such-trusted-root.json")
+	missing := filepath.Join(dir, "none.state.json")
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"no state file", []string{"--state", missing}, []string{"no state file", "--init"}},
+		{"no released directory", []string{"--init", "--state", missing, "--released", filepath.Join(dir, "dist")}, []string{"--released", "dist", "not a directory"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, append([]string{"monitor", "--key", pub, "--trusted-root", badRoot, "--log", "http://127.0.0.1:1"}, c.args...)...)
+			if code != 2 || strings.Contains(stderr, "no-such-trusted-root") {
+				t.Fatalf("exit %d, want 2 before the trusted root is read:\n%s", code, stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not say %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}
