@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,5 +54,35 @@ func TestMonitorLocalChecksFirst(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMonitorNotALog: --log naming a URL that serves neither a tlog-tiles
+// checkpoint nor the Rekor v1 API (a Rekor v2 log's write API, say) is an
+// error that says so and what --log must be, not the v1 client's reading
+// of a 404 page.
+func TestMonitorNotALog(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	dir := t.TempDir()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, _ := x509.MarshalPKIXPublicKey(key.Public())
+	pub := filepath.Join(dir, "release.pub")
+	if err := os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join("..", "..", "testdata", "real-bundles", "trusted-roots", "production_trusted_root.sigstore-python.json")
+	code, _, stderr := runCLI(t, "monitor", "--init", "--state", filepath.Join(dir, "s.json"), "--key", pub, "--trusted-root", root, "--log", srv.URL+"/api/v2")
+	for _, w := range []string{"serves neither checkpoint", "api/v1/log", "--log", "write API", "Monitoring a local stack"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr does not say %q:\n%s", w, stderr)
+		}
+	}
+	if code != 2 || strings.Contains(stderr, "TextConsumer") {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "s.json")); err == nil {
+		t.Error("a state was written")
 	}
 }
