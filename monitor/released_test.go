@@ -35,7 +35,7 @@ type releaseWorld struct {
 	prev                *State
 }
 
-func newReleaseWorld(t *testing.T) *releaseWorld {
+func newReleaseWorld(t testing.TB) *releaseWorld {
 	t.Helper()
 	w := &releaseWorld{a: newFakeLog(t, "a.log.monitor.example"), b: newFakeLog(t, "b.log.monitor.example"), key: newKeyPair(t), other: newKeyPair(t)}
 	w.aURL = w.a.start(t)
@@ -292,4 +292,38 @@ func TestAddDirReadsEveryFile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzAddBundle: whatever the bytes, AddBundle does not panic, and a
+// bundle that fails releases nothing; what passes is released only in a
+// trusted log of the test (A or B).
+func FuzzAddBundle(f *testing.F) {
+	w := newReleaseWorld(f)
+	f.Add(dsseBundle(f, w.r, w.a.tlogEntry(f, w.iR)))
+	f.Add(dsseBundle(f, &signed{payload: w.p.payload, sig: zeros}, w.a.tlogEntry(f, w.iP)))
+	f.Add(messageBundle(f, pae(w.p), zeros, w.a.tlogEntry(f, w.iP)))
+	f.Add([]byte(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json"}`))
+	check := ReleaseCheck{TrustedMaterial: fakeRoot(f, w.a, w.b), KeyIDs: []string{w.key.id}}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rel, err := NewReleased(check)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rel.AddBundle(context.Background(), data); err != nil {
+			if rel.Len() != 0 {
+				t.Fatalf("%d digests released by a bundle that failed: %v", rel.Len(), err)
+			}
+			return
+		}
+		for d, logs := range rel.digests {
+			for id := range logs {
+				if id != hexID(w.a) && id != hexID(w.b) {
+					t.Fatalf("%s released in an unknown log %s", d, id)
+				}
+			}
+			if logs == nil {
+				t.Fatalf("%s released in every log by a bundle", d)
+			}
+		}
+	})
 }
