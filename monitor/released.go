@@ -161,6 +161,11 @@ func (r *Released) addIn(d string, logs map[string]bool) {
 // signer ErrUnwatchedRelease; one that claims a watched signer and does
 // not verify ErrUnverifiedRelease. Nothing is added then.
 func (r *Released) AddBundle(ctx context.Context, data []byte) error {
+	if r.check.TrustedMaterial == nil {
+		return errors.New("released bundles: no trusted material to verify them against")
+	}
+	// ParseBundle (sigstore-go) refuses more than 32 log entries: each is
+	// verified on its own below.
 	b, err := verify.ParseBundle(data, true)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNotBundle, err)

@@ -89,6 +89,10 @@ func TestReleasedMeansVerified(t *testing.T) {
 	}
 	forgedP := &signed{payload: w.p.payload, sig: zeros}
 	pDigest := pae(w.p)
+	// Without trusted material nothing verifies: refused, nothing released.
+	if bare, _ := NewReleased(ReleaseCheck{KeyIDs: []string{w.key.id}}); bare.AddBundle(context.Background(), dsseBundle(t, w.r, w.a.tlogEntry(t, w.iR))) == nil || bare.Len() != 0 {
+		t.Fatal("a bundle released with no trusted material")
+	}
 	for _, c := range []struct {
 		name   string
 		bundle []byte
