@@ -168,7 +168,7 @@ func Run(ctx context.Context, opts Options, prev *State) (*Result, error) {
 	}
 	if unverified > 0 {
 		res.State = nil
-		return res, fmt.Errorf("%w: %d bundles a registry lists for a watched server do not verify (state not written)", ErrUnverifiedRelease, unverified)
+		return res, fmt.Errorf("%w: %d listed by a registry for a watched server (the unverified-release alerts); the state was not written: the next run checks this range again", ErrUnverifiedRelease, unverified)
 	}
 	return res, nil
 }
