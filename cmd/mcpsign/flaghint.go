@@ -41,6 +41,7 @@ var flagHints = []struct {
 	{source.ErrNoResources, "take the snapshot with mcpsign snapshot --resources"},
 	{monitor.ErrNoLog, "--trusted-root must hold the log whose URL host is the checkpoint origin; --log names where to read it"},
 	{monitor.ErrNotLog, "--log is where the log is read: a Rekor v2 log's tiles (its read URL, or for a local stack its storage directory served over HTTP, not the write API; docs/MONITOR.md \"Monitoring a local stack\"), or a Rekor v1 URL"},
+	{monitor.ErrUnverifiedRelease, "until the registry takes the listing down, or the server is no longer named by --registry-server, every run alerts on it again (docs/MONITOR.md)"},
 	{monitor.ErrNoState, "run once with --init to start watching"},
 	{monitor.ErrStateExists, "--init starts a new state: leave it out to go on from this one"},
 	{monitor.ErrSeveralLogs, "name the one to watch with --log"},
