@@ -148,7 +148,7 @@ type Result struct {
 // Once the range is checked, the findings opts.Released holds about a
 // registry's bundles (ReleasedFromRegistry) are reported after the log's;
 // when one is an alert (KindUnverifiedRelease) the Result has no State and
-// the error wraps ErrUnverifiedRelease: the range is checked again by the
+// the error wraps ErrUnverifiedListing: the range is checked again by the
 // next run.
 func Run(ctx context.Context, opts Options, prev *State) (*Result, error) {
 	res, err := run(ctx, opts, prev)
@@ -168,7 +168,7 @@ func Run(ctx context.Context, opts Options, prev *State) (*Result, error) {
 	}
 	if unverified > 0 {
 		res.State = nil
-		return res, fmt.Errorf("%w: %d listed by a registry for a watched server (the unverified-release alerts); the state was not written: the next run checks this range again", ErrUnverifiedRelease, unverified)
+		return res, fmt.Errorf("%w: %d listed for a watched server (the unverified-release alerts); the state was not written: the next run checks this range again", ErrUnverifiedListing, unverified)
 	}
 	return res, nil
 }

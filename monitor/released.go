@@ -37,6 +37,10 @@ var (
 	// trusted log). It releases nothing; listed by a registry for a watched
 	// server it is an alert (KindUnverifiedRelease).
 	ErrUnverifiedRelease = errors.New("the released bundle does not verify")
+	// ErrUnverifiedListing: a run reported KindUnverifiedRelease alerts (a
+	// registry lists, for a watched server, bundles that do not verify)
+	// and wrote no state.
+	ErrUnverifiedListing = errors.New("a registry lists bundles that do not verify")
 )
 
 // ReleaseCheck is what a released bundle must verify under

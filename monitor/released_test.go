@@ -145,7 +145,7 @@ func pae(s *signed) []byte {
 // TestRegistryForgedRelease: a registry lists, under a watched name, a
 // bundle with an all-zero signature carrying a copy of the poisoned entry:
 // the poisoned entry is an alert, so is the listing, Watch ends with
-// ErrUnverifiedRelease and the state file is left as it was. The genuine
+// ErrUnverifiedListing and the state file is left as it was. The genuine
 // release listed beside it is released; without the forgery the run
 // writes its state.
 func TestRegistryForgedRelease(t *testing.T) {
@@ -178,7 +178,7 @@ func TestRegistryForgedRelease(t *testing.T) {
 		err     error
 	}{
 		{"forged listing", []string{entry("1.0.0", "/genuine.sigstore.json", genuine), entry("1.0.1", "/forged.sigstore.json", forged)},
-			[]string{KindUnreleased + " 2", KindUnreleased + " 4", KindUnverifiedRelease + " -1"}, ErrUnverifiedRelease},
+			[]string{KindUnreleased + " 2", KindUnreleased + " 4", KindUnverifiedRelease + " -1"}, ErrUnverifiedListing},
 		{"genuine only", []string{entry("1.0.0", "/genuine.sigstore.json", genuine)},
 			[]string{KindUnreleased + " 2", KindUnreleased + " 4"}, nil},
 		{"another signer's bundle listed", []string{entry("1.0.0", "/genuine.sigstore.json", genuine), entry("0.9.0", "/unwatched.sigstore.json", unwatched)},

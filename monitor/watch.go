@@ -199,7 +199,7 @@ type WatchOptions struct {
 // Watch runs Run from prev, writing each run's state, once or until ctx
 // ends, and returns the number of alerts. An inconsistent log ends it with
 // an error wrapping ErrInconsistent, a registry's bundle that does not
-// verify with one wrapping ErrUnverifiedRelease (no state written for
+// verify with one wrapping ErrUnverifiedListing (no state written for
 // either); without Follow, so does any failed run. A cancelled ctx ends a Follow with no error.
 func Watch(ctx context.Context, opts Options, prev *State, w WatchOptions) (alerts int, err error) {
 	for {
@@ -229,7 +229,7 @@ func Watch(ctx context.Context, opts Options, prev *State, w WatchOptions) (aler
 		}
 		switch {
 		case err == nil:
-		case errors.Is(err, ErrInconsistent), errors.Is(err, ErrUnverifiedRelease):
+		case errors.Is(err, ErrInconsistent), errors.Is(err, ErrUnverifiedListing):
 			return alerts, err
 		case ctx.Err() != nil && w.Follow:
 			return alerts, nil

@@ -178,7 +178,7 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 			fmt.Fprintf(a.stderr, "%smcpsign: %s\n", rep.Prefix(), textsafe.EscapeKeepLayout(withFlagHint(err).Error()))
 		}})
 	switch {
-	case errors.Is(err, monitor.ErrInconsistent), errors.Is(err, monitor.ErrUnverifiedRelease):
+	case errors.Is(err, monitor.ErrInconsistent), errors.Is(err, monitor.ErrUnverifiedListing):
 		return failed(err)
 	case err != nil:
 		return err
