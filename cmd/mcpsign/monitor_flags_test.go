@@ -73,8 +73,17 @@ func TestMonitorNotALog(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := filepath.Join("..", "..", "testdata", "real-bundles", "trusted-roots", "production_trusted_root.sigstore-python.json")
-	code, _, stderr := runCLI(t, "monitor", "--init", "--state", filepath.Join(dir, "s.json"), "--key", pub, "--trusted-root", root, "--log", srv.URL+"/api/v2")
-	for _, w := range []string{"serves neither checkpoint", "api/v1/log", "--log", "write API", "Monitoring a local stack"} {
+	// A --released directory with a file that is no bundle: named, with why.
+	dist := filepath.Join(dir, "dist")
+	if err := os.MkdirAll(dist, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dist, "notes-1.0.0.tgz"), []byte("not a bundle"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "monitor", "--init", "--state", filepath.Join(dir, "s.json"), "--key", pub, "--trusted-root", root, "--log", srv.URL+"/api/v2", "--released", dist)
+	for _, w := range []string{"serves neither checkpoint", "api/v1/log", "--log", "write API", "Monitoring a local stack",
+		"notice: --released: " + filepath.Join(dist, "notes-1.0.0.tgz") + " skipped: not a Sigstore bundle"} {
 		if !strings.Contains(stderr, w) {
 			t.Errorf("stderr does not say %q:\n%s", w, stderr)
 		}
