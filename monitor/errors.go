@@ -23,6 +23,10 @@ var (
 	ErrEntry = errors.New("malformed log entry")
 	// ErrFetch: the log could not be read.
 	ErrFetch = errors.New("reading the log failed")
+	// ErrNotLog: the URL serves no log this monitor reads: neither a
+	// tlog-tiles checkpoint nor the Rekor v1 API (e.g. a Rekor v2 log's
+	// write API, which serves no tiles; docs/MONITOR.md).
+	ErrNotLog = errors.New("no transparency log to read at this URL")
 	// ErrState: the state file is not an mcpsign monitor state, or is for
 	// another log.
 	ErrState = errors.New("invalid monitor state")

@@ -21,16 +21,26 @@ func ExampleRun() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	ids, err := verify.NewCertificateMatcher(verify.MethodSigstore, []verify.Identity{{
+	watched := []verify.Identity{{
 		SANRegexp: `https://github\.com/acme/notes-mcp/.*`,
 		Issuer:    "https://token.actions.githubusercontent.com",
-	}})
+	}}
+	ids, err := verify.NewCertificateMatcher(verify.MethodSigstore, watched)
 	if err != nil {
 		log.Fatal(err)
 	}
-	released := monitor.NewReleased()
-	if _, err := released.AddDir("dist"); err != nil {
+	// A released bundle counts once it verifies under the watched
+	// identities, its log entry proven.
+	released, err := monitor.NewReleased(monitor.ReleaseCheck{TrustedMaterial: tm, Identities: watched})
+	if err != nil {
 		log.Fatal(err)
+	}
+	_, skipped, err := released.AddDir(ctx, "dist")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range skipped {
+		log.Printf("skipped %s", s)
 	}
 	prev, err := monitor.ReadState("rekor.state.json")
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -73,7 +83,7 @@ func ExampleWatch() {
 		FromIndex:       -1,
 		LogURL:          "https://rekor.sigstore.dev",
 		TrustedMaterial: tm,
-	}.Prepare()
+	}.Prepare(context.Background())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -89,9 +99,17 @@ func ExampleWatch() {
 }
 
 // What a registry lists for the publisher's namespace is released too:
-// each bundle fetched (https, digest first) and added to the set Run skips.
+// each bundle fetched (https, digest first), verified under the watched
+// key and added to the set Run skips.
 func ExampleReleasedFromRegistry() {
-	released := monitor.NewReleased()
+	tm, err := trustroot.Load(context.Background(), trustroot.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	released, err := monitor.NewReleased(monitor.ReleaseCheck{TrustedMaterial: tm, KeyIDs: []string{"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}})
+	if err != nil {
+		log.Fatal(err)
+	}
 	n, err := monitor.ReleasedFromRegistry(context.Background(), released,
 		"https://registry.modelcontextprotocol.io", []string{"io.github.acme/*"}, monitor.RegistryOptions{})
 	if err != nil {

@@ -34,10 +34,13 @@ type checker struct {
 	view    x509.Certificate
 	keys    map[[sha256.Size]byte]string
 	pending []Finding
+	// logs are the IDs of the trusted root's logs of the log read (hex):
+	// a digest counts as released only when proven in one of them.
+	logs []string
 }
 
 func newChecker(opts *Options, res *Result) *checker {
-	c := &checker{opts: opts, res: res}
+	c := &checker{opts: opts, res: res, logs: logIDs(opts.TrustedMaterial, res.Log)}
 	if opts.Identities != nil {
 		c.needles = newNeedles(opts.Identities.RequiredBytes())
 		c.b64 = newB64Needles(c.needles)
@@ -138,7 +141,7 @@ func (c *checker) checkEntry(index int64, e *rawEntry, err error) error {
 			fd = e.finding(index, c.res.Log)
 			fd.Identity, fd.Issuer, fd.Source = m.Identity, m.Issuer, m.Source
 			c.res.Watched++
-			if c.opts.Released.Contains(fd.Digest) {
+			if c.opts.Released.releasedIn(fd.Digest, c.logs) {
 				c.res.Released++
 				continue
 			}
@@ -163,7 +166,7 @@ func (c *checker) checkEntry(index int64, e *rawEntry, err error) error {
 			fd = e.finding(index, c.res.Log)
 			fd.KeyID = id
 			c.res.Watched++
-			if c.opts.Released.Contains(fd.Digest) {
+			if c.opts.Released.releasedIn(fd.Digest, c.logs) {
 				c.res.Released++
 				continue
 			}

@@ -42,6 +42,15 @@ const (
 	// KindUnknownEntry: an entry of a kind this monitor cannot read. A
 	// notice.
 	KindUnknownEntry = "unknown-entry"
+	// KindUnverifiedRelease: a registry lists, for a watched server, a
+	// bundle that claims a watched signer and does not verify (its
+	// signature, its certificate, or its log entry's proof): it releases
+	// nothing. An alert; the run writes no state (docs/MONITOR.md).
+	KindUnverifiedRelease = "unverified-release"
+	// KindUnwatchedRelease: a registry lists, for a watched server, a
+	// bundle signed by a signer that is not watched: it releases nothing.
+	// A notice.
+	KindUnwatchedRelease = "unwatched-release"
 )
 
 // Finding is one thing a run reports.
@@ -70,6 +79,13 @@ type Finding struct {
 	// IntegratedTime is the log's time of the entry, when the log gives
 	// one (Rekor v2 does not).
 	IntegratedTime *time.Time `json:"integratedTime,omitempty"`
+	// Registry, Server, Version and Bundle name, for a finding about a
+	// registry's listing (KindUnverifiedRelease, KindUnwatchedRelease),
+	// the registry source, the entry and the bundle's URL.
+	Registry string `json:"registry,omitempty"`
+	Server   string `json:"server,omitempty"`
+	Version  string `json:"version,omitempty"`
+	Bundle   string `json:"bundle,omitempty"`
 	// Detail says more, in words.
 	Detail string `json:"detail,omitempty"`
 }
@@ -128,7 +144,36 @@ type Result struct {
 // was checked; an inconsistency is reported as a finding and the error
 // wraps ErrInconsistent; other failures are *CheckError values. A
 // cancelled ctx stops it between tiles, with no State.
+//
+// Once the range is checked, the findings opts.Released holds about a
+// registry's bundles (ReleasedFromRegistry) are reported after the log's;
+// when one is an alert (KindUnverifiedRelease) the Result has no State and
+// the error wraps ErrUnverifiedListing: the range is checked again by the
+// next run.
 func Run(ctx context.Context, opts Options, prev *State) (*Result, error) {
+	res, err := run(ctx, opts, prev)
+	if err != nil || opts.Released == nil {
+		return res, err
+	}
+	unverified := 0
+	for _, fd := range opts.Released.findings {
+		fd.Log = res.Log
+		if fd.Alert {
+			res.Alerts++
+			unverified++
+		} else {
+			res.Notices++
+		}
+		emit(opts, fd)
+	}
+	if unverified > 0 {
+		res.State = nil
+		return res, fmt.Errorf("%w: %d listed for a watched server (the unverified-release alerts); the state was not written: the next run checks this range again", ErrUnverifiedListing, unverified)
+	}
+	return res, nil
+}
+
+func run(ctx context.Context, opts Options, prev *State) (*Result, error) {
 	client := opts.HTTPClient
 	if client == nil {
 		client = &http.Client{Timeout: 30 * time.Second}
@@ -257,6 +302,22 @@ func findLog(tm root.TrustedMaterial, origin string) ([]*root.TransparencyLog, e
 		return nil, fmt.Errorf("%w: origin %q", ErrNoLog, origin)
 	}
 	return out, nil
+}
+
+// logIDs are the IDs (hex, as the trusted root keys them) of the trusted
+// root's logs for origin, those findLog gives.
+func logIDs(tm root.TrustedMaterial, origin string) []string {
+	logs, err := findLog(tm, origin)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for id, tl := range tm.RekorLogs() {
+		if slices.Contains(logs, tl) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // noteVerifier is the signed-note verifier of the log keys for origin.

@@ -2,7 +2,9 @@ package monitor
 
 import (
 	"bufio"
+	"context"
 	"crypto/x509"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,9 +51,12 @@ func TestRealPublicGoodV1Entries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rel := NewReleased()
-			if err := rel.AddBundle(data); err != nil {
-				t.Fatal(err)
+			rel := mustReleased(t, tm, identity, issuer)
+			proven := b.HasInclusionProof()
+			if err := rel.AddBundle(context.Background(), data); (err == nil) != proven {
+				// A v0.1 bundle has a signed entry timestamp, no inclusion
+				// proof: it releases nothing (docs/MONITOR.md "Released").
+				t.Fatalf("inclusion proof %v: %v", proven, err)
 			}
 			m, err := verify.NewCertificateMatcher(verify.MethodSigstore, []verify.Identity{{SAN: identity, Issuer: issuer}})
 			if err != nil {
@@ -63,7 +68,7 @@ func TestRealPublicGoodV1Entries(t *testing.T) {
 					t.Fatalf("entry %d: %v", te.GetLogIndex(), err)
 				}
 				kinds[e.kind+" "+e.apiVersion]++
-				if !rel.Contains(e.Digest()) {
+				if proven != rel.Contains(e.Digest(), hex.EncodeToString(te.GetLogId().GetKeyId())) {
 					t.Errorf("entry %d: its digest %s is not released by its own bundle", te.GetLogIndex(), e.Digest())
 				}
 				var matched bool

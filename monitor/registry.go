@@ -45,12 +45,15 @@ type RegistryOptions struct {
 //
 // Each bundle is fetched as registry verify fetches it (https only,
 // bounded, only from the addresses o.BundleAddresses allows, its digest
-// checked before anything parses it) and added with
-// r.AddBundle. A matching entry whose pointer does not read, or a bundle
-// that cannot be fetched, does not have the listed digest or is not a
-// bundle, is an error naming the entry and the URL: it is never skipped.
-// An entry that lists no attestation adds nothing. It returns the number
-// of bundles added.
+// checked before anything parses it) and verified and added with
+// r.AddBundle: being listed releases nothing by itself. A bundle that
+// claims a watched signer and does not verify releases nothing and is kept
+// in r as a KindUnverifiedRelease alert, one of a signer not watched as a
+// KindUnwatchedRelease notice, which Run reports. A matching entry whose
+// pointer does not read, or a bundle that cannot be fetched, does not have
+// the listed digest or is not a bundle, is an error naming the entry and
+// the URL: it is never skipped. An entry that lists no attestation adds
+// nothing. It returns the number of bundles added.
 func ReleasedFromRegistry(ctx context.Context, r *Released, src string, names []string, o RegistryOptions) (int, error) {
 	if src == "-" {
 		return 0, fmt.Errorf("%w: standard input is not a registry here: give a URL or a file", ErrRegistrySource)
@@ -96,12 +99,24 @@ func ReleasedFromRegistry(ctx context.Context, r *Released, src string, names []
 		for _, p := range e.Pointers {
 			b, err := fetcher.Fetch(ctx, p.URL, p.Digest, 0)
 			if err == nil {
-				err = r.AddBundle(b)
+				err = r.AddBundle(ctx, b)
 			}
-			if err != nil {
-				return fmt.Errorf("registry entry %s, bundle %s: %w", what, textsafe.Quote(p.URL), err)
+			switch {
+			case err == nil:
+				added++
+				continue
+			case errors.Is(err, ErrUnverifiedRelease), errors.Is(err, ErrUnwatchedRelease):
+				// Released nothing: said by each run, an alert when it
+				// claims a watched signer (someone listed under the name
+				// a bundle that would silence the monitor).
+				fd := Finding{Kind: KindUnwatchedRelease, LogIndex: -1, Registry: src, Server: e.Name, Version: e.Version, Bundle: p.URL, Detail: err.Error()}
+				if errors.Is(err, ErrUnverifiedRelease) {
+					fd.Kind, fd.Alert = KindUnverifiedRelease, true
+				}
+				r.findings = append(r.findings, fd)
+				continue
 			}
-			added++
+			return fmt.Errorf("registry entry %s, bundle %s: %w", what, textsafe.Quote(p.URL), err)
 		}
 		return nil
 	})
@@ -113,13 +128,15 @@ func ReleasedFromRegistry(ctx context.Context, r *Released, src string, names []
 
 // RegistryRefresh returns a WatchOptions.BeforeRun that adds to r, before
 // each run, what every registry of srcs lists now for the servers names
-// match (ReleasedFromRegistry; the first error fails that run). It is nil
-// when srcs is empty.
+// match (ReleasedFromRegistry; the first error fails that run); the
+// findings about bundles that released nothing are those of this read. It
+// is nil when srcs is empty.
 func RegistryRefresh(r *Released, srcs, names []string, o RegistryOptions) func(context.Context) error {
 	if len(srcs) == 0 {
 		return nil
 	}
 	return func(ctx context.Context) error {
+		r.findings = nil
 		for _, src := range srcs {
 			if _, err := ReleasedFromRegistry(ctx, r, src, names, o); err != nil {
 				return err

@@ -49,7 +49,7 @@ func TestStackMonitorRegistryReleased(t *testing.T) {
 	if err := os.WriteFile(src, []byte(page), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rel := NewReleased()
+	rel := s.released(t, watched)
 	if n, err := ReleasedFromRegistry(ctx, rel, src, []string{"io.github.acme/*"}, RegistryOptions{HTTPClient: srv.Client(), BundleAddresses: source.LoopbackAddresses}); err != nil || n != 1 {
 		t.Fatalf("released from the registry: %d %v", n, err)
 	}
@@ -67,7 +67,7 @@ func TestStackMonitorRegistryReleased(t *testing.T) {
 	if err := WriteState(statePath, state0); err != nil {
 		t.Fatal(err)
 	}
-	fresh := NewReleased()
+	fresh := s.released(t, watched)
 	opts := Options{LogURL: s.url, TrustedMaterial: s.tr, Identities: m, Released: fresh}
 	fromRegistry := func(src string) func(context.Context) error {
 		return func(ctx context.Context) error {

@@ -20,12 +20,10 @@ import (
 // fetched, digest-checked and added, the others never fetched.
 func TestReleasedFromRegistry(t *testing.T) {
 	t.Parallel()
-	bundle, err := os.ReadFile("../testdata/real-bundles/sigstore-js-2.0.0-npm-provenance.sigstore.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := NewReleased()
-	if err := want.AddBundle(bundle); err != nil || want.Len() == 0 {
+	w := newReleaseWorld(t)
+	bundle := dsseBundle(t, w.r, w.a.tlogEntry(t, w.iR))
+	want, _ := NewReleased(w.check(t))
+	if err := want.AddBundle(context.Background(), bundle); err != nil || want.Len() == 0 {
 		t.Fatalf("reference: %d %v", want.Len(), err)
 	}
 	notBundle := []byte(`{"not":"a bundle"}`)
@@ -66,7 +64,7 @@ func TestReleasedFromRegistry(t *testing.T) {
 		{"not found", []string{entry("io.github.acme/notes", srv.URL+"/gone", gd)}, []string{"io.github.acme/notes"}, 0, 1,
 			source.ErrBundleFetch, []string{`"io.github.acme/notes"`, srv.URL + "/gone"}},
 		{"not a bundle", []string{entry("io.github.acme/notes", srv.URL+"/not-a-bundle", registry.PointerDigest(notBundle))}, []string{"io.github.acme/notes"}, 0, 1,
-			nil, []string{`"io.github.acme/notes"`, srv.URL + "/not-a-bundle"}},
+			ErrNotBundle, []string{`"io.github.acme/notes"`, srv.URL + "/not-a-bundle"}},
 		{"http pointer", []string{entry("io.github.acme/notes", strings.Replace(good, "https:", "http:", 1), gd)}, []string{"io.github.acme/notes"}, 0, 0,
 			registry.ErrAttestation, []string{`"io.github.acme/notes"`}},
 		{"no names", []string{other}, nil, 0, 0, ErrRegistrySource, nil},
@@ -79,7 +77,7 @@ func TestReleasedFromRegistry(t *testing.T) {
 				t.Fatal(err)
 			}
 			requests.Store(0)
-			r := NewReleased()
+			r, _ := NewReleased(w.check(t))
 			// The bundles are on 127.0.0.1, which a file source's fetches
 			// refuse unless allowed.
 			n, err := ReleasedFromRegistry(context.Background(), r, src, c.names, RegistryOptions{HTTPClient: srv.Client(), BundleAddresses: source.LoopbackAddresses})
@@ -99,13 +97,13 @@ func TestReleasedFromRegistry(t *testing.T) {
 				t.Fatalf("%d digests, want %d", r.Len(), want.Len())
 			}
 			for d := range want.digests {
-				if (c.added > 0) != r.Contains(d) {
-					t.Errorf("%s: contained %v", d, r.Contains(d))
+				if (c.added > 0) != r.Contains(d, hexID(w.a)) {
+					t.Errorf("%s: contained %v", d, r.Contains(d, hexID(w.a)))
 				}
 			}
 		})
 	}
-	if _, err := ReleasedFromRegistry(context.Background(), NewReleased(), "-", []string{"a/b"}, RegistryOptions{}); !errors.Is(err, ErrRegistrySource) {
+	if _, err := ReleasedFromRegistry(context.Background(), want, "-", []string{"a/b"}, RegistryOptions{}); !errors.Is(err, ErrRegistrySource) {
 		t.Errorf("standard input: %v", err)
 	}
 	// By default a file's entries may not point at bundles on loopback:
@@ -113,7 +111,7 @@ func TestReleasedFromRegistry(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "servers.jsonl")
 	os.WriteFile(src, []byte(entry("io.github.acme/notes", good, gd)+"\n"), 0o644)
 	requests.Store(0)
-	if _, err := ReleasedFromRegistry(context.Background(), NewReleased(), src, []string{"io.github.acme/*"}, RegistryOptions{HTTPClient: srv.Client()}); !errors.Is(err, source.ErrAddressRefused) || requests.Load() != 0 {
+	if _, err := ReleasedFromRegistry(context.Background(), want, src, []string{"io.github.acme/*"}, RegistryOptions{HTTPClient: srv.Client()}); !errors.Is(err, source.ErrAddressRefused) || requests.Load() != 0 {
 		t.Errorf("a bundle on loopback, by default: %v, %d requests", err, requests.Load())
 	}
 }
@@ -122,7 +120,8 @@ func TestReleasedFromRegistry(t *testing.T) {
 // every call, and the first that fails fails the call.
 func TestRegistryRefresh(t *testing.T) {
 	t.Parallel()
-	if RegistryRefresh(NewReleased(), nil, []string{"a/b"}, RegistryOptions{}) != nil {
+	r, _ := NewReleased(ReleaseCheck{})
+	if RegistryRefresh(r, nil, []string{"a/b"}, RegistryOptions{}) != nil {
 		t.Fatal("a BeforeRun without registries")
 	}
 	dir := t.TempDir()
@@ -130,11 +129,11 @@ func TestRegistryRefresh(t *testing.T) {
 	if err := os.WriteFile(empty, []byte(`{"name":"io.github.acme/notes","version":"1","description":"d"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ok := RegistryRefresh(NewReleased(), []string{empty, empty}, []string{"io.github.acme/*"}, RegistryOptions{})
+	ok := RegistryRefresh(r, []string{empty, empty}, []string{"io.github.acme/*"}, RegistryOptions{})
 	if err := ok(context.Background()); err != nil {
 		t.Fatalf("registries listing no attestation: %v", err)
 	}
-	bad := RegistryRefresh(NewReleased(), []string{empty, "-"}, []string{"io.github.acme/*"}, RegistryOptions{})
+	bad := RegistryRefresh(r, []string{empty, "-"}, []string{"io.github.acme/*"}, RegistryOptions{})
 	if err := bad(context.Background()); !errors.Is(err, ErrRegistrySource) {
 		t.Fatalf("standard input as the second registry: %v", err)
 	}

@@ -28,6 +28,8 @@ import (
 	flog "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Bounds on what a Rekor v1 log may send.
@@ -147,6 +149,12 @@ func runV1(ctx context.Context, opts Options, prev *State, origin string, base *
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		// Neither a tlog-tiles checkpoint nor the v1 API: say so, not
+		// what the v1 client makes of a 404 page.
+		f := &fetcher{base: base, client: client}
+		if _, perr := f.get(ctx, "api/v1/log", 1<<20); errors.Is(perr, errNotFound) {
+			return nil, checkErr("fetch", -1, ErrNotLog, "%s serves neither checkpoint (a Rekor v2 log read as tlog-tiles) nor api/v1/log (a Rekor v1 log): HTTP 404 for both", textsafe.Quote(base.String()))
 		}
 		return nil, checkErr("fetch", -1, ErrFetch, "the log info: %v", err)
 	}

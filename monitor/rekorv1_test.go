@@ -85,8 +85,8 @@ func TestRekorV1Monitor(t *testing.T) {
 	released, _ := v.sign(t, watched)
 	_, rogue := v.sign(t, watched)
 	_, _ = v.sign(t, other)
-	rel := NewReleased()
-	if err := rel.AddBundle(released); err != nil {
+	rel := mustReleased(t, v.tm, watched, v.env.OIDCIssuer)
+	if err := rel.AddBundle(context.Background(), released); err != nil {
 		t.Fatal(err)
 	}
 	res, fs, err = v.run(t, v.url, watched, rel, state0)

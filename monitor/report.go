@@ -20,7 +20,29 @@ type Reporter struct {
 	ReportVersion int
 	// StatePath is named in the summaries.
 	StatePath string
-	err       error
+	// Now, when set, times each line: a text line begins with the time
+	// (RFC 3339, UTC, to the second), a JSON line has it as "time". A
+	// --follow sets it.
+	Now func() time.Time
+	err error
+}
+
+// stamp is the time of a line, "" without Now.
+func (r *Reporter) stamp() string {
+	if r.Now == nil {
+		return ""
+	}
+	return r.Now().UTC().Format(time.RFC3339)
+}
+
+// Prefix is what begins a text line: the time and a space with Now, else
+// nothing. For the other lines a caller prints beside the report (errors
+// of a --follow).
+func (r *Reporter) Prefix() string {
+	if ts := r.stamp(); ts != "" {
+		return ts + " "
+	}
+	return ""
 }
 
 // Err is the first failed write.
@@ -36,9 +58,10 @@ func (r *Reporter) note(err error) {
 func (r *Reporter) Finding(f Finding) {
 	if r.JSON {
 		line := struct {
-			ReportVersion int `json:"reportVersion"`
+			ReportVersion int    `json:"reportVersion"`
+			Time          string `json:"time,omitempty"`
 			Finding
-		}{r.ReportVersion, f}
+		}{r.ReportVersion, r.stamp(), f}
 		r.note(json.NewEncoder(r.W).Encode(line))
 		return
 	}
@@ -47,7 +70,12 @@ func (r *Reporter) Finding(f Finding) {
 		level = "ALERT"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s: log %s index %d", level, f.Kind, textsafe.Escape(f.Log), f.LogIndex)
+	b.WriteString(r.Prefix())
+	if f.Registry != "" {
+		fmt.Fprintf(&b, "%s %s: registry %s entry %s version %s, bundle %s", level, f.Kind, textsafe.Quote(f.Registry), textsafe.Quote(f.Server), textsafe.Quote(f.Version), textsafe.Quote(f.Bundle))
+	} else {
+		fmt.Fprintf(&b, "%s %s: log %s index %d", level, f.Kind, textsafe.Escape(f.Log), f.LogIndex)
+	}
 	if f.Identity != "" {
 		fmt.Fprintf(&b, ", signed by %s", textsafe.Quote(f.Identity))
 		if f.Issuer != "" {
@@ -78,6 +106,7 @@ func (r *Reporter) Summary(res *Result) {
 	if r.JSON {
 		line := struct {
 			ReportVersion int    `json:"reportVersion"`
+			Time          string `json:"time,omitempty"`
 			Kind          string `json:"kind"`
 			LogIndex      uint64 `json:"logIndex"`
 			Log           string `json:"log"`
@@ -89,10 +118,10 @@ func (r *Reporter) Summary(res *Result) {
 			Alerts        int    `json:"alerts"`
 			Notices       int    `json:"notices"`
 			State         string `json:"state"`
-		}{r.ReportVersion, "run", res.To, res.Log, res.URL, res.From, res.To, res.Watched, res.Released, res.Alerts, res.Notices, r.StatePath}
+		}{r.ReportVersion, r.stamp(), "run", res.To, res.Log, res.URL, res.From, res.To, res.Watched, res.Released, res.Alerts, res.Notices, r.StatePath}
 		r.note(json.NewEncoder(r.W).Encode(line))
 		return
 	}
-	fmt.Fprintf(r.W, "log %s: checked entries %d to %d (%d entry bundles, %d hash tiles): %d by a watched signer, %d of them released; %d alerts, %d notices; state written to %s\n",
-		textsafe.Escape(res.Log), res.From, res.To, res.Bundles, res.HashTiles, res.Watched, res.Released, res.Alerts, res.Notices, textsafe.Escape(r.StatePath))
+	fmt.Fprintf(r.W, "%slog %s: checked entries %d to %d (%d entry bundles, %d hash tiles): %d by a watched signer, %d of them released; %d alerts, %d notices; state written to %s\n",
+		r.Prefix(), textsafe.Escape(res.Log), res.From, res.To, res.Bundles, res.HashTiles, res.Watched, res.Released, res.Alerts, res.Notices, textsafe.Escape(r.StatePath))
 }

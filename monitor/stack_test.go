@@ -168,6 +168,28 @@ func (s *stackLog) waitSize(t *testing.T, n uint64) {
 	}
 }
 
+// released is an empty released set whose bundles must verify as signed
+// by email on the stack, or by keys.
+func (s *stackLog) released(t testing.TB, email string, keys ...string) *Released {
+	t.Helper()
+	return mustReleased(t, s.tr, email, s.env.OIDCIssuer, keys...)
+}
+
+// mustReleased is NewReleased for the identity email of issuer (none when
+// empty) and keys under tm.
+func mustReleased(t testing.TB, tm root.TrustedMaterial, email, issuer string, keys ...string) *Released {
+	t.Helper()
+	c := ReleaseCheck{TrustedMaterial: tm, KeyIDs: keys}
+	if email != "" {
+		c.Identities = []verify.Identity{{SAN: email, Issuer: issuer}}
+	}
+	r, err := NewReleased(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func (s *stackLog) matcher(t *testing.T, email string) *verify.CertificateMatcher {
 	return s.matcherTB(t, email)
 }
@@ -233,9 +255,9 @@ func TestStackMonitor(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(relDir, "v1.sigstore.json"), releasedBundle, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rel := NewReleased()
-	if n, err := rel.AddDir(relDir); err != nil || n != 1 {
-		t.Fatalf("released: %d %v", n, err)
+	rel := s.released(t, watched)
+	if n, skipped, err := rel.AddDir(ctx, relDir); err != nil || n != 1 || len(skipped) != 0 {
+		t.Fatalf("released: %d %v %v", n, skipped, err)
 	}
 
 	t.Run("alert on the entry that was not released", func(t *testing.T) {
@@ -259,7 +281,7 @@ func TestStackMonitor(t *testing.T) {
 
 	t.Run("released by a digest", func(t *testing.T) {
 		// Everything by the watched identity released: nothing to report.
-		all := NewReleased()
+		all := s.released(t, watched)
 		c := &collector{}
 		_, err := Run(ctx, Options{LogURL: s.url, TrustedMaterial: s.tr, Identities: m, Released: rel, OnFinding: c.add}, state0)
 		if err != nil || len(c.fs) != 1 {
@@ -268,7 +290,7 @@ func TestStackMonitor(t *testing.T) {
 		if err := all.AddDigest(c.fs[0].Digest); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := all.AddDir(relDir); err != nil {
+		if _, _, err := all.AddDir(ctx, relDir); err != nil {
 			t.Fatal(err)
 		}
 		res, fs, err := s.run(t, ctx, s.url, m, all, state0, nil)
@@ -442,8 +464,8 @@ func TestStackMonitorKey(t *testing.T) {
 	if err != nil || len(c.fs) != 1 || c.fs[0].LogIndex != idx || c.fs[0].KeyID != watched || !c.fs[0].Alert || res.Watched != 1 {
 		t.Fatalf("%+v %+v %v", res, c.fs, err)
 	}
-	rel := NewReleased()
-	if err := rel.AddBundle(bundle); err != nil {
+	rel := s.released(t, "", watched)
+	if err := rel.AddBundle(ctx, bundle); err != nil {
 		t.Fatal(err)
 	}
 	c = &collector{}

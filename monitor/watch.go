@@ -61,12 +61,17 @@ type Setup struct {
 	// request when it is not zero.
 	HTTPClient *http.Client
 	Timeout    time.Duration
+	// OnSkipped, when set, is told of each file of ReleasedDirs that
+	// released nothing and was skipped, and why (Released.AddDir).
+	OnSkipped func(SkippedFile)
 }
 
 // Prepare checks s and loads what it names: the Options and the previous
-// state (nil for a first run) for Run or Watch.
-func (s Setup) Prepare() (Options, *State, error) {
-	opts := Options{Released: NewReleased(), TrustedMaterial: s.TrustedMaterial, LogURL: s.LogURL, HTTPClient: s.HTTPClient}
+// state (nil for a first run) for Run or Watch. The bundles of
+// ReleasedDirs are verified (Released.AddBundle) under the watched
+// signers and the trusted material.
+func (s Setup) Prepare(ctx context.Context) (Options, *State, error) {
+	opts := Options{TrustedMaterial: s.TrustedMaterial, LogURL: s.LogURL, HTTPClient: s.HTTPClient}
 	if s.PublicKey != nil {
 		kid, err := verify.KeyID(s.PublicKey)
 		if err != nil {
@@ -92,8 +97,18 @@ func (s Setup) Prepare() (Options, *State, error) {
 	if opts.Identities == nil && opts.KeyIDs == nil {
 		return opts, nil, ErrNothingWatched
 	}
+	var err error
+	if opts.Released, err = NewReleased(ReleaseCheck{TrustedMaterial: s.TrustedMaterial, Identities: ids, KeyIDs: opts.KeyIDs}); err != nil {
+		return opts, nil, err
+	}
 	for _, d := range s.ReleasedDirs {
-		if _, err := opts.Released.AddDir(d); err != nil {
+		_, skipped, err := opts.Released.AddDir(ctx, d)
+		if s.OnSkipped != nil {
+			for _, sk := range skipped {
+				s.OnSkipped(sk)
+			}
+		}
+		if err != nil {
 			return opts, nil, fmt.Errorf("released bundles %s: %w", d, err)
 		}
 	}
@@ -183,8 +198,9 @@ type WatchOptions struct {
 
 // Watch runs Run from prev, writing each run's state, once or until ctx
 // ends, and returns the number of alerts. An inconsistent log ends it with
-// an error wrapping ErrInconsistent; without Follow, so does any failed
-// run. A cancelled ctx ends a Follow with no error.
+// an error wrapping ErrInconsistent, a registry's bundle that does not
+// verify with one wrapping ErrUnverifiedListing (no state written for
+// either); without Follow, so does any failed run. A cancelled ctx ends a Follow with no error.
 func Watch(ctx context.Context, opts Options, prev *State, w WatchOptions) (alerts int, err error) {
 	for {
 		var res *Result
@@ -213,7 +229,7 @@ func Watch(ctx context.Context, opts Options, prev *State, w WatchOptions) (aler
 		}
 		switch {
 		case err == nil:
-		case errors.Is(err, ErrInconsistent):
+		case errors.Is(err, ErrInconsistent), errors.Is(err, ErrUnverifiedListing):
 			return alerts, err
 		case ctx.Err() != nil && w.Follow:
 			return alerts, nil

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -31,12 +32,12 @@ func TestSetupPrepare(t *testing.T) {
 		{"no log", Setup{Identity: id, StatePath: missing, Init: true}, ErrSeveralLogs},
 		{"bad digest", Setup{Identity: id, StatePath: missing, Init: true, ReleasedDigests: []string{"md5:00"}}, nil},
 	} {
-		_, _, err := tc.s.Prepare()
+		_, _, err := tc.s.Prepare(context.Background())
 		if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) {
 			t.Errorf("%s: err %v, want %v", tc.name, err, tc.want)
 		}
 	}
-	opts, prev, err := Setup{Identity: id, StatePath: existing}.Prepare()
+	opts, prev, err := Setup{Identity: id, StatePath: existing}.Prepare(context.Background())
 	if err != nil || prev == nil || opts.LogURL != "https://log.example" || opts.Identities == nil {
 		t.Fatalf("%+v %+v %v", opts, prev, err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,9 +35,13 @@ the trusted root, or which the --key signed, or which an identity of a
 matches, and whose artifact digest is not
 released, is an alert with its log index, identity and the source repository,
 commit and ref its certificate vouches for. An artifact is released when its
-digest is the signed payload digest of a bundle under --released, of a bundle
-a --released-registry lists for a --registry-server name (fetched as registry
-verify fetches it, before each check), or a --released-digest.
+digest is a --released-digest, or is signed by a bundle under --released (every
+regular file is read; each one skipped is named) or listed by a
+--released-registry for a --registry-server name (fetched as registry verify
+fetches it, before each check) that verifies under a watched identity or key
+with its log entry proven in this log: a bundle that does not verify releases
+nothing, and one a registry lists for a watched server is an alert
+(unverified-release) after which no state is written.
 
 The state file (strict JSON, docs/MONITOR.md) is written atomically, only after
 the whole range was checked: an interrupted run changes nothing and the next
@@ -44,11 +49,14 @@ run checks the same range. The first run needs --init, which creates the state
 from the log's current checkpoint (or reads from --from-index).
 
 --log is the log's URL: a Rekor v2 tlog-tiles URL (where checkpoint and tile/
-are) or a Rekor v1 URL (where api/v1/log is); without it, the URL of the state
+are; not its write API: for the local stack, its storage directory served over
+HTTP) or a Rekor v1 URL (where api/v1/log is); without it, the URL of the state
 file, else the trusted root's only log.
 
 --format json prints one JSON line per finding and a last line of kind "run"
 (docs/JSON.md).
+
+With --follow each line begins with its time (RFC 3339, UTC).
 
 Exit codes: 0 nothing found; 1 an alert; 2 bad usage, input, or a log that
 could not be read or verified (the state is left as it was).`,
@@ -88,7 +96,7 @@ could not be read or verified (the state is left as it was).`,
 	f.out.AddFlags(fl)
 	fl.StringVar(&f.logURL, "log", "", "URL of the log to watch: Rekor v2 tlog-tiles or Rekor v1 (default: the state's, else the trusted root's only log)")
 	fl.StringVar(&f.statePath, "state", "", "state file: the last checkpoint checked (docs/MONITOR.md); written only after a whole range was checked")
-	options.StringArrayVar(fl, &f.released, "released", "directory of the bundles you released (*.sigstore.json, *.sigstore, *.bundle.json; repeatable)")
+	options.StringArrayVar(fl, &f.released, "released", "directory of the bundles you released: every regular file is read, each skipped one named (repeatable)")
 	options.StringArrayVar(fl, &f.digests, "released-digest", "digest of a released artifact as the log records it, sha256:HEX (repeatable)")
 	options.StringArrayVar(fl, &f.registries, "released-registry", "registry whose attestations for the --registry-server names were released: a base URL or a file, as registry verify reads it (repeatable)")
 	options.StringArrayVar(fl, &f.registryServers, "registry-server", "with --released-registry: a registry server NAMESPACE/NAME or NAMESPACE/* whose listed bundles were released (repeatable)")
@@ -126,7 +134,10 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 		return err
 	}
 	s := monitor.Setup{ReleasedDirs: f.released, ReleasedDigests: f.digests, StatePath: f.statePath, Init: f.initState, FromIndex: f.fromIndex,
-		LogURL: f.logURL, HTTPClient: a.httpClient, Timeout: f.timeout}
+		LogURL: f.logURL, HTTPClient: a.httpClient, Timeout: f.timeout,
+		OnSkipped: func(sk monitor.SkippedFile) {
+			fmt.Fprintf(a.stderr, "mcpsign: notice: --released: %s skipped: %s\n", textsafe.Escape(sk.Path), textsafe.Escape(sk.Err.Error()))
+		}}
 	if s.Identity, err = f.id.VerifyIdentity(cmd.Flags()); err != nil {
 		return err
 	}
@@ -139,22 +150,35 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 			return err
 		}
 	}
+	// What the flags name locally is checked before the trusted root
+	// (TUF) and the log are read: a missing state is said as such.
+	if _, err := monitor.OpenState(f.statePath, f.initState); err != nil {
+		return err
+	}
+	for _, d := range f.released {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return fmt.Errorf("--released %s: not a directory of released bundles: %w", textsafe.Quote(d), errOrNotDir(err))
+		}
+	}
 	if s.TrustedMaterial, err = f.trust.LoadTrustedMaterial(cmd.Context()); err != nil {
 		return err
 	}
-	opts, prev, err := s.Prepare()
+	opts, prev, err := s.Prepare(cmd.Context())
 	if err != nil {
 		return err
 	}
 	rep := &monitor.Reporter{W: a.stdout, JSON: asJSON, ReportVersion: reportVersion, StatePath: f.statePath}
+	if f.follow {
+		rep.Now = time.Now
+	}
 	opts.OnFinding = rep.Finding
 	alerts, err := monitor.Watch(cmd.Context(), opts, prev, monitor.WatchOptions{StatePath: f.statePath, Follow: f.follow, Interval: f.interval,
 		Reported: rep.Err, OnRun: rep.Summary, BeforeRun: monitor.RegistryRefresh(opts.Released, f.registries, f.registryServers, f.registryOptions(a)),
 		OnError: func(err error) {
-			fmt.Fprintf(a.stderr, "mcpsign: %s\n", textsafe.EscapeKeepLayout(withFlagHint(err).Error()))
+			fmt.Fprintf(a.stderr, "%smcpsign: %s\n", rep.Prefix(), textsafe.EscapeKeepLayout(withFlagHint(err).Error()))
 		}})
 	switch {
-	case errors.Is(err, monitor.ErrInconsistent):
+	case errors.Is(err, monitor.ErrInconsistent), errors.Is(err, monitor.ErrUnverifiedListing):
 		return failed(err)
 	case err != nil:
 		return err
@@ -183,6 +207,13 @@ func (f *monitorFlags) check() error {
 		return errors.New("--ca-roots and --ca-intermediates are for the certificate method, which monitor does not watch: watch an identity of the trusted root's Fulcio, or --key")
 	}
 	return nil
+}
+
+func errOrNotDir(err error) error {
+	if err != nil {
+		return err
+	}
+	return errors.New("it is a file")
 }
 
 // registryOptions are the options of the --released-registry reads.

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -306,7 +310,7 @@ func runSign(cmd *cobra.Command, a *app, f *signFlags, args []string, mk func(co
 	opts.Retries = sign.DefaultRetries
 	res, err := sign.Sign(ctx, payload, opts)
 	if err != nil {
-		return err
+		return rekorVersionHint(ctx, a, opts, err)
 	}
 	if err := atomicfile.Write(out, res.Bundle, atomicfile.Options{Overwrite: f.out.Force}); err != nil {
 		return err
@@ -318,4 +322,44 @@ func runSign(cmd *cobra.Command, a *app, f *signFlags, args []string, mk func(co
 		return writeJSON(a.stdout, res.Report(out, st))
 	}
 	return res.WriteText(a.stdout, out, st)
+}
+
+// rekorVersionHint adds to a failure of a Rekor v1 log the likely cause
+// when its URL serves no Rekor v1 API (GET /api/v1/log is 404, as a Rekor
+// v2 log answers): it is a Rekor v2 log, signed to with --rekor-version 2.
+// Any other failure, or a probe that does not get a 404, is returned as
+// it was.
+func rekorVersionHint(ctx context.Context, a *app, opts sign.Options, err error) error {
+	var se *sign.ServiceError
+	if !errors.As(err, &se) || se.Service != sign.ServiceRekor || ctx.Err() != nil {
+		return err
+	}
+	i := slices.IndexFunc(opts.TransparencyLogs, func(l sign.RekorService) bool { return l.URL == se.URL })
+	if i < 0 || opts.TransparencyLogs[i].Version != 1 {
+		return err
+	}
+	u, perr := url.JoinPath(se.URL, "api/v1/log")
+	if perr != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, perr := http.NewRequestWithContext(pctx, http.MethodGet, u, nil)
+	if perr != nil {
+		return err
+	}
+	client := a.httpClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, perr := client.Do(req)
+	if perr != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		return err
+	}
+	return fmt.Errorf("%w\nthis looks like a Rekor v2 log (GET %s is 404: it serves no Rekor v1 API): pass --rekor-version 2", err, u)
 }

@@ -1,0 +1,103 @@
+package monitor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/merkle/testonly"
+)
+
+// TestConsistencyProofs: the monitor proves each new checkpoint consistent
+// with the stored one, with no stack: a Rekor v2 tiles log in memory
+// (transparency-dev/merkle's reference tree) whose key the test's trusted
+// root trusts, and which then serves a fork of itself under a checkpoint
+// signed with that very key. A fork, another root for the stored size and
+// a log that shrank are inconsistent-log alerts; no state is written.
+func TestConsistencyProofs(t *testing.T) {
+	t.Parallel()
+	l := newFakeLog(t, "log.monitor.example")
+	url := l.start(t)
+	k := newKeyPair(t)
+	a, b := k.signStatement(t, "a").body, k.signStatement(t, "b").body
+	// The honest tree: 300 entries (a full tile, a partial one, a level-1
+	// tile). The fork: the same 300 but entry 99 (before the stored size
+	// of 100).
+	const size = 300
+	fork := testonly.New(rfc6962.DefaultHasher)
+	var forkEntries [][]byte
+	for i := range size {
+		l.add(a)
+		e := a
+		if i == 99 {
+			e = b
+		}
+		forkEntries = append(forkEntries, e)
+		fork.AppendData(e)
+	}
+	stored := func(tr *testonly.Tree, n uint64) *State {
+		return &State{Kind: StateKind, StateVersion: StateVersion, Log: StateLog{Origin: l.origin, URL: url}, Checkpoint: l.signCheckpoint(t, n, tr.HashAt(n))}
+	}
+	serveFork := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serveTiles(t, w, r, l, forkEntries, fork, "") })
+	honest := testonly.New(rfc6962.DefaultHasher)
+	for range size {
+		honest.AppendData(a)
+	}
+	// The honest log cut back to 200 entries, its checkpoint signed.
+	shrunk := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/checkpoint" {
+			w.Write([]byte(l.signCheckpoint(t, 200, honest.HashAt(200))))
+			return
+		}
+		l.serveLog(t, w, r)
+	})
+	for _, c := range []struct {
+		name  string
+		serve http.Handler // nil: the honest log
+		prev  *State
+		// inconsistent: an inconsistent-log alert and ErrInconsistent.
+		inconsistent bool
+		detail       string
+	}{
+		{"honest growth from 100 to 300", nil, stored(honest, 100), false, ""},
+		{"honest, same size", nil, stored(honest, size), false, ""},
+		{"a fork of an entry before the stored size", serveFork, stored(honest, 100), true, "from 100 to 300 entries"},
+		{"the stored size, another root", serveFork, stored(honest, size), true, "two different roots for 300 entries"},
+		{"the log shrank", shrunk, stored(honest, size), true, "shrank from 300 to 200"},
+		{"a fork before the stored size, seen from the fork", nil, stored(fork, 100), true, "from 100 to 300 entries"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l.mu.Lock()
+			l.serve = c.serve
+			l.mu.Unlock()
+			var fs []Finding
+			opts := Options{LogURL: url, TrustedMaterial: fakeRoot(t, l), OnFinding: func(f Finding) { fs = append(fs, f) }}
+			statePath := filepath.Join(t.TempDir(), "state.json")
+			if err := WriteState(statePath, c.prev); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.ReadFile(statePath)
+			alerts, err := Watch(context.Background(), opts, c.prev, WatchOptions{StatePath: statePath})
+			after, _ := os.ReadFile(statePath)
+			if !c.inconsistent {
+				if err != nil || alerts != 0 || len(fs) != 0 {
+					t.Fatalf("%v, %d alerts %+v", err, alerts, fs)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInconsistent) || alerts != 1 || len(fs) != 1 || fs[0].Kind != KindInconsistent || !fs[0].Alert ||
+				!strings.Contains(fs[0].Detail, c.detail) {
+				t.Fatalf("err %v, %d alerts, findings %+v; want an inconsistent-log alert saying %q", err, alerts, fs, c.detail)
+			}
+			if !bytes.Equal(before, after) {
+				t.Error("the state was written after an inconsistent log")
+			}
+		})
+	}
+}
