@@ -21,10 +21,17 @@ func TestMain(m *testing.M) {
 	lister := fixtures.Program{Name: programLister, Main: func(ctx context.Context, args []string) int {
 		return listerMain(ctx, args, os.Stderr)
 	}}
-	if !fixtures.RunsAsProgram(lister) {
+	eras := fixtures.Program{Name: programEras, Main: func(_ context.Context, args []string) int {
+		if len(args) != 1 {
+			fmt.Fprintln(os.Stderr, "usage: source-eras MODE")
+			return 2
+		}
+		return erasMain(args[0], os.Stdin, os.Stdout)
+	}}
+	if !fixtures.RunsAsProgram(lister, eras) {
 		fixtures.RaiseParallel(testParallel)
 	}
-	fixtures.Main(m, lister)
+	fixtures.Main(m, lister, eras)
 }
 
 // testParallel is how many parallel tests run at once unless -parallel
