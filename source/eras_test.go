@@ -159,4 +159,3 @@ func TestLoadBothEras(t *testing.T) {
 		})
 	}
 }
-

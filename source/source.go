@@ -340,7 +340,9 @@ func Load(ctx context.Context, spec Spec, opts Options) (*digest.Snapshot, error
 	case spec.File != "":
 		return loadFile(spec.File, &o)
 	case len(spec.Command) > 0:
-		return loadEras(ctx, &o, func(ctx context.Context, o *Options) (*digest.Snapshot, error) { return loadStdio(ctx, spec.Command, o) })
+		return loadEras(ctx, &o, func(ctx context.Context, o *Options) (*digest.Snapshot, error) {
+			return loadStdio(ctx, spec.Command, o)
+		})
 	default:
 		return loadEras(ctx, &o, func(ctx context.Context, o *Options) (*digest.Snapshot, error) { return loadHTTP(ctx, spec.URL, o) })
 	}
