@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/mcpsign/mcpsign/digest"
 )
@@ -14,7 +15,7 @@ import (
 // server speaks both protocol eras (2026-07-28 server/discover and the
 // initialize handshake) and serves different definitions or instructions in
 // each: the error is an *EraError.
-var ErrErasDiffer = errors.New("the server serves different definitions or instructions in its two protocol eras")
+var ErrErasDiffer = errors.New("the server's two protocol eras serve different definitions or instructions")
 
 // EraError says what a server that speaks both protocol eras serves
 // differently in each (docs/DISCOVERY.md, "Both eras").
@@ -24,15 +25,16 @@ type EraError struct {
 	Modern, Legacy string
 	// Item names the first thing that differs: `tool "x"`, "instructions".
 	Item string
-	// How says how: "differs", "only under server/discover", "only under
-	// initialize".
+	// How says how: "differs between them" ("differ …" for the instructions), "is served
+	// only under server/discover", "is served only under initialize" ("are
+	// sent only under …" for the instructions).
 	How string
 }
 
 // Error names both eras and the item that differs.
 func (e *EraError) Error() string {
-	return fmt.Sprintf("%s: %s %s between the server's two protocol eras (server/discover, protocol %s, and initialize, protocol %s): "+
-		"a client of either era is shown what that era serves, so neither stands for the other, and the server must serve the same definitions and instructions in both",
+	return fmt.Sprintf("%s: %s %s (server/discover, protocol %s; initialize, protocol %s); "+
+		"a client of either era is shown what that era serves, so neither stands for the other",
 		ErrErasDiffer.Error(), e.Item, e.How, strconv.Quote(e.Modern), strconv.Quote(e.Legacy))
 }
 
@@ -83,7 +85,12 @@ func loadEras(ctx context.Context, o *Options, load func(context.Context, *Optio
 // both listed them), and how; "" when they serve the same.
 func eraDifference(modern, legacy *digest.Snapshot) (item, how string) {
 	if !equalText(modern.Instructions, legacy.Instructions) {
-		return "the instructions", presence(modern.Instructions != nil, legacy.Instructions != nil)
+		switch how := presence(modern.Instructions != nil, legacy.Instructions != nil); how {
+		case "differs between them":
+			return "the instructions", "differ between them"
+		default:
+			return "the instructions", strings.Replace(how, "is served", "are sent", 1)
+		}
 	}
 	a, b := digest.Compute(modern), digest.Compute(legacy)
 	for _, k := range digest.Kinds {
@@ -147,7 +154,7 @@ func presence(inModern, inLegacy bool) string {
 	case !inModern && inLegacy:
 		return "is served only under initialize"
 	}
-	return "differs"
+	return "differs between them"
 }
 
 func equalText(a, b *string) bool {

@@ -39,7 +39,7 @@ var flagHints = []struct {
 	{oauth.ErrDenied, "run again to sign in; --no-browser prints the URL to open by hand"},
 	{source.ErrAddressRefused, "--allow-private-bundles fetches bundles from non-public addresses"},
 	{source.ErrNoResources, "take the snapshot with mcpsign snapshot --resources"},
-	{source.ErrErasDiffer, "the server's publisher must serve the same in both eras; --protocol-version reads one era only, for a lock that then speaks for that era's clients"},
+	{source.ErrErasDiffer, "its publisher must serve the same in both; --protocol-version reads one era only, and a lock then speaks for that era's clients"},
 	{monitor.ErrNoLog, "--trusted-root must hold the log whose URL host is the checkpoint origin; --log names where to read it"},
 	{monitor.ErrNoState, "run once with --init to start watching"},
 	{monitor.ErrStateExists, "--init starts a new state: leave it out to go on from this one"},
