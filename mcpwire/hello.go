@@ -88,7 +88,7 @@ func ParseInitialize(result []byte) (*Hello, error) {
 			return nil, fmt.Errorf("%w: %s: protocolVersion: %w", ErrProtocol, what, err)
 		}
 	}
-	if err := h.read(m, what); err != nil {
+	if err := h.read(m, what, false); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -166,7 +166,7 @@ func ParseDiscover(result []byte, meta []byte, clientInfo json.RawMessage) (h *H
 		return nil, false, nil
 	}
 	h = &Hello{Modern: true, ProtocolVersion: version}
-	if err := h.read(m, what); err != nil {
+	if err := h.read(m, what, true); err != nil {
 		return nil, false, err
 	}
 	if h.Server == (digest.ServerInfo{}) {
@@ -208,8 +208,9 @@ func MetaVersion(meta []byte) (version string, ok bool) {
 }
 
 // read takes server info, instructions and capabilities from a handshake
-// result.
-func (h *Hello) read(m map[string][]byte, what string) error {
+// result. modern says it is a server/discover result, whose capability
+// members may not be null (checkCapabilities).
+func (h *Hello) read(m map[string][]byte, what string, modern bool) error {
 	var err error
 	if h.Server, err = digest.ParseServerInfo(m["serverInfo"]); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrProtocol, what, err)
@@ -228,7 +229,7 @@ func (h *Hello) read(m map[string][]byte, what string) error {
 		if h.Caps, err = readMembers(v, what+" capabilities", capabilityNames); err != nil {
 			return err
 		}
-		if err := checkCapabilities(h.Caps); err != nil {
+		if err := checkCapabilities(h.Caps, !modern); err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrProtocol, what, err)
 		}
 	}
@@ -236,14 +237,16 @@ func (h *Hello) read(m map[string][]byte, what string) error {
 }
 
 // checkCapabilities checks the types of the known server capabilities as
-// the official SDKs' schemas do: each present is an object (null too is
-// refused), its flags booleans, and each member of experimental and
-// extensions an object. A capability a client would refuse is never taken
-// for announced or absent.
-func checkCapabilities(caps map[string][]byte) error {
+// the official SDKs' schemas do: each present is an object, its flags
+// booleans, and each member of experimental and extensions an object. A
+// capability a client would refuse is never taken for announced or absent.
+// nulls says a null capability or flag counts as absent, as go-sdk reads an
+// initialize result (Hello.Announced); server/discover's reader, the
+// TypeScript SDK v2 client, refuses it.
+func checkCapabilities(caps map[string][]byte, nulls bool) error {
 	for _, name := range capabilityNames {
 		v, ok := caps[name]
-		if !ok {
+		if !ok || nulls && string(v) == "null" {
 			continue
 		}
 		if jsonKind(v) != '{' {
@@ -270,7 +273,7 @@ func checkCapabilities(caps map[string][]byte) error {
 				return fmt.Errorf("/capabilities/%s: %w", name, err)
 			}
 			for _, f := range flags {
-				if fv, ok := fm[f]; ok && string(fv) != "true" && string(fv) != "false" {
+				if fv, ok := fm[f]; ok && string(fv) != "true" && string(fv) != "false" && !(nulls && string(fv) == "null") {
 					return fmt.Errorf("/capabilities/%s/%s: want a boolean, got %s", name, f, shownJSON(fv))
 				}
 			}

@@ -70,6 +70,7 @@ func TestParseInitializeCapabilityTypes(t *testing.T) {
 	}{
 		{"fine", `{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":false}},"serverInfo":{"name":"s","version":"1"}}`, ""},
 		{"no capabilities", `{"protocolVersion":"2025-11-25","serverInfo":{"name":"s","version":"1"}}`, ""},
+		{"null members count as absent, as go-sdk reads them", `{"protocolVersion":"2025-11-25","capabilities":{"tools":null,"resources":{"subscribe":null}}}`, ""},
 		{"tools true", `{"protocolVersion":"2025-11-25","capabilities":{"tools":true},"serverInfo":{"name":"s","version":"1"}}`, "/capabilities/tools: want an object, got true"},
 		{"experimental member a string", `{"protocolVersion":"2025-11-25","capabilities":{"experimental":{"dev.mcpsign/attestation":"x"}}}`, "/capabilities/experimental/dev.mcpsign~1attestation: want an object"},
 	} {
