@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/erasserver"
 )
 
 // programLister is the test binary as a small lister: what mcpsign digest
@@ -21,13 +22,7 @@ func TestMain(m *testing.M) {
 	lister := fixtures.Program{Name: programLister, Main: func(ctx context.Context, args []string) int {
 		return listerMain(ctx, args, os.Stderr)
 	}}
-	eras := fixtures.Program{Name: programEras, Main: func(_ context.Context, args []string) int {
-		if len(args) != 1 {
-			fmt.Fprintln(os.Stderr, "usage: source-eras MODE")
-			return 2
-		}
-		return erasMain(args[0], os.Stdin, os.Stdout)
-	}}
+	eras := erasserver.Fixture()
 	if !fixtures.RunsAsProgram(lister, eras) {
 		fixtures.RaiseParallel(testParallel)
 	}

@@ -129,28 +129,21 @@ func runMcpdo(t *testing.T, mcpdo string, argv []string) (tools []string, failur
 	return tools, ""
 }
 
-// runTSClient2 runs testdata/npm/tsclient2.mjs (the TypeScript SDK v2
-// client) on argv, announcing caps, and returns the tool names it holds, or
-// what failed.
+// ts2Holdings is what testdata/npm/tsclient2.mjs (the TypeScript SDK v2
+// client) reports it holds.
+type ts2Holdings struct {
+	ProtocolVersion string                  `json:"protocolVersion"`
+	Instructions    *string                 `json:"instructions"`
+	Tools           []struct{ Name string } `json:"tools"`
+	Error           *string                 `json:"error"`
+}
+
+// runTSClient2 runs the TypeScript SDK v2 client on argv, announcing caps,
+// and returns the tool names it holds, or what failed.
 func runTSClient2(t *testing.T, argv []string, caps string) (tools []string, failure string) {
 	t.Helper()
 	cfg, _ := json.Marshal(map[string]any{"command": argv[0], "args": argv[1:], "capabilities": json.RawMessage(caps), "timeoutMs": 20000})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	dir := fixtures.NPMDir(t)
-	cmd := exec.CommandContext(ctx, fixtures.Node(t), filepath.Join(dir, "tsclient2.mjs"), string(cfg))
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("TypeScript SDK v2 client: %v", err)
-	}
-	var h struct {
-		Tools []struct{ Name string } `json:"tools"`
-		Error *string                 `json:"error"`
-	}
-	if err := json.Unmarshal(out, &h); err != nil {
-		t.Fatalf("TypeScript SDK v2 client output %q: %v", out, err)
-	}
+	h := runTSClient2Config(t, cfg)
 	if h.Error != nil {
 		return nil, *h.Error
 	}
@@ -158,4 +151,27 @@ func runTSClient2(t *testing.T, argv []string, caps string) (tools []string, fai
 		tools = append(tools, tool.Name)
 	}
 	return tools, ""
+}
+
+// runTSClient2Config runs testdata/npm/tsclient2.mjs with the config cfg
+// (see there) and returns what the client holds.
+func runTSClient2Config(t *testing.T, cfg []byte) *ts2Holdings {
+	t.Helper()
+	dir := fixtures.NPMDir(t)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "client", "package.json")); err != nil {
+		fixtures.MissingE2E(t, "@modelcontextprotocol/client is not installed (%v)", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, fixtures.Node(t), filepath.Join(dir, "tsclient2.mjs"), string(cfg))
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("TypeScript SDK v2 client: %v", err)
+	}
+	var h ts2Holdings
+	if err := json.Unmarshal(out, &h); err != nil {
+		t.Fatalf("TypeScript SDK v2 client output %q: %v", out, err)
+	}
+	return &h
 }
