@@ -89,7 +89,7 @@ func TestHelloAttestation(t *testing.T) {
 	if _, err := h.Attestation(); !errors.Is(err, ErrNoAttestation) {
 		t.Fatalf("legacy with extensions: %v, want ErrNoAttestation", err)
 	}
-	modern := `{"supportedVersions":["2026-07-28"],"serverInfo":{"name":"s","version":"1"},"capabilities":{"extensions":` + hint + `}}`
+	modern := `{"resultType":"complete","supportedVersions":["2026-07-28"],"serverInfo":{"name":"s","version":"1"},"capabilities":{"extensions":` + hint + `}}`
 	h, ok, err := ParseDiscover([]byte(modern), nil, nil)
 	if err != nil || !ok {
 		t.Fatal(ok, err)

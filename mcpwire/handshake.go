@@ -52,7 +52,9 @@ type HandshakeOptions struct {
 // client does: server/discover (2026-07-28) first, then, when the server
 // answers it with an error or offers no modern version, the initialize
 // handshake followed by notifications/initialized. What the server said is
-// read strictly (ParseDiscover, ParseInitialize).
+// read strictly (ParseDiscover, ParseInitialize); a server/discover answer
+// that ParseDiscover refuses is a fallback too, as for both official
+// clients.
 func Handshake(ctx context.Context, c Client, o HandshakeOptions) (*Hello, error) {
 	want := o.ProtocolVersion
 	if want == "" || want == ProtocolModern {
@@ -105,7 +107,11 @@ func discover(ctx context.Context, c Client, o *HandshakeOptions) (*Hello, error
 	}
 	h, ok, err := ParseDiscover(raw, meta, nil)
 	if err != nil {
-		return nil, err
+		// An answer the official clients refuse (go-sdk's and the
+		// TypeScript SDK v2's both fall back to initialize then): no
+		// client holds what it says, so it is not read as the server's
+		// hello either (docs/DISCOVERY.md, "Both eras").
+		return nil, &fallbackError{err}
 	}
 	if !ok || h.ProtocolVersion != ProtocolModern {
 		return nil, &fallbackError{fmt.Errorf("server/discover offers no protocol version %s", ProtocolModern)}

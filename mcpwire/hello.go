@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Protocol facts of both generations.
@@ -58,9 +60,18 @@ func (h *Hello) Announced(name string) bool {
 // strictly, and a case variant of one is refused (digest.ReadMembers).
 var (
 	initializeMembers = []string{"protocolVersion", "capabilities", "serverInfo", "instructions", "_meta"}
-	discoverMembers   = []string{"supportedVersions", "capabilities", "serverInfo", "instructions", "_meta"}
+	discoverMembers   = []string{"resultType", "supportedVersions", "capabilities", "serverInfo", "instructions", "_meta"}
 	capabilityNames   = []string{"tools", "prompts", "resources", "logging", "completions", "experimental", "extensions"}
 )
+
+// capabilityFlags are the boolean members of the server capabilities that
+// have them, as the official SDKs' schemas read them (docs/DISCOVERY.md,
+// "How a hello is read").
+var capabilityFlags = map[string][]string{
+	"tools":     {"listChanged"},
+	"prompts":   {"listChanged"},
+	"resources": {"subscribe", "listChanged"},
+}
 
 // ParseInitialize reads the result of initialize: protocol version,
 // server, instructions and capabilities, strictly: the instructions are
@@ -77,7 +88,7 @@ func ParseInitialize(result []byte) (*Hello, error) {
 			return nil, fmt.Errorf("%w: %s: protocolVersion: %w", ErrProtocol, what, err)
 		}
 	}
-	if err := h.read(m, what); err != nil {
+	if err := h.read(m, what, false); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -89,25 +100,53 @@ func ParseInitialize(result []byte) (*Hello, error) {
 // (clientInfo, when not nil, names mcpsign). ok is false when the server
 // offers no version of the modern generation (a client falls back to
 // initialize then).
+//
+// The result is read at least as strictly as the strictest official client
+// (the TypeScript SDK v2 client, whose 2026-07-28 codec refuses the answer
+// and falls back to initialize): resultType is required and "complete";
+// supportedVersions is required, an array of strings; capabilities is
+// required, an object whose known members are objects (their flags
+// booleans, the members of experimental and extensions objects);
+// instructions, when present, a string (not null). Any of these refused is
+// an error wrapping ErrProtocol that names the member by its JSON Pointer.
 func ParseDiscover(result []byte, meta []byte, clientInfo json.RawMessage) (h *Hello, ok bool, err error) {
 	const what = "server/discover result"
 	m, err := readMembers(result, what, discoverMembers)
 	if err != nil {
 		return nil, false, err
 	}
-	var versions []string
-	if v, ok := m["supportedVersions"]; ok {
-		elems, err := digest.Elements(v)
+	rt, ok := m["resultType"]
+	if !ok {
+		return nil, false, fmt.Errorf("%w: %s: /resultType is missing (protocol %s requires it, \"complete\")", ErrProtocol, what, ProtocolModern)
+	}
+	if s, err := digest.DecodeString(rt); err != nil || s != "complete" {
+		return nil, false, fmt.Errorf("%w: %s: /resultType: want \"complete\", got %s", ErrProtocol, what, shownJSON(rt))
+	}
+	sv, ok := m["supportedVersions"]
+	if !ok {
+		return nil, false, fmt.Errorf("%w: %s: /supportedVersions is missing", ErrProtocol, what)
+	}
+	elems, err := digest.Elements(sv)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %s: /supportedVersions: want an array of strings: %w", ErrProtocol, what, err)
+	}
+	versions := make([]string, 0, len(elems))
+	for i, e := range elems {
+		s, err := digest.DecodeString(e)
 		if err != nil {
-			return nil, false, fmt.Errorf("%w: %s: supportedVersions: %w", ErrProtocol, what, err)
+			return nil, false, fmt.Errorf("%w: %s: /supportedVersions/%d: want a string, got %s", ErrProtocol, what, i, shownJSON(e))
 		}
-		for _, e := range elems {
-			s, err := digest.DecodeString(e)
-			if err != nil {
-				return nil, false, fmt.Errorf("%w: %s: supportedVersions: %w", ErrProtocol, what, err)
-			}
-			versions = append(versions, s)
+		versions = append(versions, s)
+	}
+	if c, ok := m["capabilities"]; !ok || jsonKind(c) != '{' {
+		got := "nothing"
+		if ok {
+			got = shownJSON(c)
 		}
+		return nil, false, fmt.Errorf("%w: %s: /capabilities: want an object, got %s", ErrProtocol, what, got)
+	}
+	if v, ok := m["instructions"]; ok && jsonKind(v) != '"' {
+		return nil, false, fmt.Errorf("%w: %s: /instructions: want a string, got %s", ErrProtocol, what, shownJSON(v))
 	}
 	want := ProtocolModern
 	if v, ok := MetaVersion(meta); ok {
@@ -127,7 +166,7 @@ func ParseDiscover(result []byte, meta []byte, clientInfo json.RawMessage) (h *H
 		return nil, false, nil
 	}
 	h = &Hello{Modern: true, ProtocolVersion: version}
-	if err := h.read(m, what); err != nil {
+	if err := h.read(m, what, true); err != nil {
 		return nil, false, err
 	}
 	if h.Server == (digest.ServerInfo{}) {
@@ -169,8 +208,9 @@ func MetaVersion(meta []byte) (version string, ok bool) {
 }
 
 // read takes server info, instructions and capabilities from a handshake
-// result.
-func (h *Hello) read(m map[string][]byte, what string) error {
+// result. modern says it is a server/discover result, whose capability
+// members may not be null (checkCapabilities).
+func (h *Hello) read(m map[string][]byte, what string, modern bool) error {
 	var err error
 	if h.Server, err = digest.ParseServerInfo(m["serverInfo"]); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrProtocol, what, err)
@@ -189,8 +229,81 @@ func (h *Hello) read(m map[string][]byte, what string) error {
 		if h.Caps, err = readMembers(v, what+" capabilities", capabilityNames); err != nil {
 			return err
 		}
+		if err := checkCapabilities(h.Caps, !modern); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrProtocol, what, err)
+		}
 	}
 	return nil
+}
+
+// checkCapabilities checks the types of the known server capabilities as
+// the official SDKs' schemas do: each present is an object, its flags
+// booleans, and each member of experimental and extensions an object. A
+// capability a client would refuse is never taken for announced or absent.
+// nulls says a null capability or flag counts as absent, as go-sdk reads an
+// initialize result (Hello.Announced); server/discover's reader, the
+// TypeScript SDK v2 client, refuses it.
+func checkCapabilities(caps map[string][]byte, nulls bool) error {
+	for _, name := range capabilityNames {
+		v, ok := caps[name]
+		if !ok || nulls && string(v) == "null" {
+			continue
+		}
+		if jsonKind(v) != '{' {
+			return fmt.Errorf("/capabilities/%s: want an object, got %s", name, shownJSON(v))
+		}
+		switch name {
+		case "experimental", "extensions":
+			names, values, err := digest.Members(v)
+			if err != nil {
+				return fmt.Errorf("/capabilities/%s: %w", name, err)
+			}
+			for _, k := range names {
+				if jsonKind(values[k]) != '{' {
+					return fmt.Errorf("/capabilities/%s/%s: want an object, got %s", name, pointerToken(k), shownJSON(values[k]))
+				}
+			}
+		default:
+			flags := capabilityFlags[name]
+			if len(flags) == 0 {
+				continue
+			}
+			fm, err := digest.ReadMembers(v, flags...)
+			if err != nil {
+				return fmt.Errorf("/capabilities/%s: %w", name, err)
+			}
+			for _, f := range flags {
+				if fv, ok := fm[f]; ok && string(fv) != "true" && string(fv) != "false" && !(nulls && string(fv) == "null") {
+					return fmt.Errorf("/capabilities/%s/%s: want a boolean, got %s", name, f, shownJSON(fv))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// jsonKind returns the first byte of a JSON value ('{', '[', '"', 't',
+// 'f', 'n', or a number's first character), 0 for none.
+func jsonKind(v []byte) byte {
+	for _, c := range v {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c
+	}
+	return 0
+}
+
+// shownJSON is a server's JSON value for an error message, cut short (the
+// message is escaped where it is printed).
+func shownJSON(v []byte) string {
+	return textsafe.Cut(string(v), 64)
+}
+
+// pointerToken escapes a member name as a JSON Pointer token (RFC 6901).
+func pointerToken(name string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(name)
 }
 
 // RequestMeta builds the _meta of mcpsign's own modern requests: the

@@ -234,13 +234,13 @@ func (r *Report) Failed(f FailOn) bool {
 // When both the lock and the snapshot record client capabilities and they
 // differ (compared in their RFC 8785 form), the first finding is the info
 // pin-client-capabilities-differ. When the client announces fewer
-// capabilities than the lock's (its top-level capability names a proper
-// subset of the lock's), a locked definition the snapshot lacks is the info
-// pin-*-absent-for-client rather than the error pin-*-removed: a server may
-// offer fewer definitions to a client that announces less, and absence
-// gives a model nothing unapproved. Otherwise (the client announces a
-// capability the lock lacks, or the same ones otherwise) nothing explains
-// a missing definition and it stays pin-*-removed. An added or
+// capabilities than the lock's (what it announces is contained in the
+// lock's, at every depth), a locked definition the snapshot lacks is the
+// info pin-*-absent-for-client rather than the error pin-*-removed: a
+// server may offer fewer definitions to a client that announces less, and
+// absence gives a model nothing unapproved. Otherwise (the client announces
+// a capability, or a member of one, the lock lacks, or a value otherwise)
+// nothing explains a missing definition and it stays pin-*-removed. An added or
 // changed definition is drift whatever the capabilities. Unknown
 // capabilities (nil on either side) compare as equal: removal stays drift.
 func (l *Lock) Check(s *digest.Snapshot) *Report {
@@ -358,10 +358,12 @@ func (l *Lock) Check(s *digest.Snapshot) *Report {
 // other lacks or has otherwise, e.g. "\"roots\": locked, not announced now";
 // escaped; "they differ" when nothing names it or a side does not read.
 //
-// fewer reports whether the observed ones name fewer top-level
-// capabilities than the locked ones: each of their names is one of the
-// lock's, and the lock has one they lack. One that does not read is never
-// fewer.
+// fewer reports whether the observed ones announce fewer capabilities than
+// the locked ones: they are contained in them (contained), so a client
+// announcing a part of the default profile, at the top level or below
+// (`{"sampling":{}}` of `{"sampling":{"context":{},"tools":{}}}`), announces
+// fewer. They differ when this is called, so contained means fewer. One
+// that does not read is never fewer.
 func compareClientCapabilities(locked, observed []byte) (why string, fewer bool) {
 	_, lm, err1 := digest.Members(locked)
 	_, om, err2 := digest.Members(observed)
@@ -382,8 +384,9 @@ func compareClientCapabilities(locked, observed []byte) (why string, fewer bool)
 			added = append(added, textsafe.Quote(name))
 		}
 	}
-	// Every observed name is a locked one, and the lock has more.
-	fewer = len(added) == 0 && len(om) < len(lm)
+	// What the client announces is contained in what the lock records,
+	// at every depth, and is not all of it (they differ).
+	fewer = contained(observed, locked)
 	var parts []string
 	for _, p := range []struct {
 		names []string
@@ -398,6 +401,35 @@ func compareClientCapabilities(locked, observed []byte) (why string, fewer bool)
 		return "they differ", fewer
 	}
 	return strings.Join(parts, "; "), fewer
+}
+
+// contained reports whether the JSON object a is contained in the JSON
+// object b: each member of a is a member of b whose value, when both are
+// objects, contains a's, and is otherwise the same value (both are in their
+// RFC 8785 form, so the same value is the same bytes). Anything that does
+// not read is not contained.
+func contained(a, b []byte) bool {
+	_, am, err1 := digest.Members(a)
+	_, bm, err2 := digest.Members(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	for name, av := range am {
+		bv, ok := bm[name]
+		if !ok {
+			return false
+		}
+		if len(av) > 0 && av[0] == '{' && len(bv) > 0 && bv[0] == '{' {
+			if !contained(av, bv) {
+				return false
+			}
+			continue
+		}
+		if string(av) != string(bv) {
+			return false
+		}
+	}
+	return true
 }
 
 // shortJSON escapes a JSON text for a message, cut to about 200 bytes.

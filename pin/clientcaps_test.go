@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/source"
 )
 
 const (
@@ -73,7 +74,21 @@ func TestCheckClientCapabilities(t *testing.T) {
 			[]string{RuleClientCapabilitiesDiffer, "pin-tool-absent-for-client tool/get-roots-list"}, false},
 		{"another capability, not fewer: removal is drift", rootsCaps, withRootsTool, `{"sampling":{}}`, nil,
 			[]string{RuleClientCapabilitiesDiffer, "pin-tool-removed tool/get-roots-list"}, true},
-		{"the same capabilities announced otherwise: removal is drift", rootsCaps, withRootsTool, `{"roots":{}}`, nil,
+		{"a member of a capability fewer (roots without listChanged): tool absent", rootsCaps, withRootsTool, `{"roots":{}}`, nil,
+			[]string{RuleClientCapabilitiesDiffer, "pin-tool-absent-for-client tool/get-roots-list"}, false},
+		{"a value otherwise (listChanged false): removal is drift", rootsCaps, withRootsTool, `{"roots":{"listChanged":false}}`, nil,
+			[]string{RuleClientCapabilitiesDiffer, "pin-tool-removed tool/get-roots-list"}, true},
+		{"a member more, below the top level: removal is drift", rootsCaps, withRootsTool, `{"roots":{"listChanged":true,"x":{}}}`, nil,
+			[]string{RuleClientCapabilitiesDiffer, "pin-tool-removed tool/get-roots-list"}, true},
+		// A real host announcing every top-level capability of the default
+		// profile, each with fewer members (the MCP Inspector's web client
+		// with sampling and receiver tasks on), under a default lock.
+		{"a host with every top-level capability, fewer below: tool absent", source.DefaultClientCapabilities, withRootsTool,
+			`{"sampling":{},"elicitation":{"form":{},"url":{}},"roots":{"listChanged":true},"tasks":{"list":{},"cancel":{},"requests":{"sampling":{"createMessage":{}}}},` +
+				`"extensions":{"io.modelcontextprotocol/tasks":{},"io.modelcontextprotocol/skills":{}}}`, nil,
+			[]string{RuleClientCapabilitiesDiffer, "pin-tool-absent-for-client tool/get-roots-list"}, false},
+		{"a host with another mimeTypes array: removal is drift", source.DefaultClientCapabilities, withRootsTool,
+			`{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html"]}}}`, nil,
 			[]string{RuleClientCapabilitiesDiffer, "pin-tool-removed tool/get-roots-list"}, true},
 		{"equal capabilities (other spelling): removal is drift", rootsCaps, withRootsTool, `{ "roots" : { "listChanged" : true } }`, nil,
 			[]string{"pin-tool-removed tool/get-roots-list"}, true},
@@ -107,7 +122,7 @@ func TestCheckClientCapabilities(t *testing.T) {
 			}
 			if r.Has(RuleClientCapabilitiesDiffer) {
 				f := r.Findings[0]
-				if f.Severity != SeverityInfo || !strings.Contains(f.Message, `"roots": `) {
+				if f.Severity != SeverityInfo || !strings.Contains(f.Message, `: locked, not announced now`) && !strings.Contains(f.Message, `: announced otherwise`) && !strings.Contains(f.Message, `"roots": `) {
 					t.Errorf("capability finding %+v: want info naming roots", f)
 				}
 				ids := r.FindingIDs()
@@ -119,7 +134,7 @@ func TestCheckClientCapabilities(t *testing.T) {
 				}
 			}
 			for _, f := range r.Findings {
-				if strings.HasSuffix(f.Rule, "-absent-for-client") && (f.Severity != SeverityInfo || !strings.Contains(f.Message, `"roots": locked, not announced now`)) {
+				if strings.HasSuffix(f.Rule, "-absent-for-client") && (f.Severity != SeverityInfo || !strings.Contains(f.Message, `: locked, not announced now`) && !strings.Contains(f.Message, `: announced otherwise`)) {
 					t.Errorf("absent finding %+v", f)
 				}
 			}

@@ -193,7 +193,10 @@ func TestE2EStdio(t *testing.T) {
 			}
 			start := time.Now()
 			var stderr bytes.Buffer
-			live, err := Load(context.Background(), Spec{Command: argv}, Options{Env: env, Stderr: &stderr, ShutdownGrace: e2eGrace})
+			// Read under go-sdk's default client profile, to compare with
+			// what a go-sdk client lists (the default profile is fuller:
+			// TestE2EStreamableHTTP).
+			live, err := Load(context.Background(), Spec{Command: argv}, Options{Env: env, Stderr: &stderr, ShutdownGrace: e2eGrace, ClientCapabilities: json.RawMessage(goSDKCapabilities)})
 			took := time.Since(start)
 			if err != nil {
 				t.Fatalf("%v; stderr:\n%s", err, stderr.String())
@@ -211,7 +214,7 @@ func TestE2EStreamableHTTP(t *testing.T) {
 	node, entry := npmServer(t, "server-everything")
 	url := fixtures.StartEverythingHTTP(t, node, entry)
 	start := time.Now()
-	live, err := Load(context.Background(), Spec{URL: url}, Options{Headers: map[string][]string{"X-Mcpsign-Test": {"e2e"}}})
+	live, err := Load(context.Background(), Spec{URL: url}, Options{Headers: map[string][]string{"X-Mcpsign-Test": {"e2e"}}, ClientCapabilities: json.RawMessage(goSDKCapabilities)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,13 +222,13 @@ func TestE2EStreamableHTTP(t *testing.T) {
 	checkE2E(t, live, sdkCounts(t, &mcp.StreamableClientTransport{Endpoint: url}), 5)
 
 	// server-everything offers get-roots-list only to clients that announce
-	// roots (as go-sdk's default client, and mcpsign by default, do): the
-	// listing depends on the announced capabilities.
+	// roots (as go-sdk's default client does): the listing depends on the
+	// announced capabilities.
 	bare, err := Load(context.Background(), Spec{URL: url}, Options{ClientCapabilities: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(live.ClientCapabilities) != DefaultClientCapabilities || string(bare.ClientCapabilities) != `{}` {
+	if string(live.ClientCapabilities) != goSDKCapabilities || string(bare.ClientCapabilities) != `{}` {
 		t.Errorf("snapshots record client capabilities %s and %s", live.ClientCapabilities, bare.ClientCapabilities)
 	}
 	if !hasTool(live, "get-roots-list") || hasTool(bare, "get-roots-list") || len(bare.Tools) != len(live.Tools)-1 {
@@ -233,18 +236,45 @@ func TestE2EStreamableHTTP(t *testing.T) {
 			hasTool(live, "get-roots-list"), len(live.Tools), hasTool(bare, "get-roots-list"), len(bare.Tools))
 	}
 
+	// The default profile is the fullest (docs/SNAPSHOT.md): it lists every
+	// tool the server offers any client, a superset of go-sdk's listing,
+	// including the ones the server adds for elicitation (form and url),
+	// sampling and task-augmented requests.
+	full, err := Load(context.Background(), Spec{URL: url}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(full.ClientCapabilities) != DefaultClientCapabilities {
+		t.Errorf("default profile recorded as %s", full.ClientCapabilities)
+	}
+	for _, raw := range live.Tools {
+		var tool struct{ Name string }
+		if json.Unmarshal(raw, &tool) != nil || !hasTool(full, tool.Name) {
+			t.Errorf("tool %s of the go-sdk profile is not listed under the default profile", raw)
+		}
+	}
+	for _, name := range []string{"get-roots-list", "trigger-elicitation-request", "trigger-url-elicitation", "trigger-sampling-request",
+		"trigger-elicitation-request-async", "trigger-sampling-request-async"} {
+		if !hasTool(full, name) {
+			t.Errorf("the default profile does not list %s (%d tools)", name, len(full.Tools))
+		}
+	}
+
 	// The same server over stdio yields the same digests.
 	stdio, err := Load(context.Background(), Spec{Command: []string{node, entry, "stdio"}}, Options{ShutdownGrace: e2eGrace})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := digest.Compute(live), digest.Compute(stdio)
+	a, b := digest.Compute(full), digest.Compute(stdio)
 	for _, k := range digest.Kinds {
 		if a.Sets[k] != b.Sets[k] {
 			t.Errorf("%s set digest over HTTP %s, over stdio %s", k, a.Sets[k], b.Sets[k])
 		}
 	}
 }
+
+// goSDKCapabilities is what a go-sdk v1.8.0 client announces by default.
+const goSDKCapabilities = `{"roots":{"listChanged":true}}`
 
 func hasTool(snap *digest.Snapshot, name string) bool {
 	for _, raw := range snap.Tools {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/erasserver"
 )
 
 // programLister is the test binary as a small lister: what mcpsign digest
@@ -21,10 +22,11 @@ func TestMain(m *testing.M) {
 	lister := fixtures.Program{Name: programLister, Main: func(ctx context.Context, args []string) int {
 		return listerMain(ctx, args, os.Stderr)
 	}}
-	if !fixtures.RunsAsProgram(lister) {
+	eras := erasserver.Fixture()
+	if !fixtures.RunsAsProgram(lister, eras) {
 		fixtures.RaiseParallel(testParallel)
 	}
-	fixtures.Main(m, lister)
+	fixtures.Main(m, lister, eras)
 }
 
 // testParallel is how many parallel tests run at once unless -parallel

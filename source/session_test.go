@@ -264,7 +264,7 @@ func TestSessionModern(t *testing.T) {
 		}
 		if string(meta["io.modelcontextprotocol/protocolVersion"]) != `"2026-07-28"` ||
 			string(meta["io.modelcontextprotocol/clientInfo"]) != `{"name":"tester","version":"0.1"}` ||
-			string(meta["io.modelcontextprotocol/clientCapabilities"]) != `{"roots":{"listChanged":true}}` {
+			string(meta["io.modelcontextprotocol/clientCapabilities"]) != DefaultClientCapabilities {
 			t.Errorf("%s _meta = %s", r.Method, r.Params["_meta"])
 		}
 	}

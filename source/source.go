@@ -34,9 +34,23 @@ const (
 	MaxPages = 1000
 )
 
-// DefaultClientCapabilities is what a go-sdk v1.8.0 client announces by
-// default: roots, with list-changed notifications.
-const DefaultClientCapabilities = `{"roots":{"listChanged":true}}`
+// DefaultClientCapabilities is the fullest client profile, announced by
+// default so that what is pinned or signed is the superset of what any host
+// is shown (docs/SNAPSHOT.md, "clientCapabilities"): every client capability
+// the specification defines (roots with list-changed notifications,
+// sampling with context and tools, elicitation in form and url mode, tasks
+// with the task-augmented sampling and elicitation requests) and the
+// extensions hosts announce (the MCP Inspector 2.12's tasks and skills, and
+// the MCP Apps UI extension with its resource type). Servers offer more
+// definitions to clients that announce more (the official "everything"
+// server adds elicitation, sampling and roots tools); a host announcing a
+// part of this profile is then shown a part of the lock, which the lock's
+// rule for fewer capabilities lets pass (docs/LOCK.md). It is in its
+// RFC 8785 form, as snapshots and locks record it.
+const DefaultClientCapabilities = `{"elicitation":{"form":{},"url":{}},` +
+	`"extensions":{"io.modelcontextprotocol/skills":{},"io.modelcontextprotocol/tasks":{},"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}},` +
+	`"roots":{"listChanged":true},"sampling":{"context":{},"tools":{}},` +
+	`"tasks":{"cancel":{},"list":{},"requests":{"elicitation":{"create":{}},"sampling":{"createMessage":{}}}}}`
 
 // Protocol versions this package speaks.
 const (
@@ -92,8 +106,8 @@ type Options struct {
 	// Empty means "mcpsign" and "devel".
 	ClientName, ClientVersion string
 	// ClientCapabilities is the JSON object of client capabilities announced
-	// to the server. Nil means DefaultClientCapabilities, what a go-sdk client
-	// announces by default. It must be a JSON object (read strictly; an
+	// to the server. Nil means DefaultClientCapabilities, the fullest
+	// profile. It must be a JSON object (read strictly; an
 	// error wraps digest.ErrClientCapabilities). Servers may offer
 	// different definitions to different clients (the official "everything"
 	// server adds a tool for clients with roots), so signer and verifier must
@@ -300,6 +314,12 @@ func (s Spec) ShownURL() string {
 // starts a stdio server or connects to a Streamable HTTP server, lists every
 // page of every kind of definition the server announces, and shuts it down.
 //
+// A server that answers server/discover is listed in both protocol eras,
+// each in a session of its own, unless Options.ProtocolVersion forces one:
+// when the two serve different definitions or instructions the error wraps
+// an *EraError (ErrErasDiffer), and no snapshot is returned
+// (docs/DISCOVERY.md, "Both eras").
+//
 // Every error from a live server is a *StageError; a snapshot file's errors
 // are a *StageError with Stage "file". A server process never outlives Load.
 func Load(ctx context.Context, spec Spec, opts Options) (*digest.Snapshot, error) {
@@ -320,9 +340,11 @@ func Load(ctx context.Context, spec Spec, opts Options) (*digest.Snapshot, error
 	case spec.File != "":
 		return loadFile(spec.File, &o)
 	case len(spec.Command) > 0:
-		return loadStdio(ctx, spec.Command, &o)
+		return loadEras(ctx, &o, func(ctx context.Context, o *Options) (*digest.Snapshot, error) {
+			return loadStdio(ctx, spec.Command, o)
+		})
 	default:
-		return loadHTTP(ctx, spec.URL, &o)
+		return loadEras(ctx, &o, func(ctx context.Context, o *Options) (*digest.Snapshot, error) { return loadHTTP(ctx, spec.URL, o) })
 	}
 }
 

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpsign/mcpsign/digest"
 )
 
 func TestParseSpec(t *testing.T) {
@@ -192,4 +195,57 @@ func TestTailAndEscape(t *testing.T) {
 	if got := escapeText(long, 100); !strings.HasPrefix(got, `…"é`) || !strings.HasSuffix(got, `END"`) {
 		t.Errorf("escapeText keeps the end: %s", got)
 	}
+}
+
+// TestDefaultClientCapabilities: the default profile is written in the one
+// form snapshots and locks record (RFC 8785), and announces every client
+// capability the specification defines and the extensions hosts announce
+// (docs/SNAPSHOT.md): a superset of what the MCP Inspector 2.12's CLI and
+// go-sdk announce, top level and below.
+func TestDefaultClientCapabilities(t *testing.T) {
+	canon, err := digest.CanonicalClientCapabilities([]byte(DefaultClientCapabilities))
+	if err != nil || string(canon) != DefaultClientCapabilities {
+		t.Fatalf("DefaultClientCapabilities is not in its RFC 8785 form: %s, %v", canon, err)
+	}
+	var full map[string]any
+	if err := json.Unmarshal([]byte(DefaultClientCapabilities), &full); err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range []string{
+		// mcpdo 2.12.0 (captured from its initialize request).
+		`{"elicitation":{"form":{},"url":{}},"roots":{"listChanged":true},"extensions":{"io.modelcontextprotocol/tasks":{},"io.modelcontextprotocol/skills":{}}}`,
+		`{"roots":{"listChanged":true}}`,
+		`{"sampling":{"context":{},"tools":{}},"tasks":{"list":{},"cancel":{},"requests":{"sampling":{"createMessage":{}},"elicitation":{"create":{}}}}}`,
+		`{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}}`,
+	} {
+		var h map[string]any
+		if err := json.Unmarshal([]byte(host), &h); err != nil {
+			t.Fatal(err)
+		}
+		if !within(h, full) {
+			t.Errorf("the default profile does not cover %s", host)
+		}
+	}
+}
+
+// within reports whether every member of a, at every depth, is in b with
+// the same value.
+func within(a, b map[string]any) bool {
+	for k, v := range a {
+		bv, ok := b[k]
+		if !ok {
+			return false
+		}
+		if am, ok := v.(map[string]any); ok {
+			bm, ok := bv.(map[string]any)
+			if !ok || !within(am, bm) {
+				return false
+			}
+			continue
+		}
+		if fmt.Sprint(v) != fmt.Sprint(bv) {
+			return false
+		}
+	}
+	return true
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/source"
 )
 
 // TestClientCapabilitiesFlag: --client-capabilities is announced and
@@ -23,7 +24,7 @@ func TestClientCapabilitiesFlag(t *testing.T) {
 	for _, tt := range []struct {
 		name, flag, want string
 	}{
-		{"default", "", `"clientCapabilities": {"roots":{"listChanged":true}}`},
+		{"default: the fullest profile", "", `"clientCapabilities": ` + source.DefaultClientCapabilities},
 		{"none", `{}`, `"clientCapabilities": {}`},
 		{"canonical form", `{ "sampling": {}, "roots": {} }`, `"clientCapabilities": {"roots":{},"sampling":{}}`},
 	} {

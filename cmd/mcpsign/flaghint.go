@@ -39,6 +39,7 @@ var flagHints = []struct {
 	{oauth.ErrDenied, "run again to sign in; --no-browser prints the URL to open by hand"},
 	{source.ErrAddressRefused, "--allow-private-bundles fetches bundles from non-public addresses"},
 	{source.ErrNoResources, "take the snapshot with mcpsign snapshot --resources"},
+	{source.ErrErasDiffer, "its publisher must serve the same in both; --protocol-version reads one era only, and a lock then speaks for that era's clients"},
 	{monitor.ErrNoLog, "--trusted-root must hold the log whose URL host is the checkpoint origin; --log names where to read it"},
 	{monitor.ErrNotLog, "--log is where the log is read: a Rekor v2 log's tiles (its read URL, or for a local stack its storage directory served over HTTP, not the write API; docs/MONITOR.md \"Monitoring a local stack\"), or a Rekor v1 URL"},
 	{monitor.ErrUnverifiedRelease, "a bundle under --released must verify under the watched identity or key, its log entry proven (docs/MONITOR.md \"Released\"): remove that file, or find out who made it"},

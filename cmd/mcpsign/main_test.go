@@ -7,6 +7,7 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/internal/proxyhint"
 	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/erasserver"
 )
 
 // TestMain runs the tests (testParallel at a time), or, when re-executed
@@ -21,6 +22,7 @@ func TestMain(m *testing.M) {
 		{Name: fixtures.ProgramMcpsignProxy, Main: func(ctx context.Context, _ []string) int {
 			return proxycmd.Lean(ctx, proxyhint.Hint)
 		}},
+		erasserver.Fixture(),
 	}
 	if !fixtures.RunsAsProgram(programs...) {
 		fixtures.RaiseParallel(testParallel)

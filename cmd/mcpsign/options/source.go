@@ -46,8 +46,8 @@ func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "show no progress of a live listing on stderr (no spinner at a terminal, no note of a slow server elsewhere)")
 	fs.Int64Var(&o.Listing.MaxMessageBytes, "max-message-bytes", source.DefaultMaxMessageBytes, "largest message accepted from a server")
 	fs.Int64Var(&o.Listing.MaxListingBytes, "max-listing-bytes", source.DefaultMaxListingBytes, "most bytes of a live listing, all pages of all kinds together")
-	fs.StringVar(&o.ClientCapabilities, "client-capabilities", "", "the client capabilities announced to a live server, a JSON object (default "+source.DefaultClientCapabilities+", go-sdk's); servers may offer other definitions to other clients, and snapshots and locks record them")
-	fs.StringVar(&o.Listing.ProtocolVersion, "protocol-version", "", "force an MCP protocol version (default: try 2026-07-28 server/discover, then the initialize handshake)")
+	fs.StringVar(&o.ClientCapabilities, "client-capabilities", "", "the client capabilities announced to a live server, a JSON object; the default is the fullest profile (roots, sampling, elicitation form and url, tasks, and the extensions hosts announce: docs/SNAPSHOT.md), so that a lock holds the superset of what any host is shown; servers may offer other definitions to other clients, and snapshots and locks record them")
+	fs.StringVar(&o.Listing.ProtocolVersion, "protocol-version", "", "force an MCP protocol version, and read that era only (default: both eras of a server that answers 2026-07-28 server/discover, the initialize handshake in a session of its own, which must serve the same: docs/DISCOVERY.md)")
 	o.OAuth.AddFlags(fs)
 }
 

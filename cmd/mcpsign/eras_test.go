@@ -1,0 +1,79 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/erasserver"
+	"github.com/mcpsign/mcpsign/pin"
+)
+
+// TestListingBothEras: no era stands for the other (docs/DISCOVERY.md,
+// "Both eras"). Every listing command reads both eras of a server that
+// speaks both and refuses, with exit 2 and nothing written, one whose eras
+// serve different instructions or definitions, naming both eras and the
+// item; a server/discover answer the TypeScript SDK v2 client refuses is
+// not taken for the hello, so the lock holds what that client holds.
+func TestListingBothEras(t *testing.T) {
+	t.Parallel()
+	server := fixtures.Executable(t, erasserver.Program)
+	dir := t.TempDir()
+	approved := filepath.Join(dir, "approved.lock")
+	if code, _, stderr := runCLI(t, "pin", "--tofu", "--lock", approved, "--", server, "same"); code != 0 {
+		t.Fatalf("pin of a server whose eras agree: exit %d: %s", code, stderr)
+	}
+	for _, tt := range []struct {
+		name, mode string
+		args       []string
+		item       string
+	}{
+		{"digest, instructions poisoned under initialize", "poison-instructions", []string{"digest"}, "the instructions differ"},
+		{"pin, a tool poisoned under initialize", "poison-tool", []string{"pin", "--tofu", "--lock", filepath.Join(dir, "never.lock")}, `tool "a" differs`},
+		{"verify-pin, a tool only under initialize", "extra-tool", []string{"verify-pin", "--lock", approved}, `tool "b" is served only under initialize`},
+		{"snapshot, a tool only under server/discover", "modern-extra", []string{"snapshot", "-o", filepath.Join(dir, "never.json")}, `tool "b" is served only under server/discover`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, append(tt.args, "--", server, tt.mode)...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2\n%s\n%s", code, stdout, stderr)
+			}
+			for _, want := range []string{tt.item, `server/discover, protocol "2026-07-28"`, `initialize, protocol "2025-11-25"`, "--protocol-version"} {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr does not say %s:\n%s", want, stderr)
+				}
+			}
+		})
+	}
+	for _, f := range []string{"never.lock", "never.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("%s written for a server whose eras differ", f)
+		}
+	}
+
+	// capabilities.tools: true in server/discover: the TypeScript SDK v2
+	// client, even in its server/discover-first mode, refuses the answer
+	// and holds what initialize serves; the lock holds the same.
+	lock := filepath.Join(dir, "caps-true.lock")
+	if code, _, stderr := runCLI(t, "pin", "--tofu", "--lock", lock, "--", server, "caps-true"); code != 0 {
+		t.Fatalf("pin: exit %d: %s", code, stderr)
+	}
+	l, err := pin.Read(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.ProtocolVersion != "2025-11-25" || l.Instructions == nil || *l.Instructions != erasserver.Poison {
+		t.Fatalf("lock protocol %s, instructions %v: want the initialize era's", l.ProtocolVersion, l.Instructions)
+	}
+	cfg, _ := json.Marshal(map[string]any{"command": server, "args": []string{"caps-true"}, "mode": "auto", "timeoutMs": 20000})
+	held := runTSClient2Config(t, cfg)
+	if held.Instructions == nil || *held.Instructions != erasserver.Poison || held.ProtocolVersion != "2025-11-25" {
+		t.Fatalf("the TypeScript SDK v2 client holds %+v", held)
+	}
+	if code, stdout, stderr := runCLI(t, "verify-pin", "--lock", lock, "--", server, "caps-true"); code != 0 {
+		t.Fatalf("verify-pin of what the client holds: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
