@@ -185,11 +185,34 @@ func (d *Decider) CheckServedLock(ctx context.Context, r *Resolved, l *pin.Lock,
 
 // reverifyLock verifies the bundles against the definitions the lock
 // holds (snap's, which match them, when a bundle is the server's), under
-// r, and checks that the first is the lock's approval.
+// r, and checks that the first is the lock's approval. The bundles are
+// those the lock carries (its proof, docs/LOCK.md "proof") first, verified
+// as any other: whoever can write the lock can write them. When they do
+// not prove it, those of get, if any.
 func (d *Decider) reverifyLock(ctx context.Context, r *Resolved, l *pin.Lock, snap *digest.Snapshot, get BundleFunc) error {
+	if len(l.Proof) > 0 {
+		proof := func(context.Context, *digest.Snapshot) ([][]byte, error) { return l.Proof, nil }
+		perr := d.reverifyWith(ctx, r, l, snap, proof)
+		if perr == nil {
+			return nil
+		}
+		perr = fmt.Errorf("the bundles the lock carries (its proof) do not prove it: %w", perr)
+		if get == nil {
+			return perr
+		}
+		if err := d.reverifyWith(ctx, r, l, snap, get); err != nil {
+			return fmt.Errorf("%w; nor do the bundles named: %w", perr, err)
+		}
+		return nil
+	}
 	if get == nil {
 		return ErrNoLockBundle
 	}
+	return d.reverifyWith(ctx, r, l, snap, get)
+}
+
+// reverifyWith is reverifyLock with the bundles of get.
+func (d *Decider) reverifyWith(ctx context.Context, r *Resolved, l *pin.Lock, snap *digest.Snapshot, get BundleFunc) error {
 	e, err := d.Prepare(ctx, r)
 	if err != nil {
 		return err
