@@ -16,6 +16,26 @@ import (
 	"github.com/mcpsign/mcpsign/policy"
 )
 
+// withoutProof is the lock data without the bundles it carries (its
+// proof), resealed: the lock pin wrote before locks carried their proof,
+// for the tests of a signed lock that only the bundles named can prove.
+func withoutProof(t *testing.T, data []byte) []byte {
+	t.Helper()
+	l, err := pin.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Proof == nil {
+		t.Fatal("the lock carries no proof")
+	}
+	l.Proof = nil
+	out, err := l.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // TestPinnedLockCarriesProof: `pin --policy P --name N --bundle B` writes
 // a lock that carries B (docs/LOCK.md "proof"), so that `proxy --policy P
 // --name N` and `verify-pin --policy P --name N` enforce it with nothing

@@ -435,11 +435,22 @@ func TestProxyThresholdLock(t *testing.T) {
 		t.Fatalf("pin: exit %d\n%s\n%s", code, out, stderr)
 	}
 	lock := filepath.Join(dir, "notes.lock")
-	locked := mustRead(t, lock)
+	// The lock carries both bundles (its proof): in force with none given.
+	s := startCLI(t, nil, "proxy", "--policy", two, "--name", "notes", "--", server)
+	cs, _, err := s.client(t)
+	if err != nil {
+		t.Fatalf("connect, the lock's proof: %v\n%s", err, s.stderr.String())
+	}
+	cs.Close()
+	if code := s.exit(t); code != 0 {
+		t.Errorf("the lock's proof: exit %d: %s", code, s.stderr.String())
+	}
+	// Without it, only the bundles named can prove it.
+	locked := vtWriteBytes(t, lock, withoutProof(t, mustRead(t, lock)))
 
 	// At start, with both bundles: the session runs.
-	s := startCLI(t, nil, "proxy", "--policy", two, "--name", "notes", "--bundle", bPub, "--bundle", bOther, "--", server)
-	cs, _, err := s.client(t)
+	s = startCLI(t, nil, "proxy", "--policy", two, "--name", "notes", "--bundle", bPub, "--bundle", bOther, "--", server)
+	cs, _, err = s.client(t)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
