@@ -159,8 +159,20 @@ command -v curl >/dev/null || need+=(curl)
 command -v node >/dev/null || need+=(nodejs npm)
 command -v mariadbd >/dev/null || [[ -x /usr/sbin/mariadbd ]] || need+=(mariadb-server) # the Rekor v1 log's database
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql) # the MCP registry's database
+if ((${#need[@]})) && [[ $(id -u) != 0 ]]; then
+	echo "missing Debian packages: ${need[*]}; install them as root (apt-get install ${need[*]}) or run this script as root"
+	exit 1
+fi
+# A cold run fills about 6 GB (Go module and build caches, the services'
+# binaries); say so before it fails half-way for want of space.
+cache_dir=$(go env GOMODCACHE)
+while [[ ! -d $cache_dir ]]; do cache_dir=$(dirname "$cache_dir"); done
+free_kb=$(df -Pk "$cache_dir" 2>/dev/null | awk 'NR == 2 { print $4 }') || true
+if [[ -n ${free_kb:-} ]] && ((free_kb < 6 * 1024 * 1024)); then
+	echo "warning: $((free_kb / 1024 / 1024)) GB free where Go keeps its caches; a run with cold caches needs about 6 GB"
+fi
 if ((${#need[@]})); then
-	echo "installing ${need[*]} (apt-get: needs root)"
+	echo "installing ${need[*]} (apt-get)"
 	run "apt-get update" apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null &
 	watch $! "apt-get install ${need[*]}"
