@@ -12,7 +12,11 @@
 
 # ports_lock: take the machine-wide lock of the test services' ports.
 ports_lock() {
-	exec 8>>"${TMPDIR:-/tmp}/mcpsign-test-ports.lock"
+	# Readable by every user (flock needs no write access), so that two
+	# users' runs share it.
+	local f=${TMPDIR:-/tmp}/mcpsign-test-ports.lock
+	[[ -e $f ]] || (umask 0 && : >>"$f") 2>/dev/null || true
+	exec 8<"$f"
 	if ! flock -n 8; then
 		echo "${0##*/}: another test stack is choosing its ports; waiting..." >&2
 		flock 8
