@@ -20,15 +20,17 @@
 # with no flag for the address: the TSA (":2112", hard-coded), Rekor v1
 # (":2112", hard-coded) and Fulcio (":" and --metrics-port). The test stack
 # listens on 127.0.0.1 only, so they are built with a one-line change each
-# (service_patches): the address of that listener, 127.0.0.1 and a port the
-# kernel picks (Fulcio: --metrics-port). The changed file is handed to go
-# build with -overlay (the module cache is never written); the change's
-# SHA-256 is linked in as -X main.mcpsignPatch=..., which `go version -m`
-# shows, so that a binary built before, or with another change, is
+# (service_patches): that listener's address, 127.0.0.1 and a port the
+# kernel picks (Fulcio: --metrics-port). The changed module is a copy of
+# the one in the module cache (which is never written, and which go build
+# -overlay may not replace) in SERVICES_PATCHED/MODULE@VERSION-HASH, HASH
+# that of the changed file, and the build uses a copy of go.mod that
+# replaces the module with it (-modfile): `go version -m` shows the
+# replacement, so a binary built before, or with another change, is
 # rebuilt. A patch that no longer matches its file (a new upstream version)
 # fails the build: review the new file and update the patch.
-SERVICE_BUILD_GCFLAGS=-gcflags=all=-N\ -l
-SERVICE_BUILD_LDFLAGS="-s -w"
+SERVICE_BUILD_FLAGS=(-gcflags=all=-N\ -l -ldflags=-s\ -w)
+SERVICES_PATCHED=${MCPSIGN_SIGSTORE_CACHE:-$HOME/.cache/mcpsign/sigstore-local}/patched
 SERVICES_MODULE=$(cd "$(dirname "${BASH_SOURCE[0]}")/../services" && pwd)
 
 # service_patches PKG: "MODULE FILE SED-SCRIPT" for each change the build
@@ -44,38 +46,39 @@ service_patches() {
 	esac
 }
 
-# service_overlay PKG DIR: writes PKG's changed files and DIR/overlay.json
-# (go build -overlay) and prints the SHA-256 of the changes; prints nothing
-# when PKG has none. Fails when a patch changes nothing.
-service_overlay() {
-	local pkg=$1 dir=$2 mod file script src n=0 json=""
-	while read -r mod file script; do
-		[[ -n $mod ]] || continue
-		src=$(cd "$SERVICES_MODULE" && GOFLAGS=-mod=readonly go mod download -json "$mod" | awk -F'"' '$2 == "Dir" { print $4 }')
-		[[ -n $src && -f $src/$file ]] || {
-			echo "service-build: $mod/$file not found in the module cache" >&2
-			return 1
-		}
-		mkdir -p "$dir"
-		n=$((n + 1))
-		sed -e "$script" "$src/$file" >"$dir/$n.go"
-		if cmp -s "$src/$file" "$dir/$n.go"; then
-			echo "service-build: the loopback patch of $mod/$file ($script) changes nothing: the file is not the one it was written for; review it and update service_patches" >&2
-			return 1
-		fi
-		json+="${json:+,}\"$src/$file\":\"$dir/$n.go\""
-	done < <(service_patches "$pkg")
-	((n)) || return 0
-	printf '{"Replace":{%s}}\n' "$json" >"$dir/overlay.json"
-	cat "$dir"/[0-9]*.go | sha256sum | cut -c1-16
-}
-
-# service_ldflags PKG DIR: the -ldflags value of PKG's build (DIR as for
-# service_overlay).
-service_ldflags() {
-	local id
-	id=$(service_overlay "$1" "$2") || return 1
-	echo "$SERVICE_BUILD_LDFLAGS${id:+ -X=main.mcpsignPatch=$id}"
+# service_patch PKG [prepare]: "MODULE DIR" for PKG's patched module, DIR
+# its copy (written first with "prepare"); nothing when PKG has no patch.
+# Fails when the patch changes nothing.
+service_patch() {
+	local pkg=$1 mod file script ver src tmp id dir
+	read -r mod file script < <(service_patches "$pkg") || true
+	[[ -n ${mod:-} ]] || return 0
+	ver=$(service_version "$mod") || return 1
+	src=$(cd "$SERVICES_MODULE" && GOFLAGS=-mod=readonly go mod download -json "$mod@$ver" | awk -F'"' '$2 == "Dir" { print $4 }')
+	[[ -n $src && -f $src/$file ]] || {
+		echo "service-build: $mod@$ver/$file not found (go mod download)" >&2
+		return 1
+	}
+	tmp=$(mktemp)
+	sed -e "$script" "$src/$file" >"$tmp"
+	if cmp -s "$src/$file" "$tmp"; then
+		rm -f "$tmp"
+		echo "service-build: the loopback patch of $mod@$ver/$file ($script) changes nothing: the file is not the one it was written for; review it and update service_patches" >&2
+		return 1
+	fi
+	id=$(sha256sum <"$tmp" | cut -c1-16)
+	dir=$SERVICES_PATCHED/$mod@$ver-$id
+	if [[ ${2:-} == prepare && ! -e $dir/.mcpsign-patched ]]; then
+		rm -rf "$dir" "$dir.partial"
+		mkdir -p "$(dirname "$dir")"
+		cp -R "$src" "$dir.partial"
+		chmod -R u+w "$dir.partial"
+		cp "$tmp" "$dir.partial/$file"
+		touch "$dir.partial/.mcpsign-patched"
+		mv "$dir.partial" "$dir"
+	fi
+	rm -f "$tmp"
+	echo "$mod $dir"
 }
 
 # services_buildlist: "MODULE VERSION" for every module that builds the
@@ -107,21 +110,20 @@ service_version() {
 # the flags service_build uses (go version -m reports all of it).
 service_built() {
 	[[ -x $1 ]] || return 1
-	local info ld tmp
+	local info patch
 	info=$(go version -m "$1" 2>/dev/null) || return 1
-	tmp=$(mktemp -d)
-	ld=$(service_ldflags "$2" "$tmp") || { rm -rf "$tmp"; return 1; }
-	rm -rf "$tmp"
-	awk -v p="$2" -v ld="-ldflags=\"$ld\"" '
+	patch=$(service_patch "$2") || return 1
+	awk -v p="$2" -v patched="${patch#* }" '
 		NR == FNR { want[$1] = $2; next }
 		$1 == "path" && $2 == p { path = 1 }
 		($1 == "mod" || $1 == "dep") { n++; if (want[$2] != $3) bad = 1 }
 		# A replaced module (a "=>" line after its dep line) may have
-		# changed where it points to: such a build is never reused.
-		$1 == "=>" { bad = 1 }
+		# changed where it points to: such a build is never reused, but
+		# for the patched copy of service_patch.
+		$1 == "=>" { if (patched != "" && $2 == patched) rep = 1; else bad = 1 }
 		$0 ~ /^[ \t]*build[ \t]+-gcflags="all=-N -l"$/ { gc = 1 }
-		$1 == "build" && substr($0, index($0, "-ldflags=")) == ld { ldok = 1 }
-		END { exit !(path && n && !bad && gc && ldok) }' <(services_buildlist) <(printf '%s\n' "$info")
+		$0 ~ /^[ \t]*build[ \t]+-ldflags="-s -w"$/ { ld = 1 }
+		END { exit !(path && n && !bad && gc && ld && rep == (patched != "")) }' <(services_buildlist) <(printf '%s\n' "$info")
 }
 
 # service_build PKG OUT: build PKG from scripts/services into OUT (written
@@ -129,17 +131,22 @@ service_built() {
 # interrupted leaves for the next one to replace), without optimizations,
 # with its loopback patch (service_patches).
 service_build() {
-	local tmp=$2.partial ovl=$2.overlay ld
-	rm -rf "$tmp" "$ovl"
-	ld=$(service_ldflags "$1" "$ovl") || return 1
-	local overlay=()
-	[[ -f $ovl/overlay.json ]] && overlay=("-overlay=$ovl/overlay.json")
-	if ! (cd "$SERVICES_MODULE" && GOFLAGS="-buildvcs=false -mod=readonly" go build "$SERVICE_BUILD_GCFLAGS" "-ldflags=$ld" \
-		${overlay[@]+"${overlay[@]}"} -o "$tmp" "$1"); then
-		rm -rf "$tmp" "$ovl"
+	local tmp=$2.partial patch mf
+	rm -f "$tmp"
+	patch=$(service_patch "$1" prepare) || return 1
+	mf=()
+	if [[ -n $patch ]]; then
+		# A copy of go.mod (and go.sum beside it) that replaces the module.
+		mkdir -p "$2.modfile"
+		cp "$SERVICES_MODULE/go.mod" "$SERVICES_MODULE/go.sum" "$2.modfile/"
+		(cd "$SERVICES_MODULE" && go mod edit -modfile="$2.modfile/go.mod" -replace="${patch%% *}=${patch#* }") || return 1
+		mf=("-modfile=$2.modfile/go.mod")
+	fi
+	if ! (cd "$SERVICES_MODULE" && GOFLAGS="-buildvcs=false -mod=readonly" go build ${mf[@]+"${mf[@]}"} "${SERVICE_BUILD_FLAGS[@]}" -o "$tmp" "$1"); then
+		rm -rf "$tmp" "$2.modfile"
 		return 1
 	fi
-	rm -rf "$ovl"
+	rm -rf "$2.modfile"
 	chmod 755 "$tmp"
 	mv -f "$tmp" "$2"
 }
