@@ -31,7 +31,9 @@ build() {
 	for c in "rekor-server-v1|github.com/sigstore/rekor/cmd/rekor-server" \
 		"trillian_log_server|github.com/google/trillian/cmd/trillian_log_server" \
 		"trillian_log_signer|github.com/google/trillian/cmd/trillian_log_signer"; do
-		service_built "$BIN/${c%%|*}" "${c#*|}" || service_build "${c#*|}" "$BIN/${c%%|*}"
+		service_built "$BIN/${c%%|*}" "${c#*|}" && continue
+		echo "rekor-v1.sh: ${c%%|*}: building..."
+		service_build "${c#*|}" "$BIN/${c%%|*}"
 	done
 	echo "rekor-v1.sh: binaries ready in $(($(date +%s) - t0))s"
 }
