@@ -42,17 +42,19 @@ step() {
 	T_STEP=$SECONDS
 }
 # watch PID WHAT [STATUS...]: waits for PID (a child) and returns its exit
-# status; every 15 s while it runs, says that it still waits for WHAT, for
-# how long, and what the command STATUS prints (one line).
+# status; every 15 s (MCPSIGN_TEST_PROGRESS_EVERY) while it runs, says that
+# it still waits for WHAT, for how long, and what the command STATUS prints
+# (one line).
+EVERY=${MCPSIGN_TEST_PROGRESS_EVERY:-15}
 watch() {
-	local pid=$1 what=$2 t0=$SECONDS next=$((SECONDS + 15)) extra
+	local pid=$1 what=$2 t0=$SECONDS next=$((SECONDS + EVERY)) extra
 	shift 2
 	while kill -0 "$pid" 2>/dev/null; do
 		if ((SECONDS >= next)); then
 			extra=""
 			(($#)) && extra=$("$@" 2>/dev/null | tail -n 1)
 			printf '  ... %s: %s%s\n' "$what" "$(dur $((SECONDS - t0)))" "${extra:+ ($extra)}"
-			next=$((SECONDS + 15))
+			next=$((SECONDS + EVERY))
 		fi
 		sleep 1
 	done
