@@ -637,10 +637,14 @@ const MaxProofBundles = 16
 
 // SetProof records bundles as the proof of l's approval (docs/LOCK.md
 // "proof"): the bundle files' bytes, the first the one the approval
-// records. It fails, leaving l as it was, for an approval that is no
-// signature, no bundle, or a first bundle whose digest is not the
-// approval's bundleDigest.
+// records; nil removes the proof. It fails, leaving l as it was, for an
+// approval that is no signature, no bundle, or a first bundle whose digest
+// is not the approval's bundleDigest.
 func (l *Lock) SetProof(bundles [][]byte) error {
+	if bundles == nil {
+		l.Proof = nil
+		return nil
+	}
 	old := l.Proof
 	l.Proof = make([][]byte, len(bundles))
 	for i, b := range bundles {

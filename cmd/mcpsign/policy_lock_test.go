@@ -68,7 +68,10 @@ func TestVerifyPinLockOutsidePolicy(t *testing.T) {
 	if code, out, stderr := runCLI(t, "verify", snapPath, "--policy", two, "--name", "notes", "--bundle", bA, "--bundle", bB, "--write-lock", thresholdLock); code != 0 {
 		t.Fatalf("verify --write-lock: exit %d\n%s\n%s", code, out, stderr)
 	}
-	thresholdBytes := mustRead(t, thresholdLock)
+	// It carries both bundles (its proof, docs/LOCK.md); the rows below
+	// that give bundles or none test the lock without it.
+	thresholdProven := mustRead(t, thresholdLock)
+	thresholdBytes := withoutProof(t, thresholdProven)
 
 	tests := []struct {
 		name     string
@@ -94,6 +97,7 @@ func TestVerifyPinLockOutsidePolicy(t *testing.T) {
 		{"manual approval, rollForward manual", []string{key(a)}, `,"rollForward":"manual"`, manual, nil, nil, nil, 0, ""},
 		{"manual approval, unsigned tofu", []string{key(a)}, `,"unsigned":"tofu"`, manual, nil, nil, nil, 0, ""},
 		{"threshold 2, two signers re-verified", []string{key(a), key(b)}, `,"threshold":2`, pin.Approval{}, nil, thresholdBytes, []string{bA, bB}, 0, ""},
+		{"threshold 2, the lock's proof", []string{key(a), key(b)}, `,"threshold":2`, pin.Approval{}, nil, thresholdProven, nil, 0, ""},
 		{"threshold 2, one bundle", []string{key(a), key(b)}, `,"threshold":2`, pin.Approval{}, nil, thresholdBytes, []string{bA}, 1, policy.RuleLockUnproven},
 		{"threshold 2, no bundle", []string{key(a), key(b)}, `,"threshold":2`, pin.Approval{}, nil, thresholdBytes, nil, 1, policy.RuleLockUnproven},
 		{"threshold 2, another first bundle", []string{key(a), key(b)}, `,"threshold":2`, pin.Approval{}, nil, thresholdBytes, []string{bB, bA}, 1, policy.RuleLockUnproven},

@@ -123,7 +123,7 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 	}
 	// A failure past verification (threshold, revocation, age, package) is
 	// reported with the result that did verify.
-	if err := reportVerified(cmd, a, f, asJSON, sv.Snapshot, sv.Decision.First(), sv.Err, sv.Decision.WriteText); err != nil {
+	if err := reportVerified(cmd, a, f, asJSON, sv.Snapshot, sv.Decision.First(), sv.Bundles, sv.Err, sv.Decision.WriteText); err != nil {
 		return err
 	}
 	return verifyExit(sv.Err, !asJSON)
