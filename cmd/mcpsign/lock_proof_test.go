@@ -113,15 +113,22 @@ func TestPinnedLockCarriesProof(t *testing.T) {
 			l.Approval = pin.Approval{Method: evidence.MethodKey, Identity: listed.keyID(t), BundleDigest: otherDefsDigest, ApprovedAt: l.Approval.ApprovedAt}
 		}), policy.RuleLockUnproven, exitFailed, proxycmd.ExitBlocked},
 		{"proof dropped, resealed", resealed(func(l *pin.Lock) { l.Proof = nil }), policy.RuleLockUnproven, exitFailed, proxycmd.ExitBlocked},
+		// A bundle named decides, not the lock's proof: a listed signer's
+		// bundle of other definitions (another release) does not prove it.
+		{"as pinned, another release's bundle named", pinned, policy.RuleLockUnproven, exitFailed, proxycmd.ExitBlocked},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vtWriteBytes(t, lock, tc.lock)
-			code, out, stderr := runCLI(t, "verify-pin", "--policy", pol, "--name", "notes", "--", server)
+			var named []string
+			if strings.Contains(tc.name, "bundle named") {
+				named = []string{"--bundle", otherDefs}
+			}
+			code, out, stderr := runCLI(t, append(append([]string{"verify-pin", "--policy", pol, "--name", "notes"}, named...), "--", server)...)
 			if code != tc.verifyPinCode || !strings.Contains(out+stderr, tc.rule) {
 				t.Errorf("verify-pin: exit %d, want %d and %q\n%s\n%s", code, tc.verifyPinCode, tc.rule, out, stderr)
 			}
 			if tc.rule != "" {
-				code, _, stderr := runCLI(t, "proxy", "--policy", pol, "--name", "notes", "--", server)
+				code, _, stderr := runCLI(t, append(append([]string{"proxy", "--policy", pol, "--name", "notes"}, named...), "--", server)...)
 				if code != tc.proxyCode || !strings.Contains(stderr, tc.rule) {
 					t.Errorf("proxy: exit %d, want %d and %q: %s", code, tc.proxyCode, tc.rule, stderr)
 				}
