@@ -73,6 +73,9 @@ for _ in $(seq 1 300); do
 	sleep 0.1
 done
 curl -sf "http://127.0.0.1:$PORT/v0.1/health" >/dev/null || { echo "start.sh: the registry did not answer" >&2; exit 1; }
+if command -v ss >/dev/null; then
+	loopback_only "$(cat "$STATE/run/registry.pid")" $(head -n 1 "$PGDIR/data/postmaster.pid" 2>/dev/null) || exit 1
+fi
 cat >"$STATE/env.sh" <<ENV
 # Written by scripts/registry-local/start.sh. Source it.
 export MCPSIGN_REGISTRY_URL='http://127.0.0.1:$PORT'
