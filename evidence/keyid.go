@@ -43,3 +43,10 @@ func KeyIDOfHint(hint string) (string, bool) {
 	}
 	return "sha256:" + hex.EncodeToString(raw), true
 }
+
+// BundleDigest returns "sha256:" and the hex SHA-256 of a bundle's bytes:
+// the bundle digest a lock records (docs/LOCK.md "approval").
+func BundleDigest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

@@ -71,7 +71,14 @@ func FuzzReadLock(f *testing.F) {
 	snap.Resources = nil
 	anchored := *small
 	anchored.AuditHead = digest.InstructionsDigest("the log's last line")
-	for _, l := range []*Lock{honest, rug, small, withCaps, withResources, noResources, &anchored} {
+	proven, err := NewLock(snap, Approval{Method: evidence.MethodKey, Identity: "k", BundleDigest: evidence.BundleDigest([]byte(`{"b":1}`)), ApprovedAt: time.Unix(0, 0)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := proven.SetProof([][]byte{[]byte(`{"b":1}`), []byte("second")}); err != nil {
+		f.Fatal(err)
+	}
+	for _, l := range []*Lock{honest, rug, small, withCaps, withResources, noResources, &anchored, proven} {
 		f.Add(mustMarshal(f, l))
 	}
 	f.Add(bytes.Replace(mustMarshal(f, withResources), []byte(`"kind": "resource"`), []byte(`"kind": "resourceTemplate"`), 1))

@@ -2,6 +2,7 @@ package pin
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -179,6 +180,12 @@ type Lock struct {
 	// name; nil when none.
 	Capabilities capability.Overrides
 	Approval     Approval
+	// Proof holds the bundles that proved a signed approval, each the bytes
+	// of its file, in the order they were verified, the first the one
+	// Approval.BundleDigest records (docs/LOCK.md "proof"); nil when the
+	// lock carries none. It is evidence to verify again, never trusted:
+	// whoever can write the lock can write it (policy.Decider.CheckLock).
+	Proof [][]byte
 	// AuditHead is the head of the audit log that recorded this lock's
 	// approval when it was written: the LineDigest of the log's last line
 	// before the approval event (audit.EmptyHead for an empty log), so
@@ -467,6 +474,18 @@ func (l *Lock) marshalBody() ([]byte, error) {
 		return nil, err
 	}
 	b.Write(ab)
+	if l.Proof != nil {
+		b.WriteString(",\n  \"proof\": [")
+		for i, p := range l.Proof {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("\n    \"")
+			b.WriteString(base64.StdEncoding.EncodeToString(p))
+			b.WriteByte('"')
+		}
+		b.WriteString("\n  ]")
+	}
 	if l.AuditHead != "" {
 		b.WriteString(",\n  \"auditHead\": ")
 		str(l.AuditHead)
@@ -560,6 +579,9 @@ func (l *Lock) validate() error {
 	if err := l.Approval.validate(); err != nil {
 		return err
 	}
+	if err := l.validateProof(); err != nil {
+		return err
+	}
 	if l.AuditHead != "" && !digest.ValidDigest(l.AuditHead) {
 		return fmt.Errorf("auditHead %s is not sha256: and 64 lowercase hex digits", strconv.Quote(l.AuditHead))
 	}
@@ -608,6 +630,55 @@ func (l *Lock) validate() error {
 		return err
 	}
 	return l.checkOverrides(l.Capabilities)
+}
+
+// MaxProofBundles bounds how many bundles a lock's proof holds.
+const MaxProofBundles = 16
+
+// SetProof records bundles as the proof of l's approval (docs/LOCK.md
+// "proof"): the bundle files' bytes, the first the one the approval
+// records; nil removes the proof. It fails, leaving l as it was, for an
+// approval that is no signature, no bundle, or a first bundle whose digest
+// is not the approval's bundleDigest.
+func (l *Lock) SetProof(bundles [][]byte) error {
+	if bundles == nil {
+		l.Proof = nil
+		return nil
+	}
+	old := l.Proof
+	l.Proof = make([][]byte, len(bundles))
+	for i, b := range bundles {
+		l.Proof[i] = slices.Clone(b)
+	}
+	if err := l.validateProof(); err != nil {
+		l.Proof = old
+		return err
+	}
+	return nil
+}
+
+// validateProof checks the proof against the approval: only a signed
+// approval carries one, of 1 to MaxProofBundles non-empty bundles of at
+// most boundedfile.MaxBundleBytes each, the first's digest the approval's
+// bundleDigest.
+func (l *Lock) validateProof() error {
+	switch {
+	case l.Proof == nil:
+		return nil
+	case l.Approval.Method == MethodTOFU || l.Approval.Method == MethodManual:
+		return fmt.Errorf("a %s approval carries no proof (no bundle approved it)", l.Approval.Method)
+	case len(l.Proof) == 0 || len(l.Proof) > MaxProofBundles:
+		return fmt.Errorf("proof holds %d bundles: from 1 to %d", len(l.Proof), MaxProofBundles)
+	}
+	for i, b := range l.Proof {
+		if len(b) == 0 || len(b) > boundedfile.MaxBundleBytes {
+			return fmt.Errorf("proof bundle #%d is %d bytes: from 1 to %d", i, len(b), boundedfile.MaxBundleBytes)
+		}
+	}
+	if got := evidence.BundleDigest(l.Proof[0]); got != l.Approval.BundleDigest {
+		return fmt.Errorf("the first bundle of the proof digests to %s, not to the approval's bundleDigest %s", got, l.Approval.BundleDigest)
+	}
+	return nil
 }
 
 // validateResources checks the pinned resources as validate checks the
@@ -706,7 +777,7 @@ func readCapped(path string, max int64) ([]byte, error) {
 
 // Lock members, in file order.
 var (
-	lockMembers         = []string{"kind", "lockVersion", "server", "protocolVersion", "instructions", "clientCapabilities", "sets", "definitions", "resources", "capabilities", "approval", "auditHead", "lockDigest"}
+	lockMembers         = []string{"kind", "lockVersion", "server", "protocolVersion", "instructions", "clientCapabilities", "sets", "definitions", "resources", "capabilities", "approval", "proof", "auditHead", "lockDigest"}
 	resourcesMembers    = []string{"set", "definitions"}
 	lockRequired        = []string{"kind", "lockVersion", "server", "protocolVersion", "sets", "definitions", "approval", "lockDigest"}
 	serverMembers       = []string{"name", "version"}
@@ -874,6 +945,13 @@ func decodeLock(m map[string]json.RawMessage) (*Lock, error) {
 			return nil, errors.New(`member "capabilities": an empty override list is written as no member`)
 		}
 	}
+	if raw, ok := m["proof"]; ok {
+		p, err := decodeProof(raw)
+		if err := member("proof", err); err != nil {
+			return nil, err
+		}
+		l.Proof = p
+	}
 	if raw, ok := m["auditHead"]; ok {
 		h, err := decodeString(raw)
 		if err == nil && !digest.ValidDigest(h) {
@@ -885,6 +963,32 @@ func decodeLock(m map[string]json.RawMessage) (*Lock, error) {
 		l.AuditHead = h
 	}
 	return l, member("approval", decodeApproval(m["approval"], &l.Approval))
+}
+
+// decodeProof reads the member "proof": an array of 1 to MaxProofBundles
+// strings, each a bundle in standard base64 with padding, written in its
+// one form (what Marshal writes: re-encoding gives the same string).
+func decodeProof(raw json.RawMessage) ([][]byte, error) {
+	var elems []json.RawMessage
+	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &elems) != nil {
+		return nil, errors.New("not an array")
+	}
+	if len(elems) == 0 || len(elems) > MaxProofBundles {
+		return nil, fmt.Errorf("%d bundles: from 1 to %d", len(elems), MaxProofBundles)
+	}
+	out := make([][]byte, 0, len(elems))
+	for i, e := range elems {
+		str, err := decodeString(e)
+		if err != nil {
+			return nil, fmt.Errorf("#%d: %w", i, err)
+		}
+		b, err := base64.StdEncoding.Strict().DecodeString(str)
+		if err != nil || base64.StdEncoding.EncodeToString(b) != str {
+			return nil, fmt.Errorf("#%d is not a bundle in standard base64", i)
+		}
+		out = append(out, b)
+	}
+	return out, nil
 }
 
 func decodeSets(raw json.RawMessage, s *Sets) error {

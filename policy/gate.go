@@ -77,6 +77,10 @@ type Served struct {
 	// Decision is what verified; nil when the bundle the server
 	// advertises was refused.
 	Decision *Decision
+	// Bundles are the bundles decided on, in order (Decision.Results[i]
+	// is Bundles[i]'s): the proof a lock of the decision carries
+	// (pin.Lock.SetProof).
+	Bundles [][]byte
 	// Err is why the decision does not hold: a *DecisionError (returned
 	// with the Decision of what did verify) or the refusal of the bundle
 	// the server advertises (a *verify.StepError); nil when it holds.
@@ -109,6 +113,7 @@ func (g *Gate) Decide(ctx context.Context, load func(context.Context) (*digest.S
 	if s.Err = locs.Served(ctx, bundles, s.Snapshot); s.Err != nil {
 		return s, nil
 	}
+	s.Bundles = bundles
 	s.Decision, s.Err = e.Decide(ctx, bundles, s.Snapshot)
 	return s, nil
 }

@@ -185,11 +185,28 @@ func (d *Decider) CheckServedLock(ctx context.Context, r *Resolved, l *pin.Lock,
 
 // reverifyLock verifies the bundles against the definitions the lock
 // holds (snap's, which match them, when a bundle is the server's), under
-// r, and checks that the first is the lock's approval.
+// r, and checks that the first is the lock's approval. The bundles are
+// those of get, the ones the host or the policy names, which decide
+// alone (a lock of another release, with that release's bundle as its
+// proof, does not stand against them); with none named, those the lock
+// carries (its proof, docs/LOCK.md "proof"), verified as any other:
+// whoever can write the lock can write them.
 func (d *Decider) reverifyLock(ctx context.Context, r *Resolved, l *pin.Lock, snap *digest.Snapshot, get BundleFunc) error {
-	if get == nil {
-		return ErrNoLockBundle
+	switch {
+	case get != nil:
+		return d.reverifyWith(ctx, r, l, snap, get)
+	case len(l.Proof) > 0:
+		proof := func(context.Context, *digest.Snapshot) ([][]byte, error) { return l.Proof, nil }
+		if err := d.reverifyWith(ctx, r, l, snap, proof); err != nil {
+			return fmt.Errorf("the bundles the lock carries (its proof) do not prove it: %w", err)
+		}
+		return nil
 	}
+	return ErrNoLockBundle
+}
+
+// reverifyWith is reverifyLock with the bundles of get.
+func (d *Decider) reverifyWith(ctx context.Context, r *Resolved, l *pin.Lock, snap *digest.Snapshot, get BundleFunc) error {
 	e, err := d.Prepare(ctx, r)
 	if err != nil {
 		return err

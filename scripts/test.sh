@@ -16,6 +16,17 @@
 # It ends with the line "N passed, N failed, N skipped", after each skip's
 # reason and the ten slowest packages and tests (scripts/testsummary). With CI set (CI=true), a skip that
 # scripts/expected-skips.txt does not list for this machine fails the run.
+# It runs every test once: nothing is retried, and a failure is never
+# hidden (a test that fails once fails the run).
+#
+# Every step says when it starts and how long the one before took; a step
+# that runs longer than 15 s says every 15 s what it waits for and for how
+# long. Ctrl-C (or SIGTERM) stops the tests, prints what ran so far under
+# "INTERRUPTED" (a stopped test did not fail) and cleans up, saying so.
+#
+# Needs: about 6 GB of disk (Go module and build caches, the stack's
+# binaries in ~/.cache/mcpsign), and root, or the Debian packages below
+# already installed (it runs apt-get install when one is missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # -trimpath: the build cache's entries for this module do not depend on the
@@ -23,20 +34,99 @@ cd "$(dirname "$0")/.."
 # run compiled from the same sources.
 export GOTOOLCHAIN=local GOFLAGS="-buildvcs=false -trimpath"
 
-step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
+T_RUN=$SECONDS T_STEP=$SECONDS
+# dur SECONDS: "1m05s", "42s".
+dur() { if (($1 >= 60)); then printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); else printf '%ds' "$1"; fi; }
+step() {
+	printf '\n=== %s (%s, %s since the start; the step before took %s)\n' "$*" "$(date +%T)" "$(dur $((SECONDS - T_RUN)))" "$(dur $((SECONDS - T_STEP)))"
+	T_STEP=$SECONDS
+}
+# watch PID WHAT [STATUS...]: waits for PID (a child) and returns its exit
+# status; every 15 s (MCPSIGN_TEST_PROGRESS_EVERY) while it runs, says that
+# it still waits for WHAT, for how long, and what the command STATUS prints
+# (one line).
+EVERY=${MCPSIGN_TEST_PROGRESS_EVERY:-15}
+watch() {
+	local pid=$1 what=$2 t0=$SECONDS next=$((SECONDS + EVERY)) extra
+	shift 2
+	while kill -0 "$pid" 2>/dev/null; do
+		if ((SECONDS >= next)); then
+			extra=""
+			(($#)) && extra=$("$@" 2>/dev/null | tail -n 1)
+			printf '  ... %s: %s%s\n' "$what" "$(dur $((SECONDS - t0)))" "${extra:+ ($extra)}"
+			next=$((SECONDS + EVERY))
+		fi
+		sleep 1
+	done
+	wait "$pid"
+}
+# run WHAT COMMAND...: runs COMMAND, watched (watch).
+run() {
+	local what=$1
+	shift
+	"$@" &
+	watch $! "$what"
+}
+# tests_done FILE TOTAL: how far the go test -json stream in FILE is.
+tests_done() {
+	local pkgs failed
+	pkgs=$(grep -cE '"Action":"(pass|fail|skip)","Package":"[^"]*","Elapsed"' "$1") || true
+	failed=$(grep -cE '"Action":"fail","Package":"[^"]*","Test"' "$1") || true
+	echo "$pkgs of $2 packages done, $failed failed tests"
+}
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/mcpsign-test.XXXXXX")
-STATE="" BUILD_PID="" FIRST_PID=""
+STATE="" BUILD_PID="" FIRST_PID="" SECOND_PID="" INTERRUPTED=0
+# stop_tests PGID...: stops the go test process groups (go test, its test
+# binaries and their fixtures): SIGTERM (a background job ignores SIGINT),
+# then SIGKILL after 3 s.
+stop_tests() {
+	local g alive
+	for g in "$@"; do kill -TERM -- "-$g" 2>/dev/null || true; done
+	for _ in $(seq 1 30); do
+		alive=0
+		for g in "$@"; do kill -0 -- "-$g" 2>/dev/null && alive=1; done
+		((alive)) || return 0
+		sleep 0.1
+	done
+	for g in "$@"; do kill -KILL -- "-$g" 2>/dev/null || true; done
+}
+on_signal() {
+	trap '' INT TERM # a second Ctrl-C does not cut the clean-up short
+	INTERRUPTED=1
+	printf '\n=== interrupted (%s, after %s): stopping the tests\n' "$(date +%T)" "$(dur $((SECONDS - T_RUN)))"
+	exit 130
+}
+trap on_signal INT TERM
 cleanup() {
+	local rc=$? t0=$SECONDS groups=() j
+	trap '' INT TERM
+	# The go test runs are process groups of their own (setsid): stop them
+	# with their test binaries and fixtures.
+	for j in "$FIRST_PID" "$SECOND_PID"; do [[ -n $j ]] && groups+=("$j"); done
+	((${#groups[@]} == 0)) || stop_tests "${groups[@]}"
+	# What run started in the background (a background job ignores the
+	# terminal's SIGINT).
+	for j in $(jobs -p); do kill "$j" 2>/dev/null || true; done
+	if ((INTERRUPTED)); then
+		if [[ -x $TMP/testsummary ]] && compgen -G "$TMP/*.json" >/dev/null; then
+			cat "$TMP"/*.json | "${summary[@]}" -interrupted || true
+		fi
+	fi
 	if [[ -n $BUILD_PID ]]; then kill "$BUILD_PID" 2>/dev/null || true; fi
-	# The background go test is a process group of its own (setsid): stop it
-	# with its test binaries.
-	if [[ -n $FIRST_PID ]]; then kill -- "-$FIRST_PID" 2>/dev/null || kill "$FIRST_PID" 2>/dev/null || true; fi
-	if [[ -n ${REGSTATE:-} ]]; then scripts/registry-local/stop.sh "$REGSTATE" >/dev/null 2>&1 || true; fi
+	local what=""
+	[[ -n $STATE && -e $STATE/pids ]] && what+=", the Sigstore stack"
+	[[ -e $TMP/rekor-v1/env.sh ]] && what+=", Rekor v1"
+	[[ -n ${REGSTATE:-} ]] && what+=", the MCP registry"
+	printf '\n=== cleaning up: %sremoving %s\n' "${what:+stopping ${what#, }; }" "$TMP"
+	# The three stop in parallel; their state is thrown away, so the stack
+	# gets 3 s to stop before it is killed.
+	if [[ -n ${REGSTATE:-} ]]; then scripts/registry-local/stop.sh "$REGSTATE" >/dev/null 2>&1 & fi
 	if [[ -n $STATE && -e $STATE/pids ]]; then
-		scripts/sigstore-local/stop.sh "$STATE" >"$TMP/stop.log" 2>&1 || cat "$TMP/stop.log" >&2
+		{ SIGSTACK_STOP_GRACE=3 scripts/sigstore-local/stop.sh "$STATE" >"$TMP/stop.log" 2>&1 || cat "$TMP/stop.log" >&2; } &
 	fi
 	MCPSIGN_REKOR_V1_STATE=$TMP/rekor-v1 scripts/rekor-v1/rekor-v1.sh stop >/dev/null 2>&1 || true
+	wait
 	# Each test binary removes the links to itself that it ran fixtures
 	# through (fixtures.Main), and a reaper removes what was built once for
 	# the whole run (mcpsign-fixtures-PID-run-*, PID the go command's) when
@@ -50,12 +140,14 @@ cleanup() {
 		kill -0 "$pid" 2>/dev/null || rm -rf "$d"
 	done
 	rm -rf "$TMP" # the stack's state too, unless MCPSIGN_SIGSTORE_STATE put it elsewhere
+	echo "cleaned up in $(dur $((SECONDS - t0)))$( ((INTERRUPTED)) && echo '; the run was interrupted: no result')"
+	exit "$rc"
 }
 trap cleanup EXIT
 
-go build -o "$TMP/testsummary" ./scripts/testsummary
 summary=("$TMP/testsummary" -expected scripts/expected-skips.txt -slowest 10)
 case ${CI:-} in "" | false | 0) ;; *) summary+=(-ci) ;; esac
+go build -o "$TMP/testsummary" ./scripts/testsummary
 
 if [[ ${1:-} == --quick ]]; then
 	go test -json ./... 2>&1 | "${summary[@]}"
@@ -69,9 +161,23 @@ command -v curl >/dev/null || need+=(curl)
 command -v node >/dev/null || need+=(nodejs npm)
 command -v mariadbd >/dev/null || [[ -x /usr/sbin/mariadbd ]] || need+=(mariadb-server) # the Rekor v1 log's database
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql) # the MCP registry's database
+if ((${#need[@]})) && [[ $(id -u) != 0 ]]; then
+	echo "missing Debian packages: ${need[*]}; install them as root (apt-get install ${need[*]}) or run this script as root"
+	exit 1
+fi
+# A cold run fills about 6 GB (Go module and build caches, the services'
+# binaries); say so before it fails half-way for want of space.
+cache_dir=$(go env GOMODCACHE)
+while [[ ! -d $cache_dir ]]; do cache_dir=$(dirname "$cache_dir"); done
+free_kb=$(df -Pk "$cache_dir" 2>/dev/null | awk 'NR == 2 { print $4 }') || true
+if [[ -n ${free_kb:-} ]] && ((free_kb < 6 * 1024 * 1024)); then
+	echo "warning: $((free_kb / 1024 / 1024)) GB free where Go keeps its caches; a run with cold caches needs about 6 GB"
+fi
 if ((${#need[@]})); then
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+	echo "installing ${need[*]} (apt-get)"
+	run "apt-get update" apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null &
+	watch $! "apt-get install ${need[*]}"
 fi
 
 # The stack's binaries build (cached after the first run) while the
@@ -82,13 +188,13 @@ step "Local Sigstore stack: build (cached), in the background"
 BUILD_PID=$!
 
 step "Go modules"
-go mod download
+run "go mod download" go mod download
 
 step "Official MCP servers (npm ci)"
-(cd testdata/npm && npm ci --no-audit --no-fund --loglevel=error)
+run "npm ci" env -C testdata/npm npm ci --no-audit --no-fund --loglevel=error
 
 step "go vet"
-go vet ./... ./testdata/exampleserver ./testdata/badservers
+run "go vet (compiles every package; minutes when the build cache is cold)" go vet ./... ./testdata/exampleserver ./testdata/badservers
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
@@ -105,7 +211,7 @@ fi
 step "type check for windows and darwin (scripts/typecheck)"
 go build -o "$TMP/typecheck" ./scripts/typecheck
 for os in windows darwin; do
-	GOOS=$os GOARCH=amd64 "$TMP/typecheck" ./... ./testdata/exampleserver ./testdata/badservers ||
+	run "type check for $os" env GOOS=$os GOARCH=amd64 "$TMP/typecheck" ./... ./testdata/exampleserver ./testdata/badservers ||
 		{ echo "does not type-check for $os"; exit 1; }
 done
 
@@ -139,10 +245,14 @@ FIRST_PID=$!
 # Compile (not link) the other packages and their tests with -race into
 # the build cache, so that their go test below only links and runs.
 step "compile the tests of ${#stack_pkgs[@]} packages that need a service, with -race"
-go list -export -test -race "${stack_pkgs[@]}" >/dev/null
+go list -export -test -race "${stack_pkgs[@]}" >/dev/null &
+watch $! "compiling the tests of ${#stack_pkgs[@]} packages (minutes when the build cache is cold)"
 
 step "Local Sigstore stack: wait for the build"
-if ! wait "$BUILD_PID"; then
+# build.sh prints a line per binary ("building...", "built in", "up to
+# date"): the last one says what is being built.
+if ! watch "$BUILD_PID" "waiting for the build of the stack's binaries (minutes when ~/.cache/mcpsign is empty)" \
+	grep -E 'building|built|ready|done' "$TMP/sigstack-build.log"; then
 	BUILD_PID=""
 	cat "$TMP/sigstack-build.log"
 	echo "building the local Sigstore stack failed"
@@ -167,11 +277,14 @@ export MCPSIGN_REQUIRE_REGISTRY=1
 
 step "go test -race: ${#stack_pkgs[@]} packages that need a service"
 second=0
-go test -race -json -timeout 30m "${stack_pkgs[@]}" >"$TMP/second.json" 2>&1 || second=$?
+setsid go test -race -json -timeout 30m "${stack_pkgs[@]}" >"$TMP/second.json" 2>&1 &
+SECOND_PID=$!
+watch "$SECOND_PID" "go test of the packages that need a service" tests_done "$TMP/second.json" "${#stack_pkgs[@]}" || second=$?
+SECOND_PID=""
 
 step "go test -race: wait for the packages that need no service"
 first=0
-wait "$FIRST_PID" || first=$?
+watch "$FIRST_PID" "go test of the packages that need no service" tests_done "$TMP/first.json" "${#first_pkgs[@]}" || first=$?
 FIRST_PID=""
 step "go test -race ./...: summary"
 cat "$TMP/first.json" "$TMP/second.json" | "${summary[@]}"

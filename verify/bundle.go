@@ -1,12 +1,11 @@
 package verify
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
@@ -28,10 +27,7 @@ func ReadBundleFile(path string) ([]byte, error) {
 
 // BundleDigest returns "sha256:" and the hex SHA-256 of a bundle's bytes:
 // the bundle digest recorded in a lock.
-func BundleDigest(data []byte) string {
-	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+func BundleDigest(data []byte) string { return evidence.BundleDigest(data) }
 
 // ParseBundle reads a Sigstore bundle strictly (protojson: no unknown or
 // repeated fields) and checks it is a supported version, v0.1 to v0.3, as

@@ -57,7 +57,7 @@ func TestAuditAnchor(t *testing.T) {
 	os.WriteFile(crashed, data0, 0o644)
 	next := *l3
 	next.Approval.Method = pin.MethodTOFU
-	next.Approval.Identity, next.Approval.BundleDigest = "", ""
+	next.Approval.Identity, next.Approval.BundleDigest, next.Proof = "", "", nil
 	if err := auditevent.Approve(context.Background(), crashed, audit.Approved, l3, &next); err != nil {
 		t.Fatal(err)
 	}

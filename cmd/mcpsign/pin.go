@@ -143,7 +143,7 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 	if err != nil {
 		return pinRefused(a, asJSON, res, err, "the bundle does not verify")
 	}
-	return writePinLock(cmd, a, asJSON, po, snap, pinbundle.ApprovalOf(res), overrides)
+	return writePinLock(cmd, a, asJSON, po, snap, pinbundle.ApprovalOf(res), [][]byte{bundleJSON}, overrides)
 }
 
 // pinVerifier checks pin's flags and returns the verifier of the bundle;
@@ -175,7 +175,7 @@ func pinTOFU(cmd *cobra.Command, a *app, f *verifyFlags, asJSON bool, po *option
 		return err
 	}
 	fmt.Fprint(a.stderr, warning)
-	return writePinLock(cmd, a, asJSON, po, snap, pin.Approval{Method: pin.MethodTOFU}, overrides)
+	return writePinLock(cmd, a, asJSON, po, snap, pin.Approval{Method: pin.MethodTOFU}, nil, overrides)
 }
 
 // pinRefused reports a verification that did not let pin write the lock.
@@ -187,11 +187,18 @@ func pinRefused(a *app, asJSON bool, res *verify.Result, verr error, why string)
 	return verifyExit(verr, true)
 }
 
-// writePinLock writes the lock of snap with approval, and reports it.
-func writePinLock(cmd *cobra.Command, a *app, asJSON bool, po *options.PinOptions, snap *digest.Snapshot, approval pin.Approval, overrides capability.Overrides) error {
+// writePinLock writes the lock of snap with approval, carrying proof, the
+// bundles that proved a signed approval (nil for none; docs/LOCK.md
+// "proof"), and reports it.
+func writePinLock(cmd *cobra.Command, a *app, asJSON bool, po *options.PinOptions, snap *digest.Snapshot, approval pin.Approval, proof [][]byte, overrides capability.Overrides) error {
 	lock, err := pin.NewLock(snap, approval)
 	if err != nil {
 		return err
+	}
+	if proof != nil {
+		if err := lock.SetProof(proof); err != nil {
+			return fmt.Errorf("the lock's proof: %w", err)
+		}
 	}
 	if err := lock.SetCapabilities(overrides); err != nil {
 		return fmt.Errorf("--capabilities: %w", err)

@@ -47,8 +47,9 @@ func forgeLock(t *testing.T, honest []byte, path string) []byte {
 // records: the record alone (which the server's user can write) approves
 // nothing. A forged lock (the listed key over other definitions, its
 // lockDigest recomputed) is refused by verify-pin and by a real proxy
-// session; the honest lock passes with its bundle; with no bundle at all a
-// signed lock is unproven, and the message says what to give.
+// session; the honest lock passes with its bundle, or the one it carries
+// (its proof, docs/LOCK.md); with no bundle at all a signed lock is
+// unproven, and the message says what to give.
 func TestForgedLockUnderPolicy(t *testing.T) {
 	server, dir := demoDir(t)
 	polOf := func(name, bundle string) string {
@@ -62,6 +63,7 @@ func TestForgedLockUnderPolicy(t *testing.T) {
 		t.Fatalf("pin: exit %d\n%s\n%s", code, out, stderr)
 	}
 	honest := mustRead(t, lock)
+	bare := withoutProof(t, honest)
 	forgedPath := filepath.Join(dir, "forged.lock")
 	forged := forgeLock(t, honest, forgedPath)
 
@@ -77,7 +79,8 @@ func TestForgedLockUnderPolicy(t *testing.T) {
 		{"honest lock, --bundle", noBundle, honest, []string{"--bundle", filepath.Join(dir, "demo", "server.sigstore.json")}, "", ""},
 		{"forged lock, the policy's bundle", withBundle, forged, nil, policy.RuleLockUnproven, "do not match the signed statement"},
 		{"forged lock, --bundle", noBundle, forged, []string{"--bundle", filepath.Join(dir, "demo", "server.sigstore.json")}, policy.RuleLockUnproven, "do not match the signed statement"},
-		{"honest lock, no bundle", noBundle, honest, nil, policy.RuleLockUnproven, "give --bundle"},
+		{"honest lock, its proof only", noBundle, honest, nil, "", ""},
+		{"honest lock without its proof, no bundle", noBundle, bare, nil, policy.RuleLockUnproven, "give --bundle"},
 		{"forged lock, no bundle", noBundle, forged, nil, policy.RuleLockUnproven, "give --bundle"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,7 +137,10 @@ func TestForgedLockServerBundle(t *testing.T) {
 		t.Fatalf("pin: exit %d\n%s\n%s", code, out, stderr)
 	}
 	lock := filepath.Join(dir, "notes.lock")
-	honest := mustRead(t, lock)
+	proven := mustRead(t, lock)
+	// The bundle the policy names (the server's) proves the lock, with or
+	// without the one the lock carries (a row below).
+	honest := vtWriteBytes(t, lock, withoutProof(t, proven))
 	l, err := pin.Parse(honest)
 	if err != nil {
 		t.Fatal(err)
@@ -143,13 +149,17 @@ func TestForgedLockServerBundle(t *testing.T) {
 
 	for _, tc := range []struct {
 		name      string
+		lock      []byte
 		advertise string
 		blocked   bool
 	}{
-		{"honest lock, the publisher's bundle", bPub, false},
-		{"the publisher's key recorded, the server's own bundle", bOwn, true},
+		{"honest lock, the publisher's bundle", honest, bPub, false},
+		{"the publisher's key recorded, the server's own bundle", honest, bOwn, true},
+		// The bundle the policy names decides, not the one the lock carries.
+		{"the lock's proof, the server's own bundle", proven, bOwn, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			vtWriteBytes(t, lock, tc.lock)
 			p, err := startProxyProcess(t, mcpsign, "proxy", "--policy", pol, "--name", "notes", "--", server, "--bundle", tc.advertise)
 			if !tc.blocked {
 				if err != nil {
@@ -171,7 +181,7 @@ func TestForgedLockServerBundle(t *testing.T) {
 			if code := p.end(t); code != proxycmd.ExitBlocked || !strings.Contains(p.stderr.String(), policy.RuleLockUnproven) {
 				t.Errorf("exit %d, want %d naming %s: %s", code, proxycmd.ExitBlocked, policy.RuleLockUnproven, p.stderr.String())
 			}
-			if got := mustRead(t, lock); string(got) != string(honest) {
+			if got := mustRead(t, lock); string(got) != string(tc.lock) {
 				t.Error("the lock was changed")
 			}
 		})
@@ -179,9 +189,9 @@ func TestForgedLockServerBundle(t *testing.T) {
 }
 
 // TestForgedLockKeyless: the same under a keyless policy, against the
-// local Sigstore stack: the signer's lock passes with its bundle; the same
-// record over other definitions, or with no bundle, is
-// policy-lock-unproven.
+// local Sigstore stack: the signer's lock passes with its bundle, or the
+// one it carries (its proof); the same record over other definitions, or
+// with no bundle at all, is policy-lock-unproven.
 func TestForgedLockKeyless(t *testing.T) {
 	env := sigstack.Require(t)
 	server := fixtures.BuildExampleServer(t)
@@ -218,7 +228,8 @@ func TestForgedLockKeyless(t *testing.T) {
 	}{
 		{"honest lock, its bundle", withBundle, honest, 0},
 		{"forged lock, the bundle", withBundle, forged, 1},
-		{"honest lock, no bundle", noBundle, honest, 1},
+		{"honest lock, its proof only", noBundle, honest, 0},
+		{"honest lock without its proof, no bundle", noBundle, withoutProof(t, honest), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vtWriteBytes(t, lock, tc.lock)

@@ -68,7 +68,10 @@ func TestVerifyPinLockOutsidePolicy(t *testing.T) {
 	if code, out, stderr := runCLI(t, "verify", snapPath, "--policy", two, "--name", "notes", "--bundle", bA, "--bundle", bB, "--write-lock", thresholdLock); code != 0 {
 		t.Fatalf("verify --write-lock: exit %d\n%s\n%s", code, out, stderr)
 	}
-	thresholdBytes := mustRead(t, thresholdLock)
+	// It carries both bundles (its proof, docs/LOCK.md); the rows below
+	// that give bundles or none test the lock without it.
+	thresholdProven := mustRead(t, thresholdLock)
+	thresholdBytes := withoutProof(t, thresholdProven)
 
 	tests := []struct {
 		name     string
@@ -94,6 +97,7 @@ func TestVerifyPinLockOutsidePolicy(t *testing.T) {
 		{"manual approval, rollForward manual", []string{key(a)}, `,"rollForward":"manual"`, manual, nil, nil, nil, 0, ""},
 		{"manual approval, unsigned tofu", []string{key(a)}, `,"unsigned":"tofu"`, manual, nil, nil, nil, 0, ""},
 		{"threshold 2, two signers re-verified", []string{key(a), key(b)}, `,"threshold":2`, pin.Approval{}, nil, thresholdBytes, []string{bA, bB}, 0, ""},
+		{"threshold 2, the lock's proof", []string{key(a), key(b)}, `,"threshold":2`, pin.Approval{}, nil, thresholdProven, nil, 0, ""},
 		{"threshold 2, one bundle", []string{key(a), key(b)}, `,"threshold":2`, pin.Approval{}, nil, thresholdBytes, []string{bA}, 1, policy.RuleLockUnproven},
 		{"threshold 2, no bundle", []string{key(a), key(b)}, `,"threshold":2`, pin.Approval{}, nil, thresholdBytes, nil, 1, policy.RuleLockUnproven},
 		{"threshold 2, another first bundle", []string{key(a), key(b)}, `,"threshold":2`, pin.Approval{}, nil, thresholdBytes, []string{bB, bA}, 1, policy.RuleLockUnproven},
@@ -435,11 +439,22 @@ func TestProxyThresholdLock(t *testing.T) {
 		t.Fatalf("pin: exit %d\n%s\n%s", code, out, stderr)
 	}
 	lock := filepath.Join(dir, "notes.lock")
-	locked := mustRead(t, lock)
+	// The lock carries both bundles (its proof): in force with none given.
+	s := startCLI(t, nil, "proxy", "--policy", two, "--name", "notes", "--", server)
+	cs, _, err := s.client(t)
+	if err != nil {
+		t.Fatalf("connect, the lock's proof: %v\n%s", err, s.stderr.String())
+	}
+	cs.Close()
+	if code := s.exit(t); code != 0 {
+		t.Errorf("the lock's proof: exit %d: %s", code, s.stderr.String())
+	}
+	// Without it, only the bundles named can prove it.
+	locked := vtWriteBytes(t, lock, withoutProof(t, mustRead(t, lock)))
 
 	// At start, with both bundles: the session runs.
-	s := startCLI(t, nil, "proxy", "--policy", two, "--name", "notes", "--bundle", bPub, "--bundle", bOther, "--", server)
-	cs, _, err := s.client(t)
+	s = startCLI(t, nil, "proxy", "--policy", two, "--name", "notes", "--bundle", bPub, "--bundle", bOther, "--", server)
+	cs, _, err = s.client(t)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

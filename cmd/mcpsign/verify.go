@@ -373,7 +373,7 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 	}
 	res, verr := v.Verify(cmd.Context(), bundleJSON, snap)
 	verr = explainFailure(verr, bundleJSON, v)
-	if err := reportVerified(cmd, a, f, asJSON, snap, res, verr, nil); err != nil {
+	if err := reportVerified(cmd, a, f, asJSON, snap, res, [][]byte{bundleJSON}, verr, nil); err != nil {
 		return err
 	}
 	missingHint(a.stderr, res, snap)
@@ -381,11 +381,12 @@ func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args
 }
 
 // reportVerified writes the lock of a verification that holds
-// (--write-lock) and the report, with more, when not nil, in the text
-// report, and says where the lock was written.
-func reportVerified(cmd *cobra.Command, a *app, f *verifyFlags, asJSON bool, snap *digest.Snapshot, res *verify.Result, verr error, more func(io.Writer)) error {
+// (--write-lock), carrying the bundles that proved it (proof, docs/LOCK.md),
+// and the report, with more, when not nil, in the text report, and says
+// where the lock was written.
+func reportVerified(cmd *cobra.Command, a *app, f *verifyFlags, asJSON bool, snap *digest.Snapshot, res *verify.Result, proof [][]byte, verr error, more func(io.Writer)) error {
 	if verr == nil && f.vo.WriteLock != "" {
-		if err := writeVerifiedLock(cmd, f, snap, res); err != nil {
+		if err := writeVerifiedLock(cmd, f, snap, res, proof); err != nil {
 			return err
 		}
 	}
@@ -448,12 +449,16 @@ func verifyExit(err error, reported bool) error {
 	return failed(err)
 }
 
-// writeVerifiedLock hands the verified definitions and the evidence to pin.
-func writeVerifiedLock(cmd *cobra.Command, f *verifyFlags, snap *digest.Snapshot, res *verify.Result) error {
+// writeVerifiedLock hands the verified definitions, the evidence and the
+// bundles that proved them (the lock's proof) to pin.
+func writeVerifiedLock(cmd *cobra.Command, f *verifyFlags, snap *digest.Snapshot, res *verify.Result, proof [][]byte) error {
 	ap := pinbundle.ApprovalOf(res)
 	lock, err := pin.NewLock(snap, ap)
 	if err != nil {
 		return fmt.Errorf("--write-lock: %w", err)
+	}
+	if err := lock.SetProof(proof); err != nil {
+		return fmt.Errorf("--write-lock: the lock's proof: %w", err)
 	}
 	rec := &auditevent.Recorder{Log: f.vo.Audit.Log, Before: auditevent.LockBefore(f.vo.Audit.Log, f.vo.WriteLock)}
 	err = lock.WriteWith(cmd.Context(), f.vo.WriteLock, pin.WriteOptions{Overwrite: f.vo.Force, Before: rec.Record(cmd.Context())})

@@ -123,7 +123,7 @@ func runVerifyWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, args []stri
 	}
 	// A failure past verification (threshold, revocation, age, package) is
 	// reported with the result that did verify.
-	if err := reportVerified(cmd, a, f, asJSON, sv.Snapshot, sv.Decision.First(), sv.Err, sv.Decision.WriteText); err != nil {
+	if err := reportVerified(cmd, a, f, asJSON, sv.Snapshot, sv.Decision.First(), sv.Bundles, sv.Err, sv.Decision.WriteText); err != nil {
 		return err
 	}
 	return verifyExit(sv.Err, !asJSON)
@@ -163,7 +163,7 @@ func runPinWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, po *options.Pi
 	if sv.Err != nil {
 		return pinRefused(a, asJSON, sv.Decision.First(), sv.Err, "the bundles do not meet policy "+textsafe.Quote(r.Name))
 	}
-	return writePinLock(cmd, a, asJSON, po, sv.Snapshot, sv.Decision.Approval(), overrides)
+	return writePinLock(cmd, a, asJSON, po, sv.Snapshot, sv.Decision.Approval(), sv.Bundles, overrides)
 }
 
 // runProxyWithPolicy is runProxy under --policy, resolved here, before the

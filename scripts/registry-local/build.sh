@@ -25,6 +25,7 @@ for c in "registry|$MODULE/cmd/registry" "mcp-publisher|$MODULE/cmd/publisher"; 
 	if [[ $FORCE == 0 ]] && service_built "$BIN/$name" "$pkg"; then
 		continue
 	fi
+	echo "registry-local: $name: building..."
 	service_build "$pkg" "$BIN/$name"
 	echo "built $name $(service_version "$pkg")"
 done

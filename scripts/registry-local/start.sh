@@ -14,16 +14,15 @@ STATE=${1:?usage: start.sh STATE_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${MCPSIGN_REGISTRY_CACHE:-$HOME/.cache/mcpsign/registry-local}
 BIN=$CACHE/bin
-# A port nothing listens on, from a start (several stacks may run).
-free_port() {
-	local p=$1
-	while (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do p=$((p + 1)); done
-	echo "$p"
-}
-PGPORT=${MCPSIGN_REGISTRY_PGPORT:-$(free_port 55432)}
-PORT=${MCPSIGN_REGISTRY_PORT:-$(free_port 58080)}
 
 "$HERE/build.sh"
+# Ports: the first free ones from 55432 and 58080 (several stacks may run),
+# chosen under the test services' ports lock (scripts/sigstore-local/ports.sh).
+# shellcheck source=../sigstore-local/ports.sh
+source "$HERE/../sigstore-local/ports.sh"
+ports_lock
+if [[ -n ${MCPSIGN_REGISTRY_PGPORT:-} ]]; then PGPORT=$MCPSIGN_REGISTRY_PGPORT; else take_port PGPORT 55432; fi
+if [[ -n ${MCPSIGN_REGISTRY_PORT:-} ]]; then PORT=$MCPSIGN_REGISTRY_PORT; else take_port PORT 58080; fi
 pgbin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }
 if [[ -z $(pgbin) ]]; then
 	if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
@@ -50,7 +49,7 @@ mkdir -p "$PGDIR"
 echo "$PGDIR" >"$STATE/run/pgdir"
 as_pg "$PG/initdb" -D "$PGDIR/data" -A trust -U registry >"$STATE/logs/initdb.log" 2>&1
 if ! as_pg "$PG/pg_ctl" -D "$PGDIR/data" -l "$PGDIR/postgres.log" -w -t 60 \
-	-o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $PGDIR -c fsync=off" start >"$STATE/logs/pg_ctl.log"; then
+	-o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $PGDIR -c fsync=off" start >"$STATE/logs/pg_ctl.log" 8>&-; then
 	echo "start.sh: PostgreSQL did not start on 127.0.0.1:$PGPORT; its log:" >&2
 	cat "$PGDIR/postgres.log" "$STATE/logs/pg_ctl.log" >&2
 	exit 1
@@ -64,7 +63,7 @@ KEY=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 	export MCP_REGISTRY_ENABLE_ANONYMOUS_AUTH=true MCP_REGISTRY_ENABLE_REGISTRY_VALIDATION=false
 	export MCP_REGISTRY_JWT_PRIVATE_KEY=$KEY MCP_REGISTRY_SEED_FROM=
 	cd "$STATE/run" && exec "$BIN/registry"
-) >"$STATE/logs/registry.log" 2>&1 &
+) >"$STATE/logs/registry.log" 2>&1 8>&- &
 echo $! >"$STATE/run/registry.pid"
 for _ in $(seq 1 300); do
 	if curl -sf "http://127.0.0.1:$PORT/v0.1/health" >/dev/null 2>&1; then
@@ -74,6 +73,9 @@ for _ in $(seq 1 300); do
 	sleep 0.1
 done
 curl -sf "http://127.0.0.1:$PORT/v0.1/health" >/dev/null || { echo "start.sh: the registry did not answer" >&2; exit 1; }
+if command -v ss >/dev/null; then
+	loopback_only "$(cat "$STATE/run/registry.pid")" $(head -n 1 "$PGDIR/data/postmaster.pid" 2>/dev/null) || exit 1
+fi
 cat >"$STATE/env.sh" <<ENV
 # Written by scripts/registry-local/start.sh. Source it.
 export MCPSIGN_REGISTRY_URL='http://127.0.0.1:$PORT'

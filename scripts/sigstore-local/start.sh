@@ -23,19 +23,6 @@ TIMEOUT=${SIGSTACK_START_TIMEOUT:-60}
 MARKER=.mcpsign-sigstack
 
 H=127.0.0.1
-OIDC_PORT=5556
-FULCIO_PORT=5555 FULCIO_GRPC_PORT=5554 FULCIO_METRICS_PORT=2113
-CT_PORT=6962
-REKOR_PORT=3003 REKOR_GRPC_PORT=3002 REKOR_METRICS_PORT=2114
-TSA_PORT=3004 TSA_METRICS_PORT=2112 # hard-coded in the TSA, bound on all interfaces
-PORTS="$OIDC_PORT $FULCIO_PORT $FULCIO_GRPC_PORT $FULCIO_METRICS_PORT $CT_PORT $REKOR_PORT $REKOR_GRPC_PORT $REKOR_METRICS_PORT $TSA_PORT $TSA_METRICS_PORT"
-
-OIDC_URL=http://$H:$OIDC_PORT
-FULCIO_URL=http://$H:$FULCIO_PORT
-CT_URL=http://$H:$CT_PORT
-REKOR_URL=http://$H:$REKOR_PORT
-TSA_BASE=http://$H:$TSA_PORT
-TSA_URL=$TSA_BASE/api/v1/timestamp
 
 die() {
 	echo "start.sh: $*" >&2
@@ -45,7 +32,7 @@ now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2fs", b - a }'; }
 
 # --- preflight -------------------------------------------------------------
-for tool in openssl curl awk ss setsid; do
+for tool in openssl curl awk ss setsid flock; do
 	command -v "$tool" >/dev/null || die "$tool not found in PATH (needed to start the stack)"
 done
 for b in oidc-issuer fulcio tesseract-posix rekor-server-posix timestamp-server cosign; do
@@ -65,13 +52,28 @@ if [[ -s $S/pids ]]; then
 	"$HERE/stop.sh" "$S"
 fi
 
-busy=""
-listening=" $(ss -Hltn | awk '{ sub(/.*:/, "", $4); print $4 }' | tr '\n' ' ') "
-for p in $PORTS; do
-	if [[ $listening == *" $p "* ]]; then busy+=" $p"; fi
-done
-busy=${busy# }
-[[ -z $busy ]] || die "port(s) already in use: $busy (owner: ss -ltnp | grep -E ':(${busy// /|})\b'); another stack? stop it with stop.sh"
+# Ports: the first free one from each usual port up (ports.sh), chosen and
+# bound under the machine-wide ports lock. Metrics: the TSA's and Fulcio's
+# listeners are built to bind 127.0.0.1 (service-build.sh); they and Rekor's
+# take a port the kernel picks (0): nothing here reads them.
+# shellcheck source=ports.sh
+source "$HERE/ports.sh"
+ports_lock
+take_port OIDC_PORT 5556
+take_port FULCIO_PORT 5555
+take_port FULCIO_GRPC_PORT 5554
+take_port CT_PORT 6962
+take_port REKOR_PORT 3003
+take_port REKOR_GRPC_PORT 3002
+take_port TSA_PORT 3004
+METRICS_PORT=0
+
+OIDC_URL=http://$H:$OIDC_PORT
+FULCIO_URL=http://$H:$FULCIO_PORT
+CT_URL=http://$H:$CT_PORT
+REKOR_URL=http://$H:$REKOR_PORT
+TSA_BASE=http://$H:$TSA_PORT
+TSA_URL=$TSA_BASE/api/v1/timestamp
 
 # --- fresh state -----------------------------------------------------------
 T0=$(now)
@@ -105,7 +107,7 @@ launch() {
 	local name=$1 pid start
 	shift
 	CURRENT=$name
-	setsid "$@" </dev/null >"$S/logs/$name.log" 2>&1 &
+	setsid "$@" </dev/null >"$S/logs/$name.log" 2>&1 8>&- &
 	pid=$!
 	STARTED=1
 	# Record the start time too, so stop.sh never signals a recycled PID.
@@ -157,7 +159,7 @@ cat >"$S/fulcio-config.json" <<EOF
 EOF
 launch fulcio "$BIN/fulcio" serve --ca ephemeralca --config-path "$S/fulcio-config.json" \
 	--host "$H" --port "$FULCIO_PORT" --grpc-host "$H" --grpc-port "$FULCIO_GRPC_PORT" \
-	--metrics-port "$FULCIO_METRICS_PORT" --legacy-unix-domain-socket "$S/fulcio-legacy.sock" \
+	--metrics-port "$METRICS_PORT" --legacy-unix-domain-socket "$S/fulcio-legacy.sock" \
 	--log_type prod --ct-log-url "$CT_URL" --ct-log-public-key-path "$S/keys/ct-pub.pem"
 wait_health fulcio "$FULCIO_URL/healthz"
 curl -sf --max-time 5 "$FULCIO_URL/api/v1/rootCert" >"$S/fulcio-chain.pem" || die "could not fetch the Fulcio root"
@@ -179,7 +181,7 @@ wait_health ct "$CT_URL/healthz"
 # every 1 s (hard-coded), so a short checkpoint interval keeps a sign at
 # 0.1-0.9 s instead of up to 11 s with the default 10s.
 launch rekor "$BIN/rekor-server-posix" serve --hostname "$H" --http-address "$H" --http-port "$REKOR_PORT" \
-	--grpc-address "$H" --grpc-port "$REKOR_GRPC_PORT" --http-metrics-port "$REKOR_METRICS_PORT" \
+	--grpc-address "$H" --grpc-port "$REKOR_GRPC_PORT" --http-metrics-port "$METRICS_PORT" \
 	--storage-dir "$S/data/rekor" --signer-filepath "$S/keys/rekor-priv.pem" \
 	--checkpoint-interval 100ms --batch-max-age 20ms
 wait_health rekor "$REKOR_URL/healthz"
@@ -210,7 +212,13 @@ ST=2020-01-01T00:00:00Z
 chmod 644 "$S/trusted_root.json" "$S/signing_config.json" # public material
 printf '  %-8s trusted_root.json, signing_config.json in %s\n' cosign "$(since "$T1")"
 
-# --- 7. an ID token and env.sh ------------------------------------------------
+# --- 7. every service on 127.0.0.1 only -------------------------------------
+CURRENT=""
+if command -v ss >/dev/null; then
+	loopback_only $(awk '{ print $2 }' "$S/pids") || exit 1
+fi
+
+# --- 8. an ID token and env.sh ------------------------------------------------
 CURRENT=oidc
 (umask 077 && curl -sf --max-time 5 -G "$OIDC_URL/token" --data-urlencode "email=$EMAIL" \
 	--data-urlencode "ttl=1h" -o "$S/id_token") || die "could not mint an ID token"

@@ -5,6 +5,14 @@
 //	N passed, N failed, N skipped
 //
 // (subtests counted as tests). It exits 1 when a test or a package failed.
+// A test that started and never ended (the binary died, or the stream
+// stopped) failed: it did not finish.
+//
+// With -interrupted (scripts/test.sh passes it when the run was stopped by
+// Ctrl-C or SIGTERM) such a test is not counted as failed but as not
+// finished, and the closing line starts with "INTERRUPTED": an interrupted
+// run is no result, and the tests it stopped did not fail. A test that
+// reported its own failure before the interrupt still counts as failed.
 // With -ci (scripts/test.sh passes it when $CI is set) a skip that the
 // -expected file does not list for this machine fails the run too: in CI
 // every test that can run here must run.
@@ -44,6 +52,7 @@ func main() {
 	ci := flag.Bool("ci", false, "fail on a skip that -expected does not list for this machine")
 	expected := flag.String("expected", "", "`file` of expected skips (see the package comment)")
 	slowest := flag.Int("slowest", 0, "list the `N` slowest packages and top-level tests")
+	interrupted := flag.Bool("interrupted", false, "the run was interrupted: tests that did not finish did not fail")
 	flag.Parse()
 	var exp []expectedSkip
 	if *expected != "" {
@@ -59,6 +68,7 @@ func main() {
 	}
 	s := newSummary(os.Stdout)
 	s.slowest = *slowest
+	s.interrupted = *interrupted
 	if err := s.read(os.Stdin); err != nil {
 		fmt.Fprintln(os.Stderr, "testsummary:", err)
 		os.Exit(2)
@@ -93,8 +103,10 @@ type summary struct {
 	pkgFailedTests  map[string]int
 	running         map[string]map[string]bool // package -> tests started, not ended
 	packagesWithRun map[string]bool
-	slowest         int      // how many of the slowest to list (-slowest)
-	timings         []timing // packages (test "") and top-level tests that ended
+	slowest         int       // how many of the slowest to list (-slowest)
+	interrupted     bool      // the run was interrupted (-interrupted)
+	unfinished      []testKey // tests of an interrupted run that did not finish ("" test: a package)
+	timings         []timing  // packages (test "") and top-level tests that ended
 }
 
 // timing is how long a package or a top-level test took.
@@ -187,18 +199,55 @@ func (s *summary) packageEvent(e event) {
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			k := testKey{e.Package, name}
-			fmt.Fprint(s.w, strings.Join(s.out[k], ""))
-			s.failed++
-			s.failedTests = append(s.failedTests, k)
-			s.pkgFailedTests[e.Package]++
-			s.end(k)
+			s.didNotFinish(testKey{e.Package, name})
 		}
-		if s.pkgFailedTests[e.Package] == 0 {
+		switch {
+		case s.pkgFailedTests[e.Package] > 0 || len(names) > 0 && s.interrupted:
+		case s.interrupted:
+			s.unfinished = append(s.unfinished, testKey{e.Package, ""})
+		default:
 			s.failed++
 			s.failedPackages = append(s.failedPackages, e.Package)
 		}
+		delete(s.running, e.Package)
+	case "pass", "skip":
+		delete(s.running, e.Package)
 	}
+}
+
+// didNotFinish counts k, a test that started and never ended: failed (its
+// output shown), or in an interrupted run, not finished.
+func (s *summary) didNotFinish(k testKey) {
+	if s.interrupted {
+		s.unfinished = append(s.unfinished, k)
+	} else {
+		fmt.Fprint(s.w, strings.Join(s.out[k], ""))
+		s.failed++
+		s.failedTests = append(s.failedTests, k)
+		s.pkgFailedTests[k.pkg]++
+	}
+	s.end(k)
+}
+
+// streamEnded counts the tests that started and never ended, in packages
+// whose result never came (the stream stopped: go test was killed).
+func (s *summary) streamEnded() {
+	pkgs := make([]string, 0, len(s.running))
+	for p := range s.running {
+		pkgs = append(pkgs, p)
+	}
+	sort.Strings(pkgs)
+	for _, p := range pkgs {
+		names := make([]string, 0, len(s.running[p]))
+		for name := range s.running[p] {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			s.didNotFinish(testKey{p, name})
+		}
+	}
+	s.running = map[string]map[string]bool{}
 }
 
 // skipReason is what a skipped test printed, without go test's own lines.
@@ -222,6 +271,7 @@ func skipReason(name string, out []string) string {
 // report prints the skips, the failures and the closing line, and returns
 // the exit status.
 func (s *summary) report(exp []expectedSkip, ci bool) int {
+	s.streamEnded()
 	var unexpected []skip
 	if len(s.skips) > 0 {
 		fmt.Fprintf(s.w, "\nSkipped (%d):\n", len(s.skips))
@@ -247,8 +297,18 @@ func (s *summary) report(exp []expectedSkip, ci bool) int {
 			fmt.Fprintf(s.w, "  %s (the package failed: build, panic or timeout; see above)\n", p)
 		}
 	}
+	if len(s.unfinished) > 0 {
+		fmt.Fprintf(s.w, "\nDid not finish, stopped by the interrupt (%d):\n", len(s.unfinished))
+		for _, k := range s.unfinished {
+			if k.test == "" {
+				fmt.Fprintf(s.w, "  %s (the package)\n", k.pkg)
+			} else {
+				fmt.Fprintf(s.w, "  %s %s\n", k.pkg, k.test)
+			}
+		}
+	}
 	code := 0
-	if s.failed > 0 {
+	if s.failed > 0 || s.interrupted {
 		code = 1
 	}
 	if ci && len(unexpected) > 0 {
@@ -256,6 +316,11 @@ func (s *summary) report(exp []expectedSkip, ci bool) int {
 		code = 1
 	}
 	s.reportSlowest()
+	if s.interrupted {
+		fmt.Fprintf(s.w, "\nINTERRUPTED: %d passed, %d failed, %d skipped, %d did not finish (packages not yet started are not counted; an interrupted run is no result)\n",
+			s.passed, s.failed, len(s.skips), len(s.unfinished))
+		return code
+	}
 	fmt.Fprintf(s.w, "\n%d passed, %d failed, %d skipped\n", s.passed, s.failed, len(s.skips))
 	return code
 }

@@ -94,7 +94,7 @@ func TestRealStream(t *testing.T) {
 			code := s.report(exp, tc.ci)
 			got := out.String()
 			lines := strings.Split(strings.TrimRight(got, "\n"), "\n")
-			if last := lines[len(lines)-1]; last != "4 passed, 1 failed, 2 skipped" {
+			if last := lines[len(lines)-1]; last != "5 passed, 1 failed, 2 skipped" {
 				t.Errorf("closing line %q\n%s", last, got)
 			}
 			if code != tc.code {
@@ -148,7 +148,7 @@ func TestSlowest(t *testing.T) {
 	got := out.String()
 	pkgs := strings.Index(got, "Slowest packages:\n")
 	tests := strings.Index(got, "Slowest top-level tests:\n")
-	closing := strings.Index(got, "4 passed, 1 failed, 2 skipped")
+	closing := strings.Index(got, "5 passed, 1 failed, 2 skipped")
 	if pkgs < 0 || tests < pkgs || closing < tests {
 		t.Fatalf("no slowest lists before the closing line:\n%s", got)
 	}
@@ -189,5 +189,76 @@ func TestExpectedFile(t *testing.T) {
 	}
 	if exp, _ := parseExpected("root x TestY why\n", machine{goos: "linux"}); len(exp) != 0 {
 		t.Error("root condition held for a non-root user")
+	}
+}
+
+// TestInterruptedRun: a run stopped by Ctrl-C is said to be interrupted,
+// the tests it stopped did not finish (they did not fail), and a test that
+// failed before still failed; a test that started and never ended in a
+// stream that stopped is never left out of the count.
+func TestInterruptedRun(t *testing.T) {
+	t.Parallel()
+	stream := runGoTest(t, "TESTSUMMARY_INTERRUPT=1")
+	// The stream as far as the start of TestPass: go test was killed.
+	i := bytes.Index(stream, []byte(`"Action":"run","Package":"github.com/mcpsign/mcpsign/scripts/testsummary/testdata/sample","Test":"TestPass"`))
+	if i < 0 {
+		t.Fatalf("no run event of TestPass in\n%s", stream)
+	}
+	cut := stream[:i+bytes.IndexByte(stream[i:], '\n')+1]
+	const sample = "github.com/mcpsign/mcpsign/scripts/testsummary/testdata/sample"
+	tests := []struct {
+		name        string
+		stream      []byte
+		interrupted bool
+		closing     string
+		failed      []string // tests under "Failed"
+		unfinished  []string // tests under "Did not finish"
+	}{
+		{name: "killed by SIGINT, not told", stream: stream, closing: "4 passed, 2 failed, 2 skipped",
+			failed: []string{"TestFail", "TestInterrupted"}},
+		{name: "killed by SIGINT, interrupted", stream: stream, interrupted: true,
+			closing: "INTERRUPTED: 4 passed, 1 failed, 2 skipped, 1 did not finish",
+			failed:  []string{"TestFail"}, unfinished: []string{"TestInterrupted"}},
+		{name: "stream cut, not told", stream: cut, closing: "0 passed, 1 failed, 0 skipped", failed: []string{"TestPass"}},
+		{name: "stream cut, interrupted", stream: cut, interrupted: true,
+			closing: "INTERRUPTED: 0 passed, 0 failed, 0 skipped, 1 did not finish", unfinished: []string{"TestPass"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			s := newSummary(&out)
+			s.interrupted = tc.interrupted
+			if err := s.read(bytes.NewReader(tc.stream)); err != nil {
+				t.Fatal(err)
+			}
+			if code := s.report(nil, false); code != 1 {
+				t.Errorf("exit %d, want 1", code)
+			}
+			got := out.String()
+			lines := strings.Split(strings.TrimRight(got, "\n"), "\n")
+			if last := lines[len(lines)-1]; !strings.HasPrefix(last, tc.closing) {
+				t.Errorf("closing line %q, want it to start %q\n%s", last, tc.closing, got)
+			}
+			section := func(title string) []string {
+				var names []string
+				_, rest, ok := strings.Cut(got, "\n"+title)
+				if !ok {
+					return nil
+				}
+				for _, l := range strings.Split(rest, "\n")[1:] {
+					if !strings.HasPrefix(l, "  "+sample+" ") {
+						break
+					}
+					names = append(names, strings.TrimPrefix(l, "  "+sample+" "))
+				}
+				return names
+			}
+			if f := section("Failed ("); strings.Join(f, ",") != strings.Join(tc.failed, ",") {
+				t.Errorf("failed %q, want %q\n%s", f, tc.failed, got)
+			}
+			if u := section("Did not finish"); strings.Join(u, ",") != strings.Join(tc.unfinished, ",") {
+				t.Errorf("did not finish %q, want %q\n%s", u, tc.unfinished, got)
+			}
+		})
 	}
 }

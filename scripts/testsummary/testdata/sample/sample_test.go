@@ -1,5 +1,6 @@
 // Package sample is a test package for testsummary's own test: it passes,
-// fails and skips on purpose (run only through TestRealStream).
+// fails, skips, panics and is interrupted on purpose (run only through
+// testsummary's tests).
 package sample
 
 import (
@@ -22,4 +23,20 @@ func TestPanic(t *testing.T) {
 	if os.Getenv("TESTSUMMARY_PANIC") == "1" {
 		panic("boom")
 	}
+}
+
+// TestInterrupted is stopped as Ctrl-C stops a run: its binary gets
+// SIGINT while it runs.
+func TestInterrupted(t *testing.T) {
+	if os.Getenv("TESTSUMMARY_INTERRUPT") != "1" {
+		return
+	}
+	p, err := os.FindProcess(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {} // the signal ends the process
 }
