@@ -87,7 +87,7 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 	}
 	v, err := registry.New(registry.Options{Policy: pf, HTTPClient: a.httpClient,
 		BundleAddresses: registry.BundleAddresses(src, f.allowPrivate), SourceHost: registry.SourceHost(src),
-		DeciderOptions:  policy.DeciderOptions{Offline: f.offline}})
+		DeciderOptions: policy.DeciderOptions{Offline: f.offline}})
 	if err != nil {
 		return err
 	}
