@@ -293,11 +293,15 @@ func parseServer(raw []byte, lim Limits, base string) (*Entry, error) {
 		return nil, &MemberError{Pointer: base, Rule: err.Error(), Err: ErrEntry}
 	}
 	e := &Entry{Server: raw, base: base}
-	if e.Name, err = e.reqString(m, "name"); err != nil {
-		return nil, err
+	// Both are read before either refuses: the line names what it can.
+	name, nerr := e.reqString(m, "name")
+	version, verr := e.reqString(m, "version")
+	e.Name, e.Version = name, version
+	if nerr != nil {
+		return e, nerr
 	}
-	if e.Version, err = e.reqString(m, "version"); err != nil {
-		return e, err
+	if verr != nil {
+		return e, verr
 	}
 	e.Bound = append(e.Bound, "/version")
 	if v, ok := m["repository"]; ok && string(v) != "null" {
@@ -517,8 +521,8 @@ func (e *Entry) parsePackage(raw []byte, ptr string) (Package, error) {
 		}
 	}
 	if p.RuntimeHint != "" {
-		if want := runtimeFor(p.RegistryType); p.RuntimeHint != want {
-			e.unbound(ptr+"/runtimeHint", "%s runs the package with another program than %s, the runtime of a %s package: no statement binds it", textsafe.Quote(textsafe.Cut(p.RuntimeHint, 80)), textsafe.Quote(want), textsafe.Quote(p.RegistryType))
+		if want := runtimesFor(p.RegistryType); !slices.Contains(want, p.RuntimeHint) {
+			e.unbound(ptr+"/runtimeHint", "%s runs the package with another program than a %s package's (%s): no statement binds it", textsafe.Quote(textsafe.Cut(p.RuntimeHint, 80)), textsafe.Quote(p.RegistryType), strings.Join(want, ", "))
 		} else {
 			e.Bound = append(e.Bound, ptr+"/runtimeHint")
 		}
@@ -535,21 +539,22 @@ func (e *Entry) parsePackage(raw []byte, ptr string) (Package, error) {
 	return p, nil
 }
 
-// runtimeFor is the program a host runs a package of registryType with
-// ("" for a type whose runtimeHint mcpsign does not know: any hint is
-// then refused).
-func runtimeFor(registryType string) string {
+// runtimesFor are the programs a host may run a package of registryType
+// with, each of which installs it from its type's registry by the name
+// the purl binds (none for a type mcpsign does not know: any hint is then
+// refused).
+func runtimesFor(registryType string) []string {
 	switch registryType {
 	case "npm":
-		return "npx"
+		return []string{"npx"}
 	case "pypi":
-		return "uvx"
+		return []string{"uvx", "pipx", "python"}
 	case "nuget":
-		return "dnx"
+		return []string{"dnx"}
 	case "oci":
-		return "docker"
+		return []string{"docker"}
 	}
-	return ""
+	return nil
 }
 
 // checkTransport refuses a package transport other than {"type":"stdio"}:
