@@ -623,10 +623,14 @@ func (e *Entry) checkInputs(v []byte, ptr string, env bool) error {
 			return err
 		}
 		switch {
+		case env && !envName(name):
+			e.unbound(ip+"/name", "%s is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*): hosts may set it as another", textsafe.Quote(textsafe.Cut(name, 80)))
 		case env && SteeringVariable(name):
 			e.unbound(ip+"/name", "%s steers what a runtime or an installer fetches or runs (docs/REGISTRY.md): refused, whoever gives its value", textsafe.Quote(textsafe.Cut(name, 80)))
 		case !env && typ == "named":
 			e.unbound(ip, "a named argument: the registry chose the flag %s, which no statement binds", textsafe.Quote(textsafe.Cut(name, 80)))
+		case !env && typ != "positional":
+			e.unbound(ip+"/type", "an argument of type %s: only a positional argument the user gives is informational", textsafe.Quote(textsafe.Cut(typ, 40)))
 		}
 		for name := range m {
 			if !slices.Contains(inputMembers, name) {
@@ -635,6 +639,16 @@ func (e *Entry) checkInputs(v []byte, ptr string, env bool) error {
 		}
 	}
 	return nil
+}
+
+// envName reports whether name is a portable environment variable name.
+func envName(name string) bool {
+	for i, c := range []byte(name) {
+		if !(c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return name != ""
 }
 
 // SteeringVariable reports whether an environment variable named name

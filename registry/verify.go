@@ -13,6 +13,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -442,9 +443,12 @@ var ErrInterrupted = errors.New("the run was interrupted")
 var otherShard, interrupted = &Result{}, &Result{}
 
 // dupKey identifies a name and version for the duplicate check (SHA-256,
-// cut to 16 bytes: 70 bytes or so per entry of the run).
+// cut to 16 bytes: 70 bytes or so per entry of the run). The name's ASCII
+// case is folded: a reader that stores names without case would keep one
+// of two entries that differ only in it.
 func dupKey(name, version string) [16]byte {
-	h := sha256.Sum256([]byte(name + "\x00" + version))
+	n := strings.ToLower(name)
+	h := sha256.Sum256([]byte(strconv.Itoa(len(n)) + ":" + n + version))
 	return [16]byte(h[:16])
 }
 
