@@ -446,6 +446,18 @@ func TestLoopbackSourceHost(t *testing.T) {
 	if !errors.Is(r.Err(), source.ErrAddressRefused) || other.Load() != 0 {
 		t.Fatalf("another loopback service reached: %+v (%d requests)", r, other.Load())
 	}
+	// The same rule for any fetch of a source's bundles (NewFetcher).
+	f, err := NewFetcher(reg.URL, source.BundleOptions{HTTPClient: reg.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Fetch(context.Background(), reg.URL+"/b", PointerDigest([]byte("not a bundle")), 1<<20); err != nil {
+		t.Fatalf("NewFetcher, the registry's own bundle: %v", err)
+	}
+	if _, err := f.Fetch(context.Background(), service.URL+"/admin", dg, 1<<20); !errors.Is(err, source.ErrAddressRefused) || other.Load() != 0 {
+		t.Fatalf("NewFetcher, another loopback service: %v", err)
+	}
 	for src, want := range map[string]string{
 		"http://127.0.0.1:8080/": "127.0.0.1:8080", "https://localhost": "localhost:443", "http://[::1]/v0": "[::1]:80",
 		"https://registry.example.com": "", "dump.json": "", "-": "",

@@ -136,9 +136,8 @@ type Verifier struct {
 	// entry).
 	mu      sync.Mutex
 	entries map[string]*policy.Entry
-	// fetcher fetches the bundles (nil with Options.Fetch); local those
-	// at Options.SourceHost.
-	fetcher, local *source.BundleFetcher
+	// fetcher fetches the bundles (nil with Options.Fetch).
+	fetcher *Fetcher
 }
 
 // New returns a Verifier with opts.
@@ -155,17 +154,11 @@ func New(opts Options) (*Verifier, error) {
 	}
 	v := &Verifier{opts: opts, decider: d, entries: map[string]*policy.Entry{}}
 	if opts.Fetch == nil {
-		f, err := source.NewBundleFetcher(source.BundleOptions{HTTPClient: opts.HTTPClient, Timeout: opts.FetchTimeout, Addresses: opts.BundleAddresses})
+		f, err := newFetcher(opts.SourceHost, source.BundleOptions{HTTPClient: opts.HTTPClient, Timeout: opts.FetchTimeout, Addresses: opts.BundleAddresses})
 		if err != nil {
 			return nil, err
 		}
 		v.fetcher = f
-		if opts.SourceHost != "" && opts.BundleAddresses < source.LoopbackAddresses {
-			if v.local, err = source.NewBundleFetcher(source.BundleOptions{HTTPClient: opts.HTTPClient, Timeout: opts.FetchTimeout, Addresses: source.LoopbackAddresses}); err != nil {
-				f.Close()
-				return nil, err
-			}
-		}
 	}
 	return v, nil
 }
@@ -175,8 +168,55 @@ func (v *Verifier) Close() {
 	if v.fetcher != nil {
 		v.fetcher.Close()
 	}
-	if v.local != nil {
-		v.local.Close()
+}
+
+// Fetcher fetches the bundles a source's entries point at under the
+// address rule of docs/REGISTRY.md ("Bundle addresses"): the addresses
+// its options allow (public ones by default), and, when the source is a
+// registry on a loopback host, that host and port (SourceHost) and no
+// other loopback service.
+type Fetcher struct {
+	main, local *source.BundleFetcher
+	host        string
+}
+
+// NewFetcher returns the Fetcher for the entries of src (a SOURCE as
+// List takes), with o's client, bounds and address scope
+// (BundleAddresses(src, allowPrivate) gives the command's).
+func NewFetcher(src string, o source.BundleOptions) (*Fetcher, error) {
+	return newFetcher(SourceHost(src), o)
+}
+
+func newFetcher(host string, o source.BundleOptions) (*Fetcher, error) {
+	m, err := source.NewBundleFetcher(o)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fetcher{main: m}
+	if host != "" && o.Addresses < source.LoopbackAddresses {
+		o.Addresses = source.LoopbackAddresses
+		if f.local, err = source.NewBundleFetcher(o); err != nil {
+			m.Close()
+			return nil, err
+		}
+		f.host = host
+	}
+	return f, nil
+}
+
+// Fetch is source.BundleFetcher.Fetch by the rule above.
+func (f *Fetcher) Fetch(ctx context.Context, rawURL, want string, maxBytes int64) ([]byte, error) {
+	if u, err := url.Parse(rawURL); err == nil && f.local != nil && hostPort(u) == f.host {
+		return f.local.Fetch(ctx, rawURL, want, maxBytes)
+	}
+	return f.main.Fetch(ctx, rawURL, want, maxBytes)
+}
+
+// Close releases the idle connections.
+func (f *Fetcher) Close() {
+	f.main.Close()
+	if f.local != nil {
+		f.local.Close()
 	}
 }
 
@@ -328,11 +368,7 @@ func (v *Verifier) Verify(ctx context.Context, e *Entry) *Result {
 // parses it.
 func (v *Verifier) fetch(ctx context.Context, p Pointer, maxBytes int64) ([]byte, error) {
 	if v.opts.Fetch == nil {
-		f := v.fetcher
-		if u, err := url.Parse(p.URL); err == nil && v.local != nil && hostPort(u) == v.opts.SourceHost {
-			f = v.local
-		}
-		return f.Fetch(ctx, p.URL, p.Digest, maxBytes)
+		return v.fetcher.Fetch(ctx, p.URL, p.Digest, maxBytes)
 	}
 	b, err := v.opts.Fetch(ctx, p)
 	if err != nil {
