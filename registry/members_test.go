@@ -227,6 +227,21 @@ func TestOneBadEntryNeverStopsTheRun(t *testing.T) {
 	}
 }
 
+// TestOversizedEntryInADump: an entry of a dump over the entry bound
+// refuses that entry, not the rest of the file (on main the reading
+// stopped there, exit 2).
+func TestOversizedEntryInADump(t *testing.T) {
+	t.Parallel()
+	v, _ := New(Options{Policy: keyPolicy(t), Limits: Limits{MaxEntryBytes: 4 << 10}})
+	big := serverJSON("a/big", "1", `,"title":"`+strings.Repeat("x", 8<<10)+`"`)
+	src := filepath.Join(t.TempDir(), "dump.json")
+	os.WriteFile(src, []byte("["+serverJSON("a/one", "1", "")+",\n"+big+",\n"+serverJSON("a/two", "1", "")+"]"), 0o644)
+	got, _, err := collect(t, v, context.Background(), src, SourceOptions{Client: Client{Limits: Limits{MaxEntryBytes: 4 << 10}}})
+	if err != nil || len(got) != 3 || got[1].Step != StepEntry || got[2].Name != "a/two" {
+		t.Fatalf("%d lines, %v", len(got), err)
+	}
+}
+
 // TestInterruptedRunChangesNothing (issue 29 item 5, issue 33 item 10): a
 // run stopped while bundles are fetched, or while the listing waits for a
 // page, returns ErrInterrupted, keeps the old --verified-out, and counts
