@@ -3,6 +3,7 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/mcpsign/mcpsign/attest"
@@ -116,27 +117,27 @@ func PackageBinding(p Package) (Binding, error) {
 // packages[] entry has its Binding among the predicate's package entries
 // (the purl equal, and the sha256 equal where both give one; for an MCPB
 // or an OCI image, the sha256 equal). What no statement member can bind
-// fails closed: an entry with remotes (the URLs a host would connect to)
-// and a package with runtime arguments (they choose what the runtime
-// fetches). The error wraps ErrBinding and says which member.
+// and that decides what is installed, how it starts, with what
+// environment or where a host connects fails closed (Entry.Unbound, a
+// *MemberError): remotes, a package transport other than stdio, runtime
+// arguments, registry-chosen arguments and environment variables
+// (docs/REGISTRY.md, "What each member of server.json is"). The error
+// wraps ErrBinding and says which member.
 func CheckBinding(e *Entry, st *attest.Statement) error {
 	if st.Predicate.Server.Version != e.Version {
-		return fmt.Errorf("%w: the statement signs version %s, the entry is version %s", ErrBinding,
+		return e.memberErr(ErrBinding, "/version", "the statement signs version %s, the entry is version %s",
 			textsafe.Quote(st.Predicate.Server.Version), textsafe.Quote(e.Version))
 	}
-	if e.Remotes > 0 {
-		return fmt.Errorf("%w: remotes: a statement binds packages, not the URLs of remotes, which a registry could point anywhere", ErrBinding)
+	if len(e.Unbound) > 0 {
+		return e.Unbound[0]
 	}
 	for i, p := range e.Packages {
-		if p.RuntimeArguments {
-			return fmt.Errorf("%w: packages[%d]: runtimeArguments: they choose what the runtime fetches and runs (npx --package, docker run, uvx --from), which no statement binds", ErrBinding, i)
-		}
 		b, err := PackageBinding(p)
 		if err != nil {
-			return fmt.Errorf("%w: packages[%d]: %w", ErrBinding, i, err)
+			return e.memberErr(ErrBinding, "/packages/"+strconv.Itoa(i), "%v", err)
 		}
 		if !bound(b, st.Predicate.Package) {
-			return fmt.Errorf("%w: packages[%d] (%s %s) needs %s; the statement binds %s", ErrBinding, i,
+			return e.memberErr(ErrBinding, "/packages/"+strconv.Itoa(i), "(%s %s) needs %s; the statement binds %s",
 				textsafe.Quote(p.RegistryType), textsafe.Quote(textsafe.Cut(p.Identifier, 200)), b, boundList(st.Predicate.Package))
 		}
 	}

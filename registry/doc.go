@@ -5,7 +5,11 @@
 // fetches them (https only, bounded, digest checked before anything
 // parses them), verifies them under a policy whose server names may match
 // registry namespaces, and checks that the statement binds what the entry
-// installs: every packages[] entry and the entry's version. Verification
+// installs: every packages[] entry and the entry's version; a member that
+// decides what is installed, how it starts, with what environment or where
+// a host connects and that no statement binds refuses the entry
+// (members.go). Every refusal names the entry's position in the source and
+// the member's JSON Pointer. Verification
 // streams: memory stays flat in the number of entries, bundles are
 // verified in parallel with one trusted material load.
 package registry

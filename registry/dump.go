@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -23,6 +24,14 @@ type VerifiedBlock struct {
 	Policy string `json:"policy"`
 	// VerifiedAt is when, RFC 3339 UTC.
 	VerifiedAt string `json:"verifiedAt"`
+	// Status is the registry's status of the entry when it was verified
+	// (active, deprecated), when the source gave one.
+	Status string `json:"status,omitempty"`
+	// Bound are the JSON Pointers (in the server.json of the dump) of the
+	// members the signed statement binds; every other member is
+	// informational (docs/REGISTRY.md, "What each member of server.json
+	// is").
+	Bound []string `json:"bound"`
 }
 
 // DumpWriter writes passing entries as a registry dump: a JSON array of
@@ -31,6 +40,26 @@ type VerifiedBlock struct {
 type DumpWriter struct {
 	w *bufio.Writer
 	n int
+	// off is the number of bytes written; spans where each entry is, for
+	// a withdrawal (withdraw) before DumpFile.Commit.
+	off   int64
+	spans []dumpSpan
+	drop  map[[16]byte]bool
+}
+
+type dumpSpan struct {
+	key        [16]byte
+	start, end int64
+}
+
+// withdraw marks the entries of key (a name and version listed twice)
+// to be left out: DumpFile.Commit writes the dump without them; Close of
+// a DumpWriter over another writer, where the bytes are gone, fails.
+func (d *DumpWriter) withdraw(key [16]byte) {
+	if d.drop == nil {
+		d.drop = map[[16]byte]bool{}
+	}
+	d.drop[key] = true
 }
 
 // NewDumpWriter starts a dump on w.
@@ -41,10 +70,15 @@ func NewDumpWriter(w io.Writer) *DumpWriter {
 // Add writes the entry of a verified result; a result that did not
 // verify is refused.
 func (d *DumpWriter) Add(r *Result) error {
+	return d.add(r, dupKey(r.Name, r.Version))
+}
+
+func (d *DumpWriter) add(r *Result, key [16]byte) error {
 	if !r.Verified || r.entry == nil {
 		return fmt.Errorf("registry: %s %s did not verify: not written to the dump", r.Name, r.Version)
 	}
-	block, _ := json.Marshal(VerifiedBlock{Signers: r.Signers, Bundles: r.Bundles, Policy: r.Policy, VerifiedAt: r.VerifiedAt})
+	block, _ := json.Marshal(VerifiedBlock{Signers: r.Signers, Bundles: r.Bundles, Policy: r.Policy, VerifiedAt: r.VerifiedAt,
+		Status: r.Status, Bound: r.entry.Bound})
 	doc, err := WithVerified(r.entry.Server, block)
 	if err != nil {
 		return err
@@ -57,12 +91,19 @@ func (d *DumpWriter) Add(r *Result) error {
 	if _, err := d.w.WriteString(sep); err != nil {
 		return err
 	}
-	_, err = d.w.Write(compact(doc))
+	c := compact(doc)
+	start := d.off + int64(len(sep))
+	d.off = start + int64(len(c))
+	d.spans = append(d.spans, dumpSpan{key: key, start: start, end: d.off})
+	_, err = d.w.Write(c)
 	return err
 }
 
 // Close ends the array and flushes; an empty dump is "[]".
 func (d *DumpWriter) Close() error {
+	if len(d.drop) > 0 {
+		return errors.New("registry: an entry written to the dump was withdrawn (its name and version listed twice): the dump is not valid")
+	}
 	end := "\n]\n"
 	if d.n == 0 {
 		end = "[]\n"
@@ -78,7 +119,8 @@ func (d *DumpWriter) Close() error {
 // leaves the path as it was.
 type DumpFile struct {
 	*DumpWriter
-	p *atomicfile.Pending
+	p    *atomicfile.Pending
+	path string
 }
 
 // CreateDump starts a verified dump at path (replacing a file there on
@@ -88,16 +130,55 @@ func CreateDump(path string) (*DumpFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DumpFile{DumpWriter: NewDumpWriter(p), p: p}, nil
+	return &DumpFile{DumpWriter: NewDumpWriter(p), p: p, path: path}, nil
 }
 
-// Commit ends the dump and moves it to its path.
+// Commit ends the dump and moves it to its path. Entries withdrawn
+// (their name and version listed twice) are left out: the dump is then
+// written again without them.
 func (d *DumpFile) Commit() error {
+	if len(d.drop) > 0 {
+		return d.rewrite()
+	}
 	if err := d.DumpWriter.Close(); err != nil {
 		d.p.Abort()
 		return err
 	}
 	return d.p.Commit()
+}
+
+// rewrite writes the dump anew without the withdrawn entries.
+func (d *DumpFile) rewrite() error {
+	defer d.p.Abort()
+	if err := d.w.Flush(); err != nil {
+		return err
+	}
+	np, err := atomicfile.Create(d.path, atomicfile.Options{Overwrite: true})
+	if err != nil {
+		return err
+	}
+	defer np.Abort()
+	out := NewDumpWriter(np)
+	for _, sp := range d.spans {
+		if d.drop[sp.key] {
+			continue
+		}
+		sep := ",\n"
+		if out.n == 0 {
+			sep = "[\n"
+		}
+		out.n++
+		if _, err := out.w.WriteString(sep); err != nil {
+			return err
+		}
+		if _, err := io.Copy(out.w, io.NewSectionReader(d.p.ReaderAt(), sp.start, sp.end-sp.start)); err != nil {
+			return err
+		}
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return np.Commit()
 }
 
 // Abort drops the dump; after Commit it does nothing.
@@ -119,7 +200,8 @@ type SourceOptions struct {
 	// VerifiedOut, when not "", is the file the entries that verified are
 	// written to as a dump (CreateDump, RunOptions.Verified). It appears
 	// only when the whole run succeeded: any failure leaves the path as it
-	// was. A failure to create or commit it is a *DumpError.
+	// was, an interrupted run (ErrInterrupted) too. A failure to create or
+	// commit it is a *DumpError.
 	VerifiedOut string
 }
 
@@ -142,7 +224,11 @@ func (v *Verifier) RunSource(ctx context.Context, src string, o SourceOptions) (
 		defer dump.Abort() // nothing half-written on any failure
 		o.Verified = dump.DumpWriter
 	}
-	sum, err := v.Run(ctx, List(ctx, src, o.Client, o.Stdin), o.RunOptions)
+	sum, err := v.RunAt(ctx, ListAt(ctx, src, o.Client, o.Stdin), o.RunOptions)
+	if err == nil && ctx.Err() != nil {
+		// Stopped after the source's last entry: still interrupted.
+		err = fmt.Errorf("%w: %w", ErrInterrupted, context.Cause(ctx))
+	}
 	if err == nil && dump != nil {
 		if err := dump.Commit(); err != nil {
 			return sum, &DumpError{Err: err}

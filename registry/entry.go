@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/jsonscan"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
@@ -54,6 +58,9 @@ type Package struct {
 	// --pull`, `uvx --from` change what is fetched and run, and no
 	// statement member binds them.
 	RuntimeArguments bool `json:"-"`
+	// RuntimeHint is the program a host runs the package with ("npx",
+	// "uvx", "dnx", "docker"; "" when not given).
+	RuntimeHint string `json:"runtimeHint,omitempty"`
 }
 
 // Pointer is one bundle an entry points at: an https URL and the SHA-256
@@ -82,6 +89,52 @@ type Entry struct {
 	// Server is the server.json document, its bytes as the source gave
 	// them (inside an API entry, the value of "server").
 	Server []byte
+	// Status is the registry's status of the entry
+	// (_meta["io.modelcontextprotocol.registry/official"].status: active,
+	// deprecated, deleted), "" when the source gives none.
+	Status string
+	// Unbound are the members that decide what is installed, how it
+	// starts, with what environment or where a host connects, and that no
+	// statement binds (docs/REGISTRY.md, "What each member of server.json
+	// is"): the entry fails at binding with the first.
+	Unbound []*MemberError
+	// Bound are the JSON Pointers (in server.json) of the members the
+	// statement binds when the entry verifies: the dump's
+	// dev.mcpsign/verified names them.
+	Bound []string
+	// Pos is where the source gave the entry (set by Run).
+	Pos Position
+	// statusPtr is the JSON Pointer of the status read, in the entry as
+	// the source gave it.
+	statusPtr string
+	// base is the JSON Pointer of server.json in the entry as the source
+	// gave it: "/server" in an API entry, "" for a bare server.json.
+	base string
+}
+
+// MemberError is the refusal of one member of an entry: where it is (a
+// JSON Pointer, RFC 6901, in the entry as the source gave it: an API
+// entry's server.json is under /server) and the rule it breaks. It wraps
+// the sentinel of its step (ErrEntry, ErrBinding, ErrStatus).
+type MemberError struct {
+	Pointer string
+	Rule    string
+	Err     error
+}
+
+func (e *MemberError) Error() string {
+	p := e.Pointer
+	if p == "" {
+		p = "(the whole entry)"
+	}
+	return fmt.Sprintf("%v: %s: %s", e.Err, p, e.Rule)
+}
+
+func (e *MemberError) Unwrap() error { return e.Err }
+
+// memberErr is a *MemberError at base+ptr.
+func (e *Entry) memberErr(sentinel error, ptr, format string, args ...any) *MemberError {
+	return &MemberError{Pointer: e.base + ptr, Rule: fmt.Sprintf(format, args...), Err: sentinel}
 }
 
 // Limits bound what a source may make mcpsign read. The zero value of a
@@ -103,6 +156,11 @@ type Limits struct {
 	MaxPointers int
 	// MaxPackages bounds packages[].
 	MaxPackages int
+	// MaxListingBytes bounds the bytes of all the pages of one listing
+	// together; ListingTimeout its time (pages are read as entries are
+	// verified, so this bounds the run of a registry source).
+	MaxListingBytes int64
+	ListingTimeout  time.Duration
 }
 
 // DefaultLimits are the documented bounds (docs/REGISTRY.md, "Bounds").
@@ -115,6 +173,10 @@ var DefaultLimits = Limits{
 	MaxDepth:       64,
 	MaxPointers:    32,
 	MaxPackages:    64,
+	// The official registry's listing is some tens of MB; these bound a
+	// cursor that never repeats, each page new (docs/REGISTRY.md).
+	MaxListingBytes: 4 << 30,
+	ListingTimeout:  6 * time.Hour,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -132,6 +194,12 @@ func (l Limits) withDefaults() Limits {
 	set(&l.MaxDepth, d.MaxDepth)
 	set(&l.MaxPointers, d.MaxPointers)
 	set(&l.MaxPackages, d.MaxPackages)
+	if l.MaxListingBytes <= 0 {
+		l.MaxListingBytes = d.MaxListingBytes
+	}
+	if l.ListingTimeout <= 0 {
+		l.ListingTimeout = d.ListingTimeout
+	}
 	return l
 }
 
@@ -150,61 +218,116 @@ func checkDepth(data []byte, max int) error {
 }
 
 var (
-	serverMembers  = []string{"name", "version", "repository", "packages", "remotes", "_meta"}
-	repoMembers    = []string{"url", "source"}
-	packageMembers = []string{"registryType", "identifier", "version", "fileSha256", "registryBaseUrl", "runtimeArguments"}
+	// The members of server.json that the published schema
+	// (static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json)
+	// defines, and "status" of its 2025-09 versions: any other refuses the
+	// entry at binding (docs/REGISTRY.md, "What each member of server.json
+	// is").
+	serverMembers = []string{"$schema", "name", "version", "description", "title", "websiteUrl", "icons", "repository", "packages", "remotes", "status", "_meta"}
+	repoMembers   = []string{"url", "source", "id", "subfolder"}
+	// packageMembers are Package's members in the schema.
+	packageMembers = []string{"registryType", "identifier", "version", "fileSha256", "registryBaseUrl", "runtimeHint", "transport", "runtimeArguments", "packageArguments", "environmentVariables"}
 	entryMembers   = []string{"server", "_meta"}
+	// inputMembers are the members of an Input, KeyValueInput and
+	// Argument (schema: Input, InputWithVariables, KeyValueInput,
+	// PositionalArgument, NamedArgument).
+	inputMembers = []string{"name", "type", "description", "format", "isRequired", "isSecret", "placeholder", "valueHint", "isRepeated", "value", "default", "choices", "variables"}
 )
 
+// OfficialMeta is the member of an API entry's _meta (and, in the
+// registry's 2025-09 API, of server.json's) where the official registry
+// says the entry's status.
+const OfficialMeta = "io.modelcontextprotocol.registry/official"
+
+// The registry statuses (docs/REGISTRY.md, "Registry status").
+const (
+	StatusActive     = "active"
+	StatusDeprecated = "deprecated"
+	StatusDeleted    = "deleted"
+)
+
+// ErrStatus: the registry's status says the entry is not to be installed
+// (deleted), or is not one mcpsign knows.
+var ErrStatus = errors.New("registry status")
+
 // ParseServer reads one server.json document strictly (docs/REGISTRY.md,
-// "Reading"): a repeated member, or a case variant of one mcpsign reads, is
-// refused; name and version are required strings; the attestation pointer
-// is read into Pointers, or its refusal kept in AttestationErr (the entry
-// still reads: its line says why it fails).
+// "Reading"): a repeated member at any depth, invalid UTF-8 anywhere, or a
+// case variant of a member mcpsign reads, is refused; name and version
+// are required strings; the attestation pointer is read into Pointers, or
+// its refusal kept in AttestationErr (the entry still reads: its line
+// says why it fails). A refusal of one member is a *MemberError.
 func ParseServer(raw []byte, lim Limits) (*Entry, error) {
 	lim = lim.withDefaults()
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > lim.MaxEntryBytes {
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrEntry, len(raw), lim.MaxEntryBytes)
 	}
-	if err := checkDepth(raw, lim.MaxDepth); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEntry, err)
-	}
-	m, err := digest.ReadMembers(raw, serverMembers...)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEntry, err)
-	}
-	e := &Entry{Server: raw}
-	if e.Name, err = reqString(m, "name"); err != nil {
+	if err := strictRead(raw, lim); err != nil {
 		return nil, err
 	}
-	if e.Version, err = reqString(m, "version"); err != nil {
-		return e, err
+	return parseServer(raw, lim, "")
+}
+
+// strictRead reads raw with the strict reader (digest.Canonicalize): the
+// nesting within lim.MaxDepth, no repeated member at any depth, valid
+// UTF-8 and no lone surrogate in every string, numbers RFC 8259 spells.
+// A dump carries only bytes that this reader read (docs/REGISTRY.md,
+// "Reading").
+func strictRead(raw []byte, lim Limits) error {
+	if err := checkDepth(raw, lim.MaxDepth); err != nil {
+		return &MemberError{Rule: err.Error(), Err: ErrEntry}
 	}
+	if _, err := digest.Canonicalize(raw); err != nil {
+		var se *digest.SyntaxError
+		if errors.As(err, &se) {
+			return &MemberError{Pointer: se.Pointer, Rule: fmt.Sprintf("%s (byte %d): the strict reader refuses it, and a dump carries only what it read", se.Reason, se.Offset), Err: ErrEntry}
+		}
+		return fmt.Errorf("%w: %w", ErrEntry, err)
+	}
+	return nil
+}
+
+func parseServer(raw []byte, lim Limits, base string) (*Entry, error) {
+	m, err := digest.ReadMembers(raw, serverMembers...)
+	if err != nil {
+		return nil, &MemberError{Pointer: base, Rule: err.Error(), Err: ErrEntry}
+	}
+	e := &Entry{Server: raw, base: base}
+	// Both are read before either refuses: the line names what it can.
+	name, nerr := e.reqString(m, "name")
+	version, verr := e.reqString(m, "version")
+	e.Name, e.Version = name, version
+	if nerr != nil {
+		return e, nerr
+	}
+	if verr != nil {
+		return e, verr
+	}
+	e.Bound = append(e.Bound, "/version")
 	if v, ok := m["repository"]; ok && string(v) != "null" {
 		rm, err := digest.ReadMembers(v, repoMembers...)
 		if err != nil {
-			return e, fmt.Errorf("%w: repository: %w", ErrEntry, err)
+			return e, e.memberErr(ErrEntry, "/repository", "%v", err)
 		}
-		if e.RepositoryURL, err = optString(rm, "url", "repository.url"); err != nil {
+		if e.RepositoryURL, err = e.optString(rm, "url", "/repository/url"); err != nil {
 			return e, err
 		}
-		if e.RepositorySource, err = optString(rm, "source", "repository.source"); err != nil {
+		if e.RepositorySource, err = e.optString(rm, "source", "/repository/source"); err != nil {
 			return e, err
 		}
 	}
 	if v, ok := m["packages"]; ok && string(v) != "null" {
 		items, err := digest.Elements(v)
 		if err != nil {
-			return e, fmt.Errorf("%w: packages: %w", ErrEntry, err)
+			return e, e.memberErr(ErrEntry, "/packages", "%v", err)
 		}
 		if len(items) > lim.MaxPackages {
-			return e, fmt.Errorf("%w: more than %d packages", ErrEntry, lim.MaxPackages)
+			return e, e.memberErr(ErrEntry, "/packages", "more than %d packages", lim.MaxPackages)
 		}
 		for i, it := range items {
-			p, err := parsePackage(it)
+			p, err := e.parsePackage(it, "/packages/"+strconv.Itoa(i))
 			if err != nil {
-				return e, fmt.Errorf("%w: packages[%d]: %w", ErrEntry, i, err)
+				return e, err
 			}
 			e.Packages = append(e.Packages, p)
 		}
@@ -212,88 +335,206 @@ func ParseServer(raw []byte, lim Limits) (*Entry, error) {
 	if v, ok := m["remotes"]; ok && string(v) != "null" {
 		items, err := digest.Elements(v)
 		if err != nil {
-			return e, fmt.Errorf("%w: remotes: %w", ErrEntry, err)
+			return e, e.memberErr(ErrEntry, "/remotes", "%v", err)
 		}
 		e.Remotes = len(items)
+		if len(items) > 0 {
+			e.unbound("/remotes", "a statement binds packages, not the URLs of remotes, which a registry could point anywhere")
+		}
+	}
+	for name := range m {
+		if !slices.Contains(serverMembers, name) {
+			e.unbound("/"+pointerToken(name), "a member the published server.json schema does not define: nothing says what it decides, and no statement binds it")
+		}
+	}
+	if e.Status, err = e.optString(m, "status", "/status"); err != nil {
+		return e, err
+	}
+	if e.Status != "" {
+		e.statusPtr = e.base + "/status"
+	}
+	if err := e.readOfficial(m["_meta"], base+"/_meta"); err != nil {
+		return e, err
 	}
 	e.Pointers, e.AttestationErr = pointers(m["_meta"], lim)
 	return e, nil
 }
 
+// readOfficial reads the status in meta[OfficialMeta] (meta at the JSON
+// Pointer ptr of the entry as the source gave it), if any, into e.Status;
+// two statuses that differ refuse the entry.
+func (e *Entry) readOfficial(meta []byte, ptr string) error {
+	if len(meta) == 0 || string(meta) == "null" {
+		return nil
+	}
+	refuse := func(sentinel error, p string, format string, args ...any) error {
+		return &MemberError{Pointer: p, Rule: fmt.Sprintf(format, args...), Err: sentinel}
+	}
+	mm, err := digest.ReadMembers(meta, OfficialMeta)
+	if err != nil {
+		return refuse(ErrEntry, ptr, "%v", err)
+	}
+	o, ok := mm[OfficialMeta]
+	if !ok || string(o) == "null" {
+		return nil
+	}
+	ptr += "/" + pointerToken(OfficialMeta)
+	om, err := digest.ReadMembers(o, "status")
+	if err != nil {
+		return refuse(ErrEntry, ptr, "%v", err)
+	}
+	v, ok := om["status"]
+	if !ok || string(v) == "null" {
+		return nil
+	}
+	st, err := digest.DecodeString(v)
+	if err != nil {
+		return refuse(ErrEntry, ptr+"/status", "%v", err)
+	}
+	if e.Status != "" && e.Status != st {
+		return refuse(ErrStatus, ptr+"/status", "the registry gives two statuses, %s and %s", textsafe.Quote(e.Status), textsafe.Quote(st))
+	}
+	e.Status, e.statusPtr = st, ptr+"/status"
+	return nil
+}
+
+// pointerToken escapes one member name as a JSON Pointer token (RFC 6901).
+func pointerToken(name string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
+}
+
+// unbound records a member no statement binds.
+func (e *Entry) unbound(ptr, format string, args ...any) {
+	e.Unbound = append(e.Unbound, e.memberErr(ErrBinding, ptr, format, args...))
+}
+
 // ParseEntry reads one entry as the registry API serves it
-// ({"server": server.json, "_meta": …}) or a bare server.json.
+// ({"server": server.json, "_meta": …}) or a bare server.json, strictly
+// as a whole (ParseServer): the API entry's _meta too.
 func ParseEntry(raw []byte, lim Limits) (*Entry, error) {
 	lim = lim.withDefaults()
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > lim.MaxEntryBytes+lim.MaxEntryBytes/4 {
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrEntry, len(raw), lim.MaxEntryBytes)
 	}
-	if err := checkDepth(raw, lim.MaxDepth); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEntry, err)
+	if err := strictRead(raw, lim); err != nil {
+		// The name and version, when they read, still name the line.
+		if _, m, merr := digest.Members(raw); merr == nil {
+			if s, ok := m["server"]; ok {
+				_, m, _ = digest.Members(s)
+			}
+			e := &Entry{}
+			e.Name, _ = e.reqString(m, "name")
+			e.Version, _ = e.reqString(m, "version")
+			return e, err
+		}
+		return nil, err
 	}
 	m, err := digest.ReadMembers(raw, entryMembers...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEntry, err)
+		return nil, &MemberError{Rule: err.Error(), Err: ErrEntry}
 	}
 	if s, ok := m["server"]; ok {
 		if _, hasName := m["name"]; hasName {
-			return nil, fmt.Errorf("%w: both \"server\" and \"name\": an API entry or a server.json, not both", ErrEntry)
+			return nil, &MemberError{Rule: `both "server" and "name": an API entry or a server.json, not both`, Err: ErrEntry}
 		}
-		return ParseServer(s, lim)
+		if len(s) > lim.MaxEntryBytes {
+			return nil, fmt.Errorf("%w: /server: %d bytes, at most %d", ErrEntry, len(s), lim.MaxEntryBytes)
+		}
+		e, err := parseServer(s, lim, "/server")
+		if err != nil {
+			return e, err
+		}
+		if err := e.readOfficial(m["_meta"], "/_meta"); err != nil {
+			return e, err
+		}
+		return e, nil
 	}
-	return ParseServer(raw, lim)
+	if len(raw) > lim.MaxEntryBytes {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrEntry, len(raw), lim.MaxEntryBytes)
+	}
+	return parseServer(raw, lim, "")
 }
 
-func reqString(m map[string][]byte, name string) (string, error) {
+func (e *Entry) reqString(m map[string][]byte, name string) (string, error) {
 	v, ok := m[name]
 	if !ok {
-		return "", fmt.Errorf("%w: no %q", ErrEntry, name)
+		return "", e.memberErr(ErrEntry, "/"+name, "required, absent")
 	}
 	s, err := digest.DecodeString(v)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %w", ErrEntry, name, err)
+		return "", e.memberErr(ErrEntry, "/"+name, "%v", err)
 	}
 	if s == "" || len(s) > 1024 {
-		return "", fmt.Errorf("%w: %s is empty or longer than 1024 bytes", ErrEntry, name)
+		return "", e.memberErr(ErrEntry, "/"+name, "empty or longer than 1024 bytes")
 	}
 	return s, nil
 }
 
-func optString(m map[string][]byte, name, what string) (string, error) {
+func (e *Entry) optString(m map[string][]byte, name, ptr string) (string, error) {
 	v, ok := m[name]
 	if !ok || string(v) == "null" {
 		return "", nil
 	}
 	s, err := digest.DecodeString(v)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %w", ErrEntry, what, err)
+		return "", e.memberErr(ErrEntry, ptr, "%v", err)
 	}
 	return s, nil
 }
 
-func parsePackage(raw []byte) (Package, error) {
+func (e *Entry) parsePackage(raw []byte, ptr string) (Package, error) {
 	var p Package
 	m, err := digest.ReadMembers(raw, packageMembers...)
 	if err != nil {
-		return p, err
+		return p, e.memberErr(ErrEntry, ptr, "%v", err)
 	}
 	for _, f := range []struct {
 		name string
 		dst  *string
-	}{{"registryType", &p.RegistryType}, {"identifier", &p.Identifier}, {"version", &p.Version}, {"fileSha256", &p.FileSHA256}, {"registryBaseUrl", &p.RegistryBaseURL}} {
-		if *f.dst, err = optString(m, f.name, f.name); err != nil {
+	}{{"registryType", &p.RegistryType}, {"identifier", &p.Identifier}, {"version", &p.Version}, {"fileSha256", &p.FileSHA256}, {"registryBaseUrl", &p.RegistryBaseURL}, {"runtimeHint", &p.RuntimeHint}} {
+		if *f.dst, err = e.optString(m, f.name, ptr+"/"+f.name); err != nil {
 			return p, err
 		}
 	}
 	if p.RegistryType == "" || p.Identifier == "" {
-		return p, errors.New("registryType and identifier are required")
+		return p, e.memberErr(ErrEntry, ptr, "registryType and identifier are required")
+	}
+	for _, n := range []string{"registryType", "identifier", "version", "fileSha256", "registryBaseUrl"} {
+		if _, ok := m[n]; ok {
+			e.Bound = append(e.Bound, ptr+"/"+n)
+		}
+	}
+	for name := range m {
+		if !slices.Contains(packageMembers, name) {
+			e.unbound(ptr+"/"+pointerToken(name), "a member of a package the published server.json schema does not define: it may decide how the package is installed, and no statement binds it")
+		}
 	}
 	if v, ok := m["runtimeArguments"]; ok && string(v) != "null" {
 		items, err := digest.Elements(v)
 		if err != nil {
-			return p, fmt.Errorf("runtimeArguments: %w", err)
+			return p, e.memberErr(ErrEntry, ptr+"/runtimeArguments", "%v", err)
 		}
 		p.RuntimeArguments = len(items) > 0
+		if p.RuntimeArguments {
+			e.unbound(ptr+"/runtimeArguments", "they choose what the runtime fetches and runs (npx --package, docker run, uvx --from), which no statement binds")
+		}
+	}
+	if p.RuntimeHint != "" {
+		if want := runtimesFor(p.RegistryType); !slices.Contains(want, p.RuntimeHint) {
+			e.unbound(ptr+"/runtimeHint", "%s runs the package with another program than a %s package's (%s): no statement binds it", textsafe.Quote(textsafe.Cut(p.RuntimeHint, 80)), textsafe.Quote(p.RegistryType), strings.Join(want, ", "))
+		} else {
+			e.Bound = append(e.Bound, ptr+"/runtimeHint")
+		}
+	}
+	if err := e.checkTransport(m["transport"], ptr+"/transport"); err != nil {
+		return p, err
+	}
+	if err := e.checkInputs(m["packageArguments"], ptr+"/packageArguments", false); err != nil {
+		return p, err
+	}
+	if err := e.checkInputs(m["environmentVariables"], ptr+"/environmentVariables", true); err != nil {
+		return p, err
 	}
 	return p, nil
 }

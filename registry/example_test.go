@@ -27,8 +27,8 @@ func ExampleVerifier_Run() {
 	}
 	dump := `{"name":"io.github.acme/notes","version":"1.2.0","repository":{"url":"https://github.com/acme/notes","source":"github"}}
 {"name":"io.github.other/tool","version":"0.1.0"}`
-	list := registry.List(context.Background(), "-", registry.Client{}, strings.NewReader(dump))
-	sum, err := v.Run(context.Background(), list, registry.RunOptions{Emit: func(r *registry.Result) error {
+	list := registry.ListAt(context.Background(), "-", registry.Client{}, strings.NewReader(dump))
+	sum, err := v.RunAt(context.Background(), list, registry.RunOptions{Emit: func(r *registry.Result) error {
 		fmt.Println(r.Text())
 		return nil
 	}})
@@ -37,8 +37,8 @@ func ExampleVerifier_Run() {
 	}
 	fmt.Printf("%d verified of %d\n", sum.Verified, sum.Entries)
 	// Output:
-	// FAILED   "io.github.acme/notes" "1.2.0" at step attestation: the entry lists no attestation (no dev.mcpsign/attestation in _meta.io.modelcontextprotocol.registry/publisher-provided)
-	// FAILED   "io.github.other/tool" "0.1.0" at step policy: no such server in the policy: no policy server is "io.github.other/tool" or "io.github.other/*": not verified
+	// FAILED   "io.github.acme/notes" "1.2.0" (line 1, entry 0) at step attestation: the entry lists no attestation (no dev.mcpsign/attestation in _meta.io.modelcontextprotocol.registry/publisher-provided)
+	// FAILED   "io.github.other/tool" "0.1.0" (line 2, entry 0) at step policy: no such server in the policy: no policy server is "io.github.other/tool" or "io.github.other/*": not verified
 	// 0 verified of 2
 }
 

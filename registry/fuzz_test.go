@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpsign/mcpsign/digest"
 )
 
 func jsonMembers(raw []byte) ([]string, map[string][]byte, error) {
@@ -32,6 +34,10 @@ func FuzzParseEntry(f *testing.F) {
 		}
 		if e.Name == "" || e.Version == "" {
 			t.Fatalf("entry without name or version: %+v", e)
+		}
+		// Only what the strict reader reads reaches a dump.
+		if _, err := digest.Canonicalize(bytes.TrimSpace(data)); err != nil {
+			t.Fatalf("an entry the strict reader refuses was read: %v", err)
 		}
 		for _, p := range e.Pointers {
 			if len(p.Digest) != 71 || len(p.URL) < 9 || p.URL[:8] != "https://" {

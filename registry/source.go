@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/internal/jsonscan"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
@@ -29,35 +30,97 @@ var (
 	metaMembers = []string{"nextCursor", "count"}
 )
 
+// Position is where a source gave an entry (docs/REGISTRY.md, "Output"):
+// the page of an API listing, or the line of a file, and the entry's
+// index in its page's servers or its file's array.
+type Position struct {
+	// Page is the 1-based page of an API listing (0 in a file).
+	Page int `json:"page,omitempty"`
+	// Line is the 1-based line of a file at which the entry, or the page
+	// or array it is in, starts (0 in a listing).
+	Line int `json:"line,omitempty"`
+	// Index is the 0-based index of the entry in its page's servers, or
+	// in its file's array (0 for a value of its own).
+	Index int `json:"index"`
+}
+
+func (p Position) String() string {
+	switch {
+	case p.Page > 0:
+		return fmt.Sprintf("page %d, entry %d", p.Page, p.Index)
+	case p.Line > 0:
+		return fmt.Sprintf("line %d, entry %d", p.Line, p.Index)
+	}
+	return fmt.Sprintf("entry %d", p.Index)
+}
+
 // ParsePage reads one page of the registry API ({"servers": [entry…],
 // "metadata": {"nextCursor"?, "count"?}}) strictly and returns its entries
 // as raw JSON (subslices of data) and the next cursor ("" on the last
-// page).
+// page). The page's own structure is bounded by lim.MaxDepth; an entry
+// nested deeper is still returned (its structure checked, without
+// recursion), for ParseEntry to refuse it alone: one deep entry does not
+// refuse the page, nor the pages after it.
 func ParsePage(data []byte, lim Limits) (entries [][]byte, next string, err error) {
 	lim = lim.withDefaults()
 	if len(data) > lim.MaxPageBytes {
 		return nil, "", fmt.Errorf("%w: %d bytes, at most %d", ErrPage, len(data), lim.MaxPageBytes)
 	}
-	if err := checkDepth(data, lim.MaxDepth); err != nil {
-		return nil, "", fmt.Errorf("%w: %w", ErrPage, err)
+	data = bytes.TrimSpace(data)
+	sc := &jsonscan.Scanner{In: data, MaxDepth: lim.MaxDepth, Escapes: true, SkipDeep: true}
+	if len(data) == 0 || data[0] != '{' {
+		return nil, "", fmt.Errorf("%w: not a JSON object", ErrPage)
 	}
-	m, err := digest.ReadMembers(bytes.TrimSpace(data), pageMembers...)
+	values := map[string][]byte{}
+	var names []string
+	hasServers := false
+	err = sc.Object(0, func(name jsonscan.Span) error {
+		n, err := digest.DecodeString(data[name.Start-1 : name.End+1])
+		if err != nil {
+			return fmt.Errorf("member name: %w", err)
+		}
+		if _, dup := values[n]; dup {
+			return fmt.Errorf("repeated member %q", n)
+		}
+		names = append(names, n)
+		if n == "servers" && sc.Pos < len(data) && data[sc.Pos] == '[' {
+			hasServers = true
+			start := sc.Pos
+			err := sc.Array(1, func(el jsonscan.Span) {
+				if len(entries) <= lim.MaxPageEntries {
+					entries = append(entries, data[el.Start:el.End:el.End])
+				}
+			})
+			values[n] = data[start:sc.Pos:sc.Pos]
+			return err
+		}
+		v, err := sc.Value(1)
+		values[n] = data[v.Start:v.End:v.End]
+		return err
+	})
+	if err == nil && sc.Pos != len(data) {
+		err = sc.Fail("unexpected data after the JSON object")
+	}
+	if err == nil {
+		err = digest.CheckCaseVariants(names, pageMembers...)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %w", ErrPage, err)
 	}
-	s, ok := m["servers"]
+	s, ok := values["servers"]
 	if !ok {
 		return nil, "", fmt.Errorf("%w: no \"servers\"", ErrPage)
 	}
-	if string(s) != "null" {
-		if entries, err = digest.Elements(s); err != nil {
-			return nil, "", fmt.Errorf("%w: servers: %w", ErrPage, err)
-		}
+	if !hasServers && string(s) != "null" {
+		return nil, "", fmt.Errorf("%w: servers: not a JSON array", ErrPage)
+	}
+	if entries == nil {
+		entries = [][]byte{}
 	}
 	if len(entries) > lim.MaxPageEntries {
-		return nil, "", fmt.Errorf("%w: %d servers in one page, at most %d", ErrPage, len(entries), lim.MaxPageEntries)
+		return nil, "", fmt.Errorf("%w: more than %d servers in one page", ErrPage, lim.MaxPageEntries)
 	}
-	if md, ok := m["metadata"]; ok && string(md) != "null" {
+	if md, ok := values["metadata"]; ok && string(md) != "null" {
 		mm, err := digest.ReadMembers(md, metaMembers...)
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: metadata: %w", ErrPage, err)
@@ -93,24 +156,70 @@ func (b *boundReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// ReadDump reads a file of registry documents, streamed: a sequence of
+// ReadDump is ReadDumpAt without the positions.
+func ReadDump(r io.Reader, lim Limits, fn func(raw []byte) error) error {
+	return ReadDumpAt(r, lim, func(raw []byte, _ Position) error { return fn(raw) })
+}
+
+// lineCounter counts the lines of what a decoder read, for the line of
+// each entry; it keeps only the bytes read past the last offset asked.
+type lineCounter struct {
+	r     io.Reader
+	buf   []byte
+	off   int64 // the offset of buf[0]
+	lines int   // newlines before off
+}
+
+func (l *lineCounter) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	l.buf = append(l.buf, p[:n]...)
+	return n, err
+}
+
+// line is the 1-based line of offset o (not before the last asked).
+func (l *lineCounter) line(o int64) int {
+	k := min(max(int(o-l.off), 0), len(l.buf))
+	l.lines += bytes.Count(l.buf[:k], []byte{'\n'})
+	l.buf = append(l.buf[:0], l.buf[k:]...)
+	l.off += int64(k)
+	return l.lines + 1
+}
+
+// valueLine is the line at which the decoder's next value starts (past
+// white space and a ',').
+func valueLine(dec *json.Decoder, lc *lineCounter) int {
+	o := dec.InputOffset()
+	b, _ := io.ReadAll(io.LimitReader(dec.Buffered(), 4096))
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' && c != ',' {
+			break
+		}
+		o++
+	}
+	return lc.line(o)
+}
+
+// ReadDumpAt reads a file of registry documents, streamed: a sequence of
 // JSON values (JSON Lines, or values one after another), each an API page,
 // an API entry, a bare server.json, or an array of entries (the official
 // registry's seed format, which a verified dump writes). Each entry's raw
-// bytes are given to fn in order; fn's error stops the reading. Each value
+// bytes and its position (the line it starts at, its index in its page or
+// array) are given to fn in order; fn's error stops the reading. Each value
 // is bounded by lim.MaxPageBytes (an array's elements each by
 // lim.MaxEntryBytes), so memory stays flat however many entries the file
-// holds.
-func ReadDump(r io.Reader, lim Limits, fn func(raw []byte) error) error {
+// holds; an entry over lim.MaxEntryBytes is given too, for ParseEntry to
+// refuse it alone.
+func ReadDumpAt(r io.Reader, lim Limits, fn func(raw []byte, pos Position) error) error {
 	lim = lim.withDefaults()
-	br := &boundReader{r: r}
+	lc := &lineCounter{r: r}
+	br := &boundReader{r: lc}
 	dec := json.NewDecoder(br)
 	count := 0
-	emit := func(raw []byte) error {
+	emit := func(raw []byte, pos Position) error {
 		if count++; count > lim.MaxEntries {
 			return fmt.Errorf("%w: more than %d entries", ErrPage, lim.MaxEntries)
 		}
-		return fn(raw)
+		return fn(raw, pos)
 	}
 	for {
 		br.limit = dec.InputOffset() + 2*int64(lim.MaxPageBytes)
@@ -125,16 +234,16 @@ func ReadDump(r io.Reader, lim Limits, fn func(raw []byte) error) error {
 			if _, err := dec.Token(); err != nil {
 				return fmt.Errorf("%w: %w", ErrPage, err)
 			}
-			for dec.More() {
+			for i := 0; dec.More(); i++ {
 				br.limit = dec.InputOffset() + 2*int64(lim.MaxPageBytes)
+				line := valueLine(dec, lc)
 				var raw json.RawMessage
 				if err := dec.Decode(&raw); err != nil {
-					return fmt.Errorf("%w: %w", ErrPage, err)
+					return fmt.Errorf("%w: line %d: %w", ErrPage, line, err)
 				}
-				if len(raw) > lim.MaxEntryBytes+lim.MaxEntryBytes/4 {
-					return fmt.Errorf("%w: an entry of %d bytes, at most %d", ErrPage, len(raw), lim.MaxEntryBytes)
-				}
-				if err := emit(raw); err != nil {
+				// An entry over its bound is still given (it is read, within
+				// the value's bound): ParseEntry refuses it alone.
+				if err := emit(raw, Position{Line: line, Index: i}); err != nil {
 					return err
 				}
 			}
@@ -143,26 +252,27 @@ func ReadDump(r io.Reader, lim Limits, fn func(raw []byte) error) error {
 			}
 			continue
 		}
+		line := valueLine(dec, lc)
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return fmt.Errorf("%w: %w", ErrPage, err)
+			return fmt.Errorf("%w: line %d: %w", ErrPage, line, err)
 		}
 		if len(raw) > lim.MaxPageBytes {
-			return fmt.Errorf("%w: a value of %d bytes, at most %d", ErrPage, len(raw), lim.MaxPageBytes)
+			return fmt.Errorf("%w: line %d: a value of %d bytes, at most %d", ErrPage, line, len(raw), lim.MaxPageBytes)
 		}
 		if isPage(raw) {
 			entries, _, err := ParsePage(raw, lim)
 			if err != nil {
-				return err
+				return fmt.Errorf("line %d: %w", line, err)
 			}
-			for _, e := range entries {
-				if err := emit(e); err != nil {
+			for i, e := range entries {
+				if err := emit(e, Position{Line: line, Index: i}); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		if err := emit(raw); err != nil {
+		if err := emit(raw, Position{Line: line}); err != nil {
 			return err
 		}
 	}
@@ -295,13 +405,22 @@ func redact(u string) string {
 	return textsafe.Cut(p.Redacted(), 200)
 }
 
-// Each lists every server version of the registry, page by page, and
-// gives each entry's raw bytes to fn in order. It tries /v0.1 first and
-// falls back to /v0 when the registry answers 404 there. A cursor seen
-// before, more than Limits.MaxPages pages, a page over the bounds or
-// answering garbage stops the listing with an error (fn has then seen the
-// entries before it).
+// Each is EachAt without the positions.
 func (c *Client) Each(ctx context.Context, fn func(raw []byte) error) error {
+	return c.EachAt(ctx, func(raw []byte, _ Position) error { return fn(raw) })
+}
+
+// errListingTime is the cause of the listing's deadline.
+var errListingTime = errors.New("the listing's time budget is spent")
+
+// EachAt lists every server version of the registry, page by page, and
+// gives each entry's raw bytes and position (its page and index) to fn in
+// order. It tries /v0.1 first and falls back to /v0 when the registry
+// answers 404 there. A cursor seen before, more than Limits.MaxPages
+// pages, more than Limits.MaxListingBytes or Limits.ListingTimeout for the
+// whole listing, a page over the bounds or answering garbage stops the
+// listing with an error (fn has then seen the entries before it).
+func (c *Client) EachAt(ctx context.Context, fn func(raw []byte, pos Position) error) error {
 	base, err := checkBase(c.Base)
 	if err != nil {
 		return err
@@ -311,9 +430,12 @@ func (c *Client) Each(ctx context.Context, fn func(raw []byte) error) error {
 	if size <= 0 {
 		size = 100
 	}
+	lctx, cancel := context.WithTimeoutCause(ctx, lim.ListingTimeout, errListingTime)
+	defer cancel()
 	prefix := "/v0.1"
 	seen := map[[32]byte]bool{}
 	cursor, entries := "", 0
+	var total int64
 	for page := 0; ; page++ {
 		if page >= lim.MaxPages {
 			return fmt.Errorf("%w: more than %d pages", ErrFetch, lim.MaxPages)
@@ -322,24 +444,30 @@ func (c *Client) Each(ctx context.Context, fn func(raw []byte) error) error {
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
-		body, status, err := c.get(ctx, base.String()+prefix+"/servers?"+q.Encode(), lim.MaxPageBytes)
+		body, status, err := c.get(lctx, base.String()+prefix+"/servers?"+q.Encode(), lim.MaxPageBytes)
 		if err != nil && page == 0 && status == http.StatusNotFound && prefix == "/v0.1" {
 			prefix = "/v0"
 			page--
 			continue
 		}
+		if err != nil && ctx.Err() == nil && context.Cause(lctx) == errListingTime {
+			return fmt.Errorf("%w: %w: more than %s after %d pages", ErrFetch, errListingTime, lim.ListingTimeout, page)
+		}
 		if err != nil {
 			return err
+		}
+		if total += int64(len(body)); total > lim.MaxListingBytes {
+			return fmt.Errorf("%w: the listing's pages exceed %d bytes together after %d pages", ErrFetch, lim.MaxListingBytes, page+1)
 		}
 		items, next, err := ParsePage(body, lim)
 		if err != nil {
-			return err
+			return fmt.Errorf("page %d: %w", page+1, err)
 		}
-		for _, it := range items {
+		for i, it := range items {
 			if entries++; entries > lim.MaxEntries {
 				return fmt.Errorf("%w: more than %d entries", ErrFetch, lim.MaxEntries)
 			}
-			if err := fn(it); err != nil {
+			if err := fn(it, Position{Page: page + 1, Index: i}); err != nil {
 				return err
 			}
 		}

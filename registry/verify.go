@@ -2,15 +2,18 @@ package registry
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+
 	"net/http"
-	"net/url"
+
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +28,8 @@ import (
 // The steps a Result may fail at, in order (docs/REGISTRY.md, "Output").
 const (
 	StepEntry       = "entry"       // the entry does not read
+	StepStatus      = "status"      // the registry's status says it is deleted (or is unknown)
+	StepDuplicate   = "duplicate"   // the source lists its name and version twice
 	StepPolicy      = "policy"      // no policy server name matches it
 	StepAttestation = "attestation" // it points at no bundle, or the pointer does not read
 	StepFetch       = "fetch"       // a bundle could not be fetched, or its digest differs
@@ -48,6 +53,12 @@ type Result struct {
 	Name     string `json:"name"`
 	Version  string `json:"version"`
 	Verified bool   `json:"verified"`
+	// Position is where the source gave the entry (its page and index,
+	// or its line in a file): an entry without a name is known by it.
+	Position Position `json:"position"`
+	// Status is the registry's status of the entry (active, deprecated,
+	// deleted), when the source gives one.
+	Status string `json:"status,omitempty"`
 	// Policy is the policy server name that governs the entry (its name,
 	// or the namespace pattern).
 	Policy  string   `json:"policy,omitempty"`
@@ -58,6 +69,10 @@ type Result struct {
 	// the Step constants or a verification step (docs/VERIFY.md).
 	Step   string `json:"step,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Pointer is the JSON Pointer (RFC 6901) of the member refused, in
+	// the entry as the source gave it (an API entry's server.json is under
+	// /server), when the refusal is of one member.
+	Pointer string `json:"pointer,omitempty"`
 	// VerifiedAt is when the verification ended (a passing entry).
 	VerifiedAt string `json:"verifiedAt,omitempty"`
 
@@ -91,6 +106,12 @@ type Options struct {
 	// reach the machine's or its network's services). BundleAddresses
 	// gives the scope for a source.
 	BundleAddresses source.AddressScope
+	// SourceHost, when not "", is the host:port of a registry on a
+	// loopback host (SourceHost gives it): a bundle URL at that host and
+	// port may be fetched though BundleAddresses refuses loopback (a local
+	// registry serving its bundles beside it), and no other loopback
+	// address and port is.
+	SourceHost string
 	// MaxBundleBytes caps one bundle; 0: the bundle file cap.
 	MaxBundleBytes int64
 	// FetchTimeout bounds one bundle fetch; 0: source's default.
@@ -116,7 +137,7 @@ type Verifier struct {
 	mu      sync.Mutex
 	entries map[string]*policy.Entry
 	// fetcher fetches the bundles (nil with Options.Fetch).
-	fetcher *source.BundleFetcher
+	fetcher *Fetcher
 }
 
 // New returns a Verifier with opts.
@@ -133,7 +154,7 @@ func New(opts Options) (*Verifier, error) {
 	}
 	v := &Verifier{opts: opts, decider: d, entries: map[string]*policy.Entry{}}
 	if opts.Fetch == nil {
-		f, err := source.NewBundleFetcher(source.BundleOptions{HTTPClient: opts.HTTPClient, Timeout: opts.FetchTimeout, Addresses: opts.BundleAddresses})
+		f, err := newFetcher(opts.SourceHost, source.BundleOptions{HTTPClient: opts.HTTPClient, Timeout: opts.FetchTimeout, Addresses: opts.BundleAddresses})
 		if err != nil {
 			return nil, err
 		}
@@ -149,26 +170,12 @@ func (v *Verifier) Close() {
 	}
 }
 
-// BundleAddresses is the address scope of the bundle fetches for the
-// entries src lists (a src as List takes), allowPrivate aside: loopback
-// addresses too when src is a registry URL on a loopback host (a registry
-// on this machine, whose entries point at bundles beside it, as the tests
-// run one), else public addresses only. allowPrivate allows every
-// address (a private network's mirror).
-func BundleAddresses(src string, allowPrivate bool) source.AddressScope {
-	if allowPrivate {
-		return source.AnyAddress
-	}
-	if strings.HasPrefix(src, "https://") || strings.HasPrefix(src, "http://") {
-		if u, err := url.Parse(src); err == nil && isLoopback(u.Hostname()) {
-			return source.LoopbackAddresses
-		}
-	}
-	return source.PublicAddresses
-}
-
 func failed(r *Result, step string, err error) *Result {
 	r.Verified, r.Step, r.Reason, r.err = false, step, err.Error(), err
+	var me *MemberError
+	if errors.As(err, &me) {
+		r.Pointer = me.Pointer
+	}
 	return r
 }
 
@@ -176,22 +183,21 @@ func failed(r *Result, step string, err error) *Result {
 // entry or a bare server.json). It never returns nil: an entry that fails
 // says at which step and why.
 func (v *Verifier) VerifyEntry(ctx context.Context, raw []byte) *Result {
-	e, err := ParseEntry(raw, v.opts.Limits)
-	if err != nil {
-		r := &Result{}
-		if e != nil {
-			r.Name, r.Version = e.Name, e.Version
-		}
-		return failed(r, StepEntry, err)
-	}
-	return v.Verify(ctx, e)
+	return v.shardVerify(ctx, raw, Position{}, Shard{})
 }
 
 // Verify verifies a parsed entry: the policy server that governs it,
 // its bundles (fetched and digest-checked first), the policy decision on
 // them, the repository signer, and what each statement binds.
 func (v *Verifier) Verify(ctx context.Context, e *Entry) *Result {
-	r := &Result{Name: e.Name, Version: e.Version, entry: e}
+	r := &Result{Name: e.Name, Version: e.Version, Position: e.Pos, Status: e.Status, entry: e}
+	switch e.Status {
+	case "", StatusActive, StatusDeprecated:
+	case StatusDeleted:
+		return failed(r, StepStatus, &MemberError{Pointer: e.statusPtr, Err: ErrStatus, Rule: "the registry deleted this entry (a takedown): not verified"})
+	default:
+		return failed(r, StepStatus, &MemberError{Pointer: e.statusPtr, Err: ErrStatus, Rule: fmt.Sprintf("status %s is none of active, deprecated, deleted: not verified", textsafe.Quote(textsafe.Cut(e.Status, 40)))})
+	}
 	name, ok := v.opts.Policy.MatchRegistry(e.Name)
 	if !ok {
 		return failed(r, StepPolicy, fmt.Errorf("%w: no policy server is %s or %s: not verified", policy.ErrNoServer, textsafe.Quote(e.Name), textsafe.Quote(Namespace(e.Name)+"/*")))
@@ -357,36 +363,77 @@ type RunOptions struct {
 	// Shard keeps only the entries of one shard; the zero value keeps all.
 	Shard Shard
 	// Verified, when not nil, gets each result that verified (its Add)
-	// before Emit; its error stops the run.
+	// before Emit; its error stops the run. An entry withdrawn later (its
+	// name and version listed again) is withdrawn from it too.
 	Verified *DumpWriter
 	// Emit receives each result in the order of the source; its error
-	// stops the run.
+	// stops the run. After the source's results come the withdrawals of
+	// the earlier entries of a duplicated name and version (Step
+	// StepDuplicate, at their first position).
 	Emit func(*Result) error
 }
 
 // Summary counts a run's results: Unmatched are the entries no policy
-// server governs, Failed the others that did not verify.
+// server governs, Failed the others that did not verify (duplicates
+// among them), OtherShards those of other shards, Interrupted those not
+// verified because the run was stopped (ErrInterrupted).
 type Summary struct {
-	Entries, Verified, Failed, Unmatched, OtherShards int
+	Entries, Verified, Failed, Unmatched, OtherShards, Interrupted int
 }
 
-// Run verifies every entry that list gives (Client.Each, or ReadDump over
-// a file), in parallel, and emits the results in the source's order. At
-// most a few entries per worker are in flight, so memory stays flat in
-// the number of entries. An error of the source (a cursor loop, a page
-// over the bounds) ends the run after the results before it; one bad
-// entry does not.
+// ErrInterrupted: the run was stopped (its context cancelled: a signal, a
+// deadline) before every entry was verified. Run's error wraps it and the
+// context's cause; RunSource then leaves VerifiedOut as it was.
+var ErrInterrupted = errors.New("the run was interrupted")
+
+// Markers of a job that has no line: another shard's entry, an entry not
+// verified because the run was stopped.
+var otherShard, interrupted = &Result{}, &Result{}
+
+// dupKey identifies a name and version for the duplicate check (SHA-256,
+// cut to 16 bytes: 70 bytes or so per entry of the run). The name's ASCII
+// case is folded: a reader that stores names without case would keep one
+// of two entries that differ only in it.
+func dupKey(name, version string) [16]byte {
+	n := strings.ToLower(name)
+	h := sha256.Sum256([]byte(strconv.Itoa(len(n)) + ":" + n + version))
+	return [16]byte(h[:16])
+}
+
+// Run verifies every entry that list gives (Client.Each, or ReadDump
+// over a file; each result's Position is its index in the listing), in parallel, and emits the results in the source's order.
+// At most a few entries per worker are in flight, so memory stays flat in
+// the number of entries (besides about 70 bytes per entry to find
+// duplicates). An error of the source (a cursor loop, a page over the
+// bounds) ends the run after the results before it; one bad entry does
+// not. A name and version listed twice refuses both (StepDuplicate): the
+// later at its turn, the earlier by a withdrawal emitted at the end. When
+// ctx is cancelled the entries not verified are counted as Interrupted,
+// not emitted, and the error wraps ErrInterrupted.
 func (v *Verifier) Run(ctx context.Context, list func(fn func(raw []byte) error) error, o RunOptions) (Summary, error) {
+	return v.RunAt(ctx, func(fn func(raw []byte, pos Position) error) error {
+		i := 0
+		return list(func(raw []byte) error {
+			i++
+			return fn(raw, Position{Index: i - 1})
+		})
+	}, o)
+}
+
+// RunAt is Run over a listing that gives each entry's position
+// (ListAt): the results carry it.
+func (v *Verifier) RunAt(ctx context.Context, list func(fn func(raw []byte, pos Position) error) error, o RunOptions) (Summary, error) {
 	var sum Summary
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type job struct {
-		seq int
 		raw []byte
+		pos Position
 		res chan *Result
 	}
 	jobs := make(chan job)
@@ -397,7 +444,11 @@ func (v *Verifier) Run(ctx context.Context, list func(fn func(raw []byte) error)
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				j.res <- v.shardVerify(ctx, j.raw, o.Shard)
+				r := v.shardVerify(ctx, j.raw, j.pos, o.Shard)
+				if r != otherShard && !r.Verified && ctx.Err() != nil {
+					r = interrupted // it failed because the run stopped
+				}
+				j.res <- r
 			}
 		}()
 	}
@@ -405,10 +456,8 @@ func (v *Verifier) Run(ctx context.Context, list func(fn func(raw []byte) error)
 	go func() {
 		defer close(order)
 		defer close(jobs)
-		seq := 0
-		listErr = list(func(raw []byte) error {
-			j := job{seq: seq, raw: slices.Clone(raw), res: make(chan *Result, 1)}
-			seq++
+		listErr = list(func(raw []byte, pos Position) error {
+			j := job{raw: slices.Clone(raw), pos: pos, res: make(chan *Result, 1)}
 			select {
 			case order <- j:
 			case <-ctx.Done():
@@ -417,21 +466,23 @@ func (v *Verifier) Run(ctx context.Context, list func(fn func(raw []byte) error)
 			select {
 			case jobs <- j:
 			case <-ctx.Done():
-				j.res <- nil // in the window: its turn must not wait
+				j.res <- interrupted // in the window: its turn must not wait
 				return ctx.Err()
 			}
 			return nil
 		})
 	}()
+	type first struct {
+		pos      Position
+		verified bool
+		later    *Position // the first duplicate, when one came
+		name     string
+		version  string
+	}
+	seen := map[[16]byte]*first{}
+	var withdrawn []*first
 	var emitErr error
-	for j := range order {
-		r := <-j.res
-		if r == nil || emitErr != nil {
-			if r == nil {
-				sum.OtherShards++
-			}
-			continue
-		}
+	count := func(r *Result) {
 		sum.Entries++
 		switch {
 		case r.Verified:
@@ -441,8 +492,35 @@ func (v *Verifier) Run(ctx context.Context, list func(fn func(raw []byte) error)
 		default:
 			sum.Failed++
 		}
+	}
+	for j := range order {
+		r := <-j.res
+		switch {
+		case r == otherShard:
+			sum.OtherShards++
+			continue
+		case r == interrupted:
+			sum.Interrupted++
+			continue
+		case emitErr != nil:
+			continue
+		}
+		if r.Name != "" && r.Version != "" {
+			k := dupKey(r.Name, r.Version)
+			if f, ok := seen[k]; ok {
+				if f.later == nil {
+					f.later = &r.Position
+					withdrawn = append(withdrawn, f)
+				}
+				failed(r, StepDuplicate, fmt.Errorf("the source lists %s %s again (first at %s): both refused, whichever a reader keeps", textsafe.Quote(r.Name), textsafe.Quote(r.Version), f.pos))
+				r.Signers, r.Bundles, r.VerifiedAt = nil, nil, ""
+			} else {
+				seen[k] = &first{pos: r.Position, verified: r.Verified, name: r.Name, version: r.Version}
+			}
+		}
+		count(r)
 		if o.Verified != nil && r.Verified {
-			emitErr = o.Verified.Add(r)
+			emitErr = o.Verified.add(r, dupKey(r.Name, r.Version))
 		}
 		if o.Emit != nil && emitErr == nil {
 			emitErr = o.Emit(r)
@@ -455,12 +533,34 @@ func (v *Verifier) Run(ctx context.Context, list func(fn func(raw []byte) error)
 	if emitErr != nil {
 		return sum, emitErr
 	}
+	if parent.Err() != nil {
+		return sum, fmt.Errorf("%w (%d entries not verified): %w", ErrInterrupted, sum.Interrupted, context.Cause(parent))
+	}
+	// The earlier entry of each duplicated name and version is refused
+	// too: its line is followed by its withdrawal, and it leaves the dump.
+	for _, f := range withdrawn {
+		r := &Result{Name: f.name, Version: f.version, Position: f.pos}
+		failed(r, StepDuplicate, fmt.Errorf("the source lists %s %s again (at %s): both refused; this withdraws the line of %s", textsafe.Quote(f.name), textsafe.Quote(f.version), *f.later, f.pos))
+		if f.verified {
+			sum.Verified--
+			sum.Failed++
+			if o.Verified != nil {
+				o.Verified.withdraw(dupKey(f.name, f.version))
+			}
+		}
+		if o.Emit != nil {
+			if err := o.Emit(r); err != nil {
+				return sum, err
+			}
+		}
+	}
 	return sum, listErr
 }
 
-// shardVerify verifies raw when its entry belongs to shard s; nil when it
-// does not. An entry whose name cannot be read belongs to shard 0.
-func (v *Verifier) shardVerify(ctx context.Context, raw []byte, s Shard) *Result {
+// shardVerify verifies raw, given at pos, when its entry belongs to shard
+// s; otherShard when it does not. An entry whose name cannot be read
+// belongs to shard 0.
+func (v *Verifier) shardVerify(ctx context.Context, raw []byte, pos Position, s Shard) *Result {
 	e, err := ParseEntry(raw, v.opts.Limits)
 	if err != nil {
 		name := ""
@@ -468,28 +568,37 @@ func (v *Verifier) shardVerify(ctx context.Context, raw []byte, s Shard) *Result
 			name = e.Name
 		}
 		if !s.Contains(name) {
-			return nil
+			return otherShard
 		}
-		r := &Result{Name: name}
+		r := &Result{Name: name, Position: pos}
 		if e != nil {
-			r.Version = e.Version
+			r.Version, r.Status = e.Version, e.Status
 		}
 		return failed(r, StepEntry, err)
 	}
 	if !s.Contains(e.Name) {
-		return nil
+		return otherShard
 	}
+	e.Pos = pos
 	return v.Verify(ctx, e)
 }
 
 // List returns the listing of src for Run: a registry base URL (http or
 // https: Client.Each), "-" for r, or a file (ReadDump).
 func List(ctx context.Context, src string, c Client, r io.Reader) func(fn func(raw []byte) error) error {
+	l := ListAt(ctx, src, c, r)
+	return func(fn func(raw []byte) error) error {
+		return l(func(raw []byte, _ Position) error { return fn(raw) })
+	}
+}
+
+// ListAt is List with each entry's position (Client.EachAt, ReadDumpAt).
+func ListAt(ctx context.Context, src string, c Client, r io.Reader) func(fn func(raw []byte, pos Position) error) error {
 	if strings.HasPrefix(src, "https://") || strings.HasPrefix(src, "http://") {
 		c.Base = src
-		return func(fn func(raw []byte) error) error { return c.Each(ctx, fn) }
+		return func(fn func(raw []byte, pos Position) error) error { return c.EachAt(ctx, fn) }
 	}
-	return func(fn func(raw []byte) error) error {
+	return func(fn func(raw []byte, pos Position) error) error {
 		in := r
 		if src != "-" {
 			f, err := os.Open(src)
@@ -499,13 +608,17 @@ func List(ctx context.Context, src string, c Client, r io.Reader) func(fn func(r
 			defer f.Close()
 			in = f
 		}
-		return ReadDump(in, c.Limits, fn)
+		return ReadDumpAt(in, c.Limits, fn)
 	}
 }
 
 // Text is the result as one line for people, every server string escaped.
 func (r *Result) Text() string {
-	name := textsafe.Quote(r.Name) + " " + textsafe.Quote(r.Version)
+	name := textsafe.Quote(r.Name) + " " + textsafe.Quote(r.Version) + " (" + r.Position.String()
+	if r.Status != "" && r.Status != StatusActive {
+		name += ", " + textsafe.Escape(r.Status)
+	}
+	name += ")"
 	if r.Verified {
 		var who []string
 		for _, s := range r.Signers {
@@ -538,6 +651,9 @@ func (s Summary) Table() string {
 	fmt.Fprintf(&b, "%-28s %8d\n", "no policy server matches", s.Unmatched)
 	if s.OtherShards > 0 {
 		fmt.Fprintf(&b, "%-28s %8d\n", "in other shards", s.OtherShards)
+	}
+	if s.Interrupted > 0 {
+		fmt.Fprintf(&b, "%-28s %8d\n", "not verified: interrupted", s.Interrupted)
 	}
 	return b.String()
 }

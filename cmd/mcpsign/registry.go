@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -45,7 +47,9 @@ first), verified under the policy server that names the entry or its namespace
 
 Exit codes: 0 every entry verified; 1 some entry did not (or no policy server
 matched it); 2 usage, input, I/O or connection error (a registry that loops
-its cursor or floods pages). docs/REGISTRY.md, docs/JSON.md.`,
+its cursor or floods pages), or the run was stopped (SIGTERM); 130 stopped
+by SIGINT (Ctrl-C). A stopped run leaves --verified-out as it was.
+docs/REGISTRY.md, docs/JSON.md.`,
 		Example: `  # Verify a registry under a policy, one JSON line per entry
   mcpsign registry verify https://registry.example.com --policy policy.json --format json
 
@@ -82,8 +86,8 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 		return err
 	}
 	v, err := registry.New(registry.Options{Policy: pf, HTTPClient: a.httpClient,
-		BundleAddresses: registry.BundleAddresses(src, f.allowPrivate),
-		DeciderOptions:  policy.DeciderOptions{Offline: f.offline}})
+		BundleAddresses: registry.BundleAddresses(src, f.allowPrivate), SourceHost: registry.SourceHost(src),
+		DeciderOptions: policy.DeciderOptions{Offline: f.offline}})
 	if err != nil {
 		return err
 	}
@@ -107,9 +111,16 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 	sum, err := v.RunSource(cmd.Context(), src, o)
 	done()
 	var de *registry.DumpError
-	if errors.As(err, &de) {
+	switch {
+	case errors.As(err, &de):
 		return fmt.Errorf("--verified-out: %w", de.Err)
-	} else if err != nil {
+	case errors.Is(err, registry.ErrInterrupted):
+		fmt.Fprint(a.stderr, sum.Table())
+		if f.verifiedOut != "" {
+			err = fmt.Errorf("%w; --verified-out %s left as it was", err, f.verifiedOut)
+		}
+		return withCode(interruptedCode(cmd.Context()), err)
+	case err != nil:
 		return err
 	}
 	if !asJSON || terminal {
@@ -119,6 +130,16 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 		return silentExit(exitFailed)
 	}
 	return nil
+}
+
+// interruptedCode is the exit code of a run stopped by ctx: 130 (128 +
+// SIGINT) when an interrupt signal stopped it, 2 otherwise (SIGTERM, a
+// deadline) (docs/REGISTRY.md, "Exit codes").
+func interruptedCode(ctx context.Context) int {
+	if c := context.Cause(ctx); c != nil && c.Error() == os.Interrupt.String()+" signal received" {
+		return 130
+	}
+	return exitError
 }
 
 type registryHintFlags struct {

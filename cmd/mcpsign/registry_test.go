@@ -1,8 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -70,7 +77,7 @@ func TestRegistryVerifyCLI(t *testing.T) {
 		t.Fatalf("mixed: exit %d: %s%s", code, stdout, stderr)
 	}
 	code, stdout, _ = runHTTPS(t, srv.Client(), "registry", "verify", mixedFile, "--policy", pol, "--allow-private-bundles")
-	if code != 1 || !strings.Contains(stdout, `FAILED   "io.github.acme/unsigned" "1.0.0" at step attestation`) {
+	if code != 1 || !strings.Contains(stdout, `FAILED   "io.github.acme/unsigned" "1.0.0" (line 2, entry 0) at step attestation`) {
 		t.Fatalf("mixed text: exit %d: %s", code, stdout)
 	}
 	// Without --allow-private-bundles a file's entry may not point at a
@@ -140,5 +147,61 @@ func TestRegistryHint(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "registry", "hint", p, "--bundle-url", "http://example.com/b.json", "--bundle-digest", d); code != 2 || !strings.Contains(stderr, "https") {
 		t.Fatalf("http URL: %d %s", code, stderr)
+	}
+}
+
+// TestRegistryInterrupted: a run stopped by SIGINT exits 130, by SIGTERM
+// (or any other cancellation) 2, never 1 as for an entry that failed, and
+// leaves --verified-out as it was (issue 29 item 5). The command's context
+// is cancelled with the cause signal.NotifyContext gives, as main's
+// watcher does.
+func TestRegistryInterrupted(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		cause string
+		code  int
+	}{
+		{"interrupt signal received", 130},
+		{"terminated signal received", 2},
+	} {
+		t.Run(c.cause, func(t *testing.T) {
+			t.Parallel()
+			stalled := make(chan struct{}, 8)
+			var srv *httptest.Server
+			srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/bundle" {
+					stalled <- struct{}{}
+					<-r.Context().Done()
+					return
+				}
+				e := `{"server":{"name":"io.github.acme/notes","version":"1","_meta":{"` + registry.PublisherProvided + `":{"` + registry.AttestationMember +
+					`":{"bundleUrl":"` + srv.URL + `/bundle","bundleDigest":"sha256:` + strings.Repeat("1", 64) + `"}}}}}`
+				fmt.Fprint(w, `{"servers":[`+e+`],"metadata":{}}`)
+			}))
+			defer srv.Close()
+			dir := t.TempDir()
+			pol := filepath.Join(dir, "p.json")
+			os.WriteFile(pol, []byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{"io.github.acme/*":{"identities":[{"method":"key","key":"k.pem"}]}}}`), 0o644)
+			k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+			der, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
+			os.WriteFile(filepath.Join(dir, "k.pem"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644)
+			out := filepath.Join(dir, "verified.json")
+			os.WriteFile(out, []byte("[]\n"), 0o644)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			go func() {
+				<-stalled
+				cancel(errors.New(c.cause))
+			}()
+			var stdout, stderr bytes.Buffer
+			a := &app{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" },
+				isTerminal: func() bool { return false }, httpClient: srv.Client()}
+			code := run(ctx, []string{"registry", "verify", srv.URL, "--policy", pol, "--verified-out", out}, a)
+			if code != c.code || !strings.Contains(stderr.String(), "interrupted") || !strings.Contains(stderr.String(), "left as it was") {
+				t.Fatalf("exit %d, want %d: %s%s", code, c.code, stdout.String(), stderr.String())
+			}
+			if b, _ := os.ReadFile(out); string(b) != "[]\n" {
+				t.Fatalf("--verified-out replaced: %q", b)
+			}
+		})
 	}
 }

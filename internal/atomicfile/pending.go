@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -54,6 +55,10 @@ func (p *Pending) Write(b []byte) (int, error) {
 	}
 	return p.tmp.Write(b)
 }
+
+// ReaderAt reads what was written so far (to copy part of it to another
+// Pending before this one is aborted).
+func (p *Pending) ReaderAt() io.ReaderAt { return p.tmp }
 
 // Abort removes the temporary file; the target is not touched. It may be
 // called after Commit (it then does nothing).

@@ -34,6 +34,12 @@ type Scanner struct {
 	// "\u12" are refused); without it a string ends at the first unescaped
 	// quote and its escapes are left to whoever decodes it.
 	Escapes bool
+	// SkipDeep makes a value nested deeper than MaxDepth skipped instead
+	// of refused: its structure is still checked (RFC 8259, escapes as
+	// Escapes says), without recursion, so that a list whose elements are
+	// each read again under their own bound (the entries of a registry
+	// page) is not refused whole for one deep element.
+	SkipDeep bool
 	// Number, when set, reads the number at Pos and moves Pos past it (a
 	// caller's stricter reading, such as a range check); by default the
 	// RFC 8259 grammar is checked (NumberEnd).
@@ -61,6 +67,11 @@ func (s *Scanner) Space() {
 // objects, and returns its span.
 func (s *Scanner) Value(depth int) (Span, error) {
 	if depth > s.MaxDepth {
+		if s.SkipDeep {
+			start := s.Pos
+			err := s.skipDeep()
+			return Span{start, s.Pos}, err
+		}
 		return Span{}, s.Fail("nesting deeper than %d levels", s.MaxDepth)
 	}
 	if s.Pos >= len(s.In) {
@@ -96,6 +107,85 @@ func (s *Scanner) Value(depth int) (Span, error) {
 		err = s.Fail("invalid character %s where a value was expected", QuoteByte(b))
 	}
 	return Span{start, s.Pos}, err
+}
+
+// skipDeep reads the value at Pos with an explicit stack of the open
+// arrays and objects instead of recursion (SkipDeep).
+func (s *Scanner) skipDeep() error {
+	var stack []byte // '[' or '{' of each open container
+	// want: 'v' a value, 'k' a member name or '}', 'K' a member name,
+	// 'V' a value or ']', 'e' after a value: ',' or the close.
+	want := byte('v')
+	for {
+		s.Space()
+		if s.Pos >= len(s.In) {
+			return s.Fail("unexpected end of input")
+		}
+		b := s.In[s.Pos]
+		switch want {
+		case 'k', 'K':
+			if b == '}' && want == 'k' {
+				s.Pos++
+				stack = stack[:len(stack)-1]
+				want = 'e'
+				break
+			}
+			if b != '"' {
+				return s.Fail("expected a member name")
+			}
+			if _, err := s.Str(); err != nil {
+				return err
+			}
+			s.Space()
+			if s.Pos >= len(s.In) || s.In[s.Pos] != ':' {
+				return s.Fail("expected ':' after a member name")
+			}
+			s.Pos++
+			want = 'v'
+		case 'v', 'V':
+			switch {
+			case b == ']' && want == 'V':
+				s.Pos++
+				stack = stack[:len(stack)-1]
+				want = 'e'
+			case b == '{':
+				s.Pos++
+				stack = append(stack, '{')
+				want = 'k'
+			case b == '[':
+				s.Pos++
+				stack = append(stack, '[')
+				want = 'V'
+			default:
+				// A scalar: Value at depth 0 reads it without nesting.
+				if _, err := s.Value(0); err != nil {
+					return err
+				}
+				want = 'e'
+			}
+		case 'e':
+			if len(stack) == 0 {
+				return nil
+			}
+			top := stack[len(stack)-1]
+			switch {
+			case b == ',' && top == '{':
+				s.Pos++
+				want = 'K'
+			case b == ',':
+				s.Pos++
+				want = 'v'
+			case b == '}' && top == '{', b == ']' && top == '[':
+				s.Pos++
+				stack = stack[:len(stack)-1]
+			default:
+				return s.Fail("expected ',' or a close in a nested value")
+			}
+		}
+		if want == 'e' && len(stack) == 0 {
+			return nil
+		}
+	}
 }
 
 // Str reads the string at Pos (its opening quote) and returns the span of

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // scanAll reads one value that must be the whole of data.
@@ -86,6 +87,34 @@ func FuzzScanner(f *testing.F) {
 		valid := json.Valid(data)
 		if (err == nil) != valid {
 			t.Fatalf("scanner %v, encoding/json valid %v: %q", err, valid, data)
+		}
+	})
+}
+
+// FuzzSkipDeep: a scanner that skips deep values (SkipDeep) accepts
+// exactly the texts encoding/json accepts, however shallow its MaxDepth,
+// and ends where the value ends.
+func FuzzSkipDeep(f *testing.F) {
+	for _, s := range []string{`[[[1]]]`, `{"a":[{"b":{}}],"c":"\u0041"}`, `[[[`, `[1,]`, `{"a" 1}`, `[[[]]]]`, `[{"a":1,}]`, `[[["\x"]]]`, `[[[1e5, -0.5, true, null, "s"]]]`, `{"a":{"b":{"c":[]}}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 4096 || !utf8.Valid(data) {
+			return
+		}
+		for _, max := range []int{0, 1, 2} {
+			s := &Scanner{In: data, MaxDepth: max, Escapes: true, SkipDeep: true}
+			s.Space()
+			_, err := s.Value(0)
+			if err == nil {
+				s.Space()
+				if s.Pos != len(data) {
+					err = s.Fail("trailing data")
+				}
+			}
+			if (err == nil) != json.Valid(data) {
+				t.Fatalf("MaxDepth %d: scanner err %v, encoding/json valid %v: %q", max, err, json.Valid(data), data)
+			}
 		}
 	})
 }
