@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+
+	"github.com/mcpsign/mcpsign/internal/netguard"
 )
 
 // DefaultClientName is the client_name a dynamic registration asks for.
@@ -112,7 +113,7 @@ func New(o Options) (*Transport, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: the server URL is not an http(s) URL with a host", ErrConfig)
 	}
-	if u.Scheme == "http" && !loopback(u.Hostname()) {
+	if u.Scheme == "http" && !netguard.IsLoopbackHost(u.Hostname()) {
 		return nil, fmt.Errorf("%w: OAuth needs an https server URL (http only on a loopback address)", ErrConfig)
 	}
 	if u.User != nil {
@@ -186,15 +187,6 @@ func (t *Transport) clientKey() string {
 		return "metadata:" + t.o.ClientMetadataURL
 	}
 	return "dynamic:" + t.o.ClientName
-}
-
-// loopback reports whether host is localhost or a loopback IP address.
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func originOf(u *url.URL) string {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/mcpwire"
 )
@@ -151,7 +152,7 @@ func CheckURL(u *url.URL) error {
 	switch strings.ToLower(u.Scheme) {
 	case "https":
 	case "http":
-		if !loopback(u.Hostname()) {
+		if !netguard.IsLoopbackHost(u.Hostname()) {
 			return fmt.Errorf("%s: %w", mcpwire.ShownURL(u), ErrInsecureURL)
 		}
 	default:
@@ -168,14 +169,6 @@ func CheckURL(u *url.URL) error {
 
 // originOf is the scheme and host of u, lowercased.
 func originOf(u *url.URL) string { return strings.ToLower(u.Scheme + "://" + u.Host) }
-
-func loopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
 
 // redacted is the endpoint as messages show it: no user info or query,
 // which may carry a credential (mcpwire.ShownURL).

@@ -271,6 +271,7 @@ func TestBundleAddressGuard(t *testing.T) {
 		{"https://registry.modelcontextprotocol.io", false, source.PublicAddresses},
 		{"http://127.0.0.1:8080", false, source.LoopbackAddresses},
 		{"https://localhost/", false, source.LoopbackAddresses},
+		{"https://LOCALHOST/", false, source.LoopbackAddresses}, // the one loopback rule (netguard.IsLoopbackHost)
 		{"http://[::1]:8080/v0", false, source.LoopbackAddresses},
 		{"https://10.0.0.5", false, source.PublicAddresses},
 		{"dump.json", false, source.PublicAddresses},

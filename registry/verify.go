@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/source"
@@ -160,7 +161,7 @@ func BundleAddresses(src string, allowPrivate bool) source.AddressScope {
 		return source.AnyAddress
 	}
 	if strings.HasPrefix(src, "https://") || strings.HasPrefix(src, "http://") {
-		if u, err := url.Parse(src); err == nil && isLoopback(u.Hostname()) {
+		if u, err := url.Parse(src); err == nil && netguard.IsLoopbackHost(u.Hostname()) {
 			return source.LoopbackAddresses
 		}
 	}
