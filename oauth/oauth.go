@@ -69,8 +69,11 @@ type Options struct {
 	Stderr io.Writer
 	// HTTPClient makes the requests to the metadata, registration and
 	// token endpoints (TLS roots, proxies); nil means a client with the
-	// default transport. Its transport is also the one requests to the
-	// server go through, unless Base is set.
+	// default transport. Those requests connect only to the addresses the
+	// server's own host allows (netguard.ScopeOf): its transport must be
+	// an *http.Transport (or nil), whose dialer is guarded. Its transport
+	// is also the one requests to the server go through, unless Base is
+	// set.
 	HTTPClient *http.Client
 	// Base carries the requests to the MCP server; nil means HTTPClient's
 	// transport, else http.DefaultTransport.
@@ -156,13 +159,24 @@ func New(o Options) (*Transport, error) {
 		o.CacheDir = filepath.Join(dir, "mcpsign", "oauth")
 	}
 	t := &Transport{o: o, resource: u, origin: originOf(u)}
-	t.client = o.HTTPClient
-	if t.client == nil {
-		t.client = &http.Client{Timeout: time.Minute}
+	c := o.HTTPClient
+	if c == nil {
+		c = &http.Client{Timeout: time.Minute}
 	}
+	// The metadata, registration and token endpoints are URLs the server
+	// names (its 401, its metadata): they are fetched only on the
+	// addresses a server where it is may send mcpsign to
+	// (netguard.ScopeOf, docs/REMOTE.md "Where mcpsign goes"), so that a
+	// server on a public address cannot make mcpsign reach the user's
+	// machine or network.
+	guarded, err := netguard.Transport(c.Transport, netguard.ScopeOf(u.Hostname()))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	t.client = &http.Client{Transport: guarded, Jar: c.Jar, Timeout: c.Timeout, CheckRedirect: c.CheckRedirect}
 	t.base = o.Base
 	if t.base == nil {
-		t.base = t.client.Transport
+		t.base = c.Transport
 	}
 	if t.base == nil {
 		t.base = http.DefaultTransport
