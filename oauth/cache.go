@@ -34,16 +34,16 @@ const (
 // entry is one token file: the client registered with the authorization
 // server and the token it issued.
 type entry struct {
-	Kind         string        `json:"kind"`
-	CacheVersion int           `json:"cacheVersion"`
-	Server       string        `json:"server"`
-	Issuer       string        `json:"issuer"`
+	Kind         string `json:"kind"`
+	CacheVersion int    `json:"cacheVersion"`
+	Server       string `json:"server"`
+	Issuer       string `json:"issuer"`
 	// Resource is the resource indicator (RFC 8707) the token was granted
 	// for at sign-in, sent again with every refresh; empty in a file of an
 	// older mcpsign (a refresh then names the server URL).
-	Resource string `json:"resource,omitempty"`
-	Client   client `json:"client"`
-	Token        *oauth2.Token `json:"token,omitempty"`
+	Resource string        `json:"resource,omitempty"`
+	Client   client        `json:"client"`
+	Token    *oauth2.Token `json:"token,omitempty"`
 }
 
 // client is what refreshes and later sign-ins need of the registration.

@@ -45,6 +45,27 @@ const (
 // The scopes are ordered, each allowing what the one before it allows and
 // more: the wider of two is their max.
 
+// scopeNames are the names of the scopes, in their order.
+var scopeNames = [...]string{Public: "public", Loopback: "loopback", Private: "private", Any: "any"}
+
+// String is the scope's name: public, loopback, private or any.
+func (s Scope) String() string {
+	if int(s) < len(scopeNames) {
+		return scopeNames[s]
+	}
+	return fmt.Sprintf("Scope(%d)", uint8(s))
+}
+
+// ParseScope is the scope of a name String returns.
+func ParseScope(name string) (Scope, error) {
+	for i, n := range scopeNames {
+		if n == name {
+			return Scope(i), nil
+		}
+	}
+	return Public, fmt.Errorf("unknown address scope %q (want public, loopback, private or any)", name)
+}
+
 // ErrRefused: a connection would have gone to an address the scope
 // refuses.
 var ErrRefused = errors.New("address not public: refused")
