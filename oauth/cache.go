@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/filelock"
 	"github.com/mcpsign/mcpsign/internal/nofollow"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
 // cacheKind and cacheVersion mark a token file (docs/REMOTE.md "The token
@@ -104,7 +104,7 @@ func (t *Transport) read() (*entry, error) {
 // save writes e to the cache file, mode 0600 in a 0700 directory,
 // atomically; the caller holds the file lock.
 func (t *Transport) save(e *entry) error {
-	e.Kind, e.CacheVersion, e.Server = cacheKind, cacheVersion, redacted(t.resource)
+	e.Kind, e.CacheVersion, e.Server = cacheKind, cacheVersion, mcpwire.ShownURL(t.resource)
 	data, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
 		return err
@@ -174,7 +174,7 @@ func (t *Transport) refreshLocked(ctx context.Context) error {
 		}
 		resource := e.Resource
 		if resource == "" {
-			resource = redacted(t.resource)
+			resource = mcpwire.ShownURL(t.resource)
 		}
 		tok, err := e.refresh(withClient(ctx, t.client), resource)
 		if err != nil {
@@ -217,12 +217,6 @@ func tokenError(err error) error {
 	return fmt.Errorf("%w: %s", ErrToken, shortText(err.Error()))
 }
 
-// redacted is u without user info, query and fragment.
-func redacted(u *url.URL) string {
-	c := *u
-	c.User, c.RawQuery, c.Fragment, c.RawFragment = nil, "", "", ""
-	return c.String()
-}
 
 // quoteText escapes a server's string for a message and caps its length.
 func quoteText(s string) string {

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/mcpsign/mcpsign/internal/netguard"
+	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
 // DefaultClientName is the client_name a dynamic registration asks for.
@@ -426,9 +427,7 @@ func (t *Transport) noSignInLocked(ctx context.Context, status int, refreshErr e
 // server names the server in messages: its URL without query or fragment,
 // escaped.
 func (t *Transport) server() string {
-	u := *t.resource
-	u.RawQuery, u.Fragment, u.RawFragment = "", "", ""
-	return quoteText(u.String())
+	return quoteText(mcpwire.ShownURL(t.resource))
 }
 
 // ErrConfig is wrapped by the errors of [New] about its options.

@@ -200,16 +200,16 @@ func (f *BundleFetcher) Fetch(ctx context.Context, rawURL, want string, maxBytes
 	req.Header.Set("Accept", "application/json")
 	resp, err := f.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBundleFetch, u.Redacted(), err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrBundleFetch, mcpwire.ShownURL(u), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%w: %s: status %s", ErrBundleFetch, u.Redacted(), textsafe.Escape(resp.Status))
+		return nil, fmt.Errorf("%w: %s: status %s", ErrBundleFetch, mcpwire.ShownURL(u), textsafe.Escape(resp.Status))
 	}
 	if resp.ContentLength > maxBytes {
-		return nil, fmt.Errorf("%s: %w: %d bytes, larger than %d bytes", u.Redacted(), ErrBundleTooLarge, resp.ContentLength, maxBytes)
+		return nil, fmt.Errorf("%s: %w: %d bytes, larger than %d bytes", mcpwire.ShownURL(u), ErrBundleTooLarge, resp.ContentLength, maxBytes)
 	}
-	data, err := boundedfile.ReadAll(resp.Body, u.Redacted(), maxBytes, ErrBundleTooLarge)
+	data, err := boundedfile.ReadAll(resp.Body, mcpwire.ShownURL(u), maxBytes, ErrBundleTooLarge)
 	if err != nil {
 		if errors.Is(err, ErrBundleTooLarge) {
 			return nil, err
@@ -219,7 +219,7 @@ func (f *BundleFetcher) Fetch(ctx context.Context, rawURL, want string, maxBytes
 	if want != "" {
 		sum := sha256.Sum256(data)
 		if got := "sha256:" + hex.EncodeToString(sum[:]); got != want {
-			return nil, fmt.Errorf("%w: %s has %s, the server advertised %s", ErrBundleDigest, u.Redacted(), got, want)
+			return nil, fmt.Errorf("%w: %s has %s, the server advertised %s", ErrBundleDigest, mcpwire.ShownURL(u), got, want)
 		}
 	}
 	return data, nil

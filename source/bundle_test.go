@@ -238,3 +238,21 @@ func TestServedAddresses(t *testing.T) {
 		}
 	}
 }
+
+// TestBundleURLRedacted: a bundle URL's query (a token) and user info never
+// appear in an error (mcpwire.ShownURL, the one redaction of a parsed
+// URL; issue 29 item 19).
+func TestBundleURLRedacted(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }))
+	defer srv.Close()
+	opts := BundleOptions{HTTPClient: srv.Client(), Addresses: LoopbackAddresses, Timeout: 5 * time.Second}
+	for _, u := range []string{
+		srv.URL + "/b.json?token=S3CRET",
+		strings.Replace(srv.URL, "https:", "http:", 1) + "/b.json?token=S3CRET",
+	} {
+		_, err := FetchBundle(context.Background(), u, "", opts)
+		if err == nil || strings.Contains(err.Error(), "S3CRET") {
+			t.Errorf("FetchBundle(%s): %v: want an error without the query", u, err)
+		}
+	}
+}
