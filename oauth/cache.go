@@ -217,7 +217,6 @@ func tokenError(err error) error {
 	return fmt.Errorf("%w: %s", ErrToken, shortText(err.Error()))
 }
 
-
 // quoteText escapes a server's string for a message and caps its length.
 func quoteText(s string) string {
 	return textsafe.Escape(textsafe.Cut(s, 200))
