@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/internal/netguard"
 	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/source"
 )
 
 // DefaultClientName is the client_name a dynamic registration asks for.
@@ -117,8 +118,10 @@ func New(o Options) (*Transport, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: the server URL is not an http(s) URL with a host", ErrConfig)
 	}
-	if u.Scheme == "http" && !netguard.IsLoopbackHost(u.Hostname()) {
-		return nil, fmt.Errorf("%w: OAuth needs an https server URL (http only on a loopback address)", ErrConfig)
+	// A token is a credential: never over plain http off loopback, whatever
+	// else allows plain http (source.CheckURL, the one rule).
+	if err := source.CheckURL(u, source.URLRule{Credentials: true}); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if u.User != nil {
 		return nil, fmt.Errorf("%w: the server URL holds a user or password", ErrConfig)

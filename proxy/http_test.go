@@ -183,7 +183,7 @@ func TestBridgeURLCredentialsNeverShown(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = CheckURL(u)
+		err = CheckURL(u, source.URLRule{})
 		if err == nil || strings.Contains(err.Error(), "tok3n") || strings.Contains(err.Error(), "SECRETQ") {
 			t.Errorf("CheckURL(%s): %v", raw, err)
 		}
