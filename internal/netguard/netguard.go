@@ -99,14 +99,15 @@ func isPrivate(a netip.Addr) bool {
 
 // IsLoopbackHost reports whether host, a URL's host name without its port
 // (url.URL.Hostname), names this machine's loopback interface: "localhost"
-// in any case, with or without a trailing dot, or a loopback IP address
+// in any case (not "localhost.", which a resolver may send to DNS), or a
+// loopback IP address
 // (127.0.0.0/8, ::1, an IPv4-mapped loopback address). It is the one
 // loopback rule of mcpsign: plain http:// is allowed only to such a host,
 // and a server on one may send mcpsign to loopback addresses (ScopeOf).
 // It resolves nothing: another name is not loopback, whatever it
 // resolves to.
 func IsLoopbackHost(host string) bool {
-	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	a, err := netip.ParseAddr(host)

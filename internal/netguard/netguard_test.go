@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
@@ -248,7 +249,7 @@ func TestIsLoopbackHost(t *testing.T) {
 		{"localhost", true},
 		{"LOCALHOST", true},
 		{"LocalHost", true},
-		{"localhost.", true},
+		{"localhost.", false},
 		{"127.0.0.1", true},
 		{"127.1.2.3", true},
 		{"::1", true},
@@ -309,4 +310,25 @@ func TestScopeOf(t *testing.T) {
 	if !(Public < Loopback && Loopback < Private && Private < Any) {
 		t.Error("the scopes are not ordered from the narrowest to the widest")
 	}
+}
+
+// FuzzIsLoopbackHost: never a panic; a loopback host is one whose scope
+// is Loopback, and is "localhost" or an IP address that is loopback.
+func FuzzIsLoopbackHost(f *testing.F) {
+	for _, s := range []string{"localhost", "LOCALHOST.", "127.0.0.1", "::1", "::ffff:127.0.0.1", "fe80::1%lo", "10.0.0.1", "example.com", "", "."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, host string) {
+		lb := IsLoopbackHost(host)
+		if lb != (ScopeOf(host) == Loopback) {
+			t.Fatalf("IsLoopbackHost(%q) = %v, ScopeOf = %v", host, lb, ScopeOf(host))
+		}
+		if a, err := netip.ParseAddr(host); err == nil {
+			if lb != a.Unmap().IsLoopback() {
+				t.Fatalf("%q: loopback host %v, address loopback %v", host, lb, a.Unmap().IsLoopback())
+			}
+		} else if lb && !strings.EqualFold(host, "localhost") {
+			t.Fatalf("%q taken as a loopback host", host)
+		}
+	})
 }
