@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/source"
 )
@@ -81,5 +82,51 @@ func TestBundleFromServerGuarded(t *testing.T) {
 				t.Fatalf("got %v (%d requests); want the bundle fetched", err, requests)
 			}
 		})
+	}
+}
+
+// TestProxyVerifyServedAddresses: mcpsign-proxy's verifier, 'mcpsign
+// proxy-verify', is told the addresses the bundle URL the proxy's server
+// advertises may be on, and reads them as the in-process proxy would
+// (issue 29 item 18).
+func TestProxyVerifyServedAddresses(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		server []string
+		extra  []string
+		want   source.AddressScope
+	}{
+		{[]string{"https://mcp.example.com/mcp"}, nil, source.PublicAddresses},
+		{[]string{"http://127.0.0.1:8080/mcp"}, nil, source.LoopbackAddresses},
+		{[]string{"https://10.0.0.2/mcp"}, nil, source.PrivateAddresses},
+		{[]string{"./server", "--stdio"}, nil, source.AnyAddress},
+		{[]string{"https://mcp.example.com/mcp"}, []string{"--allow-private-bundles"}, source.AnyAddress},
+	} {
+		var po options.ProxyOptions
+		var f verifyFlags
+		proxyCmd := &cobra.Command{Use: "proxy"}
+		addProxyFlags(proxyCmd.Flags(), &po, &f)
+		if err := proxyCmd.ParseFlags(append([]string{"--lock", "l.lock", "--bundle-from-server", "--key", "k.pub"}, tt.extra...)); err != nil {
+			t.Fatal(err)
+		}
+		cfg := po.ProxyConfig()
+		if err := cfg.SetServer(tt.server); err != nil {
+			t.Fatal(err)
+		}
+		args := proxyVerifyArgs(proxyCmd.Flags(), cfg)
+		// proxy-verify reads them as the hand-over runs it.
+		verifier := newProxyVerifyCmd(&app{})
+		if err := verifier.ParseFlags(args); err != nil {
+			t.Fatalf("proxy-verify %v: %v", args, err)
+		}
+		served, _ := verifier.Flags().GetString(servedAddressesFlag)
+		allow, _ := verifier.Flags().GetBool("allow-private-bundles")
+		got, err := servedAddressesOf(served, allow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tt.want {
+			t.Errorf("%v %v: proxy-verify %v read %v, want %v", tt.server, tt.extra, args, got, tt.want)
+		}
 	}
 }

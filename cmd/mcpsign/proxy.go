@@ -192,10 +192,7 @@ func startProxy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.Verif
 	}
 	var verifyArgs []string
 	if vf != nil {
-		// --allow-private-bundles, when given, is among the flags, and
-		// widens this to every address (runProxyVerify).
-		served := source.ServedAddresses(source.Spec{URL: cfg.URL, Command: cfg.Command}, false)
-		verifyArgs = append(changedFlagArgs(cmd.Flags()), "--"+servedAddressesFlag+"="+served.String())
+		verifyArgs = proxyVerifyArgs(cmd.Flags(), cfg)
 	}
 	code, err := proxycmd.Start(cmd.Context(), cfg, vf, proxycmd.StartOptions{HandOver: a.handOverProxy, VerifyArgs: verifyArgs,
 		Hint: proxyhint.Hint, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr})
@@ -206,6 +203,16 @@ func startProxy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.Verif
 		return silentExit(code)
 	}
 	return nil
+}
+
+// proxyVerifyArgs are the flags mcpsign-proxy gives 'mcpsign proxy-verify'
+// for the proxy of cfg: those set on the command line (changedFlagArgs),
+// and the addresses the bundle URL its server advertises may be fetched
+// from (source.ServedAddresses; --allow-private-bundles, when given, is
+// among the flags and widens it to every address there).
+func proxyVerifyArgs(fs *pflag.FlagSet, cfg *proxycmd.Config) []string {
+	served := source.ServedAddresses(source.Spec{URL: cfg.URL, Command: cfg.Command}, false)
+	return append(changedFlagArgs(fs), "--"+servedAddressesFlag+"="+served.String())
 }
 
 // handOverProxy replaces the process with mcpsign-proxy, when it is

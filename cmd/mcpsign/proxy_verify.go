@@ -47,16 +47,11 @@ Exit codes: 0 verified; 1 the bundle does not verify; 2 bad input or flags.`,
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if served != "" {
-				s, err := netguard.ParseScope(served)
-				if err != nil {
-					return fmt.Errorf("--%s: %w", servedAddressesFlag, err)
-				}
-				f.served = s
+			s, err := servedAddressesOf(served, f.vo.AllowPrivateBundles)
+			if err != nil {
+				return err
 			}
-			if f.vo.AllowPrivateBundles {
-				f.served = source.AnyAddress
-			}
+			f.served = s
 			return runProxyVerify(cmd, a, &f, advertised)
 		},
 	}
@@ -64,6 +59,22 @@ Exit codes: 0 verified; 1 the bundle does not verify; 2 bad input or flags.`,
 	cmd.Flags().StringVar(&advertised, serverAdvertisedFlag, "", "file of the capabilities the server advertised (from mcpsign-proxy)")
 	cmd.Flags().StringVar(&served, servedAddressesFlag, "", "the addresses the bundle URL the server advertises may be fetched from: public, loopback, private or any (from mcpsign proxy)")
 	return cmd
+}
+
+// servedAddressesOf reads --served-addresses (public when not given) and
+// --allow-private-bundles (every address) of proxy-verify.
+func servedAddressesOf(served string, allowPrivate bool) (source.AddressScope, error) {
+	if allowPrivate {
+		return source.AnyAddress, nil
+	}
+	if served == "" {
+		return source.PublicAddresses, nil
+	}
+	s, err := netguard.ParseScope(served)
+	if err != nil {
+		return s, fmt.Errorf("--%s: %w", servedAddressesFlag, err)
+	}
+	return s, nil
 }
 
 // runProxyVerify verifies the definitions on stdin as the proxy's flags f
