@@ -19,7 +19,6 @@ import (
 
 	"github.com/mcpsign/mcpsign/internal/netguard"
 	"github.com/mcpsign/mcpsign/mcpwire"
-	"github.com/mcpsign/mcpsign/source"
 )
 
 // DefaultClientName is the client_name a dynamic registration asks for.
@@ -119,8 +118,8 @@ func New(o Options) (*Transport, error) {
 		return nil, fmt.Errorf("%w: the server URL is not an http(s) URL with a host", ErrConfig)
 	}
 	// A token is a credential: never over plain http off loopback, whatever
-	// else allows plain http (source.CheckURL, the one rule).
-	if err := source.CheckURL(u, source.URLRule{Credentials: true}); err != nil {
+	// else allows plain http (mcpwire.CheckServerURL, the one rule).
+	if err := mcpwire.CheckServerURL(u, mcpwire.URLRule{Credentials: true}); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if u.User != nil {

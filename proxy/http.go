@@ -22,7 +22,6 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/mcpwire"
-	"github.com/mcpsign/mcpsign/source"
 )
 
 // The Streamable HTTP upstream (docs/PROXY.md, "Remote servers"): every
@@ -108,7 +107,7 @@ func newHTTPUpstream(o *Options) (*httpUpstream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server URL: %w", err)
 	}
-	if err := CheckURL(u, source.URLRule{AllowInsecureHTTP: o.AllowInsecureHTTP, Credentials: len(o.Header) > 0}); err != nil {
+	if err := CheckURL(u, mcpwire.URLRule{AllowInsecureHTTP: o.AllowInsecureHTTP, Credentials: len(o.Header) > 0}); err != nil {
 		return nil, err
 	}
 	if err := mcpwire.CheckHeaders(o.Header); err != nil {
@@ -143,13 +142,13 @@ func newHTTPUpstream(o *Options) (*httpUpstream, error) {
 }
 
 // ErrInsecureURL is the error of an http:// URL whose host is not a
-// loopback address (source.ErrInsecureURL, the one rule).
-var ErrInsecureURL = source.ErrInsecureURL
+// loopback address (mcpwire.ErrInsecureURL, the one rule).
+var ErrInsecureURL = mcpwire.ErrInsecureURL
 
 // CheckURL checks a remote server's URL as every command does
-// (source.CheckURL): https, or http to a loopback host, or, under r,
-// plain http elsewhere without credentials; a host; no fragment.
-func CheckURL(u *url.URL, r source.URLRule) error { return source.CheckURL(u, r) }
+// (mcpwire.CheckServerURL): https, or http to a loopback host, or, under
+// r, plain http elsewhere without credentials; a host; no fragment.
+func CheckURL(u *url.URL, r mcpwire.URLRule) error { return mcpwire.CheckServerURL(u, r) }
 
 // originOf is the scheme and host of u, lowercased.
 func originOf(u *url.URL) string { return strings.ToLower(u.Scheme + "://" + u.Host) }

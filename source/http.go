@@ -21,60 +21,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/netguard"
 	"github.com/mcpsign/mcpsign/mcpwire"
 )
-
-// ErrInsecureURL is wrapped by the error of a plain http:// URL of a server
-// that is not on a loopback host, unless allowed (URLRule).
-var ErrInsecureURL = errors.New("plain http:// is allowed only to a server on a loopback host (localhost, 127.0.0.1, ::1): anyone on the way could read and change what it says")
-
-// ErrInsecureCredentials is wrapped by the error of a plain http:// URL of a
-// server that is not on a loopback host when credentials would go with the
-// requests (a header, OAuth): refused even when plain http is allowed.
-var ErrInsecureCredentials = errors.New("credentials (a header, an OAuth token) are never sent over plain http:// to a server that is not on a loopback host")
-
-// URLRule says what CheckURL lets through beyond https and plain http to a
-// loopback host.
-type URLRule struct {
-	// AllowInsecureHTTP lets plain http:// reach a server that is not on a
-	// loopback host, when no credentials go with the requests.
-	AllowInsecureHTTP bool
-	// Credentials reports that credentials would go with the requests (a
-	// header, an OAuth token): plain http:// off loopback is then refused,
-	// AllowInsecureHTTP or not.
-	Credentials bool
-}
-
-// CheckURL checks the URL of a Streamable HTTP server before anything is
-// sent to it (docs/REMOTE.md "Plain http"): http or https with a host and no
-// fragment; plain http only to a loopback host (netguard.IsLoopbackHost),
-// else only under r.AllowInsecureHTTP and without credentials. It is the one
-// rule of every command that reads a server, the proxy's bridge and the
-// OAuth sign-in; an error wraps ErrInsecureURL or ErrInsecureCredentials
-// and names the URL as it may be shown (mcpwire.ShownURL).
-func CheckURL(u *url.URL, r URLRule) error {
-	switch strings.ToLower(u.Scheme) {
-	case "https":
-	case "http":
-		switch {
-		case netguard.IsLoopbackHost(u.Hostname()):
-		case r.Credentials:
-			return fmt.Errorf("%s: %w", mcpwire.ShownURL(u), ErrInsecureCredentials)
-		case !r.AllowInsecureHTTP:
-			return fmt.Errorf("%s: %w", mcpwire.ShownURL(u), ErrInsecureURL)
-		}
-	default:
-		return fmt.Errorf("%s is not an http(s) URL", mcpwire.ShownURL(u))
-	}
-	if u.Host == "" {
-		return fmt.Errorf("%s has no host", mcpwire.ShownURL(u))
-	}
-	if u.Fragment != "" {
-		return fmt.Errorf("%s has a fragment", mcpwire.ShownURL(u))
-	}
-	return nil
-}
 
 // loadHTTP lists a Streamable HTTP server through go-sdk's client transport,
 // with a wrapped http.RoundTripper that adds the user's headers (same origin
@@ -91,7 +39,7 @@ func loadHTTP(parent context.Context, endpoint string, o *Options) (*digest.Snap
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return nil, &StageError{Stage: StageStart, Err: fmt.Errorf("URL %s is not an http(s) URL with a host", mcpwire.ShownURL(u))}
 	}
-	if err := CheckURL(u, URLRule{AllowInsecureHTTP: o.AllowInsecureHTTP, Credentials: len(o.Headers) > 0}); err != nil {
+	if err := mcpwire.CheckServerURL(u, mcpwire.URLRule{AllowInsecureHTTP: o.AllowInsecureHTTP, Credentials: len(o.Headers) > 0}); err != nil {
 		return nil, &StageError{Stage: StageStart, Err: err}
 	}
 	rt := &roundTripper{

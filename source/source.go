@@ -80,7 +80,8 @@ type Options struct {
 	HTTPClient *http.Client
 	// AllowInsecureHTTP lets a Streamable HTTP server that is not on a
 	// loopback host be read over plain http://, when Headers is empty
-	// (CheckURL). Without it such a URL is an error wrapping ErrInsecureURL.
+	// (mcpwire.CheckServerURL). Without it such a URL is an error wrapping
+	// mcpwire.ErrInsecureURL.
 	AllowInsecureHTTP bool
 	// Env is added to the inherited environment of a stdio server
 	// ("NAME=value" entries; a later entry wins).

@@ -78,7 +78,7 @@ type Config struct {
 	Admission *proxy.Admission `json:"admission,omitempty"`
 	// AllowInsecureHTTP lets URL be plain http:// to a host that is not a
 	// loopback one, without headers or OAuth (--allow-insecure-http,
-	// source.CheckURL).
+	// mcpwire.CheckServerURL).
 	AllowInsecureHTTP bool `json:"allowInsecureHttp,omitempty"`
 	// Command is the server's argv; empty when URL is set.
 	Command []string `json:"command"`
