@@ -174,13 +174,13 @@ func CheckBundleURL(s string) error {
 	}
 	switch {
 	case u.Scheme != "https":
-		return fmt.Errorf("%q is not an https URL", textsafe.Cut(u.Redacted(), 120))
+		return fmt.Errorf("%q is not an https URL", textsafe.Cut(ShownURL(u), 120))
 	case u.Host == "" || u.Hostname() == "":
-		return fmt.Errorf("%q has no host", textsafe.Cut(u.Redacted(), 120))
+		return fmt.Errorf("%q has no host", textsafe.Cut(ShownURL(u), 120))
 	case u.User != nil:
-		return fmt.Errorf("%q carries user info", textsafe.Cut(u.Redacted(), 120))
+		return fmt.Errorf("%q carries user info", textsafe.Cut(ShownURL(u), 120))
 	case u.Fragment != "" || strings.Contains(s, "#"):
-		return fmt.Errorf("%q has a fragment", textsafe.Cut(u.Redacted(), 120))
+		return fmt.Errorf("%q has a fragment", textsafe.Cut(ShownURL(u), 120))
 	}
 	return nil
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 
@@ -19,7 +18,9 @@ import (
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/filelock"
+	"github.com/mcpsign/mcpsign/internal/nofollow"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
 // cacheKind and cacheVersion mark a token file (docs/REMOTE.md "The token
@@ -33,12 +34,16 @@ const (
 // entry is one token file: the client registered with the authorization
 // server and the token it issued.
 type entry struct {
-	Kind         string        `json:"kind"`
-	CacheVersion int           `json:"cacheVersion"`
-	Server       string        `json:"server"`
-	Issuer       string        `json:"issuer"`
-	Client       client        `json:"client"`
-	Token        *oauth2.Token `json:"token,omitempty"`
+	Kind         string `json:"kind"`
+	CacheVersion int    `json:"cacheVersion"`
+	Server       string `json:"server"`
+	Issuer       string `json:"issuer"`
+	// Resource is the resource indicator (RFC 8707) the token was granted
+	// for at sign-in, sent again with every refresh; empty in a file of an
+	// older mcpsign (a refresh then names the server URL).
+	Resource string        `json:"resource,omitempty"`
+	Client   client        `json:"client"`
+	Token    *oauth2.Token `json:"token,omitempty"`
 }
 
 // client is what refreshes and later sign-ins need of the registration.
@@ -70,12 +75,19 @@ func (t *Transport) load(ctx context.Context) (*entry, error) {
 	return e, err
 }
 
-// read reads the cache file; the caller holds the file lock.
+// read reads the cache file; the caller holds the file lock. A symbolic
+// link (the cache may sit in a checked-out repository) or anything but a
+// regular file there is refused, never followed (nofollow.Open).
 func (t *Transport) read() (*entry, error) {
-	data, err := boundedfile.Read(t.path, maxCache, nil)
+	f, err := nofollow.Open(t.path, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &entry{}, nil
 	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the token cache: %w (remove it to sign in anew)", err)
+	}
+	data, err := boundedfile.ReadAll(f, t.path, maxCache, nil)
+	f.Close()
 	if err != nil {
 		return nil, fmt.Errorf("reading the token cache: %w", err)
 	}
@@ -92,7 +104,7 @@ func (t *Transport) read() (*entry, error) {
 // save writes e to the cache file, mode 0600 in a 0700 directory,
 // atomically; the caller holds the file lock.
 func (t *Transport) save(e *entry) error {
-	e.Kind, e.CacheVersion, e.Server = cacheKind, cacheVersion, redacted(t.resource)
+	e.Kind, e.CacheVersion, e.Server = cacheKind, cacheVersion, mcpwire.ShownURL(t.resource)
 	data, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
 		return err
@@ -104,23 +116,40 @@ func (t *Transport) save(e *entry) error {
 }
 
 // locked runs fn holding the lock of the cache file, creating the cache
-// directory (0700) first.
+// directory (0700) first. The lock file is a sidecar that is never
+// reached through a symbolic link (filelock.WithFile): a link planted
+// there is refused, not followed to create a file at its target.
 func (t *Transport) locked(ctx context.Context, fn func() error) error {
 	if err := os.MkdirAll(t.o.CacheDir, 0o700); err != nil {
 		return fmt.Errorf("creating the token cache directory: %w", err)
 	}
-	return filelock.With(ctx, t.path+".lock", "another mcpsign is signing in to this server", fn)
+	return filelock.WithFile(ctx, t.path+".lock", "another mcpsign is signing in to this server", fn)
 }
 
-// config is the oauth2 configuration that refreshes e's token.
+// config is the oauth2 configuration that refreshes e's token. It has no
+// redirect URI: a refresh sends none.
 func (e *entry) config() *oauth2.Config {
 	return &oauth2.Config{
 		ClientID:     e.Client.ID,
 		ClientSecret: e.Client.Secret,
 		Endpoint:     oauth2.Endpoint{TokenURL: e.Client.TokenURL, AuthStyle: e.Client.AuthStyle},
-		RedirectURL:  e.Client.RedirectURI,
 		Scopes:       e.Client.Scopes,
 	}
+}
+
+// refresh trades e's refresh token for a new token, naming resource (RFC
+// 8707) as the sign-in's authorization request and code exchange did, so
+// that the authorization server issues a token for this server only, not
+// one of a wider audience the server could replay elsewhere. oauth2's
+// refreshing token source sends no extra parameter, so the grant goes
+// through Exchange with grant_type refresh_token and an empty code, which
+// RFC 6749 section 3.2 has the server treat as absent (as go-sdk's
+// oauthex.ExchangeToken does for RFC 8693).
+func (e *entry) refresh(ctx context.Context, resource string) (*oauth2.Token, error) {
+	return e.config().Exchange(ctx, "",
+		oauth2.SetAuthURLParam("grant_type", "refresh_token"),
+		oauth2.SetAuthURLParam("refresh_token", e.Token.RefreshToken),
+		oauth2.SetAuthURLParam("resource", resource))
 }
 
 // refreshLocked trades the refresh token for a new token and caches it.
@@ -143,9 +172,11 @@ func (t *Transport) refreshLocked(ctx context.Context) error {
 		if disk.Token != nil && disk.Token.RefreshToken != "" && disk.Client.ID == held.Client.ID {
 			e = disk
 		}
-		// A token of a refresh token alone is never valid: oauth2 refreshes.
-		c := withClient(ctx, t.client)
-		tok, err := e.config().TokenSource(c, &oauth2.Token{RefreshToken: e.Token.RefreshToken}).Token()
+		resource := e.Resource
+		if resource == "" {
+			resource = mcpwire.ShownURL(t.resource)
+		}
+		tok, err := e.refresh(withClient(ctx, t.client), resource)
 		if err != nil {
 			return t.scrub(fmt.Errorf("refreshing the token for %s: %w", t.server(), tokenError(err)))
 		}
@@ -184,13 +215,6 @@ func tokenError(err error) error {
 		return fmt.Errorf("%w (HTTP %d, %s)", ErrToken, status, quoteText(code))
 	}
 	return fmt.Errorf("%w: %s", ErrToken, shortText(err.Error()))
-}
-
-// redacted is u without user info, query and fragment.
-func redacted(u *url.URL) string {
-	c := *u
-	c.User, c.RawQuery, c.Fragment, c.RawFragment = nil, "", "", ""
-	return c.String()
 }
 
 // quoteText escapes a server's string for a message and caps its length.

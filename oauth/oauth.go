@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,6 +16,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+
+	"github.com/mcpsign/mcpsign/internal/netguard"
+	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
 // DefaultClientName is the client_name a dynamic registration asks for.
@@ -68,8 +70,11 @@ type Options struct {
 	Stderr io.Writer
 	// HTTPClient makes the requests to the metadata, registration and
 	// token endpoints (TLS roots, proxies); nil means a client with the
-	// default transport. Its transport is also the one requests to the
-	// server go through, unless Base is set.
+	// default transport. Those requests connect only to the addresses the
+	// server's own host allows (netguard.ScopeOf): its transport must be
+	// an *http.Transport (or nil), whose dialer is guarded. Its transport
+	// is also the one requests to the server go through, unless Base is
+	// set.
 	HTTPClient *http.Client
 	// Base carries the requests to the MCP server; nil means HTTPClient's
 	// transport, else http.DefaultTransport.
@@ -112,8 +117,10 @@ func New(o Options) (*Transport, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: the server URL is not an http(s) URL with a host", ErrConfig)
 	}
-	if u.Scheme == "http" && !loopback(u.Hostname()) {
-		return nil, fmt.Errorf("%w: OAuth needs an https server URL (http only on a loopback address)", ErrConfig)
+	// A token is a credential: never over plain http off loopback, whatever
+	// else allows plain http (mcpwire.CheckServerURL, the one rule).
+	if err := mcpwire.CheckServerURL(u, mcpwire.URLRule{Credentials: true}); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if u.User != nil {
 		return nil, fmt.Errorf("%w: the server URL holds a user or password", ErrConfig)
@@ -155,13 +162,24 @@ func New(o Options) (*Transport, error) {
 		o.CacheDir = filepath.Join(dir, "mcpsign", "oauth")
 	}
 	t := &Transport{o: o, resource: u, origin: originOf(u)}
-	t.client = o.HTTPClient
-	if t.client == nil {
-		t.client = &http.Client{Timeout: time.Minute}
+	c := o.HTTPClient
+	if c == nil {
+		c = &http.Client{Timeout: time.Minute}
 	}
+	// The metadata, registration and token endpoints are URLs the server
+	// names (its 401, its metadata): they are fetched only on the
+	// addresses a server where it is may send mcpsign to
+	// (netguard.ScopeOf, docs/REMOTE.md "Where mcpsign goes"), so that a
+	// server on a public address cannot make mcpsign reach the user's
+	// machine or network.
+	guarded, err := netguard.Transport(c.Transport, netguard.ScopeOf(u.Hostname()))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	t.client = &http.Client{Transport: guarded, Jar: c.Jar, Timeout: c.Timeout, CheckRedirect: c.CheckRedirect}
 	t.base = o.Base
 	if t.base == nil {
-		t.base = t.client.Transport
+		t.base = c.Transport
 	}
 	if t.base == nil {
 		t.base = http.DefaultTransport
@@ -186,15 +204,6 @@ func (t *Transport) clientKey() string {
 		return "metadata:" + t.o.ClientMetadataURL
 	}
 	return "dynamic:" + t.o.ClientName
-}
-
-// loopback reports whether host is localhost or a loopback IP address.
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func originOf(u *url.URL) string {
@@ -420,9 +429,7 @@ func (t *Transport) noSignInLocked(ctx context.Context, status int, refreshErr e
 // server names the server in messages: its URL without query or fragment,
 // escaped.
 func (t *Transport) server() string {
-	u := *t.resource
-	u.RawQuery, u.Fragment, u.RawFragment = "", "", ""
-	return quoteText(u.String())
+	return quoteText(mcpwire.ShownURL(t.resource))
 }
 
 // ErrConfig is wrapped by the errors of [New] about its options.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
@@ -61,7 +63,7 @@ func (t *Transport) signInLocked(ctx context.Context, req *http.Request, resp *h
 //
 // reused reports whether the cached registration was used.
 func (t *Transport) signIn(ctx context.Context, req *http.Request, resp *http.Response, cached *entry) (e *entry, reused bool, err error) {
-	asm, err := t.discover(ctx, resp)
+	asm, resource, err := t.discover(ctx, resp)
 	if err != nil {
 		return nil, false, err
 	}
@@ -147,7 +149,8 @@ func (t *Transport) signIn(ctx context.Context, req *http.Request, resp *http.Re
 		return nil, reused, scrubbed(t.flowError(ctx, err), secrets...)
 	}
 	return &entry{
-		Issuer: asm.Issuer,
+		Issuer:   asm.Issuer,
+		Resource: resource,
 		Client: client{
 			ID:           got.cfg.ClientID,
 			Secret:       got.cfg.ClientSecret,
@@ -182,11 +185,27 @@ func (t *Transport) flowError(ctx context.Context, err error) error {
 // (protected resource metadata from the challenge's resource_metadata, at
 // the endpoint's path, at the root; else the server's root as the
 // authorization server), refusing what go-sdk would otherwise guess: fixed
-// /authorize, /token and /register endpoints when no metadata exists.
-func (t *Transport) discover(ctx context.Context, resp *http.Response) (*oauthex.AuthServerMeta, error) {
+// /authorize, /token and /register endpoints when no metadata exists, and
+// an authorization server whose metadata does not name PKCE S256. It
+// returns the resource indicator go-sdk will ask a token for: the
+// protected resource metadata's resource, else the server's root. Every
+// fetch goes through t.client, held to the addresses the server's own
+// allows (New).
+func (t *Transport) discover(ctx context.Context, resp *http.Response) (*oauthex.AuthServerMeta, string, error) {
+	asm, resource, err := t.discoverMeta(ctx, resp)
+	if err != nil {
+		return nil, "", err
+	}
+	if !slices.Contains(asm.CodeChallengeMethodsSupported, "S256") {
+		return nil, "", fmt.Errorf("the authorization server %s names no PKCE S256 in its code_challenge_methods_supported: %w (mcpsign signs in only with S256)", quoteText(asm.Issuer), ErrNoMetadata)
+	}
+	return asm, resource, nil
+}
+
+func (t *Transport) discoverMeta(ctx context.Context, resp *http.Response) (*oauthex.AuthServerMeta, string, error) {
 	cs, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 	if err != nil {
-		return nil, fmt.Errorf("%s answered %d with a WWW-Authenticate header that does not parse: %w", t.server(), resp.StatusCode, ErrNoMetadata)
+		return nil, "", fmt.Errorf("%s answered %d with a WWW-Authenticate header that does not parse: %w", t.server(), resp.StatusCode, ErrNoMetadata)
 	}
 	var metaURL string
 	for _, c := range cs {
@@ -208,33 +227,40 @@ func (t *Transport) discover(ctx context.Context, resp *http.Response) (*oauthex
 	atRoot := root
 	atRoot.Path = "/.well-known/oauth-protected-resource"
 	tries = append(tries, try{atPath.String(), res}, try{atRoot.String(), root.String()})
-	asURL := ""
+	asURL, resource := "", root.String()
+	var refused error // a metadata URL the address guard refused
 	for _, tr := range tries {
 		prm, err := oauthex.GetProtectedResourceMetadata(ctx, tr.meta, tr.resource, t.client)
+		if errors.Is(err, netguard.ErrRefused) && refused == nil {
+			refused = err
+		}
 		if err != nil || prm == nil {
 			continue
 		}
 		if len(prm.AuthorizationServers) == 0 {
-			return nil, fmt.Errorf("the protected resource metadata of %s names no authorization server: %w", t.server(), ErrNoMetadata)
+			return nil, "", fmt.Errorf("the protected resource metadata of %s names no authorization server: %w", t.server(), ErrNoMetadata)
 		}
-		asURL = prm.AuthorizationServers[0]
+		asURL, resource = prm.AuthorizationServers[0], prm.Resource
 		break
 	}
 	fromPRM := asURL != ""
+	if !fromPRM && refused != nil {
+		return nil, "", fmt.Errorf("%s answered %d and names OAuth metadata at an address it may not send mcpsign to (%s): %w", t.server(), resp.StatusCode, shortText(refused.Error()), ErrNoMetadata)
+	}
 	if !fromPRM {
 		asURL = root.String()
 	}
 	asm, err := auth.GetAuthServerMetadata(ctx, asURL, t.client)
 	if err != nil {
-		return nil, fmt.Errorf("the authorization server metadata of %s: %s: %w", quoteText(asURL), shortText(err.Error()), ErrNoMetadata)
+		return nil, "", fmt.Errorf("the authorization server metadata of %s: %s: %w", quoteText(asURL), shortText(err.Error()), ErrNoMetadata)
 	}
 	if asm == nil {
 		if fromPRM {
-			return nil, fmt.Errorf("the authorization server %s of %s publishes no metadata (RFC 8414 or OpenID Connect discovery): %w", quoteText(asURL), t.server(), ErrNoMetadata)
+			return nil, "", fmt.Errorf("the authorization server %s of %s publishes no metadata (RFC 8414 or OpenID Connect discovery): %w", quoteText(asURL), t.server(), ErrNoMetadata)
 		}
-		return nil, fmt.Errorf("%s answered %d but publishes %w: no protected resource metadata (RFC 9728) and no authorization server metadata at its root", t.server(), resp.StatusCode, ErrNoMetadata)
+		return nil, "", fmt.Errorf("%s answered %d but publishes %w: no protected resource metadata (RFC 9728) and no authorization server metadata at its root", t.server(), resp.StatusCode, ErrNoMetadata)
 	}
-	return asm, nil
+	return asm, resource, nil
 }
 
 // sameIssuer compares issuer identifiers as RFC 8414 does, ignoring one

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/pin"
+	"github.com/mcpsign/mcpsign/verify"
 )
 
 // The findings of a lock that does not satisfy its server's policy
@@ -186,7 +186,7 @@ func exactOrRe(s, exact, re string) bool {
 		return false
 	}
 	if re != "" {
-		rx, err := regexp.Compile(`^(?:` + re + `)$`)
+		rx, err := verify.CompileAnchored(re)
 		if err != nil || !rx.MatchString(s) {
 			return false
 		}

@@ -107,7 +107,7 @@ func newHTTPUpstream(o *Options) (*httpUpstream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server URL: %w", err)
 	}
-	if err := CheckURL(u); err != nil {
+	if err := CheckURL(u, mcpwire.URLRule{AllowInsecureHTTP: o.AllowInsecureHTTP, Credentials: len(o.Header) > 0}); err != nil {
 		return nil, err
 	}
 	if err := mcpwire.CheckHeaders(o.Header); err != nil {
@@ -142,40 +142,16 @@ func newHTTPUpstream(o *Options) (*httpUpstream, error) {
 }
 
 // ErrInsecureURL is the error of an http:// URL whose host is not a
-// loopback address.
-var ErrInsecureURL = errors.New("plain http:// is allowed only for a server on a loopback address (127.0.0.1, ::1, localhost): use https://")
+// loopback address (mcpwire.ErrInsecureURL, the one rule).
+var ErrInsecureURL = mcpwire.ErrInsecureURL
 
-// CheckURL checks a remote server's URL: https, or http to a loopback
-// address only; a host; no fragment.
-func CheckURL(u *url.URL) error {
-	switch strings.ToLower(u.Scheme) {
-	case "https":
-	case "http":
-		if !loopback(u.Hostname()) {
-			return fmt.Errorf("%s: %w", mcpwire.ShownURL(u), ErrInsecureURL)
-		}
-	default:
-		return fmt.Errorf("%s is not an http(s) URL", mcpwire.ShownURL(u))
-	}
-	if u.Host == "" {
-		return fmt.Errorf("%s has no host", mcpwire.ShownURL(u))
-	}
-	if u.Fragment != "" {
-		return fmt.Errorf("%s has a fragment", mcpwire.ShownURL(u))
-	}
-	return nil
-}
+// CheckURL checks a remote server's URL as every command does
+// (mcpwire.CheckServerURL): https, or http to a loopback host, or, under
+// r, plain http elsewhere without credentials; a host; no fragment.
+func CheckURL(u *url.URL, r mcpwire.URLRule) error { return mcpwire.CheckServerURL(u, r) }
 
 // originOf is the scheme and host of u, lowercased.
 func originOf(u *url.URL) string { return strings.ToLower(u.Scheme + "://" + u.Host) }
-
-func loopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
 
 // redacted is the endpoint as messages show it: no user info or query,
 // which may carry a credential (mcpwire.ShownURL).

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/source"
 )
 
@@ -183,7 +184,7 @@ func TestBridgeURLCredentialsNeverShown(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = CheckURL(u)
+		err = CheckURL(u, mcpwire.URLRule{})
 		if err == nil || strings.Contains(err.Error(), "tok3n") || strings.Contains(err.Error(), "SECRETQ") {
 			t.Errorf("CheckURL(%s): %v", raw, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"github.com/mcpsign/mcpsign/source"
 )
 
@@ -81,7 +82,7 @@ func SourceHost(src string) string {
 		return ""
 	}
 	u, err := url.Parse(src)
-	if err != nil || !isLoopback(u.Hostname()) {
+	if err != nil || !netguard.IsLoopbackHost(u.Hostname()) {
 		return ""
 	}
 	return hostPort(u)

@@ -282,6 +282,7 @@ func TestBundleAddressGuard(t *testing.T) {
 		{"http://127.0.0.1:8080", false, source.PublicAddresses},
 		{"https://localhost/", false, source.PublicAddresses},
 		{"http://[::1]:8080/v0", false, source.PublicAddresses},
+		{"https://LOCALHOST/", false, source.PublicAddresses}, // the one loopback rule (netguard.IsLoopbackHost)
 		{"https://10.0.0.5", false, source.PublicAddresses},
 		{"dump.json", false, source.PublicAddresses},
 		{"-", false, source.PublicAddresses},

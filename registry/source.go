@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/jsonscan"
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
@@ -347,21 +347,13 @@ func checkBase(s string) (*url.URL, error) {
 	case u.Host == "":
 		return nil, fmt.Errorf("%w: the base URL %q has no host", ErrFetch, textsafe.Cut(u.Redacted(), 120))
 	case u.Scheme == "https":
-	case u.Scheme == "http" && isLoopback(u.Hostname()):
+	case u.Scheme == "http" && netguard.IsLoopbackHost(u.Hostname()):
 	default:
 		return nil, fmt.Errorf("%w: %q: want https (http only on a loopback host)", ErrFetch, textsafe.Cut(u.Redacted(), 120))
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawQuery, u.Fragment = "", ""
 	return u, nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func (c *Client) get(ctx context.Context, u string, limit int) (body []byte, status int, err error) {

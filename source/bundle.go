@@ -52,6 +52,9 @@ const (
 	PublicAddresses = netguard.Public
 	// LoopbackAddresses: public ones and loopback (127.0.0.0/8, ::1).
 	LoopbackAddresses = netguard.Loopback
+	// PrivateAddresses: public, loopback and private ones (RFC 1918,
+	// fc00::/7, 100.64.0.0/10), never link-local.
+	PrivateAddresses = netguard.Private
 	// AnyAddress: every address (a URL the operator gave, or a network
 	// whose bundles are hosted on private addresses).
 	AnyAddress = netguard.Any
@@ -78,6 +81,30 @@ type BundleOptions struct {
 	// Addresses are the addresses a fetch may connect to; the zero value,
 	// PublicAddresses, refuses every address that is not public.
 	Addresses AddressScope
+	// Served are, in place of Addresses, the addresses the bundle URL a
+	// server advertises may be fetched from ([AdvertisedBundle]): the
+	// server chose that URL, not the operator. Set it with
+	// [ServedAddresses]; the zero value, PublicAddresses, refuses every
+	// address that is not public.
+	Served AddressScope
+}
+
+// ServedAddresses is the address scope of fetching the bundle URL that the
+// server of spec advertises (BundleOptions.Served, docs/DISCOVERY.md): every
+// address for a stdio server (a process on this machine, which can reach
+// them itself) or when allowPrivate; for a Streamable HTTP server, those
+// its own host may send mcpsign to (netguard.ScopeOf: public addresses only
+// for a server on a public address or name, loopback too for a server on a
+// loopback host, private ones too for a server on a private address).
+func ServedAddresses(spec Spec, allowPrivate bool) AddressScope {
+	if allowPrivate || (spec.URL == "" && len(spec.Command) > 0) {
+		return AnyAddress
+	}
+	u, err := url.Parse(spec.URL)
+	if err != nil {
+		return PublicAddresses
+	}
+	return netguard.ScopeOf(u.Hostname())
 }
 
 // BundleFetcher fetches bundles as FetchBundle does, with one client for
@@ -173,16 +200,16 @@ func (f *BundleFetcher) Fetch(ctx context.Context, rawURL, want string, maxBytes
 	req.Header.Set("Accept", "application/json")
 	resp, err := f.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBundleFetch, u.Redacted(), err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrBundleFetch, mcpwire.ShownURL(u), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%w: %s: status %s", ErrBundleFetch, u.Redacted(), textsafe.Escape(resp.Status))
+		return nil, fmt.Errorf("%w: %s: status %s", ErrBundleFetch, mcpwire.ShownURL(u), textsafe.Escape(resp.Status))
 	}
 	if resp.ContentLength > maxBytes {
-		return nil, fmt.Errorf("%s: %w: %d bytes, larger than %d bytes", u.Redacted(), ErrBundleTooLarge, resp.ContentLength, maxBytes)
+		return nil, fmt.Errorf("%s: %w: %d bytes, larger than %d bytes", mcpwire.ShownURL(u), ErrBundleTooLarge, resp.ContentLength, maxBytes)
 	}
-	data, err := boundedfile.ReadAll(resp.Body, u.Redacted(), maxBytes, ErrBundleTooLarge)
+	data, err := boundedfile.ReadAll(resp.Body, mcpwire.ShownURL(u), maxBytes, ErrBundleTooLarge)
 	if err != nil {
 		if errors.Is(err, ErrBundleTooLarge) {
 			return nil, err
@@ -192,7 +219,7 @@ func (f *BundleFetcher) Fetch(ctx context.Context, rawURL, want string, maxBytes
 	if want != "" {
 		sum := sha256.Sum256(data)
 		if got := "sha256:" + hex.EncodeToString(sum[:]); got != want {
-			return nil, fmt.Errorf("%w: %s has %s, the server advertised %s", ErrBundleDigest, u.Redacted(), got, want)
+			return nil, fmt.Errorf("%w: %s has %s, the server advertised %s", ErrBundleDigest, mcpwire.ShownURL(u), got, want)
 		}
 	}
 	return data, nil
@@ -201,7 +228,7 @@ func (f *BundleFetcher) Fetch(ctx context.Context, rawURL, want string, maxBytes
 // AdvertisedBundle returns the bundle that the server of snap advertised
 // (snap.Advertised, read with mcpwire.AdvertisedAttestation): the inline
 // bundle, or the one fetched from its URL with FetchBundle (its digest
-// checked when advertised). A snapshot read from a file carries no
+// checked when advertised), on the addresses o.Served allows. A snapshot read from a file carries no
 // advertisement: the error wraps mcpwire.ErrNoAttestation.
 func AdvertisedBundle(ctx context.Context, snap *digest.Snapshot, o BundleOptions) ([]byte, error) {
 	return ResolveAttestation(ctx, snap.Advertised, o)
@@ -217,5 +244,6 @@ func ResolveAttestation(ctx context.Context, advertised []byte, o BundleOptions)
 	if a.Bundle != nil {
 		return bytes.Clone(a.Bundle), nil
 	}
+	o.Addresses = o.Served
 	return FetchBundle(ctx, a.URL, a.Digest, o)
 }

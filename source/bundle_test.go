@@ -94,12 +94,17 @@ func TestAdvertisedBundle(t *testing.T) {
 	body := []byte(`{"k":1}`)
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
 	defer srv.Close()
-	opts := BundleOptions{HTTPClient: srv.Client(), Addresses: LoopbackAddresses}
+	// The URL a server advertises is fetched on the addresses of Served,
+	// not of Addresses (those of a URL the operator names).
+	opts := BundleOptions{HTTPClient: srv.Client(), Addresses: PublicAddresses, Served: LoopbackAddresses}
 	for _, tt := range []struct {
 		name, adv string
 		want      string
 		wantErr   error
+		opts      *BundleOptions
 	}{
+		{name: "url, served by a public server", adv: `{"dev.mcpsign/attestation":{"bundleUrl":"` + srv.URL + `/b"}}`, wantErr: ErrAddressRefused,
+			opts: &BundleOptions{HTTPClient: srv.Client(), Addresses: AnyAddress, Served: PublicAddresses}},
 		{name: "inline", adv: `{"dev.mcpsign/attestation":{"bundle":{"k":2}}}`, want: `{"k":2}`},
 		{name: "url", adv: `{"dev.mcpsign/attestation":{"bundleUrl":"` + srv.URL + `/b","bundleDigest":"` + sha(body) + `"}}`, want: `{"k":1}`},
 		{name: "none", adv: ``, wantErr: mcpwire.ErrNoAttestation},
@@ -107,7 +112,11 @@ func TestAdvertisedBundle(t *testing.T) {
 		{name: "url digest mismatch", adv: `{"dev.mcpsign/attestation":{"bundleUrl":"` + srv.URL + `/b","bundleDigest":"` + sha(nil) + `"}}`, wantErr: ErrBundleDigest},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := AdvertisedBundle(context.Background(), &digest.Snapshot{Advertised: []byte(tt.adv)}, opts)
+			o := opts
+			if tt.opts != nil {
+				o = *tt.opts
+			}
+			got, err := AdvertisedBundle(context.Background(), &digest.Snapshot{Advertised: []byte(tt.adv)}, o)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tt.wantErr)
@@ -201,5 +210,49 @@ func TestBundleFetcher(t *testing.T) {
 	type notTransport struct{ http.RoundTripper }
 	if _, err := NewBundleFetcher(BundleOptions{HTTPClient: &http.Client{Transport: notTransport{}}}); !errors.Is(err, ErrAddressRefused) || !errors.Is(err, ErrBundleFetch) {
 		t.Fatalf("an unguardable transport: %v", err)
+	}
+}
+
+// TestServedAddresses: the bundle URL a server advertises is fetched on
+// the addresses the server's own host allows; a stdio server's, and any
+// with allowPrivate, on every address (issue 29 item 18).
+func TestServedAddresses(t *testing.T) {
+	for _, tt := range []struct {
+		spec         Spec
+		allowPrivate bool
+		want         AddressScope
+	}{
+		{Spec{URL: "https://mcp.example.com/mcp"}, false, PublicAddresses},
+		{Spec{URL: "https://93.184.216.34/mcp"}, false, PublicAddresses},
+		{Spec{URL: "https://169.254.169.254/mcp"}, false, PublicAddresses},
+		{Spec{URL: "http://127.0.0.1:8080/mcp"}, false, LoopbackAddresses},
+		{Spec{URL: "http://LOCALHOST:8080/mcp"}, false, LoopbackAddresses},
+		{Spec{URL: "https://[::1]/mcp"}, false, LoopbackAddresses},
+		{Spec{URL: "https://10.0.0.7/mcp"}, false, PrivateAddresses},
+		{Spec{URL: "https://mcp.example.com/mcp"}, true, AnyAddress},
+		{Spec{Command: []string{"server"}}, false, AnyAddress},
+		{Spec{File: "snap.json"}, false, PublicAddresses},
+	} {
+		if got := ServedAddresses(tt.spec, tt.allowPrivate); got != tt.want {
+			t.Errorf("ServedAddresses(%+v, %v) = %v, want %v", tt.spec, tt.allowPrivate, got, tt.want)
+		}
+	}
+}
+
+// TestBundleURLRedacted: a bundle URL's query (a token) and user info never
+// appear in an error (mcpwire.ShownURL, the one redaction of a parsed
+// URL; issue 29 item 19).
+func TestBundleURLRedacted(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }))
+	defer srv.Close()
+	opts := BundleOptions{HTTPClient: srv.Client(), Addresses: LoopbackAddresses, Timeout: 5 * time.Second}
+	for _, u := range []string{
+		srv.URL + "/b.json?token=S3CRET",
+		strings.Replace(srv.URL, "https:", "http:", 1) + "/b.json?token=S3CRET",
+	} {
+		_, err := FetchBundle(context.Background(), u, "", opts)
+		if err == nil || strings.Contains(err.Error(), "S3CRET") {
+			t.Errorf("FetchBundle(%s): %v: want an error without the query", u, err)
+		}
 	}
 }

@@ -39,6 +39,9 @@ func loadHTTP(parent context.Context, endpoint string, o *Options) (*digest.Snap
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return nil, &StageError{Stage: StageStart, Err: fmt.Errorf("URL %s is not an http(s) URL with a host", mcpwire.ShownURL(u))}
 	}
+	if err := mcpwire.CheckServerURL(u, mcpwire.URLRule{AllowInsecureHTTP: o.AllowInsecureHTTP, Credentials: len(o.Headers) > 0}); err != nil {
+		return nil, &StageError{Stage: StageStart, Err: err}
+	}
 	rt := &roundTripper{
 		base:    http.DefaultTransport,
 		origin:  originOf(u),

@@ -92,6 +92,11 @@ type Options struct {
 	// to add Headers and enforce MaxMessageBytes, and redirects are followed
 	// only within the same origin, so that Headers never leave it.
 	HTTPClient *http.Client
+	// AllowInsecureHTTP lets a Streamable HTTP server that is not on a
+	// loopback host be read over plain http://, when Headers is empty
+	// (mcpwire.CheckServerURL). Without it such a URL is an error wrapping
+	// mcpwire.ErrInsecureURL.
+	AllowInsecureHTTP bool
 	// Env is added to the inherited environment of a stdio server
 	// ("NAME=value" entries; a later entry wins).
 	Env []string

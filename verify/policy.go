@@ -125,16 +125,25 @@ type Trust struct {
 	CertificateAuthorities []root.CertificateAuthority
 }
 
-// anchored compiles re matched against a whole value.
+// anchored compiles re matched against a whole value (CompileAnchored),
+// its error naming flag.
 func anchored(flag, re string) (*regexp.Regexp, error) {
-	if re == "" {
-		return nil, nil
-	}
-	r, err := regexp.Compile(`^(?:` + re + `)$`)
+	r, err := CompileAnchored(re)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	return r, nil
+}
+
+// CompileAnchored compiles an identity's regular expression as mcpsign
+// matches it, against a whole value: ^(?:re)$ (sigstore-go and cosign do
+// not anchor). An empty re is no criterion: nil, nil. It is the one
+// anchoring rule; whoever matches an identity's regexp compiles it here.
+func CompileAnchored(re string) (*regexp.Regexp, error) {
+	if re == "" {
+		return nil, nil
+	}
+	return regexp.Compile(`^(?:` + re + `)$`)
 }
 
 // CheckIdentity reports, without any trusted material, whether the

@@ -27,6 +27,7 @@ func TestLean(t *testing.T) {
 		"github.com/mcpsign/mcpsign/verify",
 		"github.com/mcpsign/mcpsign/sign",
 		"github.com/mcpsign/mcpsign/trustroot",
+		"github.com/mcpsign/mcpsign/source", // the listing client (go-sdk's): the proxy relays, it does not list
 		"github.com/spf13/cobra",
 	}
 	for _, dep := range strings.Fields(string(out)) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
@@ -21,11 +20,9 @@ import (
 type bundleInput struct{ pinbundle.Location }
 
 // newBundleInput reads the flags; a nil input means no bundle was given.
-func newBundleInput(a *app, vo *options.VerifyOptions) (*bundleInput, error) {
-	// A URL --bundle names, or the server the command was pointed at
-	// advertises, may be on any address (as before the registry's address
-	// guard): the operator chose the server (docs/DISCOVERY.md).
-	opts := source.BundleOptions{HTTPClient: a.httpClient, Addresses: source.AnyAddress}
+func newBundleInput(a *app, f *verifyFlags) (*bundleInput, error) {
+	vo := &f.vo
+	opts := f.bundleOptions(a)
 	switch {
 	case vo.Bundle != "" && vo.BundleFromServer:
 		return nil, errors.New("give --bundle or --bundle-from-server, not both")
@@ -35,6 +32,13 @@ func newBundleInput(a *app, vo *options.VerifyOptions) (*bundleInput, error) {
 		return nil, nil
 	}
 	return &bundleInput{pinbundle.LocationOf(vo.Bundle, opts)}, nil
+}
+
+// bundleOptions fetch bundles: a URL the operator named (--bundle, a
+// policy's) on any address; the bundle URL the server advertises only on
+// the addresses the server's own allows (f.served, docs/DISCOVERY.md).
+func (f *verifyFlags) bundleOptions(a *app) source.BundleOptions {
+	return source.BundleOptions{HTTPClient: a.httpClient, Addresses: source.AnyAddress, Served: f.served}
 }
 
 // early reads a bundle file or fetches a bundle URL, before the source is

@@ -92,6 +92,7 @@ cannot be digested.`,
 }
 
 func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, args []string) error {
+	f.serveFromArgs(cmd, args)
 	asJSON, err := f.out.JSON()
 	if err != nil {
 		return err
@@ -121,7 +122,7 @@ func runPin(cmd *cobra.Command, a *app, f *verifyFlags, po *options.PinOptions, 
 			"mcpsign: WARNING: for them: if the server is already hostile, so is the lock. Read the capabilities\n"+
 			"mcpsign: WARNING: below, and prefer a signed bundle (--bundle) when the publisher provides one.\n")
 	}
-	bundle, err := newBundleInput(a, &f.vo)
+	bundle, err := newBundleInput(a, f)
 	if err != nil {
 		return err
 	}

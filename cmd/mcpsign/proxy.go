@@ -14,6 +14,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/proxy"
+	"github.com/mcpsign/mcpsign/source"
 )
 
 func newProxyCmd(a *app) *cobra.Command {
@@ -140,6 +141,7 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 	if err := proxyServer(cmd, po, cfg, args); err != nil {
 		return err
 	}
+	f.serveFrom(source.Spec{URL: cfg.URL, Command: cfg.Command})
 	if _, err := proxy.ResourceModeFor(cfg.Resources, nil); err != nil {
 		return fmt.Errorf("--resources: %w", err)
 	}
@@ -155,7 +157,7 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 	if po.RollForward != "signed" && po.RollForward != "manual" {
 		return fmt.Errorf("--roll-forward %q: want signed or manual", po.RollForward)
 	}
-	bundle, err := newBundleInput(a, &f.vo)
+	bundle, err := newBundleInput(a, f)
 	if err != nil {
 		return err
 	}
@@ -190,7 +192,7 @@ func startProxy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.Verif
 	}
 	var verifyArgs []string
 	if vf != nil {
-		verifyArgs = changedFlagArgs(cmd.Flags())
+		verifyArgs = proxyVerifyArgs(cmd.Flags(), cfg)
 	}
 	code, err := proxycmd.Start(cmd.Context(), cfg, vf, proxycmd.StartOptions{HandOver: a.handOverProxy, VerifyArgs: verifyArgs,
 		Hint: proxyhint.Hint, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr})
@@ -201,6 +203,16 @@ func startProxy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.Verif
 		return silentExit(code)
 	}
 	return nil
+}
+
+// proxyVerifyArgs are the flags mcpsign-proxy gives 'mcpsign proxy-verify'
+// for the proxy of cfg: those set on the command line (changedFlagArgs),
+// and the addresses the bundle URL its server advertises may be fetched
+// from (source.ServedAddresses; --allow-private-bundles, when given, is
+// among the flags and widens it to every address there).
+func proxyVerifyArgs(fs *pflag.FlagSet, cfg *proxycmd.Config) []string {
+	served := source.ServedAddresses(source.Spec{URL: cfg.URL, Command: cfg.Command}, false)
+	return append(changedFlagArgs(fs), "--"+servedAddressesFlag+"="+served.String())
 }
 
 // handOverProxy replaces the process with mcpsign-proxy, when it is

@@ -2,11 +2,14 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"github.com/mcpsign/mcpsign/proxy"
+	"github.com/mcpsign/mcpsign/source"
 )
 
 // proxyVerifyCommand is the hidden command mcpsign-proxy runs to verify.
@@ -17,11 +20,18 @@ const proxyVerifyCommand = "proxy-verify"
 // proxycmd.Config.VerifyAdvertisedArg).
 const serverAdvertisedFlag = "server-advertised"
 
+// servedAddressesFlag is the flag of proxy-verify by which mcpsign proxy
+// hands it the addresses the bundle URL its server advertises may be
+// fetched from (source.ServedAddresses of the server, by name:
+// netguard.Scope.String); without it, public addresses only.
+const servedAddressesFlag = "served-addresses"
+
 func newProxyVerifyCmd(a *app) *cobra.Command {
 	var (
 		po         options.ProxyOptions
 		f          verifyFlags
 		advertised string
+		served     string
 	)
 	cmd := &cobra.Command{
 		Use:   proxyVerifyCommand + " --bundle FILE [the flags of 'mcpsign proxy']",
@@ -37,12 +47,34 @@ Exit codes: 0 verified; 1 the bundle does not verify; 2 bad input or flags.`,
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := servedAddressesOf(served, f.vo.AllowPrivateBundles)
+			if err != nil {
+				return err
+			}
+			f.served = s
 			return runProxyVerify(cmd, a, &f, advertised)
 		},
 	}
 	addProxyFlags(cmd.Flags(), &po, &f)
 	cmd.Flags().StringVar(&advertised, serverAdvertisedFlag, "", "file of the capabilities the server advertised (from mcpsign-proxy)")
+	cmd.Flags().StringVar(&served, servedAddressesFlag, "", "the addresses the bundle URL the server advertises may be fetched from: public, loopback, private or any (from mcpsign proxy)")
 	return cmd
+}
+
+// servedAddressesOf reads --served-addresses (public when not given) and
+// --allow-private-bundles (every address) of proxy-verify.
+func servedAddressesOf(served string, allowPrivate bool) (source.AddressScope, error) {
+	if allowPrivate {
+		return source.AnyAddress, nil
+	}
+	if served == "" {
+		return source.PublicAddresses, nil
+	}
+	s, err := netguard.ParseScope(served)
+	if err != nil {
+		return s, fmt.Errorf("--%s: %w", servedAddressesFlag, err)
+	}
+	return s, nil
 }
 
 // runProxyVerify verifies the definitions on stdin as the proxy's flags f
@@ -66,7 +98,7 @@ func runProxyVerify(cmd *cobra.Command, a *app, f *verifyFlags, advertised strin
 		if err != nil {
 			return err
 		}
-		bundle, err := newBundleInput(a, &f.vo)
+		bundle, err := newBundleInput(a, f)
 		if err != nil {
 			return err
 		}

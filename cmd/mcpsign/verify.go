@@ -32,6 +32,25 @@ type verifyFlags struct {
 	// decider decides under --policy, its trust loaded once for the
 	// command (policyDecider).
 	decider *policy.Decider
+	// served are the addresses the bundle URL the server advertises may be
+	// fetched from (source.ServedAddresses of the server, set by serveFrom);
+	// the zero value allows public ones only.
+	served source.AddressScope
+}
+
+// serveFrom sets the addresses the bundle URL the server of spec
+// advertises may be fetched from (source.ServedAddresses,
+// --allow-private-bundles).
+func (f *verifyFlags) serveFrom(spec source.Spec) {
+	f.served = source.ServedAddresses(spec, f.vo.AllowPrivateBundles)
+}
+
+// serveFromArgs is serveFrom for the SOURCE of args; a SOURCE that does
+// not parse is reported when it is read, and leaves public addresses only.
+func (f *verifyFlags) serveFromArgs(cmd *cobra.Command, args []string) {
+	if spec, err := f.src.Spec(cmd, args); err == nil {
+		f.serveFrom(spec)
+	}
 }
 
 const verifyLongCommon = `
@@ -318,7 +337,7 @@ func verifyInputs(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, g
 	if v, err = verifyPolicy(cmd, f, m, generic); err != nil {
 		return nil, nil, nil, inputErr, inputErr(err)
 	}
-	if bundle, err = newBundleInput(a, &f.vo); err != nil {
+	if bundle, err = newBundleInput(a, f); err != nil {
 		return nil, nil, nil, inputErr, inputErr(err)
 	}
 	if bundleJSON, err = bundle.early(cmd.Context()); err != nil {
@@ -339,6 +358,7 @@ func reportInputError(a *app, asJSON bool) func(error) error {
 }
 
 func runVerify(cmd *cobra.Command, a *app, f *verifyFlags, m verify.Method, args []string) error {
+	f.serveFromArgs(cmd, args)
 	debug.SetGCPercent(verifyGCPercent) // not restored: lowering it again would collect at once
 	if !onlyLocalFiles(f) {
 		a.interruptible()

@@ -94,6 +94,7 @@ Exit codes: 0 no drift (or not failing under --fail-on); 1 drift under
 // runVerifyPin checks the server against the lock, under f.pol when
 // given: the lock must then stand under the policy (checkPinned).
 func runVerifyPin(cmd *cobra.Command, a *app, f *verifyFlags, vp *options.VerifyPinOptions, args []string) error {
+	f.serveFromArgs(cmd, args)
 	asJSON, err := f.out.JSON()
 	if err != nil {
 		return err

@@ -16,7 +16,6 @@ import (
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/proxy"
-	"github.com/mcpsign/mcpsign/source"
 )
 
 // resolvePolicy reads --policy and resolves --name, after refusing every
@@ -59,7 +58,7 @@ func policyGate(a *app, f *verifyFlags, r *policy.Resolved) (*policy.Gate, error
 		}
 		f.decider = policy.NewDecider(policy.DeciderOptions{Offline: f.trust.Root.Offline, AllowCurrentTime: f.vo.AllowCurrentTime, Packages: pkgs})
 	}
-	return &policy.Gate{Decider: f.decider, Policy: r, Bundles: f.vo.Bundles, BundleOptions: source.BundleOptions{HTTPClient: a.httpClient, Addresses: source.AnyAddress}, Hint: policyHint(r),
+	return &policy.Gate{Decider: f.decider, Policy: r, Bundles: f.vo.Bundles, BundleOptions: f.bundleOptions(a), Hint: policyHint(r),
 		OverridesDropped: func() {
 			fmt.Fprintf(a.stderr, "mcpsign: policy %s: the capability overrides of %s are not applied: no bundle signs them (docs/POLICY.md \"The lock in force\")\n", textsafe.Quote(r.Name), textsafe.Escape(r.Lock))
 		}}, nil
@@ -85,7 +84,7 @@ func policyHint(r *policy.Resolved) func(error) error {
 // policyBundleInputs are the bundles to verify: every --bundle, else the
 // one the policy names (policy.Gate.Locations).
 func policyBundleInputs(a *app, f *verifyFlags, r *policy.Resolved) (pinbundle.Locations, error) {
-	g := policy.Gate{Policy: r, Bundles: f.vo.Bundles, BundleOptions: source.BundleOptions{HTTPClient: a.httpClient, Addresses: source.AnyAddress}, Hint: policyHint(r)}
+	g := policy.Gate{Policy: r, Bundles: f.vo.Bundles, BundleOptions: f.bundleOptions(a), Hint: policyHint(r)}
 	return g.Locations()
 }
 

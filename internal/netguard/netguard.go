@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,9 +32,39 @@ const (
 	// ::1): a service on the same machine, as a test or a local mirror
 	// runs one.
 	Loopback
+	// Private allows public, loopback and private addresses (RFC 1918,
+	// fc00::/7, and the shared 100.64.0.0/10 of carrier-grade NAT and
+	// overlay networks), never link-local ones (a cloud's metadata service
+	// at 169.254.169.254) nor the other special-purpose ones: what a
+	// server on a private network may name ([ScopeOf]).
+	Private
 	// Any allows every address: no guard.
 	Any
 )
+
+// The scopes are ordered, each allowing what the one before it allows and
+// more: the wider of two is their max.
+
+// scopeNames are the names of the scopes, in their order.
+var scopeNames = [...]string{Public: "public", Loopback: "loopback", Private: "private", Any: "any"}
+
+// String is the scope's name: public, loopback, private or any.
+func (s Scope) String() string {
+	if int(s) < len(scopeNames) {
+		return scopeNames[s]
+	}
+	return fmt.Sprintf("Scope(%d)", uint8(s))
+}
+
+// ParseScope is the scope of a name String returns.
+func ParseScope(name string) (Scope, error) {
+	for i, n := range scopeNames {
+		if n == name {
+			return Scope(i), nil
+		}
+	}
+	return Public, fmt.Errorf("unknown address scope %q (want public, loopback, private or any)", name)
+}
 
 // ErrRefused: a connection would have gone to an address the scope
 // refuses.
@@ -48,8 +79,57 @@ func (s Scope) Allows(a netip.Addr) bool {
 		if a.Unmap().IsLoopback() {
 			return true
 		}
+	case Private:
+		if a.Unmap().IsLoopback() || isPrivate(a) {
+			return true
+		}
 	}
 	return IsPublic(a)
+}
+
+// shared is 100.64.0.0/10 (RFC 6598), which Private allows.
+var shared = netip.MustParsePrefix("100.64.0.0/10")
+
+// isPrivate reports whether a is private (RFC 1918, fc00::/7) or shared
+// (100.64.0.0/10), an IPv4 one embedded in IPv6 (IPv4-mapped) included.
+func isPrivate(a netip.Addr) bool {
+	a = a.Unmap().WithZone("")
+	return a.IsPrivate() || shared.Contains(a)
+}
+
+// IsLoopbackHost reports whether host, a URL's host name without its port
+// (url.URL.Hostname), names this machine's loopback interface: "localhost"
+// in any case (not "localhost.", which a resolver may send to DNS), or a
+// loopback IP address
+// (127.0.0.0/8, ::1, an IPv4-mapped loopback address). It is the one
+// loopback rule of mcpsign: plain http:// is allowed only to such a host,
+// and a server on one may send mcpsign to loopback addresses (ScopeOf).
+// It resolves nothing: another name is not loopback, whatever it
+// resolves to.
+func IsLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
+}
+
+// ScopeOf is the scope of the fetches that a server at host (a URL's
+// Hostname) may direct mcpsign to, by URLs it names (the OAuth metadata
+// and endpoints of a 401, the bundle URL it advertises): Loopback for a
+// loopback host (IsLoopbackHost); Private for a private or shared IP
+// address (a server on a private network, whose neighbours it can reach
+// itself); else Public, so that a server on a public address cannot make
+// mcpsign reach the user's machine or network. A name is judged as a name,
+// not by what it resolves to.
+func ScopeOf(host string) Scope {
+	if IsLoopbackHost(host) {
+		return Loopback
+	}
+	if a, err := netip.ParseAddr(host); err == nil && isPrivate(a) {
+		return Private
+	}
+	return Public
 }
 
 // check returns nil when s allows a, else an error wrapping ErrRefused
@@ -67,7 +147,7 @@ func kind(a netip.Addr) string {
 	switch {
 	case a.IsLoopback():
 		return "a loopback address"
-	case a.IsPrivate():
+	case isPrivate(a):
 		return "a private address"
 	case a.IsLinkLocalUnicast():
 		return "a link-local address"

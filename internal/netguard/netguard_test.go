@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
@@ -234,4 +235,100 @@ func TestTransportUnguardable(t *testing.T) {
 			t.Errorf("%s: err = %v, want failure %v", tt.name, err, tt.fails)
 		}
 	}
+}
+
+// TestIsLoopbackHost: the one loopback rule (issue 33 item 8): the four
+// copies it replaces disagreed on "LOCALHOST" (proxy/http.go took it,
+// oauth/ and registry/ did not) and on IPv4-mapped loopback.
+func TestIsLoopbackHost(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		host string
+		want bool
+	}{
+		{"localhost", true},
+		{"LOCALHOST", true},
+		{"LocalHost", true},
+		{"localhost.", false},
+		{"127.0.0.1", true},
+		{"127.1.2.3", true},
+		{"::1", true},
+		{"::ffff:127.0.0.1", true},
+		{"", false},
+		{"localhost.example.com", false},
+		{"evil-localhost", false},
+		{"0.0.0.0", false},
+		{"::", false},
+		{"10.0.0.1", false},
+		{"example.com", false},
+		{"[::1]", false}, // a Hostname has no brackets
+	} {
+		if got := IsLoopbackHost(tt.host); got != tt.want {
+			t.Errorf("IsLoopbackHost(%q) = %v, want %v", tt.host, got, tt.want)
+		}
+	}
+}
+
+// TestScopeOf: what a server may send mcpsign to follows where the server
+// is (issue 29 items 15 and 18).
+func TestScopeOf(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		host string
+		want Scope
+	}{
+		{"localhost", Loopback},
+		{"127.0.0.1", Loopback},
+		{"::1", Loopback},
+		{"10.1.2.3", Private},
+		{"192.168.0.7", Private},
+		{"fd00::5", Private},
+		{"100.100.1.1", Private},
+		{"169.254.169.254", Public},
+		{"mcp.example.com", Public},
+		{"93.184.216.34", Public},
+		{"internal.corp", Public}, // a name is not resolved
+	} {
+		if got := ScopeOf(tt.host); got != tt.want {
+			t.Errorf("ScopeOf(%q) = %v, want %v", tt.host, got, tt.want)
+		}
+	}
+	// Private allows what Loopback does, private and shared addresses, and
+	// never link-local or the other special ones.
+	for _, tt := range []struct {
+		addr string
+		want bool
+	}{
+		{"8.8.8.8", true}, {"127.0.0.1", true}, {"10.0.0.1", true}, {"172.16.0.1", true},
+		{"fd00::1", true}, {"::ffff:192.168.1.1", true}, {"100.64.0.1", true},
+		{"169.254.169.254", false}, {"fe80::1", false}, {"0.0.0.0", false}, {"224.0.0.1", false}, {"192.0.2.1", false},
+	} {
+		if got := Private.Allows(netip.MustParseAddr(tt.addr)); got != tt.want {
+			t.Errorf("Private.Allows(%s) = %v, want %v", tt.addr, got, tt.want)
+		}
+	}
+	if !(Public < Loopback && Loopback < Private && Private < Any) {
+		t.Error("the scopes are not ordered from the narrowest to the widest")
+	}
+}
+
+// FuzzIsLoopbackHost: never a panic; a loopback host is one whose scope
+// is Loopback, and is "localhost" or an IP address that is loopback.
+func FuzzIsLoopbackHost(f *testing.F) {
+	for _, s := range []string{"localhost", "LOCALHOST.", "127.0.0.1", "::1", "::ffff:127.0.0.1", "fe80::1%lo", "10.0.0.1", "example.com", "", "."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, host string) {
+		lb := IsLoopbackHost(host)
+		if lb != (ScopeOf(host) == Loopback) {
+			t.Fatalf("IsLoopbackHost(%q) = %v, ScopeOf = %v", host, lb, ScopeOf(host))
+		}
+		if a, err := netip.ParseAddr(host); err == nil {
+			if lb != a.Unmap().IsLoopback() {
+				t.Fatalf("%q: loopback host %v, address loopback %v", host, lb, a.Unmap().IsLoopback())
+			}
+		} else if lb && !strings.EqualFold(host, "localhost") {
+			t.Fatalf("%q taken as a loopback host", host)
+		}
+	})
 }

@@ -30,6 +30,7 @@ func (o *ProxyOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.MaxMessageBytes, "max-message-bytes", source.DefaultMaxMessageBytes, "largest message relayed either way")
 	PositiveDurationVar(fs, &c.ShutdownGrace, "shutdown-grace", proxy.DefaultShutdownGrace, "how long the server gets to exit after its stdin closes, and again after SIGTERM")
 	fs.BoolVarP(&c.Quiet, "quiet", "q", false, "print nothing on stderr but the server's stderr and the report of a block")
+	AddInsecureHTTPFlag(fs, &c.AllowInsecureHTTP)
 	o.Audit.AddFlags(fs)
 	fs.StringVar(&o.RollForward, "roll-forward", "signed", "signed: a change signed by the lock's signer rolls the lock forward; manual: every change waits for 'mcpsign approve'")
 	AddResourcesFlag(fs, &c.Resources, true)

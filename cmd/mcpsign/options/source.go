@@ -48,7 +48,14 @@ func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.Listing.MaxListingBytes, "max-listing-bytes", source.DefaultMaxListingBytes, "most bytes of a live listing, all pages of all kinds together")
 	fs.StringVar(&o.ClientCapabilities, "client-capabilities", "", "the client capabilities announced to a live server, a JSON object; the default is the fullest profile (roots, sampling, elicitation form and url, tasks, and the extensions hosts announce: docs/SNAPSHOT.md), so that a lock holds the superset of what any host is shown; servers may offer other definitions to other clients, and snapshots and locks record them")
 	fs.StringVar(&o.Listing.ProtocolVersion, "protocol-version", "", "force an MCP protocol version, and read that era only (default: both eras of a server that answers 2026-07-28 server/discover, the initialize handshake in a session of its own, which must serve the same: docs/DISCOVERY.md)")
+	AddInsecureHTTPFlag(fs, &o.Listing.AllowInsecureHTTP)
 	o.OAuth.AddFlags(fs)
+}
+
+// AddInsecureHTTPFlag adds --allow-insecure-http (docs/REMOTE.md "Plain
+// http"): every command that reads a server takes it, the proxy too.
+func AddInsecureHTTPFlag(fs *pflag.FlagSet, dst *bool) {
+	fs.BoolVar(dst, "allow-insecure-http", false, "read a server that is not on a loopback host over plain http:// (refused by default: anyone on the way could change what it says); never with --header or --oauth")
 }
 
 // Spec returns the source named by the positional arguments: SOURCE, or the

@@ -18,13 +18,16 @@ type VerifyOptions struct {
 	// than one is for a policy threshold (docs/POLICY.md).
 	Bundles          []string
 	BundleFromServer bool
-	RequireTlog      bool
-	RequireTimestamp bool
-	AllowCurrentTime bool
-	WriteLock        string
-	Force            bool
-	PackageFiles     []string
-	PackageIntegrity []string
+	// AllowPrivateBundles lets the bundle URL a remote server advertises
+	// be on any address (source.ServedAddresses).
+	AllowPrivateBundles bool
+	RequireTlog         bool
+	RequireTimestamp    bool
+	AllowCurrentTime    bool
+	WriteLock           string
+	Force               bool
+	PackageFiles        []string
+	PackageIntegrity    []string
 	// Audit is --audit-log, with --write-lock.
 	Audit AuditOptions
 }
@@ -102,7 +105,9 @@ func (o *VerifyOptions) PackageRequirements() ([]verify.PackageRequirement, erro
 	return out, nil
 }
 
-// addFromServerFlag adds --bundle-from-server (docs/DISCOVERY.md).
+// addFromServerFlag adds --bundle-from-server and --allow-private-bundles
+// (docs/DISCOVERY.md).
 func (o *VerifyOptions) addFromServerFlag(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.BundleFromServer, "bundle-from-server", false, "verify the bundle the server advertises in its hello (capabilities \"dev.mcpsign/attestation\"), exactly as a --bundle file: only the signature and the policy decide")
+	fs.BoolVar(&o.AllowPrivateBundles, "allow-private-bundles", false, "fetch the bundle URL a remote server advertises from loopback, private and link-local addresses too (refused for a server on a public address; a server on a loopback or private address may name its own kind)")
 }

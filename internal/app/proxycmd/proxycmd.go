@@ -76,6 +76,10 @@ type Config struct {
 	// force before the hand-over (proxy.Admission, docs/POLICY.md "The
 	// lock in force").
 	Admission *proxy.Admission `json:"admission,omitempty"`
+	// AllowInsecureHTTP lets URL be plain http:// to a host that is not a
+	// loopback one, without headers or OAuth (--allow-insecure-http,
+	// mcpwire.CheckServerURL).
+	AllowInsecureHTTP bool `json:"allowInsecureHttp,omitempty"`
 	// Command is the server's argv; empty when URL is set.
 	Command []string `json:"command"`
 	// URL is a remote server's Streamable HTTP endpoint (the proxy is then
@@ -172,16 +176,17 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 		return ExitError, err
 	}
 	opts := proxy.Options{
-		Resources:       resources,
-		Command:         cfg.Command,
-		URL:             cfg.URL,
-		Header:          header,
-		HTTPClient:      httpClient,
-		Policy:          auditPolicy(policy, rec, cfg.Mode, stderr),
-		Stderr:          stderr,
-		MaxMessageBytes: cfg.MaxMessageBytes,
-		CheckTimeout:    cfg.CheckTimeout,
-		ShutdownGrace:   cfg.ShutdownGrace,
+		Resources:         resources,
+		Command:           cfg.Command,
+		URL:               cfg.URL,
+		Header:            header,
+		HTTPClient:        httpClient,
+		AllowInsecureHTTP: cfg.AllowInsecureHTTP,
+		Policy:            auditPolicy(policy, rec, cfg.Mode, stderr),
+		Stderr:            stderr,
+		MaxMessageBytes:   cfg.MaxMessageBytes,
+		CheckTimeout:      cfg.CheckTimeout,
+		ShutdownGrace:     cfg.ShutdownGrace,
 	}
 	if !cfg.Quiet {
 		opts.OnEvent = func(e proxy.Event) {

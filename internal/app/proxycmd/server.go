@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/proxy"
 )
 
@@ -24,7 +25,7 @@ func (c *Config) SetServer(args []string) error {
 	if err != nil {
 		return fmt.Errorf("the server URL: %w", err)
 	}
-	if err := proxy.CheckURL(u); err != nil {
+	if err := proxy.CheckURL(u, mcpwire.URLRule{AllowInsecureHTTP: c.AllowInsecureHTTP, Credentials: len(c.Headers) > 0 || c.OAuth != nil}); err != nil {
 		return err
 	}
 	c.Command, c.URL = nil, args[0]

@@ -61,6 +61,66 @@ type AS struct {
 	store    *store
 	// deny makes the login page refuse (the user said no).
 	deny atomic.Bool
+
+	// audience is the resource (RFC 8707) each access token was issued
+	// for: the "resource" of the grant that issued it, "" when the grant
+	// named none (a token for any audience, which the RS refuses).
+	audMu    sync.Mutex
+	audience map[string]string
+	grants   []Grant
+}
+
+// Grant is one token grant the authorization server answered.
+type Grant struct {
+	// Type is the grant_type: authorization_code or refresh_token.
+	Type string
+	// Resource is the grant's resource parameter (RFC 8707), "" if none.
+	Resource string
+	// OK reports whether a token was issued.
+	OK bool
+}
+
+// Grants returns the token grants so far, in order.
+func (a *AS) Grants() []Grant {
+	a.audMu.Lock()
+	defer a.audMu.Unlock()
+	return append([]Grant(nil), a.grants...)
+}
+
+// Audience is the resource the access token was issued for ("" for none,
+// ok false for a token this server never issued).
+func (a *AS) Audience(token string) (resource string, ok bool) {
+	a.audMu.Lock()
+	defer a.audMu.Unlock()
+	resource, ok = a.audience[token]
+	return resource, ok
+}
+
+// token is the token endpoint: the provider's, recording the resource
+// each access token is issued for (the token is for that resource only).
+func (a *AS) token(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	resource := r.PostForm.Get("resource")
+	rec := httptest.NewRecorder()
+	a.provider.ServeHTTP(rec, r)
+	var got struct {
+		AccessToken string `json:"access_token"`
+	}
+	ok := rec.Code == http.StatusOK && json.Unmarshal(rec.Body.Bytes(), &got) == nil && got.AccessToken != ""
+	a.audMu.Lock()
+	if ok {
+		a.audience[got.AccessToken] = resource
+	}
+	a.grants = append(a.grants, Grant{Type: r.PostForm.Get("grant_type"), Resource: resource, OK: ok})
+	a.audMu.Unlock()
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	w.Write(rec.Body.Bytes())
 }
 
 // store is the example storage with dynamically registered clients and
@@ -140,7 +200,7 @@ func NewAS(t testing.TB) *AS {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &AS{Issuer: "http://" + ln.Addr().String()}
+	a := &AS{Issuer: "http://" + ln.Addr().String(), audience: map[string]string{}}
 	a.store = &store{Storage: storage.NewStorageWithClients(storage.NewUserStore(a.Issuer), map[string]*storage.Client{}), as: a, clients: map[string]*storage.Client{}, secrets: map[string]string{}}
 	var key [32]byte
 	rand.Read(key[:])
@@ -159,7 +219,7 @@ func NewAS(t testing.TB) *AS {
 	mux.Handle("/login/username", op.NewIssuerInterceptor(a.provider.IssuerFromRequest).HandlerFunc(a.login))
 	mux.HandleFunc("POST /oauth/token", func(w http.ResponseWriter, r *http.Request) {
 		if !a.EchoTokenErrors.Load() {
-			a.provider.ServeHTTP(w, r)
+			a.token(w, r)
 			return
 		}
 		r.ParseForm()
@@ -318,13 +378,15 @@ func Browser(ctx context.Context, authURL string) error {
 }
 
 // RS is the MCP server behind a resource server that checks tokens with the
-// authorization server's userinfo endpoint.
+// authorization server's userinfo endpoint, and takes only a token issued
+// for it: one whose grant named its URL as the resource (RFC 8707).
 type RS struct {
 	// URL is the MCP endpoint, http://127.0.0.1:PORT/mcp.
 	URL string
 	// Accepted and Refused count the requests whose bearer token passed or
-	// failed.
-	Accepted, Refused atomic.Int64
+	// failed; WrongAudience those of Refused whose token was valid but
+	// issued for another resource, or for none.
+	Accepted, Refused, WrongAudience atomic.Int64
 }
 
 // RSOptions configure NewRS.
@@ -376,6 +438,11 @@ func NewRS(t testing.TB, a *AS, o RSOptions) *RS {
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
 				rs.Refused.Add(1)
+				return nil, auth.ErrInvalidToken
+			}
+			if aud, _ := a.Audience(token); aud != rs.URL {
+				rs.Refused.Add(1)
+				rs.WrongAudience.Add(1)
 				return nil, auth.ErrInvalidToken
 			}
 			rs.Accepted.Add(1)
