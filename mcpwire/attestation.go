@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"net/url"
 	"strings"
 
@@ -174,13 +175,13 @@ func CheckBundleURL(s string) error {
 	}
 	switch {
 	case u.Scheme != "https":
-		return fmt.Errorf("%q is not an https URL", textsafe.Cut(ShownURL(u), 120))
+		return fmt.Errorf("%q is not an https URL", textsafe.Cut(netguard.ShownURL(u), 120))
 	case u.Host == "" || u.Hostname() == "":
-		return fmt.Errorf("%q has no host", textsafe.Cut(ShownURL(u), 120))
+		return fmt.Errorf("%q has no host", textsafe.Cut(netguard.ShownURL(u), 120))
 	case u.User != nil:
-		return fmt.Errorf("%q carries user info", textsafe.Cut(ShownURL(u), 120))
+		return fmt.Errorf("%q carries user info", textsafe.Cut(netguard.ShownURL(u), 120))
 	case u.Fragment != "" || strings.Contains(s, "#"):
-		return fmt.Errorf("%q has a fragment", textsafe.Cut(ShownURL(u), 120))
+		return fmt.Errorf("%q has a fragment", textsafe.Cut(netguard.ShownURL(u), 120))
 	}
 	return nil
 }

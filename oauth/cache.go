@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"io/fs"
 	"net/http"
 	"os"
@@ -20,7 +21,6 @@ import (
 	"github.com/mcpsign/mcpsign/internal/filelock"
 	"github.com/mcpsign/mcpsign/internal/nofollow"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
-	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
 // cacheKind and cacheVersion mark a token file (docs/REMOTE.md "The token
@@ -104,7 +104,7 @@ func (t *Transport) read() (*entry, error) {
 // save writes e to the cache file, mode 0600 in a 0700 directory,
 // atomically; the caller holds the file lock.
 func (t *Transport) save(e *entry) error {
-	e.Kind, e.CacheVersion, e.Server = cacheKind, cacheVersion, mcpwire.ShownURL(t.resource)
+	e.Kind, e.CacheVersion, e.Server = cacheKind, cacheVersion, netguard.ShownURL(t.resource)
 	data, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
 		return err
@@ -174,7 +174,7 @@ func (t *Transport) refreshLocked(ctx context.Context) error {
 		}
 		resource := e.Resource
 		if resource == "" {
-			resource = mcpwire.ShownURL(t.resource)
+			resource = netguard.ShownURL(t.resource)
 		}
 		tok, err := e.refresh(withClient(ctx, t.client), resource)
 		if err != nil {

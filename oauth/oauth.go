@@ -18,7 +18,6 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/mcpsign/mcpsign/internal/netguard"
-	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
 // DefaultClientName is the client_name a dynamic registration asks for.
@@ -118,8 +117,8 @@ func New(o Options) (*Transport, error) {
 		return nil, fmt.Errorf("%w: the server URL is not an http(s) URL with a host", ErrConfig)
 	}
 	// A token is a credential: never over plain http off loopback, whatever
-	// else allows plain http (mcpwire.CheckServerURL, the one rule).
-	if err := mcpwire.CheckServerURL(u, mcpwire.URLRule{Credentials: true}); err != nil {
+	// else allows plain http (netguard.CheckServerURL, the one rule).
+	if err := netguard.CheckServerURL(u, netguard.URLRule{Credentials: true}); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if u.User != nil {
@@ -429,7 +428,7 @@ func (t *Transport) noSignInLocked(ctx context.Context, status int, refreshErr e
 // server names the server in messages: its URL without query or fragment,
 // escaped.
 func (t *Transport) server() string {
-	return quoteText(mcpwire.ShownURL(t.resource))
+	return quoteText(netguard.ShownURL(t.resource))
 }
 
 // ErrConfig is wrapped by the errors of [New] about its options.

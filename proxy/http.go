@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"io"
 	"mime"
 	"net"
@@ -39,7 +40,7 @@ import (
 // credentials or refuses them, redirects, or no longer knows the session.
 // Its message is one line that names what failed and what to do.
 type ConnectError struct {
-	// URL is the endpoint as shown: no user info or query (mcpwire.ShownURL).
+	// URL is the endpoint as shown: no user info or query (netguard.ShownURL).
 	URL string
 	// Status is the HTTP status when the server answered (0 otherwise).
 	Status int
@@ -107,7 +108,7 @@ func newHTTPUpstream(o *Options) (*httpUpstream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server URL: %w", err)
 	}
-	if err := CheckURL(u, mcpwire.URLRule{AllowInsecureHTTP: o.AllowInsecureHTTP, Credentials: len(o.Header) > 0}); err != nil {
+	if err := CheckURL(u, netguard.URLRule{AllowInsecureHTTP: o.AllowInsecureHTTP, Credentials: len(o.Header) > 0}); err != nil {
 		return nil, err
 	}
 	if err := mcpwire.CheckHeaders(o.Header); err != nil {
@@ -142,25 +143,25 @@ func newHTTPUpstream(o *Options) (*httpUpstream, error) {
 }
 
 // ErrInsecureURL is the error of an http:// URL whose host is not a
-// loopback address (mcpwire.ErrInsecureURL, the one rule).
-var ErrInsecureURL = mcpwire.ErrInsecureURL
+// loopback address (netguard.ErrInsecureURL, the one rule).
+var ErrInsecureURL = netguard.ErrInsecureURL
 
 // CheckURL checks a remote server's URL as every command does
-// (mcpwire.CheckServerURL): https, or http to a loopback host, or, under
+// (netguard.CheckServerURL): https, or http to a loopback host, or, under
 // r, plain http elsewhere without credentials; a host; no fragment.
-func CheckURL(u *url.URL, r mcpwire.URLRule) error { return mcpwire.CheckServerURL(u, r) }
+func CheckURL(u *url.URL, r netguard.URLRule) error { return netguard.CheckServerURL(u, r) }
 
 // originOf is the scheme and host of u, lowercased.
 func originOf(u *url.URL) string { return strings.ToLower(u.Scheme + "://" + u.Host) }
 
 // redacted is the endpoint as messages show it: no user info or query,
-// which may carry a credential (mcpwire.ShownURL).
+// which may carry a credential (netguard.ShownURL).
 func (u *httpUpstream) redacted() string {
 	p, err := url.Parse(u.endpoint)
 	if err != nil {
 		return u.origin
 	}
-	return mcpwire.ShownURL(p)
+	return netguard.ShownURL(p)
 }
 
 func (u *httpUpstream) input() io.Writer { return upstreamWriter{u} }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"io"
 	"net/url"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
-	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/source"
 )
 
@@ -184,7 +184,7 @@ func TestBridgeURLCredentialsNeverShown(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = CheckURL(u, mcpwire.URLRule{})
+		err = CheckURL(u, netguard.URLRule{})
 		if err == nil || strings.Contains(err.Error(), "tok3n") || strings.Contains(err.Error(), "SECRETQ") {
 			t.Errorf("CheckURL(%s): %v", raw, err)
 		}

@@ -175,7 +175,7 @@ type Options struct {
 	// Header is added to every request to URL (credentials, say).
 	Header http.Header
 	// AllowInsecureHTTP lets URL be plain http:// to a host that is not a
-	// loopback one, when Header is empty (mcpwire.CheckServerURL); OAuth refuses
+	// loopback one, when Header is empty (netguard.CheckServerURL); OAuth refuses
 	// it by itself (oauth.New).
 	AllowInsecureHTTP bool
 	// Env is added to the inherited environment of the server ("NAME=value";

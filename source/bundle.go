@@ -200,16 +200,16 @@ func (f *BundleFetcher) Fetch(ctx context.Context, rawURL, want string, maxBytes
 	req.Header.Set("Accept", "application/json")
 	resp, err := f.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBundleFetch, mcpwire.ShownURL(u), err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrBundleFetch, netguard.ShownURL(u), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%w: %s: status %s", ErrBundleFetch, mcpwire.ShownURL(u), textsafe.Escape(resp.Status))
+		return nil, fmt.Errorf("%w: %s: status %s", ErrBundleFetch, netguard.ShownURL(u), textsafe.Escape(resp.Status))
 	}
 	if resp.ContentLength > maxBytes {
-		return nil, fmt.Errorf("%s: %w: %d bytes, larger than %d bytes", mcpwire.ShownURL(u), ErrBundleTooLarge, resp.ContentLength, maxBytes)
+		return nil, fmt.Errorf("%s: %w: %d bytes, larger than %d bytes", netguard.ShownURL(u), ErrBundleTooLarge, resp.ContentLength, maxBytes)
 	}
-	data, err := boundedfile.ReadAll(resp.Body, mcpwire.ShownURL(u), maxBytes, ErrBundleTooLarge)
+	data, err := boundedfile.ReadAll(resp.Body, netguard.ShownURL(u), maxBytes, ErrBundleTooLarge)
 	if err != nil {
 		if errors.Is(err, ErrBundleTooLarge) {
 			return nil, err
@@ -219,7 +219,7 @@ func (f *BundleFetcher) Fetch(ctx context.Context, rawURL, want string, maxBytes
 	if want != "" {
 		sum := sha256.Sum256(data)
 		if got := "sha256:" + hex.EncodeToString(sum[:]); got != want {
-			return nil, fmt.Errorf("%w: %s has %s, the server advertised %s", ErrBundleDigest, mcpwire.ShownURL(u), got, want)
+			return nil, fmt.Errorf("%w: %s has %s, the server advertised %s", ErrBundleDigest, netguard.ShownURL(u), got, want)
 		}
 	}
 	return data, nil

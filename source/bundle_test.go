@@ -240,7 +240,7 @@ func TestServedAddresses(t *testing.T) {
 }
 
 // TestBundleURLRedacted: a bundle URL's query (a token) and user info never
-// appear in an error (mcpwire.ShownURL, the one redaction of a parsed
+// appear in an error (netguard.ShownURL, the one redaction of a parsed
 // URL; issue 29 item 19).
 func TestBundleURLRedacted(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }))

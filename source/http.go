@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"io"
 	"math"
 	"net"
@@ -37,9 +38,9 @@ func loadHTTP(parent context.Context, endpoint string, o *Options) (*digest.Snap
 		return nil, &StageError{Stage: StageStart, Err: err}
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil, &StageError{Stage: StageStart, Err: fmt.Errorf("URL %s is not an http(s) URL with a host", mcpwire.ShownURL(u))}
+		return nil, &StageError{Stage: StageStart, Err: fmt.Errorf("URL %s is not an http(s) URL with a host", netguard.ShownURL(u))}
 	}
-	if err := mcpwire.CheckServerURL(u, mcpwire.URLRule{AllowInsecureHTTP: o.AllowInsecureHTTP, Credentials: len(o.Headers) > 0}); err != nil {
+	if err := netguard.CheckServerURL(u, netguard.URLRule{AllowInsecureHTTP: o.AllowInsecureHTTP, Credentials: len(o.Headers) > 0}); err != nil {
 		return nil, &StageError{Stage: StageStart, Err: err}
 	}
 	rt := &roundTripper{

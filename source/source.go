@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"io"
 	"net/http"
 	"net/url"
@@ -94,8 +95,8 @@ type Options struct {
 	HTTPClient *http.Client
 	// AllowInsecureHTTP lets a Streamable HTTP server that is not on a
 	// loopback host be read over plain http://, when Headers is empty
-	// (mcpwire.CheckServerURL). Without it such a URL is an error wrapping
-	// mcpwire.ErrInsecureURL.
+	// (netguard.CheckServerURL). Without it such a URL is an error wrapping
+	// netguard.ErrInsecureURL.
 	AllowInsecureHTTP bool
 	// Env is added to the inherited environment of a stdio server
 	// ("NAME=value" entries; a later entry wins).
@@ -237,7 +238,7 @@ func ParseSpec(arg string, after []string) (Spec, error) {
 			return Spec{}, fmt.Errorf("SOURCE URL: %w", err)
 		}
 		if u.Host == "" {
-			return Spec{}, fmt.Errorf("SOURCE URL %q has no host", mcpwire.ShownURL(u))
+			return Spec{}, fmt.Errorf("SOURCE URL %q has no host", netguard.ShownURL(u))
 		}
 		return Spec{URL: arg}, nil
 	}
@@ -285,7 +286,7 @@ func runnable(path string, fi os.FileInfo) bool {
 }
 
 // String describes the spec for messages. A URL is shown without user
-// info, query or fragment (mcpwire.ShownURL).
+// info, query or fragment (netguard.ShownURL).
 func (s Spec) String() string {
 	switch {
 	case s.File != "":
@@ -294,14 +295,14 @@ func (s Spec) String() string {
 		return "command " + QuoteCommand(s.Command)
 	case s.URL != "":
 		if u, err := url.Parse(s.URL); err == nil {
-			return "URL " + mcpwire.ShownURL(u)
+			return "URL " + netguard.ShownURL(u)
 		}
 		return "URL (unparsable)"
 	}
 	return "empty source"
 }
 
-// ShownURL is the spec's URL as it may be shown (mcpwire.ShownURL: without
+// ShownURL is the spec's URL as it may be shown (netguard.ShownURL: without
 // user info, query or fragment, which may carry a credential); "(URL)"
 // when it does not parse, "" for a spec that names no URL.
 func (s Spec) ShownURL() string {
@@ -312,7 +313,7 @@ func (s Spec) ShownURL() string {
 	if err != nil {
 		return "(URL)"
 	}
-	return mcpwire.ShownURL(u)
+	return netguard.ShownURL(u)
 }
 
 // Load gets the snapshot that spec names: it reads a snapshot file, or

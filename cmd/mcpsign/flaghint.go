@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"strings"
 
 	"github.com/mcpsign/mcpsign/audit/auditevent"
@@ -38,8 +39,8 @@ var flagHints = []struct {
 	{oauth.ErrNoRegistration, "pass a client ID registered with it: --oauth-client-id"},
 	{oauth.ErrDenied, "run again to sign in; --no-browser prints the URL to open by hand"},
 	{source.ErrAddressRefused, "--allow-private-bundles fetches bundles from non-public addresses"},
-	{mcpwire.ErrInsecureCredentials, "give the server's https:// URL: --allow-insecure-http never lets --header or --oauth over plain http"},
-	{mcpwire.ErrInsecureURL, "give the server's https:// URL, or --allow-insecure-http to read it over plain http (never with --header or --oauth)"},
+	{netguard.ErrInsecureCredentials, "give the server's https:// URL: --allow-insecure-http never lets --header or --oauth over plain http"},
+	{netguard.ErrInsecureURL, "give the server's https:// URL, or --allow-insecure-http to read it over plain http (never with --header or --oauth)"},
 	{source.ErrNoResources, "take the snapshot with mcpsign snapshot --resources"},
 	{source.ErrErasDiffer, "its publisher must serve the same in both; --protocol-version reads one era only, and a lock then speaks for that era's clients"},
 	{monitor.ErrNoLog, "--trusted-root must hold the log whose URL host is the checkpoint origin; --log names where to read it"},

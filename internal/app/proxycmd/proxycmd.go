@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"io"
 	"net/url"
 	"os"
@@ -78,7 +79,7 @@ type Config struct {
 	Admission *proxy.Admission `json:"admission,omitempty"`
 	// AllowInsecureHTTP lets URL be plain http:// to a host that is not a
 	// loopback one, without headers or OAuth (--allow-insecure-http,
-	// mcpwire.CheckServerURL).
+	// netguard.CheckServerURL).
 	AllowInsecureHTTP bool `json:"allowInsecureHttp,omitempty"`
 	// Command is the server's argv; empty when URL is set.
 	Command []string `json:"command"`
@@ -291,5 +292,5 @@ func shownURL(s string) string {
 	if err != nil {
 		return "URL"
 	}
-	return mcpwire.ShownURL(u)
+	return netguard.ShownURL(u)
 }

@@ -2,10 +2,10 @@ package proxycmd
 
 import (
 	"fmt"
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"net/url"
 	"strings"
 
-	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/proxy"
 )
 
@@ -25,7 +25,7 @@ func (c *Config) SetServer(args []string) error {
 	if err != nil {
 		return fmt.Errorf("the server URL: %w", err)
 	}
-	if err := proxy.CheckURL(u, mcpwire.URLRule{AllowInsecureHTTP: c.AllowInsecureHTTP, Credentials: len(c.Headers) > 0 || c.OAuth != nil}); err != nil {
+	if err := proxy.CheckURL(u, netguard.URLRule{AllowInsecureHTTP: c.AllowInsecureHTTP, Credentials: len(c.Headers) > 0 || c.OAuth != nil}); err != nil {
 		return err
 	}
 	c.Command, c.URL = nil, args[0]
