@@ -424,7 +424,8 @@ func rows() []row {
 		// check of the client's pages does not.
 		{name: "rt-cursor-empty", transcript: `tools/list@client#1 {"jsonrpc":"2.0","id":$ID,"result":{"tools":[` + toolGreet + `],"nextCursor":""}}`, sc: scenario{Call: greet}},
 		// Capabilities that no longer announce prompts and resources.
-		{name: "rt-caps-hide", transcript: `initialize {"jsonrpc":"2.0","id":$ID,"result":{"protocolVersion":"` + protocolVersion + `","capabilities":{"tools":{"listChanged":true}},"serverInfo":` + serverInfo + `,"instructions":"` + honestInstr + `"}}`, sc: scenario{Call: greet}},
+		{name: "rt-caps-hide", transcript: `initialize {"jsonrpc":"2.0","id":$ID,"result":{"protocolVersion":"` + protocolVersion + `","capabilities":{"tools":{"listChanged":true}},"serverInfo":` + serverInfo + `,"instructions":"` + honestInstr + `"}}`, sc: scenario{Call: greet},
+			sessionOnly: "the lock records the fullest client profile and the clients announce less: a definition absent for them is the info pin-*-absent-for-client (docs/LOCK.md), and they hold no more than the lock, while verify-pin reads under the lock's own profile and sees it removed"},
 		// A tools/call answer that carries a tools list and a nextCursor: the
 		// clients ignore it, the proxy keeps a chain for the cursor.
 		{name: "rt-call-plants-chain", transcript: `tools/call {"jsonrpc":"2.0","id":$ID,"result":{"content":[{"type":"text","text":"hi"}],"tools":[` + toolGreet + `],"nextCursor":"A"}}`, sc: scenario{Call: greet}, sessionOnly: byCall},
