@@ -28,6 +28,9 @@ type inbound struct {
 	env   mcpwire.Message // valid when perr is nil
 	perr  error           // why the line is not a JSON-RPC message
 	blank bool            // only white space
+	// relisted: a request naming a definition the approved set does not
+	// hold, for which the proxy listed the server again (refusal).
+	relisted bool
 }
 
 // pendingReq is a client request forwarded to the server and not yet
@@ -423,35 +426,6 @@ func (r *relay) cancel(m *inbound) bool {
 // an unknown tool or prompt, as MCP servers answer it.
 const codeInvalidParams = -32602
 
-// usesDefinition returns the definition a request uses by name: the tool of
-// tools/call, the prompt of prompts/get (k is "" for other requests). ok is
-// false when the params do not read strictly as an object with a string
-// name: the request is then refused, since a lenient reader could take
-// another name from them.
-func usesDefinition(env *mcpwire.Message) (k digest.Kind, name string, ok bool) {
-	switch env.Method {
-	case "tools/call":
-		k = digest.KindTool
-	case "prompts/get":
-		k = digest.KindPrompt
-	default:
-		return "", "", false
-	}
-	if len(env.Params) == 0 || env.Params[0] != '{' {
-		return k, "", false
-	}
-	m, err := digest.ReadMembers(env.Params, "name")
-	if err != nil {
-		return k, "", false
-	}
-	v, present := m["name"]
-	if !present || len(v) == 0 || v[0] != '"' {
-		return k, "", false
-	}
-	name, err = digest.DecodeString(v)
-	return k, name, err == nil
-}
-
 // cancelledID returns the raw requestId of notifications/cancelled params.
 func cancelledID(params []byte) []byte {
 	if len(params) == 0 || params[0] != '{' {
@@ -523,18 +497,22 @@ func (r *relay) clientMessage(m *inbound) bool {
 		if r.resourceRequest(env) {
 			return true // decided by the resources mode (resources.go)
 		}
-		if k, name, ok := usesDefinition(env); k != "" && r.approved != nil && (!ok || !r.approved.hasKey(k, name)) {
-			if !ok {
-				// Params mcpsign cannot read strictly ("Name" beside "name",
-				// a repeated name) could name another tool to the server.
-				r.answer(env.ID, codeInvalidParams, "mcpsign proxy: the "+string(k)+" name of "+env.Method+" cannot be read strictly", nil)
-				return true
+		if ref := r.refusal(env); ref != nil {
+			if ref.relist && !m.relisted {
+				// The request names what the approved set does not hold:
+				// the server may have changed under the proxy (a rewritten
+				// lock, a list_changed still on its way). Before it is
+				// answered, the server is listed again, so that its answer
+				// is the one rule's (docs/PROXY.md, "Order"): held while
+				// the check runs, the block's answer if the check blocks,
+				// and the refusal (or the server's answer, if an update
+				// approved the name) only once the server was found to
+				// match.
+				m.relisted = true
+				r.startTask(&task{what: "re-listing before " + env.Method + " of " + ref.subject, relist: true, helloR: r.session})
+				return false
 			}
-			// A call of a tool (or a prompt) that is not among the approved
-			// definitions never reaches the server, whatever the client
-			// learnt it from: the server may have changed under the proxy
-			// (a rewritten lock, a list_changed still on its way).
-			r.answer(env.ID, codeInvalidParams, "mcpsign proxy: "+string(k)+" "+strconv.Quote(textsafe.Cut(name, 200))+" is not among the approved definitions", nil)
+			r.answer(env.ID, ref.code, ref.msg, nil)
 			return true
 		}
 		if r.pending.Len() >= MaxInFlight {
@@ -1151,6 +1129,11 @@ func (r *relay) answerBlocked(id []byte) {
 
 // answer writes an error response to the client.
 func (r *relay) answer(id []byte, code int, msg string, data any) {
+	r.sendClient(errorLine(id, code, msg, data))
+}
+
+// errorLine is a JSON-RPC error response of the proxy's own, as one line.
+func errorLine(id []byte, code int, msg string, data any) []byte {
 	e := struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
@@ -1160,17 +1143,22 @@ func (r *relay) answer(id []byte, code int, msg string, data any) {
 	if err != nil {
 		eb = []byte(`{"code":-32603,"message":"mcpsign proxy: internal error"}`)
 	}
-	r.respond(id, "error", eb)
+	return responseLine(id, "error", eb)
 }
 
 // respond writes a response of the proxy's own to the client: member
 // ("result" or "error") with its JSON value.
 func (r *relay) respond(id []byte, member string, value []byte) {
+	r.sendClient(responseLine(id, member, value))
+}
+
+// responseLine is a JSON-RPC response as one line.
+func responseLine(id []byte, member string, value []byte) []byte {
 	line := make([]byte, 0, 32+len(id)+len(member)+len(value))
 	line = append(line, `{"jsonrpc":"2.0","id":`...)
 	line = append(line, id...)
 	line = append(line, `,"`+member+`":`...)
 	line = append(line, value...)
 	line = append(line, "}\n"...)
-	r.sendClient(line)
+	return line
 }
