@@ -128,6 +128,14 @@ type relay struct {
 
 	// wake tells run that the session may have ended.
 	wake chan struct{}
+	// side delivers events and stderr lines outside mu (events.go).
+	side *sideQueue
+	// ctx is the session's context (set by run): every check derives from
+	// it; tasks counts the checks running.
+	ctx   context.Context
+	tasks sync.WaitGroup
+	// ended: run is returning, nothing more is handled (set under mu).
+	ended atomic.Bool
 
 	// mu guards the session state below. The readers and the check
 	// goroutines take it to handle a message or a result; writes happen
@@ -181,6 +189,7 @@ func newRelay(o *Options, c upstream, in io.Reader, out io.Writer) *relay {
 		prefix:   "mcpsign-" + hex.EncodeToString(rnd[:]) + "-",
 		own:      map[string]chan ownReply{},
 		wake:     make(chan struct{}, 1),
+		side:     newSideQueue(),
 		chains:   map[digest.Kind]map[string]*chain{},
 	}
 }
@@ -191,8 +200,15 @@ func newRelay(o *Options, c upstream, in io.Reader, out io.Writer) *relay {
 func (r *relay) read(next func() ([]byte, error), server bool) {
 	for {
 		line, err := next()
+		if r.ended.Load() {
+			return // run returned: nothing more is handled
+		}
 		if err != nil {
 			r.mu.Lock()
+			if r.ended.Load() {
+				r.mu.Unlock()
+				return
+			}
 			if server {
 				r.serverEOF, r.serverErr = true, err
 				r.closeOwn(serverGone(err))
@@ -232,6 +248,10 @@ func (r *relay) read(next func() ([]byte, error), server bool) {
 			continue
 		}
 		r.mu.Lock()
+		if r.ended.Load() {
+			r.mu.Unlock()
+			return
+		}
 		if server {
 			r.fromServer(m)
 		} else {
@@ -257,17 +277,17 @@ func (r *relay) signal() {
 }
 
 func (r *relay) run(ctx context.Context) error {
-	go r.read(mcpwire.NewLineReader(r.clientIn, r.o.MaxMessageBytes).Next, false)
-	go r.read(r.c.next, true)
+	// The session's context: every check derives from it, and it ends when
+	// run does. It carries ctx's values, not its cancellation: an
+	// interrupted session is answered as such (interrupted), not blocked
+	// by a check that saw its context end first.
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.ctx = sctx
+	clientDone := r.goRead(mcpwire.NewLineReader(r.clientIn, r.o.MaxMessageBytes).Next, false)
+	serverDone := r.goRead(r.c.next, true)
+	defer r.closeSide()
 	defer r.toClient.wait(r.o.ShutdownGrace)
-	defer func() {
-		r.mu.Lock()
-		if r.handshakeTimer != nil {
-			r.handshakeTimer.Stop()
-		}
-		r.handshakeGen++ // a callback already waiting for mu does nothing
-		r.mu.Unlock()
-	}()
+	defer r.end(cancel, clientDone, serverDone)
 	var endTimer <-chan time.Time // after the client left: how long the server gets to finish
 	closing := false
 	for {
@@ -306,6 +326,62 @@ func (r *relay) run(ctx context.Context) error {
 			go r.toServer.closeWhenDrained(r.c.closeInput)
 			endTimer = time.After(r.o.ShutdownGrace)
 		}
+	}
+}
+
+// goRead runs read on a goroutine of its own; the channel is closed when it
+// returned.
+func (r *relay) goRead(next func() ([]byte, error), server bool) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.read(next, server)
+	}()
+	return done
+}
+
+// end ends the session's state before run returns (docs/PROXY.md,
+// "Lifetimes"): from now on nothing a reader, a check or a timer finds is
+// handled, the session's context is cancelled, the checks still running
+// are waited for (at most CheckTimeout, their own bound), and so is the
+// server's reader (at most ShutdownGrace: the server was stopped). The
+// client's reader is waited for only when the client's side ended or its
+// reader can be woken (a deadline); one blocked in a read of a client that
+// stays connected returns at its next line, and handles nothing.
+func (r *relay) end(cancel context.CancelFunc, clientDone, serverDone <-chan struct{}) {
+	r.mu.Lock()
+	r.ended.Store(true)
+	if r.handshakeTimer != nil {
+		r.handshakeTimer.Stop()
+	}
+	r.handshakeGen++ // a callback already waiting for mu does nothing
+	clientEOF := r.clientEOF
+	r.mu.Unlock()
+	cancel()
+	waitFor(r.tasks.Wait, r.o.CheckTimeout)
+	waitFor(func() { <-serverDone }, r.o.ShutdownGrace)
+	if d, ok := r.clientIn.(interface{ SetReadDeadline(time.Time) error }); ok && !clientEOF {
+		if d.SetReadDeadline(time.Now()) == nil {
+			clientEOF = true
+		}
+	}
+	if clientEOF {
+		waitFor(func() { <-clientDone }, r.o.ShutdownGrace)
+	}
+}
+
+// waitFor calls wait and returns when it returned, or after d.
+func waitFor(wait func(), d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
 	}
 }
 
@@ -352,7 +428,7 @@ func (r *relay) awaitHandshake(method string) {
 	gen := r.handshakeGen
 	r.handshakeTimer = time.AfterFunc(r.o.CheckTimeout, func() {
 		r.mu.Lock()
-		if gen == r.handshakeGen && r.handshaking && r.blocked == nil {
+		if gen == r.handshakeGen && r.handshaking && r.blocked == nil && !r.ended.Load() {
 			r.block(&BlockedError{What: "the server's answer to " + method, Err: fmt.Errorf("no answer within %s", r.o.CheckTimeout)})
 		}
 		r.mu.Unlock()
@@ -472,7 +548,7 @@ func (r *relay) clientMessage(m *inbound) bool {
 		// Not a message the proxy can read strictly: it is not relayed,
 		// since the server could read it as a request the proxy does not
 		// track, and its answer would answer nothing pending.
-		io.WriteString(r.o.Stderr, "mcpsign proxy: dropped a message from the client that is not strict JSON-RPC: "+safeLine(m.perr.Error())+"\n")
+		r.notice("dropped a message from the client that is not strict JSON-RPC: " + m.perr.Error())
 		return true
 	}
 	env := &m.env
@@ -820,9 +896,11 @@ func cursorOf(params []byte) *string {
 func (r *relay) startTask(t *task) {
 	r.running = t
 	t.clientCaps = r.clientCaps
-	ctx, cancel := context.WithTimeoutCause(context.Background(), r.o.CheckTimeout,
+	ctx, cancel := context.WithTimeoutCause(r.ctx, r.o.CheckTimeout,
 		fmt.Errorf("no complete answer within %s", r.o.CheckTimeout))
+	r.tasks.Add(1)
 	go func() {
+		defer r.tasks.Done()
 		defer cancel()
 		res := r.runTask(ctx, t)
 		res.t = t
@@ -933,7 +1011,7 @@ func mustMeta(clientMeta []byte) json.RawMessage {
 func (r *relay) taskDone(res *taskResult) {
 	t := res.t
 	r.running = nil
-	if r.blocked != nil {
+	if r.blocked != nil || r.ended.Load() {
 		return
 	}
 	if res.err != nil {
@@ -958,7 +1036,7 @@ func (r *relay) taskDone(res *taskResult) {
 	if d.Updated {
 		kind = EventUpdated
 	}
-	r.o.OnEvent(Event{Kind: kind, Decision: d, What: t.what})
+	r.event(Event{Kind: kind, Decision: d, What: t.what})
 	if t.subject != nil {
 		r.sendClient(t.subject.line)
 	}
@@ -1061,7 +1139,7 @@ func (r *relay) block(b *BlockedError) {
 		r.signal()
 	}()
 	r.report(b)
-	r.o.OnEvent(Event{Kind: EventBlocked, Decision: b.Decision, Err: b.Err, What: b.What})
+	r.event(Event{Kind: EventBlocked, Decision: b.Decision, Err: b.Err, What: b.What})
 }
 
 // interrupted ends a session the proxy's caller cancelled (SIGINT, SIGTERM):
@@ -1088,7 +1166,7 @@ func (r *relay) interrupted(cause error) {
 	}
 	r.heldClient, r.heldServer, r.heldBytes = nil, nil, 0
 	r.toServer.drop()
-	io.WriteString(r.o.Stderr, msg+"\n")
+	r.stderr(msg+"\n", true)
 }
 
 // report writes why the session was blocked, escaped.
@@ -1105,7 +1183,7 @@ func (r *relay) report(b *BlockedError) {
 		sb.WriteString("mcpsign proxy: BLOCKED: " + safeLine(b.What) + " could not be checked: " + safeText(b.Err.Error()) + "\n")
 	}
 	sb.WriteString("mcpsign proxy: the server was stopped; every request is answered with error " + fmt.Sprint(BlockedCode) + " until the client disconnects\n")
-	io.WriteString(r.o.Stderr, sb.String())
+	r.stderr(sb.String(), true)
 }
 
 // safeText makes text from a policy or an error safe for a terminal: every
