@@ -554,6 +554,10 @@ func (r *relay) clientMessage(m *inbound) bool {
 	env := &m.env
 	switch env.Kind {
 	case mcpwire.KindRequest:
+		if !r.narrowCapabilities(m) {
+			return true
+		}
+		env = &m.env
 		handshake := env.Method == mcpwire.MethodInitialize || env.Method == mcpwire.MethodDiscover
 		if !r.checked && !handshake && env.Method != mcpwire.MethodPing {
 			if !r.handshaking {
@@ -650,6 +654,14 @@ func (r *relay) fromServer(m *inbound) {
 		// otherwise wait for its timeout).
 		r.block(&BlockedError{What: "a message from the server", Err: m.perr})
 		return
+	}
+	if !m.blank && m.env.Kind != mcpwire.KindResponse {
+		// What the server asks of the client on its own is decided at
+		// once, held or not: a refused request never waits behind a check.
+		if why := r.o.ServerRequests.serverCallRefusal(&m.env, r.clientCaps); why != "" {
+			r.refuseServerCall(&m.env, why)
+			return
+		}
 	}
 	if r.gateClosed() && !(!m.blank && m.env.Kind == mcpwire.KindRequest && passesCheck(m.env.Method) && len(r.heldServer) == 0) {
 		r.hold(&r.heldServer, m)
