@@ -448,25 +448,13 @@ func (r *relay) hold(list *[]*inbound, m *inbound) {
 	}
 }
 
-// fromClient handles one message from the client.
+// fromClient handles one message from the client as it arrives: a
+// cancellation at once (cancel), everything else by the gate (gate.go).
 func (r *relay) fromClient(m *inbound) {
-	if r.blocked != nil {
-		if m.perr == nil && m.env.Kind == mcpwire.KindRequest {
-			r.answerBlocked(m.env.ID)
-		}
+	if r.blocked == nil && m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindNotification && m.env.Method == mcpwire.MethodCancelled && r.cancel(m) {
 		return
 	}
-	if m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindResponse && (r.gateClosed() || len(r.heldClient) > 0) {
-		// An answer to a request of the server's the client has seen: it
-		// changes nothing the check is about, and the server may be waiting
-		// for it before it answers what holds the client's messages.
-		r.sendServer(m.line)
-		return
-	}
-	if m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindNotification && m.env.Method == mcpwire.MethodCancelled && r.cancel(m) {
-		return
-	}
-	if r.gateClosed() || (len(r.heldClient) > 0 && !r.passesEarly(m)) || !r.clientMessage(m) {
+	if !r.clientMessage(m, true) {
 		r.hold(&r.heldClient, m)
 	}
 }
@@ -514,131 +502,91 @@ func cancelledID(params []byte) []byte {
 	return m["requestId"]
 }
 
-// passesEarly reports whether a client message may overtake held ones before
-// the start-up check: the handshake, pings and cancellations, which the
-// held messages wait for.
-func (r *relay) passesEarly(m *inbound) bool {
-	if r.checked || m.perr != nil || m.blank {
+// clientMessage applies the gate's decision on one client message
+// (arriving: just read; else the held one the drain retries). It reports
+// whether the message was consumed (false: it is held, and the drain
+// stops).
+func (r *relay) clientMessage(m *inbound, arriving bool) bool {
+	s := r.gateStateOf(arriving)
+	d := gate(s, r.gateMsgOf(m, s))
+	env := &m.env
+	switch d.step {
+	case stepHold:
 		return false
+	case stepAnswerBlocked:
+		r.answerBlocked(env.ID)
+	case stepAnswer:
+		id := env.ID
+		if m.perr != nil {
+			id = []byte("null") // a batch: no id to answer
+		}
+		r.answer(id, d.code, d.msg, nil)
+	case stepDrop:
+		if d.msg != "" {
+			r.notice(d.msg)
+		}
+	case stepDropInitialized:
+		r.dropInitialized = false
+	case stepStartUp:
+		meta := mcpwire.MetaOf(env.Params)
+		r.clientCaps = metaCapabilities(meta)
+		r.startTask(&task{what: "start-up listing", startup: true, discover: meta})
+		return false
+	case stepRelist:
+		m.relisted = true
+		subject := env.Method
+		if ref := r.refusal(env); ref != nil {
+			subject += " of " + ref.subject
+		}
+		r.startTask(&task{what: "re-listing before " + subject, relist: true, helloR: r.session})
+		return false
+	case stepEmptyResources:
+		r.respond(env.ID, "result", []byte(emptyResources))
+	case stepForward:
+		if m.perr == nil && !m.blank && env.Kind == mcpwire.KindRequest && !r.track(env) {
+			return true // answered by track
+		}
+		r.sendServer(m.line)
 	}
-	switch m.env.Kind {
-	case mcpwire.KindRequest:
-		return m.env.Method == mcpwire.MethodInitialize || m.env.Method == mcpwire.MethodDiscover || m.env.Method == mcpwire.MethodPing
-	case mcpwire.KindNotification:
-		return m.env.Method == mcpwire.MethodCancelled
-	}
-	return false
+	return true
 }
 
-// clientMessage forwards one client message, or holds it until the
-// start-up check has passed. It reports whether the message was consumed
-// (false: it stays held and the draining stops).
-func (r *relay) clientMessage(m *inbound) bool {
-	if errors.Is(m.perr, mcpwire.ErrBatch) {
-		// MCP has no batches since 2025-06-18; relaying one would bring back
-		// a batch of answers the proxy would have to take apart to check.
-		r.answer([]byte("null"), -32600, "mcpsign proxy: JSON-RPC batches are not supported", nil)
-		return true
+// track records a request the gate forwards as pending (the handshake's
+// timer and capabilities, a listing that holds what follows it); it
+// reports false when it answered the request instead (too many in flight,
+// an id already in flight).
+func (r *relay) track(env *mcpwire.Message) bool {
+	if r.pending.Len() >= MaxInFlight {
+		r.answer(env.ID, -32603, "mcpsign proxy: too many requests in flight", nil)
+		return false
 	}
-	if m.blank {
-		r.sendServer(m.line)
-		return true
-	}
-	if m.perr != nil {
-		// Not a message the proxy can read strictly: it is not relayed,
-		// since the server could read it as a request the proxy does not
-		// track, and its answer would answer nothing pending.
-		r.notice("dropped a message from the client that is not strict JSON-RPC: " + m.perr.Error())
-		return true
-	}
-	env := &m.env
-	switch env.Kind {
-	case mcpwire.KindRequest:
-		if !r.narrowCapabilities(m) {
-			return true
+	p := &pendingReq{id: env.ID, method: env.Method}
+	switch env.Method {
+	case mcpwire.MethodInitialize, mcpwire.MethodDiscover:
+		r.handshaking = true
+		r.awaitHandshake(env.Method)
+		if env.Method == mcpwire.MethodDiscover {
+			p.meta = mcpwire.MetaOf(env.Params)
+			r.clientCaps = metaCapabilities(p.meta)
+		} else {
+			r.clientCaps = initializeCapabilities(env.Params)
 		}
-		env = &m.env
-		handshake := env.Method == mcpwire.MethodInitialize || env.Method == mcpwire.MethodDiscover
-		if !r.checked && !handshake && env.Method != mcpwire.MethodPing {
-			if !r.handshaking {
-				// The 2026-07-28 generation needs no handshake: the first
-				// request starts the check, with its _meta.
-				meta := mcpwire.MetaOf(env.Params)
-				r.clientCaps = metaCapabilities(meta)
-				r.startTask(&task{what: "start-up listing", startup: true, discover: meta})
-			}
-			return false
-		}
-		if r.listsInFlight > 0 && env.Method != mcpwire.MethodPing {
-			// A listing the client will see is unanswered: what the server
-			// says in it is checked before anything else reaches the server.
-			return false
-		}
-		if r.resourceRequest(env) {
-			return true // decided by the resources mode (resources.go)
-		}
-		if ref := r.refusal(env); ref != nil {
-			if ref.relist && !m.relisted {
-				// The request names what the approved set does not hold:
-				// the server may have changed under the proxy (a rewritten
-				// lock, a list_changed still on its way). Before it is
-				// answered, the server is listed again, so that its answer
-				// is the one rule's (docs/PROXY.md, "Order"): held while
-				// the check runs, the block's answer if the check blocks,
-				// and the refusal (or the server's answer, if an update
-				// approved the name) only once the server was found to
-				// match.
-				m.relisted = true
-				r.startTask(&task{what: "re-listing before " + env.Method + " of " + ref.subject, relist: true, helloR: r.session})
-				return false
-			}
-			r.answer(env.ID, ref.code, ref.msg, nil)
-			return true
-		}
-		if r.pending.Len() >= MaxInFlight {
-			r.answer(env.ID, -32603, "mcpsign proxy: too many requests in flight", nil)
-			return true
-		}
-		p := &pendingReq{id: env.ID, method: env.Method}
-		switch {
-		case handshake:
-			r.handshaking = true
-			r.awaitHandshake(env.Method)
-			if env.Method == mcpwire.MethodDiscover {
-				p.meta = mcpwire.MetaOf(env.Params)
-				r.clientCaps = metaCapabilities(p.meta)
-			} else {
-				r.clientCaps = initializeCapabilities(env.Params)
-			}
-		default:
-			for _, k := range r.checkedKinds() {
-				if env.Method == k.ListMethod() {
-					p.kind = k
-					p.cursor = cursorOf(env.Params)
-					p.gating = true
-				}
+	default:
+		for _, k := range r.checkedKinds() {
+			if env.Method == k.ListMethod() {
+				p.kind = k
+				p.cursor = cursorOf(env.Params)
+				p.gating = true
 			}
 		}
-		if err := r.pending.Add(env.ID, p); err != nil {
-			r.answer(env.ID, -32600, "mcpsign proxy: a request with this id is already in flight", nil)
-			return true
-		}
-		if p.gating {
-			r.listsInFlight++
-		}
-	case mcpwire.KindNotification:
-		if r.listsInFlight > 0 && env.Method != mcpwire.MethodCancelled {
-			return false // in order behind the requests held
-		}
-		if !r.checked && env.Method != mcpwire.MethodCancelled {
-			return false // held until the start-up check has passed
-		}
-		if env.Method == mcpwire.MethodInitialized && r.dropInitialized {
-			r.dropInitialized = false // the proxy sent it already
-			return true
-		}
 	}
-	r.sendServer(m.line)
+	if err := r.pending.Add(env.ID, p); err != nil {
+		r.answer(env.ID, -32600, "mcpsign proxy: a request with this id is already in flight", nil)
+		return false
+	}
+	if p.gating {
+		r.listsInFlight++
+	}
 	return true
 }
 
@@ -1078,7 +1026,7 @@ func (r *relay) drain() {
 	}
 	for len(r.heldClient) > 0 && !r.gateClosed() && r.blocked == nil {
 		m := r.heldClient[0]
-		if !r.clientMessage(m) {
+		if !r.clientMessage(m, false) {
 			return
 		}
 		r.heldClient = r.heldClient[1:]

@@ -45,30 +45,6 @@ func (r *relay) lists(env *mcpwire.Message) mcpwire.Lists {
 // ResourcesHide.
 const emptyResources = `{"resources":[]}`
 
-// resourceRequest handles a client request about static resources that
-// the mode decides without the server (called with mu held, once the
-// start-up check has passed): under hide a resources/list is answered with
-// an empty list. (A resources/read of a URI the approved listing does not
-// offer is refused by refusal.) It reports whether the request was
-// answered.
-func (r *relay) resourceRequest(env *mcpwire.Message) bool {
-	if (r.o.Resources != ResourcesPin && r.o.Resources != ResourcesHide) || r.approved == nil {
-		return false
-	}
-	if _, inFlight := r.pending.Get(env.ID); inFlight {
-		return false // refused on the normal way: one answer per id
-	}
-	switch env.Method {
-	case digest.KindResource.ListMethod():
-		if r.o.Resources != ResourcesHide {
-			return false
-		}
-		r.respond(env.ID, "result", []byte(emptyResources))
-		return true
-	}
-	return false
-}
-
 // readURI returns the uri of resources/read params, read strictly as
 // usesDefinition reads a name: ok is false when the params are not an
 // object with one string uri.

@@ -238,8 +238,8 @@ func (s ServerRequests) stripCapabilities(line []byte, env *mcpwire.Message) ([]
 // client request that announces capabilities (the handshake, or a
 // 2026-07-28 request's _meta) before anything reads them: the server, the
 // proxy's own listings and the lock's check all see the narrowed ones. It
-// reports false when the request was answered instead (capabilities that
-// cannot be read strictly while some must be removed: fail closed).
+// reports false when the capabilities cannot be read strictly while some
+// must be removed: the gate then refuses the request (fail closed).
 func (r *relay) narrowCapabilities(m *inbound) bool {
 	env := &m.env
 	if len(r.o.ServerRequests.deniedCapabilities()) == 0 || (env.Method != mcpwire.MethodInitialize && mcpwire.MetaOf(env.Params) == nil) {
@@ -252,9 +252,5 @@ func (r *relay) narrowCapabilities(m *inbound) bool {
 			m.line, m.env = line, e
 		}
 	}
-	if err != nil {
-		r.answer(env.ID, codeInvalidParams, "mcpsign proxy: "+env.Method+": "+errStripCapabilities.Error()+", and the policy removes some of them", nil)
-		return false
-	}
-	return true
+	return err == nil
 }

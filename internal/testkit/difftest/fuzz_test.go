@@ -17,7 +17,10 @@ import (
 // fuzzTiming keeps each fuzz iteration short: the check timeout is below
 // the client's request timeout, so that a block answers before the client
 // gives up.
-var fuzzTiming = timing{request: 2 * time.Second, settle: 50 * time.Millisecond}
+// Under the race detector beside the package's other tables (many sessions
+// on a shared machine) a block took more than 2 s to reach the client: the
+// request timeout scales with raceSlowdown, as the table's do.
+var fuzzTiming = timing{request: 2 * time.Second * raceSlowdown, settle: 50 * time.Millisecond}
 
 const fuzzCheckTimeout = time.Second
 
@@ -110,7 +113,7 @@ func runInProcess(t *testing.T, w *world, sc scenario, tm timing) outcome {
 	var runErr error
 	select {
 	case runErr = <-done:
-	case <-time.After(15 * time.Second):
+	case <-time.After(max(15*time.Second, 2*tm.request)):
 		t.Fatalf("proxy.Run did not end after the client left")
 	}
 	outR.Close()
