@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 
 	"github.com/mcpsign/mcpsign/digest"
@@ -234,4 +235,146 @@ func (r *relay) answersResourceList(env *mcpwire.Message) bool {
 	}
 	_, inFlight := r.pending.Get(env.ID)
 	return !inFlight // else refused on the normal way: one answer per id
+}
+
+// fromClient handles one message from the client as it arrives: a
+// cancellation at once (cancel), everything else by the gate (gate.go).
+func (r *relay) fromClient(m *inbound) {
+	if r.blocked == nil && m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindNotification && m.env.Method == mcpwire.MethodCancelled && r.cancel(m) {
+		return
+	}
+	if !r.clientMessage(m, true) {
+		r.hold(&r.heldClient, m)
+	}
+}
+
+// cancel handles the client's notifications/cancelled at once, whatever is
+// held: a request cancelled while held is dropped (the client expects no
+// answer to it), and a list request cancelled in flight no longer holds
+// later requests, since the server may never answer it. It reports whether
+// the notification was consumed; otherwise it goes the normal way.
+func (r *relay) cancel(m *inbound) bool {
+	id := cancelledID(m.env.Params)
+	if id == nil {
+		return false
+	}
+	for i, h := range r.heldClient {
+		if h.perr == nil && !h.blank && h.env.Kind == mcpwire.KindRequest && bytes.Equal(h.env.ID, id) {
+			r.heldClient = append(r.heldClient[:i:i], r.heldClient[i+1:]...)
+			r.heldBytes -= len(h.line)
+			return true
+		}
+	}
+	if p, ok := r.pending.Get(id); ok && p.gating {
+		p.gating = false
+		r.listsInFlight--
+		r.sendServer(m.line)
+		r.drain()
+		return true
+	}
+	return false
+}
+
+// codeInvalidParams is JSON-RPC's error code for invalid params: the name of
+// an unknown tool or prompt, as MCP servers answer it.
+const codeInvalidParams = -32602
+
+// cancelledID returns the raw requestId of notifications/cancelled params.
+func cancelledID(params []byte) []byte {
+	if len(params) == 0 || params[0] != '{' {
+		return nil
+	}
+	m, err := digest.ReadMembers(params, "requestId")
+	if err != nil {
+		return nil
+	}
+	return m["requestId"]
+}
+
+// clientMessage applies the gate's decision on one client message
+// (arriving: just read; else the held one the drain retries). It reports
+// whether the message was consumed (false: it is held, and the drain
+// stops).
+func (r *relay) clientMessage(m *inbound, arriving bool) bool {
+	s := r.gateStateOf(arriving)
+	d := gate(s, r.gateMsgOf(m, s))
+	env := &m.env
+	switch d.step {
+	case stepHold:
+		return false
+	case stepAnswerBlocked:
+		r.answerBlocked(env.ID)
+	case stepAnswer:
+		id := env.ID
+		if m.perr != nil {
+			id = []byte("null") // a batch: no id to answer
+		}
+		r.answer(id, d.code, d.msg, nil)
+	case stepDrop:
+		if d.msg != "" {
+			r.notice(d.msg)
+		}
+	case stepDropInitialized:
+		r.dropInitialized = false
+	case stepStartUp:
+		meta := mcpwire.MetaOf(env.Params)
+		r.clientCaps = metaCapabilities(meta)
+		r.startTask(&task{what: "start-up listing", startup: true, discover: meta})
+		return false
+	case stepRelist:
+		m.relisted = true
+		subject := env.Method
+		if ref := r.refusal(env); ref != nil {
+			subject += " of " + ref.subject
+		}
+		r.startTask(&task{what: "re-listing before " + subject, relist: true, helloR: r.session})
+		return false
+	case stepEmptyResources:
+		r.respond(env.ID, "result", []byte(emptyResources))
+	case stepForward:
+		if m.perr == nil && !m.blank && env.Kind == mcpwire.KindRequest && !r.track(env) {
+			return true // answered by track
+		}
+		r.sendServer(m.line)
+	}
+	return true
+}
+
+// track records a request the gate forwards as pending (the handshake's
+// timer and capabilities, a listing that holds what follows it); it
+// reports false when it answered the request instead (too many in flight,
+// an id already in flight).
+func (r *relay) track(env *mcpwire.Message) bool {
+	if r.pending.Len() >= MaxInFlight {
+		r.answer(env.ID, -32603, "mcpsign proxy: too many requests in flight", nil)
+		return false
+	}
+	p := &pendingReq{id: env.ID, method: env.Method}
+	switch env.Method {
+	case mcpwire.MethodInitialize, mcpwire.MethodDiscover:
+		r.handshaking = true
+		r.awaitHandshake(env.Method)
+		if env.Method == mcpwire.MethodDiscover {
+			p.meta = mcpwire.MetaOf(env.Params)
+			r.clientCaps = metaCapabilities(p.meta)
+		} else {
+			r.clientCaps = initializeCapabilities(env.Params)
+		}
+	default:
+		for _, k := range r.checkedKinds() {
+			if env.Method == k.ListMethod() {
+				p.kind = k
+				p.cursor = cursorOf(env.Params)
+				p.gating = true
+			}
+		}
+	}
+	if err := r.pending.Add(env.ID, p); err != nil {
+		r.answer(env.ID, -32600, "mcpsign proxy: a request with this id is already in flight", nil)
+		return false
+	}
+	if p.gating {
+		r.listsInFlight++
+	}
+	return true
 }
