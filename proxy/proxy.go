@@ -205,8 +205,17 @@ type Options struct {
 	// MaxHeldBytes caps the messages held while a check runs, and the data
 	// queued for a peer that does not read. Zero means DefaultMaxHeldBytes.
 	MaxHeldBytes int
-	// OnEvent, when set, is called (from the proxy's goroutine: it must not
-	// block) for each check, update and block.
+	// ServerRequests says which requests and notifications the server
+	// sends on its own (sampling, elicitation, roots, logging) may reach
+	// the client; the zero value relays each one the client announced the
+	// capability for (docs/PROXY.md, "What the server asks of the
+	// client").
+	ServerRequests ServerRequests
+	// OnEvent, when set, is called for each check, update and block, in
+	// order, on a goroutine of the proxy's own and never while the relay
+	// holds its lock: a slow handler delays later events, not the session.
+	// Run waits for the events queued before it returns (at most
+	// ShutdownGrace); none is delivered after Run returned.
 	OnEvent func(Event)
 }
 

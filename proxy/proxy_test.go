@@ -32,9 +32,15 @@ var generations = []struct {
 // session and the server's calls log.
 func startLocked(t *testing.T, mode string, args ...string) (s *session, calls string) {
 	t.Helper()
+	return startLockedWith(t, mode, nil, args...)
+}
+
+// startLockedWith is startLocked with the proxy's options changed by mod.
+func startLockedWith(t *testing.T, mode string, mod func(*Options), args ...string) (s *session, calls string) {
+	t.Helper()
 	lock := writeTOFULock(t, exampleArgv(t, fixtures.ModeHonest))
 	calls = filepath.Join(t.TempDir(), "calls.log")
-	s = startProxy(t, lockPolicy(t, lock, LockOptions{}), exampleArgv(t, mode, append([]string{"--calls-log", calls}, args...)...), nil)
+	s = startProxy(t, lockPolicy(t, lock, LockOptions{}), exampleArgv(t, mode, append([]string{"--calls-log", calls}, args...)...), mod)
 	return s, calls
 }
 

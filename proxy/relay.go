@@ -9,15 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/rawio"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/mcpwire/proctree"
 )
@@ -28,6 +25,9 @@ type inbound struct {
 	env   mcpwire.Message // valid when perr is nil
 	perr  error           // why the line is not a JSON-RPC message
 	blank bool            // only white space
+	// relisted: a request naming a definition the approved set does not
+	// hold, for which the proxy listed the server again (refusal).
+	relisted bool
 }
 
 // pendingReq is a client request forwarded to the server and not yet
@@ -41,70 +41,6 @@ type pendingReq struct {
 	// gating: a list request whose answer the client will see: later client
 	// requests wait until that answer was checked (docs/PROXY.md, "Order").
 	gating bool
-}
-
-// chain accumulates the pages of one listing the client reads, so that the
-// definitions it ends up with are checked as a set.
-type chain struct {
-	bytes   int // of the pages' lines (the items point into them) and the cursor
-	items   []json.RawMessage
-	started bool // began with a page asked for without a cursor
-	pages   int
-	// cursors are the cursors this listing was asked for or handed: one
-	// handed again is a loop (the proxy's own listing refuses it too).
-	cursors map[string]bool
-}
-
-// dropChain forgets the listing of kind k awaiting the page of cursor.
-func (r *relay) dropChain(k digest.Kind, cursor string) {
-	if c := r.chains[k][cursor]; c != nil {
-		r.chainBytes -= c.bytes
-		delete(r.chains[k], cursor)
-	}
-}
-
-// maxChains bounds the listings of one kind awaiting their next page.
-const maxChains = 64
-
-// task is a check that runs while the relay holds traffic: the proxy's own
-// listing at start-up or after list_changed, or the check of a list result
-// the client is about to receive.
-type task struct {
-	what    string
-	subject *inbound // the held server message forwarded when the check passes
-	subjID  []byte   // the client request subject answers, if any
-
-	// start-up and re-listing
-	startup  bool           // the start-up check: the session opens when it passes
-	hello    *mcpwire.Hello // from the held handshake answer; nil: discover first
-	discover []byte         // modern session without server/discover: the client's _meta
-	relist   bool
-
-	// list result and instructions checks
-	snap   *digest.Snapshot // the snapshot to judge
-	page   *pageCheck       // to rebuild snap after an update
-	helloR *mcpwire.Hello   // the session's hello, to list again
-
-	// clientCaps are the client capabilities the client announced, which
-	// the proxy's own listings record (set by startTask).
-	clientCaps json.RawMessage
-}
-
-// pageCheck is what a list-result check needs to be rebuilt against a newly
-// approved snapshot.
-type pageCheck struct {
-	kind     digest.Kind
-	items    []json.RawMessage
-	complete bool
-}
-
-// taskResult is what a check found.
-type taskResult struct {
-	t        *task
-	decision *Decision
-	approved *digest.Snapshot // the snapshot now approved, when allowed
-	hello    *mcpwire.Hello   // the hello the start-up check used
-	err      error
 }
 
 // relay is one proxied session. Each peer's reader handles its messages
@@ -125,6 +61,14 @@ type relay struct {
 
 	// wake tells run that the session may have ended.
 	wake chan struct{}
+	// side delivers events and stderr lines outside mu (events.go).
+	side *sideQueue
+	// ctx is the session's context (set by run): every check derives from
+	// it; tasks counts the checks running.
+	ctx   context.Context
+	tasks sync.WaitGroup
+	// ended: run is returning, nothing more is handled (set under mu).
+	ended atomic.Bool
 
 	// mu guards the session state below. The readers and the check
 	// goroutines take it to handle a message or a result; writes happen
@@ -178,6 +122,7 @@ func newRelay(o *Options, c upstream, in io.Reader, out io.Writer) *relay {
 		prefix:   "mcpsign-" + hex.EncodeToString(rnd[:]) + "-",
 		own:      map[string]chan ownReply{},
 		wake:     make(chan struct{}, 1),
+		side:     newSideQueue(),
 		chains:   map[digest.Kind]map[string]*chain{},
 	}
 }
@@ -188,8 +133,15 @@ func newRelay(o *Options, c upstream, in io.Reader, out io.Writer) *relay {
 func (r *relay) read(next func() ([]byte, error), server bool) {
 	for {
 		line, err := next()
+		if r.ended.Load() {
+			return // run returned: nothing more is handled
+		}
 		if err != nil {
 			r.mu.Lock()
+			if r.ended.Load() {
+				r.mu.Unlock()
+				return
+			}
 			if server {
 				r.serverEOF, r.serverErr = true, err
 				r.closeOwn(serverGone(err))
@@ -229,6 +181,10 @@ func (r *relay) read(next func() ([]byte, error), server bool) {
 			continue
 		}
 		r.mu.Lock()
+		if r.ended.Load() {
+			r.mu.Unlock()
+			return
+		}
 		if server {
 			r.fromServer(m)
 		} else {
@@ -254,17 +210,17 @@ func (r *relay) signal() {
 }
 
 func (r *relay) run(ctx context.Context) error {
-	go r.read(mcpwire.NewLineReader(r.clientIn, r.o.MaxMessageBytes).Next, false)
-	go r.read(r.c.next, true)
+	// The session's context: every check derives from it, and it ends when
+	// run does. It carries ctx's values, not its cancellation: an
+	// interrupted session is answered as such (interrupted), not blocked
+	// by a check that saw its context end first.
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.ctx = sctx
+	clientDone := r.goRead(mcpwire.NewLineReader(r.clientIn, r.o.MaxMessageBytes).Next, false)
+	serverDone := r.goRead(r.c.next, true)
+	defer r.closeSide()
 	defer r.toClient.wait(r.o.ShutdownGrace)
-	defer func() {
-		r.mu.Lock()
-		if r.handshakeTimer != nil {
-			r.handshakeTimer.Stop()
-		}
-		r.handshakeGen++ // a callback already waiting for mu does nothing
-		r.mu.Unlock()
-	}()
+	defer r.end(cancel, clientDone, serverDone)
 	var endTimer <-chan time.Time // after the client left: how long the server gets to finish
 	closing := false
 	for {
@@ -303,6 +259,62 @@ func (r *relay) run(ctx context.Context) error {
 			go r.toServer.closeWhenDrained(r.c.closeInput)
 			endTimer = time.After(r.o.ShutdownGrace)
 		}
+	}
+}
+
+// goRead runs read on a goroutine of its own; the channel is closed when it
+// returned.
+func (r *relay) goRead(next func() ([]byte, error), server bool) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.read(next, server)
+	}()
+	return done
+}
+
+// end ends the session's state before run returns (docs/PROXY.md,
+// "Lifetimes"): from now on nothing a reader, a check or a timer finds is
+// handled, the session's context is cancelled, the checks still running
+// are waited for (at most CheckTimeout, their own bound), and so is the
+// server's reader (at most ShutdownGrace: the server was stopped). The
+// client's reader is waited for only when the client's side ended or its
+// reader can be woken (a deadline); one blocked in a read of a client that
+// stays connected returns at its next line, and handles nothing.
+func (r *relay) end(cancel context.CancelFunc, clientDone, serverDone <-chan struct{}) {
+	r.mu.Lock()
+	r.ended.Store(true)
+	if r.handshakeTimer != nil {
+		r.handshakeTimer.Stop()
+	}
+	r.handshakeGen++ // a callback already waiting for mu does nothing
+	clientEOF := r.clientEOF
+	r.mu.Unlock()
+	cancel()
+	waitFor(r.tasks.Wait, r.o.CheckTimeout)
+	waitFor(func() { <-serverDone }, r.o.ShutdownGrace)
+	if d, ok := r.clientIn.(interface{ SetReadDeadline(time.Time) error }); ok && !clientEOF {
+		if d.SetReadDeadline(time.Now()) == nil {
+			clientEOF = true
+		}
+	}
+	if clientEOF {
+		waitFor(func() { <-clientDone }, r.o.ShutdownGrace)
+	}
+}
+
+// waitFor calls wait and returns when it returned, or after d.
+func waitFor(wait func(), d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
 	}
 }
 
@@ -349,7 +361,7 @@ func (r *relay) awaitHandshake(method string) {
 	gen := r.handshakeGen
 	r.handshakeTimer = time.AfterFunc(r.o.CheckTimeout, func() {
 		r.mu.Lock()
-		if gen == r.handshakeGen && r.handshaking && r.blocked == nil {
+		if gen == r.handshakeGen && r.handshaking && r.blocked == nil && !r.ended.Load() {
 			r.block(&BlockedError{What: "the server's answer to " + method, Err: fmt.Errorf("no answer within %s", r.o.CheckTimeout)})
 		}
 		r.mu.Unlock()
@@ -369,221 +381,6 @@ func (r *relay) hold(list *[]*inbound, m *inbound) {
 	}
 }
 
-// fromClient handles one message from the client.
-func (r *relay) fromClient(m *inbound) {
-	if r.blocked != nil {
-		if m.perr == nil && m.env.Kind == mcpwire.KindRequest {
-			r.answerBlocked(m.env.ID)
-		}
-		return
-	}
-	if m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindResponse && (r.gateClosed() || len(r.heldClient) > 0) {
-		// An answer to a request of the server's the client has seen: it
-		// changes nothing the check is about, and the server may be waiting
-		// for it before it answers what holds the client's messages.
-		r.sendServer(m.line)
-		return
-	}
-	if m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindNotification && m.env.Method == mcpwire.MethodCancelled && r.cancel(m) {
-		return
-	}
-	if r.gateClosed() || (len(r.heldClient) > 0 && !r.passesEarly(m)) || !r.clientMessage(m) {
-		r.hold(&r.heldClient, m)
-	}
-}
-
-// cancel handles the client's notifications/cancelled at once, whatever is
-// held: a request cancelled while held is dropped (the client expects no
-// answer to it), and a list request cancelled in flight no longer holds
-// later requests, since the server may never answer it. It reports whether
-// the notification was consumed; otherwise it goes the normal way.
-func (r *relay) cancel(m *inbound) bool {
-	id := cancelledID(m.env.Params)
-	if id == nil {
-		return false
-	}
-	for i, h := range r.heldClient {
-		if h.perr == nil && !h.blank && h.env.Kind == mcpwire.KindRequest && bytes.Equal(h.env.ID, id) {
-			r.heldClient = append(r.heldClient[:i:i], r.heldClient[i+1:]...)
-			r.heldBytes -= len(h.line)
-			return true
-		}
-	}
-	if p, ok := r.pending.Get(id); ok && p.gating {
-		p.gating = false
-		r.listsInFlight--
-		r.sendServer(m.line)
-		r.drain()
-		return true
-	}
-	return false
-}
-
-// codeInvalidParams is JSON-RPC's error code for invalid params: the name of
-// an unknown tool or prompt, as MCP servers answer it.
-const codeInvalidParams = -32602
-
-// usesDefinition returns the definition a request uses by name: the tool of
-// tools/call, the prompt of prompts/get (k is "" for other requests). ok is
-// false when the params do not read strictly as an object with a string
-// name: the request is then refused, since a lenient reader could take
-// another name from them.
-func usesDefinition(env *mcpwire.Message) (k digest.Kind, name string, ok bool) {
-	switch env.Method {
-	case "tools/call":
-		k = digest.KindTool
-	case "prompts/get":
-		k = digest.KindPrompt
-	default:
-		return "", "", false
-	}
-	if len(env.Params) == 0 || env.Params[0] != '{' {
-		return k, "", false
-	}
-	m, err := digest.ReadMembers(env.Params, "name")
-	if err != nil {
-		return k, "", false
-	}
-	v, present := m["name"]
-	if !present || len(v) == 0 || v[0] != '"' {
-		return k, "", false
-	}
-	name, err = digest.DecodeString(v)
-	return k, name, err == nil
-}
-
-// cancelledID returns the raw requestId of notifications/cancelled params.
-func cancelledID(params []byte) []byte {
-	if len(params) == 0 || params[0] != '{' {
-		return nil
-	}
-	m, err := digest.ReadMembers(params, "requestId")
-	if err != nil {
-		return nil
-	}
-	return m["requestId"]
-}
-
-// passesEarly reports whether a client message may overtake held ones before
-// the start-up check: the handshake, pings and cancellations, which the
-// held messages wait for.
-func (r *relay) passesEarly(m *inbound) bool {
-	if r.checked || m.perr != nil || m.blank {
-		return false
-	}
-	switch m.env.Kind {
-	case mcpwire.KindRequest:
-		return m.env.Method == mcpwire.MethodInitialize || m.env.Method == mcpwire.MethodDiscover || m.env.Method == mcpwire.MethodPing
-	case mcpwire.KindNotification:
-		return m.env.Method == mcpwire.MethodCancelled
-	}
-	return false
-}
-
-// clientMessage forwards one client message, or holds it until the
-// start-up check has passed. It reports whether the message was consumed
-// (false: it stays held and the draining stops).
-func (r *relay) clientMessage(m *inbound) bool {
-	if errors.Is(m.perr, mcpwire.ErrBatch) {
-		// MCP has no batches since 2025-06-18; relaying one would bring back
-		// a batch of answers the proxy would have to take apart to check.
-		r.answer([]byte("null"), -32600, "mcpsign proxy: JSON-RPC batches are not supported", nil)
-		return true
-	}
-	if m.blank {
-		r.sendServer(m.line)
-		return true
-	}
-	if m.perr != nil {
-		// Not a message the proxy can read strictly: it is not relayed,
-		// since the server could read it as a request the proxy does not
-		// track, and its answer would answer nothing pending.
-		io.WriteString(r.o.Stderr, "mcpsign proxy: dropped a message from the client that is not strict JSON-RPC: "+safeLine(m.perr.Error())+"\n")
-		return true
-	}
-	env := &m.env
-	switch env.Kind {
-	case mcpwire.KindRequest:
-		handshake := env.Method == mcpwire.MethodInitialize || env.Method == mcpwire.MethodDiscover
-		if !r.checked && !handshake && env.Method != mcpwire.MethodPing {
-			if !r.handshaking {
-				// The 2026-07-28 generation needs no handshake: the first
-				// request starts the check, with its _meta.
-				meta := mcpwire.MetaOf(env.Params)
-				r.clientCaps = metaCapabilities(meta)
-				r.startTask(&task{what: "start-up listing", startup: true, discover: meta})
-			}
-			return false
-		}
-		if r.listsInFlight > 0 && env.Method != mcpwire.MethodPing {
-			// A listing the client will see is unanswered: what the server
-			// says in it is checked before anything else reaches the server.
-			return false
-		}
-		if r.resourceRequest(env) {
-			return true // decided by the resources mode (resources.go)
-		}
-		if k, name, ok := usesDefinition(env); k != "" && r.approved != nil && (!ok || !r.approved.hasKey(k, name)) {
-			if !ok {
-				// Params mcpsign cannot read strictly ("Name" beside "name",
-				// a repeated name) could name another tool to the server.
-				r.answer(env.ID, codeInvalidParams, "mcpsign proxy: the "+string(k)+" name of "+env.Method+" cannot be read strictly", nil)
-				return true
-			}
-			// A call of a tool (or a prompt) that is not among the approved
-			// definitions never reaches the server, whatever the client
-			// learnt it from: the server may have changed under the proxy
-			// (a rewritten lock, a list_changed still on its way).
-			r.answer(env.ID, codeInvalidParams, "mcpsign proxy: "+string(k)+" "+strconv.Quote(textsafe.Cut(name, 200))+" is not among the approved definitions", nil)
-			return true
-		}
-		if r.pending.Len() >= MaxInFlight {
-			r.answer(env.ID, -32603, "mcpsign proxy: too many requests in flight", nil)
-			return true
-		}
-		p := &pendingReq{id: env.ID, method: env.Method}
-		switch {
-		case handshake:
-			r.handshaking = true
-			r.awaitHandshake(env.Method)
-			if env.Method == mcpwire.MethodDiscover {
-				p.meta = mcpwire.MetaOf(env.Params)
-				r.clientCaps = metaCapabilities(p.meta)
-			} else {
-				r.clientCaps = initializeCapabilities(env.Params)
-			}
-		default:
-			for _, k := range r.checkedKinds() {
-				if env.Method == k.ListMethod() {
-					p.kind = k
-					p.cursor = cursorOf(env.Params)
-					p.gating = true
-				}
-			}
-		}
-		if err := r.pending.Add(env.ID, p); err != nil {
-			r.answer(env.ID, -32600, "mcpsign proxy: a request with this id is already in flight", nil)
-			return true
-		}
-		if p.gating {
-			r.listsInFlight++
-		}
-	case mcpwire.KindNotification:
-		if r.listsInFlight > 0 && env.Method != mcpwire.MethodCancelled {
-			return false // in order behind the requests held
-		}
-		if !r.checked && env.Method != mcpwire.MethodCancelled {
-			return false // held until the start-up check has passed
-		}
-		if env.Method == mcpwire.MethodInitialized && r.dropInitialized {
-			r.dropInitialized = false // the proxy sent it already
-			return true
-		}
-	}
-	r.sendServer(m.line)
-	return true
-}
-
 // fromServer handles one message from the server (never an answer to the
 // proxy's own requests: those are routed by the reader).
 func (r *relay) fromServer(m *inbound) {
@@ -596,6 +393,14 @@ func (r *relay) fromServer(m *inbound) {
 		// otherwise wait for its timeout).
 		r.block(&BlockedError{What: "a message from the server", Err: m.perr})
 		return
+	}
+	if !m.blank && m.env.Kind != mcpwire.KindResponse {
+		// What the server asks of the client on its own is decided at
+		// once, held or not: a refused request never waits behind a check.
+		if why := r.o.ServerRequests.serverCallRefusal(&m.env, r.clientCaps); why != "" {
+			r.refuseServerCall(&m.env, why)
+			return
+		}
 	}
 	if r.gateClosed() && !(!m.blank && m.env.Kind == mcpwire.KindRequest && passesCheck(m.env.Method) && len(r.heldServer) == 0) {
 		r.hold(&r.heldServer, m)
@@ -682,311 +487,6 @@ func (r *relay) serverMessage(m *inbound) {
 	r.sendClient(m.line)
 }
 
-// discovered handles the server's answer to the client's server/discover.
-func (r *relay) discovered(m *inbound, p *pendingReq) {
-	h, modern, err := mcpwire.ParseDiscover(m.env.Result, p.meta, proxyClientInfo)
-	if err != nil {
-		r.block(&BlockedError{What: "the server/discover result", Err: err, subjectID: p.id})
-		return
-	}
-	if !modern {
-		// The client falls back to initialize, which is checked.
-		r.sendClient(m.line)
-		return
-	}
-	if !r.checked {
-		r.startTask(&task{what: "start-up listing", startup: true, subject: m, subjID: p.id, hello: h})
-		return
-	}
-	// A later server/discover: its instructions reach the client.
-	if equalInstructions(h.Instructions, r.approved.snap.Instructions) {
-		r.sendClient(m.line)
-		return
-	}
-	snap := *r.approved.snap
-	snap.Instructions = h.Instructions
-	r.startTask(&task{what: "server/discover result", subject: m, subjID: p.id, snap: &snap, helloR: r.session})
-}
-
-func equalInstructions(a, b *string) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return *a == *b
-}
-
-// listResult checks a result that carries definitions before the client
-// receives it.
-func (r *relay) listResult(m *inbound, p *pendingReq) {
-	var subjID []byte
-	if p != nil {
-		subjID = p.id
-	}
-	what := "a list result"
-	if p != nil {
-		what = p.method + " result"
-	}
-	if !r.checked {
-		// Only the handshake and pings pass before the start-up check; a
-		// definition list now answers something else.
-		r.block(&BlockedError{What: what, Err: errors.New("the server sent definitions before the start-up check"), subjectID: subjID})
-		return
-	}
-	for _, k := range r.checkedKinds() {
-		if r.lists(&m.env)&mcpwire.ListFlag(k) == 0 {
-			continue
-		}
-		items, next, hasNext, err := digest.SplitList(k, m.env.Result)
-		if err != nil {
-			r.block(&BlockedError{What: what, Err: err, subjectID: subjID})
-			return
-		}
-		if hasNext && next == "" {
-			// go-sdk takes an empty cursor for the last page, the
-			// TypeScript SDK asks for it: the two would hold different
-			// listings (the proxy's own listing refuses it too).
-			r.block(&BlockedError{What: what, Err: fmt.Errorf("%w: an empty nextCursor, which clients read differently", mcpwire.ErrProtocol), subjectID: subjID})
-			return
-		}
-		// Only an answer to the client's own list request of this kind
-		// continues a listing: a list in any other result is checked page
-		// by page, and keeps nothing (else a server could make the proxy
-		// keep cursors without bound).
-		list := p != nil && p.kind == k
-		var ch *chain
-		if list {
-			if p.cursor == nil {
-				ch = &chain{started: true}
-			} else if c := r.chains[k][*p.cursor]; c != nil {
-				ch = c
-				r.dropChain(k, *p.cursor)
-			}
-		}
-		if ch == nil {
-			ch = &chain{} // a page whose listing the proxy did not see begin
-		}
-		if list {
-			if ch.cursors == nil {
-				ch.cursors = map[string]bool{}
-			}
-			if p.cursor != nil {
-				ch.cursors[*p.cursor] = true
-			}
-			if hasNext && ch.cursors[next] {
-				// The client would page forever, and hold nothing the
-				// proxy's own listing (or verify-pin) would accept.
-				r.block(&BlockedError{What: what, Err: fmt.Errorf("%w: cursor %s handed again in one listing", mcpwire.ErrCursorLoop, strconv.Quote(textsafe.Cut(next, 80))), subjectID: subjID})
-				return
-			}
-			if hasNext {
-				ch.cursors[next] = true
-			}
-		}
-		ch.items = append(ch.items, items...)
-		ch.pages++
-		ch.bytes += len(m.line)
-		if ch.pages > MaxPages {
-			r.block(&BlockedError{What: what, Err: fmt.Errorf("a listing of more than %d pages", MaxPages), subjectID: subjID})
-			return
-		}
-		complete := ch.started && !hasNext
-		if hasNext && list {
-			if r.chains[k] == nil {
-				r.chains[k] = map[string]*chain{}
-			}
-			if len(r.chains[k]) >= maxChains {
-				for c := range r.chains[k] {
-					r.dropChain(k, c)
-					break
-				}
-			}
-			ch.bytes += len(next)
-			r.chains[k][next] = ch
-			r.chainBytes += ch.bytes
-			if r.chainBytes > r.o.MaxHeldBytes {
-				r.block(&BlockedError{What: what, Err: fmt.Errorf("more than %d bytes of listings the client is still paging through", r.o.MaxHeldBytes), subjectID: subjID})
-				return
-			}
-		}
-		if r.approved.covers(k, ch.items, complete) {
-			continue // the bytes the policy approved
-		}
-		pc := &pageCheck{kind: k, items: ch.items, complete: complete}
-		r.startTask(&task{what: what, subject: m, subjID: subjID, snap: r.approved.with(pc), page: pc, helloR: r.session})
-		return
-	}
-	r.sendClient(m.line)
-}
-
-// cursorOf returns the cursor of list request params, or nil.
-func cursorOf(params []byte) *string {
-	if len(params) == 0 || params[0] != '{' {
-		return nil
-	}
-	m, err := digest.ReadMembers(params, "cursor")
-	if err != nil {
-		return nil
-	}
-	v, ok := m["cursor"]
-	if !ok || string(v) == "null" {
-		return nil
-	}
-	s, err := digest.DecodeString(v)
-	if err != nil {
-		return nil
-	}
-	return &s
-}
-
-// startTask holds traffic and runs t.
-func (r *relay) startTask(t *task) {
-	r.running = t
-	t.clientCaps = r.clientCaps
-	ctx, cancel := context.WithTimeoutCause(context.Background(), r.o.CheckTimeout,
-		fmt.Errorf("no complete answer within %s", r.o.CheckTimeout))
-	go func() {
-		defer cancel()
-		res := r.runTask(ctx, t)
-		res.t = t
-		r.mu.Lock()
-		r.taskDone(&res)
-		r.mu.Unlock()
-		r.flush()
-		r.signal()
-	}()
-}
-
-// runTask does the work of a check; it runs on its own goroutine and touches
-// no loop state.
-func (r *relay) runTask(ctx context.Context, t *task) taskResult {
-	pol := r.o.Policy
-	switch {
-	case t.page != nil || t.snap != nil:
-		d, err := pol.Check(ctx, t.snap)
-		if err != nil {
-			return taskResult{err: err}
-		}
-		if d.Allow {
-			return taskResult{decision: d, approved: t.snap}
-		}
-		// Before refusing what the client is about to receive, list
-		// everything again: the server may have changed as a whole under
-		// a signed update the policy rolls forward to, or another proxy may
-		// have approved it already.
-		full, err := r.listAll(ctx, t.helloR, t.clientCaps)
-		if err != nil {
-			return taskResult{decision: d}
-		}
-		d2, err := pol.Check(ctx, full)
-		if err != nil || !d2.Allow || !d2.Updated {
-			return taskResult{decision: d}
-		}
-		a := newApprovedSet(full)
-		var snap *digest.Snapshot
-		if t.page != nil {
-			snap = a.with(t.page)
-		} else {
-			s := *full
-			s.Instructions = t.snap.Instructions
-			snap = &s
-		}
-		d3, err := pol.Check(ctx, snap)
-		if err != nil {
-			return taskResult{err: err}
-		}
-		if d3.Allow {
-			d3.Updated = true
-			return taskResult{decision: d3, approved: full}
-		}
-		return taskResult{decision: d3}
-	default:
-		h := t.hello
-		if h == nil && t.relist {
-			h = t.helloR
-		}
-		if h == nil {
-			// A modern session that began without server/discover: ask the
-			// server itself, with the client's _meta.
-			meta := t.discover
-			params, _ := json.Marshal(struct {
-				Meta json.RawMessage `json:"_meta"`
-			}{mustMeta(meta)})
-			res, err := r.Call(ctx, mcpwire.MethodDiscover, params)
-			var modern bool
-			if err == nil {
-				h, modern, err = mcpwire.ParseDiscover(res, meta, proxyClientInfo)
-			}
-			if err != nil {
-				return taskResult{err: fmt.Errorf("server/discover: %w", err)}
-			}
-			if !modern {
-				return taskResult{err: errors.New("server/discover: the server offers no protocol version of the 2026-07-28 generation, and the client sent no initialize")}
-			}
-		}
-		snap, err := r.listAll(ctx, h, t.clientCaps)
-		if err != nil {
-			return taskResult{err: err, hello: h}
-		}
-		d, err := pol.Check(ctx, snap)
-		if err != nil {
-			return taskResult{err: err, hello: h}
-		}
-		res := taskResult{decision: d, hello: h}
-		if d.Allow {
-			res.approved = snap
-		}
-		return res
-	}
-}
-
-// mustMeta is the _meta of the proxy's own server/discover: the client's
-// protocol version, info and capabilities, or the proxy's.
-func mustMeta(clientMeta []byte) json.RawMessage {
-	version := mcpwire.ProtocolModern
-	if s, ok := mcpwire.MetaVersion(clientMeta); ok && s >= mcpwire.ProtocolModern {
-		version = s
-	}
-	meta, _ := mcpwire.RequestMeta(clientMeta, version, proxyClientInfo)
-	return meta
-}
-
-// taskDone applies the result of a check: the session goes on (the held
-// message is forwarded, then everything held), or it is blocked.
-func (r *relay) taskDone(res *taskResult) {
-	t := res.t
-	r.running = nil
-	if r.blocked != nil {
-		return
-	}
-	if res.err != nil {
-		r.block(&BlockedError{What: t.what, Err: res.err, subjectID: t.subjID})
-		return
-	}
-	d := res.decision
-	if !d.Allow {
-		r.block(&BlockedError{What: t.what, Decision: d, subjectID: t.subjID})
-		return
-	}
-	if res.hello != nil {
-		r.session = res.hello
-	}
-	if res.approved != nil && (r.approved == nil || d.Updated || t.startup || t.relist) {
-		r.approved = newApprovedSet(res.approved)
-	}
-	if t.startup {
-		r.checked = true
-	}
-	kind := EventChecked
-	if d.Updated {
-		kind = EventUpdated
-	}
-	r.o.OnEvent(Event{Kind: kind, Decision: d, What: t.what})
-	if t.subject != nil {
-		r.sendClient(t.subject.line)
-	}
-	r.drain()
-}
-
 // drainClient lets held client messages go on once no check and no
 // listing the client will see holds them.
 func (r *relay) drainClient() {
@@ -1010,7 +510,7 @@ func (r *relay) drain() {
 	}
 	for len(r.heldClient) > 0 && !r.gateClosed() && r.blocked == nil {
 		m := r.heldClient[0]
-		if !r.clientMessage(m) {
+		if !r.clientMessage(m, false) {
 			return
 		}
 		r.heldClient = r.heldClient[1:]
@@ -1038,139 +538,4 @@ func (r *relay) sendClient(line []byte) {
 		r.overflow = true
 		r.signal()
 	}
-}
-
-// block stops the session: every held and in-flight request is answered
-// with an error, the held server messages are dropped, the server is
-// stopped and the report written.
-func (r *relay) block(b *BlockedError) {
-	if r.blocked != nil {
-		return
-	}
-	r.blocked = b
-	msg, data := UncheckedMessage, map[string]any{"reason": b.What}
-	if b.Decision != nil {
-		msg = BlockedMessage
-		if len(b.Decision.Findings) > 0 {
-			data["findings"] = b.Decision.Findings
-		}
-	}
-	r.blockMsg, r.blockData = msg, data
-	if b.subjectID != nil {
-		r.answer(b.subjectID, BlockedCode, msg, data)
-	}
-	if t := r.running; t != nil && t.subjID != nil && !bytes.Equal(t.subjID, b.subjectID) {
-		// The request whose held answer a running check is about is
-		// answered here: the check's own end finds the session blocked
-		// and answers nothing.
-		r.answer(t.subjID, BlockedCode, msg, data)
-	}
-	r.pending.Drain(func(id []byte, _ *pendingReq) {
-		r.answer(id, BlockedCode, msg, data)
-	})
-	r.listsInFlight = 0
-	for _, m := range r.heldClient {
-		if m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindRequest {
-			r.answer(m.env.ID, BlockedCode, msg, data)
-		}
-	}
-	r.heldClient, r.heldServer, r.heldBytes = nil, nil, 0
-	r.toServer.drop() // not even what was decided a moment ago goes out
-	r.stopped = make(chan struct{})
-	go func() {
-		r.c.stop(r.o.ShutdownGrace)
-		close(r.stopped)
-		r.signal()
-	}()
-	r.report(b)
-	r.o.OnEvent(Event{Kind: EventBlocked, Decision: b.Decision, Err: b.Err, What: b.What})
-}
-
-// interrupted ends a session the proxy's caller cancelled (SIGINT, SIGTERM):
-// every request still waiting for the server is answered with
-// InterruptedCode, so that no client waits for an answer that cannot come,
-// and stderr says why the server is stopped.
-func (r *relay) interrupted(cause error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.blocked != nil {
-		return // every request is answered already
-	}
-	msg := "mcpsign proxy: interrupted (" + safeLine(cause.Error()) + "): the server was stopped"
-	if t := r.running; t != nil && t.subjID != nil {
-		r.answer(t.subjID, InterruptedCode, msg, nil)
-	}
-	r.pending.Drain(func(id []byte, _ *pendingReq) {
-		r.answer(id, InterruptedCode, msg, nil)
-	})
-	for _, m := range r.heldClient {
-		if m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindRequest {
-			r.answer(m.env.ID, InterruptedCode, msg, nil)
-		}
-	}
-	r.heldClient, r.heldServer, r.heldBytes = nil, nil, 0
-	r.toServer.drop()
-	io.WriteString(r.o.Stderr, msg+"\n")
-}
-
-// report writes why the session was blocked, escaped.
-func (r *relay) report(b *BlockedError) {
-	var sb strings.Builder
-	if b.Decision != nil {
-		sb.WriteString("mcpsign proxy: BLOCKED: the server's definitions changed (" + safeLine(b.What) + ")")
-		if b.Decision.Summary != "" {
-			sb.WriteString(": " + safeLine(b.Decision.Summary))
-		}
-		sb.WriteString("\n")
-		sb.WriteString(indent(safeText(b.Decision.Report), "  "))
-	} else {
-		sb.WriteString("mcpsign proxy: BLOCKED: " + safeLine(b.What) + " could not be checked: " + safeText(b.Err.Error()) + "\n")
-	}
-	sb.WriteString("mcpsign proxy: the server was stopped; every request is answered with error " + fmt.Sprint(BlockedCode) + " until the client disconnects\n")
-	io.WriteString(r.o.Stderr, sb.String())
-}
-
-// safeText makes text from a policy or an error safe for a terminal: every
-// control (but newline and tab), bidirectional and invisible character is
-// escaped as internal/textsafe does. Backslashes are left as they are, so
-// that text a policy escaped already is not escaped twice; what matters
-// here is that nothing hidden or reordering gets through.
-func safeText(s string) string {
-	return strings.ReplaceAll(textsafe.EscapeKeepLayout(s), `\\`, `\`)
-}
-
-// safeLine is safeText for text that must stay on one line.
-func safeLine(s string) string {
-	return strings.ReplaceAll(textsafe.Escape(s), `\\`, `\`)
-}
-
-// answerBlocked answers a request that arrived after the block.
-func (r *relay) answerBlocked(id []byte) {
-	r.answer(id, BlockedCode, r.blockMsg, r.blockData)
-}
-
-// answer writes an error response to the client.
-func (r *relay) answer(id []byte, code int, msg string, data any) {
-	e := struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-		Data    any    `json:"data,omitempty"`
-	}{code, msg, data}
-	eb, err := json.Marshal(e)
-	if err != nil {
-		eb = []byte(`{"code":-32603,"message":"mcpsign proxy: internal error"}`)
-	}
-	r.respond(id, "error", eb)
-}
-
-// respond writes a response of the proxy's own to the client: member
-// ("result" or "error") with its JSON value.
-func (r *relay) respond(id []byte, member string, value []byte) {
-	line := make([]byte, 0, 32+len(id)+len(member)+len(value))
-	line = append(line, `{"jsonrpc":"2.0","id":`...)
-	line = append(line, id...)
-	line = append(line, `,"`+member+`":`...)
-	line = append(line, value...)
-	line = append(line, "}\n"...)
-	r.sendClient(line)
 }

@@ -1,13 +1,11 @@
 package proxy
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
@@ -46,41 +44,6 @@ func (r *relay) lists(env *mcpwire.Message) mcpwire.Lists {
 // emptyResources is the result the proxy answers resources/list with under
 // ResourcesHide.
 const emptyResources = `{"resources":[]}`
-
-// resourceRequest handles a client request about static resources that
-// the mode decides without the server (called with mu held, once the
-// start-up check has passed): under hide a resources/list is answered with
-// an empty list; under pin and hide a resources/read of a URI the approved
-// listing does not offer is refused. It reports whether the request was
-// answered.
-func (r *relay) resourceRequest(env *mcpwire.Message) bool {
-	if (r.o.Resources != ResourcesPin && r.o.Resources != ResourcesHide) || r.approved == nil {
-		return false
-	}
-	if _, inFlight := r.pending.Get(env.ID); inFlight {
-		return false // refused on the normal way: one answer per id
-	}
-	switch env.Method {
-	case digest.KindResource.ListMethod():
-		if r.o.Resources != ResourcesHide {
-			return false
-		}
-		r.respond(env.ID, "result", []byte(emptyResources))
-		return true
-	case methodReadResource:
-		uri, ok := readURI(env.Params)
-		switch {
-		case !ok:
-			r.answer(env.ID, codeInvalidParams, "mcpsign proxy: the uri of resources/read cannot be read strictly", nil)
-		case !r.approved.readable(uri):
-			r.answer(env.ID, codeResourceNotFound, "mcpsign proxy: resource "+strconv.Quote(textsafe.Cut(uri, 200))+" is not among the approved resources or resource templates", nil)
-		default:
-			return false
-		}
-		return true
-	}
-	return false
-}
 
 // readURI returns the uri of resources/read params, read strictly as
 // usesDefinition reads a name: ok is false when the params are not an

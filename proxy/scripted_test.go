@@ -229,7 +229,9 @@ func TestScriptedServers(t *testing.T) {
 	t.Run("a server that asks for roots during the check is answered", func(t *testing.T) {
 		s := startProxy(t, lockPolicy(t, lock, LockOptions{}), scriptedArgv(t, "roots-first"), func(o *Options) { o.CheckTimeout = 5 * time.Second })
 		p := newRawPeer(t, s.out, s.in)
-		p.send(initialize)
+		// A client that announces roots: roots/list for a client that did
+		// not is refused by the proxy (TestServerCallRefusal).
+		p.send(strings.Replace(initialize, `"capabilities":{}`, `"capabilities":{"roots":{}}`, 1))
 		if m := decode(t, p.next()); m.Method != "roots/list" {
 			t.Fatalf("first message %+v, want the server's roots/list", m)
 		}

@@ -10,13 +10,17 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/proxy"
 )
 
 // fuzzTiming keeps each fuzz iteration short: the check timeout is below
 // the client's request timeout, so that a block answers before the client
 // gives up.
-var fuzzTiming = timing{request: 2 * time.Second, settle: 50 * time.Millisecond}
+// Under the race detector beside the package's other tables (many sessions
+// on a shared machine) a block took more than 2 s to reach the client: the
+// request timeout scales with raceSlowdown, as the table's do.
+var fuzzTiming = timing{request: 2 * time.Second * raceSlowdown, settle: 50 * time.Millisecond}
 
 const fuzzCheckTimeout = time.Second
 
@@ -32,17 +36,7 @@ const (
 // and checks the oracle (not strict: a fuzzed server may refuse requests).
 func FuzzProxyTranscript(f *testing.F) {
 	for _, r := range rows() {
-		flags := uint8(0)
-		if r.sc.Call != nil {
-			flags |= fuzzCall
-		}
-		if r.sc.Pipeline {
-			flags |= fuzzPipeline
-		}
-		if r.sc.AfterCall != nil {
-			flags |= fuzzAfterCall
-		}
-		f.Add(r.transcript, flags)
+		f.Add(r.transcript, seedFlags(r))
 	}
 	l, lockData := honestLock(f)
 	f.Fuzz(func(t *testing.T, transcript string, flags uint8) {
@@ -53,25 +47,47 @@ func FuzzProxyTranscript(f *testing.F) {
 		if len(transcript) > 4096 || strings.Count(transcript, "\n") > 64 {
 			t.Skip("transcript too long")
 		}
-		sc := scenario{}
-		if flags&fuzzCall != 0 {
-			sc.Call = greet
-			sc.Pipeline = flags&fuzzPipeline != 0
-		}
-		if flags&fuzzAfterCall != 0 {
-			sc.AfterCall = &toolCall{Name: "run_command", Arguments: map[string]any{"cmd": "id"}}
-		}
-		w := newWorld(t, transcript, lockData)
-		o := runInProcess(t, w, sc)
-		for _, v := range oracle(l, w, o, strings.Contains(transcript, "!rewrite-lock"), false) {
-			t.Errorf("transcript %q: %s", transcript, v)
-		}
+		runTranscript(t, l, lockData, transcript, flags, fuzzTiming)
 	})
+}
+
+// seedFlags are the scenario flags of a row, as a fuzz input.
+func seedFlags(r row) uint8 {
+	flags := uint8(0)
+	if r.sc.Call != nil {
+		flags |= fuzzCall
+	}
+	if r.sc.Pipeline {
+		flags |= fuzzPipeline
+	}
+	if r.sc.AfterCall != nil {
+		flags |= fuzzAfterCall
+	}
+	return flags
+}
+
+// runTranscript runs one fuzz input through proxy.Run with the go-sdk
+// client and reports every way the outcome breaks the oracle.
+func runTranscript(t *testing.T, l *pin.Lock, lockData []byte, transcript string, flags uint8, tm timing) {
+	t.Helper()
+	sc := scenario{}
+	if flags&fuzzCall != 0 {
+		sc.Call = greet
+		sc.Pipeline = flags&fuzzPipeline != 0
+	}
+	if flags&fuzzAfterCall != 0 {
+		sc.AfterCall = &toolCall{Name: "run_command", Arguments: map[string]any{"cmd": "id"}}
+	}
+	w := newWorld(t, transcript, lockData)
+	o := runInProcess(t, w, sc, tm)
+	for _, v := range oracle(l, w, o, strings.Contains(transcript, "!rewrite-lock"), false) {
+		t.Errorf("transcript %q: %s", transcript, v)
+	}
 }
 
 // runInProcess runs proxy.Run with the lock's policy in front of the
 // scripted server, and the go-sdk client on its stdio.
-func runInProcess(t *testing.T, w *world, sc scenario) outcome {
+func runInProcess(t *testing.T, w *world, sc scenario, tm timing) outcome {
 	t.Helper()
 	policy, err := proxy.NewLockPolicy(w.lock, proxy.LockOptions{})
 	if err != nil {
@@ -92,12 +108,12 @@ func runInProcess(t *testing.T, w *world, sc scenario) outcome {
 		outW.CloseWithError(io.EOF)
 		done <- err
 	}()
-	h := goClient(&mcp.IOTransport{Reader: outR, Writer: inW}, sc, fuzzTiming)
+	h := goClient(&mcp.IOTransport{Reader: outR, Writer: inW}, sc, tm)
 	inW.Close()
 	var runErr error
 	select {
 	case runErr = <-done:
-	case <-time.After(15 * time.Second):
+	case <-time.After(max(15*time.Second, 2*tm.request)):
 		t.Fatalf("proxy.Run did not end after the client left")
 	}
 	outR.Close()

@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envScript) != "" {
 		os.Exit(scriptedServer())
 	}
+	if os.Getenv(envProxy) != "" {
+		os.Exit(proxyProgram())
+	}
 	if !fixtures.RunsAsProgram() {
 		fixtures.RaiseParallel(rowParallel)
 	}

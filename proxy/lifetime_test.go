@@ -1,0 +1,107 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+)
+
+// A slow OnEvent handler (a host's stderr that is not read) delays later
+// events, never the session: events are delivered outside the relay's lock
+// (docs/PROXY.md, "Lifetimes").
+func TestSlowOnEventStallsNothing(t *testing.T) {
+	const slow = 3 * time.Second
+	var events atomic.Int32
+	release := make(chan struct{})
+	s, _ := startLockedWith(t, fixtures.ModeHonest, func(o *Options) {
+		o.OnEvent = func(Event) {
+			if events.Add(1) == 1 {
+				select {
+				case <-release:
+				case <-time.After(slow):
+				}
+			}
+		}
+	})
+	defer close(release)
+	ctx := testContext(t)
+	start := time.Now()
+	cs, err := s.connect(ctx, "", nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatalf("listing tools: %v", err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "x"}}); err != nil {
+		t.Fatalf("calling search_notes: %v", err)
+	}
+	if d := time.Since(start); d >= slow {
+		t.Errorf("the session waited %s for a slow OnEvent handler", d.Round(time.Millisecond))
+	}
+	if events.Load() == 0 {
+		t.Errorf("no event was delivered")
+	}
+	cs.Close()
+	if err := s.wait(); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+}
+
+// A check still running when Run returns is cancelled and waited for: its
+// context derives from the session's, and nothing it decides is written
+// after Run returned (docs/PROXY.md, "Lifetimes").
+func TestCheckEndsWithRun(t *testing.T) {
+	argv := exampleArgv(t, fixtures.ModeHonest)
+	var checking, returned atomic.Bool
+	entered := make(chan struct{}, 1)
+	policy := PolicyFunc(func(ctx context.Context, _ *digest.Snapshot) (*Decision, error) {
+		checking.Store(true)
+		entered <- struct{}{}
+		<-ctx.Done() // a slow check: a bundle fetched, a lock written
+		defer returned.Store(true)
+		return &Decision{Allow: true, Summary: "allowed after its context ended"}, nil
+	})
+	inR, inW := io.Pipe()
+	out := &fixtures.SyncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), inR, out, Options{
+			Command:       argv,
+			Policy:        policy,
+			CheckTimeout:  20 * time.Second,
+			ShutdownGrace: 200 * time.Millisecond,
+		})
+	}()
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`+"\n")
+	select {
+	case <-entered:
+	case <-time.After(testTimeout):
+		t.Fatal("the start-up check never ran")
+	}
+	inW.Close() // the client leaves while the check runs
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return while a check ran")
+	}
+	if !returned.Load() {
+		t.Errorf("Run returned while its check was still running")
+	}
+	after := out.String()
+	time.Sleep(300 * time.Millisecond)
+	if got := out.String(); got != after {
+		t.Errorf("written to the client after Run returned: %q", strings.TrimPrefix(got, after))
+	}
+	if strings.Contains(after, `"result"`) {
+		t.Errorf("the held initialize answer reached the client after the session ended: %q", after)
+	}
+}

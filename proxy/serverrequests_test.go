@@ -1,0 +1,99 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mcpsign/mcpsign/mcpwire"
+)
+
+// The rule for what the server asks of the client (docs/PROXY.md, "What the
+// server asks of the client"), apart from I/O.
+func TestServerCallRefusal(t *testing.T) {
+	all := ServerRequests{DenySampling: true, DenyElicitation: true, DenyRoots: true, DenyLogging: true}
+	const every = `{"elicitation":{},"roots":{"listChanged":true},"sampling":{}}`
+	for _, tc := range []struct {
+		name   string
+		policy ServerRequests
+		caps   string // "" for unknown
+		msg    string
+		refuse bool
+	}{
+		{"sampling announced", ServerRequests{}, every, `{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{}}`, false},
+		{"sampling not announced", ServerRequests{}, `{"roots":{}}`, `{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{}}`, true},
+		{"sampling denied", ServerRequests{DenySampling: true}, every, `{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{}}`, true},
+		{"sampling as a notification", ServerRequests{}, every, `{"jsonrpc":"2.0","method":"sampling/createMessage","params":{}}`, true},
+		{"capabilities unknown", ServerRequests{}, "", `{"jsonrpc":"2.0","id":1,"method":"roots/list"}`, true},
+		{"roots announced", ServerRequests{}, every, `{"jsonrpc":"2.0","id":1,"method":"roots/list"}`, false},
+		{"roots denied", ServerRequests{DenyRoots: true}, every, `{"jsonrpc":"2.0","id":1,"method":"roots/list"}`, true},
+		{"roots not announced", ServerRequests{}, `{}`, `{"jsonrpc":"2.0","id":1,"method":"roots/list"}`, true},
+		{"elicitation form, {} announced", ServerRequests{}, every, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"m"}}`, false},
+		{"elicitation url, {} announced", ServerRequests{}, every, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"mode":"url","url":"https://x"}}`, true},
+		{"elicitation url announced", ServerRequests{}, `{"elicitation":{"url":{}}}`, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"mode":"url","url":"https://x"}}`, false},
+		{"elicitation form, only url announced", ServerRequests{}, `{"elicitation":{"url":{}}}`, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"m"}}`, true},
+		{"elicitation mode repeated", ServerRequests{}, `{"elicitation":{"form":{}}}`, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"mode":"form","mode":"url"}}`, true},
+		{"elicitation denied", ServerRequests{DenyElicitation: true}, every, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"m"}}`, true},
+		{"logging relayed", ServerRequests{}, "", `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`, false},
+		{"logging denied", ServerRequests{DenyLogging: true}, every, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`, true},
+		{"ping always", all, "", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, false},
+		{"progress always", all, "", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, err := mcpwire.ParseFromServer([]byte(tc.msg))
+			if err != nil {
+				if tc.refuse && strings.Contains(tc.name, "repeated") {
+					return // refused by the strict reader already
+				}
+				t.Fatal(err)
+			}
+			var caps []byte
+			if tc.caps != "" {
+				caps = []byte(tc.caps)
+			}
+			why := tc.policy.serverCallRefusal(&env, caps)
+			if (why != "") != tc.refuse {
+				t.Errorf("refusal %q, want refused %v", why, tc.refuse)
+			}
+		})
+	}
+}
+
+func TestStripCapabilities(t *testing.T) {
+	deny := ServerRequests{DenySampling: true, DenyElicitation: true}
+	for _, tc := range []struct {
+		name, line, want string
+		policy           ServerRequests
+		err              bool
+	}{
+		{"nothing denied", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"sampling":{}}}}`, "", ServerRequests{}, false},
+		{"initialize", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{},"roots":{"listChanged":true},"elicitation":{"form":{}}},"clientInfo":{"name":"c","version":"1"}}}` + "\r\n",
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"c","version":"1"}}}` + "\r\n", deny, false},
+		{"last member removed", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"roots":{} , "sampling":{}}}}` + "\n",
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"roots":{}}}}` + "\n", deny, false},
+		{"case variant removed", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"Sampling":{},"roots":{}}}}` + "\n",
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"roots":{}}}}` + "\n", deny, false},
+		{"escaped name removed", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"s\u0061mpling":{},"roots":{}}}}` + "\n",
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"roots":{}}}}` + "\n", deny, false},
+		{"2026-07-28 _meta", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"greet","_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"roots":{}},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}` + "\n",
+			`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"greet","_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{}},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}` + "\n", deny, false},
+		{"nothing to remove", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"roots":{}}}}` + "\n", "", deny, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, err := mcpwire.Parse(mcpwire.Content([]byte(tc.line)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := tc.policy.stripCapabilities([]byte(tc.line), &env)
+			if (err != nil) != tc.err {
+				t.Fatalf("error %v, want %v", err, tc.err)
+			}
+			want := tc.want
+			if want == "" {
+				want = tc.line
+			}
+			if string(got) != want {
+				t.Errorf("got  %s\nwant %s", got, want)
+			}
+		})
+	}
+}
