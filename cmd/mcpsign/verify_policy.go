@@ -203,6 +203,13 @@ func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *ver
 	adm := proxy.Admission(st.Admission)
 	cfg.Lock, cfg.AuditLog, cfg.ManualRollForward, cfg.TOFU = st.Lock, st.AuditLog, st.ManualRollForward, st.TOFU
 	cfg.Mode, cfg.Resources, cfg.Admission = string(st.Mode), string(st.Resources), &adm
+	sr := r.ServerRequests
+	cfg.ServerRequests = proxy.ServerRequests{
+		DenySampling:    sr.Sampling == policy.RuleDeny,
+		DenyElicitation: sr.Elicitation == policy.RuleDeny,
+		DenyRoots:       sr.Roots == policy.RuleDeny,
+		DenyLogging:     sr.Logging == policy.RuleDeny,
+	}
 	var vf proxy.VerifyFunc
 	if len(r.Identities) > 0 {
 		if vf, err = policyVerifyFunc(cmd.Context(), a, f, r); err != nil {

@@ -77,6 +77,10 @@ type Config struct {
 	// force before the hand-over (proxy.Admission, docs/POLICY.md "The
 	// lock in force").
 	Admission *proxy.Admission `json:"admission,omitempty"`
+	// ServerRequests, under a policy, is what its serverRequests member
+	// denies of the requests and notifications the server sends the client
+	// on its own (docs/POLICY.md "serverRequests", docs/PROXY.md).
+	ServerRequests proxy.ServerRequests `json:"serverRequests"`
 	// AllowInsecureHTTP lets URL be plain http:// to a host that is not a
 	// loopback one, without headers or OAuth (--allow-insecure-http,
 	// netguard.CheckServerURL).
@@ -183,6 +187,7 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 		Header:            header,
 		HTTPClient:        httpClient,
 		AllowInsecureHTTP: cfg.AllowInsecureHTTP,
+		ServerRequests:    cfg.ServerRequests,
 		Policy:            auditPolicy(policy, rec, cfg.Mode, stderr),
 		Stderr:            stderr,
 		MaxMessageBytes:   cfg.MaxMessageBytes,
