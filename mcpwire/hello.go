@@ -67,10 +67,16 @@ var (
 // capabilityFlags are the boolean members of the server capabilities that
 // have them, as the official SDKs' schemas read them (docs/DISCOVERY.md,
 // "How a hello is read").
-var capabilityFlags = map[string][]string{
-	"tools":     {"listChanged"},
-	"prompts":   {"listChanged"},
-	"resources": {"subscribe", "listChanged"},
+// A function, not a map: nothing of mcpwire's is built at start
+// (scripts/bench/inittrace).
+func capabilityFlags(name string) []string {
+	switch name {
+	case "tools", "prompts":
+		return []string{"listChanged"}
+	case "resources":
+		return []string{"subscribe", "listChanged"}
+	}
+	return nil
 }
 
 // ParseInitialize reads the result of initialize: protocol version,
@@ -264,7 +270,7 @@ func checkCapabilities(caps map[string][]byte, nulls bool) error {
 				}
 			}
 		default:
-			flags := capabilityFlags[name]
+			flags := capabilityFlags(name)
 			if len(flags) == 0 {
 				continue
 			}

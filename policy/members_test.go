@@ -20,14 +20,14 @@ func TestEveryMemberRead(t *testing.T) {
 		at    string                   // the pointer of the object
 	}
 	places := []place{
-		{topTable.names(), func(n string) string {
+		{topTable().names(), func(n string) string {
 			return strings.Replace(`{"kind":"mcpsign.policy","policyVersion":1,"NAME":[[]]}`, `"NAME"`, strconv.Quote(n), 1)
 		}, ""},
-		{trustTable.names(), func(n string) string { return head + `"trust":{` + strconv.Quote(n) + `:[[]]}}` }, "/trust"},
-		{tufTable.names(), func(n string) string { return head + `"trust":{"tuf":{` + strconv.Quote(n) + `:[[]]}}}` }, "/trust/tuf"},
-		{serverTable.names(), func(n string) string { return head + `"servers":{"a":{` + strconv.Quote(n) + `:[[]]}}}` }, "/servers/a"},
-		{revokedTable.names(), func(n string) string { return head + `"revoked":{` + strconv.Quote(n) + `:[[]]}}` }, "/revoked"},
-		{repositorySignerTable.names(), func(n string) string {
+		{trustTable().names(), func(n string) string { return head + `"trust":{` + strconv.Quote(n) + `:[[]]}}` }, "/trust"},
+		{tufTable().names(), func(n string) string { return head + `"trust":{"tuf":{` + strconv.Quote(n) + `:[[]]}}}` }, "/trust/tuf"},
+		{serverTable().names(), func(n string) string { return head + `"servers":{"a":{` + strconv.Quote(n) + `:[[]]}}}` }, "/servers/a"},
+		{revokedTable().names(), func(n string) string { return head + `"revoked":{` + strconv.Quote(n) + `:[[]]}}` }, "/revoked"},
+		{repositorySignerTable().names(), func(n string) string {
 			return head + `"servers":{"io.github.a/*":{"repositorySigner":{` + strconv.Quote(n) + `:[[]]}}}}`
 		}, "/servers/io.github.a~1*/repositorySigner"},
 		{serverRequestsTable().names(), func(n string) string {
@@ -37,7 +37,7 @@ func TestEveryMemberRead(t *testing.T) {
 	for _, m := range identityMethods {
 		m := m
 		var names []string
-		for _, n := range identityTables[m].names() {
+		for _, n := range identityTables()[m].names() {
 			if n != "method" { // read first, to pick the table
 				names = append(names, n)
 			}

@@ -139,7 +139,7 @@ func (p *parser) array(v []byte, at string, max int) ([][]byte, error) {
 // (serverTable), then what holds between them.
 func (p *parser) server(v []byte, at string) (Server, error) {
 	var s Server
-	if err := serverTable.object(p, v, at, &s); err != nil {
+	if err := serverTable().object(p, v, at, &s); err != nil {
 		return s, err
 	}
 	if n := len(s.Identities) + s.RepositorySigner.count(); s.Threshold != nil && s.Identities != nil && *s.Threshold > n {
@@ -243,7 +243,7 @@ func (p *parser) identity(v []byte, at string) (Identity, error) {
 	id := Identity{at: at}
 	var all []string
 	for _, m := range identityMethods {
-		all = append(all, identityTables[m].names()...)
+		all = append(all, identityTables()[m].names()...)
 	}
 	names, vals, err := digest.Members(v)
 	if err != nil {
@@ -261,7 +261,7 @@ func (p *parser) identity(v []byte, at string) (Identity, error) {
 		return id, err
 	}
 	id.Method = verify.Method(method)
-	if err := identityTables[id.Method].object(p, v, at, &id); err != nil {
+	if err := identityTables()[id.Method].object(p, v, at, &id); err != nil {
 		return id, err
 	}
 	if id.Method == verify.MethodKey {

@@ -331,10 +331,10 @@ func Parse(data []byte, path string) (*File, error) {
 		}
 		return nil, p.fail("", "%v", err)
 	}
-	if err := p.knownNames(names, "", topTable.names()...); err != nil {
+	if err := p.knownNames(names, "", topTable().names()...); err != nil {
 		return nil, err
 	}
-	if err := topTable.read(p, m, "", f); err != nil {
+	if err := topTable().read(p, m, "", f); err != nil {
 		return nil, err
 	}
 	return f, nil

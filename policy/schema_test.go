@@ -131,19 +131,19 @@ func TestSchemaMembers(t *testing.T) {
 	}
 	defs := raw["$defs"].(map[string]any)
 	ids := defs["identity"].(map[string]any)["oneOf"].([]any)
-	noLock := slices.DeleteFunc(serverTable.names(), func(s string) bool { return s == "lock" })
+	noLock := slices.DeleteFunc(serverTable().names(), func(s string) bool { return s == "lock" })
 	cases := []struct {
 		name   string
 		schema any
 		parser []string
 	}{
-		{"top", raw, topTable.names()},
-		{"trust", defs["trust"], trustTable.names()},
-		{"tuf", defs["trust"].(map[string]any)["properties"].(map[string]any)["tuf"], tufTable.names()},
-		{"server", defs["server"], serverTable.names()},
+		{"top", raw, topTable().names()},
+		{"trust", defs["trust"], trustTable().names()},
+		{"tuf", defs["trust"].(map[string]any)["properties"].(map[string]any)["tuf"], tufTable().names()},
+		{"server", defs["server"], serverTable().names()},
 		{"defaults", defs["defaults"], noLock},
-		{"revoked", defs["revoked"], revokedTable.names()},
-		{"repositorySigner", defs["repositorySigner"], repositorySignerTable.names()},
+		{"revoked", defs["revoked"], revokedTable().names()},
+		{"repositorySigner", defs["repositorySigner"], repositorySignerTable().names()},
 		{"serverRequests", defs["serverRequests"], serverRequestsTable().names()},
 	}
 	if len(ids) != len(identityMethods) {
@@ -154,7 +154,7 @@ func TestSchemaMembers(t *testing.T) {
 			name   string
 			schema any
 			parser []string
-		}{string(m), ids[i], identityTables[m].names()})
+		}{string(m), ids[i], identityTables()[m].names()})
 		// The schema's form i is method m's.
 		if enum := ids[i].(map[string]any)["properties"].(map[string]any)["method"].(map[string]any)["const"]; enum != string(m) {
 			t.Errorf("identity form %d is for %v, want %s", i, enum, m)
