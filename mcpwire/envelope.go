@@ -96,8 +96,9 @@ var ErrBatch = errors.New("JSON-RPC batches are not supported")
 type SyntaxError struct {
 	Offset int
 	Reason string
-	// Text is what the peer wrote around Offset, escaped for a terminal
-	// (internal/textsafe) and cut short at UTF-8 boundaries; set by
+	// Text is what the peer wrote around Offset, quoted as it is (raw: the
+	// edge that prints the error escapes it, internal/textsafe) and cut
+	// short at UTF-8 boundaries; set by
 	// ParseFromServer, empty from Parse.
 	Text string
 }
@@ -113,8 +114,8 @@ func (e *SyntaxError) Error() string {
 // excerptBytes is about how much of a refused message its error shows.
 const excerptBytes = 80
 
-// excerpt returns the bytes of data around offset, quoted and escaped for a
-// terminal, cut at rune boundaries, with "…" where it was cut.
+// excerpt returns the bytes of data around offset, quoted (raw: escaped
+// where the error is printed), cut at rune boundaries, with "…" where it was cut.
 func excerpt(data []byte, offset int) string {
 	start := max(0, min(offset, len(data))-excerptBytes/4)
 	for start > 0 && !utf8.RuneStart(data[start]) {
@@ -124,7 +125,7 @@ func excerpt(data []byte, offset int) string {
 	for end < len(data) && !utf8.RuneStart(data[end]) {
 		end--
 	}
-	s := textsafe.Quote(string(data[start:end]))
+	s := textsafe.RawQuote(string(data[start:end]))
 	if start > 0 {
 		s = "…" + s
 	}

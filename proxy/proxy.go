@@ -77,9 +77,14 @@ type Decision struct {
 	// e.g. "definitions match lock mcp.lock (5 tools, 2 prompts, 1
 	// resource template)". Raw text: the proxy escapes it.
 	Summary string
-	// Report is the full explanation of a refusal: the findings and the
-	// diff, several lines. Raw text: the proxy escapes it (textsafe), so a
-	// policy must not escape it itself.
+	// Drift is the check against the lock the decision rests on, when it
+	// shows something (a refusal's findings, a roll-forward's changes):
+	// written for people before Report by WriteReport, which escapes its
+	// server text once (pin.WriteReportText).
+	Drift *pin.Report
+	// Report is the rest of the explanation: why a change is refused or
+	// what else was found, several lines. Raw text: WriteReport escapes it
+	// (internal/textsafe), so a policy must not escape it itself.
 	Report string
 	// Findings are short identifiers of what changed, e.g.
 	// "pin-tool-added tool/run_command"; they go into the data of the

@@ -498,7 +498,7 @@ func (r *relay) clientMessage(m *inbound) bool {
 		// Not a message the proxy can read strictly: it is not relayed,
 		// since the server could read it as a request the proxy does not
 		// track, and its answer would answer nothing pending.
-		io.WriteString(r.o.Stderr, "mcpsign proxy: dropped a message from the client that is not strict JSON-RPC: "+safeLine(m.perr.Error())+"\n")
+		io.WriteString(r.o.Stderr, "mcpsign proxy: dropped a message from the client that is not strict JSON-RPC: "+textsafe.Escape(m.perr.Error())+"\n")
 		return true
 	}
 	env := &m.env
@@ -1096,7 +1096,7 @@ func (r *relay) interrupted(cause error) {
 	if r.blocked != nil {
 		return // every request is answered already
 	}
-	msg := "mcpsign proxy: interrupted (" + safeLine(cause.Error()) + "): the server was stopped"
+	msg := "mcpsign proxy: interrupted (" + textsafe.Escape(cause.Error()) + "): the server was stopped"
 	if t := r.running; t != nil && t.subjID != nil {
 		r.answer(t.subjID, InterruptedCode, msg, nil)
 	}
@@ -1117,31 +1117,17 @@ func (r *relay) interrupted(cause error) {
 func (r *relay) report(b *BlockedError) {
 	var sb strings.Builder
 	if b.Decision != nil {
-		sb.WriteString("mcpsign proxy: BLOCKED: the server's definitions changed (" + safeLine(b.What) + ")")
+		sb.WriteString("mcpsign proxy: BLOCKED: the server's definitions changed (" + textsafe.Escape(b.What) + ")")
 		if b.Decision.Summary != "" {
-			sb.WriteString(": " + safeLine(b.Decision.Summary))
+			sb.WriteString(": " + textsafe.Escape(b.Decision.Summary))
 		}
 		sb.WriteString("\n")
-		sb.WriteString(indent(safeText(b.Decision.Report), "  "))
+		_ = b.Decision.WriteReport(&sb, "  ")
 	} else {
-		sb.WriteString("mcpsign proxy: BLOCKED: " + safeLine(b.What) + " could not be checked: " + safeText(b.Err.Error()) + "\n")
+		sb.WriteString("mcpsign proxy: BLOCKED: " + textsafe.Escape(b.What) + " could not be checked: " + textsafe.EscapeKeepLayout(b.Err.Error()) + "\n")
 	}
 	sb.WriteString("mcpsign proxy: the server was stopped; every request is answered with error " + fmt.Sprint(BlockedCode) + " until the client disconnects\n")
 	io.WriteString(r.o.Stderr, sb.String())
-}
-
-// safeText makes text from a policy or an error safe for a terminal: every
-// control (but newline and tab), bidirectional and invisible character is
-// escaped as internal/textsafe does. Backslashes are left as they are, so
-// that text a policy escaped already is not escaped twice; what matters
-// here is that nothing hidden or reordering gets through.
-func safeText(s string) string {
-	return strings.ReplaceAll(textsafe.EscapeKeepLayout(s), `\\`, `\`)
-}
-
-// safeLine is safeText for text that must stay on one line.
-func safeLine(s string) string {
-	return strings.ReplaceAll(textsafe.Escape(s), `\\`, `\`)
 }
 
 // answerBlocked answers a request that arrived after the block.
