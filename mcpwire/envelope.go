@@ -3,7 +3,6 @@ package mcpwire
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/mcpsign/mcpsign/digest"
@@ -202,13 +201,13 @@ func parse(data []byte) (Message, error) {
 				others = map[string]struct{}{}
 			}
 			if _, dup := others[name]; dup {
-				return &SyntaxError{Offset: nameStart, Reason: "repeated member " + strconv.Quote(name)}
+				return &SyntaxError{Offset: nameStart, Reason: "repeated member " + textsafe.RawQuote(name)}
 			}
 			others[name] = struct{}{}
 			return nil
 		}
 		if seen[slot] {
-			return &SyntaxError{Offset: nameStart, Reason: "repeated member " + strconv.Quote(name)}
+			return &SyntaxError{Offset: nameStart, Reason: "repeated member " + textsafe.RawQuote(name)}
 		}
 		seen[slot] = true
 		switch slot {
@@ -296,7 +295,7 @@ func memberSlot(known []string, name string) (int, error) {
 	}
 	for _, m := range known {
 		if digest.CaseVariant(name, m) {
-			return -1, fmt.Errorf("member %s would be read as %s by a case-insensitive reader", strconv.Quote(name), strconv.Quote(m))
+			return -1, fmt.Errorf("member %s would be read as %s by a case-insensitive reader", textsafe.RawQuote(name), textsafe.RawQuote(m))
 		}
 	}
 	return -1, nil
@@ -346,7 +345,7 @@ func resultObject(s *jsonscan.Scanner) (Lists, error) {
 		}
 		if i >= 0 {
 			if seen[i] {
-				return &SyntaxError{Offset: nameStart, Reason: "repeated result member " + strconv.Quote(name)}
+				return &SyntaxError{Offset: nameStart, Reason: "repeated result member " + textsafe.RawQuote(name)}
 			}
 			seen[i] = true
 			if i < len(resultMembers)-1 {
