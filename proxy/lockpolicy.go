@@ -458,12 +458,14 @@ func (p *LockPolicy) firstUse(ctx context.Context, snap *digest.Snapshot) (*Deci
 	case errors.As(err, &ve):
 		return &Decision{
 			Summary:  "first use: the bundle does not verify against the server's definitions",
+			FirstUse: true,
 			Report:   ve.err.Error(),
 			Findings: []string{"verify-failed"},
 		}, nil
 	case err != nil:
 		return &Decision{
 			Summary:  "first use: the definitions cannot be pinned",
+			FirstUse: true,
 			Report:   err.Error(),
 			Findings: []string{"invalid-definitions"},
 		}, nil

@@ -34,6 +34,10 @@ const (
 const (
 	BlockedCode    = -32001
 	BlockedMessage = "blocked by mcpsign: definitions changed"
+	// FirstUseMessage is the error's message when no lock was in force and
+	// the first definitions were not approved (Decision.FirstUse): nothing
+	// changed, nothing was approved.
+	FirstUseMessage = "blocked by mcpsign: first use refused, the definitions were not approved"
 	// UncheckedMessage is the error's message when the definitions could not
 	// be checked (the server did not answer the listing in time, broke the
 	// protocol, or the policy failed).
@@ -77,6 +81,11 @@ type Decision struct {
 	// e.g. "definitions match lock mcp.lock (5 tools, 2 prompts, 1
 	// resource template)". Raw text: the proxy escapes it.
 	Summary string
+	// FirstUse says the refusal is of a first use: no lock was in force,
+	// and the first definitions seen were not approved (a bundle that does
+	// not verify them, definitions that cannot be pinned). Nothing changed:
+	// it is told so, never "definitions changed".
+	FirstUse bool
 	// Drift is the check against the lock the decision rests on, when it
 	// shows something (a refusal's findings, a roll-forward's changes):
 	// written for people before Report by WriteReport, which escapes its
@@ -251,6 +260,9 @@ type BlockedError struct {
 func (e *BlockedError) Error() string {
 	if e.Decision != nil {
 		msg := "blocked: definitions changed (" + e.What + ")"
+		if e.Decision.FirstUse {
+			msg = "blocked: first use refused (" + e.What + ")"
+		}
 		if e.Decision.Summary != "" {
 			msg += ": " + e.Decision.Summary
 		}

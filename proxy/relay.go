@@ -1051,6 +1051,9 @@ func (r *relay) block(b *BlockedError) {
 	msg, data := UncheckedMessage, map[string]any{"reason": b.What}
 	if b.Decision != nil {
 		msg = BlockedMessage
+		if b.Decision.FirstUse {
+			msg = FirstUseMessage
+		}
 		if len(b.Decision.Findings) > 0 {
 			data["findings"] = b.Decision.Findings
 		}
@@ -1117,7 +1120,11 @@ func (r *relay) interrupted(cause error) {
 func (r *relay) report(b *BlockedError) {
 	var sb strings.Builder
 	if b.Decision != nil {
-		sb.WriteString("mcpsign proxy: BLOCKED: the server's definitions changed (" + textsafe.Escape(b.What) + ")")
+		what := "the server's definitions changed"
+		if b.Decision.FirstUse {
+			what = "first use refused, the definitions were not approved"
+		}
+		sb.WriteString("mcpsign proxy: BLOCKED: " + what + " (" + textsafe.Escape(b.What) + ")")
 		if b.Decision.Summary != "" {
 			sb.WriteString(": " + textsafe.Escape(b.Decision.Summary))
 		}
