@@ -1099,7 +1099,11 @@ func (r *relay) interrupted(cause error) {
 	if r.blocked != nil {
 		return // every request is answered already
 	}
-	msg := "mcpsign proxy: interrupted (" + textsafe.Escape(cause.Error()) + "): the server was stopped"
+	why := cause.Error()
+	if !strings.HasPrefix(why, "interrupted") {
+		why = "interrupted (" + why + ")"
+	}
+	msg := "mcpsign proxy: " + textsafe.Escape(why) + ": " + r.stoppedText()
 	if t := r.running; t != nil && t.subjID != nil {
 		r.answer(t.subjID, InterruptedCode, msg, nil)
 	}
@@ -1133,8 +1137,18 @@ func (r *relay) report(b *BlockedError) {
 	} else {
 		sb.WriteString("mcpsign proxy: BLOCKED: " + textsafe.Escape(b.What) + " could not be checked: " + textsafe.EscapeKeepLayout(b.Err.Error()) + "\n")
 	}
-	sb.WriteString("mcpsign proxy: the server was stopped; every request is answered with error " + fmt.Sprint(BlockedCode) + " until the client disconnects\n")
+	sb.WriteString("mcpsign proxy: " + r.stoppedText() + "; every request is answered with error " + fmt.Sprint(BlockedCode) + " until the client disconnects\n")
 	io.WriteString(r.o.Stderr, sb.String())
+}
+
+// stoppedText says what the proxy did to the server when it blocked or was
+// interrupted: a stdio server is stopped; with a server at a URL, which
+// the proxy does not run, the session is closed.
+func (r *relay) stoppedText() string {
+	if r.o.URL != "" {
+		return "the session with the server was closed"
+	}
+	return "the server was stopped"
 }
 
 // answerBlocked answers a request that arrived after the block.
