@@ -263,7 +263,7 @@ func CheckWritable(path string) error {
 		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
 			return fmt.Errorf("%s is a directory", p)
 		} else if err == nil && !fi.Mode().IsRegular() {
-			return fmt.Errorf("%s %w (%s)", p, nofollow.ErrNotRegular, fi.Mode().Type())
+			return &nofollow.NotRegularError{Path: p, Mode: fi.Mode()}
 		}
 	}
 	f, err := nofollow.Open(path, os.O_RDWR|os.O_APPEND, 0)
