@@ -353,7 +353,7 @@ func lastLine(f *os.File) (string, *Event, error) {
 		return "", nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return "", nil, fmt.Errorf("%s is not a regular file", f.Name())
+		return "", nil, &nofollow.NotRegularError{Path: f.Name(), Mode: fi.Mode()}
 	}
 	size := fi.Size()
 	if size == 0 {
@@ -365,7 +365,10 @@ func lastLine(f *os.File) (string, *Event, error) {
 		return "", nil, err
 	}
 	if tail[len(tail)-1] != '\n' {
-		return "", nil, &LineError{Line: 0, Offset: size, Err: ErrTorn, Reason: "a writer was killed mid-write: run 'mcpsign audit verify' to see which line, 'mcpsign audit repair' to repair it"}
+		// Named at the byte it starts, as Verify names it: one line, one
+		// offset.
+		start := size - n + int64(bytes.LastIndexByte(tail, '\n')+1)
+		return "", nil, &LineError{Line: 0, Offset: start, Err: ErrTorn, Reason: "a writer was killed mid-write: run 'mcpsign audit verify' to see which line, 'mcpsign audit repair' to repair it"}
 	}
 	body := tail[:len(tail)-1]
 	start := bytes.LastIndexByte(body, '\n') + 1

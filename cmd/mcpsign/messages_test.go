@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,5 +40,33 @@ func TestTrustrootShowOfAnotherFile(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, lock+`: not a Sigstore trusted root: it is an mcpsign lock (kind "mcpsign.lock"); a trusted root is a trusted_root.json`) ||
 		strings.Contains(stderr, "proto") {
 		t.Errorf("exit %d %s", code, stderr)
+	}
+}
+
+// TestAuditTornLineOnce: a partial last line of an audit log is named at
+// one byte offset, the one it starts at, by the writer that refuses to
+// append after it and by 'audit verify'.
+func TestAuditTornLineOnce(t *testing.T) {
+	bad := fixtures.BuildBadServer(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "audit.jsonl")
+	pin := func() (int, string) {
+		code, _, stderr := runCLI(t, "pin", "--tofu", "--force", "--lock", filepath.Join(dir, "l.lock"), "--audit-log", log, "--", bad, "--behavior", "good")
+		return code, stderr
+	}
+	if code, stderr := pin(); code != 0 {
+		t.Fatalf("pin: %s", stderr)
+	}
+	whole := mustRead(t, log)
+	if err := os.WriteFile(log, append(whole, whole[:100]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	at := fmt.Sprintf("(byte %d)", len(whole))
+	_, stderr := pin()
+	_, _, verr := runCLI(t, "audit", "verify", log)
+	for _, out := range []string{stderr, verr} {
+		if !strings.Contains(out, at) || strings.Contains(out, fmt.Sprintf("(byte %d)", len(whole)+100)) {
+			t.Errorf("the torn line is not named %s:\n%s", at, out)
+		}
 	}
 }
