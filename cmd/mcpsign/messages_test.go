@@ -70,3 +70,22 @@ func TestAuditTornLineOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestRegistryHintOnePrefix: a pointer 'registry hint' refuses is said
+// under one prefix, naming the bundle as given (counted from 1) and the
+// member, not four readers deep.
+func TestRegistryHintOnePrefix(t *testing.T) {
+	sj := filepath.Join(t.TempDir(), "server.json")
+	if err := os.WriteFile(sj, []byte(`{"name":"io.github.acme/notes"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ url, digest, want string }{
+		{"http://x.example/b", "sha256:" + strings.Repeat("0", 64), `: cannot write the attestation hint: bundle 1: bundleUrl "http://x.example/b" is not an https URL`},
+		{"https://x.example/b", "sha256:00", `: cannot write the attestation hint: bundle 1: bundleDigest "sha256:00" is not sha256: and 64 lowercase hex digits`},
+	} {
+		code, _, stderr := runCLI(t, "registry", "hint", sj, "--bundle-url", tc.url, "--bundle-digest", tc.digest)
+		if code != 2 || !strings.Contains(stderr, sj+tc.want) || strings.Contains(stderr, "invalid attestation pointer") || strings.Contains(stderr, "advertised attestation") {
+			t.Errorf("%s %s: exit %d %s", tc.url, tc.digest, code, stderr)
+		}
+	}
+}
