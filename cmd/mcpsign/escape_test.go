@@ -107,6 +107,8 @@ func TestOneEscaping(t *testing.T) {
 		check(t, "the error", stderr, `the server wrote "{"jsonrpc":"2.0",`+hostileOnce+`"`)
 		_, _, stderr = runCLI(t, "digest", "--", bad, "--behavior", "hostile-error")
 		check(t, "the error", stderr, `with error -32603: "`+hostileOnce+`"`)
+		_, _, stderr = runCLI(t, "digest", "--", bad, "--behavior", "hostile-exit")
+		check(t, "the error", stderr, `before answering; stderr: "`+hostileOnce+`"`)
 	})
 	t.Run("identity regexp", func(t *testing.T) {
 		snap, _ := exampleSnapshot(t, dir)
