@@ -263,7 +263,7 @@ func CheckWritable(path string) error {
 		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
 			return fmt.Errorf("%s is a directory", p)
 		} else if err == nil && !fi.Mode().IsRegular() {
-			return fmt.Errorf("%s %w (%s)", p, nofollow.ErrNotRegular, fi.Mode().Type())
+			return &nofollow.NotRegularError{Path: p, Mode: fi.Mode()}
 		}
 	}
 	f, err := nofollow.Open(path, os.O_RDWR|os.O_APPEND, 0)
@@ -353,7 +353,7 @@ func lastLine(f *os.File) (string, *Event, error) {
 		return "", nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return "", nil, fmt.Errorf("%s is not a regular file", f.Name())
+		return "", nil, &nofollow.NotRegularError{Path: f.Name(), Mode: fi.Mode()}
 	}
 	size := fi.Size()
 	if size == 0 {
@@ -365,7 +365,10 @@ func lastLine(f *os.File) (string, *Event, error) {
 		return "", nil, err
 	}
 	if tail[len(tail)-1] != '\n' {
-		return "", nil, &LineError{Line: 0, Offset: size, Err: ErrTorn, Reason: "a writer was killed mid-write: run 'mcpsign audit verify' to see which line, 'mcpsign audit repair' to repair it"}
+		// Named at the byte it starts, as Verify names it: one line, one
+		// offset.
+		start := size - n + int64(bytes.LastIndexByte(tail, '\n')+1)
+		return "", nil, &LineError{Line: 0, Offset: start, Err: ErrTorn, Reason: "a writer was killed mid-write: run 'mcpsign audit verify' to see which line, 'mcpsign audit repair' to repair it"}
 	}
 	body := tail[:len(tail)-1]
 	start := bytes.LastIndexByte(body, '\n') + 1

@@ -123,11 +123,15 @@ type WrapOptions struct {
 	// IsSelf is Want.IsSelf: whether a wrapped entry's program is Self.
 	// Nil means SameExecutable(Self).
 	IsSelf func(program string) error
+	// Admits is Want.Admits: whether Policy has rules for a server. An
+	// entry it does not admit is left as it is (skipped, with why): wrapped,
+	// the host could not start it.
+	Admits func(name string) error
 }
 
 // Want returns what an entry wrapped under opts runs.
 func (opts WrapOptions) Want() Want {
-	return Want{Self: opts.Self, Policy: opts.Policy, IsSelf: opts.IsSelf}
+	return Want{Self: opts.Self, Policy: opts.Policy, IsSelf: opts.IsSelf, Admits: opts.Admits}
 }
 
 // Config is a parsed configuration file.
@@ -232,6 +236,11 @@ func (c *Config) edit(names []string, wrap bool, opts WrapOptions) ([]byte, []Ch
 			ch = *ne
 		case wrap && s.Kind == Stdio && envProblem(s) != "":
 			ch.Action, ch.Reason = ActSkipped, envProblem(s)
+		case wrap && want.admits(s.Name) != "":
+			ch.Action, ch.Reason = ActSkipped, want.admits(s.Name)+"; add the server to the policy, then wrap again"
+			if s.Wrapped != nil {
+				ch.Action = ActNotEnforced
+			}
 		case wrap && s.Kind == Remote:
 			ch.Action = ActWrapped
 			if reason := d.wrapRemote(i, opts.Self, wrapPrefix(opts.Policy, s.Name, s.headerArgs, nil)); reason != "" {

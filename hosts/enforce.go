@@ -26,6 +26,13 @@ type Want struct {
 	// resolves it, is the executable Self: nil when it is, else why not.
 	// Nil means SameExecutable(Self).
 	IsSelf func(program string) error
+	// Admits reports whether the policy Policy has rules the proxy starts
+	// the server of this name under: nil when it does, else why not (the
+	// policy does not name it, or would refuse it at every start). An entry
+	// it does not admit is not enforced, and wrap leaves it alone
+	// (docs/HOSTS.md). Nil means the policy is not read (list without
+	// --policy, a policy written with a host token).
+	Admits func(name string) error
 }
 
 // Check returns why s is not enforced under w, or "" when it is.
@@ -72,6 +79,20 @@ func (w Want) Check(s Server) string {
 	}
 	if why := envProblem(s); why != "" {
 		return why
+	}
+	if why := w.admits(s.Name); why != "" {
+		return why
+	}
+	return ""
+}
+
+// admits is why the policy does not admit the server name (Admits), or "".
+func (w Want) admits(name string) string {
+	if w.Admits == nil {
+		return ""
+	}
+	if err := w.Admits(name); err != nil {
+		return "the proxy would refuse to start it: " + err.Error()
 	}
 	return ""
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/filelock"
+	"github.com/mcpsign/mcpsign/internal/nofollow"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
@@ -56,7 +57,7 @@ func readConfig(path string) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file (%s)", textsafe.Escape(path), fi.Mode().Type())
+		return nil, &nofollow.NotRegularError{Path: path, Mode: fi.Mode()}
 	}
 	return boundedfile.ReadAll(f, path, MaxConfigBytes, nil)
 }

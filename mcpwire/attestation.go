@@ -154,7 +154,7 @@ func ParseAttestation(raw []byte) (*Attestation, error) {
 			return nil, fmt.Errorf("%w: bundleDigest: %w", ErrAttestation, err)
 		}
 		if !digest.ValidDigest(a.Digest) {
-			return nil, bad("bundleDigest %q is not sha256: and 64 lowercase hex digits", textsafe.Cut(a.Digest, 80))
+			return nil, bad("bundleDigest %s is not sha256: and 64 lowercase hex digits", textsafe.RawQuote(textsafe.Cut(a.Digest, 80)))
 		}
 	}
 	return a, nil
@@ -175,13 +175,13 @@ func CheckBundleURL(s string) error {
 	}
 	switch {
 	case u.Scheme != "https":
-		return fmt.Errorf("%q is not an https URL", textsafe.Cut(netguard.ShownURL(u), 120))
+		return fmt.Errorf("%s is not an https URL", textsafe.RawQuote(textsafe.Cut(netguard.ShownURL(u), 120)))
 	case u.Host == "" || u.Hostname() == "":
-		return fmt.Errorf("%q has no host", textsafe.Cut(netguard.ShownURL(u), 120))
+		return fmt.Errorf("%s has no host", textsafe.RawQuote(textsafe.Cut(netguard.ShownURL(u), 120)))
 	case u.User != nil:
-		return fmt.Errorf("%q carries user info", textsafe.Cut(netguard.ShownURL(u), 120))
+		return fmt.Errorf("%s carries user info", textsafe.RawQuote(textsafe.Cut(netguard.ShownURL(u), 120)))
 	case u.Fragment != "" || strings.Contains(s, "#"):
-		return fmt.Errorf("%q has a fragment", textsafe.Cut(netguard.ShownURL(u), 120))
+		return fmt.Errorf("%s has a fragment", textsafe.RawQuote(textsafe.Cut(netguard.ShownURL(u), 120)))
 	}
 	return nil
 }

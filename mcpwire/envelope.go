@@ -3,7 +3,6 @@ package mcpwire
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/mcpsign/mcpsign/digest"
@@ -96,8 +95,9 @@ var ErrBatch = errors.New("JSON-RPC batches are not supported")
 type SyntaxError struct {
 	Offset int
 	Reason string
-	// Text is what the peer wrote around Offset, escaped for a terminal
-	// (internal/textsafe) and cut short at UTF-8 boundaries; set by
+	// Text is what the peer wrote around Offset, quoted as it is (raw: the
+	// edge that prints the error escapes it, internal/textsafe) and cut
+	// short at UTF-8 boundaries; set by
 	// ParseFromServer, empty from Parse.
 	Text string
 }
@@ -113,8 +113,8 @@ func (e *SyntaxError) Error() string {
 // excerptBytes is about how much of a refused message its error shows.
 const excerptBytes = 80
 
-// excerpt returns the bytes of data around offset, quoted and escaped for a
-// terminal, cut at rune boundaries, with "…" where it was cut.
+// excerpt returns the bytes of data around offset, quoted (raw: escaped
+// where the error is printed), cut at rune boundaries, with "…" where it was cut.
 func excerpt(data []byte, offset int) string {
 	start := max(0, min(offset, len(data))-excerptBytes/4)
 	for start > 0 && !utf8.RuneStart(data[start]) {
@@ -124,7 +124,7 @@ func excerpt(data []byte, offset int) string {
 	for end < len(data) && !utf8.RuneStart(data[end]) {
 		end--
 	}
-	s := textsafe.Quote(string(data[start:end]))
+	s := textsafe.RawQuote(string(data[start:end]))
 	if start > 0 {
 		s = "…" + s
 	}
@@ -201,13 +201,13 @@ func parse(data []byte) (Message, error) {
 				others = map[string]struct{}{}
 			}
 			if _, dup := others[name]; dup {
-				return &SyntaxError{Offset: nameStart, Reason: "repeated member " + strconv.Quote(name)}
+				return &SyntaxError{Offset: nameStart, Reason: "repeated member " + textsafe.RawQuote(name)}
 			}
 			others[name] = struct{}{}
 			return nil
 		}
 		if seen[slot] {
-			return &SyntaxError{Offset: nameStart, Reason: "repeated member " + strconv.Quote(name)}
+			return &SyntaxError{Offset: nameStart, Reason: "repeated member " + textsafe.RawQuote(name)}
 		}
 		seen[slot] = true
 		switch slot {
@@ -295,7 +295,7 @@ func memberSlot(known []string, name string) (int, error) {
 	}
 	for _, m := range known {
 		if digest.CaseVariant(name, m) {
-			return -1, fmt.Errorf("member %s would be read as %s by a case-insensitive reader", strconv.Quote(name), strconv.Quote(m))
+			return -1, fmt.Errorf("member %s would be read as %s by a case-insensitive reader", textsafe.RawQuote(name), textsafe.RawQuote(m))
 		}
 	}
 	return -1, nil
@@ -345,7 +345,7 @@ func resultObject(s *jsonscan.Scanner) (Lists, error) {
 		}
 		if i >= 0 {
 			if seen[i] {
-				return &SyntaxError{Offset: nameStart, Reason: "repeated result member " + strconv.Quote(name)}
+				return &SyntaxError{Offset: nameStart, Reason: "repeated result member " + textsafe.RawQuote(name)}
 			}
 			seen[i] = true
 			if i < len(resultMembers)-1 {

@@ -210,7 +210,8 @@ func TestParseFromServerExcerpt(t *testing.T) {
 	long := strings.Repeat("é", 100)
 	for _, tt := range []struct{ in, want string }{
 		{"hello", `at byte 0: not a JSON object; the server wrote "hello"`},
-		{"\x1b[31mred\u202e", `the server wrote "\u{1B}[31mred\u{202E}"`},
+		// Raw: the edge that prints the error escapes it, once.
+		{"\x1b[31mred\u202e", "the server wrote \"\x1b[31mred\u202e\""},
 		{long, `the server wrote "` + strings.Repeat("é", 40) + `"…`},
 		{`{"jsonrpc":"2.0","id":1,"result":{}} ` + long, `…"` + strings.Repeat("é", 0)},
 	} {

@@ -32,7 +32,7 @@ type RPCError struct {
 }
 
 func (e *RPCError) Error() string {
-	return fmt.Sprintf("server answered %s with error %d: %s", e.Method, e.Code, strconv.Quote(textsafe.Cut(e.Message, 512)))
+	return fmt.Sprintf("server answered %s with error %d: %s", e.Method, e.Code, textsafe.RawQuote(textsafe.Cut(e.Message, 512)))
 }
 
 // ReadRPCError reads the error object of an answer to method strictly

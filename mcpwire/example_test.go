@@ -35,7 +35,7 @@ func Example() {
 	}
 	// Output:
 	// refused: a response with id 1.0 answers no pending request (the TypeScript SDK and go-sdk would take it for the answer to request 1)
-	// refused: protocol error: invalid JSON-RPC message at byte 45: result member "Tools" would be read as "tools" by a case-insensitive reader; the server wrote …"result\":{\"tools\":[],\"Tools\":[{\"name\":\"x\"}]}}"
+	// refused: protocol error: invalid JSON-RPC message at byte 45: result member "Tools" would be read as "tools" by a case-insensitive reader; the server wrote …"result":{"tools":[],"Tools":[{"name":"x"}]}}"
 	// the answer to tools/list, with tools: true
 }
 

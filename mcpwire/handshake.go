@@ -134,7 +134,7 @@ func initialize(ctx context.Context, c Client, o *HandshakeOptions, version stri
 		return nil, err
 	}
 	if !IsLegacy(h.ProtocolVersion) {
-		return nil, fmt.Errorf("%w: server chose protocol version %q, which the initialize handshake does not support", ErrProtocol, textsafe.Cut(h.ProtocolVersion, 64))
+		return nil, fmt.Errorf("%w: server chose protocol version %s, which the initialize handshake does not support", ErrProtocol, textsafe.RawQuote(textsafe.Cut(h.ProtocolVersion, 64)))
 	}
 	if o.Negotiated != nil {
 		o.Negotiated(h.ProtocolVersion)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
@@ -145,7 +144,7 @@ func listKind(ctx context.Context, c Caller, h *Hello, k digest.Kind, lim *Limit
 			return all, nil
 		}
 		if seen[next] || (cursor == nil && next == "") {
-			return nil, &ListError{Method: method, Page: page, Err: fmt.Errorf("cursor %s repeated (%w)", strconv.Quote(textsafe.Cut(next, 80)), ErrCursorLoop)}
+			return nil, &ListError{Method: method, Page: page, Err: fmt.Errorf("cursor %s repeated (%w)", textsafe.RawQuote(textsafe.Cut(next, 80)), ErrCursorLoop)}
 		}
 		if page >= lim.MaxPages {
 			return nil, &ListError{Method: method, Page: page, Err: fmt.Errorf("%w: page %d still has a nextCursor (at most %d pages are read)", ErrTooManyPages, page, lim.MaxPages)}

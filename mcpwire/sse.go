@@ -172,7 +172,7 @@ func (er *EventReader) next() (Event, error) {
 			}
 			if hasData && len(data) > 0 {
 				if named && badName != "" {
-					return Event{}, er.fail("an event named " + textsafe.Quote(textsafe.Cut(badName, 40)) + ", not \"message\" (go-sdk trims the name, the TypeScript SDK does not)")
+					return Event{}, er.fail("an event named " + textsafe.RawQuote(textsafe.Cut(badName, 40)) + ", not \"message\" (go-sdk trims the name, the TypeScript SDK does not)")
 				}
 				ev.Data = data
 				return ev, nil
@@ -215,7 +215,7 @@ func (er *EventReader) next() (Event, error) {
 				return Event{}, er.fail("a retry that is not a number of milliseconds")
 			}
 		default:
-			return Event{}, er.fail("an unknown field " + textsafe.Quote(textsafe.Cut(string(name), 40)) + " (only data, event, id and retry are read)")
+			return Event{}, er.fail("an unknown field " + textsafe.RawQuote(textsafe.Cut(string(name), 40)) + " (only data, event, id and retry are read)")
 		}
 	}
 }

@@ -24,6 +24,9 @@ func (r *relay) block(b *BlockedError) {
 	msg, data := UncheckedMessage, map[string]any{"reason": b.What}
 	if b.Decision != nil {
 		msg = BlockedMessage
+		if b.Decision.FirstUse {
+			msg = FirstUseMessage
+		}
 		if len(b.Decision.Findings) > 0 {
 			data["findings"] = b.Decision.Findings
 		}
@@ -69,7 +72,11 @@ func (r *relay) interrupted(cause error) {
 	if r.blocked != nil {
 		return // every request is answered already
 	}
-	msg := "mcpsign proxy: interrupted (" + safeLine(cause.Error()) + "): the server was stopped"
+	why := cause.Error()
+	if !strings.HasPrefix(why, "interrupted") {
+		why = "interrupted (" + why + ")"
+	}
+	msg := "mcpsign proxy: " + textsafe.Escape(why) + ": " + r.stoppedText()
 	if t := r.running; t != nil && t.subjID != nil {
 		r.answer(t.subjID, InterruptedCode, msg, nil)
 	}
@@ -86,35 +93,35 @@ func (r *relay) interrupted(cause error) {
 	r.stderr(msg+"\n", true)
 }
 
-// report writes why the session was blocked, escaped.
+// report writes why the session was blocked, escaped once, here.
 func (r *relay) report(b *BlockedError) {
 	var sb strings.Builder
 	if b.Decision != nil {
-		sb.WriteString("mcpsign proxy: BLOCKED: the server's definitions changed (" + safeLine(b.What) + ")")
+		what := "the server's definitions changed"
+		if b.Decision.FirstUse {
+			what = "first use refused, the definitions were not approved"
+		}
+		sb.WriteString("mcpsign proxy: BLOCKED: " + what + " (" + textsafe.Escape(b.What) + ")")
 		if b.Decision.Summary != "" {
-			sb.WriteString(": " + safeLine(b.Decision.Summary))
+			sb.WriteString(": " + textsafe.Escape(b.Decision.Summary))
 		}
 		sb.WriteString("\n")
-		sb.WriteString(indent(safeText(b.Decision.Report), "  "))
+		_ = b.Decision.WriteReport(&sb, "  ")
 	} else {
-		sb.WriteString("mcpsign proxy: BLOCKED: " + safeLine(b.What) + " could not be checked: " + safeText(b.Err.Error()) + "\n")
+		sb.WriteString("mcpsign proxy: BLOCKED: " + textsafe.Escape(b.What) + " could not be checked: " + textsafe.EscapeKeepLayout(b.Err.Error()) + "\n")
 	}
-	sb.WriteString("mcpsign proxy: the server was stopped; every request is answered with error " + fmt.Sprint(BlockedCode) + " until the client disconnects\n")
+	sb.WriteString("mcpsign proxy: " + r.stoppedText() + "; every request is answered with error " + fmt.Sprint(BlockedCode) + " until the client disconnects\n")
 	r.stderr(sb.String(), true)
 }
 
-// safeText makes text from a policy or an error safe for a terminal: every
-// control (but newline and tab), bidirectional and invisible character is
-// escaped as internal/textsafe does. Backslashes are left as they are, so
-// that text a policy escaped already is not escaped twice; what matters
-// here is that nothing hidden or reordering gets through.
-func safeText(s string) string {
-	return strings.ReplaceAll(textsafe.EscapeKeepLayout(s), `\\`, `\`)
-}
-
-// safeLine is safeText for text that must stay on one line.
-func safeLine(s string) string {
-	return strings.ReplaceAll(textsafe.Escape(s), `\\`, `\`)
+// stoppedText says what the proxy did to the server when it blocked or was
+// interrupted: a stdio server is stopped; with a server at a URL, which
+// the proxy does not run, the session is closed.
+func (r *relay) stoppedText() string {
+	if r.o.URL != "" {
+		return "the session with the server was closed"
+	}
+	return "the server was stopped"
 }
 
 // answerBlocked answers a request that arrived after the block.

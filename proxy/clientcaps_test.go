@@ -131,7 +131,7 @@ func TestClientCapabilitiesDiffer(t *testing.T) {
 			var report string
 			for len(s.events) > 0 {
 				if e := <-s.events; e.Kind == EventChecked && e.Decision != nil {
-					report += e.Decision.Report
+					report += e.Decision.ReportText()
 				}
 			}
 			if tt.report == nil {

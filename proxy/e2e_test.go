@@ -306,7 +306,7 @@ func TestEverythingClientWithoutRoots(t *testing.T) {
 	var report string
 	for len(s.events) > 0 {
 		if e := <-s.events; e.Decision != nil {
-			report += e.Decision.Report
+			report += e.Decision.ReportText()
 		}
 	}
 	checkOrder(t, report, []string{pin.RuleClientCapabilitiesDiffer, pin.RuleToolAbsentForClient + "  tool \"get-roots-list\""})

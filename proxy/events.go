@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"io"
 	"strconv"
 	"sync"
@@ -109,7 +110,7 @@ func (r *relay) stderr(text string, report bool) {
 // notice queues one line of the proxy's own for Options.Stderr: "mcpsign
 // proxy: " and s escaped.
 func (r *relay) notice(s string) {
-	r.stderr("mcpsign proxy: "+safeLine(s)+"\n", false)
+	r.stderr("mcpsign proxy: "+textsafe.Escape(s)+"\n", false)
 }
 
 // closeSide ends the side queue before Run returns, and says on stderr

@@ -173,9 +173,10 @@ func countLines(data []byte) int {
 	return bytes.Count(data, []byte("\n"))
 }
 
-// isBlocked reports whether err is the proxy's JSON-RPC block error.
+// isBlocked reports whether err is the proxy's JSON-RPC block error: of
+// changed definitions, or of a refused first use.
 func isBlocked(err error) bool {
-	return err != nil && strings.Contains(err.Error(), BlockedMessage)
+	return err != nil && (strings.Contains(err.Error(), BlockedMessage) || strings.Contains(err.Error(), FirstUseMessage))
 }
 
 func asBlocked(err error) *BlockedError {

@@ -427,7 +427,7 @@ func unwrapURL(err error) error {
 func (u *httpUpstream) accepted(resp *http.Response, m *mcpwire.Message) {
 	defer drain(resp)
 	if resp.StatusCode/100 != 2 {
-		fmt.Fprintf(u.stderr, "mcpsign proxy: the server answered %s to a %s\n", statusText(resp), messageWhat(m))
+		fmt.Fprintf(u.stderr, "mcpsign proxy: the server answered %s to a %s\n", textsafe.Escape(statusText(resp)), textsafe.Escape(messageWhat(m)))
 		return
 	}
 	if m.Kind == mcpwire.KindNotification && m.Method == mcpwire.MethodInitialized {
@@ -439,11 +439,11 @@ func messageWhat(m *mcpwire.Message) string {
 	if m.Kind == mcpwire.KindResponse {
 		return "response"
 	}
-	return safeLine(textsafe.Cut(m.Method, 100)) + " notification"
+	return textsafe.Cut(m.Method, 100) + " notification"
 }
 
 func statusText(resp *http.Response) string {
-	return safeLine(textsafe.Cut(resp.Status, 100))
+	return textsafe.Cut(resp.Status, 100)
 }
 
 // answer reads the answer to the request m: a JSON body or an event
@@ -455,7 +455,7 @@ func (u *httpUpstream) answer(resp *http.Response, m *mcpwire.Message, body []by
 	defer drain(resp)
 	switch {
 	case resp.StatusCode == http.StatusAccepted:
-		u.end(fmt.Errorf("%w: the server accepted the request %s (202) without answering it", mcpwire.ErrProtocol, safeLine(textsafe.Cut(m.Method, 100))))
+		u.end(fmt.Errorf("%w: the server accepted the request %s (202) without answering it", mcpwire.ErrProtocol, textsafe.Cut(m.Method, 100)))
 	case resp.StatusCode/100 != 2:
 		// A JSON-RPC error answer in the body (an unsupported protocol
 		// version, say: clients fall back on its code) is passed on when it

@@ -140,6 +140,10 @@ func TestBridgeListChangedOnGETStream(t *testing.T) {
 	if b == nil || !b.Drift() {
 		t.Fatalf("want a drift block, got %v\n%s", b, s.stderr.String())
 	}
+	// The proxy runs no server at a URL: it closes the session.
+	if out := s.stderr.String(); !strings.Contains(out, "mcpsign proxy: the session with the server was closed; every request") || strings.Contains(out, "server was stopped") {
+		t.Errorf("the block report:\n%s", out)
+	}
 }
 
 func TestBridgeUnreachable(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
@@ -130,7 +129,7 @@ func (r *relay) listResult(m *inbound, p *pendingReq) {
 			if hasNext && ch.cursors[next] {
 				// The client would page forever, and hold nothing the
 				// proxy's own listing (or verify-pin) would accept.
-				r.block(&BlockedError{What: what, Err: fmt.Errorf("%w: cursor %s handed again in one listing", mcpwire.ErrCursorLoop, strconv.Quote(textsafe.Cut(next, 80))), subjectID: subjID})
+				r.block(&BlockedError{What: what, Err: fmt.Errorf("%w: cursor %s handed again in one listing", mcpwire.ErrCursorLoop, textsafe.RawQuote(textsafe.Cut(next, 80))), subjectID: subjID})
 				return
 			}
 			if hasNext {

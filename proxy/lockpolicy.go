@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -218,7 +217,7 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 			// other capabilities than the lock was written under, and some
 			// locked definitions may be absent for it.
 			d.Summary = "definitions match the lock " + p.path + " for this client's capabilities, which differ from the lock's (" + snap.CountText() + ")"
-			d.Report = reportText(rep)
+			d.Drift = rep
 		}
 		return d, nil
 	}
@@ -306,7 +305,7 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 		Allow:   true,
 		Updated: true,
 		Summary: fmt.Sprintf("signed update by %s: the lock %s was rolled forward (%s)", describeSigner(v.Approval), p.path, snap.CountText()),
-		Report:  reportText(rep),
+		Drift:   rep,
 	}, nil
 }
 
@@ -385,7 +384,8 @@ func (p *LockPolicy) prove(ctx context.Context, rep *pin.Report, snap *digest.Sn
 	}
 	return &Decision{
 		Summary:  "the lock " + p.path + " records an approval the policy cannot take from the record alone, and it is not proven",
-		Report:   reportText(rep) + "\nthe lock " + p.path + " is not proven: " + why + " (" + pin.RulePolicyLockUnproven + ")\n",
+		Drift:    rep,
+		Report:   "the lock " + p.path + " is not proven: " + why + " (" + pin.RulePolicyLockUnproven + ")\n",
 		Findings: []string{pin.RulePolicyLockUnproven},
 	}
 }
@@ -458,12 +458,14 @@ func (p *LockPolicy) firstUse(ctx context.Context, snap *digest.Snapshot) (*Deci
 	case errors.As(err, &ve):
 		return &Decision{
 			Summary:  "first use: the bundle does not verify against the server's definitions",
+			FirstUse: true,
 			Report:   ve.err.Error(),
 			Findings: []string{"verify-failed"},
 		}, nil
 	case err != nil:
 		return &Decision{
 			Summary:  "first use: the definitions cannot be pinned",
+			FirstUse: true,
 			Report:   err.Error(),
 			Findings: []string{"invalid-definitions"},
 		}, nil
@@ -541,18 +543,11 @@ func (p *LockPolicy) refuseRule(rep *pin.Report, err error, what string, more ..
 func (p *LockPolicy) refuse(rep *pin.Report, why string) *Decision {
 	d := &Decision{
 		Summary: fmt.Sprintf("%d drift finding(s) against the lock %s", rep.Errors(), p.path),
-		Report:  reportText(rep) + "\n" + why + "\n",
+		Drift:   rep,
+		Report:  why + "\n",
 	}
 	d.Findings = rep.FindingIDs()
 	return d
-}
-
-func reportText(rep *pin.Report) string {
-	var b bytes.Buffer
-	if err := pin.WriteReportText(&b, rep); err != nil {
-		return "(the report could not be written: " + err.Error() + ")"
-	}
-	return b.String()
 }
 
 // describeSigner names a signer for people; the text is escaped where it

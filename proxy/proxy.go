@@ -34,6 +34,10 @@ const (
 const (
 	BlockedCode    = -32001
 	BlockedMessage = "blocked by mcpsign: definitions changed"
+	// FirstUseMessage is the error's message when no lock was in force and
+	// the first definitions were not approved (Decision.FirstUse): nothing
+	// changed, nothing was approved.
+	FirstUseMessage = "blocked by mcpsign: first use refused, the definitions were not approved"
 	// UncheckedMessage is the error's message when the definitions could not
 	// be checked (the server did not answer the listing in time, broke the
 	// protocol, or the policy failed).
@@ -77,9 +81,19 @@ type Decision struct {
 	// e.g. "definitions match lock mcp.lock (5 tools, 2 prompts, 1
 	// resource template)". Raw text: the proxy escapes it.
 	Summary string
-	// Report is the full explanation of a refusal: the findings and the
-	// diff, several lines. Raw text: the proxy escapes it (textsafe), so a
-	// policy must not escape it itself.
+	// FirstUse says the refusal is of a first use: no lock was in force,
+	// and the first definitions seen were not approved (a bundle that does
+	// not verify them, definitions that cannot be pinned). Nothing changed:
+	// it is told so, never "definitions changed".
+	FirstUse bool
+	// Drift is the check against the lock the decision rests on, when it
+	// shows something (a refusal's findings, a roll-forward's changes):
+	// written for people before Report by WriteReport, which escapes its
+	// server text once (pin.WriteReportText).
+	Drift *pin.Report
+	// Report is the rest of the explanation: why a change is refused or
+	// what else was found, several lines. Raw text: WriteReport escapes it
+	// (internal/textsafe), so a policy must not escape it itself.
 	Report string
 	// Findings are short identifiers of what changed, e.g.
 	// "pin-tool-added tool/run_command"; they go into the data of the
@@ -259,6 +273,9 @@ type BlockedError struct {
 func (e *BlockedError) Error() string {
 	if e.Decision != nil {
 		msg := "blocked: definitions changed (" + e.What + ")"
+		if e.Decision.FirstUse {
+			msg = "blocked: first use refused (" + e.What + ")"
+		}
 		if e.Decision.Summary != "" {
 			msg += ": " + e.Decision.Summary
 		}

@@ -13,6 +13,8 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
 // ErrHint: a server.json the hint cannot be written into.
@@ -60,8 +62,16 @@ func Hint(serverJSON []byte, ptrs []Pointer) ([]byte, error) {
 		return nil, fmt.Errorf("%w: no bundle to point at", ErrHint)
 	}
 	for i, p := range ptrs {
+		// Each pointer as the user gave it, said once (not through the
+		// reader of pointers, whose prefixes name a document's members).
+		if err := mcpwire.CheckBundleURL(p.URL); err != nil {
+			return nil, fmt.Errorf("%w: bundle %d: bundleUrl %w", ErrHint, i+1, err)
+		}
+		if !digest.ValidDigest(p.Digest) {
+			return nil, fmt.Errorf("%w: bundle %d: bundleDigest %s is not sha256: and 64 lowercase hex digits", ErrHint, i+1, textsafe.RawQuote(textsafe.Cut(p.Digest, 80)))
+		}
 		if _, err := pointers(hintMeta(p), DefaultLimits.withDefaults()); err != nil {
-			return nil, fmt.Errorf("%w: bundle %d: %w", ErrHint, i, err)
+			return nil, fmt.Errorf("%w: bundle %d: %w", ErrHint, i+1, err)
 		}
 	}
 	var val any = ptrs[0]

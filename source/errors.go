@@ -102,10 +102,10 @@ func (e *ExitError) Is(target error) bool { return target == ErrServerExited }
 // RPCError is a JSON-RPC error answer from the server (mcpwire.RPCError).
 type RPCError = mcpwire.RPCError
 
-// escapeText quotes server-controlled text for a message: control and
-// invisible characters and invalid UTF-8 are escaped, and text beyond max
-// bytes is cut from the front (the end of a stderr is what tells). The
-// result is a Go double-quoted string.
+// escapeText quotes server-controlled text for a message, raw
+// (textsafe.RawQuote: the edge that prints the message escapes it, once),
+// and text beyond max bytes is cut from the front (the end of a stderr is
+// what tells).
 func escapeText(s string, max int) string {
 	prefix := ""
 	if len(s) > max {
@@ -115,7 +115,7 @@ func escapeText(s string, max int) string {
 		}
 		prefix = "…"
 	}
-	return prefix + strconv.Quote(s)
+	return prefix + textsafe.RawQuote(s)
 }
 
 // ConnectError is a request to a Streamable HTTP server that did not reach

@@ -393,7 +393,7 @@ func TestSessionErrors(t *testing.T) {
 		{
 			name:  "error answer",
 			sc:    legacy(map[string][]string{"tools/list": {rpcError(-32603, "boom\x1b[31m")}}),
-			stage: "tools/list", page: 1, msg: `server answered tools/list with error -32603: "boom\x1b[31m"`,
+			stage: "tools/list", page: 1, msg: "server answered tools/list with error -32603: \"boom\x1b[31m\"", // raw: escaped where printed
 		},
 		{
 			name: "response to a request never sent",

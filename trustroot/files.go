@@ -9,7 +9,6 @@ import (
 
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // WrittenFunc is told of each file WriteFile and FetchFiles write: its
@@ -82,7 +81,7 @@ func ReadFileReport(path string, now time.Time) (*FileReport, error) {
 	}
 	tr, err := ParseTrustedRoot(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", textsafe.Escape(path), err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return DescribeFile(path, data, tr, now), nil
 }

@@ -92,8 +92,9 @@ func TestReadFileReport(t *testing.T) {
 		len(rep.CertificateAuthorities) != len(want.CertificateAuthorities) || len(rep.CertificateAuthorities) == 0 {
 		t.Errorf("report %+v, want %+v", rep, want)
 	}
-	if _, err := ReadFileReport(bad, now); err == nil || !strings.Contains(err.Error(), `bad\u{1B}.json: trusted root: `) {
-		t.Errorf("a file that does not parse: %v, want it named, escaped", err)
+	if _, err := ReadFileReport(bad, now); err == nil || !strings.Contains(err.Error(), "bad\x1b.json: trusted root: ") {
+		// Raw: the edge that prints the error escapes it, once.
+		t.Errorf("a file that does not parse: %v, want it named", err)
 	}
 	if _, err := ReadFileReport(filepath.Join(t.TempDir(), "missing.json"), now); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a missing file: %v", err)

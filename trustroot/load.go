@@ -3,11 +3,13 @@ package trustroot
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
@@ -57,6 +59,10 @@ var (
 	// two transparency logs, or two CT logs, with one log id: sigstore-go
 	// keys logs by id and would keep only the last.
 	ErrDuplicateLogID = errors.New("duplicate log id")
+	// ErrOtherFile is returned (wrapped) for a file that is plainly
+	// another kind of file than a trusted root (an mcpsign lock, policy or
+	// snapshot, a Sigstore bundle or signing config), naming what it is.
+	ErrOtherFile = errors.New("not a Sigstore trusted root")
 )
 
 // Options say where trusted material comes from.
@@ -170,6 +176,30 @@ func LoadTrustedRootFile(path string) (*root.TrustedRoot, error) {
 	return tr, nil
 }
 
+// otherFile names the kind of file data plainly is when it is not a
+// trusted root: an mcpsign file by its "kind", a Sigstore bundle or
+// signing config by its "mediaType"; "" when it says neither.
+func otherFile(data []byte) string {
+	var v struct {
+		Kind      string `json:"kind"`
+		MediaType string `json:"mediaType"`
+	}
+	if json.Unmarshal(data, &v) != nil {
+		return ""
+	}
+	switch {
+	case v.Kind == "mcpsign.lock":
+		return "an mcpsign lock (kind \"mcpsign.lock\")"
+	case strings.HasPrefix(v.Kind, "mcpsign."):
+		return "an mcpsign file of kind " + textsafe.RawQuote(textsafe.Cut(v.Kind, 64))
+	case strings.Contains(v.MediaType, "sigstore.bundle"):
+		return "a Sigstore bundle"
+	case strings.Contains(v.MediaType, "signingconfig"):
+		return "a Sigstore signing config"
+	}
+	return ""
+}
+
 // ParseTrustedRoot parses a Sigstore trusted_root.json (media type
 // application/vnd.dev.sigstore.trustedroot+json;version=0.1) with
 // sigstore-go: unknown members are refused, every certificate and key must
@@ -182,6 +212,9 @@ func ParseTrustedRoot(data []byte) (*root.TrustedRoot, error) {
 	}
 	pb, err := root.NewTrustedRootProtobuf(data)
 	if err != nil {
+		if what := otherFile(data); what != "" {
+			return nil, fmt.Errorf("%w: it is %s; a trusted root is a trusted_root.json (mediaType %q), as 'mcpsign trustroot create' writes or a Sigstore deployment publishes", ErrOtherFile, what, root.TrustedRootMediaType01)
+		}
 		return nil, fmt.Errorf("trusted root: %w", err)
 	}
 	for _, n := range []struct {

@@ -4,12 +4,12 @@ import (
 	"crypto"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/mcpsign/mcpsign/evidence"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Mismatch is what a failed verification did not match, where
@@ -62,7 +62,7 @@ func Explain(err error, bundleJSON []byte, key crypto.PublicKey, tm root.Trusted
 		if pk := b.GetVerificationMaterial().GetPublicKey(); pk != nil {
 			var ok bool
 			if m.BundleKey, ok = evidence.KeyIDOfHint(pk.GetHint()); !ok {
-				m.BundleKey = fmt.Sprintf("%q", pk.GetHint())
+				m.BundleKey = textsafe.RawQuote(pk.GetHint())
 			}
 		}
 		return m

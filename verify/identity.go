@@ -4,12 +4,12 @@ import (
 	"crypto/x509"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 
 	"github.com/mcpsign/mcpsign/internal/dn"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // checkLeaf refuses a signing certificate that is not meant for code
@@ -54,7 +54,7 @@ func oidcIssuer(cert *x509.Certificate) (string, error) {
 	}
 	if has1 && has8 && v1 != v8 {
 		return "", fmt.Errorf("%w: %s says %s, %s says %s", ErrIssuerExtensions,
-			certificate.OIDIssuer, strconv.Quote(v1), certificate.OIDIssuerV2, strconv.Quote(v8))
+			certificate.OIDIssuer, textsafe.RawQuote(v1), certificate.OIDIssuerV2, textsafe.RawQuote(v8))
 	}
 	if has8 {
 		return v8, nil
@@ -90,7 +90,7 @@ func listSANs(sans []san) string {
 			parts[i] = "(" + s.kind.String() + ")"
 			continue
 		}
-		parts[i] = s.kind.String() + " " + strconv.Quote(s.value)
+		parts[i] = s.kind.String() + " " + textsafe.RawQuote(s.value)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -148,9 +148,9 @@ func (m *matcher) verifyCert(method Method, cert *x509.Certificate, s certificat
 			if m.quiet {
 				return fail("")
 			}
-			criterion := strconv.Quote(id.SAN)
+			criterion := textsafe.RawQuote(id.SAN)
 			if id.SAN == "" {
-				criterion = "matching " + strconv.Quote(m.sanRe.String())
+				criterion = "matching " + textsafe.RawQuote(m.sanRe.String())
 			}
 			if _, other := first([]sanKind{sanFulcio}, want); other && method != MethodSigstore {
 				return fail("the identity %s is only in the certificate's %s SAN, which is not an identity for the certificate method: an enterprise CA's name constraints do not apply to it", criterion, sanFulcio)
@@ -162,21 +162,21 @@ func (m *matcher) verifyCert(method Method, cert *x509.Certificate, s certificat
 	if id.Email != "" {
 		v, ok := first([]sanKind{sanEmail}, func(v string) bool { return v == id.Email })
 		if !ok {
-			return fail("no e-mail SAN %s in the certificate (its SANs: %s)", strconv.Quote(id.Email), sanList(sans))
+			return fail("no e-mail SAN %s in the certificate (its SANs: %s)", textsafe.RawQuote(id.Email), sanList(sans))
 		}
 		take(v)
 	}
 	if id.URI != "" {
 		v, ok := first([]sanKind{sanURI}, func(v string) bool { return uriEqual(v, id.URI) })
 		if !ok {
-			return fail("no URI SAN %s in the certificate (its SANs: %s)", strconv.Quote(id.URI), sanList(sans))
+			return fail("no URI SAN %s in the certificate (its SANs: %s)", textsafe.RawQuote(id.URI), sanList(sans))
 		}
 		take(v)
 	}
 	if id.DNS != "" {
 		v, ok := first([]sanKind{sanDNS}, func(v string) bool { return v == id.DNS })
 		if !ok {
-			return fail("no DNS SAN %s in the certificate (its SANs: %s)", strconv.Quote(id.DNS), sanList(sans))
+			return fail("no DNS SAN %s in the certificate (its SANs: %s)", textsafe.RawQuote(id.DNS), sanList(sans))
 		}
 		take(v)
 	}
@@ -186,7 +186,7 @@ func (m *matcher) verifyCert(method Method, cert *x509.Certificate, s certificat
 		case subjectErr != nil:
 			return fail("the certificate subject cannot be compared: %w", subjectErr)
 		case subject != id.Subject:
-			return fail("the certificate subject is %s, the policy wants %s", strconv.Quote(subject), strconv.Quote(id.Subject))
+			return fail("the certificate subject is %s, the policy wants %s", textsafe.RawQuote(subject), textsafe.RawQuote(id.Subject))
 		}
 	}
 	if id.Issuer != "" || m.issuerRe != nil {
@@ -194,9 +194,9 @@ func (m *matcher) verifyCert(method Method, cert *x509.Certificate, s certificat
 		case out.issuer == "":
 			return fail("the policy names an OIDC issuer but the certificate has no issuer extension")
 		case id.Issuer != "" && out.issuer != id.Issuer:
-			return fail("the OIDC issuer is %s, the policy wants %s", strconv.Quote(out.issuer), strconv.Quote(id.Issuer))
+			return fail("the OIDC issuer is %s, the policy wants %s", textsafe.RawQuote(out.issuer), textsafe.RawQuote(id.Issuer))
 		case m.issuerRe != nil && !m.issuerRe.MatchString(out.issuer):
-			return fail("the OIDC issuer %s does not match %s", strconv.Quote(out.issuer), strconv.Quote(m.issuerRe.String()))
+			return fail("the OIDC issuer %s does not match %s", textsafe.RawQuote(out.issuer), textsafe.RawQuote(m.issuerRe.String()))
 		}
 	}
 	if err := certificate.CompareExtensions(m.workflows, s.Extensions); err != nil {

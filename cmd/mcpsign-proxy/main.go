@@ -12,19 +12,12 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/mcpsign/mcpsign/cmd/internal/proxyhint"
 	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	context.AfterFunc(ctx, stop) // a second signal has its default effect (as in mcpsign)
-	code := proxycmd.Lean(ctx, proxyhint.Hint)
-	stop()
-	os.Exit(code)
+	os.Exit(proxycmd.LeanProcess(proxyhint.Hint))
 }

@@ -40,7 +40,8 @@ changed (instructions=none when they were removed), as the report prints them;
 every kind not named must be unchanged from the lock. If the server now serves
 anything else (it changed again between review and approval), nothing is
 approved, the lock is left as it is, and the command exits 1. Run it without
---expect to see the report and the digests to expect.
+--expect (and without --reason) to review: it prints the report and the
+digests to expect, approves nothing and exits 0.
 
 At a terminal it asks once before writing; without one it needs --yes. The lock
 is replaced under its file lock, and only if it is still the lock that was read.
@@ -54,7 +55,8 @@ and "unsigned": "refuse") refuses the approval before the server is listed
 (policy-lock-method-refused, exit 1): the proxy and verify-pin would refuse
 the manual lock under it (docs/POLICY.md "The lock in force").
 
-Exit codes: 0 approved (or nothing to approve); 1 the server does not serve what
+Exit codes: 0 approved, nothing to approve, or a review (no --expect: nothing
+approved); 1 the server does not serve what
 --expect says, or the approval was declined; 2 bad usage, a bad lock, or a
 server that could not be read.`,
 		Example: `  # Review the change
@@ -129,7 +131,10 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 	}
 	fmt.Fprintf(a.stdout, "\nto approve what is shown: --expect %s\n", strings.Join(change.Expect(), " --expect "))
 	if len(ao.Expect) == 0 {
-		return withCode(exitFailed, errors.New("nothing approved: give --expect with the digests above to approve what was shown"))
+		// The review (docs/LOCK.md): the report and the digests to
+		// expect; nothing is approved, and that is no failure.
+		fmt.Fprintf(a.stdout, "nothing approved (the review): to approve what is shown, run it again with --reason TEXT and each digest above as --expect\n")
+		return nil
 	}
 	// What was listed must be exactly what the reviewer saw.
 	if stale := change.Stale(want.Sets, want.Instructions); len(stale) > 0 {
@@ -150,7 +155,7 @@ func approveInputs(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *o
 	if ao.Lock == "" {
 		return "", nil, errors.New("--lock FILE is required: the lock to approve the change into")
 	}
-	if strings.TrimSpace(ao.Reason) == "" {
+	if strings.TrimSpace(ao.Reason) == "" && len(ao.Expect) > 0 {
 		return "", nil, errors.New("--reason TEXT is required: why the change is approved")
 	}
 	want, err := options.ParseExpect(ao.Expect)

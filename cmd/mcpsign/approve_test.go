@@ -58,10 +58,11 @@ func TestApproveRugPull(t *testing.T) {
 	base := []string{"approve", "--lock", lock, "--reason", "rug pull reviewed \u202e", "--approver", "alice"}
 	rug := []string{"--", server, "--mode", fixtures.ModeRugPull}
 
-	// The review: the report, escaped, and the digests to expect.
-	code, review, stderr := runCLI(t, append(base, rug...)...)
-	if code != 1 || !strings.Contains(stderr, "give --expect") {
-		t.Fatalf("review: exit %d %s", code, stderr)
+	// The review (as documented: no --expect, no --reason): the report,
+	// escaped, and the digests to expect; nothing approved, exit 0.
+	code, review, stderr := runCLI(t, append([]string{"approve", "--lock", lock}, rug...)...)
+	if code != 0 || !strings.Contains(review, "nothing approved (the review)") {
+		t.Fatalf("review: exit %d %s\n%s", code, stderr, review)
 	}
 	for _, want := range []string{"pin-tool-added", "pin-capability-added", `\u{200B}<IMPORTANT>\u{202E}`, "to approve what is shown: --expect tools=sha256:"} {
 		if !strings.Contains(review, want) {
@@ -98,7 +99,7 @@ func TestApproveRugPull(t *testing.T) {
 		{"no terminal, no --yes", append(append(append([]string{}, base...), exp...), rug...), 2, "give --yes"},
 		{"bad --expect", append(append(append([]string{}, base...), "--expect", "tool=sha256:00", "--yes"), rug...), 2, "SET is one of"},
 		{"repeated --expect", append(append(append(append([]string{}, base...), exp...), append(exp, "--yes")...), rug...), 2, "given twice"},
-		{"no reason", append([]string{"approve", "--lock", lock, "--yes"}, rug...), 2, "--reason"},
+		{"no reason", append(append(append([]string{"approve", "--lock", lock}, exp...), "--yes"), rug...), 2, "--reason"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, tc.args...)

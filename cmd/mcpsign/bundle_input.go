@@ -59,10 +59,20 @@ func bundleFlag(err error) error {
 
 // verifier is the proxy's VerifyFunc of the input.
 func (b *bundleInput) verifier(v *verify.Verifier) proxy.VerifyFunc {
-	return flagHinted(pinbundle.VerifierOf(v, func(ctx context.Context, snap *digest.Snapshot) ([]byte, error) {
-		data, err := b.Fresh(ctx, snap)
-		return data, bundleFlag(err)
-	}))
+	return flagHinted(func(ctx context.Context, snap *digest.Snapshot) (pin.Verified, error) {
+		// The bundle read for this call, for what a failed signature or
+		// log step did not match (explainFailure), as 'verify' says it.
+		var data []byte
+		got, err := pinbundle.VerifierOf(v, func(ctx context.Context, snap *digest.Snapshot) ([]byte, error) {
+			d, err := b.Fresh(ctx, snap)
+			data = d
+			return d, bundleFlag(err)
+		})(ctx, snap)
+		if err != nil && data != nil {
+			err = explainFailure(err, data, v)
+		}
+		return got, err
+	})
 }
 
 // flagHinted says the errors of the proxy's verification vf with the flags

@@ -3,12 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/hosts"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/policy"
 )
 
 // hostsFlags are the flags every hosts subcommand takes.
@@ -74,8 +76,29 @@ func wantFlags(self, policy string) (hosts.Want, error) {
 		if want.Policy, err = hosts.PolicyPath(policy); err != nil {
 			return want, fmt.Errorf("--policy: %w", err)
 		}
+		if want.Admits, err = policyAdmits(want.Policy); err != nil {
+			return want, err
+		}
 	}
 	return want, nil
+}
+
+// policyAdmits reads the policy file path for hosts.Want.Admits: a server
+// is admitted when 'mcpsign proxy --policy path --name NAME' would start it
+// (policy.File.Resolve; docs/HOSTS.md). A policy written with a host token
+// (${workspaceFolder}/…) cannot be read here: nil, every name.
+func policyAdmits(path string) (func(name string) error, error) {
+	if strings.Contains(path, "${") {
+		return nil, nil
+	}
+	f, err := policy.Read(path)
+	if err != nil {
+		return nil, fmt.Errorf("--policy: %w", err)
+	}
+	return func(name string) error {
+		_, err := f.Resolve(name, policy.ResolveOptions{StateDir: "-"})
+		return err
+	}, nil
 }
 
 func newHostsListCmd(a *app) *cobra.Command {
@@ -256,6 +279,9 @@ func runHostsEdit(cmd *cobra.Command, a *app, f *hostsFlags, wrap bool, policy, 
 			return fmt.Errorf("--policy: %w", err)
 		}
 		opts.Wrap.Policy = p
+		if opts.Wrap.Admits, err = policyAdmits(p); err != nil {
+			return err
+		}
 		if opts.Wrap.Self, err = hosts.SelfPath(self); err != nil {
 			return err
 		}

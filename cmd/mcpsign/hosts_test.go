@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -54,7 +56,7 @@ func TestHostsCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	pol := filepath.Join(home, "policy.json")
-	if err := os.WriteFile(pol, []byte("{}"), 0o644); err != nil {
+	if err := os.WriteFile(pol, hostsPolicy(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	self := fakeMcpsign(t)
@@ -117,12 +119,17 @@ func TestHostsCommands(t *testing.T) {
 	// list --format json reports the wrapped entries.
 	code, out, _ = runHosts(t, home, "hosts", "list", "--config", cursor, "--mcpsign", self, "--format", "json")
 	var got hosts.ListReport
-	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got.Files) != 1 || !strings.HasPrefix(out, "{\n  \"reportVersion\": 1,") || !got.Enforced {
+	// "evil\u202e" is no name a policy can give rules for: wrap left it
+	// alone, and it is not enforced.
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got.Files) != 1 || !strings.HasPrefix(out, "{\n  \"reportVersion\": 1,") || got.Enforced {
 		t.Fatalf("list json: %d %v %s", code, err, out)
 	}
 	byName := map[string]hosts.ServerReport{}
 	for _, s := range got.Files[0].Servers {
 		byName[s.Name] = s
+	}
+	if e := byName["evil\u202e"]; e.Wrapped || e.Enforced {
+		t.Errorf("evil: %+v", e)
 	}
 	if n := byName["notes"]; !n.Wrapped || !n.Enforced || n.Policy != pol || n.PolicyName != "notes" ||
 		n.PolicyStatus != "not checked" || strings.Join(n.Original, " ") != "npx -y @acme/notes@1.2.0 ${workspaceFolder}" {
@@ -152,7 +159,7 @@ func TestHostsBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	pol := filepath.Join(dir, "p.json")
-	os.WriteFile(pol, []byte("{}"), 0o644)
+	os.WriteFile(pol, hostsPolicy(), 0o644)
 	code, _, stderr := runHosts(t, dir, "hosts", "wrap", "--config", bad, "--policy", pol, "--mcpsign", fakeMcpsign(t))
 	if code != 2 || !strings.Contains(stderr, "line 3") || !strings.Contains(stderr, "file left untouched") {
 		t.Errorf("unparseable: %d %s", code, stderr)
@@ -190,7 +197,7 @@ func TestHostsCheck(t *testing.T) {
 	pol := filepath.Join(dir, "policy.json")
 	other := filepath.Join(dir, "other.json")
 	for _, p := range []string{pol, other} {
-		if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+		if err := os.WriteFile(p, hostsPolicy(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -337,7 +344,7 @@ func TestHostsVSCodeSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	pol := filepath.Join(home, "policy.json")
-	if err := os.WriteFile(pol, []byte("{}"), 0o644); err != nil {
+	if err := os.WriteFile(pol, hostsPolicy(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// The golden file was wrapped with this policy path and binary.
@@ -387,7 +394,7 @@ func TestHostsVSCodeDottedOverride(t *testing.T) {
 		t.Fatal(err)
 	}
 	pol := filepath.Join(home, "policy.json")
-	if err := os.WriteFile(pol, []byte("{}"), 0o644); err != nil {
+	if err := os.WriteFile(pol, hostsPolicy(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	data := `{"mcp": {"servers": {"notes": {"command": "/opt/mcpsign/bin/mcpsign", "args": ["proxy", "--policy", "` + pol + `", "--name", "notes", "--", "node"]}}},
@@ -454,7 +461,7 @@ func TestHostsEveryFormat(t *testing.T) {
 			dir := t.TempDir()
 			self := fakeMcpsign(t)
 			pol := filepath.Join(dir, "policy.json")
-			os.WriteFile(pol, []byte("{}"), 0o644)
+			os.WriteFile(pol, hostsPolicy(), 0o644)
 			subst := strings.NewReplacer("/opt/mcpsign/bin/mcpsign", self, "/etc/mcpsign/policy.json", pol)
 			ext := filepath.Ext(tc.file)
 			orig := subst.Replace(golden(tc.file))
@@ -498,7 +505,7 @@ func TestHostsURLUserinfo(t *testing.T) {
 	dir := t.TempDir()
 	self := fakeMcpsign(t)
 	pol := filepath.Join(dir, "policy.json")
-	if err := os.WriteFile(pol, []byte("{}"), 0o644); err != nil {
+	if err := os.WriteFile(pol, hostsPolicy(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	config := filepath.Join(dir, ".cursor", "mcp.json")
@@ -553,7 +560,7 @@ func TestHostsListCheckTruth(t *testing.T) {
 	dir := t.TempDir()
 	self := fakeMcpsign(t)
 	pol := filepath.Join(dir, "policy.json")
-	if err := os.WriteFile(pol, []byte("{}"), 0o644); err != nil {
+	if err := os.WriteFile(pol, hostsPolicy(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	config := filepath.Join(dir, ".vscode", "mcp.json")
@@ -575,5 +582,68 @@ func TestHostsListCheckTruth(t *testing.T) {
 	var report struct{ Enforced bool }
 	if err := json.Unmarshal([]byte(out), &report); err != nil || report.Enforced || code == 0 {
 		t.Errorf("an unreadable file: exit %d, %v, enforced %v\n%s", code, err, report.Enforced, out)
+	}
+}
+
+// hostsTestNames are the servers of the hosts tests' configuration files
+// that their policy names, so that wrap wraps them (docs/HOSTS.md: a
+// server the policy does not name is left alone).
+var hostsTestNames = []string{"a", "audit-mode", "bare", "db", "docs", "evil", "figma", "flat", "fs", "gh", "git", "github", "h", "lookalike", "nested", "notes", "other", "other-name", "other-policy", "py", "remote", "time", "tofu", "w", "web"}
+
+// hostsPolicy is a policy that names hostsTestNames (and names), each
+// pinned on first use.
+func hostsPolicy(names ...string) []byte {
+	var b strings.Builder
+	b.WriteString(`{"kind":"mcpsign.policy","policyVersion":1,"defaults":{"unsigned":"tofu"},"servers":{`)
+	for i, n := range append(slices.Clone(hostsTestNames), names...) {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(strconv.Quote(n) + ":{}")
+	}
+	b.WriteString("}}")
+	return []byte(b.String())
+}
+
+// TestHostsPolicyUnnamedServer: wrap --policy P leaves a server P does not
+// name as it is, and says so (wrapped, the host could not start it: the
+// proxy refuses a name its policy does not list); list --check does not
+// call it enforced, nor one wrapped under P by hand.
+func TestHostsPolicyUnnamedServer(t *testing.T) {
+	dir := t.TempDir()
+	self := fakeMcpsign(t)
+	pol := filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(pol, []byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{"notes":{"unsigned":"tofu"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, ".cursor", "mcp.json")
+	os.MkdirAll(filepath.Dir(config), 0o755)
+	original := `{"mcpServers": {
+  "notes": {"command": "notes-server"},
+  "scratch": {"command": "scratch-server"},
+  "byhand": {"command": ` + quote(self) + `, "args": ["proxy", "--policy", ` + quote(pol) + `, "--name", "byhand", "--", "srv"]}
+}}
+`
+	if err := os.WriteFile(config, []byte(original), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runHosts(t, dir, "hosts", "wrap", "--config", config, "--policy", pol, "--mcpsign", self)
+	if code != 0 || !strings.Contains(out, `"notes" (mcpServers): wrapped`) ||
+		!strings.Contains(out, `"scratch" (mcpServers): SKIPPED: the proxy would refuse to start it: no such server in the policy: "scratch"`) ||
+		!strings.Contains(out, `"byhand" (mcpServers): NOT ENFORCED: the proxy would refuse to start it`) {
+		t.Errorf("wrap: %d %s\n%s", code, stderr, out)
+	}
+	b, _ := os.ReadFile(config)
+	if !strings.Contains(string(b), `"scratch": {"command": "scratch-server"}`) || strings.Count(string(b), `"--name"`) != 2 {
+		t.Errorf("wrap changed the server the policy does not name:\n%s", b)
+	}
+	code, out, _ = runHosts(t, dir, "hosts", "list", "--config", config, "--policy", pol, "--mcpsign", self, "--check")
+	if code != 1 || !strings.Contains(out, `"notes" (mcpServers): stdio "notes-server", enforced`) ||
+		!strings.Contains(out, `"byhand" (mcpServers): stdio "srv", wrapped, NOT ENFORCED: the proxy would refuse to start it`) {
+		t.Errorf("list --check: %d\n%s", code, out)
+	}
+	// A policy that cannot be read is an error, before any file is touched.
+	if code, _, stderr := runHosts(t, dir, "hosts", "wrap", "--config", config, "--policy", config, "--mcpsign", self); code != 2 || !strings.Contains(stderr, "--policy") {
+		t.Errorf("wrap, not a policy: %d %s", code, stderr)
 	}
 }

@@ -121,7 +121,8 @@ func TestInterruptStopsAtOnce(t *testing.T) {
 			if took > 3500*time.Millisecond {
 				t.Errorf("exited %v after SIGINT", took)
 			}
-			if !strings.Contains(stderr.String(), "interrupt") {
+			// Said naturally, not as Go's "interrupt signal received".
+			if !strings.Contains(stderr.String(), "interrupted: SIGINT received") || strings.Contains(stderr.String(), "signal received") {
 				t.Errorf("stderr does not say it was interrupted:\n%s", stderr.String())
 			}
 			if !tc.proxy {

@@ -6,10 +6,10 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"sync"
-	"syscall"
+
+	"github.com/mcpsign/mcpsign/internal/interrupt"
 )
 
 func main() {
@@ -60,12 +60,9 @@ func (in *interrupts) watch() {
 	if in.unwatch != nil {
 		return
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	context.AfterFunc(ctx, func() {
-		stop()                        // the next signal has its default effect
-		in.cancel(context.Cause(ctx)) // "interrupt signal received"
-	})
-	in.unwatch = stop
+	// The cause reads "interrupted: SIGTERM received"; the next signal has
+	// its default effect.
+	in.unwatch = interrupt.Notify(in.cancel)
 }
 
 func (in *interrupts) stop() {

@@ -19,8 +19,8 @@ func TestMain(m *testing.M) {
 		{Name: fixtures.ProgramMcpsign, OwnSignals: true, Main: func(_ context.Context, args []string) int {
 			return runProcess(args)
 		}},
-		{Name: fixtures.ProgramMcpsignProxy, Main: func(ctx context.Context, _ []string) int {
-			return proxycmd.Lean(ctx, proxyhint.Hint)
+		{Name: fixtures.ProgramMcpsignProxy, OwnSignals: true, Main: func(context.Context, []string) int {
+			return proxycmd.LeanProcess(proxyhint.Hint)
 		}},
 		erasserver.Fixture(),
 	}

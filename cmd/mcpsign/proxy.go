@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/cmd/internal/proxyhint"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
@@ -180,11 +181,16 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 // installed (vf non-nil: it verifies through 'mcpsign proxy-verify' with
 // the same flags), else runs the proxy in this process (proxycmd.Start).
 func startProxy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.VerifyFunc) error {
-	if vf == nil && !cfg.TOFU {
-		// Said here, with the flags, before the hand-over: the proxy's own
-		// refusal (proxy.ErrNoLock) names none.
-		if _, err := os.Stat(cfg.Lock); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(cfg.Lock); errors.Is(err, fs.ErrNotExist) {
+		if vf == nil && !cfg.TOFU {
+			// Said here, with the flags, before the hand-over: the proxy's
+			// own refusal (proxy.ErrNoLock) names none.
 			return fmt.Errorf("%w at %s: give --bundle with the verify flags for a signed first use, or --tofu to trust the first definitions seen", proxy.ErrNoLock, cfg.Lock)
+		}
+		// A first use writes the lock (and its audit record): checked
+		// before the server starts and is listed, as pin checks it.
+		if err := auditevent.CheckLockOutputs(cfg.Lock, false, cfg.AuditLog); err != nil {
+			return fmt.Errorf("--lock %s: the lock of the first use cannot be written: %w", cfg.Lock, err)
 		}
 	}
 	if cfg.OAuth != nil {

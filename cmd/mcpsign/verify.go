@@ -90,16 +90,17 @@ Exit codes: 0 verified; 1 a check failed; 2 bad usage, an unreadable or
 malformed bundle, a missing trusted root, or a server that could not be read.`
 
 func newVerifyCmd(a *app) *cobra.Command {
-	cmd := newVerifyMethodCmd(a, verify.MethodSigstore, "verify [sigstore|key|certificate|bundle] SOURCE --bundle FILE [flags]")
+	cmd := newVerifyMethodCmdFor(a, verify.MethodSigstore, "verify [sigstore|key|certificate|bundle] SOURCE --bundle FILE [flags]", true)
 	cmd.Short = "Verify a server's definitions against a signed statement before approving it"
 	cmd.Long = `Verify that what an MCP server serves now is exactly what a trusted publisher
 signed, before a host first approves the server.
 
-'mcpsign verify SOURCE' is 'mcpsign verify sigstore SOURCE': a keyless
-signature whose Fulcio certificate names the signer's OIDC identity. Use
-'verify key' for a signature by a plain key, 'verify certificate' for an
-enterprise x509 certificate, and 'verify bundle' for any Sigstore bundle over
-any artifact.
+'mcpsign verify SOURCE' picks the method from the flags, as 'pin' and 'proxy'
+do: --key selects 'verify key' (a signature by a plain key), --ca-roots
+'verify certificate' (an enterprise x509 certificate), anything else 'verify
+sigstore' (a keyless signature whose Fulcio certificate names the signer's
+OIDC identity). 'verify bundle' verifies any Sigstore bundle over any
+artifact.
 ` + verifyLongCommon
 	cmd.AddCommand(
 		newVerifyMethodCmd(a, verify.MethodSigstore, "sigstore SOURCE --bundle FILE [flags]"),
@@ -146,11 +147,21 @@ func verifyExamples(m verify.Method) string {
 }
 
 func newVerifyMethodCmd(a *app, m verify.Method, use string) *cobra.Command {
+	return newVerifyMethodCmdFor(a, m, use, false)
+}
+
+// newVerifyMethodCmdFor is newVerifyMethodCmd; with byFlags (bare 'mcpsign
+// verify') the method is the one the flags select (methodOf), m the one its
+// help describes.
+func newVerifyMethodCmdFor(a *app, m verify.Method, use string, byFlags bool) *cobra.Command {
 	f := &verifyFlags{}
 	cmd := &cobra.Command{
 		Use:     use,
 		Example: verifyExamples(m),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if byFlags {
+				return runVerify(cmd, a, f, methodOf(f), args)
+			}
 			return runVerify(cmd, a, f, m, args)
 		},
 	}
@@ -235,7 +246,7 @@ func verifyPolicy(cmd *cobra.Command, f *verifyFlags, m verify.Method, generic b
 		return nil, err
 	}
 	if key != nil && m != verify.MethodKey {
-		return nil, fmt.Errorf("--key is for 'mcpsign verify key', not the %s method", m)
+		return nil, fmt.Errorf("--key selects the key method, not %s: run 'mcpsign verify key' (or 'mcpsign verify' with no method, which follows the flags as pin and proxy do)", m)
 	}
 	p := f.vo.Policy(m, id, key)
 	if p.Packages, err = f.vo.PackageRequirements(); err != nil {
@@ -249,7 +260,7 @@ func verifyPolicy(cmd *cobra.Command, f *verifyFlags, m verify.Method, generic b
 	// The identity first: a missing flag is named before a trusted root is
 	// looked for (which may go to the network).
 	if err := p.CheckIdentity(); err != nil {
-		return nil, identityFlagHint(m, err)
+		return nil, keySignedHint(f.vo.Bundle, m, identityFlagHint(m, err))
 	}
 	trust, err := verify.LoadTrust(cmd.Context(), f.trust.TrustSources, p)
 	if err != nil {

@@ -42,3 +42,21 @@ func explainFailure(verr error, bundleJSON []byte, v *verify.Verifier) error {
 	}
 	return &verify.StepError{Step: se.Step, Err: fmt.Errorf("%w\n(%s)", se.Err, hint)}
 }
+
+// keySignedHint adds to err, an identity missing for method m, that the
+// bundle file given (when it is one and reads) is signed by a key, not a
+// certificate: the identity flags cannot fit it, 'verify key' does.
+func keySignedHint(bundle string, m verify.Method, err error) error {
+	if m == verify.MethodKey || bundle == "" || strings.Contains(bundle, "://") {
+		return err
+	}
+	data, rerr := verify.ReadBundleFile(bundle)
+	if rerr != nil {
+		return err
+	}
+	b, perr := verify.ParseBundle(data, true)
+	if perr != nil || b.GetVerificationMaterial().GetPublicKey() == nil {
+		return err
+	}
+	return fmt.Errorf("%w\n(the bundle %s is signed by a key, not a certificate: verify it with 'mcpsign verify key --key PUB.pem', or give --key to 'mcpsign verify')", err, bundle)
+}

@@ -195,7 +195,7 @@ func TestVerifyKeyCommand(t *testing.T) {
 		{"missing bundle", []string{"verify", "key", snap, "--bundle", filepath.Join(dir, "nope.json"), "--key", key}, "no such file"},
 		{"no bundle", []string{"verify", "key", snap, "--key", key}, "--bundle FILE is required"},
 		{"no key", []string{"verify", "key", snap, "--bundle", bundle}, "public key"},
-		{"key for sigstore", []string{"verify", snap, "--bundle", bundle, "--key", key}, "--key is for 'mcpsign verify key'"},
+		{"key for sigstore", []string{"verify", "sigstore", snap, "--bundle", bundle, "--key", key}, "--key selects the key method, not sigstore: run 'mcpsign verify key'"},
 		{"empty identity regexp", []string{"verify", "sigstore", snap, "--bundle", bundle, "--certificate-identity-regexp", "", "--certificate-oidc-issuer", "x"}, "--certificate-identity-regexp is empty"},
 		{"bad regexp", []string{"verify", "sigstore", snap, "--bundle", bundle, "--certificate-identity-regexp", "(", "--certificate-oidc-issuer", "x", "--trusted-root", filepath.Join(dir, "none.json")}, "identity regexp: error parsing regexp"},
 		{"missing trusted root file", []string{"verify", "sigstore", snap, "--bundle", bundle, "--certificate-identity", "a", "--certificate-oidc-issuer", "x", "--trusted-root", filepath.Join(dir, "none.json")}, "--trusted-root"},

@@ -20,6 +20,36 @@ var ErrSymlink = errors.New("is a symbolic link (not followed)")
 // a socket or a directory.
 var ErrNotRegular = errors.New("is not a regular file")
 
+// NotRegularError is a path that is not a regular file, saying what it is:
+// "notes is a directory, not a regular file". It is ErrNotRegular
+// (errors.Is).
+type NotRegularError struct {
+	Path string
+	Mode fs.FileMode
+}
+
+func (e *NotRegularError) Error() string {
+	what := ""
+	switch t := e.Mode.Type(); {
+	case t&fs.ModeDir != 0:
+		what = "a directory"
+	case t&fs.ModeNamedPipe != 0:
+		what = "a FIFO (named pipe)"
+	case t&fs.ModeSocket != 0:
+		what = "a socket"
+	case t&fs.ModeDevice != 0, t&fs.ModeCharDevice != 0:
+		what = "a device"
+	case t&fs.ModeSymlink != 0:
+		what = "a symbolic link"
+	default:
+		return e.Path + " " + ErrNotRegular.Error()
+	}
+	return e.Path + " is " + what + ", not a regular file"
+}
+
+// Is reports whether target is ErrNotRegular.
+func (e *NotRegularError) Is(target error) bool { return target == ErrNotRegular }
+
 // Open is os.OpenFile that refuses a path whose last element is a symbolic
 // link, dangling or not, with an error naming the path and wrapping
 // ErrSymlink, and one that is not a regular file (ErrNotRegular), without
@@ -39,7 +69,7 @@ func Open(path string, flag int, perm fs.FileMode) (*os.File, error) {
 	// What was opened, not what Lstat saw: the path may have changed.
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("%s %w (%s)", path, ErrNotRegular, fi.Mode().Type())
+		err = &NotRegularError{Path: path, Mode: fi.Mode()}
 	}
 	if err == nil {
 		err = blocking(f)

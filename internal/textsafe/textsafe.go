@@ -99,10 +99,19 @@ func unsafeRune(r rune) bool {
 }
 
 // Quote returns s escaped and in double quotes, for naming a server string
-// inside a message.
+// in text written where it is printed (a report writer). A message or error
+// that is printed later, and escaped there, names it with RawQuote: text is
+// escaped exactly once, at the edge where it is printed.
 func Quote(s string) string {
 	return `"` + strings.ReplaceAll(Escape(s), `"`, `\"`) + `"`
 }
+
+// RawQuote returns s in double quotes as it is, not escaped, for naming a
+// server string (or a user's regular expression, a path) in an error or a
+// message that the edge printing it escapes (Escape, EscapeKeepLayout) once.
+// Not strconv.Quote nor %q: their escapes would be escaped again there
+// (`\u200b` printed as `\\u200b`).
+func RawQuote(s string) string { return `"` + s + `"` }
 
 // Hidden reports whether r is a character a reader cannot see but a model
 // reads: an invisible format character (Unicode category Cf, such as U+200B

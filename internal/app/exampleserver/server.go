@@ -131,12 +131,52 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdin 
 	return 0
 }
 
+// modeHelp says what each mode serves, in the order of modes.
+var modeHelp = map[mode]string{
+	modeHonest:      "five tools, two prompts, one resource template and instructions (the default)",
+	modeRugPull:     "search_notes gains a hidden instruction (U+200B, U+202E) and a parameter; run_command appears",
+	modePaginated:   "one tool, prompt or resource template per page",
+	modeCursorLoop:  "tools/list always answers the first page with the same nextCursor",
+	modeOversized:   "tools/list answers one message larger than 16 MiB",
+	modeHonestProbe: "the first tools/list of a session is honest, every later one the rug-pull set",
+	modeListChanged: "honest until the first tools/call (or --drift-after), then the rug-pull set, announced with list_changed",
+}
+
+// writeUsage writes the usage text of the example server: what it is, its
+// modes and its flags (as --name, the way mcpsign's flags are written).
+func writeUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, `Usage: mcpsign example-server [--mode MODE] [flags]
+
+Run mcpsign's example MCP server, "%s" %s, over stdio (or
+Streamable HTTP with --http ADDR): the server the demo, the tests and the
+documentation run against. Its definitions are the same bytes on every run;
+it runs no commands and reads files only below --root.
+
+Modes (--mode, or $%s):
+`, serverName, serverVersion, modeEnv)
+	for _, m := range modes {
+		fmt.Fprintf(w, "  %-13s %s\n", m, modeHelp[m])
+	}
+	fmt.Fprintf(w, "\nFlags:\n")
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		if name == "value" {
+			name = "duration" // --drift-after, the one flag.Func
+		}
+		if name != "" {
+			name = " " + name
+		}
+		fmt.Fprintf(w, "  --%s%s\n        %s\n", f.Name, name, usage)
+	})
+}
+
 // parseArgs parses the command line; envMode is the value of
 // MCPSIGN_EXAMPLE_MODE, used when --mode is absent.
 func parseArgs(args []string, envMode string, stderr io.Writer) (config, error) {
 	cfg := config{mode: modeHonest}
 	fs := flag.NewFlagSet("exampleserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { writeUsage(stderr, fs) }
 	modeNames := make([]string, len(modes))
 	for i, m := range modes {
 		modeNames[i] = string(m)

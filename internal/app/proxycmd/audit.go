@@ -88,8 +88,8 @@ func auditPolicy(p *proxy.LockPolicy, rec *lockRecorder, mode string, stderr io.
 			// An unproven lock is no drift: it blocks in every mode.
 			e = auditevent.Refusal(audit.Warned, before, snap, d.Findings)
 			if mode == ModeWarn {
-				fmt.Fprintf(stderr, "mcpsign proxy: WARNING: mode warn: drift relayed, not blocked: %s\n%s",
-					textsafe.Escape(d.Summary), textsafe.EscapeKeepLayout(d.Report))
+				fmt.Fprintf(stderr, "mcpsign proxy: WARNING: mode warn: drift relayed, not blocked: %s\n", textsafe.Escape(d.Summary))
+				_ = d.WriteReport(stderr, "")
 			}
 			relayed := &proxy.Decision{Allow: true, Findings: d.Findings}
 			if mode == ModeWarn {

@@ -7,9 +7,22 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/mcpsign/mcpsign/internal/interrupt"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/proxy"
 )
+
+// LeanProcess is mcpsign-proxy as a process: Lean, canceled by the first
+// SIGINT or SIGTERM ("interrupted: SIGTERM received"; a second signal has
+// its default effect, as in mcpsign).
+func LeanProcess(hint Hint) int {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop := interrupt.Notify(cancel)
+	code := Lean(ctx, hint)
+	stop()
+	cancel(nil)
+	return code
+}
 
 // Lean is the main function of mcpsign-proxy (cmd/mcpsign-proxy; the tests
 // run it in a re-executed test binary): it runs the proxy of the

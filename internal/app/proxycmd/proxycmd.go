@@ -200,15 +200,11 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 				return
 			}
 			fmt.Fprintf(stderr, "mcpsign proxy: %s: %s\n", textsafe.Escape(e.What), textsafe.Escape(e.Decision.Summary))
-			if e.Decision.Report != "" {
-				// A signed change still deserves a person's eyes: what
-				// changed, and every capability a tool gained, escaped;
-				// so does a check that passed under other client
-				// capabilities than the lock's (its notices).
-				for _, line := range strings.Split(strings.TrimRight(e.Decision.Report, "\n"), "\n") {
-					fmt.Fprintf(stderr, "  %s\n", textsafe.Escape(line))
-				}
-			}
+			// A signed change still deserves a person's eyes: what
+			// changed, and every capability a tool gained; so does a
+			// check that passed under other client capabilities than
+			// the lock's (its notices). Escaped once, by WriteReport.
+			_ = e.Decision.WriteReport(stderr, "  ")
 		}
 	}
 	err = proxy.Run(ctx, stdin, stdout, opts)

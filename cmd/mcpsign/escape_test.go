@@ -1,0 +1,130 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/badserver"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+)
+
+// hostileOnce is badserver.Hostile escaped exactly once, as
+// internal/textsafe escapes it where it is printed: the zero-width space and
+// the bidi override as \u{…}, the backslash doubled, the quotes as they are.
+const hostileOnce = `zero\u{200B}width bidi\u{202E}override back\\slash "quote"`
+
+// TestOneEscaping feeds every path that prints a server's text (the
+// verify-pin report, the proxy's block report, its warn-mode notice and
+// its roll-forward notice, an error quoting what the server wrote or
+// answered, an identity mismatch naming a regular expression) a string
+// with a zero-width space, a bidi override, a backslash and quotes, and
+// checks the bytes printed: escaped once, at the edge (docs/PROXY.md,
+// docs/JSON.md), never twice, never not at all.
+func TestOneEscaping(t *testing.T) {
+	if got := textsafe.Escape(badserver.Hostile); got != hostileOnce {
+		t.Fatalf("textsafe.Escape(badserver.Hostile) = %s, want %s", got, hostileOnce)
+	}
+	bad := fixtures.BuildBadServer(t)
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "bad.lock")
+	if code, _, stderr := runCLI(t, "pin", "--tofu", "--lock", lock, "--", bad, "--behavior", "good"); code != 0 {
+		t.Fatalf("pin: exit %d %s", code, stderr)
+	}
+	// check says whether out holds want, and nothing escaped twice or not
+	// at all.
+	check := func(t *testing.T, what, out string, want ...string) {
+		t.Helper()
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s lacks %q:\n%s", what, w, out)
+			}
+		}
+		for _, never := range []string{`\\u{200B}`, `\\u{202E}`, `\\\\`, `\"`, "\u200b", "\u202e"} {
+			if strings.Contains(out, never) {
+				t.Errorf("%s holds %q (escaped twice, or not at all):\n%s", what, never, out)
+			}
+		}
+	}
+
+	t.Run("verify-pin report", func(t *testing.T) {
+		code, stdout, _ := runCLI(t, "verify-pin", "--lock", lock, "--", bad, "--behavior", "hostile-text")
+		if code != 1 {
+			t.Errorf("exit %d", code)
+		}
+		check(t, "the report", stdout, "      +"+hostileOnce+"\n")
+	})
+	t.Run("block report", func(t *testing.T) {
+		s := startCLI(t, nil, "proxy", "--lock", lock, "--", bad, "--behavior", "hostile-text")
+		if _, _, err := s.client(t); err == nil {
+			t.Error("not blocked")
+		}
+		s.exit(t)
+		check(t, "the block report", s.stderr.String(), "        +"+hostileOnce+"\n")
+	})
+	t.Run("warn-mode notice", func(t *testing.T) {
+		pol := vtWrite(t, dir, "warn.json", []byte(`{"kind":"mcpsign.policy","policyVersion":1,
+		  "servers":{"bad":{"unsigned":"tofu","lock":"bad.lock","mode":"warn"}}}`))
+		s := startCLI(t, nil, "proxy", "--policy", pol, "--name", "bad", "--", bad, "--behavior", "hostile-text")
+		cs, _, err := s.client(t)
+		if err != nil {
+			t.Fatalf("mode warn: %v", err)
+		}
+		cs.Close()
+		s.exit(t)
+		check(t, "the warn notice", s.stderr.String(), "drift relayed", "      +"+hostileOnce+"\n")
+	})
+	t.Run("roll-forward notice", func(t *testing.T) {
+		env := map[string]string{"PW": "escape-test"}
+		key := filepath.Join(dir, "publisher")
+		if code, _, stderr := runWith(t, env, "keygen", "-o", key, "--password-env", "PW"); code != 0 {
+			t.Fatalf("keygen: %s", stderr)
+		}
+		bundle := filepath.Join(dir, "bad.sigstore.json")
+		signed := filepath.Join(dir, "signed.lock")
+		proxy := func(behavior string) string {
+			t.Helper()
+			if code, _, stderr := runWith(t, env, "sign", "key", "--key", key+".key", "--password-env", "PW", "-o", bundle, "--force", "--", bad, "--behavior", behavior); code != 0 {
+				t.Fatalf("sign %s: %s", behavior, stderr)
+			}
+			s := startCLI(t, nil, "proxy", "--lock", signed, "--bundle", bundle, "--key", key+".pub", "--", bad, "--behavior", behavior)
+			cs, _, err := s.client(t)
+			if err != nil {
+				t.Fatalf("%s: %v", behavior, err)
+			}
+			cs.Close()
+			if code := s.exit(t); code != 0 {
+				t.Fatalf("%s: exit %d", behavior, code)
+			}
+			return s.stderr.String()
+		}
+		proxy("good")
+		check(t, "the roll-forward notice", proxy("hostile-text"), "rolled forward", "        +"+hostileOnce+"\n")
+	})
+	t.Run("server output in an error", func(t *testing.T) {
+		_, _, stderr := runCLI(t, "digest", "--", bad, "--behavior", "hostile-jsonrpc")
+		check(t, "the error", stderr, `the server wrote "{"jsonrpc":"2.0",`+hostileOnce+`"`)
+		_, _, stderr = runCLI(t, "digest", "--", bad, "--behavior", "hostile-error")
+		check(t, "the error", stderr, `with error -32603: "`+hostileOnce+`"`)
+		_, _, stderr = runCLI(t, "digest", "--", bad, "--behavior", "hostile-exit")
+		check(t, "the error", stderr, `before answering; stderr: "`+hostileOnce+`"`)
+	})
+	t.Run("identity regexp", func(t *testing.T) {
+		snap, _ := exampleSnapshot(t, dir)
+		ca := newTestCA(t)
+		key, cert := ca.issue(t, "good", nil)
+		bundle := filepath.Join(dir, "c.sigstore.json")
+		if code, _, stderr := runWith(t, nil, "sign", "certificate", "--key", key, "--certificate", cert, "--certificate-chain", ca.chainFile, snap, "-o", bundle); code != 0 {
+			t.Fatalf("sign: %s", stderr)
+		}
+		code, stdout, stderr := runCLI(t, "verify", "certificate", snap, "--bundle", bundle, "--ca-roots", ca.rootPEM, "--ca-intermediates", ca.chainFile,
+			"--certificate-identity-regexp", `release@acme\.example\.org`, "--allow-current-time")
+		if code != 1 {
+			t.Errorf("exit %d %s", code, stderr)
+		}
+		if want := `matching "^(?:release@acme\\.example\\.org)$"`; !strings.Contains(stdout, want) || strings.Contains(stdout, `\\\\`) {
+			t.Errorf("the identity failure lacks %q (escaped once):\n%s", want, stdout)
+		}
+	})
+}
