@@ -131,15 +131,26 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdin 
 	return 0
 }
 
-// modeHelp says what each mode serves, in the order of modes.
-var modeHelp = map[mode]string{
-	modeHonest:      "five tools, two prompts, one resource template and instructions (the default)",
-	modeRugPull:     "search_notes gains a hidden instruction (U+200B, U+202E) and a parameter; run_command appears",
-	modePaginated:   "one tool, prompt or resource template per page",
-	modeCursorLoop:  "tools/list always answers the first page with the same nextCursor",
-	modeOversized:   "tools/list answers one message larger than 16 MiB",
-	modeHonestProbe: "the first tools/list of a session is honest, every later one the rug-pull set",
-	modeListChanged: "honest until the first tools/call (or --drift-after), then the rug-pull set, announced with list_changed",
+// modeHelp says what each mode serves (a switch, not a map: nothing is
+// built at start, scripts/bench/inittrace).
+func modeHelp(m mode) string {
+	switch m {
+	case modeHonest:
+		return "five tools, two prompts, one resource template and instructions (the default)"
+	case modeRugPull:
+		return "search_notes gains a hidden instruction (U+200B, U+202E) and a parameter; run_command appears"
+	case modePaginated:
+		return "one tool, prompt or resource template per page"
+	case modeCursorLoop:
+		return "tools/list always answers the first page with the same nextCursor"
+	case modeOversized:
+		return "tools/list answers one message larger than 16 MiB"
+	case modeHonestProbe:
+		return "the first tools/list of a session is honest, every later one the rug-pull set"
+	case modeListChanged:
+		return "honest until the first tools/call (or --drift-after), then the rug-pull set, announced with list_changed"
+	}
+	return ""
 }
 
 // writeUsage writes the usage text of the example server: what it is, its
@@ -155,7 +166,7 @@ it runs no commands and reads files only below --root.
 Modes (--mode, or $%s):
 `, serverName, serverVersion, modeEnv)
 	for _, m := range modes {
-		fmt.Fprintf(w, "  %-13s %s\n", m, modeHelp[m])
+		fmt.Fprintf(w, "  %-13s %s\n", m, modeHelp(m))
 	}
 	fmt.Fprintf(w, "\nFlags:\n")
 	fs.VisitAll(func(f *flag.Flag) {
