@@ -24,8 +24,15 @@ import (
 // client announcing fewer capabilities passes). A lock pinned under a
 // narrower profile (go-sdk's) is still judged as before: a host announcing
 // more is shown tools the lock lacks, and is blocked.
+//
+// Not parallel, with its rows in turn: mcpdo runs a daemon it detaches,
+// which is re-parented to this test binary once mcpdo exits, and a test
+// binary that listed a stdio server is the child subreaper of
+// mcpwire/proctree, whose stop of another test's server takes such an
+// orphan, started while that server ran, for one of the server's
+// descendants and stops it (the connection then vanishes). A top-level
+// test that is not parallel runs while no other test does.
 func TestRealHostsAfterDefaultPin(t *testing.T) {
-	t.Parallel()
 	mcpsign := fixtures.BuildMcpsign(t)
 	node, entry := fixtures.NPMServer(t, "server-everything")
 	npm := fixtures.NPMDir(t)
@@ -58,7 +65,6 @@ func TestRealHostsAfterDefaultPin(t *testing.T) {
 		{"TypeScript SDK v2, lock under go-sdk's profile: announces more, blocked", "ts2", narrow, true, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			argv := append([]string{mcpsign, "proxy", "--lock", tt.lock, "--"}, server...)
 			var tools []string
 			var failure string
