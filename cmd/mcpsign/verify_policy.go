@@ -203,13 +203,7 @@ func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *ver
 	adm := proxy.Admission(st.Admission)
 	cfg.Lock, cfg.AuditLog, cfg.ManualRollForward, cfg.TOFU = st.Lock, st.AuditLog, st.ManualRollForward, st.TOFU
 	cfg.Mode, cfg.Resources, cfg.Admission = string(st.Mode), string(st.Resources), &adm
-	sr := r.ServerRequests
-	cfg.ServerRequests = proxy.ServerRequests{
-		DenySampling:    sr.Sampling == policy.RuleDeny,
-		DenyElicitation: sr.Elicitation == policy.RuleDeny,
-		DenyRoots:       sr.Roots == policy.RuleDeny,
-		DenyLogging:     sr.Logging == policy.RuleDeny,
-	}
+	cfg.ServerRequests = proxyServerRequests(r.ServerRequests)
 	var vf proxy.VerifyFunc
 	if len(r.Identities) > 0 {
 		if vf, err = policyVerifyFunc(cmd.Context(), a, f, r); err != nil {
@@ -235,4 +229,15 @@ func policyVerifyFunc(ctx context.Context, a *app, f *verifyFlags, r *policy.Res
 		return nil, err
 	}
 	return flagHinted(vf), nil
+}
+
+// proxyServerRequests is the proxy's side of a policy's serverRequests
+// (docs/POLICY.md): each kind the policy denies.
+func proxyServerRequests(sr policy.ServerRequests) proxy.ServerRequests {
+	return proxy.ServerRequests{
+		DenySampling:    sr.Sampling == policy.RuleDeny,
+		DenyElicitation: sr.Elicitation == policy.RuleDeny,
+		DenyRoots:       sr.Roots == policy.RuleDeny,
+		DenyLogging:     sr.Logging == policy.RuleDeny,
+	}
 }
