@@ -23,7 +23,7 @@ func TestProxyServerRequests(t *testing.T) {
 		{`{"logging":"deny"}`, proxy.ServerRequests{DenyLogging: true}},
 		{`{"sampling":"deny","elicitation":"deny","roots":"deny","logging":"deny"}`, proxy.ServerRequests{DenySampling: true, DenyElicitation: true, DenyRoots: true, DenyLogging: true}},
 	} {
-		f, err := policy.Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{"notes":{"unsigned":"tofu","serverRequests":` + tt.member + `}}}`), "policy.json")
+		f, err := policy.Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{"notes":{"unsigned":"tofu","serverRequests":`+tt.member+`}}}`), "policy.json")
 		if err != nil {
 			t.Fatalf("%s: %v", tt.member, err)
 		}
