@@ -36,8 +36,10 @@ import (
 // not receive the bytes that were checked.
 
 // ConnectError is what Run returns when the remote server could not be
-// used at all: it could not be reached, TLS failed, it asks for
-// credentials or refuses them, redirects, or no longer knows the session.
+// used at all, or the session with it could not go on: it could not be
+// reached, TLS failed, it asks for credentials or refuses them, redirects,
+// no longer knows the session, did not accept a message in time, or a
+// message for it could not be sent.
 // Its message is one line that names what failed and what to do.
 type ConnectError struct {
 	// URL is the endpoint as shown: no user info or query (netguard.ShownURL).
@@ -173,28 +175,39 @@ type upstreamWriter struct{ u *httpUpstream }
 // headers arrived for the initialize (which may set the session); a
 // notification or a response is POSTed before Write returns, so that what
 // follows it reaches the server after it.
+//
+// A blank line is nothing to send (as a stdio server reads it). A line
+// that is not strict JSON-RPC is not sent, and Write does not count it as
+// written: the relay checks every client message with the same reader
+// before it gets here (and drops, with a notice, one that is not strict
+// JSON-RPC), so such a line means the relay's idea of the session is no
+// longer the server's, and the session ends with a *ConnectError that says
+// so. A message that could not be POSTed ends the session too; either
+// way Write returns the session's end as its error (docs/PROXY.md,
+// "Remote servers").
 func (w upstreamWriter) Write(line []byte) (int, error) {
 	u := w.u
 	body := bytes.TrimSpace(mcpwire.Content(line))
 	if len(body) == 0 {
 		return len(line), nil
 	}
-	m, err := mcpwire.Parse(body)
-	if err != nil {
-		return len(line), nil // the relay forwards no such message
-	}
 	select {
 	case <-u.ended:
 		return 0, errors.New("the session with the server has ended")
 	default:
+	}
+	m, err := mcpwire.Parse(body)
+	if err != nil {
+		return 0, u.fail(&ConnectError{URL: u.redacted(), Err: err,
+			What: "a message for the server at " + u.redacted() + " is not strict JSON-RPC and was not sent",
+			Hint: "the proxy checks every message before it sends it: report this as a bug of mcpsign"})
 	}
 	body = bytes.Clone(body)
 	switch {
 	case m.Kind == mcpwire.KindRequest && m.Method == mcpwire.MethodInitialize:
 		resp, err := u.post(body, &m)
 		if err != nil {
-			u.end(err)
-			return len(line), nil
+			return 0, u.fail(err)
 		}
 		u.wg.Add(1)
 		go func() {
@@ -223,8 +236,7 @@ func (w upstreamWriter) Write(line []byte) (int, error) {
 		defer timer.Stop()
 		resp, err := u.post(body, &m)
 		if err != nil {
-			u.end(err)
-			return len(line), nil
+			return 0, u.fail(err)
 		}
 		u.accepted(resp, &m)
 	}
@@ -611,6 +623,16 @@ func (u *httpUpstream) end(err error) {
 	}
 	u.endErr = err
 	close(u.ended)
+}
+
+// fail ends the session with err, unless it ended already, and returns
+// why it ended (the first end wins: a timeout that cancelled a POST, say,
+// not the cancellation).
+func (u *httpUpstream) fail(err error) error {
+	u.end(err)
+	u.endMu.Lock()
+	defer u.endMu.Unlock()
+	return u.endErr
 }
 
 // closeInput ends the session because the client left: the server is told
