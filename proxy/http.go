@@ -86,6 +86,9 @@ type httpUpstream struct {
 	grace    time.Duration // for the DELETE when the client left
 	wait     time.Duration // for the answer to a notification or a response
 	stderr   io.Writer
+	// The GET stream's first and longest delay before it is opened again
+	// (getRetryMin, getRetryMax; shorter in tests).
+	getMin, getMax time.Duration
 
 	ctx    context.Context // of every request; cancelled by stop
 	cancel context.CancelFunc
@@ -137,6 +140,8 @@ func newHTTPUpstream(o *Options) (*httpUpstream, error) {
 		grace:    o.ShutdownGrace,
 		wait:     o.CheckTimeout,
 		stderr:   o.Stderr,
+		getMin:   getRetryMin,
+		getMax:   getRetryMax,
 		ctx:      ctx,
 		cancel:   cancel,
 		msgs:     make(chan []byte),
@@ -550,10 +555,24 @@ func (u *httpUpstream) startGET() {
 }
 
 // getLoop reads the GET stream, and opens it again (never resumed: a
-// stream is read from its start or not at all) when it ends.
+// stream is read from its start or not at all) when it ends. When it
+// could not be opened, or ended without a message, getRetries times in a
+// row, it is given up, and stderr says so: the server's own requests and
+// notifications no longer arrive, while the client's requests go on.
 func (u *httpUpstream) getLoop() {
-	delay := getRetryMin
-	for failures := 0; failures < getRetries; {
+	delay := u.getMin
+	failures := 0
+	defer func() {
+		select {
+		case <-u.ended:
+			return // nobody reads any more
+		default:
+		}
+		if failures >= getRetries && u.ctx.Err() == nil {
+			fmt.Fprintf(u.stderr, "mcpsign proxy: the GET stream of %s could not be opened, or ended without a message, %d times in a row: given up, the server's own requests and notifications (a list_changed, say) no longer reach the client\n", textsafe.Escape(u.redacted()), getRetries)
+		}
+	}()
+	for failures < getRetries {
 		req, err := u.request(http.MethodGet, nil, nil)
 		if err != nil {
 			u.end(err)
@@ -585,7 +604,7 @@ func (u *httpUpstream) getLoop() {
 				return
 			}
 			if n > 0 {
-				failures, delay = 0, getRetryMin
+				failures, delay = 0, u.getMin
 			} else {
 				failures++
 			}
@@ -595,7 +614,7 @@ func (u *httpUpstream) getLoop() {
 			return
 		case <-time.After(delay):
 		}
-		delay = min(delay*2, getRetryMax)
+		delay = min(delay*2, u.getMax)
 	}
 }
 

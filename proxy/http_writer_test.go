@@ -120,3 +120,63 @@ func TestBridgeWriterFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestBridgeGETStreamGivenUp checks that the GET stream, opened again when
+// it ends, is given up after getRetries failures in a row with a line on
+// stderr (the server's own messages no longer arrive), and only then.
+func TestBridgeGETStreamGivenUp(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		get    func(w http.ResponseWriter) // the answer to every GET
+		notice bool
+	}{
+		{"empty streams", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+		}, true},
+		{"broken streams", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.Write([]byte("data: {\"jsonrpc\":"))
+			panic(http.ErrAbortHandler)
+		}, true},
+		{"no stream offered (405)", func(w http.ResponseWriter) {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			gets := 0
+			var mu sync.Mutex
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				gets++
+				mu.Unlock()
+				tc.get(w)
+			}))
+			t.Cleanup(srv.Close)
+			var stderr strings.Builder
+			u, err := newHTTPUpstream(&Options{URL: srv.URL + "/mcp", MaxMessageBytes: 1 << 16, Stderr: &stderr,
+				CheckTimeout: time.Second, ShutdownGrace: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer u.stop(time.Second)
+			u.getMin, u.getMax = time.Millisecond, 4*time.Millisecond
+			u.getLoop()
+			mu.Lock()
+			n := gets
+			mu.Unlock()
+			if got := strings.Contains(stderr.String(), "GET stream of "+srv.URL+"/mcp could not be opened"); got != tc.notice {
+				t.Errorf("after %d GETs, stderr = %q; want the notice: %v", n, stderr.String(), tc.notice)
+			}
+			if tc.notice && n != getRetries {
+				t.Errorf("%d GETs, want %d", n, getRetries)
+			}
+			if u.waitExit(0) {
+				t.Errorf("the session ended: %s", u.status())
+			}
+		})
+	}
+}
