@@ -594,6 +594,12 @@ func (u *httpUpstream) getLoop() {
 			if resp.StatusCode/100 != 2 || mt != "text/event-stream" {
 				// 405: the server offers no stream (others answer 404 or a
 				// body that is not a stream, which clients take so too).
+				// Any other error status is a failure, and said: the
+				// server's own messages will not arrive.
+				if resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusMethodNotAllowed && resp.StatusCode != http.StatusNotFound {
+					fmt.Fprintf(u.stderr, "mcpsign proxy: the server answered %s to the GET stream of %s: not opened, the server's own requests and notifications (a list_changed, say) will not reach the client\n",
+						textsafe.Escape(statusText(resp)), textsafe.Escape(u.redacted()))
+				}
 				drain(resp)
 				return
 			}

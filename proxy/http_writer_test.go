@@ -123,27 +123,42 @@ func TestBridgeWriterFailures(t *testing.T) {
 
 // TestBridgeGETStreamGivenUp checks that the GET stream, opened again when
 // it ends, is given up after getRetries failures in a row with a line on
-// stderr (the server's own messages no longer arrive), and only then.
+// stderr (the server's own messages no longer arrive), and that an error
+// status is said too, while a server that offers no stream (405, 404, an
+// answer that is not a stream) is not a failure.
 func TestBridgeGETStreamGivenUp(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		get    func(w http.ResponseWriter) // the answer to every GET
-		notice bool
+		notice string                      // what stderr says ("": nothing)
 	}{
 		{"empty streams", func(w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(http.StatusOK)
-		}, true},
+		}, "could not be opened, or ended without a message, 5 times in a row"},
 		{"broken streams", func(w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(http.StatusOK)
 			w.Write([]byte("data: {\"jsonrpc\":"))
 			panic(http.ErrAbortHandler)
-		}, true},
+		}, "could not be opened, or ended without a message, 5 times in a row"},
 		{"no stream offered (405)", func(w http.ResponseWriter) {
 			w.WriteHeader(http.StatusMethodNotAllowed)
-		}, false},
+		}, ""},
+		{"no stream offered (404)", func(w http.ResponseWriter) {
+			w.WriteHeader(http.StatusNotFound)
+		}, ""},
+		{"an answer that is not a stream", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte("{}"))
+		}, ""},
+		{"server error", func(w http.ResponseWriter) {
+			w.WriteHeader(http.StatusInternalServerError)
+		}, "the server answered 500 Internal Server Error to the GET stream of "},
+		{"bad gateway", func(w http.ResponseWriter) {
+			w.WriteHeader(http.StatusBadGateway)
+		}, "the server answered 502 Bad Gateway to the GET stream of "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -168,10 +183,14 @@ func TestBridgeGETStreamGivenUp(t *testing.T) {
 			mu.Lock()
 			n := gets
 			mu.Unlock()
-			if got := strings.Contains(stderr.String(), "GET stream of "+srv.URL+"/mcp could not be opened"); got != tc.notice {
-				t.Errorf("after %d GETs, stderr = %q; want the notice: %v", n, stderr.String(), tc.notice)
+			if tc.notice == "" {
+				if stderr.Len() > 0 {
+					t.Errorf("after %d GETs, stderr = %q; want nothing", n, stderr.String())
+				}
+			} else if !strings.Contains(stderr.String(), tc.notice) || !strings.Contains(stderr.String(), srv.URL+"/mcp") {
+				t.Errorf("after %d GETs, stderr = %q; want it to say %q and the URL", n, stderr.String(), tc.notice)
 			}
-			if tc.notice && n != getRetries {
+			if strings.Contains(tc.notice, "in a row") && n != getRetries {
 				t.Errorf("%d GETs, want %d", n, getRetries)
 			}
 			if u.waitExit(0) {
