@@ -36,8 +36,10 @@ import (
 // not receive the bytes that were checked.
 
 // ConnectError is what Run returns when the remote server could not be
-// used at all: it could not be reached, TLS failed, it asks for
-// credentials or refuses them, redirects, or no longer knows the session.
+// used at all, or the session with it could not go on: it could not be
+// reached, TLS failed, it asks for credentials or refuses them, redirects,
+// no longer knows the session, did not accept a message in time, or a
+// message for it could not be sent.
 // Its message is one line that names what failed and what to do.
 type ConnectError struct {
 	// URL is the endpoint as shown: no user info or query (netguard.ShownURL).
@@ -84,6 +86,9 @@ type httpUpstream struct {
 	grace    time.Duration // for the DELETE when the client left
 	wait     time.Duration // for the answer to a notification or a response
 	stderr   io.Writer
+	// The GET stream's first and longest delay before it is opened again
+	// (getRetryMin, getRetryMax; shorter in tests).
+	getMin, getMax time.Duration
 
 	ctx    context.Context // of every request; cancelled by stop
 	cancel context.CancelFunc
@@ -135,6 +140,8 @@ func newHTTPUpstream(o *Options) (*httpUpstream, error) {
 		grace:    o.ShutdownGrace,
 		wait:     o.CheckTimeout,
 		stderr:   o.Stderr,
+		getMin:   getRetryMin,
+		getMax:   getRetryMax,
 		ctx:      ctx,
 		cancel:   cancel,
 		msgs:     make(chan []byte),
@@ -173,28 +180,39 @@ type upstreamWriter struct{ u *httpUpstream }
 // headers arrived for the initialize (which may set the session); a
 // notification or a response is POSTed before Write returns, so that what
 // follows it reaches the server after it.
+//
+// A blank line is nothing to send (as a stdio server reads it). A line
+// that is not strict JSON-RPC is not sent, and Write does not count it as
+// written: the relay checks every client message with the same reader
+// before it gets here (and drops, with a notice, one that is not strict
+// JSON-RPC), so such a line means the relay's idea of the session is no
+// longer the server's, and the session ends with a *ConnectError that says
+// so. A message that could not be POSTed ends the session too; either
+// way Write returns the session's end as its error (docs/PROXY.md,
+// "Remote servers").
 func (w upstreamWriter) Write(line []byte) (int, error) {
 	u := w.u
 	body := bytes.TrimSpace(mcpwire.Content(line))
 	if len(body) == 0 {
 		return len(line), nil
 	}
-	m, err := mcpwire.Parse(body)
-	if err != nil {
-		return len(line), nil // the relay forwards no such message
-	}
 	select {
 	case <-u.ended:
 		return 0, errors.New("the session with the server has ended")
 	default:
+	}
+	m, err := mcpwire.Parse(body)
+	if err != nil {
+		return 0, u.fail(&ConnectError{URL: u.redacted(), Err: err,
+			What: "a message for the server at " + u.redacted() + " is not strict JSON-RPC and was not sent",
+			Hint: "the proxy checks every message before it sends it: report this as a bug of mcpsign"})
 	}
 	body = bytes.Clone(body)
 	switch {
 	case m.Kind == mcpwire.KindRequest && m.Method == mcpwire.MethodInitialize:
 		resp, err := u.post(body, &m)
 		if err != nil {
-			u.end(err)
-			return len(line), nil
+			return 0, u.fail(err)
 		}
 		u.wg.Add(1)
 		go func() {
@@ -223,8 +241,7 @@ func (w upstreamWriter) Write(line []byte) (int, error) {
 		defer timer.Stop()
 		resp, err := u.post(body, &m)
 		if err != nil {
-			u.end(err)
-			return len(line), nil
+			return 0, u.fail(err)
 		}
 		u.accepted(resp, &m)
 	}
@@ -538,10 +555,24 @@ func (u *httpUpstream) startGET() {
 }
 
 // getLoop reads the GET stream, and opens it again (never resumed: a
-// stream is read from its start or not at all) when it ends.
+// stream is read from its start or not at all) when it ends. When it
+// could not be opened, or ended without a message, getRetries times in a
+// row, it is given up, and stderr says so: the server's own requests and
+// notifications no longer arrive, while the client's requests go on.
 func (u *httpUpstream) getLoop() {
-	delay := getRetryMin
-	for failures := 0; failures < getRetries; {
+	delay := u.getMin
+	failures := 0
+	defer func() {
+		select {
+		case <-u.ended:
+			return // nobody reads any more
+		default:
+		}
+		if failures >= getRetries && u.ctx.Err() == nil {
+			fmt.Fprintf(u.stderr, "mcpsign proxy: the GET stream of %s could not be opened, or ended without a message, %d times in a row: given up, the server's own requests and notifications (a list_changed, say) no longer reach the client\n", textsafe.Escape(u.redacted()), getRetries)
+		}
+	}()
+	for failures < getRetries {
 		req, err := u.request(http.MethodGet, nil, nil)
 		if err != nil {
 			u.end(err)
@@ -563,6 +594,12 @@ func (u *httpUpstream) getLoop() {
 			if resp.StatusCode/100 != 2 || mt != "text/event-stream" {
 				// 405: the server offers no stream (others answer 404 or a
 				// body that is not a stream, which clients take so too).
+				// Any other error status is a failure, and said: the
+				// server's own messages will not arrive.
+				if resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusMethodNotAllowed && resp.StatusCode != http.StatusNotFound {
+					fmt.Fprintf(u.stderr, "mcpsign proxy: the server answered %s to the GET stream of %s: not opened, the server's own requests and notifications (a list_changed, say) will not reach the client\n",
+						textsafe.Escape(statusText(resp)), textsafe.Escape(u.redacted()))
+				}
 				drain(resp)
 				return
 			}
@@ -573,7 +610,7 @@ func (u *httpUpstream) getLoop() {
 				return
 			}
 			if n > 0 {
-				failures, delay = 0, getRetryMin
+				failures, delay = 0, u.getMin
 			} else {
 				failures++
 			}
@@ -583,7 +620,7 @@ func (u *httpUpstream) getLoop() {
 			return
 		case <-time.After(delay):
 		}
-		delay = min(delay*2, getRetryMax)
+		delay = min(delay*2, u.getMax)
 	}
 }
 
@@ -611,6 +648,16 @@ func (u *httpUpstream) end(err error) {
 	}
 	u.endErr = err
 	close(u.ended)
+}
+
+// fail ends the session with err, unless it ended already, and returns
+// why it ended (the first end wins: a timeout that cancelled a POST, say,
+// not the cancellation).
+func (u *httpUpstream) fail(err error) error {
+	u.end(err)
+	u.endMu.Lock()
+	defer u.endMu.Unlock()
+	return u.endErr
 }
 
 // closeInput ends the session because the client left: the server is told
