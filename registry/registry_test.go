@@ -284,6 +284,18 @@ func TestShard(t *testing.T) {
 			t.Errorf("shard %d has %d of 1000", j, c)
 		}
 	}
+	// Names that differ only in case are one server to the duplicate rule:
+	// they must meet in one shard, or two shards' runs each verify one copy
+	// (io.github.acme/notes and io.github.acme/Notes fall 1 and 2 of 3 by
+	// the exact name).
+	for _, n := range []int{2, 3, 10, 16} {
+		for j := range n {
+			s := Shard{I: j, N: n}
+			if a, b := s.Contains("io.github.acme/notes"), s.Contains("io.github.acme/Notes"); a != b {
+				t.Errorf("shard %v: io.github.acme/notes in it %v, io.github.acme/Notes %v", s, a, b)
+			}
+		}
+	}
 }
 
 func TestHint(t *testing.T) {

@@ -9,8 +9,9 @@ import (
 )
 
 // Shard is one part of a registry partitioned by server name: an entry
-// belongs to shard I of N when FNV-1a-64 of its name, modulo N, is I
-// (docs/REGISTRY.md, "Shards"). Every version of a server is in one
+// belongs to shard I of N when FNV-1a-64 of its name in lower case, modulo
+// N, is I (docs/REGISTRY.md, "Shards"): names that differ only in case are
+// one server to the duplicate rule (dupKey), so they must meet in one shard. Every version of a server is in one
 // shard, and the N shards of a run together verify each entry once. The
 // zero value is the whole registry.
 type Shard struct {
@@ -37,7 +38,7 @@ func (s Shard) Contains(name string) bool {
 		return true
 	}
 	h := fnv.New64a()
-	h.Write([]byte(name))
+	h.Write([]byte(strings.ToLower(name)))
 	return h.Sum64()%uint64(s.N) == uint64(s.I)
 }
 
