@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/examplesnap"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin/capability"
 )
 
@@ -223,8 +224,16 @@ func TestLockErrorReport(t *testing.T) {
 		if len(r.Findings) != 1 || r.Findings[0].Rule != tc.rule {
 			t.Errorf("%v: %+v, want %s", tc.err, r.Findings, tc.rule)
 		}
-		if strings.ContainsRune(r.Findings[0].Message, 0x1b) {
-			t.Errorf("message not escaped: %q", r.Findings[0].Message)
+		// The message is raw (docs/JSON.md); the text report escapes it.
+		if got := r.Findings[0].Message; got != tc.err.Error() {
+			t.Errorf("message %q, want the error raw: %q", got, tc.err.Error())
+		}
+		var text strings.Builder
+		if err := WriteReportText(&text, r); err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsRune(text.String(), 0x1b) || !strings.Contains(text.String(), textsafe.Escape(tc.err.Error())+"\n") {
+			t.Errorf("the text report does not show the message escaped once: %q", text.String())
 		}
 		for _, f := range []FailOn{FailOnDrift, FailOnCapability} {
 			if !r.Failed(f) {

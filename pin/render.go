@@ -78,7 +78,7 @@ func WriteReportText(w io.Writer, r *Report) error {
 		e.Printf("\nDRIFT: %s, %d %s\n", textout.Plural(errs, string(SeverityError)), len(r.Findings)-errs, SeverityInfo)
 	}
 	for _, f := range r.Findings {
-		e.Printf("\n%-5s  %s  %s\n", f.Severity, f.Rule, f.Message)
+		e.Printf("\n%-5s  %s  %s\n", f.Severity, f.Rule, textsafe.Escape(f.Message))
 		for _, c := range f.Changes {
 			_ = c.WriteText(e, "    ")
 		}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,6 +103,105 @@ func TestOneEscaping(t *testing.T) {
 		}
 		proxy("good")
 		check(t, "the roll-forward notice", proxy("hostile-text"), "rolled forward", "        +"+hostileOnce+"\n")
+	})
+	// The names of hostile-names land in drift findings (pin.Finding.Message)
+	// and breaking changes (diff.Breaking.Message): the text report shows
+	// them escaped once, the JSON report carries them raw, JSON-escaped by
+	// encoding/json only (docs/JSON.md).
+	h, hOnce := badserver.Hostile, hostileOnce
+	findings := []struct{ rule, raw, text string }{
+		{"pin-tool-changed", `tool "good" changed: inputSchema, ` + h, `tool "good" changed: inputSchema, ` + hOnce},
+		{"pin-hidden-characters", `tool "good": "` + h + `" gained hidden characters (U+200B, U+202E)`,
+			`tool "good": "` + hOnce + `" gained hidden characters (U+200B, U+202E)`},
+		{"pin-tool-added", `tool "` + h + `" is not in the lock (capabilities: delete)`,
+			`tool "` + hOnce + `" is not in the lock (capabilities: delete)`},
+		{"pin-capability-added", `new tool "` + h + `" has delete (description "deletes")`,
+			`new tool "` + hOnce + `" has delete (description "deletes")`},
+		{"pin-hidden-characters", `tool "` + h + `": "name" gained hidden characters (U+200B, U+202E)`,
+			`tool "` + hOnce + `": "name" gained hidden characters (U+200B, U+202E)`},
+	}
+	breaking := []struct{ rule, raw, text string }{
+		{"newly-required-parameter", `new parameter "` + h + `" is required`, `new parameter "` + hOnce + `" is required`},
+		{"new-capability", `new tool "` + h + `" has the delete capability`, `new tool "` + hOnce + `" has the delete capability`},
+		{"hidden-characters", `tool "` + h + `": "name" gained hidden characters (U+200B, U+202E)`,
+			`tool "` + hOnce + `": "name" gained hidden characters (U+200B, U+202E)`},
+	}
+	// lines are the lines of out that start with one of the prefixes
+	// (after indentation): the messages, not the member diffs, whose JSON
+	// text of the hostile-names schema holds JSON's own escapes.
+	lines := func(out string, prefixes ...string) string {
+		var b strings.Builder
+		for _, l := range strings.SplitAfter(out, "\n") {
+			for _, p := range prefixes {
+				if strings.HasPrefix(strings.TrimLeft(l, " "), p) {
+					b.WriteString(l)
+					break
+				}
+			}
+		}
+		return b.String()
+	}
+	// checkJSON says whether out holds each message, encoded by
+	// encoding/json from the raw text, and no message holds anything
+	// terminal-escaped.
+	checkJSON := func(t *testing.T, what, out string, raw ...string) {
+		t.Helper()
+		for _, r := range raw {
+			enc, _ := json.Marshal(r)
+			if want := `"message": ` + string(enc) + ",\n"; !strings.Contains(out, want) && !strings.Contains(out, strings.TrimSuffix(want, ",\n")+"\n") {
+				t.Errorf("%s lacks %s:\n%s", what, want, out)
+			}
+		}
+		msgs := lines(out, `"message": `)
+		for _, never := range []string{`\\u{200B}`, `\\u{202E}`, `\\\\`} {
+			if strings.Contains(msgs, never) {
+				t.Errorf("%s holds %q in a message (terminal-escaped inside JSON):\n%s", what, never, msgs)
+			}
+		}
+	}
+	t.Run("verify-pin findings", func(t *testing.T) {
+		code, stdout, stderr := runCLI(t, "verify-pin", "--lock", lock, "--", bad, "--behavior", "hostile-names")
+		if code != 1 {
+			t.Errorf("exit %d %s", code, stderr)
+		}
+		var want []string
+		for _, f := range findings {
+			want = append(want, fmt.Sprintf("error  %s  %s\n", f.rule, f.text))
+		}
+		check(t, "the text report's findings", lines(stdout, "error  ", "info   "), want...)
+		code, stdout, stderr = runCLI(t, "verify-pin", "--lock", lock, "--format", "json", "--", bad, "--behavior", "hostile-names")
+		if code != 1 {
+			t.Errorf("--format json: exit %d %s", code, stderr)
+		}
+		var raw []string
+		for _, f := range findings {
+			raw = append(raw, f.raw)
+		}
+		checkJSON(t, "the JSON report", stdout, raw...)
+	})
+	t.Run("diff breaking", func(t *testing.T) {
+		snap := filepath.Join(dir, "hostile-names.snapshot.json")
+		if code, _, stderr := runCLI(t, "snapshot", "-o", snap, "--", bad, "--behavior", "hostile-names"); code != 0 {
+			t.Fatalf("snapshot: exit %d %s", code, stderr)
+		}
+		code, stdout, stderr := runCLI(t, "diff", lock, snap)
+		if code != 0 {
+			t.Errorf("exit %d %s", code, stderr)
+		}
+		var want []string
+		for _, b := range breaking {
+			want = append(want, fmt.Sprintf("    BREAKING %s: %s\n", b.rule, b.text))
+		}
+		check(t, "the text diff's breaking changes", lines(stdout, "BREAKING ", "capabilities: "), append(want, `    capabilities: delete (description "deletes")`+"\n")...)
+		code, stdout, stderr = runCLI(t, "diff", lock, snap, "--format", "json")
+		if code != 0 {
+			t.Errorf("--format json: exit %d %s", code, stderr)
+		}
+		var raw []string
+		for _, b := range breaking {
+			raw = append(raw, b.raw)
+		}
+		checkJSON(t, "the JSON diff", stdout, raw...)
 	})
 	t.Run("server output in an error", func(t *testing.T) {
 		_, _, stderr := runCLI(t, "digest", "--", bad, "--behavior", "hostile-jsonrpc")
