@@ -18,9 +18,11 @@ import (
 const hostileOnce = `zero\u{200B}width bidi\u{202E}override back\\slash "quote"`
 
 // TestOneEscaping feeds every path that prints a server's text (the
-// verify-pin report, the proxy's block report, its warn-mode notice and
-// its roll-forward notice, an error quoting what the server wrote or
-// answered, an identity mismatch naming a regular expression) a string
+// verify-pin report, its findings and diff's breaking changes as text and
+// as JSON, a refused lock's error and finding, the proxy's block report, its
+// warn-mode notice and its roll-forward notice, an error quoting what the
+// server wrote or answered, an identity mismatch naming a regular
+// expression) a string
 // with a zero-width space, a bidi override, a backslash and quotes, and
 // checks the bytes printed: escaped once, at the edge (docs/PROXY.md,
 // docs/JSON.md), never twice, never not at all.
@@ -202,6 +204,27 @@ func TestOneEscaping(t *testing.T) {
 			raw = append(raw, b.raw)
 		}
 		checkJSON(t, "the JSON diff", stdout, raw...)
+	})
+	t.Run("lock error", func(t *testing.T) {
+		// A lock refused at a hostile path: pin.LockError quotes the path
+		// raw, the error line escapes it once, and the pin-lock-unreadable
+		// finding of the JSON report carries it raw.
+		missing := filepath.Join(dir, h+".lock")
+		code, _, stderr := runCLI(t, "verify-pin", "--lock", missing, "--", bad, "--behavior", "good")
+		if code != 2 {
+			t.Errorf("exit %d", code)
+		}
+		once := textsafe.Escape(missing)
+		check(t, "the error", stderr, `mcpsign: lock file "`+once+`": stat `+once+": ")
+		code, stdout, stderr := runCLI(t, "verify-pin", "--lock", missing, "--format", "json", "--", bad, "--behavior", "good")
+		if code != 2 {
+			t.Errorf("--format json: exit %d %s", code, stderr)
+		}
+		enc, _ := json.Marshal(`lock file "` + missing + `": stat ` + missing + ": ")
+		if want := `"message": ` + strings.TrimSuffix(string(enc), `"`); !strings.Contains(stdout, want) {
+			t.Errorf("the JSON report lacks %s:\n%s", want, stdout)
+		}
+		checkJSON(t, "the JSON report", stdout)
 	})
 	t.Run("server output in an error", func(t *testing.T) {
 		_, _, stderr := runCLI(t, "digest", "--", bad, "--behavior", "hostile-jsonrpc")
