@@ -306,10 +306,11 @@ func TestReportOtherServer(t *testing.T) {
 	lock := tofuLock(t, "honest")
 	snap := examplesnap.Live(t, "honest")
 	for _, tc := range []struct {
-		name, server, want string
+		name, server, want, md string
 	}{
-		{"same server", snap.Server.Name, "pinned: "},
-		{"other server", "other\u202eserver", `NOTE: this lock is for server "mcpsign-example", but the server calls itself "other\u{202E}server"`},
+		{"same server", snap.Server.Name, "pinned: ", "- Server: mcpsign-example "},
+		{"other server", "other\u202eserver", `NOTE: this lock is for server "mcpsign-example", but the server calls itself "other\u{202E}server"`,
+			`**NOTE: this lock is for server &quot;mcpsign-example&quot;, but the server calls itself &quot;other\\u{202E}server&quot;**` + "\n\n- Pinned: mcpsign-example 1.0.0, trusted on first use (tofu, no signature) at "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := *snap
@@ -320,6 +321,16 @@ func TestReportOtherServer(t *testing.T) {
 			}
 			if first, _, _ := strings.Cut(out.String(), "\n"); !strings.HasPrefix(first, tc.want) {
 				t.Errorf("first line %q, want %q", first, tc.want)
+			}
+			// Markdown escapes it once too, its own way (a backslash
+			// doubled, quotes as entities): never escaped for the
+			// terminal first.
+			var md strings.Builder
+			if err := WriteReportMarkdown(&md, lock.Check(&s), FailOnDrift); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(md.String(), tc.md) || strings.Contains(md.String(), `\\\\`) {
+				t.Errorf("Markdown lacks %q (or escapes twice):\n%s", tc.md, md.String())
 			}
 		})
 	}
