@@ -358,8 +358,9 @@ func (l *Lock) Check(s *digest.Snapshot) *Report {
 // whether the observed ones announce fewer.
 //
 // why names the top-level client capabilities that one side has and the
-// other lacks or has otherwise, e.g. "\"roots\": locked, not announced now";
-// raw (textsafe.RawQuote); "they differ" when nothing names it or a side does not read.
+// other lacks or has otherwise, e.g. "\"roots\": locked, not announced now",
+// raw (textsafe.RawQuote); "they differ" when nothing names it or a side
+// does not read.
 //
 // fewer reports whether the observed ones announce fewer capabilities than
 // the locked ones: they are contained in them (contained), so a client
