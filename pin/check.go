@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
@@ -102,7 +101,11 @@ type Finding struct {
 	Severity Severity    `json:"severity"`
 	Kind     digest.Kind `json:"kind,omitempty"`
 	Key      string      `json:"key,omitempty"`
-	// Message is for people; server text in it is already escaped.
+	// Message is for people; server text in it (a key, a member name, an
+	// error) is raw, quoted with textsafe.RawQuote: escape the whole
+	// message where it is printed (WriteReportText and
+	// WriteReportMarkdown do), and only there (docs/JSON.md: JSON carries
+	// raw strings).
 	Message string `json:"message"`
 	// LockedDigest and ObservedDigest of a definition or the instructions.
 	LockedDigest   string `json:"lockedDigest,omitempty"`
@@ -294,7 +297,7 @@ func (l *Lock) Check(s *digest.Snapshot) *Report {
 		if fewer && dc.Change == diff.Removed {
 			r.Findings = append(r.Findings, Finding{
 				Rule: RuleAbsentForClient(dc.Kind), Severity: SeverityInfo, Kind: dc.Kind, Key: dc.Key, LockedDigest: dc.OldDigest,
-				Message: fmt.Sprintf("%s %s is in the lock but not offered to this client (%s)", dc.Kind, textsafe.Quote(dc.Key), capsWhy),
+				Message: fmt.Sprintf("%s %s is in the lock but not offered to this client (%s)", dc.Kind, textsafe.RawQuote(dc.Key), capsWhy),
 			})
 			continue
 		}
@@ -310,9 +313,9 @@ func (l *Lock) Check(s *digest.Snapshot) *Report {
 				why = append(why, fmt.Sprintf("%s (%s)", c, capability.SourcesText(dc.NewCapabilities.Sources[c])))
 			}
 			if dc.Change == diff.Added {
-				f.Message = fmt.Sprintf("new tool %s has %s", textsafe.Quote(dc.Key), strings.Join(why, ", "))
+				f.Message = fmt.Sprintf("new tool %s has %s", textsafe.RawQuote(dc.Key), strings.Join(why, ", "))
 			} else {
-				f.Message = fmt.Sprintf("tool %s gained %s", textsafe.Quote(dc.Key), strings.Join(why, ", "))
+				f.Message = fmt.Sprintf("tool %s gained %s", textsafe.RawQuote(dc.Key), strings.Join(why, ", "))
 			}
 			r.Findings = append(r.Findings, f)
 		}
@@ -340,12 +343,12 @@ func (l *Lock) Check(s *digest.Snapshot) *Report {
 	if d.Server != nil {
 		r.Findings = append(r.Findings, Finding{Rule: RuleServerChanged, Severity: SeverityInfo,
 			Message: fmt.Sprintf("the server was %s %s and is now %s %s",
-				textsafe.Quote(d.Server.Old.Name), textsafe.Quote(d.Server.Old.Version),
-				textsafe.Quote(d.Server.New.Name), textsafe.Quote(d.Server.New.Version))})
+				textsafe.RawQuote(d.Server.Old.Name), textsafe.RawQuote(d.Server.Old.Version),
+				textsafe.RawQuote(d.Server.New.Name), textsafe.RawQuote(d.Server.New.Version))})
 	}
 	if d.Protocol != nil {
 		r.Findings = append(r.Findings, Finding{Rule: RuleProtocolChanged, Severity: SeverityInfo,
-			Message: fmt.Sprintf("the protocol version was %s and is now %s", textsafe.Quote(d.Protocol.Old), textsafe.Quote(d.Protocol.New))})
+			Message: fmt.Sprintf("the protocol version was %s and is now %s", textsafe.RawQuote(d.Protocol.Old), textsafe.RawQuote(d.Protocol.New))})
 	}
 	return r
 }
@@ -355,8 +358,9 @@ func (l *Lock) Check(s *digest.Snapshot) *Report {
 // whether the observed ones announce fewer.
 //
 // why names the top-level client capabilities that one side has and the
-// other lacks or has otherwise, e.g. "\"roots\": locked, not announced now";
-// escaped; "they differ" when nothing names it or a side does not read.
+// other lacks or has otherwise, e.g. "\"roots\": locked, not announced now",
+// raw (textsafe.RawQuote); "they differ" when nothing names it or a side
+// does not read.
 //
 // fewer reports whether the observed ones announce fewer capabilities than
 // the locked ones: they are contained in them (contained), so a client
@@ -374,14 +378,14 @@ func compareClientCapabilities(locked, observed []byte) (why string, fewer bool)
 	for name, v := range lm {
 		switch ov, ok := om[name]; {
 		case !ok:
-			gone = append(gone, textsafe.Quote(name))
+			gone = append(gone, textsafe.RawQuote(name))
 		case string(ov) != string(v):
-			changed = append(changed, textsafe.Quote(name))
+			changed = append(changed, textsafe.RawQuote(name))
 		}
 	}
 	for name := range om {
 		if _, ok := lm[name]; !ok {
-			added = append(added, textsafe.Quote(name))
+			added = append(added, textsafe.RawQuote(name))
 		}
 	}
 	// What the client announces is contained in what the lock records,
@@ -432,18 +436,8 @@ func contained(a, b []byte) bool {
 	return true
 }
 
-// shortJSON escapes a JSON text for a message, cut to about 200 bytes.
-func shortJSON(b []byte) string {
-	s := string(b)
-	if len(s) > 200 {
-		cut := 200
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return textsafe.Escape(s)
-}
+// shortJSON is a JSON text for a message, raw, cut to about 200 bytes.
+func shortJSON(b []byte) string { return textsafe.Cut(string(b), 200) }
 
 func dangerous(cs []capability.Capability) []capability.Capability {
 	var out []capability.Capability
@@ -457,7 +451,7 @@ func dangerous(cs []capability.Capability) []capability.Capability {
 
 func definitionFinding(dc diff.DefinitionChange) Finding {
 	f := Finding{Severity: SeverityError, Kind: dc.Kind, Key: dc.Key, LockedDigest: dc.OldDigest, ObservedDigest: dc.NewDigest}
-	name := string(dc.Kind) + " " + textsafe.Quote(dc.Key)
+	name := string(dc.Kind) + " " + textsafe.RawQuote(dc.Key)
 	switch dc.Change {
 	case diff.Added:
 		f.Rule = RuleAdded(dc.Kind)
@@ -477,7 +471,7 @@ func definitionFinding(dc diff.DefinitionChange) Finding {
 		case len(dc.Fields) > 0:
 			fields := make([]string, len(dc.Fields))
 			for i, fc := range dc.Fields {
-				fields[i] = textsafe.Escape(fc.Field)
+				fields[i] = fc.Field
 			}
 			f.Message = name + " changed: " + strings.Join(fields, ", ")
 		default:
@@ -485,7 +479,7 @@ func definitionFinding(dc diff.DefinitionChange) Finding {
 		}
 	}
 	if dc.Invalid != "" {
-		f.Message += " — " + textsafe.Escape(dc.Invalid)
+		f.Message += " — " + dc.Invalid
 	}
 	return f
 }
@@ -496,7 +490,7 @@ func definitionFinding(dc diff.DefinitionChange) Finding {
 // error, never a pass.
 func LockErrorReport(path string, err error) *Report {
 	r := &Report{Lock: path, Counts: map[string]int{}, Findings: []Finding{}}
-	f := Finding{Rule: RuleLockModified, Severity: SeverityError, Message: textsafe.Escape(err.Error())}
+	f := Finding{Rule: RuleLockModified, Severity: SeverityError, Message: err.Error()}
 	if !errors.Is(err, ErrModified) && !errors.Is(err, ErrMalformed) {
 		f.Rule = RuleLockUnreadable
 	}

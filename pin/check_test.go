@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/examplesnap"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin/capability"
 )
 
@@ -223,8 +224,16 @@ func TestLockErrorReport(t *testing.T) {
 		if len(r.Findings) != 1 || r.Findings[0].Rule != tc.rule {
 			t.Errorf("%v: %+v, want %s", tc.err, r.Findings, tc.rule)
 		}
-		if strings.ContainsRune(r.Findings[0].Message, 0x1b) {
-			t.Errorf("message not escaped: %q", r.Findings[0].Message)
+		// The message is raw (docs/JSON.md); the text report escapes it.
+		if got := r.Findings[0].Message; got != tc.err.Error() {
+			t.Errorf("message %q, want the error raw: %q", got, tc.err.Error())
+		}
+		var text strings.Builder
+		if err := WriteReportText(&text, r); err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsRune(text.String(), 0x1b) || !strings.Contains(text.String(), textsafe.Escape(tc.err.Error())+"\n") {
+			t.Errorf("the text report does not show the message escaped once: %q", text.String())
 		}
 		for _, f := range []FailOn{FailOnDrift, FailOnCapability} {
 			if !r.Failed(f) {
@@ -297,10 +306,11 @@ func TestReportOtherServer(t *testing.T) {
 	lock := tofuLock(t, "honest")
 	snap := examplesnap.Live(t, "honest")
 	for _, tc := range []struct {
-		name, server, want string
+		name, server, want, md string
 	}{
-		{"same server", snap.Server.Name, "pinned: "},
-		{"other server", "other\u202eserver", `NOTE: this lock is for server "mcpsign-example", but the server calls itself "other\u{202E}server"`},
+		{"same server", snap.Server.Name, "pinned: ", "- Server: mcpsign-example "},
+		{"other server", "other\u202eserver", `NOTE: this lock is for server "mcpsign-example", but the server calls itself "other\u{202E}server"`,
+			`**NOTE: this lock is for server &quot;mcpsign-example&quot;, but the server calls itself &quot;other\\u{202E}server&quot;**` + "\n\n- Pinned: mcpsign-example 1.0.0, trusted on first use (tofu, no signature) at "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := *snap
@@ -311,6 +321,16 @@ func TestReportOtherServer(t *testing.T) {
 			}
 			if first, _, _ := strings.Cut(out.String(), "\n"); !strings.HasPrefix(first, tc.want) {
 				t.Errorf("first line %q, want %q", first, tc.want)
+			}
+			// Markdown escapes it once too, its own way (a backslash
+			// doubled, quotes as entities): never escaped for the
+			// terminal first.
+			var md strings.Builder
+			if err := WriteReportMarkdown(&md, lock.Check(&s), FailOnDrift); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(md.String(), tc.md) || strings.Contains(md.String(), `\\\\`) {
+				t.Errorf("Markdown lacks %q (or escapes twice):\n%s", tc.md, md.String())
 			}
 		})
 	}

@@ -264,7 +264,7 @@ func lockDefinitions(defs []digest.Definition) ([]Definition, error) {
 	for _, d := range defs {
 		def, err := withoutMeta(d.Raw)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", d.Kind, textsafe.Quote(d.Key), err)
+			return nil, fmt.Errorf("%s %s: %w", d.Kind, textsafe.RawQuote(d.Key), err)
 		}
 		out = append(out, Definition{Kind: d.Kind, Key: d.Key, Digest: d.Digest, Definition: def})
 	}
@@ -325,7 +325,7 @@ func (l *Lock) SetCapabilities(o capability.Overrides) error {
 	for name, caps := range o {
 		sorted := capability.Sort(slices.Clone(caps))
 		if len(sorted) != len(caps) {
-			return fmt.Errorf("capabilities override for tool %s lists a capability twice", textsafe.Quote(name))
+			return fmt.Errorf("capabilities override for tool %s lists a capability twice", textsafe.RawQuote(name))
 		}
 		norm[name] = sorted
 	}
@@ -337,14 +337,14 @@ func (l *Lock) checkOverrides(o capability.Overrides) error {
 	var missing []string
 	for name, caps := range o {
 		if _, ok := l.Lookup(digest.KindTool, name); !ok {
-			missing = append(missing, textsafe.Quote(name))
+			missing = append(missing, textsafe.RawQuote(name))
 		}
 		if len(caps) == 0 {
-			return fmt.Errorf("capabilities override for tool %s is empty", textsafe.Quote(name))
+			return fmt.Errorf("capabilities override for tool %s is empty", textsafe.RawQuote(name))
 		}
 		for _, c := range caps {
 			if !c.Valid() {
-				return fmt.Errorf("capabilities override for tool %s: %s is not a capability", textsafe.Quote(name), strconv.Quote(string(c)))
+				return fmt.Errorf("capabilities override for tool %s: %s is not a capability", textsafe.RawQuote(name), strconv.Quote(string(c)))
 			}
 		}
 	}
@@ -603,7 +603,7 @@ func (l *Lock) validate() error {
 			return fmt.Errorf("definition #%d: kind %s is not tool, prompt or resourceTemplate (resources are in the member \"resources\")", i, strconv.Quote(string(d.Kind)))
 		}
 		if i > 0 && compareDefinitions(l.Definitions[i-1], d) >= 0 {
-			return fmt.Errorf("definition #%d (%s %s) is out of order or repeated: definitions are sorted by kind, then key", i, d.Kind, textsafe.Quote(d.Key))
+			return fmt.Errorf("definition #%d (%s %s) is out of order or repeated: definitions are sorted by kind, then key", i, d.Kind, textsafe.RawQuote(d.Key))
 		}
 		snap.SetDefinitions(d.Kind, append(snap.Definitions(d.Kind), d.Definition))
 	}
@@ -615,10 +615,10 @@ func (l *Lock) validate() error {
 	for i, got := range r.Definitions {
 		want := l.Definitions[i]
 		if got.Kind != want.Kind || got.Key != want.Key {
-			return fmt.Errorf("definition #%d is keyed %s %s but its %s member says %s", i, want.Kind, textsafe.Quote(want.Key), want.Kind.KeyMember(), textsafe.Quote(got.Key))
+			return fmt.Errorf("definition #%d is keyed %s %s but its %s member says %s", i, want.Kind, textsafe.RawQuote(want.Key), want.Kind.KeyMember(), textsafe.RawQuote(got.Key))
 		}
 		if got.Digest != want.Digest {
-			return fmt.Errorf("%s %s: the recorded digest %s is not the digest of the recorded definition (%s)", want.Kind, textsafe.Quote(want.Key), want.Digest, got.Digest)
+			return fmt.Errorf("%s %s: the recorded digest %s is not the digest of the recorded definition (%s)", want.Kind, textsafe.RawQuote(want.Key), want.Digest, got.Digest)
 		}
 	}
 	for _, k := range digest.Kinds {
@@ -697,7 +697,7 @@ func (l *Lock) validateResources() error {
 			return fmt.Errorf("resources.definitions #%d: kind %s is not %q", i, strconv.Quote(string(d.Kind)), digest.KindResource)
 		}
 		if i > 0 && compareDefinitions(l.Resources[i-1], d) >= 0 {
-			return fmt.Errorf("resources.definitions #%d (%s) is out of order or repeated: resources are sorted by key", i, textsafe.Quote(d.Key))
+			return fmt.Errorf("resources.definitions #%d (%s) is out of order or repeated: resources are sorted by key", i, textsafe.RawQuote(d.Key))
 		}
 		snap.Resources = append(snap.Resources, d.Definition)
 	}
@@ -708,10 +708,10 @@ func (l *Lock) validateResources() error {
 	for i, got := range r.Definitions {
 		want := l.Resources[i]
 		if got.Key != want.Key {
-			return fmt.Errorf("resources.definitions #%d is keyed %s but its uri member says %s", i, textsafe.Quote(want.Key), textsafe.Quote(got.Key))
+			return fmt.Errorf("resources.definitions #%d is keyed %s but its uri member says %s", i, textsafe.RawQuote(want.Key), textsafe.RawQuote(got.Key))
 		}
 		if got.Digest != want.Digest {
-			return fmt.Errorf("resource %s: the recorded digest %s is not the digest of the recorded resource (%s)", textsafe.Quote(want.Key), want.Digest, got.Digest)
+			return fmt.Errorf("resource %s: the recorded digest %s is not the digest of the recorded resource (%s)", textsafe.RawQuote(want.Key), want.Digest, got.Digest)
 		}
 	}
 	if want := r.Sets[digest.KindResource]; l.ResourceSet != want {
@@ -741,7 +741,7 @@ type LockError struct {
 }
 
 func (e *LockError) Error() string {
-	return "lock file " + textsafe.Quote(e.Path) + ": " + e.Err.Error()
+	return "lock file " + textsafe.RawQuote(e.Path) + ": " + e.Err.Error()
 }
 
 // Unwrap returns the reason.
@@ -848,7 +848,7 @@ func checkKind(m map[string]json.RawMessage) error {
 		return fmt.Errorf("%w: member \"kind\" is missing or not a string", ErrMalformed)
 	}
 	if kind != LockKind {
-		return fmt.Errorf("%w: kind is %s, not %q", ErrMalformed, textsafe.Quote(kind), LockKind)
+		return fmt.Errorf("%w: kind is %s, not %q", ErrMalformed, textsafe.RawQuote(kind), LockKind)
 	}
 	var ver int64
 	if err := decodeInt(m["lockVersion"], &ver); err != nil {

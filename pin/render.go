@@ -20,20 +20,21 @@ import (
 // bidirectional and invisible characters); JSON keeps it raw, as JSON
 // escaping is unambiguous.
 
-// describeApproval says how a lock was approved, for people.
+// describeApproval says how a lock was approved, for people, raw: the
+// writer escapes it where it prints it.
 func describeApproval(a *Approval) string {
 	at := a.ApprovedAt.UTC().Format(time.RFC3339)
 	switch a.Method {
 	case MethodTOFU:
 		return "trusted on first use (tofu, no signature) at " + at
 	case MethodManual:
-		return ManualText(a) + ", at " + at
+		return manualText(a) + ", at " + at
 	case evidence.MethodKey:
-		return fmt.Sprintf("signed with key %s, approved at %s", textsafe.Escape(a.Identity), at)
+		return fmt.Sprintf("signed with key %s, approved at %s", a.Identity, at)
 	default:
-		s := fmt.Sprintf("signed by %s", textsafe.Quote(a.Identity))
+		s := fmt.Sprintf("signed by %s", textsafe.RawQuote(a.Identity))
 		if a.Issuer != "" {
-			s += " (issuer " + textsafe.Quote(a.Issuer) + ")"
+			s += " (issuer " + textsafe.RawQuote(a.Issuer) + ")"
 		}
 		s += fmt.Sprintf(" via %s, approved at %s", a.Method, at)
 		if a.Tlog != nil {
@@ -44,11 +45,15 @@ func describeApproval(a *Approval) string {
 }
 
 // ManualText describes a manual approval for people: who approved it and
-// why (escaped), and the source revision reviewed, if any.
-func ManualText(a *Approval) string {
-	s := fmt.Sprintf("approved manually by %s (no signature): %s", textsafe.Quote(a.Approver), textsafe.Quote(a.Reason))
+// why, and the source revision reviewed, if any; escaped, to be printed as
+// it is.
+func ManualText(a *Approval) string { return textsafe.Escape(manualText(a)) }
+
+// manualText is ManualText raw.
+func manualText(a *Approval) string {
+	s := fmt.Sprintf("approved manually by %s (no signature): %s", textsafe.RawQuote(a.Approver), textsafe.RawQuote(a.Reason))
 	if a.SourceRevision != "" {
-		s += ", source revision " + textsafe.Quote(a.SourceRevision)
+		s += ", source revision " + textsafe.RawQuote(a.SourceRevision)
 	}
 	return s
 }
@@ -58,13 +63,13 @@ func ManualText(a *Approval) string {
 func WriteReportText(w io.Writer, r *Report) error {
 	e := textout.NewWriter(w)
 	if n := otherServer(r); n != "" {
-		e.Printf("%s\n", n)
+		e.Printf("%s\n", textsafe.Escape(n))
 	}
 	if r.Lock != "" {
 		e.Printf("lock:   %s\n", textsafe.Escape(r.Lock))
 	}
 	if r.Approval != nil {
-		e.Printf("pinned: %s, %s\n", textout.ServerName(r.Locked.Name, r.Locked.Version), describeApproval(r.Approval))
+		e.Printf("pinned: %s, %s\n", textout.ServerName(r.Locked.Name, r.Locked.Version), textsafe.Escape(describeApproval(r.Approval)))
 		e.Printf("server: %s · %s\n", textout.ServerName(r.Observed.Name, r.Observed.Version), countText(r.Counts))
 	}
 	errs := r.Errors()
@@ -78,7 +83,7 @@ func WriteReportText(w io.Writer, r *Report) error {
 		e.Printf("\nDRIFT: %s, %d %s\n", textout.Plural(errs, string(SeverityError)), len(r.Findings)-errs, SeverityInfo)
 	}
 	for _, f := range r.Findings {
-		e.Printf("\n%-5s  %s  %s\n", f.Severity, f.Rule, f.Message)
+		e.Printf("\n%-5s  %s  %s\n", f.Severity, f.Rule, textsafe.Escape(f.Message))
 		for _, c := range f.Changes {
 			_ = c.WriteText(e, "    ")
 		}
@@ -112,8 +117,8 @@ func WriteReportMarkdown(w io.Writer, r *Report, f FailOn) error {
 		e.Printf("- Lock: %s\n", mdText(r.Lock))
 	}
 	if r.Approval != nil {
-		e.Printf("- Pinned: %s, %s\n", mdText(textout.ServerName(r.Locked.Name, r.Locked.Version)), mdText(describeApproval(r.Approval)))
-		e.Printf("- Server: %s · %s\n", mdText(textout.ServerName(r.Observed.Name, r.Observed.Version)), countText(r.Counts))
+		e.Printf("- Pinned: %s, %s\n", mdText(textout.ServerNameRaw(r.Locked.Name, r.Locked.Version)), mdText(describeApproval(r.Approval)))
+		e.Printf("- Server: %s · %s\n", mdText(textout.ServerNameRaw(r.Observed.Name, r.Observed.Version)), countText(r.Counts))
 	}
 	if len(r.Findings) == 0 {
 		return e.Err()
@@ -141,7 +146,7 @@ func WriteReportMarkdown(w io.Writer, r *Report, f FailOn) error {
 		}
 		fence := mdFence(b.String())
 		e.Printf("\n<details><summary>%s</summary>\n\n%sdiff\n%s%s\n\n</details>\n",
-			mdCell(fd.Rule+": "+string(fd.Kind)+" "+textsafe.Quote(fd.Key)), fence, b.String(), fence)
+			mdCell(fd.Rule+": "+string(fd.Kind)+" "+textsafe.RawQuote(fd.Key)), fence, b.String(), fence)
 	}
 	return e.Err()
 }
@@ -205,11 +210,12 @@ func countText(counts map[string]int) string {
 
 // otherServer is the first line of a report whose lock was approved for a
 // server of another name: a lock passed for the wrong server is the likelier
-// mistake, and its findings are read in that light. "" when the names agree.
+// mistake, and its findings are read in that light; raw (the writer
+// escapes it). "" when the names agree.
 func otherServer(r *Report) string {
 	if r.Approval == nil || r.Locked.Name == r.Observed.Name {
 		return ""
 	}
 	return fmt.Sprintf("NOTE: this lock is for server %s, but the server calls itself %s",
-		textsafe.Quote(r.Locked.Name), textsafe.Quote(r.Observed.Name))
+		textsafe.RawQuote(r.Locked.Name), textsafe.RawQuote(r.Observed.Name))
 }

@@ -123,9 +123,9 @@ func SameSigner(held, next Approval) error {
 	case held.Method != next.Method:
 		why = fmt.Sprintf("the lock was approved by %s, the new approval is by %s", held.Method, next.Method)
 	case held.Identity != next.Identity:
-		why = fmt.Sprintf("the lock was approved for %s, the new approval is signed by %s", textsafe.Quote(held.Identity), textsafe.Quote(next.Identity))
+		why = fmt.Sprintf("the lock was approved for %s, the new approval is signed by %s", textsafe.RawQuote(held.Identity), textsafe.RawQuote(next.Identity))
 	case held.Issuer != next.Issuer:
-		why = fmt.Sprintf("the lock was approved for issuer %s, the new approval's issuer is %s", textsafe.Quote(held.Issuer), textsafe.Quote(next.Issuer))
+		why = fmt.Sprintf("the lock was approved for issuer %s, the new approval's issuer is %s", textsafe.RawQuote(held.Issuer), textsafe.RawQuote(next.Issuer))
 	default:
 		return nil
 	}
@@ -150,7 +150,7 @@ func CheckRollForward(held *Lock, heldTime time.Time, next *Verified) error {
 	}
 	if next.Server.Name != held.Server.Name {
 		return &ApprovalError{Rule: RuleRollForwardOtherServer, Reason: fmt.Sprintf(
-			"the lock is for the server %s, the bundle signs the server %s", textsafe.Quote(held.Server.Name), textsafe.Quote(next.Server.Name))}
+			"the lock is for the server %s, the bundle signs the server %s", textsafe.RawQuote(held.Server.Name), textsafe.RawQuote(next.Server.Name))}
 	}
 	if !heldTime.IsZero() && !next.SignedAt.IsZero() && next.SignedAt.Before(heldTime) {
 		return &ApprovalError{Rule: RuleRollForwardOlderSignature, Reason: fmt.Sprintf(
@@ -160,7 +160,7 @@ func CheckRollForward(held *Lock, heldTime time.Time, next *Verified) error {
 	if o, n := SemVer(held.Server.Version), SemVer(next.Server.Version); o != "" && n != "" && semver.Compare(n, o) < 0 {
 		return &ApprovalError{Rule: RuleRollForwardLowerVersion, Reason: fmt.Sprintf(
 			"the bundle signs version %s, lower than the lock's %s: a downgrade needs a person's approval",
-			textsafe.Quote(next.Server.Version), textsafe.Quote(held.Server.Version))}
+			textsafe.RawQuote(next.Server.Version), textsafe.RawQuote(held.Server.Version))}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/evidence"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 func TestCheckRollForward(t *testing.T) {
@@ -66,11 +67,18 @@ func TestCheckRollForward(t *testing.T) {
 	}
 }
 
-func TestRollForwardReasonEscapesServerText(t *testing.T) {
+// TestRollForwardReasonQuotesServerTextRaw: a reason names the server's
+// text raw (textsafe.RawQuote), for the edge that prints it to escape once
+// (the proxy's report, the CLI's error line): escaped here, it would show
+// \\u{202E} there.
+func TestRollForwardReasonQuotesServerTextRaw(t *testing.T) {
 	held := &Lock{Server: digest.ServerInfo{Name: "notes", Version: "2.0.0"}, Approval: Approval{Method: evidence.MethodKey, Identity: "sha256:aa"}}
-	err := CheckRollForward(held, time.Time{}, &Verified{Approval: held.Approval, Server: digest.ServerInfo{Name: "notes\u202e\x1b[2J", Version: "1"}})
-	if err == nil || strings.ContainsAny(err.Error(), "\u202e\x1b") {
-		t.Fatalf("err %q: the server's name is not escaped", err)
+	err := CheckRollForward(held, time.Time{}, &Verified{Approval: held.Approval, Server: digest.ServerInfo{Name: "notes\u202e\x1b[2J\\", Version: "1"}})
+	if err == nil || !strings.HasSuffix(err.Error(), `the bundle signs the server "notes`+"\u202e\x1b"+`[2J\"`) {
+		t.Fatalf("err %q: the server's name is not quoted raw", err)
+	}
+	if got, want := textsafe.Escape(err.Error()), `the bundle signs the server "notes\u{202E}\u{1B}[2J\\"`; !strings.HasSuffix(got, want) {
+		t.Errorf("printed: %s, want it to end %s", got, want)
 	}
 }
 

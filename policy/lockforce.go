@@ -65,7 +65,7 @@ func (e *OutsideError) Unwrap() error { return e.Err }
 // allow: one error finding of the rule (docs/DRIFT.md).
 func (e *OutsideError) Report(path string) *pin.Report {
 	return &pin.Report{Lock: path, Counts: map[string]int{}, Findings: []pin.Finding{{
-		Rule: e.Rule, Severity: pin.SeverityError, Message: textsafe.Escape(e.Error()),
+		Rule: e.Rule, Severity: pin.SeverityError, Message: e.Error(),
 	}}}
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,9 +18,11 @@ import (
 const hostileOnce = `zero\u{200B}width bidi\u{202E}override back\\slash "quote"`
 
 // TestOneEscaping feeds every path that prints a server's text (the
-// verify-pin report, the proxy's block report, its warn-mode notice and
-// its roll-forward notice, an error quoting what the server wrote or
-// answered, an identity mismatch naming a regular expression) a string
+// verify-pin report, its findings and diff's breaking changes as text and
+// as JSON, a refused lock's error and finding, the proxy's block report, its
+// warn-mode notice and its roll-forward notice, an error quoting what the
+// server wrote or answered, an identity mismatch naming a regular
+// expression) a string
 // with a zero-width space, a bidi override, a backslash and quotes, and
 // checks the bytes printed: escaped once, at the edge (docs/PROXY.md,
 // docs/JSON.md), never twice, never not at all.
@@ -101,6 +105,126 @@ func TestOneEscaping(t *testing.T) {
 		}
 		proxy("good")
 		check(t, "the roll-forward notice", proxy("hostile-text"), "rolled forward", "        +"+hostileOnce+"\n")
+	})
+	// The names of hostile-names land in drift findings (pin.Finding.Message)
+	// and breaking changes (diff.Breaking.Message): the text report shows
+	// them escaped once, the JSON report carries them raw, JSON-escaped by
+	// encoding/json only (docs/JSON.md).
+	h, hOnce := badserver.Hostile, hostileOnce
+	findings := []struct{ rule, raw, text string }{
+		{"pin-tool-changed", `tool "good" changed: inputSchema, ` + h, `tool "good" changed: inputSchema, ` + hOnce},
+		{"pin-hidden-characters", `tool "good": "` + h + `" gained hidden characters (U+200B, U+202E)`,
+			`tool "good": "` + hOnce + `" gained hidden characters (U+200B, U+202E)`},
+		{"pin-tool-added", `tool "` + h + `" is not in the lock (capabilities: delete)`,
+			`tool "` + hOnce + `" is not in the lock (capabilities: delete)`},
+		{"pin-capability-added", `new tool "` + h + `" has delete (description "deletes")`,
+			`new tool "` + hOnce + `" has delete (description "deletes")`},
+		{"pin-hidden-characters", `tool "` + h + `": "name" gained hidden characters (U+200B, U+202E)`,
+			`tool "` + hOnce + `": "name" gained hidden characters (U+200B, U+202E)`},
+	}
+	breaking := []struct{ rule, raw, text string }{
+		{"newly-required-parameter", `new parameter "` + h + `" is required`, `new parameter "` + hOnce + `" is required`},
+		{"new-capability", `new tool "` + h + `" has the delete capability`, `new tool "` + hOnce + `" has the delete capability`},
+		{"hidden-characters", `tool "` + h + `": "name" gained hidden characters (U+200B, U+202E)`,
+			`tool "` + hOnce + `": "name" gained hidden characters (U+200B, U+202E)`},
+	}
+	// lines are the lines of out that start with one of the prefixes
+	// (after indentation): the messages, not the member diffs, whose JSON
+	// text of the hostile-names schema holds JSON's own escapes.
+	lines := func(out string, prefixes ...string) string {
+		var b strings.Builder
+		for _, l := range strings.SplitAfter(out, "\n") {
+			for _, p := range prefixes {
+				if strings.HasPrefix(strings.TrimLeft(l, " "), p) {
+					b.WriteString(l)
+					break
+				}
+			}
+		}
+		return b.String()
+	}
+	// checkJSON says whether out holds each message, encoded by
+	// encoding/json from the raw text, and no message holds anything
+	// terminal-escaped.
+	checkJSON := func(t *testing.T, what, out string, raw ...string) {
+		t.Helper()
+		for _, r := range raw {
+			enc, _ := json.Marshal(r)
+			if want := `"message": ` + string(enc) + ",\n"; !strings.Contains(out, want) && !strings.Contains(out, strings.TrimSuffix(want, ",\n")+"\n") {
+				t.Errorf("%s lacks %s:\n%s", what, want, out)
+			}
+		}
+		msgs := lines(out, `"message": `)
+		for _, never := range []string{`\\u{200B}`, `\\u{202E}`, `\\\\`} {
+			if strings.Contains(msgs, never) {
+				t.Errorf("%s holds %q in a message (terminal-escaped inside JSON):\n%s", what, never, msgs)
+			}
+		}
+	}
+	t.Run("verify-pin findings", func(t *testing.T) {
+		code, stdout, stderr := runCLI(t, "verify-pin", "--lock", lock, "--", bad, "--behavior", "hostile-names")
+		if code != 1 {
+			t.Errorf("exit %d %s", code, stderr)
+		}
+		var want []string
+		for _, f := range findings {
+			want = append(want, fmt.Sprintf("error  %s  %s\n", f.rule, f.text))
+		}
+		check(t, "the text report's findings", lines(stdout, "error  ", "info   "), want...)
+		code, stdout, stderr = runCLI(t, "verify-pin", "--lock", lock, "--format", "json", "--", bad, "--behavior", "hostile-names")
+		if code != 1 {
+			t.Errorf("--format json: exit %d %s", code, stderr)
+		}
+		var raw []string
+		for _, f := range findings {
+			raw = append(raw, f.raw)
+		}
+		checkJSON(t, "the JSON report", stdout, raw...)
+	})
+	t.Run("diff breaking", func(t *testing.T) {
+		snap := filepath.Join(dir, "hostile-names.snapshot.json")
+		if code, _, stderr := runCLI(t, "snapshot", "-o", snap, "--", bad, "--behavior", "hostile-names"); code != 0 {
+			t.Fatalf("snapshot: exit %d %s", code, stderr)
+		}
+		code, stdout, stderr := runCLI(t, "diff", lock, snap)
+		if code != 0 {
+			t.Errorf("exit %d %s", code, stderr)
+		}
+		var want []string
+		for _, b := range breaking {
+			want = append(want, fmt.Sprintf("    BREAKING %s: %s\n", b.rule, b.text))
+		}
+		check(t, "the text diff's breaking changes", lines(stdout, "BREAKING ", "capabilities: "), append(want, `    capabilities: delete (description "deletes")`+"\n")...)
+		code, stdout, stderr = runCLI(t, "diff", lock, snap, "--format", "json")
+		if code != 0 {
+			t.Errorf("--format json: exit %d %s", code, stderr)
+		}
+		var raw []string
+		for _, b := range breaking {
+			raw = append(raw, b.raw)
+		}
+		checkJSON(t, "the JSON diff", stdout, raw...)
+	})
+	t.Run("lock error", func(t *testing.T) {
+		// A lock refused at a hostile path: pin.LockError quotes the path
+		// raw, the error line escapes it once, and the pin-lock-unreadable
+		// finding of the JSON report carries it raw.
+		missing := filepath.Join(dir, h+".lock")
+		code, _, stderr := runCLI(t, "verify-pin", "--lock", missing, "--", bad, "--behavior", "good")
+		if code != 2 {
+			t.Errorf("exit %d", code)
+		}
+		once := textsafe.Escape(missing)
+		check(t, "the error", stderr, `mcpsign: lock file "`+once+`": stat `+once+": ")
+		code, stdout, stderr := runCLI(t, "verify-pin", "--lock", missing, "--format", "json", "--", bad, "--behavior", "good")
+		if code != 2 {
+			t.Errorf("--format json: exit %d %s", code, stderr)
+		}
+		enc, _ := json.Marshal(`lock file "` + missing + `": stat ` + missing + ": ")
+		if want := `"message": ` + strings.TrimSuffix(string(enc), `"`); !strings.Contains(stdout, want) {
+			t.Errorf("the JSON report lacks %s:\n%s", want, stdout)
+		}
+		checkJSON(t, "the JSON report", stdout)
 	})
 	t.Run("server output in an error", func(t *testing.T) {
 		_, _, stderr := runCLI(t, "digest", "--", bad, "--behavior", "hostile-jsonrpc")

@@ -51,14 +51,20 @@ func Plural(n int, noun string) string {
 }
 
 // ServerName names a server for people, escaped: "notes 1.2.0", or
-// "(unnamed server)".
+// "(unnamed server)". It is textsafe.Escape of ServerNameRaw.
 func ServerName(serverName, version string) string {
-	name := textsafe.Escape(serverName)
+	return textsafe.Escape(ServerNameRaw(serverName, version))
+}
+
+// ServerNameRaw is ServerName not escaped, for a writer that escapes
+// otherwise where it prints (Markdown).
+func ServerNameRaw(serverName, version string) string {
+	name := serverName
 	if name == "" {
 		name = "(unnamed server)"
 	}
 	if version != "" {
-		name += " " + textsafe.Escape(version)
+		name += " " + version
 	}
 	return name
 }

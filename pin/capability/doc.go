@@ -12,6 +12,7 @@
 // set of the tools they name. Delete and exec are Dangerous: gaining one is
 // the drift error pin-capability-added of package pin.
 //
-// Text that came from a server is kept raw in these values and escaped with
-// internal/textsafe by Describe, SourcesText and WriteText.
+// Text that came from a server is kept raw in these values and in what
+// Describe and SourcesText return (for a message escaped where it is
+// printed), and escaped with internal/textsafe by WriteText.
 package capability

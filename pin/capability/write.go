@@ -20,18 +20,19 @@ func Names(cs []Capability) string {
 }
 
 // SourcesText lists the reasons for a capability for people, separated by
-// "; ", each escaped with internal/textsafe (a detail is a word of the
-// server's text).
+// "; ", raw (a detail is a word of the server's text): for a message that
+// the edge printing it escapes with internal/textsafe, once.
 func SourcesText(ss []Source) string {
 	parts := make([]string, len(ss))
 	for i, s := range ss {
-		parts[i] = textsafe.Escape(s.String())
+		parts[i] = s.String()
 	}
 	return strings.Join(parts, "; ")
 }
 
-// Describe lists a tool's capabilities with their sources, escaped:
-// "read (name \"get\"), delete (annotation \"destructiveHint\")".
+// Describe lists a tool's capabilities with their sources, raw (as
+// SourcesText): "read (name \"get\"), delete (annotation
+// \"destructiveHint\")". Escape it where it is printed (WriteText does).
 func Describe(t *Tool) string {
 	parts := make([]string, len(t.Capabilities))
 	for i, c := range t.Capabilities {
@@ -53,7 +54,7 @@ func WriteText(w io.Writer, tools map[string]*Tool) error {
 				mark = "!"
 			}
 		}
-		if _, err := fmt.Fprintf(w, "  %s %-24s %s\n", mark, textsafe.Escape(name), Describe(t)); err != nil {
+		if _, err := fmt.Fprintf(w, "  %s %-24s %s\n", mark, textsafe.Escape(name), textsafe.Escape(Describe(t))); err != nil {
 			return err
 		}
 	}

@@ -67,7 +67,11 @@ type Breaking struct {
 	// Characters the characters it gained ("U+200B"), in code point order.
 	Field      string   `json:"field,omitempty"`
 	Characters []string `json:"characters,omitempty"`
-	Message    string   `json:"message"`
+	// Message is for people; server text in it (a key, a parameter, a
+	// member name) is raw, quoted with textsafe.RawQuote: escape the whole
+	// message where it is printed (WriteText does), and only there
+	// (docs/JSON.md: JSON carries raw strings).
+	Message string `json:"message"`
 }
 
 // DefinitionChange is one definition added, removed or changed from A to B.
@@ -508,22 +512,22 @@ func breakingChanges(dc *DefinitionChange, old, cur *digest.Definition) []Breaki
 		out = append(out, Breaking{Rule: rule, Kind: dc.Kind, Key: dc.Key, Parameter: param, Message: msg})
 	}
 	if dc.Change == Removed {
-		add(BreakingRemovedDefinition, "", fmt.Sprintf("%s %s was removed", dc.Kind, textsafe.Quote(dc.Key)))
+		add(BreakingRemovedDefinition, "", fmt.Sprintf("%s %s was removed", dc.Kind, textsafe.RawQuote(dc.Key)))
 		return out
 	}
 	if dc.Change == Changed && old.Raw != nil && cur.Raw != nil {
 		op, np := parameters(dc.Kind, old.Raw), parameters(dc.Kind, cur.Raw)
 		for _, name := range op.names {
 			if _, ok := np.params[name]; !ok {
-				add(BreakingRemovedParameter, name, fmt.Sprintf("parameter %s was removed", textsafe.Quote(name)))
+				add(BreakingRemovedParameter, name, fmt.Sprintf("parameter %s was removed", textsafe.RawQuote(name)))
 			}
 		}
 		for _, name := range np.names {
 			if np.params[name].required && !op.params[name].required {
 				if _, existed := op.params[name]; existed {
-					add(BreakingNewlyRequired, name, fmt.Sprintf("parameter %s is now required", textsafe.Quote(name)))
+					add(BreakingNewlyRequired, name, fmt.Sprintf("parameter %s is now required", textsafe.RawQuote(name)))
 				} else {
-					add(BreakingNewlyRequired, name, fmt.Sprintf("new parameter %s is required", textsafe.Quote(name)))
+					add(BreakingNewlyRequired, name, fmt.Sprintf("new parameter %s is required", textsafe.RawQuote(name)))
 				}
 			}
 			if was, ok := op.params[name]; ok {
@@ -533,7 +537,7 @@ func breakingChanges(dc *DefinitionChange, old, cur *digest.Definition) []Breaki
 					if was.typ != nil {
 						from = string(was.typ)
 					}
-					add(BreakingParameterType, name, fmt.Sprintf("parameter %s changed type from %s to %s", textsafe.Quote(name), textsafe.Escape(from), textsafe.Escape(string(now.typ))))
+					add(BreakingParameterType, name, fmt.Sprintf("parameter %s changed type from %s to %s", textsafe.RawQuote(name), from, string(now.typ)))
 				}
 			}
 		}
@@ -541,9 +545,9 @@ func breakingChanges(dc *DefinitionChange, old, cur *digest.Definition) []Breaki
 	for _, c := range dc.GainedCapabilities {
 		if c.Dangerous() {
 			if dc.Change == Added {
-				add(BreakingNewCapability, "", fmt.Sprintf("new tool %s has the %s capability", textsafe.Quote(dc.Key), c))
+				add(BreakingNewCapability, "", fmt.Sprintf("new tool %s has the %s capability", textsafe.RawQuote(dc.Key), c))
 			} else {
-				add(BreakingNewCapability, "", fmt.Sprintf("tool %s gained the %s capability", textsafe.Quote(dc.Key), c))
+				add(BreakingNewCapability, "", fmt.Sprintf("tool %s gained the %s capability", textsafe.RawQuote(dc.Key), c))
 			}
 		}
 	}
@@ -555,7 +559,7 @@ func breakingChanges(dc *DefinitionChange, old, cur *digest.Definition) []Breaki
 		for _, h := range gainedHidden(oldRaw, cur.Raw) {
 			out = append(out, Breaking{
 				Rule: BreakingHiddenCharacters, Kind: dc.Kind, Key: dc.Key, Field: h.field, Characters: h.chars,
-				Message: fmt.Sprintf("%s %s: %s gained hidden characters (%s)", dc.Kind, textsafe.Quote(dc.Key),
+				Message: fmt.Sprintf("%s %s: %s gained hidden characters (%s)", dc.Kind, textsafe.RawQuote(dc.Key),
 					fieldName(h.field), strings.Join(h.chars, ", ")),
 			})
 		}
@@ -567,7 +571,7 @@ func fieldName(f string) string {
 	if f == "" {
 		return "the definition"
 	}
-	return textsafe.Quote(f)
+	return textsafe.RawQuote(f)
 }
 
 type hiddenGain struct {

@@ -12,7 +12,8 @@ import (
 // WriteText writes a diff for people: the two sides (a bundle marked
 // unverified), server, protocol and instruction changes, then each added,
 // removed and changed definition with its field diffs, capabilities and
-// breaking changes, and a summary line.
+// breaking changes, and a summary line. Server text is escaped here, once:
+// the result carries it raw (Breaking.Message too).
 func WriteText(w io.Writer, d *Result) error {
 	e := textout.NewWriter(w)
 	for _, s := range []struct {
@@ -59,7 +60,7 @@ func WriteText(w io.Writer, d *Result) error {
 		}
 		writeCapabilityChange(e, &dc)
 		for _, b := range dc.Breaking {
-			e.Printf("    BREAKING %s: %s\n", b.Rule, b.Message)
+			e.Printf("    BREAKING %s: %s\n", b.Rule, textsafe.Escape(b.Message))
 		}
 	}
 	e.Printf("\n%d added, %d removed, %d changed", d.Count(Added), d.Count(Removed), d.Count(Changed))
@@ -83,9 +84,9 @@ func orNone(s string) string {
 func writeCapabilityChange(e *textout.Writer, dc *DefinitionChange) {
 	switch {
 	case dc.NewCapabilities != nil && dc.OldCapabilities == nil:
-		e.Printf("    capabilities: %s\n", capability.Describe(dc.NewCapabilities))
+		e.Printf("    capabilities: %s\n", textsafe.Escape(capability.Describe(dc.NewCapabilities)))
 	case dc.NewCapabilities != nil && (len(dc.GainedCapabilities) > 0 || len(dc.LostCapabilities) > 0):
-		e.Printf("    capabilities: %s → %s\n", capability.Names(dc.OldCapabilities.Capabilities), capability.Describe(dc.NewCapabilities))
+		e.Printf("    capabilities: %s → %s\n", capability.Names(dc.OldCapabilities.Capabilities), textsafe.Escape(capability.Describe(dc.NewCapabilities)))
 	}
 }
 

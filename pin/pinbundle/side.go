@@ -64,7 +64,7 @@ func ReadSideFile(path string) (side *diff.Side, ok bool, err error) {
 	}
 	data, err := boundedfile.Read(path, MaxBytes, nil)
 	if err != nil {
-		return nil, false, fmt.Errorf("%s: %w", textsafe.Quote(path), err)
+		return nil, false, fmt.Errorf("%s: %w", textsafe.RawQuote(path), err)
 	}
 	switch pin.DetectFile(data) {
 	case pin.FileLock:
@@ -76,13 +76,13 @@ func ReadSideFile(path string) (side *diff.Side, ok bool, err error) {
 	case pin.FileBundle:
 		st, err := Statement(data)
 		if err != nil {
-			return nil, true, fmt.Errorf("bundle %s: %w", textsafe.Quote(path), err)
+			return nil, true, fmt.Errorf("bundle %s: %w", textsafe.RawQuote(path), err)
 		}
 		return diff.StatementSide(path, st), true, nil
 	case pin.FileSnapshot:
 		s, err := digest.ParseSnapshot(data)
 		if err != nil {
-			return nil, true, fmt.Errorf("snapshot %s: %w", textsafe.Quote(path), err)
+			return nil, true, fmt.Errorf("snapshot %s: %w", textsafe.RawQuote(path), err)
 		}
 		return diff.SnapshotSide(path, diff.OriginSnapshot, s), true, nil
 	}
