@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -71,4 +72,41 @@ func TestInputRequiredResult(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzInputRequestsRefusal: whatever a lenient reader (encoding/json, which
+// matches member names case-insensitively, the last one winning) takes an
+// input_required result to ask for, a result the proxy lets through asks
+// for nothing a policy that denies everything refuses.
+func FuzzInputRequestsRefusal(f *testing.F) {
+	for _, s := range []string{
+		`{"resultType":"input_required","inputRequests":{"a":{"method":"sampling/createMessage","params":{}}}}`,
+		`{"resultType":"input_required","inputRequests":{"a":{"method":"ping"}},"requestState":"x"}`,
+		`{"resultType":"input_required","InputRequests":{"a":{"method":"roots/list"}}}`,
+		`{"resultType":"input_required","inputRequests":{"a":{"method":"roots/list","Method":"ping"}}}`,
+		`{"resultType":"complete","content":[]}`,
+		`{"content":[]}`,
+	} {
+		f.Add(s)
+	}
+	all := ServerRequests{DenySampling: true, DenyElicitation: true, DenyRoots: true, DenyLogging: true}
+	f.Fuzz(func(t *testing.T, result string) {
+		why := all.inputRequestsRefusal([]byte(result), json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{}}`))
+		if why != "" {
+			return
+		}
+		var lenient struct {
+			ResultType    string
+			InputRequests map[string]struct{ Method string }
+		}
+		if json.Unmarshal([]byte(result), &lenient) != nil || lenient.ResultType != resultInputRequired {
+			return
+		}
+		for k, r := range lenient.InputRequests {
+			switch r.Method {
+			case methodSampling, methodElicitation, methodRoots, methodLogging:
+				t.Fatalf("relayed %s: inputRequests %q asks for %s", result, k, r.Method)
+			}
+		}
+	})
 }
