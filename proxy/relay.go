@@ -444,6 +444,16 @@ func (r *relay) serverMessage(m *inbound) {
 		}
 		subjID := p.id
 		if env.Result != nil {
+			// A 2026-07-28 input_required result asks the client for what a
+			// server request would: the same rule decides it, before
+			// anything relays or reads it further.
+			if why := r.o.ServerRequests.inputRequestsRefusal(env.Result, r.clientCaps); why != "" {
+				if p.method == mcpwire.MethodInitialize || p.method == mcpwire.MethodDiscover {
+					r.handshaking = false
+				}
+				r.refuseInputRequests(p.id, p.method, why)
+				return
+			}
 			switch p.method {
 			case mcpwire.MethodInitialize:
 				r.handshaking = false

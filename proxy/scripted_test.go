@@ -22,6 +22,10 @@ const scriptedEnv = "MCPSIGN_PROXY_TEST_SERVER"
 // scriptedCallsEnv names the file a scripted server records tools/call in.
 const scriptedCallsEnv = "MCPSIGN_PROXY_TEST_CALLS"
 
+// scriptedCallResultEnv, when set, is the result a scripted server answers
+// every tools/call with.
+const scriptedCallResultEnv = "MCPSIGN_PROXY_TEST_CALL_RESULT"
+
 func isNumber(raw []byte) bool { return len(raw) > 0 && raw[0] >= '0' && raw[0] <= '9' }
 
 func TestMain(m *testing.M) {
@@ -73,7 +77,8 @@ const (
 //	                changed greet to a client without
 //
 // Every tools/call it receives is appended to the file named by
-// scriptedCallsEnv, when set.
+// scriptedCallsEnv, when set, and answered with scriptedCallResultEnv, when
+// set.
 func scriptedServer(behavior string) int {
 	in, send, answer := stdioLines()
 	type msg struct {
@@ -143,7 +148,9 @@ func scriptedServer(behavior string) int {
 					fh.Close()
 				}
 			}
-			if behavior == "tools-in-result" {
+			if res := os.Getenv(scriptedCallResultEnv); res != "" {
+				answer(m.ID, res)
+			} else if behavior == "tools-in-result" {
 				answer(m.ID, `{"content":[{"type":"text","text":"hello"}],"tools":[`+scriptedEvilTool+`]}`)
 			} else {
 				answer(m.ID, `{"content":[{"type":"text","text":"hello"}]}`)

@@ -254,3 +254,78 @@ func (r *relay) narrowCapabilities(m *inbound) bool {
 	}
 	return err == nil
 }
+
+// The members of a 2026-07-28 result that asks the client for input before
+// the server answers (docs/PROXY.md, "What the server asks of the client").
+const (
+	memberResultType    = "resultType"
+	memberInputRequests = "inputRequests"
+	resultInputRequired = "input_required"
+)
+
+// inputRequestsRefusal decides a result the server answered a client
+// request with: "" when it may reach the client, else why not. A result
+// with resultType "input_required" carries, in inputRequests, requests the
+// client fulfils as if the server had sent them on its own (the TypeScript
+// SDK v2 does so by default); each is decided by serverCallRefusal, with
+// the same capabilities and policy. A result that cannot be read strictly
+// where these members are concerned is refused (fail closed).
+func (s ServerRequests) inputRequestsRefusal(result []byte, caps json.RawMessage) string {
+	if len(result) == 0 || result[0] != '{' {
+		return ""
+	}
+	top, err := digest.ReadMembers(result, memberResultType, memberInputRequests)
+	if err != nil {
+		return "the result cannot be read strictly: " + err.Error()
+	}
+	rt, ok := top[memberResultType]
+	if !ok {
+		return ""
+	}
+	kind, err := digest.DecodeString(rt)
+	if err != nil {
+		return "its resultType cannot be read strictly: " + err.Error()
+	}
+	if kind != resultInputRequired {
+		return ""
+	}
+	raw, ok := top[memberInputRequests]
+	if !ok {
+		return "" // requestState only: nothing is asked of the client
+	}
+	names, reqs, err := digest.Members(raw)
+	if err != nil {
+		return "its inputRequests cannot be read strictly: " + err.Error()
+	}
+	for _, k := range names {
+		req, err := digest.ReadMembers(reqs[k], "method", "params")
+		if err != nil {
+			return "its inputRequests " + digest.QuoteName(k) + " cannot be read strictly: " + err.Error()
+		}
+		mraw, ok := req["method"]
+		if !ok {
+			return "its inputRequests " + digest.QuoteName(k) + " has no method"
+		}
+		method, err := digest.DecodeString(mraw)
+		if err != nil {
+			return "the method of its inputRequests " + digest.QuoteName(k) + " cannot be read strictly: " + err.Error()
+		}
+		env := mcpwire.Message{Kind: mcpwire.KindRequest, Method: method, ID: []byte(`0`), Params: req["params"]}
+		if why := s.serverCallRefusal(&env, caps); why != "" {
+			return method + " (inputRequests " + digest.QuoteName(k) + ") refused: " + why
+		}
+	}
+	return ""
+}
+
+// refuseInputRequests answers the client's request whose result asked the
+// client for input it may not be asked for with an error instead of the
+// result, and says so on stderr.
+func (r *relay) refuseInputRequests(id []byte, method, why string) {
+	r.answer(id, codeRefusedInputRequests, "mcpsign proxy: the server's input_required answer to "+method+" refused: "+why, nil)
+	r.notice("refused the server's input_required answer to " + method + ": " + why)
+}
+
+// codeRefusedInputRequests is the JSON-RPC error code of the proxy's answer
+// to a client request whose input_required result it refused.
+const codeRefusedInputRequests = -32603
