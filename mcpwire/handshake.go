@@ -53,8 +53,9 @@ type HandshakeOptions struct {
 // answers it with an error or offers no modern version, the initialize
 // handshake followed by notifications/initialized. What the server said is
 // read strictly (ParseDiscover, ParseInitialize); a server/discover answer
-// that ParseDiscover refuses is a fallback too, as for both official
-// clients.
+// that ParseDiscover refuses for its shape (IsShapeRefusal) is a fallback
+// too, as for both official clients, while one refused by the strict reader
+// alone is an error wrapping ErrProtocol.
 func Handshake(ctx context.Context, c Client, o HandshakeOptions) (*Hello, error) {
 	want := o.ProtocolVersion
 	if want == "" || want == ProtocolModern {
@@ -107,11 +108,20 @@ func discover(ctx context.Context, c Client, o *HandshakeOptions) (*Hello, error
 	}
 	h, ok, err := ParseDiscover(raw, meta, nil)
 	if err != nil {
-		// An answer the official clients refuse (go-sdk's and the
-		// TypeScript SDK v2's both fall back to initialize then): no
-		// client holds what it says, so it is not read as the server's
-		// hello either (docs/DISCOVERY.md, "Both eras").
-		return nil, &fallbackError{err}
+		if IsShapeRefusal(err) {
+			// An answer the official clients' schemas refuse too (go-sdk's
+			// and the TypeScript SDK v2's both fall back to initialize
+			// then): no client holds what it says, so it is not read as
+			// the server's hello either (docs/DISCOVERY.md, "How a hello
+			// is read").
+			return nil, &fallbackError{err}
+		}
+		// Refused by mcpsign's strict reader alone (a repeated member, a
+		// case variant, invalid UTF-8): the official clients read it (the
+		// last repeated member wins) and hold what it says, so falling
+		// back would read a face no such client is shown. The server is
+		// refused instead.
+		return nil, fmt.Errorf("server/discover answer refused (the official clients would read it and not fall back to initialize): %w", err)
 	}
 	if !ok || h.ProtocolVersion != ProtocolModern {
 		return nil, &fallbackError{fmt.Errorf("server/discover offers no protocol version %s", ProtocolModern)}

@@ -2,6 +2,7 @@ package mcpwire
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -114,7 +115,13 @@ func ParseInitialize(result []byte) (*Hello, error) {
 // required, an object whose known members are objects (their flags
 // booleans, the members of experimental and extensions objects);
 // instructions, when present, a string (not null). Any of these refused is
-// an error wrapping ErrProtocol that names the member by its JSON Pointer.
+// an error wrapping ErrProtocol that names the member by its JSON Pointer,
+// and for which IsShapeRefusal is true. Any other refusal (a repeated
+// member at any depth, a case variant of a member mcpsign reads, invalid
+// UTF-8, a lone surrogate, a number outside the strict grammar, a server
+// info that does not read) is mcpsign's strict reader's alone: the official
+// clients read such an answer (the last repeated member wins), so it is
+// not a reason to fall back (docs/DISCOVERY.md, "How a hello is read").
 func ParseDiscover(result []byte, meta []byte, clientInfo json.RawMessage) (h *Hello, ok bool, err error) {
 	const what = "server/discover result"
 	m, err := readMembers(result, what, discoverMembers)
@@ -123,14 +130,19 @@ func ParseDiscover(result []byte, meta []byte, clientInfo json.RawMessage) (h *H
 	}
 	rt, ok := m["resultType"]
 	if !ok {
-		return nil, false, fmt.Errorf("%w: %s: /resultType is missing (protocol %s requires it, \"complete\")", ErrProtocol, what, ProtocolModern)
+		return nil, false, shapeErrorf("%w: %s: /resultType is missing (protocol %s requires it, \"complete\")", ErrProtocol, what, ProtocolModern)
 	}
 	if s, err := digest.DecodeString(rt); err != nil || s != "complete" {
-		return nil, false, fmt.Errorf("%w: %s: /resultType: want \"complete\", got %s", ErrProtocol, what, shownJSON(rt))
+		// Not "complete" to any reader: a string that mcpsign cannot
+		// decode strictly decodes to something else for a lax one too.
+		return nil, false, shapeErrorf("%w: %s: /resultType: want \"complete\", got %s", ErrProtocol, what, shownJSON(rt))
 	}
 	sv, ok := m["supportedVersions"]
 	if !ok {
-		return nil, false, fmt.Errorf("%w: %s: /supportedVersions is missing", ErrProtocol, what)
+		return nil, false, shapeErrorf("%w: %s: /supportedVersions is missing", ErrProtocol, what)
+	}
+	if jsonKind(sv) != '[' {
+		return nil, false, shapeErrorf("%w: %s: /supportedVersions: want an array of strings, got %s", ErrProtocol, what, shownJSON(sv))
 	}
 	elems, err := digest.Elements(sv)
 	if err != nil {
@@ -138,9 +150,12 @@ func ParseDiscover(result []byte, meta []byte, clientInfo json.RawMessage) (h *H
 	}
 	versions := make([]string, 0, len(elems))
 	for i, e := range elems {
+		if jsonKind(e) != '"' {
+			return nil, false, shapeErrorf("%w: %s: /supportedVersions/%d: want a string, got %s", ErrProtocol, what, i, shownJSON(e))
+		}
 		s, err := digest.DecodeString(e)
 		if err != nil {
-			return nil, false, fmt.Errorf("%w: %s: /supportedVersions/%d: want a string, got %s", ErrProtocol, what, i, shownJSON(e))
+			return nil, false, fmt.Errorf("%w: %s: /supportedVersions/%d: %w", ErrProtocol, what, i, err)
 		}
 		versions = append(versions, s)
 	}
@@ -149,10 +164,10 @@ func ParseDiscover(result []byte, meta []byte, clientInfo json.RawMessage) (h *H
 		if ok {
 			got = shownJSON(c)
 		}
-		return nil, false, fmt.Errorf("%w: %s: /capabilities: want an object, got %s", ErrProtocol, what, got)
+		return nil, false, shapeErrorf("%w: %s: /capabilities: want an object, got %s", ErrProtocol, what, got)
 	}
 	if v, ok := m["instructions"]; ok && jsonKind(v) != '"' {
-		return nil, false, fmt.Errorf("%w: %s: /instructions: want a string, got %s", ErrProtocol, what, shownJSON(v))
+		return nil, false, shapeErrorf("%w: %s: /instructions: want a string, got %s", ErrProtocol, what, shownJSON(v))
 	}
 	want := ProtocolModern
 	if v, ok := MetaVersion(meta); ok {
@@ -256,7 +271,7 @@ func checkCapabilities(caps map[string][]byte, nulls bool) error {
 			continue
 		}
 		if jsonKind(v) != '{' {
-			return fmt.Errorf("/capabilities/%s: want an object, got %s", name, shownJSON(v))
+			return shapeErrorf("/capabilities/%s: want an object, got %s", name, shownJSON(v))
 		}
 		switch name {
 		case "experimental", "extensions":
@@ -266,7 +281,7 @@ func checkCapabilities(caps map[string][]byte, nulls bool) error {
 			}
 			for _, k := range names {
 				if jsonKind(values[k]) != '{' {
-					return fmt.Errorf("/capabilities/%s/%s: want an object, got %s", name, pointerToken(k), shownJSON(values[k]))
+					return shapeErrorf("/capabilities/%s/%s: want an object, got %s", name, pointerToken(k), shownJSON(values[k]))
 				}
 			}
 		default:
@@ -280,12 +295,32 @@ func checkCapabilities(caps map[string][]byte, nulls bool) error {
 			}
 			for _, f := range flags {
 				if fv, ok := fm[f]; ok && string(fv) != "true" && string(fv) != "false" && !(nulls && string(fv) == "null") {
-					return fmt.Errorf("/capabilities/%s/%s: want a boolean, got %s", name, f, shownJSON(fv))
+					return shapeErrorf("/capabilities/%s/%s: want a boolean, got %s", name, f, shownJSON(fv))
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// shapeError is a refusal of a handshake result's member types or shape,
+// one the official clients' schemas make too (IsShapeRefusal).
+type shapeError struct{ err error }
+
+func (e *shapeError) Error() string { return e.err.Error() }
+func (e *shapeError) Unwrap() error { return e.err }
+
+func shapeErrorf(format string, a ...any) error {
+	return &shapeError{fmt.Errorf(format, a...)}
+}
+
+// IsShapeRefusal reports whether err, from ParseDiscover, refuses the
+// answer for a rule the official clients' schemas check too (a member's
+// type, a required member missing), after which they fall back to
+// initialize; false for a refusal only mcpsign's strict reader makes.
+func IsShapeRefusal(err error) bool {
+	var se *shapeError
+	return errors.As(err, &se)
 }
 
 // jsonKind returns the first byte of a JSON value ('{', '[', '"', 't',

@@ -124,6 +124,8 @@ func FuzzParseDiscover(f *testing.F) {
 	f.Add([]byte(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":null,"experimental":{"a":1}},"instructions":null}`))
 	f.Add([]byte(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"Tools":{},"tools":{"listChanged":1}}}`))
 	f.Add([]byte(`{"supportedVersions":[1],"capabilities":{}}`))
+	f.Add([]byte(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{},"instructions":"a","instructions":"b"}`))
+	f.Add([]byte(`{"resultType":"complete","supportedVersions":["2026-07-28","\ud800"],"capabilities":{"tools":{"listChanged":true,"listChanged":1}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, ok, err := ParseDiscover(data, nil, nil)
 		if err != nil || !ok {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/erasserver"
 	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
@@ -211,6 +212,25 @@ func TestModernWithoutDiscover(t *testing.T) {
 				t.Errorf("calls log %q, want %d call(s)", got, want)
 			}
 		})
+	}
+}
+
+// TestDiscoverRepeatedMember: a server/discover answer with a repeated
+// instructions member (the last poisoned, which the official clients hold)
+// is blocked, never relayed (docs/DISCOVERY.md, "How a hello is read").
+func TestDiscoverRepeatedMember(t *testing.T) {
+	t.Parallel()
+	lock := filepath.Join(t.TempDir(), "mcp.lock")
+	s := startProxy(t, lockPolicy(t, lock, LockOptions{TOFU: true}), []string{fixtures.Executable(t, erasserver.Program), "dup-instructions"}, nil)
+	p := newRawPeer(t, s.out, s.in)
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	m := decode(t, p.next())
+	if m.Error == nil || m.Error.Code != BlockedCode || strings.Contains(string(m.Result), erasserver.Poison) {
+		t.Fatalf("server/discover answer %+v %s, want the block error", m, m.Result)
+	}
+	err := s.wait()
+	if asBlocked(err) == nil || !errors.Is(err, mcpwire.ErrProtocol) || !strings.Contains(err.Error(), `repeated member "instructions"`) {
+		t.Errorf("Run: %v, want a block naming the repeated member", err)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/erasserver"
 	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
@@ -35,10 +36,11 @@ func TestMain(m *testing.M) {
 	if b := os.Getenv(resourcesEnv); b != "" {
 		os.Exit(resourceServer(b))
 	}
-	if !fixtures.RunsAsProgram() {
+	eras := erasserver.Fixture()
+	if !fixtures.RunsAsProgram(eras) {
 		fixtures.RaiseParallel(testParallel)
 	}
-	fixtures.Main(m)
+	fixtures.Main(m, eras)
 }
 
 // testParallel is how many parallel tests run at once unless -parallel

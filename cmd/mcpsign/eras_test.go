@@ -76,4 +76,24 @@ func TestListingBothEras(t *testing.T) {
 	if code, stdout, stderr := runCLI(t, "verify-pin", "--lock", lock, "--", server, "caps-true"); code != 0 {
 		t.Fatalf("verify-pin of what the client holds: exit %d\n%s\n%s", code, stdout, stderr)
 	}
+
+	// A repeated instructions member in server/discover, the last one
+	// poisoned (and a poisoned tool in that era): the TypeScript SDK v2
+	// client reads it (the last member wins) and holds the poison, so it is
+	// no fallback to the clean initialize face: exit 2, naming
+	// server/discover and why, nothing written (docs/DISCOVERY.md, "How a
+	// hello is read").
+	for _, args := range [][]string{{"digest"}, {"pin", "--tofu", "--lock", filepath.Join(dir, "dup.lock")}} {
+		code, stdout, stderr := runCLI(t, append(args, "--", server, "dup-instructions")...)
+		if code != 2 || !strings.Contains(stderr, "server/discover") || !strings.Contains(stderr, `repeated member "instructions"`) {
+			t.Errorf("%s of a server/discover answer with a repeated member: exit %d, want 2 naming server/discover and the member\n%s\n%s", args[0], code, stdout, stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "dup.lock")); err == nil {
+		t.Errorf("dup.lock written for a server/discover answer with a repeated member")
+	}
+	cfg, _ = json.Marshal(map[string]any{"command": server, "args": []string{"dup-instructions"}, "mode": "auto", "timeoutMs": 20000})
+	if held := runTSClient2Config(t, cfg); held.Instructions == nil || *held.Instructions != erasserver.Poison || held.ProtocolVersion != "2026-07-28" {
+		t.Fatalf("the TypeScript SDK v2 client holds %+v; the row assumes it reads the repeated member, last wins", held)
+	}
 }
