@@ -91,7 +91,7 @@ func FuzzInputRequestsRefusal(f *testing.F) {
 	}
 	all := ServerRequests{DenySampling: true, DenyElicitation: true, DenyRoots: true, DenyLogging: true}
 	f.Fuzz(func(t *testing.T, result string) {
-		why := all.inputRequestsRefusal([]byte(result), json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{}}`))
+		why, _ := all.inputRequestsRefusal([]byte(result), json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{}}`))
 		if why != "" {
 			return
 		}

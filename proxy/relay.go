@@ -447,7 +447,8 @@ func (r *relay) serverMessage(m *inbound) {
 			// A 2026-07-28 input_required result asks the client for what a
 			// server request would: the same rule decides it, before
 			// anything relays or reads it further.
-			if why := r.o.ServerRequests.inputRequestsRefusal(env.Result, r.clientCaps); why != "" {
+			why, unreadable := r.o.ServerRequests.inputRequestsRefusal(env.Result, r.clientCaps)
+			if why != "" && !(unreadable && r.readsStrictly(p)) {
 				if p.method == mcpwire.MethodInitialize || p.method == mcpwire.MethodDiscover {
 					r.handshaking = false
 				}
@@ -548,4 +549,12 @@ func (r *relay) sendClient(line []byte) {
 		r.overflow = true
 		r.signal()
 	}
+}
+
+// readsStrictly reports whether the answer to p goes through a strict
+// reader of its own that blocks the session on a result that does not read
+// (the handshake, a listing the client asked for): such a result is left
+// to it rather than refused alone.
+func (r *relay) readsStrictly(p *pendingReq) bool {
+	return p.method == mcpwire.MethodInitialize || p.method == mcpwire.MethodDiscover || p.kind != ""
 }

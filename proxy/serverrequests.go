@@ -270,52 +270,57 @@ const (
 // SDK v2 does so by default); each is decided by serverCallRefusal, with
 // the same capabilities and policy. A result that cannot be read strictly
 // where these members are concerned is refused (fail closed).
-func (s ServerRequests) inputRequestsRefusal(result []byte, caps json.RawMessage) string {
+//
+// unreadable reports that the result as a whole does not read strictly (a
+// repeated member, a case variant): the caller's own strict reader of a
+// handshake or a listing blocks the session for it; any other result is
+// refused.
+func (s ServerRequests) inputRequestsRefusal(result []byte, caps json.RawMessage) (why string, unreadable bool) {
 	if len(result) == 0 || result[0] != '{' {
-		return ""
+		return "", false
 	}
 	top, err := digest.ReadMembers(result, memberResultType, memberInputRequests)
 	if err != nil {
-		return "the result cannot be read strictly: " + err.Error()
+		return "the result cannot be read strictly: " + err.Error(), true
 	}
 	rt, ok := top[memberResultType]
 	if !ok {
-		return ""
+		return "", false
 	}
 	kind, err := digest.DecodeString(rt)
 	if err != nil {
-		return "its resultType cannot be read strictly: " + err.Error()
+		return "its resultType cannot be read strictly: " + err.Error(), false
 	}
 	if kind != resultInputRequired {
-		return ""
+		return "", false
 	}
 	raw, ok := top[memberInputRequests]
 	if !ok {
-		return "" // requestState only: nothing is asked of the client
+		return "", false // requestState only: nothing is asked of the client
 	}
 	names, reqs, err := digest.Members(raw)
 	if err != nil {
-		return "its inputRequests cannot be read strictly: " + err.Error()
+		return "its inputRequests cannot be read strictly: " + err.Error(), false
 	}
 	for _, k := range names {
 		req, err := digest.ReadMembers(reqs[k], "method", "params")
 		if err != nil {
-			return "its inputRequests " + digest.QuoteName(k) + " cannot be read strictly: " + err.Error()
+			return "its inputRequests " + digest.QuoteName(k) + " cannot be read strictly: " + err.Error(), false
 		}
 		mraw, ok := req["method"]
 		if !ok {
-			return "its inputRequests " + digest.QuoteName(k) + " has no method"
+			return "its inputRequests " + digest.QuoteName(k) + " has no method", false
 		}
 		method, err := digest.DecodeString(mraw)
 		if err != nil {
-			return "the method of its inputRequests " + digest.QuoteName(k) + " cannot be read strictly: " + err.Error()
+			return "the method of its inputRequests " + digest.QuoteName(k) + " cannot be read strictly: " + err.Error(), false
 		}
 		env := mcpwire.Message{Kind: mcpwire.KindRequest, Method: method, ID: []byte(`0`), Params: req["params"]}
 		if why := s.serverCallRefusal(&env, caps); why != "" {
-			return method + " (inputRequests " + digest.QuoteName(k) + ") refused: " + why
+			return method + " (inputRequests " + digest.QuoteName(k) + ") refused: " + why, false
 		}
 	}
-	return ""
+	return "", false
 }
 
 // refuseInputRequests answers the client's request whose result asked the
