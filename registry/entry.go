@@ -501,7 +501,7 @@ func (e *Entry) parsePackage(raw []byte, ptr string) (Package, error) {
 		return p, e.memberErr(ErrEntry, ptr, "registryType and identifier are required")
 	}
 	for _, n := range []string{"registryType", "identifier", "version", "fileSha256", "registryBaseUrl"} {
-		if _, ok := m[n]; ok {
+		if _, ok := m[n]; ok && (n != "version" || versionBound(p.RegistryType)) {
 			e.Bound = append(e.Bound, ptr+"/"+n)
 		}
 	}
@@ -606,3 +606,15 @@ func Namespace(name string) string {
 
 // digestMembers is digest.Members (for the tests).
 var digestMembers = digest.Members
+
+// versionBound reports whether a package's version is bound by the
+// statement (bind.go): in the package URL of an npm, PyPI or NuGet
+// package; an MCPB file and an OCI image are bound by their SHA-256, and
+// their version member is only information.
+func versionBound(registryType string) bool {
+	switch registryType {
+	case "npm", "pypi", "nuget":
+		return true
+	}
+	return false
+}

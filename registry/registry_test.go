@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -485,6 +486,32 @@ func TestCheckRepositorySigner(t *testing.T) {
 	for _, other := range []string{"https://github.com/evil/notes", "https://github.com/ACME/notes", ""} {
 		if err := checkRepositorySigner(r, e, signer(other)); !errors.Is(err, policy.ErrNoRepositorySigner) {
 			t.Errorf("%q: %v", other, err)
+		}
+	}
+}
+
+// TestBoundVersion: the dump's "bound" names a package's version only
+// where the statement binds it (an npm, PyPI or NuGet package URL), not
+// for an OCI image or an MCPB file, which their SHA-256 binds (found by the
+// review pass: the dump said /packages/0/version was bound for both).
+func TestBoundVersion(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		pkg  string
+		want bool
+	}{
+		{`{"registryType":"npm","identifier":"@acme/notes","version":"1.2.0","transport":{"type":"stdio"}}`, true},
+		{`{"registryType":"pypi","identifier":"acme-notes","version":"1.2.0","transport":{"type":"stdio"}}`, true},
+		{`{"registryType":"oci","identifier":"ghcr.io/acme/notes@sha256:` + strings.Repeat("a", 64) + `","version":"1.2.0","transport":{"type":"stdio"}}`, false},
+		{`{"registryType":"mcpb","identifier":"https://example.com/notes.mcpb","version":"1.2.0","fileSha256":"` + strings.Repeat("b", 64) + `","transport":{"type":"stdio"}}`, false},
+	} {
+		raw := `{"name":"io.github.acme/notes","description":"d","version":"1.2.0","packages":[` + tt.pkg + `]}`
+		e, err := ParseServer([]byte(raw), Limits{})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.pkg, err)
+		}
+		if got := slices.Contains(e.Bound, "/packages/0/version"); got != tt.want {
+			t.Errorf("%s: /packages/0/version bound %v, want %v (bound %v)", tt.pkg, got, tt.want, e.Bound)
 		}
 	}
 }
