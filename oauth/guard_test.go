@@ -22,7 +22,7 @@ import (
 // token) and in a session (the server refused a revoked token), names the
 // server as the resource (RFC 8707), as the sign-in did; the authorization
 // server of oauthtest issues a token for the resource asked for only, and
-// its resource server takes only its own (issue 29 item 15).
+// its resource server takes only its own.
 func TestRefreshNamesResource(t *testing.T) {
 	t.Parallel()
 	as := oauthtest.NewAS(t)
@@ -127,7 +127,7 @@ func newFakeServer(t *testing.T, pkce []string) *fakeServer {
 
 // TestPKCES256Required: an authorization server whose metadata does not
 // name S256 (only plain, or nothing) is refused before any registration
-// or browser (docs/REMOTE.md "The sign-in, step by step"; issue 29 item 15).
+// or browser (docs/REMOTE.md "The sign-in, step by step").
 func TestPKCES256Required(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -178,8 +178,7 @@ func (r redirectTo) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // TestMetadataAddressGuard: a server on a public address whose 401 names
 // protected resource metadata on a loopback address does not make mcpsign
-// fetch it (docs/REMOTE.md "Where mcpsign goes"; issue 29 items 15 and
-// "What to build" 8); a server on loopback may (TestFlow).
+// fetch it (docs/REMOTE.md "Where mcpsign goes"); a server on loopback may (TestFlow).
 func TestMetadataAddressGuard(t *testing.T) {
 	t.Parallel()
 	victim := newFakeServer(t, []string{"S256"})
@@ -211,8 +210,7 @@ func TestMetadataAddressGuard(t *testing.T) {
 
 // TestCacheNoSymlink: a symbolic link in the token cache, at the token
 // file or at its lock (the cache may sit in a checked-out repository), is
-// refused and never followed: nothing is created or read at its target
-// (issue 29 item 15).
+// refused and never followed: nothing is created or read at its target.
 func TestCacheNoSymlink(t *testing.T) {
 	t.Parallel()
 	for _, which := range []string{".lock", ""} {

@@ -192,7 +192,7 @@ func TestDocsHighSecurityExample(t *testing.T) {
 
 // TestCheckRegistryNames: 'policy check' shows the servers of the docs'
 // own registry examples (io.github.acme/notes, io.github.acme/*) under the
-// name rule Parse applies, not as blocked (issue 31: "BLOCKED: invalid
+// name rule Parse applies, not as blocked ("BLOCKED: invalid
 // server name" while 'registry verify' took the file).
 func TestCheckRegistryNames(t *testing.T) {
 	n := 0

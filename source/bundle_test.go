@@ -215,7 +215,7 @@ func TestBundleFetcher(t *testing.T) {
 
 // TestServedAddresses: the bundle URL a server advertises is fetched on
 // the addresses the server's own host allows; a stdio server's, and any
-// with allowPrivate, on every address (issue 29 item 18).
+// with allowPrivate, on every address.
 func TestServedAddresses(t *testing.T) {
 	for _, tt := range []struct {
 		spec         Spec
@@ -241,7 +241,7 @@ func TestServedAddresses(t *testing.T) {
 
 // TestBundleURLRedacted: a bundle URL's query (a token) and user info never
 // appear in an error (netguard.ShownURL, the one redaction of a parsed
-// URL; issue 29 item 19).
+// URL).
 func TestBundleURLRedacted(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }))
 	defer srv.Close()

@@ -22,7 +22,7 @@ import (
 // a bundle URL may point"): a remote server on a public host that names a
 // bundle on 127.0.0.1 is refused before any request, with the flag that
 // lifts it; --allow-private-bundles lifts it; a server on a loopback host
-// may name loopback; a stdio server anything (issue 29 item 18). The
+// may name loopback; a stdio server anything. The
 // flags go through the command's own wiring (serveFromArgs,
 // newBundleInput) to the one bundle fetcher.
 func TestBundleFromServerGuarded(t *testing.T) {
@@ -87,8 +87,7 @@ func TestBundleFromServerGuarded(t *testing.T) {
 
 // TestProxyVerifyServedAddresses: mcpsign-proxy's verifier, 'mcpsign
 // proxy-verify', is told the addresses the bundle URL the proxy's server
-// advertises may be on, and reads them as the in-process proxy would
-// (issue 29 item 18).
+// advertises may be on, and reads them as the in-process proxy would.
 func TestProxyVerifyServedAddresses(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {

@@ -12,8 +12,8 @@ import (
 
 // TestKeyPathFIFO: a key (or CA) path that is a named pipe nobody writes
 // is read at once as what it holds (nothing) and refused, by every flag
-// that reads one, instead of holding the command for ever (issue 29 item
-// 19; every key read goes through internal/boundedfile's non-blocking
+// that reads one, instead of holding the command for ever (every key
+// read goes through internal/boundedfile's non-blocking
 // open).
 func TestKeyPathFIFO(t *testing.T) {
 	t.Parallel()

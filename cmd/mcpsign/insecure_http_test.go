@@ -10,8 +10,7 @@ import (
 // TestPlainHTTPRefused: every command that reads a server refuses plain
 // http:// to a host that is not a loopback one, before anything is sent
 // (the name is not even resolved); --allow-insecure-http allows it, but
-// never with a --header or --oauth (docs/REMOTE.md "Plain http"; issue 31
-// item 4, "What to build" 4). The rule is netguard.CheckServerURL, the hint the
+// never with a --header or --oauth (docs/REMOTE.md "Plain http"). The rule is netguard.CheckServerURL, the hint the
 // command's.
 func TestPlainHTTPRefused(t *testing.T) {
 	t.Parallel()

@@ -152,7 +152,7 @@ func TestRegistryHint(t *testing.T) {
 
 // TestRegistryInterrupted: a run stopped by SIGINT exits 130, by SIGTERM
 // (or any other cancellation) 2, never 1 as for an entry that failed, and
-// leaves --verified-out as it was (issue 29 item 5). The command's context
+// leaves --verified-out as it was. The command's context
 // is cancelled with the cause signal.NotifyContext gives, as main's
 // watcher does.
 func TestRegistryInterrupted(t *testing.T) {

@@ -237,7 +237,7 @@ func TestTransportUnguardable(t *testing.T) {
 	}
 }
 
-// TestIsLoopbackHost: the one loopback rule (issue 33 item 8): the four
+// TestIsLoopbackHost: the one loopback rule: the four
 // copies it replaces disagreed on "LOCALHOST" (proxy/http.go took it,
 // oauth/ and registry/ did not) and on IPv4-mapped loopback.
 func TestIsLoopbackHost(t *testing.T) {
@@ -270,7 +270,7 @@ func TestIsLoopbackHost(t *testing.T) {
 }
 
 // TestScopeOf: what a server may send mcpsign to follows where the server
-// is (issue 29 items 15 and 18).
+// is.
 func TestScopeOf(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {

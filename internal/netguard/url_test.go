@@ -10,7 +10,7 @@ import (
 var errAny = errors.New("any error")
 
 // TestCheckServerURL: the one plain-http rule of every command, the bridge
-// and OAuth (docs/REMOTE.md "Plain http"; issue 31 item 4): http only to a
+// and OAuth (docs/REMOTE.md "Plain http"): http only to a
 // loopback host, else only when allowed and without credentials; the URL
 // in an error never shows its user info or query.
 func TestCheckServerURL(t *testing.T) {
