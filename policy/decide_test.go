@@ -54,6 +54,12 @@ func newSigner(t testing.TB, dir, name string) signer {
 
 func (s signer) sign(t testing.TB, snap *digest.Snapshot) []byte {
 	t.Helper()
+	return s.signWith(t, snap, sgsign.BundleOptions{})
+}
+
+// signWith signs snap with s's key under opts: a new bundle each call.
+func (s signer) signWith(t testing.TB, snap *digest.Snapshot, opts sgsign.BundleOptions) []byte {
+	t.Helper()
 	st, err := attest.Build(snap, attest.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +68,7 @@ func (s signer) sign(t testing.TB, snap *digest.Snapshot) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pb, err := sgsign.Bundle(&sgsign.DSSEData{Data: payload, PayloadType: attest.PayloadType}, s.key, sgsign.BundleOptions{})
+	pb, err := sgsign.Bundle(&sgsign.DSSEData{Data: payload, PayloadType: attest.PayloadType}, s.key, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +89,13 @@ func entry(t testing.TB, dir string, threshold int, extra string, keys ...signer
 	}
 	body := fmt.Sprintf(`{"kind":"mcpsign.policy","policyVersion":1%s,"servers":{"notes":{"identities":[%s],"threshold":%d,"lock":"notes.mcpsign.lock"}}}`,
 		extra, join(ids), threshold)
-	path := filepath.Join(dir, "policy.json")
+	return resolveNotes(t, filepath.Join(dir, "policy.json"), dir, body)
+}
+
+// resolveNotes writes the policy body to path and resolves its server
+// "notes", default locks under stateDir.
+func resolveNotes(t testing.TB, path, stateDir, body string) *policy.Resolved {
+	t.Helper()
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +103,7 @@ func entry(t testing.TB, dir string, threshold int, extra string, keys ...signer
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := f.Resolve("notes", policy.ResolveOptions{StateDir: dir})
+	r, err := f.Resolve("notes", policy.ResolveOptions{StateDir: stateDir})
 	if err != nil {
 		t.Fatal(err)
 	}

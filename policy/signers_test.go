@@ -10,9 +10,7 @@ import (
 	"testing"
 
 	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
-	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testpki"
 	"github.com/mcpsign/mcpsign/policy"
@@ -30,23 +28,7 @@ func (c leafCert) GetCertificate(context.Context, sgsign.Keypair, *sgsign.Certif
 // certificate method): a new bundle each call.
 func (s signer) signWithCert(t *testing.T, snap *digest.Snapshot, leaf *x509.Certificate) []byte {
 	t.Helper()
-	st, err := attest.Build(snap, attest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, err := st.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pb, err := sgsign.Bundle(&sgsign.DSSEData{Data: payload, PayloadType: attest.PayloadType}, s.key, sgsign.BundleOptions{CertificateProvider: leafCert{leaf.Raw}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := protojson.Marshal(pb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return s.signWith(t, snap, sgsign.BundleOptions{CertificateProvider: leafCert{leaf.Raw}})
 }
 
 // TestDecideOneSignerTwoIdentities: one signer counts once, however many
@@ -97,22 +79,11 @@ func TestDecideOneSignerTwoIdentities(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			body := `{"kind":"mcpsign.policy","policyVersion":1,"trust":{"caRoots":"roots.pem","caIntermediates":"intermediates.pem"},` +
 				`"servers":{"notes":{"identities":[` + strings.Join(c.ids, ",") + `],"threshold":2,"lock":"n.lock"}}}`
-			path := filepath.Join(t.TempDir(), "policy.json")
 			// Paths in the policy are the shared directory's.
 			body = strings.ReplaceAll(body, `"roots.pem"`, `"`+filepath.Join(dir, "roots.pem")+`"`)
 			body = strings.ReplaceAll(body, `"intermediates.pem"`, `"`+filepath.Join(dir, "intermediates.pem")+`"`)
 			body = strings.ReplaceAll(body, `"one.pub.pem"`, `"`+one.pem+`"`)
-			if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			f, err := policy.Read(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := f.Resolve("notes", policy.ResolveOptions{StateDir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := resolveNotes(t, filepath.Join(t.TempDir(), "policy.json"), dir, body)
 			d := policy.NewDecider(policy.DeciderOptions{AllowCurrentTime: true})
 			dec, err := d.Decide(context.Background(), r, c.bundles, snap)
 			if dec == nil || len(dec.Results) != 2 {
