@@ -1,11 +1,12 @@
 package proxy
 
 import (
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"io"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // maxSideItems bounds the events and stderr lines waiting for a slow

@@ -2,10 +2,10 @@ package proxycmd
 
 import (
 	"fmt"
-	"github.com/mcpsign/mcpsign/internal/netguard"
 	"net/url"
 	"strings"
 
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"github.com/mcpsign/mcpsign/proxy"
 )
 
