@@ -448,7 +448,15 @@ func (r *relay) serverMessage(m *inbound) {
 			// server request would: the same rule decides it, before
 			// anything relays or reads it further.
 			why, unreadable := r.o.ServerRequests.inputRequestsRefusal(env.Result, r.clientCaps)
-			if why != "" && !(unreadable && r.readsStrictly(p)) {
+			if unreadable {
+				// Not every reader after this one reads the members it
+				// asks about (a listing without its list member is relayed
+				// as it is): a result that does not read strictly here
+				// blocks the session, whatever it answers.
+				r.block(&BlockedError{What: "the " + p.method + " result", Err: fmt.Errorf("%w: %s", mcpwire.ErrProtocol, why), subjectID: subjID})
+				return
+			}
+			if why != "" {
 				if p.method == mcpwire.MethodInitialize || p.method == mcpwire.MethodDiscover {
 					r.handshaking = false
 				}
@@ -549,12 +557,4 @@ func (r *relay) sendClient(line []byte) {
 		r.overflow = true
 		r.signal()
 	}
-}
-
-// readsStrictly reports whether the answer to p goes through a strict
-// reader of its own that blocks the session on a result that does not read
-// (the handshake, a listing the client asked for): such a result is left
-// to it rather than refused alone.
-func (r *relay) readsStrictly(p *pendingReq) bool {
-	return p.method == mcpwire.MethodInitialize || p.method == mcpwire.MethodDiscover || p.kind != ""
 }
