@@ -45,10 +45,13 @@ func TestHandshakeDiscoverRefusal(t *testing.T) {
 	}{
 		{name: "valid", discover: head + `"instructions":"clean",` + tail},
 		{name: "tools true", discover: strings.Replace(head, `"tools":{}`, `"tools":true`, 1) + tail, fallback: true},
-		{name: "no resultType", discover: strings.Replace(head, `"resultType":"complete",`, ``, 1) + tail, fallback: true},
 		{name: "instructions null", discover: head + `"instructions":null,` + tail, fallback: true},
 		{name: "version a number", discover: strings.Replace(head, `["2026-07-28"]`, `["2026-07-28",1]`, 1) + tail, fallback: true},
 		{name: "listChanged a string", discover: strings.Replace(head, `"tools":{}`, `"tools":{"listChanged":"yes"}`, 1) + tail, fallback: true},
+		// The TypeScript SDK v2's probe takes an answer without resultType,
+		// or with another value: its schema of the answer has none.
+		{name: "no resultType", discover: strings.Replace(head, `"resultType":"complete",`, ``, 1) + tail, want: "resultType"},
+		{name: "resultType not complete", discover: strings.Replace(head, `"complete"`, `"input_required"`, 1) + tail, want: "resultType"},
 		{name: "repeated instructions", discover: head + `"instructions":"clean","instructions":"POISON",` + tail, want: "instructions"},
 		{name: "case variant of instructions", discover: head + `"instructions":"clean","Instructions":"POISON",` + tail, want: "Instructions"},
 		{name: "repeated flag", discover: strings.Replace(head, `"tools":{}`, `"tools":{"listChanged":true,"listChanged":false}`, 1) + tail, want: "listChanged"},

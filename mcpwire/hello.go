@@ -130,12 +130,15 @@ func ParseDiscover(result []byte, meta []byte, clientInfo json.RawMessage) (h *H
 	}
 	rt, ok := m["resultType"]
 	if !ok {
-		return nil, false, shapeErrorf("%w: %s: /resultType is missing (protocol %s requires it, \"complete\")", ErrProtocol, what, ProtocolModern)
+		// Not a shape refusal: the TypeScript SDK v2's probe reads
+		// server/discover without resultType and takes the answer, so a
+		// fallback to initialize would check another face than it holds.
+		return nil, false, fmt.Errorf("%w: %s: /resultType is missing (protocol %s requires it, \"complete\")", ErrProtocol, what, ProtocolModern)
 	}
 	if s, err := digest.DecodeString(rt); err != nil || s != "complete" {
 		// Not "complete" to any reader: a string that mcpsign cannot
 		// decode strictly decodes to something else for a lax one too.
-		return nil, false, shapeErrorf("%w: %s: /resultType: want \"complete\", got %s", ErrProtocol, what, shownJSON(rt))
+		return nil, false, fmt.Errorf("%w: %s: /resultType: want \"complete\", got %s", ErrProtocol, what, shownJSON(rt))
 	}
 	sv, ok := m["supportedVersions"]
 	if !ok {

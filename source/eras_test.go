@@ -31,12 +31,14 @@ func TestLoadBothEras(t *testing.T) {
 		{mode: "extra-tool", item: `tool "b"`, how: "is served only under initialize"},
 		{mode: "modern-extra", item: `tool "b"`, how: "is served only under server/discover"},
 		{mode: "caps-true", protocol: ProtocolLegacy, instructions: erasserver.Poison, tools: 1},
-		{mode: "no-result-type", protocol: ProtocolLegacy, instructions: erasserver.Poison, tools: 1},
 		// Refused by mcpsign's strict reader alone: the official clients
 		// read it (the last instructions win) and hold its era's poisoned
 		// tool, so it is a protocol error, never a fallback.
 		{mode: "dup-instructions", wantErr: `server/discover answer refused`},
 		{mode: "case-instructions", wantErr: `"Instructions"`},
+		// The TypeScript SDK v2's probe takes an answer without resultType
+		// (its schema of it has none): no fallback either.
+		{mode: "no-result-type", wantErr: `resultType is missing`},
 		{mode: "modern-only", protocol: ProtocolModern, instructions: erasserver.Instructions, tools: 1},
 		{mode: "legacy-exits", wantErr: "reading the initialize era of a server that also speaks 2026-07-28"},
 		// Forcing an era reads that one only (docs/DISCOVERY.md).

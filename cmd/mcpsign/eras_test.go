@@ -96,4 +96,17 @@ func TestListingBothEras(t *testing.T) {
 	if held := runTSClient2Config(t, cfg); held.Instructions == nil || *held.Instructions != erasserver.Poison || held.ProtocolVersion != "2026-07-28" {
 		t.Fatalf("the TypeScript SDK v2 client holds %+v; the row assumes it reads the repeated member, last wins", held)
 	}
+
+	// A server/discover answer without resultType: the TypeScript SDK v2
+	// client's probe reads it all the same (its schema of the answer has no
+	// resultType) and holds that era, while the initialize face is another:
+	// no fallback either, exit 2 (found by the review pass).
+	code, stdout, stderr := runCLI(t, "pin", "--tofu", "--lock", filepath.Join(dir, "nort.lock"), "--", server, "no-result-type")
+	if code != 2 || !strings.Contains(stderr, "resultType") {
+		t.Errorf("pin of a server/discover answer without resultType: exit %d, want 2 naming resultType\n%s\n%s", code, stdout, stderr)
+	}
+	cfg, _ = json.Marshal(map[string]any{"command": server, "args": []string{"no-result-type"}, "mode": "auto", "timeoutMs": 20000})
+	if held := runTSClient2Config(t, cfg); held.ProtocolVersion != "2026-07-28" {
+		t.Fatalf("the TypeScript SDK v2 client holds %+v; the row assumes it takes a server/discover answer without resultType", held)
+	}
 }
