@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/internal/interrupt"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/registry"
 	"github.com/mcpsign/mcpsign/source/progress"
@@ -136,7 +137,8 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 // SIGINT) when an interrupt signal stopped it, 2 otherwise (SIGTERM, a
 // deadline) (docs/REGISTRY.md, "Exit codes").
 func interruptedCode(ctx context.Context) int {
-	if c := context.Cause(ctx); c != nil && c.Error() == os.Interrupt.String()+" signal received" {
+	var ie *interrupt.Error
+	if errors.As(context.Cause(ctx), &ie) && ie.Signal == os.Interrupt {
 		return 130
 	}
 	return exitError

@@ -9,16 +9,17 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/internal/interrupt"
 	"github.com/mcpsign/mcpsign/internal/testkit/registrylocal"
 	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 	"github.com/mcpsign/mcpsign/registry"
@@ -153,18 +154,17 @@ func TestRegistryHint(t *testing.T) {
 // TestRegistryInterrupted: a run stopped by SIGINT exits 130, by SIGTERM
 // (or any other cancellation) 2, never 1 as for an entry that failed, and
 // leaves --verified-out as it was. The command's context
-// is cancelled with the cause signal.NotifyContext gives, as main's
-// watcher does.
+// is cancelled with the cause main's watcher gives (interrupt.Notify).
 func TestRegistryInterrupted(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		cause string
+		cause os.Signal
 		code  int
 	}{
-		{"interrupt signal received", 130},
-		{"terminated signal received", 2},
+		{os.Interrupt, 130},
+		{syscall.SIGTERM, 2},
 	} {
-		t.Run(c.cause, func(t *testing.T) {
+		t.Run(c.cause.String(), func(t *testing.T) {
 			t.Parallel()
 			stalled := make(chan struct{}, 8)
 			var srv *httptest.Server
@@ -190,7 +190,7 @@ func TestRegistryInterrupted(t *testing.T) {
 			ctx, cancel := context.WithCancelCause(context.Background())
 			go func() {
 				<-stalled
-				cancel(errors.New(c.cause))
+				cancel(&interrupt.Error{Signal: c.cause})
 			}()
 			var stdout, stderr bytes.Buffer
 			a := &app{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" },
