@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -339,7 +340,7 @@ func repositorySignerTable() table[RepositorySigner] {
 		}},
 		{name: "repositories", read: func(p *parser, v []byte, at string, rs *RepositorySigner) (err error) {
 			rs.Repositories, err = p.stringSet(v, at, true, func(s string) bool { return s == "*" || githubPart(s) }, `a repository name of the owner (notes), or "*" for any`)
-			if err == nil && len(rs.Repositories) > 1 && strings.Contains(strings.Join(rs.Repositories, "\x00")+"\x00", "*\x00") {
+			if err == nil && len(rs.Repositories) > 1 && slices.Contains(rs.Repositories, "*") {
 				err = p.fail(at, `"*" (any repository) with other names: give one or the other`)
 			}
 			return err

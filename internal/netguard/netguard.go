@@ -87,13 +87,11 @@ func (s Scope) Allows(a netip.Addr) bool {
 	return IsPublic(a)
 }
 
-// shared is 100.64.0.0/10 (RFC 6598), which Private allows.
-var shared = netip.MustParsePrefix("100.64.0.0/10")
-
 // isPrivate reports whether a is private (RFC 1918, fc00::/7) or shared
 // (100.64.0.0/10), an IPv4 one embedded in IPv6 (IPv4-mapped) included.
 func isPrivate(a netip.Addr) bool {
 	a = a.Unmap().WithZone("")
+	shared := netip.PrefixFrom(netip.AddrFrom4([4]byte{100, 64, 0, 0}), 10) // RFC 6598; built here, not at start
 	return a.IsPrivate() || shared.Contains(a)
 }
 
