@@ -77,8 +77,15 @@ func TestBridgeWriterFailures(t *testing.T) {
 				url = srv.URL + "/mcp"
 			}
 			var stderr strings.Builder
+			// The bound only the hanging server must reach; the others
+			// answer at once, but a loaded machine under -race may take
+			// longer than 200 ms to say so (failed in CI).
+			timeout := 10 * time.Second
+			if tc.server == "hang" {
+				timeout = 200 * time.Millisecond
+			}
 			u, err := newHTTPUpstream(&Options{URL: url, MaxMessageBytes: 1 << 16, Stderr: &stderr,
-				CheckTimeout: 200 * time.Millisecond, ShutdownGrace: time.Second})
+				CheckTimeout: timeout, ShutdownGrace: time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
