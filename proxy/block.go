@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/mcpsign/mcpsign/internal/textsafe"
@@ -54,7 +55,7 @@ func (r *relay) block(b *BlockedError) {
 	r.toServer.drop() // not even what was decided a moment ago goes out
 	r.stopped = make(chan struct{})
 	go func() {
-		r.c.stop(r.o.ShutdownGrace)
+		r.c.Stop(r.o.ShutdownGrace)
 		close(r.stopped)
 		r.signal()
 	}()
@@ -107,6 +108,9 @@ func (r *relay) report(b *BlockedError) {
 		}
 		sb.WriteString("\n")
 		_ = b.Decision.WriteReport(&sb, "  ")
+		if b.Err != nil {
+			sb.WriteString("mcpsign proxy: " + textsafe.EscapeKeepLayout(b.Err.Error()) + "; the refusal stands\n")
+		}
 	} else {
 		sb.WriteString("mcpsign proxy: BLOCKED: " + textsafe.Escape(b.What) + " could not be checked: " + textsafe.EscapeKeepLayout(b.Err.Error()) + "\n")
 	}
@@ -118,10 +122,10 @@ func (r *relay) report(b *BlockedError) {
 // interrupted: a stdio server is stopped; with a server at a URL, which
 // the proxy does not run, the session is closed.
 func (r *relay) stoppedText() string {
-	if r.o.URL != "" {
-		return "the session with the server was closed"
+	if _, ok := r.c.(*child); ok {
+		return "the server was stopped"
 	}
-	return "the server was stopped"
+	return "the session with the server was closed"
 }
 
 // answerBlocked answers a request that arrived after the block.
@@ -143,7 +147,7 @@ func errorLine(id []byte, code int, msg string, data any) []byte {
 	}{code, msg, data}
 	eb, err := json.Marshal(e)
 	if err != nil {
-		eb = []byte(`{"code":-32603,"message":"mcpsign proxy: internal error"}`)
+		eb = []byte(`{"code":` + strconv.Itoa(codeInternalError) + `,"message":"mcpsign proxy: internal error"}`)
 	}
 	return responseLine(id, "error", eb)
 }

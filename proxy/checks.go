@@ -52,7 +52,9 @@ type taskResult struct {
 	decision *Decision
 	approved *digest.Snapshot // the snapshot now approved, when allowed
 	hello    *mcpwire.Hello   // the hello the start-up check used
-	err      error
+	// err: the definitions could not be checked; beside a refusal, why the
+	// listing taken again before it failed (the refusal stands).
+	err error
 }
 
 // startTask holds traffic and runs t.
@@ -94,10 +96,14 @@ func (r *relay) runTask(ctx context.Context, t *task) taskResult {
 		// have approved it already.
 		full, err := r.listAll(ctx, t.helloR, t.clientCaps)
 		if err != nil {
-			return taskResult{decision: d}
+			// The refusal stands, and says why nothing could approve it.
+			return taskResult{decision: d, err: fmt.Errorf("listing the server again before the refusal failed: %w", err)}
 		}
 		d2, err := pol.Check(ctx, full)
-		if err != nil || !d2.Allow || !d2.Updated {
+		if err != nil {
+			return taskResult{decision: d, err: fmt.Errorf("checking the server's listing again before the refusal failed: %w", err)}
+		}
+		if !d2.Allow || !d2.Updated {
 			return taskResult{decision: d}
 		}
 		a := newApprovedSet(full)
@@ -177,13 +183,14 @@ func (r *relay) taskDone(res *taskResult) {
 	if r.blocked != nil || r.ended.Load() {
 		return
 	}
-	if res.err != nil {
-		r.block(&BlockedError{What: t.what, Err: res.err, subjectID: t.subjID})
-		return
-	}
 	d := res.decision
-	if !d.Allow {
-		r.block(&BlockedError{What: t.what, Decision: d, subjectID: t.subjID})
+	switch {
+	case d != nil && !d.Allow:
+		// A refusal; err, if any, is why nothing could approve it after all.
+		r.block(&BlockedError{What: t.what, Decision: d, Err: res.err, subjectID: t.subjID})
+		return
+	case res.err != nil:
+		r.block(&BlockedError{What: t.what, Err: res.err, subjectID: t.subjID})
 		return
 	}
 	if res.hello != nil {

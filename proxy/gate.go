@@ -105,7 +105,7 @@ func gate(s gateState, m gateMsg) decision {
 	case m.batch:
 		// MCP has no batches since 2025-06-18; relaying one would bring back
 		// a batch of answers the proxy would have to take apart to check.
-		return decision{step: stepAnswer, code: -32600, msg: "mcpsign proxy: JSON-RPC batches are not supported"}
+		return decision{step: stepAnswer, code: codeInvalidRequest, msg: "mcpsign proxy: JSON-RPC batches are not supported"}
 	case m.blank:
 		return decision{step: stepForward}
 	case m.unreadable != nil:
@@ -275,10 +275,6 @@ func (r *relay) cancel(m *inbound) bool {
 	return false
 }
 
-// codeInvalidParams is JSON-RPC's error code for invalid params: the name of
-// an unknown tool or prompt, as MCP servers answer it.
-const codeInvalidParams = -32602
-
 // cancelledID returns the raw requestId of notifications/cancelled params.
 func cancelledID(params []byte) []byte {
 	if len(params) == 0 || params[0] != '{' {
@@ -346,7 +342,7 @@ func (r *relay) clientMessage(m *inbound, arriving bool) bool {
 // an id already in flight).
 func (r *relay) track(env *mcpwire.Message) bool {
 	if r.pending.Len() >= MaxInFlight {
-		r.answer(env.ID, -32603, "mcpsign proxy: too many requests in flight", nil)
+		r.answer(env.ID, codeInternalError, "mcpsign proxy: too many requests in flight", nil)
 		return false
 	}
 	p := &pendingReq{id: env.ID, method: env.Method}
@@ -370,7 +366,7 @@ func (r *relay) track(env *mcpwire.Message) bool {
 		}
 	}
 	if err := r.pending.Add(env.ID, p); err != nil {
-		r.answer(env.ID, -32600, "mcpsign proxy: a request with this id is already in flight", nil)
+		r.answer(env.ID, codeInvalidRequest, "mcpsign proxy: a request with this id is already in flight", nil)
 		return false
 	}
 	if p.gating {

@@ -21,10 +21,7 @@ func FuzzBridgeAnswer(f *testing.F) {
 		"data:  \"id\":1,\"result\":{\"tools\":[]}}\n\n"))
 	f.Add(byte(1), []byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}"))
 	f.Fuzz(func(t *testing.T, kind byte, body []byte) {
-		u, err := newHTTPUpstream(&Options{URL: "http://127.0.0.1:1/mcp", MaxMessageBytes: 1 << 16, Stderr: io.Discard})
-		if err != nil {
-			t.Fatal(err)
-		}
+		u := testHTTPConn(t, "http://127.0.0.1:1/mcp", UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: io.Discard})
 		ct := "text/event-stream"
 		if kind%2 == 1 {
 			ct = "application/json"
@@ -37,7 +34,7 @@ func FuzzBridgeAnswer(f *testing.F) {
 		go func() {
 			defer close(done)
 			for {
-				line, err := u.next()
+				line, err := u.Receive()
 				if err != nil {
 					return
 				}

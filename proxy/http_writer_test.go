@@ -32,7 +32,7 @@ func TestBridgeWriterFailures(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		line    string
-		server  string // "accept", "refused", "hang"
+		server  string // "accept", "refused", "hang", "error" (500)
 		posts   int    // POSTs the server should have received
 		written bool   // Write reports the whole line written, no error
 		ended   string // "" (the session goes on) or what its end says
@@ -45,6 +45,8 @@ func TestBridgeWriterFailures(t *testing.T) {
 		{name: "notification, server unreachable", line: `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n", server: "refused", ended: "cannot connect to"},
 		{name: "response, server unreachable", line: `{"jsonrpc":"2.0","id":"s1","result":{}}` + "\n", server: "refused", ended: "cannot connect to"},
 		{name: "initialize, server unreachable", line: `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n", server: "refused", ended: "cannot connect to"},
+		{name: "notification answered 500", line: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}` + "\n", server: "error", posts: 1, ended: "did not accept a notifications/cancelled notification (500 Internal Server Error)"},
+		{name: "response answered 500", line: `{"jsonrpc":"2.0","id":"s1","result":{}}` + "\n", server: "error", posts: 1, ended: "did not accept a response (500 Internal Server Error)"},
 		{name: "notification never accepted", line: `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n", server: "hang", posts: 1, ended: "did not accept a notifications/initialized notification within"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,6 +72,10 @@ func TestBridgeWriterFailures(t *testing.T) {
 						}
 						return
 					}
+					if tc.server == "error" {
+						w.WriteHeader(http.StatusInternalServerError)
+						return
+					}
 					w.WriteHeader(http.StatusAccepted)
 				}))
 				t.Cleanup(srv.Close)
@@ -84,19 +90,15 @@ func TestBridgeWriterFailures(t *testing.T) {
 			if tc.server == "hang" {
 				timeout = 200 * time.Millisecond
 			}
-			u, err := newHTTPUpstream(&Options{URL: url, MaxMessageBytes: 1 << 16, Stderr: &stderr,
-				CheckTimeout: timeout, ShutdownGrace: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer u.stop(time.Second)
-			n, werr := u.input().Write([]byte(tc.line))
+			u := testHTTPConn(t, url, UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: &stderr, Timeout: timeout, Grace: time.Second})
+			defer u.Stop(time.Second)
+			werr := u.Send([]byte(tc.line))
 			if tc.written {
-				if n != len(tc.line) || werr != nil {
-					t.Fatalf("Write = %d, %v; want %d, nil", n, werr, len(tc.line))
+				if werr != nil {
+					t.Fatalf("Send = %v; want nil", werr)
 				}
-			} else if werr == nil || n == len(tc.line) {
-				t.Fatalf("Write = %d, %v: a line that was not sent is reported written", n, werr)
+			} else if werr == nil {
+				t.Fatalf("Send = nil: a line that was not sent is reported sent")
 			}
 			mu.Lock()
 			got := posts
@@ -105,15 +107,16 @@ func TestBridgeWriterFailures(t *testing.T) {
 				t.Errorf("the server received %d POSTs, want %d", got, tc.posts)
 			}
 			if tc.ended == "" {
-				if u.waitExit(0) {
-					t.Fatalf("the session ended: %s", u.status())
+				if u.Wait(0) {
+					status, _ := u.Exit()
+					t.Fatalf("the session ended: %s", status)
 				}
 				return
 			}
-			if !u.waitExit(time.Second) {
+			if !u.Wait(time.Second) {
 				t.Fatal("the session goes on after a line that was not sent")
 			}
-			_, nerr := u.next()
+			_, nerr := u.Receive()
 			var ce *ConnectError
 			if !errors.As(nerr, &ce) || errors.Is(nerr, io.EOF) {
 				t.Fatalf("the session ended with %v (%T), want a *ConnectError", nerr, nerr)
@@ -179,12 +182,8 @@ func TestBridgeGETStreamGivenUp(t *testing.T) {
 			}))
 			t.Cleanup(srv.Close)
 			var stderr strings.Builder
-			u, err := newHTTPUpstream(&Options{URL: srv.URL + "/mcp", MaxMessageBytes: 1 << 16, Stderr: &stderr,
-				CheckTimeout: time.Second, ShutdownGrace: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer u.stop(time.Second)
+			u := testHTTPConn(t, srv.URL+"/mcp", UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: &stderr, Timeout: time.Second, Grace: time.Second})
+			defer u.Stop(time.Second)
 			u.getMin, u.getMax = time.Millisecond, 4*time.Millisecond
 			u.getLoop()
 			mu.Lock()
@@ -200,9 +199,20 @@ func TestBridgeGETStreamGivenUp(t *testing.T) {
 			if strings.Contains(tc.notice, "in a row") && n != getRetries {
 				t.Errorf("%d GETs, want %d", n, getRetries)
 			}
-			if u.waitExit(0) {
-				t.Errorf("the session ended: %s", u.status())
+			if u.Wait(0) {
+				status, _ := u.Exit()
+				t.Errorf("the session ended: %s", status)
 			}
 		})
 	}
+}
+
+// testHTTPConn is a session with url as Run connects it.
+func testHTTPConn(t testing.TB, url string, env UpstreamEnv) *httpConn {
+	t.Helper()
+	up, err := HTTPUpstream(url, HTTPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return up.(*httpUpstream).session(env)
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpsign/mcpsign/internal/rawio"
 	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/mcpwire/proctree"
 )
@@ -18,9 +19,10 @@ type child struct {
 	cmd    *exec.Cmd
 	pid    int
 	proc   *proctree.Piped
-	stdin  *os.File // our end of its stdin
-	stdout *os.File // our end of its stdout
-	stderr *os.File // our end of its stderr
+	stdin  *os.File  // our end of its stdin
+	input  io.Writer // stdin as Send writes it (internal/rawio)
+	stdout *os.File  // our end of its stdout
+	stderr *os.File  // our end of its stderr
 
 	stderrDone chan struct{} // closed when stderr is drained
 	exited     chan struct{} // closed when Wait returned
@@ -30,7 +32,7 @@ type child struct {
 	stopOnce  sync.Once
 
 	maxMessage int                 // the cap of one line read from stdout
-	lines      *mcpwire.LineReader // of stdout, made by the one reader (next)
+	lines      *mcpwire.LineReader // of stdout, made by the one reader (Receive)
 }
 
 // startChild starts argv with pipes for its standard streams. The pipes are
@@ -49,6 +51,7 @@ func startChild(argv []string, env []string, dir string, stderr io.Writer, maxMe
 		pid:        cmd.Process.Pid,
 		proc:       p,
 		stdin:      inW,
+		input:      rawio.Writer(inW),
 		stdout:     outR,
 		stderr:     errR,
 		stderrDone: make(chan struct{}),
@@ -80,8 +83,8 @@ func (c *child) closeStdin() {
 	c.stdinOnce.Do(func() { c.stdin.Close() })
 }
 
-// waitExit waits up to d for the process to exit.
-func (c *child) waitExit(d time.Duration) bool {
+// Wait waits up to d for the process to exit.
+func (c *child) Wait(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -92,14 +95,14 @@ func (c *child) waitExit(d time.Duration) bool {
 	}
 }
 
-// stop shuts the server down as the MCP specification asks for stdio:
+// Stop shuts the server down as the MCP specification asks for stdio:
 // stdin closed, then SIGTERM, then SIGKILL, each after grace, the signals to
 // its whole process group; then whatever the leader left in its group gets
 // the same. It is idempotent and returns once the server has exited.
-func (c *child) stop(grace time.Duration) {
+func (c *child) Stop(grace time.Duration) {
 	c.stopOnce.Do(func() {
 		c.closeStdin()
-		c.proc.Stop(grace, c.waitExit)
+		c.proc.Stop(grace, c.Wait)
 		select {
 		case <-c.stderrDone:
 		case <-time.After(100 * time.Millisecond):
@@ -110,25 +113,17 @@ func (c *child) stop(grace time.Duration) {
 	})
 }
 
-// status describes how the server exited, once it has.
-func (c *child) status() string {
+// Exit describes how the server exited, and reports whether it exited
+// with status 0.
+func (c *child) Exit() (status string, clean bool) {
 	select {
 	case <-c.exited:
 	default:
-		return "still running"
+		return "still running", false
 	}
+	status = "exited"
 	if c.cmd.ProcessState != nil {
-		return c.cmd.ProcessState.String()
+		status = c.cmd.ProcessState.String()
 	}
-	return "exited"
-}
-
-// exitedCleanly reports whether the server has exited with status 0.
-func (c *child) exitedCleanly() bool {
-	select {
-	case <-c.exited:
-		return c.waitErr == nil
-	default:
-		return false
-	}
+	return status, c.waitErr == nil
 }

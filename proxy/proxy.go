@@ -45,7 +45,7 @@ const (
 	// InterruptedCode is the JSON-RPC error code of the requests still
 	// waiting for the server when the proxy is interrupted (SIGINT,
 	// SIGTERM): JSON-RPC's internal error.
-	InterruptedCode = -32603
+	InterruptedCode = codeInternalError
 )
 
 // Policy decides whether the definitions a server serves may reach the
@@ -174,13 +174,17 @@ func ResourceModeFor(s string, l *pin.Lock) (ResourceMode, error) {
 
 // Options configure [Run].
 type Options struct {
-	// Command is the server's argv. Exactly one of Command and URL is
-	// required.
+	// Upstream is the server: exactly one of Upstream, Command and URL is
+	// required. Command and URL are conveniences that build the same
+	// upstreams as CommandUpstream and HTTPUpstream.
+	Upstream Upstream
+	// Command is the server's argv (CommandUpstream, with Env and Dir).
 	Command []string
 	// URL is a remote server's Streamable HTTP endpoint (https, or http on
 	// a loopback address; CheckURL): the proxy is then a bridge from the
 	// client's stdio to the server's HTTP, with the same checks
-	// (docs/PROXY.md, "Remote servers").
+	// (docs/PROXY.md, "Remote servers"). HTTPUpstream, with HTTPClient,
+	// Header and AllowInsecureHTTP.
 	URL string
 	// HTTPClient makes the requests to URL (nil: http.DefaultClient); its
 	// Transport may add credentials (OAuth). Redirects are followed as
@@ -264,7 +268,10 @@ type BlockedError struct {
 	What string
 	// Decision is the refusal, when the definitions changed.
 	Decision *Decision
-	// Err is why the definitions could not be checked.
+	// Err is why the definitions could not be checked; beside a Decision,
+	// why the proxy could not list the server again before it refused
+	// (a signed update might have approved the change): the refusal
+	// stands.
 	Err error
 
 	subjectID []byte // the client request whose answer carried the problem
@@ -278,6 +285,9 @@ func (e *BlockedError) Error() string {
 		}
 		if e.Decision.Summary != "" {
 			msg += ": " + e.Decision.Summary
+		}
+		if e.Err != nil {
+			msg += "; " + e.Err.Error()
 		}
 		return msg
 	}
@@ -297,9 +307,10 @@ type ServerExitError struct {
 
 func (e *ServerExitError) Error() string { return "server exited (" + e.Status + ")" }
 
-// Run starts the server and relays newline-delimited JSON-RPC between the
-// client (in, out) and the server's stdio, byte for byte, enforcing the
-// policy:
+// Run connects to the server (Options.Upstream: a child process started
+// on its stdio, a remote one, an in-process one) and relays
+// newline-delimited JSON-RPC between the client (in, out) and the server,
+// byte for byte, enforcing the policy:
 //
 //   - after the client's initialize (or server/discover, or its first
 //     request under the 2026-07-28 protocol) the proxy holds the client's
@@ -321,7 +332,8 @@ func (e *ServerExitError) Error() string { return "server exited (" + e.Status +
 // Run returns nil when the client closed its side or the server exited
 // with status 0; a *ServerExitError when the server failed on its own; a
 // *ConnectError when a remote server (Options.URL) could not be used; the
-// context's error when ctx ends first. The server never outlives Run.
+// context's error when ctx ends first. The server never outlives Run: its
+// connection is stopped before Run returns.
 func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	o := opts.withDefaults()
 	if o.Policy == nil {
@@ -333,24 +345,13 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	if _, err := ResourceModeFor(string(o.Resources), nil); err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
-	var c upstream
-	switch {
-	case len(o.Command) > 0 && o.URL != "":
-		return errors.New("proxy: both a server command and a URL given")
-	case o.URL != "":
-		u, err := newHTTPUpstream(&o)
-		if err != nil {
-			return err
-		}
-		c = u
-	case len(o.Command) == 0:
-		return errors.New("proxy: no server command given")
-	default:
-		child, err := startChild(o.Command, o.Env, o.Dir, o.Stderr, o.MaxMessageBytes)
-		if err != nil {
-			return err
-		}
-		c = child
+	up, err := upstreamOf(&o)
+	if err != nil {
+		return err
+	}
+	c, err := up.Connect(ctx, UpstreamEnv{Stderr: o.Stderr, MaxMessageBytes: o.MaxMessageBytes, Timeout: o.CheckTimeout, Grace: o.ShutdownGrace})
+	if err != nil {
+		return err
 	}
 	r := newRelay(&o, c, in, out)
 	return r.run(ctx)

@@ -48,7 +48,7 @@ type pendingReq struct {
 // result; run only waits for the end.
 type relay struct {
 	o        *Options
-	c        upstream // the server: a child process or an HTTP endpoint
+	c        UpstreamConn // the server: a child process, an HTTP endpoint, a transport
 	clientIn io.Reader
 	toClient *outQueue
 	toServer *outQueue
@@ -104,7 +104,7 @@ type relay struct {
 	clientCaps json.RawMessage
 }
 
-func newRelay(o *Options, c upstream, in io.Reader, out io.Writer) *relay {
+func newRelay(o *Options, c UpstreamConn, in io.Reader, out io.Writer) *relay {
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
@@ -118,7 +118,7 @@ func newRelay(o *Options, c upstream, in io.Reader, out io.Writer) *relay {
 		// thread on every message.
 		clientIn: rawio.Reader(in),
 		toClient: newOutQueue(rawio.Writer(out), o.MaxHeldBytes),
-		toServer: newOutQueue(c.input(), o.MaxHeldBytes),
+		toServer: newOutQueue(connWriter{c}, o.MaxHeldBytes),
 		prefix:   "mcpsign-" + hex.EncodeToString(rnd[:]) + "-",
 		own:      map[string]chan ownReply{},
 		wake:     make(chan struct{}, 1),
@@ -217,7 +217,7 @@ func (r *relay) run(ctx context.Context) error {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.ctx = sctx
 	clientDone := r.goRead(mcpwire.NewLineReader(r.clientIn, r.o.MaxMessageBytes).Next, false)
-	serverDone := r.goRead(r.c.next, true)
+	serverDone := r.goRead(r.c.Receive, true)
 	defer r.closeSide()
 	defer r.toClient.wait(r.o.ShutdownGrace)
 	defer r.end(cancel, clientDone, serverDone)
@@ -230,7 +230,7 @@ func (r *relay) run(ctx context.Context) error {
 			return r.finish()
 		case <-ctx.Done():
 			r.interrupted(context.Cause(ctx))
-			r.c.stop(min(r.o.ShutdownGrace, proctree.PromptGrace))
+			r.c.Stop(min(r.o.ShutdownGrace, proctree.PromptGrace))
 			return context.Cause(ctx)
 		}
 		r.mu.Lock()
@@ -244,11 +244,11 @@ func (r *relay) run(ctx context.Context) error {
 		case blocked != nil:
 			continue // answering every request until the client leaves
 		case overflow:
-			r.c.stop(r.o.ShutdownGrace)
+			r.c.Stop(r.o.ShutdownGrace)
 			return fmt.Errorf("a peer stopped reading: more than %d bytes are queued for it", r.o.MaxHeldBytes)
 		case r.toClient.failed() != nil:
 			// The client stopped reading: the session is over.
-			r.c.stop(r.o.ShutdownGrace)
+			r.c.Stop(r.o.ShutdownGrace)
 			return nil
 		case serverEOF && !running:
 			return r.finish()
@@ -256,7 +256,7 @@ func (r *relay) run(ctx context.Context) error {
 			// The client is gone: ask the server to exit once what the
 			// client sent is written, and let it finish for a while.
 			closing = true
-			go r.toServer.closeWhenDrained(r.c.closeInput)
+			go r.toServer.closeWhenDrained(r.c.CloseInput)
 			endTimer = time.After(r.o.ShutdownGrace)
 		}
 	}
@@ -335,10 +335,9 @@ func (r *relay) finish() error {
 	clientLeft := r.clientEOF // the client's reader may still be running
 	serverErr := r.serverErr
 	r.mu.Unlock()
-	r.c.waitExit(r.o.ShutdownGrace)
-	cleanly := r.c.exitedCleanly()
-	status := r.c.status()
-	r.c.stop(r.o.ShutdownGrace)
+	r.c.Wait(r.o.ShutdownGrace)
+	status, cleanly := r.c.Exit()
+	r.c.Stop(r.o.ShutdownGrace)
 	if ce := (*ConnectError)(nil); errors.As(serverErr, &ce) {
 		return ce // a remote server that could not be used: said in one line
 	}

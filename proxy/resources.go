@@ -15,10 +15,6 @@ import (
 // methodReadResource reads one resource by its uri.
 const methodReadResource = "resources/read"
 
-// codeResourceNotFound is MCP's error code for a resource the server does
-// not have: a refused resources/read is answered with it.
-const codeResourceNotFound = -32002
-
 // kindsWithResources are the signed kinds and static resources: what the
 // proxy checks under ResourcesPin.
 var kindsWithResources = [...]digest.Kind{digest.KindTool, digest.KindPrompt, digest.KindResourceTemplate, digest.KindResource}

@@ -52,11 +52,6 @@ const (
 	capRoots       = "roots"
 )
 
-// codeRefusedServerRequest is the JSON-RPC error code of the proxy's answer
-// to a server request the client may not receive: "method not found", as a
-// client without a handler for it answers.
-const codeRefusedServerRequest = mcpwire.CodeMethodNotFound
-
 // deniedCapabilities are the client capabilities the policy removes.
 func (s ServerRequests) deniedCapabilities() []string {
 	var d []string
@@ -330,7 +325,3 @@ func (r *relay) refuseInputRequests(id []byte, method, why string) {
 	r.answer(id, codeRefusedInputRequests, "mcpsign proxy: the server's input_required answer to "+method+" refused: "+why, nil)
 	r.notice("refused the server's input_required answer to " + method + ": " + why)
 }
-
-// codeRefusedInputRequests is the JSON-RPC error code of the proxy's answer
-// to a client request whose input_required result it refused.
-const codeRefusedInputRequests = -32603
