@@ -96,7 +96,7 @@ func scriptedServer(behavior string) int {
 		} `json:"params"`
 	}
 	waitingPong, pinged, roots := false, false, false
-	ownLists := 0 // the proxy's own tools/list requests
+	ownLists := 0   // the proxy's own tools/list requests
 	var later []msg // what came while waiting for the pong, in order
 	var handle func(m msg)
 	handle = func(m msg) {
