@@ -60,7 +60,7 @@ type taskResult struct {
 // startTask holds traffic and runs t.
 func (r *relay) startTask(t *task) {
 	r.running = t
-	t.clientCaps = r.clientCaps
+	t.clientCaps = r.clientCaps.rawCaps()
 	ctx, cancel := context.WithTimeoutCause(r.ctx, r.o.CheckTimeout,
 		fmt.Errorf("no complete answer within %s", r.o.CheckTimeout))
 	r.tasks.Add(1)
@@ -133,10 +133,11 @@ func (r *relay) runTask(ctx context.Context, t *task) taskResult {
 			// A modern session that began without server/discover: ask the
 			// server itself, with the client's _meta.
 			meta := t.discover
-			params, _ := json.Marshal(struct {
-				Meta json.RawMessage `json:"_meta"`
-			}{mustMeta(meta)})
-			res, err := r.Call(ctx, mcpwire.MethodDiscover, params)
+			params, err := discoverParams(meta)
+			var res json.RawMessage
+			if err == nil {
+				res, err = r.Call(ctx, mcpwire.MethodDiscover, params)
+			}
 			var modern bool
 			if err == nil {
 				h, modern, err = mcpwire.ParseDiscover(res, meta, proxyClientInfo)
@@ -164,15 +165,21 @@ func (r *relay) runTask(ctx context.Context, t *task) taskResult {
 	}
 }
 
-// mustMeta is the _meta of the proxy's own server/discover: the client's
-// protocol version, info and capabilities, or the proxy's.
-func mustMeta(clientMeta []byte) json.RawMessage {
+// discoverParams are the params of the proxy's own server/discover: a
+// _meta of the client's protocol version, info and capabilities, or the
+// proxy's.
+func discoverParams(clientMeta []byte) (json.RawMessage, error) {
 	version := mcpwire.ProtocolModern
 	if s, ok := mcpwire.MetaVersion(clientMeta); ok && s >= mcpwire.ProtocolModern {
 		version = s
 	}
-	meta, _ := mcpwire.RequestMeta(clientMeta, version, proxyClientInfo)
-	return meta
+	meta, err := mcpwire.RequestMeta(clientMeta, version, proxyClientInfo)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(struct {
+		Meta json.RawMessage `json:"_meta"`
+	}{meta})
 }
 
 // taskDone applies the result of a check: the session goes on (the held

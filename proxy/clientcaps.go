@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/mcpwire"
@@ -42,4 +43,53 @@ func capabilitiesMember(obj []byte, name string) json.RawMessage {
 		return nil
 	}
 	return caps
+}
+
+// clientCaps are the client capabilities the client announced (its
+// initialize, or the _meta of its server/discover or first 2026-07-28
+// request), read once, strictly, when they arrive (readClientCaps): what
+// the server's own requests are decided on (serverCallRefusal) and what
+// the proxy's own listings record. nil: unknown (they could not be read),
+// so nothing is announced.
+type clientCaps struct {
+	// raw is their RFC 8785 form (digest.CanonicalClientCapabilities).
+	raw json.RawMessage
+	// announced are the capabilities by exact name.
+	announced map[string]bool
+	// elicitForm and elicitURL are the modes the elicitation capability
+	// announces: {} (form, from before modes existed) or a member per
+	// mode; both false when it is not an object.
+	elicitForm, elicitURL bool
+}
+
+// readClientCaps reads capabilities in RFC 8785 form (initializeCapabilities,
+// metaCapabilities) with the strict reader; nil when raw is nil or not an
+// object.
+func readClientCaps(raw json.RawMessage) *clientCaps {
+	if raw == nil {
+		return nil
+	}
+	names, values, err := digest.Members(raw)
+	if err != nil {
+		return nil
+	}
+	c := &clientCaps{raw: raw, announced: make(map[string]bool, len(names))}
+	for _, n := range names {
+		c.announced[n] = true
+	}
+	if v, ok := values[capElicitation]; ok {
+		if modes, _, err := digest.Members(v); err == nil {
+			form, url := slices.Contains(modes, "form"), slices.Contains(modes, "url")
+			c.elicitForm, c.elicitURL = form || !url, url
+		}
+	}
+	return c
+}
+
+// rawCaps is what the proxy's own listings record of c (nil: unknown).
+func (c *clientCaps) rawCaps() json.RawMessage {
+	if c == nil {
+		return nil
+	}
+	return c.raw
 }

@@ -293,7 +293,8 @@ func cancelledID(params []byte) []byte {
 // stops).
 func (r *relay) clientMessage(m *inbound, arriving bool) bool {
 	s := r.gateStateOf(arriving)
-	d := gate(s, r.gateMsgOf(m, s))
+	g := r.gateMsgOf(m, s)
+	d := gate(s, g)
 	env := &m.env
 	switch d.step {
 	case stepHold:
@@ -314,14 +315,14 @@ func (r *relay) clientMessage(m *inbound, arriving bool) bool {
 		r.dropInitialized = false
 	case stepStartUp:
 		meta := mcpwire.MetaOf(env.Params)
-		r.clientCaps = metaCapabilities(meta)
+		r.clientCaps = readClientCaps(metaCapabilities(meta))
 		r.startTask(&task{what: "start-up listing", startup: true, discover: meta})
 		return false
 	case stepRelist:
 		m.relisted = true
 		subject := env.Method
-		if ref := r.refusal(env); ref != nil {
-			subject += " of " + ref.subject
+		if g.refusal != nil { // what the gate decided on, not computed again
+			subject += " of " + g.refusal.subject
 		}
 		r.startTask(&task{what: "re-listing before " + subject, relist: true, helloR: r.session})
 		return false
@@ -352,9 +353,9 @@ func (r *relay) track(env *mcpwire.Message) bool {
 		r.awaitHandshake(env.Method)
 		if env.Method == mcpwire.MethodDiscover {
 			p.meta = mcpwire.MetaOf(env.Params)
-			r.clientCaps = metaCapabilities(p.meta)
+			r.clientCaps = readClientCaps(metaCapabilities(p.meta))
 		} else {
-			r.clientCaps = initializeCapabilities(env.Params)
+			r.clientCaps = readClientCaps(initializeCapabilities(env.Params))
 		}
 	default:
 		for _, k := range r.checkedKinds() {

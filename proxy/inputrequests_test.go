@@ -104,7 +104,7 @@ func FuzzInputRequestsRefusal(f *testing.F) {
 	}
 	all := ServerRequests{DenySampling: true, DenyElicitation: true, DenyRoots: true, DenyLogging: true}
 	f.Fuzz(func(t *testing.T, result string) {
-		why, _ := all.inputRequestsRefusal([]byte(result), json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{}}`))
+		why, _ := all.inputRequestsRefusal([]byte(result), readClientCaps(json.RawMessage(`{"elicitation":{},"roots":{},"sampling":{}}`)))
 		if why != "" {
 			return
 		}

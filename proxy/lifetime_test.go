@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"io"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -103,5 +104,45 @@ func TestCheckEndsWithRun(t *testing.T) {
 	}
 	if strings.Contains(after, `"result"`) {
 		t.Errorf("the held initialize answer reached the client after the session ended: %q", after)
+	}
+}
+
+// A client that stays connected is not read after Run returned: the
+// reader of an input that takes a deadline (an *os.File in the poller, as
+// mcpsign-proxy's stdin) is woken and waited for, and the deadline is
+// cleared again, so that a host that runs the proxy again on the same
+// input loses no line (docs/PROXY.md, "Lifetimes").
+func TestClientReaderEndsWithRun(t *testing.T) {
+	argv := exampleArgv(t, fixtures.ModeHonest)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	allow := PolicyFunc(func(context.Context, *digest.Snapshot) (*Decision, error) { return &Decision{Allow: true}, nil })
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, pr, io.Discard, Options{Command: argv, Policy: allow, ShutdownGrace: 500 * time.Millisecond})
+	}()
+	time.Sleep(200 * time.Millisecond) // the client's reader waits in a read
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(testTimeout):
+		t.Fatal("Run did not return once interrupted")
+	}
+	if _, err := io.WriteString(pw, "next\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := pr.SetReadDeadline(time.Now().Add(2 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	n, err := pr.Read(buf)
+	if err != nil || string(buf[:n]) != "next\n" {
+		t.Errorf("the host's read after Run returned: %q, %v; want the line (the proxy's reader outlived Run)", buf[:n], err)
 	}
 }

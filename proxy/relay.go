@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,6 +49,10 @@ type relay struct {
 	o        *Options
 	c        UpstreamConn // the server: a child process, an HTTP endpoint, a transport
 	clientIn io.Reader
+	// clientDeadline is the client's input when it takes a read deadline
+	// (an *os.File in the poller, a net.Conn): its reader is woken so at
+	// the end (end).
+	clientDeadline readDeadliner
 	toClient *outQueue
 	toServer *outQueue
 
@@ -99,9 +102,9 @@ type relay struct {
 	serverErr       error // why the server's stdout ended
 	overflow        bool  // a peer stopped reading and its queue is full
 	// clientCaps are the client capabilities of the client's handshake (or
-	// first 2026-07-28 request), RFC 8785 form; nil when they cannot be
-	// read (the check then takes them as unknown: removal stays drift).
-	clientCaps json.RawMessage
+	// first 2026-07-28 request), read once; nil when they cannot be read
+	// (the check then takes them as unknown: removal stays drift).
+	clientCaps *clientCaps
 }
 
 func newRelay(o *Options, c UpstreamConn, in io.Reader, out io.Writer) *relay {
@@ -109,9 +112,11 @@ func newRelay(o *Options, c UpstreamConn, in io.Reader, out io.Writer) *relay {
 	if _, err := rand.Read(rnd[:]); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
+	d, _ := in.(readDeadliner)
 	return &relay{
-		o: o,
-		c: c,
+		o:              o,
+		c:              c,
+		clientDeadline: d,
 		// Pipes in the poller are read and written by raw system calls
 		// (internal/rawio): a relay is idle between messages, and going
 		// through the runtime's system call path would wake its monitor
@@ -273,14 +278,23 @@ func (r *relay) goRead(next func() ([]byte, error), server bool) <-chan struct{}
 	return done
 }
 
+// readDeadliner is an input whose blocked read a deadline ends.
+type readDeadliner interface{ SetReadDeadline(time.Time) error }
+
 // end ends the session's state before run returns (docs/PROXY.md,
 // "Lifetimes"): from now on nothing a reader, a check or a timer finds is
 // handled, the session's context is cancelled, the checks still running
 // are waited for (at most CheckTimeout, their own bound), and so is the
-// server's reader (at most ShutdownGrace: the server was stopped). The
-// client's reader is waited for only when the client's side ended or its
-// reader can be woken (a deadline); one blocked in a read of a client that
-// stays connected returns at its next line, and handles nothing.
+// server's reader (at most ShutdownGrace: the server was stopped).
+//
+// The client's reader is waited for (at most ShutdownGrace) when the
+// client's side ended, or when its input takes a read deadline: one in the
+// past wakes it, and the deadline is cleared once it returned, so that the
+// host may read its input again. An input that takes none (an io.Pipe)
+// cannot be woken: a reader blocked in a read of a client that stays
+// connected is not waited for, so that Run still returns at once; that
+// goroutine returns with the client's next read (a line, the end), hands
+// nothing on, and what it read is lost.
 func (r *relay) end(cancel context.CancelFunc, clientDone, serverDone <-chan struct{}) {
 	r.mu.Lock()
 	r.ended.Store(true)
@@ -293,13 +307,15 @@ func (r *relay) end(cancel context.CancelFunc, clientDone, serverDone <-chan str
 	cancel()
 	waitFor(r.tasks.Wait, r.o.CheckTimeout)
 	waitFor(func() { <-serverDone }, r.o.ShutdownGrace)
-	if d, ok := r.clientIn.(interface{ SetReadDeadline(time.Time) error }); ok && !clientEOF {
-		if d.SetReadDeadline(time.Now()) == nil {
-			clientEOF = true
-		}
+	woken := false
+	if d := r.clientDeadline; d != nil && !clientEOF {
+		woken = d.SetReadDeadline(time.Now()) == nil
 	}
-	if clientEOF {
+	if clientEOF || woken {
 		waitFor(func() { <-clientDone }, r.o.ShutdownGrace)
+	}
+	if woken {
+		_ = r.clientDeadline.SetReadDeadline(time.Time{}) // the host's input as it was
 	}
 }
 

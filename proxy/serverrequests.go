@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -71,7 +70,7 @@ func (s ServerRequests) deniedCapabilities() []string {
 // its own (called with mu held): "" when it may reach the client, else why
 // not. caps are the client capabilities the server was shown (the client's,
 // less those the policy removed; nil when unknown: nothing is announced).
-func (s ServerRequests) serverCallRefusal(env *mcpwire.Message, caps json.RawMessage) string {
+func (s ServerRequests) serverCallRefusal(env *mcpwire.Message, caps *clientCaps) string {
 	need := ""
 	switch env.Method {
 	case methodSampling:
@@ -102,15 +101,13 @@ func (s ServerRequests) serverCallRefusal(env *mcpwire.Message, caps json.RawMes
 		// and nothing a server sends past the rule reaches the client.
 		return env.Method + " sent without an id"
 	}
-	var m map[string]json.RawMessage
-	if caps == nil || json.Unmarshal(caps, &m) != nil {
+	if caps == nil {
 		return "the client's capabilities are unknown"
 	}
-	v, ok := m[need]
-	if !ok {
+	if !caps.announced[need] {
 		return "the client did not announce " + need
 	}
-	if need == capElicitation && !elicitationModeAnnounced(v, env.Params) {
+	if need == capElicitation && !elicitationModeAnnounced(caps, env.Params) {
 		return "the client did not announce this elicitation mode"
 	}
 	return ""
@@ -118,12 +115,8 @@ func (s ServerRequests) serverCallRefusal(env *mcpwire.Message, caps json.RawMes
 
 // elicitationModeAnnounced reports whether the mode of elicitation/create
 // params ("form" when absent) is one the client's elicitation capability
-// announces: {} (the form mode, before modes existed) or a member per mode.
-func elicitationModeAnnounced(capability json.RawMessage, params []byte) bool {
-	var modes map[string]json.RawMessage
-	if json.Unmarshal(capability, &modes) != nil {
-		return false
-	}
+// announces (clientCaps).
+func elicitationModeAnnounced(caps *clientCaps, params []byte) bool {
 	mode := "form"
 	if len(params) > 0 && params[0] == '{' {
 		m, err := digest.ReadMembers(params, "mode")
@@ -138,13 +131,11 @@ func elicitationModeAnnounced(capability json.RawMessage, params []byte) bool {
 			mode = s
 		}
 	}
-	_, formOK := modes["form"]
-	_, urlOK := modes["url"]
 	switch mode {
 	case "form":
-		return formOK || !urlOK
+		return caps.elicitForm
 	case "url":
-		return urlOK
+		return caps.elicitURL
 	}
 	return false
 }
@@ -270,7 +261,7 @@ const (
 // repeated member, a case variant): the caller's own strict reader of a
 // handshake or a listing blocks the session for it; any other result is
 // refused.
-func (s ServerRequests) inputRequestsRefusal(result []byte, caps json.RawMessage) (why string, unreadable bool) {
+func (s ServerRequests) inputRequestsRefusal(result []byte, caps *clientCaps) (why string, unreadable bool) {
 	if len(result) == 0 || result[0] != '{' {
 		return "", false
 	}

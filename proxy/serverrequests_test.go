@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -46,9 +47,9 @@ func TestServerCallRefusal(t *testing.T) {
 				}
 				t.Fatal(err)
 			}
-			var caps []byte
+			var caps *clientCaps
 			if tc.caps != "" {
-				caps = []byte(tc.caps)
+				caps = readClientCaps(json.RawMessage(tc.caps))
 			}
 			why := tc.policy.serverCallRefusal(&env, caps)
 			if (why != "") != tc.refuse {
