@@ -53,8 +53,8 @@ type relay struct {
 	// (an *os.File in the poller, a net.Conn): its reader is woken so at
 	// the end (end).
 	clientDeadline readDeadliner
-	toClient *outQueue
-	toServer *outQueue
+	toClient       *outQueue
+	toServer       *outQueue
 
 	prefix    string // of the proxy's own request ids: "mcpsign-" and 16 random hex digits and "-"
 	ownSeq    atomic.Int64
