@@ -80,89 +80,109 @@ func (r *relay) startTask(t *task) {
 // runTask does the work of a check; it runs on its own goroutine and touches
 // no loop state.
 func (r *relay) runTask(ctx context.Context, t *task) taskResult {
-	pol := r.o.Policy
-	switch {
-	case t.page != nil || t.snap != nil:
-		d, err := pol.Check(ctx, t.snap)
-		if err != nil {
-			return taskResult{err: err}
-		}
-		if d.Allow {
-			return taskResult{decision: d, approved: t.snap}
-		}
-		// Before refusing what the client is about to receive, list
-		// everything again: the server may have changed as a whole under
-		// a signed update the policy rolls forward to, or another proxy may
-		// have approved it already.
-		full, err := r.listAll(ctx, t.helloR, t.clientCaps)
-		if err != nil {
-			// The refusal stands, and says why nothing could approve it.
-			return taskResult{decision: d, err: fmt.Errorf("listing the server again before the refusal failed: %w", err)}
-		}
-		d2, err := pol.Check(ctx, full)
-		if err != nil {
-			return taskResult{decision: d, err: fmt.Errorf("checking the server's listing again before the refusal failed: %w", err)}
-		}
-		if !d2.Allow || !d2.Updated {
-			return taskResult{decision: d}
-		}
-		a := newApprovedSet(full)
-		var snap *digest.Snapshot
-		if t.page != nil {
-			snap = a.with(t.page)
-		} else {
-			s := *full
-			s.Instructions = t.snap.Instructions
-			snap = &s
-		}
-		d3, err := pol.Check(ctx, snap)
-		if err != nil {
-			return taskResult{err: err}
-		}
-		if d3.Allow {
-			d3.Updated = true
-			return taskResult{decision: d3, approved: full}
-		}
-		return taskResult{decision: d3}
-	default:
-		h := t.hello
-		if h == nil && t.relist {
-			h = t.helloR
-		}
-		if h == nil {
-			// A modern session that began without server/discover: ask the
-			// server itself, with the client's _meta.
-			meta := t.discover
-			params, err := discoverParams(meta)
-			var res json.RawMessage
-			if err == nil {
-				res, err = r.Call(ctx, mcpwire.MethodDiscover, params)
-			}
-			var modern bool
-			if err == nil {
-				h, modern, err = mcpwire.ParseDiscover(res, meta, proxyClientInfo)
-			}
-			if err != nil {
-				return taskResult{err: fmt.Errorf("server/discover: %w", err)}
-			}
-			if !modern {
-				return taskResult{err: errors.New("server/discover: the server offers no protocol version of the 2026-07-28 generation, and the client sent no initialize")}
-			}
-		}
-		snap, err := r.listAll(ctx, h, t.clientCaps)
-		if err != nil {
-			return taskResult{err: err, hello: h}
-		}
-		d, err := pol.Check(ctx, snap)
-		if err != nil {
-			return taskResult{err: err, hello: h}
-		}
-		res := taskResult{decision: d, hello: h}
-		if d.Allow {
-			res.approved = snap
-		}
-		return res
+	if t.page != nil || t.snap != nil {
+		return r.checkSnapshot(ctx, t)
 	}
+	return r.checkListing(ctx, t)
+}
+
+// checkSnapshot judges what the client is about to receive (a list result,
+// a later server/discover's instructions) against the approved set.
+func (r *relay) checkSnapshot(ctx context.Context, t *task) taskResult {
+	pol := r.o.Policy
+	d, err := pol.Check(ctx, t.snap)
+	if err != nil {
+		return taskResult{err: err}
+	}
+	if d.Allow {
+		return taskResult{decision: d, approved: t.snap}
+	}
+	// Before refusing what the client is about to receive, list
+	// everything again: the server may have changed as a whole under
+	// a signed update the policy rolls forward to, or another proxy may
+	// have approved it already.
+	full, err := r.listAll(ctx, t.helloR, t.clientCaps)
+	if err != nil {
+		// The refusal stands, and says why nothing could approve it.
+		return taskResult{decision: d, err: fmt.Errorf("listing the server again before the refusal failed: %w", err)}
+	}
+	d2, err := pol.Check(ctx, full)
+	if err != nil {
+		return taskResult{decision: d, err: fmt.Errorf("checking the server's listing again before the refusal failed: %w", err)}
+	}
+	if !d2.Allow || !d2.Updated {
+		return taskResult{decision: d}
+	}
+	a := newApprovedSet(full)
+	var snap *digest.Snapshot
+	if t.page != nil {
+		snap = a.with(t.page)
+	} else {
+		s := *full
+		s.Instructions = t.snap.Instructions
+		snap = &s
+	}
+	d3, err := pol.Check(ctx, snap)
+	if err != nil {
+		return taskResult{err: err}
+	}
+	if d3.Allow {
+		d3.Updated = true
+		return taskResult{decision: d3, approved: full}
+	}
+	return taskResult{decision: d3}
+}
+
+// checkListing lists the server itself (at start-up, after list_changed,
+// before refusing a request) and judges the whole listing.
+func (r *relay) checkListing(ctx context.Context, t *task) taskResult {
+	h := t.hello
+	if h == nil && t.relist {
+		h = t.helloR
+	}
+	if h == nil {
+		// A modern session that began without server/discover: ask the
+		// server itself, with the client's _meta.
+		var err error
+		if h, err = r.discover(ctx, t.discover); err != nil {
+			return taskResult{err: err}
+		}
+	}
+	snap, err := r.listAll(ctx, h, t.clientCaps)
+	if err != nil {
+		return taskResult{err: err, hello: h}
+	}
+	d, err := r.o.Policy.Check(ctx, snap)
+	if err != nil {
+		return taskResult{err: err, hello: h}
+	}
+	res := taskResult{decision: d, hello: h}
+	if d.Allow {
+		res.approved = snap
+	}
+	return res
+}
+
+// discover sends the proxy's own server/discover with the client's _meta
+// (meta) and reads the answer, which must offer a 2026-07-28 version.
+func (r *relay) discover(ctx context.Context, meta []byte) (*mcpwire.Hello, error) {
+	params, err := discoverParams(meta)
+	var res json.RawMessage
+	if err == nil {
+		res, err = r.Call(ctx, mcpwire.MethodDiscover, params)
+	}
+	var h *mcpwire.Hello
+	var modern bool
+	if err == nil {
+		h, modern, err = mcpwire.ParseDiscover(res, meta, proxyClientInfo)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("server/discover: %w", err)
+	}
+	if !modern {
+		return nil, errors.New("server/discover: the server offers no protocol version of the 2026-07-28 generation, and the client sent no initialize")
+	}
+	return h, nil
 }
 
 // discoverParams are the params of the proxy's own server/discover: a

@@ -73,11 +73,9 @@ func equalInstructions(a, b *string) bool {
 // receives it.
 func (r *relay) listResult(m *inbound, p *pendingReq) {
 	var subjID []byte
-	if p != nil {
-		subjID = p.id
-	}
 	what := "a list result"
 	if p != nil {
+		subjID = p.id
 		what = p.method + " result"
 	}
 	if !r.checked {
@@ -90,77 +88,10 @@ func (r *relay) listResult(m *inbound, p *pendingReq) {
 		if r.lists(&m.env)&mcpwire.ListFlag(k) == 0 {
 			continue
 		}
-		items, next, hasNext, err := digest.SplitList(k, m.env.Result)
+		ch, complete, err := r.page(m, p, k)
 		if err != nil {
 			r.block(&BlockedError{What: what, Err: err, subjectID: subjID})
 			return
-		}
-		if hasNext && next == "" {
-			// go-sdk takes an empty cursor for the last page, the
-			// TypeScript SDK asks for it: the two would hold different
-			// listings (the proxy's own listing refuses it too).
-			r.block(&BlockedError{What: what, Err: fmt.Errorf("%w: an empty nextCursor, which clients read differently", mcpwire.ErrProtocol), subjectID: subjID})
-			return
-		}
-		// Only an answer to the client's own list request of this kind
-		// continues a listing: a list in any other result is checked page
-		// by page, and keeps nothing (else a server could make the proxy
-		// keep cursors without bound).
-		list := p != nil && p.kind == k
-		var ch *chain
-		if list {
-			if p.cursor == nil {
-				ch = &chain{started: true}
-			} else if c := r.chains[k][*p.cursor]; c != nil {
-				ch = c
-				r.dropChain(k, *p.cursor)
-			}
-		}
-		if ch == nil {
-			ch = &chain{} // a page whose listing the proxy did not see begin
-		}
-		if list {
-			if ch.cursors == nil {
-				ch.cursors = map[string]bool{}
-			}
-			if p.cursor != nil {
-				ch.cursors[*p.cursor] = true
-			}
-			if hasNext && ch.cursors[next] {
-				// The client would page forever, and hold nothing the
-				// proxy's own listing (or verify-pin) would accept.
-				r.block(&BlockedError{What: what, Err: fmt.Errorf("%w: cursor %s handed again in one listing", mcpwire.ErrCursorLoop, textsafe.RawQuote(textsafe.Cut(next, 80))), subjectID: subjID})
-				return
-			}
-			if hasNext {
-				ch.cursors[next] = true
-			}
-		}
-		ch.items = append(ch.items, items...)
-		ch.pages++
-		ch.bytes += len(m.line)
-		if ch.pages > MaxPages {
-			r.block(&BlockedError{What: what, Err: fmt.Errorf("a listing of more than %d pages", MaxPages), subjectID: subjID})
-			return
-		}
-		complete := ch.started && !hasNext
-		if hasNext && list {
-			if r.chains[k] == nil {
-				r.chains[k] = map[string]*chain{}
-			}
-			if len(r.chains[k]) >= maxChains {
-				for c := range r.chains[k] {
-					r.dropChain(k, c)
-					break
-				}
-			}
-			ch.bytes += len(next)
-			r.chains[k][next] = ch
-			r.chainBytes += ch.bytes
-			if r.chainBytes > r.o.MaxHeldBytes {
-				r.block(&BlockedError{What: what, Err: fmt.Errorf("more than %d bytes of listings the client is still paging through", r.o.MaxHeldBytes), subjectID: subjID})
-				return
-			}
 		}
 		if r.approved.covers(k, ch.items, complete) {
 			continue // the bytes the policy approved
@@ -170,6 +101,95 @@ func (r *relay) listResult(m *inbound, p *pendingReq) {
 		return
 	}
 	r.sendClient(m.line)
+}
+
+// page adds the page of kind k in the result m (the answer to p, if any)
+// to the listing it continues, and returns that listing and whether it is
+// complete. An error blocks the session.
+func (r *relay) page(m *inbound, p *pendingReq, k digest.Kind) (ch *chain, complete bool, err error) {
+	items, next, hasNext, err := digest.SplitList(k, m.env.Result)
+	if err != nil {
+		return nil, false, err
+	}
+	if hasNext && next == "" {
+		// go-sdk takes an empty cursor for the last page, the
+		// TypeScript SDK asks for it: the two would hold different
+		// listings (the proxy's own listing refuses it too).
+		return nil, false, fmt.Errorf("%w: an empty nextCursor, which clients read differently", mcpwire.ErrProtocol)
+	}
+	// Only an answer to the client's own list request of this kind
+	// continues a listing: a list in any other result is checked page
+	// by page, and keeps nothing (else a server could make the proxy
+	// keep cursors without bound).
+	list := p != nil && p.kind == k
+	if list {
+		ch = r.takeChain(k, p.cursor)
+		if p.cursor != nil {
+			ch.cursors[*p.cursor] = true
+		}
+		if hasNext && ch.cursors[next] {
+			// The client would page forever, and hold nothing the
+			// proxy's own listing (or verify-pin) would accept.
+			return nil, false, fmt.Errorf("%w: cursor %s handed again in one listing", mcpwire.ErrCursorLoop, textsafe.RawQuote(textsafe.Cut(next, 80)))
+		}
+		if hasNext {
+			ch.cursors[next] = true
+		}
+	} else {
+		ch = &chain{} // a page whose listing the proxy did not see begin
+	}
+	ch.items = append(ch.items, items...)
+	ch.pages++
+	ch.bytes += len(m.line)
+	if ch.pages > MaxPages {
+		return nil, false, fmt.Errorf("a listing of more than %d pages", MaxPages)
+	}
+	if hasNext && list {
+		if err := r.keepChain(k, next, ch); err != nil {
+			return nil, false, err
+		}
+	}
+	return ch, ch.started && !hasNext, nil
+}
+
+// takeChain returns the listing of kind k that the page asked for with
+// cursor continues (a new one for a first page, or for a cursor the proxy
+// did not hand), and forgets it until its next page is handed.
+func (r *relay) takeChain(k digest.Kind, cursor *string) *chain {
+	var ch *chain
+	if cursor == nil {
+		ch = &chain{started: true}
+	} else if c := r.chains[k][*cursor]; c != nil {
+		ch = c
+		r.dropChain(k, *cursor)
+	} else {
+		ch = &chain{}
+	}
+	if ch.cursors == nil {
+		ch.cursors = map[string]bool{}
+	}
+	return ch
+}
+
+// keepChain keeps the listing ch of kind k until the client asks for the
+// page of next, within maxChains listings of a kind and MaxHeldBytes.
+func (r *relay) keepChain(k digest.Kind, next string, ch *chain) error {
+	if r.chains[k] == nil {
+		r.chains[k] = map[string]*chain{}
+	}
+	if len(r.chains[k]) >= maxChains {
+		for c := range r.chains[k] {
+			r.dropChain(k, c)
+			break
+		}
+	}
+	ch.bytes += len(next)
+	r.chains[k][next] = ch
+	r.chainBytes += ch.bytes
+	if r.chainBytes > r.o.MaxHeldBytes {
+		return fmt.Errorf("more than %d bytes of listings the client is still paging through", r.o.MaxHeldBytes)
+	}
+	return nil
 }
 
 // cursorOf returns the cursor of list request params, or nil.

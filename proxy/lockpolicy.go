@@ -206,62 +206,82 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 	rep := p.cur.Check(snap)
 	rep.Lock = p.path
 	if !rep.Failed(pin.FailOnDrift) {
-		if p.unproven {
-			if d := p.prove(ctx, rep, snap); d != nil {
-				return d, nil
-			}
-		}
-		d := &Decision{Allow: true, Summary: "definitions match the lock " + p.path + " (" + snap.CountText() + ")"}
-		if rep.Has(pin.RuleClientCapabilitiesDiffer) {
-			// Not drift, but worth a person's eyes: the client announces
-			// other capabilities than the lock was written under, and some
-			// locked definitions may be absent for it.
-			d.Summary = "definitions match the lock " + p.path + " for this client's capabilities, which differ from the lock's (" + snap.CountText() + ")"
-			d.Drift = rep
-		}
-		return d, nil
+		return p.matched(ctx, rep, snap), nil
 	}
+	return p.changed(ctx, rep, snap), nil
+}
 
+// matched is the decision on definitions that match the lock in force (a
+// lock only the server's bundle proves is proven first).
+func (p *LockPolicy) matched(ctx context.Context, rep *pin.Report, snap *digest.Snapshot) *Decision {
+	if p.unproven {
+		if d := p.prove(ctx, rep, snap); d != nil {
+			return d
+		}
+	}
+	d := &Decision{Allow: true, Summary: "definitions match the lock " + p.path + " (" + snap.CountText() + ")"}
+	if rep.Has(pin.RuleClientCapabilitiesDiffer) {
+		// Not drift, but worth a person's eyes: the client announces
+		// other capabilities than the lock was written under, and some
+		// locked definitions may be absent for it.
+		d.Summary = "definitions match the lock " + p.path + " for this client's capabilities, which differ from the lock's (" + snap.CountText() + ")"
+		d.Drift = rep
+	}
+	return d
+}
+
+// changed is the decision on definitions that drift from the lock in
+// force: a lock another process wrote may be adopted, a signed update
+// rolls the lock forward; anything else is refused.
+func (p *LockPolicy) changed(ctx context.Context, rep *pin.Report, snap *digest.Snapshot) *Decision {
 	// The lock on disk: another proxy may have approved the change, or
 	// another process may have written anything at all.
 	disk, err := pin.Read(p.path)
 	if err != nil {
-		return p.refuseChanged(rep, "it can no longer be read: "+err.Error()), nil
+		return p.refuseChanged(rep, "it can no longer be read: "+err.Error())
 	}
 	if disk.LockDigest != p.cur.LockDigest {
-		return p.adopt(ctx, rep, disk, snap), nil
+		return p.adopt(ctx, rep, disk, snap)
 	}
 
 	if p.opts.ManualRollForward {
-		return p.refuse(rep, "roll-forward is manual: a change waits for a person's review, signed or not; approve it with 'mcpsign approve' and restart the proxy"), nil
+		return p.refuse(rep, "roll-forward is manual: a change waits for a person's review, signed or not; approve it with 'mcpsign approve' and restart the proxy")
 	}
 	if p.opts.Verify == nil {
-		return p.refuse(rep, "no bundle was given to verify with: only a signed update can change the pinned definitions"), nil
+		return p.refuse(rep, "no bundle was given to verify with: only a signed update can change the pinned definitions")
 	}
 	switch p.cur.Approval.Method {
 	case pin.MethodTOFU:
-		return p.refuse(rep, "the lock was trusted on first use (tofu): no signer to accept an update from; re-pin with 'mcpsign pin'"), nil
+		return p.refuse(rep, "the lock was trusted on first use (tofu): no signer to accept an update from; re-pin with 'mcpsign pin'")
 	case pin.MethodManual:
-		return p.refuse(rep, "the lock was approved manually: no signer to accept an update from; review the change and approve it with 'mcpsign approve'"), nil
+		return p.refuse(rep, "the lock was approved manually: no signer to accept an update from; review the change and approve it with 'mcpsign approve'")
 	}
 	v, err := p.verify(ctx, snap)
 	if err != nil {
-		return p.refuse(rep, "the bundle does not approve the new definitions: "+err.Error()), nil
+		return p.refuse(rep, "the bundle does not approve the new definitions: "+err.Error())
 	}
 	if err := pin.CheckRollForward(p.cur, p.curTime, &v); err != nil {
 		what := "the signed update is refused"
 		if ae := (*pin.ApprovalError)(nil); errors.As(err, &ae) && ae.Rule == pin.RuleRollForwardOtherSigner {
 			what = "the new definitions are signed by another signer"
 		}
-		return p.refuseRule(rep, err, what), nil
+		return p.refuseRule(rep, err, what)
 	}
-	next, err := p.newLock(snap, &v)
+	return p.rollForward(ctx, rep, snap, &v)
+}
+
+// rollForward writes the lock of a verified signed update that passed the
+// roll-forward rules, under the lock file's lock, unless the file changed
+// meanwhile (another proxy's roll-forward to the same definitions with the
+// same bundle is kept).
+func (p *LockPolicy) rollForward(ctx context.Context, rep *pin.Report, snap *digest.Snapshot, v *pin.Verified) *Decision {
+	next, err := p.newLock(snap, v)
 	if err != nil {
-		return p.refuse(rep, "the new definitions cannot be pinned: "+err.Error()), nil
+		return p.refuse(rep, "the new definitions cannot be pinned: "+err.Error())
 	}
 	next.CarryResources(p.cur)
 	if err := pin.SameResources(p.cur, next); err != nil {
-		return p.refuseRule(rep, err, "the signed update changes the static resources, which no signature covers"), nil
+		return p.refuseRule(rep, err, "the signed update changes the static resources, which no signature covers")
 	}
 	next.CarryOverrides(p.cur)
 	prev := p.cur
@@ -277,7 +297,7 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 				}
 			}
 			return next, nil
-		case !cur.Check(snap).Failed(pin.FailOnDrift) && sameEvidence(cur, &v) == "":
+		case !cur.Check(snap).Failed(pin.FailOnDrift) && sameEvidence(cur, v) == "":
 			// Another proxy rolled it forward meanwhile, with the bundle
 			// just verified, to these definitions: keep its lock.
 			adopted = cur
@@ -288,16 +308,16 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 	var le *pin.LockError
 	switch {
 	case errors.Is(err, errLockChanged):
-		return p.refuseChanged(rep, err.Error()), nil
+		return p.refuseChanged(rep, err.Error())
 	case errors.As(err, &le):
 		// It was readable a moment ago.
-		return p.refuseChanged(rep, "it can no longer be read: "+err.Error()), nil
+		return p.refuseChanged(rep, "it can no longer be read: "+err.Error())
 	case err != nil:
-		return p.refuse(rep, "rolling the lock forward failed: "+err.Error()), nil
+		return p.refuse(rep, "rolling the lock forward failed: "+err.Error())
 	case adopted != nil:
 		p.hold(adopted, v.SignedAt)
 		p.unproven = false
-		return &Decision{Allow: true, Updated: true, Summary: "the lock " + p.path + " was rolled forward by another process with the same verified bundle; the definitions match it"}, nil
+		return &Decision{Allow: true, Updated: true, Summary: "the lock " + p.path + " was rolled forward by another process with the same verified bundle; the definitions match it"}
 	}
 	p.hold(next, v.SignedAt)
 	p.unproven = false
@@ -306,7 +326,7 @@ func (p *LockPolicy) Check(ctx context.Context, snap *digest.Snapshot) (*Decisio
 		Updated: true,
 		Summary: fmt.Sprintf("signed update by %s: the lock %s was rolled forward (%s)", describeSigner(v.Approval), p.path, snap.CountText()),
 		Drift:   rep,
-	}, nil
+	}
 }
 
 // adopt decides about disk, a lock another process wrote in place of the

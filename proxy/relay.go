@@ -444,70 +444,8 @@ func (r *relay) serverMessage(m *inbound) {
 	env := &m.env
 	switch env.Kind {
 	case mcpwire.KindResponse:
-		// Tied to a request by its exact id only: anything a client could
-		// match otherwise, or an answer to nothing pending, would reach the
-		// client as an answer the proxy did not check.
-		p, err := r.pending.Take(env.ID)
-		if err != nil {
-			r.block(&BlockedError{What: "a response from the server", Err: err})
-			return
-		}
-		if p.gating {
-			p.gating = false
-			r.listsInFlight--
-			defer r.drainClient()
-		}
-		subjID := p.id
-		if env.Result != nil {
-			// A 2026-07-28 input_required result asks the client for what a
-			// server request would: the same rule decides it, before
-			// anything relays or reads it further.
-			why, unreadable := r.o.ServerRequests.inputRequestsRefusal(env.Result, r.clientCaps)
-			if unreadable {
-				// Not every reader after this one reads the members it
-				// asks about (a listing without its list member is relayed
-				// as it is): a result that does not read strictly here
-				// blocks the session, whatever it answers.
-				r.block(&BlockedError{What: "the " + p.method + " result", Err: fmt.Errorf("%w: %s", mcpwire.ErrProtocol, why), subjectID: subjID})
-				return
-			}
-			if why != "" {
-				if p.method == mcpwire.MethodInitialize || p.method == mcpwire.MethodDiscover {
-					r.handshaking = false
-				}
-				r.refuseInputRequests(p.id, p.method, why)
-				return
-			}
-			switch p.method {
-			case mcpwire.MethodInitialize:
-				r.handshaking = false
-				h, err := mcpwire.ParseInitialize(env.Result)
-				if err != nil {
-					r.block(&BlockedError{What: "the initialize result", Err: err, subjectID: subjID})
-					return
-				}
-				// Servers finish setting up on notifications/initialized
-				// (some register tools that depend on the client's
-				// capabilities then): the proxy sends it itself before it
-				// lists, so that it sees what the client will, and drops
-				// the client's own.
-				r.sendServer([]byte(initializedLine))
-				r.dropInitialized = true
-				r.startTask(&task{what: "start-up listing", startup: true, subject: m, subjID: subjID, hello: h})
-				return
-			case mcpwire.MethodDiscover:
-				r.handshaking = false
-				r.discovered(m, p)
-				return
-			}
-		}
-		if p.method == mcpwire.MethodInitialize || p.method == mcpwire.MethodDiscover {
-			r.handshaking = false // an error answer: the client tries again or falls back
-		}
-		if r.lists(env) != 0 {
-			r.listResult(m, p)
-			return
-		}
+		r.serverResponse(m)
+		return
 	case mcpwire.KindNotification:
 		if mcpwire.IsListChanged(env.Method) {
 			if !r.checked {
@@ -519,6 +457,80 @@ func (r *relay) serverMessage(m *inbound) {
 		}
 	}
 	r.sendClient(m.line)
+}
+
+// serverResponse handles the server's answer to a client request.
+func (r *relay) serverResponse(m *inbound) {
+	env := &m.env
+	// Tied to a request by its exact id only: anything a client could
+	// match otherwise, or an answer to nothing pending, would reach the
+	// client as an answer the proxy did not check.
+	p, err := r.pending.Take(env.ID)
+	if err != nil {
+		r.block(&BlockedError{What: "a response from the server", Err: err})
+		return
+	}
+	if p.gating {
+		p.gating = false
+		r.listsInFlight--
+		defer r.drainClient()
+	}
+	if p.method == mcpwire.MethodInitialize || p.method == mcpwire.MethodDiscover {
+		r.handshaking = false // answered: a result, or an error the client falls back on
+	}
+	if env.Result != nil && !r.resultPasses(m, p) {
+		return
+	}
+	if r.lists(env) != 0 {
+		r.listResult(m, p)
+		return
+	}
+	r.sendClient(m.line)
+}
+
+// resultPasses decides a result before it is read further: an
+// input_required result the client may not be asked for is refused, one
+// that does not read strictly blocks, and the handshake's answer starts
+// the start-up check. It reports whether the result goes on to be relayed
+// (or checked as a listing).
+func (r *relay) resultPasses(m *inbound, p *pendingReq) bool {
+	env := &m.env
+	// A 2026-07-28 input_required result asks the client for what a
+	// server request would: the same rule decides it, before anything
+	// relays or reads it further.
+	why, unreadable := r.o.ServerRequests.inputRequestsRefusal(env.Result, r.clientCaps)
+	switch {
+	case unreadable:
+		// Not every reader after this one reads the members it asks about
+		// (a listing without its list member is relayed as it is): a
+		// result that does not read strictly here blocks the session,
+		// whatever it answers.
+		r.block(&BlockedError{What: "the " + p.method + " result", Err: fmt.Errorf("%w: %s", mcpwire.ErrProtocol, why), subjectID: p.id})
+		return false
+	case why != "":
+		r.refuseInputRequests(p.id, p.method, why)
+		return false
+	}
+	switch p.method {
+	case mcpwire.MethodInitialize:
+		h, err := mcpwire.ParseInitialize(env.Result)
+		if err != nil {
+			r.block(&BlockedError{What: "the initialize result", Err: err, subjectID: p.id})
+			return false
+		}
+		// Servers finish setting up on notifications/initialized (some
+		// register tools that depend on the client's capabilities then):
+		// the proxy sends it itself before it lists, so that it sees what
+		// the client will, and drops the client's own.
+		r.sendServer([]byte(initializedLine))
+		r.dropInitialized = true
+		r.startTask(&task{what: "start-up listing", startup: true, subject: m, subjID: p.id, hello: h})
+		return false
+	case mcpwire.MethodDiscover:
+		r.discovered(m, p)
+		return false
+	}
+	return true
 }
 
 // drainClient lets held client messages go on once no check and no
