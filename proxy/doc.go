@@ -1,7 +1,10 @@
-// Package proxy is the enforcing stdio proxy of mcpsign: it runs an MCP
-// server as a child process and relays newline-delimited JSON-RPC between a
-// client and the server byte for byte, letting nothing reach the client
-// that a Policy does not approve.
+// Package proxy is the enforcing proxy of mcpsign: it relays
+// newline-delimited JSON-RPC between a client and an MCP server byte for
+// byte, letting nothing reach the client that a Policy does not approve.
+// The server is an Upstream: a child process on its stdio
+// (CommandUpstream), a Streamable HTTP endpoint (HTTPUpstream), or a go-sdk
+// transport such as a server in the host's own process
+// (TransportUpstream); one relay checks them all alike.
 //
 // Run holds the client's traffic after the handshake until the proxy has
 // listed every page of the server's tools, prompts and resource templates
@@ -10,7 +13,7 @@
 // checks every list result the client receives and lists again on every
 // list_changed notification. When the policy refuses, Run answers every
 // held, pending and later request with JSON-RPC error BlockedCode, stops
-// the server's process group, writes the report (escaped) and returns a
+// the server (a child's whole process group), writes the report (escaped) and returns a
 // *BlockedError once the client leaves.
 //
 // LockPolicy is the Policy of a lock file (package pin): drift rules,

@@ -268,6 +268,8 @@ func childPid(tb testing.TB, pid int) int {
 	return n
 }
 
+func ratioOf(a, b time.Duration) float64 { return float64(a) / float64(max(b, 1)) }
+
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 // TestPerfRelay measures, in one run, a direct session and a session through
@@ -314,7 +316,15 @@ func TestPerfRelay(t *testing.T) {
 	c := startRaw(t, []string{plain, server})
 	p := startRaw(t, []string{mcpsign, "proxy", "-q", "--lock", lock, "--", server})
 	a := startRaw(t, []string{alone, "proxy", "-q", "--lock", lock, "--", server})
-	did, cid, pid, aid := 0, 0, 0, 0
+	// A baseline, when given: another build of mcpsign (with its
+	// mcpsign-proxy beside it), e.g. the main branch's, measured in the
+	// same blocks as this one, so that a change is measured before and
+	// after in one run (docs/PERFORMANCE.md).
+	var base *rawClient
+	if exe := os.Getenv("MCPSIGN_PERF_BASELINE"); exe != "" {
+		base = startRaw(t, []string{exe, "proxy", "-q", "--lock", lock, "--", server})
+	}
+	did, cid, pid, aid, bid := 0, 0, 0, 0, 0
 	d.handshake(t)
 	c.handshake(t)
 	p.handshake(t)
@@ -323,13 +333,29 @@ func TestPerfRelay(t *testing.T) {
 	c.roundTrips(t, &cid, 500)
 	p.roundTrips(t, &pid, 500)
 	a.roundTrips(t, &aid, 500)
-	var dts, cts, pts, ats []time.Duration
+	if base != nil {
+		base.handshake(t)
+		base.roundTrips(t, &bid, 500)
+	}
+	var dts, cts, pts, ats, bts []time.Duration
 	const blocks = 20
 	for b := 0; b < blocks; b++ {
 		dts = append(dts, d.roundTrips(t, &did, perfCalls/blocks)...)
 		cts = append(cts, c.roundTrips(t, &cid, perfCalls/blocks)...)
 		pts = append(pts, p.roundTrips(t, &pid, perfCalls/blocks)...)
 		ats = append(ats, a.roundTrips(t, &aid, perfCalls/blocks)...)
+		if base != nil {
+			bts = append(bts, base.roundTrips(t, &bid, perfCalls/blocks)...)
+		}
+	}
+	if base != nil {
+		brss, _, banon := procMem(t, base.cmd.Process.Pid)
+		t.Logf("baseline %s: p50 / p90 / p99 %v / %v / %v; this build ÷ baseline: p50 %.2f, p99 %.2f; ÷ plain relay: this build p50 %.2f p99 %.2f, baseline p50 %.2f p99 %.2f; baseline RSS %s, private anonymous %s",
+			os.Getenv("MCPSIGN_PERF_BASELINE"), percentile(bts, 0.5), percentile(bts, 0.9), percentile(bts, 0.99),
+			ratioOf(percentile(pts, 0.5), percentile(bts, 0.5)), ratioOf(percentile(pts, 0.99), percentile(bts, 0.99)),
+			ratioOf(percentile(pts, 0.5), percentile(cts, 0.5)), ratioOf(percentile(pts, 0.99), percentile(cts, 0.99)),
+			ratioOf(percentile(bts, 0.5), percentile(cts, 0.5)), ratioOf(percentile(bts, 0.99), percentile(cts, 0.99)),
+			mib(brss), mib(banon))
 	}
 	over := percentile(pts, 0.5) - percentile(dts, 0.5)
 	t.Logf("round trip, %d tools/call each (p50 / p90 / p99): direct %v / %v / %v; plain relay %v / %v / %v; mcpsign proxy %v / %v / %v; mcpsign proxy in one process %v / %v / %v",
