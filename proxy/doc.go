@@ -13,8 +13,8 @@
 // checks every list result the client receives and lists again on every
 // list_changed notification. When the policy refuses, Run answers every
 // held, pending and later request with JSON-RPC error BlockedCode, stops
-// the server (a child's whole process group), writes the report (escaped) and returns a
-// *BlockedError once the client leaves.
+// the server (a child's whole process group), writes the report (escaped)
+// and returns a *BlockedError once the client leaves.
 //
 // LockPolicy is the Policy of a lock file (package pin): drift rules,
 // signed first use, and signed updates that roll the lock forward when the
