@@ -24,10 +24,10 @@ func TestTransportConn(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		server func(ctx context.Context, c mcp.Connection) // what the server's end does
-		stop   bool                                       // the proxy stops the connection first
-		line   string                                     // the line Receive returns first ("": none)
-		err    error                                      // then the error of Receive
-		clean  bool                                       // Exit's clean
+		stop   bool                                        // the proxy stops the connection first
+		line   string                                      // the line Receive returns first ("": none)
+		err    error                                       // then the error of Receive
+		clean  bool                                        // Exit's clean
 	}{
 		{name: "a result passes as written", server: func(ctx context.Context, c mcp.Connection) {
 			id, _ := jsonrpc.MakeID("mcpsign-1")
