@@ -268,6 +268,18 @@ func childPid(tb testing.TB, pid int) int {
 	return n
 }
 
+// logBaseline says how this build's round trips (pts) compare with the
+// baseline's (bts), and both with the plain relay's (cts), in one run.
+func logBaseline(t *testing.T, base *rawClient, bts, pts, cts []time.Duration) {
+	brss, _, banon := procMem(t, base.cmd.Process.Pid)
+	t.Logf("baseline %s: p50 / p90 / p99 %v / %v / %v; this build ÷ baseline: p50 %.2f, p99 %.2f; ÷ plain relay: this build p50 %.2f p99 %.2f, baseline p50 %.2f p99 %.2f; baseline RSS %s, private anonymous %s",
+		os.Getenv("MCPSIGN_PERF_BASELINE"), percentile(bts, 0.5), percentile(bts, 0.9), percentile(bts, 0.99),
+		ratioOf(percentile(pts, 0.5), percentile(bts, 0.5)), ratioOf(percentile(pts, 0.99), percentile(bts, 0.99)),
+		ratioOf(percentile(pts, 0.5), percentile(cts, 0.5)), ratioOf(percentile(pts, 0.99), percentile(cts, 0.99)),
+		ratioOf(percentile(bts, 0.5), percentile(cts, 0.5)), ratioOf(percentile(bts, 0.99), percentile(cts, 0.99)),
+		mib(brss), mib(banon))
+}
+
 func ratioOf(a, b time.Duration) float64 { return float64(a) / float64(max(b, 1)) }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
@@ -349,13 +361,7 @@ func TestPerfRelay(t *testing.T) {
 		}
 	}
 	if base != nil {
-		brss, _, banon := procMem(t, base.cmd.Process.Pid)
-		t.Logf("baseline %s: p50 / p90 / p99 %v / %v / %v; this build ÷ baseline: p50 %.2f, p99 %.2f; ÷ plain relay: this build p50 %.2f p99 %.2f, baseline p50 %.2f p99 %.2f; baseline RSS %s, private anonymous %s",
-			os.Getenv("MCPSIGN_PERF_BASELINE"), percentile(bts, 0.5), percentile(bts, 0.9), percentile(bts, 0.99),
-			ratioOf(percentile(pts, 0.5), percentile(bts, 0.5)), ratioOf(percentile(pts, 0.99), percentile(bts, 0.99)),
-			ratioOf(percentile(pts, 0.5), percentile(cts, 0.5)), ratioOf(percentile(pts, 0.99), percentile(cts, 0.99)),
-			ratioOf(percentile(bts, 0.5), percentile(cts, 0.5)), ratioOf(percentile(bts, 0.99), percentile(cts, 0.99)),
-			mib(brss), mib(banon))
+		logBaseline(t, base, bts, pts, cts)
 	}
 	over := percentile(pts, 0.5) - percentile(dts, 0.5)
 	t.Logf("round trip, %d tools/call each (p50 / p90 / p99): direct %v / %v / %v; plain relay %v / %v / %v; mcpsign proxy %v / %v / %v; mcpsign proxy in one process %v / %v / %v",
