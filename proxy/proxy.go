@@ -176,7 +176,9 @@ func ResourceModeFor(s string, l *pin.Lock) (ResourceMode, error) {
 type Options struct {
 	// Upstream is the server: exactly one of Upstream, Command and URL is
 	// required. Command and URL are conveniences that build the same
-	// upstreams as CommandUpstream and HTTPUpstream.
+	// upstreams as CommandUpstream and HTTPUpstream; HTTPClient, Header,
+	// AllowInsecureHTTP, Env and Dir apply to them only (set beside
+	// Upstream, they are an error: they would be ignored).
 	Upstream Upstream
 	// Command is the server's argv (CommandUpstream, with Env and Dir).
 	Command []string

@@ -140,6 +140,10 @@ func upstreamOf(o *Options) (Upstream, error) {
 	case n > 1:
 		return nil, errors.New("proxy: more than one of a server command, a URL and an Upstream given")
 	case o.Upstream != nil:
+		if len(o.Header) > 0 || o.HTTPClient != nil || o.AllowInsecureHTTP || len(o.Env) > 0 || o.Dir != "" {
+			// They would be ignored: the upstream was made with its own.
+			return nil, errors.New("proxy: Options.Header, HTTPClient, AllowInsecureHTTP, Env and Dir apply to Command and URL; give them to the Upstream's constructor")
+		}
 		return o.Upstream, nil
 	case o.URL != "":
 		return HTTPUpstream(o.URL, HTTPOptions{Client: o.HTTPClient, Header: o.Header, AllowInsecureHTTP: o.AllowInsecureHTTP})

@@ -2,12 +2,16 @@ package proxy
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
@@ -184,4 +188,33 @@ func inProcessLock(t *testing.T) string {
 		t.Fatalf("first use: %v", err)
 	}
 	return lock
+}
+
+// TestUpstreamOptions: Options select one upstream, and refuse what they
+// would ignore.
+func TestUpstreamOptions(t *testing.T) {
+	t.Parallel()
+	up := CommandUpstream([]string{"true"}, CommandOptions{})
+	for _, tc := range []struct {
+		name string
+		o    Options
+		err  string
+	}{
+		{"none", Options{}, "no server command given"},
+		{"command and URL", Options{Command: []string{"true"}, URL: "http://127.0.0.1:1/mcp"}, "more than one of"},
+		{"upstream and command", Options{Upstream: up, Command: []string{"true"}}, "more than one of"},
+		{"upstream and a header", Options{Upstream: up, Header: http.Header{"Authorization": {"Bearer x"}}}, "give them to the Upstream's constructor"},
+		{"upstream and a directory", Options{Upstream: up, Dir: "/"}, "give them to the Upstream's constructor"},
+		{"an empty command upstream", Options{Upstream: CommandUpstream(nil, CommandOptions{})}, "no server command given"},
+		{"a nil transport", Options{Upstream: TransportUpstream(nil)}, "no transport given"},
+		{"an insecure URL", Options{URL: "http://example.com/mcp"}, "http"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Policy = PolicyFunc(func(context.Context, *digest.Snapshot) (*Decision, error) { return &Decision{Allow: true}, nil })
+			err := Run(context.Background(), strings.NewReader(""), io.Discard, tc.o)
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("Run = %v, want an error saying %q", err, tc.err)
+			}
+		})
+	}
 }
