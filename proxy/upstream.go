@@ -56,7 +56,9 @@ type UpstreamConn interface {
 	// receives. It returns io.EOF when the server ended its side cleanly,
 	// an error wrapping mcpwire.ErrMessageTooLarge for a message over
 	// UpstreamEnv.MaxMessageBytes, and one wrapping mcpwire.ErrProtocol
-	// for what is not a message; any error ends the server's side.
+	// for what is not a message; any error ends the server's side. A
+	// *ConnectError ends the session as a server that could not be used;
+	// any other error but io.EOF blocks it.
 	Receive() ([]byte, error)
 	// CloseInput tells the server the client is gone, once everything
 	// sent was sent: a stdio server's stdin is closed, an HTTP session
