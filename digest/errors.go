@@ -98,11 +98,15 @@ type InvalidDefinitionsError struct {
 }
 
 func (e *InvalidDefinitionsError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d definition(s) cannot be digested", len(e.Errors))
+	return strings.Join(e.ErrorLines(), "\n")
+}
+
+// ErrorLines is the message line by line (textsafe.Lines): the count, then
+// one indented line per definition.
+func (e *InvalidDefinitionsError) ErrorLines() []string {
+	lines := []string{fmt.Sprintf("%d definition(s) cannot be digested", len(e.Errors))}
 	for _, d := range e.Errors {
-		b.WriteString("\n  ")
-		b.WriteString(d.Error())
+		lines = append(lines, "  "+d.Error())
 	}
-	return b.String()
+	return lines
 }

@@ -175,7 +175,7 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 	alerts, err := monitor.Watch(cmd.Context(), opts, prev, monitor.WatchOptions{StatePath: f.statePath, Follow: f.follow, Interval: f.interval,
 		Reported: rep.Err, OnRun: rep.Summary, BeforeRun: monitor.RegistryRefresh(opts.Released, f.registries, f.registryServers, f.registryOptions(a)),
 		OnError: func(err error) {
-			fmt.Fprintf(a.stderr, "%smcpsign: %s\n", rep.Prefix(), textsafe.EscapeKeepLayout(withFlagHint(err).Error()))
+			fmt.Fprintf(a.stderr, "%smcpsign: %s\n", rep.Prefix(), textsafe.ShowError(withFlagHint(err)))
 		}})
 	switch {
 	case errors.Is(err, monitor.ErrInconsistent), errors.Is(err, monitor.ErrUnverifiedListing):

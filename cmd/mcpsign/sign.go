@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/sign"
 )
 
@@ -361,5 +362,5 @@ func rekorVersionHint(ctx context.Context, a *app, opts sign.Options, err error)
 	if resp.StatusCode != http.StatusNotFound {
 		return err
 	}
-	return fmt.Errorf("%w\nthis looks like a Rekor v2 log (GET %s is 404: it serves no Rekor v1 API): pass --rekor-version 2", err, u)
+	return textsafe.WithLines(err, fmt.Sprintf("this looks like a Rekor v2 log (GET %s is 404: it serves no Rekor v1 API): pass --rekor-version 2", u))
 }

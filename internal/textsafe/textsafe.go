@@ -136,10 +136,19 @@ func (e *linesError) Error() string {
 
 func (e *linesError) Unwrap() error { return e.err }
 
+// Lines is an error whose message is several lines (a count, then one line
+// per item): its Error is ErrorLines joined by "\n", and ShowError escapes
+// each line once and keeps the line breaks between them.
+type Lines interface {
+	error
+	ErrorLines() []string
+}
+
 // ShowError returns err's message escaped once for a terminal or a log:
 // every character Escape escapes is escaped, newlines and tabs too (a value
 // a server chose cannot start a line of its own), but for the line breaks
-// WithLines and errors.Join put between lines, which are kept. This is the
+// WithLines, errors.Join and a Lines error put between lines, which are
+// kept. This is the
 // edge where an error that quotes outside text raw (RawQuote) is printed.
 func ShowError(err error) string {
 	if err == nil {
@@ -163,6 +172,14 @@ func show(err error, msg string) string {
 				b.WriteString(Escape(l))
 			}
 			return b.String()
+		}
+	case Lines:
+		if lines := e.ErrorLines(); msg == strings.Join(lines, "\n") {
+			shown := make([]string, len(lines))
+			for i, l := range lines {
+				shown[i] = Escape(l)
+			}
+			return strings.Join(shown, "\n")
 		}
 	case interface{ Unwrap() []error }:
 		errs := e.Unwrap()
@@ -208,7 +225,7 @@ func show(err error, msg string) string {
 func hasLayout(err error) bool {
 	for err != nil {
 		switch e := err.(type) {
-		case *linesError:
+		case *linesError, Lines:
 			return true
 		case interface{ Unwrap() []error }:
 			if len(e.Unwrap()) > 1 {

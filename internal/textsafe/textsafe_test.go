@@ -102,6 +102,8 @@ func TestShowError(t *testing.T) {
 			`entry "` + once + `": refused` + "\naudit log: " + once},
 		{"join wrapped", fmt.Errorf("x: %w", errors.Join(leaf, errors.New(hostile))),
 			`x: entry "` + once + `": refused` + "\n" + once},
+		{"Lines", fmt.Errorf("snapshot: %w", testLines{"2 cannot", "  " + hostile, "  b"}),
+			"snapshot: 2 cannot\n  " + once + "\n  b"},
 		{"two %w", fmt.Errorf("%w; %w", errors.New(hostile), WithLines(errors.New("a"), "b")),
 			once + "; a\nb"},
 	}
@@ -135,3 +137,8 @@ func FuzzShowError(f *testing.F) {
 		}
 	})
 }
+
+type testLines []string
+
+func (l testLines) Error() string        { return strings.Join(l, "\n") }
+func (l testLines) ErrorLines() []string { return l }

@@ -128,13 +128,13 @@ var (
 func Run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, hint Hint, stdin io.Reader, stdout, stderr io.Writer) int {
 	code, err := run(ctx, cfg, verify, stdin, stdout, stderr)
 	if err != nil {
-		msg := err.Error()
+		msg := textsafe.ShowError(err)
 		if hint != nil {
 			if h := hint(err, cfg); h != "" {
-				msg += "; " + h
+				msg += "; " + textsafe.Escape(h)
 			}
 		}
-		fmt.Fprintf(stderr, "mcpsign: %s\n", textsafe.EscapeKeepLayout(msg))
+		fmt.Fprintf(stderr, "mcpsign: %s\n", msg)
 	}
 	return code
 }
