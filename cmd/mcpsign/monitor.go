@@ -145,7 +145,7 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 		return err
 	}
 	if f.policy.File != "" {
-		notice := func(sk policy.Skipped) { fmt.Fprintf(a.stderr, "mcpsign: notice: %s\n", sk) }
+		notice := func(sk policy.Skipped) { fmt.Fprintf(a.stderr, "mcpsign: notice: %s\n", textsafe.Escape(sk.String())) }
 		if err := s.AddPolicy(f.policy.File, f.policy.Names, notice); err != nil {
 			return err
 		}
