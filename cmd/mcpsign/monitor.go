@@ -157,7 +157,7 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 	}
 	for _, d := range f.released {
 		if st, err := os.Stat(d); err != nil || !st.IsDir() {
-			return fmt.Errorf("--released %s: not a directory of released bundles: %w", textsafe.Quote(d), errOrNotDir(err))
+			return fmt.Errorf("--released %s: not a directory of released bundles: %w", textsafe.RawQuote(d), errOrNotDir(err))
 		}
 	}
 	if s.TrustedMaterial, err = f.trust.LoadTrustedMaterial(cmd.Context()); err != nil {

@@ -83,7 +83,7 @@ func refuseMethodTypo(cmd *cobra.Command, verb, asSource string) {
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if len(args) > 0 && c.ArgsLenAtDash() != 0 && !strings.ContainsAny(args[0], "./: ") {
 			if sug := c.SuggestionsFor(args[0]); len(sug) > 0 {
-				return fmt.Errorf("unknown %s method %q: did you mean %q? (to %s, put it after --)", verb, args[0], sug[0], asSource)
+				return fmt.Errorf("unknown %s method %s: did you mean %s? (to %s, put it after --)", verb, textsafe.RawQuote(args[0]), textsafe.RawQuote(sug[0]), asSource)
 			}
 		}
 		return run(c, args)
