@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // SyntaxError describes why a JSON text was refused by the strict reader:
@@ -87,7 +89,7 @@ func (e *DefinitionError) Name() string {
 	if e.Key == "" {
 		return fmt.Sprintf("%s #%d", e.Kind, e.Index)
 	}
-	return fmt.Sprintf("%s %s", e.Kind, strconv.Quote(e.Key))
+	return fmt.Sprintf("%s %s", e.Kind, textsafe.RawQuote(e.Key))
 }
 
 // InvalidDefinitionsError lists every definition of a snapshot that has no
