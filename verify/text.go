@@ -93,7 +93,7 @@ func WriteResultText(w io.Writer, res *Result, verr error, opts TextOptions) err
 			textsafe.Quote(res.Server.Name), textsafe.Quote(res.Server.Version), textsafe.Quote(res.Observed.Name), textsafe.Quote(res.Observed.Version)))
 	}
 	for _, c := range res.Claims {
-		line("claim", fmt.Sprintf("%s %s: %s (%s)", c.Name, textsafe.Quote(c.Value), c.Status, c.Evidence))
+		line("claim", fmt.Sprintf("%s %s: %s (%s)", c.Name, textsafe.Quote(c.Value), c.Status, textsafe.Escape(c.Evidence)))
 	}
 	writeCertificateSource(line, res)
 	if err := tw.Flush(); err != nil {
