@@ -53,9 +53,9 @@ func (e *InputError) Error() string {
 	case strings.HasPrefix(e.Part, "source."):
 		return e.Reason
 	case e.Part == "integrity":
-		return textsafe.Quote(e.Value) + ": " + e.Reason
+		return textsafe.RawQuote(e.Value) + ": " + e.Reason
 	}
-	return fmt.Sprintf("%q: %s", e.Value, e.Reason)
+	return fmt.Sprintf("%s: %s", textsafe.RawQuote(e.Value), e.Reason)
 }
 
 // ParsePackage reads a package of a statement: its package URL

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	intoto "github.com/in-toto/attestation/go/v1"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // What a statement can be refused for; Parse wraps one of these, so that a
@@ -63,10 +63,10 @@ func Parse(payload []byte) (*Statement, error) {
 		return nil, fmt.Errorf("%w: %w", ErrStatementType, err)
 	}
 	if st.Type != StatementType {
-		return nil, fmt.Errorf("%w: %q, want %q", ErrStatementType, st.Type, StatementType)
+		return nil, fmt.Errorf("%w: %s, want %s", ErrStatementType, textsafe.RawQuote(st.Type), textsafe.RawQuote(StatementType))
 	}
 	if st.PredicateType != PredicateType {
-		return nil, fmt.Errorf("%w: %q, want %q", ErrPredicateType, st.PredicateType, PredicateType)
+		return nil, fmt.Errorf("%w: %s, want %s", ErrPredicateType, textsafe.RawQuote(st.PredicateType), textsafe.RawQuote(PredicateType))
 	}
 	if err := readPredicate(predicate, &st.Predicate); err != nil {
 		return nil, err
@@ -103,16 +103,16 @@ func (st *Statement) validateSubjects() error {
 	seen := make(map[string]bool, len(st.Subject))
 	for i, s := range st.Subject {
 		if seen[s.Name] {
-			return fmt.Errorf("%w: subject %s appears twice", ErrSubjects, strconv.Quote(s.Name))
+			return fmt.Errorf("%w: subject %s appears twice", ErrSubjects, textsafe.RawQuote(s.Name))
 		}
 		seen[s.Name] = true
 		if s.Name != InstructionsSubject {
 			if _, _, ok := ParseSubjectName(s.Name); !ok {
-				return fmt.Errorf("%w: subject #%d name %s is not tool/…, prompt/…, resourceTemplate/… or instructions", ErrSubjects, i, strconv.Quote(s.Name))
+				return fmt.Errorf("%w: subject #%d name %s is not tool/…, prompt/…, resourceTemplate/… or instructions", ErrSubjects, i, textsafe.RawQuote(s.Name))
 			}
 		}
 		if len(s.Digest) != 1 || !validHex(s.Digest["sha256"]) {
-			return fmt.Errorf("%w: subject %s must have exactly one digest, sha256 in 64 lowercase hex digits", ErrSubjects, strconv.Quote(s.Name))
+			return fmt.Errorf("%w: subject %s must have exactly one digest, sha256 in 64 lowercase hex digits", ErrSubjects, textsafe.RawQuote(s.Name))
 		}
 	}
 	return nil
@@ -168,10 +168,10 @@ func (st *Statement) validateEmbedded() error {
 			name := SubjectName(k, d.Key)
 			want, ok := digests[name]
 			if !ok {
-				return fmt.Errorf("%w: embedded %s has no subject", ErrEmbedded, strconv.Quote(name))
+				return fmt.Errorf("%w: embedded %s has no subject", ErrEmbedded, textsafe.RawQuote(name))
 			}
 			if want != d.Digest {
-				return fmt.Errorf("%w: embedded %s digests to %s, the subject says %s", ErrEmbedded, strconv.Quote(name), d.Digest, want)
+				return fmt.Errorf("%w: embedded %s digests to %s, the subject says %s", ErrEmbedded, textsafe.RawQuote(name), d.Digest, want)
 			}
 			covered++
 		}

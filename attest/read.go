@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // The members of each object of a statement that mcpsign reads, required
@@ -41,14 +42,14 @@ func (ms members) object(raw []byte, path string, sentinel error) (map[string][]
 		}
 		for _, known := range slices.Concat(ms.required, ms.optional) {
 			if digest.CaseVariant(name, known) {
-				return nil, fmt.Errorf("%w: %s: member %s is not %q (member names are matched exactly)", sentinel, path, digest.QuoteName(name), known)
+				return nil, fmt.Errorf("%w: %s: member %s is not %s (member names are matched exactly)", sentinel, path, digest.QuoteName(name), textsafe.RawQuote(known))
 			}
 		}
 		return nil, fmt.Errorf("%w: %s: unknown member %s", sentinel, path, digest.QuoteName(name))
 	}
 	for _, name := range ms.required {
 		if _, ok := values[name]; !ok {
-			return nil, fmt.Errorf("%w: %s: member %q is missing", sentinel, path, name)
+			return nil, fmt.Errorf("%w: %s: member %s is missing", sentinel, path, textsafe.RawQuote(name))
 		}
 	}
 	return values, nil

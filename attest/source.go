@@ -3,7 +3,8 @@ package attest
 import (
 	"errors"
 	"fmt"
-	"strconv"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // SourceField is one field of a Source that a Fulcio certificate can vouch
@@ -42,7 +43,7 @@ type SourceMismatchError struct {
 
 func (e *SourceMismatchError) Error() string {
 	return fmt.Sprintf("the predicate says %s is %s, the certificate's extension %s says %s",
-		e.Field.Claim, strconv.Quote(e.Claimed), e.Field.Extension, strconv.Quote(e.Vouched))
+		e.Field.Claim, textsafe.RawQuote(e.Claimed), e.Field.Extension, textsafe.RawQuote(e.Vouched))
 }
 
 // Unwrap returns ErrSourceMismatch.

@@ -272,7 +272,7 @@ func (st *Statement) Checksums() ([]byte, error) {
 	var b bytes.Buffer
 	for _, s := range st.Subject {
 		if strings.ContainsAny(s.Name, "\n\r\\") {
-			return nil, fmt.Errorf("%w: %q", ErrChecksumName, s.Name)
+			return nil, fmt.Errorf("%w: %s", ErrChecksumName, textsafe.RawQuote(s.Name))
 		}
 		fmt.Fprintf(&b, "%s  %s\n", s.Digest["sha256"], s.Name)
 	}

@@ -325,7 +325,7 @@ func hostileStatements(t testing.TB) []struct {
 		{"garbage sets then Sets", edit(`"sets": {`, garbageSets+`"Sets": {`), ErrPredicate, `predicate: member "Sets" is not "sets"`},
 		{"Sets then garbage sets", edit(`"sets": {`, `"Sets": {"tools": "x", "prompts": "x", "resourceTemplates": "x"}, "sets": {`), ErrPredicate, `member "Sets" is not "sets"`},
 		{"empty definitions then Definitions", edit(`"definitions": {`, `"definitions": {"tools": [], "prompts": [], "resourceTemplates": []}, "Definitions": {`), ErrPredicate, `member "Definitions" is not "definitions"`},
-		{"long s definitionſ", edit(`"definitions": {`, `"definitions": {"tools": [], "prompts": [], "resourceTemplates": []}, "definition\u017f": {`), ErrPredicate, `member "definition\u017f" is not "definitions"`},
+		{"long s definitionſ", edit(`"definitions": {`, `"definitions": {"tools": [], "prompts": [], "resourceTemplates": []}, "definition\u017f": {`), ErrPredicate, "member \"definition\u017f\" (spelled with U+017F) is not \"definitions\""},
 		{"Server", edit(`"server": {`, `"Server": {"name": "evil", "version": ""}, "server": {`), ErrPredicate, `member "Server" is not "server"`},
 		{"protocolversion", edit(`"protocolVersion"`, `"protocolversion": "x", "protocolVersion"`), ErrPredicate, `member "protocolversion" is not "protocolVersion"`},
 		{"unknown predicate member", edit(`"sets": {`, `"extra": true, "sets": {`), ErrPredicate, `predicate: unknown member "extra"`},

@@ -16,12 +16,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Kind is what an event records.
@@ -261,20 +261,20 @@ func ASCII(line []byte) []byte {
 
 func (w *wire) validate() error {
 	if !w.Event.Valid() {
-		return fmt.Errorf("event %s is not approved, rolled-forward, blocked, warned or lock-refused", strconv.Quote(string(w.Event)))
+		return fmt.Errorf("event %s is not approved, rolled-forward, blocked, warned or lock-refused", textsafe.RawQuote(string(w.Event)))
 	}
 	if w.Time == "" || w.Time == (time.Time{}).Format(time.RFC3339Nano) {
 		return errors.New("time is missing")
 	}
 	for name, p := range map[string]*string{"lockBefore": w.LockBefore, "lockAfter": w.LockAfter, "instructions": w.Instructions, "prev": w.Prev} {
 		if p != nil && !digest.ValidDigest(*p) {
-			return fmt.Errorf("%s %s is not sha256: and 64 lowercase hex digits", name, strconv.Quote(*p))
+			return fmt.Errorf("%s %s is not sha256: and 64 lowercase hex digits", name, textsafe.RawQuote(*p))
 		}
 	}
 	if s := w.Sets; s != nil {
 		for _, d := range []string{s.Tools, s.Prompts, s.ResourceTemplates} {
 			if !digest.ValidDigest(d) {
-				return fmt.Errorf("sets: %s is not sha256: and 64 lowercase hex digits", strconv.Quote(d))
+				return fmt.Errorf("sets: %s is not sha256: and 64 lowercase hex digits", textsafe.RawQuote(d))
 			}
 		}
 	}
@@ -292,10 +292,10 @@ func (w *wire) validate() error {
 			return errors.New("evidence method is missing")
 		}
 		if v.BundleDigest != "" && !digest.ValidDigest(v.BundleDigest) {
-			return fmt.Errorf("evidence bundleDigest %s is not sha256: and 64 lowercase hex digits", strconv.Quote(v.BundleDigest))
+			return fmt.Errorf("evidence bundleDigest %s is not sha256: and 64 lowercase hex digits", textsafe.RawQuote(v.BundleDigest))
 		}
 		if v.PreviousLockDigest != "" && !digest.ValidDigest(v.PreviousLockDigest) {
-			return fmt.Errorf("evidence previousLockDigest %s is not sha256: and 64 lowercase hex digits", strconv.Quote(v.PreviousLockDigest))
+			return fmt.Errorf("evidence previousLockDigest %s is not sha256: and 64 lowercase hex digits", textsafe.RawQuote(v.PreviousLockDigest))
 		}
 		if v.LogIndex != nil && (*v.LogIndex < 0 || *v.LogIndex >= 1<<53) {
 			return errors.New("evidence logIndex must be an integer from 0 to 2^53-1")
@@ -348,7 +348,7 @@ func parseLine(line []byte) (*Event, error) {
 		return nil, fmt.Errorf("time is not RFC 3339: %w", err)
 	}
 	if t.UTC().Format(time.RFC3339Nano) != w.Time {
-		return nil, fmt.Errorf("time %s is not written in UTC as RFC 3339 (%s)", strconv.Quote(w.Time), t.UTC().Format(time.RFC3339Nano))
+		return nil, fmt.Errorf("time %s is not written in UTC as RFC 3339 (%s)", textsafe.RawQuote(w.Time), t.UTC().Format(time.RFC3339Nano))
 	}
 	// encoding/json matches member names case-insensitively, takes null
 	// for an empty value and lets members be missing: compare what was

@@ -61,7 +61,7 @@ func (s *sequence) check(n int, ev *Event) string {
 	name := ev.Server.Name
 	if s.servers[name] && ev.LockBefore != "" && !s.known[ev.LockBefore] {
 		return fmt.Sprintf("its lockBefore %s is no lock an earlier event names (as its lockBefore or lockAfter), and it is not the first event about the server %s: the event that wrote that lock was removed, or events were reordered",
-			ev.LockBefore, textsafe.Quote(name))
+			ev.LockBefore, textsafe.RawQuote(name))
 	}
 	s.servers[name] = true
 	for _, d := range []string{ev.LockBefore, ev.LockAfter} {

@@ -34,7 +34,7 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%q: want an RFC 3339 time or a duration such as 24h", s)
+		return time.Time{}, fmt.Errorf("%s: want an RFC 3339 time or a duration such as 24h", textsafe.RawQuote(s))
 	}
 	return t, nil
 }

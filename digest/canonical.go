@@ -9,6 +9,7 @@ import (
 	"github.com/gowebpki/jcs"
 
 	"github.com/mcpsign/mcpsign/internal/jsonscan"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // MaxDepth bounds the nesting of arrays and objects in any JSON text that
@@ -303,7 +304,7 @@ func (c *canonicalizer) finishObject(objStart, base int) error {
 			if c.compareKeys(ms[i-1], ms[i]) == 0 {
 				f := &c.path[len(c.path)-1]
 				f.keyStart, f.keyEnd = ms[i].keyStart, ms[i].keyEnd
-				return c.failAt(-1, "repeated member name "+strconv.Quote(string(c.keys[ms[i].keyStart:ms[i].keyEnd])))
+				return c.failAt(-1, "repeated member name "+textsafe.RawQuote(string(c.keys[ms[i].keyStart:ms[i].keyEnd])))
 			}
 		}
 		c.scratch = append(c.scratch[:0], c.out[objStart:]...)
@@ -332,7 +333,7 @@ func (c *canonicalizer) compareKeys(a, b member) int {
 // value; canonical strings are decoded by the same strict reader.
 func (c *canonicalizer) captureKey(canon []byte) {
 	if len(canon) == 0 || canon[0] != '"' {
-		c.keyErr = "member " + strconv.Quote(c.opts.keyMember) + " is not a string"
+		c.keyErr = "member " + textsafe.RawQuote(c.opts.keyMember) + " is not a string"
 		return
 	}
 	var d canonicalizer

@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Prefix starts every digest string: "sha256:" then 64 lowercase hex digits.
@@ -268,7 +269,7 @@ func digestOne(k Kind, index int, raw json.RawMessage) Definition {
 	case !key.found:
 		d.Err = ErrMissingKey
 	case key.value == "":
-		d.Err = errors.New("key member " + strconv.Quote(k.KeyMember()) + " is an empty string")
+		d.Err = errors.New("key member " + textsafe.RawQuote(k.KeyMember()) + " is an empty string")
 	default:
 		d.Key, d.Digest = key.value, dg
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // SyntaxError describes why a JSON text was refused by the strict reader:
@@ -87,7 +89,7 @@ func (e *DefinitionError) Name() string {
 	if e.Key == "" {
 		return fmt.Sprintf("%s #%d", e.Kind, e.Index)
 	}
-	return fmt.Sprintf("%s %s", e.Kind, strconv.Quote(e.Key))
+	return fmt.Sprintf("%s %s", e.Kind, textsafe.RawQuote(e.Key))
 }
 
 // InvalidDefinitionsError lists every definition of a snapshot that has no
@@ -98,11 +100,15 @@ type InvalidDefinitionsError struct {
 }
 
 func (e *InvalidDefinitionsError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d definition(s) cannot be digested", len(e.Errors))
+	return strings.Join(e.ErrorLines(), "\n")
+}
+
+// ErrorLines is the message line by line (textsafe.Lines): the count, then
+// one indented line per definition.
+func (e *InvalidDefinitionsError) ErrorLines() []string {
+	lines := []string{fmt.Sprintf("%d definition(s) cannot be digested", len(e.Errors))}
 	for _, d := range e.Errors {
-		b.WriteString("\n  ")
-		b.WriteString(d.Error())
+		lines = append(lines, "  "+d.Error())
 	}
-	return b.String()
+	return lines
 }

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // rawArray splits a JSON array into its elements' exact bytes, without
@@ -42,9 +45,9 @@ func SplitList(k Kind, result []byte) (items []json.RawMessage, nextCursor strin
 	}
 	list, ok := values[k.ListMember()]
 	if !ok {
-		return nil, "", false, fmt.Errorf("%s has no %q member", what, k.ListMember())
+		return nil, "", false, fmt.Errorf("%s has no %s member", what, textsafe.RawQuote(k.ListMember()))
 	}
-	items, err = rawArray(list, what+" member "+strconv.Quote(k.ListMember()))
+	items, err = rawArray(list, what+" member "+textsafe.RawQuote(k.ListMember()))
 	if err != nil {
 		return nil, "", false, err
 	}
@@ -61,10 +64,28 @@ func SplitList(k Kind, result []byte) (items []json.RawMessage, nextCursor strin
 	return items, "", false, nil
 }
 
-// QuoteName quotes a member name for an error message in ASCII, so that a
-// name that only looks like another ("\u212aind", with U+212A KELVIN SIGN,
-// for "kind") or hides characters is shown as it is spelled.
-func QuoteName(name string) string { return strconv.QuoteToASCII(name) }
+// QuoteName quotes a member name for an error message raw
+// (textsafe.RawQuote: the edge printing it escapes it once), followed by the
+// code points of its characters outside ASCII, so that a name that only
+// looks like another ("Kind" with U+212A KELVIN SIGN, for "kind") is shown
+// as it is spelled.
+func QuoteName(name string) string {
+	q := textsafe.RawQuote(name)
+	var cps []string
+	for _, r := range name {
+		if r >= utf8.RuneSelf {
+			if len(cps) == 8 {
+				cps = append(cps, "…")
+				break
+			}
+			cps = append(cps, fmt.Sprintf("U+%04X", r))
+		}
+	}
+	if len(cps) > 0 {
+		q += " (spelled with " + strings.Join(cps, ", ") + ")"
+	}
+	return q
+}
 
 // DecodeString decodes one JSON string strictly: invalid UTF-8 and lone or
 // reversed surrogates are refused instead of being replaced by U+FFFD, so
@@ -123,7 +144,7 @@ func ParseSnapshot(data []byte) (*Snapshot, error) {
 		case "kind":
 			var kind string
 			if kind, err = DecodeString(v); err == nil && kind != SnapshotKind {
-				err = fmt.Errorf("is %s, not %q", strconv.QuoteToASCII(kind), SnapshotKind)
+				err = fmt.Errorf("is %s, not %s", QuoteName(kind), textsafe.RawQuote(SnapshotKind))
 			}
 		case "snapshotVersion":
 			if string(v) != "1" {
@@ -160,7 +181,7 @@ func ParseSnapshot(data []byte) (*Snapshot, error) {
 	}
 	for _, need := range [...]string{"snapshotVersion", "server", "protocolVersion", "tools", "prompts", "resourceTemplates", "capturedAt"} {
 		if _, ok := values[need]; !ok {
-			return nil, fmt.Errorf("%w: member %q is missing", ErrSnapshot, need)
+			return nil, fmt.Errorf("%w: member %s is missing", ErrSnapshot, textsafe.RawQuote(need))
 		}
 	}
 	return s, nil
@@ -169,9 +190,9 @@ func ParseSnapshot(data []byte) (*Snapshot, error) {
 // shortValue quotes the start of a raw JSON value for an error message.
 func shortValue(v []byte) string {
 	if len(v) > 40 {
-		return strconv.QuoteToASCII(string(v[:40])) + "…"
+		return textsafe.RawQuote(string(v[:40])) + "…"
 	}
-	return strconv.QuoteToASCII(string(v))
+	return textsafe.RawQuote(string(v))
 }
 
 func parseServerInfo(v []byte, si *ServerInfo) error {
@@ -195,7 +216,7 @@ func parseServerInfo(v []byte, si *ServerInfo) error {
 	}
 	for _, need := range [...]string{"name", "version"} {
 		if _, ok := m[need]; !ok {
-			return fmt.Errorf("server member %q is missing", need)
+			return fmt.Errorf("server member %s is missing", textsafe.RawQuote(need))
 		}
 	}
 	return nil
@@ -219,7 +240,7 @@ func parseBareList(data []byte, names []string) (*Snapshot, error) {
 		case name == "nextCursor":
 			return nil, fmt.Errorf("%w: member \"nextCursor\": a list result with a next page is one page of a longer listing; take a whole snapshot with `mcpsign snapshot`", ErrSnapshot)
 		case k == "" || kind != "":
-			return nil, fmt.Errorf("%w: member %s: a file without \"kind\" must be a bare list result, with exactly one member, \"tools\", \"prompts\" or \"resourceTemplates\" (a snapshot file has \"kind\": %q)", ErrSnapshot, QuoteName(name), SnapshotKind)
+			return nil, fmt.Errorf("%w: member %s: a file without \"kind\" must be a bare list result, with exactly one member, \"tools\", \"prompts\" or \"resourceTemplates\" (a snapshot file has \"kind\": %s)", ErrSnapshot, QuoteName(name), textsafe.RawQuote(SnapshotKind))
 		default:
 			kind = k
 		}

@@ -130,7 +130,7 @@ func TestParseSnapshotStrict(t *testing.T) {
 
 		// A lenient reader took these for bare lists and dropped the rest.
 		{"Kind spelled", `{"Kind":"mcpsign.snapshot",` + full + `}`, `member "Kind": a file without "kind" must be a bare list result`, 0, false},
-		{"kelvin kind", "{\"\u212aind\":\"mcpsign.snapshot\"," + full + "}", `member "\u212aind"`, 0, false},
+		{"kelvin kind", "{\"\u212aind\":\"mcpsign.snapshot\"," + full + "}", "member \"\u212aind\" (spelled with U+212A)", 0, false},
 		{"no kind", `{` + full + `}`, `member "snapshotVersion": a file without "kind"`, 0, false},
 		{"tools and Tools", `{"tools":[{"name":"a"}],"Tools":[{"name":"evil"}]}`, `member "Tools": a file without "kind"`, 0, false},
 		{"Tools then tools", `{"Tools":[{"name":"evil"}],"tools":[{"name":"a"}]}`, `member "Tools": a file without "kind"`, 0, false},

@@ -3,10 +3,10 @@ package digest
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/mcpsign/mcpsign/internal/jsonscan"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // newScanner returns a scanner of the envelope of a listing or snapshot
@@ -56,7 +56,7 @@ func members(data []byte, escapes bool) (names []string, values map[string][]byt
 			return fmt.Errorf("member name: %w", err)
 		}
 		if _, dup := values[n]; dup {
-			return fmt.Errorf("repeated member %s", strconv.Quote(n))
+			return fmt.Errorf("repeated member %s", textsafe.RawQuote(n))
 		}
 		val, err := s.Value(1)
 		if err != nil {
@@ -151,7 +151,7 @@ func CheckCaseVariants(names []string, known ...string) error {
 	for _, n := range names {
 		for _, k := range known {
 			if CaseVariant(n, k) {
-				return fmt.Errorf("member %s would be read as %s by a case-insensitive reader", strconv.Quote(n), strconv.Quote(k))
+				return fmt.Errorf("member %s would be read as %s by a case-insensitive reader", textsafe.RawQuote(n), textsafe.RawQuote(k))
 			}
 		}
 	}

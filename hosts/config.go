@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Kind is how a host starts or reaches a server.
@@ -291,7 +293,7 @@ func (c *Config) selector(names []string) (func(Server) bool, error) {
 	}
 	for _, n := range names {
 		if !have[n] {
-			return nil, fmt.Errorf("%s: %w %q", c.Path, ErrNoServer, n)
+			return nil, fmt.Errorf("%s: %w %s", c.Path, ErrNoServer, textsafe.RawQuote(n))
 		}
 	}
 	return func(s Server) bool { return slices.Contains(names, s.Name) }, nil
@@ -349,5 +351,5 @@ func quoteKey(k string) string {
 	if bare {
 		return "." + k
 	}
-	return fmt.Sprintf("[%q]", k)
+	return fmt.Sprintf("[%s]", textsafe.RawQuote(k))
 }

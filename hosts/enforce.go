@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Want is what an entry must run to count as enforced (docs/HOSTS.md "What
@@ -57,7 +59,7 @@ func (w Want) Check(s Server) string {
 	}
 	if !strings.ContainsAny(wr.Program, `/\`) && slices.ContainsFunc(s.Env, func(n string) bool { return envVar(n) == "PATH" }) {
 		// The host looks a bare name up in the PATH it gives the entry.
-		return fmt.Sprintf("its command %q is a bare name and its env sets PATH, where the host looks it up: mcpsign cannot tell what it runs; write the absolute path", wr.Program)
+		return fmt.Sprintf("its command %s is a bare name and its env sets PATH, where the host looks it up: mcpsign cannot tell what it runs; write the absolute path", textsafe.RawQuote(wr.Program))
 	}
 	if err := isSelf(wr.Program); err != nil {
 		return fmt.Sprintf("its command is not this mcpsign (%s): %v", w.Self, err)
@@ -75,7 +77,7 @@ func (w Want) Check(s Server) string {
 		return "its policy file is a relative path: what it names depends on the host's working directory"
 	}
 	if wr.Name != s.Name {
-		return fmt.Sprintf("it names the server %q to the policy, not the entry's name: the policy's rules for another server apply", wr.Name)
+		return fmt.Sprintf("it names the server %s to the policy, not the entry's name: the policy's rules for another server apply", textsafe.RawQuote(wr.Name))
 	}
 	if why := envProblem(s); why != "" {
 		return why
@@ -181,17 +183,17 @@ func sameExecutable(self, goos string) func(program string) error {
 		var path string
 		switch {
 		case strings.Contains(program, "${") || strings.HasPrefix(program, "~"):
-			return fmt.Errorf("%w: %q is written with a host token, which mcpsign cannot resolve", ErrNotSelf, program)
+			return fmt.Errorf("%w: %s is written with a host token, which mcpsign cannot resolve", ErrNotSelf, textsafe.RawQuote(program))
 		case filepath.IsAbs(program):
 			path = program
 		case strings.ContainsAny(program, `/\`):
-			return fmt.Errorf("%w: %q is a relative path: what it runs depends on the host's working directory", ErrNotSelf, program)
+			return fmt.Errorf("%w: %s is a relative path: what it runs depends on the host's working directory", ErrNotSelf, textsafe.RawQuote(program))
 		case goos == "windows":
-			return fmt.Errorf("%w: %q is a bare name: on Windows the host looks for it in its working directory before PATH; write the absolute path", ErrNotSelf, program)
+			return fmt.Errorf("%w: %s is a bare name: on Windows the host looks for it in its working directory before PATH; write the absolute path", ErrNotSelf, textsafe.RawQuote(program))
 		default:
 			p, err := exec.LookPath(program)
 			if err != nil {
-				return fmt.Errorf("%w: %q is not found on PATH: %w", ErrNotSelf, program, err)
+				return fmt.Errorf("%w: %s is not found on PATH: %w", ErrNotSelf, textsafe.RawQuote(program), err)
 			}
 			path = p
 		}

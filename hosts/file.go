@@ -15,7 +15,6 @@ import (
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/filelock"
 	"github.com/mcpsign/mcpsign/internal/nofollow"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // MaxConfigBytes bounds a configuration file (Claude Code's ~/.claude.json
@@ -80,23 +79,23 @@ func (c *Config) Save(ctx context.Context, data []byte) (backup string, err erro
 	}
 	path := c.Path
 	dir := filepath.Dir(path)
-	err = filelock.With(ctx, dir, "another mcpsign is editing "+textsafe.Escape(path), func() error {
+	err = filelock.With(ctx, dir, "another mcpsign is editing "+path, func() error {
 		fi, err := os.Lstat(path)
 		if err != nil {
 			return err
 		}
 		if fi.Mode()&os.ModeSymlink != 0 {
-			return fmt.Errorf("%s: %w: edit the file it points to", textsafe.Escape(path), ErrSymlink)
+			return fmt.Errorf("%s: %w: edit the file it points to", path, ErrSymlink)
 		}
 		if !fi.Mode().IsRegular() {
-			return fmt.Errorf("%s: not a regular file", textsafe.Escape(path))
+			return fmt.Errorf("%s: not a regular file", path)
 		}
 		now, err := readConfig(path)
 		if err != nil {
 			return err
 		}
 		if !bytes.Equal(now, c.data) {
-			return fmt.Errorf("%s: %w", textsafe.Escape(path), ErrChanged)
+			return fmt.Errorf("%s: %w", path, ErrChanged)
 		}
 		for i := 0; ; i++ {
 			b := BackupPath(path, time.Now(), i)
@@ -105,7 +104,7 @@ func (c *Config) Save(ctx context.Context, data []byte) (backup string, err erro
 				continue
 			}
 			if err != nil {
-				return fmt.Errorf("writing the backup of %s: %w", textsafe.Escape(path), err)
+				return fmt.Errorf("writing the backup of %s: %w", path, err)
 			}
 			backup = b
 			break

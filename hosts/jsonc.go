@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/tailscale/hujson"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // jsonDoc is a JSON or JSONC file, edited through hujson so that every byte
@@ -106,10 +108,10 @@ func (d *jsonDoc) dotted(root *hujson.Object, paths [][]string, maps [][]string)
 				if len(names) == len(mp)+1 {
 					d.read(&e, &m.Value)
 					e.srv.Wrapped = nil
-					e.srv.Problem = fmt.Sprintf("the dotted setting %q is server %q as VS Code reads it; mcpsign edits a server only inside its map: move it into \"mcp\": {\"servers\": …}", name, srv)
+					e.srv.Problem = fmt.Sprintf("the dotted setting %s is server %s as VS Code reads it; mcpsign edits a server only inside its map: move it into \"mcp\": {\"servers\": …}", textsafe.RawQuote(name), textsafe.RawQuote(srv))
 				} else {
 					e.srv.Kind = Stdio
-					e.srv.Problem = fmt.Sprintf("the dotted setting %q changes server %q as VS Code reads it; mcpsign cannot tell what runs: move it into the server's entry", name, srv)
+					e.srv.Problem = fmt.Sprintf("the dotted setting %s changes server %s as VS Code reads it; mcpsign cannot tell what runs: move it into the server's entry", textsafe.RawQuote(name), textsafe.RawQuote(srv))
 				}
 				if e.srv.Kind == Unknown {
 					e.srv.Problem = "" // not enforced anyway
@@ -126,7 +128,7 @@ func (d *jsonDoc) dotted(root *hujson.Object, paths [][]string, maps [][]string)
 		e := &d.entries[i]
 		if by, ok := changes[e.srv.Name]; ok && !own[i] {
 			e.srv.Kind, e.srv.Wrapped = Stdio, nil
-			e.srv.Problem = fmt.Sprintf("VS Code's dotted setting %q changes this server: what runs is not this entry alone; move it into this entry or remove it", by)
+			e.srv.Problem = fmt.Sprintf("VS Code's dotted setting %s changes this server: what runs is not this entry alone; move it into this entry or remove it", textsafe.RawQuote(by))
 		}
 	}
 }
@@ -175,7 +177,7 @@ func (d *jsonDoc) replaced(obj *hujson.Object, i int, rest []string, top bool) s
 	name := literalString(obj.Members[i].Name.Value)
 	for j := i + 1; j < len(obj.Members); j++ {
 		if n := literalString(obj.Members[j].Name.Value); n == name {
-			return fmt.Sprintf("a later member %q replaces this one: the host reads that one only", n)
+			return fmt.Sprintf("a later member %s replaces this one: the host reads that one only", textsafe.RawQuote(n))
 		}
 	}
 	if !top || !d.splitDotted {
@@ -191,7 +193,7 @@ func (d *jsonDoc) replaced(obj *hujson.Object, i int, rest []string, top bool) s
 	for j := first[name] + 1; j < len(obj.Members); j++ {
 		n := literalString(obj.Members[j].Name.Value)
 		if later := strings.Split(n, "."); first[n] == j && len(later) <= len(full) && slices.Equal(full[:len(later)], later) {
-			return fmt.Sprintf("a later member %q replaces this one: the host reads that one only", n)
+			return fmt.Sprintf("a later member %s replaces this one: the host reads that one only", textsafe.RawQuote(n))
 		}
 	}
 	return ""
@@ -247,12 +249,12 @@ func (d *jsonDoc) read(e *jsonEntry, v *hujson.Value) {
 func (d *jsonDoc) notStdio(obj *hujson.Object) string {
 	for _, k := range d.host.RemoteKeys {
 		if memberIndex(obj, k) >= 0 {
-			return fmt.Sprintf("it has a URL (%q) besides its command: the host may reach the URL and not run the command", k)
+			return fmt.Sprintf("it has a URL (%s) besides its command: the host may reach the URL and not run the command", textsafe.RawQuote(k))
 		}
 	}
 	if t := member(obj, "type"); t != nil {
 		if lit, ok := t.Value.(hujson.Literal); !ok || string(lit) != `"stdio"` {
-			return fmt.Sprintf("its type is %q, not \"stdio\": the host may not run its command", literalString(t.Value))
+			return fmt.Sprintf("its type is %s, not \"stdio\": the host may not run its command", textsafe.RawQuote(literalString(t.Value)))
 		}
 	}
 	return ""
@@ -265,7 +267,7 @@ func (d *jsonDoc) remoteProblem(e *jsonEntry) string {
 	obj := e.remote
 	u := member(obj, e.remoteKey)
 	if !isString(u.Value) {
-		return fmt.Sprintf("%q is not a string", e.remoteKey)
+		return fmt.Sprintf("%s is not a string", textsafe.RawQuote(e.remoteKey))
 	}
 	hs, problem := readHeaders(member(obj, "headers"))
 	e.srv.Headers = hs
@@ -274,9 +276,9 @@ func (d *jsonDoc) remoteProblem(e *jsonEntry) string {
 	}
 	if e.remoteKey != d.host.RemoteKeys[0] {
 		if d.host.Name == "gemini" {
-			return fmt.Sprintf("%q is an SSE server to %s: the proxy speaks Streamable HTTP (%q) only", e.remoteKey, d.host.Display, d.host.RemoteKeys[0])
+			return fmt.Sprintf("%s is an SSE server to %s: the proxy speaks Streamable HTTP (%s) only", textsafe.RawQuote(e.remoteKey), d.host.Display, textsafe.RawQuote(d.host.RemoteKeys[0]))
 		}
-		return fmt.Sprintf("the URL is under %q: mcpsign wraps the %q spelling only", e.remoteKey, d.host.RemoteKeys[0])
+		return fmt.Sprintf("the URL is under %s: mcpsign wraps the %s spelling only", textsafe.RawQuote(e.remoteKey), textsafe.RawQuote(d.host.RemoteKeys[0]))
 	}
 	if problem := checkRemoteURL(e.srv.URL); problem != "" {
 		return problem
@@ -285,20 +287,20 @@ func (d *jsonDoc) remoteProblem(e *jsonEntry) string {
 		n := obj.Members[i].Name.Value
 		name := literalString(n)
 		if name != e.remoteKey && name != "type" && slices.Contains(d.host.RemoteKeys, name) || name == "args" {
-			return fmt.Sprintf("it also has %q", name)
+			return fmt.Sprintf("it also has %s", textsafe.RawQuote(name))
 		}
 		if (name == e.remoteKey || name == "type") && string(n.(hujson.Literal)) != string(hujson.String(name)) {
-			return fmt.Sprintf("the member %q is written with escapes", name)
+			return fmt.Sprintf("the member %s is written with escapes", textsafe.RawQuote(name))
 		}
 	}
 	for _, k := range []string{e.remoteKey, "type", "headers"} {
 		if memberCount(obj, k) > 1 {
-			return fmt.Sprintf("it has %q twice", k)
+			return fmt.Sprintf("it has %s twice", textsafe.RawQuote(k))
 		}
 	}
 	if t := member(obj, "type"); t != nil {
 		if lit, ok := t.Value.(hujson.Literal); !ok || string(lit) != `"http"` {
-			return fmt.Sprintf("its type is %q, not \"http\": the proxy speaks Streamable HTTP only", literalString(t.Value))
+			return fmt.Sprintf("its type is %s, not \"http\": the proxy speaks Streamable HTTP only", textsafe.RawQuote(literalString(t.Value)))
 		}
 	}
 	for _, h := range hs {
@@ -324,10 +326,10 @@ func readHeaders(v *hujson.Value) ([]Header, string) {
 	for _, m := range obj.Members {
 		name := literalString(m.Name.Value)
 		if !isString(m.Value.Value) {
-			return out, fmt.Sprintf("header %q is not a string", name)
+			return out, fmt.Sprintf("header %s is not a string", textsafe.RawQuote(name))
 		}
 		if slices.ContainsFunc(out, func(h Header) bool { return strings.EqualFold(h.Name, name) }) {
-			return out, fmt.Sprintf("header %q is given twice", name)
+			return out, fmt.Sprintf("header %s is given twice", textsafe.RawQuote(name))
 		}
 		lit := string(m.Value.Value.(hujson.Literal))
 		out = append(out, Header{Name: name, Value: literalString(m.Value.Value), raw: lit[1 : len(lit)-1]})
@@ -364,7 +366,7 @@ func memberCount(obj *hujson.Object, name string) int {
 func readArgv(obj *hujson.Object, cmdKey string) ([]string, string) {
 	cmd := member(obj, cmdKey)
 	if cmd == nil || !isString(cmd.Value) {
-		return nil, fmt.Sprintf("%q is not a string", cmdKey)
+		return nil, fmt.Sprintf("%s is not a string", textsafe.RawQuote(cmdKey))
 	}
 	argv := []string{literalString(cmd.Value)}
 	args := member(obj, "args")

@@ -34,7 +34,7 @@ func Names() string {
 type UnknownHostError struct{ Name string }
 
 func (e *UnknownHostError) Error() string {
-	return fmt.Sprintf("%s: unknown host (want one of %s)", textsafe.Quote(e.Name), Names())
+	return fmt.Sprintf("%s: unknown host (want one of %s)", textsafe.RawQuote(e.Name), Names())
 }
 
 // UnknownFileError is a configuration file whose host cannot be told from
@@ -42,7 +42,7 @@ func (e *UnknownHostError) Error() string {
 type UnknownFileError struct{ Path string }
 
 func (e *UnknownFileError) Error() string {
-	return fmt.Sprintf("%s: cannot tell its host from its name", textsafe.Escape(e.Path))
+	return fmt.Sprintf("%s: cannot tell its host from its name", e.Path)
 }
 
 // ErrNoHome reports that the user's home directory is unknown: the user

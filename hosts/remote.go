@@ -8,6 +8,7 @@ import (
 	"github.com/tailscale/hujson"
 
 	"github.com/mcpsign/mcpsign/internal/lazy"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // isRemoteOriginal reports whether a wrapped entry's original argv is a
@@ -65,10 +66,10 @@ var (
 // other $ is written $$.
 func headerArg(host Host, h Header) (string, string) {
 	if !headerToken.MatchString(h.Name) {
-		return "", fmt.Sprintf("the header name %q is not an HTTP token", h.Name)
+		return "", fmt.Sprintf("the header name %s is not an HTTP token", textsafe.RawQuote(h.Name))
 	}
 	if strings.ContainsAny(h.Value, "\r\n\x00") {
-		return "", fmt.Sprintf("header %q has a line break or NUL in its value", h.Name)
+		return "", fmt.Sprintf("header %s has a line break or NUL in its value", textsafe.RawQuote(h.Name))
 	}
 	problem := ""
 	value := dollar.Get().ReplaceAllStringFunc(h.Value, func(v string) string {
@@ -92,7 +93,7 @@ func headerArg(host Host, h Header) (string, string) {
 		}
 		if braced && problem == "" {
 			name, _, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(v, "${"), "}"), ":")
-			problem = fmt.Sprintf("header %q uses the %s variable ${%s…}, which only the host can fill in: give the value in an environment variable instead", h.Name, host.Display, name)
+			problem = fmt.Sprintf("header %s uses the %s variable ${%s…}, which only the host can fill in: give the value in an environment variable instead", textsafe.RawQuote(h.Name), host.Display, name)
 		}
 		return strings.ReplaceAll(v, "$", "$$") // literal text to the host: $$ to mcpsign
 	})

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcpsign/mcpsign/internal/lazy"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 func (d *tomlDoc) rewrapEntry(i int, self string, prefix []string) string {
@@ -78,13 +79,13 @@ func codexRemote(text string, e *tomlEntry, t map[string]any) string {
 		return problem
 	}
 	if len(e.stashed) > 0 {
-		return fmt.Sprintf("it has a line that starts with %q, as wrap writes: unwrap would take it for one it wrote", stashMark)
+		return fmt.Sprintf("it has a line that starts with %s, as wrap writes: unwrap would take it for one it wrote", textsafe.RawQuote(stashMark))
 	}
 	for k := range t {
 		switch {
 		case k == "url" || slices.Contains(codexHeaderKeys, k):
 		case slices.Contains([]string{"bearer_token", "command", "args", "env", "env_vars", "cwd"}, k):
-			return fmt.Sprintf("it has %q", k)
+			return fmt.Sprintf("it has %s", textsafe.RawQuote(k))
 		}
 	}
 	for _, k := range codexHeaderKeys {
@@ -99,13 +100,13 @@ func codexRemote(text string, e *tomlEntry, t map[string]any) string {
 	var args []string
 	add := func(name, value, arg string) string {
 		if slices.ContainsFunc(hs, func(h Header) bool { return strings.EqualFold(h.Name, name) }) {
-			return fmt.Sprintf("header %q is given twice", name)
+			return fmt.Sprintf("header %s is given twice", textsafe.RawQuote(name))
 		}
 		if !headerToken.MatchString(name) {
-			return fmt.Sprintf("the header name %q is not an HTTP token", name)
+			return fmt.Sprintf("the header name %s is not an HTTP token", textsafe.RawQuote(name))
 		}
 		if strings.ContainsAny(value, "\r\n\x00") {
-			return fmt.Sprintf("header %q has a line break or NUL in its value", name)
+			return fmt.Sprintf("header %s has a line break or NUL in its value", textsafe.RawQuote(name))
 		}
 		hs = append(hs, Header{Name: name, Value: value, raw: value})
 		args = append(args, name+": "+arg)
@@ -150,14 +151,14 @@ func codexRemote(text string, e *tomlEntry, t map[string]any) string {
 				v, ok := tab[n].(string)
 				switch {
 				case !ok:
-					problem = fmt.Sprintf("header %q is not a string", n)
+					problem = fmt.Sprintf("header %s is not a string", textsafe.RawQuote(n))
 				default:
 					// Codex sends it as it is: every $ is literal.
 					problem = add(n, v, strings.ReplaceAll(v, "$", "$$"))
 				}
 			} else {
 				var name string
-				if name, problem = envVar(tab[n], fmt.Sprintf("env_http_headers %q", n)); problem == "" {
+				if name, problem = envVar(tab[n], fmt.Sprintf("env_http_headers %s", textsafe.RawQuote(n))); problem == "" {
 					problem = add(n, "", "${"+name+"}")
 				}
 			}

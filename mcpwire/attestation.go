@@ -109,7 +109,7 @@ func ParseAttestation(raw []byte) (*Attestation, error) {
 	}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
-		return nil, bad("%q is not a JSON object", AttestationCapability)
+		return nil, bad("%s is not a JSON object", textsafe.RawQuote(AttestationCapability))
 	}
 	m, err := digest.ReadMembers(raw, attestationMembers...)
 	if err != nil {

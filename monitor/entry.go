@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/mcpsign/mcpsign/internal/lazy"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Entry is what the monitor reads of one Rekor v2 log entry.
@@ -62,7 +63,7 @@ func ParseEntry(data []byte) (*Entry, error) {
 		d := pe.GetSpec().GetDsseV002()
 		hash, sigs = d.GetPayloadHash(), d.GetSignatures()
 	default:
-		return nil, fmt.Errorf("%w: kind %q version %q", ErrUnknownKind, e.Kind, e.APIVersion)
+		return nil, fmt.Errorf("%w: kind %s version %s", ErrUnknownKind, textsafe.RawQuote(e.Kind), textsafe.RawQuote(e.APIVersion))
 	}
 	alg, ok := hashNames.Get()[hash.GetAlgorithm()]
 	if !ok || len(hash.GetDigest()) == 0 {

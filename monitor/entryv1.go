@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-openapi/strfmt"
 	"github.com/sigstore/rekor/pkg/generated/models"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // maxEntryV1 bounds a Rekor v1 entry body.
@@ -96,7 +98,7 @@ func parseEntryV1(body []byte) (*rawEntry, error) {
 			}
 		}
 	default:
-		return nil, fmt.Errorf("%w: kind %q version %q", ErrUnknownKind, env.Kind, env.APIVersion)
+		return nil, fmt.Errorf("%w: kind %s version %s", ErrUnknownKind, textsafe.RawQuote(env.Kind), textsafe.RawQuote(env.APIVersion))
 	}
 	if hash[0] == nil || hash[1] == nil {
 		return nil, fmt.Errorf("%w: %s entry without an artifact digest", ErrEntry, env.Kind)
@@ -122,7 +124,7 @@ func parseEntryV1(body []byte) (*rawEntry, error) {
 		case "PUBLIC KEY":
 			e.signers = append(e.signers, rawSigner{der: b.Bytes})
 		default:
-			return nil, fmt.Errorf("%w: signature %d: a PEM %q block, not a certificate or public key", ErrEntry, i, truncate([]byte(b.Type)))
+			return nil, fmt.Errorf("%w: signature %d: a PEM %s block, not a certificate or public key", ErrEntry, i, truncate([]byte(b.Type)))
 		}
 	}
 	return e, nil

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -181,7 +182,7 @@ func run(ctx context.Context, opts Options, prev *State) (*Result, error) {
 	origin := opts.Origin
 	if prev != nil {
 		if origin != "" && origin != prev.Log.Origin {
-			return nil, fmt.Errorf("%w: the state is for the log %q, not %q", ErrState, prev.Log.Origin, origin)
+			return nil, fmt.Errorf("%w: the state is for the log %s, not %s", ErrState, textsafe.RawQuote(prev.Log.Origin), textsafe.RawQuote(origin))
 		}
 		origin = prev.Log.Origin
 	}
@@ -198,7 +199,7 @@ func run(ctx context.Context, opts Options, prev *State) (*Result, error) {
 	}
 	base, err := url.Parse(logURL)
 	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
-		return nil, fmt.Errorf("log URL %q is not an http(s) URL", logURL)
+		return nil, fmt.Errorf("log URL %s is not an http(s) URL", textsafe.RawQuote(logURL))
 	}
 	f := &fetcher{base: base, client: client}
 	res := &Result{URL: logURL}
@@ -219,7 +220,7 @@ func run(ctx context.Context, opts Options, prev *State) (*Result, error) {
 		origin = cpOrigin
 	}
 	if cpOrigin != origin {
-		return nil, checkErr("checkpoint", -1, ErrCheckpoint, "the checkpoint's origin is %q, want %q", cpOrigin, origin)
+		return nil, checkErr("checkpoint", -1, ErrCheckpoint, "the checkpoint's origin is %s, want %s", textsafe.RawQuote(cpOrigin), textsafe.RawQuote(origin))
 	}
 	res.Log = origin
 	verifier, err := noteVerifier(opts.TrustedMaterial, origin)
@@ -299,7 +300,7 @@ func findLog(tm root.TrustedMaterial, origin string) ([]*root.TransparencyLog, e
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: origin %q", ErrNoLog, origin)
+		return nil, fmt.Errorf("%w: origin %s", ErrNoLog, textsafe.RawQuote(origin))
 	}
 	return out, nil
 }
@@ -338,11 +339,11 @@ func noteVerifier(tm root.TrustedMaterial, origin string) (note.Verifier, error)
 		}
 		sv, err := signature.LoadVerifier(tl.PublicKey, h)
 		if err != nil {
-			return nil, fmt.Errorf("%w: the log key for %q: %v", ErrNoLog, origin, err)
+			return nil, fmt.Errorf("%w: the log key for %s: %v", ErrNoLog, textsafe.RawQuote(origin), err)
 		}
 		nv, err := rekornote.NewNoteVerifier(origin, sv)
 		if err != nil {
-			return nil, fmt.Errorf("%w: the log key for %q: %v", ErrNoLog, origin, err)
+			return nil, fmt.Errorf("%w: the log key for %s: %v", ErrNoLog, textsafe.RawQuote(origin), err)
 		}
 		vs = append(vs, nv)
 	}

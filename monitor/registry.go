@@ -59,13 +59,13 @@ func ReleasedFromRegistry(ctx context.Context, r *Released, src string, names []
 		return 0, fmt.Errorf("%w: standard input is not a registry here: give a URL or a file", ErrRegistrySource)
 	}
 	if len(names) == 0 {
-		return 0, fmt.Errorf("%w: %s: no registry server names to watch", ErrRegistrySource, textsafe.Quote(src))
+		return 0, fmt.Errorf("%w: %s: no registry server names to watch", ErrRegistrySource, textsafe.RawQuote(src))
 	}
 	// The names as a policy's server names: one matcher for both.
 	watched := &policy.File{Servers: map[string]policy.Server{}}
 	for _, n := range names {
 		if !policy.ValidRegistryName(n) {
-			return 0, fmt.Errorf("%w: %s is not a registry server name (NAMESPACE/NAME) or namespace pattern (NAMESPACE/*)", ErrRegistrySource, textsafe.Quote(n))
+			return 0, fmt.Errorf("%w: %s is not a registry server name (NAMESPACE/NAME) or namespace pattern (NAMESPACE/*)", ErrRegistrySource, textsafe.RawQuote(n))
 		}
 		watched.Servers[n] = policy.Server{}
 	}
@@ -87,7 +87,7 @@ func ReleasedFromRegistry(ctx context.Context, r *Released, src string, names []
 		if _, ok := watched.MatchRegistry(e.Name); !ok {
 			return nil
 		}
-		what := textsafe.Quote(e.Name) + " version " + textsafe.Quote(e.Version)
+		what := textsafe.RawQuote(e.Name) + " version " + textsafe.RawQuote(e.Version)
 		switch {
 		case err != nil:
 			return fmt.Errorf("registry entry %s: %w", what, err)
@@ -116,12 +116,12 @@ func ReleasedFromRegistry(ctx context.Context, r *Released, src string, names []
 				r.findings = append(r.findings, fd)
 				continue
 			}
-			return fmt.Errorf("registry entry %s, bundle %s: %w", what, textsafe.Quote(p.URL), err)
+			return fmt.Errorf("registry entry %s, bundle %s: %w", what, textsafe.RawQuote(p.URL), err)
 		}
 		return nil
 	})
 	if err != nil {
-		return added, fmt.Errorf("released registry %s: %w", textsafe.Quote(src), err)
+		return added, fmt.Errorf("released registry %s: %w", textsafe.RawQuote(src), err)
 	}
 	return added, nil
 }

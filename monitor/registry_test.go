@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/registry"
 	"github.com/mcpsign/mcpsign/source"
 )
@@ -103,12 +105,29 @@ func TestReleasedFromRegistry(t *testing.T) {
 			}
 		})
 	}
+	// A watched entry's version and bundle URL, which the registry chose,
+	// are named raw in the error and escaped once where it is printed.
+	hv := "1\u202e0\u200b\x1b[31m\\ \"q\"\nmcpsign: verified"
+	hvJSON, _ := json.Marshal(hv)
+	src := filepath.Join(t.TempDir(), "hostile.jsonl")
+	line := `{"name":"io.github.acme/notes","version":` + string(hvJSON) + `,"description":"d","_meta":{"` + registry.PublisherProvided + `":{"` +
+		registry.AttestationMember + `":{"bundleUrl":"` + srv.URL + `/gone","bundleDigest":"` + gd + `"}}}}`
+	if err := os.WriteFile(src, []byte(line+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := NewReleased(w.check(t))
+	_, err := ReleasedFromRegistry(context.Background(), r, src, []string{"io.github.acme/*"}, RegistryOptions{HTTPClient: srv.Client(), BundleAddresses: source.LoopbackAddresses})
+	if err == nil || !strings.Contains(err.Error(), `registry entry "io.github.acme/notes" version `+textsafe.RawQuote(hv)+`, bundle "`+srv.URL+`/gone"`) {
+		t.Errorf("hostile version: %q, want it named raw", err)
+	} else if shown := textsafe.ShowError(err); !strings.Contains(shown, `version "`+textsafe.Escape(hv)+`"`) || strings.Contains(shown, `\\u{`) || strings.Contains(shown, "\n") {
+		t.Errorf("hostile version shown as %s, want it escaped once", shown)
+	}
 	if _, err := ReleasedFromRegistry(context.Background(), want, "-", []string{"a/b"}, RegistryOptions{}); !errors.Is(err, ErrRegistrySource) {
 		t.Errorf("standard input: %v", err)
 	}
 	// By default a file's entries may not point at bundles on loopback:
 	// refused before any request.
-	src := filepath.Join(t.TempDir(), "servers.jsonl")
+	src = filepath.Join(t.TempDir(), "servers.jsonl")
 	os.WriteFile(src, []byte(entry("io.github.acme/notes", good, gd)+"\n"), 0o644)
 	requests.Store(0)
 	if _, err := ReleasedFromRegistry(context.Background(), want, src, []string{"io.github.acme/*"}, RegistryOptions{HTTPClient: srv.Client()}); !errors.Is(err, source.ErrAddressRefused) || requests.Load() != 0 {

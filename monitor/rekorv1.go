@@ -111,7 +111,7 @@ func v1Verifiers(tm root.TrustedMaterial, origin string) ([]signature.Verifier, 
 		}
 		v, err := signature.LoadVerifier(tl.PublicKey, h)
 		if err != nil {
-			return nil, fmt.Errorf("%w: the log key for %q: %v", ErrNoLog, origin, err)
+			return nil, fmt.Errorf("%w: the log key for %s: %v", ErrNoLog, textsafe.RawQuote(origin), err)
 		}
 		vs = append(vs, v)
 	}
@@ -126,7 +126,7 @@ func (l *v1Log) checkpoint(text, origin string) (*util.SignedCheckpoint, error) 
 		return nil, err
 	}
 	if sth.Origin != origin {
-		return nil, fmt.Errorf("the checkpoint's origin is %q, want %q", sth.Origin, origin)
+		return nil, fmt.Errorf("the checkpoint's origin is %s, want %s", textsafe.RawQuote(sth.Origin), textsafe.RawQuote(origin))
 	}
 	for _, v := range l.verifiers {
 		if sth.Verify(v) {
@@ -154,7 +154,7 @@ func runV1(ctx context.Context, opts Options, prev *State, origin string, base *
 		// what the v1 client makes of a 404 page.
 		f := &fetcher{base: base, client: client}
 		if _, perr := f.get(ctx, "api/v1/log", 1<<20); errors.Is(perr, errNotFound) {
-			return nil, checkErr("fetch", -1, ErrNotLog, "%s serves neither checkpoint (a Rekor v2 log read as tlog-tiles) nor api/v1/log (a Rekor v1 log): HTTP 404 for both", textsafe.Quote(base.String()))
+			return nil, checkErr("fetch", -1, ErrNotLog, "%s serves neither checkpoint (a Rekor v2 log read as tlog-tiles) nor api/v1/log (a Rekor v1 log): HTTP 404 for both", textsafe.RawQuote(base.String()))
 		}
 		return nil, checkErr("fetch", -1, ErrFetch, "the log info: %v", err)
 	}
@@ -224,7 +224,7 @@ func (l *v1Log) consistencyProof(ctx context.Context, from, to uint64, treeID st
 	for _, h := range resp.GetPayload().Hashes {
 		b, err := hex.DecodeString(h)
 		if err != nil || len(b) != hashSize {
-			return nil, checkErr("consistency", int64(to), ErrInconsistent, "a proof hash %q is not a SHA-256 hash", truncate([]byte(h)))
+			return nil, checkErr("consistency", int64(to), ErrInconsistent, "a proof hash %s is not a SHA-256 hash", truncate([]byte(h)))
 		}
 		hashes = append(hashes, b)
 	}

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -127,7 +128,7 @@ func (r *Released) Len() int {
 // released in every log: the caller vouches for it.
 func (r *Released) AddDigest(d string) error {
 	if !digest.ValidDigest(d) {
-		return fmt.Errorf("released digest %q is not sha256: and 64 lowercase hex digits", d)
+		return fmt.Errorf("released digest %s is not sha256: and 64 lowercase hex digits", textsafe.RawQuote(d))
 	}
 	r.digests[d] = nil
 	return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // StateKind and StateVersion identify a monitor state file
@@ -53,7 +54,7 @@ func ParseState(data []byte) (*State, error) {
 	}
 	_, vals, _ := digest.Members(data)
 	if k, err := digest.DecodeString(vals["kind"]); err != nil || k != StateKind {
-		return nil, fmt.Errorf("%w: not an mcpsign monitor state (kind must be %q)", ErrState, StateKind)
+		return nil, fmt.Errorf("%w: not an mcpsign monitor state (kind must be %s)", ErrState, textsafe.RawQuote(StateKind))
 	}
 	if string(vals["stateVersion"]) != strconv.Itoa(StateVersion) {
 		return nil, fmt.Errorf("%w: stateVersion %s, this mcpsign reads %d", ErrState, truncate(vals["stateVersion"]), StateVersion)
@@ -92,12 +93,12 @@ func strictObject(data []byte, at string, known ...string) error {
 	}
 	for _, n := range names {
 		if !slices.Contains(known, n) {
-			return fmt.Errorf("%w: %s: unknown member %s (known: %s)", ErrState, where, strconv.Quote(n), strings.Join(known, ", "))
+			return fmt.Errorf("%w: %s: unknown member %s (known: %s)", ErrState, where, textsafe.RawQuote(n), strings.Join(known, ", "))
 		}
 	}
 	for _, k := range known {
 		if _, ok := vals[k]; !ok {
-			return fmt.Errorf("%w: %s: member %q is missing", ErrState, where, k)
+			return fmt.Errorf("%w: %s: member %s is missing", ErrState, where, textsafe.RawQuote(k))
 		}
 	}
 	return nil
@@ -105,9 +106,9 @@ func strictObject(data []byte, at string, known ...string) error {
 
 func truncate(b []byte) string {
 	if len(b) > 32 {
-		return strconv.Quote(string(b[:32])) + "…"
+		return textsafe.RawQuote(string(b[:32])) + "…"
 	}
-	return strconv.Quote(string(b))
+	return textsafe.RawQuote(string(b))
 }
 
 // ReadState reads the state file at path; a missing file is

@@ -217,9 +217,10 @@ func tokenError(err error) error {
 	return fmt.Errorf("%w: %s", ErrToken, shortText(err.Error()))
 }
 
-// quoteText escapes a server's string for a message and caps its length.
+// quoteText caps a server's string for a message, raw: the edge printing
+// the message escapes it once (textsafe.ShowError).
 func quoteText(s string) string {
-	return textsafe.Escape(textsafe.Cut(s, 200))
+	return textsafe.Cut(s, 200)
 }
 
 // shortText is a foreign error message fit for ours: its first line,

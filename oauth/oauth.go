@@ -18,6 +18,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/mcpsign/mcpsign/internal/netguard"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // DefaultClientName is the client_name a dynamic registration asks for.
@@ -141,7 +142,7 @@ func New(o Options) (*Transport, error) {
 	}
 	for _, s := range o.Scopes {
 		if s == "" || strings.ContainsAny(s, " \t\r\n\"\\") {
-			return nil, fmt.Errorf("%w: scope %q is not an OAuth scope token", ErrConfig, s)
+			return nil, fmt.Errorf("%w: scope %s is not an OAuth scope token", ErrConfig, textsafe.RawQuote(s))
 		}
 	}
 	if o.ClientName == "" {
@@ -366,7 +367,7 @@ func (t *Transport) token(ctx context.Context) (*oauth2.Token, int, error) {
 		// Expired: refresh before sending. A refused refresh leaves the
 		// old token: the server's 401 then leads to a sign-in.
 		if err := t.refreshLocked(ctx); err != nil {
-			fmt.Fprintf(t.o.Stderr, "mcpsign: %s\n", t.scrub(err))
+			fmt.Fprintf(t.o.Stderr, "mcpsign: %s\n", textsafe.ShowError(t.scrub(err)))
 			t.refreshed = t.gen
 		}
 	}
@@ -395,7 +396,7 @@ func (t *Transport) recover(ctx context.Context, req *http.Request, resp *http.R
 		}
 		refreshErr = t.scrub(err)
 		if !t.o.NoSignIn {
-			fmt.Fprintf(t.o.Stderr, "mcpsign: %s; signing in anew\n", refreshErr)
+			fmt.Fprintf(t.o.Stderr, "mcpsign: %s; signing in anew\n", textsafe.ShowError(refreshErr))
 		}
 	}
 	if t.o.NoSignIn {

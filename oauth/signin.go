@@ -52,7 +52,7 @@ func (t *Transport) signInLocked(ctx context.Context, req *http.Request, resp *h
 		}
 		t.entry = e
 		t.gen++
-		fmt.Fprintf(t.o.Stderr, "mcpsign: signed in to %s; the token is cached in %s\n", t.server(), textsafe.Escape(t.path))
+		fmt.Fprintf(t.o.Stderr, "mcpsign: signed in to %s; the token is cached in %s\n", textsafe.Escape(t.server()), textsafe.Escape(t.path))
 		return nil
 	})
 }
@@ -335,10 +335,10 @@ func (t *Transport) fetcher(ln net.Listener, code *string) auth.AuthorizationCod
 			srv.Shutdown(sctx)
 			cancel()
 		}()
-		fmt.Fprintf(t.o.Stderr, "mcpsign: %s asks you to sign in; open this URL in a browser:\n  %s\n", t.server(), textsafe.Escape(args.URL))
+		fmt.Fprintf(t.o.Stderr, "mcpsign: %s asks you to sign in; open this URL in a browser:\n  %s\n", textsafe.Escape(t.server()), textsafe.Escape(args.URL))
 		if t.o.Open != nil {
 			if err := t.o.Open(ctx, args.URL); err != nil {
-				fmt.Fprintf(t.o.Stderr, "mcpsign: could not open a browser (%s); open the URL above by hand\n", shortText(err.Error()))
+				fmt.Fprintf(t.o.Stderr, "mcpsign: could not open a browser (%s); open the URL above by hand\n", textsafe.Escape(shortText(err.Error())))
 			}
 		}
 		select {

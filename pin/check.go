@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/mcpsign/mcpsign/attest"
@@ -214,7 +213,7 @@ func ParseFailOn(s string) (FailOn, error) {
 	case "none":
 		return FailOnNever, nil
 	}
-	return "", fmt.Errorf("%w %s: want drift (or any), capability or never (or none)", ErrFailOn, strconv.Quote(s))
+	return "", fmt.Errorf("%w %s: want drift (or any), capability or never (or none)", ErrFailOn, textsafe.RawQuote(s))
 }
 
 // Failed reports whether the report fails under f.

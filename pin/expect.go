@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Expected is what a reviewer saw and approves (docs/LOCK.md, "approval"):
@@ -25,7 +26,7 @@ func ParseExpect(values []string) (*Expected, error) {
 	for _, v := range values {
 		set, d, ok := strings.Cut(v, "=")
 		if !ok {
-			return nil, fmt.Errorf("%q: want SET=DIGEST", v)
+			return nil, fmt.Errorf("%s: want SET=DIGEST", textsafe.RawQuote(v))
 		}
 		if set == "instructions" {
 			if e.Instructions != nil {
@@ -34,7 +35,7 @@ func ParseExpect(values []string) (*Expected, error) {
 			if d == "none" {
 				d = ""
 			} else if !digest.ValidDigest(d) {
-				return nil, fmt.Errorf("%q: the digest is not sha256: and 64 lowercase hex digits (or none)", v)
+				return nil, fmt.Errorf("%s: the digest is not sha256: and 64 lowercase hex digits (or none)", textsafe.RawQuote(v))
 			}
 			e.Instructions = &d
 			continue
@@ -47,11 +48,11 @@ func ParseExpect(values []string) (*Expected, error) {
 		}
 		switch {
 		case kind == "":
-			return nil, fmt.Errorf("%q: SET is one of tools, prompts, resourceTemplates, resources, instructions", v)
+			return nil, fmt.Errorf("%s: SET is one of tools, prompts, resourceTemplates, resources, instructions", textsafe.RawQuote(v))
 		case e.Sets[kind] != "":
 			return nil, fmt.Errorf("%s given twice", set)
 		case !digest.ValidDigest(d):
-			return nil, fmt.Errorf("%q: the digest is not sha256: and 64 lowercase hex digits", v)
+			return nil, fmt.Errorf("%s: the digest is not sha256: and 64 lowercase hex digits", textsafe.RawQuote(v))
 		}
 		e.Sets[kind] = d
 	}

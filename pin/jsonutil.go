@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/mcpsign/mcpsign/internal/jsonscan"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // objectMembers reads a JSON object and returns its members by exact
@@ -38,7 +38,7 @@ func checkMembers(m map[string]json.RawMessage, allowed, required []string) erro
 	var unknown []string
 	for name := range m {
 		if allowed != nil && !slices.Contains(allowed, name) {
-			unknown = append(unknown, strconv.Quote(name))
+			unknown = append(unknown, textsafe.RawQuote(name))
 		}
 	}
 	if len(unknown) > 0 {
@@ -50,7 +50,7 @@ func checkMembers(m map[string]json.RawMessage, allowed, required []string) erro
 	}
 	for _, name := range required {
 		if _, ok := m[name]; !ok {
-			return fmt.Errorf("member %s is missing", strconv.Quote(name))
+			return fmt.Errorf("member %s is missing", textsafe.RawQuote(name))
 		}
 	}
 	return nil
@@ -114,7 +114,7 @@ func splitObject(raw []byte) ([]member, error) {
 			return fmt.Errorf("member name: %w", err)
 		}
 		if seen[name] {
-			return fmt.Errorf("member %s is repeated", strconv.Quote(name))
+			return fmt.Errorf("member %s is repeated", textsafe.RawQuote(name))
 		}
 		seen[name] = true
 		val, err := s.Value(1)

@@ -86,7 +86,7 @@ type Approval struct {
 
 func (a *Approval) validate() error {
 	if !validApprovalMethod(a.Method) {
-		return fmt.Errorf("approval method %s is not sigstore, key, certificate, tofu or manual", strconv.Quote(string(a.Method)))
+		return fmt.Errorf("approval method %s is not sigstore, key, certificate, tofu or manual", textsafe.RawQuote(string(a.Method)))
 	}
 	for _, s := range []string{a.Identity, a.Issuer, a.Reason, a.Approver, a.SourceRevision} {
 		if !utf8.ValidString(s) {
@@ -98,7 +98,7 @@ func (a *Approval) validate() error {
 		case a.Reason == "" || a.Approver == "":
 			return errors.New("a manual approval needs its reason and approver")
 		case !digest.ValidDigest(a.PreviousLockDigest):
-			return fmt.Errorf("approval previousLockDigest %s is not sha256: and 64 lowercase hex digits", strconv.Quote(a.PreviousLockDigest))
+			return fmt.Errorf("approval previousLockDigest %s is not sha256: and 64 lowercase hex digits", textsafe.RawQuote(a.PreviousLockDigest))
 		}
 	} else if a.Reason != "" || a.Approver != "" || a.PreviousLockDigest != "" || a.SourceRevision != "" {
 		return fmt.Errorf("a %s approval has no reason, approver, previousLockDigest or sourceRevision (manual approvals only)", a.Method)
@@ -112,7 +112,7 @@ func (a *Approval) validate() error {
 			return fmt.Errorf("a %s approval needs the verified identity", a.Method)
 		}
 		if !digest.ValidDigest(a.BundleDigest) {
-			return fmt.Errorf("approval bundleDigest %s is not sha256: and 64 lowercase hex digits", strconv.Quote(a.BundleDigest))
+			return fmt.Errorf("approval bundleDigest %s is not sha256: and 64 lowercase hex digits", textsafe.RawQuote(a.BundleDigest))
 		}
 	}
 	if t := a.Tlog; t != nil {
@@ -120,7 +120,7 @@ func (a *Approval) validate() error {
 			return errors.New("approval tlog logIndex and integratedTime must be integers from 0 to 2^53-1")
 		}
 		if t.LogID == "" || !isLowerHex(t.LogID) {
-			return fmt.Errorf("approval tlog logId %s is not lowercase hex", strconv.Quote(t.LogID))
+			return fmt.Errorf("approval tlog logId %s is not lowercase hex", textsafe.RawQuote(t.LogID))
 		}
 	}
 	if a.ApprovedAt.IsZero() {
@@ -344,7 +344,7 @@ func (l *Lock) checkOverrides(o capability.Overrides) error {
 		}
 		for _, c := range caps {
 			if !c.Valid() {
-				return fmt.Errorf("capabilities override for tool %s: %s is not a capability", textsafe.RawQuote(name), strconv.Quote(string(c)))
+				return fmt.Errorf("capabilities override for tool %s: %s is not a capability", textsafe.RawQuote(name), textsafe.RawQuote(string(c)))
 			}
 		}
 	}
@@ -583,7 +583,7 @@ func (l *Lock) validate() error {
 		return err
 	}
 	if l.AuditHead != "" && !digest.ValidDigest(l.AuditHead) {
-		return fmt.Errorf("auditHead %s is not sha256: and 64 lowercase hex digits", strconv.Quote(l.AuditHead))
+		return fmt.Errorf("auditHead %s is not sha256: and 64 lowercase hex digits", textsafe.RawQuote(l.AuditHead))
 	}
 	if err := l.checkStrings(); err != nil {
 		return err
@@ -600,7 +600,7 @@ func (l *Lock) validate() error {
 	snap := &digest.Snapshot{}
 	for i, d := range l.Definitions {
 		if !d.Kind.Valid() {
-			return fmt.Errorf("definition #%d: kind %s is not tool, prompt or resourceTemplate (resources are in the member \"resources\")", i, strconv.Quote(string(d.Kind)))
+			return fmt.Errorf("definition #%d: kind %s is not tool, prompt or resourceTemplate (resources are in the member \"resources\")", i, textsafe.RawQuote(string(d.Kind)))
 		}
 		if i > 0 && compareDefinitions(l.Definitions[i-1], d) >= 0 {
 			return fmt.Errorf("definition #%d (%s %s) is out of order or repeated: definitions are sorted by kind, then key", i, d.Kind, textsafe.RawQuote(d.Key))
@@ -694,7 +694,7 @@ func (l *Lock) validateResources() error {
 	snap := &digest.Snapshot{Resources: make([]json.RawMessage, 0, len(l.Resources))}
 	for i, d := range l.Resources {
 		if d.Kind != digest.KindResource {
-			return fmt.Errorf("resources.definitions #%d: kind %s is not %q", i, strconv.Quote(string(d.Kind)), digest.KindResource)
+			return fmt.Errorf("resources.definitions #%d: kind %s is not %s", i, textsafe.RawQuote(string(d.Kind)), textsafe.RawQuote(string(digest.KindResource)))
 		}
 		if i > 0 && compareDefinitions(l.Resources[i-1], d) >= 0 {
 			return fmt.Errorf("resources.definitions #%d (%s) is out of order or repeated: resources are sorted by key", i, textsafe.RawQuote(d.Key))
@@ -848,7 +848,7 @@ func checkKind(m map[string]json.RawMessage) error {
 		return fmt.Errorf("%w: member \"kind\" is missing or not a string", ErrMalformed)
 	}
 	if kind != LockKind {
-		return fmt.Errorf("%w: kind is %s, not %q", ErrMalformed, textsafe.RawQuote(kind), LockKind)
+		return fmt.Errorf("%w: kind is %s, not %s", ErrMalformed, textsafe.RawQuote(kind), textsafe.RawQuote(LockKind))
 	}
 	var ver int64
 	if err := decodeInt(m["lockVersion"], &ver); err != nil {
@@ -886,7 +886,7 @@ func decodeLock(m map[string]json.RawMessage) (*Lock, error) {
 	l := &Lock{}
 	member := func(name string, err error) error {
 		if err != nil {
-			return fmt.Errorf("member %s: %w", strconv.Quote(name), err)
+			return fmt.Errorf("member %s: %w", textsafe.RawQuote(name), err)
 		}
 		return nil
 	}
@@ -1101,7 +1101,7 @@ func decodeApprovalMembers(raw json.RawMessage, a *Approval) error {
 	}
 	// One spelling per instant, so that a lock has one form: UTC, "Z".
 	if a.ApprovedAt.UTC().Format(time.RFC3339Nano) != at {
-		return fmt.Errorf("approvedAt %s is not written as RFC 3339 in UTC (%s)", strconv.Quote(at), a.ApprovedAt.UTC().Format(time.RFC3339Nano))
+		return fmt.Errorf("approvedAt %s is not written as RFC 3339 in UTC (%s)", textsafe.RawQuote(at), a.ApprovedAt.UTC().Format(time.RFC3339Nano))
 	}
 	for name, dst := range map[string]*string{"reason": &a.Reason, "approver": &a.Approver, "previousLockDigest": &a.PreviousLockDigest, "sourceRevision": &a.SourceRevision} {
 		raw, ok := m[name]

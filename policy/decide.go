@@ -108,7 +108,7 @@ func (e *IdentityError) Error() string {
 	if e.Identity == "" {
 		return fmt.Sprintf("policy identity %d: %v", e.Index, e.Err)
 	}
-	return fmt.Sprintf("policy identity %d (%s): %v", e.Index, textsafe.Escape(e.Identity), e.Err)
+	return fmt.Sprintf("policy identity %d (%s): %v", e.Index, e.Identity, e.Err)
 }
 
 func (e *IdentityError) Unwrap() error { return e.Err }
@@ -139,7 +139,7 @@ func (e *Entry) Resolved() *Resolved { return e.r }
 // identity that cannot be verified under is an *IdentityError.
 func (d *Decider) Prepare(ctx context.Context, r *Resolved) (*Entry, error) {
 	if len(r.Identities) == 0 {
-		return nil, fmt.Errorf("server %s has no identity in the policy (unsigned: tofu): %w", textsafe.Quote(r.Name), ErrNoSignature)
+		return nil, fmt.Errorf("server %s has no identity in the policy (unsigned: tofu): %w", textsafe.RawQuote(r.Name), ErrNoSignature)
 	}
 	var groups [][]int // identity indices, one group per verifier
 	byMethod := map[verify.Method]int{}
@@ -628,7 +628,7 @@ func (e *Entry) checks(results []*verify.Result, snap *digest.Snapshot) error {
 			}
 		}
 		if !found {
-			return &verify.StepError{Step: verify.StepStatement, Err: fmt.Errorf("policy package %s: the statement binds no package of that purl", textsafe.Quote(r.Package))}
+			return &verify.StepError{Step: verify.StepStatement, Err: fmt.Errorf("policy package %s: the statement binds no package of that purl", textsafe.RawQuote(r.Package))}
 		}
 	}
 	return nil

@@ -59,7 +59,7 @@ func (g *Gate) hint(err error) error {
 func (g *Gate) Locations() (pinbundle.Locations, error) {
 	locs := g.Policy.BundleLocations(g.Bundles, g.BundleOptions)
 	if len(locs) == 0 {
-		return nil, g.hint(fmt.Errorf("%w for server %s", ErrNoBundle, textsafe.Quote(g.Policy.Name)))
+		return nil, g.hint(fmt.Errorf("%w for server %s", ErrNoBundle, textsafe.RawQuote(g.Policy.Name)))
 	}
 	return locs, nil
 }
@@ -202,7 +202,7 @@ func (g *Gate) Proxy(ctx context.Context) (*ProxyStart, error) {
 		Admission: Admission{AllowTOFU: r.Allows(pin.MethodTOFU), AllowManual: r.Allows(pin.MethodManual)},
 	}
 	if r.Mode == ModeAudit && r.Audit == "" {
-		return nil, fmt.Errorf("server %s: %w", textsafe.Quote(r.Name), ErrAuditNoLog)
+		return nil, fmt.Errorf("server %s: %w", textsafe.RawQuote(r.Name), ErrAuditNoLog)
 	}
 	l, err := pin.Read(r.Lock)
 	if err != nil {

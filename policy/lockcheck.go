@@ -3,11 +3,11 @@ package policy
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/evidence"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/verify"
 )
@@ -64,21 +64,21 @@ func (r *Resolved) CheckApproval(a pin.Approval) error {
 	switch a.Method {
 	case MethodTOFU:
 		if r.Unsigned != UnsignedTOFU {
-			return refuse(RuleLockMethodRefused, "the lock was trusted on first use (tofu), and the policy of server %s refuses unsigned servers (\"unsigned\": %q)", strconv.Quote(r.Name), r.Unsigned)
+			return refuse(RuleLockMethodRefused, "the lock was trusted on first use (tofu), and the policy of server %s refuses unsigned servers (\"unsigned\": %s)", textsafe.RawQuote(r.Name), textsafe.RawQuote(string(r.Unsigned)))
 		}
 		return nil
 	case MethodManual:
 		if r.RollForward != RollForwardManual && r.Unsigned != UnsignedTOFU {
-			return refuse(RuleLockMethodRefused, "the lock was approved manually, and the policy of server %s approves only signed definitions (\"rollForward\": %q, \"unsigned\": %q)", strconv.Quote(r.Name), r.RollForward, r.Unsigned)
+			return refuse(RuleLockMethodRefused, "the lock was approved manually, and the policy of server %s approves only signed definitions (\"rollForward\": %s, \"unsigned\": %s)", textsafe.RawQuote(r.Name), textsafe.RawQuote(string(r.RollForward)), textsafe.RawQuote(string(r.Unsigned)))
 		}
 		return nil
 	}
 	if !a.Method.Valid() {
-		return refuse(RuleLockMethodRefused, "the lock's approval method %s is none the policy knows", strconv.Quote(string(a.Method)))
+		return refuse(RuleLockMethodRefused, "the lock's approval method %s is none the policy knows", textsafe.RawQuote(string(a.Method)))
 	}
-	signer := string(a.Method) + " " + strconv.Quote(a.Identity)
+	signer := string(a.Method) + " " + textsafe.RawQuote(a.Identity)
 	if a.Issuer != "" {
-		signer += " (issuer " + strconv.Quote(a.Issuer) + ")"
+		signer += " (issuer " + textsafe.RawQuote(a.Issuer) + ")"
 	}
 	var unproven []string
 	found := false
@@ -97,11 +97,11 @@ func (r *Resolved) CheckApproval(a pin.Approval) error {
 	}
 	switch {
 	case !found && len(unproven) == 0:
-		return refuse(RuleLockSignerUnlisted, "the lock is signed by %s, which none of the %d identities of server %s names", signer, len(r.Identities), strconv.Quote(r.Name))
+		return refuse(RuleLockSignerUnlisted, "the lock is signed by %s, which none of the %d identities of server %s names", signer, len(r.Identities), textsafe.RawQuote(r.Name))
 	case !found:
 		return refuse(RuleLockUnproven, "the lock is signed by %s, but records no more than that: %s", signer, strings.Join(unproven, "; "))
 	case r.Threshold > 1:
-		return refuse(RuleLockUnproven, "the lock records one signer, %s; the policy of server %s requires %d distinct ones", signer, strconv.Quote(r.Name), r.Threshold)
+		return refuse(RuleLockUnproven, "the lock records one signer, %s; the policy of server %s requires %d distinct ones", signer, textsafe.RawQuote(r.Name), r.Threshold)
 	case a.Method == evidence.MethodCertificate && slices.ContainsFunc(r.Revoked.Identities, digest.ValidDigest):
 		// A revoked key refuses a certificate issued for it too, but the
 		// lock records the certificate's identity, not its key. (A
@@ -120,7 +120,7 @@ func (id Identity) matchesRecord(a pin.Approval) (ok bool, missing string) {
 	case evidence.MethodKey:
 		// Read loads the key; a File from Parse alone has no key ID.
 		if id.KeyID == "" {
-			return true, "its key file " + strconv.Quote(id.Key) + " to be read"
+			return true, "its key file " + textsafe.RawQuote(id.Key) + " to be read"
 		}
 		return a.Identity == id.KeyID, ""
 	case evidence.MethodSigstore:

@@ -93,7 +93,7 @@ func (r *Resolved) EnsureLockDir() error {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(r.Lock), 0o700); err != nil {
-		return fmt.Errorf("the lock directory of server %s: %w", textsafe.Quote(r.Name), err)
+		return fmt.Errorf("the lock directory of server %s: %w", textsafe.RawQuote(r.Name), err)
 	}
 	return nil
 }
@@ -139,7 +139,7 @@ func (d *Decider) CheckLock(ctx context.Context, r *Resolved, l *pin.Lock, snap 
 		// server, as the host's user) can record a listed signer over its
 		// own definitions. A signed lock is in force only when its bundle
 		// verifies it.
-		err = &LockError{Rule: RuleLockUnproven, Reason: fmt.Sprintf("the lock records a signature by %s, and a record is no proof (anything that can write the lock can write it)", textsafe.Quote(string(l.Approval.Method)+" "+l.Approval.Identity))}
+		err = &LockError{Rule: RuleLockUnproven, Reason: fmt.Sprintf("the lock records a signature by %s, and a record is no proof (anything that can write the lock can write it)", textsafe.RawQuote(string(l.Approval.Method)+" "+l.Approval.Identity))}
 	}
 	var le *LockError
 	if !errors.As(err, &le) {

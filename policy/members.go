@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -58,7 +59,7 @@ func (t table[T]) read(p *parser, m map[string][]byte, at string, dst *T) error 
 		v, ok := m[mb.name]
 		if !ok {
 			if mb.missing != "" {
-				return p.fail(at, "missing member %s (%s)", strconv.Quote(mb.name), mb.missing)
+				return p.fail(at, "missing member %s (%s)", textsafe.RawQuote(mb.name), mb.missing)
 			}
 			continue
 		}
@@ -99,10 +100,10 @@ func enumMember[T any, E ~string](name string, field func(*T) **E, allowed ...st
 // topTable: the policy file.
 func topTable() table[File] {
 	return table[File]{
-		{name: "kind", missing: "want " + strconv.Quote(Kind), read: func(p *parser, v []byte, at string, _ *File) error {
+		{name: "kind", missing: "want " + textsafe.RawQuote(Kind), read: func(p *parser, v []byte, at string, _ *File) error {
 			s, err := p.str(v, at)
 			if err == nil && s != Kind {
-				err = p.fail(at, "is %s, want %q", strconv.Quote(s), Kind)
+				err = p.fail(at, "is %s, want %s", textsafe.RawQuote(s), textsafe.RawQuote(Kind))
 			}
 			return err
 		}},
@@ -157,7 +158,7 @@ func tufTable() table[Trust] {
 				return err
 			}
 			if !validBundleURL(t.TUFMirror) {
-				return p.fail(at, "%s is not an https URL", strconv.Quote(t.TUFMirror))
+				return p.fail(at, "%s is not an https URL", textsafe.RawQuote(t.TUFMirror))
 			}
 			return nil
 		}},
@@ -186,7 +187,7 @@ func serverTable() table[Server] {
 			}
 			d, err := time.ParseDuration(str)
 			if err != nil || d <= 0 {
-				return p.fail(at, "%s: want a positive Go duration such as \"720h\"", strconv.Quote(str))
+				return p.fail(at, "%s: want a positive Go duration such as \"720h\"", textsafe.RawQuote(str))
 			}
 			s.MaxBundleAge = &d
 			return nil
@@ -198,7 +199,7 @@ func serverTable() table[Server] {
 				return err
 			}
 			if !strings.HasPrefix(str, "pkg:") || !strings.Contains(str[4:], "/") {
-				return p.fail(at, "%s: want a purl (pkg:TYPE/NAMESPACE/NAME@VERSION)", strconv.Quote(str))
+				return p.fail(at, "%s: want a purl (pkg:TYPE/NAMESPACE/NAME@VERSION)", textsafe.RawQuote(str))
 			}
 			s.Package = &str
 			return nil
@@ -316,7 +317,7 @@ func repositorySignerTable() table[RepositorySigner] {
 				return err
 			}
 			if !issuerURL(rs.Issuer) {
-				return p.fail(at, "%s: want the issuer's URL, scheme and host in lower case", strconv.Quote(rs.Issuer))
+				return p.fail(at, "%s: want the issuer's URL, scheme and host in lower case", textsafe.RawQuote(rs.Issuer))
 			}
 			return nil
 		}},
@@ -325,7 +326,7 @@ func repositorySignerTable() table[RepositorySigner] {
 				return err
 			}
 			if !workflowFile(rs.Workflow) {
-				return p.fail(at, "%s: want a workflow file name (release.yml)", strconv.Quote(rs.Workflow))
+				return p.fail(at, "%s: want a workflow file name (release.yml)", textsafe.RawQuote(rs.Workflow))
 			}
 			return nil
 		}},
@@ -334,7 +335,7 @@ func repositorySignerTable() table[RepositorySigner] {
 				return err
 			}
 			if !githubOwner(rs.Owner) {
-				return p.fail(at, "%s: want a GitHub user or organization name (letters, digits and '-')", strconv.Quote(rs.Owner))
+				return p.fail(at, "%s: want a GitHub user or organization name (letters, digits and '-')", textsafe.RawQuote(rs.Owner))
 			}
 			return nil
 		}},

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -58,7 +59,7 @@ func (p *parser) knownNames(names []string, at string, known ...string) error {
 	}
 	for _, n := range names {
 		if !slices.Contains(known, n) {
-			return fmt.Errorf("%w: %s: %w %s (known: %s)", ErrSyntax, orRoot(at), ErrUnknownMember, strconv.Quote(n), strings.Join(known, ", "))
+			return fmt.Errorf("%w: %s: %w %s (known: %s)", ErrSyntax, orRoot(at), ErrUnknownMember, textsafe.RawQuote(n), strings.Join(known, ", "))
 		}
 	}
 	return nil
@@ -191,9 +192,9 @@ func (p *parser) require(v []byte, at string, s *Server) error {
 		case r == "timestamp" && !ts:
 			ts = true
 		case r == "tlog" || r == "timestamp":
-			return p.fail(at+"/"+strconv.Itoa(i), "%s repeated", strconv.Quote(r))
+			return p.fail(at+"/"+strconv.Itoa(i), "%s repeated", textsafe.RawQuote(r))
 		default:
-			return p.fail(at+"/"+strconv.Itoa(i), "%s: want \"tlog\" or \"timestamp\"", strconv.Quote(r))
+			return p.fail(at+"/"+strconv.Itoa(i), "%s: want \"tlog\" or \"timestamp\"", textsafe.RawQuote(r))
 		}
 	}
 	s.RequireTlog, s.RequireTimestamp = &tl, &ts
@@ -212,7 +213,7 @@ func (p *parser) bundle(v []byte, at string, s *Server) error {
 		b = Bundle{Kind: BundleServer}
 	case strings.Contains(str, "://"):
 		if !validBundleURL(str) {
-			return p.fail(at, "%s: a URL must be https:// with a host and no user information", strconv.Quote(str))
+			return p.fail(at, "%s: a URL must be https:// with a host and no user information", textsafe.RawQuote(str))
 		}
 		b = Bundle{Kind: BundleURL, Location: str}
 	default:
@@ -232,7 +233,7 @@ func (p *parser) enum(v []byte, at string, allowed ...string) (string, error) {
 		return "", err
 	}
 	if !slices.Contains(allowed, s) {
-		return "", p.fail(at, "%s: want one of %s", strconv.Quote(s), strings.Join(allowed, ", "))
+		return "", p.fail(at, "%s: want one of %s", textsafe.RawQuote(s), strings.Join(allowed, ", "))
 	}
 	return s, nil
 }
@@ -301,12 +302,12 @@ func revokedList(name string, field func(*Revoked) *[]string, check func(string)
 				return err
 			}
 			if !check(s) {
-				return p.fail(ati, "%s: want %s", strconv.Quote(s), want)
+				return p.fail(ati, "%s: want %s", textsafe.RawQuote(s), want)
 			}
 			// Revocations compare under Unicode simple case folding (Revoked.Check):
 			// two entries equal so are one.
 			if j := slices.IndexFunc(out, func(o string) bool { return strings.EqualFold(o, s) }); j >= 0 {
-				return p.failAs(ati, ErrDuplicate, "%s repeats %s/%d", strconv.Quote(s), at, j)
+				return p.failAs(ati, ErrDuplicate, "%s repeats %s/%d", textsafe.RawQuote(s), at, j)
 			}
 			out = append(out, s)
 		}
@@ -323,17 +324,17 @@ func (p *parser) canonicalText(s, at string) error {
 		return nil
 	}
 	if strings.TrimSpace(s) != s {
-		return p.failAs(at, ErrNotCanonical, "%s has white space at its start or end, which no signer's identity has", strconv.Quote(s))
+		return p.failAs(at, ErrNotCanonical, "%s has white space at its start or end, which no signer's identity has", textsafe.RawQuote(s))
 	}
 	if strings.ContainsFunc(s, unicode.IsControl) {
-		return p.failAs(at, ErrNotCanonical, "%s contains a control character", strconv.Quote(s))
+		return p.failAs(at, ErrNotCanonical, "%s contains a control character", textsafe.RawQuote(s))
 	}
 	// Certificates and tokens carry names composed (NFC); identities and
 	// revocations compare without normalizing, so another form (a letter
 	// and a combining accent, a Kelvin sign for K) would never equal the
 	// signer's, and a revocation so written would revoke nothing.
 	if !norm.NFC.IsNormalString(s) {
-		return p.failAs(at, ErrNotCanonical, "%s is not in Unicode normal form C (NFC), the form certificates and tokens carry: write %s", strconv.Quote(s), strconv.Quote(norm.NFC.String(s)))
+		return p.failAs(at, ErrNotCanonical, "%s is not in Unicode normal form C (NFC), the form certificates and tokens carry: write %s", textsafe.RawQuote(s), textsafe.RawQuote(norm.NFC.String(s)))
 	}
 	return nil
 }
@@ -347,7 +348,7 @@ func (p *parser) canonicalURL(s, at string) error {
 		return nil // not a URL: compared exactly as written
 	}
 	if i := strings.Index(s, "://"); i < 0 || s[:i] != strings.ToLower(s[:i]) || u.Host != strings.ToLower(u.Host) {
-		return p.failAs(at, ErrNotCanonical, "%s: write the scheme and host in lower case, as the issuer's tokens name it (issuers are compared exactly)", strconv.Quote(s))
+		return p.failAs(at, ErrNotCanonical, "%s: write the scheme and host in lower case, as the issuer's tokens name it (issuers are compared exactly)", textsafe.RawQuote(s))
 	}
 	return nil
 }
@@ -384,5 +385,5 @@ func truncate(v []byte) string {
 	if len(s) > 40 {
 		s = s[:40] + "…"
 	}
-	return strconv.Quote(s)
+	return textsafe.RawQuote(s)
 }

@@ -23,7 +23,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +30,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/jsonscan"
 	"github.com/mcpsign/mcpsign/internal/lazy"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -359,7 +359,7 @@ func (p *parser) servers(v []byte, at string, f *File) error {
 		// On macOS and Windows the default locks of "ex" and "EX" are
 		// one file, and a host may look a name up either way.
 		if j := slices.IndexFunc(f.Names, func(o string) bool { return strings.EqualFold(o, n) }); j >= 0 {
-			return p.failAs(at, ErrDuplicate, "server name %s equals %s under case folding (their default locks would be one file on macOS and Windows)", strconv.Quote(n), strconv.Quote(f.Names[j]))
+			return p.failAs(at, ErrDuplicate, "server name %s equals %s under case folding (their default locks would be one file on macOS and Windows)", textsafe.RawQuote(n), textsafe.RawQuote(f.Names[j]))
 		}
 		s, err := p.server(vals[n], at)
 		if err != nil {
@@ -373,7 +373,7 @@ func (p *parser) servers(v []byte, at string, f *File) error {
 		if s.Lock != nil {
 			for _, o := range f.Names {
 				if ol := f.Servers[o].Lock; ol != nil && strings.EqualFold(*ol, *s.Lock) {
-					return p.failAs(at+"/lock", ErrDuplicate, "server %s has the same lock file %s: each server needs its own", strconv.Quote(o), strconv.Quote(*s.Lock))
+					return p.failAs(at+"/lock", ErrDuplicate, "server %s has the same lock file %s: each server needs its own", textsafe.RawQuote(o), textsafe.RawQuote(*s.Lock))
 				}
 			}
 		}
@@ -390,7 +390,7 @@ var nameRe = lazy.NewRegexp(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // safe file name on every system: the default lock is named after it).
 func ValidName(name string) error {
 	if !nameRe.MatchString(name) {
-		return fmt.Errorf("%w %s: want 1 to 64 ASCII letters, digits, '.', '_' or '-', starting with a letter or digit", ErrBadName, strconv.Quote(name))
+		return fmt.Errorf("%w %s: want 1 to 64 ASCII letters, digits, '.', '_' or '-', starting with a letter or digit", ErrBadName, textsafe.RawQuote(name))
 	}
 	return nil
 }
@@ -418,7 +418,7 @@ func (f *File) resolveAny(name string, opts ResolveOptions) (*Resolved, error) {
 		return f.Resolve(name, opts)
 	}
 	if _, ok := f.Servers[name]; !ok {
-		return nil, fmt.Errorf("%w: %s (it lists %s)", ErrNoServer, strconv.Quote(name), listNames(f.Names))
+		return nil, fmt.Errorf("%w: %s (it lists %s)", ErrNoServer, textsafe.RawQuote(name), listNames(f.Names))
 	}
 	return f.resolveRegistryServer(name)
 }
@@ -506,7 +506,7 @@ func (f *File) Resolve(name string, opts ResolveOptions) (*Resolved, error) {
 	}
 	s, ok := f.Servers[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: %s (it lists %s)", ErrNoServer, strconv.Quote(name), listNames(f.Names))
+		return nil, fmt.Errorf("%w: %s (it lists %s)", ErrNoServer, textsafe.RawQuote(name), listNames(f.Names))
 	}
 	d := f.Defaults
 	r := &Resolved{Name: name, Trust: f.Trust, Revoked: f.Revoked,
@@ -552,10 +552,10 @@ func (f *File) Resolve(name string, opts ResolveOptions) (*Resolved, error) {
 	}
 	if len(r.Identities) == 0 && r.RepositorySigner == nil && r.Unsigned == UnsignedRefuse {
 		return nil, fmt.Errorf("%w %s: the policy names no identity and refuses unsigned servers: add \"identities\" to servers.%s (or to defaults), or set \"unsigned\": \"tofu\" to pin it on first use",
-			ErrNoIdentity, strconv.Quote(name), name)
+			ErrNoIdentity, textsafe.RawQuote(name), name)
 	}
 	if n := len(r.Identities) + r.RepositorySigner.count(); r.Threshold > n && n > 0 {
-		return nil, fmt.Errorf("%w: server %s: threshold %d but only %d identities listed", ErrSyntax, strconv.Quote(name), r.Threshold, n)
+		return nil, fmt.Errorf("%w: server %s: threshold %d but only %d identities listed", ErrSyntax, textsafe.RawQuote(name), r.Threshold, n)
 	}
 	if len(r.Identities)+r.RepositorySigner.count() == 0 {
 		r.Threshold = 0
@@ -578,7 +578,7 @@ func listNames(names []string) string {
 	}
 	q := make([]string, len(names))
 	for i, n := range names {
-		q[i] = strconv.Quote(n)
+		q[i] = textsafe.RawQuote(n)
 	}
 	return strings.Join(q, ", ")
 }
@@ -592,7 +592,7 @@ type RevokedError struct {
 }
 
 func (e *RevokedError) Error() string {
-	return fmt.Sprintf("revoked %s %s (policy \"revoked\")", e.What, strconv.Quote(e.Value))
+	return fmt.Sprintf("revoked %s %s (policy \"revoked\")", e.What, textsafe.RawQuote(e.Value))
 }
 
 // Check returns a *RevokedError for the first of the approval's bundle

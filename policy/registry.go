@@ -11,7 +11,6 @@ import (
 
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 
-	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/verify"
 )
@@ -142,10 +141,10 @@ func (p *parser) stringSet(v []byte, at string, fold bool, valid func(string) bo
 			return nil, err
 		}
 		if !valid(s) {
-			return nil, p.fail(ati, "%s: want %s", strconv.Quote(s), want)
+			return nil, p.fail(ati, "%s: want %s", textsafe.RawQuote(s), want)
 		}
 		if j := slices.IndexFunc(out, func(o string) bool { return o == s || fold && strings.EqualFold(o, s) }); j >= 0 {
-			return nil, p.failAs(ati, ErrDuplicate, "%s repeats %s/%d", strconv.Quote(s), at, j)
+			return nil, p.failAs(ati, ErrDuplicate, "%s repeats %s/%d", textsafe.RawQuote(s), at, j)
 		}
 		out = append(out, s)
 	}
@@ -205,9 +204,9 @@ const GitHubNamespacePrefix = "io.github."
 func (rs *RepositorySigner) checkOwner(name string) error {
 	switch ns := namespaceOwner(name); {
 	case ns == "" && rs.Owner == "":
-		return fmt.Errorf("%w: %s is not in an io.github. namespace, so nothing says whose repository may sign for it: name the GitHub owner in repositorySigner's \"owner\"", ErrNoRepositorySigner, digest.QuoteName(cut(name)))
+		return fmt.Errorf("%w: %s is not in an io.github. namespace, so nothing says whose repository may sign for it: name the GitHub owner in repositorySigner's \"owner\"", ErrNoRepositorySigner, textsafe.RawQuote(cut(name)))
 	case ns != "" && rs.Owner != "" && !strings.EqualFold(ns, rs.Owner):
-		return fmt.Errorf("%w: repositorySigner's owner %s is not %s, the owner the namespace of %s is granted to", ErrNoRepositorySigner, strconv.Quote(rs.Owner), digest.QuoteName(ns), digest.QuoteName(cut(name)))
+		return fmt.Errorf("%w: repositorySigner's owner %s is not %s, the owner the namespace of %s is granted to", ErrNoRepositorySigner, textsafe.RawQuote(rs.Owner), textsafe.RawQuote(ns), textsafe.RawQuote(cut(name)))
 	}
 	return nil
 }
@@ -237,7 +236,7 @@ func (f *File) MatchRegistry(name string) (server string, ok bool) {
 func (f *File) ResolveRegistry(name string) (*Resolved, error) {
 	server, ok := f.MatchRegistry(name)
 	if !ok {
-		return nil, fmt.Errorf("%w: no policy server is %s or its namespace pattern", ErrNoServer, strconv.Quote(name))
+		return nil, fmt.Errorf("%w: no policy server is %s or its namespace pattern", ErrNoServer, textsafe.RawQuote(name))
 	}
 	r, err := f.resolveRegistryServer(server)
 	if err != nil {
@@ -257,7 +256,7 @@ func (f *File) resolveRegistryServer(server string) (*Resolved, error) {
 	g.Servers = map[string]Server{local: f.Servers[server]}
 	r, err := g.Resolve(local, ResolveOptions{StateDir: "/"})
 	if err != nil {
-		return nil, fmt.Errorf("policy server %s: %w", strconv.Quote(server), err)
+		return nil, fmt.Errorf("policy server %s: %w", textsafe.RawQuote(server), err)
 	}
 	r.Name, r.Lock, r.DefaultLock = server, "", false
 	return r, nil
@@ -319,13 +318,13 @@ func (rs *RepositorySigner) Allows(name, owner, repo string) error {
 		want = ns
 	}
 	if !strings.EqualFold(owner, want) {
-		return fmt.Errorf("%w: the entry %s may be signed only from repositories of %s, its repository.url is of %s", ErrNoRepositorySigner, digest.QuoteName(cut(name)), digest.QuoteName(want), digest.QuoteName(owner))
+		return fmt.Errorf("%w: the entry %s may be signed only from repositories of %s, its repository.url is of %s", ErrNoRepositorySigner, textsafe.RawQuote(cut(name)), textsafe.RawQuote(want), textsafe.RawQuote(owner))
 	}
 	switch _, entry, _ := strings.Cut(name, "/"); {
 	case rs.Repositories == nil && !strings.EqualFold(repo, entry):
-		return fmt.Errorf("%w: the entry %s may be signed only from the repository %s (named as the entry; list others in repositorySigner's \"repositories\"), its repository.url is %s", ErrNoRepositorySigner, digest.QuoteName(cut(name)), digest.QuoteName(want+"/"+entry), digest.QuoteName(owner+"/"+repo))
+		return fmt.Errorf("%w: the entry %s may be signed only from the repository %s (named as the entry; list others in repositorySigner's \"repositories\"), its repository.url is %s", ErrNoRepositorySigner, textsafe.RawQuote(cut(name)), textsafe.RawQuote(want+"/"+entry), textsafe.RawQuote(owner+"/"+repo))
 	case rs.Repositories != nil && !slices.Contains(rs.Repositories, "*") && !slices.ContainsFunc(rs.Repositories, func(s string) bool { return strings.EqualFold(s, repo) }):
-		return fmt.Errorf("%w: the repository %s is not among repositorySigner's \"repositories\"", ErrNoRepositorySigner, digest.QuoteName(owner+"/"+repo))
+		return fmt.Errorf("%w: the repository %s is not among repositorySigner's \"repositories\"", ErrNoRepositorySigner, textsafe.RawQuote(owner+"/"+repo))
 	}
 	return nil
 }
@@ -358,7 +357,7 @@ func (rs *RepositorySigner) CheckClaims(owner, repo string, c *certificate.Summa
 	x := c.Extensions
 	claim := func(name, v, deprecated string) (string, error) {
 		if v != "" && deprecated != "" && v != deprecated {
-			return "", bad("the certificate's %s %s and its deprecated form %s disagree", name, textsafe.Quote(v), textsafe.Quote(deprecated))
+			return "", bad("the certificate's %s %s and its deprecated form %s disagree", name, textsafe.RawQuote(v), textsafe.RawQuote(deprecated))
 		}
 		if v == "" {
 			v = deprecated
@@ -375,7 +374,7 @@ func (rs *RepositorySigner) CheckClaims(owner, repo string, c *certificate.Summa
 		return err
 	}
 	if got != wantURI {
-		return bad("the certificate's source repository is %s, the entry's is %s", textsafe.Quote(got), textsafe.Quote(wantURI))
+		return bad("the certificate's source repository is %s, the entry's is %s", textsafe.RawQuote(got), textsafe.RawQuote(wantURI))
 	}
 	if x.BuildConfigURI != "" {
 		file, ok := strings.CutPrefix(x.BuildConfigURI, wantURI+"/.github/workflows/")
@@ -385,7 +384,7 @@ func (rs *RepositorySigner) CheckClaims(owner, repo string, c *certificate.Summa
 			if rs.Workflow != "" {
 				want = wantURI + "/.github/workflows/" + rs.Workflow
 			}
-			return bad("the certificate's build configuration (the workflow that started the run) is %s, want %s", textsafe.Quote(x.BuildConfigURI), textsafe.Quote(want))
+			return bad("the certificate's build configuration (the workflow that started the run) is %s, want %s", textsafe.RawQuote(x.BuildConfigURI), textsafe.RawQuote(want))
 		}
 	}
 	ref, err := claim("source ref", x.SourceRepositoryRef, x.GithubWorkflowRef)
@@ -397,7 +396,7 @@ func (rs *RepositorySigner) CheckClaims(owner, repo string, c *certificate.Summa
 		refs = DefaultRefs()
 	}
 	if !refMatches(refs, ref) {
-		return bad("the run's ref %s is not one repositorySigner accepts (%s)", textsafe.Quote(ref), strings.Join(refs, ", "))
+		return bad("the run's ref %s is not one repositorySigner accepts (%s)", textsafe.RawQuote(ref), strings.Join(refs, ", "))
 	}
 	if rs.Triggers != nil {
 		trig, err := claim("trigger", x.BuildTrigger, x.GithubWorkflowTrigger)
@@ -405,7 +404,7 @@ func (rs *RepositorySigner) CheckClaims(owner, repo string, c *certificate.Summa
 			return err
 		}
 		if !slices.Contains(rs.Triggers, trig) {
-			return bad("the run's trigger %s is not one repositorySigner accepts (%s)", textsafe.Quote(trig), strings.Join(rs.Triggers, ", "))
+			return bad("the run's trigger %s is not one repositorySigner accepts (%s)", textsafe.RawQuote(trig), strings.Join(rs.Triggers, ", "))
 		}
 	}
 	return nil
@@ -427,7 +426,7 @@ func RepositoryURI(repoURL string) (string, error) {
 func GitHubRepository(repoURL string) (owner, repo string, err error) {
 	u, perr := url.Parse(repoURL)
 	bad := func() (string, string, error) {
-		return "", "", fmt.Errorf("%w: repository.url %s is not https://github.com/OWNER/REPO", ErrNoRepositorySigner, digest.QuoteName(cut(repoURL)))
+		return "", "", fmt.Errorf("%w: repository.url %s is not https://github.com/OWNER/REPO", ErrNoRepositorySigner, textsafe.RawQuote(cut(repoURL)))
 	}
 	if repoURL == "" {
 		return "", "", fmt.Errorf("%w: the entry has no repository.url", ErrNoRepositorySigner)

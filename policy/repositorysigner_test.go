@@ -12,6 +12,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testpki"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/verify"
 )
@@ -213,5 +214,44 @@ func TestRepositorySignerOwnerRule(t *testing.T) {
 	}
 	if _, err := r.ForRepository("https://github.com/acme/notes"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCheckClaimsQuoteRaw: a claim of the certificate (which comes from the
+// bundle) named in a refusal is quoted raw, not escaped where the error is
+// built: textsafe.ShowError, where it is printed, escapes it once (a bidi
+// override, a zero-width space, an escape sequence and a newline too), and
+// a JSON report carries it as the certificate says it.
+func TestCheckClaimsQuoteRaw(t *testing.T) {
+	t.Parallel()
+	h := "x\u202ey\u200bz\x1b[31m\\ \"q\"\nmcpsign: verified"
+	repo := "https://github.com/acme/notes"
+	for _, tc := range []struct {
+		name  string
+		rs    policy.RepositorySigner
+		x     certificate.Extensions
+		value string
+	}{
+		{"source repository", policy.RepositorySigner{}, certificate.Extensions{SourceRepositoryURI: repo + h}, repo + h},
+		{"claims disagree", policy.RepositorySigner{}, certificate.Extensions{SourceRepositoryURI: repo, SourceRepositoryRef: "refs/heads/" + h, GithubWorkflowRef: "refs/heads/main"}, "refs/heads/" + h},
+		{"build configuration", policy.RepositorySigner{}, certificate.Extensions{SourceRepositoryURI: repo, BuildConfigURI: repo + "/.github/workflows/" + h}, repo + "/.github/workflows/" + h},
+		{"ref", policy.RepositorySigner{}, certificate.Extensions{SourceRepositoryURI: repo, SourceRepositoryRef: "refs/heads/" + h}, "refs/heads/" + h},
+		{"trigger", policy.RepositorySigner{Triggers: []string{"push"}}, certificate.Extensions{SourceRepositoryURI: repo, SourceRepositoryRef: "refs/tags/v1", BuildTrigger: h}, h},
+	} {
+		err := tc.rs.CheckClaims("acme", "notes", &certificate.Summary{Extensions: tc.x})
+		if !errors.Is(err, verify.ErrIdentityMismatch) {
+			t.Errorf("%s: %v, want ErrIdentityMismatch", tc.name, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), textsafe.RawQuote(tc.value)) {
+			t.Errorf("%s: the error does not quote the claim raw: %q", tc.name, err.Error())
+		}
+		shown := textsafe.ShowError(err)
+		if want := `"` + textsafe.Escape(tc.value) + `"`; !strings.Contains(shown, want) {
+			t.Errorf("%s: shown as %s, want %s in it (escaped once)", tc.name, shown, want)
+		}
+		if strings.Contains(shown, `\\u{`) || strings.Contains(shown, "\n") {
+			t.Errorf("%s: shown escaped twice or with a raw newline: %s", tc.name, shown)
+		}
 	}
 }

@@ -23,7 +23,7 @@ func (f *File) WriteCheckText(w io.Writer) (blocked int) {
 		r, err := f.resolveAny(n, ResolveOptions{})
 		if err != nil {
 			blocked++
-			fmt.Fprintf(w, "\nserver %s: BLOCKED: %s\n", textsafe.Escape(n), textsafe.Escape(err.Error()))
+			fmt.Fprintf(w, "\nserver %s: BLOCKED: %s\n", textsafe.Escape(n), textsafe.ShowError(err))
 			continue
 		}
 		r.writeText(w)

@@ -38,13 +38,13 @@ type Skipped struct {
 	Reason string
 }
 
-// String describes s for a notice, with the server-chosen strings
-// escaped.
+// String describes s for a notice, raw: the edge printing it escapes it
+// once (textsafe.Escape).
 func (s Skipped) String() string {
 	if s.Identity == "" {
-		return fmt.Sprintf("policy server %s not watched: %s", textsafe.Quote(s.Server), s.Reason)
+		return fmt.Sprintf("policy server %s not watched: %s", textsafe.RawQuote(s.Server), s.Reason)
 	}
-	return fmt.Sprintf("policy server %s: %s not watched: %s", textsafe.Quote(s.Server), textsafe.EscapeKeepLayout(s.Identity), s.Reason)
+	return fmt.Sprintf("policy server %s: %s not watched: %s", textsafe.RawQuote(s.Server), s.Identity, s.Reason)
 }
 
 // Watchlist returns the identities of the servers names (every server of
@@ -86,7 +86,7 @@ func (w *Watchlist) add(r *Resolved) error {
 			sigstore = append(sigstore, i)
 		case verify.MethodKey:
 			if id.KeyID == "" {
-				return fmt.Errorf("server %s: %s: the key is not loaded", textsafe.Quote(r.Name), id.Key)
+				return fmt.Errorf("server %s: %s: the key is not loaded", textsafe.RawQuote(r.Name), id.Key)
 			}
 			w.KeyIDs = appendNew(w.KeyIDs, id.KeyID)
 		default:

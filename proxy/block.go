@@ -112,7 +112,7 @@ func (r *relay) report(b *BlockedError) {
 			sb.WriteString("mcpsign proxy: " + textsafe.EscapeKeepLayout(b.Err.Error()) + "; the refusal stands\n")
 		}
 	} else {
-		sb.WriteString("mcpsign proxy: BLOCKED: " + textsafe.Escape(b.What) + " could not be checked: " + textsafe.EscapeKeepLayout(b.Err.Error()) + "\n")
+		sb.WriteString("mcpsign proxy: BLOCKED: " + textsafe.Escape(b.What) + " could not be checked: " + textsafe.ShowError(b.Err) + "\n")
 	}
 	sb.WriteString("mcpsign proxy: " + r.stoppedText() + "; every request is answered with error " + fmt.Sprint(BlockedCode) + " until the client disconnects\n")
 	r.stderr(sb.String(), true)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/lazy"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 )
 
@@ -148,7 +149,7 @@ func parseVerified(data []byte) (pin.Verified, error) {
 	case a.Server == nil || a.Server.Name == "":
 		return pin.Verified{}, errors.New("the verifier's answer is not an approval: no signed server name")
 	case !a.Approval.Method.Valid():
-		return pin.Verified{}, fmt.Errorf("the verifier's answer is not a signed approval: method %q", a.Approval.Method)
+		return pin.Verified{}, fmt.Errorf("the verifier's answer is not a signed approval: method %s", textsafe.RawQuote(string(a.Approval.Method)))
 	}
 	v := pin.Verified{Approval: *a.Approval, Server: *a.Server}
 	if a.SignedAt != nil {
@@ -185,7 +186,7 @@ func exactMembers(data []byte, want map[string]map[string]any) error {
 		}
 		for _, n := range names {
 			if _, ok := want[obj][n]; !ok {
-				return fmt.Errorf("unknown member %q", n)
+				return fmt.Errorf("unknown member %s", textsafe.RawQuote(n))
 			}
 			if _, sub := want[n]; sub && n != "" && !bytes.Equal(bytes.TrimSpace(values[n]), []byte("null")) {
 				if err := walk(n, bytes.TrimSpace(values[n])); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 )
 
@@ -420,7 +421,7 @@ func (p *LockPolicy) verify(ctx context.Context, snap *digest.Snapshot) (pin.Ver
 		return pin.Verified{}, errors.New("the verifier did not say which server the bundle signs")
 	}
 	if !v.Approval.Method.Valid() {
-		return pin.Verified{}, fmt.Errorf("the verifier's approval is not signed: method %q", v.Approval.Method)
+		return pin.Verified{}, fmt.Errorf("the verifier's approval is not signed: method %s", textsafe.RawQuote(string(v.Approval.Method)))
 	}
 	return v, nil
 }
@@ -450,7 +451,7 @@ func sameEvidence(l *pin.Lock, v *pin.Verified) string {
 	case (a.Tlog == nil) != (b.Tlog == nil) || (a.Tlog != nil && !a.Tlog.Equal(*b.Tlog)):
 		return "the transparency log entry it records is not the bundle's"
 	case l.Server != v.Server:
-		return fmt.Sprintf("it records the server %q %q, the bundle signs %q %q", l.Server.Name, l.Server.Version, v.Server.Name, v.Server.Version)
+		return fmt.Sprintf("it records the server %s %s, the bundle signs %s %s", textsafe.RawQuote(l.Server.Name), textsafe.RawQuote(l.Server.Version), textsafe.RawQuote(v.Server.Name), textsafe.RawQuote(v.Server.Version))
 	}
 	return ""
 }

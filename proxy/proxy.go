@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 )
 
@@ -169,7 +170,7 @@ func ResourceModeFor(s string, l *pin.Lock) (ResourceMode, error) {
 		}
 		return ResourcesPass, nil
 	}
-	return "", fmt.Errorf("%w %q (want pass, pin or hide)", ErrResourceMode, s)
+	return "", fmt.Errorf("%w %s (want pass, pin or hide)", ErrResourceMode, textsafe.RawQuote(s))
 }
 
 // Options configure [Run].

@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"strconv"
-
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/mcpwire"
@@ -42,8 +40,10 @@ func (r *relay) refusal(env *mcpwire.Message) *refused {
 			// A call of a tool (or a prompt) that is not among the approved
 			// definitions never reaches the server, whatever the client
 			// learnt it from.
-			q := strconv.Quote(textsafe.Cut(name, 200))
-			return &refused{code: codeInvalidParams, msg: "mcpsign proxy: " + string(k) + " " + q + " is not among the approved definitions", relist: true, subject: string(k) + " " + q}
+			// The answer to the client is an edge: escaped here; the subject
+			// is escaped where it is printed.
+			name = textsafe.Cut(name, 200)
+			return &refused{code: codeInvalidParams, msg: "mcpsign proxy: " + string(k) + " " + textsafe.RawQuote(name) + " is not among the approved definitions", relist: true, subject: string(k) + " " + textsafe.RawQuote(name)}
 		}
 		return nil
 	}
@@ -58,8 +58,8 @@ func (r *relay) refusal(env *mcpwire.Message) *refused {
 	case !ok:
 		return &refused{code: codeInvalidParams, msg: "mcpsign proxy: the uri of resources/read cannot be read strictly"}
 	case !r.approved.readable(uri):
-		q := strconv.Quote(textsafe.Cut(uri, 200))
-		return &refused{code: codeResourceNotFound, msg: "mcpsign proxy: resource " + q + " is not among the approved resources or resource templates", relist: true, subject: "resource " + q}
+		uri = textsafe.Cut(uri, 200)
+		return &refused{code: codeResourceNotFound, msg: "mcpsign proxy: resource " + textsafe.RawQuote(uri) + " is not among the approved resources or resource templates", relist: true, subject: "resource " + textsafe.RawQuote(uri)}
 	}
 	return nil
 }

@@ -61,14 +61,14 @@ func PackageBinding(p Package) (Binding, error) {
 	var b Binding
 	if p.FileSHA256 != "" {
 		if !isHex64(p.FileSHA256) {
-			return b, fmt.Errorf("fileSha256 %s is not 64 lowercase hex digits", textsafe.Quote(textsafe.Cut(p.FileSHA256, 80)))
+			return b, fmt.Errorf("fileSha256 %s is not 64 lowercase hex digits", textsafe.RawQuote(textsafe.Cut(p.FileSHA256, 80)))
 		}
 		b.SHA256 = p.FileSHA256
 	}
 	// A purl names a package of its type's public registry: installed
 	// from another (registryBaseUrl), the name may be anything.
 	if def, ok := publicRegistry(p.RegistryType); ok && p.RegistryBaseURL != "" && strings.TrimSuffix(p.RegistryBaseURL, "/") != def {
-		return b, fmt.Errorf("%s package from registryBaseUrl %s: a purl binds only %s", p.RegistryType, textsafe.Quote(textsafe.Cut(p.RegistryBaseURL, 200)), def)
+		return b, fmt.Errorf("%s package from registryBaseUrl %s: a purl binds only %s", p.RegistryType, textsafe.RawQuote(textsafe.Cut(p.RegistryBaseURL, 200)), def)
 	}
 	switch p.RegistryType {
 	case "npm":
@@ -79,7 +79,7 @@ func PackageBinding(p Package) (Binding, error) {
 		if strings.HasPrefix(name, "@") {
 			var ok bool
 			if ns, name, ok = strings.Cut(name, "/"); !ok || name == "" {
-				return b, fmt.Errorf("npm identifier %s is not @scope/name", textsafe.Quote(p.Identifier))
+				return b, fmt.Errorf("npm identifier %s is not @scope/name", textsafe.RawQuote(p.Identifier))
 			}
 		}
 		b.PURL = pkgfile.PURL("npm", ns, name, p.Version)
@@ -100,14 +100,14 @@ func PackageBinding(p Package) (Binding, error) {
 	case "oci":
 		_, d, ok := strings.Cut(p.Identifier, "@sha256:")
 		if !ok || !isHex64(d) {
-			return b, fmt.Errorf("OCI image %s has no @sha256: digest: nothing binds the image", textsafe.Quote(textsafe.Cut(p.Identifier, 200)))
+			return b, fmt.Errorf("OCI image %s has no @sha256: digest: nothing binds the image", textsafe.RawQuote(textsafe.Cut(p.Identifier, 200)))
 		}
 		if b.SHA256 != "" && b.SHA256 != d {
 			return b, errors.New("OCI image: fileSha256 and the reference's digest differ")
 		}
 		b.SHA256 = d
 	default:
-		return b, fmt.Errorf("registryType %s: mcpsign cannot bind it", textsafe.Quote(textsafe.Cut(p.RegistryType, 40)))
+		return b, fmt.Errorf("registryType %s: mcpsign cannot bind it", textsafe.RawQuote(textsafe.Cut(p.RegistryType, 40)))
 	}
 	return b, nil
 }
@@ -126,7 +126,7 @@ func PackageBinding(p Package) (Binding, error) {
 func CheckBinding(e *Entry, st *attest.Statement) error {
 	if st.Predicate.Server.Version != e.Version {
 		return e.memberErr(ErrBinding, "/version", "the statement signs version %s, the entry is version %s",
-			textsafe.Quote(st.Predicate.Server.Version), textsafe.Quote(e.Version))
+			textsafe.RawQuote(st.Predicate.Server.Version), textsafe.RawQuote(e.Version))
 	}
 	if len(e.Unbound) > 0 {
 		return e.Unbound[0]
@@ -138,7 +138,7 @@ func CheckBinding(e *Entry, st *attest.Statement) error {
 		}
 		if !bound(b, st.Predicate.Package) {
 			return e.memberErr(ErrBinding, "/packages/"+strconv.Itoa(i), "(%s %s) needs %s; the statement binds %s",
-				textsafe.Quote(p.RegistryType), textsafe.Quote(textsafe.Cut(p.Identifier, 200)), b, boundList(st.Predicate.Package))
+				textsafe.RawQuote(p.RegistryType), textsafe.RawQuote(textsafe.Cut(p.Identifier, 200)), b, boundList(st.Predicate.Package))
 		}
 	}
 	return nil
@@ -166,7 +166,7 @@ func bound(b Binding, pkgs []attest.Package) bool {
 func (b Binding) String() string {
 	var s []string
 	if b.PURL != "" {
-		s = append(s, "purl "+textsafe.Quote(b.PURL))
+		s = append(s, "purl "+textsafe.RawQuote(b.PURL))
 	}
 	if b.SHA256 != "" {
 		s = append(s, "sha256:"+b.SHA256)
@@ -180,7 +180,7 @@ func boundList(pkgs []attest.Package) string {
 	}
 	var s []string
 	for _, p := range pkgs {
-		x := textsafe.Quote(textsafe.Cut(p.PURL, 200))
+		x := textsafe.RawQuote(textsafe.Cut(p.PURL, 200))
 		if h, ok := p.Digest["sha256"]; ok {
 			x += " sha256:" + textsafe.Cut(h, 64)
 		}

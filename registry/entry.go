@@ -392,7 +392,7 @@ func (e *Entry) readOfficial(meta []byte, ptr string) error {
 		return refuse(ErrEntry, ptr+"/status", "%v", err)
 	}
 	if e.Status != "" && e.Status != st {
-		return refuse(ErrStatus, ptr+"/status", "the registry gives two statuses, %s and %s", textsafe.Quote(e.Status), textsafe.Quote(st))
+		return refuse(ErrStatus, ptr+"/status", "the registry gives two statuses, %s and %s", textsafe.RawQuote(e.Status), textsafe.RawQuote(st))
 	}
 	e.Status, e.statusPtr = st, ptr+"/status"
 	return nil
@@ -522,7 +522,7 @@ func (e *Entry) parsePackage(raw []byte, ptr string) (Package, error) {
 	}
 	if p.RuntimeHint != "" {
 		if want := runtimesFor(p.RegistryType); !slices.Contains(want, p.RuntimeHint) {
-			e.unbound(ptr+"/runtimeHint", "%s runs the package with another program than a %s package's (%s): no statement binds it", textsafe.Quote(textsafe.Cut(p.RuntimeHint, 80)), textsafe.Quote(p.RegistryType), strings.Join(want, ", "))
+			e.unbound(ptr+"/runtimeHint", "%s runs the package with another program than a %s package's (%s): no statement binds it", textsafe.RawQuote(textsafe.Cut(p.RuntimeHint, 80)), textsafe.RawQuote(p.RegistryType), strings.Join(want, ", "))
 		} else {
 			e.Bound = append(e.Bound, ptr+"/runtimeHint")
 		}

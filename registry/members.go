@@ -49,7 +49,7 @@ func (e *Entry) checkTransport(v []byte, ptr string) error {
 		return err
 	}
 	if typ != "stdio" {
-		e.unbound(ptr, "transport %s: a URL and headers a host connects with, which no statement binds (as remotes): only stdio", textsafe.Quote(textsafe.Cut(typ, 40)))
+		e.unbound(ptr, "transport %s: a URL and headers a host connects with, which no statement binds (as remotes): only stdio", textsafe.RawQuote(textsafe.Cut(typ, 40)))
 		return nil
 	}
 	for _, n := range names {
@@ -97,13 +97,13 @@ func (e *Entry) checkInputs(v []byte, ptr string, env bool) error {
 		}
 		switch {
 		case env && !envName(name):
-			e.unbound(ip+"/name", "%s is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*): hosts may set it as another", textsafe.Quote(textsafe.Cut(name, 80)))
+			e.unbound(ip+"/name", "%s is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*): hosts may set it as another", textsafe.RawQuote(textsafe.Cut(name, 80)))
 		case env && SteeringVariable(name):
-			e.unbound(ip+"/name", "%s steers what a runtime or an installer fetches or runs (docs/REGISTRY.md): refused, whoever gives its value", textsafe.Quote(textsafe.Cut(name, 80)))
+			e.unbound(ip+"/name", "%s steers what a runtime or an installer fetches or runs (docs/REGISTRY.md): refused, whoever gives its value", textsafe.RawQuote(textsafe.Cut(name, 80)))
 		case !env && typ == "named":
-			e.unbound(ip, "a named argument: the registry chose the flag %s, which no statement binds", textsafe.Quote(textsafe.Cut(name, 80)))
+			e.unbound(ip, "a named argument: the registry chose the flag %s, which no statement binds", textsafe.RawQuote(textsafe.Cut(name, 80)))
 		case !env && typ != "positional":
-			e.unbound(ip+"/type", "an argument of type %s: only a positional argument the user gives is informational", textsafe.Quote(textsafe.Cut(typ, 40)))
+			e.unbound(ip+"/type", "an argument of type %s: only a positional argument the user gives is informational", textsafe.RawQuote(textsafe.Cut(typ, 40)))
 		}
 		for name := range m {
 			if !slices.Contains(inputMembers, name) {

@@ -28,7 +28,7 @@ func checkNamespaceOwner(e *Entry) error {
 		return err
 	}
 	if want := strings.TrimPrefix(ns, GitHubNamespacePrefix); !strings.EqualFold(owner, want) {
-		return fmt.Errorf("%w: the entry is in namespace %s, its repository.url is %s's", policy.ErrNoRepositorySigner, textsafe.Quote(ns), textsafe.Quote(owner))
+		return fmt.Errorf("%w: the entry is in namespace %s, its repository.url is %s's", policy.ErrNoRepositorySigner, textsafe.RawQuote(ns), textsafe.RawQuote(owner))
 	}
 	return nil
 }

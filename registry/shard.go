@@ -6,6 +6,8 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Shard is one part of a registry partitioned by server name: an entry
@@ -27,7 +29,7 @@ func ParseShard(s string) (Shard, error) {
 	i, err1 := strconv.Atoi(a)
 	n, err2 := strconv.Atoi(b)
 	if !ok || err1 != nil || err2 != nil || n < 1 || n > 65536 || i < 0 || i >= n || strconv.Itoa(i) != a || strconv.Itoa(n) != b {
-		return Shard{}, fmt.Errorf("%w %q: want I/N with 0 <= I < N <= 65536 (0/4 is the first of four)", ErrShard, s)
+		return Shard{}, fmt.Errorf("%w %s: want I/N with 0 <= I < N <= 65536 (0/4 is the first of four)", ErrShard, textsafe.RawQuote(s))
 	}
 	return Shard{I: i, N: n}, nil
 }

@@ -80,7 +80,7 @@ func ParsePage(data []byte, lim Limits) (entries [][]byte, next string, err erro
 			return fmt.Errorf("member name: %w", err)
 		}
 		if _, dup := values[n]; dup {
-			return fmt.Errorf("repeated member %q", n)
+			return fmt.Errorf("repeated member %s", textsafe.RawQuote(n))
 		}
 		names = append(names, n)
 		if n == "servers" && sc.Pos < len(data) && data[sc.Pos] == '[' {
@@ -345,11 +345,11 @@ func checkBase(s string) (*url.URL, error) {
 	case u.User != nil:
 		return nil, fmt.Errorf("%w: the base URL carries user info", ErrFetch)
 	case u.Host == "":
-		return nil, fmt.Errorf("%w: the base URL %q has no host", ErrFetch, textsafe.Cut(u.Redacted(), 120))
+		return nil, fmt.Errorf("%w: the base URL %s has no host", ErrFetch, textsafe.RawQuote(textsafe.Cut(u.Redacted(), 120)))
 	case u.Scheme == "https":
 	case u.Scheme == "http" && netguard.IsLoopbackHost(u.Hostname()):
 	default:
-		return nil, fmt.Errorf("%w: %q: want https (http only on a loopback host)", ErrFetch, textsafe.Cut(u.Redacted(), 120))
+		return nil, fmt.Errorf("%w: %s: want https (http only on a loopback host)", ErrFetch, textsafe.RawQuote(textsafe.Cut(u.Redacted(), 120)))
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawQuery, u.Fragment = "", ""
@@ -380,7 +380,7 @@ func (c *Client) get(ctx context.Context, u string, limit int) (body []byte, sta
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, resp.StatusCode, fmt.Errorf("%w: %s: status %s", ErrFetch, redact(u), textsafe.Escape(resp.Status))
+		return nil, resp.StatusCode, fmt.Errorf("%w: %s: status %s", ErrFetch, redact(u), resp.Status)
 	}
 	body, err = boundedfile.ReadAll(resp.Body, redact(u), int64(limit), ErrPage)
 	if err != nil {
@@ -471,7 +471,7 @@ func (c *Client) EachAt(ctx context.Context, fn func(raw []byte, pos Position) e
 		}
 		h := sha256.Sum256([]byte(next))
 		if seen[h] {
-			return fmt.Errorf("%w: the cursor %q came back after %d pages: it loops", ErrFetch, textsafe.Cut(next, 80), page+1)
+			return fmt.Errorf("%w: the cursor %s came back after %d pages: it loops", ErrFetch, textsafe.RawQuote(textsafe.Cut(next, 80)), page+1)
 		}
 		seen[h] = true
 		if len(items) == 0 {
@@ -506,7 +506,7 @@ func (c *Client) Version(ctx context.Context, name, version string) (*Entry, err
 	}
 	if e.Name != name || e.Version != version {
 		return nil, fmt.Errorf("%w: asked for %s %s, the registry answered %s %s", ErrFetch,
-			textsafe.Quote(name), textsafe.Quote(version), textsafe.Quote(e.Name), textsafe.Quote(e.Version))
+			textsafe.RawQuote(name), textsafe.RawQuote(version), textsafe.RawQuote(e.Name), textsafe.RawQuote(e.Version))
 	}
 	return e, nil
 }

@@ -196,11 +196,11 @@ func (v *Verifier) Verify(ctx context.Context, e *Entry) *Result {
 	case StatusDeleted:
 		return failed(r, StepStatus, &MemberError{Pointer: e.statusPtr, Err: ErrStatus, Rule: "the registry deleted this entry (a takedown): not verified"})
 	default:
-		return failed(r, StepStatus, &MemberError{Pointer: e.statusPtr, Err: ErrStatus, Rule: fmt.Sprintf("status %s is none of active, deprecated, deleted: not verified", textsafe.Quote(textsafe.Cut(e.Status, 40)))})
+		return failed(r, StepStatus, &MemberError{Pointer: e.statusPtr, Err: ErrStatus, Rule: fmt.Sprintf("status %s is none of active, deprecated, deleted: not verified", textsafe.RawQuote(textsafe.Cut(e.Status, 40)))})
 	}
 	name, ok := v.opts.Policy.MatchRegistry(e.Name)
 	if !ok {
-		return failed(r, StepPolicy, fmt.Errorf("%w: no policy server is %s or %s: not verified", policy.ErrNoServer, textsafe.Quote(e.Name), textsafe.Quote(Namespace(e.Name)+"/*")))
+		return failed(r, StepPolicy, fmt.Errorf("%w: no policy server is %s or %s: not verified", policy.ErrNoServer, textsafe.RawQuote(e.Name), textsafe.RawQuote(Namespace(e.Name)+"/*")))
 	}
 	r.Policy = name
 	if e.AttestationErr != nil {
@@ -287,10 +287,10 @@ func (v *Verifier) fetch(ctx context.Context, p Pointer, maxBytes int64) ([]byte
 		return nil, fmt.Errorf("%w: %w", source.ErrBundleFetch, err)
 	}
 	if int64(len(b)) > maxBytes {
-		return nil, fmt.Errorf("%w: %s: %d bytes, more than the %d left of the entry's bound", source.ErrBundleTooLarge, textsafe.Quote(p.URL), len(b), maxBytes)
+		return nil, fmt.Errorf("%w: %s: %d bytes, more than the %d left of the entry's bound", source.ErrBundleTooLarge, textsafe.RawQuote(p.URL), len(b), maxBytes)
 	}
 	if got := PointerDigest(b); got != p.Digest {
-		return nil, fmt.Errorf("%w: %s has %s, the entry lists %s", source.ErrBundleDigest, textsafe.Quote(p.URL), got, p.Digest)
+		return nil, fmt.Errorf("%w: %s has %s, the entry lists %s", source.ErrBundleDigest, textsafe.RawQuote(p.URL), got, p.Digest)
 	}
 	return b, nil
 }
@@ -350,7 +350,7 @@ func checkRepositorySigner(r *policy.Resolved, e *Entry, dec *policy.Decision) e
 			got = c.Extensions.SourceRepositoryURI
 		}
 		if got != want {
-			return fmt.Errorf("%w: the certificate's source repository is %s, the entry's repository is %s", policy.ErrNoRepositorySigner, textsafe.Quote(got), textsafe.Quote(want))
+			return fmt.Errorf("%w: the certificate's source repository is %s, the entry's repository is %s", policy.ErrNoRepositorySigner, textsafe.RawQuote(got), textsafe.RawQuote(want))
 		}
 	}
 	return nil
@@ -512,7 +512,7 @@ func (v *Verifier) RunAt(ctx context.Context, list func(fn func(raw []byte, pos 
 					f.later = &r.Position
 					withdrawn = append(withdrawn, f)
 				}
-				failed(r, StepDuplicate, fmt.Errorf("the source lists %s %s again (first at %s): both refused, whichever a reader keeps", textsafe.Quote(r.Name), textsafe.Quote(r.Version), f.pos))
+				failed(r, StepDuplicate, fmt.Errorf("the source lists %s %s again (first at %s): both refused, whichever a reader keeps", textsafe.RawQuote(r.Name), textsafe.RawQuote(r.Version), f.pos))
 				r.Signers, r.Bundles, r.VerifiedAt = nil, nil, ""
 			} else {
 				seen[k] = &first{pos: r.Position, verified: r.Verified, name: r.Name, version: r.Version}
@@ -540,7 +540,7 @@ func (v *Verifier) RunAt(ctx context.Context, list func(fn func(raw []byte, pos 
 	// too: its line is followed by its withdrawal, and it leaves the dump.
 	for _, f := range withdrawn {
 		r := &Result{Name: f.name, Version: f.version, Position: f.pos}
-		failed(r, StepDuplicate, fmt.Errorf("the source lists %s %s again (at %s): both refused; this withdraws the line of %s", textsafe.Quote(f.name), textsafe.Quote(f.version), *f.later, f.pos))
+		failed(r, StepDuplicate, fmt.Errorf("the source lists %s %s again (at %s): both refused; this withdraws the line of %s", textsafe.RawQuote(f.name), textsafe.RawQuote(f.version), *f.later, f.pos))
 		if f.verified {
 			sum.Verified--
 			sum.Failed++

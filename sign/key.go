@@ -15,6 +15,8 @@ import (
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/youmark/pkcs8"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Limits on key material read from files.
@@ -150,7 +152,7 @@ func unknownBlock(typ string) error {
 	case strings.Contains(typ, "DSA") && !strings.Contains(typ, "ECDSA"):
 		return fmt.Errorf("%w: DSA keys are not supported; use ECDSA P-256/P-384, Ed25519 or RSA ≥ %d ('mcpsign keygen' makes one)", ErrUnsupportedKey, MinRSABits)
 	}
-	return fmt.Errorf("%w: PEM block type %q is not a private key mcpsign reads", ErrUnsupportedKey, typ)
+	return fmt.Errorf("%w: PEM block type %s is not a private key mcpsign reads", ErrUnsupportedKey, textsafe.RawQuote(typ))
 }
 
 // readPassword calls password and bounds what it returns.
@@ -233,7 +235,7 @@ func GenerateKey(alg Algorithm) (crypto.Signer, error) {
 	case RSA3072:
 		return rsa.GenerateKey(rand.Reader, 3072)
 	}
-	return nil, fmt.Errorf("%w: algorithm %q; choose one of %s", ErrUnsupportedKey, alg, algorithmList())
+	return nil, fmt.Errorf("%w: algorithm %s; choose one of %s", ErrUnsupportedKey, textsafe.RawQuote(string(alg)), algorithmList())
 }
 
 func algorithmList() string {

@@ -13,6 +13,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/mcpsign/mcpsign/evidence"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Signer is one of KeySigner, CertificateSigner and SigstoreSigner.
@@ -56,7 +57,7 @@ func (s *KeySigner) trustedKey() (root.TrustedMaterial, error) {
 	key := root.NewExpiringKey(v, time.Time{}, time.Time{})
 	return root.NewTrustedPublicKeyMaterial(func(id string) (root.TimeConstrainedVerifier, error) {
 		if id != hint {
-			return nil, fmt.Errorf("no key with hint %q", id)
+			return nil, fmt.Errorf("no key with hint %s", textsafe.RawQuote(id))
 		}
 		return key, nil
 	}), nil
@@ -169,7 +170,7 @@ func (s *SigstoreSigner) Token() *Token { return s.token }
 func checkServiceURL(service, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-		return fmt.Errorf("%s URL %q: want http(s)://host[:port][/path]", service, raw)
+		return fmt.Errorf("%s URL %s: want http(s)://host[:port][/path]", service, textsafe.RawQuote(raw))
 	}
 	return nil
 }

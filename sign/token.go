@@ -16,6 +16,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/oauthflow"
 
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // DefaultClientID is the OIDC client ID (and token audience) of the
@@ -74,7 +75,7 @@ func (t *Token) String() string {
 	if who == "" {
 		who = t.Subject
 	}
-	return fmt.Sprintf("token for %q from %s (issuer %q)", who, t.Source, t.Issuer)
+	return fmt.Sprintf("token for %s from %s (issuer %s)", textsafe.RawQuote(who), t.Source, textsafe.RawQuote(t.Issuer))
 }
 
 // GoString is String, so that %#v does not reveal the token either.
@@ -242,8 +243,8 @@ func (t *Token) check(clientID string, now time.Time) error {
 		}
 	}
 	if !ok {
-		return fmt.Errorf("%w: audience %q, Fulcio expects %q; request the token with audience %q (or set the client ID your Fulcio uses, if it uses another)",
-			ErrTokenAudience, strings.Join(t.Audience, ","), clientID, clientID)
+		return fmt.Errorf("%w: audience %s, Fulcio expects %s; request the token with audience %s (or set the client ID your Fulcio uses, if it uses another)",
+			ErrTokenAudience, textsafe.RawQuote(strings.Join(t.Audience, ",")), textsafe.RawQuote(clientID), textsafe.RawQuote(clientID))
 	}
 	if !t.Expiry.IsZero() && !now.Before(t.Expiry) {
 		return fmt.Errorf("%w at %s; get a fresh token (they usually live minutes)", ErrTokenExpired, t.Expiry.UTC().Format(time.RFC3339))

@@ -147,7 +147,7 @@ func NewBundleFetcher(o BundleOptions) (*BundleFetcher, error) {
 // and at most 10.
 func sameOrigin(req *http.Request, via []*http.Request) error {
 	if o := originOf(req.URL); o != originOf(via[0].URL) {
-		return fmt.Errorf("redirect to another origin (%s) refused", textsafe.Escape(o))
+		return fmt.Errorf("redirect to another origin (%s) refused", o)
 	}
 	if len(via) >= 10 {
 		return errors.New("stopped after 10 redirects")
@@ -185,7 +185,7 @@ func (f *BundleFetcher) Fetch(ctx context.Context, rawURL, want string, maxBytes
 		return nil, fmt.Errorf("%w: %w", ErrBundleFetch, err)
 	}
 	if want != "" && !digest.ValidDigest(want) {
-		return nil, fmt.Errorf("%w: digest %q is not sha256: and 64 lowercase hex digits", ErrBundleFetch, textsafe.Escape(want))
+		return nil, fmt.Errorf("%w: digest %s is not sha256: and 64 lowercase hex digits", ErrBundleFetch, textsafe.RawQuote(want))
 	}
 	if maxBytes <= 0 {
 		maxBytes = f.o.MaxBytes
@@ -204,7 +204,7 @@ func (f *BundleFetcher) Fetch(ctx context.Context, rawURL, want string, maxBytes
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%w: %s: status %s", ErrBundleFetch, netguard.ShownURL(u), textsafe.Escape(resp.Status))
+		return nil, fmt.Errorf("%w: %s: status %s", ErrBundleFetch, netguard.ShownURL(u), resp.Status)
 	}
 	if resp.ContentLength > maxBytes {
 		return nil, fmt.Errorf("%s: %w: %d bytes, larger than %d bytes", netguard.ShownURL(u), ErrBundleTooLarge, resp.ContentLength, maxBytes)

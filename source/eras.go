@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // ErrErasDiffer is in the chain of the error of a live listing when the
@@ -35,7 +35,7 @@ type EraError struct {
 func (e *EraError) Error() string {
 	return fmt.Sprintf("%s: %s %s (server/discover, protocol %s; initialize, protocol %s); "+
 		"a client of either era is shown what that era serves, so neither stands for the other",
-		ErrErasDiffer.Error(), e.Item, e.How, strconv.Quote(e.Modern), strconv.Quote(e.Legacy))
+		ErrErasDiffer.Error(), e.Item, e.How, textsafe.RawQuote(e.Modern), textsafe.RawQuote(e.Legacy))
 }
 
 // Is makes errors.Is(err, ErrErasDiffer) true.
@@ -123,7 +123,7 @@ func kindDifference(k digest.Kind, a, b *digest.Result) (item, how string) {
 		x, inA := am[key]
 		y, inB := bm[key]
 		if !slices.Equal(x, y) {
-			return string(k) + " " + strconv.Quote(key), presence(inA, inB)
+			return string(k) + " " + textsafe.RawQuote(key), presence(inA, inB)
 		}
 	}
 	return "", ""

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -129,7 +128,7 @@ type ConnectError struct {
 
 func (e *ConnectError) Error() string {
 	reason, todo := connectReason(e.Err)
-	return "cannot reach " + strconv.Quote(e.Host) + ": " + reason + " (" + todo + ")"
+	return "cannot reach " + textsafe.RawQuote(e.Host) + ": " + reason + " (" + todo + ")"
 }
 
 func (e *ConnectError) Unwrap() error { return e.Err }

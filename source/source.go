@@ -182,8 +182,8 @@ func (o Options) withDefaults() Options {
 
 func (o *Options) validate() error {
 	if v := o.ProtocolVersion; v != "" && v != ProtocolModern && !mcpwire.IsLegacy(v) {
-		return fmt.Errorf("protocol version %q is not supported (want %s, or one of %s)",
-			v, ProtocolModern, strings.Join(mcpwire.LegacyVersions(), ", "))
+		return fmt.Errorf("protocol version %s is not supported (want %s, or one of %s)",
+			textsafe.RawQuote(v), ProtocolModern, strings.Join(mcpwire.LegacyVersions(), ", "))
 	}
 	// Strict, and in the one form snapshots record (docs/SNAPSHOT.md); the
 	// error wraps digest.ErrClientCapabilities.
@@ -225,7 +225,7 @@ type Spec struct {
 func ParseSpec(arg string, after []string) (Spec, error) {
 	if len(after) > 0 {
 		if arg != "" {
-			return Spec{}, fmt.Errorf("give either SOURCE or a command after --, not both (SOURCE is %q)", arg)
+			return Spec{}, fmt.Errorf("give either SOURCE or a command after --, not both (SOURCE is %s)", textsafe.RawQuote(arg))
 		}
 		return Spec{Command: append([]string(nil), after...)}, nil
 	}
@@ -238,13 +238,13 @@ func ParseSpec(arg string, after []string) (Spec, error) {
 			return Spec{}, fmt.Errorf("SOURCE URL: %w", err)
 		}
 		if u.Host == "" {
-			return Spec{}, fmt.Errorf("SOURCE URL %q has no host", netguard.ShownURL(u))
+			return Spec{}, fmt.Errorf("SOURCE URL %s has no host", textsafe.RawQuote(netguard.ShownURL(u)))
 		}
 		return Spec{URL: arg}, nil
 	}
 	if fi, err := os.Stat(arg); err == nil {
 		if fi.IsDir() {
-			return Spec{}, fmt.Errorf("SOURCE %q is a directory, not a snapshot file or a command", arg)
+			return Spec{}, fmt.Errorf("SOURCE %s is a directory, not a snapshot file or a command", textsafe.RawQuote(arg))
 		}
 		switch {
 		case !runnable(arg, fi):
@@ -261,7 +261,7 @@ func ParseSpec(arg string, after []string) (Spec, error) {
 	}
 	if len(words) == 1 && strings.EqualFold(filepath.Ext(words[0]), ".json") {
 		// Surely meant as a snapshot file: say so instead of failing to start it.
-		return Spec{}, fmt.Errorf("snapshot file %q: %w", words[0], os.ErrNotExist)
+		return Spec{}, fmt.Errorf("snapshot file %s: %w", textsafe.RawQuote(words[0]), os.ErrNotExist)
 	}
 	return Spec{Command: words}, nil
 }
@@ -363,13 +363,13 @@ func loadFile(path string, o *Options) (*digest.Snapshot, error) {
 	}
 	snap, err := digest.ParseSnapshot(data)
 	if err != nil {
-		return nil, &StageError{Stage: StageFile, Err: fmt.Errorf("%s: %w", textsafe.Escape(path), err)}
+		return nil, &StageError{Stage: StageFile, Err: fmt.Errorf("%s: %w", path, err)}
 	}
 	switch {
 	case !o.Resources:
 		snap.Resources = nil
 	case snap.Resources == nil:
-		return nil, &StageError{Stage: StageFile, Err: fmt.Errorf("%s: %w", textsafe.Escape(path), ErrNoResources)}
+		return nil, &StageError{Stage: StageFile, Err: fmt.Errorf("%s: %w", path, ErrNoResources)}
 	}
 	return snap, nil
 }

@@ -85,7 +85,7 @@ func SplitCommand(line string) ([]string, error) {
 			}
 			inWord = true
 		case strings.IndexByte(shellMeta, c) >= 0:
-			return nil, fmt.Errorf("unquoted %q at offset %d: mcpsign does not run a shell; quote it, or give the command after --", c, i)
+			return nil, fmt.Errorf("unquoted '%c' at offset %d: mcpsign does not run a shell; quote it, or give the command after --", c, i)
 		case c == '#' && !inWord:
 			return nil, fmt.Errorf("unquoted # at offset %d would start a comment in a shell; quote it, or give the command after --", i)
 		default:

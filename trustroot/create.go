@@ -14,6 +14,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/mcpsign/mcpsign/evidence"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // CreateOptions describe the trusted material of a Sigstore deployment, as
@@ -242,7 +243,7 @@ func makeLog(l Log, rekor bool) (*root.TransparencyLog, []string, error) {
 	if l.BaseURL != "" {
 		u, err := url.Parse(l.BaseURL)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, nil, fmt.Errorf("URL %q: want an http(s) URL", l.BaseURL)
+			return nil, nil, fmt.Errorf("URL %s: want an http(s) URL", textsafe.RawQuote(l.BaseURL))
 		}
 	}
 	var warnings []string
@@ -253,8 +254,8 @@ func makeLog(l Log, rekor bool) (*root.TransparencyLog, []string, error) {
 		}
 		u, _ := url.Parse(l.BaseURL)
 		if u.Hostname() != l.Origin {
-			return nil, nil, fmt.Errorf("origin %q differs from the URL's host name %q: sigstore-go verifies the checkpoints of %s under %q, so they would never verify",
-				l.Origin, u.Hostname(), l.BaseURL, u.Hostname())
+			return nil, nil, fmt.Errorf("origin %s differs from the URL's host name %s: sigstore-go verifies the checkpoints of %s under %s, so they would never verify",
+				textsafe.RawQuote(l.Origin), textsafe.RawQuote(u.Hostname()), l.BaseURL, textsafe.RawQuote(u.Hostname()))
 		}
 		if _, id, err = note.KeyHash(l.Origin, pub); err != nil {
 			return nil, nil, fmt.Errorf("log id: %w", err)

@@ -47,7 +47,7 @@ type TimeError struct {
 }
 
 func (e *TimeError) Error() string {
-	return fmt.Sprintf("%s %s: want an RFC 3339 time such as 2025-01-31T00:00:00Z", e.Part, textsafe.Quote(e.Value))
+	return fmt.Sprintf("%s %s: want an RFC 3339 time such as 2025-01-31T00:00:00Z", e.Part, textsafe.RawQuote(e.Value))
 }
 
 // FileError is a PEM file that cannot be read.

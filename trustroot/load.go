@@ -213,7 +213,7 @@ func ParseTrustedRoot(data []byte) (*root.TrustedRoot, error) {
 	pb, err := root.NewTrustedRootProtobuf(data)
 	if err != nil {
 		if what := otherFile(data); what != "" {
-			return nil, fmt.Errorf("%w: it is %s; a trusted root is a trusted_root.json (mediaType %q), as 'mcpsign trustroot create' writes or a Sigstore deployment publishes", ErrOtherFile, what, root.TrustedRootMediaType01)
+			return nil, fmt.Errorf("%w: it is %s; a trusted root is a trusted_root.json (mediaType %s), as 'mcpsign trustroot create' writes or a Sigstore deployment publishes", ErrOtherFile, what, textsafe.RawQuote(root.TrustedRootMediaType01))
 		}
 		return nil, fmt.Errorf("trusted root: %w", err)
 	}
@@ -266,7 +266,7 @@ func uniqueLogIDs(what string, logs []*prototrustroot.TransparencyLogInstance) e
 		id := hex.EncodeToString(l.GetLogId().GetKeyId())
 		if j, dup := first[id]; dup {
 			return fmt.Errorf("trusted root: %s[%d] (%s) and %s[%d] (%s) have one log id %s: %w",
-				what, j, textsafe.Escape(logs[j].GetBaseUrl()), what, i, textsafe.Escape(l.GetBaseUrl()), id, ErrDuplicateLogID)
+				what, j, logs[j].GetBaseUrl(), what, i, l.GetBaseUrl(), id, ErrDuplicateLogID)
 		}
 		first[id] = i
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/mcpsign/mcpsign/internal/dn"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Bounds on PEM input.
@@ -47,7 +48,7 @@ func ParseCertificatesPEM(data []byte) ([]*x509.Certificate, error) {
 			break
 		}
 		if block.Type != "CERTIFICATE" {
-			return nil, fmt.Errorf("PEM block %d is %q, want CERTIFICATE", n+1, block.Type)
+			return nil, fmt.Errorf("PEM block %d is %s, want CERTIFICATE", n+1, textsafe.RawQuote(block.Type))
 		}
 		if n == MaxPEMCertificates {
 			return nil, fmt.Errorf("more than %d certificates", MaxPEMCertificates)
@@ -234,7 +235,7 @@ func ParsePublicKeyPEM(pemBytes []byte) (signature.Verifier, error) {
 		return nil, errors.New("no PEM block found")
 	}
 	if block.Type != "PUBLIC KEY" {
-		return nil, fmt.Errorf("PEM block is %q, want PUBLIC KEY", block.Type)
+		return nil, fmt.Errorf("PEM block is %s, want PUBLIC KEY", textsafe.RawQuote(block.Type))
 	}
 	if len(trimSpace(rest)) > 0 {
 		return nil, errors.New("unexpected data after the public key")

@@ -9,6 +9,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 
 	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // CertificateMatcher matches signing certificates against the identities
@@ -41,7 +42,7 @@ type CertificateMatch struct {
 // MethodCertificate), as New does; at least one identity is needed.
 func NewCertificateMatcher(method Method, ids []Identity) (*CertificateMatcher, error) {
 	if method != MethodSigstore && method != MethodCertificate {
-		return nil, fmt.Errorf("certificate identities are for the sigstore and certificate methods, not %q", method)
+		return nil, fmt.Errorf("certificate identities are for the sigstore and certificate methods, not %s", textsafe.RawQuote(string(method)))
 	}
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("%w: no identity to match", ErrNoIdentity)

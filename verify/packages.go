@@ -14,7 +14,7 @@ func PackageFile(path string) (PackageRequirement, error) {
 	if err != nil {
 		return PackageRequirement{}, err
 	}
-	return PackageRequirement{Name: textsafe.Quote(path) + " (" + a.PURL + ")", Digests: a.Digests()}, nil
+	return PackageRequirement{Name: textsafe.RawQuote(path) + " (" + a.PURL + ")", Digests: a.Digests()}, nil
 }
 
 // PackageIntegrity is the requirement that the statement binds the npm
@@ -25,5 +25,5 @@ func PackageIntegrity(s string) (PackageRequirement, error) {
 	if err != nil {
 		return PackageRequirement{}, err
 	}
-	return PackageRequirement{Name: "of integrity " + textsafe.Quote(s), Digests: d}, nil
+	return PackageRequirement{Name: "of integrity " + textsafe.RawQuote(s), Digests: d}, nil
 }

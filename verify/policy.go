@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/dn"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Method is how the bundle must have been signed: the one method type of
@@ -152,7 +152,7 @@ func CompileAnchored(re string) (*regexp.Regexp, error) {
 // missing identity or issuer is ErrNoIdentity or ErrNoIssuer.
 func (p Policy) CheckIdentity() error {
 	if !p.Method.Valid() {
-		return fmt.Errorf("unknown verification method %q (want sigstore, key or certificate)", p.Method)
+		return fmt.Errorf("unknown verification method %s (want sigstore, key or certificate)", textsafe.RawQuote(string(p.Method)))
 	}
 	_, err := compileIdentities(p.Method, p.Identities)
 	return err
@@ -239,7 +239,7 @@ func compileIdentity(m Method, id Identity) (*matcher, error) {
 			return nil, fmt.Errorf("%w: the certificate method needs the signer's identity: a certificate subject, e-mail, URI, DNS name, identity or identity regexp", ErrNoIdentity)
 		}
 		if id.DNS != "" && !validDNSName(id.DNS) {
-			return nil, fmt.Errorf("certificate DNS name %s is not a DNS name (letters, digits and hyphens in dot-separated labels, or a leading *.)", strconv.Quote(id.DNS))
+			return nil, fmt.Errorf("certificate DNS name %s is not a DNS name (letters, digits and hyphens in dot-separated labels, or a leading *.)", textsafe.RawQuote(id.DNS))
 		}
 		if id.Subject != "" {
 			canon, err := dn.Canonical(id.Subject)
@@ -248,7 +248,7 @@ func compileIdentity(m Method, id Identity) (*matcher, error) {
 			}
 			if canon != id.Subject {
 				return nil, fmt.Errorf("certificate subject %s is not written as certificates' subjects are compared (RFC 2253 as openssl -nameopt RFC2253 prints it): write %s",
-					strconv.Quote(id.Subject), strconv.Quote(canon))
+					textsafe.RawQuote(id.Subject), textsafe.RawQuote(canon))
 			}
 		}
 	case MethodKey:

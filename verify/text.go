@@ -50,18 +50,18 @@ func WriteResultText(w io.Writer, res *Result, verr error, opts TextOptions) err
 		fmt.Fprintln(w, "VERIFIED Sigstore bundle")
 	default:
 		step, ok := FailedStep(verr)
-		msg := verr.Error()
 		if ok {
 			var se *StepError
+			shown := textsafe.ShowError(verr)
 			if errors.As(verr, &se) {
-				msg = se.Err.Error()
+				shown = textsafe.ShowError(se.Err)
 			}
-			fmt.Fprintf(w, "FAILED at step %s: %s\n", step, textsafe.EscapeKeepLayout(msg))
+			fmt.Fprintf(w, "FAILED at step %s: %s\n", step, shown)
 			if step == StepBundle && opts.BundleHint != "" {
 				fmt.Fprintf(w, "(%s)\n", opts.BundleHint)
 			}
 		} else {
-			fmt.Fprintf(w, "FAILED: %s\n", textsafe.EscapeKeepLayout(msg))
+			fmt.Fprintf(w, "FAILED: %s\n", textsafe.ShowError(verr))
 		}
 	}
 	if res == nil {
@@ -93,7 +93,7 @@ func WriteResultText(w io.Writer, res *Result, verr error, opts TextOptions) err
 			textsafe.Quote(res.Server.Name), textsafe.Quote(res.Server.Version), textsafe.Quote(res.Observed.Name), textsafe.Quote(res.Observed.Version)))
 	}
 	for _, c := range res.Claims {
-		line("claim", fmt.Sprintf("%s %s: %s (%s)", c.Name, textsafe.Quote(c.Value), c.Status, c.Evidence))
+		line("claim", fmt.Sprintf("%s %s: %s (%s)", c.Name, textsafe.Quote(c.Value), c.Status, textsafe.Escape(c.Evidence)))
 	}
 	writeCertificateSource(line, res)
 	if err := tw.Flush(); err != nil {

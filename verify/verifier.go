@@ -22,6 +22,7 @@ import (
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/dn"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Verifier checks bundles against one trust and one policy. It is safe for
@@ -57,7 +58,7 @@ func newSigstoreVerifiers(tm root.TrustedMaterial, opts ...sgverify.VerifierOpti
 // itself, or the trust lacks what the method needs.
 func New(t Trust, p Policy) (*Verifier, error) {
 	if !p.Method.Valid() {
-		return nil, fmt.Errorf("unknown verification method %q (want sigstore, key or certificate)", p.Method)
+		return nil, fmt.Errorf("unknown verification method %s (want sigstore, key or certificate)", textsafe.RawQuote(string(p.Method)))
 	}
 	ids, err := compileIdentities(p.Method, p.Identities)
 	if err != nil {
@@ -239,7 +240,7 @@ func (v *Verifier) verifyStatement(ctx context.Context, bundleJSON []byte) (*Res
 	}
 	raw := env.RawEnvelope()
 	if raw.PayloadType != attest.PayloadType {
-		return res, nil, &StepError{Step: StepStatement, Err: fmt.Errorf("%w: %q, want %q", ErrPayloadType, raw.PayloadType, attest.PayloadType)}
+		return res, nil, &StepError{Step: StepStatement, Err: fmt.Errorf("%w: %s, want %s", ErrPayloadType, textsafe.RawQuote(raw.PayloadType), textsafe.RawQuote(attest.PayloadType))}
 	}
 	payload, err := raw.DecodeB64Payload()
 	if err != nil {
@@ -366,7 +367,7 @@ func (v *Verifier) verifySigstore(ctx context.Context, bundleJSON []byte, ap sgv
 		// sigstore-go fetches the statement after the signature verified:
 		// an envelope of another payload type fails there.
 		if env := b.GetDsseEnvelope(); se.Step == StepStatement && env != nil && env.GetPayloadType() != attest.PayloadType {
-			se.Err = fmt.Errorf("%w: %q, want %q", ErrPayloadType, env.GetPayloadType(), attest.PayloadType)
+			se.Err = fmt.Errorf("%w: %s, want %s", ErrPayloadType, textsafe.RawQuote(env.GetPayloadType()), textsafe.RawQuote(attest.PayloadType))
 		}
 		return res, nil, se
 	}

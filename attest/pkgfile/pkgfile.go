@@ -111,7 +111,7 @@ func Read(p string) (*Artifact, error) {
 	}
 	a, err := Parse(path.Base(strings.ReplaceAll(p, "\\", "/")), data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", textsafe.Escape(p), err)
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	return a, nil
 }
@@ -158,7 +158,7 @@ func Parse(name string, data []byte) (*Artifact, error) {
 	case strings.HasSuffix(lower, ".mcpb"):
 		a, err = parseMCPB(data)
 	default:
-		return nil, fmt.Errorf("%w: %s: want an npm tarball (.tgz), a wheel (.whl), an sdist (.tar.gz) or an MCP Bundle (.mcpb)", ErrArtifact, textsafe.Quote(name))
+		return nil, fmt.Errorf("%w: %s: want an npm tarball (.tgz), a wheel (.whl), an sdist (.tar.gz) or an MCP Bundle (.mcpb)", ErrArtifact, textsafe.RawQuote(name))
 	}
 	if err != nil {
 		return nil, err
@@ -178,16 +178,16 @@ func fail(format string, args ...any) error {
 func cleanName(n string) (string, error) {
 	if n == "" || strings.HasPrefix(n, "/") || strings.ContainsAny(n, "\\") ||
 		strings.ContainsFunc(n, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return "", fail("entry %s: not a relative path", textsafe.Quote(n))
+		return "", fail("entry %s: not a relative path", textsafe.RawQuote(n))
 	}
 	for _, seg := range strings.Split(n, "/") {
 		if seg == ".." {
-			return "", fail("entry %s: leaves the archive's directory", textsafe.Quote(n))
+			return "", fail("entry %s: leaves the archive's directory", textsafe.RawQuote(n))
 		}
 	}
 	c := path.Clean(n)
 	if c == "." {
-		return "", fail("entry %s: names no file", textsafe.Quote(n))
+		return "", fail("entry %s: names no file", textsafe.RawQuote(n))
 	}
 	return c, nil
 }
@@ -226,7 +226,7 @@ func anyDir(string) bool { return true }
 
 // twoManifests is the error of an archive holding the manifests a and b.
 func twoManifests(a, b, why string) error {
-	return fail("two package manifests at the top level, %s and %s: %s", textsafe.Quote(a), textsafe.Quote(b), why)
+	return fail("two package manifests at the top level, %s and %s: %s", textsafe.RawQuote(a), textsafe.RawQuote(b), why)
 }
 
 // scanTar reads a gzip tarball, checking every entry name and the bounds,
@@ -267,10 +267,10 @@ func scanTar(data []byte, want string, other manifest, why string) ([]byte, erro
 		}
 		if h.Typeflag == tar.TypeSymlink || h.Typeflag == tar.TypeLink {
 			if _, err := cleanName(h.Linkname); err != nil || path.IsAbs(h.Linkname) {
-				return nil, fail("link %s: target %s leaves the archive's directory", textsafe.Quote(h.Name), textsafe.Quote(h.Linkname))
+				return nil, fail("link %s: target %s leaves the archive's directory", textsafe.RawQuote(h.Name), textsafe.RawQuote(h.Linkname))
 			}
 			if strings.HasPrefix(path.Clean(path.Join(path.Dir(c), h.Linkname)), "../") {
-				return nil, fail("link %s: target %s leaves the archive's directory", textsafe.Quote(h.Name), textsafe.Quote(h.Linkname))
+				return nil, fail("link %s: target %s leaves the archive's directory", textsafe.RawQuote(h.Name), textsafe.RawQuote(h.Linkname))
 			}
 		}
 		if !strings.EqualFold(c, want) {
@@ -282,21 +282,21 @@ func scanTar(data []byte, want string, other manifest, why string) ([]byte, erro
 			continue
 		}
 		if seen {
-			return nil, fail("two entries named %s: which one a tool reads is not defined", textsafe.Quote(want))
+			return nil, fail("two entries named %s: which one a tool reads is not defined", textsafe.RawQuote(want))
 		}
 		seen = true
 		if c != want {
-			return nil, fail("entry %s: want %s, spelled so", textsafe.Quote(h.Name), textsafe.Quote(want))
+			return nil, fail("entry %s: want %s, spelled so", textsafe.RawQuote(h.Name), textsafe.RawQuote(want))
 		}
 		if h.Typeflag != tar.TypeReg {
-			return nil, fail("%s is not a regular file", textsafe.Quote(want))
+			return nil, fail("%s is not a regular file", textsafe.RawQuote(want))
 		}
 		if h.Size > MaxManifestBytes {
 			return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrTooLarge, want, MaxManifestBytes)
 		}
 		found, err = io.ReadAll(io.LimitReader(tr, MaxManifestBytes+1))
 		if err != nil {
-			return nil, fail("reading %s: %v", textsafe.Quote(want), err)
+			return nil, fail("reading %s: %v", textsafe.RawQuote(want), err)
 		}
 		if manifests = append(manifests, h.Name); len(manifests) > 1 {
 			return nil, twoManifests(manifests[0], manifests[1], why)
@@ -310,7 +310,7 @@ func scanTar(data []byte, want string, other manifest, why string) ([]byte, erro
 		return nil, fmt.Errorf("%w: more than %d bytes decompressed", ErrTooLarge, MaxUnpackedBytes)
 	}
 	if !seen {
-		return nil, fail("no %s in the archive", textsafe.Quote(want))
+		return nil, fail("no %s in the archive", textsafe.RawQuote(want))
 	}
 	return found, nil
 }
@@ -364,11 +364,11 @@ func parseNPM(data []byte) (*Artifact, error) {
 	str := func(m string) (string, error) {
 		v, ok := vals[m]
 		if !ok {
-			return "", fail("package/package.json has no %q", m)
+			return "", fail("package/package.json has no %s", textsafe.RawQuote(m))
 		}
 		s, err := digest.DecodeString(v)
 		if err != nil {
-			return "", fail("package/package.json %q: %v", m, err)
+			return "", fail("package/package.json %s: %v", textsafe.RawQuote(m), err)
 		}
 		return s, nil
 	}
@@ -382,10 +382,10 @@ func parseNPM(data []byte) (*Artifact, error) {
 	}
 	m := npmNameRe.Get().FindStringSubmatch(name)
 	if m == nil || len(name) > 214 {
-		return nil, fail("package/package.json name %s: not an npm package name", textsafe.Quote(name))
+		return nil, fail("package/package.json name %s: not an npm package name", textsafe.RawQuote(name))
 	}
 	if !versionRe.MatchString(version) {
-		return nil, fail("package/package.json version %s: not a package version", textsafe.Quote(version))
+		return nil, fail("package/package.json version %s: not a package version", textsafe.RawQuote(version))
 	}
 	ns := ""
 	if m[1] != "" {
@@ -402,11 +402,11 @@ func parseWheel(name string, data []byte) (*Artifact, error) {
 	base := name[:len(name)-len(".whl")]
 	parts := strings.Split(base, "-")
 	if len(parts) != 5 && len(parts) != 6 {
-		return nil, fail("wheel file name %s: want NAME-VERSION(-BUILD)-PYTHON-ABI-PLATFORM.whl (PEP 427)", textsafe.Quote(name))
+		return nil, fail("wheel file name %s: want NAME-VERSION(-BUILD)-PYTHON-ABI-PLATFORM.whl (PEP 427)", textsafe.RawQuote(name))
 	}
 	dist, version := parts[0], parts[1]
 	if !pyNameRe.MatchString(dist) || !versionRe.MatchString(version) {
-		return nil, fail("wheel file name %s: not a distribution name and version", textsafe.Quote(name))
+		return nil, fail("wheel file name %s: not a distribution name and version", textsafe.RawQuote(name))
 	}
 	zr, err := openZip(data)
 	if err != nil {
@@ -429,11 +429,11 @@ func parseSdist(name string, data []byte) (*Artifact, error) {
 	base := name[:len(name)-len(".tar.gz")]
 	i := strings.LastIndexByte(base, '-')
 	if i <= 0 {
-		return nil, fail("sdist file name %s: want NAME-VERSION.tar.gz (PEP 625)", textsafe.Quote(name))
+		return nil, fail("sdist file name %s: want NAME-VERSION.tar.gz (PEP 625)", textsafe.RawQuote(name))
 	}
 	dist, version := base[:i], base[i+1:]
 	if !pyNameRe.MatchString(dist) || !versionRe.MatchString(version) {
-		return nil, fail("sdist file name %s: not a distribution name and version", textsafe.Quote(name))
+		return nil, fail("sdist file name %s: not a distribution name and version", textsafe.RawQuote(name))
 	}
 	info, err := scanTar(data, base+"/PKG-INFO", topLevel("PKG-INFO", anyDir),
 		"an sdist has one top-level directory (PEP 625); which one a tool builds is not defined")
@@ -477,7 +477,7 @@ func checkCoreMetadata(what string, meta []byte, dist, version string) error {
 		return fail("%s: want one Name and one Version header, have %d and %d", what, nName, nVersion)
 	}
 	if NormalizePyPIName(gotName) != NormalizePyPIName(dist) || gotVersion != version {
-		return fail("%s names %s %s, the file name %s %s", what, textsafe.Quote(gotName), textsafe.Quote(gotVersion), textsafe.Quote(dist), textsafe.Quote(version))
+		return fail("%s names %s %s, the file name %s %s", what, textsafe.RawQuote(gotName), textsafe.RawQuote(gotVersion), textsafe.RawQuote(dist), textsafe.RawQuote(version))
 	}
 	return nil
 }
@@ -535,10 +535,10 @@ func zipFile(zr *zip.Reader, want string, other manifest, why string) ([]byte, e
 			continue
 		}
 		if f != nil {
-			return nil, fail("two entries named %s: which one a tool reads is not defined", textsafe.Quote(want))
+			return nil, fail("two entries named %s: which one a tool reads is not defined", textsafe.RawQuote(want))
 		}
 		if c != want {
-			return nil, fail("entry %s: want %s, spelled so", textsafe.Quote(e.Name), textsafe.Quote(want))
+			return nil, fail("entry %s: want %s, spelled so", textsafe.RawQuote(e.Name), textsafe.RawQuote(want))
 		}
 		f = e
 		if manifests = append(manifests, e.Name); len(manifests) > 1 {
@@ -546,19 +546,19 @@ func zipFile(zr *zip.Reader, want string, other manifest, why string) ([]byte, e
 		}
 	}
 	if f == nil {
-		return nil, fail("no %s in the archive", textsafe.Quote(want))
+		return nil, fail("no %s in the archive", textsafe.RawQuote(want))
 	}
 	if f.FileInfo().IsDir() || f.UncompressedSize64 > MaxManifestBytes {
 		return nil, fmt.Errorf("%w: %s is a directory or larger than %d bytes", ErrTooLarge, want, MaxManifestBytes)
 	}
 	rc, err := f.Open()
 	if err != nil {
-		return nil, fail("%s: %v", textsafe.Quote(want), err)
+		return nil, fail("%s: %v", textsafe.RawQuote(want), err)
 	}
 	defer rc.Close()
 	b, err := io.ReadAll(io.LimitReader(rc, MaxManifestBytes+1))
 	if err != nil {
-		return nil, fail("reading %s: %v", textsafe.Quote(want), err)
+		return nil, fail("reading %s: %v", textsafe.RawQuote(want), err)
 	}
 	if len(b) > MaxManifestBytes {
 		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrTooLarge, want, MaxManifestBytes)
@@ -587,17 +587,17 @@ func parseMCPB(data []byte) (*Artifact, error) {
 	for i, m := range []string{"name", "version"} {
 		v, ok := vals[m]
 		if !ok {
-			return nil, fail("manifest.json has no %q", m)
+			return nil, fail("manifest.json has no %s", textsafe.RawQuote(m))
 		}
 		if nv[i], err = digest.DecodeString(v); err != nil {
-			return nil, fail("manifest.json %q: %v", m, err)
+			return nil, fail("manifest.json %s: %v", textsafe.RawQuote(m), err)
 		}
 	}
 	if !mcpbNameRe.MatchString(nv[0]) || strings.Contains(nv[0], "//") || strings.HasSuffix(nv[0], "/") {
-		return nil, fail("manifest.json name %s: not a package name", textsafe.Quote(nv[0]))
+		return nil, fail("manifest.json name %s: not a package name", textsafe.RawQuote(nv[0]))
 	}
 	if !versionRe.MatchString(nv[1]) {
-		return nil, fail("manifest.json version %s: not a package version", textsafe.Quote(nv[1]))
+		return nil, fail("manifest.json version %s: not a package version", textsafe.RawQuote(nv[1]))
 	}
 	return &Artifact{Kind: KindMCPB, Name: nv[0], Version: nv[1], PURL: PURL("generic", "", nv[0], nv[1])}, nil
 }

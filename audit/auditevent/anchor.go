@@ -15,7 +15,7 @@ import (
 type NoHeadError struct{ Path string }
 
 func (e *NoHeadError) Error() string {
-	return fmt.Sprintf("the lock %s records no audit head (auditHead): it was written without an audit log, or by an older mcpsign; nothing anchors the log", textsafe.Escape(e.Path))
+	return fmt.Sprintf("the lock %s records no audit head (auditHead): it was written without an audit log, or by an older mcpsign; nothing anchors the log", e.Path)
 }
 
 // LockAnchor returns the anchor of the lock at path for audit.Check: the
@@ -30,7 +30,7 @@ func LockAnchor(path string) (audit.Anchor, error) {
 	if l.AuditHead == "" {
 		return audit.Anchor{}, &NoHeadError{Path: path}
 	}
-	return audit.Anchor{Name: "the lock " + textsafe.Escape(path), Head: l.AuditHead, LockDigest: l.LockDigest}, nil
+	return audit.Anchor{Name: "the lock " + path, Head: l.AuditHead, LockDigest: l.LockDigest}, nil
 }
 
 // HeadError is a head given to Anchors that is not a digest (sha256: and
@@ -38,7 +38,7 @@ func LockAnchor(path string) (audit.Anchor, error) {
 type HeadError struct{ Head string }
 
 func (e *HeadError) Error() string {
-	return fmt.Sprintf("%s: want sha256: and 64 lowercase hex digits", textsafe.Quote(e.Head))
+	return fmt.Sprintf("%s: want sha256: and 64 lowercase hex digits", textsafe.RawQuote(e.Head))
 }
 
 // Anchors returns the anchors for audit.Check of the locks at the paths

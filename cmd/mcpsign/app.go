@@ -128,7 +128,7 @@ func run(ctx context.Context, args []string, a *app) int {
 		return exitOK
 	}
 	if cobraUsageError(err) {
-		err = fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())
+		err = textsafe.WithLines(err, fmt.Sprintf("Run '%s --help' for usage.", c.CommandPath()))
 	}
 	var s silentExit
 	if errors.As(err, &s) {
@@ -139,7 +139,7 @@ func run(ctx context.Context, args []string, a *app) int {
 	if errors.As(err, &ce) {
 		code = ce.code
 	}
-	fmt.Fprintf(a.stderr, "mcpsign: %s\n", textsafe.EscapeKeepLayout(withFlagHint(err).Error()))
+	fmt.Fprintf(a.stderr, "mcpsign: %s\n", textsafe.ShowError(withFlagHint(err)))
 	return code
 }
 

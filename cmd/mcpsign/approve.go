@@ -141,7 +141,11 @@ func runApprove(cmd *cobra.Command, a *app, src *options.SourceOptions, ao *opti
 		if aerr := auditevent.RefuseStale(ctx, ao.Audit.Log, held, snap, stale); aerr != nil {
 			return aerr
 		}
-		return failed(fmt.Errorf("nothing approved; the lock is left as it is: the server does not serve what --expect says (it changed since the review?):\n  %s", strings.Join(stale, "\n  ")))
+		lines := make([]string, len(stale))
+		for i, s := range stale {
+			lines[i] = "  " + s
+		}
+		return failed(textsafe.WithLines(errors.New("nothing approved; the lock is left as it is: the server does not serve what --expect says (it changed since the review?):"), lines...))
 	}
 	if !ao.Yes && !confirm(a, fmt.Sprintf("approve these definitions into %s as %s? [y/N] ", textsafe.Escape(ao.Lock), textsafe.Quote(approver))) {
 		return failed(errors.New("nothing approved: declined"))

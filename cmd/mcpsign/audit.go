@@ -10,7 +10,6 @@ import (
 	"github.com/mcpsign/mcpsign/audit"
 	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 func newAuditCmd(a *app) *cobra.Command {
@@ -74,7 +73,7 @@ func runAuditVerify(cmd *cobra.Command, a *app, args []string, o *options.AuditV
 	}
 	sum, err := audit.Check(args[0], audit.CheckOptions{Anchors: anchors})
 	if err != nil {
-		return auditBroken(err, "audit log "+textsafe.Escape(args[0]))
+		return auditBroken(err, "audit log "+args[0])
 	}
 	return sum.WriteText(a.stdout, args[0], len(anchors))
 }
@@ -108,7 +107,7 @@ file cannot be read or written.`,
 func runAuditRepair(cmd *cobra.Command, a *app, args []string) error {
 	done, err := audit.Repair(cmd.Context(), args[0])
 	if err != nil {
-		return auditBroken(err, "audit log "+textsafe.Escape(args[0])+": not repaired")
+		return auditBroken(err, "audit log "+args[0]+": not repaired")
 	}
 	return done.WriteText(a.stdout, args[0])
 }

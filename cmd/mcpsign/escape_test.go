@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/badserver"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/erasserver"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
@@ -251,4 +253,86 @@ func TestOneEscaping(t *testing.T) {
 			t.Errorf("the identity failure lacks %q (escaped once):\n%s", want, stdout)
 		}
 	})
+}
+
+// TestOneEscapingPaths feeds text a server, a registry, a log or a file
+// controls (erasserver.Hostile: a bidi override, a zero-width space, a
+// terminal escape sequence, a backslash, quotes and a newline that would
+// start a line "mcpsign: verified") through each path that names it in an
+// error, a problem or a result line, and checks the bytes printed: escaped
+// once, by internal/textsafe, at the edge (docs/PROXY.md "Hostile text"):
+// never raw, never twice, never with Go's escapes (strconv.Quote, %q).
+func TestOneEscapingPaths(t *testing.T) {
+	t.Parallel()
+	h := erasserver.Hostile
+	once := textsafe.Escape(h)
+	if want := `b\u{202E}b\u{200B}\u{1B}[31m\\ "q"\u{A}mcpsign: verified`; once != want {
+		t.Fatalf("textsafe.Escape(erasserver.Hostile) = %s, want %s", once, want)
+	}
+	js := func(s string) string {
+		b, _ := json.Marshal(s)
+		return string(b)
+	}
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	regPolicy := write("registry-policy.json", `{"kind":"mcpsign.policy","policyVersion":1,"servers":{"io.github.acme/*":{"repositorySigner":{}}}}`)
+	eras := fixtures.Executable(t, erasserver.Program)
+	rekorKey := write("rekor.pem", "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAu0Ej7oUMGd1e+Vy0mlgdybpa1LzqGYmqC5+43G4btXc=\n-----END PUBLIC KEY-----\n")
+	released := filepath.Join(dir, "released-"+h)
+	hostPolicy := write("host-policy.json", `{"kind":"mcpsign.policy","policyVersion":1,"servers":{"notes":{"unsigned":"tofu"}}}`)
+	hostFile := func(name string, server string) string {
+		return write(name+"/.cursor/mcp.json", `{"mcpServers": {`+js(h)+`: `+server+`}}`)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		// want is what the output says around the text escaped once (%s).
+		want string
+	}{
+		{"registry verify, an entry's name", []string{"registry", "verify", write("name.jsonl", `{"name":"io.github.other/x`+strings.Trim(js(h), `"`)+`","version":"1"}`+"\n"), "--policy", regPolicy},
+			1, `no policy server is "io.github.other/x%s" or "io.github.other/*"`},
+		{"registry verify, an entry's status", []string{"registry", "verify", write("status.jsonl", `{"name":"io.github.acme/x","version":"1","status":`+js(h)+`}`+"\n"), "--policy", regPolicy},
+			1, `status "%s" is none of active, deprecated, deleted`},
+		{"policy check, a server's name", []string{"policy", "check", write("policy-name.json", `{"kind":"mcpsign.policy","policyVersion":1,"servers":{`+js(h)+`:{"unsigned":"tofu"}}}`)},
+			2, `/servers/%s: invalid server name "%s"`},
+		{"policy, a member's value", []string{"policy", "check", write("policy-mode.json", `{"kind":"mcpsign.policy","policyVersion":1,"servers":{"a":{"unsigned":"tofu","mode":`+js(h)+`}}}`)},
+			2, `"%s": want one of`},
+		{"hosts list, a problem naming the host file's value", []string{"hosts", "list", "--config", hostFile("list", `{"command": "/bin/srv", "type": `+js(h)+`}`)},
+			0, `its type is "%s", not "stdio"`},
+		{"hosts wrap, a server the policy does not name", []string{"hosts", "wrap", "--dry-run", "--mcpsign-path", fakeMcpsign(t), "--policy", hostPolicy, "--config", hostFile("wrap", `{"command": "/bin/srv"}`)},
+			0, `SKIPPED: the proxy would refuse to start it: invalid server name "%s"`},
+		{"monitor, a --released directory", []string{"monitor", "--init", "--state", filepath.Join(dir, "state.json"), "--log", "http://127.0.0.1:1", "--certificate-identity", "a@example.com", "--certificate-oidc-issuer", "https://issuer.example", "--released", released},
+			2, `--released "` + textsafe.Escape(dir) + `/released-%s": not a directory`},
+		{"eras, a tool only one era serves", []string{"digest", "--", eras, "hostile-extra"},
+			2, `tool "%s" is served only under initialize`},
+		{"trustroot create, a start time", []string{"trustroot", "create", "-o", filepath.Join(dir, "tr.json"), "--rekor-key", rekorKey, "--rekor-start", h},
+			2, `--rekor-start "%s": want an RFC 3339 time`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			out := stdout + stderr
+			if code != tc.code {
+				t.Errorf("exit %d, want %d:\n%s", code, tc.code, out)
+			}
+			if want := strings.ReplaceAll(tc.want, "%s", once); !strings.Contains(out, want) {
+				t.Errorf("the output lacks %s (escaped once):\n%s", want, out)
+			}
+			for _, never := range []string{"\u202e", "\u200b", "\x1b", "\nmcpsign: verified", `\\u{`, `\u202e`, `\u200b`, `\x1b`, `\\\\`, `\\"q`} {
+				if strings.Contains(out, never) {
+					t.Errorf("the output holds %q (raw, escaped twice, or with Go's escapes):\n%s", never, out)
+				}
+			}
+		})
+	}
 }

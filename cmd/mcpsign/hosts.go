@@ -297,7 +297,7 @@ func runHostsEdit(cmd *cobra.Command, a *app, f *hostsFlags, wrap bool, policy, 
 	for _, hf := range files {
 		r, err := hosts.Edit(cmd.Context(), hf, opts)
 		if err != nil {
-			fmt.Fprintf(a.stderr, "mcpsign: %s: %s\n", verb, textsafe.EscapeKeepLayout(err.Error()))
+			fmt.Fprintf(a.stderr, "mcpsign: %s: %s\n", verb, textsafe.ShowError(err))
 			failed = true
 			continue
 		}

@@ -145,7 +145,7 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 		return err
 	}
 	if f.policy.File != "" {
-		notice := func(sk policy.Skipped) { fmt.Fprintf(a.stderr, "mcpsign: notice: %s\n", sk) }
+		notice := func(sk policy.Skipped) { fmt.Fprintf(a.stderr, "mcpsign: notice: %s\n", textsafe.Escape(sk.String())) }
 		if err := s.AddPolicy(f.policy.File, f.policy.Names, notice); err != nil {
 			return err
 		}
@@ -157,7 +157,7 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 	}
 	for _, d := range f.released {
 		if st, err := os.Stat(d); err != nil || !st.IsDir() {
-			return fmt.Errorf("--released %s: not a directory of released bundles: %w", textsafe.Quote(d), errOrNotDir(err))
+			return fmt.Errorf("--released %s: not a directory of released bundles: %w", textsafe.RawQuote(d), errOrNotDir(err))
 		}
 	}
 	if s.TrustedMaterial, err = f.trust.LoadTrustedMaterial(cmd.Context()); err != nil {
@@ -175,7 +175,7 @@ func runMonitor(cmd *cobra.Command, a *app, f *monitorFlags) error {
 	alerts, err := monitor.Watch(cmd.Context(), opts, prev, monitor.WatchOptions{StatePath: f.statePath, Follow: f.follow, Interval: f.interval,
 		Reported: rep.Err, OnRun: rep.Summary, BeforeRun: monitor.RegistryRefresh(opts.Released, f.registries, f.registryServers, f.registryOptions(a)),
 		OnError: func(err error) {
-			fmt.Fprintf(a.stderr, "%smcpsign: %s\n", rep.Prefix(), textsafe.EscapeKeepLayout(withFlagHint(err).Error()))
+			fmt.Fprintf(a.stderr, "%smcpsign: %s\n", rep.Prefix(), textsafe.ShowError(withFlagHint(err)))
 		}})
 	switch {
 	case errors.Is(err, monitor.ErrInconsistent), errors.Is(err, monitor.ErrUnverifiedListing):

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/internal/proxyhint"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/mcpwire"
 	"github.com/mcpsign/mcpsign/proxy"
 	"github.com/mcpsign/mcpsign/source"
@@ -156,7 +157,7 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		return errors.New("--lock FILE is required: the lock to enforce (written on first use with --bundle or --tofu)")
 	}
 	if po.RollForward != "signed" && po.RollForward != "manual" {
-		return fmt.Errorf("--roll-forward %q: want signed or manual", po.RollForward)
+		return fmt.Errorf("--roll-forward %s: want signed or manual", textsafe.RawQuote(po.RollForward))
 	}
 	bundle, err := newBundleInput(a, f)
 	if err != nil {

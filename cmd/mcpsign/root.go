@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // docsURL is where the documentation the help texts cite is read by
@@ -103,7 +104,7 @@ described at ` + docsURL + `
 	}
 	root.SetVersionTemplate("mcpsign {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())
+		return textsafe.WithLines(err, fmt.Sprintf("Run '%s --help' for usage.", c.CommandPath()))
 	})
 	return root
 }

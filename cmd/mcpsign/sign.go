@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/sign"
 )
 
@@ -82,7 +83,7 @@ func refuseMethodTypo(cmd *cobra.Command, verb, asSource string) {
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if len(args) > 0 && c.ArgsLenAtDash() != 0 && !strings.ContainsAny(args[0], "./: ") {
 			if sug := c.SuggestionsFor(args[0]); len(sug) > 0 {
-				return fmt.Errorf("unknown %s method %q: did you mean %q? (to %s, put it after --)", verb, args[0], sug[0], asSource)
+				return fmt.Errorf("unknown %s method %s: did you mean %s? (to %s, put it after --)", verb, textsafe.RawQuote(args[0]), textsafe.RawQuote(sug[0]), asSource)
 			}
 		}
 		return run(c, args)
@@ -361,5 +362,5 @@ func rekorVersionHint(ctx context.Context, a *app, opts sign.Options, err error)
 	if resp.StatusCode != http.StatusNotFound {
 		return err
 	}
-	return fmt.Errorf("%w\nthis looks like a Rekor v2 log (GET %s is 404: it serves no Rekor v1 API): pass --rekor-version 2", err, u)
+	return textsafe.WithLines(err, fmt.Sprintf("this looks like a Rekor v2 log (GET %s is 404: it serves no Rekor v1 API): pass --rekor-version 2", u))
 }

@@ -241,7 +241,7 @@ func trEntryError(err error) error {
 	case errors.As(err, &pe):
 		return fmt.Errorf("%s given %d times but %s only %d: each belongs to the %s at its position", f.flag(pe.Part), pe.Got, primary, pe.Files, primary)
 	case errors.As(err, &te):
-		return fmt.Errorf("%s %s: want an RFC 3339 time such as 2025-01-31T00:00:00Z", f.flag(te.Part), textsafe.Quote(te.Value))
+		return fmt.Errorf("%s %s: want an RFC 3339 time such as 2025-01-31T00:00:00Z", f.flag(te.Part), textsafe.RawQuote(te.Value))
 	case errors.As(err, &fe):
 		return fmt.Errorf("%s: %w", primary, fe.Err)
 	}

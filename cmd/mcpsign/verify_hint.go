@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -40,7 +41,7 @@ func explainFailure(verr error, bundleJSON []byte, v *verify.Verifier) error {
 		}
 		hint = fmt.Sprintf("the bundle's log entry is from log %s, which the trusted root does not have (it %s): pass the trusted root of the Sigstore deployment that signed it (--trusted-root)", strings.Join(m.BundleLogs, ", "), root)
 	}
-	return &verify.StepError{Step: se.Step, Err: fmt.Errorf("%w\n(%s)", se.Err, hint)}
+	return &verify.StepError{Step: se.Step, Err: textsafe.WithLines(se.Err, "("+hint+")")}
 }
 
 // keySignedHint adds to err, an identity missing for method m, that the
@@ -58,5 +59,5 @@ func keySignedHint(bundle string, m verify.Method, err error) error {
 	if perr != nil || b.GetVerificationMaterial().GetPublicKey() == nil {
 		return err
 	}
-	return fmt.Errorf("%w\n(the bundle %s is signed by a key, not a certificate: verify it with 'mcpsign verify key --key PUB.pem', or give --key to 'mcpsign verify')", err, bundle)
+	return textsafe.WithLines(err, "(the bundle "+bundle+" is signed by a key, not a certificate: verify it with 'mcpsign verify key --key PUB.pem', or give --key to 'mcpsign verify')")
 }

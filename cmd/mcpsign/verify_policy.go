@@ -33,7 +33,7 @@ func resolvePolicy(cmd *cobra.Command, po *options.PolicyOptions, keep ...string
 	}
 	r, err := f.Resolve(po.Name, policy.ResolveOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("--policy %s: %w", textsafe.Escape(po.File), err)
+		return nil, fmt.Errorf("--policy %s: %w", po.File, err)
 	}
 	return r, nil
 }
@@ -194,9 +194,9 @@ func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *ver
 	var out *policy.OutsideError
 	switch {
 	case errors.Is(err, policy.ErrAuditNoLog):
-		return fmt.Errorf("--policy %s: %w", textsafe.Escape(f.pol.File), err)
+		return fmt.Errorf("--policy %s: %w", f.pol.File, err)
 	case errors.As(err, &out):
-		return withCode(proxycmd.ExitBlocked, fmt.Errorf("blocked: %s: %s %s: %w", out.Rule, textsafe.Escape(r.Lock), textsafe.Quote(r.Name), out))
+		return withCode(proxycmd.ExitBlocked, fmt.Errorf("blocked: %s: %s %s: %w", out.Rule, r.Lock, textsafe.RawQuote(r.Name), out))
 	case err != nil:
 		return err
 	}

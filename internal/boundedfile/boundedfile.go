@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // ErrTooLarge is wrapped by the error of a file larger than its limit when
@@ -48,10 +46,10 @@ func ReadAll(r io.Reader, what string, limit int64, tooLarge error) ([]byte, err
 	}
 	data, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", textsafe.Escape(what), err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: %w: larger than %d bytes", textsafe.Escape(what), tooLarge, limit)
+		return nil, fmt.Errorf("%s: %w: larger than %d bytes", what, tooLarge, limit)
 	}
 	return data, nil
 }

@@ -244,7 +244,7 @@ const maxArcDigits = 9
 
 func parseString(s string) ([]entry, error) {
 	syntax := func(at int, format string, args ...any) error {
-		return fmt.Errorf("%w: at byte %d of %s: %s", ErrSyntax, at, strconv.Quote(s), fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: at byte %d of %s: %s", ErrSyntax, at, textsafe.RawQuote(s), fmt.Sprintf(format, args...))
 	}
 	if s == "" {
 		return nil, fmt.Errorf("%w: empty", ErrSyntax)
@@ -288,21 +288,21 @@ func parseType(t string) (asn1.ObjectIdentifier, error) {
 	if oid := oidOfName(t); oid != "" {
 		t = oid
 	} else if t[0] < '0' || t[0] > '9' {
-		return nil, fmt.Errorf("unknown attribute type %s: write OpenSSL's short name (CN, O, OU, …) or the dotted OID", strconv.Quote(t))
+		return nil, fmt.Errorf("unknown attribute type %s: write OpenSSL's short name (CN, O, OU, …) or the dotted OID", textsafe.RawQuote(t))
 	}
 	arcs := strings.Split(t, ".")
 	if len(arcs) < 2 {
-		return nil, fmt.Errorf("attribute type %s: an OID has at least two arcs", strconv.Quote(t))
+		return nil, fmt.Errorf("attribute type %s: an OID has at least two arcs", textsafe.RawQuote(t))
 	}
 	oid := make(asn1.ObjectIdentifier, len(arcs))
 	for k, a := range arcs {
 		if a == "" || len(a) > maxArcDigits || (len(a) > 1 && a[0] == '0') || strings.Trim(a, "0123456789") != "" {
-			return nil, fmt.Errorf("attribute type %s is not a dotted OID", strconv.Quote(t))
+			return nil, fmt.Errorf("attribute type %s is not a dotted OID", textsafe.RawQuote(t))
 		}
 		oid[k], _ = strconv.Atoi(a)
 	}
 	if oid[0] > 2 || (oid[0] < 2 && oid[1] >= 40) {
-		return nil, fmt.Errorf("attribute type %s is not a valid OID", strconv.Quote(t))
+		return nil, fmt.Errorf("attribute type %s is not a valid OID", textsafe.RawQuote(t))
 	}
 	return oid, nil
 }

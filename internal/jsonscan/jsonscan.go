@@ -382,10 +382,11 @@ func NumberEnd(in []byte, p int) (end int, reason string) {
 	return p, ""
 }
 
-// QuoteByte shows one byte of input in a message: 'x', or byte 0x1f.
+// QuoteByte shows one byte of input in a message: 'x' (raw: the edge
+// printing the message escapes a backslash once), or byte 0x1f.
 func QuoteByte(b byte) string {
 	if b >= 0x20 && b < 0x7f {
-		return strconv.QuoteRune(rune(b))
+		return "'" + string(rune(b)) + "'"
 	}
 	return "byte 0x" + strconv.FormatUint(uint64(b), 16)
 }

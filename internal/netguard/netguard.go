@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/internal/lazy"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Scope says which addresses a guarded client may connect to.
@@ -63,7 +64,7 @@ func ParseScope(name string) (Scope, error) {
 			return Scope(i), nil
 		}
 	}
-	return Public, fmt.Errorf("unknown address scope %q (want public, loopback, private or any)", name)
+	return Public, fmt.Errorf("unknown address scope %s (want public, loopback, private or any)", textsafe.RawQuote(name))
 }
 
 // ErrRefused: a connection would have gone to an address the scope
@@ -307,7 +308,7 @@ func (r *router) CloseIdleConnections() {
 func (s Scope) control(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return fmt.Errorf("%w: %q is not an IP address", ErrRefused, address)
+		return fmt.Errorf("%w: %s is not an IP address", ErrRefused, textsafe.RawQuote(address))
 	}
 	return s.check(ap.Addr())
 }

@@ -106,12 +106,146 @@ func Quote(s string) string {
 	return `"` + strings.ReplaceAll(Escape(s), `"`, `\"`) + `"`
 }
 
-// RawQuote returns s in double quotes as it is, not escaped, for naming a
-// server string (or a user's regular expression, a path) in an error or a
-// message that the edge printing it escapes (Escape, EscapeKeepLayout) once.
-// Not strconv.Quote nor %q: their escapes would be escaped again there
-// (`\u200b` printed as `\\u200b`).
+// RawQuote returns s in double quotes as it is, not escaped: the one way a
+// message or an error names a value from outside mcpsign (a server's text, a
+// registry entry's member, a log's or a bundle's field, a file's content,
+// a user's regular expression, a path). The message stays raw (a JSON report
+// carries it so, errors.Is still sees it), and the edge that prints it
+// escapes it once: ShowError for an error, Escape for a message. Not
+// strconv.Quote, %q nor Quote: their escapes would be escaped again there
+// (`\u200b` printed as `\\u200b`), and Go's escapes are not these.
 func RawQuote(s string) string { return `"` + s + `"` }
+
+// WithLines returns err with lines added below its message, each on a line
+// of its own: a hint, a list, the usage line. Its Error is err's message and
+// the lines joined by "\n"; ShowError keeps those line breaks and no
+// other, so a newline inside a quoted value is shown escaped (\u{A}), never
+// as a line that seems to be mcpsign's own. A line itself holds no newline.
+func WithLines(err error, lines ...string) error {
+	return &linesError{err: err, lines: lines}
+}
+
+type linesError struct {
+	err   error
+	lines []string
+}
+
+func (e *linesError) Error() string {
+	return e.err.Error() + "\n" + strings.Join(e.lines, "\n")
+}
+
+func (e *linesError) Unwrap() error { return e.err }
+
+// Lines is an error whose message is several lines (a count, then one line
+// per item): its Error is ErrorLines joined by "\n", and ShowError escapes
+// each line once and keeps the line breaks between them.
+type Lines interface {
+	error
+	ErrorLines() []string
+}
+
+// ShowError returns err's message escaped once for a terminal or a log:
+// every character Escape escapes is escaped, newlines and tabs too (a value
+// a server chose cannot start a line of its own), but for the line breaks
+// WithLines, errors.Join and a Lines error put between lines, which are
+// kept. This is the
+// edge where an error that quotes outside text raw (RawQuote) is printed.
+func ShowError(err error) string {
+	if err == nil {
+		return ""
+	}
+	return show(err, err.Error())
+}
+
+// show escapes msg, the message of err, keeping the line breaks of the
+// WithLines and errors.Join errors in err's chain, found where their
+// message stands in msg; every other byte is escaped with Escape.
+func show(err error, msg string) string {
+	switch e := err.(type) {
+	case *linesError:
+		inner := e.err.Error()
+		if msg == e.Error() {
+			var b strings.Builder
+			b.WriteString(show(e.err, inner))
+			for _, l := range e.lines {
+				b.WriteString("\n")
+				b.WriteString(Escape(l))
+			}
+			return b.String()
+		}
+	case Lines:
+		if lines := e.ErrorLines(); msg == strings.Join(lines, "\n") {
+			shown := make([]string, len(lines))
+			for i, l := range lines {
+				shown[i] = Escape(l)
+			}
+			return strings.Join(shown, "\n")
+		}
+	case interface{ Unwrap() []error }:
+		errs := e.Unwrap()
+		msgs := make([]string, 0, len(errs))
+		for _, x := range errs {
+			if x != nil {
+				msgs = append(msgs, x.Error())
+			}
+		}
+		if msg == strings.Join(msgs, "\n") { // errors.Join
+			shown := make([]string, 0, len(errs))
+			i := 0
+			for _, x := range errs {
+				if x != nil {
+					shown = append(shown, show(x, msgs[i]))
+					i++
+				}
+			}
+			return strings.Join(shown, "\n")
+		}
+		for i, x := range errs {
+			if x != nil && hasLayout(x) {
+				if at := strings.Index(msg, msgs[i]); at >= 0 {
+					return Escape(msg[:at]) + show(x, msgs[i]) + show(err, msg[at+len(msgs[i]):])
+				}
+			}
+		}
+		return Escape(msg)
+	}
+	if u, ok := err.(interface{ Unwrap() error }); ok {
+		if x := u.Unwrap(); x != nil && hasLayout(x) {
+			inner := x.Error()
+			if at := strings.Index(msg, inner); at >= 0 {
+				return Escape(msg[:at]) + show(x, inner) + Escape(msg[at+len(inner):])
+			}
+		}
+	}
+	return Escape(msg)
+}
+
+// hasLayout reports whether err's chain holds an error whose line breaks
+// ShowError keeps.
+func hasLayout(err error) bool {
+	for err != nil {
+		switch e := err.(type) {
+		case *linesError, Lines:
+			return true
+		case interface{ Unwrap() []error }:
+			if len(e.Unwrap()) > 1 {
+				return true // errors.Join, or fmt.Errorf with several %w: show tells them apart
+			}
+			for _, x := range e.Unwrap() {
+				if hasLayout(x) {
+					return true
+				}
+			}
+			return false
+		}
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return false
+		}
+		err = u.Unwrap()
+	}
+	return false
+}
 
 // Hidden reports whether r is a character a reader cannot see but a model
 // reads: an invisible format character (Unicode category Cf, such as U+200B

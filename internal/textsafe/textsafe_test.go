@@ -1,6 +1,11 @@
 package textsafe
 
-import "testing"
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
 
 func TestEscape(t *testing.T) {
 	tests := []struct{ in, want, layout string }{
@@ -74,3 +79,66 @@ func TestCut(t *testing.T) {
 		}
 	}
 }
+
+// TestShowError: an error quoting outside text raw (RawQuote) is shown
+// escaped once, a newline or a tab inside a value too; the line breaks of
+// WithLines and errors.Join are kept, wherever they stand in the chain.
+func TestShowError(t *testing.T) {
+	hostile := "a\u202eb\u200bc\x1b[31m\nmcpsign: verified\t\\"
+	once := `a\u{202E}b\u{200B}c\u{1B}[31m\u{A}mcpsign: verified\u{9}\\`
+	leaf := fmt.Errorf("entry %s: %w", RawQuote(hostile), errors.New("refused"))
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"nil", nil, ""},
+		{"value", leaf, `entry "` + once + `": refused`},
+		{"lines", WithLines(leaf, "Run 'mcpsign --help' for usage.", "  "+hostile),
+			`entry "` + once + `": refused` + "\nRun 'mcpsign --help' for usage.\n  " + once},
+		{"lines wrapped", fmt.Errorf("registry %s: %w (hint)", RawQuote(hostile), WithLines(leaf, "second")),
+			`registry "` + once + `": entry "` + once + `": refused` + "\nsecond (hint)"},
+		{"join", errors.Join(leaf, fmt.Errorf("audit log: %s", hostile)),
+			`entry "` + once + `": refused` + "\naudit log: " + once},
+		{"join wrapped", fmt.Errorf("x: %w", errors.Join(leaf, errors.New(hostile))),
+			`x: entry "` + once + `": refused` + "\n" + once},
+		{"Lines", fmt.Errorf("snapshot: %w", testLines{"2 cannot", "  " + hostile, "  b"}),
+			"snapshot: 2 cannot\n  " + once + "\n  b"},
+		{"two %w", fmt.Errorf("%w; %w", errors.New(hostile), WithLines(errors.New("a"), "b")),
+			once + "; a\nb"},
+	}
+	for _, tt := range tests {
+		got := ShowError(tt.err)
+		if got != tt.want {
+			t.Errorf("%s: ShowError = %q, want %q", tt.name, got, tt.want)
+		}
+		if tt.err != nil && !strings.Contains(tt.err.Error(), hostile) {
+			t.Errorf("%s: Error() does not carry the raw text: %q", tt.name, tt.err.Error())
+		}
+	}
+	if e := WithLines(leaf, "x"); !errors.Is(e, leaf) {
+		t.Error("WithLines does not wrap")
+	}
+}
+
+func FuzzShowError(f *testing.F) {
+	f.Add("a\u202eb\n\x00\xff", "hint")
+	f.Fuzz(func(t *testing.T, v, line string) {
+		line = strings.ReplaceAll(line, "\n", "")
+		err := WithLines(fmt.Errorf("value %s: %w", RawQuote(v), errors.Join(errors.New(v), errors.New(line))), line)
+		out := ShowError(err)
+		if n, want := strings.Count(out, "\n"), 2; n != want {
+			t.Fatalf("ShowError(%q) has %d line breaks, want %d: %q", err.Error(), n, want, out)
+		}
+		for _, r := range strings.ReplaceAll(out, "\n", "") {
+			if unsafeRune(r) {
+				t.Fatalf("ShowError left %U: %q", r, out)
+			}
+		}
+	})
+}
+
+type testLines []string
+
+func (l testLines) Error() string        { return strings.Join(l, "\n") }
+func (l testLines) ErrorLines() []string { return l }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/lazy"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Capability is something a tool may do.
@@ -69,9 +70,9 @@ func (s Source) String() string {
 	if verb, noun, ok := strings.Cut(s.Detail, "+"); ok {
 		// The run+command rule: two words of the name or text, not one
 		// that reads "run+command" (the tool is run_command).
-		return s.From + " words " + strconv.Quote(verb) + " and " + strconv.Quote(noun)
+		return s.From + " words " + textsafe.RawQuote(verb) + " and " + textsafe.RawQuote(noun)
 	}
-	return s.From + " " + strconv.Quote(s.Detail)
+	return s.From + " " + textsafe.RawQuote(s.Detail)
 }
 
 // Tool is what one tool may do and why.
@@ -434,7 +435,7 @@ func toolsMember(data []byte) (json.RawMessage, error) {
 	var unknown []string
 	for _, name := range names {
 		if name != "tools" {
-			unknown = append(unknown, strconv.Quote(name))
+			unknown = append(unknown, textsafe.RawQuote(name))
 		}
 	}
 	if len(unknown) > 0 {
@@ -469,22 +470,22 @@ func ParseOverrideTools(raw json.RawMessage, strict bool) (Overrides, error) {
 		}
 		var list []Capability
 		if err := json.Unmarshal(v, &list); err != nil {
-			return nil, fmt.Errorf("tool %s: want a list of capability names", strconv.Quote(name))
+			return nil, fmt.Errorf("tool %s: want a list of capability names", textsafe.RawQuote(name))
 		}
 		if len(list) == 0 {
-			return nil, fmt.Errorf("tool %s: the list is empty (say \"unknown\" for a tool you cannot classify)", strconv.Quote(name))
+			return nil, fmt.Errorf("tool %s: the list is empty (say \"unknown\" for a tool you cannot classify)", textsafe.RawQuote(name))
 		}
 		for _, c := range list {
 			if !c.Valid() {
-				return nil, fmt.Errorf("tool %s: %s is not a capability (want read, write, delete, network, exec or unknown)", strconv.Quote(name), strconv.Quote(string(c)))
+				return nil, fmt.Errorf("tool %s: %s is not a capability (want read, write, delete, network, exec or unknown)", textsafe.RawQuote(name), textsafe.RawQuote(string(c)))
 			}
 		}
 		sorted := Sort(slices.Clone(list))
 		if len(sorted) != len(list) {
-			return nil, fmt.Errorf("tool %s: a capability is listed twice", strconv.Quote(name))
+			return nil, fmt.Errorf("tool %s: a capability is listed twice", textsafe.RawQuote(name))
 		}
 		if strict && !slices.Equal(sorted, list) {
-			return nil, fmt.Errorf("tool %s: capabilities are not in the order read, write, delete, network, exec, unknown", strconv.Quote(name))
+			return nil, fmt.Errorf("tool %s: capabilities are not in the order read, write, delete, network, exec, unknown", textsafe.RawQuote(name))
 		}
 		o[name] = sorted
 	}

@@ -177,7 +177,7 @@ func ParseFailOn(s string) (FailOn, error) {
 	case "none":
 		return FailOnNone, nil
 	}
-	return "", fmt.Errorf("%w %s: want drift (or any), breaking, capability or never (or none)", ErrFailOn, strconv.Quote(s))
+	return "", fmt.Errorf("%w %s: want drift (or any), breaking, capability or never (or none)", ErrFailOn, textsafe.RawQuote(s))
 }
 
 // Failed reports whether the diff fails under f.

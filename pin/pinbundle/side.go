@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 
@@ -43,7 +42,7 @@ func Statement(data []byte) (*attest.Statement, error) {
 		return nil, fmt.Errorf("%w: it signs a message, not a DSSE envelope", ErrNotBundle)
 	}
 	if env.GetPayloadType() != attest.PayloadType {
-		return nil, fmt.Errorf("%w: payload type %s, want %s", ErrNotBundle, strconv.Quote(env.GetPayloadType()), attest.PayloadType)
+		return nil, fmt.Errorf("%w: payload type %s, want %s", ErrNotBundle, textsafe.RawQuote(env.GetPayloadType()), attest.PayloadType)
 	}
 	return attest.Parse(env.GetPayload())
 }

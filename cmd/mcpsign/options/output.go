@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // OutputOptions choose between human and machine output.
@@ -25,5 +27,5 @@ func (o *OutputOptions) JSON() (bool, error) {
 	case "json":
 		return true, nil
 	}
-	return false, fmt.Errorf("--format %q: want text or json", o.Format)
+	return false, fmt.Errorf("--format %s: want text or json", textsafe.RawQuote(o.Format))
 }

@@ -111,7 +111,7 @@ func auditPolicy(p *proxy.LockPolicy, rec *lockRecorder, mode string, stderr io.
 			return d, nil
 		}
 		if aerr := audit.Append(ctx, path, e); aerr != nil {
-			fmt.Fprintf(stderr, "mcpsign proxy: %s\n", textsafe.Escape("audit log: "+aerr.Error()))
+			fmt.Fprintf(stderr, "mcpsign proxy: %s\n", "audit log: "+textsafe.ShowError(aerr))
 			if d.Allow {
 				return &proxy.Decision{
 					Summary:  "the audit log " + path + " cannot be written, so nothing is approved: " + aerr.Error(),

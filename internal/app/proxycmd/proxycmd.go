@@ -16,7 +16,6 @@ import (
 	"net/url"
 	"os"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
@@ -128,13 +127,13 @@ var (
 func Run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, hint Hint, stdin io.Reader, stdout, stderr io.Writer) int {
 	code, err := run(ctx, cfg, verify, stdin, stdout, stderr)
 	if err != nil {
-		msg := err.Error()
+		msg := textsafe.ShowError(err)
 		if hint != nil {
 			if h := hint(err, cfg); h != "" {
-				msg += "; " + h
+				msg += "; " + textsafe.Escape(h)
 			}
 		}
-		fmt.Fprintf(stderr, "mcpsign: %s\n", textsafe.EscapeKeepLayout(msg))
+		fmt.Fprintf(stderr, "mcpsign: %s\n", msg)
 	}
 	return code
 }
@@ -164,7 +163,7 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 			return ExitError, errors.New("mode audit records drift only in the audit log: it needs an audit log")
 		}
 	default:
-		return ExitError, fmt.Errorf("unknown mode %q (want block, warn or audit)", cfg.Mode)
+		return ExitError, fmt.Errorf("unknown mode %s (want block, warn or audit)", textsafe.RawQuote(string(cfg.Mode)))
 	}
 	rec := &lockRecorder{log: cfg.AuditLog}
 	policy, err := proxy.NewLockPolicy(cfg.Lock, proxy.LockOptions{Verify: verify, TOFU: cfg.TOFU, ManualRollForward: cfg.ManualRollForward, Record: rec.record(), Admission: cfg.Admission})
@@ -258,7 +257,7 @@ func ConfigFromEnv() (*Config, error) {
 	if v := BuildVersion(); cfg.Version != v && (err == nil || cfg.Version != "") {
 		// Checked first: another version's configuration may not decode.
 		return nil, fmt.Errorf("%s %s was started by mcpsign %s: install both from one release (go install github.com/mcpsign/mcpsign/cmd/...@VERSION)",
-			ExecutableName, v, strconv.Quote(cfg.Version))
+			ExecutableName, v, textsafe.RawQuote(cfg.Version))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", EnvConfig, err)
