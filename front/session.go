@@ -1,0 +1,229 @@
+package front
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/proxy"
+)
+
+// session is one client session: go-sdk's transport (the HTTP framing)
+// connected to one relay through two pipes of lines.
+type session struct {
+	f    *Front
+	id   string
+	t    *mcp.StreamableServerTransport
+	conn mcp.Connection
+
+	inW *io.PipeWriter // the relay's client side: what the client sent
+
+	active   atomic.Int32 // POSTs being served
+	lastUsed atomic.Int64 // unix nanoseconds of the last POST's end
+
+	mu      sync.Mutex
+	pending map[jsonrpc.ID]struct{} // client requests the relay has not answered
+	closed  bool
+}
+
+// newSession starts a session and its relay, or says why not (the cap).
+func (f *Front) newSession() (*session, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.draining {
+		return nil, "the server is shutting down"
+	}
+	if len(f.sessions) >= f.o.MaxSessions {
+		f.m.refused.Inc()
+		return nil, fmt.Sprintf("%d sessions are open, the most this server takes", f.o.MaxSessions)
+	}
+	id := rand.Text()
+	t := &mcp.StreamableServerTransport{SessionID: id}
+	conn, err := t.Connect(f.ctx)
+	if err != nil {
+		return nil, "the session could not be started"
+	}
+	s := &session{f: f, id: id, t: t, conn: conn, pending: map[jsonrpc.ID]struct{}{}}
+	s.lastUsed.Store(time.Now().UnixNano())
+	f.sessions[id] = s
+	f.m.sessions.Set(float64(len(f.sessions)))
+	opts := f.relayOptions(id)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s.inW = inW
+	f.runs.Add(1)
+	go s.fromClient()
+	toClientDone := make(chan struct{})
+	go func() {
+		defer close(toClientDone)
+		s.toClient(outR, opts.MaxMessageBytes)
+	}()
+	go func() {
+		defer f.runs.Done()
+		err := proxy.Run(f.ctx, inR, outW, opts)
+		outW.Close()
+		<-toClientDone
+		s.end(err)
+	}()
+	f.log.Info("session started", "session", id)
+	return s, ""
+}
+
+// serve serves one HTTP request of the session.
+func (s *session) serve(w http.ResponseWriter, r *http.Request) {
+	post := r.Method == http.MethodPost
+	if post {
+		s.active.Add(1)
+		defer func() {
+			s.lastUsed.Store(time.Now().UnixNano())
+			s.active.Add(-1)
+		}()
+	}
+	s.t.ServeHTTP(&deadlineWriter{ResponseWriter: w, d: s.f.o.WriteTimeout}, r)
+	// The connection may serve another request: no deadline of this one.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+}
+
+// idle reports whether the session received no POST for d.
+func (s *session) idle(d time.Duration) bool {
+	return s.active.Load() == 0 && time.Since(time.Unix(0, s.lastUsed.Load())) > d
+}
+
+// fromClient hands what the client sends to the relay, one line a
+// message.
+func (s *session) fromClient() {
+	defer s.inW.Close()
+	for {
+		msg, err := s.conn.Read(context.Background())
+		if err != nil {
+			return
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+			s.mu.Lock()
+			s.pending[req.ID] = struct{}{}
+			s.mu.Unlock()
+		}
+		data, err := jsonrpc.EncodeMessage(msg)
+		if err != nil {
+			continue
+		}
+		if _, err := s.inW.Write(append(data, '\n')); err != nil {
+			return
+		}
+	}
+}
+
+// toClient hands what the relay lets through to the transport, which
+// routes an answer to its request's stream and everything else to the GET
+// stream.
+func (s *session) toClient(out io.Reader, max int) {
+	lr := mcpwire.NewLineReader(out, max)
+	for {
+		line, err := lr.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				io.Copy(io.Discard, out) // the relay must not block
+			}
+			return
+		}
+		content := mcpwire.Content(line)
+		if len(content) == 0 {
+			continue
+		}
+		msg, err := jsonrpc.DecodeMessage(content)
+		if err != nil {
+			s.f.log.Warn("a message the relay let through could not be handed to the client transport", "session", s.id, "error", textsafe.Escape(err.Error()))
+			continue
+		}
+		if resp, ok := msg.(*jsonrpc.Response); ok {
+			s.mu.Lock()
+			delete(s.pending, resp.ID)
+			s.mu.Unlock()
+		}
+		if err := s.conn.Write(context.Background(), msg); err != nil {
+			s.f.log.Debug("a message could not be delivered (its stream is gone)", "session", s.id, "error", textsafe.Escape(err.Error()))
+		}
+	}
+}
+
+// end ends the session once its relay returned: every request the relay
+// left unanswered (the upstream ended, or crashed mid-call) gets the
+// front's error, then the transport is closed and the session forgotten.
+func (s *session) end(err error) {
+	why := "the session ended"
+	if err != nil {
+		why = err.Error()
+	}
+	s.mu.Lock()
+	ids := make([]jsonrpc.ID, 0, len(s.pending))
+	for id := range s.pending {
+		ids = append(ids, id)
+	}
+	s.pending = map[jsonrpc.ID]struct{}{}
+	s.mu.Unlock()
+	for _, id := range ids {
+		resp := &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: proxy.InterruptedCode, Message: "mcpsign front: the upstream ended before it answered: " + textsafe.Escape(why)}}
+		_ = s.conn.Write(context.Background(), resp)
+	}
+	s.close()
+	var b *proxy.BlockedError
+	switch {
+	case err == nil:
+		s.f.log.Info("session ended", "session", s.id)
+	case errors.As(err, &b):
+		s.f.log.Warn("session ended blocked", "session", s.id, "reason", textsafe.Escape(err.Error()))
+	default:
+		s.f.log.Warn("session ended", "session", s.id, "error", textsafe.Escape(err.Error()))
+	}
+}
+
+// close closes the session (DELETE, idle, drain, its relay's end): the
+// transport's streams end, the relay sees the client leave and stops the
+// upstream, and the id is unknown from now on (404).
+func (s *session) close() {
+	s.mu.Lock()
+	closed := s.closed
+	s.closed = true
+	s.mu.Unlock()
+	if closed {
+		return
+	}
+	s.f.mu.Lock()
+	if s.f.sessions[s.id] == s {
+		delete(s.f.sessions, s.id)
+	}
+	s.f.m.sessions.Set(float64(len(s.f.sessions)))
+	s.f.mu.Unlock()
+	_ = s.conn.Close()
+}
+
+// deadlineWriter bounds each write to a client (Options.WriteTimeout): a
+// client that stops reading fails its stream instead of holding the
+// session.
+type deadlineWriter struct {
+	http.ResponseWriter
+	d time.Duration
+}
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	rc := http.NewResponseController(w.ResponseWriter)
+	_ = rc.SetWriteDeadline(time.Now().Add(w.d))
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *deadlineWriter) Flush() {
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
