@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto"
-	"os"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -466,7 +466,6 @@ func TestMetricsNamed(t *testing.T) {
 		}
 	}
 }
-
 
 // TestHostileServers: the hostile example servers of the proxy's tables
 // (a rug pull, a two-faced server that answers the proxy's listing
