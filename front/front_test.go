@@ -662,3 +662,25 @@ func (p *publisher) sign(t *testing.T, snap *digest.Snapshot, path string) {
 		t.Fatal(err)
 	}
 }
+
+// TestStatelessListen: subscriptions/listen, whose answer never ends, is
+// answered at once by the front (a session is the way to be told of list
+// changes), not left hanging.
+func TestStatelessListen(t *testing.T) {
+	u := httpStateless(t, fixtures.ModeHonest)
+	s := serve(t, u, lockOf(t, u), nil)
+	req, _ := http.NewRequest("POST", s.url, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"id":7`) || !strings.Contains(string(body), "open a session") {
+		t.Errorf("subscriptions/listen: %d %s", resp.StatusCode, body)
+	}
+}

@@ -13,6 +13,9 @@ import (
 	"github.com/mcpsign/mcpsign/proxy"
 )
 
+// methodListen is the 2026-07-28 request for list_changed notifications.
+const methodListen = "subscriptions/listen"
+
 // serveStateless relays one request of the 2026-07-28 generation (no
 // session) through a relay of its own (docs/SERVE.md, "Stateless
 // requests"): the relay lists the upstream and checks the listing before
@@ -33,6 +36,13 @@ func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 		w.WriteHeader(http.StatusAccepted)
 		return
 	case mcpwire.KindRequest:
+		if msg.Method == methodListen {
+			// Its answer is a stream of list_changed notifications that
+			// never ends; each would have to make the relay list again,
+			// and a stateless relay lives for one answer.
+			rpcError(w, http.StatusOK, msg.ID, mcpwire.CodeMethodNotFound, "mcpsign front: "+methodListen+" is not relayed statelessly: open a session (initialize) to be told of list changes")
+			return
+		}
 	default:
 		http.Error(w, "Bad Request: a response needs an Mcp-Session-Id", http.StatusBadRequest)
 		return
