@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
@@ -132,4 +134,27 @@ func errorsText(h *tsHoldings) string {
 		b.WriteString(*h.Error)
 	}
 	return b.String()
+}
+
+// TestServerEverything: the official server-everything (TypeScript SDK)
+// over stdio behind the front, reached by go-sdk's client in a session:
+// its tools arrive exactly as pinned, and a call is answered.
+func TestServerEverything(t *testing.T) {
+	node, entry := fixtures.NPMServer(t, "server-everything")
+	u := upstream{name: "everything", command: []string{node, entry, "stdio"}}
+	s := serve(t, u, lockOf(t, u), nil)
+	ctx := testContext(t)
+	cs, err := connect(ctx, s.url, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	names := toolNames(t, ctx, cs)
+	if !slices.Contains(names, "echo") {
+		t.Fatalf("tools %v: no echo", names)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "through the front"}})
+	if err != nil || res.IsError {
+		t.Fatalf("echo: %v %+v", err, res)
+	}
 }
