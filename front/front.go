@@ -183,6 +183,14 @@ func (f *Front) load(ctx context.Context) (*generation, error) {
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = proxy.DefaultMaxMessageBytes
 	}
+	if opts.URL != "" && opts.HTTPClient == nil {
+		// Every session keeps a connection or two to the one upstream:
+		// http.DefaultTransport keeps 2 idle per host, and would dial again
+		// for most requests of many sessions.
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 2*f.o.MaxSessions + 16
+		opts.HTTPClient = &http.Client{Transport: t}
+	}
 	return &generation{opts: opts, policy: f.observe(opts.Policy)}, nil
 }
 
