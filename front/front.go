@@ -133,7 +133,10 @@ type Front struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	draining bool
+	// stateless counts the stateless relays running; with the sessions
+	// they are capped by MaxSessions (each may be a process).
+	stateless int
+	draining  bool
 	// drift is the refusal that marked the upstream drifted (nil: none).
 	drift   *proxy.Decision
 	readyAt time.Time // when a check last passed
@@ -299,7 +302,13 @@ func (f *Front) probe(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
 	errc := make(chan error, 1)
+	f.mu.Lock()
+	if f.draining { // Drain may be waiting for the relays already
+		f.mu.Unlock()
+		return &NotReadyError{Check: "drain", Err: ErrDraining}
+	}
 	f.runs.Add(1)
+	f.mu.Unlock()
 	go func() {
 		defer f.runs.Done()
 		err := proxy.Run(pctx, inR, outW, opts)

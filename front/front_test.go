@@ -363,6 +363,12 @@ func TestSessionLifecycle(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("past the cap: got %d Retry-After %q, want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
+	// A stateless request is a relay too (a process, for a stdio server):
+	// it counts against the same cap.
+	modernReq := `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	if resp := post(t, s.url, "", modernReq); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("a stateless request past the cap: got %d, want 503", resp.StatusCode)
+	}
 	id := a.ID()
 	a.Close() // DELETE
 	if resp := postSession(t, s.url, id, `{"jsonrpc":"2.0","id":9,"method":"ping"}`); resp.StatusCode != http.StatusNotFound {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/front"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/source"
 )
 
 // reverseProxy is the plain peer of the front (docs/PERFORMANCE.md, "HTTP
@@ -190,4 +191,31 @@ func TestIdleHeapProfile(t *testing.T) {
 	f, _ := os.Create(path)
 	pprof.Lookup("heap").WriteTo(f, 0)
 	f.Close()
+}
+
+// BenchmarkFrontReady: a readiness probe that must check (no passed check
+// stands: ReadyTTL 1 ns) against the upstream's own listing
+// (source.Load), both over Streamable HTTP to the example server.
+//
+//	go test ./front -run '^$' -bench FrontReady -benchtime 50x
+func BenchmarkFrontReady(b *testing.B) {
+	up := httpExample(b, fixtures.ModeHonest)
+	s := serve(b, up, lockOf(b, up), func(o *frontOptions) { o.ReadyTTL = time.Nanosecond })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var ready, listing time.Duration
+	for range b.N {
+		t0 := time.Now()
+		if _, err := source.Load(ctx, up.spec(), source.Options{}); err != nil {
+			b.Fatal(err)
+		}
+		listing += time.Since(t0)
+		t0 = time.Now()
+		if err := s.f.Ready(ctx); err != nil {
+			b.Fatal(err)
+		}
+		ready += time.Since(t0)
+	}
+	b.ReportMetric(float64(listing.Microseconds())/float64(b.N)/1000, "listing-ms")
+	b.ReportMetric(float64(ready.Microseconds())/float64(b.N)/1000, "ready-ms")
 }

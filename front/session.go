@@ -44,9 +44,9 @@ func (f *Front) newSession() (*session, string) {
 	if f.draining {
 		return nil, "the server is shutting down"
 	}
-	if len(f.sessions) >= f.o.MaxSessions {
+	if len(f.sessions)+f.stateless >= f.o.MaxSessions {
 		f.m.refused.Inc()
-		return nil, fmt.Sprintf("%d sessions are open, the most this server takes", f.o.MaxSessions)
+		return nil, fmt.Sprintf("%d sessions and stateless requests are open, the most this server takes", f.o.MaxSessions)
 	}
 	id := rand.Text()
 	t := &mcp.StreamableServerTransport{SessionID: id}
