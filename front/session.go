@@ -1,6 +1,7 @@
 package front
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -60,20 +61,14 @@ func (f *Front) newSession() (*session, string) {
 	f.m.sessions.Set(float64(len(f.sessions)))
 	opts := f.relayOptions(id)
 	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
 	s.inW = inW
 	f.runs.Add(1)
 	go s.fromClient()
-	toClientDone := make(chan struct{})
-	go func() {
-		defer close(toClientDone)
-		s.toClient(outR, opts.MaxMessageBytes)
-	}()
 	go func() {
 		defer f.runs.Done()
-		err := proxy.Run(f.ctx, inR, outW, opts)
-		outW.Close()
-		<-toClientDone
+		// The relay writes what it lets through straight into the
+		// transport (toClient), on its own goroutine: no pipe, no hand-off.
+		err := proxy.Run(f.ctx, inR, &toClient{s: s, max: opts.MaxMessageBytes}, opts)
 		s.end(err)
 	}()
 	f.log.Info("session started", "session", id)
@@ -126,34 +121,52 @@ func (s *session) fromClient() {
 
 // toClient hands what the relay lets through to the transport, which
 // routes an answer to its request's stream and everything else to the GET
-// stream.
-func (s *session) toClient(out io.Reader, max int) {
-	lr := mcpwire.NewLineReader(out, max)
-	for {
-		line, err := lr.Next()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				io.Copy(io.Discard, out) // the relay must not block
+// stream. The relay writes one line a Write, one Write at a time.
+type toClient struct {
+	s   *session
+	max int
+	buf []byte // a line not yet ended
+}
+
+func (c *toClient) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if len(c.buf)+len(p) > c.max+1 {
+				return 0, fmt.Errorf("a message for the client has more than %d bytes", c.max)
 			}
-			return
+			c.buf = append(c.buf, p...)
+			break
 		}
-		content := mcpwire.Content(line)
-		if len(content) == 0 {
-			continue
+		line := p[:i+1]
+		if len(c.buf) > 0 {
+			line = append(c.buf, line...)
+			c.buf = nil
 		}
-		msg, err := jsonrpc.DecodeMessage(content)
-		if err != nil {
-			s.f.log.Warn("a message the relay let through could not be handed to the client transport", "session", s.id, "error", textsafe.Escape(err.Error()))
-			continue
-		}
-		if resp, ok := msg.(*jsonrpc.Response); ok {
-			s.mu.Lock()
-			delete(s.pending, resp.ID)
-			s.mu.Unlock()
-		}
-		if err := s.conn.Write(context.Background(), msg); err != nil {
-			s.f.log.Debug("a message could not be delivered (its stream is gone)", "session", s.id, "error", textsafe.Escape(err.Error()))
-		}
+		c.s.deliver(mcpwire.Content(line))
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// deliver hands one message of the relay's to the transport.
+func (s *session) deliver(content []byte) {
+	if len(bytes.TrimSpace(content)) == 0 {
+		return
+	}
+	msg, err := jsonrpc.DecodeMessage(content)
+	if err != nil {
+		s.f.log.Warn("a message the relay let through could not be handed to the client transport", "session", s.id, "error", textsafe.Escape(err.Error()))
+		return
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		s.mu.Lock()
+		delete(s.pending, resp.ID)
+		s.mu.Unlock()
+	}
+	if err := s.conn.Write(context.Background(), msg); err != nil {
+		s.f.log.Debug("a message could not be delivered (its stream is gone)", "session", s.id, "error", textsafe.Escape(err.Error()))
 	}
 }
 
