@@ -551,17 +551,19 @@ func (f *Front) servePOST(w http.ResponseWriter, r *http.Request, id string) {
 		rpcError(w, http.StatusBadRequest, nil, -32700, "mcpsign front: not a strict JSON-RPC message: "+perr.Error())
 		return
 	}
+	var s *session
+	if id != "" {
+		if s = f.lookup(w, id); s == nil {
+			return
+		}
+	}
 	label := methodLabel(&msg)
 	f.m.requests.WithLabelValues(label).Inc()
 	if msg.Kind == mcpwire.KindRequest {
 		defer func() { f.m.latency.WithLabelValues(label).Observe(time.Since(start).Seconds()) }()
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if id != "" {
-		s := f.lookup(w, id)
-		if s == nil {
-			return
-		}
+	if s != nil {
 		s.serve(w, r)
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -118,8 +119,11 @@ func runServe(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(a.stderr, nil))
+	var mu sync.Mutex // a reload at a time
 	first := true
 	load := func(ctx context.Context) (proxy.Options, error) {
+		mu.Lock()
+		defer mu.Unlock()
 		if !first {
 			if err := prepareProxy(cmd, a, po, f, args, capture); err != nil {
 				return proxy.Options{}, err
