@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -144,11 +145,13 @@ func runServe(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 	if err != nil {
 		return fmt.Errorf("--lock %s: %w", cfg.Lock, err)
 	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", fr)
 	return runServeService(ctx, serveService{
 		Listen:       sf.listen,
 		TLSCert:      sf.tlsCert,
 		TLSKey:       sf.tlsKey,
-		Handler:      fr,
+		Handler:      mux,
 		Ready:        fr.Ready,
 		Reload:       fr.Reload,
 		Drain:        fr.Drain,

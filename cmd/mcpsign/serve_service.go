@@ -20,13 +20,13 @@ import (
 )
 
 // serveService is what 'mcpsign serve' hands the operational shell: the
-// fields of internal/service.Options (listener, TLS, probes, metrics,
-// signals), which another change brings; runServeService is the minimal
-// stand-in until then, and is replaced by a call of service.Run with
-// these fields.
+// fields of internal/service.Options of the same names (listener, TLS,
+// probes, metrics, signals), which another change brings; runServeService
+// is the minimal stand-in until then, and is replaced by a call of
+// service.Run with these fields (Stderr aside: service logs "listening").
 type serveService struct {
 	Listen, TLSCert, TLSKey string
-	Handler                 http.Handler // the MCP endpoint, at /mcp
+	Handler                 http.Handler // every other path: a mux with /mcp
 	Ready, Reload, Drain    func(context.Context) error
 	Collectors              []prometheus.Collector
 	Logger                  *slog.Logger
@@ -49,7 +49,7 @@ func runServeService(ctx context.Context, s serveService) error {
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.Handler)
+	mux.Handle("/", s.Handler)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := s.Ready(r.Context()); err != nil {
@@ -64,6 +64,10 @@ func runServeService(ctx context.Context, s serveService) error {
 	if s.TLSCert != "" {
 		scheme = "https"
 	}
+	// Before "listening": from then on a SIGHUP reloads.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	fmt.Fprintf(s.Stderr, "mcpsign serve: listening on %s://%s/mcp\n", scheme, ln.Addr())
 	errc := make(chan error, 1)
 	go func() {
@@ -73,9 +77,6 @@ func runServeService(ctx context.Context, s serveService) error {
 			errc <- srv.Serve(ln)
 		}
 	}()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	for {
 		select {
 		case err := <-errc:
