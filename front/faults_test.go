@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +26,12 @@ type goSDKServer struct {
 }
 
 func startGoSDKServer(t *testing.T, wait time.Duration) *goSDKServer {
+	t.Helper()
+	return startGoSDKServerWrapped(t, wait, nil)
+}
+
+// startGoSDKServerWrapped is startGoSDKServer with its handler wrapped.
+func startGoSDKServerWrapped(t *testing.T, wait time.Duration, wrap func(http.Handler) http.Handler) *goSDKServer {
 	t.Helper()
 	g := &goSDKServer{started: make(chan struct{}, 64)}
 	release := make(chan struct{}) // go-sdk does not cancel a handler when its session is deleted
@@ -52,7 +59,11 @@ func startGoSDKServer(t *testing.T, wait time.Duration) *goSDKServer {
 		}
 		return nil, nil, errors.New("released")
 	})
-	g.srv = httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	if wrap != nil {
+		h = wrap(h)
+	}
+	g.srv = httptest.NewServer(h)
 	t.Cleanup(g.srv.Close)
 	t.Cleanup(func() { close(release) }) // before Close
 	return g
@@ -231,5 +242,70 @@ func TestReload(t *testing.T) {
 	}
 	if n := counterSum(t, s.f, "mcpsign_front_reloads_total"); n != 1 {
 		t.Errorf("reloads = %v, want 1", n)
+	}
+}
+
+// authRecorder is an HTTP upstream that records the Authorization of every
+// request it gets.
+type authRecorder struct {
+	h    http.Handler
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (a *authRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	a.seen[r.Header.Get("Authorization")] = true
+	a.mu.Unlock()
+	a.h.ServeHTTP(w, r)
+}
+
+// bearer adds an Authorization to every request of a client.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestPassAuthorization: a client's Authorization reaches an HTTP upstream
+// only under PassAuthorization, and then binds its session: a request of it
+// with other credentials is refused.
+func TestPassAuthorization(t *testing.T) {
+	for _, pass := range []bool{false, true} {
+		rec := &authRecorder{seen: map[string]bool{}}
+		g := startGoSDKServerWrapped(t, 0, func(h http.Handler) http.Handler { rec.h = h; return rec })
+		u := g.upstream()
+		s := serve(t, u, lockOf(t, u), func(o *front.Options) { o.PassAuthorization = pass })
+		ctx := testContext(t)
+		c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: &http.Client{Transport: bearer("alice")}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := call(ctx, cs, "fast"); err != nil || got != "fast" {
+			t.Fatalf("call: %q %v", got, err)
+		}
+		rec.mu.Lock()
+		seen := rec.seen["Bearer alice"]
+		rec.mu.Unlock()
+		if seen != pass {
+			t.Errorf("PassAuthorization %v: the upstream saw the client's Authorization: %v", pass, seen)
+		}
+		req, _ := http.NewRequest("POST", s.url, strings.NewReader(`{"jsonrpc":"2.0","id":99,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(front.HeaderSessionID, cs.ID())
+		req.Header.Set("Authorization", "Bearer mallory")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if want := map[bool]int{false: http.StatusOK, true: http.StatusForbidden}[pass]; resp.StatusCode != want {
+			t.Errorf("PassAuthorization %v: a request of the session with other credentials: %d, want %d", pass, resp.StatusCode, want)
+		}
+		cs.Close()
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,6 +66,15 @@ type Options struct {
 	// WriteTimeout bounds each write to a client. Zero means
 	// DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// PassAuthorization sends the Authorization a client presents with its
+	// initialize (or its stateless request) to an HTTP upstream, with every
+	// request of that session, for upstreams that authorize each user
+	// themselves. It goes to the upstream's origin only (redirects are
+	// followed within it), needs https or a loopback upstream
+	// (netguard.CheckServerURL with credentials), and binds the session: a
+	// later request of it with another Authorization is refused (403). It is
+	// never logged. Off, a client's Authorization goes nowhere.
+	PassAuthorization bool
 }
 
 func (o Options) withDefaults() Options {
@@ -294,7 +304,7 @@ const probeLine = `{"jsonrpc":"2.0","id":"mcpsign-front-ready","method":"initial
 // probe runs one relay that initializes and leaves once the answer (held
 // until the start-up check passed) arrived.
 func (f *Front) probe(ctx context.Context) error {
-	opts := f.relayOptions("readiness")
+	opts := f.relayOptions("readiness", nil)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	pctx, cancel := context.WithCancel(f.ctx)
@@ -349,10 +359,18 @@ func (f *Front) probe(ctx context.Context) error {
 }
 
 // relayOptions are the options of one relay of the configuration in force;
-// who names it in the logs ("session ID", "stateless", "readiness").
-func (f *Front) relayOptions(who string) proxy.Options {
+// who names it in the logs ("session ID", "stateless", "readiness"); auth
+// is the client's Authorization, sent on when PassAuthorization says so.
+func (f *Front) relayOptions(who string, auth []string) proxy.Options {
 	g := f.gen.Load()
 	o := g.opts
+	if f.o.PassAuthorization && o.URL != "" && len(auth) > 0 {
+		o.Header = o.Header.Clone()
+		if o.Header == nil {
+			o.Header = http.Header{}
+		}
+		o.Header["Authorization"] = slices.Clone(auth)
+	}
 	o.Policy = g.policy
 	o.Stderr = &logWriter{log: f.log, who: who}
 	o.OnEvent = func(e proxy.Event) { f.event(who, e) }
@@ -482,7 +500,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "Method Not Allowed: GET needs an Mcp-Session-Id", http.StatusMethodNotAllowed)
 			return
 		}
-		s := f.lookup(w, id)
+		s := f.lookup(w, r, id)
 		if s == nil {
 			return
 		}
@@ -492,7 +510,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "Bad Request: DELETE needs an Mcp-Session-Id", http.StatusBadRequest)
 			return
 		}
-		s := f.lookup(w, id)
+		s := f.lookup(w, r, id)
 		if s == nil {
 			return
 		}
@@ -506,13 +524,19 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // lookup finds a session, or answers 404 as the transport says: the client
 // starts a new session.
-func (f *Front) lookup(w http.ResponseWriter, id string) *session {
+// A session that passes its client's Authorization on is refused (403) to
+// a request with another.
+func (f *Front) lookup(w http.ResponseWriter, r *http.Request, id string) *session {
 	f.mu.Lock()
 	s := f.sessions[id]
 	f.mu.Unlock()
-	if s == nil {
+	switch {
+	case s == nil:
 		f.m.requests.WithLabelValues("unknown-session").Inc()
 		http.Error(w, "Not Found: no such session", http.StatusNotFound)
+	case !s.sameAuthorization(r):
+		http.Error(w, "Forbidden: the session was started with other credentials", http.StatusForbidden)
+		return nil
 	}
 	return s
 }
@@ -553,7 +577,7 @@ func (f *Front) servePOST(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	var s *session
 	if id != "" {
-		if s = f.lookup(w, id); s == nil {
+		if s = f.lookup(w, r, id); s == nil {
 			return
 		}
 	}
@@ -571,7 +595,7 @@ func (f *Front) servePOST(w http.ResponseWriter, r *http.Request, id string) {
 	case modern(r, &msg):
 		f.serveStateless(w, r, body, &msg)
 	case msg.Kind == mcpwire.KindRequest && msg.Method == mcpwire.MethodInitialize:
-		s, why := f.newSession()
+		s, why := f.newSession(r.Header.Values("Authorization"))
 		if s == nil {
 			f.unavailable(w, why)
 			return

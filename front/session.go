@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,13 +36,18 @@ type session struct {
 	active   atomic.Int32 // POSTs being served
 	lastUsed atomic.Int64 // unix nanoseconds of the last POST's end
 
+	// auth is the digest of the Authorization the session started with,
+	// under Options.PassAuthorization (the session's upstream requests
+	// carry it: a request of the session must carry the same).
+	auth [sha256.Size]byte
+
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]struct{} // client requests the relay has not answered
 	closed  bool
 }
 
 // newSession starts a session and its relay, or says why not (the cap).
-func (f *Front) newSession() (*session, string) {
+func (f *Front) newSession(auth []string) (*session, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.draining {
@@ -56,10 +64,13 @@ func (f *Front) newSession() (*session, string) {
 		return nil, "the session could not be started"
 	}
 	s := &session{f: f, id: id, t: t, conn: conn, pending: map[jsonrpc.ID]struct{}{}}
+	if f.o.PassAuthorization {
+		s.auth = sha256.Sum256([]byte(strings.Join(auth, "\n")))
+	}
 	s.lastUsed.Store(time.Now().UnixNano())
 	f.sessions[id] = s
 	f.m.sessions.Set(float64(len(f.sessions)))
-	opts := f.relayOptions(id)
+	opts := f.relayOptions(id, auth)
 	inR, inW := io.Pipe()
 	s.inW = inW
 	f.runs.Add(1)
@@ -73,6 +84,16 @@ func (f *Front) newSession() (*session, string) {
 	}()
 	f.log.Info("session started", "session", id)
 	return s, ""
+}
+
+// sameAuthorization reports whether r may use the session: always, unless
+// the session passes its client's Authorization on, and r's is another.
+func (s *session) sameAuthorization(r *http.Request) bool {
+	if !s.f.o.PassAuthorization {
+		return true
+	}
+	got := sha256.Sum256([]byte(strings.Join(r.Header.Values("Authorization"), "\n")))
+	return subtle.ConstantTimeCompare(got[:], s.auth[:]) == 1
 }
 
 // serve serves one HTTP request of the session.

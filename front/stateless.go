@@ -55,7 +55,7 @@ func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 	}
 	line.WriteByte('\n')
 	id := bytes.Clone(msg.ID)
-	opts := f.relayOptions("stateless")
+	opts := f.relayOptions("stateless", r.Header.Values("Authorization"))
 	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
 	// A client that leaves ends its relay: the upstream is stopped, and

@@ -27,6 +27,7 @@ type serveFlags struct {
 	drainTimeout   time.Duration
 	readyTTL       time.Duration
 	clientWriteMax time.Duration
+	passAuth       bool
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -94,6 +95,7 @@ that does not read, an address that cannot be listened on.`,
 	options.PositiveDurationVar(fs, &sf.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long the requests in flight get to be answered before they are interrupted")
 	options.PositiveDurationVar(fs, &sf.readyTTL, "ready-ttl", front.DefaultReadyTTL, "how long a passed check makes /readyz pass without probing the server again")
 	options.PositiveDurationVar(fs, &sf.clientWriteMax, "client-write-timeout", front.DefaultWriteTimeout, "how long one write to a client may take (a client that does not read loses its stream)")
+	fs.BoolVar(&sf.passAuth, "pass-authorization", false, "send the Authorization a client starts its session with on to a remote server (https or loopback, its origin only; never logged), and refuse the session to other credentials")
 	return cmd
 }
 
@@ -135,12 +137,13 @@ func runServe(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 	}
 	ctx := cmd.Context()
 	fr, err := front.New(ctx, front.Options{
-		Load:         load,
-		Logger:       logger,
-		MaxSessions:  sf.maxSessions,
-		IdleTimeout:  sf.idleTimeout,
-		ReadyTTL:     sf.readyTTL,
-		WriteTimeout: sf.clientWriteMax,
+		Load:              load,
+		Logger:            logger,
+		MaxSessions:       sf.maxSessions,
+		IdleTimeout:       sf.idleTimeout,
+		ReadyTTL:          sf.readyTTL,
+		WriteTimeout:      sf.clientWriteMax,
+		PassAuthorization: sf.passAuth,
 	})
 	if err != nil {
 		return fmt.Errorf("--lock %s: %w", cfg.Lock, err)
