@@ -3,6 +3,8 @@ package front_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -58,6 +60,9 @@ func startGoSDKServerWrapped(t *testing.T, wait time.Duration, wrap func(http.Ha
 		case <-release:
 		}
 		return nil, nil, errors.New("released")
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "answers with 12 MB of text"}, func(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", 12<<20)}}}, nil, nil
 	})
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	if wrap != nil {
@@ -307,5 +312,46 @@ func TestPassAuthorization(t *testing.T) {
 			t.Errorf("PassAuthorization %v: a request of the session with other credentials: %d, want %d", pass, resp.StatusCode, want)
 		}
 		cs.Close()
+	}
+}
+
+// TestClientNeverReads: a client that asks for a large answer and never
+// reads it holds neither the front nor its own session's relay: other
+// sessions are served meanwhile, the stalled write fails after
+// WriteTimeout, and Drain ends in time.
+func TestClientNeverReads(t *testing.T) {
+	g := startGoSDKServer(t, 0)
+	u := g.upstream()
+	s := serve(t, u, lockOf(t, u), func(o *front.Options) { o.WriteTimeout = 300 * time.Millisecond })
+	ctx := testContext(t)
+	cs, err := connect(ctx, s.url, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	// A raw request on the session's id, whose answer is never read.
+	addr := strings.TrimPrefix(strings.TrimSuffix(s.url, "/mcp"), "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"jsonrpc":"2.0","id":"stall","method":"tools/call","params":{"name":"big","arguments":{}}}`
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-11-25\r\nContent-Length: %d\r\n\r\n%s", addr, cs.ID(), len(body), body)
+	time.Sleep(500 * time.Millisecond) // the answer is being written, and stalls
+	other, err := connect(ctx, s.url, "2025-11-25")
+	if err != nil {
+		t.Fatalf("another session while one client does not read: %v", err)
+	}
+	if got, err := call(ctx, other, "fast"); err != nil || got != "fast" {
+		t.Errorf("another session's call: %q %v", got, err)
+	}
+	other.Close()
+	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	_ = s.f.Drain(dctx)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Drain took %v with a client that does not read", d)
 	}
 }

@@ -421,13 +421,16 @@ func (f *Front) Drain(ctx context.Context) error {
 	f.mu.Unlock()
 	waited := make(chan struct{})
 	go func() { f.inflight.Wait(); close(waited) }()
+	// Past ctx, what is still written to a client gets WriteTimeout, and a
+	// relay its upstream's stop: after that Drain returns whatever hangs.
+	grace := f.o.WriteTimeout + f.gen.Load().opts.ShutdownGrace + time.Second
 	var err error
 	select {
 	case <-waited:
 	case <-ctx.Done():
 		err = ctx.Err()
 		f.cancel() // every relay answers what it holds, and stops its upstream
-		<-waited
+		waitAtMost(waited, grace)
 	}
 	for _, s := range f.allSessions() {
 		s.close()
@@ -439,10 +442,20 @@ func (f *Front) Drain(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 		f.cancel()
-		<-runs
+		waitAtMost(runs, grace)
 	}
 	f.cancel()
 	return err
+}
+
+// waitAtMost waits for done, or d.
+func waitAtMost(done <-chan struct{}, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 func (f *Front) allSessions() []*session {
