@@ -143,13 +143,19 @@ type Front struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	// stateless counts the stateless relays running; with the sessions
-	// they are capped by MaxSessions (each may be a process).
-	stateless int
+	// relays counts the relays of sessions and stateless requests until
+	// their proxy.Run returned, i.e. until their upstream was stopped (a
+	// closed session's process may take ShutdownGrace to exit): they are
+	// capped by MaxSessions, each one may be a process.
+	relays   int
 	draining  bool
 	// drift is the refusal that marked the upstream drifted (nil: none).
 	drift   *proxy.Decision
 	readyAt time.Time // when a check last passed
+
+	// probing holds the one readiness probe running: Ready calls that
+	// arrive together wait for it instead of each starting a relay.
+	probing chan struct{}
 
 	inflight sync.WaitGroup // HTTP requests being served
 	runs     sync.WaitGroup // relays running
@@ -169,6 +175,7 @@ func New(ctx context.Context, o Options) (*Front, error) {
 		m:        newMetrics(),
 		sessions: map[string]*session{},
 		idleStop: make(chan struct{}),
+		probing:  make(chan struct{}, 1),
 	}
 	f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	g, err := f.load(ctx)
@@ -281,6 +288,24 @@ func (f *Front) Ready(ctx context.Context) error {
 	switch {
 	case draining:
 		return &NotReadyError{Check: "drain", Err: ErrDraining}
+	case drift != nil:
+		return &NotReadyError{Check: "drift", Err: fmt.Errorf("%w: %s", ErrDrifted, textsafe.Escape(drift.Summary))}
+	case !readyAt.IsZero() && time.Since(readyAt) < f.o.ReadyTTL:
+		return nil
+	}
+	// One probe at a time: /readyz may be reachable by anyone, and each
+	// probe is a relay (a process, for a stdio upstream). A call that
+	// waited finds the check the probe before it passed.
+	select {
+	case f.probing <- struct{}{}:
+		defer func() { <-f.probing }()
+	case <-ctx.Done():
+		return &NotReadyError{Check: "upstream", Err: fmt.Errorf("%w: %w", ErrUnchecked, ctx.Err())}
+	}
+	f.mu.Lock()
+	drift, readyAt = f.drift, f.readyAt
+	f.mu.Unlock()
+	switch {
 	case drift != nil:
 		return &NotReadyError{Check: "drift", Err: fmt.Errorf("%w: %s", ErrDrifted, textsafe.Escape(drift.Summary))}
 	case !readyAt.IsZero() && time.Since(readyAt) < f.o.ReadyTTL:
@@ -614,6 +639,11 @@ func (f *Front) servePOST(w http.ResponseWriter, r *http.Request, id string) {
 			return
 		}
 		s.serve(w, r)
+		if w.Header().Get(HeaderSessionID) != s.id {
+			// The transport refused the initialize: the client was never
+			// told the id, and could never DELETE the session.
+			s.close()
+		}
 	case msg.Kind == mcpwire.KindRequest:
 		rpcError(w, http.StatusBadRequest, msg.ID, -32600, "mcpsign front: no Mcp-Session-Id: start a session with initialize, or send the request under protocol "+mcpwire.ProtocolModern+" (its version in _meta)")
 	default:

@@ -53,7 +53,7 @@ func (f *Front) newSession(auth []string) (*session, string) {
 	if f.draining {
 		return nil, "the server is shutting down"
 	}
-	if len(f.sessions)+f.stateless >= f.o.MaxSessions {
+	if f.relays >= f.o.MaxSessions {
 		f.m.refused.Inc()
 		return nil, fmt.Sprintf("%d sessions and stateless requests are open, the most this server takes", f.o.MaxSessions)
 	}
@@ -73,6 +73,7 @@ func (f *Front) newSession(auth []string) (*session, string) {
 	opts := f.relayOptions(id, auth)
 	inR, inW := io.Pipe()
 	s.inW = inW
+	f.relays++
 	f.runs.Add(1)
 	go s.fromClient()
 	go func() {
@@ -80,6 +81,7 @@ func (f *Front) newSession(auth []string) (*session, string) {
 		// The relay writes what it lets through straight into the
 		// transport (toClient), on its own goroutine: no pipe, no hand-off.
 		err := proxy.Run(f.ctx, inR, &toClient{s: s, max: opts.MaxMessageBytes}, opts)
+		f.relayDone()
 		s.end(err)
 	}()
 	f.log.Info("session started", "session", id)
@@ -261,3 +263,11 @@ func (w *deadlineWriter) Flush() {
 }
 
 func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// relayDone uncounts a relay whose proxy.Run returned (its upstream
+// stopped).
+func (f *Front) relayDone() {
+	f.mu.Lock()
+	f.relays--
+	f.mu.Unlock()
+}

@@ -66,23 +66,19 @@ func (f *Front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 	outR, outW := io.Pipe()
 	errc := make(chan error, 1)
 	f.mu.Lock()
-	if f.draining || len(f.sessions)+f.stateless >= f.o.MaxSessions {
+	if f.draining || f.relays >= f.o.MaxSessions {
 		f.mu.Unlock()
 		f.m.refused.Inc()
 		f.unavailable(w, fmt.Sprintf("%d sessions and stateless requests are open, the most this server takes", f.o.MaxSessions))
 		return
 	}
-	f.stateless++
+	f.relays++
 	f.runs.Add(1)
 	f.mu.Unlock()
-	defer func() {
-		f.mu.Lock()
-		f.stateless--
-		f.mu.Unlock()
-	}()
 	go func() {
 		defer f.runs.Done()
 		err := proxy.Run(ctx, inR, outW, opts)
+		f.relayDone() // its upstream stopped: no longer counted
 		outW.Close()
 		errc <- err
 	}()
