@@ -148,7 +148,7 @@ type Front struct {
 	// closed session's process may take ShutdownGrace to exit): they are
 	// capped by MaxSessions, each one may be a process.
 	relays   int
-	draining  bool
+	draining bool
 	// drift is the refusal that marked the upstream drifted (nil: none).
 	drift   *proxy.Decision
 	readyAt time.Time // when a check last passed
