@@ -624,6 +624,21 @@ func (f *Front) servePOST(w http.ResponseWriter, r *http.Request, id string) {
 	if msg.Kind == mcpwire.KindRequest {
 		defer func() { f.m.latency.WithLabelValues(label).Observe(time.Since(start).Seconds()) }()
 	}
+	if msg.Kind == mcpwire.KindRequest && !passesDrift(msg.Method) {
+		f.mu.Lock()
+		drift := f.drift
+		f.mu.Unlock()
+		if drift != nil {
+			// The upstream is marked drifted: a session that checked it
+			// before (its upstream session may be the drifted instance now,
+			// without a list_changed) and a stateless request (whose call
+			// may reach another instance than its listing did) get the
+			// block's answer, not the drifted server (docs/SERVE.md).
+			f.log.Debug("request refused: the upstream is marked drifted", "session", id, "method", label)
+			rpcError(w, http.StatusOK, msg.ID, proxy.BlockedCode, proxy.BlockedMessage+": the upstream is marked drifted (another session or request saw its definitions change); relayed again after a roll-forward or a reload")
+			return
+		}
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if s != nil {
 		s.serve(w, r)
@@ -665,6 +680,13 @@ func modern(r *http.Request, m *mcpwire.Message) bool {
 		return true
 	}
 	return r.Header.Get("Mcp-Protocol-Version") >= mcpwire.ProtocolModern
+}
+
+// passesDrift reports whether a request goes on while the upstream is
+// marked drifted: the handshakes, which start a relay whose start-up check
+// may roll the lock forward (or block), and ping.
+func passesDrift(method string) bool {
+	return method == mcpwire.MethodInitialize || method == mcpwire.MethodDiscover || method == mcpwire.MethodPing
 }
 
 // knownMethods label the requests metric; any other method is "other", so
