@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -317,5 +318,57 @@ func TestDriftedUpstreamGetsNoCall(t *testing.T) {
 				t.Errorf("a call to the drifted upstream: want the block's error, got %q %v", got, err)
 			}
 		})
+	}
+}
+
+// TestSessionBoundToCredentials: a session is bound to the Authorization
+// its client started it with, whether or not that goes on to the upstream
+// (a front with client bearer tokens serves several users): a request of
+// the session with other credentials, someone who learned its id (from a
+// log line, say), is refused: no POST into it, no reading its GET stream
+// (the server's requests to its client), no DELETE.
+func TestSessionBoundToCredentials(t *testing.T) {
+	g := startGoSDKServer(t, 0)
+	u := g.upstream()
+	for _, pass := range []bool{false, true} {
+		s := serve(t, u, lockOf(t, u), func(o *front.Options) { o.PassAuthorization = pass })
+		ctx := testContext(t)
+		c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: &http.Client{Transport: bearer("alice")}, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			method, auth, body string
+		}{
+			{"POST", "Bearer mallory", `{"jsonrpc":"2.0","id":99,"method":"ping"}`},
+			{"POST", "", `{"jsonrpc":"2.0","id":98,"method":"ping"}`},
+			{"GET", "Bearer mallory", ""},
+			{"DELETE", "Bearer mallory", ""},
+		} {
+			t.Run(fmt.Sprintf("pass=%v/%s/%q", pass, tc.method, tc.auth), func(t *testing.T) {
+				rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				req, _ := http.NewRequestWithContext(rctx, tc.method, s.url, strings.NewReader(tc.body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set(front.HeaderSessionID, cs.ID())
+				if tc.auth != "" {
+					req.Header.Set("Authorization", tc.auth)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusForbidden {
+					t.Errorf("%s with other credentials than the session's: %d, want 403", tc.method, resp.StatusCode)
+				}
+			})
+		}
+		if got, err := call(ctx, cs, "fast"); err != nil || got != "fast" {
+			t.Errorf("the session's own client after the attempts: %q %v", got, err)
+		}
+		cs.Close()
 	}
 }

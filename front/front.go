@@ -71,9 +71,10 @@ type Options struct {
 	// request of that session, for upstreams that authorize each user
 	// themselves. It goes to the upstream's origin only (redirects are
 	// followed within it), needs https or a loopback upstream
-	// (netguard.CheckServerURL with credentials), and binds the session: a
-	// later request of it with another Authorization is refused (403). It is
-	// never logged. Off, a client's Authorization goes nowhere.
+	// (netguard.CheckServerURL with credentials). It is never logged. Off,
+	// a client's Authorization goes nowhere. Either way a session is bound
+	// to the Authorization it started with: a later request of it with
+	// another is refused (403).
 	PassAuthorization bool
 }
 

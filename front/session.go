@@ -36,9 +36,10 @@ type session struct {
 	active   atomic.Int32 // POSTs being served
 	lastUsed atomic.Int64 // unix nanoseconds of the last POST's end
 
-	// auth is the digest of the Authorization the session started with,
-	// under Options.PassAuthorization (the session's upstream requests
-	// carry it: a request of the session must carry the same).
+	// auth is the digest of the Authorization the session started with: a
+	// request of the session must carry the same (a front with client
+	// bearer tokens serves several users, and under
+	// Options.PassAuthorization the session's upstream requests carry it).
 	auth [sha256.Size]byte
 
 	mu      sync.Mutex
@@ -64,9 +65,7 @@ func (f *Front) newSession(auth []string) (*session, string) {
 		return nil, "the session could not be started"
 	}
 	s := &session{f: f, id: id, t: t, conn: conn, pending: map[jsonrpc.ID]struct{}{}}
-	if f.o.PassAuthorization {
-		s.auth = sha256.Sum256([]byte(strings.Join(auth, "\n")))
-	}
+	s.auth = sha256.Sum256([]byte(strings.Join(auth, "\n")))
 	s.lastUsed.Store(time.Now().UnixNano())
 	f.sessions[id] = s
 	f.m.sessions.Set(float64(len(f.sessions)))
@@ -88,12 +87,10 @@ func (f *Front) newSession(auth []string) (*session, string) {
 	return s, ""
 }
 
-// sameAuthorization reports whether r may use the session: always, unless
-// the session passes its client's Authorization on, and r's is another.
+// sameAuthorization reports whether r may use the session: whether it
+// carries the Authorization the session started with (none, if it started
+// with none). Who learned a session's id is not its client.
 func (s *session) sameAuthorization(r *http.Request) bool {
-	if !s.f.o.PassAuthorization {
-		return true
-	}
 	got := sha256.Sum256([]byte(strings.Join(r.Header.Values("Authorization"), "\n")))
 	return subtle.ConstantTimeCompare(got[:], s.auth[:]) == 1
 }
