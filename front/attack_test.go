@@ -441,3 +441,67 @@ func TestServerRequestsThroughFront(t *testing.T) {
 		})
 	}
 }
+
+// TestClientCannotMarkDrift: a server may list other tools to a client
+// that announces other capabilities (one for clients that cannot sample,
+// say). Such a client's session is refused, as the proxy refuses it, but it
+// says nothing of the server having changed: it must not mark the upstream
+// drifted, else any client could fail readiness and stop every other
+// session's calls until a reload.
+func TestClientCannotMarkDrift(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "caps", Version: "1"}, nil)
+	type noArgs struct{}
+	for _, name := range []string{"fast", "nosampling"} {
+		mcp.AddTool(s, &mcp.Tool{Name: name, Description: "answers at once"}, func(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "fast"}}}, nil, nil
+		})
+	}
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if lt, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				ip := req.GetSession().(*mcp.ServerSession).InitializeParams()
+				if ip != nil && ip.Capabilities != nil && ip.Capabilities.Sampling != nil {
+					kept := lt.Tools[:0:0]
+					for _, tl := range lt.Tools {
+						if tl.Name != "nosampling" {
+							kept = append(kept, tl)
+						}
+					}
+					lt.Tools = kept
+				}
+			}
+			return res, err
+		}
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+	u := upstream{name: "caps", url: srv.URL}
+	f := serve(t, u, lockOf(t, u), nil) // locked under the fullest profile: no "nosampling"
+	ctx := testContext(t)
+	// The hostile client announces no sampling: "nosampling" is listed to it.
+	cs, err := connect(ctx, f.url, "2025-11-25")
+	if err == nil {
+		_, err = cs.ListTools(ctx, nil)
+		cs.Close()
+	}
+	if !isBlocked(err) {
+		t.Fatalf("the listing under other capabilities: want the block, got %v", err)
+	}
+	if err := f.f.Ready(ctx); err != nil {
+		t.Errorf("Ready after a client with other capabilities was refused: %v", err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return nil, errors.New("no")
+		},
+	})
+	honest, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: f.url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer honest.Close()
+	if got, err := call(ctx, honest, "fast"); err != nil || got != "fast" {
+		t.Errorf("an honest client after it: %q %v", got, err)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/proxy"
 )
 
@@ -265,6 +266,14 @@ func (f *Front) observe(p proxy.Policy) proxy.Policy {
 				f.readyAt = time.Now()
 			}
 			f.mu.Unlock()
+		case onlyAddedForClient(d.Findings):
+			// The listing was read under other client capabilities than
+			// the lock's and only adds definitions: a server may offer
+			// more to such a client. Its relay is refused, but that says
+			// nothing of the server having changed, and a client must not
+			// be able to mark the upstream drifted for everyone
+			// (docs/SERVE.md).
+			f.log.Warn("definitions refused for a client with other capabilities than the lock's: the upstream is not marked drifted", "summary", textsafe.Escape(d.Summary), "findings", escapeAll(d.Findings))
 		case !d.FirstUse:
 			f.mu.Lock()
 			f.drift = d
@@ -274,6 +283,31 @@ func (f *Front) observe(p proxy.Policy) proxy.Policy {
 		}
 		return d, nil
 	})
+}
+
+// onlyAddedForClient reports whether a refusal's findings (rule, then the
+// subject, as pin.Report.FindingIDs gives them) say that the client
+// announced other capabilities than the lock's and that every error is
+// about a definition added for it: nothing the lock holds changed.
+func onlyAddedForClient(findings []string) bool {
+	if !slices.Contains(findings, pin.RuleClientCapabilitiesDiffer) {
+		return false
+	}
+	added := map[string]bool{}
+	for _, fd := range findings {
+		rule, subject, _ := strings.Cut(fd, " ")
+		switch rule {
+		case pin.RuleToolAdded, pin.RulePromptAdded, pin.RuleResourceTemplateAdded, pin.RuleResourceAdded:
+			added[subject] = true
+		}
+	}
+	for _, fd := range findings {
+		rule, subject, _ := strings.Cut(fd, " ")
+		if rule != pin.RuleClientCapabilitiesDiffer && !added[subject] {
+			return false
+		}
+	}
+	return len(added) > 0
 }
 
 // Ready reports whether the front can serve: not draining, no drift seen
@@ -375,6 +409,11 @@ func (f *Front) probe(ctx context.Context) error {
 		return &NotReadyError{Check: "upstream", Err: fmt.Errorf("%w: %w", ErrUnchecked, ctx.Err())}
 	}
 	var b *proxy.BlockedError
+	if errors.As(err, &b) && b.Drift() && onlyAddedForClient(b.Decision.Findings) {
+		// The probe announces no capabilities: a server that offers more
+		// to such a client changed nothing the lock holds.
+		return nil
+	}
 	if errors.As(err, &b) && b.Drift() && !b.Decision.FirstUse {
 		return &NotReadyError{Check: "drift", Err: fmt.Errorf("%w: %s", ErrDrifted, textsafe.Escape(b.Decision.Summary))}
 	}
