@@ -266,10 +266,10 @@ func (f *Front) observe(p proxy.Policy) proxy.Policy {
 				f.readyAt = time.Now()
 			}
 			f.mu.Unlock()
-		case onlyAddedForClient(d.Findings):
+		case clientDependent(d.Findings):
 			// The listing was read under other client capabilities than
-			// the lock's and only adds definitions: a server may offer
-			// more to such a client. Its relay is refused, but that says
+			// the lock's and only adds or lacks definitions: a server may
+			// offer other ones to such a client. Its relay is refused, but that says
 			// nothing of the server having changed, and a client must not
 			// be able to mark the upstream drifted for everyone
 			// (docs/SERVE.md).
@@ -285,11 +285,12 @@ func (f *Front) observe(p proxy.Policy) proxy.Policy {
 	})
 }
 
-// onlyAddedForClient reports whether a refusal's findings (rule, then the
+// clientDependent reports whether a refusal's findings (rule, then the
 // subject, as pin.Report.FindingIDs gives them) say that the client
 // announced other capabilities than the lock's and that every error is
-// about a definition added for it: nothing the lock holds changed.
-func onlyAddedForClient(findings []string) bool {
+// about a definition offered to it or not, as a whole (added or removed):
+// no definition the lock holds changed.
+func clientDependent(findings []string) bool {
 	if !slices.Contains(findings, pin.RuleClientCapabilitiesDiffer) {
 		return false
 	}
@@ -297,7 +298,8 @@ func onlyAddedForClient(findings []string) bool {
 	for _, fd := range findings {
 		rule, subject, _ := strings.Cut(fd, " ")
 		switch rule {
-		case pin.RuleToolAdded, pin.RulePromptAdded, pin.RuleResourceTemplateAdded, pin.RuleResourceAdded:
+		case pin.RuleToolAdded, pin.RulePromptAdded, pin.RuleResourceTemplateAdded, pin.RuleResourceAdded,
+			pin.RuleToolRemoved, pin.RulePromptRemoved, pin.RuleResourceTemplateRemoved, pin.RuleResourceRemoved:
 			added[subject] = true
 		}
 	}
@@ -409,9 +411,9 @@ func (f *Front) probe(ctx context.Context) error {
 		return &NotReadyError{Check: "upstream", Err: fmt.Errorf("%w: %w", ErrUnchecked, ctx.Err())}
 	}
 	var b *proxy.BlockedError
-	if errors.As(err, &b) && b.Drift() && onlyAddedForClient(b.Decision.Findings) {
-		// The probe announces no capabilities: a server that offers more
-		// to such a client changed nothing the lock holds.
+	if errors.As(err, &b) && b.Drift() && clientDependent(b.Decision.Findings) {
+		// The probe announces no capabilities: a server that offers other
+		// definitions to such a client changed nothing the lock holds.
 		return nil
 	}
 	if errors.As(err, &b) && b.Drift() && !b.Decision.FirstUse {
