@@ -20,10 +20,17 @@ type LineReader struct {
 	max int
 }
 
+// readBufferBytes is the buffer of a LineReader and an EventReader: a
+// message longer than it is read in pieces and joined. Small, because a
+// reader is held for as long as its stream is open, and 'mcpsign serve'
+// holds several for every idle session (docs/PERFORMANCE.md, "HTTP
+// front"); most messages fit.
+const readBufferBytes = 4 << 10
+
 // NewLineReader reads newline-delimited messages of at most max bytes
 // each from r.
 func NewLineReader(r io.Reader, max int) *LineReader {
-	size := 64 << 10
+	size := readBufferBytes
 	if max < size {
 		size = max + 2
 	}

@@ -53,6 +53,11 @@ func FuzzLineReader(f *testing.F) {
 	f.Add([]byte("a\nb\r\nc"), 3)
 	f.Add([]byte("\n\n\n"), 1)
 	f.Add(bytes.Repeat([]byte("z"), 70000), 65536)
+	// Across the reader's buffer (readBufferBytes): a line end split at its
+	// edge, a line exactly at the cap, one just over it.
+	f.Add(append(bytes.Repeat([]byte("y"), readBufferBytes-1), "\r\nnext\n"...), readBufferBytes)
+	f.Add(append(bytes.Repeat([]byte("y"), 3*readBufferBytes+7), '\n'), 3*readBufferBytes+7)
+	f.Add(append(bytes.Repeat([]byte("y"), 3*readBufferBytes+8), '\n'), 3*readBufferBytes+7)
 	f.Fuzz(func(t *testing.T, data []byte, limit int) {
 		if limit <= 0 || limit > 1<<20 {
 			return

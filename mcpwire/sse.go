@@ -99,7 +99,7 @@ func (er *EventReader) LastID() string { return er.lastID }
 // the lines of the event, line ends included) from r. A larger event is an
 // error wrapping ErrMessageTooLarge.
 func NewEventReader(r io.Reader, maxEventBytes int) *EventReader {
-	size := 64 << 10
+	size := readBufferBytes
 	if maxEventBytes+2 < size {
 		size = maxEventBytes + 2
 	}

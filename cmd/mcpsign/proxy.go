@@ -139,6 +139,18 @@ func addProxyFlags(fs *pflag.FlagSet, po *options.ProxyOptions, f *verifyFlags) 
 }
 
 func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFlags, args []string) error {
+	return prepareProxy(cmd, a, po, f, args, startProxy)
+}
+
+// proxyStarter runs what a checked proxy command line configured: the
+// proxy (startProxy) or the front (startServe); vf verifies definitions
+// the lock does not hold (nil: nothing but the lock, or TOFU).
+type proxyStarter func(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.VerifyFunc) error
+
+// prepareProxy checks the flags of a proxy command line (the proxy's, and
+// serve's, which takes the same groups), resolves --policy, and hands the
+// configuration to start.
+func prepareProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFlags, args []string, start proxyStarter) error {
 	cfg := po.ProxyConfig()
 	if err := proxyServer(cmd, po, cfg, args); err != nil {
 		return err
@@ -148,7 +160,7 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		return fmt.Errorf("--resources: %w", err)
 	}
 	if f.pol.File != "" {
-		return runProxyWithPolicy(cmd, a, cfg, f)
+		return runProxyWithPolicy(cmd, a, cfg, f, start)
 	}
 	if err := checkNames(&f.pol); err != nil {
 		return err
@@ -167,7 +179,7 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		if cmd.Flags().Changed("key") || cmd.Flags().Changed("certificate-identity") || cmd.Flags().Changed("certificate-identity-regexp") {
 			return errors.New("the identity flags need --bundle: the signed definitions to verify")
 		}
-		return startProxy(cmd, a, cfg, nil)
+		return start(cmd, a, cfg, nil)
 	}
 	// Checked now, so that bad flags or trust material fail before the
 	// server starts, whichever process verifies later.
@@ -175,24 +187,15 @@ func runProxy(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 	if err != nil {
 		return err
 	}
-	return startProxy(cmd, a, cfg, bundle.verifier(v))
+	return start(cmd, a, cfg, bundle.verifier(v))
 }
 
 // startProxy signs in, then hands cfg over to mcpsign-proxy when it is
 // installed (vf non-nil: it verifies through 'mcpsign proxy-verify' with
 // the same flags), else runs the proxy in this process (proxycmd.Start).
 func startProxy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.VerifyFunc) error {
-	if _, err := os.Stat(cfg.Lock); errors.Is(err, fs.ErrNotExist) {
-		if vf == nil && !cfg.TOFU {
-			// Said here, with the flags, before the hand-over: the proxy's
-			// own refusal (proxy.ErrNoLock) names none.
-			return fmt.Errorf("%w at %s: give --bundle with the verify flags for a signed first use, or --tofu to trust the first definitions seen", proxy.ErrNoLock, cfg.Lock)
-		}
-		// A first use writes the lock (and its audit record): checked
-		// before the server starts and is listed, as pin checks it.
-		if err := auditevent.CheckLockOutputs(cfg.Lock, false, cfg.AuditLog); err != nil {
-			return fmt.Errorf("--lock %s: the lock of the first use cannot be written: %w", cfg.Lock, err)
-		}
+	if err := checkFirstUse(cfg, vf); err != nil {
+		return err
 	}
 	if cfg.OAuth != nil {
 		cfg.OAuth.Open = a.openURL
@@ -208,6 +211,24 @@ func startProxy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, vf proxy.Verif
 	}
 	if code != proxycmd.ExitOK {
 		return silentExit(code)
+	}
+	return nil
+}
+
+// checkFirstUse checks, when the lock of cfg does not exist yet, that a
+// first use may write it (vf, or --tofu) and can.
+func checkFirstUse(cfg *proxycmd.Config, vf proxy.VerifyFunc) error {
+	if _, err := os.Stat(cfg.Lock); errors.Is(err, fs.ErrNotExist) {
+		if vf == nil && !cfg.TOFU {
+			// Said here, with the flags, before the hand-over: the proxy's
+			// own refusal (proxy.ErrNoLock) names none.
+			return fmt.Errorf("%w at %s: give --bundle with the verify flags for a signed first use, or --tofu to trust the first definitions seen", proxy.ErrNoLock, cfg.Lock)
+		}
+		// A first use writes the lock (and its audit record): checked
+		// before the server starts and is listed, as pin checks it.
+		if err := auditevent.CheckLockOutputs(cfg.Lock, false, cfg.AuditLog); err != nil {
+			return fmt.Errorf("--lock %s: the lock of the first use cannot be written: %w", cfg.Lock, err)
+		}
 	}
 	return nil
 }

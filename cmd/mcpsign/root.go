@@ -29,6 +29,7 @@ var commands = [...]struct {
 	{"verify", newVerifyCmd},
 	{"trustroot", newTrustrootCmd},
 	{"proxy", newProxyCmd},
+	{"serve", newServeCmd},
 	{proxyVerifyCommand, newProxyVerifyCmd},
 	{"demo", newDemoCmd},
 	{"example-server", newExampleServerCmd},

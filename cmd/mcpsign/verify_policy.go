@@ -170,7 +170,7 @@ func runPinWithPolicy(cmd *cobra.Command, a *app, f *verifyFlags, po *options.Pi
 // (policy.Gate.Proxy: the lock, first use, the roll-forward rule, the
 // audit log, the mode, and the admission of the lock in force). A lock
 // resting on a revoked item blocks at start.
-func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *verifyFlags) error {
+func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *verifyFlags, start proxyStarter) error {
 	abs, err := filepath.Abs(f.pol.File)
 	if err != nil {
 		return err
@@ -213,7 +213,7 @@ func runProxyWithPolicy(cmd *cobra.Command, a *app, cfg *proxycmd.Config, f *ver
 	if cfg.TOFU {
 		fmt.Fprintf(a.stderr, "mcpsign: policy %s: \"unsigned\": \"tofu\": with no lock, the first definitions seen are pinned (no signature vouches for them)\n", textsafe.Quote(r.Name))
 	}
-	return startProxy(cmd, a, cfg, vf)
+	return start(cmd, a, cfg, vf)
 }
 
 // policyVerifyFunc verifies what the proxy observed under the policy

@@ -4,7 +4,8 @@
 //
 //   node tsclient2.mjs '<config JSON>'    one session, one line on stdout
 //
-// config: {command, args, capabilities, mode?, timeoutMs?}. mode is the
+// config: {command, args, capabilities, mode?, timeoutMs?}, or {url, ...}
+// for a Streamable HTTP server (StreamableHTTPClientTransport). mode is the
 // client's versionNegotiation mode: 'legacy' (its default, as the MCP
 // Inspector's), 'auto' (server/discover first) or {pin: VERSION}. It
 // connects, reads getInstructions(), lists every page of tools, prompts and
@@ -12,7 +13,7 @@
 // {protocolVersion, instructions, tools, prompts, resourceTemplates, error}
 // (definitions are the raw objects the SDK accepted; error is the message of
 // the first failure, null when none). It answers roots/list with no roots.
-import { Client } from '@modelcontextprotocol/client';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 const cfg = JSON.parse(process.argv[2]);
@@ -24,7 +25,9 @@ const client = new Client(
 if (cfg.capabilities?.roots) {
   client.setRequestHandler('roots/list', async () => ({ roots: [] }));
 }
-const transport = new StdioClientTransport({ command: cfg.command, args: cfg.args ?? [], env: process.env, stderr: 'pipe' });
+const transport = cfg.url
+  ? new StreamableHTTPClientTransport(new URL(cfg.url))
+  : new StdioClientTransport({ command: cfg.command, args: cfg.args ?? [], env: process.env, stderr: 'pipe' });
 transport.stderr?.resume();
 const timeout = cfg.timeoutMs ?? 10000;
 async function all(list, member) {

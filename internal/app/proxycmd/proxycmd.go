@@ -142,56 +142,9 @@ func Run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, hint Hint, s
 type Hint func(err error, cfg *Config) string
 
 func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	if len(cfg.Command) == 0 && cfg.URL == "" {
-		return ExitError, ErrNoCommand
-	}
-	header, err := mcpwire.ParseHeaders(cfg.Headers, os.LookupEnv)
+	opts, err := SessionOptions(ctx, cfg, verify, stderr)
 	if err != nil {
 		return ExitError, err
-	}
-	if cfg.Lock == "" {
-		return ExitError, ErrNoLockFile
-	}
-	httpClient, err := sessionClient(cfg, stderr)
-	if err != nil {
-		return ExitError, err
-	}
-	switch cfg.Mode {
-	case "", ModeBlock, ModeWarn:
-	case ModeAudit:
-		if cfg.AuditLog == "" {
-			return ExitError, errors.New("mode audit records drift only in the audit log: it needs an audit log")
-		}
-	default:
-		return ExitError, fmt.Errorf("unknown mode %s (want block, warn or audit)", textsafe.RawQuote(string(cfg.Mode)))
-	}
-	rec := &lockRecorder{log: cfg.AuditLog}
-	policy, err := proxy.NewLockPolicy(cfg.Lock, proxy.LockOptions{Verify: verify, TOFU: cfg.TOFU, ManualRollForward: cfg.ManualRollForward, Record: rec.record(), Admission: cfg.Admission})
-	if err != nil {
-		if le := (*pin.LockError)(nil); errors.As(err, &le) && cfg.AuditLog != "" {
-			if aerr := audit.Append(ctx, cfg.AuditLog, auditevent.Refusal(audit.LockRefused, nil, nil, []string{auditevent.LockFinding(err)})); aerr != nil {
-				err = errors.Join(err, fmt.Errorf("audit log: %w", aerr))
-			}
-		}
-		return ExitError, err
-	}
-	resources, err := proxy.ResourceModeFor(cfg.Resources, policy.Lock())
-	if err != nil {
-		return ExitError, err
-	}
-	opts := proxy.Options{
-		Resources:         resources,
-		Command:           cfg.Command,
-		URL:               cfg.URL,
-		Header:            header,
-		HTTPClient:        httpClient,
-		AllowInsecureHTTP: cfg.AllowInsecureHTTP,
-		ServerRequests:    cfg.ServerRequests,
-		Policy:            auditPolicy(policy, rec, cfg.Mode, stderr),
-		Stderr:            stderr,
-		MaxMessageBytes:   cfg.MaxMessageBytes,
-		CheckTimeout:      cfg.CheckTimeout,
-		ShutdownGrace:     cfg.ShutdownGrace,
 	}
 	if !cfg.Quiet {
 		opts.OnEvent = func(e proxy.Event) {
@@ -235,6 +188,69 @@ func run(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stdin io.Rea
 		return ExitError, fmt.Errorf("%w; the signed-in user may not use this server", err)
 	}
 	return ExitError, err
+}
+
+// SessionOptions returns the options of the relays of cfg (proxy.Run): the
+// server, the lock's policy with its audit log and mode (every approval,
+// roll-forward and block recorded as the proxy records them), the
+// resources mode and the limits; stderr receives what the policy says
+// outside the relay (mode warn). The stdio proxy runs one relay of them,
+// 'mcpsign serve' one per client session (package front). OnEvent is left
+// to the caller. An error names what is wrong with cfg (a lock that does
+// not read is recorded in the audit log first).
+func SessionOptions(ctx context.Context, cfg *Config, verify proxy.VerifyFunc, stderr io.Writer) (proxy.Options, error) {
+	if len(cfg.Command) == 0 && cfg.URL == "" {
+		return proxy.Options{}, ErrNoCommand
+	}
+	header, err := mcpwire.ParseHeaders(cfg.Headers, os.LookupEnv)
+	if err != nil {
+		return proxy.Options{}, err
+	}
+	if cfg.Lock == "" {
+		return proxy.Options{}, ErrNoLockFile
+	}
+	httpClient, err := sessionClient(cfg, stderr)
+	if err != nil {
+		return proxy.Options{}, err
+	}
+	switch cfg.Mode {
+	case "", ModeBlock, ModeWarn:
+	case ModeAudit:
+		if cfg.AuditLog == "" {
+			return proxy.Options{}, errors.New("mode audit records drift only in the audit log: it needs an audit log")
+		}
+	default:
+		return proxy.Options{}, fmt.Errorf("unknown mode %s (want block, warn or audit)", textsafe.RawQuote(string(cfg.Mode)))
+	}
+	rec := &lockRecorder{log: cfg.AuditLog}
+	policy, err := proxy.NewLockPolicy(cfg.Lock, proxy.LockOptions{Verify: verify, TOFU: cfg.TOFU, ManualRollForward: cfg.ManualRollForward, Record: rec.record(), Admission: cfg.Admission})
+	if err != nil {
+		if le := (*pin.LockError)(nil); errors.As(err, &le) && cfg.AuditLog != "" {
+			if aerr := audit.Append(ctx, cfg.AuditLog, auditevent.Refusal(audit.LockRefused, nil, nil, []string{auditevent.LockFinding(err)})); aerr != nil {
+				err = errors.Join(err, fmt.Errorf("audit log: %w", aerr))
+			}
+		}
+		return proxy.Options{}, err
+	}
+	resources, err := proxy.ResourceModeFor(cfg.Resources, policy.Lock())
+	if err != nil {
+		return proxy.Options{}, err
+	}
+	opts := proxy.Options{
+		Resources:         resources,
+		Command:           cfg.Command,
+		URL:               cfg.URL,
+		Header:            header,
+		HTTPClient:        httpClient,
+		AllowInsecureHTTP: cfg.AllowInsecureHTTP,
+		ServerRequests:    cfg.ServerRequests,
+		Policy:            auditPolicy(policy, rec, cfg.Mode, stderr),
+		Stderr:            stderr,
+		MaxMessageBytes:   cfg.MaxMessageBytes,
+		CheckTimeout:      cfg.CheckTimeout,
+		ShutdownGrace:     cfg.ShutdownGrace,
+	}
+	return opts, nil
 }
 
 // ConfigFromEnv reads the configuration mcpsign handed over and removes it

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+)
+
+// TestServeCommand: 'mcpsign serve' pins on first use (--tofu), serves a
+// go-sdk client at /mcp, answers /healthz, /readyz and /metrics, and exits
+// 0 once interrupted (drained).
+func TestServeCommand(t *testing.T) {
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "mcp.lock")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &fixtures.SyncBuffer{}
+	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr, getenv: func(string) string { return "" }, isTerminal: func() bool { return false }}
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--lock", lock, "--tofu", "--", fixtures.BuildExampleServer(t)}, a)
+	}()
+	var base string
+	re := regexp.MustCompile(`listening on (http://[^ ]+)/mcp`)
+	for deadline := time.Now().Add(20 * time.Second); base == ""; time.Sleep(20 * time.Millisecond) {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			base = m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not say where it listens:\n%s", stderr.String())
+		}
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer ccancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(cctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	res, err := cs.ListTools(cctx, nil)
+	if err != nil || len(res.Tools) != len(fixtures.HonestToolNames()) {
+		t.Fatalf("tools/list: %v", err)
+	}
+	cs.Close()
+	if _, err := os.Stat(lock); err != nil {
+		t.Errorf("the first use wrote no lock: %v", err)
+	}
+	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready", "/metrics": "mcpsign_front_sessions_open"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), want) {
+			t.Errorf("%s: %d %q, want 200 with %q", path, resp.StatusCode, body, want)
+		}
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Errorf("exit %d after the interrupt, want 0:\n%s", c, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not end after the interrupt")
+	}
+}
+
+// TestServeBadStart: what 'mcpsign serve' refuses before it listens: one
+// line, exit 2, no file written.
+func TestServeBadStart(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.lock")
+	if err := os.WriteFile(bad, []byte("{not a lock"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badPolicy := filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(badPolicy, []byte(`{"policyVersion": 1,`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	server := fixtures.BuildExampleServer(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no lock", []string{"--lock", filepath.Join(dir, "missing.lock"), "--", server}, "or --tofu"},
+		{"bad lock", []string{"--lock", bad, "--", server}, "bad.lock"},
+		{"bad policy", []string{"--policy", badPolicy, "--name", "x", "--", server}, "policy"},
+		{"oauth", []string{"--lock", bad, "--oauth", "--", "https://example.com/mcp"}, "--oauth"},
+		{"half TLS", []string{"--lock", bad, "--tls-cert", "c.pem", "--", server}, "--tls-key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stderr := &fixtures.SyncBuffer{}
+			a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr, getenv: func(string) string { return "" }, isTerminal: func() bool { return false }}
+			code := run(context.Background(), append([]string{"serve", "--listen", "127.0.0.1:0"}, tc.args...), a)
+			out := stderr.String()
+			if code != 2 || !strings.Contains(out, tc.want) || strings.Count(strings.TrimSpace(out), "\n") != 0 || strings.Contains(out, "listening") {
+				t.Errorf("exit %d, stderr %q; want exit 2 and one line with %q", code, out, tc.want)
+			}
+		})
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("files were written: %v", entries)
+	}
+}

@@ -1,0 +1,357 @@
+package front_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsign/mcpsign/front"
+	"github.com/mcpsign/mcpsign/proxy"
+)
+
+// goSDKServer is a go-sdk StreamableHTTPHandler server with the tools the
+// fault tests need: "fast" answers at once, "slow" after wait (or when its
+// request ends), "hang" never (until its request ends).
+type goSDKServer struct {
+	srv     *httptest.Server
+	started chan struct{} // a slow or hanging call began
+}
+
+func startGoSDKServer(t *testing.T, wait time.Duration) *goSDKServer {
+	t.Helper()
+	return startGoSDKServerWrapped(t, wait, nil)
+}
+
+// startGoSDKServerWrapped is startGoSDKServer with its handler wrapped.
+func startGoSDKServerWrapped(t *testing.T, wait time.Duration, wrap func(http.Handler) http.Handler) *goSDKServer {
+	t.Helper()
+	g := &goSDKServer{started: make(chan struct{}, 64)}
+	release := make(chan struct{}) // go-sdk does not cancel a handler when its session is deleted
+	s := mcp.NewServer(&mcp.Implementation{Name: "faults", Version: "1"}, nil)
+	type noArgs struct{}
+	mcp.AddTool(s, &mcp.Tool{Name: "fast", Description: "answers at once"}, func(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "fast"}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "answers after a while"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+		g.started <- struct{}{}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-release:
+			return nil, nil, errors.New("released")
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "slow"}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "hang", Description: "never answers"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+		g.started <- struct{}{}
+		select {
+		case <-ctx.Done():
+		case <-release:
+		}
+		return nil, nil, errors.New("released")
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "answers with 12 MB of text"}, func(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", 12<<20)}}}, nil, nil
+	})
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	if wrap != nil {
+		h = wrap(h)
+	}
+	g.srv = httptest.NewServer(h)
+	t.Cleanup(g.srv.Close)
+	t.Cleanup(func() { close(release) }) // before Close
+	return g
+}
+
+func (g *goSDKServer) upstream() upstream { return upstream{name: "go-sdk-http", url: g.srv.URL} }
+
+func call(ctx context.Context, cs *mcp.ClientSession, name string) (string, error) {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+	if err != nil {
+		return "", err
+	}
+	if res.IsError || len(res.Content) == 0 {
+		return "", errors.New("tool error")
+	}
+	return res.Content[0].(*mcp.TextContent).Text, nil
+}
+
+// TestUpstreamCrashMidCall: the upstream goes away while a call is in
+// flight: the client gets one error answer for it (not a hang), and the
+// session is gone.
+func TestUpstreamCrashMidCall(t *testing.T) {
+	g := startGoSDKServer(t, time.Hour)
+	u := g.upstream()
+	s := serve(t, u, lockOf(t, u), nil)
+	ctx := testContext(t)
+	cs, err := connect(ctx, s.url, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := call(ctx, cs, "hang")
+		errc <- err
+	}()
+	<-g.started
+	g.srv.CloseClientConnections()
+	g.srv.Close()
+	select {
+	case err := <-errc:
+		if err == nil || !strings.Contains(err.Error(), "upstream ended before it answered") {
+			t.Errorf("the call in flight: got %v, want the front's error", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the call in flight was never answered")
+	}
+}
+
+// TestClientLeavesMidCall: a client that gives up on a call (its POST
+// ends) keeps its session: the next call is answered.
+func TestClientLeavesMidCall(t *testing.T) {
+	g := startGoSDKServer(t, time.Hour)
+	u := g.upstream()
+	s := serve(t, u, lockOf(t, u), nil)
+	ctx := testContext(t)
+	for _, protocol := range []string{"2025-11-25", ""} {
+		cs, err := connect(ctx, s.url, protocol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		_, err = call(short, cs, "hang")
+		cancel()
+		if err == nil {
+			t.Fatalf("%q: a hanging call answered", protocol)
+		}
+		if got, err := call(ctx, cs, "fast"); err != nil || got != "fast" {
+			t.Errorf("%q: the call after the abandoned one: %q %v", protocol, got, err)
+		}
+		cs.Close()
+	}
+}
+
+// TestDrain: a request in flight when Drain starts is answered (with its
+// result when it ends in time, with the interruption error otherwise),
+// later requests get 503, Ready says draining, and the sessions end.
+func TestDrain(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		tool    string
+		timeout time.Duration
+		wantErr bool
+	}{
+		{"answered in time", "slow", 5 * time.Second, false},
+		{"interrupted", "hang", 500 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := startGoSDKServer(t, 300*time.Millisecond)
+			u := g.upstream()
+			s := serve(t, u, lockOf(t, u), nil)
+			ctx := testContext(t)
+			cs, err := connect(ctx, s.url, "2025-11-25")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			type answer struct {
+				text string
+				err  error
+			}
+			answers := make(chan answer, 2)
+			go func() {
+				text, err := call(ctx, cs, tc.tool)
+				answers <- answer{text, err}
+			}()
+			<-g.started
+			dctx, cancel := context.WithTimeout(ctx, tc.timeout)
+			defer cancel()
+			drained := make(chan error, 1)
+			go func() { drained <- s.f.Drain(dctx) }()
+			time.Sleep(50 * time.Millisecond)
+			if resp := post(t, s.url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`); resp.StatusCode != http.StatusServiceUnavailable {
+				t.Errorf("a new session while draining: %d, want 503", resp.StatusCode)
+			}
+			if err := s.f.Ready(ctx); !errors.Is(err, front.ErrDraining) {
+				t.Errorf("Ready while draining = %v", err)
+			}
+			a := <-answers
+			switch {
+			case tc.wantErr && (a.err == nil || !strings.Contains(a.err.Error(), "interrupt") && !strings.Contains(a.err.Error(), "upstream ended")):
+				t.Errorf("want the interruption's error, got %q %v", a.text, a.err)
+			case !tc.wantErr && (a.err != nil || a.text != "slow"):
+				t.Errorf("want the slow call's result, got %q %v", a.text, a.err)
+			}
+			err = <-drained
+			if tc.wantErr != (err != nil) {
+				t.Errorf("Drain = %v", err)
+			}
+			select {
+			case a := <-answers:
+				t.Errorf("a second answer: %+v", a)
+			case <-time.After(100 * time.Millisecond):
+			}
+			if n := counterSum(t, s.f, "mcpsign_front_sessions_open"); n != 0 {
+				t.Errorf("sessions open after Drain: %v", n)
+			}
+		})
+	}
+}
+
+// TestReload: a configuration that does not load is refused and the one in
+// force kept (sessions go on); one that loads replaces it for later
+// sessions and clears the drift mark.
+func TestReload(t *testing.T) {
+	g := startGoSDKServer(t, 0)
+	u := g.upstream()
+	lock := lockOf(t, u)
+	var broken atomic.Bool
+	s := serve(t, u, lock, func(o *front.Options) {
+		load := o.Load
+		o.Load = func(ctx context.Context) (proxy.Options, error) {
+			if broken.Load() {
+				return proxy.Options{}, errors.New("policy.json: line 3: unexpected }")
+			}
+			return load(ctx)
+		}
+	})
+	ctx := testContext(t)
+	broken.Store(true)
+	err := s.f.Reload(ctx)
+	if err == nil || !strings.Contains(err.Error(), "kept") || !strings.Contains(err.Error(), "line 3") {
+		t.Errorf("Reload of a broken policy = %v", err)
+	}
+	cs, err := connect(ctx, s.url, "2025-11-25")
+	if err != nil {
+		t.Fatalf("a session after a failed reload: %v", err)
+	}
+	if got, err := call(ctx, cs, "fast"); err != nil || got != "fast" {
+		t.Errorf("call: %q %v", got, err)
+	}
+	cs.Close()
+	broken.Store(false)
+	if err := s.f.Reload(ctx); err != nil {
+		t.Errorf("Reload: %v", err)
+	}
+	if n := counterSum(t, s.f, "mcpsign_front_reloads_total"); n != 1 {
+		t.Errorf("reloads = %v, want 1", n)
+	}
+}
+
+// authRecorder is an HTTP upstream that records the Authorization of every
+// request it gets.
+type authRecorder struct {
+	h    http.Handler
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (a *authRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	a.seen[r.Header.Get("Authorization")] = true
+	a.mu.Unlock()
+	a.h.ServeHTTP(w, r)
+}
+
+// bearer adds an Authorization to every request of a client.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestPassAuthorization: a client's Authorization reaches an HTTP upstream
+// only under PassAuthorization; either way it binds its session: a request
+// of it with other credentials is refused.
+func TestPassAuthorization(t *testing.T) {
+	for _, pass := range []bool{false, true} {
+		rec := &authRecorder{seen: map[string]bool{}}
+		g := startGoSDKServerWrapped(t, 0, func(h http.Handler) http.Handler { rec.h = h; return rec })
+		u := g.upstream()
+		s := serve(t, u, lockOf(t, u), func(o *front.Options) { o.PassAuthorization = pass })
+		ctx := testContext(t)
+		c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: &http.Client{Transport: bearer("alice")}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := call(ctx, cs, "fast"); err != nil || got != "fast" {
+			t.Fatalf("call: %q %v", got, err)
+		}
+		rec.mu.Lock()
+		seen := rec.seen["Bearer alice"]
+		rec.mu.Unlock()
+		if seen != pass {
+			t.Errorf("PassAuthorization %v: the upstream saw the client's Authorization: %v", pass, seen)
+		}
+		req, _ := http.NewRequest("POST", s.url, strings.NewReader(`{"jsonrpc":"2.0","id":99,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(front.HeaderSessionID, cs.ID())
+		req.Header.Set("Authorization", "Bearer mallory")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if want := http.StatusForbidden; resp.StatusCode != want { // bound either way (TestSessionBoundToCredentials)
+			t.Errorf("PassAuthorization %v: a request of the session with other credentials: %d, want %d", pass, resp.StatusCode, want)
+		}
+		cs.Close()
+	}
+}
+
+// TestClientNeverReads: a client that asks for a large answer and never
+// reads it holds neither the front nor its own session's relay: other
+// sessions are served meanwhile, the stalled write fails after
+// WriteTimeout, and Drain ends in time.
+func TestClientNeverReads(t *testing.T) {
+	g := startGoSDKServer(t, 0)
+	u := g.upstream()
+	s := serve(t, u, lockOf(t, u), func(o *front.Options) { o.WriteTimeout = 300 * time.Millisecond })
+	ctx := testContext(t)
+	cs, err := connect(ctx, s.url, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	// A raw request on the session's id, whose answer is never read.
+	addr := strings.TrimPrefix(strings.TrimSuffix(s.url, "/mcp"), "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"jsonrpc":"2.0","id":"stall","method":"tools/call","params":{"name":"big","arguments":{}}}`
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-11-25\r\nContent-Length: %d\r\n\r\n%s", addr, cs.ID(), len(body), body)
+	time.Sleep(500 * time.Millisecond) // the answer is being written, and stalls
+	other, err := connect(ctx, s.url, "2025-11-25")
+	if err != nil {
+		t.Fatalf("another session while one client does not read: %v", err)
+	}
+	if got, err := call(ctx, other, "fast"); err != nil || got != "fast" {
+		t.Errorf("another session's call: %q %v", got, err)
+	}
+	other.Close()
+	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	_ = s.f.Drain(dctx)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Drain took %v with a client that does not read", d)
+	}
+}

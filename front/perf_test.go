@@ -1,0 +1,221 @@
+package front_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsign/mcpsign/front"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/source"
+)
+
+// reverseProxy is the plain peer of the front (docs/PERFORMANCE.md, "HTTP
+// front"): Go's httputil.ReverseProxy in front of the same upstream,
+// flushing every write (the SSE answers), checking nothing.
+func reverseProxy(tb testing.TB, upstream string) string {
+	u, err := url.Parse(upstream)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	target := &url.URL{Scheme: u.Scheme, Host: u.Host}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.FlushInterval = -1
+	rp.ErrorLog = log.New(io.Discard, "", 0) // a client that closes its stream is no news
+	srv := httptest.NewServer(rp)
+	tb.Cleanup(srv.Close)
+	return srv.URL + u.Path
+}
+
+// BenchmarkFrontRoundTrip: tools/call round trips of go-sdk clients
+// (sessions, protocol 2025-11-25) to the example server over Streamable
+// HTTP, straight, through httputil.ReverseProxy, and through the front, at
+// 1 and 64 concurrent sessions; it reports p50 and p99 in µs and calls/s.
+//
+//	go test ./front -run '^$' -bench FrontRoundTrip -benchtime 4000x
+func BenchmarkFrontRoundTrip(b *testing.B) {
+	up := httpExample(b, fixtures.ModeHonest)
+	lock := lockOf(b, up)
+	s := serve(b, up, lock, nil)
+	paths := []struct{ name, url string }{
+		{"direct", up.url},
+		{"reverseproxy", reverseProxy(b, up.url)},
+		{"front", s.url},
+	}
+	for _, sessions := range []int{1, 64} {
+		for _, p := range paths {
+			b.Run(fmt.Sprintf("%s/sessions=%d", p.name, sessions), func(b *testing.B) {
+				roundTrips(b, p.url, sessions)
+			})
+		}
+	}
+}
+
+func roundTrips(b *testing.B, url string, sessions int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	css := make([]*mcp.ClientSession, sessions)
+	for i := range css {
+		cs, err := connect(ctx, url, "2025-11-25")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cs.Close()
+		css[i] = cs
+	}
+	args := &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "x"}}
+	for _, cs := range css { // warm up every session
+		if _, err := cs.CallTool(ctx, args); err != nil {
+			b.Fatal(err)
+		}
+	}
+	per := max(b.N/sessions, 1)
+	lat := make([][]time.Duration, sessions)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for i, cs := range css {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := make([]time.Duration, 0, per)
+			for range per {
+				t0 := time.Now()
+				if _, err := cs.CallTool(ctx, args); err != nil {
+					b.Error(err)
+					return
+				}
+				l = append(l, time.Since(t0))
+			}
+			lat[i] = l
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	if len(all) == 0 {
+		return
+	}
+	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "calls/s")
+}
+
+// BenchmarkFrontIdleSession: the front's memory per idle client session
+// of an HTTP upstream (the session's transport, relay and upstream
+// session; the upstream runs in its own process), after every session
+// initialized and listed once: heap in use and goroutine stacks, each
+// minus what the same number of go-sdk clients alone hold (they run in
+// this process).
+//
+//	go test ./front -run '^$' -bench FrontIdleSession -benchtime 1x
+func BenchmarkFrontIdleSession(b *testing.B) {
+	up := httpExample(b, fixtures.ModeHonest)
+	s := serve(b, up, lockOf(b, up), func(o *frontOptions) { o.MaxSessions = 10000 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const n = 200
+	clientHeap, clientStack := memPer(n, func() func() { return openSessions(b, ctx, up.url, n) })
+	heap, stack := memPer(n, func() func() { return openSessions(b, ctx, s.url, n) })
+	b.ReportMetric(heap-clientHeap, "front-heap-B/session")
+	b.ReportMetric(stack-clientStack, "front-stack-B/session")
+	b.ReportMetric(float64(runtime.NumGoroutine()), "goroutines-after")
+}
+
+type frontOptions = front.Options
+
+// memPer is the heap and stack in use after open, minus before, per
+// session.
+func memPer(n int, open func() func()) (heap, stack float64) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	closeAll := open()
+	time.Sleep(200 * time.Millisecond)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	closeAll()
+	return float64(int64(after.HeapInuse)-int64(before.HeapInuse)) / float64(n),
+		float64(int64(after.StackInuse)-int64(before.StackInuse)) / float64(n)
+}
+
+func openSessions(b testing.TB, ctx context.Context, url string, n int) func() {
+	css := make([]*mcp.ClientSession, 0, n)
+	for range n {
+		cs, err := connect(ctx, url, "2025-11-25")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := cs.ListTools(ctx, nil); err != nil {
+			b.Fatal(err)
+		}
+		css = append(css, cs)
+	}
+	return func() {
+		for _, cs := range css {
+			cs.Close()
+		}
+		http.DefaultClient.CloseIdleConnections()
+	}
+}
+
+// TestIdleHeapProfile writes the heap profile of 200 idle sessions to
+// $MCPSIGN_FRONT_HEAPPROFILE (only then).
+func TestIdleHeapProfile(t *testing.T) {
+	path := os.Getenv("MCPSIGN_FRONT_HEAPPROFILE")
+	if path == "" {
+		return
+	}
+	up := httpExample(t, fixtures.ModeHonest)
+	s := serve(t, up, lockOf(t, up), func(o *frontOptions) { o.MaxSessions = 10000 })
+	ctx := testContext(t)
+	closeAll := openSessions(t, ctx, s.url, 200)
+	defer closeAll()
+	runtime.GC()
+	f, _ := os.Create(path)
+	pprof.Lookup("heap").WriteTo(f, 0)
+	f.Close()
+}
+
+// BenchmarkFrontReady: a readiness probe that must check (no passed check
+// stands: ReadyTTL 1 ns) against the upstream's own listing
+// (source.Load), both over Streamable HTTP to the example server.
+//
+//	go test ./front -run '^$' -bench FrontReady -benchtime 50x
+func BenchmarkFrontReady(b *testing.B) {
+	up := httpExample(b, fixtures.ModeHonest)
+	s := serve(b, up, lockOf(b, up), func(o *frontOptions) { o.ReadyTTL = time.Nanosecond })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var ready, listing time.Duration
+	for range b.N {
+		t0 := time.Now()
+		if _, err := source.Load(ctx, up.spec(), source.Options{}); err != nil {
+			b.Fatal(err)
+		}
+		listing += time.Since(t0)
+		t0 = time.Now()
+		if err := s.f.Ready(ctx); err != nil {
+			b.Fatal(err)
+		}
+		ready += time.Since(t0)
+	}
+	b.ReportMetric(float64(listing.Microseconds())/float64(b.N)/1000, "listing-ms")
+	b.ReportMetric(float64(ready.Microseconds())/float64(b.N)/1000, "ready-ms")
+}

@@ -1,0 +1,270 @@
+package front
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/proxy"
+)
+
+// session is one client session: go-sdk's transport (the HTTP framing)
+// connected to one relay through two pipes of lines.
+type session struct {
+	f    *Front
+	id   string
+	t    *mcp.StreamableServerTransport
+	conn mcp.Connection
+
+	inW *io.PipeWriter // the relay's client side: what the client sent
+
+	active   atomic.Int32 // POSTs being served
+	lastUsed atomic.Int64 // unix nanoseconds of the last POST's end
+
+	// auth is the digest of the Authorization the session started with: a
+	// request of the session must carry the same (a front with client
+	// bearer tokens serves several users, and under
+	// Options.PassAuthorization the session's upstream requests carry it).
+	auth [sha256.Size]byte
+
+	mu      sync.Mutex
+	pending map[jsonrpc.ID]struct{} // client requests the relay has not answered
+	closed  bool
+}
+
+// newSession starts a session and its relay, or says why not (the cap).
+func (f *Front) newSession(auth []string) (*session, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.draining {
+		return nil, "the server is shutting down"
+	}
+	if f.relays >= f.o.MaxSessions {
+		f.m.refused.Inc()
+		return nil, fmt.Sprintf("%d sessions and stateless requests are open, the most this server takes", f.o.MaxSessions)
+	}
+	id := rand.Text()
+	t := &mcp.StreamableServerTransport{SessionID: id}
+	conn, err := t.Connect(f.ctx)
+	if err != nil {
+		return nil, "the session could not be started"
+	}
+	s := &session{f: f, id: id, t: t, conn: conn, pending: map[jsonrpc.ID]struct{}{}}
+	s.auth = sha256.Sum256([]byte(strings.Join(auth, "\n")))
+	s.lastUsed.Store(time.Now().UnixNano())
+	f.sessions[id] = s
+	f.m.sessions.Set(float64(len(f.sessions)))
+	opts := f.relayOptions(id, auth)
+	inR, inW := io.Pipe()
+	s.inW = inW
+	f.relays++
+	f.runs.Add(1)
+	go s.fromClient()
+	go func() {
+		defer f.runs.Done()
+		// The relay writes what it lets through straight into the
+		// transport (toClient), on its own goroutine: no pipe, no hand-off.
+		err := proxy.Run(f.ctx, inR, &toClient{s: s, max: opts.MaxMessageBytes}, opts)
+		f.relayDone()
+		s.end(err)
+	}()
+	f.log.Info("session started", "session", id)
+	return s, ""
+}
+
+// sameAuthorization reports whether r may use the session: whether it
+// carries the Authorization the session started with (none, if it started
+// with none). Who learned a session's id is not its client.
+func (s *session) sameAuthorization(r *http.Request) bool {
+	got := sha256.Sum256([]byte(strings.Join(r.Header.Values("Authorization"), "\n")))
+	return subtle.ConstantTimeCompare(got[:], s.auth[:]) == 1
+}
+
+// serve serves one HTTP request of the session.
+func (s *session) serve(w http.ResponseWriter, r *http.Request) {
+	post := r.Method == http.MethodPost
+	if post {
+		s.active.Add(1)
+		defer func() {
+			s.lastUsed.Store(time.Now().UnixNano())
+			s.active.Add(-1)
+		}()
+	}
+	s.t.ServeHTTP(&deadlineWriter{ResponseWriter: w, d: s.f.o.WriteTimeout}, r)
+	// The connection may serve another request: no deadline of this one.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+}
+
+// idle reports whether the session received no POST for d.
+func (s *session) idle(d time.Duration) bool {
+	return s.active.Load() == 0 && time.Since(time.Unix(0, s.lastUsed.Load())) > d
+}
+
+// fromClient hands what the client sends to the relay, one line a
+// message.
+func (s *session) fromClient() {
+	defer s.inW.Close()
+	for {
+		msg, err := s.conn.Read(context.Background())
+		if err != nil {
+			return
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+			s.mu.Lock()
+			s.pending[req.ID] = struct{}{}
+			s.mu.Unlock()
+		}
+		data, err := jsonrpc.EncodeMessage(msg)
+		if err != nil {
+			continue
+		}
+		if _, err := s.inW.Write(append(data, '\n')); err != nil {
+			return
+		}
+	}
+}
+
+// toClient hands what the relay lets through to the transport, which
+// routes an answer to its request's stream and everything else to the GET
+// stream. The relay writes one line a Write, one Write at a time.
+type toClient struct {
+	s   *session
+	max int
+	buf []byte // a line not yet ended
+}
+
+func (c *toClient) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if len(c.buf)+len(p) > c.max+1 {
+				return 0, fmt.Errorf("a message for the client has more than %d bytes", c.max)
+			}
+			c.buf = append(c.buf, p...)
+			break
+		}
+		line := p[:i+1]
+		if len(c.buf) > 0 {
+			line = append(c.buf, line...)
+			c.buf = nil
+		}
+		c.s.deliver(mcpwire.Content(line))
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// deliver hands one message of the relay's to the transport.
+func (s *session) deliver(content []byte) {
+	if len(bytes.TrimSpace(content)) == 0 {
+		return
+	}
+	msg, err := jsonrpc.DecodeMessage(content)
+	if err != nil {
+		s.f.log.Warn("a message the relay let through could not be handed to the client transport", "session", s.id, "error", textsafe.Escape(err.Error()))
+		return
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		s.mu.Lock()
+		delete(s.pending, resp.ID)
+		s.mu.Unlock()
+	}
+	if err := s.conn.Write(context.Background(), msg); err != nil {
+		s.f.log.Debug("a message could not be delivered (its stream is gone)", "session", s.id, "error", textsafe.Escape(err.Error()))
+	}
+}
+
+// end ends the session once its relay returned: every request the relay
+// left unanswered (the upstream ended, or crashed mid-call) gets the
+// front's error, then the transport is closed and the session forgotten.
+func (s *session) end(err error) {
+	why := "the session ended"
+	if err != nil {
+		why = err.Error()
+	}
+	s.mu.Lock()
+	ids := make([]jsonrpc.ID, 0, len(s.pending))
+	for id := range s.pending {
+		ids = append(ids, id)
+	}
+	s.pending = map[jsonrpc.ID]struct{}{}
+	s.mu.Unlock()
+	for _, id := range ids {
+		resp := &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: proxy.InterruptedCode, Message: "mcpsign front: the upstream ended before it answered: " + textsafe.Escape(why)}}
+		_ = s.conn.Write(context.Background(), resp)
+	}
+	s.close()
+	var b *proxy.BlockedError
+	switch {
+	case err == nil:
+		s.f.log.Info("session ended", "session", s.id)
+	case errors.As(err, &b):
+		s.f.log.Warn("session ended blocked", "session", s.id, "reason", textsafe.Escape(err.Error()))
+	default:
+		s.f.log.Warn("session ended", "session", s.id, "error", textsafe.Escape(err.Error()))
+	}
+}
+
+// close closes the session (DELETE, idle, drain, its relay's end): the
+// transport's streams end, the relay sees the client leave and stops the
+// upstream, and the id is unknown from now on (404).
+func (s *session) close() {
+	s.mu.Lock()
+	closed := s.closed
+	s.closed = true
+	s.mu.Unlock()
+	if closed {
+		return
+	}
+	s.f.mu.Lock()
+	if s.f.sessions[s.id] == s {
+		delete(s.f.sessions, s.id)
+	}
+	s.f.m.sessions.Set(float64(len(s.f.sessions)))
+	s.f.mu.Unlock()
+	_ = s.conn.Close()
+}
+
+// deadlineWriter bounds each write to a client (Options.WriteTimeout): a
+// client that stops reading fails its stream instead of holding the
+// session.
+type deadlineWriter struct {
+	http.ResponseWriter
+	d time.Duration
+}
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	rc := http.NewResponseController(w.ResponseWriter)
+	_ = rc.SetWriteDeadline(time.Now().Add(w.d))
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *deadlineWriter) Flush() {
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// relayDone uncounts a relay whose proxy.Run returned (its upstream
+// stopped).
+func (f *Front) relayDone() {
+	f.mu.Lock()
+	f.relays--
+	f.mu.Unlock()
+}
