@@ -42,7 +42,7 @@ var flagHints = []struct {
 	{netguard.ErrInsecureCredentials, "give the server's https:// URL: --allow-insecure-http never lets --header or --oauth over plain http"},
 	{netguard.ErrInsecureURL, "give the server's https:// URL, or --allow-insecure-http to read it over plain http (never with --header or --oauth)"},
 	{source.ErrNoResources, "take the snapshot with mcpsign snapshot --resources"},
-	{source.ErrErasDiffer, "its publisher must serve the same in both; --protocol-version reads one era only, and a lock then speaks for that era's clients"},
+	{source.ErrErasDiffer, "its publisher must serve the same under every protocol version; --protocol-version reads one version only, and a lock then speaks for that version's clients"},
 	{monitor.ErrNoLog, "--trusted-root must hold the log whose URL host is the checkpoint origin; --log names where to read it"},
 	{monitor.ErrNotLog, "--log is where the log is read: a Rekor v2 log's tiles (its read URL, or for a local stack its storage directory served over HTTP, not the write API; docs/MONITOR.md \"Monitoring a local stack\"), or a Rekor v1 URL"},
 	{monitor.ErrUnverifiedRelease, "a bundle under --released must verify under the watched identity or key, its log entry proven (docs/MONITOR.md \"Released\"): remove that file, or find out who made it"},
