@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -102,6 +103,24 @@ func TestListingBothEras(t *testing.T) {
 	// their clients nothing: it pins, as a server whose versions agree.
 	if code, _, stderr := runCLI(t, "pin", "--tofu", "--lock", filepath.Join(dir, "refused.lock"), "--", server, "old-refused"); code != 0 {
 		t.Fatalf("pin of a server that refuses older versions: exit %d: %s", code, stderr)
+	}
+	// A normal server (the example server, both eras, every version the
+	// same) pins as before: the lock digest of reading every version is
+	// the one of reading server/discover alone, as the first listing.
+	example := fixtures.BuildExampleServer(t)
+	var digests []string
+	for _, extra := range [][]string{nil, {"--protocol-version", "2026-07-28"}} {
+		lock := filepath.Join(dir, "example"+strconv.Itoa(len(digests))+".lock")
+		code, stdout, stderr := runCLI(t, append(append([]string{"pin", "--tofu", "--lock", lock}, extra...), "--", example)...)
+		if code != 0 {
+			t.Fatalf("pin of the example server %v: exit %d: %s", extra, code, stderr)
+		}
+		_, d, _ := strings.Cut(stdout, "lockDigest: ")
+		d, _, _ = strings.Cut(d, "\n")
+		digests = append(digests, d)
+	}
+	if digests[0] == "" || digests[0] != digests[1] {
+		t.Errorf("example server lock digests %q: every version read, and server/discover alone, differ", digests)
 	}
 	for _, f := range []string{"never.lock", "never.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
