@@ -462,6 +462,12 @@ var ErrSignInNeeded = errors.New("a new OAuth sign-in is needed")
 // a refresh, or answers badly.
 var ErrToken = errors.New("the token endpoint refused")
 
+// ErrCacheDir is the error when the token cache directory cannot be used
+// as it is given: a component of its path is a symbolic link (the error
+// then holds a *nofollow.LinkError naming it; errors.Is(err,
+// nofollow.ErrSymlink)).
+var ErrCacheDir = errors.New("the token cache directory is refused")
+
 // adoptCached takes the token in disk, the cache as just reread under its
 // file lock, when it is valid and not the one held: another process signed
 // in or refreshed meanwhile. The caller holds t.mu.

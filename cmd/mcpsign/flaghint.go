@@ -38,6 +38,7 @@ var flagHints = []struct {
 	{oauth.ErrNoMetadata, "if it takes a token some other way, pass it with --header 'Authorization: Bearer ${TOKEN}'"},
 	{oauth.ErrNoRegistration, "pass a client ID registered with it: --oauth-client-id"},
 	{oauth.ErrDenied, "run again to sign in; --no-browser prints the URL to open by hand"},
+	{oauth.ErrCacheDir, "--oauth-cache-dir takes a directory whose path has no symbolic link; without it the cache is under the user's config directory"},
 	{source.ErrAddressRefused, "--allow-private-bundles fetches bundles from non-public addresses"},
 	{netguard.ErrInsecureCredentials, "give the server's https:// URL: --allow-insecure-http never lets --header or --oauth over plain http"},
 	{netguard.ErrInsecureURL, "give the server's https:// URL, or --allow-insecure-http to read it over plain http (never with --header or --oauth)"},
