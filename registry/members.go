@@ -136,7 +136,10 @@ func envName(name string) bool {
 //
 //   - contains PATH, PRELOAD, LIBRARY, CA_BUNDLE, CA_CERT, CAINFO or
 //     CAFILE (CLASSPATH, GCONV_PATH, NODE_PATH, LD_LIBRARY_PATH, PATHEXT,
-//     REQUESTS_CA_BUNDLE);
+//     REQUESTS_CA_BUNDLE), or REGISTRY, INDEX_URL, MIRROR, DOWNLOAD,
+//     _BINARY_ or CDNURL (where an installer or an install script
+//     fetches from: ELECTRON_MIRROR, PUPPETEER_DOWNLOAD_BASE_URL,
+//     SASS_BINARY_SITE, CHROMEDRIVER_CDNURL);
 //   - ends with _OPTIONS, _OPTS, FLAGS, _PROXY or HOME (NODE_OPTIONS,
 //     MAVEN_OPTS, RUSTFLAGS, HTTPS_PROXY, JAVA_HOME, GNUPGHOME);
 //   - begins with one of steeringPrefixes (LD_, DYLD_, GCONV_,
@@ -149,7 +152,8 @@ func envName(name string) bool {
 //     COMSPEC, …).
 func SteeringVariable(name string) bool {
 	n := strings.ToUpper(name)
-	for _, in := range []string{"PATH", "PRELOAD", "LIBRARY", "CA_BUNDLE", "CA_CERT", "CAINFO", "CAFILE"} {
+	for _, in := range []string{"PATH", "PRELOAD", "LIBRARY", "CA_BUNDLE", "CA_CERT", "CAINFO", "CAFILE",
+		"REGISTRY", "INDEX_URL", "MIRROR", "DOWNLOAD", "_BINARY_", "CDNURL"} {
 		if strings.Contains(n, in) {
 			return true
 		}
@@ -175,7 +179,8 @@ func SteeringVariable(name string) bool {
 func steeringPrefixes() []string {
 	return []string{
 		"LD_", "DYLD_", "GCONV_", "GLIBC_", "MALLOC_",
-		"NPM_", "NODE_", "NVM_", "YARN_", "PNPM_", "BUN_", "DENO_", "COREPACK_", "ELECTRON_",
+		"NPM_", "NODE_", "NODEJS_", "NVM_", "YARN_", "PNPM_", "BUN_", "DENO_", "COREPACK_", "ELECTRON_",
+		"PUPPETEER_", "PLAYWRIGHT_", "CYPRESS_", "PRISMA_", "SHARP_",
 		"PIP_", "PIPX_", "PIPENV_", "UV_", "POETRY_", "PDM_", "HATCH_", "CONDA_", "MAMBA_", "PYTHON", "PYENV_", "VIRTUAL_ENV",
 		"JAVA_", "JDK_", "JRE_", "JVM_", "MAVEN_", "GRADLE_", "SBT_",
 		"CORECLR_", "COMPLUS_", "DOTNET_", "NUGET_", "MSBUILD",

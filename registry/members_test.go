@@ -139,6 +139,10 @@ func TestSteeringVariable(t *testing.T) {
 		{"DOTNET_STARTUP_HOOKS", true}, {"NUGET_PACKAGES", true}, {"PYENV_VERSION", true}, {"VIRTUAL_ENV", true},
 		{"HOMEBREW_BOTTLE_DOMAIN", true}, {"MSBUILDEXTENSIONSPATH", true}, {"JAVA_HOME", true}, {"GO_EXTRA", true},
 		{"_", true}, {"ACME_LIBRARY_DIR", true}, {"MEMORY_FILE_PATH", true},
+		// Where an install script fetches from.
+		{"ELECTRON_MIRROR", true}, {"PUPPETEER_DOWNLOAD_BASE_URL", true}, {"PLAYWRIGHT_DOWNLOAD_HOST", true},
+		{"SASS_BINARY_SITE", true}, {"CHROMEDRIVER_CDNURL", true}, {"PRISMA_ENGINES_MIRROR", true},
+		{"SHARP_DIST_BASE_URL", true}, {"NODEJS_ORG_MIRROR", true}, {"ACME_REGISTRY_URL", true}, {"ACME_INDEX_URL", true},
 		// The server's own settings and credentials.
 		{"ACME_TOKEN", false}, {"GOOGLE_API_KEY", false}, {"GOOGLE_APPLICATION_CREDENTIALS", false}, {"GITHUB_TOKEN", false},
 		{"GITHUB_PERSONAL_ACCESS_TOKEN", false}, {"API_KEY", false}, {"LOG_LEVEL", false}, {"BRAVE_API_KEY", false},
