@@ -57,7 +57,10 @@ type Options struct {
 	// registration when it is free, else a random one (a new registration).
 	RedirectPort int
 	// CacheDir holds the token files; empty means
-	// os.UserConfigDir()/mcpsign/oauth. Created with mode 0700.
+	// os.UserConfigDir()/mcpsign/oauth. Created with mode 0700. A path
+	// one of whose components is a symbolic link (below the user's home
+	// directory when it is inside it, else below the root) is refused
+	// before anything is read or created there: ErrCacheDir.
 	CacheDir string
 	// Open opens the authorization URL in a browser. Nil opens nothing:
 	// the URL is printed on Stderr for the user to open. An error is
