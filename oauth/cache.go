@@ -118,12 +118,35 @@ func (t *Transport) save(e *entry) error {
 // locked runs fn holding the lock of the cache file, creating the cache
 // directory (0700) first. The lock file is a sidecar that is never
 // reached through a symbolic link (filelock.WithFile): a link planted
-// there is refused, not followed to create a file at its target.
+// there is refused, not followed to create a file at its target. The
+// directory's own path is checked the same way, before and after it is
+// created (checkCacheDir).
 func (t *Transport) locked(ctx context.Context, fn func() error) error {
+	if err := checkCacheDir(t.o.CacheDir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(t.o.CacheDir, 0o700); err != nil {
 		return fmt.Errorf("creating the token cache directory: %w", err)
 	}
+	if err := checkCacheDir(t.o.CacheDir); err != nil {
+		return err
+	}
 	return filelock.WithFile(ctx, t.path+".lock", "another mcpsign is signing in to this server", fn)
+}
+
+// checkCacheDir refuses a cache directory any of whose components is a
+// symbolic link (below the user's home directory when it is inside it,
+// else below the root: nofollow.CheckDirs), with an error wrapping
+// ErrCacheDir and a *nofollow.LinkError naming the component: the cache
+// may be given inside a checked-out repository, where a link in the path
+// would send the tokens, and the files created beside them, wherever its
+// author chose (docs/REMOTE.md, "The token cache").
+func checkCacheDir(dir string) error {
+	home, _ := os.UserHomeDir()
+	if err := nofollow.CheckDirs(dir, home); err != nil {
+		return fmt.Errorf("%w: %w (give the directory by a path without links)", ErrCacheDir, err)
+	}
+	return nil
 }
 
 // config is the oauth2 configuration that refreshes e's token. It has no

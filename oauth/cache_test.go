@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpsign/mcpsign/internal/nofollow"
 )
 
 // FuzzCache reads arbitrary token files: never a panic; what is taken is
@@ -110,6 +112,52 @@ func TestOpenBrowserRefuses(t *testing.T) {
 	for _, u := range []string{"file:///etc/passwd", "-x", "javascript:alert(1)", "https://", "ms-settings:"} {
 		if err := OpenBrowser(context.Background(), u); err == nil {
 			t.Errorf("OpenBrowser(%q) accepted", u)
+		}
+	}
+}
+
+// TestCacheDirThroughLink: a cache directory one of whose components is a
+// symbolic link (a directory in a checked-out repository that links
+// elsewhere) is refused before anything is read or created, with an error
+// naming the component; the same directory by its own path is used.
+func TestCacheDirThroughLink(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	elsewhere := filepath.Join(base, "elsewhere")
+	repo := filepath.Join(base, "repo")
+	for _, d := range []string{elsewhere, repo} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(repo, ".cache")
+	if err := os.Symlink(elsewhere, link); err != nil {
+		t.Skip("no symlinks:", err)
+	}
+	for _, tt := range []struct {
+		name, dir string
+		refused   bool
+	}{
+		{"a link in the middle", filepath.Join(link, "mcpsign", "oauth"), true},
+		{"the directory a link", link, true},
+		{"the target by its own path", filepath.Join(elsewhere, "mcpsign", "oauth"), false},
+	} {
+		tr, err := New(Options{ServerURL: "https://h/mcp", CacheDir: tt.dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tr.load(context.Background())
+		if !tt.refused {
+			if err != nil {
+				t.Errorf("%s: %v", tt.name, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrCacheDir) || !errors.Is(err, nofollow.ErrSymlink) || !strings.Contains(err.Error(), link) {
+			t.Errorf("%s: load = %v, want ErrCacheDir naming %s", tt.name, err, link)
+		}
+		if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+			t.Errorf("%s: %d files made through the link", tt.name, len(entries))
 		}
 	}
 }

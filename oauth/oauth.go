@@ -58,7 +58,10 @@ type Options struct {
 	// registration when it is free, else a random one (a new registration).
 	RedirectPort int
 	// CacheDir holds the token files; empty means
-	// os.UserConfigDir()/mcpsign/oauth. Created with mode 0700.
+	// os.UserConfigDir()/mcpsign/oauth. Created with mode 0700. A path
+	// one of whose components is a symbolic link (below the user's home
+	// directory when it is inside it, else below the root) is refused
+	// before anything is read or created there: ErrCacheDir.
 	CacheDir string
 	// Open opens the authorization URL in a browser. Nil opens nothing:
 	// the URL is printed on Stderr for the user to open. An error is
@@ -462,6 +465,12 @@ var ErrSignInNeeded = errors.New("a new OAuth sign-in is needed")
 // ErrToken is wrapped when the token endpoint refuses a code exchange or
 // a refresh, or answers badly.
 var ErrToken = errors.New("the token endpoint refused")
+
+// ErrCacheDir is the error when the token cache directory cannot be used
+// as it is given: a component of its path is a symbolic link (the error
+// then holds a *nofollow.LinkError naming it; errors.Is(err,
+// nofollow.ErrSymlink)).
+var ErrCacheDir = errors.New("the token cache directory is refused")
 
 // adoptCached takes the token in disk, the cache as just reread under its
 // file lock, when it is valid and not the one held: another process signed

@@ -596,3 +596,65 @@ func firstJSON(t *testing.T, dir string) string {
 	}
 	return filepath.Base(files[0])
 }
+
+// TestResourceWithoutMetadata: a server with no protected resource
+// metadata, whose root is the authorization server (the 2025-03-26
+// arrangement). go-sdk's sign-in then asks for a token for the server's
+// full URL (auth.AuthorizationCodeHandler: the fallback resource is the
+// request's URL), and the cache records exactly that, so a refresh asks
+// for the same audience, not the wider one of the server's root.
+func TestResourceWithoutMetadata(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.NewAS(t)
+	rs := oauthtest.NewRS(t, as, oauthtest.RSOptions{AtIssuer: true, Tools: []string{"alpha"}})
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b := &browser{}
+	newTransport := func() *oauth.Transport {
+		tr, err := oauth.New(oauth.Options{ServerURL: rs.URL, CacheDir: dir, Open: b.open, SignInTimeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	list := func(tr *oauth.Transport) {
+		t.Helper()
+		snap, err := source.Load(ctx, source.Spec{URL: rs.URL}, source.Options{HTTPClient: tr.Client(), Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatalf("listing: %v", err)
+		}
+		if len(snap.Tools) != 1 {
+			t.Fatalf("listed %d tools, want 1", len(snap.Tools))
+		}
+	}
+	tr := newTransport()
+	if err := tr.Authorize(ctx); err != nil {
+		t.Fatalf("Authorize: %v", err)
+	}
+	list(tr)
+	m := cached(t, tr.CachePath())
+	if got := m["resource"]; got != rs.URL {
+		t.Fatalf("cached resource %v, want the server's URL %s, which go-sdk asked a token for", got, rs.URL)
+	}
+	// An expired token: refreshed for the same resource, and taken.
+	tokenOf(m)["expiry"] = time.Now().Add(-time.Hour).Format(time.RFC3339)
+	data, _ := json.Marshal(m)
+	if err := os.WriteFile(tr.CachePath(), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	list(newTransport())
+	var refreshes []oauthtest.Grant
+	for _, g := range as.Grants() {
+		if g.Type == "refresh_token" {
+			refreshes = append(refreshes, g)
+		}
+		if g.Resource != rs.URL {
+			t.Errorf("a %s grant asked for resource %q, want %q", g.Type, g.Resource, rs.URL)
+		}
+	}
+	if len(refreshes) != 1 || as.CodeExchanges.Load() != 1 || b.opened() != 1 || rs.WrongAudience.Load() != 0 {
+		t.Errorf("refreshes %v, code exchanges %d, browser opened %d times, %d tokens of another audience sent; want one refresh, one sign-in, none",
+			refreshes, as.CodeExchanges.Load(), b.opened(), rs.WrongAudience.Load())
+	}
+}

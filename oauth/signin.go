@@ -63,7 +63,7 @@ func (t *Transport) signInLocked(ctx context.Context, req *http.Request, resp *h
 //
 // reused reports whether the cached registration was used.
 func (t *Transport) signIn(ctx context.Context, req *http.Request, resp *http.Response, cached *entry) (e *entry, reused bool, err error) {
-	asm, resource, err := t.discover(ctx, resp)
+	asm, resource, err := t.discover(ctx, req, resp)
 	if err != nil {
 		return nil, false, err
 	}
@@ -187,12 +187,15 @@ func (t *Transport) flowError(ctx context.Context, err error) error {
 // authorization server), refusing what go-sdk would otherwise guess: fixed
 // /authorize, /token and /register endpoints when no metadata exists, and
 // an authorization server whose metadata does not name PKCE S256. It
-// returns the resource indicator go-sdk will ask a token for: the
-// protected resource metadata's resource, else the server's root. Every
-// fetch goes through t.client, held to the addresses the server's own
-// allows (New).
-func (t *Transport) discover(ctx context.Context, resp *http.Response) (*oauthex.AuthServerMeta, string, error) {
-	asm, resource, err := t.discoverMeta(ctx, resp)
+// returns the resource indicator go-sdk will ask a token for (RFC 8707),
+// which the cache records and every refresh asks for again: the protected
+// resource metadata's resource, else the URL of the refused request, the
+// server's own (go-sdk v1.8.0's AuthorizationCodeHandler falls back to
+// req.URL, not to the server's root, which would be a wider audience).
+// Every fetch goes through t.client, held to the addresses the server's
+// own allows (New).
+func (t *Transport) discover(ctx context.Context, req *http.Request, resp *http.Response) (*oauthex.AuthServerMeta, string, error) {
+	asm, resource, err := t.discoverMeta(ctx, req, resp)
 	if err != nil {
 		return nil, "", err
 	}
@@ -202,7 +205,7 @@ func (t *Transport) discover(ctx context.Context, resp *http.Response) (*oauthex
 	return asm, resource, nil
 }
 
-func (t *Transport) discoverMeta(ctx context.Context, resp *http.Response) (*oauthex.AuthServerMeta, string, error) {
+func (t *Transport) discoverMeta(ctx context.Context, req *http.Request, resp *http.Response) (*oauthex.AuthServerMeta, string, error) {
 	cs, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 	if err != nil {
 		return nil, "", fmt.Errorf("%s answered %d with a WWW-Authenticate header that does not parse: %w", t.server(), resp.StatusCode, ErrNoMetadata)
@@ -214,7 +217,8 @@ func (t *Transport) discoverMeta(ctx context.Context, resp *http.Response) (*oau
 			break
 		}
 	}
-	res := t.resource.String()
+	// The server's URL as go-sdk takes it: the refused request's.
+	res := req.URL.String()
 	root := *t.resource
 	root.Path, root.RawPath, root.RawQuery, root.Fragment = "", "", "", ""
 	type try struct{ meta, resource string }
@@ -227,7 +231,7 @@ func (t *Transport) discoverMeta(ctx context.Context, resp *http.Response) (*oau
 	atRoot := root
 	atRoot.Path = "/.well-known/oauth-protected-resource"
 	tries = append(tries, try{atPath.String(), res}, try{atRoot.String(), root.String()})
-	asURL, resource := "", root.String()
+	asURL, resource := "", res
 	var refused error // a metadata URL the address guard refused
 	for _, tr := range tries {
 		prm, err := oauthex.GetProtectedResourceMetadata(ctx, tr.meta, tr.resource, t.client)

@@ -124,28 +124,84 @@ func envName(name string) bool {
 	return name != ""
 }
 
-// SteeringVariable reports whether an environment variable named name
-// (ASCII case ignored: npm reads npm_config_* in any case, Windows
-// ignores case) steers what a runtime or an installer fetches or runs
-// (docs/REGISTRY.md, "Environment variables"): the package managers'
-// configuration (npm_config_*, PIP_*, UV_*, PIPX_*, POETRY_*, NUGET_*,
-// DOTNET_*, DOCKER_*, YARN_*, PNPM_*, BUN_*, DENO_*, COREPACK_*, CARGO_*,
-// GOFLAGS, GOPROXY and the Go command's others), the interpreters' (NODE_*, PYTHON*, JAVA_TOOL_OPTIONS,
-// _JAVA_OPTIONS, JDK_JAVA_OPTIONS, RUBY*, PERL*), the dynamic loader's
-// (LD_*, DYLD_*), proxies and trust (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY,
-// NO_PROXY, SSL_CERT_*, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE), and PATH,
-// HOME, SHELL, BASH_ENV, ENV, TMPDIR, XDG_*, GIT_*.
+// SteeringVariable reports whether an environment variable named name is
+// runtime-shaped: of a class that a language runtime, the dynamic loader,
+// a shell, a compiler or a package manager reads to decide what it
+// fetches, loads or runs (docs/REGISTRY.md, "Environment variables"). The
+// rule fails closed: the variables a user is asked for that pass are the
+// server's own settings and credentials (ACME_TOKEN, GOOGLE_API_KEY,
+// LOG_LEVEL), and any name of a runtime's shape is refused, whether or not
+// anything reads it today. ASCII case is ignored (npm reads npm_config_*
+// in any case, Windows ignores case). A name is runtime-shaped when it
+//
+//   - contains PATH, PRELOAD, LIBRARY, CA_BUNDLE, CA_CERT, CAINFO or
+//     CAFILE (CLASSPATH, GCONV_PATH, NODE_PATH, LD_LIBRARY_PATH, PATHEXT,
+//     REQUESTS_CA_BUNDLE), or REGISTRY, INDEX_URL, MIRROR, DOWNLOAD,
+//     _BINARY_ or CDNURL (where an installer or an install script
+//     fetches from: ELECTRON_MIRROR, PUPPETEER_DOWNLOAD_BASE_URL,
+//     SASS_BINARY_SITE, CHROMEDRIVER_CDNURL);
+//   - ends with _OPTIONS, _OPTS, FLAGS, _PROXY or HOME (NODE_OPTIONS,
+//     MAVEN_OPTS, RUSTFLAGS, HTTPS_PROXY, JAVA_HOME, GNUPGHOME);
+//   - begins with one of steeringPrefixes (LD_, DYLD_, GCONV_,
+//     NPM_, PIP_, UV_, PYTHON, NODE_, JAVA_, CORECLR_, COMPLUS_, DOTNET_,
+//     RUBY, PERL, GEM_, BUNDLE_, CARGO_, RUST, GIT_, …), or with "_";
+//   - is GO followed by letters and digits only, or begins with GO_ or
+//     CGO_ (the shape of every variable the Go toolchain and runtime
+//     read: GOFLAGS, GOPROXY, GO111MODULE, GODEBUG, CGO_LDFLAGS);
+//   - is one of steeringNames (SHELL, ENV, IFS, TMPDIR, CC, EDITOR,
+//     COMSPEC, …).
 func SteeringVariable(name string) bool {
 	n := strings.ToUpper(name)
-	for _, p := range []string{"NPM_", "PIP_", "PIPX_", "UV_", "POETRY_", "NUGET_", "DOTNET_", "DOCKER_", "YARN_", "PNPM_", "BUN_", "DENO_", "COREPACK_", "CARGO_", "RUSTUP_", "NODE_", "PYTHON", "RUBY", "GEM_", "BUNDLE_", "PERL", "LD_", "DYLD_", "SSL_CERT_", "XDG_", "GIT_", "CONDA_", "JAVA_", "_JAVA_", "JDK_"} {
-		if strings.HasPrefix(n, p) {
+	for _, in := range []string{"PATH", "PRELOAD", "LIBRARY", "CA_BUNDLE", "CA_CERT", "CAINFO", "CAFILE",
+		"REGISTRY", "INDEX_URL", "MIRROR", "DOWNLOAD", "_BINARY_", "CDNURL"} {
+		if strings.Contains(n, in) {
 			return true
 		}
 	}
-	switch n {
-	case "GOFLAGS", "GOPROXY", "GOPATH", "GOROOT", "GOBIN", "GOENV", "GOTOOLCHAIN", "GOSUMDB", "GONOSUMDB", "GONOPROXY", "GOPRIVATE", "GOINSECURE", "GOWORK", "GOMODCACHE", "GODEBUG",
-		"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PATH", "HOME", "SHELL", "BASH_ENV", "ENV", "TMPDIR", "TEMP", "TMP", "USERPROFILE", "APPDATA", "LOCALAPPDATA", "COMSPEC", "PATHEXT":
+	for _, suf := range []string{"_OPTIONS", "_OPTS", "FLAGS", "_PROXY", "HOME"} {
+		if strings.HasSuffix(n, suf) {
+			return true
+		}
+	}
+	if strings.HasPrefix(n, "_") || slices.ContainsFunc(steeringPrefixes(), func(p string) bool { return strings.HasPrefix(n, p) }) {
 		return true
 	}
-	return false
+	if strings.HasPrefix(n, "GO") && strings.Trim(n[2:], "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == "" {
+		return true
+	}
+	return slices.Contains(steeringNames(), n)
+}
+
+// steeringPrefixes begin the names that the dynamic loader and the C
+// library (LD_, DYLD_, GCONV_, GLIBC_, MALLOC_), the package managers and
+// build tools, the language runtimes, the shells, and the tools they run
+// (git, ssh, TLS libraries, containers) read. Upper case.
+func steeringPrefixes() []string {
+	return []string{
+		"LD_", "DYLD_", "GCONV_", "GLIBC_", "MALLOC_",
+		"NPM_", "NODE_", "NODEJS_", "NVM_", "YARN_", "PNPM_", "BUN_", "DENO_", "COREPACK_", "ELECTRON_",
+		"PUPPETEER_", "PLAYWRIGHT_", "CYPRESS_", "PRISMA_", "SHARP_",
+		"PIP_", "PIPX_", "PIPENV_", "UV_", "POETRY_", "PDM_", "HATCH_", "CONDA_", "MAMBA_", "PYTHON", "PYENV_", "VIRTUAL_ENV",
+		"JAVA_", "JDK_", "JRE_", "JVM_", "MAVEN_", "GRADLE_", "SBT_",
+		"CORECLR_", "COMPLUS_", "DOTNET_", "NUGET_", "MSBUILD",
+		"RUBY", "GEM_", "BUNDLE_", "BUNDLER_", "PERL", "PHP", "COMPOSER_", "LUA_", "ERL_", "ELIXIR_", "MIX_", "TCL",
+		"GO_", "CGO_", "CARGO_", "RUST", "CMAKE_", "PKG_CONFIG",
+		"BASH_", "ZSH_", "GIT_", "SSH_", "GNUPG", "GPG_", "SSL_", "OPENSSL_", "CURL_", "WGET",
+		"DOCKER_", "BUILDKIT_", "CONTAINERS_", "HOMEBREW_", "XDG_",
+	}
+}
+
+// steeringNames are the whole names of that class without a prefix of
+// their own: the shell's, the temporary directories, the compilers a
+// native build runs, the programs other tools start, Windows' system
+// directories, and the C library's resolver files. Upper case.
+func steeringNames() []string {
+	return []string{
+		"SHELL", "ENV", "IFS", "PS4", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "ZDOTDIR",
+		"TMPDIR", "TEMP", "TMP",
+		"CC", "CXX", "CPP", "LD", "AR", "AS", "NM", "RANLIB", "MAKE",
+		"EDITOR", "VISUAL", "PAGER", "BROWSER",
+		"COMSPEC", "APPDATA", "LOCALAPPDATA", "USERPROFILE", "SYSTEMROOT", "WINDIR", "PROGRAMDATA",
+		"HOSTALIASES", "LOCALDOMAIN", "RESOLV_HOST_CONF", "GETCONF_DIR", "TZDIR", "SSLKEYLOGFILE",
+	}
 }

@@ -53,6 +53,10 @@ func TestEntryMembersBoundOrRefused(t *testing.T) {
 		{"a name with a space", env(`{"name":" NODE_OPTIONS"}`), "/packages/0/environmentVariables/0/name", false},
 		{"an argument of no known type", pkg(`,"packageArguments":[{"type":"raw","valueHint":"x"}]`), "/packages/0/packageArguments/0/type", false},
 		{"npm_config in upper case", env(`{"name":"NPM_CONFIG_REGISTRY","isRequired":true}`), "/packages/0/environmentVariables/0/name", false},
+		// Runtime-shaped names the deny-list of main let through.
+		{"a .NET profiler asked of the user", env(`{"name":"ACME_TOKEN","isSecret":true},{"name":"CORECLR_PROFILER_PATH","description":"set it to the agent"}`), "/packages/0/environmentVariables/1/name", false},
+		{"a Java class path asked of the user", env(`{"name":"CLASSPATH","isRequired":true}`), "/packages/0/environmentVariables/0/name", false},
+		{"GCONV_PATH asked of the user", env(`{"name":"GCONV_PATH"}`), "/packages/0/environmentVariables/0/name", false},
 		{"any value the registry chose", env(`{"name":"ACME_TOKEN","isSecret":true},{"name":"LOG_LEVEL","default":"debug"}`), "/packages/0/environmentVariables/1/default", false},
 		{"a value built from variables", env(`{"name":"ACME_URL","variables":{"host":{"default":"evil.example"}}}`), "/packages/0/environmentVariables/0/variables", false},
 		{"a positional value", pkg(`,"packageArguments":[{"type":"positional","value":"--eval=evil"}]`), "/packages/0/packageArguments/0/value", false},
@@ -103,18 +107,50 @@ func TestEntryMembersBoundOrRefused(t *testing.T) {
 }
 
 // TestSteeringVariable: the class of environment variables refused
-// whoever gives their value.
+// whoever gives their value fails closed: every runtime-shaped name is
+// refused, and the server's own settings and credentials pass. The rows
+// marked "main" passed on main (a deny-list of names): the .NET runtime's
+// CORECLR_* and COMPlus_* (a profiler DLL loaded into the process), the C
+// library's GCONV_PATH (a module loaded by iconv), Java's CLASSPATH, and
+// the like.
 func TestSteeringVariable(t *testing.T) {
 	t.Parallel()
-	for name, want := range map[string]bool{
-		"npm_config_registry": true, "NPM_CONFIG_USERCONFIG": true, "PIP_INDEX_URL": true, "PIP_EXTRA_INDEX_URL": true,
-		"UV_INDEX_URL": true, "UV_DEFAULT_INDEX": true, "NODE_OPTIONS": true, "NODE_EXTRA_CA_CERTS": true, "PYTHONPATH": true,
-		"LD_PRELOAD": true, "DYLD_INSERT_LIBRARIES": true, "HTTPS_PROXY": true, "https_proxy": true, "PATH": true,
-		"GOFLAGS": true, "DOCKER_HOST": true, "JAVA_TOOL_OPTIONS": true,
-		"ACME_TOKEN": false, "GOOGLE_API_KEY": false, "GITHUB_TOKEN": false, "API_KEY": false, "LOG_LEVEL": false,
+	for _, tt := range []struct {
+		name  string
+		steer bool
+	}{
+		// Refused on main already.
+		{"npm_config_registry", true}, {"NPM_CONFIG_USERCONFIG", true}, {"PIP_INDEX_URL", true}, {"PIP_EXTRA_INDEX_URL", true},
+		{"UV_INDEX_URL", true}, {"UV_DEFAULT_INDEX", true}, {"NODE_OPTIONS", true}, {"NODE_EXTRA_CA_CERTS", true}, {"PYTHONPATH", true},
+		{"LD_PRELOAD", true}, {"DYLD_INSERT_LIBRARIES", true}, {"HTTPS_PROXY", true}, {"https_proxy", true}, {"PATH", true},
+		{"GOFLAGS", true}, {"DOCKER_HOST", true}, {"JAVA_TOOL_OPTIONS", true}, {"_JAVA_OPTIONS", true}, {"RUBYOPT", true},
+		{"PERL5OPT", true}, {"GEM_HOME", true}, {"BUNDLE_GEMFILE", true}, {"CARGO_HOME", true}, {"GIT_SSH_COMMAND", true},
+		// main: passed.
+		{"CORECLR_PROFILER_PATH", true}, {"CORECLR_ENABLE_PROFILING", true}, {"COMPlus_EnableDiagnostics", true},
+		{"COMPLUS_DbgJITDebugLaunchSetting", true}, {"GCONV_PATH", true}, {"CLASSPATH", true}, {"JDK_JAVA_OPTIONS", true},
+		{"MAVEN_OPTS", true}, {"GRADLE_OPTS", true}, {"RUSTFLAGS", true}, {"RUSTC_WRAPPER", true}, {"RUSTUP_DIST_SERVER", true},
+		{"CGO_LDFLAGS", true}, {"GOEXPERIMENT", true}, {"GOCACHEPROG", true}, {"GO111MODULE", true}, {"GOAMD64", true},
+		{"GLIBC_TUNABLES", true}, {"MALLOC_CHECK_", true}, {"LOCPATH", true}, {"NLSPATH", true}, {"HOSTALIASES", true},
+		{"ASAN_OPTIONS", true}, {"RES_OPTIONS", true}, {"PERL5LIB", true}, {"RUBYLIB", true}, {"PHPRC", true},
+		{"PHP_INI_SCAN_DIR", true}, {"LUA_INIT", true}, {"TCLLIBPATH", true}, {"ERL_AFLAGS", true}, {"ELECTRON_RUN_AS_NODE", true},
+		{"OPENSSL_CONF", true}, {"SSL_CERT_FILE", true}, {"SSLKEYLOGFILE", true}, {"AWS_CA_BUNDLE", true}, {"GIT_CONFIG_GLOBAL", true},
+		{"SSH_AUTH_SOCK", true}, {"GNUPGHOME", true}, {"CC", true}, {"CXX", true}, {"MAKEFLAGS", true}, {"CMAKE_TOOLCHAIN_FILE", true},
+		{"PKG_CONFIG", true}, {"EDITOR", true}, {"ZDOTDIR", true}, {"PROMPT_COMMAND", true}, {"BASH_FUNC_ls%%", true},
+		{"DOTNET_STARTUP_HOOKS", true}, {"NUGET_PACKAGES", true}, {"PYENV_VERSION", true}, {"VIRTUAL_ENV", true},
+		{"HOMEBREW_BOTTLE_DOMAIN", true}, {"MSBUILDEXTENSIONSPATH", true}, {"JAVA_HOME", true}, {"GO_EXTRA", true},
+		{"_", true}, {"ACME_LIBRARY_DIR", true}, {"MEMORY_FILE_PATH", true},
+		// Where an install script fetches from.
+		{"ELECTRON_MIRROR", true}, {"PUPPETEER_DOWNLOAD_BASE_URL", true}, {"PLAYWRIGHT_DOWNLOAD_HOST", true},
+		{"SASS_BINARY_SITE", true}, {"CHROMEDRIVER_CDNURL", true}, {"PRISMA_ENGINES_MIRROR", true},
+		{"SHARP_DIST_BASE_URL", true}, {"NODEJS_ORG_MIRROR", true}, {"ACME_REGISTRY_URL", true}, {"ACME_INDEX_URL", true},
+		// The server's own settings and credentials.
+		{"ACME_TOKEN", false}, {"GOOGLE_API_KEY", false}, {"GOOGLE_APPLICATION_CREDENTIALS", false}, {"GITHUB_TOKEN", false},
+		{"GITHUB_PERSONAL_ACCESS_TOKEN", false}, {"API_KEY", false}, {"LOG_LEVEL", false}, {"BRAVE_API_KEY", false},
+		{"SLACK_BOT_TOKEN", false}, {"DATABASE_URL", false}, {"OPENAI_API_KEY", false}, {"NOTION_TOKEN", false},
+		{"POSTGRES_CONNECTION_STRING", false}, {"ALLOWED_DIRECTORIES", false}, {"TIMEZONE", false},
 	} {
-		if got := SteeringVariable(name); got != want {
-			t.Errorf("SteeringVariable(%q) = %v, want %v", name, got, want)
+		if got := SteeringVariable(tt.name); got != tt.steer {
+			t.Errorf("SteeringVariable(%q) = %v, want %v", tt.name, got, tt.steer)
 		}
 	}
 }

@@ -10,7 +10,10 @@
 // server/discover request (SEP-2575), and falls back to the initialize
 // handshake (2025-11-25 and earlier) when the server does not support it, as
 // the go-sdk client does. The negotiated protocol version is recorded in the
-// snapshot.
+// snapshot. Unless a version is forced, the server is then read again under
+// every version of the initialize handshake, each in a session of its own,
+// and refused when two serve different definitions or instructions
+// ([EraError]; docs/DISCOVERY.md, "Both eras").
 //
 // Every failure of a live source is a [*StageError] naming the stage (start,
 // initialize, tools/list page N, ...). A started server is always shut down

@@ -332,21 +332,28 @@ func TestHTTPHeaders(t *testing.T) {
 				t.Errorf("request %d: X-Extra %q", i, h.Get("X-Extra"))
 			}
 			// Every request after the handshake names the protocol version:
-			// a server that speaks 2026-07-28 is read in the initialize era
-			// too, in a session of its own (docs/DISCOVERY.md, "Both eras").
+			// the server is read under every version of the initialize
+			// handshake too, each in a session of its own
+			// (docs/DISCOVERY.md, "Both eras").
 			v := h.Get("Mcp-Protocol-Version")
 			seen[v] = true
-			if i >= 2 && v != want && v != "" && (!stateless || v != ProtocolLegacy) {
+			if i >= 2 && v != want && v != "" && !mcpwire.IsLegacy(v) {
 				t.Errorf("request %d: Mcp-Protocol-Version %q, want %q", i, v, want)
 			}
 		}
-		if stateless && (!seen[ProtocolModern] || !seen[ProtocolLegacy]) {
+		for _, v := range mcpwire.LegacyVersions() {
+			if !seen[v] {
+				t.Errorf("stateless=%v: protocol versions sent %v, want every version of the initialize handshake read", stateless, seen)
+				break
+			}
+		}
+		if stateless && !seen[ProtocolModern] {
 			t.Errorf("stateless: protocol versions sent %v, want both eras read", seen)
 		}
 		last := log.reqs[len(log.reqs)-1]
 		log.mu.Unlock()
-		if !stateless && last.Get("Mcp-Protocol-Version") != want {
-			t.Errorf("last request: Mcp-Protocol-Version %q, want %q", last.Get("Mcp-Protocol-Version"), want)
+		if v := last.Get("Mcp-Protocol-Version"); !stateless && !mcpwire.IsLegacy(v) {
+			t.Errorf("last request: Mcp-Protocol-Version %q, want a version of the initialize handshake", v)
 		}
 	}
 }

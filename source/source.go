@@ -320,11 +320,12 @@ func (s Spec) ShownURL() string {
 // starts a stdio server or connects to a Streamable HTTP server, lists every
 // page of every kind of definition the server announces, and shuts it down.
 //
-// A server that answers server/discover is listed in both protocol eras,
-// each in a session of its own, unless Options.ProtocolVersion forces one:
-// when the two serve different definitions or instructions the error wraps
-// an *EraError (ErrErasDiffer), and no snapshot is returned
-// (docs/DISCOVERY.md, "Both eras").
+// A live server is listed under every protocol version a client may
+// speak, each in a session of its own (both eras of a server that answers
+// server/discover, and every version of the initialize handshake), unless
+// Options.ProtocolVersion forces one: when two serve different definitions
+// or instructions the error wraps an *EraError (ErrErasDiffer), and no
+// snapshot is returned (docs/DISCOVERY.md, "Both eras").
 //
 // Every error from a live server is a *StageError; a snapshot file's errors
 // are a *StageError with Stage "file". A server process never outlives Load.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -12,11 +13,13 @@ import (
 	"github.com/mcpsign/mcpsign/pin"
 )
 
-// TestListingBothEras: no era stands for the other (docs/DISCOVERY.md,
-// "Both eras"). Every listing command reads both eras of a server that
-// speaks both and refuses, with exit 2 and nothing written, one whose eras
-// serve different instructions or definitions, naming both eras and the
-// item; a server/discover answer the TypeScript SDK v2 client refuses is
+// TestListingBothEras: no era stands for the other, and no version of the
+// initialize handshake for another (docs/DISCOVERY.md, "Both eras"). Every
+// listing command reads both eras of a server that speaks both, and every
+// version of the initialize handshake, and refuses, with exit 2 and nothing
+// written, one that serves different instructions or definitions under
+// two of them, naming both and the item; a server/discover answer the
+// TypeScript SDK v2 client refuses is
 // not taken for the hello, so the lock holds what that client holds.
 func TestListingBothEras(t *testing.T) {
 	t.Parallel()
@@ -47,6 +50,80 @@ func TestListingBothEras(t *testing.T) {
 				}
 			}
 		})
+	}
+	// Another face under an older version of the initialize handshake
+	// (2025-06-18, 2025-03-26), which a client may ask for and the proxy
+	// relays: pin and verify-pin read every version and refuse, naming
+	// both versions and the definition.
+	for _, tt := range []struct {
+		name, mode  string
+		args        []string
+		first, item string
+		other       string
+	}{
+		{"pin, a tool changed under 2025-06-18", "old-face", []string{"pin", "--tofu", "--lock", filepath.Join(dir, "never.lock")},
+			`server/discover, protocol "2026-07-28"`, `tool "a" differs`, `initialize, protocol "2025-06-18"`},
+		{"verify-pin, a tool changed under 2025-06-18", "old-face", []string{"verify-pin", "--lock", approved},
+			`server/discover, protocol "2026-07-28"`, `tool "a" differs`, `initialize, protocol "2025-06-18"`},
+		{"pin, an initialize-only server with other instructions under 2025-03-26", "old-instructions", []string{"pin", "--tofu", "--lock", filepath.Join(dir, "never.lock")},
+			`initialize, protocol "2025-11-25"`, "the instructions differ", `initialize, protocol "2025-03-26"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, append(tt.args, "--", server, tt.mode)...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2\n%s\n%s", code, stdout, stderr)
+			}
+			for _, want := range []string{tt.item, tt.first, tt.other, "--protocol-version"} {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr does not say %s:\n%s", want, stderr)
+				}
+			}
+		})
+	}
+	// verify (with a bundle of the server's agreeing face) and sign read
+	// every version too.
+	env := map[string]string{"PW": "eras"}
+	if code, _, stderr := runWith(t, env, "keygen", "-o", filepath.Join(dir, "k"), "--password-env", "PW"); code != 0 {
+		t.Fatalf("keygen: %s", stderr)
+	}
+	bundle := filepath.Join(dir, "same.sigstore.json")
+	if code, _, stderr := runWith(t, env, "sign", "key", "--key", filepath.Join(dir, "k.key"), "--password-env", "PW", "-o", bundle, "--", server, "same"); code != 0 {
+		t.Fatalf("sign of a server whose versions agree: %s", stderr)
+	}
+	for _, args := range [][]string{
+		{"verify", "key", "--bundle", bundle, "--key", filepath.Join(dir, "k.pub"), "--write-lock", filepath.Join(dir, "never.lock")},
+		{"sign", "key", "--key", filepath.Join(dir, "k.key"), "--password-env", "PW", "-o", filepath.Join(dir, "never.json")},
+	} {
+		code, stdout, stderr := runWith(t, env, append(args, "--", server, "old-face")...)
+		if code != 2 || !strings.Contains(stderr, `tool "a" differs`) || !strings.Contains(stderr, `initialize, protocol "2025-06-18"`) {
+			t.Errorf("%s of a server with another face under 2025-06-18: exit %d, want 2 naming the tool and the version\n%s\n%s", args[0], code, stdout, stderr)
+		}
+	}
+	// A server that refuses the older versions with an error answer shows
+	// their clients nothing: it pins, as a server whose versions agree.
+	if code, _, stderr := runCLI(t, "pin", "--tofu", "--lock", filepath.Join(dir, "refused.lock"), "--", server, "old-refused"); code != 0 {
+		t.Fatalf("pin of a server that refuses older versions: exit %d: %s", code, stderr)
+	}
+	// A normal server (the example server, both eras, every version the
+	// same) pins as before: the lock of reading every version holds the
+	// digests of reading server/discover alone, as the first listing.
+	example := fixtures.BuildExampleServer(t)
+	var locks []*pin.Lock
+	for _, extra := range [][]string{nil, {"--protocol-version", "2026-07-28"}} {
+		lock := filepath.Join(dir, "example"+strconv.Itoa(len(locks))+".lock")
+		code, _, stderr := runCLI(t, append(append([]string{"pin", "--tofu", "--lock", lock}, extra...), "--", example)...)
+		if code != 0 {
+			t.Fatalf("pin of the example server %v: exit %d: %s", extra, code, stderr)
+		}
+		l, err := pin.Read(lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		locks = append(locks, l)
+	}
+	if a, b := locks[0], locks[1]; a.ProtocolVersion != b.ProtocolVersion || a.Sets != b.Sets || len(a.Definitions) != len(b.Definitions) || len(a.Definitions) == 0 {
+		t.Errorf("example server locks: every version read %s %+v (%d definitions), server/discover alone %s %+v (%d)",
+			a.ProtocolVersion, a.Sets, len(a.Definitions), b.ProtocolVersion, b.Sets, len(b.Definitions))
 	}
 	for _, f := range []string{"never.lock", "never.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {

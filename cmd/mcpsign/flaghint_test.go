@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
+	"github.com/mcpsign/mcpsign/oauth"
 	"github.com/mcpsign/mcpsign/sign"
 	"github.com/mcpsign/mcpsign/trustroot"
 	"github.com/mcpsign/mcpsign/verify"
@@ -35,6 +36,7 @@ func TestWithFlagHint(t *testing.T) {
 		{"TSA", &sign.ServiceError{Service: sign.ServiceTSA, URL: "http://127.0.0.1:1", Err: errors.New("refused")}, "--tsa-url"},
 		{"Fulcio: no flag", &sign.ServiceError{Service: sign.ServiceFulcio, URL: "http://127.0.0.1:1", Err: errors.New("refused")}, ""},
 		{"lock not written", &auditevent.UnwrittenLockError{Log: "a.jsonl", Lock: "sha256:ab", Err: errors.New("disk full")}, "(audit verify --lock finds it)"},
+		{"OAuth cache through a link", fmt.Errorf("%w: x", oauth.ErrCacheDir), "--oauth-cache-dir takes a directory whose path has no symbolic link"},
 		{"another error", errors.New("boom"), ""},
 		{"another certificate refusal", &sign.CertificateError{Reason: "expired"}, ""},
 		{"already said", fmt.Errorf("%w (pass --force to replace it)", atomicfile.ErrExists), ""},

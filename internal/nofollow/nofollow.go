@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 )
 
 // ErrSymlink is the error of Open when the path is a symbolic link.
@@ -92,4 +94,73 @@ func Check(path string) error {
 
 func symlinkError(path string) error {
 	return fmt.Errorf("%s %w", path, ErrSymlink)
+}
+
+// LinkError is a path one of whose components is a symbolic link. It is
+// ErrSymlink (errors.Is).
+type LinkError struct {
+	// Path is the path as given, Link the component that is a link, and
+	// Target what the link says (as readlink gives it; "" if unread).
+	Path, Link, Target string
+}
+
+// Error names the path, the component and where it leads.
+func (e *LinkError) Error() string {
+	msg := e.Path + ": its component " + e.Link + " " + ErrSymlink.Error()
+	if e.Target != "" {
+		msg += ", to " + e.Target
+	}
+	return msg
+}
+
+// Is reports whether target is ErrSymlink.
+func (e *LinkError) Is(target error) bool { return target == ErrSymlink }
+
+// CheckDirs refuses a directory path any of whose components is a
+// symbolic link (Lstat of each, from the first), with a *LinkError naming
+// the first one, so that nothing is created or read through a link planted
+// in the path (a directory in a checked-out repository). The components
+// checked are those below home when the path is inside it (the home
+// directory and its parents are the user's and the system's), else those
+// below the root; a link directly in the root directory is the system's
+// own layout (macOS's /tmp and /var) and is followed. A component that does
+// not exist ends the check: the rest is made by whoever creates the
+// directories, after which CheckDirs is called again. A relative path is
+// taken from the working directory.
+func CheckDirs(path, home string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	sep := string(filepath.Separator)
+	root := filepath.VolumeName(abs) + sep
+	from := root
+	if home != "" {
+		if h, err := filepath.Abs(home); err == nil && h != root {
+			if rel, err := filepath.Rel(h, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+sep) {
+				from = h
+			}
+		}
+	}
+	rel, err := filepath.Rel(from, abs)
+	if err != nil || rel == "." {
+		return err
+	}
+	cur := from
+	for i, part := range strings.Split(rel, sep) {
+		cur = filepath.Join(cur, part)
+		fi, err := os.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 || from == root && i == 0 {
+			continue
+		}
+		target, _ := os.Readlink(cur)
+		return &LinkError{Path: path, Link: cur, Target: target}
+	}
+	return nil
 }

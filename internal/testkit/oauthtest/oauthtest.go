@@ -59,6 +59,7 @@ type AS struct {
 
 	provider *op.Provider
 	store    *store
+	mux      *http.ServeMux // NewRS adds /mcp for RSOptions.AtIssuer
 	// deny makes the login page refuse (the user said no).
 	deny atomic.Bool
 
@@ -229,6 +230,7 @@ func NewAS(t testing.TB) *AS {
 		json.NewEncoder(w).Encode(map[string]string{"error": "invalid_grant", "error_description": "refused: " + echo, "error_uri": "https://as.example/" + echo})
 	})
 	mux.Handle("/", a.provider)
+	a.mux = mux
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
@@ -394,6 +396,12 @@ type RSOptions struct {
 	// NoMetadata serves no protected resource metadata and a 401 with no
 	// challenge: a server that wants credentials some other way.
 	NoMetadata bool
+	// AtIssuer serves the MCP server at the authorization server's own
+	// origin (its /mcp), with no protected resource metadata and a Bearer
+	// challenge without resource_metadata: the 2025-03-26 arrangement, in
+	// which a client takes the server's root for the authorization server
+	// and its full URL for the resource.
+	AtIssuer bool
 	// Tools are the names of the tools the MCP server offers.
 	Tools []string
 }
@@ -409,6 +417,13 @@ func NewRS(t testing.TB, a *AS, o RSOptions) *RS {
 			})
 	}
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	if o.AtIssuer {
+		rs := &RS{URL: a.Issuer + "/mcp"}
+		a.mux.Handle("/mcp", auth.RequireBearerToken(rs.verifier(a), &auth.RequireBearerTokenOptions{
+			AllowMissingExpiration: true,
+		})(mcpHandler))
+		return rs
+	}
 	ts := httptest.NewUnstartedServer(nil)
 	rs := &RS{URL: "http://" + ts.Listener.Addr().String() + "/mcp"}
 	metaURL := "http://" + ts.Listener.Addr().String() + "/.well-known/oauth-protected-resource/mcp"
@@ -424,31 +439,7 @@ func NewRS(t testing.TB, a *AS, o RSOptions) *RS {
 			AuthorizationServers: []string{a.Issuer},
 			ScopesSupported:      []string{"openid"},
 		}))
-		verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.Issuer+"/userinfo", nil)
-			if err != nil {
-				return nil, err
-			}
-			req.Header.Set("Authorization", "Bearer "+token)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return nil, err
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				rs.Refused.Add(1)
-				return nil, auth.ErrInvalidToken
-			}
-			if aud, _ := a.Audience(token); aud != rs.URL {
-				rs.Refused.Add(1)
-				rs.WrongAudience.Add(1)
-				return nil, auth.ErrInvalidToken
-			}
-			rs.Accepted.Add(1)
-			return &auth.TokenInfo{Scopes: []string{"openid"}}, nil
-		}
-		mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{
+		mux.Handle("/mcp", auth.RequireBearerToken(rs.verifier(a), &auth.RequireBearerTokenOptions{
 			ResourceMetadataURL:    metaURL,
 			AllowMissingExpiration: true, // the userinfo endpoint checks the expiry
 		})(mcpHandler))
@@ -457,4 +448,33 @@ func NewRS(t testing.TB, a *AS, o RSOptions) *RS {
 	ts.Start()
 	t.Cleanup(ts.Close)
 	return rs
+}
+
+// verifier checks a bearer token with the authorization server's userinfo
+// endpoint, and takes only a token issued for rs.URL.
+func (rs *RS) verifier(a *AS) auth.TokenVerifier {
+	return func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.Issuer+"/userinfo", nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			rs.Refused.Add(1)
+			return nil, auth.ErrInvalidToken
+		}
+		if aud, _ := a.Audience(token); aud != rs.URL {
+			rs.Refused.Add(1)
+			rs.WrongAudience.Add(1)
+			return nil, auth.ErrInvalidToken
+		}
+		rs.Accepted.Add(1)
+		return &auth.TokenInfo{Scopes: []string{"openid"}}, nil
+	}
 }
