@@ -2,6 +2,8 @@ package registry
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -294,4 +296,19 @@ func etagMatch(inm, etag string) bool {
 		}
 	}
 	return false
+}
+
+// Reload makes the set load returns the one served, only when load
+// returned one (a whole dump read, a whole verification run): on an
+// error the set served is kept, and the error returned.
+func (s *Server) Reload(ctx context.Context, load func(context.Context) (*ServedSet, error)) (*ServedSet, error) {
+	set, err := load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if set == nil {
+		return nil, errors.New("registry: no set loaded")
+	}
+	s.set.Store(set)
+	return set, nil
 }

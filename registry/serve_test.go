@@ -468,3 +468,32 @@ func TestVerifyServed(t *testing.T) {
 		t.Fatalf("a source that does not read gave a set: %v", err)
 	}
 }
+
+// TestServeReloadKeepsOld: a reload that fails (a dump with one entry
+// mcpsign did not verify) keeps the set served.
+func TestServeReloadKeepsOld(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "verified.json")
+	if err := os.WriteFile(path, servedDump(t, serveSpecs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	load := func(ctx context.Context) (*ServedSet, error) { return LoadServedFile(ctx, path, Limits{}) }
+	h := &Server{}
+	if code, _, _ := get(t, h, "/v0.1/servers"); code != http.StatusServiceUnavailable {
+		t.Errorf("before the first set: %d", code)
+	}
+	if _, err := h.Reload(context.Background(), load); err != nil || h.Set().Len() != len(serveSpecs) {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(servedDump(t, serveSpecs[:1])), `"dev.mcpsign/verified"`, `"dev.mcpsign/unverified"`, 1)
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Reload(context.Background(), load); !errors.Is(err, ErrNotServable) {
+		t.Fatalf("a dump without the block reloaded: %v", err)
+	}
+	if h.Set().Len() != len(serveSpecs) {
+		t.Errorf("the old set was not kept: %d entries", h.Set().Len())
+	}
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/policy"
+	"github.com/mcpsign/mcpsign/registry"
+)
+
+type registryServeFlags struct {
+	listen, dump, verify, policy, verifiedOut string
+	every                                     time.Duration
+	workers                                   int
+	offline, allowPrivate                     bool
+}
+
+func newRegistryServeCmd(a *app) *cobra.Command {
+	var f registryServeFlags
+	c := &cobra.Command{
+		Use:   "serve --listen ADDR (--dump FILE | --verify SOURCE --policy FILE [--every 1h])",
+		Short: "Serve the entries mcpsign verified on the generic registry API (/v0.1, /v0)",
+		Long: `Serve a verified dump (the file registry verify --verified-out writes) on the
+generic registry API's read routes under /v0.1 and /v0, each entry with its
+_meta["dev.mcpsign/verified"]; or verify SOURCE under a policy now and every
+--every, serving what verified. A set is served only whole: a dump that does not
+read, or holds one entry without a valid verified block, is refused (exit 2 at
+start; on SIGHUP or a scheduled run the set served is kept, and the log says
+why). Entries that failed are never served. docs/REGISTRY.md, docs/ORGANIZATION.md.`,
+		Example: `  # Serve last night's verified set
+  mcpsign registry serve --listen 127.0.0.1:8080 --dump verified.json
+
+  # Verify the public registry every hour and serve what passes
+  mcpsign registry serve --listen :8080 --verify https://registry.modelcontextprotocol.io \
+    --policy policy.json --every 1h`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRegistryServe(cmd.Context(), a, &f) },
+	}
+	fs := c.Flags()
+	fs.StringVar(&f.listen, "listen", "", "the `ADDR` to listen on (host:port); required")
+	fs.StringVar(&f.dump, "dump", "", "serve the verified dump `FILE` (re-read on SIGHUP)")
+	fs.StringVar(&f.verify, "verify", "", "verify `SOURCE` (as registry verify) and serve what verified")
+	fs.StringVar(&f.policy, "policy", "", "the policy `FILE` for --verify (docs/POLICY.md)")
+	options.PositiveDurationVar(fs, &f.every, "every", time.Hour, "with --verify, run again every `DURATION` (and on SIGHUP)")
+	fs.StringVar(&f.verifiedOut, "verified-out", "", "with --verify, also keep each whole run's dump in `FILE`")
+	fs.IntVar(&f.workers, "workers", 0, "with --verify, entries verified in parallel (default: the number of CPUs)")
+	fs.BoolVar(&f.offline, "offline", false, "with --verify, never fetch the trusted root through TUF")
+	fs.BoolVar(&f.allowPrivate, "allow-private-bundles", false, "with --verify, fetch bundles from loopback, private and link-local addresses too")
+	c.MarkFlagRequired("listen")
+	return c
+}
+
+func runRegistryServe(ctx context.Context, a *app, f *registryServeFlags) error {
+	if (f.dump == "") == (f.verify == "") {
+		return errors.New("give --dump FILE, or --verify SOURCE with --policy FILE")
+	}
+	if f.verify != "" && f.policy == "" {
+		return errors.New("--verify needs --policy FILE")
+	}
+	if f.dump != "" && f.policy != "" {
+		return errors.New("--policy goes with --verify, not --dump (a dump is served as it was verified)")
+	}
+	log := slog.New(slog.NewJSONHandler(a.stderr, nil))
+	var load func(context.Context) (*registry.ServedSet, error)
+	if f.dump != "" {
+		load = func(ctx context.Context) (*registry.ServedSet, error) {
+			set, err := registry.LoadServedFile(ctx, f.dump, registry.Limits{})
+			if err != nil {
+				return nil, fmt.Errorf("--dump %s: %w", f.dump, err)
+			}
+			return set, nil
+		}
+	} else {
+		pf, err := policy.Read(f.policy)
+		if err != nil {
+			return err
+		}
+		v, err := registry.New(registry.Options{Policy: pf, HTTPClient: a.httpClient,
+			BundleAddresses: registry.BundleAddresses(f.verify, f.allowPrivate), SourceHost: registry.SourceHost(f.verify),
+			DeciderOptions: policy.DeciderOptions{Offline: f.offline}})
+		if err != nil {
+			return err
+		}
+		defer v.Close()
+		load = func(ctx context.Context) (*registry.ServedSet, error) {
+			o := registry.SourceOptions{RunOptions: registry.RunOptions{Workers: f.workers},
+				Client: registry.Client{HTTPClient: a.httpClient}, VerifiedOut: f.verifiedOut}
+			set, sum, err := v.VerifyServed(ctx, f.verify, o, registry.Limits{})
+			if err != nil {
+				return nil, fmt.Errorf("--verify %s: %w", f.verify, err)
+			}
+			log.Info("verification run", "entries", sum.Entries, "verified", sum.Verified, "failed", sum.Entries-sum.Verified)
+			return set, nil
+		}
+	}
+	srv := &registry.Server{}
+	set, err := srv.Reload(ctx, load)
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	log.Info("serving", "entries", set.Len(), "dumpBytes", set.Bytes)
+
+	// TODO(integrator): serve through internal/service.Run (TLS, /healthz,
+	// /readyz, /metrics, CORS as GitHub Copilot's clients need it, SIGTERM
+	// drain) once that package is on main; until then a plain listener.
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	fmt.Fprintf(a.stderr, "registry serve: %d entries on http://%s/v0.1/servers\n", set.Len(), ln.Addr())
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	var tick <-chan time.Time
+	if f.verify != "" {
+		t := time.NewTicker(f.every)
+		defer t.Stop()
+		tick = t.C
+	}
+	reloadDone := make(chan struct{})
+	go func() {
+		defer close(reloadDone)
+		for {
+			var why string
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				why = "SIGHUP"
+			case <-tick:
+				why = "schedule"
+			}
+			set, err := srv.Reload(ctx, load)
+			if err != nil {
+				log.Error("reload refused: the set served is kept", "trigger", why, "error", textsafe.Escape(err.Error()), "entries", srv.Set().Len())
+				continue
+			}
+			log.Info("reloaded", "trigger", why, "entries", set.Len(), "dumpBytes", set.Bytes)
+		}
+	}()
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	err = hs.Shutdown(sctx)
+	<-reloadDone
+	return err
+}
