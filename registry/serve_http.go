@@ -3,10 +3,10 @@ package registry
 import (
 	"bytes"
 	"context"
-	"errors"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"sort"
