@@ -4,27 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
-	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
+	"github.com/mcpsign/mcpsign/internal/service"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/registry"
 )
 
 type registryServeFlags struct {
 	listen, dump, verify, policy, verifiedOut string
+	tlsCert, tlsKey                           string
 	every                                     time.Duration
 	workers                                   int
-	offline, allowPrivate                     bool
+	offline, allowPrivate, allowPlaintext     bool
 }
 
 func newRegistryServeCmd(a *app) *cobra.Command {
@@ -58,6 +54,9 @@ why). Entries that failed are never served. docs/REGISTRY.md, docs/ORGANIZATION.
 	fs.IntVar(&f.workers, "workers", 0, "with --verify, entries verified in parallel (default: the number of CPUs)")
 	fs.BoolVar(&f.offline, "offline", false, "with --verify, never fetch the trusted root through TUF")
 	fs.BoolVar(&f.allowPrivate, "allow-private-bundles", false, "with --verify, fetch bundles from loopback, private and link-local addresses too")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with the certificate chain `FILE` (PEM; re-read on SIGHUP)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "the private key `FILE` of --tls-cert (PEM)")
+	fs.BoolVar(&f.allowPlaintext, "allow-plaintext", false, "serve plain HTTP on an address that is not loopback (TLS ends at a proxy in front)")
 	c.MarkFlagRequired("listen")
 	return c
 }
@@ -72,7 +71,7 @@ func runRegistryServe(ctx context.Context, a *app, f *registryServeFlags) error 
 	if f.dump != "" && f.policy != "" {
 		return errors.New("--policy goes with --verify, not --dump (a dump is served as it was verified)")
 	}
-	log := slog.New(slog.NewJSONHandler(a.stderr, nil))
+	log := service.NewLogger(a.stderr, nil)
 	var load func(context.Context) (*registry.ServedSet, error)
 	if f.dump != "" {
 		load = func(ctx context.Context) (*registry.ServedSet, error) {
@@ -111,57 +110,43 @@ func runRegistryServe(ctx context.Context, a *app, f *registryServeFlags) error 
 		return withCode(exitError, err)
 	}
 	log.Info("serving", "entries", set.Len(), "dumpBytes", set.Bytes)
-
-	// TODO(integrator): serve through internal/service.Run (TLS, /healthz,
-	// /readyz, /metrics, CORS as GitHub Copilot's clients need it, SIGTERM
-	// drain) once that package is on main; until then a plain listener.
+	reload := func(why string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			set, err := srv.Reload(ctx, load)
+			if err != nil {
+				log.Error("registry reload refused: the set served is kept", "trigger", why, "entries", srv.Set().Len(), "error", err.Error())
+				return err
+			}
+			log.Info("registry set reloaded", "trigger", why, "entries", set.Len(), "dumpBytes", set.Bytes)
+			return nil
+		}
+	}
+	if f.verify != "" {
+		go func() {
+			t := time.NewTicker(f.every)
+			defer t.Stop()
+			scheduled := reload("schedule")
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					scheduled(ctx)
+				}
+			}
+		}()
+	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
-	fmt.Fprintf(a.stderr, "registry serve: %d entries on http://%s/v0.1/servers\n", set.Len(), ln.Addr())
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	var tick <-chan time.Time
-	if f.verify != "" {
-		t := time.NewTicker(f.every)
-		defer t.Stop()
-		tick = t.C
+	fmt.Fprintf(a.stderr, "registry serve: %d entries on %s://%s/v0.1/servers\n", set.Len(), map[bool]string{true: "https", false: "http"}[f.tlsCert != ""], ln.Addr())
+	// CORS as GitHub Copilot's clients ask of a registry (any origin, GET,
+	// the ETag exposed): service.CORSOptions' zero value.
+	err = service.Run(ctx, service.Options{Listener: ln, Handler: service.CORS(service.CORSOptions{})(srv), Logger: log,
+		TLSCert: f.tlsCert, TLSKey: f.tlsKey, AllowPlaintext: f.allowPlaintext, Reload: reload("SIGHUP")})
+	if errors.Is(err, service.ErrPlaintextListen) {
+		err = fmt.Errorf("--listen %s: %w (give --tls-cert and --tls-key, or --allow-plaintext behind a TLS proxy)", f.listen, err)
 	}
-	reloadDone := make(chan struct{})
-	go func() {
-		defer close(reloadDone)
-		for {
-			var why string
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				why = "SIGHUP"
-			case <-tick:
-				why = "schedule"
-			}
-			set, err := srv.Reload(ctx, load)
-			if err != nil {
-				log.Error("reload refused: the set served is kept", "trigger", why, "error", textsafe.Escape(err.Error()), "entries", srv.Set().Len())
-				continue
-			}
-			log.Info("reloaded", "trigger", why, "entries", set.Len(), "dumpBytes", set.Bytes)
-		}
-	}()
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	err = hs.Shutdown(sctx)
-	<-reloadDone
 	return err
 }

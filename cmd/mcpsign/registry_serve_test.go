@@ -123,9 +123,25 @@ func TestRegistryServeProcess(t *testing.T) {
 	if n := count(); n != 5 {
 		t.Fatalf("%d entries served", n)
 	}
+	// CORS as Copilot's clients need it, and the service's health route.
+	req, _ := http.NewRequest(http.MethodGet, base+"/v0.1/servers/io.github.acme%2Fnotes/versions/latest", nil)
+	req.Header.Set("Origin", "vscode-file://vscode-app")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") == "" || resp.Header.Get("ETag") == "" {
+		t.Errorf("CORS: %d %v", resp.StatusCode, resp.Header)
+	}
+	if resp, err := http.Get(base + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("/healthz: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	os.WriteFile(dump, []byte(strings.Replace(string(good), `"dev.mcpsign/verified"`, `"dev.mcpsign/other"`, 1)), 0o644)
 	cmd.Process.Signal(syscall.SIGHUP)
-	if l := wait("reload refused"); !strings.Contains(l, `"entries":5`) {
+	if l := wait("registry reload refused"); !strings.Contains(l, `"entries":5`) {
 		t.Errorf("log line: %s", l)
 	}
 	if n := count(); n != 5 {
@@ -133,7 +149,7 @@ func TestRegistryServeProcess(t *testing.T) {
 	}
 	os.WriteFile(dump, two, 0o644)
 	cmd.Process.Signal(syscall.SIGHUP)
-	wait(`"msg":"reloaded"`)
+	wait(`"msg":"registry set reloaded"`)
 	if n := count(); n != 2 {
 		t.Errorf("after a reload: %d entries", n)
 	}
