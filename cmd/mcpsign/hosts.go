@@ -28,7 +28,7 @@ func (f *hostsFlags) add(cmd *cobra.Command) {
 
 func newHostsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "hosts list|wrap|unwrap",
+		Use:   "hosts list|wrap|unwrap|allowlist",
 		Short: "List, wrap and unwrap the MCP servers configured in hosts",
 		Long: `Find the MCP configuration of hosts (` + hosts.Names() + `),
 list their servers, and put every server behind 'mcpsign proxy' under a
@@ -45,7 +45,7 @@ and the file as it was is kept in a timestamped backup beside it. An entry is
 enforced only when it runs this mcpsign executable's proxy under the policy
 asked for, with no flag that weakens it. docs/HOSTS.md has the host table.`,
 	}
-	cmd.AddCommand(newHostsListCmd(a), newHostsEditCmd(a, true), newHostsEditCmd(a, false))
+	cmd.AddCommand(newHostsListCmd(a), newHostsEditCmd(a, true), newHostsEditCmd(a, false), newHostsAllowlistCmd(a))
 	return cmd
 }
 
@@ -302,6 +302,14 @@ func runHostsEdit(cmd *cobra.Command, a *app, f *hostsFlags, wrap bool, policy, 
 			continue
 		}
 		r.WriteText(a.stdout)
+		if n := countNeedsAllowlist(r.Changes); n > 0 {
+			would := ""
+			if dryRun {
+				would = "would "
+			}
+			fmt.Fprintf(a.stderr, "mcpsign: %d entries of %s %shave another command line: a host allowlist (allowedMcpServers in managed settings) needs their new entries: mcpsign hosts allowlist --config %s\n",
+				n, textsafe.Escape(hf.Path), would, textsafe.Escape(hf.Path))
+		}
 		if r.Backup != "" {
 			fmt.Fprintf(a.stderr, "mcpsign: the file as it was is kept in %s\n", textsafe.Escape(r.Backup))
 		}
@@ -310,4 +318,72 @@ func runHostsEdit(cmd *cobra.Command, a *app, f *hostsFlags, wrap bool, policy, 
 		return silentExit(exitError)
 	}
 	return nil
+}
+
+func countNeedsAllowlist(changes []hosts.Change) int {
+	n := 0
+	for _, ch := range changes {
+		if ch.NeedsAllowlist() {
+			n++
+		}
+	}
+	return n
+}
+
+func newHostsAllowlistCmd(a *app) *cobra.Command {
+	var (
+		f      hostsFlags
+		policy string
+		self   string
+		fronts []string
+	)
+	cmd := &cobra.Command{
+		Use:   "allowlist [--config FILE] [--host NAME] [--server NAME]... [--policy FILE] [--front URL]...",
+		Short: "Print the allowlist entries of the hosts' managed settings for the wrapped servers",
+		Long: `Print, as JSON, the allowedMcpServers entries that GitHub Copilot's and
+Claude Code's managed settings (managed-settings.json) take for the servers
+'mcpsign hosts wrap' enforces in the files read: each one's exact command line
+(serverCommand: the mcpsign proxy argv, verbatim), and each --front URL
+(serverUrl: an mcpsign front, 'mcpsign serve'). A host with such an allowlist
+runs only what matches it: the wrapped entries, never the unwrapped ones.
+
+A server that is not enforced (not wrapped, another policy, a weakening flag)
+gets no entry, nor one whose command line carries an HTTP header value (a
+secret, never printed); each is said on stderr with why. docs/HOSTS.md
+("Allowlists in managed settings") says where each host reads the file.`,
+		Example: `  # The entries for the servers wrapped in a file, for managed-settings.json
+  mcpsign hosts allowlist --config ~/.claude.json --policy /etc/mcpsign/policy.json
+
+  # With a shared front
+  mcpsign hosts allowlist --config .vscode/mcp.json --front https://mcp.example.com/notes/mcp`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			want, err := wantFlags(self, policy)
+			if err != nil {
+				return err
+			}
+			files, err := hostFiles(a, &f)
+			if err != nil {
+				return err
+			}
+			if len(files) == 0 && len(fronts) == 0 {
+				return errors.New("no host configuration found: name one with --config")
+			}
+			al, err := hosts.BuildAllowlist(cmd.Context(), files, f.servers, want, fronts)
+			var fe *hosts.FrontError
+			if errors.As(err, &fe) {
+				return fmt.Errorf("--front: %w", err)
+			}
+			if err != nil {
+				return err
+			}
+			al.WriteNotes(a.stderr)
+			return writeJSON(a.stdout, al)
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().StringVar(&policy, "policy", "", "the policy a wrapped server must run under to get an entry (default: any)")
+	cmd.Flags().StringVar(&self, "mcpsign", "", "the mcpsign executable an enforced entry runs (default: this one)")
+	options.StringArrayVar(cmd.Flags(), &fronts, "front", "the URL of an mcpsign front the hosts reach, a serverUrl entry (repeatable)")
+	return cmd
 }
