@@ -284,20 +284,58 @@ func (s *ServedSet) index() {
 }
 
 // apiEntry is the registry API's entry for a served server.json: the
-// document as the dump has it, and the registry-managed _meta: the
-// generic API's io.modelcontextprotocol.registry/official (status, the
-// verification time as publishedAt and updatedAt, isLatest) and the
-// entry's dev.mcpsign/verified block.
+// document as the dump has it but for its _meta["dev.mcpsign/verified"],
+// which moves to the registry-managed _meta beside the generic API's
+// io.modelcontextprotocol.registry/official (status, the verification
+// time as publishedAt and updatedAt, isLatest). The block is served once,
+// where a registry client reads registry metadata.
 func apiEntry(e *servedEntry, server []byte) []byte {
-	m, _ := digest.ReadMembers(server, serverMembers...)
-	mm, _ := digest.ReadMembers(m["_meta"], PublisherProvided, VerifiedMember)
+	names, m, _ := digest.Members(server)
+	metaNames, meta, _ := digest.Members(m["_meta"])
+	block := meta[VerifiedMember]
 	at, _ := json.Marshal(e.verifiedAt.Format(time.RFC3339))
 	st, _ := json.Marshal(e.status)
 	var b bytes.Buffer
-	b.Grow(len(server) + len(mm[VerifiedMember]) + 200)
-	b.WriteString(`{"server":`)
-	b.Write(server)
-	b.WriteString(`,"_meta":{"` + OfficialMeta + `":{"status":`)
+	b.Grow(len(server) + 200)
+	b.WriteString(`{"server":{`)
+	first := true
+	member := func(name string, v func()) {
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		k, _ := json.Marshal(name)
+		b.Write(k)
+		b.WriteByte(':')
+		v()
+	}
+	for _, n := range names {
+		if n != "_meta" {
+			member(n, func() { b.Write(m[n]) })
+			continue
+		}
+		if len(metaNames) == 1 {
+			continue // only the block: no _meta left
+		}
+		member(n, func() {
+			b.WriteByte('{')
+			i := 0
+			for _, mn := range metaNames {
+				if mn == VerifiedMember {
+					continue
+				}
+				if i++; i > 1 {
+					b.WriteByte(',')
+				}
+				k, _ := json.Marshal(mn)
+				b.Write(k)
+				b.WriteByte(':')
+				b.Write(meta[mn])
+			}
+			b.WriteByte('}')
+		})
+	}
+	b.WriteString(`},"_meta":{"` + OfficialMeta + `":{"status":`)
 	b.Write(st)
 	b.WriteString(`,"publishedAt":`)
 	b.Write(at)
@@ -309,9 +347,9 @@ func apiEntry(e *servedEntry, server []byte) []byte {
 		b.WriteString(`,"isLatest":false},"`)
 	}
 	b.WriteString(VerifiedMember + `":`)
-	b.Write(mm[VerifiedMember])
+	b.Write(block)
 	b.WriteString(`}}`)
-	return b.Bytes()
+	return slices.Clip(b.Bytes())
 }
 
 // VerifyServed runs v over src (RunSource: the verify code path of

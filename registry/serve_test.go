@@ -262,6 +262,9 @@ func TestServeLatestAndStatus(t *testing.T) {
 	if len(latest) != 3 || !latest[0] || latest[1] || latest[2] || l.Servers[0].Meta.Official.Status != "deprecated" || l.Servers[1].Meta.Official.Status != "active" {
 		t.Errorf("latest %v, statuses %+v", latest, l.Servers)
 	}
+	if srv := string(l.Servers[0].Server); strings.Contains(srv, VerifiedMember) || !strings.Contains(srv, AttestationMember) {
+		t.Errorf("the server.json served: %s", srv)
+	}
 	if v := l.Servers[0].Meta.Verified; v == nil || v.Policy != "io.github.acme/*" || v.Signers[0].Issuer != "https://token.actions.githubusercontent.com" {
 		t.Errorf("verified block %+v", v)
 	}
