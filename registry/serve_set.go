@@ -94,9 +94,46 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // dump with a *ServeLoadError. A name and version listed twice refuses it
 // too.
 func LoadServed(ctx context.Context, r io.Reader, lim Limits) (*ServedSet, error) {
+	l := newServeLoader()
+	if err := l.read(ctx, r, lim); err != nil {
+		return nil, err
+	}
+	l.set.index()
+	return l.set, nil
+}
+
+// LoadServedFiles is LoadServed of the dumps at paths together (the
+// shards of a sharded run, each one file): one set, refused whole when
+// any file is, and when two files list the same name and version. The
+// error names the file.
+func LoadServedFiles(ctx context.Context, paths []string, lim Limits) (*ServedSet, error) {
+	l := newServeLoader()
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		err = l.read(ctx, f, lim)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	l.set.index()
+	return l.set, nil
+}
+
+type serveLoader struct {
+	set  *ServedSet
+	seen map[[16]byte]Position
+}
+
+func newServeLoader() *serveLoader {
+	return &serveLoader{set: &ServedSet{versions: map[string][]*servedEntry{}, LoadedAt: time.Now().UTC()}, seen: map[[16]byte]Position{}}
+}
+
+func (l *serveLoader) read(ctx context.Context, r io.Reader, lim Limits) error {
 	cr := &countingReader{r: r}
-	set := &ServedSet{versions: map[string][]*servedEntry{}, LoadedAt: time.Now().UTC()}
-	seen := map[[16]byte]Position{}
 	err := ReadDumpAt(cr, lim, func(raw []byte, pos Position) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -114,24 +151,23 @@ func LoadServed(ctx context.Context, r io.Reader, lim Limits) (*ServedSet, error
 			return &ServeLoadError{Pos: pos, Name: e.Name, Version: e.Version, Err: err}
 		}
 		k := dupKey(e.Name, e.Version)
-		if first, dup := seen[k]; dup {
+		if first, dup := l.seen[k]; dup {
 			return &ServeLoadError{Pos: pos, Name: e.Name, Version: e.Version, Err: fmt.Errorf("the same name and version as the entry at %s", first)}
 		}
-		seen[k] = pos
-		se.order = len(set.all)
-		set.all = append(set.all, se)
+		l.seen[k] = pos
+		se.order = len(l.set.all)
+		l.set.all = append(l.set.all, se)
 		return nil
 	})
+	l.set.Bytes += cr.n
 	if err != nil {
 		var le *ServeLoadError
 		if errors.As(err, &le) || ctx.Err() != nil {
-			return nil, err
+			return err
 		}
-		return nil, &ServeLoadError{Err: err}
+		return &ServeLoadError{Err: err}
 	}
-	set.Bytes = cr.n
-	set.index()
-	return set, nil
+	return nil
 }
 
 // LoadServedFile is LoadServed of the file at path.

@@ -500,3 +500,30 @@ func TestServeReloadKeepsOld(t *testing.T) {
 		t.Errorf("the old set was not kept: %d entries", h.Set().Len())
 	}
 }
+
+// TestLoadServedFiles: the shards of a sharded run are one set; a name
+// and version in two of them, or one file that is refused, refuses all.
+func TestLoadServedFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name string, specs []servedSpec) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, servedDump(t, specs), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, b, dup := write("a.json", serveSpecs[:2]), write("b.json", serveSpecs[2:]), write("dup.json", serveSpecs[1:2])
+	set, err := LoadServedFiles(context.Background(), []string{a, b}, Limits{})
+	if err != nil || set.Len() != len(serveSpecs) {
+		t.Fatalf("%v", err)
+	}
+	if _, err := LoadServedFiles(context.Background(), []string{a, b, dup}, Limits{}); !errors.Is(err, ErrNotServable) || !strings.Contains(err.Error(), "dup.json") {
+		t.Errorf("a duplicate across shards: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte("[{"), 0o644)
+	if _, err := LoadServedFiles(context.Background(), []string{a, bad}, Limits{}); !errors.Is(err, ErrNotServable) {
+		t.Errorf("a shard that does not read: %v", err)
+	}
+}

@@ -16,7 +16,8 @@ import (
 )
 
 type registryServeFlags struct {
-	listen, dump, verify, policy, verifiedOut string
+	dumps                                     []string
+	listen, verify, policy, verifiedOut       string
 	tlsCert, tlsKey                           string
 	every                                     time.Duration
 	workers                                   int
@@ -38,18 +39,24 @@ why). Entries that failed are never served. docs/REGISTRY.md, docs/ORGANIZATION.
 		Example: `  # Serve last night's verified set
   mcpsign registry serve --listen 127.0.0.1:8080 --dump verified.json
 
+  # The four shards of a sharded run, re-read every 10 minutes
+  mcpsign registry serve --listen 127.0.0.1:8080 --every 10m \
+    --dump shard-0.json --dump shard-1.json --dump shard-2.json --dump shard-3.json
+
   # Verify the public registry every hour and serve what passes
   mcpsign registry serve --listen :8080 --verify https://registry.modelcontextprotocol.io \
     --policy policy.json --every 1h`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runRegistryServe(cmd.Context(), a, &f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRegistryServe(cmd.Context(), a, &f, cmd.Flags().Changed("every"))
+		},
 	}
 	fs := c.Flags()
 	fs.StringVar(&f.listen, "listen", "", "the `ADDR` to listen on (host:port); required")
-	fs.StringVar(&f.dump, "dump", "", "serve the verified dump `FILE` (re-read on SIGHUP)")
+	options.StringArrayVar(fs, &f.dumps, "dump", "serve the verified dump `FILE` (repeatable: the shards of a sharded run, served as one set; re-read on SIGHUP, and every --every when given)")
 	fs.StringVar(&f.verify, "verify", "", "verify `SOURCE` (as registry verify) and serve what verified")
 	fs.StringVar(&f.policy, "policy", "", "the policy `FILE` for --verify (docs/POLICY.md)")
-	options.PositiveDurationVar(fs, &f.every, "every", time.Hour, "with --verify, run again every `DURATION` (and on SIGHUP)")
+	options.PositiveDurationVar(fs, &f.every, "every", time.Hour, "with --verify, run again every `DURATION` (default 1h; and on SIGHUP); with --dump, re-read the files that often")
 	fs.StringVar(&f.verifiedOut, "verified-out", "", "with --verify, also keep each whole run's dump in `FILE`")
 	fs.IntVar(&f.workers, "workers", 0, "with --verify, entries verified in parallel (default: the number of CPUs)")
 	fs.BoolVar(&f.offline, "offline", false, "with --verify, never fetch the trusted root through TUF")
@@ -61,23 +68,23 @@ why). Entries that failed are never served. docs/REGISTRY.md, docs/ORGANIZATION.
 	return c
 }
 
-func runRegistryServe(ctx context.Context, a *app, f *registryServeFlags) error {
-	if (f.dump == "") == (f.verify == "") {
+func runRegistryServe(ctx context.Context, a *app, f *registryServeFlags, everySet bool) error {
+	if (len(f.dumps) == 0) == (f.verify == "") {
 		return errors.New("give --dump FILE, or --verify SOURCE with --policy FILE")
 	}
 	if f.verify != "" && f.policy == "" {
 		return errors.New("--verify needs --policy FILE")
 	}
-	if f.dump != "" && f.policy != "" {
+	if len(f.dumps) > 0 && f.policy != "" {
 		return errors.New("--policy goes with --verify, not --dump (a dump is served as it was verified)")
 	}
 	log := service.NewLogger(a.stderr, nil)
 	var load func(context.Context) (*registry.ServedSet, error)
-	if f.dump != "" {
+	if len(f.dumps) > 0 {
 		load = func(ctx context.Context) (*registry.ServedSet, error) {
-			set, err := registry.LoadServedFile(ctx, f.dump, registry.Limits{})
+			set, err := registry.LoadServedFiles(ctx, f.dumps, registry.Limits{})
 			if err != nil {
-				return nil, fmt.Errorf("--dump %s: %w", f.dump, err)
+				return nil, fmt.Errorf("--dump %w", err)
 			}
 			return set, nil
 		}
@@ -121,7 +128,7 @@ func runRegistryServe(ctx context.Context, a *app, f *registryServeFlags) error 
 			return nil
 		}
 	}
-	if f.verify != "" {
+	if f.verify != "" || everySet {
 		go func() {
 			t := time.NewTicker(f.every)
 			defer t.Stop()
