@@ -16,12 +16,12 @@ import (
 )
 
 type registryServeFlags struct {
-	dumps                                     []string
-	listen, verify, policy, verifiedOut       string
-	tlsCert, tlsKey                           string
-	every                                     time.Duration
-	workers                                   int
-	offline, allowPrivate, allowPlaintext     bool
+	dumps                                 []string
+	listen, verify, policy, verifiedOut   string
+	tlsCert, tlsKey                       string
+	every                                 time.Duration
+	workers                               int
+	offline, allowPrivate, allowPlaintext bool
 }
 
 func newRegistryServeCmd(a *app) *cobra.Command {
