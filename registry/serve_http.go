@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -41,6 +42,9 @@ const (
 // caller's (internal/service).
 type Server struct {
 	set atomic.Pointer[ServedSet]
+	// reload serializes Reload: a scheduled run and a SIGHUP never both
+	// store, the older last.
+	reload sync.Mutex
 }
 
 // NewServer serves set.
@@ -302,6 +306,8 @@ func etagMatch(inm, etag string) bool {
 // returned one (a whole dump read, a whole verification run): on an
 // error the set served is kept, and the error returned.
 func (s *Server) Reload(ctx context.Context, load func(context.Context) (*ServedSet, error)) (*ServedSet, error) {
+	s.reload.Lock()
+	defer s.reload.Unlock()
 	set, err := load(ctx)
 	if err != nil {
 		return nil, err

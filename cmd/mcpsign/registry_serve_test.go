@@ -139,6 +139,15 @@ func TestRegistryServeProcess(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
+	if resp, err := http.Get(base + "/metrics"); err != nil {
+		t.Error(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), "mcpsign_registry_served_entries 5") {
+			t.Errorf("/metrics has no served entries gauge")
+		}
+	}
 	os.WriteFile(dump, []byte(strings.Replace(string(good), `"dev.mcpsign/verified"`, `"dev.mcpsign/other"`, 1)), 0o644)
 	cmd.Process.Signal(syscall.SIGHUP)
 	if l := wait("registry reload refused"); !strings.Contains(l, `"entries":5`) {
@@ -156,5 +165,42 @@ func TestRegistryServeProcess(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("exit: %v", err)
+	}
+}
+
+// TestRegistryServeVerify: --verify runs registry verify's code over the
+// source and serves only what verified (here nothing: the entries list no
+// bundle), and a source that cannot be read ends it at start with exit 2.
+func TestRegistryServeVerify(t *testing.T) {
+	t.Parallel()
+	mcpsign := fixtures.BuildMcpsign(t)
+	dir := t.TempDir()
+	src, pol := filepath.Join(dir, "entries.jsonl"), filepath.Join(dir, "policy.json")
+	os.WriteFile(src, []byte(`{"name":"a/b","version":"1","description":"d"}`+"\n"), 0o644)
+	os.WriteFile(pol, []byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{"a/*":{}}}`), 0o644)
+	cmd := exec.Command(mcpsign, "registry", "serve", "--listen", "127.0.0.1:0", "--verify", src, "--policy", pol, "--offline")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	found := false
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "registry serve: 0 entries on http://127.0.0.1:") {
+			found = true
+			break
+		}
+	}
+	if !found {
+		t.Fatal("no listening line")
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit: %v", err)
+	}
+	code, _, errs := runWith(t, nil, "registry", "serve", "--listen", "127.0.0.1:0", "--verify", filepath.Join(dir, "none.jsonl"), "--policy", pol)
+	if code != exitError || !strings.Contains(errs, "--verify") {
+		t.Errorf("a source that does not read: exit %d %q", code, errs)
 	}
 }
