@@ -352,13 +352,14 @@ func (s *server) run(ctx context.Context) error {
 // within DrainTimeout.
 func (s *server) drain(ctx context.Context, served chan error, listenerClosed chan struct{}, cancelBase func()) error {
 	s.draining.Store(true)
-	s.log.Info("draining", "cause", context.Cause(ctx).Error(), "timeout", s.opts.DrainTimeout.String())
 	start := time.Now()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.DrainTimeout)
 	defer cancel()
 	shut := make(chan error, 1)
 	go func() { shut <- s.http.Shutdown(dctx) }()
 	<-listenerClosed
+	// Said once no new connection is accepted.
+	s.log.Info("draining", "cause", context.Cause(ctx).Error(), "timeout", s.opts.DrainTimeout.String())
 	var drainErr error
 	if s.opts.Drain != nil {
 		drainErr = s.opts.Drain(dctx)
