@@ -279,6 +279,8 @@ func (c *Config) edit(names []string, wrap bool, opts WrapOptions) ([]byte, []Ch
 			continue
 		}
 		switch ne := notEnforced(s, wrap); {
+		case wrap && s.Kind == Remote && s.Upstream != "":
+			ch.Action, ch.Reason = ActSkipped, "it is pointed at a front, which enforces it; unwrap it first to put it behind the proxy instead"
 		case !wrap && s.Kind == Remote && s.Upstream != "":
 			ch.Action = ActUnwrapped
 			if reason := d.unfrontRemote(i); reason != "" {

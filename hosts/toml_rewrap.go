@@ -235,11 +235,12 @@ func tomlArrayEnd(text string, open int) (int, bool) {
 	return 0, false
 }
 
-// frontRemote: Codex's entries are not pointed at a front by wrap (its
+// codexFront is why a Codex entry is not pointed at a front by wrap (its
 // url is edited by hand: docs/HOSTS.md "Pointing an entry at a front").
-func (d *tomlDoc) frontRemote(int, string) string {
-	return "mcpsign points the entries of JSON hosts at a front; write the front's URL in Codex's url by hand"
-}
+const codexFront = "mcpsign points the entries of JSON hosts at a front; write the front's URL in Codex's url by hand"
+
+// frontRemote: never called, a Codex entry has a frontProblem.
+func (d *tomlDoc) frontRemote(int, string) string { return codexFront }
 
 // unfrontRemote: a Codex entry has no Upstream (tomlDoc never reads one).
 func (d *tomlDoc) unfrontRemote(int) string {
