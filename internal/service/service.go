@@ -39,6 +39,11 @@ const (
 	DefaultMaxBodyBytes      = 4 << 20
 )
 
+// ReadyTimeout bounds a call of Options.Ready: a probe is answered within
+// it (Kubernetes gives a probe 1 s by default: a Ready that needs longer
+// should answer from a state it keeps up to date, not check on each call).
+const ReadyTimeout = 5 * time.Second
+
 // The operational routes Run serves itself, before Options.Handler.
 const (
 	HealthPath  = "/healthz"
@@ -269,7 +274,9 @@ func (s *server) serveReady(w http.ResponseWriter, r *http.Request) {
 	case s.draining.Load():
 		reason = errors.New("draining")
 	case s.opts.Ready != nil:
-		reason = s.opts.Ready(r.Context())
+		ctx, cancel := context.WithTimeout(r.Context(), ReadyTimeout)
+		reason = s.opts.Ready(ctx)
+		cancel()
 	}
 	if reason != nil {
 		s.metrics.ready.Set(0)
