@@ -1,8 +1,10 @@
 package service
 
 import (
+	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -281,5 +283,38 @@ func TestCORS(t *testing.T) {
 	only.ServeHTTP(rec, req)
 	if rec.Header().Get("Access-Control-Allow-Origin") != "" {
 		t.Errorf("an origin not listed was allowed: %v", rec.Header())
+	}
+}
+
+// TestLoopbackHost: a request that reached a loopback address must name a
+// loopback host; one that reached another address is not checked.
+func TestLoopbackHost(t *testing.T) {
+	h := LoopbackHost()(echo())
+	for _, tt := range []struct {
+		local, host string
+		code        int
+	}{
+		{"127.0.0.1:8080", "127.0.0.1:8080", 200},
+		{"127.0.0.1:8080", "localhost:8080", 200},
+		{"127.0.0.1:8080", "LOCALHOST", 200},
+		{"[::1]:8080", "[::1]:8080", 200},
+		{"127.0.0.1:8080", "attacker.example:8080", 403},
+		{"127.0.0.1:8080", "localhost.:8080", 403},
+		{"127.0.0.1:8080", "10.0.0.5:8080", 403},
+		{"[::1]:8080", "rebind.example", 403},
+		{"10.1.2.3:8080", "notes-mcp.mcp.svc", 200},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/mcp", nil)
+		req.Host = tt.host
+		addr, err := net.ResolveTCPAddr("tcp", tt.local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, addr))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tt.code {
+			t.Errorf("Host %s on %s: %d, want %d", tt.host, tt.local, rec.Code, tt.code)
+		}
 	}
 }
