@@ -13,7 +13,7 @@ import (
 
 	"github.com/rs/cors"
 
-	"github.com/mcpsign/mcpsign/internal/netguard"
+	"github.com/mcpsign/mcpsign/internal/loopback"
 )
 
 // Middleware wraps a handler. The middlewares of this package pass the
@@ -160,7 +160,7 @@ func CheckOrigin(allowed []string) (Middleware, error) {
 
 // LoopbackHost refuses, with 403, a request that reached a loopback
 // address with a Host header that does not name a loopback host
-// (netguard.IsLoopbackHost: localhost, 127.0.0.0/8, [::1]): the other half
+// (loopback.IsHost: localhost, 127.0.0.0/8, [::1]): the other half
 // of the DNS-rebinding defence. A page whose name an attacker rebinds to
 // 127.0.0.1 is same-origin with this service, its GET requests carry no
 // Origin (CheckOrigin lets them through) but they carry the page's name as
@@ -178,7 +178,7 @@ func LoopbackHost() Middleware {
 					host = h
 				}
 				host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-				if !netguard.IsLoopbackHost(host) {
+				if !loopback.IsHost(host) {
 					w.Header().Set("Content-Type", "application/json")
 					w.WriteHeader(http.StatusForbidden)
 					w.Write([]byte(`{"jsonrpc":"2.0","error":{"code":-32600,"message":"Forbidden: a request to a loopback address must name a loopback host"}}` + "\n"))
@@ -193,7 +193,7 @@ func LoopbackHost() Middleware {
 // loopbackAddr reports whether addr (host:port) is a loopback address.
 func loopbackAddr(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
-	return err == nil && netguard.IsLoopbackHost(host)
+	return err == nil && loopback.IsHost(host)
 }
 
 // normalizeOrigin returns o as a browser serializes it, or why it is not an

@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/netguard"
+	"github.com/mcpsign/mcpsign/internal/loopback"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -54,7 +54,7 @@ const (
 // Options configure Run. Only Handler is required.
 type Options struct {
 	// Listen is the TCP address to listen on (host:port); DefaultListen
-	// when empty. An address that is not loopback (netguard.IsLoopbackHost:
+	// when empty. An address that is not loopback (loopback.IsHost:
 	// 0.0.0.0, ":8080", a LAN address) is refused without TLS unless
 	// AllowPlaintext is set.
 	Listen string
@@ -243,7 +243,7 @@ func (s *server) listen() (net.Listener, error) {
 	if err != nil {
 		return nil, &ListenError{Addr: addr, Err: err}
 	}
-	if s.opts.TLSCert == "" && !s.opts.AllowPlaintext && !netguard.IsLoopbackHost(host) {
+	if s.opts.TLSCert == "" && !s.opts.AllowPlaintext && !loopback.IsHost(host) {
 		return nil, fmt.Errorf("listen on %s: %w: give a TLS certificate and key, or allow plain HTTP explicitly (behind a TLS-terminating proxy)", addr, ErrPlaintextListen)
 	}
 	if s.opts.Listener != nil {
