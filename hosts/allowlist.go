@@ -37,16 +37,24 @@ type Allowlist struct {
 }
 
 // BuildAllowlist reads files and returns the allowlist entries of the
-// servers in them (only those named in servers, when not empty) that run
-// under want (Want.Check: this mcpsign's proxy under the policy, its own
-// name, nothing that weakens it): each server's wrapped argv, verbatim,
-// as serverCommand, in file order, each once. A server that is not
-// enforced gets no entry (an allowlist entry for it would let the host run
-// it as it is), nor one whose argv carries an HTTP header value or a URL's
-// user info (a secret, never printed): both are in Skipped with why.
-// fronts are the URLs of mcpsign fronts (`mcpsign serve`) the hosts reach,
-// each a serverUrl entry. A file that cannot be read is an error.
-func BuildAllowlist(ctx context.Context, files []File, servers []string, want Want, fronts []string) (*Allowlist, error) {
+// servers in them (only those named in servers, when not empty) that are
+// enforced under want (Want.Check): a stdio server wrapped to run this
+// mcpsign's proxy under the policy, its wrapped argv verbatim as
+// serverCommand; a remote entry wrap --front pointed at a front of
+// want.Fronts, its URL as serverUrl. In file order, each once; then each
+// of want.Fronts as serverUrl (a front the hosts reach by URL). A server
+// that is not enforced gets no entry (an allowlist entry for it would let
+// the host run it as it is), nor one whose argv carries an HTTP header
+// value or a URL's user info (a secret, never printed): both are in
+// Skipped with why. A front that is no URL a host may reach a front at
+// (https://, or http:// on loopback; no user info, no query) is a
+// *FrontError; a file that cannot be read an error.
+func BuildAllowlist(ctx context.Context, files []File, servers []string, want Want) (*Allowlist, error) {
+	for _, u := range want.Fronts {
+		if why := checkFrontURL(u); why != "" {
+			return nil, &FrontError{URL: RedactURL(u), Reason: why}
+		}
+	}
 	al := &Allowlist{AllowedMcpServers: []AllowEntry{}}
 	for _, f := range files {
 		c, err := Load(ctx, f.Host, f.Path)
@@ -64,8 +72,14 @@ func BuildAllowlist(ctx context.Context, files []File, servers []string, want Wa
 				skip("not enforced (%s): wrap it first (mcpsign hosts wrap)", why)
 				continue
 			}
-			if !slices.Equal(redactArgv(s.Argv), s.Argv) {
-				skip("its command line carries an HTTP header value or a URL's user info, which may be a secret and is never printed: write that entry by hand, or serve the server through a front (--front URL)")
+			if s.Kind == Remote {
+				// Enforced: pointed at a trusted front, a URL checkFrontURL
+				// took (no user info, no query).
+				al.add(AllowEntry{ServerURL: s.URL})
+				continue
+			}
+			if len(s.Argv) == 0 || !slices.Equal(redactArgv(s.Argv), s.Argv) {
+				skip("its command line carries an HTTP header value or a URL's user info, which may be a secret and is never printed: write that entry by hand, or serve the server through a front (mcpsign hosts wrap --front)")
 				continue
 			}
 			if slices.ContainsFunc(s.Argv, func(a string) bool { return strings.Contains(a, "${") }) {
@@ -75,13 +89,7 @@ func BuildAllowlist(ctx context.Context, files []File, servers []string, want Wa
 			al.add(AllowEntry{ServerCommand: s.Argv})
 		}
 	}
-	for _, u := range fronts {
-		if why := checkRemoteURL(u); why != "" {
-			return nil, &FrontError{URL: RedactURL(u), Reason: why}
-		}
-		if RedactURL(u) != u {
-			return nil, &FrontError{URL: RedactURL(u), Reason: "a URL with user info (a secret) is never printed"}
-		}
+	for _, u := range want.Fronts {
 		al.add(AllowEntry{ServerURL: u})
 	}
 	return al, nil

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,11 +23,11 @@ func TestAllowlistGolden(t *testing.T) {
 			ext := filepath.Ext(tc.file)
 			name := strings.TrimSuffix(tc.file, ext)
 			path := filepath.Join("testdata", "golden", "hosts", name+".wrapped"+ext)
-			var fronts []string
+			want := want
 			if name == "vscode" {
-				fronts = []string{"https://mcp-front.example.com/mcp"}
+				want.Fronts = []string{"https://mcp-front.example.com/mcp"}
 			}
-			al, err := BuildAllowlist(context.Background(), []File{{Host: mustHost(t, name), Path: path}}, nil, want, fronts)
+			al, err := BuildAllowlist(context.Background(), []File{{Host: mustHost(t, name), Path: path}}, nil, want)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,16 +64,51 @@ func TestAllowlistRefuses(t *testing.T) {
 	t.Parallel()
 	want := WrapOptions{Self: self, Policy: policy, IsSelf: isSelf}.Want()
 	files := []File{{Host: mustHost(t, "claude-code"), Path: filepath.Join("testdata", "golden", "hosts", "claude-code.json")}}
-	al, err := BuildAllowlist(context.Background(), files, nil, want, nil)
+	al, err := BuildAllowlist(context.Background(), files, nil, want)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(al.AllowedMcpServers) != 0 || len(al.Skipped) == 0 {
 		t.Errorf("an unwrapped file allowlisted %+v", al.AllowedMcpServers)
 	}
-	for _, u := range []string{"https://user:pw@front.example.com/mcp", "ftp://front.example.com", "https://${HOST}/mcp"} {
-		if _, err := BuildAllowlist(context.Background(), nil, nil, want, []string{u}); err == nil || strings.Contains(err.Error(), "pw") {
+	for _, u := range []string{"https://user:pw@front.example.com/mcp", "ftp://front.example.com", "https://${HOST}/mcp", "http://front.example.com/mcp", "https://front.example.com/mcp?token=x"} {
+		w := want
+		w.Fronts = []string{u}
+		var fe *FrontError
+		if _, err := BuildAllowlist(context.Background(), nil, nil, w); !errors.As(err, &fe) || strings.Contains(err.Error(), "pw") {
 			t.Errorf("front %s: %v", u, err)
 		}
+	}
+}
+
+// TestAllowlistFront: a remote entry wrap --front pointed at a front gets
+// its URL as serverUrl when the front is trusted (--front), nothing when
+// it is not.
+func TestAllowlistFront(t *testing.T) {
+	t.Parallel()
+	const front = "https://notes-mcp.example.internal/mcp"
+	h := mustHost(t, "claude-code")
+	c, err := Parse(h, "x.json", []byte(`{"mcpServers": {"notes": {"type": "http", "url": "https://notes.example.com/mcp"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := c.Wrap(WrapOptions{Front: front, Servers: []string{"notes"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), ".mcp.json")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := []File{{Host: h, Path: path}}
+	want := WrapOptions{Self: self, Policy: policy, IsSelf: isSelf}.Want()
+	al, err := BuildAllowlist(context.Background(), files, nil, want)
+	if err != nil || len(al.AllowedMcpServers) != 0 || len(al.Skipped) != 1 {
+		t.Fatalf("an untrusted front: %+v %v", al, err)
+	}
+	want.Fronts = []string{front}
+	al, err = BuildAllowlist(context.Background(), files, nil, want)
+	if err != nil || len(al.AllowedMcpServers) != 1 || al.AllowedMcpServers[0].ServerURL != front || al.AllowedMcpServers[0].ServerCommand != nil {
+		t.Fatalf("a trusted front: %+v %v", al, err)
 	}
 }

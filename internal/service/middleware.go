@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"sync/atomic"
 
 	"github.com/rs/cors"
+
+	"github.com/mcpsign/mcpsign/internal/loopback"
 )
 
 // Middleware wraps a handler. The middlewares of this package pass the
@@ -153,6 +156,44 @@ func CheckOrigin(allowed []string) (Middleware, error) {
 			next.ServeHTTP(w, r)
 		})
 	}, nil
+}
+
+// LoopbackHost refuses, with 403, a request that reached a loopback
+// address with a Host header that does not name a loopback host
+// (loopback.IsHost: localhost, 127.0.0.0/8, [::1]): the other half
+// of the DNS-rebinding defence. A page whose name an attacker rebinds to
+// 127.0.0.1 is same-origin with this service, its GET requests carry no
+// Origin (CheckOrigin lets them through) but they carry the page's name as
+// Host. Requests that reached another address (a Pod's, behind a Service)
+// are not checked: their Host is whatever name routes to them. Put it in
+// front of a service that listens on loopback and is reached by name only
+// through a proxy that rewrites Host to a loopback one.
+func LoopbackHost() Middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+			if local != nil && loopbackAddr(local.String()) {
+				host := r.Host
+				if h, _, err := net.SplitHostPort(host); err == nil {
+					host = h
+				}
+				host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+				if !loopback.IsHost(host) {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusForbidden)
+					w.Write([]byte(`{"jsonrpc":"2.0","error":{"code":-32600,"message":"Forbidden: a request to a loopback address must name a loopback host"}}` + "\n"))
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// loopbackAddr reports whether addr (host:port) is a loopback address.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && loopback.IsHost(host)
 }
 
 // normalizeOrigin returns o as a browser serializes it, or why it is not an

@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/netguard"
+	"github.com/mcpsign/mcpsign/internal/loopback"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -39,6 +39,11 @@ const (
 	DefaultMaxBodyBytes      = 4 << 20
 )
 
+// ReadyTimeout bounds a call of Options.Ready: a probe is answered within
+// it (Kubernetes gives a probe 1 s by default: a Ready that needs longer
+// should answer from a state it keeps up to date, not check on each call).
+const ReadyTimeout = 5 * time.Second
+
 // The operational routes Run serves itself, before Options.Handler.
 const (
 	HealthPath  = "/healthz"
@@ -49,7 +54,7 @@ const (
 // Options configure Run. Only Handler is required.
 type Options struct {
 	// Listen is the TCP address to listen on (host:port); DefaultListen
-	// when empty. An address that is not loopback (netguard.IsLoopbackHost:
+	// when empty. An address that is not loopback (loopback.IsHost:
 	// 0.0.0.0, ":8080", a LAN address) is refused without TLS unless
 	// AllowPlaintext is set.
 	Listen string
@@ -238,7 +243,7 @@ func (s *server) listen() (net.Listener, error) {
 	if err != nil {
 		return nil, &ListenError{Addr: addr, Err: err}
 	}
-	if s.opts.TLSCert == "" && !s.opts.AllowPlaintext && !netguard.IsLoopbackHost(host) {
+	if s.opts.TLSCert == "" && !s.opts.AllowPlaintext && !loopback.IsHost(host) {
 		return nil, fmt.Errorf("listen on %s: %w: give a TLS certificate and key, or allow plain HTTP explicitly (behind a TLS-terminating proxy)", addr, ErrPlaintextListen)
 	}
 	if s.opts.Listener != nil {
@@ -269,7 +274,9 @@ func (s *server) serveReady(w http.ResponseWriter, r *http.Request) {
 	case s.draining.Load():
 		reason = errors.New("draining")
 	case s.opts.Ready != nil:
-		reason = s.opts.Ready(r.Context())
+		ctx, cancel := context.WithTimeout(r.Context(), ReadyTimeout)
+		reason = s.opts.Ready(ctx)
+		cancel()
 	}
 	if reason != nil {
 		s.metrics.ready.Set(0)
@@ -352,13 +359,14 @@ func (s *server) run(ctx context.Context) error {
 // within DrainTimeout.
 func (s *server) drain(ctx context.Context, served chan error, listenerClosed chan struct{}, cancelBase func()) error {
 	s.draining.Store(true)
-	s.log.Info("draining", "cause", context.Cause(ctx).Error(), "timeout", s.opts.DrainTimeout.String())
 	start := time.Now()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.DrainTimeout)
 	defer cancel()
 	shut := make(chan error, 1)
 	go func() { shut <- s.http.Shutdown(dctx) }()
 	<-listenerClosed
+	// Said once no new connection is accepted.
+	s.log.Info("draining", "cause", context.Cause(ctx).Error(), "timeout", s.opts.DrainTimeout.String())
 	var drainErr error
 	if s.opts.Drain != nil {
 		drainErr = s.opts.Drain(dctx)

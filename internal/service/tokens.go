@@ -9,11 +9,10 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
-
-	"github.com/mcpsign/mcpsign/internal/boundedfile"
 )
 
-// MaxTokensFileBytes bounds a file of bearer tokens.
+// MaxTokensFileBytes bounds a file of bearer tokens: read it with
+// internal/boundedfile at this limit, then ParseTokens.
 const MaxTokensFileBytes = 64 << 10
 
 // MinTokenBytes is the shortest bearer token accepted: a token shorter
@@ -40,14 +39,11 @@ func (e *TokenError) Error() string {
 }
 func (e *TokenError) Unwrap() error { return e.Err }
 
-// ReadTokensFile reads bearer tokens from a file: one a line, blank lines
-// and lines starting with # ignored, at most MaxTokensFileBytes.
-func ReadTokensFile(path string) ([]string, error) {
-	b, err := boundedfile.Read(path, MaxTokensFileBytes, nil)
-	if err != nil {
-		return nil, &TokenError{Source: path, Reason: err.Error(), Err: err}
-	}
-	return parseTokens(path, string(b))
+// ParseTokens reads bearer tokens from data, the content of source (a
+// file's path, for errors): one a line, blank lines and lines starting
+// with # ignored. The caller reads a file bounded (MaxTokensFileBytes).
+func ParseTokens(source string, data []byte) ([]string, error) {
+	return parseTokens(source, string(data))
 }
 
 // TokensFromEnv reads bearer tokens from the environment variable name,
