@@ -60,6 +60,23 @@ func (s *Server) Swap(set *ServedSet) *ServedSet { return s.set.Swap(set) }
 // Set is the set served now (nil before the first).
 func (s *Server) Set() *ServedSet { return s.set.Load() }
 
+// Routes is s behind an http.ServeMux whose patterns name the read
+// routes (/v0.1/servers, /v0.1/servers/{name}/versions,
+// /v0.1/servers/{name}/versions/{version}, and /v0's), so that a service
+// labels its metrics with them (internal/service); every request is
+// answered by s, unknown routes and methods too, as ServeHTTP answers
+// them.
+func (s *Server) Routes() http.Handler {
+	mux := http.NewServeMux()
+	for _, v := range []string{"/v0.1", "/v0"} {
+		mux.Handle(v+"/servers", s)
+		mux.Handle(v+"/servers/{name}/versions", s)
+		mux.Handle(v+"/servers/{name}/versions/{version}", s)
+	}
+	mux.Handle("/", s)
+	return mux
+}
+
 // problem writes the registry's error shape: the members the official
 // registry writes (title, status, detail: RFC 9457, as its huma framework
 // writes them) and the one its OpenAPI document gives (error), as

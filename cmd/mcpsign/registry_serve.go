@@ -153,7 +153,7 @@ func runRegistryServe(ctx context.Context, a *app, f *registryServeFlags, everyS
 	// the ETag exposed): service.CORSOptions' zero value.
 	served := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpsign_registry_served_entries",
 		Help: "Server versions registry serve serves now."}, func() float64 { return float64(srv.Set().Len()) })
-	err = service.Run(ctx, service.Options{Listener: ln, Handler: service.CORS(service.CORSOptions{})(srv), Logger: log,
+	err = service.Run(ctx, service.Options{Listener: ln, Handler: service.CORS(service.CORSOptions{})(srv.Routes()), Logger: log,
 		Collectors: []prometheus.Collector{served},
 		TLSCert:    f.tlsCert, TLSKey: f.tlsKey, AllowPlaintext: f.allowPlaintext, Reload: reload("SIGHUP")})
 	if errors.Is(err, service.ErrPlaintextListen) {

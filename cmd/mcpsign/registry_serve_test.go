@@ -147,6 +147,9 @@ func TestRegistryServeProcess(t *testing.T) {
 		if !strings.Contains(string(b), "mcpsign_registry_served_entries 5") {
 			t.Errorf("/metrics has no served entries gauge")
 		}
+		if !strings.Contains(string(b), `route="/v0.1/servers/{name}/versions/{version}"`) {
+			t.Errorf("/metrics does not label the routes:\n%s", b)
+		}
 	}
 	os.WriteFile(dump, []byte(strings.Replace(string(good), `"dev.mcpsign/verified"`, `"dev.mcpsign/other"`, 1)), 0o644)
 	cmd.Process.Signal(syscall.SIGHUP)
