@@ -178,7 +178,7 @@ func (s *session) deliver(content []byte) {
 	}
 	msg, err := jsonrpc.DecodeMessage(content)
 	if err != nil {
-		s.f.log.Warn("a message the relay let through could not be handed to the client transport", "session", s.id, "error", textsafe.Escape(err.Error()))
+		s.f.log.Warn("a message the relay let through could not be handed to the client transport", "session", s.id, "error", err.Error())
 		return
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok {
@@ -187,7 +187,7 @@ func (s *session) deliver(content []byte) {
 		s.mu.Unlock()
 	}
 	if err := s.conn.Write(context.Background(), msg); err != nil {
-		s.f.log.Debug("a message could not be delivered (its stream is gone)", "session", s.id, "error", textsafe.Escape(err.Error()))
+		s.f.log.Debug("a message could not be delivered (its stream is gone)", "session", s.id, "error", err.Error())
 	}
 }
 
@@ -216,9 +216,9 @@ func (s *session) end(err error) {
 	case err == nil:
 		s.f.log.Info("session ended", "session", s.id)
 	case errors.As(err, &b):
-		s.f.log.Warn("session ended blocked", "session", s.id, "reason", textsafe.Escape(err.Error()))
+		s.f.log.Warn("session ended blocked", "session", s.id, "reason", err.Error())
 	default:
-		s.f.log.Warn("session ended", "session", s.id, "error", textsafe.Escape(err.Error()))
+		s.f.log.Warn("session ended", "session", s.id, "error", err.Error())
 	}
 }
 

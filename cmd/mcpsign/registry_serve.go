@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,12 +16,12 @@ import (
 )
 
 type registryServeFlags struct {
-	dumps                                 []string
-	listen, verify, policy, verifiedOut   string
-	tlsCert, tlsKey                       string
-	every                                 time.Duration
-	workers                               int
-	offline, allowPrivate, allowPlaintext bool
+	dumps                       []string
+	svc                         options.ServiceOptions
+	verify, policy, verifiedOut string
+	every                       time.Duration
+	workers                     int
+	offline, allowPrivate       bool
 }
 
 func newRegistryServeCmd(a *app) *cobra.Command {
@@ -53,7 +52,7 @@ why). Entries that failed are never served. docs/REGISTRY.md, docs/ORGANIZATION.
 		},
 	}
 	fs := c.Flags()
-	fs.StringVar(&f.listen, "listen", "", "the `ADDR` to listen on (host:port); required")
+	f.svc.AddFlags(fs) // --listen (required), TLS, --allow-plaintext, --drain-timeout
 	options.StringArrayVar(fs, &f.dumps, "dump", "serve the verified dump `FILE` (repeatable: the shards of a sharded run, served as one set; re-read on SIGHUP, and every --every when given)")
 	fs.StringVar(&f.verify, "verify", "", "verify `SOURCE` (as registry verify) and serve what verified")
 	fs.StringVar(&f.policy, "policy", "", "the policy `FILE` for --verify (docs/POLICY.md)")
@@ -62,9 +61,6 @@ why). Entries that failed are never served. docs/REGISTRY.md, docs/ORGANIZATION.
 	fs.IntVar(&f.workers, "workers", 0, "with --verify, entries verified in parallel (default: the number of CPUs)")
 	fs.BoolVar(&f.offline, "offline", false, "with --verify, never fetch the trusted root through TUF")
 	fs.BoolVar(&f.allowPrivate, "allow-private-bundles", false, "with --verify, fetch bundles from loopback, private and link-local addresses too")
-	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with the certificate chain `FILE` (PEM; re-read on SIGHUP)")
-	fs.StringVar(&f.tlsKey, "tls-key", "", "the private key `FILE` of --tls-cert (PEM)")
-	fs.BoolVar(&f.allowPlaintext, "allow-plaintext", false, "serve plain HTTP on an address that is not loopback (TLS ends at a proxy in front)")
 	c.MarkFlagRequired("listen")
 	return c
 }
@@ -144,20 +140,16 @@ func runRegistryServe(ctx context.Context, a *app, f *registryServeFlags, everyS
 			}
 		}()
 	}
-	ln, err := net.Listen("tcp", f.listen)
+	ln, err := f.svc.OpenListener()
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", f.listen, err)
+		return err
 	}
-	fmt.Fprintf(a.stderr, "registry serve: %d entries on %s://%s/v0.1/servers\n", set.Len(), map[bool]string{true: "https", false: "http"}[f.tlsCert != ""], ln.Addr())
+	fmt.Fprintf(a.stderr, "registry serve: %d entries on %s://%s/v0.1/servers\n", set.Len(), f.svc.Scheme(), ln.Addr())
 	// CORS as GitHub Copilot's clients ask of a registry (any origin, GET,
 	// the ETag exposed): service.CORSOptions' zero value.
 	served := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpsign_registry_served_entries",
 		Help: "Server versions registry serve serves now."}, func() float64 { return float64(srv.Set().Len()) })
-	err = service.Run(ctx, service.Options{Listener: ln, Handler: service.CORS(service.CORSOptions{})(srv.Routes()), Logger: log,
-		Collectors: []prometheus.Collector{served},
-		TLSCert:    f.tlsCert, TLSKey: f.tlsKey, AllowPlaintext: f.allowPlaintext, Reload: reload("SIGHUP")})
-	if errors.Is(err, service.ErrPlaintextListen) {
-		err = fmt.Errorf("--listen %s: %w (give --tls-cert and --tls-key, or --allow-plaintext behind a TLS proxy)", f.listen, err)
-	}
-	return err
+	err = service.Run(ctx, f.svc.Service(ln, service.Options{Handler: service.CORS(service.CORSOptions{})(srv.Routes()), Logger: log,
+		Collectors: []prometheus.Collector{served}, Reload: reload("SIGHUP")}))
+	return f.svc.Err(err)
 }

@@ -239,12 +239,8 @@ func (s *server) listen() (net.Listener, error) {
 	if s.opts.Listener != nil {
 		addr = s.opts.Listener.Addr().String()
 	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, &ListenError{Addr: addr, Err: err}
-	}
-	if s.opts.TLSCert == "" && !s.opts.AllowPlaintext && !loopback.IsHost(host) {
-		return nil, fmt.Errorf("listen on %s: %w: give a TLS certificate and key, or allow plain HTTP explicitly (behind a TLS-terminating proxy)", addr, ErrPlaintextListen)
+	if err := CheckPlaintext(addr, s.opts.TLSCert != "", s.opts.AllowPlaintext); err != nil {
+		return nil, err
 	}
 	if s.opts.Listener != nil {
 		return s.opts.Listener, nil
@@ -254,6 +250,22 @@ func (s *server) listen() (net.Listener, error) {
 		return nil, &ListenError{Addr: addr, Err: err}
 	}
 	return ln, nil
+}
+
+// CheckPlaintext is Run's rule for the listen address addr (host:port):
+// plain HTTP (tls false) on an address that is not loopback
+// (loopback.IsHost) is refused unless allowPlaintext; the error wraps
+// ErrPlaintextListen. A caller that listens itself checks it first, so
+// that it never says it listens on an address Run then refuses.
+func CheckPlaintext(addr string, tls, allowPlaintext bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return &ListenError{Addr: addr, Err: err}
+	}
+	if !tls && !allowPlaintext && !loopback.IsHost(host) {
+		return fmt.Errorf("listen on %s: %w: give a TLS certificate and key, or allow plain HTTP explicitly (behind a TLS-terminating proxy)", addr, ErrPlaintextListen)
+	}
+	return nil
 }
 
 func (s *server) routes() http.Handler {
