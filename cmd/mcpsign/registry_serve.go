@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -144,12 +145,14 @@ func runRegistryServe(ctx context.Context, a *app, f *registryServeFlags, everyS
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stderr, "registry serve: %d entries on %s://%s/v0.1/servers\n", set.Len(), f.svc.Scheme(), ln.Addr())
 	// CORS as GitHub Copilot's clients ask of a registry (any origin, GET,
 	// the ETag exposed): service.CORSOptions' zero value.
 	served := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpsign_registry_served_entries",
 		Help: "Server versions registry serve serves now."}, func() float64 { return float64(srv.Set().Len()) })
 	err = service.Run(ctx, f.svc.Service(ln, service.Options{Handler: service.CORS(service.CORSOptions{})(srv.Routes()), Logger: log,
-		Collectors: []prometheus.Collector{served}, Reload: reload("SIGHUP")}))
+		Collectors: []prometheus.Collector{served}, Reload: reload("SIGHUP"),
+		Listening: func(addr net.Addr, scheme string) {
+			fmt.Fprintf(a.stderr, "registry serve: %d entries on %s://%s/v0.1/servers\n", set.Len(), scheme, addr)
+		}}))
 	return f.svc.Err(err)
 }

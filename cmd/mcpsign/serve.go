@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -205,7 +206,6 @@ func runServe(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		fr.Drain(context.WithoutCancel(ctx))
 		return err
 	}
-	fmt.Fprintf(a.stderr, "mcpsign serve: listening on %s://%s/mcp\n", sf.svc.Scheme(), ln.Addr())
 	reload := func(ctx context.Context) error {
 		// Each part is swapped in only whole; a part that does not read
 		// keeps what is in force (the front logs its own refusal).
@@ -231,6 +231,9 @@ func runServe(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		Drain:      fr.Drain,
 		Collectors: fr.Collectors(),
 		Logger:     logger,
+		Listening: func(addr net.Addr, scheme string) {
+			fmt.Fprintf(a.stderr, "mcpsign serve: listening on %s://%s/mcp\n", scheme, addr)
+		},
 	}))
 	return sf.svc.Err(err)
 }

@@ -114,3 +114,33 @@ func TestServeBadStart(t *testing.T) {
 		t.Errorf("files were written: %v", entries)
 	}
 }
+
+// TestServiceFlagsShared: serve and registry serve take the listener and
+// drain flags from one group (options.ServiceOptions): the same names,
+// meaning and help.
+func TestServiceFlagsShared(t *testing.T) {
+	root := newRootCmd(newApp())
+	serve, _, err := root.Find([]string{"serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, _, err := root.Find([]string{"registry", "serve"})
+	if err != nil || reg == serve {
+		t.Fatal("no registry serve")
+	}
+	for _, name := range []string{"listen", "tls-cert", "tls-key", "allow-plaintext", "drain-timeout"} {
+		s, r := serve.Flags().Lookup(name), reg.Flags().Lookup(name)
+		if s == nil || r == nil {
+			t.Errorf("--%s: serve has it %v, registry serve %v", name, s != nil, r != nil)
+			continue
+		}
+		if s.Usage != r.Usage || s.Value.Type() != r.Value.Type() {
+			t.Errorf("--%s differs: %q (%s) and %q (%s)", name, s.Usage, s.Value.Type(), r.Usage, r.Value.Type())
+		}
+	}
+	for _, name := range []string{"allow-origin", "tokens-file", "tokens-env"} {
+		if serve.Flags().Lookup(name) == nil {
+			t.Errorf("serve has no --%s", name)
+		}
+	}
+}

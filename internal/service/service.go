@@ -88,6 +88,11 @@ type Options struct {
 	// not made by NewLogger must escape what clients and servers wrote.
 	Logger *slog.Logger
 
+	// Listening, when not nil, is called once Run serves on addr (with
+	// scheme http or https) and SIGHUP reloads: a command prints where it
+	// listens from it, so that whoever reads that line may signal at once.
+	Listening func(addr net.Addr, scheme string)
+
 	// Reload is called on each SIGHUP (with the TLS pair re-read): it
 	// re-reads configuration and swaps it in only when all of it is good.
 	// Its error is logged and counted; what was in force stays.
@@ -356,6 +361,9 @@ func (s *server) run(ctx context.Context) error {
 	served := make(chan error, 1)
 	go func() { served <- s.http.Serve(ln) }()
 	s.log.Info("listening", "address", ln.Addr().String(), "scheme", scheme)
+	if s.opts.Listening != nil {
+		s.opts.Listening(ln.Addr(), scheme)
+	}
 
 	select {
 	case err := <-served:

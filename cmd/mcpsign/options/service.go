@@ -60,14 +60,6 @@ func (o *ServiceOptions) OpenListener() (net.Listener, error) {
 	return ln, nil
 }
 
-// Scheme is the scheme clients use: https with --tls-cert.
-func (o *ServiceOptions) Scheme() string {
-	if o.TLSCert != "" {
-		return "https"
-	}
-	return "http"
-}
-
 // Service fills the fields of service.Options these flags set; ln is
 // OpenListener's.
 func (o *ServiceOptions) Service(ln net.Listener, so service.Options) service.Options {
