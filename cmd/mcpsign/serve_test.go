@@ -99,6 +99,12 @@ func TestServeBadStart(t *testing.T) {
 		{"bad policy", []string{"--policy", badPolicy, "--name", "x", "--", server}, "policy"},
 		{"oauth", []string{"--lock", bad, "--oauth", "--", "https://example.com/mcp"}, "--oauth"},
 		{"half TLS", []string{"--lock", bad, "--tls-cert", "c.pem", "--", server}, "--tls-key"},
+		{"plain HTTP off loopback", []string{"--listen", "0.0.0.0:0", "--lock", filepath.Join(dir, "none.lock"), "--tofu", "--", server}, "--allow-plaintext"},
+		{"TLS pair missing", []string{"--tls-cert", filepath.Join(dir, "c.pem"), "--tls-key", filepath.Join(dir, "k.pem"), "--lock", filepath.Join(dir, "none.lock"), "--tofu", "--", server}, "--tls-cert"},
+		{"bad origin", []string{"--allow-origin", "https://app.example.com/path", "--lock", bad, "--", server}, "--allow-origin"},
+		{"tokens file missing", []string{"--tokens-file", filepath.Join(dir, "tokens"), "--lock", bad, "--", server}, "--tokens-file"},
+		{"two token sources", []string{"--tokens-file", "t", "--tokens-env", "T", "--lock", bad, "--", server}, "one source"},
+		{"tokens and pass-authorization", []string{"--tokens-env", "T", "--pass-authorization", "--lock", bad, "--", server}, "--pass-authorization"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stderr := &fixtures.SyncBuffer{}
