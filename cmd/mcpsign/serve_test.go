@@ -101,10 +101,10 @@ func TestServeBadStart(t *testing.T) {
 		{"half TLS", []string{"--lock", bad, "--tls-cert", "c.pem", "--", server}, "--tls-key"},
 		{"plain HTTP off loopback", []string{"--listen", "0.0.0.0:0", "--lock", filepath.Join(dir, "none.lock"), "--tofu", "--", server}, "--allow-plaintext"},
 		{"TLS pair missing", []string{"--tls-cert", filepath.Join(dir, "c.pem"), "--tls-key", filepath.Join(dir, "k.pem"), "--lock", filepath.Join(dir, "none.lock"), "--tofu", "--", server}, "--tls-cert"},
-		{"bad origin", []string{"--allow-origin", "https://app.example.com/path", "--lock", bad, "--", server}, "--allow-origin"},
-		{"tokens file missing", []string{"--tokens-file", filepath.Join(dir, "tokens"), "--lock", bad, "--", server}, "--tokens-file"},
+		{"bad origin", []string{"--allow-origin", "https://app.example.com/path", "--lock", bad, "--", server}, "more than scheme, host and port"},
+		{"tokens file missing", []string{"--tokens-file", filepath.Join(dir, "tokens"), "--lock", bad, "--", server}, "no such file"},
 		{"two token sources", []string{"--tokens-file", "t", "--tokens-env", "T", "--lock", bad, "--", server}, "one source"},
-		{"tokens and pass-authorization", []string{"--tokens-env", "T", "--pass-authorization", "--lock", bad, "--", server}, "--pass-authorization"},
+		{"tokens and pass-authorization", []string{"--tokens-env", "T", "--pass-authorization", "--lock", bad, "--", server}, "both use the client's Authorization"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stderr := &fixtures.SyncBuffer{}
