@@ -48,7 +48,11 @@ type Options struct {
 	// Required.
 	Load func(ctx context.Context) (proxy.Options, error)
 	// Logger receives the front's logs (sessions, blocks, the upstream's
-	// stderr, escaped by the relay). Nil discards them.
+	// stderr, escaped by the relay). It must escape the strings it writes,
+	// which servers and clients chose, as internal/service.NewLogger's
+	// does: the front passes them as they are (lists of strings, which
+	// slog handlers do not look into, it escapes itself). Nil discards
+	// them.
 	Logger *slog.Logger
 	// MaxSessions caps the client sessions open at once (each one a relay,
 	// and a process for a stdio upstream); past it a new session is
@@ -223,7 +227,7 @@ func (f *Front) load(ctx context.Context) (*generation, error) {
 func (f *Front) Reload(ctx context.Context) error {
 	g, err := f.load(ctx)
 	if err != nil {
-		f.log.Error("reload failed: the configuration in force is kept", "error", textsafe.Escape(err.Error()))
+		f.log.Error("reload failed: the configuration in force is kept", "error", err.Error())
 		return fmt.Errorf("reload: the configuration in force is kept: %w", err)
 	}
 	f.gen.Store(g)
@@ -259,7 +263,7 @@ func (f *Front) observe(p proxy.Policy) proxy.Policy {
 			f.readyAt = time.Now()
 			f.mu.Unlock()
 			f.m.drifted.Set(0)
-			f.log.Info("definitions approved: the lock in force changed", "summary", textsafe.Escape(d.Summary))
+			f.log.Info("definitions approved: the lock in force changed", "summary", d.Summary)
 		case d.Allow:
 			f.mu.Lock()
 			if f.drift == nil {
@@ -279,7 +283,7 @@ func (f *Front) observe(p proxy.Policy) proxy.Policy {
 			f.drift = d
 			f.mu.Unlock()
 			f.m.drifted.Set(1)
-			f.log.Warn("upstream drifted: definitions refused", "summary", textsafe.Escape(d.Summary), "findings", escapeAll(d.Findings))
+			f.log.Warn("upstream drifted: definitions refused", "summary", d.Summary, "findings", escapeAll(d.Findings))
 		}
 		return d, nil
 	})
@@ -467,9 +471,9 @@ func (f *Front) event(who string, e proxy.Event) {
 		} else if e.Decision != nil {
 			msg = e.Decision.Summary
 		}
-		f.log.Warn("session blocked", "session", who, "what", textsafe.Escape(e.What), "rules", rules, "reason", textsafe.Escape(msg))
+		f.log.Warn("session blocked", "session", who, "what", e.What, "rules", rules, "reason", msg)
 	case proxy.EventUpdated:
-		f.log.Info("definitions approved", "session", who, "what", textsafe.Escape(e.What))
+		f.log.Info("definitions approved", "session", who, "what", e.What)
 	}
 }
 

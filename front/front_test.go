@@ -24,6 +24,7 @@ import (
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/front"
+	"github.com/mcpsign/mcpsign/internal/service"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
@@ -121,7 +122,7 @@ func serve(t testing.TB, u upstream, lockPath string, mod func(*front.Options)) 
 	t.Helper()
 	logs := &syncBuffer{}
 	o := front.Options{
-		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger: service.NewLogger(logs, slog.LevelDebug),
 		Load: func(ctx context.Context) (proxy.Options, error) {
 			p, err := proxy.NewLockPolicy(lockPath, proxy.LockOptions{})
 			if err != nil {

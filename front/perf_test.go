@@ -117,6 +117,95 @@ func roundTrips(b *testing.B, url string, sessions int) {
 	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "calls/s")
 }
 
+// BenchmarkFrontInterleaved: BenchmarkFrontRoundTrip's three paths in one
+// benchmark, interleaved: every path's sessions are open at once, and the
+// calls run in rounds, each round every path in turn (the order rotating),
+// so that the machine's drift (other loads) falls on all three alike. It
+// reports each path's p50 and p99 in µs and calls/s, and the front's
+// ratios to the reverse proxy's (p50 and p99: lower is better;
+// throughput: higher is better).
+//
+//	go test ./front -run '^$' -bench FrontInterleaved -benchtime 6000x
+func BenchmarkFrontInterleaved(b *testing.B) {
+	up := httpExample(b, fixtures.ModeHonest)
+	s := serve(b, up, lockOf(b, up), nil)
+	paths := []struct{ name, url string }{
+		{"direct", up.url},
+		{"reverseproxy", reverseProxy(b, up.url)},
+		{"front", s.url},
+	}
+	for _, sessions := range []int{1, 64} {
+		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			args := &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "x"}}
+			css := make([][]*mcp.ClientSession, len(paths))
+			for p := range paths {
+				for range sessions {
+					cs, err := connect(ctx, paths[p].url, "2025-11-25")
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer cs.Close()
+					if _, err := cs.CallTool(ctx, args); err != nil { // warm up
+						b.Fatal(err)
+					}
+					css[p] = append(css[p], cs)
+				}
+			}
+			const rounds = 10
+			per := max(b.N/len(paths)/sessions/rounds, 1)
+			lat := make([][]time.Duration, len(paths))
+			busy := make([]time.Duration, len(paths))
+			b.ResetTimer()
+			for r := range rounds {
+				for k := range paths {
+					p := (r + k) % len(paths)
+					var mu sync.Mutex
+					var wg sync.WaitGroup
+					t0 := time.Now()
+					for _, cs := range css[p] {
+						wg.Go(func() {
+							l := make([]time.Duration, 0, per)
+							for range per {
+								t := time.Now()
+								if _, err := cs.CallTool(ctx, args); err != nil {
+									b.Error(err)
+									return
+								}
+								l = append(l, time.Since(t))
+							}
+							mu.Lock()
+							lat[p] = append(lat[p], l...)
+							mu.Unlock()
+						})
+					}
+					wg.Wait()
+					busy[p] += time.Since(t0)
+				}
+			}
+			b.StopTimer()
+			type stat struct{ p50, p99, rate float64 }
+			st := make([]stat, len(paths))
+			for p := range paths {
+				slices.Sort(lat[p])
+				n := len(lat[p])
+				if n == 0 {
+					return
+				}
+				st[p] = stat{float64(lat[p][n/2].Microseconds()), float64(lat[p][n*99/100].Microseconds()), float64(n) / busy[p].Seconds()}
+				b.ReportMetric(st[p].p50, paths[p].name+"-p50-µs")
+				b.ReportMetric(st[p].p99, paths[p].name+"-p99-µs")
+				b.ReportMetric(st[p].rate, paths[p].name+"-calls/s")
+			}
+			rp, fr := st[1], st[2]
+			b.ReportMetric(fr.p50/rp.p50, "front/rp-p50")
+			b.ReportMetric(fr.p99/rp.p99, "front/rp-p99")
+			b.ReportMetric(fr.rate/rp.rate, "front/rp-throughput")
+		})
+	}
+}
+
 // BenchmarkFrontIdleSession: the front's memory per idle client session
 // of an HTTP upstream (the session's transport, relay and upstream
 // session; the upstream runs in its own process), after every session

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -175,9 +176,9 @@ func (s *session) deliver(content []byte) {
 	if len(bytes.TrimSpace(content)) == 0 {
 		return
 	}
-	msg, err := jsonrpc.DecodeMessage(content)
+	msg, err := decodeChecked(content)
 	if err != nil {
-		s.f.log.Warn("a message the relay let through could not be handed to the client transport", "session", s.id, "error", textsafe.Escape(err.Error()))
+		s.f.log.Warn("a message the relay let through could not be handed to the client transport", "session", s.id, "error", err.Error())
 		return
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok {
@@ -186,7 +187,7 @@ func (s *session) deliver(content []byte) {
 		s.mu.Unlock()
 	}
 	if err := s.conn.Write(context.Background(), msg); err != nil {
-		s.f.log.Debug("a message could not be delivered (its stream is gone)", "session", s.id, "error", textsafe.Escape(err.Error()))
+		s.f.log.Debug("a message could not be delivered (its stream is gone)", "session", s.id, "error", err.Error())
 	}
 }
 
@@ -215,9 +216,9 @@ func (s *session) end(err error) {
 	case err == nil:
 		s.f.log.Info("session ended", "session", s.id)
 	case errors.As(err, &b):
-		s.f.log.Warn("session ended blocked", "session", s.id, "reason", textsafe.Escape(err.Error()))
+		s.f.log.Warn("session ended blocked", "session", s.id, "reason", err.Error())
 	default:
-		s.f.log.Warn("session ended", "session", s.id, "error", textsafe.Escape(err.Error()))
+		s.f.log.Warn("session ended", "session", s.id, "error", err.Error())
 	}
 }
 
@@ -267,4 +268,49 @@ func (f *Front) relayDone() {
 	f.mu.Lock()
 	f.relays--
 	f.mu.Unlock()
+}
+
+// decodeChecked turns a message the relay let through (and so parsed and
+// checked) into go-sdk's form with mcpwire's reader: go-sdk's own
+// jsonrpc.DecodeMessage allocates and clears a 32 KiB decoder buffer for
+// every message (github.com/segmentio/encoding's minimum), the front's
+// largest cost per call (docs/PERFORMANCE.md, "HTTP front"). A response
+// with a result, a request and a notification take this path; anything
+// else (an error response, a null id, a message without "jsonrpc") goes
+// through DecodeMessage, whose rules then apply unchanged. content is
+// copied: go-sdk may keep the message after Write returns.
+func decodeChecked(content []byte) (jsonrpc.Message, error) {
+	content = bytes.Clone(content)
+	m, err := mcpwire.Parse(content)
+	if err != nil || !m.Versioned {
+		return jsonrpc.DecodeMessage(content)
+	}
+	switch {
+	case m.Kind == mcpwire.KindResponse && m.Error == nil && m.Result != nil && m.ID != nil && !m.NullID():
+		id, ok := idOf(m.ID)
+		if !ok {
+			break
+		}
+		return &jsonrpc.Response{ID: id, Result: m.Result}, nil
+	case m.Kind == mcpwire.KindNotification && m.ID == nil:
+		return &jsonrpc.Request{Method: m.Method, Params: m.Params}, nil
+	case m.Kind == mcpwire.KindRequest && m.ID != nil && !m.NullID():
+		id, ok := idOf(m.ID)
+		if !ok {
+			break
+		}
+		return &jsonrpc.Request{ID: id, Method: m.Method, Params: m.Params}, nil
+	}
+	return jsonrpc.DecodeMessage(content)
+}
+
+// idOf reads a JSON-RPC id (a string or a number, as go-sdk reads it:
+// jsonrpc.MakeID of the decoded value).
+func idOf(raw []byte) (jsonrpc.ID, bool) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(v)
+	return id, err == nil && id.IsValid()
 }

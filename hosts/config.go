@@ -8,8 +8,10 @@ package hosts
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
@@ -58,6 +60,10 @@ type Server struct {
 	Argv []string
 	// URL is a remote entry's URL.
 	URL string
+	// Upstream is, for a remote entry that wrap --front pointed at a
+	// front (mcpsign serve), the URL it had, which unwrap restores
+	// (UpstreamKey); "" for any other entry.
+	Upstream string
 	// Headers are a remote entry's HTTP headers, in file order (and those
 	// a stdio entry keeps from the remote entry wrap made it from). A
 	// value may be a secret: never print one.
@@ -75,6 +81,10 @@ type Server struct {
 	Problem string
 	// headerArgs are the --header values wrap writes for a remote entry.
 	headerArgs []string
+	// frontProblem says why a remote entry cannot be pointed at a front
+	// (its URL member, not its headers: the host sends those to the front
+	// itself); "" when it can.
+	frontProblem string
 }
 
 // Header is one HTTP header of a remote entry.
@@ -129,7 +139,22 @@ type WrapOptions struct {
 	// entry it does not admit is left as it is (skipped, with why): wrapped,
 	// the host could not start it.
 	Admits func(name string) error
+	// Front, when set, is the URL of a running front (mcpsign serve):
+	// instead of putting entries behind the proxy, wrap points the one
+	// remote entry of Servers at it, and keeps the URL it had for unwrap
+	// (docs/HOSTS.md "Pointing an entry at a front"). Policy, Self,
+	// IsSelf and Admits are not used.
+	Front string
 }
+
+// UpstreamKey is the member wrap --front adds to a remote entry it points
+// at a front, after its URL: the URL the entry had, as it was written,
+// which unwrap puts back.
+const UpstreamKey = "mcpsignUpstream"
+
+// ErrFront reports a --front wrap that cannot be done: the front's URL is
+// not one a host may reach it at, or not exactly one entry is named.
+var ErrFront = errors.New("cannot point an entry at a front")
 
 // Want returns what an entry wrapped under opts runs.
 func (opts WrapOptions) Want() Want {
@@ -162,6 +187,14 @@ type document interface {
 	// unwrapEntry restores the command line of entry i, a wrapped entry;
 	// it returns why it could not, or "" when it did.
 	unwrapEntry(i int) (reason string)
+	// frontRemote points entry i, a remote entry with no frontProblem, at
+	// front: the URL becomes front's, and the URL it had is kept under
+	// UpstreamKey (unless it is there already); it returns why it could
+	// not, or "".
+	frontRemote(i int, front string) (reason string)
+	// unfrontRemote restores the URL of entry i, a remote entry with an
+	// Upstream, and removes UpstreamKey; it returns why it could not, or "".
+	unfrontRemote(i int) (reason string)
 	bytes() []byte
 }
 
@@ -199,6 +232,15 @@ func (c *Config) Original() []byte { return c.data }
 // cannot edit, are reported with the reason. The Config is not changed:
 // parse the result to go on.
 func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
+	if opts.Front != "" {
+		if problem := checkFrontURL(opts.Front); problem != "" {
+			return nil, nil, fmt.Errorf("%w: the front's URL: %s", ErrFront, problem)
+		}
+		if len(opts.Servers) != 1 {
+			return nil, nil, fmt.Errorf("%w: name the one server entry the front serves (a front enforces one upstream)", ErrFront)
+		}
+		return c.edit(opts.Servers, true, opts)
+	}
 	if opts.Self == "" || opts.Policy == "" {
 		return nil, nil, errors.New("wrap needs the path of mcpsign and of the policy")
 	}
@@ -233,7 +275,18 @@ func (c *Config) edit(names []string, wrap bool, opts WrapOptions) ([]byte, []Ch
 			continue
 		}
 		ch := Change{Server: s}
+		if wrap && opts.Front != "" {
+			out = append(out, frontChange(d, i, s, opts.Front))
+			continue
+		}
 		switch ne := notEnforced(s, wrap); {
+		case wrap && s.Kind == Remote && s.Upstream != "":
+			ch.Action, ch.Reason = ActSkipped, "it is pointed at a front, which enforces it; unwrap it first to put it behind the proxy instead"
+		case !wrap && s.Kind == Remote && s.Upstream != "":
+			ch.Action = ActUnwrapped
+			if reason := d.unfrontRemote(i); reason != "" {
+				ch.Action, ch.Reason = ActSkipped, reason
+			}
 		case ne != nil:
 			ch = *ne
 		case wrap && s.Kind == Stdio && envProblem(s) != "":
@@ -272,6 +325,50 @@ func (c *Config) edit(names []string, wrap bool, opts WrapOptions) ([]byte, []Ch
 		out = append(out, ch)
 	}
 	return d.bytes(), out, nil
+}
+
+// frontChange points entry i, s, at the front's URL: a remote entry gets
+// the front's URL and keeps its own under UpstreamKey; one already pointed
+// at another front is pointed at this one (re-wrapped).
+func frontChange(d document, i int, s Server, front string) Change {
+	ch := Change{Server: s}
+	switch {
+	case s.Kind != Remote:
+		ch.Action, ch.Reason = ActSkipped, "not a URL entry: a front serves hosts over HTTP; put a stdio server behind the proxy instead"
+	case s.frontProblem != "":
+		ch.Action, ch.Reason = ActNotEnforced, "remote server; cannot be pointed at the front: "+s.frontProblem
+	case s.Upstream != "" && s.URL == front:
+		ch.Action = ActAlreadyWrapped
+	default:
+		ch.Action = ActWrapped
+		if s.Upstream != "" {
+			ch.Action, ch.Reason = ActRewrapped, "it was pointed at another front"
+		}
+		if reason := d.frontRemote(i, front); reason != "" {
+			ch.Action, ch.Reason = ActNotEnforced, "remote server; cannot be pointed at the front: "+reason
+		}
+	}
+	return ch
+}
+
+// checkFrontURL says why u is no URL a host may reach a front at, "" when
+// it is: https://, or http:// to a loopback host (a front on this
+// machine: netguard's one loopback rule), no user info, no query (it would
+// be printed: a front takes its tokens as headers).
+func checkFrontURL(u string) string {
+	if p := checkRemoteURL(u); p != "" {
+		return p
+	}
+	p, _ := url.Parse(u)
+	switch {
+	case p.User != nil:
+		return "it holds user info: give a front's token as a header"
+	case p.RawQuery != "" || p.Fragment != "":
+		return "it has a query or a fragment"
+	case p.Scheme == "http" && !netguard.IsLoopbackHost(p.Hostname()):
+		return "plain http:// to a host that is not loopback: a front off this machine is reached over https://"
+	}
+	return ""
 }
 
 // fresh parses the original bytes again, so that edits never touch c.

@@ -35,11 +35,21 @@ type Want struct {
 	// (docs/HOSTS.md). Nil means the policy is not read (list without
 	// --policy, a policy written with a host token).
 	Admits func(name string) error
+	// Fronts are the URLs of fronts (mcpsign serve) an entry pointed at
+	// by wrap --front may reach to count as enforced: mcpsign cannot tell
+	// from a host's file what a URL enforces, so the user names the fronts
+	// it trusts (list --front).
+	Fronts []string
 }
 
 // Check returns why s is not enforced under w, or "" when it is.
 func (w Want) Check(s Server) string {
 	switch {
+	case s.Kind == Remote && s.Upstream != "" && s.frontProblem == "":
+		if slices.Contains(w.Fronts, s.URL) {
+			return ""
+		}
+		return "pointed at a front that was not named as trusted: mcpsign cannot tell from a host's file what a URL enforces"
 	case s.Kind == Remote:
 		if s.Problem != "" {
 			return "not wrapped, and cannot be: " + s.Problem

@@ -105,7 +105,7 @@ func roundTrip(t *testing.T, h Host, path string, data []byte) {
 	anyWrapped := false
 	for i, ch := range changes {
 		a := after[i]
-		anyWrapped = anyWrapped || ch.Server.Wrapped != nil
+		anyWrapped = anyWrapped || ch.Server.Wrapped != nil || ch.Server.Upstream != ""
 		inner := ch.Server.Argv
 		switch {
 		case ch.Server.Kind == Remote:
@@ -139,4 +139,88 @@ func roundTrip(t *testing.T, h Host, path string, data []byte) {
 	if !anyWrapped && !bytes.Equal(back, data) {
 		t.Fatalf("round trip:\n%q\n%q\n%q", data, w, back)
 	}
+	frontRoundTrip(t, h, path, c, data)
+}
+
+// frontRoundTrip checks, for each remote entry of c (data parsed as h's
+// file at path) that is not pointed at a front, that wrap --front points
+// it (every entry of its name) at the front and nothing else changes, is
+// idempotent, and that unwrap of that name gives back data when no entry
+// of the name was wrapped before.
+func frontRoundTrip(t *testing.T, h Host, path string, c *Config, data []byte) {
+	t.Helper()
+	const front = "https://front.example/mcp"
+	servers := c.Servers()
+	for _, s := range servers {
+		if s.Kind != Remote || s.Upstream != "" || s.frontProblem != "" {
+			continue
+		}
+		same := 0
+		for _, o := range servers {
+			if o.Name == s.Name {
+				same++
+				if o.Wrapped != nil || o.Upstream != "" || o.Kind != Remote {
+					same = -1000
+				}
+			}
+		}
+		opts := WrapOptions{Front: front, Servers: []string{s.Name}}
+		w, changes, err := c.Wrap(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wc, err := Parse(h, path, w)
+		if err != nil {
+			t.Fatalf("file pointed at the front does not parse: %v\n%q", err, w)
+		}
+		after := wc.Servers()
+		if len(after) != len(servers) {
+			t.Fatalf("wrap --front changed the entries\n%q", w)
+		}
+		for i, a := range after {
+			o := servers[i]
+			pointed := a.URL == front && a.Upstream == o.URL && a.Kind == Remote
+			switch {
+			case o.Name != s.Name:
+				if a.URL != o.URL || a.Upstream != o.Upstream || a.Kind != o.Kind || !slices.Equal(a.Argv, o.Argv) {
+					t.Fatalf("wrap --front %s changed entry %d (%s)\n%q", s.Name, i, o.Name, w)
+				}
+			case o.Kind == Remote && o.frontProblem == "" && !pointed:
+				t.Fatalf("entry %d not pointed at the front: %+v\n%q", i, a, w)
+			}
+		}
+		for _, ch := range changes {
+			want := []Action{ActWrapped, ActNotEnforced}
+			if ch.Server.Upstream != "" {
+				want = []Action{ActRewrapped, ActAlreadyWrapped, ActNotEnforced}
+			}
+			if ch.Server.Name == s.Name && ch.Server.Kind == Remote && ch.Server.frontProblem == "" && !slices.Contains(want, ch.Action) {
+				t.Fatalf("reported %s: %s", ch.Action, ch.Reason)
+			}
+		}
+		if w2, _, _ := wc.Wrap(opts); !bytes.Equal(w, w2) {
+			t.Fatalf("wrap --front not idempotent:\n%q\n%q", w, w2)
+		}
+		back, _, _ := wc.Unwrap([]string{s.Name})
+		if same > 0 && !bytes.Equal(back, data) {
+			t.Fatalf("wrap --front then unwrap:\n%q\n%q\n%q", data, w, back)
+		}
+	}
+}
+
+// FuzzFront is frontRoundTrip on any JSONC file of Claude Code's shape:
+// wrap --front then unwrap gives back the bytes.
+func FuzzFront(f *testing.F) {
+	f.Add([]byte(`{"mcpServers": {"r": {"type": "http", /* c */ "url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"},}, "s": {"type": "sse", "url": "https://y/sse"}}}`))
+	f.Add([]byte("{\"mcpServers\": {\"r\": {\n  \"url\": \"https://x/mcp\"\n}}}"))
+	f.Add([]byte("{\"mcpServers\": {\"r\": {\"url\": \"https://x/mcp\", \"mcpsignUpstream\": \"https://y/mcp\"}, \"q\": {\"url\"  :  \"https://\\u0078/mcp\" , }}}"))
+	f.Add([]byte(`{"projects": {"/a": {"mcpServers": {"r": {"url": "https://a/mcp"}}}}, "mcpServers": {"r": {"type": "http", "url": "https://b/mcp"}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, _ := Lookup("claude-code")
+		c, err := Parse(h, "f", data)
+		if err != nil {
+			return
+		}
+		frontRoundTrip(t, h, "f", c, data)
+	})
 }

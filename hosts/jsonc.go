@@ -235,6 +235,9 @@ func (d *jsonDoc) read(e *jsonEntry, v *hujson.Value) {
 			e.srv.Kind = Remote
 			e.srv.URL = literalString(u.Value)
 			e.remote, e.remoteKey = obj, k
+			if up := member(obj, UpstreamKey); up != nil {
+				e.srv.Upstream = literalString(up.Value)
+			}
 			e.srv.Problem = d.remoteProblem(e)
 			return
 		}
@@ -264,6 +267,23 @@ func (d *jsonDoc) notStdio(obj *hujson.Object) string {
 // cannot turn it into a stdio entry in front of its URL, "" when it can
 // (docs/HOSTS.md "Remote servers").
 func (d *jsonDoc) remoteProblem(e *jsonEntry) string {
+	e.srv.frontProblem = d.urlProblem(e)
+	if e.srv.frontProblem != "" {
+		return e.srv.frontProblem
+	}
+	for _, h := range e.srv.Headers {
+		arg, problem := headerArg(d.host, h)
+		if problem != "" {
+			return problem
+		}
+		e.srv.headerArgs = append(e.srv.headerArgs, arg)
+	}
+	return ""
+}
+
+// urlProblem is remoteProblem but for the translation of the headers: why
+// e's URL member cannot be edited, "" when it can.
+func (d *jsonDoc) urlProblem(e *jsonEntry) string {
 	obj := e.remote
 	u := member(obj, e.remoteKey)
 	if !isString(u.Value) {
@@ -293,22 +313,18 @@ func (d *jsonDoc) remoteProblem(e *jsonEntry) string {
 			return fmt.Sprintf("the member %s is written with escapes", textsafe.RawQuote(name))
 		}
 	}
-	for _, k := range []string{e.remoteKey, "type", "headers"} {
+	for _, k := range []string{e.remoteKey, "type", "headers", UpstreamKey} {
 		if memberCount(obj, k) > 1 {
 			return fmt.Sprintf("it has %s twice", textsafe.RawQuote(k))
 		}
+	}
+	if up := member(obj, UpstreamKey); up != nil && (!isString(up.Value) || checkRemoteURL(literalString(up.Value)) != "") {
+		return fmt.Sprintf("%q is not the URL wrap --front keeps", UpstreamKey)
 	}
 	if t := member(obj, "type"); t != nil {
 		if lit, ok := t.Value.(hujson.Literal); !ok || string(lit) != `"http"` {
 			return fmt.Sprintf("its type is %s, not \"http\": the proxy speaks Streamable HTTP only", textsafe.RawQuote(literalString(t.Value)))
 		}
-	}
-	for _, h := range hs {
-		arg, problem := headerArg(d.host, h)
-		if problem != "" {
-			return problem
-		}
-		e.srv.headerArgs = append(e.srv.headerArgs, arg)
 	}
 	return ""
 }
@@ -440,6 +456,51 @@ func (d *jsonDoc) wrapRemote(i int, self string, prefix []string) string {
 		t.Value = hujson.String("stdio")
 	}
 	wrapJSON(jsonEntry{obj: e.remote, cmdKey: "command"}, self, prefix)
+	return ""
+}
+
+// frontRemote writes front as the URL of entry i and, unless the entry has
+// it already (pointed at another front), a new UpstreamKey member right
+// after the URL's, holding the URL's literal byte for byte, laid out as
+// the URL's member: unfrontRemote removes it and gives the bytes back.
+func (d *jsonDoc) frontRemote(i int, front string) string {
+	e := d.entries[i]
+	ui := memberIndex(e.remote, e.remoteKey)
+	u := &e.remote.Members[ui]
+	orig := slices.Clone(u.Value.Value.(hujson.Literal))
+	u.Value.Value = hujson.String(front)
+	if memberIndex(e.remote, UpstreamKey) >= 0 {
+		return ""
+	}
+	m := hujson.ObjectMember{
+		Name:  hujson.Value{BeforeExtra: layout(u.Name.BeforeExtra, "\n"), Value: hujson.String(UpstreamKey)},
+		Value: hujson.Value{BeforeExtra: layout(u.Value.BeforeExtra, " "), Value: orig},
+	}
+	if ui == len(e.remote.Members)-1 && u.Value.AfterExtra != nil {
+		m.Value.AfterExtra = hujson.Extra{} // keep the trailing comma
+	}
+	e.remote.Members = slices.Insert(e.remote.Members, ui+1, m)
+	return ""
+}
+
+// unfrontRemote is frontRemote's inverse.
+func (d *jsonDoc) unfrontRemote(i int) string {
+	e := d.entries[i]
+	ui, ki := memberIndex(e.remote, e.remoteKey), memberIndex(e.remote, UpstreamKey)
+	if ki < 0 || !isString(e.remote.Members[ki].Value.Value) {
+		return fmt.Sprintf("%q is not the URL wrap --front keeps: restore the URL by hand", UpstreamKey)
+	}
+	e.remote.Members[ui].Value.Value = slices.Clone(e.remote.Members[ki].Value.Value.(hujson.Literal))
+	if ki == len(e.remote.Members)-1 && ki > 0 { // the trailing comma, if any, goes back to the member before
+		prev, removed := &e.remote.Members[ki-1].Value, e.remote.Members[ki].Value
+		switch {
+		case removed.AfterExtra == nil:
+			prev.AfterExtra = nil
+		case prev.AfterExtra == nil:
+			prev.AfterExtra = hujson.Extra{}
+		}
+	}
+	e.remote.Members = slices.Delete(e.remote.Members, ki, ki+1)
 	return ""
 }
 

@@ -175,7 +175,10 @@ type ServerReport struct {
 	Wrapper  string   `json:"wrapper,omitempty"`
 	Original []string `json:"original,omitempty"`
 	// Remote is the URL a wrapped remote entry reaches through the proxy.
-	Remote       string `json:"remote,omitempty"`
+	Remote string `json:"remote,omitempty"`
+	// Upstream is, for a remote entry wrap --front pointed at a front,
+	// the URL it had (URL is then the front's).
+	Upstream     string `json:"upstream,omitempty"`
 	Policy       string `json:"policy,omitempty"`
 	PolicyName   string `json:"policyName,omitempty"`
 	PolicyStatus string `json:"policyStatus"`
@@ -260,6 +263,7 @@ func Describe(s Server, want Want) ServerReport {
 		for _, h := range s.Headers {
 			j.Headers = append(j.Headers, h.Name)
 		}
+		j.Upstream, j.Wrapped = RedactURL(s.Upstream), s.Upstream != ""
 	}
 	j.Reason = want.Check(s)
 	j.Enforced = j.Reason == ""
@@ -347,6 +351,13 @@ func (r *ListReport) WriteText(w io.Writer) {
 func (s ServerReport) writeText(w io.Writer) {
 	fmt.Fprintf(w, "  %s (%s): ", textsafe.Quote(s.Name), textsafe.Escape(s.Where))
 	switch {
+	case s.Kind == string(Remote) && s.Upstream != "":
+		what := fmt.Sprintf("remote %s through the front %s", textsafe.Quote(s.Upstream), textsafe.Quote(s.URL))
+		if s.Enforced {
+			fmt.Fprintf(w, "%s, enforced\n", what)
+		} else {
+			fmt.Fprintf(w, "%s, NOT ENFORCED: %s\n", what, textsafe.Escape(s.Reason))
+		}
 	case s.Kind == string(Remote):
 		fmt.Fprintf(w, "remote %s, NOT WRAPPED\n", textsafe.Quote(s.URL))
 		if s.Problem != "" {

@@ -169,7 +169,7 @@ func Redact(text string, servers []Server) string {
 		for _, h := range s.Headers {
 			secrets = append(secrets, h.Value, h.raw)
 		}
-		for _, a := range append([]string{s.URL}, s.Argv...) {
+		for _, a := range append([]string{s.URL, s.Upstream}, s.Argv...) {
 			secrets = append(secrets, userinfo(a))
 			secrets = append(secrets, queryValues(a)...)
 		}

@@ -211,6 +211,7 @@ func fill(h Host, text string, e *tomlEntry, t map[string]any) {
 		if u, ok := t[k].(string); ok {
 			e.srv.Kind, e.srv.URL = Remote, u
 			e.srv.Problem = codexRemote(text, e, t)
+			e.srv.frontProblem = codexFront
 			return
 		}
 	}

@@ -235,3 +235,15 @@ func tomlArrayEnd(text string, open int) (int, bool) {
 	}
 	return 0, false
 }
+
+// codexFront is why a Codex entry is not pointed at a front by wrap (its
+// url is edited by hand: docs/HOSTS.md "Pointing an entry at a front").
+const codexFront = "mcpsign points the entries of JSON hosts at a front; write the front's URL in Codex's url by hand"
+
+// frontRemote: never called, a Codex entry has a frontProblem.
+func (d *tomlDoc) frontRemote(int, string) string { return codexFront }
+
+// unfrontRemote: a Codex entry has no Upstream (tomlDoc never reads one).
+func (d *tomlDoc) unfrontRemote(int) string {
+	return "mcpsign restores the entries of JSON hosts only"
+}

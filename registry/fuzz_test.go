@@ -2,6 +2,11 @@ package registry
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,6 +102,44 @@ func FuzzHint(f *testing.F) {
 			if k != "_meta" && !bytes.Equal(after[k], v) {
 				t.Fatalf("member %q changed: %q -> %q", k, v, after[k])
 			}
+		}
+	})
+}
+
+// FuzzLoadServed: never panics; a set that loads serves only entries with
+// a verified block, and every list page is JSON.
+func FuzzLoadServed(f *testing.F) {
+	addSeeds(f)
+	f.Add(servedDump(f, serveSpecs))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		set, err := LoadServed(context.Background(), bytes.NewReader(data), Limits{MaxEntries: 100})
+		if err != nil {
+			if !errors.Is(err, ErrNotServable) {
+				t.Fatalf("not a typed refusal: %v", err)
+			}
+			return
+		}
+		for _, e := range set.all {
+			if !json.Valid(e.resp) || !bytes.Contains(e.resp, []byte(`"`+VerifiedMember+`":{`)) {
+				t.Fatalf("served %s", e.resp)
+			}
+		}
+	})
+}
+
+// FuzzServeQuery: any query is answered 200 or 400 with JSON, never 5xx.
+func FuzzServeQuery(f *testing.F) {
+	h := NewServer(loadSet(f, servedDump(f, serveSpecs)))
+	for _, q := range []string{"limit=2", "cursor=!!", "search=acme&version=latest", "updated_since=2026-01-01T00:00:00Z", "limit=1&cursor=" + cursorOf(h.Set().all[0])} {
+		f.Add(q)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		req := httptest.NewRequest(http.MethodGet, "/v0.1/servers", nil)
+		req.URL.RawQuery = q
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if (rec.Code != 200 && rec.Code != 400) || !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("%q: %d %s", q, rec.Code, rec.Body.Bytes())
 		}
 	})
 }

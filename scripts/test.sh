@@ -161,6 +161,7 @@ command -v curl >/dev/null || need+=(curl)
 command -v node >/dev/null || need+=(nodejs npm)
 command -v mariadbd >/dev/null || [[ -x /usr/sbin/mariadbd ]] || need+=(mariadb-server) # the Rekor v1 log's database
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql) # the MCP registry's database
+command -v dockerd >/dev/null || need+=(docker.io) # the container image's test (scripts/container)
 if ((${#need[@]})) && [[ $(id -u) != 0 ]]; then
 	echo "missing Debian packages: ${need[*]}; install them as root (apt-get install ${need[*]}) or run this script as root"
 	exit 1
@@ -222,6 +223,13 @@ export PATH=$PWD/bin:$PATH
 
 step "Sigstore conformance: mcpsign verify bundle (testdata/sigstore-conformance)"
 bash testdata/sigstore-conformance/run-cases.sh 'mcpsign verify bundle' both | awk '!/^OK\t/' # the mismatches and the TOTAL line
+
+# The image (Dockerfile) is built FROM scratch with no registry pull and
+# run: a session through `mcpsign serve` in it, then SIGTERM, drained
+# (scripts/container starts a dockerd of its own when none runs, and stops
+# it). About 20 s once the binary's build is cached.
+step "container image (scripts/container test)"
+run "scripts/container test" scripts/container test
 
 # The tests of the packages that need no service run while the stack
 # builds and starts; those that need one (every test package that imports

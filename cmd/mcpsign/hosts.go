@@ -28,7 +28,7 @@ func (f *hostsFlags) add(cmd *cobra.Command) {
 
 func newHostsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "hosts list|wrap|unwrap",
+		Use:   "hosts list|wrap|unwrap|allowlist",
 		Short: "List, wrap and unwrap the MCP servers configured in hosts",
 		Long: `Find the MCP configuration of hosts (` + hosts.Names() + `),
 list their servers, and put every server behind 'mcpsign proxy' under a
@@ -45,7 +45,7 @@ and the file as it was is kept in a timestamped backup beside it. An entry is
 enforced only when it runs this mcpsign executable's proxy under the policy
 asked for, with no flag that weakens it. docs/HOSTS.md has the host table.`,
 	}
-	cmd.AddCommand(newHostsListCmd(a), newHostsEditCmd(a, true), newHostsEditCmd(a, false))
+	cmd.AddCommand(newHostsListCmd(a), newHostsEditCmd(a, true), newHostsEditCmd(a, false), newHostsAllowlistCmd(a))
 	return cmd
 }
 
@@ -108,9 +108,10 @@ func newHostsListCmd(a *app) *cobra.Command {
 		policy string
 		self   string
 		check  bool
+		fronts []string
 	)
 	cmd := &cobra.Command{
-		Use:   "list [--host NAME] [--config FILE] [--server NAME]... [--policy FILE [--check]] [--format json]",
+		Use:   "list [--host NAME] [--config FILE] [--server NAME]... [--policy FILE [--check]] [--front URL]... [--format json]",
 		Short: "List each configured server and whether it is enforced",
 		Long: `List each server of the hosts' configuration files: stdio or remote, and
 whether it is enforced: it runs this mcpsign executable (or --mcpsign) as
@@ -121,7 +122,9 @@ weakening flag) is listed as wrapped but NOT ENFORCED, with the reason and
 the wrapper's path. Header values are never printed.
 
 The policy itself is not read here (policy status: not checked); a lock named
-with --lock is reported present or missing.
+with --lock is reported present or missing. A remote entry that 'hosts wrap
+--front' pointed at a front counts as enforced only when --front names that
+front: a host's file cannot say what a URL enforces.
 
 --check makes the exit code say it, for CI and device management: 1 when any
 server listed is not enforced under --policy.
@@ -139,7 +142,7 @@ parsed (named with the line), or bad usage.`,
   mcpsign hosts list --config .vscode/mcp.json --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runHostsList(cmd, a, &f, &out, policy, self, check)
+			return runHostsList(cmd, a, &f, &out, policy, self, fronts, check)
 		},
 	}
 	f.add(cmd)
@@ -147,10 +150,11 @@ parsed (named with the line), or bad usage.`,
 	cmd.Flags().StringVar(&policy, "policy", "", "the policy every wrapped server must run under to count as enforced (default: any)")
 	cmd.Flags().BoolVar(&check, "check", false, "exit 1 when any server listed is not enforced under --policy")
 	cmd.Flags().StringVar(&self, "mcpsign", "", "the mcpsign executable an enforced entry runs (default: this one)")
+	options.StringArrayVar(cmd.Flags(), &fronts, "front", "a front (mcpsign serve) trusted to enforce the entries pointed at its URL (repeatable)")
 	return cmd
 }
 
-func runHostsList(cmd *cobra.Command, a *app, f *hostsFlags, out *options.OutputOptions, policy, self string, check bool) error {
+func runHostsList(cmd *cobra.Command, a *app, f *hostsFlags, out *options.OutputOptions, policy, self string, fronts []string, check bool) error {
 	asJSON, err := out.JSON()
 	if err != nil {
 		return err
@@ -162,6 +166,7 @@ func runHostsList(cmd *cobra.Command, a *app, f *hostsFlags, out *options.Output
 	if err != nil {
 		return err
 	}
+	want.Fronts = fronts
 	files, err := hostFiles(a, f)
 	if err != nil {
 		return err
@@ -200,18 +205,20 @@ func newHostsEditCmd(a *app, wrap bool) *cobra.Command {
 		policy string
 		dryRun bool
 		self   string
+		front  string
 	)
 	use := "unwrap [--host NAME] [--config FILE] [--server NAME]... [--dry-run]"
 	short := "Restore the original command of every wrapped server"
 	long := `Restore each wrapped server's own entry: the command line that follows "--"
 in its wrapped arguments, or, for a remote server wrap put behind the proxy,
-its URL. It is the exact inverse of 'mcpsign hosts wrap': the file is byte
-for byte what it was before.`
+its URL, and for one wrap --front pointed at a front, the URL it had. It is
+the exact inverse of 'mcpsign hosts wrap': the file is byte for byte what it
+was before.`
 	example := `  # See what would change, then do it
   mcpsign hosts unwrap --config .vscode/mcp.json --dry-run
   mcpsign hosts unwrap --config .vscode/mcp.json --server notes`
 	if wrap {
-		use = "wrap --policy FILE [--host NAME] [--config FILE] [--server NAME]... [--mcpsign PATH] [--dry-run]"
+		use = "wrap (--policy FILE | --front URL --server NAME) [--host NAME] [--config FILE] [--server NAME]... [--mcpsign PATH] [--dry-run]"
 		short = "Put every server behind 'mcpsign proxy' under a policy"
 		long = `Rewrite each stdio server entry to start
   <absolute path of mcpsign> proxy --policy FILE --name NAME -- <its command line>
@@ -226,13 +233,22 @@ reason; header values are never printed).
 An entry that is enforced (this mcpsign, its proxy, this policy, its own
 name, no other flag) is left as it is. One that only looks wrapped (another
 program named mcpsign, another policy, --tofu, --lock, --mode, …) is
-unwrapped to its server and wrapped again (re-wrapped), with the reason.`
+unwrapped to its server and wrapped again (re-wrapped), with the reason.
+
+With --front URL (a running 'mcpsign serve', which enforces the lock or
+policy itself), the one remote entry --server names is pointed at the front
+instead: its URL becomes the front's, its headers stay (the host sends them
+to the front), and the URL it had is kept beside it ("mcpsignUpstream") for
+unwrap. The front's URL is https://, or http:// on loopback.`
 		example = `  # See the change first, then write it
   mcpsign hosts wrap --policy ~/.config/mcpsign/policy.json --dry-run
   mcpsign hosts wrap --policy ~/.config/mcpsign/policy.json --host claude-desktop
 
   # One project file, one server
-  mcpsign hosts wrap --policy /etc/mcpsign/policy.json --config .vscode/mcp.json --server notes`
+  mcpsign hosts wrap --policy /etc/mcpsign/policy.json --config .vscode/mcp.json --server notes
+
+  # A remote server that a front enforces: point the entry at the front
+  mcpsign hosts wrap --front https://notes-mcp.example.internal/mcp --config .vscode/mcp.json --server notes`
 	}
 	cmd := &cobra.Command{
 		Use:   use,
@@ -252,13 +268,14 @@ usage.`,
 		Example: example,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runHostsEdit(cmd, a, &f, wrap, policy, self, dryRun)
+			return runHostsEdit(cmd, a, &f, wrap, policy, self, front, dryRun)
 		},
 	}
 	f.add(cmd)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be done and the unified diff of each file; write nothing")
 	if wrap {
-		cmd.Flags().StringVar(&policy, "policy", "", "the policy file the proxy is started under (required)")
+		cmd.Flags().StringVar(&policy, "policy", "", "the policy file the proxy is started under (or --front)")
+		cmd.Flags().StringVar(&front, "front", "", "point the remote entry --server names at this running front (mcpsign serve) instead of the proxy")
 		cmd.Flags().StringVar(&self, "mcpsign", "", "the mcpsign executable written into entries (default: this one)")
 		cmd.Flags().StringVar(&self, "mcpsign-path", "", "the mcpsign executable written into entries (old spelling of --mcpsign)")
 		_ = cmd.Flags().MarkHidden("mcpsign-path")
@@ -266,13 +283,20 @@ usage.`,
 	return cmd
 }
 
-func runHostsEdit(cmd *cobra.Command, a *app, f *hostsFlags, wrap bool, policy, self string, dryRun bool) error {
-	opts := hosts.EditOptions{Unwrap: !wrap, Wrap: hosts.WrapOptions{Servers: f.servers}, DryRun: dryRun}
+func runHostsEdit(cmd *cobra.Command, a *app, f *hostsFlags, wrap bool, policy, self, front string, dryRun bool) error {
+	opts := hosts.EditOptions{Unwrap: !wrap, Wrap: hosts.WrapOptions{Servers: f.servers, Front: front}, DryRun: dryRun}
 	verb := "unwrap"
-	if wrap {
+	switch {
+	case wrap && front != "" && policy != "":
+		return errors.New("give --policy (the proxy) or --front (a front), not both")
+	case wrap && front != "" && len(f.servers) != 1:
+		return errors.New("--front needs --server NAME: the one remote entry the front serves")
+	case wrap && front != "":
+		verb = "wrap"
+	case wrap:
 		verb = "wrap"
 		if policy == "" {
-			return errors.New("wrap needs --policy FILE: the policy each wrapped server is started under")
+			return errors.New("wrap needs --policy FILE (the policy each wrapped server is started under), or --front URL --server NAME (a front that enforces the server)")
 		}
 		p, err := hosts.PolicyPath(policy)
 		if err != nil {
@@ -302,6 +326,14 @@ func runHostsEdit(cmd *cobra.Command, a *app, f *hostsFlags, wrap bool, policy, 
 			continue
 		}
 		r.WriteText(a.stdout)
+		if n := countNeedsAllowlist(r.Changes); n > 0 {
+			would := ""
+			if dryRun {
+				would = "would "
+			}
+			fmt.Fprintf(a.stderr, "mcpsign: %d entries of %s %shave another command line: a host allowlist (allowedMcpServers in managed settings) needs their new entries: mcpsign hosts allowlist --config %s\n",
+				n, textsafe.Escape(hf.Path), would, textsafe.Escape(hf.Path))
+		}
 		if r.Backup != "" {
 			fmt.Fprintf(a.stderr, "mcpsign: the file as it was is kept in %s\n", textsafe.Escape(r.Backup))
 		}
@@ -310,4 +342,73 @@ func runHostsEdit(cmd *cobra.Command, a *app, f *hostsFlags, wrap bool, policy, 
 		return silentExit(exitError)
 	}
 	return nil
+}
+
+func countNeedsAllowlist(changes []hosts.Change) int {
+	n := 0
+	for _, ch := range changes {
+		if ch.NeedsAllowlist() {
+			n++
+		}
+	}
+	return n
+}
+
+func newHostsAllowlistCmd(a *app) *cobra.Command {
+	var (
+		f      hostsFlags
+		policy string
+		self   string
+		fronts []string
+	)
+	cmd := &cobra.Command{
+		Use:   "allowlist [--config FILE] [--host NAME] [--server NAME]... [--policy FILE] [--front URL]...",
+		Short: "Print the allowlist entries of the hosts' managed settings for the wrapped servers",
+		Long: `Print, as JSON, the allowedMcpServers entries that GitHub Copilot's and
+Claude Code's managed settings (managed-settings.json) take for the servers
+'mcpsign hosts wrap' enforces in the files read: each one's exact command line
+(serverCommand: the mcpsign proxy argv, verbatim), and each --front URL
+(serverUrl: an mcpsign front, 'mcpsign serve'). A host with such an allowlist
+runs only what matches it: the wrapped entries, never the unwrapped ones.
+
+A server that is not enforced (not wrapped, another policy, a weakening flag)
+gets no entry, nor one whose command line carries an HTTP header value (a
+secret, never printed); each is said on stderr with why. docs/HOSTS.md
+("Allowlists in managed settings") says where each host reads the file.`,
+		Example: `  # The entries for the servers wrapped in a file, for managed-settings.json
+  mcpsign hosts allowlist --config ~/.claude.json --policy /etc/mcpsign/policy.json
+
+  # With a shared front
+  mcpsign hosts allowlist --config .vscode/mcp.json --front https://mcp.example.com/notes/mcp`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			want, err := wantFlags(self, policy)
+			if err != nil {
+				return err
+			}
+			files, err := hostFiles(a, &f)
+			if err != nil {
+				return err
+			}
+			if len(files) == 0 && len(fronts) == 0 {
+				return errors.New("no host configuration found: name one with --config")
+			}
+			want.Fronts = fronts
+			al, err := hosts.BuildAllowlist(cmd.Context(), files, f.servers, want)
+			var fe *hosts.FrontError
+			if errors.As(err, &fe) {
+				return fmt.Errorf("--front: %w", err)
+			}
+			if err != nil {
+				return err
+			}
+			al.WriteNotes(a.stderr)
+			return writeJSON(a.stdout, al)
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().StringVar(&policy, "policy", "", "the policy a wrapped server must run under to get an entry (default: any)")
+	cmd.Flags().StringVar(&self, "mcpsign", "", "the mcpsign executable an enforced entry runs (default: this one)")
+	options.StringArrayVar(cmd.Flags(), &fronts, "front", "a front (mcpsign serve) the hosts reach: a serverUrl entry, and the entries wrap --front pointed at it count as enforced (repeatable)")
+	return cmd
 }

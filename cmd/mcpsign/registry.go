@@ -19,11 +19,11 @@ import (
 func newRegistryCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "registry",
-		Short: "Verify the entries of an MCP registry, or write the hint a publisher lists",
+		Short: "Verify the entries of an MCP registry, serve what verified, or write the hint a publisher lists",
 		Long: `Verify the servers an MCP registry lists against a policy, or write into a
 server.json where its attestation is (docs/REGISTRY.md).`,
 	}
-	c.AddCommand(newRegistryVerifyCmd(a), newRegistryHintCmd(a))
+	c.AddCommand(newRegistryVerifyCmd(a), newRegistryHintCmd(a), newRegistryServeCmd(a))
 	return c
 }
 

@@ -99,6 +99,12 @@ func TestServeBadStart(t *testing.T) {
 		{"bad policy", []string{"--policy", badPolicy, "--name", "x", "--", server}, "policy"},
 		{"oauth", []string{"--lock", bad, "--oauth", "--", "https://example.com/mcp"}, "--oauth"},
 		{"half TLS", []string{"--lock", bad, "--tls-cert", "c.pem", "--", server}, "--tls-key"},
+		{"plain HTTP off loopback", []string{"--listen", "0.0.0.0:0", "--lock", filepath.Join(dir, "none.lock"), "--tofu", "--", server}, "--allow-plaintext"},
+		{"TLS pair missing", []string{"--tls-cert", filepath.Join(dir, "c.pem"), "--tls-key", filepath.Join(dir, "k.pem"), "--lock", filepath.Join(dir, "none.lock"), "--tofu", "--", server}, "--tls-cert"},
+		{"bad origin", []string{"--allow-origin", "https://app.example.com/path", "--lock", bad, "--", server}, "more than scheme, host and port"},
+		{"tokens file missing", []string{"--tokens-file", filepath.Join(dir, "tokens"), "--lock", bad, "--", server}, "no such file"},
+		{"two token sources", []string{"--tokens-file", "t", "--tokens-env", "T", "--lock", bad, "--", server}, "one source"},
+		{"tokens and pass-authorization", []string{"--tokens-env", "T", "--pass-authorization", "--lock", bad, "--", server}, "both use the client's Authorization"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stderr := &fixtures.SyncBuffer{}
@@ -112,5 +118,35 @@ func TestServeBadStart(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
 		t.Errorf("files were written: %v", entries)
+	}
+}
+
+// TestServiceFlagsShared: serve and registry serve take the listener and
+// drain flags from one group (options.ServiceOptions): the same names,
+// meaning and help.
+func TestServiceFlagsShared(t *testing.T) {
+	root := newRootCmd(newApp())
+	serve, _, err := root.Find([]string{"serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, _, err := root.Find([]string{"registry", "serve"})
+	if err != nil || reg == serve {
+		t.Fatal("no registry serve")
+	}
+	for _, name := range []string{"listen", "tls-cert", "tls-key", "allow-plaintext", "drain-timeout"} {
+		s, r := serve.Flags().Lookup(name), reg.Flags().Lookup(name)
+		if s == nil || r == nil {
+			t.Errorf("--%s: serve has it %v, registry serve %v", name, s != nil, r != nil)
+			continue
+		}
+		if s.Usage != r.Usage || s.Value.Type() != r.Value.Type() {
+			t.Errorf("--%s differs: %q (%s) and %q (%s)", name, s.Usage, s.Value.Type(), r.Usage, r.Value.Type())
+		}
+	}
+	for _, name := range []string{"allow-origin", "tokens-file", "tokens-env"} {
+		if serve.Flags().Lookup(name) == nil {
+			t.Errorf("serve has no --%s", name)
+		}
 	}
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -86,5 +87,120 @@ func TestServeReload(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not end")
+	}
+}
+
+// TestServeGuards: serve puts the Host check, the Origin check
+// (--allow-origin) and client tokens (--tokens-file) in front of /mcp, in
+// that order; SIGHUP re-reads the token file, a file that does not read
+// keeps the tokens in force (and says why), a good one replaces them; no
+// token is ever logged.
+func TestServeGuards(t *testing.T) {
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "mcp.lock")
+	tokens := filepath.Join(dir, "tokens")
+	const tokA, tokB = "tokenAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "tokenBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"
+	if err := os.WriteFile(tokens, []byte("# clients\n"+tokA+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &fixtures.SyncBuffer{}
+	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr, getenv: func(string) string { return "" }, isTerminal: func() bool { return false }}
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--lock", lock, "--tofu",
+			"--allow-origin", "https://agent.example.com", "--tokens-file", tokens, "--", fixtures.BuildExampleServer(t)}, a)
+	}()
+	waitFor := func(re *regexp.Regexp) []string {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if m := re.FindStringSubmatch(stderr.String()); m != nil {
+				return m
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s in serve's stderr:\n%s", re, stderr.String())
+			}
+		}
+	}
+	base := waitFor(regexp.MustCompile(`listening on (http://[^ ]+)/mcp`))[1]
+	initialize := func(host, origin, token string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if host != "" {
+			req.Host = host
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+			del, _ := http.NewRequest(http.MethodDelete, base+"/mcp", nil)
+			del.Header.Set("Mcp-Session-Id", id)
+			del.Header.Set("Authorization", "Bearer "+token)
+			if r, err := http.DefaultClient.Do(del); err == nil {
+				r.Body.Close()
+			}
+		}
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		name, host, origin, token string
+		want                      int
+	}{
+		{"token", "", "", tokA, 200},
+		{"no token", "", "", "", 401},
+		{"wrong token", "", "", tokB, 401},
+		{"allowed origin", "", "https://agent.example.com", tokA, 200},
+		{"other origin, before the token", "", "https://evil.example", "", 403},
+		{"rebound host, before the origin", "evil.example:80", "https://agent.example.com", tokA, 403},
+	} {
+		if got := initialize(tc.host, tc.origin, tc.token); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	hup := func() {
+		t.Helper()
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(tokens, []byte("short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hup()
+	waitFor(regexp.MustCompile(`client tokens in force are kept[^\n]*line 1`))
+	if got := initialize("", "", tokA); got != 200 {
+		t.Errorf("after a bad token file: the token in force got %d, want 200", got)
+	}
+	if err := os.WriteFile(tokens, []byte(tokB+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hup()
+	waitFor(regexp.MustCompile(`"msg":"reloaded"`))
+	if a, b := initialize("", "", tokA), initialize("", "", tokB); a != 401 || b != 200 {
+		t.Errorf("after a good token file: old token %d (want 401), new %d (want 200)", a, b)
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Errorf("exit %d:\n%s", c, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not end")
+	}
+	if out := stderr.String(); strings.Contains(out, tokA) || strings.Contains(out, tokB) {
+		t.Errorf("a token was logged:\n%s", out)
 	}
 }

@@ -15,11 +15,11 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/mcpsign/mcpsign/internal/lazy"
+	"github.com/mcpsign/mcpsign/internal/loopback"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
@@ -97,21 +97,13 @@ func isPrivate(a netip.Addr) bool {
 }
 
 // IsLoopbackHost reports whether host, a URL's host name without its port
-// (url.URL.Hostname), names this machine's loopback interface: "localhost"
-// in any case (not "localhost.", which a resolver may send to DNS), or a
-// loopback IP address
-// (127.0.0.0/8, ::1, an IPv4-mapped loopback address). It is the one
-// loopback rule of mcpsign: plain http:// is allowed only to such a host,
+// (url.URL.Hostname), names this machine's loopback interface: the one
+// loopback rule of mcpsign (internal/loopback.IsHost: "localhost" in any
+// case, 127.0.0.0/8, ::1). Plain http:// is allowed only to such a host,
 // and a server on one may send mcpsign to loopback addresses (ScopeOf).
 // It resolves nothing: another name is not loopback, whatever it
 // resolves to.
-func IsLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.Unmap().IsLoopback()
-}
+func IsLoopbackHost(host string) bool { return loopback.IsHost(host) }
 
 // ScopeOf is the scope of the fetches that a server at host (a URL's
 // Hostname) may direct mcpsign to, by URLs it names (the OAuth metadata

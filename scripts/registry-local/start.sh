@@ -6,7 +6,9 @@
 #   scripts/registry-local/start.sh STATE_DIR
 #
 # Writes STATE_DIR/env.sh (source it): MCPSIGN_REGISTRY_URL,
-# MCPSIGN_REGISTRY_PUBLISHER. Stop with stop.sh STATE_DIR. Builds the
+# MCPSIGN_REGISTRY_PUBLISHER; and, for a test that starts a registry of its
+# own on the same cluster (registrylocal.StartSeeded), MCPSIGN_REGISTRY_BIN,
+# MCPSIGN_REGISTRY_DATABASE_URL and MCPSIGN_REGISTRY_PGBIN. Stop with stop.sh STATE_DIR. Builds the
 # binaries first (build.sh). Installs postgresql with apt-get when absent and
 # running as root (CI).
 set -euo pipefail
@@ -81,5 +83,8 @@ cat >"$STATE/env.sh" <<ENV
 export MCPSIGN_REGISTRY_URL='http://127.0.0.1:$PORT'
 export MCPSIGN_REGISTRY_PUBLISHER='$BIN/mcp-publisher'
 export MCPSIGN_REGISTRY_STATE='$STATE'
+export MCPSIGN_REGISTRY_BIN='$BIN/registry'
+export MCPSIGN_REGISTRY_DATABASE_URL='postgres://registry@127.0.0.1:$PGPORT/registry?sslmode=disable'
+export MCPSIGN_REGISTRY_PGBIN='$PG'
 ENV
 echo "registry on http://127.0.0.1:$PORT ($STATE/env.sh)"
