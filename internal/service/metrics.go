@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -49,8 +48,8 @@ func newMetrics(extra []prometheus.Collector) (*metrics, error) {
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("failed")
 	cs := []prometheus.Collector{
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGoCollector(),
+		prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
 		m.requests, m.duration, m.inFlight, m.reloads, m.ready,
 	}
 	for _, c := range append(cs, extra...) {
