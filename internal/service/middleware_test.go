@@ -34,7 +34,7 @@ func echo() http.Handler {
 // TestLimitBody: a body over the limit is answered 413, declared or
 // chunked, whatever the handler answers to its failed read.
 func TestLimitBody(t *testing.T) {
-	h := LimitBody(16)(echo())
+	h := LimitBody(16, 0)(echo())
 	for _, tt := range []struct {
 		name    string
 		body    string
