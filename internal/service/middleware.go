@@ -123,6 +123,10 @@ func (w *limitWriter) WriteHeader(code int) {
 	}
 	if hit := w.hit.Load(); hit != 0 {
 		w.replaced = true
+		// The handler's headers describe its own body, not this one.
+		for _, k := range []string{"Content-Length", "Content-Encoding", "Content-Range", "ETag", "Last-Modified", "Mcp-Session-Id"} {
+			w.ResponseWriter.Header().Del(k)
+		}
 		if hit == hitTooSlow {
 			tooSlow(w.ResponseWriter)
 		} else {
