@@ -79,6 +79,7 @@ func runRegistryServe(ctx context.Context, a *app, f *registryServeFlags, everyS
 	if len(f.dumps) > 0 && f.policy != "" {
 		return errors.New("--policy goes with --verify, not --dump (a dump is served as it was verified)")
 	}
+	defer service.HoldHangup()()
 	log := service.NewLogger(a.stderr, nil)
 	var load func(context.Context) (*registry.ServedSet, error)
 	if len(f.dumps) > 0 {

@@ -420,3 +420,15 @@ func (s *server) reloads(ctx context.Context, hup <-chan os.Signal) {
 		s.log.Info("reloaded")
 	}
 }
+
+// HoldHangup makes SIGHUP do nothing until release is called, so that a
+// SIGHUP that comes before Run handles it (while the caller loads what it
+// will serve: a first verification run can take minutes) does not end the
+// process, SIGHUP's default action. What it loads then is what the files
+// hold then. Run handles SIGHUP itself while it runs; call release after
+// Run returned.
+func HoldHangup() (release func()) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGHUP)
+	return func() { signal.Stop(c) }
+}
