@@ -16,6 +16,7 @@ import (
 	"golang.org/x/mod/semver"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
@@ -74,17 +75,27 @@ type ServedSet struct {
 // Len is the number of server versions the set serves.
 func (s *ServedSet) Len() int { return len(s.all) }
 
-// countingReader counts the bytes read.
+// countingReader counts the bytes read, and whether one was not JSON
+// white space.
 type countingReader struct {
-	r io.Reader
-	n int64
+	r     io.Reader
+	n     int64
+	value bool
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if !c.value && len(bytes.TrimLeft(p[:n], " \t\r\n")) > 0 {
+		c.value = true
+	}
 	return n, err
 }
+
+// errEmptyDump: a dump file with no JSON value in it. A dump registry
+// verify wrote holds an array, [] when nothing verified; an empty file is
+// one being rewritten in place, and served it would take every entry down.
+var errEmptyDump = errors.New("the file is empty: a verified dump is a JSON array ([] when nothing verified); write a dump to another file and rename it over this one")
 
 // LoadServed reads a verified dump (docs/REGISTRY.md, "Verified dump")
 // with the reader every registry source goes through (ReadDumpAt,
@@ -109,7 +120,7 @@ func LoadServed(ctx context.Context, r io.Reader, lim Limits) (*ServedSet, error
 func LoadServedFiles(ctx context.Context, paths []string, lim Limits) (*ServedSet, error) {
 	l := newServeLoader()
 	for _, p := range paths {
-		f, err := os.Open(p)
+		f, err := boundedfile.Open(p)
 		if err != nil {
 			return nil, err
 		}
@@ -160,6 +171,9 @@ func (l *serveLoader) read(ctx context.Context, r io.Reader, lim Limits) error {
 		return nil
 	})
 	l.set.Bytes += cr.n
+	if err == nil && !cr.value {
+		err = &ServeLoadError{Err: errEmptyDump}
+	}
 	if err != nil {
 		var le *ServeLoadError
 		if errors.As(err, &le) || ctx.Err() != nil {
@@ -172,7 +186,7 @@ func (l *serveLoader) read(ctx context.Context, r io.Reader, lim Limits) error {
 
 // LoadServedFile is LoadServed of the file at path.
 func LoadServedFile(ctx context.Context, path string, lim Limits) (*ServedSet, error) {
-	f, err := os.Open(path)
+	f, err := boundedfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -397,6 +397,10 @@ func TestLoadServedRefuses(t *testing.T) {
 		{"twice", "[" + entry + "," + entry + "]", "the same name and version"},
 		{"twice in another case", "[" + entry + "," + strings.Replace(entry, "acme/notes", "ACME/notes", 1) + "]", "the same name and version"},
 		{"invalid UTF-8", "[" + strings.Replace(entry, "Notes server", "Notes \xff", 1) + "]", "UTF-8"},
+		// A file being rewritten in place (cp, a configuration tool) is
+		// empty for a moment: served, it would take every entry down.
+		{"an empty file", "", "empty"},
+		{"only white space", " \n\t\n", "empty"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := LoadServed(context.Background(), strings.NewReader(c.dump), Limits{})
