@@ -111,9 +111,9 @@ func unpinned(w *Wrapped) string {
 	case w == nil:
 		return "not wrapped"
 	case !filepath.IsAbs(w.Program) || strings.Contains(w.Program, "${"):
-		return fmt.Sprintf("its mcpsign %q is not an absolute path", w.Program)
+		return "its mcpsign " + textsafe.RawQuote(w.Program) + " is not an absolute path"
 	case strings.Contains(w.Policy, "${") || strings.HasPrefix(w.Policy, "~") || !filepath.IsAbs(w.Policy):
-		return fmt.Sprintf("its policy file %q is written with a host variable or is not an absolute path", w.Policy)
+		return "its policy file " + textsafe.RawQuote(w.Policy) + " is written with a host variable or is not an absolute path"
 	}
 	return ""
 }

@@ -39,7 +39,7 @@ type ServeLoadError struct {
 func (e *ServeLoadError) Error() string {
 	who := ""
 	if e.Name != "" {
-		who = " " + textsafe.Quote(e.Name) + " " + textsafe.Quote(e.Version)
+		who = " " + textsafe.RawQuote(e.Name) + " " + textsafe.RawQuote(e.Version)
 	}
 	return fmt.Sprintf("registry: the dump's entry%s (%s) is refused, and the dump with it: %v", who, e.Pos, e.Err)
 }
@@ -256,7 +256,7 @@ func checkVerified(e *Entry, raw []byte) (*VerifiedBlock, time.Time, error) {
 	}
 	for i, d := range b.Bundles {
 		if !slices.ContainsFunc(e.Pointers, func(p Pointer) bool { return p.Digest == d }) {
-			return nil, time.Time{}, fmt.Errorf("bundles/%d: %s is not a bundle the entry lists", i, textsafe.Quote(d))
+			return nil, time.Time{}, fmt.Errorf("bundles/%d: %s is not a bundle the entry lists", i, textsafe.RawQuote(d))
 		}
 	}
 	if b.Policy == "" {
@@ -269,10 +269,10 @@ func checkVerified(e *Entry, raw []byte) (*VerifiedBlock, time.Time, error) {
 	switch b.Status {
 	case "", StatusActive, StatusDeprecated:
 	default:
-		return nil, time.Time{}, fmt.Errorf("status %s: not one that is served", textsafe.Quote(b.Status))
+		return nil, time.Time{}, fmt.Errorf("status %s: not one that is served", textsafe.RawQuote(b.Status))
 	}
 	if e.Status != "" && e.Status != b.Status {
-		return nil, time.Time{}, fmt.Errorf("status %s, but the entry's is %s", textsafe.Quote(b.Status), textsafe.Quote(e.Status))
+		return nil, time.Time{}, fmt.Errorf("status %s, but the entry's is %s", textsafe.RawQuote(b.Status), textsafe.RawQuote(e.Status))
 	}
 	if !slices.Contains(b.Bound, "/version") {
 		return nil, time.Time{}, errors.New("bound does not name /version")

@@ -399,6 +399,9 @@ func TestLoadServedRefuses(t *testing.T) {
 		{"invalid UTF-8", "[" + strings.Replace(entry, "Notes server", "Notes \xff", 1) + "]", "UTF-8"},
 		// A file being rewritten in place (cp, a configuration tool) is
 		// empty for a moment: served, it would take every entry down.
+		// Text is escaped once, where it is printed (the CLI, the log): the
+		// error holds the server's characters, not their escapes.
+		{"a status with a bidi control", block(`"policy"`, `"status":"act\u202eive","policy"`), "status \"act\u202eive\": not one that is served"},
 		{"an empty file", "", "empty"},
 		{"only white space", " \n\t\n", "empty"},
 	} {
