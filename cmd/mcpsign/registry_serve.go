@@ -149,14 +149,16 @@ func runRegistryServe(ctx context.Context, a *app, f *registryServeFlags, everyS
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
-	fmt.Fprintf(a.stderr, "registry serve: %d entries on %s://%s/v0.1/servers\n", set.Len(), map[bool]string{true: "https", false: "http"}[f.tlsCert != ""], ln.Addr())
 	// CORS as GitHub Copilot's clients ask of a registry (any origin, GET,
 	// the ETag exposed): service.CORSOptions' zero value.
 	served := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpsign_registry_served_entries",
 		Help: "Server versions registry serve serves now."}, func() float64 { return float64(srv.Set().Len()) })
 	err = service.Run(ctx, service.Options{Listener: ln, Handler: service.CORS(service.CORSOptions{})(srv.Routes()), Logger: log,
 		Collectors: []prometheus.Collector{served},
-		TLSCert:    f.tlsCert, TLSKey: f.tlsKey, AllowPlaintext: f.allowPlaintext, Reload: reload("SIGHUP")})
+		Listening: func(addr net.Addr, scheme string) {
+			fmt.Fprintf(a.stderr, "registry serve: %d entries on %s://%s/v0.1/servers\n", srv.Set().Len(), scheme, addr)
+		},
+		TLSCert: f.tlsCert, TLSKey: f.tlsKey, AllowPlaintext: f.allowPlaintext, Reload: reload("SIGHUP")})
 	if errors.Is(err, service.ErrPlaintextListen) {
 		err = fmt.Errorf("--listen %s: %w (give --tls-cert and --tls-key, or --allow-plaintext behind a TLS proxy)", f.listen, err)
 	}

@@ -207,3 +207,22 @@ func TestRegistryServeVerify(t *testing.T) {
 		t.Errorf("a source that does not read: exit %d %q", code, errs)
 	}
 }
+
+// TestRegistryServeListenRefused: a --listen the listen rule refuses (plain
+// HTTP off loopback) ends registry serve with exit 2 naming the flag,
+// without first saying that it serves there.
+func TestRegistryServeListenRefused(t *testing.T) {
+	t.Parallel()
+	dump := filepath.Join("testdata", "registry-serve", "verified.json")
+	for _, tc := range []struct{ name, listen string }{
+		{"every address", "0.0.0.0:0"},
+		{"every address, IPv6", "[::]:0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runWith(t, nil, "registry", "serve", "--listen", tc.listen, "--dump", dump)
+			if code != exitError || !strings.Contains(stderr, "--listen") || strings.Contains(stderr, "registry serve: ") {
+				t.Fatalf("exit %d: %q", code, stderr)
+			}
+		})
+	}
+}
