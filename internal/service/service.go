@@ -76,11 +76,6 @@ type Options struct {
 	// Requests reach it with bodies bounded by MaxBodyBytes. When it is an
 	// *http.ServeMux, the pattern it matched labels the request metrics.
 	Handler http.Handler
-	// Listening, when not nil, is called once the listener passed the
-	// listen rule and before the first request is served, with its
-	// address and scheme (http, https): where the caller says where it
-	// serves, so that nothing says so of an address Run refuses.
-	Listening func(addr net.Addr, scheme string)
 	// Ready reports whether the service can answer: nil for ready, else
 	// the reason, which /readyz answers with 503 as JSON. Nil means ready
 	// once listening. While draining, /readyz answers 503 "draining".
@@ -93,6 +88,11 @@ type Options struct {
 	// reloads, the drain. NewLogger(os.Stderr, nil) when nil. A logger
 	// not made by NewLogger must escape what clients and servers wrote.
 	Logger *slog.Logger
+
+	// Listening, when not nil, is called once Run serves on addr (with
+	// scheme http or https) and SIGHUP reloads: a command prints where it
+	// listens from it, so that whoever reads that line may signal at once.
+	Listening func(addr net.Addr, scheme string)
 
 	// Reload is called on each SIGHUP (with the TLS pair re-read): it
 	// re-reads configuration and swaps it in only when all of it is good.
@@ -353,12 +353,12 @@ func (s *server) run(ctx context.Context) error {
 	defer stopReloads()
 	wg.Go(func() { s.reloads(reloadCtx, hup) })
 
-	if s.opts.Listening != nil {
-		s.opts.Listening(ln.Addr(), scheme)
-	}
 	served := make(chan error, 1)
 	go func() { served <- s.http.Serve(ln) }()
 	s.log.Info("listening", "address", ln.Addr().String(), "scheme", scheme)
+	if s.opts.Listening != nil {
+		s.opts.Listening(ln.Addr(), scheme)
+	}
 
 	select {
 	case err := <-served:
