@@ -237,6 +237,24 @@ func servable(e *Entry) (*servedEntry, error) {
 // bundles the entry lists, a policy server, an RFC 3339 time, a status
 // mcpsign serves that is the entry's, and /version among the bound.
 func checkVerified(e *Entry, raw []byte) (*VerifiedBlock, time.Time, error) {
+	// encoding/json matches member names ignoring case, a registry client
+	// does not: a case variant beside a member ("Signers", "ſigners") would
+	// be read as it here and not there.
+	m, err := digest.ReadMembers(raw, "signers", "bundles", "policy", "verifiedAt", "status", "bound")
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if sv, ok := m["signers"]; ok {
+		els, err := digest.Elements(sv)
+		if err != nil {
+			return nil, time.Time{}, fmt.Errorf("signers: %w", err)
+		}
+		for i, el := range els {
+			if _, err := digest.ReadMembers(el, "method", "identity", "issuer", "sourceRepository"); err != nil {
+				return nil, time.Time{}, fmt.Errorf("signers/%d: %w", i, err)
+			}
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var b VerifiedBlock
