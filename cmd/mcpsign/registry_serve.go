@@ -45,8 +45,8 @@ why). Entries that failed are never served. docs/REGISTRY.md, docs/ORGANIZATION.
     --dump shard-0.json --dump shard-1.json --dump shard-2.json --dump shard-3.json
 
   # Verify the public registry every hour and serve what passes
-  mcpsign registry serve --listen :8080 --verify https://registry.modelcontextprotocol.io \
-    --policy policy.json --every 1h`,
+  mcpsign registry serve --listen :8443 --tls-cert tls.crt --tls-key tls.key \
+    --verify https://registry.modelcontextprotocol.io --policy policy.json --every 1h`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRegistryServe(cmd.Context(), a, &f, cmd.Flags().Changed("every"))

@@ -226,3 +226,27 @@ func TestRegistryServeListenRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestRegistryServeExamplesListen: every example of registry serve's help
+// that listens off loopback gives what the listen rule asks there (a TLS
+// pair, or --allow-plaintext): an example a user copies must start.
+func TestRegistryServeExamplesListen(t *testing.T) {
+	t.Parallel()
+	code, stdout, _ := runCLI(t, "registry", "serve", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	ex, _, _ := strings.Cut(stdout[strings.Index(stdout, "Examples:"):], "Flags:")
+	for _, cmd := range strings.Split(strings.ReplaceAll(ex, "\\\n", " "), "\n") {
+		f := strings.Fields(cmd)
+		for i := 0; i+1 < len(f); i++ {
+			if f[i] != "--listen" {
+				continue
+			}
+			host, _, _ := strings.Cut(f[i+1], ":")
+			if host != "127.0.0.1" && host != "localhost" && !strings.Contains(cmd, "--tls-cert") && !strings.Contains(cmd, "--allow-plaintext") {
+				t.Errorf("an example listens on %s without TLS, which is refused:\n%s", f[i+1], cmd)
+			}
+		}
+	}
+}
