@@ -45,6 +45,7 @@ func TestBodyTimeout(t *testing.T) {
 		{"body withheld", "", 3 * time.Second, http.StatusRequestTimeout, ""},
 		{"body trickled then stalled", `{"jsonrpc":`, 3 * time.Second, http.StatusRequestTimeout, ""},
 		{"body in time, answer streamed past the timeout", `{"jsonrpc":"2.0"}`, 0, http.StatusOK, "0:17\n1:17\n2:17\n3:17\n"},
+		{"chunked body in time, answer streamed past the timeout", "chunked", 0, http.StatusOK, "0:17\n1:17\n2:17\n3:17\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -57,7 +58,11 @@ func TestBodyTimeout(t *testing.T) {
 			if tt.stall > 0 {
 				n += 100 // declared, never all sent
 			}
-			fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, n, tt.body)
+			if tt.body == "chunked" {
+				fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n{\"jsonrp\r\n9\r\nc\":\"2.0\"}\r\n0\r\n\r\n", addr)
+			} else {
+				fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, n, tt.body)
+			}
 			c.SetReadDeadline(time.Now().Add(tt.stall + 2*time.Second))
 			began := time.Now()
 			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
