@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -78,6 +79,10 @@ func BuildAllowlist(ctx context.Context, files []File, servers []string, want Wa
 				al.add(AllowEntry{ServerURL: s.URL})
 				continue
 			}
+			if why := unpinned(s.Wrapped); why != "" {
+				skip("%s: an allowlist entry matches its command line in any file, whatever that entry's env or folder, so it would allow what the administrator never saw; wrap it with the absolute paths (mcpsign hosts wrap --policy /ABS/policy.json)", why)
+				continue
+			}
 			if len(s.Argv) == 0 || !slices.Equal(redactArgv(s.Argv), s.Argv) {
 				skip("its command line carries an HTTP header value or a URL's user info, which may be a secret and is never printed: write that entry by hand, or serve the server through a front (mcpsign hosts wrap --front)")
 				continue
@@ -93,6 +98,24 @@ func BuildAllowlist(ctx context.Context, files []File, servers []string, want Wa
 		al.add(AllowEntry{ServerURL: u})
 	}
 	return al, nil
+}
+
+// unpinned says why a wrapped command line does not name one mcpsign and
+// one policy file wherever it is run, "" when it does: the host compares
+// an allowlist entry with the argv only, so a bare program name (looked
+// up on a PATH the entry's env can set) or a policy written with a host
+// variable (${workspaceFolder}: a cloned repository's own policy) would
+// let another entry with the same argv run another program or policy.
+func unpinned(w *Wrapped) string {
+	switch {
+	case w == nil:
+		return "not wrapped"
+	case !filepath.IsAbs(w.Program) || strings.Contains(w.Program, "${"):
+		return "its mcpsign " + textsafe.RawQuote(w.Program) + " is not an absolute path"
+	case strings.Contains(w.Policy, "${") || strings.HasPrefix(w.Policy, "~") || !filepath.IsAbs(w.Policy):
+		return "its policy file " + textsafe.RawQuote(w.Policy) + " is written with a host variable or is not an absolute path"
+	}
+	return ""
 }
 
 // FrontError is BuildAllowlist's refusal of a front URL (URL has its

@@ -112,3 +112,73 @@ func TestAllowlistFront(t *testing.T) {
 		t.Fatalf("a trusted front: %+v %v", al, err)
 	}
 }
+
+// TestAllowlistArgvNotPinned: an allowlist entry matches any host entry
+// with the same argv, whatever its env and wherever it is (a cloned
+// repository's .mcp.json too). An enforced entry whose mcpsign is a bare
+// name (looked up on a PATH the entry's env may set) or whose policy file
+// is written with a host variable (${workspaceFolder}: a repository's own
+// policy) would allow a program or a policy the administrator never saw:
+// it gets no entry, and says why.
+func TestAllowlistArgvNotPinned(t *testing.T) {
+	t.Parallel()
+	const tail = `"--name", "notes", "--", "npx", "-y", "@acme/notes@1.2.0"]`
+	for _, tc := range []struct {
+		name    string
+		command string
+		policy  string // the proxy's --policy
+		want    string // Want.Policy
+		allowed bool
+		reason  string
+	}{
+		{"absolute program and policy", self, policy, policy, true, ""},
+		{"absolute program and policy, any policy", self, policy, "", true, ""},
+		{"bare program name", "mcpsign", policy, policy, false, "not an absolute path"},
+		{"workspace policy, any policy", self, "${workspaceFolder}/.mcpsign/policy.json", "", false, "host variable"},
+		{"workspace policy named by --policy", self, "${workspaceFolder}/.mcpsign/policy.json", "${workspaceFolder}/.mcpsign/policy.json", false, "host variable"},
+		{"env policy", self, "${MCPSIGN_POLICY}", "", false, "host variable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := `{"mcpServers": {"notes": {"type": "stdio", "command": "` + tc.command + `", "args": ["proxy", "--policy", "` + tc.policy + `", ` + tail + `}}}`
+			path := filepath.Join(t.TempDir(), ".mcp.json")
+			if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want := Want{Self: self, Policy: tc.want, IsSelf: func(p string) error {
+				if p == self || p == "mcpsign" { // as SameExecutable finds a bare name on PATH
+					return nil
+				}
+				return ErrNotSelf
+			}}
+			if why := want.Check(mustServer(t, path, "notes")); why != "" {
+				t.Fatalf("the row's entry is not enforced, so it tests nothing: %s", why)
+			}
+			al, err := BuildAllowlist(context.Background(), []File{{Host: mustHost(t, "claude-code"), Path: path}}, nil, want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(al.AllowedMcpServers) == 1; got != tc.allowed {
+				t.Fatalf("allowed %v, want %v: %+v", got, tc.allowed, al.AllowedMcpServers)
+			}
+			if !tc.allowed && (len(al.Skipped) != 1 || !strings.Contains(al.Skipped[0].Reason, tc.reason)) {
+				t.Errorf("skipped %+v, want one saying %q", al.Skipped, tc.reason)
+			}
+		})
+	}
+}
+
+func mustServer(t *testing.T, path, name string) Server {
+	t.Helper()
+	c, err := Load(context.Background(), mustHost(t, "claude-code"), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Servers() {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no server %s in %s", name, path)
+	return Server{}
+}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/mod/semver"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
@@ -38,7 +39,7 @@ type ServeLoadError struct {
 func (e *ServeLoadError) Error() string {
 	who := ""
 	if e.Name != "" {
-		who = " " + textsafe.Quote(e.Name) + " " + textsafe.Quote(e.Version)
+		who = " " + textsafe.RawQuote(e.Name) + " " + textsafe.RawQuote(e.Version)
 	}
 	return fmt.Sprintf("registry: the dump's entry%s (%s) is refused, and the dump with it: %v", who, e.Pos, e.Err)
 }
@@ -74,17 +75,27 @@ type ServedSet struct {
 // Len is the number of server versions the set serves.
 func (s *ServedSet) Len() int { return len(s.all) }
 
-// countingReader counts the bytes read.
+// countingReader counts the bytes read, and whether one was not JSON
+// white space.
 type countingReader struct {
-	r io.Reader
-	n int64
+	r     io.Reader
+	n     int64
+	value bool
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if !c.value && len(bytes.TrimLeft(p[:n], " \t\r\n")) > 0 {
+		c.value = true
+	}
 	return n, err
 }
+
+// errEmptyDump: a dump file with no JSON value in it. A dump registry
+// verify wrote holds an array, [] when nothing verified; an empty file is
+// one being rewritten in place, and served it would take every entry down.
+var errEmptyDump = errors.New("the file is empty: a verified dump is a JSON array ([] when nothing verified); write a dump to another file and rename it over this one")
 
 // LoadServed reads a verified dump (docs/REGISTRY.md, "Verified dump")
 // with the reader every registry source goes through (ReadDumpAt,
@@ -109,7 +120,7 @@ func LoadServed(ctx context.Context, r io.Reader, lim Limits) (*ServedSet, error
 func LoadServedFiles(ctx context.Context, paths []string, lim Limits) (*ServedSet, error) {
 	l := newServeLoader()
 	for _, p := range paths {
-		f, err := os.Open(p)
+		f, err := boundedfile.Open(p)
 		if err != nil {
 			return nil, err
 		}
@@ -160,6 +171,9 @@ func (l *serveLoader) read(ctx context.Context, r io.Reader, lim Limits) error {
 		return nil
 	})
 	l.set.Bytes += cr.n
+	if err == nil && !cr.value {
+		err = &ServeLoadError{Err: errEmptyDump}
+	}
 	if err != nil {
 		var le *ServeLoadError
 		if errors.As(err, &le) || ctx.Err() != nil {
@@ -172,7 +186,7 @@ func (l *serveLoader) read(ctx context.Context, r io.Reader, lim Limits) error {
 
 // LoadServedFile is LoadServed of the file at path.
 func LoadServedFile(ctx context.Context, path string, lim Limits) (*ServedSet, error) {
-	f, err := os.Open(path)
+	f, err := boundedfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +237,24 @@ func servable(e *Entry) (*servedEntry, error) {
 // bundles the entry lists, a policy server, an RFC 3339 time, a status
 // mcpsign serves that is the entry's, and /version among the bound.
 func checkVerified(e *Entry, raw []byte) (*VerifiedBlock, time.Time, error) {
+	// encoding/json matches member names ignoring case, a registry client
+	// does not: a case variant beside a member ("Signers", "ſigners") would
+	// be read as it here and not there.
+	m, err := digest.ReadMembers(raw, "signers", "bundles", "policy", "verifiedAt", "status", "bound")
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if sv, ok := m["signers"]; ok {
+		els, err := digest.Elements(sv)
+		if err != nil {
+			return nil, time.Time{}, fmt.Errorf("signers: %w", err)
+		}
+		for i, el := range els {
+			if _, err := digest.ReadMembers(el, "method", "identity", "issuer", "sourceRepository"); err != nil {
+				return nil, time.Time{}, fmt.Errorf("signers/%d: %w", i, err)
+			}
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var b VerifiedBlock
@@ -242,7 +274,7 @@ func checkVerified(e *Entry, raw []byte) (*VerifiedBlock, time.Time, error) {
 	}
 	for i, d := range b.Bundles {
 		if !slices.ContainsFunc(e.Pointers, func(p Pointer) bool { return p.Digest == d }) {
-			return nil, time.Time{}, fmt.Errorf("bundles/%d: %s is not a bundle the entry lists", i, textsafe.Quote(d))
+			return nil, time.Time{}, fmt.Errorf("bundles/%d: %s is not a bundle the entry lists", i, textsafe.RawQuote(d))
 		}
 	}
 	if b.Policy == "" {
@@ -255,10 +287,10 @@ func checkVerified(e *Entry, raw []byte) (*VerifiedBlock, time.Time, error) {
 	switch b.Status {
 	case "", StatusActive, StatusDeprecated:
 	default:
-		return nil, time.Time{}, fmt.Errorf("status %s: not one that is served", textsafe.Quote(b.Status))
+		return nil, time.Time{}, fmt.Errorf("status %s: not one that is served", textsafe.RawQuote(b.Status))
 	}
 	if e.Status != "" && e.Status != b.Status {
-		return nil, time.Time{}, fmt.Errorf("status %s, but the entry's is %s", textsafe.Quote(b.Status), textsafe.Quote(e.Status))
+		return nil, time.Time{}, fmt.Errorf("status %s, but the entry's is %s", textsafe.RawQuote(b.Status), textsafe.RawQuote(e.Status))
 	}
 	if !slices.Contains(b.Bound, "/version") {
 		return nil, time.Time{}, errors.New("bound does not name /version")

@@ -397,6 +397,18 @@ func TestLoadServedRefuses(t *testing.T) {
 		{"twice", "[" + entry + "," + entry + "]", "the same name and version"},
 		{"twice in another case", "[" + entry + "," + strings.Replace(entry, "acme/notes", "ACME/notes", 1) + "]", "the same name and version"},
 		{"invalid UTF-8", "[" + strings.Replace(entry, "Notes server", "Notes \xff", 1) + "]", "UTF-8"},
+		// A file being rewritten in place (cp, a configuration tool) is
+		// empty for a moment: served, it would take every entry down.
+		// Text is escaped once, where it is printed (the CLI, the log): the
+		// error holds the server's characters, not their escapes.
+		{"a status with a bidi control", block(`"policy"`, `"status":"act\u202eive","policy"`), "status \"act\u202eive\": not one that is served"},
+		// encoding/json matches member names ignoring case, a registry
+		// client does not: the two would read different signers.
+		{"a case variant of a member of the block", block(`"policy"`, `"Signers":[{"method":"key","identity":"forged"}],"policy"`), "Signers"},
+		{"a case-folded variant (U+017F)", block(`"policy"`, `"ſigners":[{"method":"key","identity":"forged"}],"policy"`), "igners"},
+		{"a case variant in a signer", block(`"identity":`, `"Identity":"forged","identity":`), "signers/0"},
+		{"an empty file", "", "empty"},
+		{"only white space", " \n\t\n", "empty"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := LoadServed(context.Background(), strings.NewReader(c.dump), Limits{})

@@ -45,8 +45,8 @@ why). Entries that failed are never served. docs/REGISTRY.md, docs/ORGANIZATION.
     --dump shard-0.json --dump shard-1.json --dump shard-2.json --dump shard-3.json
 
   # Verify the public registry every hour and serve what passes
-  mcpsign registry serve --listen :8080 --verify https://registry.modelcontextprotocol.io \
-    --policy policy.json --every 1h`,
+  mcpsign registry serve --listen :8443 --tls-cert tls.crt --tls-key tls.key \
+    --verify https://registry.modelcontextprotocol.io --policy policy.json --every 1h`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRegistryServe(cmd.Context(), a, &f, cmd.Flags().Changed("every"))
@@ -76,6 +76,7 @@ func runRegistryServe(ctx context.Context, a *app, f *registryServeFlags, everyS
 	if len(f.dumps) > 0 && f.policy != "" {
 		return errors.New("--policy goes with --verify, not --dump (a dump is served as it was verified)")
 	}
+	defer service.HoldHangup()()
 	log := service.NewLogger(a.stderr, nil)
 	var load func(context.Context) (*registry.ServedSet, error)
 	if len(f.dumps) > 0 {
@@ -152,7 +153,7 @@ func runRegistryServe(ctx context.Context, a *app, f *registryServeFlags, everyS
 	err = service.Run(ctx, f.svc.Service(ln, service.Options{Handler: service.CORS(service.CORSOptions{})(srv.Routes()), Logger: log,
 		Collectors: []prometheus.Collector{served}, Reload: reload("SIGHUP"),
 		Listening: func(addr net.Addr, scheme string) {
-			fmt.Fprintf(a.stderr, "registry serve: %d entries on %s://%s/v0.1/servers\n", set.Len(), scheme, addr)
+			fmt.Fprintf(a.stderr, "registry serve: %d entries on %s://%s/v0.1/servers\n", srv.Set().Len(), scheme, addr)
 		}}))
 	return f.svc.Err(err)
 }

@@ -207,3 +207,46 @@ func TestRegistryServeVerify(t *testing.T) {
 		t.Errorf("a source that does not read: exit %d %q", code, errs)
 	}
 }
+
+// TestRegistryServeListenRefused: a --listen the listen rule refuses (plain
+// HTTP off loopback) ends registry serve with exit 2 naming the flag,
+// without first saying that it serves there.
+func TestRegistryServeListenRefused(t *testing.T) {
+	t.Parallel()
+	dump := filepath.Join("testdata", "registry-serve", "verified.json")
+	for _, tc := range []struct{ name, listen string }{
+		{"every address", "0.0.0.0:0"},
+		{"every address, IPv6", "[::]:0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runWith(t, nil, "registry", "serve", "--listen", tc.listen, "--dump", dump)
+			if code != exitError || !strings.Contains(stderr, "--listen") || strings.Contains(stderr, "registry serve: ") {
+				t.Fatalf("exit %d: %q", code, stderr)
+			}
+		})
+	}
+}
+
+// TestRegistryServeExamplesListen: every example of registry serve's help
+// that listens off loopback gives what the listen rule asks there (a TLS
+// pair, or --allow-plaintext): an example a user copies must start.
+func TestRegistryServeExamplesListen(t *testing.T) {
+	t.Parallel()
+	code, stdout, _ := runCLI(t, "registry", "serve", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	ex, _, _ := strings.Cut(stdout[strings.Index(stdout, "Examples:"):], "Flags:")
+	for _, cmd := range strings.Split(strings.ReplaceAll(ex, "\\\n", " "), "\n") {
+		f := strings.Fields(cmd)
+		for i := 0; i+1 < len(f); i++ {
+			if f[i] != "--listen" {
+				continue
+			}
+			host, _, _ := strings.Cut(f[i+1], ":")
+			if host != "127.0.0.1" && host != "localhost" && !strings.Contains(cmd, "--tls-cert") && !strings.Contains(cmd, "--allow-plaintext") {
+				t.Errorf("an example listens on %s without TLS, which is refused:\n%s", f[i+1], cmd)
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -148,6 +149,15 @@ func runServe(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 		}
 		if tokens, err = service.NewTokens(toks); err != nil {
 			return err
+		}
+		if sf.tokensEnv != "" {
+			// Every stdio upstream inherits this process's environment: the
+			// clients' tokens must not reach a server. A process's
+			// environment does not change, so a reload has nothing to read
+			// again from it.
+			if err := os.Unsetenv(sf.tokensEnv); err != nil {
+				return fmt.Errorf("--tokens-env %s: %w", sf.tokensEnv, err)
+			}
 		}
 	}
 	// The configuration of the command line: checked now (a lock or policy

@@ -150,3 +150,34 @@ func TestServiceFlagsShared(t *testing.T) {
 		}
 	}
 }
+
+// TestServeTokensEnvNotInherited: the clients' tokens of --tokens-env are
+// taken out of the environment before any upstream starts (a stdio server
+// inherits it).
+func TestServeTokensEnvNotInherited(t *testing.T) {
+	const name = "MCPSIGN_TEST_SERVE_TOKENS"
+	t.Setenv(name, "0123456789abcdef0123456789abcdef")
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &fixtures.SyncBuffer{}
+	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr, getenv: func(string) string { return "" }, isTerminal: func() bool { return false }}
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--tokens-env", name, "--lock", filepath.Join(dir, "mcp.lock"), "--tofu", "--", fixtures.BuildExampleServer(t)}, a)
+	}()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stderr.String(), "listening on"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not say where it listens:\n%s", stderr.String())
+		}
+	}
+	if v, ok := os.LookupEnv(name); ok {
+		t.Errorf("$%s is still in the environment every stdio upstream inherits (%d bytes)", name, len(v))
+	}
+	cancel()
+	select {
+	case <-code:
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not end after the interrupt")
+	}
+}

@@ -25,12 +25,19 @@ var ErrTooLarge = errors.New("file too large")
 // a path to a FIFO nobody writes reads as empty instead of hanging; a pipe
 // with a writer, such as a shell's /dev/fd/N, is read to its end.
 func Read(path string, limit int64, tooLarge error) ([]byte, error) {
-	f, err := os.OpenFile(path, openFlags, 0)
+	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	return ReadAll(f, path, limit, tooLarge)
+}
+
+// Open opens the file at path for reading as Read does, a named pipe
+// without waiting for its writer, for a caller that streams a file too
+// large to read whole (a registry dump) and bounds what it reads itself.
+func Open(path string) (*os.File, error) {
+	return os.OpenFile(path, openFlags, 0)
 }
 
 // MaxBundleBytes bounds a Sigstore bundle, wherever it comes from (a file, a

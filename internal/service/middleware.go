@@ -7,9 +7,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rs/cors"
 
@@ -25,8 +28,11 @@ type Middleware func(http.Handler) http.Handler
 // longer body is answered 413 at once; one whose body turns out longer
 // (chunked) gets its body cut with http.MaxBytesReader, and the response
 // its handler then starts is replaced by the 413, whatever status the
-// handler chose for its failed read. Run applies it to Options.Handler.
-func LimitBody(max int64) Middleware {
+// handler chose for its failed read. With timeout > 0 the body must also
+// arrive within timeout of the handler's start (a read deadline on the
+// connection, cleared once the body ended): a body that does not is cut
+// the same way and answered 408. Run applies it to Options.Handler.
+func LimitBody(max int64, timeout time.Duration) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.ContentLength > max {
@@ -38,7 +44,14 @@ func LimitBody(max int64) Middleware {
 				return
 			}
 			lw := &limitWriter{ResponseWriter: w, max: max}
-			r.Body = &limitBody{ReadCloser: http.MaxBytesReader(w, r.Body, max), hit: &lw.hit}
+			lb := &limitBody{ReadCloser: http.MaxBytesReader(w, r.Body, max), w: lw}
+			if timeout > 0 {
+				rc := http.NewResponseController(w)
+				if rc.SetReadDeadline(time.Now().Add(timeout)) == nil {
+					lb.rc = rc
+				}
+			}
+			r.Body = lb
 			next.ServeHTTP(lw, r)
 		})
 	}
@@ -50,26 +63,53 @@ func tooLarge(w http.ResponseWriter, max int64) {
 	})
 }
 
+func tooSlow(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	writeJSON(w, http.StatusRequestTimeout, map[string]any{"error": "the request body did not arrive in time"})
+}
+
 type limitBody struct {
 	io.ReadCloser
-	hit *atomic.Bool
+	w  *limitWriter
+	rc *http.ResponseController // clears the read deadline when not nil
+	mu sync.Mutex
 }
 
 func (b *limitBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	var mb *http.MaxBytesError
-	if errors.As(err, &mb) {
-		b.hit.Store(true)
+	if err == nil {
+		return n, nil
 	}
+	var mb *http.MaxBytesError
+	switch {
+	case errors.As(err, &mb):
+		b.w.hit.Store(hitTooLarge)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		b.w.hit.CompareAndSwap(0, hitTooSlow)
+	}
+	b.mu.Lock()
+	if b.rc != nil {
+		// The body ended (or failed): the deadline must not cut the
+		// connection while the response streams.
+		_ = b.rc.SetReadDeadline(time.Time{})
+		b.rc = nil
+	}
+	b.mu.Unlock()
 	return n, err
 }
 
-// limitWriter answers 413 in place of the handler's response once the body
-// went past the limit.
+// What cut a body (limitWriter.hit).
+const (
+	hitTooLarge = 1 + iota
+	hitTooSlow
+)
+
+// limitWriter answers 413 (408) in place of the handler's response once
+// the body went past the limit (its deadline).
 type limitWriter struct {
 	http.ResponseWriter
 	max      int64
-	hit      atomic.Bool
+	hit      atomic.Int32
 	replaced bool
 	started  bool
 }
@@ -81,9 +121,17 @@ func (w *limitWriter) WriteHeader(code int) {
 		}
 		return
 	}
-	if w.hit.Load() {
+	if hit := w.hit.Load(); hit != 0 {
 		w.replaced = true
-		tooLarge(w.ResponseWriter, w.max)
+		// The handler's headers describe its own body, not this one.
+		for _, k := range []string{"Content-Length", "Content-Encoding", "Content-Range", "ETag", "Last-Modified", "Mcp-Session-Id"} {
+			w.ResponseWriter.Header().Del(k)
+		}
+		if hit == hitTooSlow {
+			tooSlow(w.ResponseWriter)
+		} else {
+			tooLarge(w.ResponseWriter, w.max)
+		}
 		return
 	}
 	if code >= 200 {

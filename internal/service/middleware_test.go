@@ -34,7 +34,7 @@ func echo() http.Handler {
 // TestLimitBody: a body over the limit is answered 413, declared or
 // chunked, whatever the handler answers to its failed read.
 func TestLimitBody(t *testing.T) {
-	h := LimitBody(16)(echo())
+	h := LimitBody(16, 0)(echo())
 	for _, tt := range []struct {
 		name    string
 		body    string
@@ -321,5 +321,34 @@ func TestLoopbackHost(t *testing.T) {
 		if rec.Code != tt.code {
 			t.Errorf("Host %s on %s: %d, want %d", tt.host, tt.local, rec.Code, tt.code)
 		}
+	}
+}
+
+// TestLimitBodyReplacesHeaders: the 413 that replaces a handler's answer
+// to a cut body carries none of the headers the handler set for its own
+// body (a Content-Length that would truncate the 413, an ETag, an
+// encoding).
+func TestLimitBodyReplacesHeaders(t *testing.T) {
+	h := LimitBody(16, 0)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		if err == nil {
+			return
+		}
+		for k, v := range map[string]string{"Content-Length": "3", "ETag": `"x"`, "Content-Encoding": "gzip", "Content-Type": "text/plain"} {
+			w.Header().Set(k, v)
+		}
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte("bad"))
+	}))
+	for _, tt := range []struct{ header string }{{"Content-Length"}, {"Etag"}, {"Content-Encoding"}} {
+		t.Run(tt.header, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodPost, "/mcp", io.MultiReader(strings.NewReader(strings.Repeat("x", 100))))
+			req.ContentLength = -1
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != 413 || rec.Header().Get(tt.header) != "" {
+				t.Errorf("%d with %s %q, want 413 without it", rec.Code, tt.header, rec.Header().Get(tt.header))
+			}
+		})
 	}
 }

@@ -37,6 +37,7 @@ const (
 	DefaultIdleTimeout       = 120 * time.Second
 	DefaultMaxHeaderBytes    = 64 << 10
 	DefaultMaxBodyBytes      = 4 << 20
+	DefaultReadBodyTimeout   = 60 * time.Second
 )
 
 // ReadyTimeout bounds a call of Options.Ready: a probe is answered within
@@ -108,9 +109,12 @@ type Options struct {
 
 	// ReadHeaderTimeout, IdleTimeout and MaxHeaderBytes bound the
 	// connection as http.Server's fields; MaxBodyBytes bounds a request's
-	// body (413 past it). The defaults when zero are the Default…
-	// constants.
+	// body (413 past it), ReadBodyTimeout the time from its headers to
+	// the end of its body (408 past it: a client that trickles its body
+	// holds nothing longer; the response, an event stream, is not
+	// bounded). The defaults when zero are the Default… constants.
 	ReadHeaderTimeout time.Duration
+	ReadBodyTimeout   time.Duration
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
 	MaxBodyBytes      int64
@@ -210,6 +214,9 @@ func newServer(opts Options) (*server, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if opts.ReadBodyTimeout <= 0 {
+		opts.ReadBodyTimeout = DefaultReadBodyTimeout
+	}
 	s := &server{opts: opts, log: opts.Logger}
 	if s.log == nil {
 		s.log = NewLogger(os.Stderr, nil)
@@ -280,7 +287,7 @@ func (s *server) routes() http.Handler {
 	})
 	mux.HandleFunc("GET "+ReadyPath, s.serveReady)
 	mux.Handle("GET "+MetricsPath, s.metrics.handler())
-	mux.Handle("/", LimitBody(s.opts.MaxBodyBytes)(s.opts.Handler))
+	mux.Handle("/", LimitBody(s.opts.MaxBodyBytes, s.opts.ReadBodyTimeout)(s.opts.Handler))
 	return s.observe(mux)
 }
 
@@ -432,4 +439,16 @@ func (s *server) reloads(ctx context.Context, hup <-chan os.Signal) {
 		s.metrics.reloads.WithLabelValues("ok").Inc()
 		s.log.Info("reloaded")
 	}
+}
+
+// HoldHangup makes SIGHUP do nothing until release is called, so that a
+// SIGHUP that comes before Run handles it (while the caller loads what it
+// will serve: a first verification run can take minutes) does not end the
+// process, SIGHUP's default action. What it loads then is what the files
+// hold then. Run handles SIGHUP itself while it runs; call release after
+// Run returned.
+func HoldHangup() (release func()) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGHUP)
+	return func() { signal.Stop(c) }
 }
