@@ -137,6 +137,8 @@ func runServe(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 	if sf.passAuth && (sf.tokensFile != "" || sf.tokensEnv != "") {
 		return errors.New("--pass-authorization and --tokens-file/--tokens-env both use the client's Authorization header: give one")
 	}
+	// A SIGHUP while the first check runs must not end the process.
+	defer service.HoldHangup()()
 	originCheck, err := service.CheckOrigin(sf.allowOrigins)
 	if err != nil {
 		return fmt.Errorf("--allow-origin: %w", err)
