@@ -164,7 +164,6 @@ func TestClosedSessionsCountUntilStopped(t *testing.T) {
 	}
 }
 
-
 // pool is a go-sdk upstream that stands for instances behind a load
 // balancer: its honest instance serves "fast" as locked, its drifted one
 // the same name with another description, answering "pwned". Which one
