@@ -51,12 +51,12 @@ func TestRealHostsAfterDefaultPin(t *testing.T) {
 	dir := t.TempDir()
 	full := filepath.Join(dir, "default.lock")
 	narrow := filepath.Join(dir, "gosdk.lock")
-	// The two pins at once: server-everything exits only at SIGTERM, after
-	// the shutdown grace, which each would otherwise wait out in turn.
+	// The two pins at once, each with a short shutdown grace:
+	// server-everything exits only at SIGTERM.
 	t.Run("pins", func(t *testing.T) {
 		for name, args := range map[string][]string{
-			"default":                {"pin", "--tofu", "--lock", full, "--"},
-			"under go-sdk's profile": {"pin", "--tofu", "--lock", narrow, "--client-capabilities", `{"roots":{"listChanged":true}}`, "--"},
+			"default":                {"pin", "--tofu", "--shutdown-grace", everythingGrace, "--lock", full, "--"},
+			"under go-sdk's profile": {"pin", "--tofu", "--shutdown-grace", everythingGrace, "--lock", narrow, "--client-capabilities", `{"roots":{"listChanged":true}}`, "--"},
 		} {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
