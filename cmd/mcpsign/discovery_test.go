@@ -136,7 +136,7 @@ func TestVerifyBundleFromServer(t *testing.T) {
 	mux.HandleFunc("/honest.json", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, d.honest) })
 	mux.HandleFunc("/big.json", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, d.oversized) })
 	ts := httptest.NewTLSServer(mux)
-	defer ts.Close()
+	t.Cleanup(ts.Close) // after the rows, which run in parallel
 	legacy := []string{"--protocol-versions", "2025-11-25"}
 	tests := []struct {
 		name      string
@@ -159,6 +159,9 @@ func TestVerifyBundleFromServer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// At once: each row mostly waits for its server, and the two
+			// oversized ones need seconds under -race.
+			t.Parallel()
 			lock := filepath.Join(t.TempDir(), "l.lock")
 			// The oversized rows move 16 MiB through the strict reader, in
 			// each of the five listings (both eras, every version of the

@@ -213,6 +213,8 @@ func TestDurationFlagsRefuseZero(t *testing.T) {
 		{"snapshot", "-o", "s.json", "--timeout=0s", "--", "server"},
 		{"proxy", "--tofu", "--lock", "l", "--check-timeout", "0", "--", "server"},
 		{"proxy", "--tofu", "--lock", "l", "--shutdown-grace", "-2s", "--", "server"},
+		{"pin", "--tofu", "--lock", "l", "--shutdown-grace", "0s", "--", "server"},
+		{"verify-pin", "--lock", "l", "--shutdown-grace", "-1ms", "--", "server"},
 		{"trustroot", "fetch", "-o", "r.json", "--timeout", "0"},
 	} {
 		code, _, stderr := runCLI(t, args...)

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,14 +29,15 @@ import (
 // narrower profile (go-sdk's) is still judged as before: a host announcing
 // more is shown tools the lock lacks, and is blocked.
 //
-// Not parallel, with its rows in turn: mcpdo runs a daemon it detaches,
-// which is re-parented to this test binary once mcpdo exits, and a test
-// binary that listed a stdio server is the child subreaper of
-// mcpwire/proctree, whose stop of another test's server takes such an
-// orphan, started while that server ran, for one of the server's
-// descendants and stops it (the connection then vanishes). A top-level
-// test that is not parallel runs while no other test does.
+// Parallel, its rows too: each row runs mcpdo's daemon itself, as a child
+// of this test binary in its process group (runMcpdo), rather than letting
+// mcpdo detach one. A detached daemon is re-parented to this test binary
+// once mcpdo exits (the child subreaper of mcpwire/proctree, since the
+// binary listed stdio servers), and proctree's stop of another test's
+// server takes such an orphan, started while that server ran, for one of
+// the server's descendants and stops it (the connection then vanishes).
 func TestRealHostsAfterDefaultPin(t *testing.T) {
+	t.Parallel() // its own temporary directory, processes and mcpdo daemons
 	mcpsign := fixtures.BuildMcpsign(t)
 	node, entry := fixtures.NPMServer(t, "server-everything")
 	npm := fixtures.NPMDir(t)
@@ -45,12 +50,24 @@ func TestRealHostsAfterDefaultPin(t *testing.T) {
 	server := []string{node, entry, "stdio"}
 	dir := t.TempDir()
 	full := filepath.Join(dir, "default.lock")
-	if code, _, stderr := runCLI(t, append([]string{"pin", "--tofu", "--lock", full, "--"}, server...)...); code != 0 {
-		t.Fatalf("pin --tofu: exit %d: %s", code, stderr)
-	}
 	narrow := filepath.Join(dir, "gosdk.lock")
-	if code, _, stderr := runCLI(t, append([]string{"pin", "--tofu", "--lock", narrow, "--client-capabilities", `{"roots":{"listChanged":true}}`, "--"}, server...)...); code != 0 {
-		t.Fatalf("pin --tofu --client-capabilities: exit %d: %s", code, stderr)
+	// The two pins at once, each with a short shutdown grace:
+	// server-everything exits only at SIGTERM.
+	t.Run("pins", func(t *testing.T) {
+		for name, args := range map[string][]string{
+			"default":                {"pin", "--tofu", "--shutdown-grace", everythingGrace, "--lock", full, "--"},
+			"under go-sdk's profile": {"pin", "--tofu", "--shutdown-grace", everythingGrace, "--lock", narrow, "--client-capabilities", `{"roots":{"listChanged":true}}`, "--"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				if code, _, stderr := runCLI(t, append(args, server...)...); code != 0 {
+					t.Fatalf("%s: exit %d: %s", strings.Join(args, " "), code, stderr)
+				}
+			})
+		}
+	})
+	if t.Failed() {
+		t.FailNow()
 	}
 
 	tsCaps := `{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{}}}`
@@ -65,6 +82,7 @@ func TestRealHostsAfterDefaultPin(t *testing.T) {
 		{"TypeScript SDK v2, lock under go-sdk's profile: announces more, blocked", "ts2", narrow, true, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			argv := append([]string{mcpsign, "proxy", "--lock", tt.lock, "--"}, server...)
 			var tools []string
 			var failure string
@@ -99,6 +117,12 @@ func TestRealHostsAfterDefaultPin(t *testing.T) {
 // own daemon, catalog and home in a temporary directory (a short path: the
 // daemon's socket lives there), lists the tools, and stops the daemon. It
 // returns the tool names, or what failed.
+//
+// The daemon (mcpdod.js, beside mcpdo's entry point) is started here, a
+// child of this test binary in its process group, before mcpdo runs: mcpdo
+// uses the daemon it finds at its socket and detaches one of its own only
+// when there is none (see TestRealHostsAfterDefaultPin for why a detached
+// one may not run beside other tests).
 func runMcpdo(t *testing.T, mcpdo string, argv []string) (tools []string, failure string) {
 	t.Helper()
 	home, err := os.MkdirTemp("", "mcpdo")
@@ -106,8 +130,14 @@ func runMcpdo(t *testing.T, mcpdo string, argv []string) (tools []string, failur
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(home) })
+	entry, err := filepath.EvalSymlinks(mcpdo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemonDir := filepath.Join(home, "d")
 	env := append(os.Environ(), "HOME="+home, "MCP_CATALOG_PATH="+filepath.Join(home, "mcp.json"),
-		"MCP_INSPECTOR_SECRET_STORE=memory", "MCP_INSPECTOR_DAEMON_DIR="+filepath.Join(home, "d"))
+		"MCP_INSPECTOR_SECRET_STORE=memory", "MCP_INSPECTOR_DAEMON_DIR="+daemonDir,
+		"MCP_INSPECTOR_DAEMON_TOKEN="+rand.Text())
 	run := func(args ...string) ([]byte, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -115,9 +145,45 @@ func runMcpdo(t *testing.T, mcpdo string, argv []string) (tools []string, failur
 		cmd.Env = env
 		return cmd.CombinedOutput()
 	}
-	t.Cleanup(func() { _, _ = run("daemon", "stop") })
+	var daemonOut fixtures.SyncBuffer
+	daemon := exec.Command(fixtures.Node(t), filepath.Join(filepath.Dir(entry), "mcpdod.js"))
+	daemon.Env, daemon.Stdout, daemon.Stderr = env, &daemonOut, &daemonOut
+	if err := daemon.Start(); err != nil {
+		t.Fatalf("mcpdo daemon: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = daemon.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_, _ = run("daemon", "stop")
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = daemon.Process.Kill()
+			<-exited
+		}
+	})
+	sock := filepath.Join(daemonDir, "mcpdod.sock")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("unix", sock); err == nil { // listening: mcpdo uses it
+			c.Close()
+			break
+		}
+		select {
+		case <-exited:
+			return nil, "mcpdo daemon exited: " + daemonOut.String()
+		default:
+		}
+		if time.Now().After(deadline) {
+			return nil, "mcpdo daemon: no socket after 30 s: " + daemonOut.String()
+		}
+	}
 	if out, err := run(append([]string{"connect", "--connection", "h", "--connect-timeout", "20000", "--"}, argv...)...); err != nil {
 		return nil, "connect: " + err.Error() + ": " + string(out)
+	}
+	// The connection is held by the daemon started here, not one mcpdo
+	// detached.
+	if out, err := run("daemon", "status"); err != nil || !bytes.Contains(out, []byte(fmt.Sprintf(`"pid": %d,`, daemon.Process.Pid))) {
+		t.Fatalf("mcpdo does not use the daemon started for it (pid %d): %v\n%s", daemon.Process.Pid, err, out)
 	}
 	out, err := run("--connection", "h", "tools/list")
 	if err != nil {

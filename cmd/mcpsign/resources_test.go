@@ -16,6 +16,11 @@ import (
 // TestResourcesPinVerifyPin pins the static resources of the official
 // "everything" server, live, checks it again live, and shows the drift
 // rules on a snapshot whose resource changed.
+// everythingGrace is the --shutdown-grace of a listing of server-everything,
+// which exits only at SIGTERM: each listing would wait out the default 2 s
+// (docs/DIGEST.md).
+const everythingGrace = "200ms"
+
 func TestResourcesPinVerifyPin(t *testing.T) {
 	t.Parallel() // its own temporary directory and server processes
 	node, entry := fixtures.NPMServer(t, "server-everything")
@@ -37,8 +42,8 @@ func TestResourcesPinVerifyPin(t *testing.T) {
 		}
 	}
 	for _, tc := range []row{
-		{[]string{"pin", "--lock", lock, "--tofu", "--resources", "hide", "--", node, entry}, 2, "--resources hide is the proxy's"},
-		{[]string{"pin", "--lock", lock, "--tofu", "--resources", "Pin", "--", node, entry}, 2, "unknown resources mode"},
+		{[]string{"pin", "--lock", lock, "--tofu", "--resources", "hide", "--shutdown-grace", everythingGrace, "--", node, entry}, 2, "--resources hide is the proxy's"},
+		{[]string{"pin", "--lock", lock, "--tofu", "--resources", "Pin", "--shutdown-grace", everythingGrace, "--", node, entry}, 2, "unknown resources mode"},
 	} {
 		check(t, tc)
 	}
@@ -47,9 +52,9 @@ func TestResourcesPinVerifyPin(t *testing.T) {
 	// listing would otherwise wait out in turn.
 	if !t.Run("listings", func(t *testing.T) {
 		for name, tc := range map[string]row{
-			"pin --resources pin": {[]string{"pin", "--lock", lock, "--tofu", "--resources", "pin", "--", node, entry}, 0, ""},
-			"pin":                 {[]string{"pin", "--lock", plain, "--tofu", "--", node, entry}, 0, ""},
-			"snapshot":            {[]string{"snapshot", "--resources", "-o", snapFile, "--", node, entry}, 0, " resources"},
+			"pin --resources pin": {[]string{"pin", "--lock", lock, "--tofu", "--resources", "pin", "--shutdown-grace", everythingGrace, "--", node, entry}, 0, ""},
+			"pin":                 {[]string{"pin", "--lock", plain, "--tofu", "--shutdown-grace", everythingGrace, "--", node, entry}, 0, ""},
+			"snapshot":            {[]string{"snapshot", "--resources", "-o", snapFile, "--shutdown-grace", everythingGrace, "--", node, entry}, 0, " resources"},
 		} {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
@@ -75,7 +80,7 @@ func TestResourcesPinVerifyPin(t *testing.T) {
 	}
 
 	// Live: the lock records resources, so verify-pin lists and checks them.
-	code, stdout, stderr := runCLI(t, "verify-pin", "--lock", lock, "--format", "json", "--", node, entry)
+	code, stdout, stderr := runCLI(t, "verify-pin", "--lock", lock, "--format", "json", "--shutdown-grace", everythingGrace, "--", node, entry)
 	var rep struct {
 		Counts map[string]int `json:"counts"`
 		Errors int            `json:"errors"`
@@ -179,7 +184,7 @@ func TestResourcesPinForceKeepsThem(t *testing.T) {
 	t.Parallel() // its own temporary directory and server processes
 	node, entry := fixtures.NPMServer(t, "server-everything")
 	lock := filepath.Join(t.TempDir(), "everything.mcpsign.lock")
-	if code, stdout, stderr := runCLI(t, "pin", "--lock", lock, "--tofu", "--resources", "pin", "--", node, entry); code != 0 {
+	if code, stdout, stderr := runCLI(t, "pin", "--lock", lock, "--tofu", "--resources", "pin", "--shutdown-grace", everythingGrace, "--", node, entry); code != 0 {
 		t.Fatalf("pin --lock --tofu --resources pin: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	pinned := mustRead(t, lock)
@@ -197,7 +202,7 @@ func TestResourcesPinForceKeepsThem(t *testing.T) {
 			t.Parallel()
 			lock := filepath.Join(t.TempDir(), "everything.mcpsign.lock")
 			vtWriteBytes(t, lock, pinned)
-			args := append(append([]string{"pin", "--lock", lock, "--tofu", "--force"}, tc.resources...), "--", node, entry)
+			args := append(append([]string{"pin", "--lock", lock, "--tofu", "--force"}, tc.resources...), "--shutdown-grace", everythingGrace, "--", node, entry)
 			if code, stdout, stderr := runCLI(t, args...); code != 0 {
 				t.Fatalf("%s: exit %d:\n%s\n%s", tc.name, code, stdout, stderr)
 			}

@@ -191,25 +191,33 @@ func (s *Scanner) skipDeep() error {
 // Str reads the string at Pos (its opening quote) and returns the span of
 // its content, without the quotes.
 func (s *Scanner) Str() (Span, error) {
-	s.Pos++
-	start := s.Pos
-	for s.Pos < len(s.In) {
-		switch b := s.In[s.Pos]; {
+	// The loop works on locals, not on s.In and s.Pos: a string is read a
+	// byte at a time, and every access through s is a load or a store of
+	// its own (under the race detector, an instrumented call each; a
+	// 16 MiB string the limits let through took seconds).
+	in, i := s.In, s.Pos+1
+	start := i
+	for i < len(in) {
+		switch b := in[i]; {
 		case b == '"':
-			s.Pos++
-			return Span{start, s.Pos - 1}, nil
+			s.Pos = i + 1
+			return Span{start, i}, nil
 		case b == '\\' && s.Escapes:
+			s.Pos = i
 			if err := s.escape(); err != nil {
 				return Span{}, err
 			}
+			i = s.Pos
 		case b == '\\':
-			s.Pos += 2
+			i += 2
 		case b < 0x20:
+			s.Pos = i
 			return Span{}, s.Fail("unescaped control character in a string")
 		default:
-			s.Pos++
+			i++
 		}
 	}
+	s.Pos = i
 	return Span{}, s.Fail("unterminated string")
 }
 

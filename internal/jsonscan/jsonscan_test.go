@@ -118,3 +118,15 @@ func FuzzSkipDeep(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkLongString scans one 1 MiB string of plain ASCII, as a bundle
+// advertised inline holds (docs/TESTING.md, "Test run time").
+func BenchmarkLongString(b *testing.B) {
+	data := []byte(`"` + strings.Repeat("a", 1<<20) + `"`)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if err := scanAll(data, true, 10); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -39,3 +39,22 @@ func TestStartAndKillGroup(t *testing.T) {
 		t.Error("an empty command must be refused")
 	}
 }
+
+// BenchmarkAliveGone asks Alive about a process group that is gone, as
+// Stop does once a server exited: kill(-pgid, 0) answers, /proc is not
+// read (docs/TESTING.md, "Test run time").
+func BenchmarkAliveGone(b *testing.B) {
+	p, err := Start([]string{"true"}, nil, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pgid := p.Cmd.Process.Pid
+	p.Stdin.Close()
+	_ = p.Cmd.Wait()
+	p.Stop(time.Second, func(time.Duration) bool { return true })
+	for b.Loop() {
+		if Alive(pgid) {
+			b.Fatal("a gone group is alive")
+		}
+	}
+}

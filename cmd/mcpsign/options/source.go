@@ -19,8 +19,8 @@ import (
 // file, a stdio server command, or a Streamable HTTP URL.
 type SourceOptions struct {
 	// Listing holds the flags that are source.Options as they are
-	// (--timeout, --max-message-bytes, --max-listing-bytes,
-	// --protocol-version) and Resources, which lists the static resources
+	// (--timeout, --shutdown-grace, --max-message-bytes,
+	// --max-listing-bytes, --protocol-version) and Resources, which lists the static resources
 	// too, set by the command when its resources mode is pin; Options
 	// completes it.
 	Listing source.Options
@@ -44,6 +44,7 @@ func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	AddHeaderFlag(fs, &o.Headers)
 	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "show the stderr of a stdio server and the progress of the listing, one line a step")
 	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "show no progress of a live listing on stderr (no spinner at a terminal, no note of a slow server elsewhere)")
+	PositiveDurationVar(fs, &o.Listing.ShutdownGrace, "shutdown-grace", source.DefaultShutdownGrace, "how long a stdio server gets to exit after its stdin closes once it is listed, and again after SIGTERM")
 	fs.Int64Var(&o.Listing.MaxMessageBytes, "max-message-bytes", source.DefaultMaxMessageBytes, "largest message accepted from a server")
 	fs.Int64Var(&o.Listing.MaxListingBytes, "max-listing-bytes", source.DefaultMaxListingBytes, "most bytes of a live listing, all pages of all kinds together")
 	fs.StringVar(&o.ClientCapabilities, "client-capabilities", "", "the client capabilities announced to a live server, a JSON object; the default is the fullest profile (roots, sampling, elicitation form and url, tasks, and the extensions hosts announce: docs/SNAPSHOT.md), so that a lock holds the superset of what any host is shown; servers may offer other definitions to other clients, and snapshots and locks record them")
