@@ -18,7 +18,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/proxy"
 )

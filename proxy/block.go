@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/mcpsign/mcpsign/internal/textsafe"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // Blocking a session, and the answers of the proxy's own (docs/PROXY.md,

@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // The checks: the proxy's own listings and the policy's judgement, run on

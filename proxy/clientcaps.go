@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // initializeCapabilities returns the client capabilities of initialize

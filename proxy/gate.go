@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // The gate of the client's messages (docs/PROXY.md, "Order: exactly one

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // TestGate is the gate's table (docs/PROXY.md, "Order: exactly one answer

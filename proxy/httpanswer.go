@@ -11,7 +11,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // readAnswer reads the answer body to the posted request, through mcpwire

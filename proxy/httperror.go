@@ -10,9 +10,9 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 	"github.com/mcpsign/mcpsign/internal/netguard"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
-	"github.com/mcpsign/mcpsign/mcpwire"
 )
 
 // ConnectError is what Run returns when the remote server could not be
@@ -110,3 +110,16 @@ func messageWhat(m *mcpwire.Message) string {
 func statusText(resp *http.Response) string {
 	return textsafe.Cut(resp.Status, 100)
 }
+
+// Sentinels in the chain of Run's errors, for errors.Is: ErrUnauthorized
+// and ErrForbidden in a *ConnectError when a remote server answered 401 or
+// 403; ErrProtocol and ErrMessageTooLarge in a *BlockedError's Err when the
+// server broke the protocol or sent a message over
+// Options.MaxMessageBytes. They are the wire layer's own values (package
+// source exports the same ones), so one errors.Is serves both packages.
+var (
+	ErrUnauthorized    = mcpwire.ErrUnauthorized
+	ErrForbidden       = mcpwire.ErrForbidden
+	ErrProtocol        = mcpwire.ErrProtocol
+	ErrMessageTooLarge = mcpwire.ErrMessageTooLarge
+)

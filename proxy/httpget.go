@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/internal/textsafe"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // startGET opens the GET stream of server-initiated messages once, after

@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // initializedLine is the notifications/initialized the proxy sends.

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // The bridge's targets (docs/PERFORMANCE.md, "Remote servers: the

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/internal/rawio"
-	"github.com/mcpsign/mcpsign/mcpwire"
-	"github.com/mcpsign/mcpsign/mcpwire/proctree"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire/proctree"
 )
 
 // child is the server process: started in a process group of its own so

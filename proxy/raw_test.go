@@ -17,7 +17,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/erasserver"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // rawPeer speaks newline-delimited JSON-RPC by hand, to see and send exact

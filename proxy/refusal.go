@@ -3,7 +3,7 @@ package proxy
 import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // refused is the proxy's own answer to a client request that names what the

@@ -14,8 +14,8 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/rawio"
-	"github.com/mcpsign/mcpsign/mcpwire"
-	"github.com/mcpsign/mcpsign/mcpwire/proctree"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire/proctree"
 )
 
 // inbound is one line read from a peer, parsed.

@@ -6,7 +6,7 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // Static resources under the proxy's ResourceMode (docs/PROXY.md, "Static

@@ -1,6 +1,6 @@
 package proxy
 
-import "github.com/mcpsign/mcpsign/mcpwire"
+import "github.com/mcpsign/mcpsign/internal/mcpwire"
 
 // The JSON-RPC error codes of the proxy's own answers (besides BlockedCode
 // and InterruptedCode), named once here.

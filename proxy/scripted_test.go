@@ -12,7 +12,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/erasserver"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // The test binary doubles as a scripted stdio MCP server, written by hand to

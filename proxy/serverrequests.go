@@ -9,7 +9,7 @@ import (
 	"github.com/tailscale/hujson"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // ServerRequests says which of the requests and notifications a server

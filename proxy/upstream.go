@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/internal/rawio"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // Upstream is the server's side of a session. Run relays the client's

@@ -3,7 +3,7 @@ package proxy
 import (
 	"testing"
 
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // BenchmarkUsesDefinition is the cost the check of a tools/call name adds to

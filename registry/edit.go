@@ -14,7 +14,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // ErrHint: a server.json the hint cannot be written into.

@@ -12,7 +12,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/jsonscan"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // The members of server.json that carry mcpsign's blocks (docs/REGISTRY.md).

@@ -15,7 +15,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/netguard"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // DefaultBundleTimeout bounds fetching a bundle over HTTPS.

@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpsign/mcpsign/internal/textsafe"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // Stages named by a [StageError]. A list stage is named by its method:

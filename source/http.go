@@ -22,7 +22,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/netguard"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // loadHTTP lists a Streamable HTTP server through go-sdk's client transport,

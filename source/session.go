@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // wire carries whole JSON-RPC messages to and from a server: stdio lines

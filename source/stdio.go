@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/mcpwire"
-	"github.com/mcpsign/mcpsign/mcpwire/proctree"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire/proctree"
 )
 
 // stderrTailBytes is how much of a server's stderr is kept for the error

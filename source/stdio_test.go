@@ -17,7 +17,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
-	"github.com/mcpsign/mcpsign/mcpwire/proctree"
+	"github.com/mcpsign/mcpsign/internal/mcpwire/proctree"
 )
 
 // keys returns the key of each definition of kind k, in listing order.

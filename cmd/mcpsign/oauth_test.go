@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/internal/testkit/oauthtest"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 	"github.com/mcpsign/mcpsign/oauth"
 )
 

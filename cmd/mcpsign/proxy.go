@@ -14,7 +14,7 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 	"github.com/mcpsign/mcpsign/proxy"
 	"github.com/mcpsign/mcpsign/source"
 )

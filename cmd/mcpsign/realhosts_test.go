@@ -32,7 +32,7 @@ import (
 // Parallel, its rows too: each row runs mcpdo's daemon itself, as a child
 // of this test binary in its process group (runMcpdo), rather than letting
 // mcpdo detach one. A detached daemon is re-parented to this test binary
-// once mcpdo exits (the child subreaper of mcpwire/proctree, since the
+// once mcpdo exits (the child subreaper of internal/mcpwire/proctree, since the
 // binary listed stdio servers), and proctree's stop of another test's
 // server takes such an orphan, started while that server ran, for one of
 // the server's descendants and stops it (the connection then vanishes).

@@ -8,7 +8,7 @@ import (
 	"errors"
 
 	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // Hint returns the flags of 'mcpsign proxy' that fix err, the error of a

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 	"github.com/mcpsign/mcpsign/source"
 	"github.com/mcpsign/mcpsign/source/progress"
 )

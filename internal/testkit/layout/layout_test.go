@@ -61,11 +61,16 @@ func rel(path string) (string, bool) {
 
 func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 
-// isLeaf says whether p is one of internal/'s production leaves.
+// isLeaf says whether p is one of internal/'s production leaves. The wire
+// layer, internal/mcpwire, is internal (only the project's packages use its
+// API) but no leaf: it stands on digest, a room of its own.
 func isLeaf(p string) bool {
 	r, ok := strings.CutPrefix(p, "internal/")
-	return ok && !under(p, "internal/app") && !under(p, "internal/testkit") && !strings.Contains(r, "/")
+	return ok && !under(p, "internal/app") && !under(p, "internal/testkit") && !under(p, wire) && !strings.Contains(r, "/")
 }
+
+// wire is the wire layer's room.
+const wire = "internal/mcpwire"
 
 // room is the unit of the floor plan: a top-level directory, or one package
 // directly under internal/, internal/app or internal/testkit.
@@ -175,8 +180,8 @@ var mayImport = map[string][]string{
 	"evidence":  {},
 	"trustroot": {"evidence"},
 	"attest":    {"digest"},
-	"mcpwire":   {"digest"},
-	"source":    {"digest", "mcpwire"},
+	wire:        {"digest"},
+	"source":    {"digest", wire},
 	// sign takes its vocabulary (Method, the key ID, the log entry) from
 	// evidence, never from verify: signing does not verify a policy.
 	"sign":   {"attest", "evidence", "trustroot"},
@@ -192,11 +197,11 @@ var mayImport = map[string][]string{
 var mustNotImport = map[string][]string{
 	// pin records what verify decided; it neither signs nor speaks to
 	// servers itself.
-	"pin": {"sign", "mcpwire", "proxy", "policy", "hosts", "monitor", "audit"},
+	"pin": {"sign", wire, "proxy", "policy", "hosts", "monitor", "audit"},
 	// The proxy verifies through a sub-process: it links no Sigstore code.
 	"proxy":  {"sign", "verify", "trustroot", "policy", "source", "hosts", "monitor"},
-	"policy": {"sign", "mcpwire", "proxy", "hosts", "monitor", "audit"},
-	"audit":  {"sign", "verify", "trustroot", "policy", "source", "mcpwire", "proxy", "hosts", "monitor"},
+	"policy": {"sign", wire, "proxy", "hosts", "monitor", "audit"},
+	"audit":  {"sign", "verify", "trustroot", "policy", "source", wire, "proxy", "hosts", "monitor"},
 }
 
 // TestDesignImports checks mayImport and mustNotImport on the production
