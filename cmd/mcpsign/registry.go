@@ -13,6 +13,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/interrupt"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/registry"
+	"github.com/mcpsign/mcpsign/source"
 	"github.com/mcpsign/mcpsign/source/progress"
 )
 
@@ -86,8 +87,14 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 	if err != nil {
 		return err
 	}
+	// A loopback registry widens nothing but its own host and port
+	// (SourceHost); --allow-private-bundles allows every address.
+	addrs := source.PublicAddresses
+	if f.allowPrivate {
+		addrs = source.AnyAddress
+	}
 	v, err := registry.New(registry.Options{Policy: pf, HTTPClient: a.httpClient,
-		BundleAddresses: registry.BundleAddresses(src, f.allowPrivate), SourceHost: registry.SourceHost(src),
+		BundleAddresses: addrs, SourceHost: registry.SourceHost(src),
 		DeciderOptions: policy.DeciderOptions{Offline: f.offline}})
 	if err != nil {
 		return err
