@@ -88,7 +88,7 @@ for pkg in "${pkgs[@]}"; do
 	echo "== $pkg ($(date -u +%H:%M:%S))"
 	start=$SECONDS
 	status=0
-	"$bin" unleash --silent --workers "$workers" --timeout-coefficient "$coefficient" \
+	"$bin" unleash --workers "$workers" --timeout-coefficient "$coefficient" \
 		${TAGS:+--tags "$TAGS"} --output "$out/$name.json" "./$pkg" >"$out/$name.log" 2>&1 || status=$?
 	secs=$((SECONDS - start))
 	if [[ ! -s $out/$name.json ]]; then
