@@ -184,8 +184,8 @@ func TestRecordWriteText(t *testing.T) {
 	bare := event(1)
 	bare.Sets, bare.Evidence = nil, &Evidence{Method: "tofu"}
 	for _, tc := range []struct {
-		name       string
-		e          *Event
+		name      string
+		e         *Event
 		want, not []string
 	}{
 		{"full", full, []string{
