@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -210,5 +211,26 @@ func TestRecordWriteText(t *testing.T) {
 				t.Errorf("%s: %q has %q", tc.name, b.String(), n)
 			}
 		}
+	}
+}
+
+// TestRepairOrder: a last line that lost its newline gets it back only
+// when it keeps the log in order after the first whole line too (Repair
+// checks it as line n+1): an event older than line 1, chained to it, is
+// cut.
+func TestRepairOrder(t *testing.T) {
+	t.Parallel()
+	one := lineOf(t, event(5), "")
+	older := lineOf(t, event(1), LineDigest(one[:len(one)-1]))
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	if err := os.WriteFile(path, append(append([]byte(nil), one...), older[:len(older)-1]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done, err := Repair(context.Background(), path)
+	if err != nil || done.Newline || done.Cut != int64(len(older)-1) {
+		t.Fatalf("Repair = %+v, %v; want the out-of-order line cut", done, err)
+	}
+	if n, err := Verify(path); err != nil || n != 1 {
+		t.Fatalf("after the cut: %d, %v", n, err)
 	}
 }
