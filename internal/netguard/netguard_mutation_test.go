@@ -52,3 +52,20 @@ func TestTransportOwnTLSDialer(t *testing.T) {
 		t.Errorf("the base's TLS dialer ran %d times, want 3", dials.Load())
 	}
 }
+
+// TestScopeNames: each scope's name reads back as the scope; a value
+// beyond the last is named by its number, and an unknown name is refused.
+func TestScopeNames(t *testing.T) {
+	t.Parallel()
+	for _, s := range []Scope{Public, Loopback, Private, Any} {
+		if got, err := ParseScope(s.String()); err != nil || got != s {
+			t.Errorf("ParseScope(%q) = %v, %v", s.String(), got, err)
+		}
+	}
+	if got := (Any + 1).String(); got != "Scope(4)" {
+		t.Errorf("a scope beyond Any: %q", got)
+	}
+	if _, err := ParseScope("Scope(4)"); err == nil {
+		t.Error("ParseScope of an unknown name: accepted")
+	}
+}
