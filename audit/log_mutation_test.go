@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,8 +92,8 @@ func TestScanLineBound(t *testing.T) {
 		t.Fatalf("a line of MaxLineBytes: %v", err)
 	}
 	e.Evidence.Reason += "r"
-	if _, err := e.Marshal(); err == nil {
-		t.Fatal("Marshal wrote a line of MaxLineBytes+1")
+	if _, err := e.Marshal(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the event is %d bytes", MaxLineBytes+1)) {
+		t.Fatalf("Marshal of a line of MaxLineBytes+1: %v", err)
 	}
 	long := append(append([]byte(nil), line[:len(line)-1]...), ' ', '\n')
 	var le *LineError
