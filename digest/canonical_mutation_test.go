@@ -95,6 +95,7 @@ func TestSyntaxErrorText(t *testing.T) {
 		{`{"a":1,"a":2}`, "repeated member name \"a\" at /a (byte 13)"}, // found when the object closes
 		{`{"x/y":{"k":tru}}`, "at /x~1y/k (byte 12)"},
 		{`[1,`, "at /1 (byte 3)"},
+		{`{"a":[],"b":{},"c":tru}`, "at /c (byte 19)"}, // an empty array and object leave the path as it was
 		{`nul`, "at the top level (byte 0)"},
 		{`"\ud800\udc00`, "unterminated string"}, // a whole pair, then the end
 		{`"\ud800\u00`, "lone high surrogate"},
