@@ -97,6 +97,9 @@ func TestSyntaxErrorText(t *testing.T) {
 		{`[1,`, "at /1 (byte 3)"},
 		{`{"a":[],"b":{},"c":tru}`, "at /c (byte 19)"}, // an empty array and object leave the path as it was
 		{`nul`, "at the top level (byte 0)"},
+		// A member named "" is the token "" (RFC 6901: "/" is its pointer).
+		{`{"":tru}`, "at / (byte 4)"},
+		{`{"":{"":[1,tru]}}`, "at ///1 (byte 11)"},
 		{`"\ud800\udc00`, "unterminated string"}, // a whole pair, then the end
 		{`"\ud800\u00`, "lone high surrogate"},
 	} {
