@@ -23,3 +23,33 @@ func TestDescriptionScanBound(t *testing.T) {
 		}
 	}
 }
+
+// TestInflectVowels: "a" is a vowel for the inflection rules like the
+// others: a consonant after it doubles ("planning"), and a "y" after it
+// takes no "-ies" ("plays", not "plaies").
+func TestInflectVowels(t *testing.T) {
+	t.Parallel()
+	if got := inflect("plan"); !slices.Contains(got, "planning") {
+		t.Errorf("inflect(plan) = %q, lacks planning", got)
+	}
+	if got := inflect("play"); slices.Contains(got, "plaies") {
+		t.Errorf("inflect(play) = %q, has plaies", got)
+	}
+	for _, b := range []byte("aeiou") {
+		if !isVowel(b) {
+			t.Errorf("%c is not a vowel", b)
+		}
+	}
+}
+
+// TestNameOnlyRunVerb: "start" is a run verb in a name only: start_process
+// is exec, "Starts the process." in a description is not.
+func TestNameOnlyRunVerb(t *testing.T) {
+	t.Parallel()
+	if got := Classify([]byte(`{"name":"start_process"}`), nil); !slices.Contains(got.Capabilities, Exec) {
+		t.Errorf("start_process: %v, want exec", got.Capabilities)
+	}
+	if got := Classify([]byte(`{"name":"x","description":"Starts the process."}`), nil); slices.Contains(got.Capabilities, Exec) {
+		t.Errorf("a description starting a process: %v, want no exec", got.Capabilities)
+	}
+}
