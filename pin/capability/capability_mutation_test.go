@@ -53,3 +53,19 @@ func TestNameOnlyRunVerb(t *testing.T) {
 		t.Errorf("a description starting a process: %v, want no exec", got.Capabilities)
 	}
 }
+
+// TestOverridesSizeBound: a caps.json of exactly MaxOverridesBytes is
+// read; one byte more is refused for its size.
+func TestOverridesSizeBound(t *testing.T) {
+	t.Parallel()
+	doc := func(n int) []byte {
+		head := `{"tools":{"x":["read"]}}`
+		return []byte(head + strings.Repeat(" ", n-len(head)))
+	}
+	if _, err := ParseOverrides(doc(MaxOverridesBytes)); err != nil {
+		t.Errorf("%d bytes: %v", MaxOverridesBytes, err)
+	}
+	if _, err := ParseOverrides(doc(MaxOverridesBytes + 1)); err == nil || !strings.Contains(err.Error(), "bytes is more than") {
+		t.Errorf("%d bytes: %v", MaxOverridesBytes+1, err)
+	}
+}
