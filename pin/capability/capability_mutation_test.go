@@ -3,6 +3,7 @@ package capability
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -67,5 +68,33 @@ func TestOverridesSizeBound(t *testing.T) {
 	}
 	if _, err := ParseOverrides(doc(MaxOverridesBytes + 1)); err == nil || !strings.Contains(err.Error(), "bytes is more than") {
 		t.Errorf("%d bytes: %v", MaxOverridesBytes+1, err)
+	}
+}
+
+// TestOverridesCountBounds: exactly MaxOverrideTools tools are read, one
+// more refused; five unknown members are all named, a sixth is cut to "…".
+func TestOverridesCountBounds(t *testing.T) {
+	t.Parallel()
+	tools := func(n int) json.RawMessage {
+		m := make(map[string][]string, n)
+		for i := range n {
+			m["t"+strconv.Itoa(i)] = []string{"read"}
+		}
+		b, _ := json.Marshal(m)
+		return b
+	}
+	if _, err := ParseOverrideTools(tools(MaxOverrideTools), false); err != nil {
+		t.Errorf("%d tools: %v", MaxOverrideTools, err)
+	}
+	if _, err := ParseOverrideTools(tools(MaxOverrideTools+1), false); err == nil {
+		t.Errorf("%d tools: accepted", MaxOverrideTools+1)
+	}
+	five := `{"tools":{},"a":1,"b":1,"c":1,"d":1,"e":1}`
+	if _, err := ParseOverrides([]byte(five)); err == nil || strings.Contains(err.Error(), "…") || !strings.Contains(err.Error(), `"e"`) {
+		t.Errorf("five unknown members: %v", err)
+	}
+	six := `{"tools":{},"a":1,"b":1,"c":1,"d":1,"e":1,"f":1}`
+	if _, err := ParseOverrides([]byte(six)); err == nil || !strings.Contains(err.Error(), `"e", …`) || strings.Contains(err.Error(), `"f"`) {
+		t.Errorf("six unknown members: %v", err)
 	}
 }
