@@ -43,6 +43,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 export GOFLAGS=${GOFLAGS:-"-buildvcs=false -trimpath"}
+# -count=1: gremlins times each mutant's tests against its coverage run; a
+# coverage run answered from the test cache takes no time, and every
+# mutant then "times out".
+GOFLAGS="$GOFLAGS -count=1"
 if [[ -n ${SKIP:-} ]]; then
 	GOFLAGS="$GOFLAGS -skip=$SKIP"
 fi
