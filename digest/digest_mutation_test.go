@@ -52,7 +52,10 @@ func TestSmallReaders(t *testing.T) {
 	for _, tc := range []struct {
 		name, known string
 		want        bool
-	}{{"Name", "name", true}, {"name", "name", false}, {"NAMEX", "name", false}, {"nam", "name", false}} {
+	}{
+		{"Name", "name", true}, {"name", "name", false}, {"NAMEX", "name", false}, {"nam", "name", false},
+		{"\u212a", "k", true}, // the Kelvin sign: three bytes folding to one
+	} {
 		if got := CaseVariant(tc.name, tc.known); got != tc.want {
 			t.Errorf("CaseVariant(%q, %q) = %v", tc.name, tc.known, got)
 		}
