@@ -53,11 +53,16 @@ func (c *canonicalizer) pointer() string {
 		if f.keyEnd <= f.keyStart || f.keyEnd > len(c.keys) {
 			continue
 		}
-		name := string(c.keys[f.keyStart:f.keyEnd])
-		name = strings.ReplaceAll(name, "~", "~0")
-		b.WriteString(strings.ReplaceAll(name, "/", "~1"))
+		b.WriteString(PointerToken(string(c.keys[f.keyStart:f.keyEnd])))
 	}
 	return b.String()
+}
+
+// PointerToken escapes a member name as one JSON Pointer reference token
+// (RFC 6901 section 3): "~" as "~0", then "/" as "~1". It is the one
+// escaping of the tree's pointers (docs/JSON.md).
+func PointerToken(name string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
 }
 
 // Errors a definition can have besides a SyntaxError.

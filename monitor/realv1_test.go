@@ -68,7 +68,7 @@ func TestRealPublicGoodV1Entries(t *testing.T) {
 					t.Fatalf("entry %d: %v", te.GetLogIndex(), err)
 				}
 				kinds[e.kind+" "+e.apiVersion]++
-				if proven != rel.Contains(e.Digest(), hex.EncodeToString(te.GetLogId().GetKeyId())) {
+				if proven != rel.releasedIn(e.Digest(), []string{hex.EncodeToString(te.GetLogId().GetKeyId())}) {
 					t.Errorf("entry %d: its digest %s is not released by its own bundle", te.GetLogIndex(), e.Digest())
 				}
 				var matched bool

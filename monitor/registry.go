@@ -29,10 +29,9 @@ type RegistryOptions struct {
 	MaxBundleBytes int64
 	FetchTimeout   time.Duration
 	// BundleAddresses are the addresses a bundle fetch may connect to, as
-	// registry.Options.BundleAddresses: at least what
-	// registry.BundleAddresses gives for the source (loopback for a
-	// registry on a loopback host), and the zero value refuses every other
-	// non-public address.
+	// registry.Options.BundleAddresses: the zero value refuses every
+	// non-public address but a loopback registry's own host and port
+	// (registry.NewFetcher, docs/REGISTRY.md "Bundle addresses").
 	BundleAddresses source.AddressScope
 }
 
@@ -69,8 +68,8 @@ func ReleasedFromRegistry(ctx context.Context, r *Released, src string, names []
 		}
 		watched.Servers[n] = policy.Server{}
 	}
-	fetcher, err := source.NewBundleFetcher(source.BundleOptions{HTTPClient: o.HTTPClient, MaxBytes: o.MaxBundleBytes, Timeout: o.FetchTimeout,
-		Addresses: max(o.BundleAddresses, registry.BundleAddresses(src, false))})
+	fetcher, err := registry.NewFetcher(src, source.BundleOptions{HTTPClient: o.HTTPClient, MaxBytes: o.MaxBundleBytes, Timeout: o.FetchTimeout,
+		Addresses: o.BundleAddresses})
 	if err != nil {
 		return 0, err
 	}

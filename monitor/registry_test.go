@@ -99,8 +99,8 @@ func TestReleasedFromRegistry(t *testing.T) {
 				t.Fatalf("%d digests, want %d", r.Len(), want.Len())
 			}
 			for d := range want.digests {
-				if (c.added > 0) != r.Contains(d, hexID(w.a)) {
-					t.Errorf("%s: contained %v", d, r.Contains(d, hexID(w.a)))
+				if (c.added > 0) != r.releasedIn(d, []string{hexID(w.a)}) {
+					t.Errorf("%s: contained %v", d, r.releasedIn(d, []string{hexID(w.a)}))
 				}
 			}
 		})

@@ -90,17 +90,6 @@ func NewReleased(c ReleaseCheck) (*Released, error) {
 	return r, nil
 }
 
-// Contains reports whether d was released in the log whose ID is logID
-// (hex, as the trusted root keys its logs), or given as released in every
-// log.
-func (r *Released) Contains(d, logID string) bool {
-	if r == nil {
-		return false
-	}
-	logs, ok := r.digests[d]
-	return ok && (logs == nil || logs[logID])
-}
-
 // releasedIn reports whether d was released in one of logIDs.
 func (r *Released) releasedIn(d string, logIDs []string) bool {
 	if r == nil {

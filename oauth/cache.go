@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 
@@ -160,19 +162,60 @@ func (e *entry) config() *oauth2.Config {
 	}
 }
 
-// refresh trades e's refresh token for a new token, naming resource (RFC
-// 8707) as the sign-in's authorization request and code exchange did, so
-// that the authorization server issues a token for this server only, not
-// one of a wider audience the server could replay elsewhere. oauth2's
-// refreshing token source sends no extra parameter, so the grant goes
-// through Exchange with grant_type refresh_token and an empty code, which
-// RFC 6749 section 3.2 has the server treat as absent (as go-sdk's
-// oauthex.ExchangeToken does for RFC 8693).
-func (e *entry) refresh(ctx context.Context, resource string) (*oauth2.Token, error) {
-	return e.config().Exchange(ctx, "",
-		oauth2.SetAuthURLParam("grant_type", "refresh_token"),
-		oauth2.SetAuthURLParam("refresh_token", e.Token.RefreshToken),
-		oauth2.SetAuthURLParam("resource", resource))
+// refresh trades e's refresh token for a new token through oauth2's
+// refresh grant (RFC 6749 section 6: grant_type, refresh_token, the client's
+// authentication, no code), naming resource (RFC 8707) as the sign-in's
+// authorization request and code exchange did, so that the authorization
+// server issues a token for this server only, not one of a wider audience
+// the server could replay elsewhere. oauth2's refreshing token source sends
+// no extra parameter: c's transport adds resource to that one request's
+// form (withResource).
+func (e *entry) refresh(ctx context.Context, c *http.Client, resource string) (*oauth2.Token, error) {
+	rc := *c
+	rc.Transport = withResource{base: c.Transport, resource: resource}
+	src := e.config().TokenSource(withClient(ctx, &rc), &oauth2.Token{RefreshToken: e.Token.RefreshToken})
+	return src.Token()
+}
+
+// withResource adds the member "resource" to the form of a token request
+// (a POST of application/x-www-form-urlencoded, as oauth2 sends it).
+type withResource struct {
+	base     http.RoundTripper // nil: http.DefaultTransport
+	resource string
+}
+
+// maxTokenForm bounds the form withResource rereads: oauth2's own, a few
+// hundred bytes.
+const maxTokenForm = 64 << 10
+
+// RoundTrip implements http.RoundTripper.
+func (w withResource) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := w.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if req.Method != http.MethodPost || req.Body == nil || req.Header.Get("Content-Type") != "application/x-www-form-urlencoded" {
+		return base.RoundTrip(req)
+	}
+	data, err := io.ReadAll(io.LimitReader(req.Body, maxTokenForm+1))
+	req.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("reading the token request: %w", err)
+	}
+	if len(data) > maxTokenForm {
+		return nil, errors.New("the token request is larger than 64 KiB")
+	}
+	form, err := url.ParseQuery(string(data))
+	if err != nil {
+		return nil, fmt.Errorf("reading the token request: %w", err)
+	}
+	form.Set("resource", w.resource)
+	body := form.Encode()
+	out := req.Clone(req.Context())
+	out.Body = io.NopCloser(strings.NewReader(body))
+	out.ContentLength = int64(len(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
+	return base.RoundTrip(out)
 }
 
 // refreshLocked trades the refresh token for a new token and caches it.
@@ -199,7 +242,7 @@ func (t *Transport) refreshLocked(ctx context.Context) error {
 		if resource == "" {
 			resource = netguard.ShownURL(t.resource)
 		}
-		tok, err := e.refresh(withClient(ctx, t.client), resource)
+		tok, err := e.refresh(ctx, t.client, resource)
 		if err != nil {
 			return t.scrub(fmt.Errorf("refreshing the token for %s: %w", t.server(), tokenError(err)))
 		}

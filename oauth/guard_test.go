@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,6 +75,11 @@ func TestRefreshNamesResource(t *testing.T) {
 		}
 		if g.Type == "refresh_token" {
 			refreshes++
+			// oauth2's refresh grant: no empty "code" or "redirect_uri"
+			// of an authorization code exchange.
+			if slices.Contains(g.Members, "code") || slices.Contains(g.Members, "redirect_uri") || !slices.Contains(g.Members, "refresh_token") {
+				t.Errorf("a refresh grant sent the members %v", g.Members)
+			}
 		}
 	}
 	if refreshes != 2 || rs.WrongAudience.Load() != 0 {

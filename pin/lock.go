@@ -967,11 +967,16 @@ func decodeLock(m map[string]json.RawMessage) (*Lock, error) {
 
 // decodeProof reads the member "proof": an array of 1 to MaxProofBundles
 // strings, each a bundle in standard base64 with padding, written in its
-// one form (what Marshal writes: re-encoding gives the same string).
+// one form (what Marshal writes: re-encoding gives the same string, and the
+// JSON string has no escape). The array is split by the strict reader
+// (digest.Elements), the one that reads every other wire value.
 func decodeProof(raw json.RawMessage) ([][]byte, error) {
-	var elems []json.RawMessage
-	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &elems) != nil {
+	if len(raw) == 0 || raw[0] != '[' {
 		return nil, errors.New("not an array")
+	}
+	elems, err := digest.Elements(raw)
+	if err != nil {
+		return nil, err
 	}
 	if len(elems) == 0 || len(elems) > MaxProofBundles {
 		return nil, fmt.Errorf("%d bundles: from 1 to %d", len(elems), MaxProofBundles)
@@ -983,7 +988,7 @@ func decodeProof(raw json.RawMessage) ([][]byte, error) {
 			return nil, fmt.Errorf("#%d: %w", i, err)
 		}
 		b, err := base64.StdEncoding.Strict().DecodeString(str)
-		if err != nil || base64.StdEncoding.EncodeToString(b) != str {
+		if err != nil || base64.StdEncoding.EncodeToString(b) != str || len(e) != len(str)+2 {
 			return nil, fmt.Errorf("#%d is not a bundle in standard base64", i)
 		}
 		out = append(out, b)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/trustroot"
 )
@@ -37,7 +38,7 @@ func (f *File) LoadKeys() error {
 		return err
 	}
 	for _, n := range f.Names {
-		if err := load(f.Servers[n].Identities, "/servers/"+pointerToken(n)); err != nil {
+		if err := load(f.Servers[n].Identities, "/servers/"+digest.PointerToken(n)); err != nil {
 			return err
 		}
 	}

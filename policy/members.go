@@ -63,7 +63,7 @@ func (t table[T]) read(p *parser, m map[string][]byte, at string, dst *T) error 
 			}
 			continue
 		}
-		if err := mb.read(p, v, at+"/"+pointerToken(mb.name), dst); err != nil {
+		if err := mb.read(p, v, at+"/"+digest.PointerToken(mb.name), dst); err != nil {
 			return err
 		}
 	}

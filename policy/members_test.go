@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mcpsign/mcpsign/digest"
 )
 
 // TestEveryMemberRead: every name a table allows is read, none accepted and
@@ -54,7 +56,7 @@ func TestEveryMemberRead(t *testing.T) {
 				doc = strings.Replace(doc, `,"x":0`, ``, 1)
 			}
 			_, err := Parse([]byte(doc), "/p.json")
-			want := pl.at + "/" + pointerToken(n)
+			want := pl.at + "/" + digest.PointerToken(n)
 			// At the member, or an element of it.
 			if err == nil || !strings.Contains(err.Error(), want+":") && !strings.Contains(err.Error(), want+"/") {
 				t.Errorf("%s: %v, want a refusal at %s", doc, err, want)

@@ -374,11 +374,6 @@ func isHex(s string) bool {
 	return true
 }
 
-// pointerToken escapes a JSON Pointer token (RFC 6901).
-func pointerToken(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
 // truncate shows at most 40 bytes of a value in an error, quoted.
 func truncate(v []byte) string {
 	s := string(v)

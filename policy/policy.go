@@ -352,7 +352,7 @@ func (p *parser) servers(v []byte, at string, f *File) error {
 		return p.fail(at, "more than %d servers", MaxServers)
 	}
 	for _, n := range names {
-		at := at + "/" + pointerToken(n)
+		at := at + "/" + digest.PointerToken(n)
 		if err := ValidServerName(n); err != nil {
 			return p.fail(at, "%v", err)
 		}

@@ -177,7 +177,7 @@ func (s ServerRequests) stripCapabilities(line []byte, env *mcpwire.Message) ([]
 	if err != nil {
 		return nil, errStripCapabilities
 	}
-	ptrs := []string{"/params/_meta/" + strings.ReplaceAll(mcpwire.MetaClientCapabilities, "/", "~1")}
+	ptrs := []string{"/params/_meta/" + digest.PointerToken(mcpwire.MetaClientCapabilities)}
 	if env.Method == mcpwire.MethodInitialize {
 		ptrs = append(ptrs, "/params/capabilities")
 	}

@@ -344,7 +344,7 @@ func parseServer(raw []byte, lim Limits, base string) (*Entry, error) {
 	}
 	for name := range m {
 		if !slices.Contains(serverMembers, name) {
-			e.unbound("/"+pointerToken(name), "a member the published server.json schema does not define: nothing says what it decides, and no statement binds it")
+			e.unbound("/"+digest.PointerToken(name), "a member the published server.json schema does not define: nothing says what it decides, and no statement binds it")
 		}
 	}
 	if e.Status, err = e.optString(m, "status", "/status"); err != nil {
@@ -378,7 +378,7 @@ func (e *Entry) readOfficial(meta []byte, ptr string) error {
 	if !ok || string(o) == "null" {
 		return nil
 	}
-	ptr += "/" + pointerToken(OfficialMeta)
+	ptr += "/" + digest.PointerToken(OfficialMeta)
 	om, err := digest.ReadMembers(o, "status")
 	if err != nil {
 		return refuse(ErrEntry, ptr, "%v", err)
@@ -396,11 +396,6 @@ func (e *Entry) readOfficial(meta []byte, ptr string) error {
 	}
 	e.Status, e.statusPtr = st, ptr+"/status"
 	return nil
-}
-
-// pointerToken escapes one member name as a JSON Pointer token (RFC 6901).
-func pointerToken(name string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
 }
 
 // unbound records a member no statement binds.
@@ -507,7 +502,7 @@ func (e *Entry) parsePackage(raw []byte, ptr string) (Package, error) {
 	}
 	for name := range m {
 		if !slices.Contains(packageMembers, name) {
-			e.unbound(ptr+"/"+pointerToken(name), "a member of a package the published server.json schema does not define: it may decide how the package is installed, and no statement binds it")
+			e.unbound(ptr+"/"+digest.PointerToken(name), "a member of a package the published server.json schema does not define: it may decide how the package is installed, and no statement binds it")
 		}
 	}
 	if v, ok := m["runtimeArguments"]; ok && string(v) != "null" {

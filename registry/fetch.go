@@ -22,7 +22,8 @@ type Fetcher struct {
 
 // NewFetcher returns the Fetcher for the entries of src (a SOURCE as
 // List takes), with o's client, bounds and address scope
-// (BundleAddresses(src, allowPrivate) gives the command's).
+// (source.PublicAddresses, the zero value, unless the operator allowed
+// more); monitor's registry refresh fetches with it.
 func NewFetcher(src string, o source.BundleOptions) (*Fetcher, error) {
 	return newFetcher(SourceHost(src), o)
 }
@@ -58,18 +59,6 @@ func (f *Fetcher) Close() {
 	if f.local != nil {
 		f.local.Close()
 	}
-}
-
-// BundleAddresses is the address scope of the bundle fetches for the
-// entries src lists (a src as List takes): public addresses only, or
-// with allowPrivate every address (a private network's mirror). A
-// registry on a loopback host gets no wider scope: its own host and port
-// only (SourceHost, Options.SourceHost), not every loopback service.
-func BundleAddresses(src string, allowPrivate bool) source.AddressScope {
-	if allowPrivate {
-		return source.AnyAddress
-	}
-	return source.PublicAddresses
 }
 
 // SourceHost is the host:port of src when it is a registry URL on a

@@ -54,7 +54,7 @@ func (e *Entry) checkTransport(v []byte, ptr string) error {
 	}
 	for _, n := range names {
 		if n != "type" {
-			e.unbound(ptr+"/"+pointerToken(n), "a stdio transport has only a type: nothing binds another member")
+			e.unbound(ptr+"/"+digest.PointerToken(n), "a stdio transport has only a type: nothing binds another member")
 		}
 	}
 	e.Bound = append(e.Bound, ptr+"/type")
@@ -107,7 +107,7 @@ func (e *Entry) checkInputs(v []byte, ptr string, env bool) error {
 		}
 		for name := range m {
 			if !slices.Contains(inputMembers, name) {
-				e.unbound(ip+"/"+pointerToken(name), "a member the published server.json schema does not define")
+				e.unbound(ip+"/"+digest.PointerToken(name), "a member the published server.json schema does not define")
 			}
 		}
 	}

@@ -484,7 +484,7 @@ func TestLoopbackSourceHost(t *testing.T) {
 	service := tlsRegistry(t, func(w http.ResponseWriter, r *http.Request) { other.Add(1) })
 	reg := tlsRegistry(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("not a bundle")) })
 	pf := keyPolicy(t)
-	v, err := New(Options{Policy: pf, HTTPClient: reg.Client(), BundleAddresses: BundleAddresses(reg.URL, false), SourceHost: SourceHost(reg.URL), FetchTimeout: 5 * time.Second})
+	v, err := New(Options{Policy: pf, HTTPClient: reg.Client(), SourceHost: SourceHost(reg.URL), FetchTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

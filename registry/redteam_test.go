@@ -271,26 +271,4 @@ func TestBundleAddressGuard(t *testing.T) {
 			}
 		})
 	}
-	for _, c := range []struct {
-		src          string
-		allowPrivate bool
-		want         source.AddressScope
-	}{
-		{"https://registry.modelcontextprotocol.io", false, source.PublicAddresses},
-		// A registry on loopback widens nothing: its own host and port
-		// only (SourceHost, TestLoopbackSourceHost).
-		{"http://127.0.0.1:8080", false, source.PublicAddresses},
-		{"https://localhost/", false, source.PublicAddresses},
-		{"http://[::1]:8080/v0", false, source.PublicAddresses},
-		{"https://LOCALHOST/", false, source.PublicAddresses}, // the one loopback rule (netguard.IsLoopbackHost)
-		{"https://10.0.0.5", false, source.PublicAddresses},
-		{"dump.json", false, source.PublicAddresses},
-		{"-", false, source.PublicAddresses},
-		{"dump.json", true, source.AnyAddress},
-		{"https://registry.modelcontextprotocol.io", true, source.AnyAddress},
-	} {
-		if got := BundleAddresses(c.src, c.allowPrivate); got != c.want {
-			t.Errorf("BundleAddresses(%q, %v) = %v, want %v", c.src, c.allowPrivate, got, c.want)
-		}
-	}
 }

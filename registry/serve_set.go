@@ -209,7 +209,7 @@ func servable(e *Entry) (*servedEntry, error) {
 	}
 	meta, ok := m["_meta"]
 	if !ok {
-		return nil, fmt.Errorf("no /_meta/%s", pointerToken(VerifiedMember))
+		return nil, fmt.Errorf("no /_meta/%s", digest.PointerToken(VerifiedMember))
 	}
 	mm, err := digest.ReadMembers(meta, PublisherProvided, VerifiedMember)
 	if err != nil {
@@ -217,11 +217,11 @@ func servable(e *Entry) (*servedEntry, error) {
 	}
 	raw, ok := mm[VerifiedMember]
 	if !ok {
-		return nil, fmt.Errorf("no /_meta/%s: mcpsign did not verify it", pointerToken(VerifiedMember))
+		return nil, fmt.Errorf("no /_meta/%s: mcpsign did not verify it", digest.PointerToken(VerifiedMember))
 	}
 	b, at, err := checkVerified(e, raw)
 	if err != nil {
-		return nil, fmt.Errorf("/_meta/%s: %w", pointerToken(VerifiedMember), err)
+		return nil, fmt.Errorf("/_meta/%s: %w", digest.PointerToken(VerifiedMember), err)
 	}
 	status := b.Status
 	if status == "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpsign/mcpsign/internal/interrupt"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/registry"
+	"github.com/mcpsign/mcpsign/source"
 	"github.com/mcpsign/mcpsign/source/progress"
 )
 
@@ -87,7 +88,7 @@ func runRegistryVerify(cmd *cobra.Command, a *app, f *registryVerifyFlags, src s
 		return err
 	}
 	v, err := registry.New(registry.Options{Policy: pf, HTTPClient: a.httpClient,
-		BundleAddresses: registry.BundleAddresses(src, f.allowPrivate), SourceHost: registry.SourceHost(src),
+		BundleAddresses: bundleAddresses(f.allowPrivate), SourceHost: registry.SourceHost(src),
 		DeciderOptions: policy.DeciderOptions{Offline: f.offline}})
 	if err != nil {
 		return err
@@ -190,4 +191,15 @@ func runRegistryHint(a *app, f *registryHintFlags, path string) error {
 		f.output = path
 	}
 	return registry.WriteServerJSON(f.output, out)
+}
+
+// bundleAddresses is where registry verify and registry serve --verify
+// fetch bundles: public addresses, and a loopback registry's own host and
+// port besides (registry.Options.SourceHost); --allow-private-bundles
+// allows every address.
+func bundleAddresses(allowPrivate bool) source.AddressScope {
+	if allowPrivate {
+		return source.AnyAddress
+	}
+	return source.PublicAddresses
 }

@@ -93,7 +93,7 @@ func runRegistryServe(ctx context.Context, a *app, f *registryServeFlags, everyS
 			return err
 		}
 		v, err := registry.New(registry.Options{Policy: pf, HTTPClient: a.httpClient,
-			BundleAddresses: registry.BundleAddresses(f.verify, f.allowPrivate), SourceHost: registry.SourceHost(f.verify),
+			BundleAddresses: bundleAddresses(f.allowPrivate), SourceHost: registry.SourceHost(f.verify),
 			DeciderOptions: policy.DeciderOptions{Offline: f.offline}})
 		if err != nil {
 			return err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
@@ -284,7 +283,7 @@ func checkCapabilities(caps map[string][]byte, nulls bool) error {
 			}
 			for _, k := range names {
 				if jsonKind(values[k]) != '{' {
-					return shapeErrorf("/capabilities/%s/%s: want an object, got %s", name, pointerToken(k), shownJSON(values[k]))
+					return shapeErrorf("/capabilities/%s/%s: want an object, got %s", name, digest.PointerToken(k), shownJSON(values[k]))
 				}
 			}
 		default:
@@ -343,11 +342,6 @@ func jsonKind(v []byte) byte {
 // message is escaped where it is printed).
 func shownJSON(v []byte) string {
 	return textsafe.Cut(string(v), 64)
-}
-
-// pointerToken escapes a member name as a JSON Pointer token (RFC 6901).
-func pointerToken(name string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(name)
 }
 
 // RequestMeta builds the _meta of mcpsign's own modern requests: the

@@ -18,10 +18,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,6 +81,9 @@ type Grant struct {
 	Resource string
 	// OK reports whether a token was issued.
 	OK bool
+	// Members are the names of the form's members, sorted (values are
+	// secrets: not kept).
+	Members []string
 }
 
 // Grants returns the token grants so far, in order.
@@ -115,7 +120,7 @@ func (a *AS) token(w http.ResponseWriter, r *http.Request) {
 	if ok {
 		a.audience[got.AccessToken] = resource
 	}
-	a.grants = append(a.grants, Grant{Type: r.PostForm.Get("grant_type"), Resource: resource, OK: ok})
+	a.grants = append(a.grants, Grant{Type: r.PostForm.Get("grant_type"), Resource: resource, OK: ok, Members: slices.Sorted(maps.Keys(r.PostForm))})
 	a.audMu.Unlock()
 	for k, v := range rec.Header() {
 		w.Header()[k] = v
