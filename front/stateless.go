@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/proxy"
 )
 

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/netguard"
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/netguard"
 )
 
 // The Streamable HTTP upstream (docs/PROXY.md, "Remote servers"): every

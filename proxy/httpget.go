@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // startGET opens the GET stream of server-initiated messages once, after

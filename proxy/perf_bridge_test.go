@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
 // The bridge's targets (docs/PERFORMANCE.md, "Remote servers: the

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/rawio"
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
 	"github.com/mcpsign/mcpsign/internal/mcpwire/proctree"
+	"github.com/mcpsign/mcpsign/internal/rawio"
 )
 
 // child is the server process: started in a process group of its own so

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/erasserver"
-	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // rawPeer speaks newline-delimited JSON-RPC by hand, to see and send exact

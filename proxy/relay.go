@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/rawio"
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
 	"github.com/mcpsign/mcpsign/internal/mcpwire/proctree"
+	"github.com/mcpsign/mcpsign/internal/rawio"
 )
 
 // inbound is one line read from a peer, parsed.

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/erasserver"
-	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
 
 // The test binary doubles as a scripted stdio MCP server, written by hand to

@@ -6,8 +6,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/mcpsign/mcpsign/internal/rawio"
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/rawio"
 )
 
 // Upstream is the server's side of a session. Run relays the client's

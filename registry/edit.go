@@ -13,8 +13,8 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
 	"github.com/mcpsign/mcpsign/internal/boundedfile"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // ErrHint: a server.json the hint cannot be written into.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/jsonscan"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // The members of server.json that carry mcpsign's blocks (docs/REGISTRY.md).

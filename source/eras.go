@@ -10,8 +10,8 @@ import (
 	"sync"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // ErrErasDiffer is in the chain of the error of a live listing when the

@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"unicode/utf8"
 
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 // Stages named by a [StageError]. A list stage is named by its method:

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
-	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/internal/mcpwire/proctree"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
 // keys returns the key of each definition of kind k, in listing order.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/mcpsign/mcpsign/audit/auditevent"
 	"github.com/mcpsign/mcpsign/internal/atomicfile"
-	"github.com/mcpsign/mcpsign/internal/netguard"
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/netguard"
 	"github.com/mcpsign/mcpsign/monitor"
 	"github.com/mcpsign/mcpsign/oauth"
 	"github.com/mcpsign/mcpsign/sign"

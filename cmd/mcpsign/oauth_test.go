@@ -15,8 +15,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mcpsign/mcpsign/internal/testkit/oauthtest"
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/testkit/oauthtest"
 	"github.com/mcpsign/mcpsign/oauth"
 )
 

@@ -13,8 +13,8 @@ import (
 	"github.com/mcpsign/mcpsign/cmd/internal/proxyhint"
 	"github.com/mcpsign/mcpsign/cmd/mcpsign/options"
 	"github.com/mcpsign/mcpsign/internal/app/proxycmd"
-	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/proxy"
 	"github.com/mcpsign/mcpsign/source"
 )

@@ -21,9 +21,9 @@ import (
 
 	"github.com/mcpsign/mcpsign/audit"
 	"github.com/mcpsign/mcpsign/audit/auditevent"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 	"github.com/mcpsign/mcpsign/internal/netguard"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
-	"github.com/mcpsign/mcpsign/internal/mcpwire"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/proxy"
 )
