@@ -427,18 +427,34 @@ func apiEntry(e *servedEntry, server []byte) []byte {
 // error: entries that failed are not in it; an error (the source cannot be
 // read, the run was interrupted) returns no set.
 func (v *Verifier) VerifyServed(ctx context.Context, src string, o SourceOptions, lim Limits) (*ServedSet, Summary, error) {
-	if o.VerifiedOut == "" {
-		dir, err := os.MkdirTemp("", "mcpsign-serve-")
-		if err != nil {
-			return nil, Summary{}, err
-		}
-		defer os.RemoveAll(dir)
-		o.VerifiedOut = filepath.Join(dir, "verified.json")
+	// The run writes its dump into a directory of its own (0700), the set
+	// is loaded from there, and only then is the dump renamed to
+	// VerifiedOut (same directory, so the rename is atomic): what is
+	// served is what this run verified, never what another writer put at
+	// VerifiedOut meanwhile.
+	out := o.VerifiedOut
+	parent := ""
+	if out != "" {
+		parent = filepath.Dir(out)
 	}
+	dir, err := os.MkdirTemp(parent, ".mcpsign-serve-")
+	if err != nil {
+		return nil, Summary{}, err
+	}
+	defer os.RemoveAll(dir)
+	o.VerifiedOut = filepath.Join(dir, "verified.json")
 	sum, err := v.RunSource(ctx, src, o)
 	if err != nil {
 		return nil, sum, err
 	}
 	set, err := LoadServedFile(ctx, o.VerifiedOut, lim)
-	return set, sum, err
+	if err != nil {
+		return nil, sum, err
+	}
+	if out != "" {
+		if err := os.Rename(o.VerifiedOut, out); err != nil {
+			return nil, sum, err
+		}
+	}
+	return set, sum, nil
 }
