@@ -39,7 +39,9 @@ func TestRejectedInitializeLeavesNoSession(t *testing.T) {
 		header map[string]string
 	}{
 		{"Last-Event-ID on a POST", map[string]string{"Last-Event-ID": "x_1"}},
-		{"Mcp-Method header that contradicts the body", map[string]string{"Mcp-Method": "tools/call"}},
+		// go-sdk v1.8.0 checks an Mcp-Method header against the body only
+		// under MCP-Protocol-Version 2026-07-28 and later, which the front
+		// serves statelessly (no session to leave behind): no row for it.
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for range 3 { // past the cap of 2, were they kept
