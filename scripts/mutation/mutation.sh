@@ -59,7 +59,7 @@ mkdir -p "$out"
 pkgs=("$@")
 if ((${#pkgs[@]} == 0)); then
 	# Small and fast first, so a run cut short still has figures.
-	pkgs=(internal/netguard audit digest pin mcpwire policy registry monitor verify proxy)
+	pkgs=(internal/netguard audit digest pin internal/mcpwire policy registry monitor verify proxy)
 fi
 
 command -v jq >/dev/null || {
