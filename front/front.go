@@ -779,7 +779,8 @@ func errorMessage(id []byte, code int, message string) []byte {
 }
 
 // logWriter logs each line a relay writes to its stderr (the upstream's
-// stderr and the report of a block, escaped by the relay).
+// stderr and the report of a block, escaped by the relay: logged as
+// textsafe.Escaped, so that an escaping logger does not escape it again).
 type logWriter struct {
 	log *slog.Logger
 	who string
@@ -796,11 +797,11 @@ func (l *logWriter) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		l.log.Info("relay", "session", l.who, "line", string(l.buf[:i]))
+		l.log.Info("relay", "session", l.who, "line", textsafe.Escaped(l.buf[:i]))
 		l.buf = l.buf[i+1:]
 	}
 	if len(l.buf) > 64<<10 { // a line without end: logged in pieces
-		l.log.Info("relay", "session", l.who, "line", string(l.buf))
+		l.log.Info("relay", "session", l.who, "line", textsafe.Escaped(l.buf))
 		l.buf = nil
 	}
 	return len(p), nil

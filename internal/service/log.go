@@ -68,6 +68,8 @@ func escapeAttr(a slog.Attr) slog.Attr {
 		a.Value = slog.GroupValue(esc...)
 	case slog.KindAny:
 		switch x := v.Any().(type) {
+		case textsafe.Escaped:
+			a.Value = slog.StringValue(string(x)) // escaped once already
 		case error:
 			a.Value = slog.StringValue(textsafe.Escape(x.Error()))
 		case fmt.Stringer:
@@ -75,7 +77,9 @@ func escapeAttr(a slog.Attr) slog.Attr {
 		case []byte:
 			a.Value = slog.StringValue(textsafe.Escape(string(x)))
 		default:
-			a.Value = v
+			// Any other value (a named string type, a slice, a struct)
+			// could carry outside text: written as its escaped fmt form.
+			a.Value = slog.StringValue(textsafe.Escape(fmt.Sprint(x)))
 		}
 	default:
 		a.Value = v

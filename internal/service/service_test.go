@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"io"
 	"log/slog"
 	"net"
@@ -362,6 +363,28 @@ func TestEscapingHandler(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("log %s lacks %s", out, want)
 		}
+	}
+}
+
+// TestEscapingHandlerEscapedOnce: text escaped already (a relay's stderr
+// line: textsafe.Escaped) is logged as it is, so that a reader of the log
+// sees \u{202E} once, never \\u{202E}, which reads like harmless text.
+func TestEscapingHandlerEscapedOnce(t *testing.T) {
+	var b bytes.Buffer
+	type name string
+	NewLogger(&b, nil).Info("relay", "line", textsafe.Escaped(textsafe.Escape("evil\u202Ename")), "raw", "evil\u202Ename",
+		"named", name("evil\u202Ename"), "list", []string{"evil\u202Ename"})
+	var rec struct{ Line, Raw, Named, List string }
+	if err := json.Unmarshal(b.Bytes(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	for what, got := range map[string]string{"escaped once already": rec.Line, "raw": rec.Raw, "a named string type": rec.Named} {
+		if got != `evil\u{202E}name` {
+			t.Errorf("%s: logged %q, want %q", what, got, `evil\u{202E}name`)
+		}
+	}
+	if rec.List != `[evil\u{202E}name]` {
+		t.Errorf("a list: logged %q", rec.List)
 	}
 }
 

@@ -116,6 +116,12 @@ func Quote(s string) string {
 // (`\u200b` printed as `\\u200b`), and Go's escapes are not these.
 func RawQuote(s string) string { return `"` + s + `"` }
 
+// Escaped is text that Escape (or EscapeKeepLayout) already made safe, on
+// its way to an edge that escapes everything else it prints: such an edge
+// writes an Escaped as it is, so that it is escaped once (a line the proxy
+// wrote to its stderr, relayed into a service's log).
+type Escaped string
+
 // WithLines returns err with lines added below its message, each on a line
 // of its own: a hint, a list, the usage line. Its Error is err's message and
 // the lines joined by "\n"; ShowError keeps those line breaks and no
