@@ -319,7 +319,7 @@ func (d *jsonDoc) urlProblem(e *jsonEntry) string {
 		}
 	}
 	if up := member(obj, UpstreamKey); up != nil && (!isString(up.Value) || checkRemoteURL(literalString(up.Value)) != "") {
-		return fmt.Sprintf("%q is not the URL wrap --front keeps", UpstreamKey)
+		return fmt.Sprintf("%s is not the server URL a front's wrap keeps", textsafe.RawQuote(UpstreamKey))
 	}
 	if t := member(obj, "type"); t != nil {
 		if lit, ok := t.Value.(hujson.Literal); !ok || string(lit) != `"http"` {
@@ -488,7 +488,7 @@ func (d *jsonDoc) unfrontRemote(i int) string {
 	e := d.entries[i]
 	ui, ki := memberIndex(e.remote, e.remoteKey), memberIndex(e.remote, UpstreamKey)
 	if ki < 0 || !isString(e.remote.Members[ki].Value.Value) {
-		return fmt.Sprintf("%q is not the URL wrap --front keeps: restore the URL by hand", UpstreamKey)
+		return fmt.Sprintf("%s is not the server URL a front's wrap keeps: restore the URL by hand", textsafe.RawQuote(UpstreamKey))
 	}
 	e.remote.Members[ui].Value.Value = slices.Clone(e.remote.Members[ki].Value.Value.(hujson.Literal))
 	if ki == len(e.remote.Members)-1 && ki > 0 { // the trailing comma, if any, goes back to the member before
