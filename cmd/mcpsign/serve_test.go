@@ -22,24 +22,8 @@ import (
 func TestServeCommand(t *testing.T) {
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "mcp.lock")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stderr := &fixtures.SyncBuffer{}
-	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr, getenv: func(string) string { return "" }, isTerminal: func() bool { return false }}
-	code := make(chan int, 1)
-	go func() {
-		code <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--lock", lock, "--tofu", "--", fixtures.BuildExampleServer(t)}, a)
-	}()
-	var base string
-	re := regexp.MustCompile(`listening on (http://[^ ]+)/mcp`)
-	for deadline := time.Now().Add(20 * time.Second); base == ""; time.Sleep(20 * time.Millisecond) {
-		if m := re.FindStringSubmatch(stderr.String()); m != nil {
-			base = m[1]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not say where it listens:\n%s", stderr.String())
-		}
-	}
+	s := startServe(t, "--listen", "127.0.0.1:0", "--lock", lock, "--tofu", "--", fixtures.BuildExampleServer(t))
+	base, stderr := s.base, s.stderr
 	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer ccancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(cctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
@@ -65,14 +49,8 @@ func TestServeCommand(t *testing.T) {
 			t.Errorf("%s: %d %q, want 200 with %q", path, resp.StatusCode, body, want)
 		}
 	}
-	cancel()
-	select {
-	case c := <-code:
-		if c != 0 {
-			t.Errorf("exit %d after the interrupt, want 0:\n%s", c, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not end after the interrupt")
+	if c := s.stop(t); c != 0 {
+		t.Errorf("exit %d after the interrupt, want 0:\n%s", c, stderr.String())
 	}
 }
 
@@ -157,27 +135,56 @@ func TestServiceFlagsShared(t *testing.T) {
 func TestServeTokensEnvNotInherited(t *testing.T) {
 	const name = "MCPSIGN_TEST_SERVE_TOKENS"
 	t.Setenv(name, "0123456789abcdef0123456789abcdef")
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stderr := &fixtures.SyncBuffer{}
-	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr, getenv: func(string) string { return "" }, isTerminal: func() bool { return false }}
-	code := make(chan int, 1)
-	go func() {
-		code <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--tokens-env", name, "--lock", filepath.Join(dir, "mcp.lock"), "--tofu", "--", fixtures.BuildExampleServer(t)}, a)
-	}()
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stderr.String(), "listening on"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not say where it listens:\n%s", stderr.String())
-		}
-	}
+	s := startServe(t, "--listen", "127.0.0.1:0", "--tokens-env", name, "--lock", filepath.Join(t.TempDir(), "mcp.lock"), "--tofu", "--", fixtures.BuildExampleServer(t))
 	if v, ok := os.LookupEnv(name); ok {
 		t.Errorf("$%s is still in the environment every stdio upstream inherits (%d bytes)", name, len(v))
 	}
-	cancel()
+	s.stop(t)
+}
+
+// servedCLI is 'mcpsign serve' run in process by a test (startServe).
+type servedCLI struct {
+	base   string // the front's http://host:port
+	stderr *fixtures.SyncBuffer
+	code   chan int
+	cancel context.CancelFunc
+}
+
+// startServe runs 'mcpsign serve' with args (after "serve") until stop or
+// the test's end, and waits until it says where it listens.
+func startServe(t *testing.T, args ...string) *servedCLI {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s := &servedCLI{stderr: &fixtures.SyncBuffer{}, code: make(chan int, 1), cancel: cancel}
+	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: s.stderr, getenv: func(string) string { return "" }, isTerminal: func() bool { return false }}
+	go func() { s.code <- run(ctx, append([]string{"serve"}, args...), a) }()
+	s.base = s.waitFor(t, regexp.MustCompile(`listening on (http://[^ ]+)/mcp`))[1]
+	return s
+}
+
+// waitFor waits up to 20 s for re in serve's stderr and returns its match.
+func (s *servedCLI) waitFor(t *testing.T, re *regexp.Regexp) []string {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if m := re.FindStringSubmatch(s.stderr.String()); m != nil {
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in serve's stderr:\n%s", re, s.stderr.String())
+		}
+	}
+}
+
+// stop interrupts serve, as SIGINT does, and returns its exit code.
+func (s *servedCLI) stop(t *testing.T) int {
+	t.Helper()
+	s.cancel()
 	select {
-	case <-code:
+	case c := <-s.code:
+		return c
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not end after the interrupt")
+		return -1
 	}
 }

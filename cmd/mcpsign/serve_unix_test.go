@@ -25,26 +25,9 @@ import (
 func TestServeReload(t *testing.T) {
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "mcp.lock")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stderr := &fixtures.SyncBuffer{}
-	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr, getenv: func(string) string { return "" }, isTerminal: func() bool { return false }}
-	code := make(chan int, 1)
-	go func() {
-		code <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--lock", lock, "--tofu", "--", fixtures.BuildExampleServer(t)}, a)
-	}()
-	waitFor := func(re *regexp.Regexp) []string {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if m := re.FindStringSubmatch(stderr.String()); m != nil {
-				return m
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no %s in serve's stderr:\n%s", re, stderr.String())
-			}
-		}
-	}
-	base := waitFor(regexp.MustCompile(`listening on (http://[^ ]+)/mcp`))[1]
+	srv := startServe(t, "--listen", "127.0.0.1:0", "--lock", lock, "--tofu", "--", fixtures.BuildExampleServer(t))
+	base, stderr := srv.base, srv.stderr
+	waitFor := func(re *regexp.Regexp) []string { t.Helper(); return srv.waitFor(t, re) }
 	session := func() {
 		t.Helper()
 		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -79,14 +62,8 @@ func TestServeReload(t *testing.T) {
 	}
 	waitFor(regexp.MustCompile(`"msg":"reloaded`))
 	session()
-	cancel()
-	select {
-	case c := <-code:
-		if c != 0 {
-			t.Errorf("exit %d:\n%s", c, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not end")
+	if c := srv.stop(t); c != 0 {
+		t.Errorf("exit %d:\n%s", c, stderr.String())
 	}
 }
 
@@ -103,27 +80,10 @@ func TestServeGuards(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("# clients\n"+tokA+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stderr := &fixtures.SyncBuffer{}
-	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr, getenv: func(string) string { return "" }, isTerminal: func() bool { return false }}
-	code := make(chan int, 1)
-	go func() {
-		code <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--lock", lock, "--tofu",
-			"--allow-origin", "https://agent.example.com", "--tokens-file", tokens, "--", fixtures.BuildExampleServer(t)}, a)
-	}()
-	waitFor := func(re *regexp.Regexp) []string {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if m := re.FindStringSubmatch(stderr.String()); m != nil {
-				return m
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no %s in serve's stderr:\n%s", re, stderr.String())
-			}
-		}
-	}
-	base := waitFor(regexp.MustCompile(`listening on (http://[^ ]+)/mcp`))[1]
+	srv := startServe(t, "--listen", "127.0.0.1:0", "--lock", lock, "--tofu",
+		"--allow-origin", "https://agent.example.com", "--tokens-file", tokens, "--", fixtures.BuildExampleServer(t))
+	base, stderr := srv.base, srv.stderr
+	waitFor := func(re *regexp.Regexp) []string { t.Helper(); return srv.waitFor(t, re) }
 	initialize := func(host, origin, token string) int {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`))
@@ -191,14 +151,8 @@ func TestServeGuards(t *testing.T) {
 	if a, b := initialize("", "", tokA), initialize("", "", tokB); a != 401 || b != 200 {
 		t.Errorf("after a good token file: old token %d (want 401), new %d (want 200)", a, b)
 	}
-	cancel()
-	select {
-	case c := <-code:
-		if c != 0 {
-			t.Errorf("exit %d:\n%s", c, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not end")
+	if c := srv.stop(t); c != 0 {
+		t.Errorf("exit %d:\n%s", c, stderr.String())
 	}
 	if out := stderr.String(); strings.Contains(out, tokA) || strings.Contains(out, tokB) {
 		t.Errorf("a token was logged:\n%s", out)
