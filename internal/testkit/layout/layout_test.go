@@ -1,5 +1,6 @@
-// Package layout holds a test of the module's floors: which package may
-// import which (README.md, "Layout").
+// Package layout holds the tests of the module's floors: which package may
+// import which (README.md, "Layout"), and how large the relay core's files
+// and functions may grow (size_test.go).
 package layout
 
 import (
