@@ -215,7 +215,7 @@ func (f *Front) load(ctx context.Context) (*generation, error) {
 		// for most requests of many sessions.
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 2*f.o.MaxSessions + 16
-		opts.HTTPClient = &http.Client{Transport: t}
+		opts.HTTPClient = &http.Client{Transport: newUpstreamTransport(t)}
 	}
 	return &generation{opts: opts, policy: f.observe(opts.Policy)}, nil
 }
@@ -694,7 +694,7 @@ func (f *Front) servePOST(w http.ResponseWriter, r *http.Request, id string) {
 	case modern(r, &msg):
 		f.serveStateless(w, r, body, &msg)
 	case msg.Kind == mcpwire.KindRequest && msg.Method == mcpwire.MethodInitialize:
-		s, why := f.newSession(r.Header.Values("Authorization"))
+		s, why := f.newSession(r)
 		if s == nil {
 			f.unavailable(w, why)
 			return

@@ -265,12 +265,15 @@ func openSessions(b testing.TB, ctx context.Context, url string, n int) func() {
 }
 
 // TestIdleHeapProfile writes the heap profile of 200 idle sessions to
-// $MCPSIGN_FRONT_HEAPPROFILE (only then).
+// $MCPSIGN_FRONT_HEAPPROFILE (only then), and their goroutines (counted
+// by stack) to the same path with ".goroutine" appended.
 func TestIdleHeapProfile(t *testing.T) {
 	path := os.Getenv("MCPSIGN_FRONT_HEAPPROFILE")
 	if path == "" {
 		return
 	}
+	defer func(r int) { runtime.MemProfileRate = r }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 1 // every allocation, not a sample
 	up := httpExample(t, fixtures.ModeHonest)
 	s := serve(t, up, lockOf(t, up), func(o *frontOptions) { o.MaxSessions = 10000 })
 	ctx := testContext(t)
@@ -280,6 +283,9 @@ func TestIdleHeapProfile(t *testing.T) {
 	f, _ := os.Create(path)
 	pprof.Lookup("heap").WriteTo(f, 0)
 	f.Close()
+	g, _ := os.Create(path + ".goroutine")
+	pprof.Lookup("goroutine").WriteTo(g, 1)
+	g.Close()
 }
 
 // BenchmarkFrontReady: a readiness probe that must check (no passed check

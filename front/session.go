@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/service"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/proxy"
 )
@@ -32,15 +33,14 @@ type session struct {
 	t    *mcp.StreamableServerTransport
 	conn mcp.Connection
 
-	inW *io.PipeWriter // the relay's client side: what the client sent
-
 	active   atomic.Int32 // POSTs being served
 	lastUsed atomic.Int64 // unix nanoseconds of the last POST's end
 
-	// auth is the digest of the Authorization the session started with: a
-	// request of the session must carry the same (a front with client
+	// auth is the digest of who started the session (credentialsOf): a
+	// request of the session must come from the same (a front with client
 	// bearer tokens serves several users, and under
-	// Options.PassAuthorization the session's upstream requests carry it).
+	// Options.PassAuthorization the session's upstream requests carry the
+	// Authorization).
 	auth [sha256.Size]byte
 
 	mu      sync.Mutex
@@ -49,7 +49,8 @@ type session struct {
 }
 
 // newSession starts a session and its relay, or says why not (the cap).
-func (f *Front) newSession(auth []string) (*session, string) {
+func (f *Front) newSession(r *http.Request) (*session, string) {
+	auth := r.Header.Values("Authorization")
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.draining {
@@ -66,21 +67,20 @@ func (f *Front) newSession(auth []string) (*session, string) {
 		return nil, "the session could not be started"
 	}
 	s := &session{f: f, id: id, t: t, conn: conn, pending: map[jsonrpc.ID]struct{}{}}
-	s.auth = sha256.Sum256([]byte(strings.Join(auth, "\n")))
+	s.auth = credentialsOf(r)
 	s.lastUsed.Store(time.Now().UnixNano())
 	f.sessions[id] = s
 	f.m.sessions.Set(float64(len(f.sessions)))
 	opts := f.relayOptions(id, auth)
-	inR, inW := io.Pipe()
-	s.inW = inW
 	f.relays++
 	f.runs.Add(1)
-	go s.fromClient()
 	go func() {
 		defer f.runs.Done()
-		// The relay writes what it lets through straight into the
-		// transport (toClient), on its own goroutine: no pipe, no hand-off.
-		err := proxy.Run(f.ctx, inR, &toClient{s: s, max: opts.MaxMessageBytes}, opts)
+		// The relay reads what the client sent from the transport itself
+		// (fromClient, a proxy.LineSource: no pipe, no pump goroutine),
+		// and writes what it lets through straight into the transport
+		// (toClient), on its own goroutines: no hand-off either way.
+		err := proxy.Run(f.ctx, &fromClient{s: s}, &toClient{s: s, max: opts.MaxMessageBytes}, opts)
 		f.relayDone()
 		s.end(err)
 	}()
@@ -88,11 +88,29 @@ func (f *Front) newSession(auth []string) (*session, string) {
 	return s, ""
 }
 
+// credentialsOf is the digest of who sent r: the client bearer token the
+// service let it through with (service.TokenIdentity, which removed the
+// token from the headers), and the Authorization it carries (none, if
+// none).
+func credentialsOf(r *http.Request) [sha256.Size]byte {
+	h := sha256.New()
+	if id, ok := service.TokenIdentity(r.Context()); ok {
+		h.Write([]byte("token\n"))
+		h.Write(id[:])
+	}
+	h.Write([]byte("\nauthorization\n"))
+	h.Write([]byte(strings.Join(r.Header.Values("Authorization"), "\n")))
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
+}
+
 // sameAuthorization reports whether r may use the session: whether it
-// carries the Authorization the session started with (none, if it started
-// with none). Who learned a session's id is not its client.
+// comes with the client bearer token and the Authorization the session
+// started with (none, if it started with none). Who learned a session's
+// id is not its client (docs/SERVE.md).
 func (s *session) sameAuthorization(r *http.Request) bool {
-	got := sha256.Sum256([]byte(strings.Join(r.Header.Values("Authorization"), "\n")))
+	got := credentialsOf(r)
 	return subtle.ConstantTimeCompare(got[:], s.auth[:]) == 1
 }
 
@@ -116,28 +134,48 @@ func (s *session) idle(d time.Duration) bool {
 	return s.active.Load() == 0 && time.Since(time.Unix(0, s.lastUsed.Load())) > d
 }
 
-// fromClient hands what the client sends to the relay, one line a
-// message.
-func (s *session) fromClient() {
-	defer s.inW.Close()
+// fromClient is the relay's client side: each message the client sent,
+// read from the transport on the relay's reader goroutine and encoded as
+// one line (a proxy.LineSource).
+type fromClient struct {
+	s    *session
+	rest []byte // of a line Read handed on in part
+}
+
+// NextLine returns the client's next message, one line; io.EOF once the
+// transport is closed.
+func (c *fromClient) NextLine() ([]byte, error) {
 	for {
-		msg, err := s.conn.Read(context.Background())
+		msg, err := c.s.conn.Read(context.Background())
 		if err != nil {
-			return
+			return nil, io.EOF
 		}
 		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-			s.mu.Lock()
-			s.pending[req.ID] = struct{}{}
-			s.mu.Unlock()
+			c.s.mu.Lock()
+			c.s.pending[req.ID] = struct{}{}
+			c.s.mu.Unlock()
 		}
 		data, err := jsonrpc.EncodeMessage(msg)
 		if err != nil {
 			continue
 		}
-		if _, err := s.inW.Write(append(data, '\n')); err != nil {
-			return
-		}
+		return append(data, '\n'), nil
 	}
+}
+
+// Read is NextLine's lines as a stream of bytes (proxy.Run reads a
+// LineSource with NextLine only).
+func (c *fromClient) Read(p []byte) (int, error) {
+	if len(c.rest) == 0 {
+		line, err := c.NextLine()
+		if err != nil {
+			return 0, err
+		}
+		c.rest = line
+	}
+	n := copy(p, c.rest)
+	c.rest = c.rest[n:]
+	return n, nil
 }
 
 // toClient hands what the relay lets through to the transport, which

@@ -221,7 +221,13 @@ func (r *relay) run(ctx context.Context) error {
 	// by a check that saw its context end first.
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.ctx = sctx
-	clientDone := r.goRead(mcpwire.NewLineReader(r.clientIn, r.o.MaxMessageBytes).Next, false)
+	var clientNext func() ([]byte, error)
+	if src, ok := r.clientIn.(LineSource); ok {
+		clientNext = boundedLines(src, r.o.MaxMessageBytes)
+	} else {
+		clientNext = mcpwire.NewLineReader(r.clientIn, r.o.MaxMessageBytes).Next
+	}
+	clientDone := r.goRead(clientNext, false)
 	serverDone := r.goRead(r.c.Receive, true)
 	defer r.closeSide()
 	defer r.toClient.wait(r.o.ShutdownGrace)
