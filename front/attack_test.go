@@ -393,7 +393,7 @@ func TestSessionBoundToBearerToken(t *testing.T) {
 			}
 			resp.Body.Close()
 			if resp.StatusCode != tc.want {
-				t.Errorf("%s of alice's session with %q: %d, want %d", tc.method, strings.Fields(tc.auth+" none")[0], resp.StatusCode, tc.want)
+				t.Errorf("%s of alice's session with %q: %d, want %d", tc.method, strings.Fields(tc.auth + " none")[0], resp.StatusCode, tc.want)
 			}
 		})
 	}
