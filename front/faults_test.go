@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -23,8 +24,9 @@ import (
 // fault tests need: "fast" answers at once, "slow" after wait (or when its
 // request ends), "hang" never (until its request ends).
 type goSDKServer struct {
-	srv     *httptest.Server
-	started chan struct{} // a slow or hanging call began
+	srv       *httptest.Server
+	started   chan struct{} // a slow or hanging call began
+	cancelled chan struct{} // a hanging call's request was cancelled
 }
 
 func startGoSDKServer(t *testing.T, wait time.Duration) *goSDKServer {
@@ -35,7 +37,7 @@ func startGoSDKServer(t *testing.T, wait time.Duration) *goSDKServer {
 // startGoSDKServerWrapped is startGoSDKServer with its handler wrapped.
 func startGoSDKServerWrapped(t *testing.T, wait time.Duration, wrap func(http.Handler) http.Handler) *goSDKServer {
 	t.Helper()
-	g := &goSDKServer{started: make(chan struct{}, 64)}
+	g := &goSDKServer{started: make(chan struct{}, 64), cancelled: make(chan struct{}, 64)}
 	release := make(chan struct{}) // go-sdk does not cancel a handler when its session is deleted
 	s := mcp.NewServer(&mcp.Implementation{Name: "faults", Version: "1"}, nil)
 	type noArgs struct{}
@@ -57,6 +59,7 @@ func startGoSDKServerWrapped(t *testing.T, wait time.Duration, wrap func(http.Ha
 		g.started <- struct{}{}
 		select {
 		case <-ctx.Done():
+			g.cancelled <- struct{}{}
 		case <-release:
 		}
 		return nil, nil, errors.New("released")
@@ -146,6 +149,83 @@ func TestClientLeavesMidCall(t *testing.T) {
 		}
 		cs.Close()
 	}
+}
+
+// TestAbandonedCallsLeaveNoPending: a client whose POST ends while its
+// call is in flight upstream (it disconnects: the front keeps no answer to
+// resume, so none could reach it) or that cancels it
+// (notifications/cancelled, which go-sdk's client sends when its context
+// ends) leaves nothing in the session's table of unanswered requests,
+// however many times, and the upstream is told (notifications/cancelled:
+// its handler's context ends); the session goes on.
+func TestAbandonedCallsLeaveNoPending(t *testing.T) {
+	const n = 5
+	for _, how := range []string{"disconnect", "cancel"} {
+		t.Run(how, func(t *testing.T) {
+			g := startGoSDKServer(t, time.Hour)
+			u := g.upstream()
+			s := serve(t, u, lockOf(t, u), nil)
+			ctx := testContext(t)
+			cs, err := connect(ctx, s.url, "2025-11-25")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			for i := range n {
+				cctx, cancel := context.WithCancel(ctx)
+				done := make(chan error, 1)
+				if how == "cancel" {
+					go func() { _, err := call(cctx, cs, "hang"); done <- err }()
+				} else {
+					go func() { done <- rawCall(cctx, s.url, cs.ID(), 100+i, "hang") }()
+				}
+				select {
+				case <-g.started:
+				case <-ctx.Done():
+					t.Fatal("the call never reached the upstream")
+				}
+				cancel()
+				<-done
+				select {
+				case <-g.cancelled:
+				case <-time.After(5 * time.Second):
+					t.Fatalf("call %d: the upstream was never told the call was cancelled", i)
+				}
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for front.PendingCalls(s.f) != 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got := front.PendingCalls(s.f); got != 0 {
+				t.Errorf("after %d abandoned calls the session holds %d as unanswered, want 0", n, got)
+			}
+			if got, err := call(ctx, cs, "fast"); err != nil || got != "fast" {
+				t.Errorf("the call after the abandoned ones: %q %v", got, err)
+			}
+		})
+	}
+}
+
+// rawCall POSTs a tools/call of name into the session with id and
+// reads the answer until ctx ends (then the connection is closed: no
+// notifications/cancelled, as a client that disconnects).
+func rawCall(ctx context.Context, url, session string, id int, name string) error {
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, id, name)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set(front.HeaderSessionID, session)
+	resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
 }
 
 // TestDrain: a request in flight when Drain starts is answered (with its

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
@@ -588,7 +590,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if s == nil {
 			return
 		}
-		s.serve(w, r)
+		s.serve(w, r, jsonrpc.ID{})
 	case http.MethodDelete:
 		if id == "" {
 			http.Error(w, "Bad Request: DELETE needs an Mcp-Session-Id", http.StatusBadRequest)
@@ -687,7 +689,11 @@ func (f *Front) servePOST(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if s != nil {
-		s.serve(w, r)
+		var call jsonrpc.ID
+		if msg.Kind == mcpwire.KindRequest && msg.Method != mcpwire.MethodInitialize && !msg.NullID() {
+			call, _ = idOf(msg.ID)
+		}
+		s.serve(w, r, call)
 		return
 	}
 	switch {
@@ -699,7 +705,7 @@ func (f *Front) servePOST(w http.ResponseWriter, r *http.Request, id string) {
 			f.unavailable(w, why)
 			return
 		}
-		s.serve(w, r)
+		s.serve(w, r, jsonrpc.ID{})
 		if w.Header().Get(HeaderSessionID) != s.id {
 			// The transport refused the initialize: the client was never
 			// told the id, and could never DELETE the session.

@@ -43,10 +43,34 @@ type session struct {
 	// Authorization).
 	auth [sha256.Size]byte
 
-	mu      sync.Mutex
-	pending map[jsonrpc.ID]struct{} // client requests the relay has not answered
+	mu sync.Mutex
+	// pending are the client's requests not answered yet, each in its
+	// state: a session holds none that will never be answered (a POST
+	// that ended without its answer takes its entry with it), so that a
+	// long-lived session does not grow it.
+	pending map[jsonrpc.ID]callState
 	closed  bool
+	// inject are lines for the relay from the front itself (a
+	// notifications/cancelled), read before the client's next message;
+	// readCancel wakes the relay's reader out of the transport's Read to
+	// read them (readCtx is that Read's context, renewed once cancelled).
+	inject     [][]byte
+	readCtx    context.Context
+	readCancel context.CancelFunc
 }
+
+// callState is where a client request is (session.pending).
+type callState uint8
+
+const (
+	// callPosted: its POST is being served; the relay has not read it.
+	callPosted callState = iota + 1
+	// callRelayed: the relay read it; no answer yet.
+	callRelayed
+	// callAbandoned: its POST ended before the relay read it: the relay
+	// drops it when it does (its client is gone).
+	callAbandoned
+)
 
 // newSession starts a session and its relay, or says why not (the cap).
 func (f *Front) newSession(r *http.Request) (*session, string) {
@@ -66,7 +90,8 @@ func (f *Front) newSession(r *http.Request) (*session, string) {
 	if err != nil {
 		return nil, "the session could not be started"
 	}
-	s := &session{f: f, id: id, t: t, conn: conn, pending: map[jsonrpc.ID]struct{}{}}
+	s := &session{f: f, id: id, t: t, conn: conn, pending: map[jsonrpc.ID]callState{}}
+	s.readCtx, s.readCancel = context.WithCancel(context.Background())
 	s.auth = credentialsOf(r)
 	s.lastUsed.Store(time.Now().UnixNano())
 	f.sessions[id] = s
@@ -114,8 +139,10 @@ func (s *session) sameAuthorization(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(got[:], s.auth[:]) == 1
 }
 
-// serve serves one HTTP request of the session.
-func (s *session) serve(w http.ResponseWriter, r *http.Request) {
+// serve serves one HTTP request of the session; call is the id of the
+// request a POST carries (invalid for anything else, and for initialize,
+// which is never cancelled).
+func (s *session) serve(w http.ResponseWriter, r *http.Request, call jsonrpc.ID) {
 	post := r.Method == http.MethodPost
 	if post {
 		s.active.Add(1)
@@ -124,9 +151,70 @@ func (s *session) serve(w http.ResponseWriter, r *http.Request) {
 			s.active.Add(-1)
 		}()
 	}
-	s.t.ServeHTTP(&deadlineWriter{ResponseWriter: w, d: s.f.o.WriteTimeout}, r)
+	owned := false
+	if call.IsValid() {
+		s.mu.Lock()
+		if _, ok := s.pending[call]; !ok && !s.closed {
+			// (An id in flight already is the transport's to refuse.)
+			s.pending[call] = callPosted
+			owned = true
+		}
+		s.mu.Unlock()
+	}
+	dw := &deadlineWriter{ResponseWriter: w, d: s.f.o.WriteTimeout}
+	s.t.ServeHTTP(dw, r)
+	if owned {
+		s.postEnded(call, dw.status)
+	}
 	// The connection may serve another request: no deadline of this one.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+}
+
+// cancelReason is the reason of the front's notifications/cancelled.
+const cancelReason = "mcpsign front: the client's request ended before its answer (the front keeps no answer to resume)"
+
+// postEnded forgets a request whose POST ended (status: what the
+// transport answered it) without its answer: the client disconnected,
+// or did not read. The transport keeps no event store, so the answer
+// could never reach the client: a request the relay read is cancelled
+// upstream (notifications/cancelled, read by the relay as if the client
+// sent it, after the request), one it has not read yet is dropped when it
+// does, one the transport refused never reaches it (docs/SERVE.md).
+func (s *session) postEnded(call jsonrpc.ID, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.pending[call]
+	switch {
+	case !ok:
+		// answered
+	case st == callRelayed:
+		delete(s.pending, call)
+		if line, err := cancelLine(call); err == nil {
+			s.inject = append(s.inject, line)
+			s.readCancel()
+		}
+	case status >= 400:
+		delete(s.pending, call)
+	default:
+		s.pending[call] = callAbandoned
+	}
+}
+
+// cancelLine is the front's notifications/cancelled of the request id, as
+// one line.
+func cancelLine(id jsonrpc.ID) ([]byte, error) {
+	params, err := json.Marshal(struct {
+		RequestID any    `json:"requestId"`
+		Reason    string `json:"reason"`
+	}{id.Raw(), cancelReason})
+	if err != nil {
+		return nil, err
+	}
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Request{Method: mcpwire.MethodCancelled, Params: params})
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
 }
 
 // idle reports whether the session received no POST for d.
@@ -145,15 +233,52 @@ type fromClient struct {
 // NextLine returns the client's next message, one line; io.EOF once the
 // transport is closed.
 func (c *fromClient) NextLine() ([]byte, error) {
+	s := c.s
 	for {
-		msg, err := c.s.conn.Read(context.Background())
+		s.mu.Lock()
+		if len(s.inject) > 0 {
+			line := s.inject[0]
+			s.inject = s.inject[1:]
+			s.mu.Unlock()
+			return line, nil
+		}
+		if s.readCtx.Err() != nil {
+			s.readCtx, s.readCancel = context.WithCancel(context.Background())
+		}
+		ctx := s.readCtx
+		s.mu.Unlock()
+		msg, err := s.conn.Read(ctx)
 		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				continue // woken for a line of the front's
+			}
 			return nil, io.EOF
 		}
-		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-			c.s.mu.Lock()
-			c.s.pending[req.ID] = struct{}{}
-			c.s.mu.Unlock()
+		if req, ok := msg.(*jsonrpc.Request); ok {
+			switch {
+			case req.IsCall():
+				s.mu.Lock()
+				if s.pending[req.ID] == callAbandoned {
+					delete(s.pending, req.ID)
+					s.mu.Unlock()
+					continue // its client is gone: never relayed
+				}
+				s.pending[req.ID] = callRelayed
+				s.mu.Unlock()
+			case req.Method == mcpwire.MethodCancelled:
+				// The client expects no answer to the request any more
+				// (the server need not send one).
+				var p struct {
+					RequestID any `json:"requestId"`
+				}
+				if json.Unmarshal(req.Params, &p) == nil {
+					if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+						s.mu.Lock()
+						delete(s.pending, id)
+						s.mu.Unlock()
+					}
+				}
+			}
 		}
 		data, err := jsonrpc.EncodeMessage(msg)
 		if err != nil {
@@ -242,7 +367,7 @@ func (s *session) end(err error) {
 	for id := range s.pending {
 		ids = append(ids, id)
 	}
-	s.pending = map[jsonrpc.ID]struct{}{}
+	clear(s.pending)
 	s.mu.Unlock()
 	for _, id := range ids {
 		resp := &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: proxy.InterruptedCode, Message: "mcpsign front: the upstream ended before it answered: " + textsafe.Escape(why)}}
@@ -283,9 +408,18 @@ func (s *session) close() {
 // deadlineWriter bounds each write to a client (Options.WriteTimeout): a
 // client that stops reading fails its stream instead of holding the
 // session.
+// It records the status written.
 type deadlineWriter struct {
 	http.ResponseWriter
-	d time.Duration
+	d      time.Duration
+	status int
+}
+
+func (w *deadlineWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *deadlineWriter) Write(p []byte) (int, error) {
