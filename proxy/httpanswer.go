@@ -124,12 +124,26 @@ func (u *httpConn) answer(resp *http.Response, m *mcpwire.Message, body []byte) 
 	}
 }
 
-// deliver hands one message to the relay as one line.
+// deliver hands one message to the relay as one line: to the relay's
+// handler on this goroutine when the relay gave one (receiveTo), else
+// through Receive.
 func (u *httpConn) deliver(msg []byte) error {
 	line, err := asLine(msg)
 	if err != nil {
 		return err
 	}
+	u.pushMu.Lock()
+	if push := u.push; push != nil {
+		defer u.pushMu.Unlock()
+		select {
+		case <-u.ended:
+			return io.EOF
+		default:
+		}
+		push(line, nil)
+		return nil
+	}
+	u.pushMu.Unlock()
 	select {
 	case u.msgs <- line:
 		return nil

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
@@ -57,11 +58,19 @@ type httpConn struct {
 
 	ctx    context.Context // of every request; cancelled by Stop
 	cancel context.CancelFunc
-	msgs   chan []byte   // lines for the relay
-	ended  chan struct{} // closed by end
-	endMu  sync.Mutex
-	endErr error // io.EOF when the session ended cleanly
-	wg     sync.WaitGroup
+	msgs   chan []byte // lines for the relay (Receive)
+	// push is the relay's handler of each message (receiveTo), called by
+	// the goroutine that read it, one call at a time (pushMu), in place of
+	// Receive; pushing is set once it is; pushEnded once it was given the
+	// session's end.
+	push      func(line []byte, err error)
+	pushMu    sync.Mutex
+	pushing   atomic.Bool
+	pushEnded bool
+	ended     chan struct{} // closed by end
+	endMu     sync.Mutex
+	endErr    error // io.EOF when the session ended cleanly
+	wg        sync.WaitGroup
 
 	mu        sync.Mutex
 	sessions  mcpwire.SessionIDs // Mcp-Session-Id, once the server gave one

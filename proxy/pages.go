@@ -51,6 +51,9 @@ func newApprovedSet(s *digest.Snapshot) *approvedSet {
 	a := &approvedSet{snap: s, byRaw: map[digest.Kind]map[[sha256.Size]byte]int{}, keys: map[digest.Kind][]string{}, approvedKeys: map[digest.Kind]map[string]bool{}}
 	for _, k := range kindsWithResources {
 		defs := s.Definitions(k)
+		if len(defs) == 0 {
+			continue // nothing to index: a nil map and slice read as empty
+		}
 		m := make(map[[sha256.Size]byte]int, len(defs))
 		var dup map[[sha256.Size]byte]bool
 		for i, raw := range defs {
