@@ -43,7 +43,7 @@ type pendingReq struct {
 }
 
 // relay is one proxied session. Each peer's reader handles its messages
-// on its own goroutine under mu, as does a check's goroutine with its
+// on its own goroutine under mu (a pushConn's readers, one at a time), as does a check's goroutine with its
 // result; run only waits for the end.
 type relay struct {
 	o        *Options
