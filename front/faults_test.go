@@ -206,6 +206,51 @@ func TestAbandonedCallsLeaveNoPending(t *testing.T) {
 	}
 }
 
+// TestRefusedDuplicateCancelsNothing: a POST the transport refused (a
+// request whose id is in flight: two POSTs with one id raced, and the
+// front took the refused one's call as its own before the other's message
+// reached the relay) never reached the relay: its end must not cancel
+// the request in flight under that id, another POST's, which the upstream
+// would then drop (notifications/cancelled) and whose client would wait
+// for an answer that never comes. Failed on h30front2: the front cancelled
+// it.
+func TestRefusedDuplicateCancelsNothing(t *testing.T) {
+	g := startGoSDKServer(t, time.Hour)
+	u := g.upstream()
+	s := serve(t, u, lockOf(t, u), nil)
+	ctx := testContext(t)
+	cs, err := connect(ctx, s.url, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	const id = 300
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- rawCall(cctx, s.url, cs.ID(), id, "hang") }()
+	select {
+	case <-g.started: // the relay read it and sent it on
+	case <-ctx.Done():
+		t.Fatal("the call never reached the upstream")
+	}
+	// The racing duplicate's POST, refused by the transport (400: the id
+	// is in flight), ends.
+	front.PostEnded(s.f, cs.ID(), id, http.StatusBadRequest)
+	select {
+	case <-g.cancelled:
+		t.Fatal("the end of a refused duplicate cancelled the request in flight under its id")
+	case <-time.After(500 * time.Millisecond):
+	}
+	cancel()
+	<-done
+	select {
+	case <-g.cancelled: // its own POST's end cancels it
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call was never cancelled once its own POST ended")
+	}
+}
+
 // rawCall POSTs a tools/call of name into the session with id and
 // reads the answer until ctx ends (then the connection is closed: no
 // notifications/cancelled, as a client that disconnects).

@@ -187,14 +187,20 @@ func (s *session) postEnded(call jsonrpc.ID, status int) {
 	switch {
 	case !ok:
 		// answered
+	case status >= 400:
+		// The transport refused this POST: its message never reached the
+		// relay. An entry the relay read is another POST's (two POSTs with
+		// one id raced, and the transport refused this one as a duplicate
+		// in flight): that request is not this POST's to cancel.
+		if st == callPosted {
+			delete(s.pending, call)
+		}
 	case st == callRelayed:
 		delete(s.pending, call)
 		if line, err := cancelLine(call); err == nil {
 			s.inject = append(s.inject, line)
 			s.readCancel()
 		}
-	case status >= 400:
-		delete(s.pending, call)
 	default:
 		s.pending[call] = callAbandoned
 	}
