@@ -1,7 +1,9 @@
 package front_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -249,6 +251,113 @@ func TestRefusedDuplicateCancelsNothing(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the call was never cancelled once its own POST ended")
 	}
+}
+
+// TestAbandonedUnreadCallLeavesNoTransportState: a request whose POST
+// ended before the relay read it (the relay's reader was busy: here it
+// waits for the upstream to accept a notification) is never relayed, and
+// the client transport forgets it too: go-sdk keeps a stream and the
+// request's id "in flight" for every request it did not see answered, so
+// such a session grew by one stream each time, and a later request with
+// the id was refused for good (400). Failed on h30front2: refused.
+func TestAbandonedUnreadCallLeavesNoTransportState(t *testing.T) {
+	const id = 700
+	stalled, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32 // tools/call with the abandoned id the upstream received
+	g := startGoSDKServerWrapped(t, time.Hour, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost {
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				var m struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+				}
+				_ = json.Unmarshal(body, &m)
+				switch {
+				case m.Method == "notifications/roots/list_changed":
+					close(stalled)
+					<-release
+				case m.Method == "tools/call" && string(m.ID) == fmt.Sprint(id):
+					calls.Add(1)
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	u := g.upstream()
+	s := serve(t, u, lockOf(t, u), nil)
+	ctx := testContext(t)
+	cs, err := connect(ctx, s.url, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	// The relay's reader sends the notification on and waits for the
+	// upstream to accept it.
+	if status, body := rawRequest(ctx, t, s.url, cs.ID(), `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`); status/100 != 2 {
+		t.Fatalf("the notification: %d %q", status, body)
+	}
+	select {
+	case <-stalled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the notification never reached the upstream")
+	}
+	// Meanwhile a call is posted and its client leaves before the relay
+	// read it.
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_ = rawCall(cctx, s.url, cs.ID(), id, "fast")
+	cancel()
+	time.Sleep(100 * time.Millisecond) // the POST's end is seen
+	close(release)
+	if got, err := call(ctx, cs, "fast"); err != nil || got != "fast" {
+		t.Fatalf("a call after the relay read on: %q %v", got, err)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the abandoned call reached the upstream %d times, want never", n)
+	}
+	var status int
+	var body string
+	for deadline := time.Now().Add(3 * time.Second); ; {
+		status, body = rawRequest(ctx, t, s.url, cs.ID(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fast","arguments":{}}}`, id))
+		if status == http.StatusOK || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if status != http.StatusOK || !strings.Contains(body, `"text":"fast"`) {
+		t.Errorf("a request with the id of the abandoned, never relayed one: %d %q, want 200 and its answer", status, body)
+	}
+}
+
+// rawRequest POSTs body into the session and returns the status and the
+// body of the answer.
+func rawRequest(ctx context.Context, t *testing.T, url, session, body string) (int, string) {
+	t.Helper()
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set(front.HeaderSessionID, session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // rawCall POSTs a tools/call of name into the session with id and

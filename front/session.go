@@ -206,6 +206,19 @@ func (s *session) postEnded(call jsonrpc.ID, status int) {
 	}
 }
 
+// release makes the transport forget a request of the client's that
+// will never be answered (its POST ended before the relay read it): the
+// transport keeps a request as in flight, with a stream for it, until an
+// answer with its id is written, and it is given the front's, which
+// reaches no one. Only for a request the relay never read: an answer of
+// the upstream's to it cannot come, so the id, free again, is never
+// answered twice.
+func (s *session) release(call jsonrpc.ID) {
+	resp := &jsonrpc.Response{ID: call, Error: &jsonrpc.Error{Code: proxy.InterruptedCode, Message: cancelReason}}
+	// The error says the answer reached no stream: as meant.
+	_ = s.conn.Write(context.Background(), resp)
+}
+
 // cancelLine is the front's notifications/cancelled of the request id, as
 // one line.
 func cancelLine(id jsonrpc.ID) ([]byte, error) {
@@ -267,7 +280,13 @@ func (c *fromClient) NextLine() ([]byte, error) {
 				if s.pending[req.ID] == callAbandoned {
 					delete(s.pending, req.ID)
 					s.mu.Unlock()
-					continue // its client is gone: never relayed
+					// Its client is gone: never relayed. The transport
+					// still holds it as in flight (a stream, and its id
+					// refused to any later request) until an answer with
+					// its id is written: it is given one, which reaches no
+					// client (the POST ended, and there is no event store).
+					s.release(req.ID)
+					continue
 				}
 				s.pending[req.ID] = callRelayed
 				s.mu.Unlock()
