@@ -337,6 +337,141 @@ func TestAbandonedUnreadCallLeavesNoTransportState(t *testing.T) {
 	}
 }
 
+// TestCancelledCallsHoldNoUpstreamStream: an upstream that honours the
+// front's notifications/cancelled as the TypeScript SDK's server does
+// (the handler is aborted and nothing is answered: the request's event
+// stream stays open, since the transport ends it only once its requests
+// are answered) must not keep an upstream POST open per abandoned call:
+// a client that calls and disconnects over and over would hold as many
+// upstream connections (and a reader goroutine each) for as long as its
+// session, and the relay and the client transport held each as in flight
+// for as long. Failed on h30front2: every abandoned call's upstream POST
+// stayed open.
+func TestCancelledCallsHoldNoUpstreamStream(t *testing.T) {
+	const n = 3
+	var open atomic.Int32 // tools/call POSTs the upstream still serves
+	g := startGoSDKServerWrapped(t, time.Hour, func(h http.Handler) http.Handler {
+		return countCalls(honourCancellation(h), &open)
+	})
+	u := g.upstream()
+	s := serve(t, u, lockOf(t, u), nil)
+	ctx := testContext(t)
+	cs, err := connect(ctx, s.url, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for i := range n {
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- rawCall(cctx, s.url, cs.ID(), 800+i, "hang") }()
+		select {
+		case <-g.started:
+		case <-ctx.Done():
+			t.Fatal("the call never reached the upstream")
+		}
+		cancel()
+		<-done
+		select {
+		case <-g.cancelled:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("call %d: the upstream was never told the call was cancelled", i)
+		}
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for open.Load() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := open.Load(); got != 0 {
+		t.Errorf("after %d cancelled calls the upstream still serves %d of their POSTs, want 0", n, got)
+	}
+	if got, err := call(ctx, cs, "fast"); err != nil || got != "fast" {
+		t.Errorf("the session after: %q %v", got, err)
+	}
+	// Nor does the relay or the client transport hold them as in flight:
+	// the proxy answered each (an answer no one reads), as a server that
+	// answers a cancelled request would have.
+	var status int
+	var body string
+	for deadline := time.Now().Add(3 * time.Second); ; {
+		status, body = rawRequest(ctx, t, s.url, cs.ID(), `{"jsonrpc":"2.0","id":800,"method":"tools/call","params":{"name":"fast","arguments":{}}}`)
+		if status == http.StatusOK || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if status != http.StatusOK || !strings.Contains(body, `"text":"fast"`) {
+		t.Errorf("a request with a cancelled call's id: %d %q, want 200 and its answer", status, body)
+	}
+}
+
+// countCalls counts the tools/call POSTs h is serving.
+func countCalls(h http.Handler, open *atomic.Int32) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"tools/call"`)) {
+				open.Add(1)
+				defer open.Add(-1)
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// honourCancellation wraps a go-sdk server (which answers a cancelled
+// request with its handler's error) so that it answers none, as the
+// TypeScript SDK's server: the POST of a tools/call whose id the client
+// cancelled stays open without its answer until the client closes it.
+func honourCancellation(h http.Handler) http.Handler {
+	var mu sync.Mutex
+	cancelled := map[string]bool{}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			h.ServeHTTP(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				RequestID json.RawMessage `json:"requestId"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal(body, &m)
+		if m.Method == "notifications/cancelled" {
+			mu.Lock()
+			cancelled[string(m.Params.RequestID)] = true
+			mu.Unlock()
+		}
+		if m.Method != "tools/call" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		mu.Lock()
+		held := cancelled[string(m.ID)]
+		delete(cancelled, string(m.ID)) // a later request may have the id
+		mu.Unlock()
+		if held {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+}
+
 // rawRequest POSTs body into the session and returns the status and the
 // body of the answer.
 func rawRequest(ctx context.Context, t *testing.T, url, session, body string) (int, string) {

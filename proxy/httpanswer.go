@@ -102,8 +102,10 @@ var errIgnore = errors.New("the session ended")
 // stream, read through mcpwire, whose messages go to the relay. An error
 // status becomes an error answer of the proxy's, so that the request gets
 // its one answer; an answer that breaks the transport ends the session
-// with a protocol violation.
-func (u *httpConn) answer(resp *http.Response, m *mcpwire.Message, body []byte) {
+// with a protocol violation. It reports whether the answer was cut short
+// by the end of its request's context (nothing of the answer was passed
+// on).
+func (u *httpConn) answer(resp *http.Response, m *mcpwire.Message, body []byte) (cut bool) {
 	defer drain(resp)
 	switch {
 	case resp.StatusCode == http.StatusAccepted:
@@ -118,10 +120,13 @@ func (u *httpConn) answer(resp *http.Response, m *mcpwire.Message, body []byte) 
 			}
 		}
 	default:
-		if err := u.readAnswer(resp, body, m); err != nil && err != errIgnore {
+		err := u.readAnswer(resp, body, m)
+		if err != nil && err != errIgnore {
 			u.end(err)
 		}
+		return err == errIgnore
 	}
+	return false
 }
 
 // deliver hands one message to the relay as one line: to the relay's
