@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/front"
+	"github.com/mcpsign/mcpsign/internal/service"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/proxy"
 )
@@ -338,6 +339,66 @@ func TestSessionBoundToCredentials(t *testing.T) {
 			t.Errorf("the session's own client after the attempts: %q %v", got, err)
 		}
 		cs.Close()
+	}
+}
+
+// TestSessionBoundToBearerToken: behind the service's client bearer tokens
+// (service.BearerTokens, which removes the token from the request), a
+// session is bound to the token it was started with: another valid
+// token's holder who learned the session's id can neither POST into it,
+// read its GET stream nor DELETE it (403); the session's own client goes
+// on.
+func TestSessionBoundToBearerToken(t *testing.T) {
+	const alice, mallory = "alice-token-0123456789abcdef", "mallory-token-0123456789abcdef"
+	toks, err := service.NewTokens([]string{alice, mallory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startGoSDKServer(t, 0)
+	u := g.upstream()
+	s := serve(t, u, lockOf(t, u), nil)
+	srv := httptest.NewServer(service.BearerTokens(toks)(s.f))
+	t.Cleanup(srv.Close)
+	ctx := testContext(t)
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearer(alice)}, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, tc := range []struct {
+		method, auth, body string
+		want               int
+	}{
+		{"POST", "Bearer " + mallory, `{"jsonrpc":"2.0","id":99,"method":"ping"}`, http.StatusForbidden},
+		{"GET", "Bearer " + mallory, "", http.StatusForbidden},
+		{"DELETE", "Bearer " + mallory, "", http.StatusForbidden},
+		{"POST", "", `{"jsonrpc":"2.0","id":98,"method":"ping"}`, http.StatusUnauthorized},
+		{"POST", "Bearer " + alice, `{"jsonrpc":"2.0","id":97,"method":"ping"}`, http.StatusOK},
+	} {
+		t.Run(fmt.Sprintf("%s/%d", tc.method, tc.want), func(t *testing.T) {
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(rctx, tc.method, srv.URL, strings.NewReader(tc.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+			req.Header.Set(front.HeaderSessionID, cs.ID())
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("%s of alice's session with %q: %d, want %d", tc.method, strings.Fields(tc.auth + " none")[0], resp.StatusCode, tc.want)
+			}
+		})
+	}
+	if got, err := call(ctx, cs, "fast"); err != nil || got != "fast" {
+		t.Errorf("the session's own client after the attempts: %q %v", got, err)
 	}
 }
 

@@ -1,9 +1,12 @@
 package front_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -23,8 +26,9 @@ import (
 // fault tests need: "fast" answers at once, "slow" after wait (or when its
 // request ends), "hang" never (until its request ends).
 type goSDKServer struct {
-	srv     *httptest.Server
-	started chan struct{} // a slow or hanging call began
+	srv       *httptest.Server
+	started   chan struct{} // a slow or hanging call began
+	cancelled chan struct{} // a hanging call's request was cancelled
 }
 
 func startGoSDKServer(t *testing.T, wait time.Duration) *goSDKServer {
@@ -35,7 +39,7 @@ func startGoSDKServer(t *testing.T, wait time.Duration) *goSDKServer {
 // startGoSDKServerWrapped is startGoSDKServer with its handler wrapped.
 func startGoSDKServerWrapped(t *testing.T, wait time.Duration, wrap func(http.Handler) http.Handler) *goSDKServer {
 	t.Helper()
-	g := &goSDKServer{started: make(chan struct{}, 64)}
+	g := &goSDKServer{started: make(chan struct{}, 64), cancelled: make(chan struct{}, 64)}
 	release := make(chan struct{}) // go-sdk does not cancel a handler when its session is deleted
 	s := mcp.NewServer(&mcp.Implementation{Name: "faults", Version: "1"}, nil)
 	type noArgs struct{}
@@ -57,6 +61,7 @@ func startGoSDKServerWrapped(t *testing.T, wait time.Duration, wrap func(http.Ha
 		g.started <- struct{}{}
 		select {
 		case <-ctx.Done():
+			g.cancelled <- struct{}{}
 		case <-release:
 		}
 		return nil, nil, errors.New("released")
@@ -146,6 +151,370 @@ func TestClientLeavesMidCall(t *testing.T) {
 		}
 		cs.Close()
 	}
+}
+
+// TestAbandonedCallsLeaveNoPending: a client whose POST ends while its
+// call is in flight upstream (it disconnects: the front keeps no answer to
+// resume, so none could reach it) or that cancels it
+// (notifications/cancelled, which go-sdk's client sends when its context
+// ends) leaves nothing in the session's table of unanswered requests,
+// however many times, and the upstream is told (notifications/cancelled:
+// its handler's context ends); the session goes on.
+func TestAbandonedCallsLeaveNoPending(t *testing.T) {
+	const n = 5
+	for _, how := range []string{"disconnect", "cancel"} {
+		t.Run(how, func(t *testing.T) {
+			g := startGoSDKServer(t, time.Hour)
+			u := g.upstream()
+			s := serve(t, u, lockOf(t, u), nil)
+			ctx := testContext(t)
+			cs, err := connect(ctx, s.url, "2025-11-25")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			for i := range n {
+				cctx, cancel := context.WithCancel(ctx)
+				done := make(chan error, 1)
+				if how == "cancel" {
+					go func() { _, err := call(cctx, cs, "hang"); done <- err }()
+				} else {
+					go func() { done <- rawCall(cctx, s.url, cs.ID(), 100+i, "hang") }()
+				}
+				select {
+				case <-g.started:
+				case <-ctx.Done():
+					t.Fatal("the call never reached the upstream")
+				}
+				cancel()
+				<-done
+				select {
+				case <-g.cancelled:
+				case <-time.After(5 * time.Second):
+					t.Fatalf("call %d: the upstream was never told the call was cancelled", i)
+				}
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for front.PendingCalls(s.f) != 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got := front.PendingCalls(s.f); got != 0 {
+				t.Errorf("after %d abandoned calls the session holds %d as unanswered, want 0", n, got)
+			}
+			if got, err := call(ctx, cs, "fast"); err != nil || got != "fast" {
+				t.Errorf("the call after the abandoned ones: %q %v", got, err)
+			}
+		})
+	}
+}
+
+// TestRefusedDuplicateCancelsNothing: a POST the transport refused (a
+// request whose id is in flight: two POSTs with one id raced, and the
+// front took the refused one's call as its own before the other's message
+// reached the relay) never reached the relay: its end must not cancel
+// the request in flight under that id, another POST's, which the upstream
+// would then drop (notifications/cancelled) and whose client would wait
+// for an answer that never comes. Failed on h30front2: the front cancelled
+// it.
+func TestRefusedDuplicateCancelsNothing(t *testing.T) {
+	g := startGoSDKServer(t, time.Hour)
+	u := g.upstream()
+	s := serve(t, u, lockOf(t, u), nil)
+	ctx := testContext(t)
+	cs, err := connect(ctx, s.url, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	const id = 300
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- rawCall(cctx, s.url, cs.ID(), id, "hang") }()
+	select {
+	case <-g.started: // the relay read it and sent it on
+	case <-ctx.Done():
+		t.Fatal("the call never reached the upstream")
+	}
+	// The racing duplicate's POST, refused by the transport (400: the id
+	// is in flight), ends.
+	front.PostEnded(s.f, cs.ID(), id, http.StatusBadRequest)
+	select {
+	case <-g.cancelled:
+		t.Fatal("the end of a refused duplicate cancelled the request in flight under its id")
+	case <-time.After(500 * time.Millisecond):
+	}
+	cancel()
+	<-done
+	select {
+	case <-g.cancelled: // its own POST's end cancels it
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call was never cancelled once its own POST ended")
+	}
+}
+
+// TestAbandonedUnreadCallLeavesNoTransportState: a request whose POST
+// ended before the relay read it (the relay's reader was busy: here it
+// waits for the upstream to accept a notification) is never relayed, and
+// the client transport forgets it too: go-sdk keeps a stream and the
+// request's id "in flight" for every request it did not see answered, so
+// such a session grew by one stream each time, and a later request with
+// the id was refused for good (400). Failed on h30front2: refused.
+func TestAbandonedUnreadCallLeavesNoTransportState(t *testing.T) {
+	const id = 700
+	stalled, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32 // tools/call with the abandoned id the upstream received
+	g := startGoSDKServerWrapped(t, time.Hour, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost {
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				var m struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+				}
+				_ = json.Unmarshal(body, &m)
+				switch {
+				case m.Method == "notifications/roots/list_changed":
+					close(stalled)
+					<-release
+				case m.Method == "tools/call" && string(m.ID) == fmt.Sprint(id):
+					calls.Add(1)
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	u := g.upstream()
+	s := serve(t, u, lockOf(t, u), nil)
+	ctx := testContext(t)
+	cs, err := connect(ctx, s.url, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	// The relay's reader sends the notification on and waits for the
+	// upstream to accept it.
+	if status, body := rawRequest(ctx, t, s.url, cs.ID(), `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`); status/100 != 2 {
+		t.Fatalf("the notification: %d %q", status, body)
+	}
+	select {
+	case <-stalled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the notification never reached the upstream")
+	}
+	// Meanwhile a call is posted and its client leaves before the relay
+	// read it.
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_ = rawCall(cctx, s.url, cs.ID(), id, "fast")
+	cancel()
+	time.Sleep(100 * time.Millisecond) // the POST's end is seen
+	close(release)
+	if got, err := call(ctx, cs, "fast"); err != nil || got != "fast" {
+		t.Fatalf("a call after the relay read on: %q %v", got, err)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the abandoned call reached the upstream %d times, want never", n)
+	}
+	var status int
+	var body string
+	for deadline := time.Now().Add(3 * time.Second); ; {
+		status, body = rawRequest(ctx, t, s.url, cs.ID(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fast","arguments":{}}}`, id))
+		if status == http.StatusOK || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if status != http.StatusOK || !strings.Contains(body, `"text":"fast"`) {
+		t.Errorf("a request with the id of the abandoned, never relayed one: %d %q, want 200 and its answer", status, body)
+	}
+}
+
+// TestCancelledCallsHoldNoUpstreamStream: an upstream that honours the
+// front's notifications/cancelled as the TypeScript SDK's server does
+// (the handler is aborted and nothing is answered: the request's event
+// stream stays open, since the transport ends it only once its requests
+// are answered) must not keep an upstream POST open per abandoned call:
+// a client that calls and disconnects over and over would hold as many
+// upstream connections (and a reader goroutine each) for as long as its
+// session, and the relay and the client transport held each as in flight
+// for as long. Failed on h30front2: every abandoned call's upstream POST
+// stayed open.
+func TestCancelledCallsHoldNoUpstreamStream(t *testing.T) {
+	const n = 3
+	var open atomic.Int32 // tools/call POSTs the upstream still serves
+	g := startGoSDKServerWrapped(t, time.Hour, func(h http.Handler) http.Handler {
+		return countCalls(honourCancellation(h), &open)
+	})
+	u := g.upstream()
+	s := serve(t, u, lockOf(t, u), nil)
+	ctx := testContext(t)
+	cs, err := connect(ctx, s.url, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for i := range n {
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- rawCall(cctx, s.url, cs.ID(), 800+i, "hang") }()
+		select {
+		case <-g.started:
+		case <-ctx.Done():
+			t.Fatal("the call never reached the upstream")
+		}
+		cancel()
+		<-done
+		select {
+		case <-g.cancelled:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("call %d: the upstream was never told the call was cancelled", i)
+		}
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for open.Load() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := open.Load(); got != 0 {
+		t.Errorf("after %d cancelled calls the upstream still serves %d of their POSTs, want 0", n, got)
+	}
+	if got, err := call(ctx, cs, "fast"); err != nil || got != "fast" {
+		t.Errorf("the session after: %q %v", got, err)
+	}
+	// Nor does the relay or the client transport hold them as in flight:
+	// the proxy answered each (an answer no one reads), as a server that
+	// answers a cancelled request would have.
+	var status int
+	var body string
+	for deadline := time.Now().Add(3 * time.Second); ; {
+		status, body = rawRequest(ctx, t, s.url, cs.ID(), `{"jsonrpc":"2.0","id":800,"method":"tools/call","params":{"name":"fast","arguments":{}}}`)
+		if status == http.StatusOK || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if status != http.StatusOK || !strings.Contains(body, `"text":"fast"`) {
+		t.Errorf("a request with a cancelled call's id: %d %q, want 200 and its answer", status, body)
+	}
+}
+
+// countCalls counts the tools/call POSTs h is serving.
+func countCalls(h http.Handler, open *atomic.Int32) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"tools/call"`)) {
+				open.Add(1)
+				defer open.Add(-1)
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// honourCancellation wraps a go-sdk server (which answers a cancelled
+// request with its handler's error) so that it answers none, as the
+// TypeScript SDK's server: the POST of a tools/call whose id the client
+// cancelled stays open without its answer until the client closes it.
+func honourCancellation(h http.Handler) http.Handler {
+	var mu sync.Mutex
+	cancelled := map[string]bool{}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			h.ServeHTTP(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				RequestID json.RawMessage `json:"requestId"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal(body, &m)
+		if m.Method == "notifications/cancelled" {
+			mu.Lock()
+			cancelled[string(m.Params.RequestID)] = true
+			mu.Unlock()
+		}
+		if m.Method != "tools/call" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		mu.Lock()
+		held := cancelled[string(m.ID)]
+		delete(cancelled, string(m.ID)) // a later request may have the id
+		mu.Unlock()
+		if held {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+}
+
+// rawRequest POSTs body into the session and returns the status and the
+// body of the answer.
+func rawRequest(ctx context.Context, t *testing.T, url, session, body string) (int, string) {
+	t.Helper()
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set(front.HeaderSessionID, session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// rawCall POSTs a tools/call of name into the session with id and
+// reads the answer until ctx ends (then the connection is closed: no
+// notifications/cancelled, as a client that disconnects).
+func rawCall(ctx context.Context, url, session string, id int, name string) error {
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, id, name)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set(front.HeaderSessionID, session)
+	resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
 }
 
 // TestDrain: a request in flight when Drain starts is answered (with its

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
@@ -215,7 +217,7 @@ func (f *Front) load(ctx context.Context) (*generation, error) {
 		// for most requests of many sessions.
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 2*f.o.MaxSessions + 16
-		opts.HTTPClient = &http.Client{Transport: t}
+		opts.HTTPClient = &http.Client{Transport: newUpstreamTransport(t)}
 	}
 	return &generation{opts: opts, policy: f.observe(opts.Policy)}, nil
 }
@@ -588,7 +590,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if s == nil {
 			return
 		}
-		s.serve(w, r)
+		s.serve(w, r, jsonrpc.ID{})
 	case http.MethodDelete:
 		if id == "" {
 			http.Error(w, "Bad Request: DELETE needs an Mcp-Session-Id", http.StatusBadRequest)
@@ -687,19 +689,23 @@ func (f *Front) servePOST(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if s != nil {
-		s.serve(w, r)
+		var call jsonrpc.ID
+		if msg.Kind == mcpwire.KindRequest && msg.Method != mcpwire.MethodInitialize && !msg.NullID() {
+			call, _ = idOf(msg.ID)
+		}
+		s.serve(w, r, call)
 		return
 	}
 	switch {
 	case modern(r, &msg):
 		f.serveStateless(w, r, body, &msg)
 	case msg.Kind == mcpwire.KindRequest && msg.Method == mcpwire.MethodInitialize:
-		s, why := f.newSession(r.Header.Values("Authorization"))
+		s, why := f.newSession(r)
 		if s == nil {
 			f.unavailable(w, why)
 			return
 		}
-		s.serve(w, r)
+		s.serve(w, r, jsonrpc.ID{})
 		if w.Header().Get(HeaderSessionID) != s.id {
 			// The transport refused the initialize: the client was never
 			// told the id, and could never DELETE the session.

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -39,6 +41,57 @@ func reverseProxy(tb testing.TB, upstream string) string {
 	srv := httptest.NewServer(rp)
 	tb.Cleanup(srv.Close)
 	return srv.URL + u.Path
+}
+
+// toolhivePeer starts ToolHive's transparent proxy (the second peer of
+// docs/PERFORMANCE.md, "HTTP front", built out of tree: a small main
+// around github.com/stacklok/toolhive/pkg/transport/proxy/transparent,
+// taking PORT and TARGET-URL) from $MCPSIGN_TOOLHIVE_PROXY in front of
+// upstream, and returns its URL; "" when the variable is unset.
+func toolhivePeer(tb testing.TB, upstream string) string {
+	exe := os.Getenv("MCPSIGN_TOOLHIVE_PROXY")
+	if exe == "" {
+		return ""
+	}
+	u, err := url.Parse(upstream)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(exe, port, u.Scheme+"://"+u.Host)
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("the ToolHive peer %s: %v", exe, err)
+	}
+	tb.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("the ToolHive peer never listened on %s", addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return "http://" + addr + u.Path
 }
 
 // BenchmarkFrontRoundTrip: tools/call round trips of go-sdk clients
@@ -123,7 +176,9 @@ func roundTrips(b *testing.B, url string, sessions int) {
 // so that the machine's drift (other loads) falls on all three alike. It
 // reports each path's p50 and p99 in µs and calls/s, and the front's
 // ratios to the reverse proxy's (p50 and p99: lower is better;
-// throughput: higher is better).
+// throughput: higher is better). With $MCPSIGN_TOOLHIVE_PROXY
+// (toolhivePeer) ToolHive's transparent proxy is a fourth path, and the
+// front's ratios to it are reported too.
 //
 //	go test ./front -run '^$' -bench FrontInterleaved -benchtime 6000x
 func BenchmarkFrontInterleaved(b *testing.B) {
@@ -133,6 +188,9 @@ func BenchmarkFrontInterleaved(b *testing.B) {
 		{"direct", up.url},
 		{"reverseproxy", reverseProxy(b, up.url)},
 		{"front", s.url},
+	}
+	if th := toolhivePeer(b, up.url); th != "" {
+		paths = append(paths, struct{ name, url string }{"toolhive", th})
 	}
 	for _, sessions := range []int{1, 64} {
 		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
@@ -202,6 +260,12 @@ func BenchmarkFrontInterleaved(b *testing.B) {
 			b.ReportMetric(fr.p50/rp.p50, "front/rp-p50")
 			b.ReportMetric(fr.p99/rp.p99, "front/rp-p99")
 			b.ReportMetric(fr.rate/rp.rate, "front/rp-throughput")
+			if len(st) > 3 {
+				th := st[3]
+				b.ReportMetric(fr.p50/th.p50, "front/toolhive-p50")
+				b.ReportMetric(fr.p99/th.p99, "front/toolhive-p99")
+				b.ReportMetric(fr.rate/th.rate, "front/toolhive-throughput")
+			}
 		})
 	}
 }
@@ -265,12 +329,15 @@ func openSessions(b testing.TB, ctx context.Context, url string, n int) func() {
 }
 
 // TestIdleHeapProfile writes the heap profile of 200 idle sessions to
-// $MCPSIGN_FRONT_HEAPPROFILE (only then).
+// $MCPSIGN_FRONT_HEAPPROFILE (only then), and their goroutines (counted
+// by stack) to the same path with ".goroutine" appended.
 func TestIdleHeapProfile(t *testing.T) {
 	path := os.Getenv("MCPSIGN_FRONT_HEAPPROFILE")
 	if path == "" {
 		return
 	}
+	defer func(r int) { runtime.MemProfileRate = r }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 1 // every allocation, not a sample
 	up := httpExample(t, fixtures.ModeHonest)
 	s := serve(t, up, lockOf(t, up), func(o *frontOptions) { o.MaxSessions = 10000 })
 	ctx := testContext(t)
@@ -280,6 +347,9 @@ func TestIdleHeapProfile(t *testing.T) {
 	f, _ := os.Create(path)
 	pprof.Lookup("heap").WriteTo(f, 0)
 	f.Close()
+	g, _ := os.Create(path + ".goroutine")
+	pprof.Lookup("goroutine").WriteTo(g, 1)
+	g.Close()
 }
 
 // BenchmarkFrontReady: a readiness probe that must check (no passed check

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/service"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/proxy"
 )
@@ -32,24 +33,48 @@ type session struct {
 	t    *mcp.StreamableServerTransport
 	conn mcp.Connection
 
-	inW *io.PipeWriter // the relay's client side: what the client sent
-
 	active   atomic.Int32 // POSTs being served
 	lastUsed atomic.Int64 // unix nanoseconds of the last POST's end
 
-	// auth is the digest of the Authorization the session started with: a
-	// request of the session must carry the same (a front with client
+	// auth is the digest of who started the session (credentialsOf): a
+	// request of the session must come from the same (a front with client
 	// bearer tokens serves several users, and under
-	// Options.PassAuthorization the session's upstream requests carry it).
+	// Options.PassAuthorization the session's upstream requests carry the
+	// Authorization).
 	auth [sha256.Size]byte
 
-	mu      sync.Mutex
-	pending map[jsonrpc.ID]struct{} // client requests the relay has not answered
+	mu sync.Mutex
+	// pending are the client's requests not answered yet, each in its
+	// state: a session holds none that will never be answered (a POST
+	// that ended without its answer takes its entry with it), so that a
+	// long-lived session does not grow it.
+	pending map[jsonrpc.ID]callState
 	closed  bool
+	// inject are lines for the relay from the front itself (a
+	// notifications/cancelled), read before the client's next message;
+	// readCancel wakes the relay's reader out of the transport's Read to
+	// read them (readCtx is that Read's context, renewed once cancelled).
+	inject     [][]byte
+	readCtx    context.Context
+	readCancel context.CancelFunc
 }
 
+// callState is where a client request is (session.pending).
+type callState uint8
+
+const (
+	// callPosted: its POST is being served; the relay has not read it.
+	callPosted callState = iota + 1
+	// callRelayed: the relay read it; no answer yet.
+	callRelayed
+	// callAbandoned: its POST ended before the relay read it: the relay
+	// drops it when it does (its client is gone).
+	callAbandoned
+)
+
 // newSession starts a session and its relay, or says why not (the cap).
-func (f *Front) newSession(auth []string) (*session, string) {
+func (f *Front) newSession(r *http.Request) (*session, string) {
+	auth := r.Header.Values("Authorization")
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.draining {
@@ -65,22 +90,22 @@ func (f *Front) newSession(auth []string) (*session, string) {
 	if err != nil {
 		return nil, "the session could not be started"
 	}
-	s := &session{f: f, id: id, t: t, conn: conn, pending: map[jsonrpc.ID]struct{}{}}
-	s.auth = sha256.Sum256([]byte(strings.Join(auth, "\n")))
+	s := &session{f: f, id: id, t: t, conn: conn, pending: map[jsonrpc.ID]callState{}}
+	s.readCtx, s.readCancel = context.WithCancel(context.Background())
+	s.auth = credentialsOf(r)
 	s.lastUsed.Store(time.Now().UnixNano())
 	f.sessions[id] = s
 	f.m.sessions.Set(float64(len(f.sessions)))
 	opts := f.relayOptions(id, auth)
-	inR, inW := io.Pipe()
-	s.inW = inW
 	f.relays++
 	f.runs.Add(1)
-	go s.fromClient()
 	go func() {
 		defer f.runs.Done()
-		// The relay writes what it lets through straight into the
-		// transport (toClient), on its own goroutine: no pipe, no hand-off.
-		err := proxy.Run(f.ctx, inR, &toClient{s: s, max: opts.MaxMessageBytes}, opts)
+		// The relay reads what the client sent from the transport itself
+		// (fromClient, a proxy.LineSource: no pipe, no pump goroutine),
+		// and writes what it lets through straight into the transport
+		// (toClient), on its own goroutines: no hand-off either way.
+		err := proxy.Run(f.ctx, &fromClient{s: s}, &toClient{s: s, max: opts.MaxMessageBytes}, opts)
 		f.relayDone()
 		s.end(err)
 	}()
@@ -88,16 +113,36 @@ func (f *Front) newSession(auth []string) (*session, string) {
 	return s, ""
 }
 
+// credentialsOf is the digest of who sent r: the client bearer token the
+// service let it through with (service.TokenIdentity, which removed the
+// token from the headers), and the Authorization it carries (none, if
+// none).
+func credentialsOf(r *http.Request) [sha256.Size]byte {
+	h := sha256.New()
+	if id, ok := service.TokenIdentity(r.Context()); ok {
+		h.Write([]byte("token\n"))
+		h.Write(id[:])
+	}
+	h.Write([]byte("\nauthorization\n"))
+	h.Write([]byte(strings.Join(r.Header.Values("Authorization"), "\n")))
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
+}
+
 // sameAuthorization reports whether r may use the session: whether it
-// carries the Authorization the session started with (none, if it started
-// with none). Who learned a session's id is not its client.
+// comes with the client bearer token and the Authorization the session
+// started with (none, if it started with none). Who learned a session's
+// id is not its client (docs/SERVE.md).
 func (s *session) sameAuthorization(r *http.Request) bool {
-	got := sha256.Sum256([]byte(strings.Join(r.Header.Values("Authorization"), "\n")))
+	got := credentialsOf(r)
 	return subtle.ConstantTimeCompare(got[:], s.auth[:]) == 1
 }
 
-// serve serves one HTTP request of the session.
-func (s *session) serve(w http.ResponseWriter, r *http.Request) {
+// serve serves one HTTP request of the session; call is the id of the
+// request a POST carries (invalid for anything else, and for initialize,
+// which is never cancelled).
+func (s *session) serve(w http.ResponseWriter, r *http.Request, call jsonrpc.ID) {
 	post := r.Method == http.MethodPost
 	if post {
 		s.active.Add(1)
@@ -106,9 +151,89 @@ func (s *session) serve(w http.ResponseWriter, r *http.Request) {
 			s.active.Add(-1)
 		}()
 	}
-	s.t.ServeHTTP(&deadlineWriter{ResponseWriter: w, d: s.f.o.WriteTimeout}, r)
+	owned := false
+	if call.IsValid() {
+		s.mu.Lock()
+		if _, ok := s.pending[call]; !ok && !s.closed {
+			// (An id in flight already is the transport's to refuse.)
+			s.pending[call] = callPosted
+			owned = true
+		}
+		s.mu.Unlock()
+	}
+	dw := &deadlineWriter{ResponseWriter: w, d: s.f.o.WriteTimeout}
+	s.t.ServeHTTP(dw, r)
+	if owned {
+		s.postEnded(call, dw.status)
+	}
 	// The connection may serve another request: no deadline of this one.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+}
+
+// cancelReason is the reason of the front's notifications/cancelled.
+const cancelReason = "mcpsign front: the client's request ended before its answer (the front keeps no answer to resume)"
+
+// postEnded forgets a request whose POST ended (status: what the
+// transport answered it) without its answer: the client disconnected,
+// or did not read. The transport keeps no event store, so the answer
+// could never reach the client: a request the relay read is cancelled
+// upstream (notifications/cancelled, read by the relay as if the client
+// sent it, after the request), one it has not read yet is dropped when it
+// does, one the transport refused never reaches it (docs/SERVE.md).
+func (s *session) postEnded(call jsonrpc.ID, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.pending[call]
+	switch {
+	case !ok:
+		// answered
+	case status >= 400:
+		// The transport refused this POST: its message never reached the
+		// relay. An entry the relay read is another POST's (two POSTs with
+		// one id raced, and the transport refused this one as a duplicate
+		// in flight): that request is not this POST's to cancel.
+		if st == callPosted {
+			delete(s.pending, call)
+		}
+	case st == callRelayed:
+		delete(s.pending, call)
+		if line, err := cancelLine(call); err == nil {
+			s.inject = append(s.inject, line)
+			s.readCancel()
+		}
+	default:
+		s.pending[call] = callAbandoned
+	}
+}
+
+// release makes the transport forget a request of the client's that
+// will never be answered (its POST ended before the relay read it): the
+// transport keeps a request as in flight, with a stream for it, until an
+// answer with its id is written, and it is given the front's, which
+// reaches no one. Only for a request the relay never read: an answer of
+// the upstream's to it cannot come, so the id, free again, is never
+// answered twice.
+func (s *session) release(call jsonrpc.ID) {
+	resp := &jsonrpc.Response{ID: call, Error: &jsonrpc.Error{Code: proxy.InterruptedCode, Message: cancelReason}}
+	// The error says the answer reached no stream: as meant.
+	_ = s.conn.Write(context.Background(), resp)
+}
+
+// cancelLine is the front's notifications/cancelled of the request id, as
+// one line.
+func cancelLine(id jsonrpc.ID) ([]byte, error) {
+	params, err := json.Marshal(struct {
+		RequestID any    `json:"requestId"`
+		Reason    string `json:"reason"`
+	}{id.Raw(), cancelReason})
+	if err != nil {
+		return nil, err
+	}
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Request{Method: mcpwire.MethodCancelled, Params: params})
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
 }
 
 // idle reports whether the session received no POST for d.
@@ -116,28 +241,91 @@ func (s *session) idle(d time.Duration) bool {
 	return s.active.Load() == 0 && time.Since(time.Unix(0, s.lastUsed.Load())) > d
 }
 
-// fromClient hands what the client sends to the relay, one line a
-// message.
-func (s *session) fromClient() {
-	defer s.inW.Close()
+// fromClient is the relay's client side: each message the client sent,
+// read from the transport on the relay's reader goroutine and encoded as
+// one line (a proxy.LineSource).
+type fromClient struct {
+	s    *session
+	rest []byte // of a line Read handed on in part
+}
+
+// NextLine returns the client's next message, one line; io.EOF once the
+// transport is closed.
+func (c *fromClient) NextLine() ([]byte, error) {
+	s := c.s
 	for {
-		msg, err := s.conn.Read(context.Background())
-		if err != nil {
-			return
-		}
-		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-			s.mu.Lock()
-			s.pending[req.ID] = struct{}{}
+		s.mu.Lock()
+		if len(s.inject) > 0 {
+			line := s.inject[0]
+			s.inject = s.inject[1:]
 			s.mu.Unlock()
+			return line, nil
+		}
+		if s.readCtx.Err() != nil {
+			s.readCtx, s.readCancel = context.WithCancel(context.Background())
+		}
+		ctx := s.readCtx
+		s.mu.Unlock()
+		msg, err := s.conn.Read(ctx)
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				continue // woken for a line of the front's
+			}
+			return nil, io.EOF
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok {
+			switch {
+			case req.IsCall():
+				s.mu.Lock()
+				if s.pending[req.ID] == callAbandoned {
+					delete(s.pending, req.ID)
+					s.mu.Unlock()
+					// Its client is gone: never relayed. The transport
+					// still holds it as in flight (a stream, and its id
+					// refused to any later request) until an answer with
+					// its id is written: it is given one, which reaches no
+					// client (the POST ended, and there is no event store).
+					s.release(req.ID)
+					continue
+				}
+				s.pending[req.ID] = callRelayed
+				s.mu.Unlock()
+			case req.Method == mcpwire.MethodCancelled:
+				// The client expects no answer to the request any more
+				// (the server need not send one).
+				var p struct {
+					RequestID any `json:"requestId"`
+				}
+				if json.Unmarshal(req.Params, &p) == nil {
+					if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+						s.mu.Lock()
+						delete(s.pending, id)
+						s.mu.Unlock()
+					}
+				}
+			}
 		}
 		data, err := jsonrpc.EncodeMessage(msg)
 		if err != nil {
 			continue
 		}
-		if _, err := s.inW.Write(append(data, '\n')); err != nil {
-			return
-		}
+		return append(data, '\n'), nil
 	}
+}
+
+// Read is NextLine's lines as a stream of bytes (proxy.Run reads a
+// LineSource with NextLine only).
+func (c *fromClient) Read(p []byte) (int, error) {
+	if len(c.rest) == 0 {
+		line, err := c.NextLine()
+		if err != nil {
+			return 0, err
+		}
+		c.rest = line
+	}
+	n := copy(p, c.rest)
+	c.rest = c.rest[n:]
+	return n, nil
 }
 
 // toClient hands what the relay lets through to the transport, which
@@ -204,7 +392,7 @@ func (s *session) end(err error) {
 	for id := range s.pending {
 		ids = append(ids, id)
 	}
-	s.pending = map[jsonrpc.ID]struct{}{}
+	clear(s.pending)
 	s.mu.Unlock()
 	for _, id := range ids {
 		resp := &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: proxy.InterruptedCode, Message: "mcpsign front: the upstream ended before it answered: " + textsafe.Escape(why)}}
@@ -245,9 +433,18 @@ func (s *session) close() {
 // deadlineWriter bounds each write to a client (Options.WriteTimeout): a
 // client that stops reading fails its stream instead of holding the
 // session.
+// It records the status written.
 type deadlineWriter struct {
 	http.ResponseWriter
-	d time.Duration
+	d      time.Duration
+	status int
+}
+
+func (w *deadlineWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *deadlineWriter) Write(p []byte) (int, error) {

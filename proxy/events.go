@@ -17,20 +17,24 @@ const maxSideItems = 4096
 // sideQueue delivers what the relay tells its caller (Options.OnEvent, the
 // lines it writes to Options.Stderr) on a goroutine of its own, in order,
 // never under the relay's mutex: a slow handler or a slow stderr stalls
-// neither direction of the session (docs/PROXY.md, "Lifetimes").
+// neither direction of the session (docs/PROXY.md, "Lifetimes"). The
+// goroutine runs only while something is queued: an idle session keeps
+// none (the HTTP front holds a relay per client session,
+// docs/PERFORMANCE.md "HTTP front").
 type sideQueue struct {
 	mu      sync.Mutex
 	items   []func()
 	dropped int
 	closed  bool
-	wake    chan struct{}
-	done    chan struct{}
+	// idle is closed when no delivering goroutine runs; a push that finds
+	// none starts one with a new channel.
+	idle chan struct{}
+	// running: a delivering goroutine runs (idle is open).
+	running bool
 }
 
 func newSideQueue() *sideQueue {
-	q := &sideQueue{wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go q.loop()
-	return q
+	return &sideQueue{}
 }
 
 // push queues f (called with or without the relay's mutex held).
@@ -38,40 +42,38 @@ func newSideQueue() *sideQueue {
 // always queued.
 func (q *sideQueue) push(f func(), event bool) {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.closed {
-		q.mu.Unlock()
 		return
 	}
 	if !event && len(q.items) >= maxSideItems {
 		q.dropped++
-		q.mu.Unlock()
 		return
 	}
 	q.items = append(q.items, f)
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
+	if !q.running {
+		q.running = true
+		q.idle = make(chan struct{})
+		go q.loop(q.idle)
 	}
 }
 
-func (q *sideQueue) loop() {
-	defer close(q.done)
+// loop delivers what is queued, in order, and returns once nothing is.
+func (q *sideQueue) loop(idle chan struct{}) {
 	for {
 		q.mu.Lock()
-		items, closed := q.items, q.closed
+		items := q.items
 		q.items = nil
+		if len(items) == 0 {
+			q.running = false
+			q.mu.Unlock()
+			close(idle)
+			return
+		}
 		q.mu.Unlock()
 		for _, f := range items {
 			f()
 		}
-		if len(items) > 0 {
-			continue
-		}
-		if closed {
-			return
-		}
-		<-q.wake
 	}
 }
 
@@ -82,15 +84,15 @@ func (q *sideQueue) close(grace time.Duration) int {
 	q.mu.Lock()
 	q.closed = true
 	dropped := q.dropped
+	running, idle := q.running, q.idle
 	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
+	if !running {
+		return dropped
 	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
-	case <-q.done:
+	case <-idle:
 	case <-t.C:
 	}
 	return dropped

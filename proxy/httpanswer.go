@@ -102,8 +102,10 @@ var errIgnore = errors.New("the session ended")
 // stream, read through mcpwire, whose messages go to the relay. An error
 // status becomes an error answer of the proxy's, so that the request gets
 // its one answer; an answer that breaks the transport ends the session
-// with a protocol violation.
-func (u *httpConn) answer(resp *http.Response, m *mcpwire.Message, body []byte) {
+// with a protocol violation. It reports whether the answer was cut short
+// by the end of its request's context (nothing of the answer was passed
+// on).
+func (u *httpConn) answer(resp *http.Response, m *mcpwire.Message, body []byte) (cut bool) {
 	defer drain(resp)
 	switch {
 	case resp.StatusCode == http.StatusAccepted:
@@ -118,18 +120,35 @@ func (u *httpConn) answer(resp *http.Response, m *mcpwire.Message, body []byte) 
 			}
 		}
 	default:
-		if err := u.readAnswer(resp, body, m); err != nil && err != errIgnore {
+		err := u.readAnswer(resp, body, m)
+		if err != nil && err != errIgnore {
 			u.end(err)
 		}
+		return err == errIgnore
 	}
+	return false
 }
 
-// deliver hands one message to the relay as one line.
+// deliver hands one message to the relay as one line: to the relay's
+// handler on this goroutine when the relay gave one (receiveTo), else
+// through Receive.
 func (u *httpConn) deliver(msg []byte) error {
 	line, err := asLine(msg)
 	if err != nil {
 		return err
 	}
+	u.pushMu.Lock()
+	if push := u.push; push != nil {
+		defer u.pushMu.Unlock()
+		select {
+		case <-u.ended:
+			return io.EOF
+		default:
+		}
+		push(line, nil)
+		return nil
+	}
+	u.pushMu.Unlock()
 	select {
 	case u.msgs <- line:
 		return nil

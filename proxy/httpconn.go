@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
@@ -57,13 +58,25 @@ type httpConn struct {
 
 	ctx    context.Context // of every request; cancelled by Stop
 	cancel context.CancelFunc
-	msgs   chan []byte   // lines for the relay
-	ended  chan struct{} // closed by end
-	endMu  sync.Mutex
-	endErr error // io.EOF when the session ended cleanly
-	wg     sync.WaitGroup
+	msgs   chan []byte // lines for the relay (Receive)
+	// push is the relay's handler of each message (receiveTo), called by
+	// the goroutine that read it, one call at a time (pushMu), in place of
+	// Receive; pushing is set once it is; pushEnded once it was given the
+	// session's end.
+	push      func(line []byte, err error)
+	pushMu    sync.Mutex
+	pushing   atomic.Bool
+	pushEnded bool
+	ended     chan struct{} // closed by end
+	endMu     sync.Mutex
+	endErr    error // io.EOF when the session ended cleanly
+	wg        sync.WaitGroup
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// calls stop the POST of each request in flight, by its raw id: a
+	// request the client cancelled is no longer read once the server
+	// accepted the cancellation (abandon).
+	calls     map[string]context.CancelFunc
 	sessions  mcpwire.SessionIDs // Mcp-Session-Id, once the server gave one
 	version   string             // negotiated by initialize, for the header
 	modern    string             // the last version a request's _meta asked for (2026-07-28 and later)
@@ -201,15 +214,38 @@ func (u *httpConn) Send(line []byte) error {
 			u.answer(resp, &m, body)
 		}()
 	case m.Kind == mcpwire.KindRequest:
+		ctx, stop := context.WithCancel(u.ctx)
+		id := string(m.ID)
+		u.mu.Lock()
+		if u.calls == nil {
+			u.calls = map[string]context.CancelFunc{}
+		}
+		u.calls[id] = stop
+		u.mu.Unlock()
 		u.wg.Add(1)
 		go func() {
 			defer u.wg.Done()
-			resp, err := u.post(body, &m)
+			defer func() {
+				u.mu.Lock()
+				delete(u.calls, id)
+				u.mu.Unlock()
+				stop()
+			}()
+			// Abandoned: the client cancelled it, and the server
+			// accepted the cancellation, before it answered.
+			abandoned := func() bool { return ctx.Err() != nil && u.ctx.Err() == nil }
+			resp, err := u.postCtx(ctx, body, &m)
 			if err != nil {
+				if abandoned() {
+					u.answerCancelled(m.ID)
+					return
+				}
 				u.end(err)
 				return
 			}
-			u.answer(resp, &m, body)
+			if u.answer(resp, &m, body) && abandoned() {
+				u.answerCancelled(m.ID)
+			}
 		}()
 	default:
 		// Bounded: what follows waits for it (the server gets messages in
@@ -224,9 +260,41 @@ func (u *httpConn) Send(line []byte) error {
 		if err != nil {
 			return u.fail(err)
 		}
-		return u.accepted(resp, &m)
+		if err := u.accepted(resp, &m); err != nil {
+			return err
+		}
+		if m.Kind == mcpwire.KindNotification && m.Method == mcpwire.MethodCancelled {
+			u.abandon(cancelledID(m.Params))
+		}
 	}
 	return nil
+}
+
+// answerCancelled answers a request whose answer is no longer read
+// (abandon) with the proxy's error, so that it is answered once, as by a
+// server that answers a cancelled request (go-sdk's does): the relay and
+// the client's transport forget it. The client, which cancelled it, may
+// ignore the answer (the MCP spec's cancellation rule).
+func (u *httpConn) answerCancelled(id []byte) {
+	_ = u.deliverError(id, "mcpsign proxy: the request was cancelled")
+}
+
+// abandon stops reading the answer of the request id, once the server
+// accepted its cancellation: a server need not answer a cancelled request
+// (the TypeScript SDK's answers none, and keeps its event stream open
+// until the session ends), and the client expects no answer, so its POST
+// is closed rather than held for as long as the session (docs/PROXY.md,
+// "Remote servers"). An answer that was on its way is dropped with it.
+func (u *httpConn) abandon(id []byte) {
+	if id == nil {
+		return
+	}
+	u.mu.Lock()
+	stop := u.calls[string(id)]
+	u.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 }
 
 // request builds one HTTP request to the endpoint with the session's
@@ -333,10 +401,16 @@ func headerName(m *mcpwire.Message) (string, bool) {
 // The error is a *ConnectError (the server could not be used) or a
 // protocol violation.
 func (u *httpConn) post(body []byte, m *mcpwire.Message) (*http.Response, error) {
+	return u.postCtx(u.ctx, body, m)
+}
+
+// postCtx is post under ctx (u.ctx or one derived from it).
+func (u *httpConn) postCtx(ctx context.Context, body []byte, m *mcpwire.Message) (*http.Response, error) {
 	req, err := u.request(http.MethodPost, body, m)
 	if err != nil {
 		return nil, err
 	}
+	req = req.WithContext(ctx)
 	resp, err := u.client.Do(req)
 	if err != nil {
 		return nil, u.transportError(err)

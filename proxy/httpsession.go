@@ -18,6 +18,38 @@ func (u *httpConn) Receive() ([]byte, error) {
 	}
 }
 
+// receiveTo makes handle the receiver of the server's messages in place
+// of Receive (pushConn): each answer stream's reader and the GET stream's
+// hand their messages to it themselves, one call at a time, so that no
+// goroutine of the relay waits for them and no message changes goroutine
+// on its way (docs/PERFORMANCE.md, "HTTP front"). handle(nil, err) is the
+// last call, once the session ended. Called before the first Send.
+func (u *httpConn) receiveTo(handle func(line []byte, err error)) {
+	u.pushMu.Lock()
+	u.push = handle
+	u.pushMu.Unlock()
+	u.pushing.Store(true)
+	select {
+	case <-u.ended:
+		go u.pushEnd()
+	default:
+	}
+}
+
+// pushEnd gives the relay's handler the session's end, once.
+func (u *httpConn) pushEnd() {
+	u.pushMu.Lock()
+	defer u.pushMu.Unlock()
+	if u.push == nil || u.pushEnded {
+		return
+	}
+	u.pushEnded = true
+	u.endMu.Lock()
+	err := u.endErr
+	u.endMu.Unlock()
+	u.push(nil, err)
+}
+
 // end ends the session with err (io.EOF: cleanly); the first call wins.
 func (u *httpConn) end(err error) {
 	u.endMu.Lock()
@@ -32,6 +64,11 @@ func (u *httpConn) end(err error) {
 	}
 	u.endErr = err
 	close(u.ended)
+	if u.pushing.Load() {
+		// On a goroutine of its own: end may be called from within the
+		// handler (a Send that failed), which holds pushMu.
+		go u.pushEnd()
+	}
 }
 
 // fail ends the session with err, unless it ended already, and returns

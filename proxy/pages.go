@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 
 	"github.com/yosida95/uritemplate/v3"
@@ -13,10 +15,13 @@ import (
 // asking the policy again.
 type approvedSet struct {
 	snap *digest.Snapshot
-	// byRaw maps each approved definition's exact bytes to its index, per
-	// kind; a definition repeated in the approved listing is left out (the
-	// policy refuses duplicates, so this does not happen in practice).
-	byRaw map[digest.Kind]map[string]int
+	// byRaw maps the SHA-256 of each approved definition's exact bytes to
+	// its index, per kind (the digest, not a copy of the bytes: a relay
+	// keeps its approved set for as long as its session, and the snapshot
+	// holds the bytes already); a definition repeated in the approved
+	// listing is left out (the policy refuses duplicates, so this does not
+	// happen in practice).
+	byRaw map[digest.Kind]map[[sha256.Size]byte]int
 	// keys are the approved definitions' keys by index, per kind.
 	keys map[digest.Kind][]string
 	// approvedKeys are the keys of the approved definitions, per kind
@@ -43,16 +48,23 @@ func (a *approvedSet) hasKey(k digest.Kind, key string) bool {
 }
 
 func newApprovedSet(s *digest.Snapshot) *approvedSet {
-	a := &approvedSet{snap: s, byRaw: map[digest.Kind]map[string]int{}, keys: map[digest.Kind][]string{}, approvedKeys: map[digest.Kind]map[string]bool{}}
+	a := &approvedSet{snap: s, byRaw: map[digest.Kind]map[[sha256.Size]byte]int{}, keys: map[digest.Kind][]string{}, approvedKeys: map[digest.Kind]map[string]bool{}}
 	for _, k := range kindsWithResources {
 		defs := s.Definitions(k)
-		m := make(map[string]int, len(defs))
-		dup := map[string]bool{}
+		if len(defs) == 0 {
+			continue // nothing to index: a nil map and slice read as empty
+		}
+		m := make(map[[sha256.Size]byte]int, len(defs))
+		var dup map[[sha256.Size]byte]bool
 		for i, raw := range defs {
-			if _, ok := m[string(raw)]; ok {
-				dup[string(raw)] = true
+			h := sha256.Sum256(raw)
+			if _, ok := m[h]; ok {
+				if dup == nil {
+					dup = map[[sha256.Size]byte]bool{}
+				}
+				dup[h] = true
 			}
-			m[string(raw)] = i
+			m[h] = i
 		}
 		for d := range dup {
 			delete(m, d)
@@ -75,20 +87,21 @@ func newApprovedSet(s *digest.Snapshot) *approvedSet {
 func (a *approvedSet) covers(k digest.Kind, items []json.RawMessage, complete bool) bool {
 	m := a.byRaw[k]
 	var used []bool
+	defs := a.snap.Definitions(k)
 	for _, it := range items {
-		i, ok := m[string(it)]
-		if !ok {
+		i, ok := m[sha256.Sum256(it)]
+		if !ok || !bytes.Equal(defs[i], it) {
 			return false
 		}
 		if used == nil {
-			used = make([]bool, len(a.snap.Definitions(k)))
+			used = make([]bool, len(defs))
 		}
 		if used[i] {
 			return false
 		}
 		used[i] = true
 	}
-	return !complete || len(items) == len(a.snap.Definitions(k))
+	return !complete || len(items) == len(defs)
 }
 
 // with returns the approved snapshot with the definitions of the page's kind

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/pin"
 )
@@ -337,6 +338,9 @@ func (e *ServerExitError) Error() string { return "server exited (" + e.Status +
 // *ConnectError when a remote server (Options.URL) could not be used; the
 // context's error when ctx ends first. The server never outlives Run: its
 // connection is stopped before Run returns.
+//
+// An in that is a [LineSource] is read a message at a time with NextLine
+// instead of through a buffer of Run's own.
 func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	o := opts.withDefaults()
 	if o.Policy == nil {
@@ -358,6 +362,31 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	}
 	r := newRelay(&o, c, in, out)
 	return r.run(ctx)
+}
+
+// LineSource is a client input that hands the relay whole messages: Run
+// reads it only with NextLine, on the goroutine that reads the client, and
+// keeps no read buffer for it (the HTTP front reads each message from its
+// transport so: no pipe, no goroutine and no 4 KiB buffer between them,
+// docs/PERFORMANCE.md "HTTP front"). NextLine returns one message and its
+// line end ("\n"), a fresh slice the relay owns, and io.EOF when the client
+// is gone; a line longer than Options.MaxMessageBytes is refused as a
+// message read from a stream would be.
+type LineSource interface {
+	io.Reader
+	NextLine() ([]byte, error)
+}
+
+// boundedLines reads src, refusing a line longer than max (not counting
+// its line end) as mcpwire.LineReader does.
+func boundedLines(src LineSource, max int) func() ([]byte, error) {
+	return func() ([]byte, error) {
+		line, err := src.NextLine()
+		if err == nil && len(mcpwire.Content(line)) > max {
+			return nil, fmt.Errorf("%w: a message has more than %d bytes", mcpwire.ErrMessageTooLarge, max)
+		}
+		return line, err
+	}
 }
 
 // indent prefixes every line of text.

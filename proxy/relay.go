@@ -43,7 +43,7 @@ type pendingReq struct {
 }
 
 // relay is one proxied session. Each peer's reader handles its messages
-// on its own goroutine under mu, as does a check's goroutine with its
+// on its own goroutine under mu (a pushConn's readers, one at a time), as does a check's goroutine with its
 // result; run only waits for the end.
 type relay struct {
 	o        *Options
@@ -138,66 +138,96 @@ func newRelay(o *Options, c UpstreamConn, in io.Reader, out io.Writer) *relay {
 func (r *relay) read(next func() ([]byte, error), server bool) {
 	for {
 		line, err := next()
-		if r.ended.Load() {
-			return // run returned: nothing more is handled
-		}
-		if err != nil {
-			r.mu.Lock()
-			if r.ended.Load() {
-				r.mu.Unlock()
-				return
-			}
-			if server {
-				r.serverEOF, r.serverErr = true, err
-				r.closeOwn(serverGone(err))
-				var ce *ConnectError
-				// A protocol violation (a remote server's stream, say) blocks
-				// at once, even while a check runs: the check would only
-				// see the server gone.
-				violation := errors.Is(err, mcpwire.ErrProtocol) || errors.Is(err, mcpwire.ErrMessageTooLarge)
-				if r.blocked == nil && (r.running == nil || violation) && !errors.Is(err, io.EOF) && !errors.As(err, &ce) {
-					// An oversized or unreadable message: what it said cannot
-					// be checked, so nothing more of the session is trusted.
-					r.block(&BlockedError{What: "a message from the server", Err: err})
-				}
-			} else {
-				r.clientEOF = true
-			}
-			r.mu.Unlock()
-			r.flush()
-			r.signal()
+		if !r.handle(line, err, server) {
 			return
 		}
-		m := &inbound{line: line}
-		body := mcpwire.Content(line)
-		if len(bytes.TrimSpace(body)) == 0 {
-			m.blank = true
-		} else {
-			if server {
-				m.env, m.perr = mcpwire.ParseFromServer(body)
-				if m.perr == nil {
-					m.perr = mcpwire.CheckFraming(line)
-				}
-			} else {
-				m.env, m.perr = mcpwire.Parse(body)
-			}
-		}
-		if server && m.perr == nil && !m.blank && r.deliverOwn(&m.env) {
-			continue
-		}
+	}
+}
+
+// handle handles one line read from a peer, or the peer's end (err), and
+// reports whether more may follow. Calls for one peer come one at a time.
+func (r *relay) handle(line []byte, err error, server bool) bool {
+	if r.ended.Load() {
+		return false // run returned: nothing more is handled
+	}
+	if err != nil {
 		r.mu.Lock()
 		if r.ended.Load() {
 			r.mu.Unlock()
-			return
+			return false
 		}
 		if server {
-			r.fromServer(m)
+			r.serverEOF, r.serverErr = true, err
+			r.closeOwn(serverGone(err))
+			var ce *ConnectError
+			// A protocol violation (a remote server's stream, say) blocks
+			// at once, even while a check runs: the check would only
+			// see the server gone.
+			violation := errors.Is(err, mcpwire.ErrProtocol) || errors.Is(err, mcpwire.ErrMessageTooLarge)
+			if r.blocked == nil && (r.running == nil || violation) && !errors.Is(err, io.EOF) && !errors.As(err, &ce) {
+				// An oversized or unreadable message: what it said cannot
+				// be checked, so nothing more of the session is trusted.
+				r.block(&BlockedError{What: "a message from the server", Err: err})
+			}
 		} else {
-			r.fromClient(m)
+			r.clientEOF = true
 		}
 		r.mu.Unlock()
 		r.flush()
+		r.signal()
+		return false
 	}
+	m := &inbound{line: line}
+	body := mcpwire.Content(line)
+	if len(bytes.TrimSpace(body)) == 0 {
+		m.blank = true
+	} else {
+		if server {
+			m.env, m.perr = mcpwire.ParseFromServer(body)
+			if m.perr == nil {
+				m.perr = mcpwire.CheckFraming(line)
+			}
+		} else {
+			m.env, m.perr = mcpwire.Parse(body)
+		}
+	}
+	if server && m.perr == nil && !m.blank && r.deliverOwn(&m.env) {
+		return true
+	}
+	r.mu.Lock()
+	if r.ended.Load() {
+		r.mu.Unlock()
+		return false
+	}
+	if server {
+		r.fromServer(m)
+	} else {
+		r.fromClient(m)
+	}
+	r.mu.Unlock()
+	r.flush()
+	return true
+}
+
+// pushConn is an UpstreamConn that hands the relay each message on the
+// goroutine that read it, in place of Receive (an HTTP upstream, whose
+// answer streams each have a reader already): handle is called one call
+// at a time, and handle(nil, err) last, once.
+type pushConn interface {
+	receiveTo(handle func(line []byte, err error))
+}
+
+// goPushed makes the relay the receiver of a pushConn; the channel is
+// closed once it was given the end.
+func (r *relay) goPushed(c pushConn) <-chan struct{} {
+	done := make(chan struct{})
+	c.receiveTo(func(line []byte, err error) {
+		r.handle(line, err, true)
+		if err != nil {
+			close(done)
+		}
+	})
+	return done
 }
 
 // flush writes what is queued for both peers.
@@ -221,8 +251,21 @@ func (r *relay) run(ctx context.Context) error {
 	// by a check that saw its context end first.
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.ctx = sctx
-	clientDone := r.goRead(mcpwire.NewLineReader(r.clientIn, r.o.MaxMessageBytes).Next, false)
-	serverDone := r.goRead(r.c.Receive, true)
+	// The server's side first: a pushConn must have its receiver before
+	// the client's first message is sent.
+	var serverDone <-chan struct{}
+	if pc, ok := r.c.(pushConn); ok {
+		serverDone = r.goPushed(pc)
+	} else {
+		serverDone = r.goRead(r.c.Receive, true)
+	}
+	var clientNext func() ([]byte, error)
+	if src, ok := r.clientIn.(LineSource); ok {
+		clientNext = boundedLines(src, r.o.MaxMessageBytes)
+	} else {
+		clientNext = mcpwire.NewLineReader(r.clientIn, r.o.MaxMessageBytes).Next
+	}
+	clientDone := r.goRead(clientNext, false)
 	defer r.closeSide()
 	defer r.toClient.wait(r.o.ShutdownGrace)
 	defer r.end(cancel, clientDone, serverDone)

@@ -27,6 +27,12 @@ type LineReader struct {
 // front"); most messages fit.
 const readBufferBytes = 4 << 10
 
+// streamBufferBytes is the buffer of the event reader of a body without a
+// cap (ResponseOptions.MaxBodyBytes < 0: a GET stream, open for as long as
+// its session and idle most of that time, carrying few messages, the
+// server's own): an event longer than it is read in pieces too.
+const streamBufferBytes = 512
+
 // NewLineReader reads newline-delimited messages of at most max bytes
 // each from r.
 func NewLineReader(r io.Reader, max int) *LineReader {

@@ -99,7 +99,12 @@ func (er *EventReader) LastID() string { return er.lastID }
 // the lines of the event, line ends included) from r. A larger event is an
 // error wrapping ErrMessageTooLarge.
 func NewEventReader(r io.Reader, maxEventBytes int) *EventReader {
-	size := readBufferBytes
+	return newEventReaderSize(r, maxEventBytes, readBufferBytes)
+}
+
+// newEventReaderSize is NewEventReader with a read buffer of size bytes
+// (at most maxEventBytes+2, at least 16).
+func newEventReaderSize(r io.Reader, maxEventBytes, size int) *EventReader {
 	if maxEventBytes+2 < size {
 		size = maxEventBytes + 2
 	}

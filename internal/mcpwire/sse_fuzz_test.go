@@ -226,3 +226,43 @@ func TestEventReaderModels(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEventReaderBufferSize: what an EventReader reads does not depend on
+// its buffer: a GET stream's reader (streamBufferBytes), the smallest
+// (16 bytes) and the default (readBufferBytes) take the same events, or
+// fail the same way, for any stream and event cap.
+func FuzzEventReaderBufferSize(f *testing.F) {
+	for _, s := range sseAttacks {
+		f.Add([]byte(s), uint16(1<<12))
+	}
+	f.Add([]byte("data: "+sseAnswer+"\n\n"), uint16(40))
+	f.Add([]byte("data: "+strings.Repeat("x", 1500)+"\r\ndata: y\r\n\r\nid: 2\ndata: z\n\n"), uint16(2000))
+	f.Add([]byte(": "+strings.Repeat("c", 700)+"\ndata: 1\n\n"), uint16(64))
+	f.Fuzz(func(t *testing.T, stream []byte, capBytes uint16) {
+		max := int(capBytes) + 1
+		type result struct {
+			events   []Event
+			eof      bool
+			tooLarge bool
+		}
+		read := func(size int) result {
+			er := newEventReaderSize(bytes.NewReader(stream), max, size)
+			var r result
+			for {
+				ev, err := er.Next()
+				if err != nil {
+					r.eof = errors.Is(err, io.EOF)
+					r.tooLarge = errors.Is(err, ErrMessageTooLarge)
+					return r
+				}
+				r.events = append(r.events, ev)
+			}
+		}
+		want := read(readBufferBytes)
+		for _, size := range []int{16, streamBufferBytes} {
+			if got := read(size); !reflect.DeepEqual(got, want) {
+				t.Fatalf("a %d-byte buffer read %+v, a %d-byte one %+v", size, got, readBufferBytes, want)
+			}
+		}
+	})
+}

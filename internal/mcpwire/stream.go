@@ -413,7 +413,11 @@ func ReadResponse(ctx context.Context, kind BodyKind, body io.ReadCloser, c *Str
 	if kind != BodyEventStream {
 		return nil, fmt.Errorf("%w: %w: no body kind", ErrProtocol, ErrContentType)
 	}
-	er := NewEventReader(r, o.MaxMessageBytes+EventOverhead)
+	size := readBufferBytes
+	if o.MaxBodyBytes < 0 {
+		size = streamBufferBytes
+	}
+	er := newEventReaderSize(r, o.MaxMessageBytes+EventOverhead, size)
 	for {
 		ev, err := er.Next()
 		if errors.Is(err, io.EOF) {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"io"
 	"net"
@@ -191,6 +192,36 @@ func TestBearerTokens(t *testing.T) {
 	}
 	if err := toks.Replace([]string{"short"}); err == nil {
 		t.Error("Replace took a short token")
+	}
+}
+
+// TestTokenIdentity: a request BearerTokens lets through carries its
+// token's digest in its context (the token itself is gone from the
+// headers), one per token; a request that did not go through it carries
+// none.
+func TestTokenIdentity(t *testing.T) {
+	toks, err := NewTokens([]string{tokA, tokB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string][sha256.Size]byte{}
+	h := BearerTokens(toks)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := TokenIdentity(r.Context())
+		if !ok {
+			t.Error("no identity in a request let through")
+		}
+		seen[r.URL.Query().Get("who")] = id
+	}))
+	for who, tok := range map[string]string{"a": tokA, "b": tokB} {
+		req := httptest.NewRequest(http.MethodGet, "/mcp?who="+who, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	if seen["a"] != sha256.Sum256([]byte(tokA)) || seen["b"] != sha256.Sum256([]byte(tokB)) {
+		t.Error("the identity is not the token's SHA-256")
+	}
+	if _, ok := TokenIdentity(context.Background()); ok {
+		t.Error("an identity without BearerTokens")
 	}
 }
 

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -134,11 +135,26 @@ func (t *Tokens) valid(tok string) bool {
 	return ok == 1
 }
 
+// tokenIdentityKey is the context key of the identity BearerTokens puts
+// in the context of a request it lets through.
+type tokenIdentityKey struct{}
+
+// TokenIdentity returns who a request was let through as by BearerTokens:
+// the SHA-256 of its bearer token (never the token), and whether it went
+// through BearerTokens at all. A handler that keeps state across requests
+// (the HTTP front's sessions) binds it to this identity: the token is no
+// longer in the request's headers.
+func TokenIdentity(ctx context.Context) ([sha256.Size]byte, bool) {
+	id, ok := ctx.Value(tokenIdentityKey{}).([sha256.Size]byte)
+	return id, ok
+}
+
 // BearerTokens lets a request through only with "Authorization: Bearer T",
 // T one of t; else it answers 401 with a WWW-Authenticate challenge (RFC
 // 6750: error="invalid_token" when a token was given). The Authorization
 // header is removed from the request it lets through: the token is the
-// service's, never passed on (to an upstream) nor logged.
+// service's, never passed on (to an upstream) nor logged; the request's
+// context carries its digest instead (TokenIdentity).
 func BearerTokens(t *Tokens) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -160,6 +176,7 @@ func BearerTokens(t *Tokens) Middleware {
 				return
 			}
 			r.Header.Del("Authorization")
+			r = r.WithContext(context.WithValue(r.Context(), tokenIdentityKey{}, sha256.Sum256([]byte(tok))))
 			next.ServeHTTP(w, r)
 		})
 	}

@@ -1,0 +1,29 @@
+package front
+
+import "github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+// PendingCalls is the number of client requests the open sessions of f
+// hold as not answered yet (session.pending), for the tests.
+func PendingCalls(f *Front) int {
+	n := 0
+	for _, s := range f.allSessions() {
+		s.mu.Lock()
+		n += len(s.pending)
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// PostEnded ends, for the tests, the POST of the request id of the session
+// as if the transport had answered it status (session.postEnded): the end
+// of a POST whose call the front took as its own, as a duplicate's POST
+// is when it races another POST with the same id.
+func PostEnded(f *Front, session string, id int64, status int) {
+	for _, s := range f.allSessions() {
+		if s.id == session {
+			if call, err := jsonrpc.MakeID(float64(id)); err == nil {
+				s.postEnded(call, status)
+			}
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package front_test
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+)
+
+// TestSessionsLeaveNoGoroutines: a client session that ended (its client
+// DELETEd it) leaves no goroutine behind: its relay's readers, the side
+// queue's goroutine, the upstream's answer and GET stream readers and
+// whatever hands the relay its messages all return. Two rounds of
+// sessions: the second must end where the first did (the connection
+// pools are warm by then), within a small slack.
+func TestSessionsLeaveNoGoroutines(t *testing.T) {
+	const perRound, slack = 12, 8
+	for _, tc := range []struct {
+		name string
+		u    func(t *testing.T) upstream
+	}{
+		{"go-sdk over HTTP", func(t *testing.T) upstream { return startGoSDKServer(t, 0).upstream() }},
+		{"example over HTTP", func(t *testing.T) upstream { return httpExample(t, fixtures.ModeListChanged) }},
+		{"example over stdio", func(t *testing.T) upstream { return stdioExample(t, fixtures.ModeHonest) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := tc.u(t)
+			s := serve(t, u, lockOf(t, u), nil)
+			ctx := testContext(t)
+			round := func() int {
+				for range perRound {
+					cs, err := connect(ctx, s.url, "2025-11-25")
+					if err != nil {
+						t.Fatal(err)
+					}
+					_ = toolNames(t, ctx, cs)
+					cs.Close()
+				}
+				for deadline := time.Now().Add(5 * time.Second); ; {
+					if counterSum(t, s.f, "mcpsign_front_sessions_open") == 0 || time.Now().After(deadline) {
+						break
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				time.Sleep(200 * time.Millisecond) // what a session's end started returns
+				return runtime.NumGoroutine()
+			}
+			first := round()
+			var second int
+			for deadline := time.Now().Add(5 * time.Second); ; {
+				second = round()
+				if second <= first+slack || time.Now().After(deadline) {
+					break
+				}
+			}
+			if second > first+slack {
+				buf := make([]byte, 1<<20)
+				t.Errorf("goroutines after %d more sessions: %d, after the first %d: %d (slack %d)\n%s", perRound, second, perRound, first, slack, buf[:runtime.Stack(buf, true)])
+			}
+		})
+	}
+}
