@@ -52,7 +52,7 @@ var discovery struct {
 
 func makeDiscoveryFiles(t *testing.T) discoveryFiles {
 	t.Helper()
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := fixtures.SharedDir(t, "discovery")
 	env := map[string]string{"PW": "discovery"}
 	for _, who := range []string{"alice", "mallory"} {

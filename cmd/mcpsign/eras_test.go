@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -107,7 +106,7 @@ func TestListingBothEras(t *testing.T) {
 	// A normal server (the example server, both eras, every version the
 	// same) pins as before: the lock of reading every version holds the
 	// digests of reading server/discover alone, as the first listing.
-	example := fixtures.BuildExampleServer(t)
+	example := fixtures.BuildExampleServerNoRace(t)
 	var locks []*pin.Lock
 	for _, extra := range [][]string{nil, {"--protocol-version", "2026-07-28"}} {
 		lock := filepath.Join(dir, "example"+strconv.Itoa(len(locks))+".lock")
@@ -145,8 +144,7 @@ func TestListingBothEras(t *testing.T) {
 	if l.ProtocolVersion != "2025-11-25" || l.Instructions == nil || *l.Instructions != erasserver.Poison {
 		t.Fatalf("lock protocol %s, instructions %v: want the initialize era's", l.ProtocolVersion, l.Instructions)
 	}
-	cfg, _ := json.Marshal(map[string]any{"command": server, "args": []string{"caps-true"}, "mode": "auto", "timeoutMs": 20000})
-	held := runTSClient2Config(t, cfg)
+	held := runTSClient2Config(t, map[string]any{"command": server, "args": []string{"caps-true"}, "mode": "auto", "timeoutMs": 20000})
 	if held.Instructions == nil || *held.Instructions != erasserver.Poison || held.ProtocolVersion != "2025-11-25" {
 		t.Fatalf("the TypeScript SDK v2 client holds %+v", held)
 	}
@@ -169,8 +167,7 @@ func TestListingBothEras(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "dup.lock")); err == nil {
 		t.Errorf("dup.lock written for a server/discover answer with a repeated member")
 	}
-	cfg, _ = json.Marshal(map[string]any{"command": server, "args": []string{"dup-instructions"}, "mode": "auto", "timeoutMs": 20000})
-	if held := runTSClient2Config(t, cfg); held.Instructions == nil || *held.Instructions != erasserver.Poison || held.ProtocolVersion != "2026-07-28" {
+	if held := runTSClient2Config(t, map[string]any{"command": server, "args": []string{"dup-instructions"}, "mode": "auto", "timeoutMs": 20000}); held.Instructions == nil || *held.Instructions != erasserver.Poison || held.ProtocolVersion != "2026-07-28" {
 		t.Fatalf("the TypeScript SDK v2 client holds %+v; the row assumes it reads the repeated member, last wins", held)
 	}
 
@@ -182,8 +179,7 @@ func TestListingBothEras(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "resultType") {
 		t.Errorf("pin of a server/discover answer without resultType: exit %d, want 2 naming resultType\n%s\n%s", code, stdout, stderr)
 	}
-	cfg, _ = json.Marshal(map[string]any{"command": server, "args": []string{"no-result-type"}, "mode": "auto", "timeoutMs": 20000})
-	if held := runTSClient2Config(t, cfg); held.ProtocolVersion != "2026-07-28" {
+	if held := runTSClient2Config(t, map[string]any{"command": server, "args": []string{"no-result-type"}, "mode": "auto", "timeoutMs": 20000}); held.ProtocolVersion != "2026-07-28" {
 		t.Fatalf("the TypeScript SDK v2 client holds %+v; the row assumes it takes a server/discover answer without resultType", held)
 	}
 }

@@ -37,7 +37,7 @@ func rules(r pinReport) []string {
 
 func TestPinTOFUAndVerifyPin(t *testing.T) {
 	t.Parallel()
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "notes.mcpsign.lock")
 
@@ -145,7 +145,7 @@ func TestPinTOFUAndVerifyPin(t *testing.T) {
 
 func TestPinCapabilitiesOverride(t *testing.T) {
 	t.Parallel()
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	caps := filepath.Join(dir, "caps.json")
 	os.WriteFile(caps, []byte(`{"tools":{"run_command":["read"]}}`), 0o644)
@@ -230,7 +230,7 @@ func TestPinKeyBundle(t *testing.T) {
 // TSA on loopback) pins with the signer, issuer and log entry.
 func TestPinKeyless(t *testing.T) {
 	env := sigstack.Require(t)
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	email := "pin-keyless@example.com"
 	tokenFile := filepath.Join(dir, "token")
@@ -264,7 +264,7 @@ func TestPinKeyless(t *testing.T) {
 
 func TestDiffCommand(t *testing.T) {
 	t.Parallel()
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	honest, rug := filepath.Join(dir, "honest.json"), filepath.Join(dir, "rug.json")
 	for path, mode := range map[string]string{honest: "honest", rug: "rugpull"} {

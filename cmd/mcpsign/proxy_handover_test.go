@@ -148,7 +148,7 @@ func childEnviron(t *testing.T, pid int) []string {
 func TestProxyHandOver(t *testing.T) {
 	t.Parallel() // its own temporary directory and processes
 	mcpsign := fixtures.BuildMcpsign(t)
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	env := map[string]string{"PW": "handover-test"}
 	key := filepath.Join(dir, "publisher")
@@ -292,7 +292,7 @@ func TestProxyHandOver(t *testing.T) {
 func TestProxyHandOverKeyless(t *testing.T) {
 	env := sigstack.Require(t)
 	mcpsign := fixtures.BuildMcpsign(t)
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	email := "handover@example.com"
 	token := filepath.Join(dir, "token")

@@ -58,7 +58,7 @@ var (
 func exampleSnapshot(t *testing.T, dir string) (string, digest.Report) {
 	t.Helper()
 	exampleSnapOnce.Do(func() {
-		server := fixtures.BuildExampleServer(t)
+		server := fixtures.BuildExampleServerNoRace(t)
 		code, out, stderr := runCLI(t, "digest", "--format", "json", "--", server)
 		if code != 0 {
 			t.Fatalf("digest: exit %d %s", code, stderr)
