@@ -21,10 +21,12 @@ import (
 )
 
 // discoveryFiles are the key pairs and bundles the discovery tests share:
-// alice signs the honest and the rug-pull definitions, mallory the honest.
+// alice signs the honest and the rug-pull definitions, mallory the honest
+// (the shared keys, sharedKeys; their password is keysEnv's).
 type discoveryFiles struct {
 	dir, server              string
 	honest, rugpull, mallory string // bundles
+	alice, malloryKey        keyPair
 	alicePub                 string
 	malformed, oversized     string
 }
@@ -32,8 +34,8 @@ type discoveryFiles struct {
 // discoverySetup makes the files of one test in its temporary directory.
 func discoverySetup(t *testing.T) discoveryFiles {
 	t.Helper()
-	// Made once for the tests that use it: two password-encrypted keys and
-	// three signatures cost seconds of key derivation under -race.
+	// Made once for the tests that use it: three signatures cost seconds
+	// of key derivation under -race.
 	discovery.once.Do(func() {
 		discovery.d = makeDiscoveryFiles(t)
 		discovery.ok = !t.Failed()
@@ -54,24 +56,19 @@ func makeDiscoveryFiles(t *testing.T) discoveryFiles {
 	t.Helper()
 	server := fixtures.BuildExampleServerNoRace(t)
 	dir := fixtures.SharedDir(t, "discovery")
-	env := map[string]string{"PW": "discovery"}
-	for _, who := range []string{"alice", "mallory"} {
-		if code, _, stderr := runWith(t, env, "keygen", "-o", filepath.Join(dir, who), "--password-env", "PW"); code != 0 {
-			t.Fatalf("keygen: %s", stderr)
-		}
-	}
-	sign := func(who, out string, server ...string) string {
+	alice, mallory := sharedKeys(t)
+	sign := func(who keyPair, out string, server ...string) string {
 		p := filepath.Join(dir, out)
-		args := append([]string{"sign", "key", "--key", filepath.Join(dir, who+".key"), "--password-env", "PW", "-o", p, "--"}, server...)
-		if code, _, stderr := runWith(t, env, args...); code != 0 {
+		args := append([]string{"sign", "key", "--key", who.key, "--password-env", "PW", "-o", p, "--"}, server...)
+		if code, _, stderr := runWith(t, keysEnv(), args...); code != 0 {
 			t.Fatalf("sign: %s", stderr)
 		}
 		return p
 	}
-	d := discoveryFiles{dir: dir, server: server, alicePub: filepath.Join(dir, "alice.pub")}
-	d.honest = sign("alice", "honest.sigstore.json", server)
-	d.rugpull = sign("alice", "rugpull.sigstore.json", server, "--mode", "rugpull")
-	d.mallory = sign("mallory", "mallory.sigstore.json", server)
+	d := discoveryFiles{dir: dir, server: server, alice: alice, malloryKey: mallory, alicePub: alice.pub}
+	d.honest = sign(alice, "honest.sigstore.json", server)
+	d.rugpull = sign(alice, "rugpull.sigstore.json", server, "--mode", "rugpull")
+	d.mallory = sign(mallory, "mallory.sigstore.json", server)
 	d.malformed = filepath.Join(dir, "malformed.sigstore.json")
 	d.oversized = filepath.Join(dir, "oversized.sigstore.json")
 	for path, data := range map[string]string{

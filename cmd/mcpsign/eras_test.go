@@ -81,17 +81,15 @@ func TestListingBothEras(t *testing.T) {
 	}
 	// verify (with a bundle of the server's agreeing face) and sign read
 	// every version too.
-	env := map[string]string{"PW": "eras"}
-	if code, _, stderr := runWith(t, env, "keygen", "-o", filepath.Join(dir, "k"), "--password-env", "PW"); code != 0 {
-		t.Fatalf("keygen: %s", stderr)
-	}
+	env := keysEnv()
+	k, _ := sharedKeys(t)
 	bundle := filepath.Join(dir, "same.sigstore.json")
-	if code, _, stderr := runWith(t, env, "sign", "key", "--key", filepath.Join(dir, "k.key"), "--password-env", "PW", "-o", bundle, "--", server, "same"); code != 0 {
+	if code, _, stderr := runWith(t, env, "sign", "key", "--key", k.key, "--password-env", "PW", "-o", bundle, "--", server, "same"); code != 0 {
 		t.Fatalf("sign of a server whose versions agree: %s", stderr)
 	}
 	for _, args := range [][]string{
-		{"verify", "key", "--bundle", bundle, "--key", filepath.Join(dir, "k.pub"), "--write-lock", filepath.Join(dir, "never.lock")},
-		{"sign", "key", "--key", filepath.Join(dir, "k.key"), "--password-env", "PW", "-o", filepath.Join(dir, "never.json")},
+		{"verify", "key", "--bundle", bundle, "--key", k.pub, "--write-lock", filepath.Join(dir, "never.lock")},
+		{"sign", "key", "--key", k.key, "--password-env", "PW", "-o", filepath.Join(dir, "never.json")},
 	} {
 		code, stdout, stderr := runWith(t, env, append(args, "--", server, "old-face")...)
 		if code != 2 || !strings.Contains(stderr, `tool "a" differs`) || !strings.Contains(stderr, `initialize, protocol "2025-06-18"`) {
