@@ -60,7 +60,7 @@ func makeDiscoveryFiles(t *testing.T) discoveryFiles {
 	sign := func(who keyPair, out string, server ...string) string {
 		p := filepath.Join(dir, out)
 		args := append([]string{"sign", "key", "--key", who.key, "--password-env", "PW", "-o", p, "--"}, server...)
-		if code, _, stderr := runWith(t, keysEnv(), args...); code != 0 {
+		if code, _, stderr := runSetup(t, keysEnv(), args...); code != 0 {
 			t.Fatalf("sign: %s", stderr)
 		}
 		return p

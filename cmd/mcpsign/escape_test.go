@@ -88,7 +88,7 @@ func TestOneEscaping(t *testing.T) {
 		signed := filepath.Join(dir, "signed.lock")
 		proxy := func(behavior string) string {
 			t.Helper()
-			if code, _, stderr := runWith(t, env, "sign", "key", "--key", publisher.key, "--password-env", "PW", "-o", bundle, "--force", "--", bad, "--behavior", behavior); code != 0 {
+			if code, _, stderr := runSetup(t, env, "sign", "key", "--key", publisher.key, "--password-env", "PW", "-o", bundle, "--force", "--", bad, "--behavior", behavior); code != 0 {
 				t.Fatalf("sign %s: %s", behavior, stderr)
 			}
 			s := startCLI(t, nil, "proxy", "--lock", signed, "--bundle", bundle, "--key", publisher.pub, "--", bad, "--behavior", behavior)

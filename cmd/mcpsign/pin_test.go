@@ -278,7 +278,7 @@ func TestDiffCommand(t *testing.T) {
 	}
 	k, _ := sharedKeys(t)
 	bundle := filepath.Join(dir, "b.sigstore.json")
-	if code, _, stderr := runWith(t, keysEnv(), "sign", "key", honest, "--key", k.key, "--password-env", "PW", "-o", bundle); code != 0 {
+	if code, _, stderr := runSetup(t, keysEnv(), "sign", "key", honest, "--key", k.key, "--password-env", "PW", "-o", bundle); code != 0 {
 		t.Fatal(stderr)
 	}
 	url := fixtures.StartExampleHTTP(t, "rugpull")

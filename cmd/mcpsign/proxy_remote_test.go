@@ -46,7 +46,7 @@ func TestProxyRemote(t *testing.T) {
 	bundle := filepath.Join(dir, "server.sigstore.json")
 	sign := func(url string) {
 		t.Helper()
-		if code, _, stderr := runWith(t, env, "sign", "key", "--key", publisher.key, "--password-env", "PW", "-o", bundle, "--force", url); code != 0 {
+		if code, _, stderr := runSetup(t, env, "sign", "key", "--key", publisher.key, "--password-env", "PW", "-o", bundle, "--force", url); code != 0 {
 			t.Fatalf("sign %s: %s", url, stderr)
 		}
 	}

@@ -35,7 +35,7 @@ func TestProxyVerifyAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	bundle := filepath.Join(dir, "notes.sigstore.json")
-	if code, _, stderr := runWith(t, keysEnv(), "sign", "key", "--key", alice.key, "--password-env", "PW", "-o", bundle, snapFile); code != 0 {
+	if code, _, stderr := runSetup(t, keysEnv(), "sign", "key", "--key", alice.key, "--password-env", "PW", "-o", bundle, snapFile); code != 0 {
 		t.Fatalf("sign: %s", stderr)
 	}
 	// The server announces itself as another server: the answer names the

@@ -19,7 +19,7 @@ func TestVerifyHints(t *testing.T) {
 	a, b := sharedKeys(t)
 	keyIDs := map[string]string{"a": a.id, "b": b.id}
 	bundle := filepath.Join(dir, "b.json")
-	if code, _, stderr := runWith(t, keysEnv(), "sign", "key", "--key", a.key, "--password-env", "PW", snap, "-o", bundle); code != 0 {
+	if code, _, stderr := runSetup(t, keysEnv(), "sign", "key", "--key", a.key, "--password-env", "PW", snap, "-o", bundle); code != 0 {
 		t.Fatal(stderr)
 	}
 

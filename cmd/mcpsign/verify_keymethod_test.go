@@ -27,7 +27,7 @@ func TestKeyMethodByFlags(t *testing.T) {
 		t.Fatalf("snapshot: %s", stderr)
 	}
 	bundle := filepath.Join(dir, "b.sigstore.json")
-	if code, _, stderr := runWith(t, env, "sign", "key", "--key", publisher.key, "--password-env", "PW", "-o", bundle, snap); code != 0 {
+	if code, _, stderr := runSetup(t, env, "sign", "key", "--key", publisher.key, "--password-env", "PW", "-o", bundle, snap); code != 0 {
 		t.Fatalf("sign: %s", stderr)
 	}
 	for _, tc := range []struct {
