@@ -1,11 +1,7 @@
 package front_test
 
 import (
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -44,19 +40,7 @@ func (h *tsHoldings) toolNames() []string {
 // on cfg.
 func tsClient2(t *testing.T, cfg map[string]any) *tsHoldings {
 	t.Helper()
-	dir := fixtures.NPMDir(t)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "client", "package.json")); err != nil {
-		fixtures.MissingE2E(t, "@modelcontextprotocol/client is not installed (%v)", err)
-	}
-	data, _ := json.Marshal(cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, fixtures.Node(t), filepath.Join(dir, "tsclient2.mjs"), string(data))
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("TypeScript SDK v2 client: %v", err)
-	}
+	out := fixtures.TSClient2Session(t, cfg, 60*time.Second)
 	var h tsHoldings
 	if err := json.Unmarshal(out, &h); err != nil {
 		t.Fatalf("TypeScript SDK v2 client output %q: %v", out, err)

@@ -38,7 +38,7 @@ func expects(t *testing.T, stdout string) []string {
 // shown with them; every step is in the audit log.
 func TestApproveRugPull(t *testing.T) {
 	t.Parallel()
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "notes.mcpsign.lock")
 	log := filepath.Join(dir, "audit.jsonl")
@@ -156,7 +156,7 @@ func TestApproveRugPull(t *testing.T) {
 func TestAuditConcurrentProxiesAndApprove(t *testing.T) {
 	t.Parallel()
 	mcpsign := fixtures.BuildMcpsign(t)
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "mcp.lock")
 	log := filepath.Join(dir, "audit.jsonl")

@@ -18,7 +18,7 @@ import (
 // for it under --policy --name.
 func TestClientCapabilitiesFlag(t *testing.T) {
 	t.Parallel()
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 
 	for _, tt := range []struct {

@@ -30,7 +30,7 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 
 func TestDigestAndSnapshot(t *testing.T) {
 	t.Parallel()
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	code, live, stderr := runCLI(t, "digest", "--format", "json", "--", server)
 	if code != 0 {
 		t.Fatalf("digest exit %d: %s", code, stderr)

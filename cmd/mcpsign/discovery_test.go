@@ -21,10 +21,12 @@ import (
 )
 
 // discoveryFiles are the key pairs and bundles the discovery tests share:
-// alice signs the honest and the rug-pull definitions, mallory the honest.
+// alice signs the honest and the rug-pull definitions, mallory the honest
+// (the shared keys, sharedKeys; their password is keysEnv's).
 type discoveryFiles struct {
 	dir, server              string
 	honest, rugpull, mallory string // bundles
+	alice, malloryKey        keyPair
 	alicePub                 string
 	malformed, oversized     string
 }
@@ -32,8 +34,8 @@ type discoveryFiles struct {
 // discoverySetup makes the files of one test in its temporary directory.
 func discoverySetup(t *testing.T) discoveryFiles {
 	t.Helper()
-	// Made once for the tests that use it: two password-encrypted keys and
-	// three signatures cost seconds of key derivation under -race.
+	// Made once for the tests that use it: three signatures cost seconds
+	// of key derivation under -race.
 	discovery.once.Do(func() {
 		discovery.d = makeDiscoveryFiles(t)
 		discovery.ok = !t.Failed()
@@ -52,26 +54,21 @@ var discovery struct {
 
 func makeDiscoveryFiles(t *testing.T) discoveryFiles {
 	t.Helper()
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := fixtures.SharedDir(t, "discovery")
-	env := map[string]string{"PW": "discovery"}
-	for _, who := range []string{"alice", "mallory"} {
-		if code, _, stderr := runWith(t, env, "keygen", "-o", filepath.Join(dir, who), "--password-env", "PW"); code != 0 {
-			t.Fatalf("keygen: %s", stderr)
-		}
-	}
-	sign := func(who, out string, server ...string) string {
+	alice, mallory := sharedKeys(t)
+	sign := func(who keyPair, out string, server ...string) string {
 		p := filepath.Join(dir, out)
-		args := append([]string{"sign", "key", "--key", filepath.Join(dir, who+".key"), "--password-env", "PW", "-o", p, "--"}, server...)
-		if code, _, stderr := runWith(t, env, args...); code != 0 {
+		args := append([]string{"sign", "key", "--key", who.key, "--password-env", "PW", "-o", p, "--"}, server...)
+		if code, _, stderr := runSetup(t, keysEnv(), args...); code != 0 {
 			t.Fatalf("sign: %s", stderr)
 		}
 		return p
 	}
-	d := discoveryFiles{dir: dir, server: server, alicePub: filepath.Join(dir, "alice.pub")}
-	d.honest = sign("alice", "honest.sigstore.json", server)
-	d.rugpull = sign("alice", "rugpull.sigstore.json", server, "--mode", "rugpull")
-	d.mallory = sign("mallory", "mallory.sigstore.json", server)
+	d := discoveryFiles{dir: dir, server: server, alice: alice, malloryKey: mallory, alicePub: alice.pub}
+	d.honest = sign(alice, "honest.sigstore.json", server)
+	d.rugpull = sign(alice, "rugpull.sigstore.json", server, "--mode", "rugpull")
+	d.mallory = sign(mallory, "mallory.sigstore.json", server)
 	d.malformed = filepath.Join(dir, "malformed.sigstore.json")
 	d.oversized = filepath.Join(dir, "oversized.sigstore.json")
 	for path, data := range map[string]string{
@@ -138,24 +135,31 @@ func TestVerifyBundleFromServer(t *testing.T) {
 	ts := httptest.NewTLSServer(mux)
 	t.Cleanup(ts.Close) // after the rows, which run in parallel
 	legacy := []string{"--protocol-versions", "2025-11-25"}
+	// The oversized inline row reads one face only (the 2026-07-28 era's,
+	// where the advertisement is inline as in every other): its subject is
+	// the refusal of a bundle too large, not the reading of every face, and
+	// each face moves 16 MiB through the strict reader (seconds of CPU under
+	// -race, five times over).
+	oneFace := []string{"--protocol-version", "2026-07-28"}
 	tests := []struct {
 		name      string
 		server    []string // the example server's flags
 		code      int
 		stdoutHas string
+		flags     []string // verify's flags beyond the common ones
 	}{
-		{"modern, inline", []string{"--bundle", d.honest}, 0, "VERIFIED mcpsign-example"},
-		{"legacy, inline", append([]string{"--bundle", d.honest}, legacy...), 0, "VERIFIED mcpsign-example"},
-		{"by URL with its digest", []string{"--bundle-url", ts.URL + "/honest.json", "--bundle-digest", fileSHA(t, d.honest)}, 0, "VERIFIED mcpsign-example"},
-		{"legacy, by URL", append([]string{"--bundle-url", ts.URL + "/honest.json"}, legacy...), 0, "VERIFIED mcpsign-example"},
-		{"other definitions", []string{"--bundle", d.rugpull}, 1, "FAILED at step match"},
-		{"another signer", []string{"--bundle", d.mallory}, 1, "FAILED at step signature"},
-		{"malformed bundle", []string{"--bundle", d.malformed}, 2, "FAILED at step bundle"},
-		{"oversized inline", []string{"--bundle", d.oversized}, 2, "FAILED at step bundle: the bundle the server advertises: advertised attestation: bundle: file too large"},
-		{"oversized at its URL", []string{"--bundle-url", ts.URL + "/big.json"}, 2, "FAILED at step bundle: the bundle the server advertises: " + ts.URL + "/big.json: file too large"},
-		{"URL digest mismatch", []string{"--bundle-url", ts.URL + "/honest.json", "--bundle-digest", fileSHA(t, d.mallory)}, 2, "bundle digest mismatch"},
-		{"plain http URL", []string{"--bundle-url", strings.Replace(ts.URL, "https:", "http:", 1) + "/honest.json"}, 2, "is not an https URL"},
-		{"none advertised", nil, 2, "advertises no attestation"},
+		{"modern, inline", []string{"--bundle", d.honest}, 0, "VERIFIED mcpsign-example", nil},
+		{"legacy, inline", append([]string{"--bundle", d.honest}, legacy...), 0, "VERIFIED mcpsign-example", nil},
+		{"by URL with its digest", []string{"--bundle-url", ts.URL + "/honest.json", "--bundle-digest", fileSHA(t, d.honest)}, 0, "VERIFIED mcpsign-example", nil},
+		{"legacy, by URL", append([]string{"--bundle-url", ts.URL + "/honest.json"}, legacy...), 0, "VERIFIED mcpsign-example", nil},
+		{"other definitions", []string{"--bundle", d.rugpull}, 1, "FAILED at step match", nil},
+		{"another signer", []string{"--bundle", d.mallory}, 1, "FAILED at step signature", nil},
+		{"malformed bundle", []string{"--bundle", d.malformed}, 2, "FAILED at step bundle", nil},
+		{"oversized inline", []string{"--bundle", d.oversized}, 2, "FAILED at step bundle: the bundle the server advertises: advertised attestation: bundle: file too large", oneFace},
+		{"oversized at its URL", []string{"--bundle-url", ts.URL + "/big.json"}, 2, "FAILED at step bundle: the bundle the server advertises: " + ts.URL + "/big.json: file too large", nil},
+		{"URL digest mismatch", []string{"--bundle-url", ts.URL + "/honest.json", "--bundle-digest", fileSHA(t, d.mallory)}, 2, "bundle digest mismatch", nil},
+		{"plain http URL", []string{"--bundle-url", strings.Replace(ts.URL, "https:", "http:", 1) + "/honest.json"}, 2, "is not an https URL", nil},
+		{"none advertised", nil, 2, "advertises no attestation", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,12 +167,11 @@ func TestVerifyBundleFromServer(t *testing.T) {
 			// oversized ones need seconds under -race.
 			t.Parallel()
 			lock := filepath.Join(t.TempDir(), "l.lock")
-			// The oversized rows move 16 MiB through the strict reader, in
-			// each of the five listings (both eras, every version of the
-			// initialize handshake, four at once): under -race on a loaded
-			// machine that outlasted the default 30 s, and then 2 min.
-			args := append([]string{"verify", "key", "--bundle-from-server", "--key", d.alicePub, "--write-lock", lock,
-				"--max-message-bytes", "40000000", "--timeout", "5m", "--", d.server}, tt.server...)
+			// The oversized rows move 16 MiB through the strict reader:
+			// under -race on a loaded machine that outlasted the default
+			// 30 s (and 2 min when the inline one read all five faces).
+			args := append(append([]string{"verify", "key", "--bundle-from-server", "--key", d.alicePub, "--write-lock", lock,
+				"--max-message-bytes", "40000000", "--timeout", "5m"}, tt.flags...), append([]string{"--", d.server}, tt.server...)...)
 			code, stdout, stderr := runHTTPS(t, ts.Client(), args...)
 			if code != tt.code || !strings.Contains(stdout, tt.stdoutHas) {
 				t.Fatalf("exit %d (want %d), want %q in\n%s%s", code, tt.code, tt.stdoutHas, stdout, stderr)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -82,17 +81,15 @@ func TestListingBothEras(t *testing.T) {
 	}
 	// verify (with a bundle of the server's agreeing face) and sign read
 	// every version too.
-	env := map[string]string{"PW": "eras"}
-	if code, _, stderr := runWith(t, env, "keygen", "-o", filepath.Join(dir, "k"), "--password-env", "PW"); code != 0 {
-		t.Fatalf("keygen: %s", stderr)
-	}
+	env := keysEnv()
+	k, _ := sharedKeys(t)
 	bundle := filepath.Join(dir, "same.sigstore.json")
-	if code, _, stderr := runWith(t, env, "sign", "key", "--key", filepath.Join(dir, "k.key"), "--password-env", "PW", "-o", bundle, "--", server, "same"); code != 0 {
+	if code, _, stderr := runWith(t, env, "sign", "key", "--key", k.key, "--password-env", "PW", "-o", bundle, "--", server, "same"); code != 0 {
 		t.Fatalf("sign of a server whose versions agree: %s", stderr)
 	}
 	for _, args := range [][]string{
-		{"verify", "key", "--bundle", bundle, "--key", filepath.Join(dir, "k.pub"), "--write-lock", filepath.Join(dir, "never.lock")},
-		{"sign", "key", "--key", filepath.Join(dir, "k.key"), "--password-env", "PW", "-o", filepath.Join(dir, "never.json")},
+		{"verify", "key", "--bundle", bundle, "--key", k.pub, "--write-lock", filepath.Join(dir, "never.lock")},
+		{"sign", "key", "--key", k.key, "--password-env", "PW", "-o", filepath.Join(dir, "never.json")},
 	} {
 		code, stdout, stderr := runWith(t, env, append(args, "--", server, "old-face")...)
 		if code != 2 || !strings.Contains(stderr, `tool "a" differs`) || !strings.Contains(stderr, `initialize, protocol "2025-06-18"`) {
@@ -107,7 +104,7 @@ func TestListingBothEras(t *testing.T) {
 	// A normal server (the example server, both eras, every version the
 	// same) pins as before: the lock of reading every version holds the
 	// digests of reading server/discover alone, as the first listing.
-	example := fixtures.BuildExampleServer(t)
+	example := fixtures.BuildExampleServerNoRace(t)
 	var locks []*pin.Lock
 	for _, extra := range [][]string{nil, {"--protocol-version", "2026-07-28"}} {
 		lock := filepath.Join(dir, "example"+strconv.Itoa(len(locks))+".lock")
@@ -145,8 +142,7 @@ func TestListingBothEras(t *testing.T) {
 	if l.ProtocolVersion != "2025-11-25" || l.Instructions == nil || *l.Instructions != erasserver.Poison {
 		t.Fatalf("lock protocol %s, instructions %v: want the initialize era's", l.ProtocolVersion, l.Instructions)
 	}
-	cfg, _ := json.Marshal(map[string]any{"command": server, "args": []string{"caps-true"}, "mode": "auto", "timeoutMs": 20000})
-	held := runTSClient2Config(t, cfg)
+	held := runTSClient2Config(t, map[string]any{"command": server, "args": []string{"caps-true"}, "mode": "auto", "timeoutMs": 20000})
 	if held.Instructions == nil || *held.Instructions != erasserver.Poison || held.ProtocolVersion != "2025-11-25" {
 		t.Fatalf("the TypeScript SDK v2 client holds %+v", held)
 	}
@@ -169,8 +165,7 @@ func TestListingBothEras(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "dup.lock")); err == nil {
 		t.Errorf("dup.lock written for a server/discover answer with a repeated member")
 	}
-	cfg, _ = json.Marshal(map[string]any{"command": server, "args": []string{"dup-instructions"}, "mode": "auto", "timeoutMs": 20000})
-	if held := runTSClient2Config(t, cfg); held.Instructions == nil || *held.Instructions != erasserver.Poison || held.ProtocolVersion != "2026-07-28" {
+	if held := runTSClient2Config(t, map[string]any{"command": server, "args": []string{"dup-instructions"}, "mode": "auto", "timeoutMs": 20000}); held.Instructions == nil || *held.Instructions != erasserver.Poison || held.ProtocolVersion != "2026-07-28" {
 		t.Fatalf("the TypeScript SDK v2 client holds %+v; the row assumes it reads the repeated member, last wins", held)
 	}
 
@@ -182,8 +177,7 @@ func TestListingBothEras(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "resultType") {
 		t.Errorf("pin of a server/discover answer without resultType: exit %d, want 2 naming resultType\n%s\n%s", code, stdout, stderr)
 	}
-	cfg, _ = json.Marshal(map[string]any{"command": server, "args": []string{"no-result-type"}, "mode": "auto", "timeoutMs": 20000})
-	if held := runTSClient2Config(t, cfg); held.ProtocolVersion != "2026-07-28" {
+	if held := runTSClient2Config(t, map[string]any{"command": server, "args": []string{"no-result-type"}, "mode": "auto", "timeoutMs": 20000}); held.ProtocolVersion != "2026-07-28" {
 		t.Fatalf("the TypeScript SDK v2 client holds %+v; the row assumes it takes a server/discover answer without resultType", held)
 	}
 }

@@ -82,19 +82,16 @@ func TestOneEscaping(t *testing.T) {
 		check(t, "the warn notice", s.stderr.String(), "drift relayed", "      +"+hostileOnce+"\n")
 	})
 	t.Run("roll-forward notice", func(t *testing.T) {
-		env := map[string]string{"PW": "escape-test"}
-		key := filepath.Join(dir, "publisher")
-		if code, _, stderr := runWith(t, env, "keygen", "-o", key, "--password-env", "PW"); code != 0 {
-			t.Fatalf("keygen: %s", stderr)
-		}
+		env := keysEnv()
+		publisher, _ := sharedKeys(t)
 		bundle := filepath.Join(dir, "bad.sigstore.json")
 		signed := filepath.Join(dir, "signed.lock")
 		proxy := func(behavior string) string {
 			t.Helper()
-			if code, _, stderr := runWith(t, env, "sign", "key", "--key", key+".key", "--password-env", "PW", "-o", bundle, "--force", "--", bad, "--behavior", behavior); code != 0 {
+			if code, _, stderr := runSetup(t, env, "sign", "key", "--key", publisher.key, "--password-env", "PW", "-o", bundle, "--force", "--", bad, "--behavior", behavior); code != 0 {
 				t.Fatalf("sign %s: %s", behavior, stderr)
 			}
-			s := startCLI(t, nil, "proxy", "--lock", signed, "--bundle", bundle, "--key", key+".pub", "--", bad, "--behavior", behavior)
+			s := startCLI(t, nil, "proxy", "--lock", signed, "--bundle", bundle, "--key", publisher.pub, "--", bad, "--behavior", behavior)
 			cs, _, err := s.client(t)
 			if err != nil {
 				t.Fatalf("%s: %v", behavior, err)

@@ -39,7 +39,7 @@ func TestKeyPathFIFO(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				code, stdout, stderr := runWith(t, map[string]string{"PW": "discovery"}, args...)
+				code, stdout, stderr := runWith(t, keysEnv(), args...)
 				done <- result{code, stdout, stderr}
 			}()
 			select {

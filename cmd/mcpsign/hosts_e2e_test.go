@@ -26,7 +26,7 @@ import (
 func TestHostsWrappedEntryEnforces(t *testing.T) {
 	t.Parallel()
 	mcpsign := fixtures.BuildMcpsign(t)
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "notes.mcpsign.lock")
 	policy := filepath.Join(dir, "policy.json")
@@ -155,7 +155,7 @@ func TestHostsLookalikeRewrapped(t *testing.T) {
 		t.Skip("the lookalike is a shell script")
 	}
 	mcpsign := fixtures.BuildMcpsign(t)
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "notes.mcpsign.lock")
 	policy := filepath.Join(dir, "policy.json")

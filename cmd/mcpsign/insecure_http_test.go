@@ -28,7 +28,7 @@ func TestPlainHTTPRefused(t *testing.T) {
 		"pin":        {"pin", "--lock", out("p.lock"), "--tofu", remote},
 		"verify-pin": {"verify-pin", remote, "--lock", lock},
 		"verify":     {"verify", "key", "--key", d.alicePub, "--bundle", d.honest, remote},
-		"sign":       {"sign", "key", "--key", filepath.Join(d.dir, "alice.key"), "--password-env", "PW", "-o", out("b.json"), remote},
+		"sign":       {"sign", "key", "--key", d.alice.key, "--password-env", "PW", "-o", out("b.json"), remote},
 		"approve":    {"approve", remote, "--lock", lock, "--reason", "test"},
 		"proxy":      {"proxy", "--lock", lock, "--", remote},
 	}
@@ -36,7 +36,7 @@ func TestPlainHTTPRefused(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			// Refused, with the flag that allows it named.
-			code, stdout, stderr := runWith(t, map[string]string{"PW": "discovery"}, args...)
+			code, stdout, stderr := runWith(t, keysEnv(), args...)
 			if code != 2 || !strings.Contains(stderr, "plain http:// is allowed only to a server on a loopback host") || !strings.Contains(stderr, "--allow-insecure-http") {
 				t.Fatalf("exit %d, want 2 and the plain-http refusal:\n%s%s", code, stdout, stderr)
 			}
@@ -46,7 +46,7 @@ func TestPlainHTTPRefused(t *testing.T) {
 			if name == "verify" || name == "sign" {
 				allowed = append([]string{args[0], args[1], "--allow-insecure-http"}, args[2:]...)
 			}
-			code, stdout, stderr = runWith(t, map[string]string{"PW": "discovery"}, allowed...)
+			code, stdout, stderr = runWith(t, keysEnv(), allowed...)
 			if strings.Contains(stderr, "plain http://") || (code == 0 && name != "proxy") {
 				t.Fatalf("with --allow-insecure-http: exit %d:\n%s%s", code, stdout, stderr)
 			}
@@ -57,7 +57,7 @@ func TestPlainHTTPRefused(t *testing.T) {
 				if name == "verify" || name == "sign" {
 					with = append(append(append([]string{}, allowed[:3]...), cred...), allowed[3:]...)
 				}
-				code, stdout, stderr = runWith(t, map[string]string{"PW": "discovery"}, with...)
+				code, stdout, stderr = runWith(t, keysEnv(), with...)
 				if code != 2 || !strings.Contains(stderr, "never sent over plain http://") {
 					t.Errorf("%v: exit %d, want 2 and the credentials refusal:\n%s%s", cred, code, stdout, stderr)
 				}

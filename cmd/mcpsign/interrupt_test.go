@@ -164,7 +164,7 @@ func TestInterruptsWatched(t *testing.T) {
 	if err := os.WriteFile(bundle, []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	key := []string{"--bundle", bundle, "--key", testPublicKey}
 	local := append([]string{"verify", "key", "--trusted-root", testTrustedRoot}, key...)
 	const atBundle = "FAILED at step bundle"

@@ -37,7 +37,7 @@ func rules(r pinReport) []string {
 
 func TestPinTOFUAndVerifyPin(t *testing.T) {
 	t.Parallel()
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "notes.mcpsign.lock")
 
@@ -145,7 +145,7 @@ func TestPinTOFUAndVerifyPin(t *testing.T) {
 
 func TestPinCapabilitiesOverride(t *testing.T) {
 	t.Parallel()
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	caps := filepath.Join(dir, "caps.json")
 	os.WriteFile(caps, []byte(`{"tools":{"run_command":["read"]}}`), 0o644)
@@ -191,9 +191,9 @@ func TestPinKeyBundle(t *testing.T) {
 	// The keys and the bundle of alice over the example server, made once
 	// with keygen and sign key for the tests that need them.
 	d := discoverySetup(t)
-	server, dir, bundle := d.server, d.dir, d.honest
+	server, bundle := d.server, d.honest
 	lock := filepath.Join(t.TempDir(), "l.lock")
-	code, stdout, stderr := runCLI(t, "pin", "--lock", lock, "--bundle", bundle, "--key", filepath.Join(dir, "alice.pub"), "--", server)
+	code, stdout, stderr := runCLI(t, "pin", "--lock", lock, "--bundle", bundle, "--key", d.alice.pub, "--", server)
 	if code != 0 {
 		t.Fatalf("pin: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -209,8 +209,8 @@ func TestPinKeyBundle(t *testing.T) {
 		t.Errorf("approval %+v", l.Approval)
 	}
 	for name, args := range map[string][]string{
-		"another key":        {"--key", filepath.Join(dir, "mallory.pub"), "--", server},
-		"the server changed": {"--key", filepath.Join(dir, "alice.pub"), "--", server, "--mode", "rugpull"},
+		"another key":        {"--key", d.malloryKey.pub, "--", server},
+		"the server changed": {"--key", d.alice.pub, "--", server, "--mode", "rugpull"},
 	} {
 		lock2 := filepath.Join(t.TempDir(), "l.lock")
 		code, stdout, stderr := runCLI(t, append([]string{"pin", "--lock", lock2, "--bundle", bundle}, args...)...)
@@ -221,7 +221,7 @@ func TestPinKeyBundle(t *testing.T) {
 			t.Errorf("%s: a lock was written", name)
 		}
 	}
-	if code, _, stderr := runCLI(t, "pin", "--lock", lock, "--tofu", "--key", filepath.Join(dir, "alice.pub"), "--", server); code != 2 || !strings.Contains(stderr, "--tofu has none") {
+	if code, _, stderr := runCLI(t, "pin", "--lock", lock, "--tofu", "--key", d.alice.pub, "--", server); code != 2 || !strings.Contains(stderr, "--tofu has none") {
 		t.Errorf("--tofu with --key: exit %d %s", code, stderr)
 	}
 }
@@ -230,7 +230,7 @@ func TestPinKeyBundle(t *testing.T) {
 // TSA on loopback) pins with the signer, issuer and log entry.
 func TestPinKeyless(t *testing.T) {
 	env := sigstack.Require(t)
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	email := "pin-keyless@example.com"
 	tokenFile := filepath.Join(dir, "token")
@@ -264,7 +264,7 @@ func TestPinKeyless(t *testing.T) {
 
 func TestDiffCommand(t *testing.T) {
 	t.Parallel()
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	honest, rug := filepath.Join(dir, "honest.json"), filepath.Join(dir, "rug.json")
 	for path, mode := range map[string]string{honest: "honest", rug: "rugpull"} {
@@ -276,12 +276,9 @@ func TestDiffCommand(t *testing.T) {
 	if code, _, stderr := runCLI(t, "pin", honest, "--lock", lock, "--tofu"); code != 0 {
 		t.Fatal(stderr)
 	}
-	env := map[string]string{"PW": "x"}
-	if code, _, stderr := runWith(t, env, "keygen", "-o", filepath.Join(dir, "k"), "--password-env", "PW"); code != 0 {
-		t.Fatal(stderr)
-	}
+	k, _ := sharedKeys(t)
 	bundle := filepath.Join(dir, "b.sigstore.json")
-	if code, _, stderr := runWith(t, env, "sign", "key", honest, "--key", filepath.Join(dir, "k.key"), "--password-env", "PW", "-o", bundle); code != 0 {
+	if code, _, stderr := runSetup(t, keysEnv(), "sign", "key", honest, "--key", k.key, "--password-env", "PW", "-o", bundle); code != 0 {
 		t.Fatal(stderr)
 	}
 	url := fixtures.StartExampleHTTP(t, "rugpull")

@@ -194,7 +194,7 @@ func TestForgedLockServerBundle(t *testing.T) {
 // with no bundle at all, is policy-lock-unproven.
 func TestForgedLockKeyless(t *testing.T) {
 	env := sigstack.Require(t)
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	email := "forged@example.com"

@@ -210,7 +210,7 @@ func TestPolicyCheckFilesAndSpellings(t *testing.T) {
 // publisher key and bundle in demo/ (and XDG_STATE_HOME under it).
 func demoDir(t *testing.T) (server, dir string) {
 	t.Helper()
-	server = fixtures.BuildExampleServer(t)
+	server = fixtures.BuildExampleServerNoRace(t)
 	dir = t.TempDir()
 	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	if code, _, stderr := runWith(t, map[string]string{envDemoServer: server}, "demo", "--keep", filepath.Join(dir, "demo")); code != 0 {

@@ -18,7 +18,7 @@ func TestListingProgress(t *testing.T) {
 	if err != nil {
 		t.Skip("no sh")
 	}
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	slow := []string{"--", sh, "-c", `sleep 0.7; exec "$0"`, server}
 	for _, tc := range []struct {
 		name     string

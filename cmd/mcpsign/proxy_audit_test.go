@@ -17,7 +17,7 @@ import (
 // session that matches the lock records nothing.
 func TestProxyAuditLog(t *testing.T) {
 	t.Parallel()
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "mcp.lock")
 	log := filepath.Join(dir, "audit.jsonl")

@@ -148,24 +148,22 @@ func childEnviron(t *testing.T, pid int) []string {
 func TestProxyHandOver(t *testing.T) {
 	t.Parallel() // its own temporary directory and processes
 	mcpsign := fixtures.BuildMcpsign(t)
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
-	env := map[string]string{"PW": "handover-test"}
-	key := filepath.Join(dir, "publisher")
-	if code, _, stderr := runWith(t, env, "keygen", "-o", key, "--password-env", "PW"); code != 0 {
-		t.Fatalf("keygen: %s", stderr)
-	}
+	// The publisher's bundles of the server's honest and rug-pull
+	// definitions: the shared ones, alice's (signing is not this test's
+	// subject, and costs seconds of key derivation under -race).
+	d := discoverySetup(t)
 	bundle := filepath.Join(dir, "server.sigstore.json")
 	sign := func(mode string) {
 		t.Helper()
-		if code, _, stderr := runWith(t, env, "sign", "key", "--key", key+".key", "--password-env", "PW", "-o", bundle, "--force", "--", server, "--mode", mode); code != 0 {
-			t.Fatalf("sign %s: %s", mode, stderr)
-		}
+		signed := map[string]string{fixtures.ModeHonest: d.honest, fixtures.ModeRugPull: d.rugpull}[mode]
+		vtWriteBytes(t, bundle, mustRead(t, signed))
 	}
 	lock := filepath.Join(dir, "mcp.lock")
 	calls := filepath.Join(dir, "calls.log")
 	proxyArgv := func(exe, mode string) []string {
-		return []string{exe, "proxy", "--lock", lock, "--bundle", bundle, "--key", key + ".pub", "--", server, "--mode", mode, "--calls-log", calls}
+		return []string{exe, "proxy", "--lock", lock, "--bundle", bundle, "--key", d.alice.pub, "--", server, "--mode", mode, "--calls-log", calls}
 	}
 	onLinux := runtime.GOOS == "linux"
 
@@ -292,7 +290,7 @@ func TestProxyHandOver(t *testing.T) {
 func TestProxyHandOverKeyless(t *testing.T) {
 	env := sigstack.Require(t)
 	mcpsign := fixtures.BuildMcpsign(t)
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	email := "handover@example.com"
 	token := filepath.Join(dir, "token")

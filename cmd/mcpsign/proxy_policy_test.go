@@ -21,7 +21,7 @@ import (
 // verify-pin and proxy: the lock, the key and the bundle come from the
 // policy; a lock resting on a revoked bundle blocks at start.
 func TestPolicyOnPinVerifyPinAndProxy(t *testing.T) {
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	out := filepath.Join(dir, "demo")

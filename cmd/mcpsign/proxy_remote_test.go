@@ -36,24 +36,23 @@ func TestProxyRemote(t *testing.T) {
 	t.Parallel()
 	mcpsign := fixtures.BuildMcpsign(t)
 	dir := t.TempDir()
-	env := map[string]string{"PW": "remote-test"}
-	key := filepath.Join(dir, "publisher")
-	if code, _, stderr := runWith(t, env, "keygen", "-o", key, "--password-env", "PW"); code != 0 {
-		t.Fatalf("keygen: %s", stderr)
-	}
+	env := keysEnv()
+	publisher, _ := sharedKeys(t)
+	// The policy below names the key beside it.
+	vtWriteBytes(t, filepath.Join(dir, "publisher.pub"), mustRead(t, publisher.pub))
 	calls := filepath.Join(dir, "calls.log")
 	honest := fixtures.StartExampleHTTP(t, fixtures.ModeHonest)
 	rugpull := fixtures.StartExampleHTTP(t, fixtures.ModeRugPull, "--calls-log", calls)
 	bundle := filepath.Join(dir, "server.sigstore.json")
 	sign := func(url string) {
 		t.Helper()
-		if code, _, stderr := runWith(t, env, "sign", "key", "--key", key+".key", "--password-env", "PW", "-o", bundle, "--force", url); code != 0 {
+		if code, _, stderr := runSetup(t, env, "sign", "key", "--key", publisher.key, "--password-env", "PW", "-o", bundle, "--force", url); code != 0 {
 			t.Fatalf("sign %s: %s", url, stderr)
 		}
 	}
 	lock := filepath.Join(dir, "mcp.lock")
 	argv := func(url string, extra ...string) []string {
-		return append(append([]string{mcpsign, "proxy", "--lock", lock, "--bundle", bundle, "--key", key + ".pub"}, extra...), "--", url)
+		return append(append([]string{mcpsign, "proxy", "--lock", lock, "--bundle", bundle, "--key", publisher.pub}, extra...), "--", url)
 	}
 
 	t.Run("signed first use", func(t *testing.T) {

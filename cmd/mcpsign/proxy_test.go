@@ -82,7 +82,7 @@ func (s *cliSession) client(t *testing.T) (*mcp.ClientSession, *bytes.Buffer, er
 }
 
 func TestProxyCommand(t *testing.T) {
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "mcp.lock")
 	calls := filepath.Join(dir, "calls.log")
@@ -158,7 +158,7 @@ func TestProxyCommand(t *testing.T) {
 // the lock; the wrong key refuses.
 func TestProxyCommandSignedFirstUse(t *testing.T) {
 	t.Parallel() // its own temporary directory and processes
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "demo")
 	// The demo's files: a key pair and a bundle over the honest server.
@@ -201,7 +201,7 @@ func TestProxyCommandSignedFirstUse(t *testing.T) {
 
 // TestDemo runs 'mcpsign demo' against the example server binary.
 func TestDemo(t *testing.T) {
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	start := time.Now()
 	code, stdout, stderr := runWith(t, map[string]string{envDemoServer: server}, "demo")
 	if code != 0 {
@@ -224,7 +224,7 @@ func TestDemo(t *testing.T) {
 // first one's files, unless --force, which leaves other files alone.
 func TestDemoKeepTwice(t *testing.T) {
 	t.Parallel() // its own temporary directory and processes
-	env := map[string]string{envDemoServer: fixtures.BuildExampleServer(t)}
+	env := map[string]string{envDemoServer: fixtures.BuildExampleServerNoRace(t)}
 	dir := filepath.Join(t.TempDir(), "demo")
 	if code, stdout, stderr := runWith(t, env, "demo", "--keep", dir); code != 0 {
 		t.Fatalf("first: exit %d\n%s%s", code, stdout, stderr)

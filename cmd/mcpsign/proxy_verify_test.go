@@ -26,12 +26,8 @@ import (
 func TestProxyVerifyAnswer(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	env := map[string]string{"PW": "proxy-verify-test"}
-	for _, who := range []string{"alice", "mallory"} {
-		if code, _, stderr := runWith(t, env, "keygen", "-o", filepath.Join(dir, who), "--password-env", "PW"); code != 0 {
-			t.Fatalf("keygen: %s", stderr)
-		}
-	}
+	alice, mallory := sharedKeys(t)
+	pubs := map[string]string{"alice": alice.pub, "mallory": mallory.pub}
 	const signed = `{"kind":"mcpsign.snapshot","snapshotVersion":1,"server":{"name":"notes","version":"2.0.0"},"protocolVersion":"2025-11-25",` +
 		`"tools":[{"name":"read_note","description":"Read a note.","inputSchema":{"type":"object"}}],"prompts":[],"resourceTemplates":[],"capturedAt":"2026-11-29T15:00:00Z"}`
 	snapFile := filepath.Join(dir, "notes.snapshot.json")
@@ -39,7 +35,7 @@ func TestProxyVerifyAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	bundle := filepath.Join(dir, "notes.sigstore.json")
-	if code, _, stderr := runWith(t, env, "sign", "key", "--key", filepath.Join(dir, "alice.key"), "--password-env", "PW", "-o", bundle, snapFile); code != 0 {
+	if code, _, stderr := runSetup(t, keysEnv(), "sign", "key", "--key", alice.key, "--password-env", "PW", "-o", bundle, snapFile); code != 0 {
 		t.Fatalf("sign: %s", stderr)
 	}
 	// The server announces itself as another server: the answer names the
@@ -47,7 +43,7 @@ func TestProxyVerifyAnswer(t *testing.T) {
 	observed := strings.Replace(signed, `"name":"notes","version":"2.0.0"`, `"name":"twofaced","version":"9.9.9"`, 1)
 
 	verifyArgs := func(who string) []string {
-		return []string{proxyVerifyCommand, "--bundle", bundle, "--key", filepath.Join(dir, who+".pub")}
+		return []string{proxyVerifyCommand, "--bundle", bundle, "--key", pubs[who]}
 	}
 	tests := []struct {
 		name      string
@@ -64,7 +60,7 @@ func TestProxyVerifyAnswer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			a := &app{stdin: strings.NewReader(tc.stdin), stdout: &out, stderr: &errb,
-				getenv: func(k string) string { return env[k] }, isTerminal: func() bool { return false }}
+				getenv: func(k string) string { return keysEnv()[k] }, isTerminal: func() bool { return false }}
 			code := run(context.Background(), verifyArgs(tc.who), a)
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d: %s", code, tc.code, errb.String())

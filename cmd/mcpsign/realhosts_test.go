@@ -214,8 +214,7 @@ type ts2Holdings struct {
 // and returns the tool names it holds, or what failed.
 func runTSClient2(t *testing.T, argv []string, caps string) (tools []string, failure string) {
 	t.Helper()
-	cfg, _ := json.Marshal(map[string]any{"command": argv[0], "args": argv[1:], "capabilities": json.RawMessage(caps), "timeoutMs": 20000})
-	h := runTSClient2Config(t, cfg)
+	h := runTSClient2Config(t, map[string]any{"command": argv[0], "args": argv[1:], "capabilities": json.RawMessage(caps), "timeoutMs": 20000})
 	if h.Error != nil {
 		return nil, *h.Error
 	}
@@ -226,21 +225,10 @@ func runTSClient2(t *testing.T, argv []string, caps string) (tools []string, fai
 }
 
 // runTSClient2Config runs testdata/npm/tsclient2.mjs with the config cfg
-// (see there) and returns what the client holds.
-func runTSClient2Config(t *testing.T, cfg []byte) *ts2Holdings {
+// (see there; fixtures.TSClient2Session) and returns what the client holds.
+func runTSClient2Config(t *testing.T, cfg any) *ts2Holdings {
 	t.Helper()
-	dir := fixtures.NPMDir(t)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "client", "package.json")); err != nil {
-		fixtures.MissingE2E(t, "@modelcontextprotocol/client is not installed (%v)", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, fixtures.Node(t), filepath.Join(dir, "tsclient2.mjs"), string(cfg))
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("TypeScript SDK v2 client: %v", err)
-	}
+	out := fixtures.TSClient2Session(t, cfg, 60*time.Second)
 	var h ts2Holdings
 	if err := json.Unmarshal(out, &h); err != nil {
 		t.Fatalf("TypeScript SDK v2 client output %q: %v", out, err)

@@ -21,6 +21,13 @@ import (
 // (docs/DIGEST.md).
 const everythingGrace = "200ms"
 
+// oneVersion makes a listing of server-everything (which speaks the
+// initialize era only) read the face of one version (--protocol-version,
+// docs/DISCOVERY.md) where the test's subject is the resources, not the
+// reading of every face: each face is a Node.js process of its own, and
+// each listing would start four.
+var oneVersion = []string{"--protocol-version", "2025-11-25"}
+
 func TestResourcesPinVerifyPin(t *testing.T) {
 	t.Parallel() // its own temporary directory and server processes
 	node, entry := fixtures.NPMServer(t, "server-everything")
@@ -52,9 +59,10 @@ func TestResourcesPinVerifyPin(t *testing.T) {
 	// listing would otherwise wait out in turn.
 	if !t.Run("listings", func(t *testing.T) {
 		for name, tc := range map[string]row{
+			// Every face: the resources are compared across them too.
 			"pin --resources pin": {[]string{"pin", "--lock", lock, "--tofu", "--resources", "pin", "--shutdown-grace", everythingGrace, "--", node, entry}, 0, ""},
-			"pin":                 {[]string{"pin", "--lock", plain, "--tofu", "--shutdown-grace", everythingGrace, "--", node, entry}, 0, ""},
-			"snapshot":            {[]string{"snapshot", "--resources", "-o", snapFile, "--shutdown-grace", everythingGrace, "--", node, entry}, 0, " resources"},
+			"pin":                 {append([]string{"pin", "--lock", plain, "--tofu", "--shutdown-grace", everythingGrace}, append(oneVersion, "--", node, entry)...), 0, ""},
+			"snapshot":            {append([]string{"snapshot", "--resources", "-o", snapFile, "--shutdown-grace", everythingGrace}, append(oneVersion, "--", node, entry)...), 0, " resources"},
 		} {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
@@ -80,7 +88,7 @@ func TestResourcesPinVerifyPin(t *testing.T) {
 	}
 
 	// Live: the lock records resources, so verify-pin lists and checks them.
-	code, stdout, stderr := runCLI(t, "verify-pin", "--lock", lock, "--format", "json", "--shutdown-grace", everythingGrace, "--", node, entry)
+	code, stdout, stderr := runCLI(t, append([]string{"verify-pin", "--lock", lock, "--format", "json", "--shutdown-grace", everythingGrace}, append(oneVersion, "--", node, entry)...)...)
 	var rep struct {
 		Counts map[string]int `json:"counts"`
 		Errors int            `json:"errors"`
@@ -184,7 +192,7 @@ func TestResourcesPinForceKeepsThem(t *testing.T) {
 	t.Parallel() // its own temporary directory and server processes
 	node, entry := fixtures.NPMServer(t, "server-everything")
 	lock := filepath.Join(t.TempDir(), "everything.mcpsign.lock")
-	if code, stdout, stderr := runCLI(t, "pin", "--lock", lock, "--tofu", "--resources", "pin", "--shutdown-grace", everythingGrace, "--", node, entry); code != 0 {
+	if code, stdout, stderr := runCLI(t, append([]string{"pin", "--lock", lock, "--tofu", "--resources", "pin", "--shutdown-grace", everythingGrace}, append(oneVersion, "--", node, entry)...)...); code != 0 {
 		t.Fatalf("pin --lock --tofu --resources pin: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	pinned := mustRead(t, lock)
@@ -202,7 +210,7 @@ func TestResourcesPinForceKeepsThem(t *testing.T) {
 			t.Parallel()
 			lock := filepath.Join(t.TempDir(), "everything.mcpsign.lock")
 			vtWriteBytes(t, lock, pinned)
-			args := append(append([]string{"pin", "--lock", lock, "--tofu", "--force"}, tc.resources...), "--shutdown-grace", everythingGrace, "--", node, entry)
+			args := append(append([]string{"pin", "--lock", lock, "--tofu", "--force"}, tc.resources...), append(oneVersion, "--shutdown-grace", everythingGrace, "--", node, entry)...)
 			if code, stdout, stderr := runCLI(t, args...); code != 0 {
 				t.Fatalf("%s: exit %d:\n%s\n%s", tc.name, code, stdout, stderr)
 			}

@@ -22,7 +22,7 @@ import (
 func TestServeCommand(t *testing.T) {
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "mcp.lock")
-	s := startServe(t, "--listen", "127.0.0.1:0", "--lock", lock, "--tofu", "--", fixtures.BuildExampleServer(t))
+	s := startServe(t, "--listen", "127.0.0.1:0", "--lock", lock, "--tofu", "--", fixtures.BuildExampleServerNoRace(t))
 	base, stderr := s.base, s.stderr
 	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer ccancel()
@@ -66,7 +66,7 @@ func TestServeBadStart(t *testing.T) {
 	if err := os.WriteFile(badPolicy, []byte(`{"policyVersion": 1,`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -135,7 +135,7 @@ func TestServiceFlagsShared(t *testing.T) {
 func TestServeTokensEnvNotInherited(t *testing.T) {
 	const name = "MCPSIGN_TEST_SERVE_TOKENS"
 	t.Setenv(name, "0123456789abcdef0123456789abcdef")
-	s := startServe(t, "--listen", "127.0.0.1:0", "--tokens-env", name, "--lock", filepath.Join(t.TempDir(), "mcp.lock"), "--tofu", "--", fixtures.BuildExampleServer(t))
+	s := startServe(t, "--listen", "127.0.0.1:0", "--tokens-env", name, "--lock", filepath.Join(t.TempDir(), "mcp.lock"), "--tofu", "--", fixtures.BuildExampleServerNoRace(t))
 	if v, ok := os.LookupEnv(name); ok {
 		t.Errorf("$%s is still in the environment every stdio upstream inherits (%d bytes)", name, len(v))
 	}

@@ -25,7 +25,7 @@ import (
 func TestServeReload(t *testing.T) {
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "mcp.lock")
-	srv := startServe(t, "--listen", "127.0.0.1:0", "--lock", lock, "--tofu", "--", fixtures.BuildExampleServer(t))
+	srv := startServe(t, "--listen", "127.0.0.1:0", "--lock", lock, "--tofu", "--", fixtures.BuildExampleServerNoRace(t))
 	base, stderr := srv.base, srv.stderr
 	waitFor := func(re *regexp.Regexp) []string { t.Helper(); return srv.waitFor(t, re) }
 	session := func() {
@@ -81,7 +81,7 @@ func TestServeGuards(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := startServe(t, "--listen", "127.0.0.1:0", "--lock", lock, "--tofu",
-		"--allow-origin", "https://agent.example.com", "--tokens-file", tokens, "--", fixtures.BuildExampleServer(t))
+		"--allow-origin", "https://agent.example.com", "--tokens-file", tokens, "--", fixtures.BuildExampleServerNoRace(t))
 	base, stderr := srv.base, srv.stderr
 	waitFor := func(re *regexp.Regexp) []string { t.Helper(); return srv.waitFor(t, re) }
 	initialize := func(host, origin, token string) int {

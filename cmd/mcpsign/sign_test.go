@@ -58,7 +58,7 @@ var (
 func exampleSnapshot(t *testing.T, dir string) (string, digest.Report) {
 	t.Helper()
 	exampleSnapOnce.Do(func() {
-		server := fixtures.BuildExampleServer(t)
+		server := fixtures.BuildExampleServerNoRace(t)
 		code, out, stderr := runCLI(t, "digest", "--format", "json", "--", server)
 		if code != 0 {
 			t.Fatalf("digest: exit %d %s", code, stderr)
@@ -304,23 +304,19 @@ func TestSignKeyCommand(t *testing.T) {
 	t.Parallel() // its own temporary directory and processes
 	dir := t.TempDir()
 	snap, want := exampleSnapshot(t, dir)
-	const pw = "test-password"
-	env := map[string]string{"PW": pw}
-	keys := map[string]string{
-		"ecdsa-p256 (keygen)":   "",
-		"ecdsa-p384 pbkdf2":     keyFile(t, "ec-p384-pkcs8-pbkdf2.pem"),
-		"ed25519 pkcs8 scrypt":  keyFile(t, "ed25519-pkcs8-scrypt.pem"),
-		"rsa-2048 pkcs1, plain": keyFile(t, "rsa-2048-pkcs1.pem"),
+	const testdataPW = "test-password"
+	keygen, _ := sharedKeys(t) // a key 'mcpsign keygen' wrote
+	keys := map[string]struct{ key, pw string }{
+		"ecdsa-p256 (keygen)":   {keygen.key, sharedKeyPassword},
+		"ecdsa-p384 pbkdf2":     {keyFile(t, "ec-p384-pkcs8-pbkdf2.pem"), testdataPW},
+		"ed25519 pkcs8 scrypt":  {keyFile(t, "ed25519-pkcs8-scrypt.pem"), testdataPW},
+		"rsa-2048 pkcs1, plain": {keyFile(t, "rsa-2048-pkcs1.pem"), testdataPW},
 	}
-	for name, key := range keys {
+	for name, k := range keys {
 		t.Run(name, func(t *testing.T) {
 			d := t.TempDir()
-			if key == "" {
-				key = filepath.Join(d, "k.key")
-				if code, _, stderr := runWith(t, env, "keygen", "-o", filepath.Join(d, "k"), "--password-env", "PW"); code != 0 {
-					t.Fatal(stderr)
-				}
-			}
+			key, pw := k.key, k.pw
+			env := map[string]string{"PW": pw}
 			pubPEM := publicPEM(t, key, pw)
 			pubFile := filepath.Join(d, "k.pub")
 			os.WriteFile(pubFile, pubPEM, 0o644)

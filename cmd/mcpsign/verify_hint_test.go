@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -17,28 +16,20 @@ func TestVerifyHints(t *testing.T) {
 	t.Parallel() // its own temporary directory and processes
 	dir := t.TempDir()
 	snap, _ := exampleSnapshot(t, dir)
-	env := map[string]string{"PW": "x"}
-	keyIDs := map[string]string{}
-	for _, k := range []string{"a", "b"} {
-		code, _, stderr := runWith(t, env, "keygen", "-o", filepath.Join(dir, k), "--password-env", "PW")
-		m := regexp.MustCompile(`key (sha256:[0-9a-f]{64})`).FindStringSubmatch(stderr)
-		if code != 0 || m == nil {
-			t.Fatalf("keygen: %s", stderr)
-		}
-		keyIDs[k] = m[1]
-	}
+	a, b := sharedKeys(t)
+	keyIDs := map[string]string{"a": a.id, "b": b.id}
 	bundle := filepath.Join(dir, "b.json")
-	if code, _, stderr := runWith(t, env, "sign", "key", "--key", filepath.Join(dir, "a.key"), "--password-env", "PW", snap, "-o", bundle); code != 0 {
+	if code, _, stderr := runSetup(t, keysEnv(), "sign", "key", "--key", a.key, "--password-env", "PW", snap, "-o", bundle); code != 0 {
 		t.Fatal(stderr)
 	}
 
 	t.Run("wrong key", func(t *testing.T) {
-		code, stdout, _ := runCLI(t, "verify", "key", "--bundle", bundle, "--key", filepath.Join(dir, "b.pub"), snap)
+		code, stdout, _ := runCLI(t, "verify", "key", "--bundle", bundle, "--key", b.pub, snap)
 		want := "the bundle was signed by key " + keyIDs["a"] + " (its key hint); --key is " + keyIDs["b"]
 		if code != 1 || !strings.Contains(stdout, "FAILED at step signature") || !strings.Contains(stdout, want) {
 			t.Errorf("exit %d, want 1 and %q:\n%s", code, want, stdout)
 		}
-		code, stdout, _ = runCLI(t, "verify", "key", "--bundle", bundle, "--key", filepath.Join(dir, "b.pub"), snap, "--format", "json")
+		code, stdout, _ = runCLI(t, "verify", "key", "--bundle", bundle, "--key", b.pub, snap, "--format", "json")
 		if code != 1 || !strings.Contains(stdout, keyIDs["a"]) {
 			t.Errorf("JSON: exit %d:\n%s", code, stdout)
 		}
@@ -46,13 +37,13 @@ func TestVerifyHints(t *testing.T) {
 	t.Run("verify bundle of a file that is not a subject", func(t *testing.T) {
 		// The snapshot file is what was digested, not a subject: the
 		// signature verifies, the artifact is not among the subjects.
-		code, stdout, stderr := runCLI(t, "verify", "bundle", "--bundle", bundle, "--key", filepath.Join(dir, "a.pub"), "--require-tlog=false", snap)
+		code, stdout, stderr := runCLI(t, "verify", "bundle", "--bundle", bundle, "--key", a.pub, "--require-tlog=false", snap)
 		out := stdout + stderr
 		if code != 1 || !strings.Contains(out, "step match") || !strings.Contains(out, "the artifact is not a subject of the bundle") ||
 			strings.Contains(out, "changed after it was signed") || strings.Contains(out, "step signature") {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
-		code, stdout, _ = runCLI(t, "verify", "bundle", "--bundle", bundle, "--key", filepath.Join(dir, "a.pub"), "--require-tlog=false", "--format", "json", snap)
+		code, stdout, _ = runCLI(t, "verify", "bundle", "--bundle", bundle, "--key", a.pub, "--require-tlog=false", "--format", "json", snap)
 		if code != 1 || !strings.Contains(stdout, `"failedStep": "match"`) {
 			t.Errorf("JSON: exit %d:\n%s", code, stdout)
 		}
@@ -61,8 +52,8 @@ func TestVerifyHints(t *testing.T) {
 		bad := filepath.Join(dir, "bad.json")
 		os.WriteFile(bad, []byte(`{"mediaType":"x"}`), 0o644)
 		for _, args := range [][]string{
-			{"verify", "key", "--bundle", bad, "--key", filepath.Join(dir, "a.pub"), snap},
-			{"pin", snap, "--lock", filepath.Join(dir, "z.lock"), "--bundle", bad, "--key", filepath.Join(dir, "a.pub")},
+			{"verify", "key", "--bundle", bad, "--key", a.pub, snap},
+			{"pin", snap, "--lock", filepath.Join(dir, "z.lock"), "--bundle", bad, "--key", a.pub},
 		} {
 			code, stdout, stderr := runCLI(t, args...)
 			if code != 2 || strings.Count(stdout+stderr, "unsupported media type") != 1 || !strings.Contains(stdout, "FAILED at step bundle") || !strings.Contains(stdout, "pass --bundle") {
@@ -86,7 +77,7 @@ func TestVerifyHints(t *testing.T) {
 		tampered := filepath.Join(dir, "t.json")
 		out, _ := json.Marshal(b)
 		os.WriteFile(tampered, out, 0o644)
-		code, stdout, _ := runCLI(t, "verify", "key", "--bundle", tampered, "--key", filepath.Join(dir, "a.pub"), snap)
+		code, stdout, _ := runCLI(t, "verify", "key", "--bundle", tampered, "--key", a.pub, snap)
 		if code != 1 || !strings.Contains(stdout, "the bundle names --key "+keyIDs["a"]) {
 			t.Errorf("exit %d:\n%s", code, stdout)
 		}
@@ -98,7 +89,7 @@ func TestVerifyHints(t *testing.T) {
 	}{
 		{"no issuer", []string{"verify", "--bundle", bundle, "--certificate-identity", "a@example.com", snap}, "missing --certificate-oidc-issuer (or --certificate-oidc-issuer-regexp)"},
 		{"no identity", []string{"verify", "--bundle", bundle, "--certificate-oidc-issuer", "https://example.com", snap}, "missing --certificate-identity (or --certificate-identity-regexp)"},
-		{"no identity, certificate", []string{"verify", "certificate", "--bundle", bundle, "--ca-roots", filepath.Join(dir, "a.pub"), snap}, "missing --certificate-subject"},
+		{"no identity, certificate", []string{"verify", "certificate", "--bundle", bundle, "--ca-roots", a.pub, snap}, "missing --certificate-subject"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// No trusted root is looked for first: offline, with no cache,

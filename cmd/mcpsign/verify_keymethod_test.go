@@ -20,19 +20,14 @@ import (
 func TestKeyMethodByFlags(t *testing.T) {
 	bad := fixtures.BuildBadServer(t)
 	dir := t.TempDir()
-	env := map[string]string{"PW": "key-method-test"}
-	key, other := filepath.Join(dir, "publisher"), filepath.Join(dir, "other")
-	for _, k := range []string{key, other} {
-		if code, _, stderr := runWith(t, env, "keygen", "-o", k, "--password-env", "PW"); code != 0 {
-			t.Fatalf("keygen: %s", stderr)
-		}
-	}
+	env := keysEnv()
+	publisher, another := sharedKeys(t)
 	snap := filepath.Join(dir, "snap.json")
 	if code, _, stderr := runCLI(t, "snapshot", "-o", snap, "--", bad, "--behavior", "good"); code != 0 {
 		t.Fatalf("snapshot: %s", stderr)
 	}
 	bundle := filepath.Join(dir, "b.sigstore.json")
-	if code, _, stderr := runWith(t, env, "sign", "key", "--key", key+".key", "--password-env", "PW", "-o", bundle, snap); code != 0 {
+	if code, _, stderr := runSetup(t, env, "sign", "key", "--key", publisher.key, "--password-env", "PW", "-o", bundle, snap); code != 0 {
 		t.Fatalf("sign: %s", stderr)
 	}
 	for _, tc := range []struct {
@@ -42,12 +37,12 @@ func TestKeyMethodByFlags(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		{"verify --key", []string{"verify", snap, "--bundle", bundle, "--key", key + ".pub"}, 0, "VERIFIED", ""},
+		{"verify --key", []string{"verify", snap, "--bundle", bundle, "--key", publisher.pub}, 0, "VERIFIED", ""},
 		{"verify of a key-signed bundle, no identity", []string{"verify", snap, "--bundle", bundle}, 2, "",
 			"the bundle " + bundle + " is signed by a key, not a certificate: verify it with 'mcpsign verify key --key PUB.pem'"},
-		{"verify sigstore --key", []string{"verify", "sigstore", snap, "--bundle", bundle, "--key", key + ".pub"}, 2, "",
+		{"verify sigstore --key", []string{"verify", "sigstore", snap, "--bundle", bundle, "--key", publisher.pub}, 2, "",
 			"--key selects the key method, not sigstore: run 'mcpsign verify key'"},
-		{"verify key, another key", []string{"verify", "key", snap, "--bundle", bundle, "--key", other + ".pub"}, 1, "its key hint", ""},
+		{"verify key, another key", []string{"verify", "key", snap, "--bundle", bundle, "--key", another.pub}, 1, "its key hint", ""},
 	} {
 		code, stdout, stderr := runCLI(t, tc.args...)
 		if code != tc.code || !strings.Contains(stdout, tc.stdout) || !strings.Contains(stderr, tc.stderr) {
@@ -56,7 +51,7 @@ func TestKeyMethodByFlags(t *testing.T) {
 	}
 
 	// The proxy, first use with a bundle another key signed.
-	s := startCLI(t, nil, "proxy", "--lock", filepath.Join(dir, "p.lock"), "--bundle", bundle, "--key", other+".pub", "--", bad, "--behavior", "good")
+	s := startCLI(t, nil, "proxy", "--lock", filepath.Join(dir, "p.lock"), "--bundle", bundle, "--key", another.pub, "--", bad, "--behavior", "good")
 	cs, _, err := s.client(t)
 	if err == nil {
 		_, err = cs.ListTools(context.Background(), nil)

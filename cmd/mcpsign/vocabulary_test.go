@@ -30,15 +30,15 @@ func TestVocabulary(t *testing.T) {
 		dir := t.TempDir()
 		snap, _ := exampleSnapshot(t, dir)
 		lock := filepath.Join(dir, "l.lock")
-		env := map[string]string{"PW": "x"}
-		runWith(t, env, "keygen", "-o", filepath.Join(dir, "k"), "--password-env", "PW")
+		env := keysEnv()
+		k, _ := sharedKeys(t)
 		for _, args := range [][]string{
 			{"digest", snap},
 			{"pin", snap, "--lock", lock, "--tofu"},
 			{"verify-pin", snap, "--lock", lock},
 			{"diff", snap, lock},
-			{"sign", "key", "--key", filepath.Join(dir, "k.key"), "--password-env", "PW", snap, "-o", filepath.Join(dir, "b.json")},
-			{"verify", "key", "--bundle", filepath.Join(dir, "b.json"), "--key", filepath.Join(dir, "k.pub"), snap},
+			{"sign", "key", "--key", k.key, "--password-env", "PW", snap, "-o", filepath.Join(dir, "b.json")},
+			{"verify", "key", "--bundle", filepath.Join(dir, "b.json"), "--key", k.pub, snap},
 		} {
 			code, stdout, stderr := runWith(t, env, append(args, "--format", "json")...)
 			if code != 0 || !strings.HasPrefix(stdout, "{\n  \"reportVersion\": 1,") {
