@@ -214,39 +214,7 @@ func (u *httpConn) Send(line []byte) error {
 			u.answer(resp, &m, body)
 		}()
 	case m.Kind == mcpwire.KindRequest:
-		ctx, stop := context.WithCancel(u.ctx)
-		id := string(m.ID)
-		u.mu.Lock()
-		if u.calls == nil {
-			u.calls = map[string]context.CancelFunc{}
-		}
-		u.calls[id] = stop
-		u.mu.Unlock()
-		u.wg.Add(1)
-		go func() {
-			defer u.wg.Done()
-			defer func() {
-				u.mu.Lock()
-				delete(u.calls, id)
-				u.mu.Unlock()
-				stop()
-			}()
-			// Abandoned: the client cancelled it, and the server
-			// accepted the cancellation, before it answered.
-			abandoned := func() bool { return ctx.Err() != nil && u.ctx.Err() == nil }
-			resp, err := u.postCtx(ctx, body, &m)
-			if err != nil {
-				if abandoned() {
-					u.answerCancelled(m.ID)
-					return
-				}
-				u.end(err)
-				return
-			}
-			if u.answer(resp, &m, body) && abandoned() {
-				u.answerCancelled(m.ID)
-			}
-		}()
+		u.goCall(body, m)
 	default:
 		// Bounded: what follows waits for it (the server gets messages in
 		// order), so a server that never answers must not hold the session.
@@ -268,6 +236,46 @@ func (u *httpConn) Send(line []byte) error {
 		}
 	}
 	return nil
+}
+
+// goCall POSTs a request on a goroutine of its own, under a context of its
+// own, so that a call the client cancelled and the server accepted the
+// cancellation of (abandon) lets go of its answer stream: it is then
+// answered with the proxy's error once (answerCancelled).
+func (u *httpConn) goCall(body []byte, m mcpwire.Message) {
+	ctx, stop := context.WithCancel(u.ctx)
+	id := string(m.ID)
+	u.mu.Lock()
+	if u.calls == nil {
+		u.calls = map[string]context.CancelFunc{}
+	}
+	u.calls[id] = stop
+	u.mu.Unlock()
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		defer func() {
+			u.mu.Lock()
+			delete(u.calls, id)
+			u.mu.Unlock()
+			stop()
+		}()
+		// Abandoned: the client cancelled it, and the server
+		// accepted the cancellation, before it answered.
+		abandoned := func() bool { return ctx.Err() != nil && u.ctx.Err() == nil }
+		resp, err := u.postCtx(ctx, body, &m)
+		if err != nil {
+			if abandoned() {
+				u.answerCancelled(m.ID)
+				return
+			}
+			u.end(err)
+			return
+		}
+		if u.answer(resp, &m, body) && abandoned() {
+			u.answerCancelled(m.ID)
+		}
+	}()
 }
 
 // answerCancelled answers a request whose answer is no longer read
