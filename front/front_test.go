@@ -3,13 +3,11 @@ package front_test
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,17 +19,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/front"
 	"github.com/mcpsign/mcpsign/internal/service"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/publisher"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 	"github.com/mcpsign/mcpsign/proxy"
-	"github.com/mcpsign/mcpsign/sign"
 	"github.com/mcpsign/mcpsign/source"
-	"github.com/mcpsign/mcpsign/verify"
 )
 
 func TestMain(m *testing.M) { fixtures.Main(m) }
@@ -549,9 +545,9 @@ func TestRollForwardOnceForAllSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alice := newPublisher(t)
-	alice.sign(t, honestSnap, bundle)
-	vf := pinbundle.Verifier(alice.v, bundle)
+	alice := publisher.New(t)
+	alice.Sign(t, honestSnap, bundle)
+	vf := pinbundle.Verifier(alice.Verifier, bundle)
 	v, err := vf(ctx, honestSnap)
 	if err != nil {
 		t.Fatal(err)
@@ -564,7 +560,7 @@ func TestRollForwardOnceForAllSessions(t *testing.T) {
 	if err := l.Write(ctx, lockPath); err != nil {
 		t.Fatal(err)
 	}
-	alice.sign(t, rugSnap, bundle) // the publisher releases the change
+	alice.Sign(t, rugSnap, bundle) // the publisher releases the change
 	var mu sync.Mutex
 	writes := 0
 	s := serve(t, rug, lockPath, func(o *front.Options) {
@@ -625,49 +621,6 @@ func sorted(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
-}
-
-// publisher is a signing key and the verifier that trusts it.
-type publisher struct {
-	key crypto.Signer
-	v   *verify.Verifier
-}
-
-func newPublisher(t *testing.T) *publisher {
-	t.Helper()
-	key, err := sign.GenerateKey(sign.ECDSAP256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := verify.New(verify.Trust{}, verify.Policy{Method: verify.MethodKey, PublicKey: key.Public()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &publisher{key: key, v: v}
-}
-
-// sign writes the bundle of snap, signed with p's key, to path.
-func (p *publisher) sign(t *testing.T, snap *digest.Snapshot, path string) {
-	t.Helper()
-	st, err := attest.Build(snap, attest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, err := st.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := sign.NewKeySigner(p.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := sign.Sign(context.Background(), payload, sign.Options{Signer: signer})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, res.Bundle, 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestStatelessListen: subscriptions/listen, whose answer never ends, is

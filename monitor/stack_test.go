@@ -29,6 +29,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testsnap"
+	"github.com/mcpsign/mcpsign/internal/testkit/publisher"
 	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 	"github.com/mcpsign/mcpsign/sign"
 	"github.com/mcpsign/mcpsign/trustroot"
@@ -122,14 +123,7 @@ func statement(t testing.TB, ins string) []byte {
 	t.Helper()
 	snap := testsnap.Example()
 	snap.Instructions = &ins
-	st, err := attest.Build(snap, attest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := st.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := publisher.Statement(t, snap)
 	return p
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/testkit/publisher"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/verify"
@@ -60,14 +61,7 @@ func (s signer) sign(t testing.TB, snap *digest.Snapshot) []byte {
 // signWith signs snap with s's key under opts: a new bundle each call.
 func (s signer) signWith(t testing.TB, snap *digest.Snapshot, opts sgsign.BundleOptions) []byte {
 	t.Helper()
-	st, err := attest.Build(snap, attest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, err := st.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
+	payload := publisher.Statement(t, snap)
 	pb, err := sgsign.Bundle(&sgsign.DSSEData{Data: payload, PayloadType: attest.PayloadType}, s.key, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/testkit/publisher"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 )
@@ -70,7 +71,7 @@ func TestAdmissionAtStart(t *testing.T) {
 // verify is refused (policy-lock-signer-unlisted), a manual one only when
 // allowed (policy-lock-method-refused).
 func TestAdmissionFirstUseRace(t *testing.T) {
-	alice := newPublisher(t)
+	alice := publisher.New(t)
 	snap := release(t, "notes 2.0.0")
 	tofu, err := pin.NewLock(snap, pin.Approval{Method: pin.MethodTOFU})
 	if err != nil {
@@ -81,7 +82,7 @@ func TestAdmissionFirstUseRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	bundle := filepath.Join(t.TempDir(), "b.sigstore.json")
-	alice.sign(t, snap, bundle)
+	alice.Sign(t, snap, bundle)
 	signed := signedLock(t, alice, snap, bundle)
 	for _, tc := range []struct {
 		name   string
@@ -125,23 +126,23 @@ func TestAdmissionFirstUseRace(t *testing.T) {
 // approval the lock records, or the session is refused
 // (policy-lock-unproven); once proven it is not verified again.
 func TestAdmissionReverify(t *testing.T) {
-	alice, mallory := newPublisher(t), newPublisher(t)
+	alice, mallory := publisher.New(t), publisher.New(t)
 	snap := release(t, "notes 2.0.0")
 	dir := t.TempDir()
 	bundle, other, malloryBundle := filepath.Join(dir, "b.sigstore.json"), filepath.Join(dir, "b2.sigstore.json"), filepath.Join(dir, "m.sigstore.json")
-	alice.sign(t, snap, bundle)
-	alice.sign(t, snap, other)
-	mallory.sign(t, snap, malloryBundle)
+	alice.Sign(t, snap, bundle)
+	alice.Sign(t, snap, other)
+	mallory.Sign(t, snap, malloryBundle)
 	held := signedLock(t, alice, snap, bundle)
 	for _, tc := range []struct {
 		name  string
 		vf    VerifyFunc
 		allow bool
 	}{
-		{"the recorded bundle verifies", pinbundle.Verifier(alice.v, bundle), true},
-		{"another bundle of the same signer", pinbundle.Verifier(alice.v, other), false},
-		{"another signer", pinbundle.Verifier(mallory.v, malloryBundle), false},
-		{"nothing verifies", pinbundle.Verifier(mallory.v, bundle), false},
+		{"the recorded bundle verifies", pinbundle.Verifier(alice.Verifier, bundle), true},
+		{"another bundle of the same signer", pinbundle.Verifier(alice.Verifier, other), false},
+		{"another signer", pinbundle.Verifier(mallory.Verifier, malloryBundle), false},
+		{"nothing verifies", pinbundle.Verifier(mallory.Verifier, bundle), false},
 		{"no verifier", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpsign/mcpsign/evidence"
+	"github.com/mcpsign/mcpsign/internal/testkit/publisher"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 )
@@ -17,10 +18,10 @@ import (
 // (an integrated time long ago, which the roll-forward rules would take as
 // the lock's signing time) is not proven.
 func TestAdmissionReverifyTlog(t *testing.T) {
-	alice := newPublisher(t)
+	alice := publisher.New(t)
 	snap := release(t, "notes 2.0.0")
 	bundle := filepath.Join(t.TempDir(), "b.sigstore.json")
-	alice.sign(t, snap, bundle)
+	alice.Sign(t, snap, bundle)
 	forged := signedLock(t, alice, snap, bundle)
 	long := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 	forged.Approval.Tlog = &evidence.Tlog{LogIndex: 1, LogID: "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d", IntegratedTime: &long}
@@ -30,7 +31,7 @@ func TestAdmissionReverifyTlog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(alice.v, bundle), Admission: &Admission{LockDigest: l.LockDigest, Reverify: true}})
+	p := lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(alice.Verifier, bundle), Admission: &Admission{LockDigest: l.LockDigest, Reverify: true}})
 	d, err := p.Check(testContext(t), snap)
 	if err != nil {
 		t.Fatal(err)

@@ -10,9 +10,9 @@ import (
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 
-	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/publisher"
 	"github.com/mcpsign/mcpsign/internal/testkit/sigstack"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
@@ -41,14 +41,7 @@ func signKeyless(t *testing.T, env *sigstack.Env, trusted *root.TrustedRoot, sna
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := attest.Build(snap, attest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, err := st.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
+	payload := publisher.Statement(t, snap)
 	res, err := sign.Sign(context.Background(), payload, sign.Options{
 		Signer: signer, TransparencyLogs: svc.TransparencyLogs, TimestampAuthorities: svc.TimestampAuthorities, TrustedMaterial: trusted,
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/publisher"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
 )
@@ -58,9 +59,9 @@ func atTime(vf VerifyFunc, at time.Time) VerifyFunc {
 
 // signedLock is the lock a proxy writes for snap approved by the bundle at
 // bundle under p's policy.
-func signedLock(t *testing.T, p *publisher, snap *digest.Snapshot, bundle string) *pin.Lock {
+func signedLock(t *testing.T, p *publisher.Publisher, snap *digest.Snapshot, bundle string) *pin.Lock {
 	t.Helper()
-	v, err := pinbundle.Verifier(p.v, bundle)(context.Background(), snap)
+	v, err := pinbundle.Verifier(p.Verifier, bundle)(context.Background(), snap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func writeLock(t *testing.T, l *pin.Lock, path string) []byte {
 // backwards).
 func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 	t.Parallel()
-	alice, mallory := newPublisher(t), newPublisher(t)
+	alice, mallory := publisher.New(t), publisher.New(t)
 	t1 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	t2 := t1.Add(30 * 24 * time.Hour)
 	t3 := t2.Add(30 * 24 * time.Hour)
@@ -156,33 +157,33 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 			findings: []string{pin.RuleLockChangedByAnotherProcess, "pin-tool-changed tool/read_note", "pin-tool-added tool/run_command"}, after: "unchanged"},
 		{name: "rewritten as a lock signed by another key, with its bundle", signs: "notes 2.0.0", observed: "notes poisoned",
 			change: func(t *testing.T, e *env) {
-				mallory.sign(t, release(t, "notes poisoned"), e.bundle)
+				mallory.Sign(t, release(t, "notes poisoned"), e.bundle)
 				writeLock(t, signedLock(t, mallory, release(t, "notes poisoned"), e.bundle), e.lock)
 			},
 			findings: []string{pin.RuleLockChangedByAnotherProcess}, after: "unchanged"},
 		{name: "rewritten with alice's approval of another bundle", signs: "notes 2.0.0", observed: "notes 3.0.0",
 			change: func(t *testing.T, e *env) {
 				other := filepath.Join(e.dir, "other.sigstore.json")
-				alice.sign(t, release(t, "notes 3.0.0"), other)
+				alice.Sign(t, release(t, "notes 3.0.0"), other)
 				writeLock(t, signedLock(t, alice, release(t, "notes 3.0.0"), other), e.lock)
-				alice.sign(t, release(t, "notes 3.0.0"), e.bundle) // signed anew: another bundle digest
+				alice.Sign(t, release(t, "notes 3.0.0"), e.bundle) // signed anew: another bundle digest
 			},
 			findings: []string{pin.RuleLockChangedByAnotherProcess}, after: "unchanged"},
 		{name: "rewritten with a signed older release and its bundle", signs: "notes 2.0.0", observed: "notes 1.0.0",
 			change: func(t *testing.T, e *env) {
-				alice.sign(t, release(t, "notes 1.0.0"), e.bundle)
+				alice.Sign(t, release(t, "notes 1.0.0"), e.bundle)
 				writeLock(t, signedLock(t, alice, release(t, "notes 1.0.0"), e.bundle), e.lock)
 			},
 			findings: []string{pin.RuleLockChangedByAnotherProcess, pin.RuleRollForwardLowerVersion}, after: "unchanged"},
 		{name: "rewritten with a signed lock of another server", signs: "notes 2.0.0", observed: "twofaced 1.0.0",
 			change: func(t *testing.T, e *env) {
-				alice.sign(t, release(t, "twofaced 1.0.0"), e.bundle)
+				alice.Sign(t, release(t, "twofaced 1.0.0"), e.bundle)
 				writeLock(t, signedLock(t, alice, release(t, "twofaced 1.0.0"), e.bundle), e.lock)
 			},
 			findings: []string{pin.RuleLockChangedByAnotherProcess, pin.RuleRollForwardOtherServer}, after: "unchanged"},
 		{name: "rewritten with the right approval but another server recorded", signs: "notes 2.0.0", observed: "notes 3.0.0",
 			change: func(t *testing.T, e *env) {
-				alice.sign(t, release(t, "notes 3.0.0"), e.bundle)
+				alice.Sign(t, release(t, "notes 3.0.0"), e.bundle)
 				l := signedLock(t, alice, release(t, "notes 3.0.0"), e.bundle)
 				l.Server.Version = "9.0.0"
 				writeLock(t, l, e.lock)
@@ -216,8 +217,8 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 			findings: []string{"pin-tool-added tool/search"}, after: "unchanged"},
 		{name: "rolled forward by another proxy with the same bundle", signs: "notes 2.0.0", observed: "notes 3.0.0",
 			change: func(t *testing.T, e *env) {
-				alice.sign(t, release(t, "notes 3.0.0"), e.bundle)
-				other := lockPolicy(t, e.lock, LockOptions{Verify: pinbundle.Verifier(alice.v, e.bundle)})
+				alice.Sign(t, release(t, "notes 3.0.0"), e.bundle)
+				other := lockPolicy(t, e.lock, LockOptions{Verify: pinbundle.Verifier(alice.Verifier, e.bundle)})
 				if d, err := other.Check(context.Background(), release(t, "notes 3.0.0")); err != nil || !d.Allow || !d.Updated {
 					t.Fatalf("the other proxy: %+v %v", d, err)
 				}
@@ -230,7 +231,7 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 			e := &env{dir: t.TempDir()}
 			e.lock = filepath.Join(e.dir, "mcp.lock")
 			e.bundle = filepath.Join(e.dir, "server.sigstore.json")
-			alice.sign(t, release(t, "notes 2.0.0"), e.bundle)
+			alice.Sign(t, release(t, "notes 2.0.0"), e.bundle)
 			held := signedLock(t, alice, release(t, "notes 2.0.0"), e.bundle)
 			if tc.tofuHeld {
 				var err error
@@ -247,9 +248,9 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 			}
 			writeLock(t, held, e.lock)
 			if tc.signs != "notes 2.0.0" {
-				alice.sign(t, release(t, tc.signs), e.bundle)
+				alice.Sign(t, release(t, tc.signs), e.bundle)
 			}
-			e.policy = lockPolicy(t, e.lock, LockOptions{Verify: atTime(pinbundle.Verifier(alice.v, e.bundle), tc.signedAt), ManualRollForward: tc.manualRF})
+			e.policy = lockPolicy(t, e.lock, LockOptions{Verify: atTime(pinbundle.Verifier(alice.Verifier, e.bundle), tc.signedAt), ManualRollForward: tc.manualRF})
 			if tc.change != nil {
 				tc.change(t, e)
 			}
@@ -310,21 +311,21 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 // time.
 func TestRollBackAfterRollForward(t *testing.T) {
 	ctx := testContext(t)
-	alice := newPublisher(t)
+	alice := publisher.New(t)
 	t1 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	dir := t.TempDir()
 	lock, bundle := filepath.Join(dir, "mcp.lock"), filepath.Join(dir, "b.sigstore.json")
-	alice.sign(t, release(t, "notes 2.0.0"), bundle)
+	alice.Sign(t, release(t, "notes 2.0.0"), bundle)
 	writeLock(t, signedLock(t, alice, release(t, "notes 2.0.0"), bundle), lock)
 	at := t1.Add(time.Hour)
 	policy := lockPolicy(t, lock, LockOptions{Verify: func(ctx context.Context, s *digest.Snapshot) (pin.Verified, error) {
-		return atTime(pinbundle.Verifier(alice.v, bundle), at)(ctx, s)
+		return atTime(pinbundle.Verifier(alice.Verifier, bundle), at)(ctx, s)
 	}})
-	alice.sign(t, release(t, "notes 3.0.0"), bundle)
+	alice.Sign(t, release(t, "notes 3.0.0"), bundle)
 	if d, err := policy.Check(ctx, release(t, "notes 3.0.0")); err != nil || !d.Allow {
 		t.Fatalf("forward: %+v %v", d, err)
 	}
-	alice.sign(t, release(t, "notes 1.0.0"), bundle)
+	alice.Sign(t, release(t, "notes 1.0.0"), bundle)
 	at = t1
 	d, err := policy.Check(ctx, release(t, "notes 1.0.0"))
 	if err != nil || d.Allow || len(d.Findings) == 0 || d.Findings[0] != pin.RuleRollForwardOlderSignature {
@@ -335,7 +336,7 @@ func TestRollBackAfterRollForward(t *testing.T) {
 // TestFirstUseRaceWithAnotherWriter: on a signed first use, a lock that
 // appeared meanwhile stands only if it records the approval just verified.
 func TestFirstUseRaceWithAnotherWriter(t *testing.T) {
-	alice := newPublisher(t)
+	alice := publisher.New(t)
 	for _, tc := range []struct {
 		name   string
 		winner func(t *testing.T, bundle string) *pin.Lock
@@ -356,11 +357,11 @@ func TestFirstUseRaceWithAnotherWriter(t *testing.T) {
 			ctx := testContext(t)
 			dir := t.TempDir()
 			lock, bundle := filepath.Join(dir, "mcp.lock"), filepath.Join(dir, "b.sigstore.json")
-			alice.sign(t, release(t, "notes 2.0.0"), bundle)
+			alice.Sign(t, release(t, "notes 2.0.0"), bundle)
 			winner := tc.winner(t, bundle)
 			// The winner is written while the proxy verifies.
 			vf := func(ctx context.Context, s *digest.Snapshot) (pin.Verified, error) {
-				v, err := pinbundle.Verifier(alice.v, bundle)(ctx, s)
+				v, err := pinbundle.Verifier(alice.Verifier, bundle)(ctx, s)
 				writeLock(t, winner, lock)
 				return v, err
 			}
@@ -394,12 +395,12 @@ func TestLockRewrittenByTheServer(t *testing.T) {
 	lock := filepath.Join(dir, "mcp.lock")
 	bundle := filepath.Join(dir, "server.sigstore.json")
 	calls := filepath.Join(dir, "calls.log")
-	alice := newPublisher(t)
+	alice := publisher.New(t)
 	honest := snapshotOf(t, exampleArgv(t, fixtures.ModeHonest))
-	alice.sign(t, honest, bundle)
+	alice.Sign(t, honest, bundle)
 	writeLock(t, signedLock(t, alice, honest, bundle), lock)
 
-	s := startProxy(t, lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(alice.v, bundle)}),
+	s := startProxy(t, lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(alice.Verifier, bundle)}),
 		exampleArgv(t, fixtures.ModeListChanged, "--calls-log", calls), nil)
 	blocked := waitEvent(s, EventBlocked)
 	changed := make(chan struct{}, 1)

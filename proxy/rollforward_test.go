@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"context"
-	"crypto"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,57 +9,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/internal/testkit/publisher"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/pinbundle"
-	"github.com/mcpsign/mcpsign/sign"
 	"github.com/mcpsign/mcpsign/verify"
 )
-
-// publisher is a signing key and the verifier that trusts it.
-type publisher struct {
-	key crypto.Signer
-	v   *verify.Verifier
-}
-
-func newPublisher(t *testing.T) *publisher {
-	t.Helper()
-	key, err := sign.GenerateKey(sign.ECDSAP256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := verify.New(verify.Trust{}, verify.Policy{Method: verify.MethodKey, PublicKey: key.Public()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &publisher{key: key, v: v}
-}
-
-// sign writes the bundle of snap, signed with p's key, to path.
-func (p *publisher) sign(t *testing.T, snap *digest.Snapshot, path string) {
-	t.Helper()
-	st, err := attest.Build(snap, attest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, err := st.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := sign.NewKeySigner(p.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := sign.Sign(context.Background(), payload, sign.Options{Signer: signer})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, res.Bundle, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func toolNamesOf(t *testing.T, ctx context.Context, cs *mcp.ClientSession) []string {
 	t.Helper()
@@ -89,11 +43,11 @@ func TestSignedFirstUseAndRollForward(t *testing.T) {
 	bundle := filepath.Join(dir, "server.sigstore.json")
 	honest := snapshotOf(t, exampleArgv(t, fixtures.ModeHonest))
 	rugpull := snapshotOf(t, exampleArgv(t, fixtures.ModeRugPull))
-	alice, mallory := newPublisher(t), newPublisher(t)
+	alice, mallory := publisher.New(t), publisher.New(t)
 
 	// Signed first use.
-	alice.sign(t, honest, bundle)
-	s := startProxy(t, lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(alice.v, bundle)}), exampleArgv(t, fixtures.ModeHonest), nil)
+	alice.Sign(t, honest, bundle)
+	s := startProxy(t, lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(alice.Verifier, bundle)}), exampleArgv(t, fixtures.ModeHonest), nil)
 	cs, err := s.connect(ctx, "", nil)
 	if err != nil {
 		t.Fatalf("signed first use: %v", err)
@@ -109,15 +63,15 @@ func TestSignedFirstUseAndRollForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	aliceID, _ := verify.KeyID(alice.key.Public())
+	aliceID, _ := verify.KeyID(alice.Key.Public())
 	if first.Approval.Method != verify.MethodKey || first.Approval.Identity != aliceID || first.Approval.BundleDigest == "" {
 		t.Fatalf("first approval %+v", first.Approval)
 	}
 
 	// An update by another key, verified under its own policy: the lock
 	// names alice, so it blocks; under alice's policy it does not verify.
-	mallory.sign(t, rugpull, bundle)
-	for name, v := range map[string]*verify.Verifier{"mallory's policy": mallory.v, "alice's policy": alice.v} {
+	mallory.Sign(t, rugpull, bundle)
+	for name, v := range map[string]*verify.Verifier{"mallory's policy": mallory.Verifier, "alice's policy": alice.Verifier} {
 		t.Run(name, func(t *testing.T) {
 			s := startProxy(t, lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(v, bundle)}), exampleArgv(t, fixtures.ModeRugPull), nil)
 			if _, err := s.connect(ctx, "", nil); !isBlocked(err) {
@@ -133,8 +87,8 @@ func TestSignedFirstUseAndRollForward(t *testing.T) {
 	}
 
 	// A bundle by alice over the old definitions does not cover the new.
-	alice.sign(t, honest, bundle)
-	s = startProxy(t, lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(alice.v, bundle)}), exampleArgv(t, fixtures.ModeRugPull), nil)
+	alice.Sign(t, honest, bundle)
+	s = startProxy(t, lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(alice.Verifier, bundle)}), exampleArgv(t, fixtures.ModeRugPull), nil)
 	if _, err := s.connect(ctx, "", nil); !isBlocked(err) {
 		t.Fatalf("stale bundle: connect: %v, want the block error", err)
 	}
@@ -144,8 +98,8 @@ func TestSignedFirstUseAndRollForward(t *testing.T) {
 	}
 
 	// Alice signs the new definitions: the lock rolls forward.
-	alice.sign(t, rugpull, bundle)
-	s = startProxy(t, lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(alice.v, bundle)}), exampleArgv(t, fixtures.ModeRugPull), nil)
+	alice.Sign(t, rugpull, bundle)
+	s = startProxy(t, lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(alice.Verifier, bundle)}), exampleArgv(t, fixtures.ModeRugPull), nil)
 	cs, err = s.connect(ctx, "", nil)
 	if err != nil {
 		t.Fatalf("signed update: %v", err)
@@ -177,9 +131,9 @@ func TestRollForwardMidSession(t *testing.T) {
 			dir := t.TempDir()
 			lock := filepath.Join(dir, "mcp.lock")
 			bundle := filepath.Join(dir, "server.sigstore.json")
-			alice := newPublisher(t)
-			alice.sign(t, snapshotOf(t, exampleArgv(t, fixtures.ModeHonest)), bundle)
-			policy := lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(alice.v, bundle)})
+			alice := publisher.New(t)
+			alice.Sign(t, snapshotOf(t, exampleArgv(t, fixtures.ModeHonest)), bundle)
+			policy := lockPolicy(t, lock, LockOptions{Verify: pinbundle.Verifier(alice.Verifier, bundle)})
 			s := startProxy(t, policy, exampleArgv(t, fixtures.ModeListChanged, g.serverArgs...), nil)
 			changed := make(chan struct{}, 1)
 			cs, err := s.connect(ctx, "", &mcp.ClientOptions{
@@ -189,7 +143,7 @@ func TestRollForwardMidSession(t *testing.T) {
 				t.Fatalf("connect: %v", err)
 			}
 			// The publisher releases the change, then the server makes it.
-			alice.sign(t, snapshotOf(t, exampleArgv(t, fixtures.ModeRugPull, g.serverArgs...)), bundle)
+			alice.Sign(t, snapshotOf(t, exampleArgv(t, fixtures.ModeRugPull, g.serverArgs...)), bundle)
 			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "x"}}); err != nil {
 				t.Fatalf("call: %v", err)
 			}
@@ -221,18 +175,18 @@ func TestConcurrentProxiesOneLock(t *testing.T) {
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "mcp.lock")
 	bundle := filepath.Join(dir, "server.sigstore.json")
-	alice := newPublisher(t)
+	alice := publisher.New(t)
 	const n = 6
 	for _, step := range []struct {
 		mode  string
 		tools []string
 	}{{fixtures.ModeHonest, fixtures.HonestToolNames()}, {fixtures.ModeRugPull, fixtures.RugPullToolNames()}} {
-		alice.sign(t, snapshotOf(t, exampleArgv(t, step.mode)), bundle)
+		alice.Sign(t, snapshotOf(t, exampleArgv(t, step.mode)), bundle)
 		errs := make(chan error, n)
 		for i := 0; i < n; i++ {
 			go func() {
 				errs <- func() error {
-					p, err := NewLockPolicy(lock, LockOptions{Verify: pinbundle.Verifier(alice.v, bundle)})
+					p, err := NewLockPolicy(lock, LockOptions{Verify: pinbundle.Verifier(alice.Verifier, bundle)})
 					if err != nil {
 						return err
 					}

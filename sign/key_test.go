@@ -38,6 +38,7 @@ func readKey(t testing.TB, name string) []byte {
 }
 
 func TestLoadPrivateKey(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file     string
 		password string // "" means no password function
@@ -69,6 +70,7 @@ func TestLoadPrivateKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file+"/"+tt.password, func(t *testing.T) {
+			t.Parallel() // the cosign rows' scrypt takes seconds under -race
 			var pf PasswordFunc
 			if tt.password != "" {
 				pf = StaticPassword([]byte(tt.password))
@@ -117,8 +119,10 @@ func TestLoadPrivateKeyPasswordOnlyWhenEncrypted(t *testing.T) {
 }
 
 func TestKeygenRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, alg := range Algorithms {
 		t.Run(string(alg), func(t *testing.T) {
+			t.Parallel()
 			k, err := GenerateKey(alg)
 			if err != nil {
 				t.Fatal(err)

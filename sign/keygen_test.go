@@ -33,6 +33,7 @@ func TestKeygen(t *testing.T) {
 		"no password":                      {KeygenOptions{Prefix: filepath.Join(dir, "nopw")}, errNoPassword, true},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // each writes and reads a 600,000-iteration key
 			asked := false
 			tc.o.Password = func(confirm bool) ([]byte, error) {
 				asked = true

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -213,21 +214,42 @@ func TestE2EStreamableHTTP(t *testing.T) {
 	t.Parallel()
 	node, entry := npmServer(t, "server-everything")
 	url := fixtures.StartEverythingHTTP(t, node, entry)
-	start := time.Now()
-	live, err := Load(context.Background(), Spec{URL: url}, Options{Headers: map[string][]string{"X-Mcpsign-Test": {"e2e"}}, ClientCapabilities: json.RawMessage(goSDKCapabilities)})
-	if err != nil {
-		t.Fatal(err)
+	// The four listings at once (each its own session; one a stdio
+	// server): each mostly waits on node, and one after the other they
+	// were most of this package's wall time.
+	loads := []struct {
+		spec Spec
+		opts Options
+		snap *digest.Snapshot
+		err  error
+		took time.Duration
+	}{
+		{spec: Spec{URL: url}, opts: Options{Headers: map[string][]string{"X-Mcpsign-Test": {"e2e"}}, ClientCapabilities: json.RawMessage(goSDKCapabilities)}},
+		{spec: Spec{URL: url}, opts: Options{ClientCapabilities: json.RawMessage(`{}`)}},
+		{spec: Spec{URL: url}, opts: Options{}},
+		{spec: Spec{Command: []string{node, entry, "stdio"}}, opts: Options{ShutdownGrace: e2eGrace}},
 	}
-	t.Logf("Load over Streamable HTTP took %v", time.Since(start).Round(time.Millisecond))
+	var wg sync.WaitGroup
+	for i := range loads {
+		wg.Go(func() {
+			start := time.Now()
+			loads[i].snap, loads[i].err = Load(context.Background(), loads[i].spec, loads[i].opts)
+			loads[i].took = time.Since(start)
+		})
+	}
+	wg.Wait()
+	for _, l := range loads {
+		if l.err != nil {
+			t.Fatal(l.err)
+		}
+	}
+	live, bare, full, stdio := loads[0].snap, loads[1].snap, loads[2].snap, loads[3].snap
+	t.Logf("Load over Streamable HTTP took %v", loads[0].took.Round(time.Millisecond))
 	checkE2E(t, live, sdkCounts(t, &mcp.StreamableClientTransport{Endpoint: url}), 5)
 
 	// server-everything offers get-roots-list only to clients that announce
 	// roots (as go-sdk's default client does): the listing depends on the
 	// announced capabilities.
-	bare, err := Load(context.Background(), Spec{URL: url}, Options{ClientCapabilities: json.RawMessage(`{}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if string(live.ClientCapabilities) != goSDKCapabilities || string(bare.ClientCapabilities) != `{}` {
 		t.Errorf("snapshots record client capabilities %s and %s", live.ClientCapabilities, bare.ClientCapabilities)
 	}
@@ -240,10 +262,6 @@ func TestE2EStreamableHTTP(t *testing.T) {
 	// tool the server offers any client, a superset of go-sdk's listing,
 	// including the ones the server adds for elicitation (form and url),
 	// sampling and task-augmented requests.
-	full, err := Load(context.Background(), Spec{URL: url}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if string(full.ClientCapabilities) != DefaultClientCapabilities {
 		t.Errorf("default profile recorded as %s", full.ClientCapabilities)
 	}
@@ -261,10 +279,6 @@ func TestE2EStreamableHTTP(t *testing.T) {
 	}
 
 	// The same server over stdio yields the same digests.
-	stdio, err := Load(context.Background(), Spec{Command: []string{node, entry, "stdio"}}, Options{ShutdownGrace: e2eGrace})
-	if err != nil {
-		t.Fatal(err)
-	}
 	a, b := digest.Compute(full), digest.Compute(stdio)
 	for _, k := range digest.Kinds {
 		if a.Sets[k] != b.Sets[k] {

@@ -47,7 +47,14 @@ func TestListingBudgetFlood(t *testing.T) {
 				var stderr bytes.Buffer
 				cmd.Stderr = &stderr
 				start := time.Now()
-				err := cmd.Run()
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				stop := make(chan struct{})
+				hwm := watchHWM(cmd.Process.Pid, stop)
+				err := cmd.Wait()
+				close(stop)
+				polled := <-hwm
 				ee, ok := err.(*exec.ExitError)
 				if !ok || ee.ExitCode() != 2 {
 					t.Fatalf("%q: %v, want exit 2; stderr:\n%s", lister, err, stderr.String())
@@ -55,8 +62,8 @@ func TestListingBudgetFlood(t *testing.T) {
 				if !strings.Contains(stderr.String(), tt.message) {
 					t.Fatalf("stderr does not say %q:\n%s", tt.message, stderr.String())
 				}
-				p := peakRSS(cmd.ProcessState)
-				t.Logf("run %d: refused after %v; peak RSS %d MiB", attempt, time.Since(start).Round(time.Millisecond), p>>20)
+				p := ownPeakRSS(cmd.ProcessState, polled)
+				t.Logf("run %d: refused after %v; peak RSS %d MiB (rusage %d MiB, /proc %d MiB)", attempt, time.Since(start).Round(time.Millisecond), p>>20, peakRSS(cmd.ProcessState)>>20, polled>>20)
 				if peak < 0 || p < peak {
 					peak = p
 				}

@@ -143,58 +143,64 @@ func TestChainCacheTamperedBundles(t *testing.T) {
 	t.Parallel() // shares nothing: its own roots, caches and certificates
 	tr := productionRoot(t)
 	cached := WithChainCache(tr)
-	policy := digestPolicy(t, realIdentity, realIssuer, "sha256:"+realDigest)
 	stride := 7
 	if testing.Short() {
 		stride = 61
 	}
 	for _, c := range realCases {
-		raw, err := os.ReadFile(shareddata.Path(t, c.bundle))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var doc map[string]any
-		if err := json.Unmarshal(raw, &doc); err != nil {
-			t.Fatal(err)
-		}
-		compared, parsed, accepted := 0, 0, 0
-		for _, field := range base64Fields(doc, "") {
-			data, err := base64.StdEncoding.DecodeString(field.get())
+		// One bundle a subtest, at once: each is seconds of signature
+		// checks (minutes under -race), and the cached material is
+		// shared as a verifier shares it (TestChainCacheConcurrent).
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			policy := digestPolicy(t, realIdentity, realIssuer, "sha256:"+realDigest)
+			raw, err := os.ReadFile(shareddata.Path(t, c.bundle))
 			if err != nil {
-				continue
+				t.Fatal(err)
 			}
-			for i := 0; i < len(data)*8; i += stride * 8 {
-				mut := append([]byte(nil), data...)
-				mut[i/8] ^= 1 << (i % 8)
-				field.set(base64.StdEncoding.EncodeToString(mut))
-				out, err := json.Marshal(doc)
+			var doc map[string]any
+			if err := json.Unmarshal(raw, &doc); err != nil {
+				t.Fatal(err)
+			}
+			compared, parsed, accepted := 0, 0, 0
+			for _, field := range base64Fields(doc, "") {
+				data, err := base64.StdEncoding.DecodeString(field.get())
 				if err != nil {
-					t.Fatal(err)
-				}
-				field.set(base64.StdEncoding.EncodeToString(data))
-				var b bundle.Bundle
-				compared++
-				if b.UnmarshalJSON(out) != nil {
 					continue
 				}
-				parsed++
-				if verifyBoth(t, fmt.Sprintf("%s %s bit %d", c.name, field.path, i), tr, cached, keylessOpts, &b, policy) == nil {
-					accepted++
+				for i := 0; i < len(data)*8; i += stride * 8 {
+					mut := append([]byte(nil), data...)
+					mut[i/8] ^= 1 << (i % 8)
+					field.set(base64.StdEncoding.EncodeToString(mut))
+					out, err := json.Marshal(doc)
+					if err != nil {
+						t.Fatal(err)
+					}
+					field.set(base64.StdEncoding.EncodeToString(data))
+					var b bundle.Bundle
+					compared++
+					if b.UnmarshalJSON(out) != nil {
+						continue
+					}
+					parsed++
+					if verifyBoth(t, fmt.Sprintf("%s %s bit %d", c.name, field.path, i), tr, cached, keylessOpts, &b, policy) == nil {
+						accepted++
+					}
 				}
 			}
-		}
-		// The thresholds follow the stride (one bit in stride bytes is
-		// flipped): about 4,000 flippable bytes per bundle give 500 variants
-		// or more at the full stride, 57 or more under -short; and a bit flip
-		// in a binary field leaves the JSON well-formed, so at least 80% of
-		// the variants must parse (92-95% do), or the test compares nothing.
-		if want := 3500 / stride; compared < want {
-			t.Errorf("%s: only %d tampered variants, want at least %d at stride %d", c.name, compared, want, stride)
-		}
-		if parsed*10 < compared*8 {
-			t.Errorf("%s: only %d of %d tampered bundles parsed, want at least 80%%", c.name, parsed, compared)
-		}
-		t.Logf("%s: %d variants, %d parsed, %d accepted by both", c.name, compared, parsed, accepted)
+			// The thresholds follow the stride (one bit in stride bytes is
+			// flipped): about 4,000 flippable bytes per bundle give 500 variants
+			// or more at the full stride, 57 or more under -short; and a bit flip
+			// in a binary field leaves the JSON well-formed, so at least 80% of
+			// the variants must parse (92-95% do), or the test compares nothing.
+			if want := 3500 / stride; compared < want {
+				t.Errorf("%s: only %d tampered variants, want at least %d at stride %d", c.name, compared, want, stride)
+			}
+			if parsed*10 < compared*8 {
+				t.Errorf("%s: only %d of %d tampered bundles parsed, want at least 80%%", c.name, parsed, compared)
+			}
+			t.Logf("%s: %d variants, %d parsed, %d accepted by both", c.name, compared, parsed, accepted)
+		})
 	}
 }
 

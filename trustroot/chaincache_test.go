@@ -49,6 +49,7 @@ func caCases() []caCase {
 	}
 	return []caCase{
 		{name: "valid chain", build: simple(nil), accept: true, fast: true},
+		{name: "valid chain on P-384 (public-good curves)", build: simple(func(r, i, _ *certSpec) { publicGoodCurves(r, i) }), accept: true, fast: true},
 		{name: "leaf without EKU", build: simple(func(_, _, l *certSpec) { l.eku = nil }), accept: true, fast: true},
 		{name: "leaf serverAuth only", build: simple(func(_, _, l *certSpec) { l.eku = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth} })},
 		{name: "intermediate serverAuth only", build: simple(func(_, i, _ *certSpec) { i.eku = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth} })},

@@ -3,7 +3,6 @@ package trustroot
 import (
 	"bytes"
 	"crypto"
-	"crypto/elliptic"
 	_ "crypto/sha512"
 	"crypto/x509"
 	"encoding/asn1"
@@ -38,7 +37,7 @@ func tsaIntermediateSpec() certSpec {
 }
 
 func tsaLeafSpec() certSpec {
-	return certSpec{cn: "tsa", notBefore: t0.Add(-years(1)), notAfter: t0.Add(years(1)), criticalEKU: true, curve: elliptic.P384()}
+	return certSpec{cn: "tsa", notBefore: t0.Add(-years(1)), notAfter: t0.Add(years(1)), criticalEKU: true}
 }
 
 // respond returns a timestamp response over signature, asserting time at.
@@ -101,7 +100,7 @@ func tsaCases() []tsaCase {
 		}
 	}
 	return []tsaCase{
-		{name: "leaf under root (public-good style)", build: std(nil, false, nil), accept: true, fast: true},
+		{name: "leaf under root (public-good style)", build: std(func(r, _, l *certSpec) { publicGoodCurves(r, l) }, false, nil), accept: true, fast: true},
 		{name: "leaf under intermediate", build: std(nil, true, nil), accept: true, fast: true},
 		{name: "response without certificates", build: std(nil, true, func(_ *testing.T, h *tsaHierarchy, _, _ *testCert) { h.noCerts = true }), accept: true, fast: true},
 		{name: "response embedding the chain", build: std(nil, true, func(_ *testing.T, h *tsaHierarchy, r, i *testCert) {

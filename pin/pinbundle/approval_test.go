@@ -2,17 +2,15 @@ package pinbundle
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
 
-	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/testkit/publisher"
 	"github.com/mcpsign/mcpsign/pin"
-	mcpsign "github.com/mcpsign/mcpsign/sign"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
@@ -90,38 +88,12 @@ func TestVerifiedOf(t *testing.T) {
 // TestVerifierSignedServer: Verifier reports the server the statement
 // signs, not the serverInfo the server announced.
 func TestVerifierSignedServer(t *testing.T) {
-	key, err := mcpsign.GenerateKey(mcpsign.ECDSAP256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := verify.New(verify.Trust{}, verify.Policy{Method: verify.MethodKey, PublicKey: key.Public()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	signed := snapshot(t, honestSnap) // notes 1.0.0
-	st, err := attest.Build(signed, attest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, err := st.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := mcpsign.NewKeySigner(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := mcpsign.Sign(context.Background(), payload, mcpsign.Options{Signer: signer})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := publisher.New(t)
 	path := filepath.Join(t.TempDir(), "b.sigstore.json")
-	if err := os.WriteFile(path, out.Bundle, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pub.Sign(t, snapshot(t, honestSnap), path) // notes 1.0.0
 	observed := snapshot(t, honestSnap)
 	observed.Server = digest.ServerInfo{Name: "twofaced", Version: "9.9.9"}
-	got, err := Verifier(v, path)(context.Background(), observed)
+	got, err := Verifier(pub.Verifier, path)(context.Background(), observed)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,12 +95,16 @@ func runInProcess(t *testing.T, w *world, sc scenario, tm timing) outcome {
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
+	exe := serverExe(t)
 	done := make(chan error, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	go func() {
 		err := proxy.Run(ctx, inR, outW, proxy.Options{
-			Command:       w.serverArgv(t),
+			// The environment through Options.Env, not /usr/bin/env: one
+			// exec less in each of the stress test's 1,480 sessions.
+			Command:       []string{exe},
+			Env:           w.serverEnv(),
 			Policy:        policy,
 			CheckTimeout:  fuzzCheckTimeout,
 			ShutdownGrace: shutdownGrace,

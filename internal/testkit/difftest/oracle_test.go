@@ -75,14 +75,27 @@ func newWorld(t testing.TB, transcript string, lockData []byte) *world {
 	return w
 }
 
-// serverArgv is the scripted server's command line.
+// serverArgv is the scripted server's command line, for a command line:
+// its environment (serverEnv) set by /usr/bin/env.
 func (w *world) serverArgv(t testing.TB) []string {
+	t.Helper()
+	return append(append([]string{"/usr/bin/env"}, w.serverEnv()...), serverExe(t))
+}
+
+// serverEnv is what the scripted server's environment adds: its
+// transcript, its calls log and the lock.
+func (w *world) serverEnv() []string {
+	return []string{envScript + "=" + w.script, envCalls + "=" + w.calls, envLock + "=" + w.lock}
+}
+
+// serverExe is the scripted server's executable: the test binary.
+func serverExe(t testing.TB) string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []string{"/usr/bin/env", envScript + "=" + w.script, envCalls + "=" + w.calls, envLock + "=" + w.lock, exe}
+	return exe
 }
 
 // proxyArgv is the command line a host runs: mcpsign proxy in front of the
