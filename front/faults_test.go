@@ -153,6 +153,32 @@ func TestClientLeavesMidCall(t *testing.T) {
 	}
 }
 
+// abandonCalls makes n calls of the "hang" tool, one at a time, each with
+// call (given a context of its own and the call's number), and gives each up
+// once it reached the upstream (its context ends); the upstream must be
+// told each was cancelled.
+func (g *goSDKServer) abandonCalls(ctx context.Context, t *testing.T, n int, call func(context.Context, int) error) {
+	t.Helper()
+	for i := range n {
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- call(cctx, i) }()
+		select {
+		case <-g.started:
+		case <-ctx.Done():
+			cancel()
+			t.Fatal("the call never reached the upstream")
+		}
+		cancel()
+		<-done
+		select {
+		case <-g.cancelled:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("call %d: the upstream was never told the call was cancelled", i)
+		}
+	}
+}
+
 // TestAbandonedCallsLeaveNoPending: a client whose POST ends while its
 // call is in flight upstream (it disconnects: the front keeps no answer to
 // resume, so none could reach it) or that cancels it
@@ -173,27 +199,13 @@ func TestAbandonedCallsLeaveNoPending(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cs.Close()
-			for i := range n {
-				cctx, cancel := context.WithCancel(ctx)
-				done := make(chan error, 1)
+			g.abandonCalls(ctx, t, n, func(cctx context.Context, i int) error {
 				if how == "cancel" {
-					go func() { _, err := call(cctx, cs, "hang"); done <- err }()
-				} else {
-					go func() { done <- rawCall(cctx, s.url, cs.ID(), 100+i, "hang") }()
+					_, err := call(cctx, cs, "hang")
+					return err
 				}
-				select {
-				case <-g.started:
-				case <-ctx.Done():
-					t.Fatal("the call never reached the upstream")
-				}
-				cancel()
-				<-done
-				select {
-				case <-g.cancelled:
-				case <-time.After(5 * time.Second):
-					t.Fatalf("call %d: the upstream was never told the call was cancelled", i)
-				}
-			}
+				return rawCall(cctx, s.url, cs.ID(), 100+i, "hang")
+			})
 			deadline := time.Now().Add(5 * time.Second)
 			for front.PendingCalls(s.f) != 0 && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
@@ -361,23 +373,9 @@ func TestCancelledCallsHoldNoUpstreamStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	for i := range n {
-		cctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- rawCall(cctx, s.url, cs.ID(), 800+i, "hang") }()
-		select {
-		case <-g.started:
-		case <-ctx.Done():
-			t.Fatal("the call never reached the upstream")
-		}
-		cancel()
-		<-done
-		select {
-		case <-g.cancelled:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("call %d: the upstream was never told the call was cancelled", i)
-		}
-	}
+	g.abandonCalls(ctx, t, n, func(cctx context.Context, i int) error {
+		return rawCall(cctx, s.url, cs.ID(), 800+i, "hang")
+	})
 	deadline := time.Now().Add(3 * time.Second)
 	for open.Load() != 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
