@@ -316,22 +316,8 @@ func TestSessionBoundToCredentials(t *testing.T) {
 			{"DELETE", "Bearer mallory", ""},
 		} {
 			t.Run(fmt.Sprintf("pass=%v/%s/%q", pass, tc.method, tc.auth), func(t *testing.T) {
-				rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				defer cancel()
-				req, _ := http.NewRequestWithContext(rctx, tc.method, s.url, strings.NewReader(tc.body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Accept", "application/json, text/event-stream")
-				req.Header.Set(front.HeaderSessionID, cs.ID())
-				if tc.auth != "" {
-					req.Header.Set("Authorization", tc.auth)
-				}
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusForbidden {
-					t.Errorf("%s with other credentials than the session's: %d, want 403", tc.method, resp.StatusCode)
+				if got := sessionStatus(ctx, t, tc.method, s.url, cs.ID(), tc.auth, "", tc.body); got != http.StatusForbidden {
+					t.Errorf("%s with other credentials than the session's: %d, want 403", tc.method, got)
 				}
 			})
 		}
@@ -340,6 +326,32 @@ func TestSessionBoundToCredentials(t *testing.T) {
 		}
 		cs.Close()
 	}
+}
+
+// sessionStatus sends one request of method to the front at url for the
+// session, with auth as its Authorization (none when empty), protocol as
+// its MCP-Protocol-Version (none when empty) and body, and returns the
+// answer's status.
+func sessionStatus(ctx context.Context, t *testing.T, method, url, session, auth, protocol, body string) int {
+	t.Helper()
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(rctx, method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if protocol != "" {
+		req.Header.Set("Mcp-Protocol-Version", protocol)
+	}
+	req.Header.Set(front.HeaderSessionID, session)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // TestSessionBoundToBearerToken: behind the service's client bearer tokens
@@ -377,23 +389,8 @@ func TestSessionBoundToBearerToken(t *testing.T) {
 		{"POST", "Bearer " + alice, `{"jsonrpc":"2.0","id":97,"method":"ping"}`, http.StatusOK},
 	} {
 		t.Run(fmt.Sprintf("%s/%d", tc.method, tc.want), func(t *testing.T) {
-			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			defer cancel()
-			req, _ := http.NewRequestWithContext(rctx, tc.method, srv.URL, strings.NewReader(tc.body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-			req.Header.Set(front.HeaderSessionID, cs.ID())
-			if tc.auth != "" {
-				req.Header.Set("Authorization", tc.auth)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != tc.want {
-				t.Errorf("%s of alice's session with %q: %d, want %d", tc.method, strings.Fields(tc.auth + " none")[0], resp.StatusCode, tc.want)
+			if got := sessionStatus(ctx, t, tc.method, srv.URL, cs.ID(), tc.auth, "2025-11-25", tc.body); got != tc.want {
+				t.Errorf("%s of alice's session with %q: %d, want %d", tc.method, strings.Fields(tc.auth + " none")[0], got, tc.want)
 			}
 		})
 	}
