@@ -67,6 +67,7 @@ func tsClient1(t *testing.T, cfg map[string]any) *tsHoldings {
 // honest server's tools reach them exactly; a rug pull reaches none of
 // them.
 func TestTypeScriptClients(t *testing.T) {
+	t.Parallel() // node processes: it waits on them, with the other tests that do
 	for _, up := range upstreams {
 		honest := up(t, fixtures.ModeHonest)
 		lock := lockOf(t, honest)
@@ -87,6 +88,7 @@ func TestTypeScriptClients(t *testing.T) {
 				}
 			}
 			t.Run(u.name+"/"+mode+"/v1", func(t *testing.T) {
+				t.Parallel()
 				h := tsClient1(t, map[string]any{"url": s.url, "call": map[string]any{"name": "search_notes", "arguments": map[string]any{"query": "x"}}, "timeoutMs": 10000})
 				check(t, h, len(h.Errors) > 0)
 				if mode != fixtures.ModeHonest && !strings.Contains(errorsText(h), "blocked by mcpsign") {
@@ -95,6 +97,7 @@ func TestTypeScriptClients(t *testing.T) {
 			})
 			for _, negotiation := range []string{"legacy", "auto"} {
 				t.Run(u.name+"/"+mode+"/v2-"+negotiation, func(t *testing.T) {
+					t.Parallel()
 					h := tsClient2(t, map[string]any{"url": s.url, "mode": negotiation, "timeoutMs": 10000})
 					check(t, h, h.Error != nil)
 					if mode == fixtures.ModeHonest && negotiation == "auto" && u.name != "http" && h.ProtocolVersion != "2026-07-28" {
@@ -124,6 +127,7 @@ func errorsText(h *tsHoldings) string {
 // over stdio behind the front, reached by go-sdk's client in a session:
 // its tools arrive exactly as pinned, and a call is answered.
 func TestServerEverything(t *testing.T) {
+	t.Parallel() // node processes, as TestTypeScriptClients
 	node, entry := fixtures.NPMServer(t, "server-everything")
 	u := upstream{name: "everything", command: []string{node, entry, "stdio"}}
 	s := serve(t, u, lockOf(t, u), nil)
