@@ -268,7 +268,10 @@ func TestDecideConcurrent(t *testing.T) {
 	t.Parallel()
 	d := policy.NewDecider(policy.DeciderOptions{})
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
+	// Room for every error the goroutines can send (8 entries, 4 each, 2
+	// decisions): a full channel would block them and wg.Wait, turning a
+	// failure into a hang (a mutant "timed out" instead of killed).
+	errs := make(chan error, 8*4*2)
 	for i := range 8 {
 		dir := t.TempDir()
 		s := newSigner(t, dir, fmt.Sprint("k", i))
