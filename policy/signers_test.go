@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,9 +55,10 @@ func TestDecideOneSignerTwoIdentities(t *testing.T) {
 	}
 	snap := served()
 	release, ops := cert(one, "release"), cert(one, "ops")
-	otherOps := cert(other, "ops")
+	otherOps, otherRelease := cert(other, "ops"), cert(other, "release")
 	const (
 		key      = `{"method":"key","key":"one.pub.pem"}`
+		otherKey = `{"method":"key","key":"other.pub.pem"}`
 		relSubj  = `{"method":"certificate","subject":"CN=release,O=Corp"}`
 		opsSubj  = `{"method":"certificate","subject":"CN=ops,O=Corp"}`
 		relExact = `{"method":"certificate","san":"release@corp.example"}`
@@ -68,13 +70,24 @@ func TestDecideOneSignerTwoIdentities(t *testing.T) {
 		bundles [][]byte
 		signers int // distinct signers found
 		holds   bool
+		// first is, for each signer in order, the bundle whose result it
+		// holds: its first bundle's (a merged signer takes the place and
+		// the result of the first it merged).
+		first []int
 	}{
-		{"a key listed as a key and certified by the CA", []string{key, relSubj}, [][]byte{one.sign(t, snap), one.signWithCert(t, snap, release)}, 1, false},
-		{"the certificate first", []string{key, relSubj}, [][]byte{one.signWithCert(t, snap, release), one.sign(t, snap)}, 1, false},
-		{"one key certified twice", []string{relSubj, opsSubj}, [][]byte{one.signWithCert(t, snap, release), one.signWithCert(t, snap, ops)}, 1, false},
-		{"an exact and a regexp identity of one certificate", []string{relExact, relRe}, [][]byte{one.signWithCert(t, snap, release), one.signWithCert(t, snap, release)}, 1, false},
+		{"a key listed as a key and certified by the CA", []string{key, relSubj}, [][]byte{one.sign(t, snap), one.signWithCert(t, snap, release)}, 1, false, []int{0}},
+		{"the certificate first", []string{key, relSubj}, [][]byte{one.signWithCert(t, snap, release), one.sign(t, snap)}, 1, false, []int{0}},
+		{"one key certified twice", []string{relSubj, opsSubj}, [][]byte{one.signWithCert(t, snap, release), one.signWithCert(t, snap, ops)}, 1, false, []int{0}},
+		{"an exact and a regexp identity of one certificate", []string{relExact, relRe}, [][]byte{one.signWithCert(t, snap, release), one.signWithCert(t, snap, release)}, 1, false, []int{0}},
+		// A signer merged after another signer's bundle keeps its place.
+		{"a key, another signer, the key certified", []string{key, relSubj, opsSubj},
+			[][]byte{one.sign(t, snap), other.signWithCert(t, snap, otherOps), one.signWithCert(t, snap, release)}, 2, true, []int{0, 1}},
+		// The third bundle joins two signers: one subject certified for
+		// both keys makes them one.
+		{"one subject certified for two keys", []string{relSubj, otherKey},
+			[][]byte{one.signWithCert(t, snap, release), other.sign(t, snap), other.signWithCert(t, snap, otherRelease)}, 1, false, []int{0}},
 		// Control: two keys, two subjects.
-		{"two signers", []string{relSubj, opsSubj}, [][]byte{one.signWithCert(t, snap, release), other.signWithCert(t, snap, otherOps)}, 2, true},
+		{"two signers", []string{relSubj, opsSubj}, [][]byte{one.signWithCert(t, snap, release), other.signWithCert(t, snap, otherOps)}, 2, true, []int{0, 1}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			body := `{"kind":"mcpsign.policy","policyVersion":1,"trust":{"caRoots":"roots.pem","caIntermediates":"intermediates.pem"},` +
@@ -83,14 +96,20 @@ func TestDecideOneSignerTwoIdentities(t *testing.T) {
 			body = strings.ReplaceAll(body, `"roots.pem"`, `"`+filepath.Join(dir, "roots.pem")+`"`)
 			body = strings.ReplaceAll(body, `"intermediates.pem"`, `"`+filepath.Join(dir, "intermediates.pem")+`"`)
 			body = strings.ReplaceAll(body, `"one.pub.pem"`, `"`+one.pem+`"`)
+			body = strings.ReplaceAll(body, `"other.pub.pem"`, `"`+other.pem+`"`)
 			r := resolveNotes(t, filepath.Join(t.TempDir(), "policy.json"), dir, body)
 			d := policy.NewDecider(policy.DeciderOptions{AllowCurrentTime: true})
 			dec, err := d.Decide(context.Background(), r, c.bundles, snap)
-			if dec == nil || len(dec.Results) != 2 {
-				t.Fatalf("the bundles do not both verify: %v", err)
+			if dec == nil || len(dec.Results) != len(c.bundles) {
+				t.Fatalf("the bundles do not all verify: %v", err)
 			}
 			if len(dec.Signers) != c.signers {
-				t.Errorf("%d signers, want %d", len(dec.Signers), c.signers)
+				t.Fatalf("%d signers, want %d", len(dec.Signers), c.signers)
+			}
+			for i, s := range dec.Signers {
+				if got := slices.Index(dec.Results, s.Result); got != c.first[i] {
+					t.Errorf("signer %d holds the result of bundle %d, want %d", i, got, c.first[i])
+				}
 			}
 			if c.holds {
 				if err != nil || dec.Matched != 2 {
