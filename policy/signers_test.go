@@ -63,6 +63,8 @@ func TestDecideOneSignerTwoIdentities(t *testing.T) {
 		opsSubj  = `{"method":"certificate","subject":"CN=ops,O=Corp"}`
 		relExact = `{"method":"certificate","san":"release@corp.example"}`
 		relRe    = `{"method":"certificate","sanRegexp":"release@corp\\.example"}`
+		anyRe    = `{"method":"certificate","sanRegexp":"(release|ops)@corp\\.example"}`
+		nobody   = `{"method":"certificate","subject":"CN=nobody,O=Corp"}`
 	)
 	for _, c := range []struct {
 		name    string
@@ -74,20 +76,27 @@ func TestDecideOneSignerTwoIdentities(t *testing.T) {
 		// holds: its first bundle's (a merged signer takes the place and
 		// the result of the first it merged).
 		first []int
+		// notCounted is the reason of the identity no signer counts for
+		// (nil: ErrSignerCounted).
+		notCounted error
 	}{
-		{"a key listed as a key and certified by the CA", []string{key, relSubj}, [][]byte{one.sign(t, snap), one.signWithCert(t, snap, release)}, 1, false, []int{0}},
-		{"the certificate first", []string{key, relSubj}, [][]byte{one.signWithCert(t, snap, release), one.sign(t, snap)}, 1, false, []int{0}},
-		{"one key certified twice", []string{relSubj, opsSubj}, [][]byte{one.signWithCert(t, snap, release), one.signWithCert(t, snap, ops)}, 1, false, []int{0}},
-		{"an exact and a regexp identity of one certificate", []string{relExact, relRe}, [][]byte{one.signWithCert(t, snap, release), one.signWithCert(t, snap, release)}, 1, false, []int{0}},
+		{"a key listed as a key and certified by the CA", []string{key, relSubj}, [][]byte{one.sign(t, snap), one.signWithCert(t, snap, release)}, 1, false, []int{0}, nil},
+		{"the certificate first", []string{key, relSubj}, [][]byte{one.signWithCert(t, snap, release), one.sign(t, snap)}, 1, false, []int{0}, nil},
+		{"one key certified twice", []string{relSubj, opsSubj}, [][]byte{one.signWithCert(t, snap, release), one.signWithCert(t, snap, ops)}, 1, false, []int{0}, nil},
+		{"an exact and a regexp identity of one certificate", []string{relExact, relRe}, [][]byte{one.signWithCert(t, snap, release), one.signWithCert(t, snap, release)}, 1, false, []int{0}, nil},
 		// A signer merged after another signer's bundle keeps its place.
 		{"a key, another signer, the key certified", []string{key, relSubj, opsSubj},
-			[][]byte{one.sign(t, snap), other.signWithCert(t, snap, otherOps), one.signWithCert(t, snap, release)}, 2, true, []int{0, 1}},
+			[][]byte{one.sign(t, snap), other.signWithCert(t, snap, otherOps), one.signWithCert(t, snap, release)}, 2, true, []int{0, 1}, nil},
 		// The third bundle joins two signers: one subject certified for
 		// both keys makes them one.
 		{"one subject certified for two keys", []string{relSubj, otherKey},
-			[][]byte{one.signWithCert(t, snap, release), other.sign(t, snap), other.signWithCert(t, snap, otherRelease)}, 1, false, []int{0}},
+			[][]byte{one.signWithCert(t, snap, release), other.sign(t, snap), other.signWithCert(t, snap, otherRelease)}, 1, false, []int{0}, nil},
+		// Two signers of one identity count for it once: one identity is
+		// one signature, whoever else signs.
+		{"two signers of one identity", []string{anyRe, nobody},
+			[][]byte{one.signWithCert(t, snap, release), other.signWithCert(t, snap, otherOps)}, 2, false, []int{0, 1}, verify.ErrIdentityMismatch},
 		// Control: two keys, two subjects.
-		{"two signers", []string{relSubj, opsSubj}, [][]byte{one.signWithCert(t, snap, release), other.signWithCert(t, snap, otherOps)}, 2, true, []int{0, 1}},
+		{"two signers", []string{relSubj, opsSubj}, [][]byte{one.signWithCert(t, snap, release), other.signWithCert(t, snap, otherOps)}, 2, true, []int{0, 1}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			body := `{"kind":"mcpsign.policy","policyVersion":1,"trust":{"caRoots":"roots.pem","caIntermediates":"intermediates.pem"},` +
@@ -125,9 +134,13 @@ func TestDecideOneSignerTwoIdentities(t *testing.T) {
 			if n := len(de.Reasons); n != 2 || (de.Reasons[0] == nil) == (de.Reasons[1] == nil) {
 				t.Fatalf("reasons %v", de.Reasons)
 			}
+			want := c.notCounted
+			if want == nil {
+				want = policy.ErrSignerCounted
+			}
 			for _, reason := range de.Reasons {
-				if reason != nil && !errors.Is(reason, policy.ErrSignerCounted) {
-					t.Errorf("reason %v, want ErrSignerCounted", reason)
+				if reason != nil && !errors.Is(reason, want) {
+					t.Errorf("reason %v, want %v", reason, want)
 				}
 			}
 			if step, _ := verify.FailedStep(err); step != verify.StepIdentity {
