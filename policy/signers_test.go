@@ -115,10 +115,21 @@ func TestDecideOneSignerTwoIdentities(t *testing.T) {
 			if len(dec.Signers) != c.signers {
 				t.Fatalf("%d signers, want %d", len(dec.Signers), c.signers)
 			}
+			counted := 0
 			for i, s := range dec.Signers {
 				if got := slices.Index(dec.Results, s.Result); got != c.first[i] {
 					t.Errorf("signer %d holds the result of bundle %d, want %d", i, got, c.first[i])
 				}
+				// Each counts for an identity it satisfies, or none (-1).
+				switch {
+				case s.Counted >= 0 && slices.Contains(s.Identities, s.Counted):
+					counted++
+				case s.Counted != -1:
+					t.Errorf("signer %d counts for identity %d, not one of its %v", i, s.Counted, s.Identities)
+				}
+			}
+			if counted != dec.Matched {
+				t.Errorf("%d signers count, matched %d", counted, dec.Matched)
 			}
 			if c.holds {
 				if err != nil || dec.Matched != 2 {
