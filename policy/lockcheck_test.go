@@ -91,6 +91,24 @@ func TestCheckApproval(t *testing.T) {
 			t.Errorf("%s %+v: %v, want %s", tt.server, tt.a, err, tt.want)
 		}
 	}
+	// A refusal names the signer: its issuer, when it has one.
+	for _, c := range []struct {
+		server string
+		a      pin.Approval
+		want   string
+	}{
+		{"keyless", pin.Approval{Method: evidence.MethodSigstore, Identity: san, Issuer: "https://accounts.google.com"},
+			`signed by sigstore "` + san + `" (issuer "https://accounts.google.com"), which none`},
+		{"keyA", key(kidB), `signed by key "` + kidB + `", which none`},
+	} {
+		r, err := f.Resolve(c.server, ResolveOptions{StateDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.CheckApproval(c.a); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.server, err, c.want)
+		}
+	}
 	rk, err := Parse([]byte(revokesKey), p)
 	if err != nil {
 		t.Fatal(err)
