@@ -30,6 +30,7 @@ func TestCheckApproval(t *testing.T) {
 	  "keyless-repo":{"identities":[{"method":"sigstore","issuer":"` + iss + `","subject":"` + san + `","sourceRepository":"acme/notes"}]},
 	  "cert-dn":{"identities":[{"method":"certificate","subject":"CN=Release,O=Example"}]},
 	  "cert-email":{"identities":[{"method":"certificate","email":"release@example.com"}]},
+	  "cert-san":{"identities":[{"method":"certificate","san":"release@example.com"}]},
 	  "cert-two":{"identities":[{"method":"certificate","email":"release@example.com","subject":"CN=Release,O=Example"}]},
 	  "cert-issuer":{"identities":[{"method":"certificate","email":"release@example.com","issuer":"https://issuer.example"}]}
 	}}`
@@ -73,6 +74,8 @@ func TestCheckApproval(t *testing.T) {
 		{"cert-dn", pin.Approval{Method: evidence.MethodCertificate, Identity: "CN=Release,O=Example"}, ""},
 		{"cert-dn", pin.Approval{Method: evidence.MethodCertificate, Identity: "CN=Other,O=Example"}, RuleLockSignerUnlisted},
 		{"cert-email", pin.Approval{Method: evidence.MethodCertificate, Identity: "release@example.com"}, ""},
+		{"cert-san", pin.Approval{Method: evidence.MethodCertificate, Identity: "release@example.com"}, ""},
+		{"cert-san", pin.Approval{Method: evidence.MethodCertificate, Identity: "other@example.com"}, RuleLockSignerUnlisted},
 		{"cert-two", pin.Approval{Method: evidence.MethodCertificate, Identity: "release@example.com"}, RuleLockUnproven},
 		{"cert-two", pin.Approval{Method: evidence.MethodCertificate, Identity: "other@example.com"}, RuleLockSignerUnlisted},
 		{"cert-issuer", pin.Approval{Method: evidence.MethodCertificate, Identity: "release@example.com"}, RuleLockUnproven},
