@@ -115,3 +115,26 @@ func TestCheckLock(t *testing.T) {
 		t.Fatalf("served: %v", err)
 	}
 }
+
+// TestOutsideErrorText: what a lock outside the policy says, per rule
+// (the message of its drift finding).
+func TestOutsideErrorText(t *testing.T) {
+	t.Parallel()
+	lockErr := func(rule string) error { return &policy.LockError{Rule: rule, Reason: "the reason"} }
+	for _, c := range []struct {
+		err  *policy.OutsideError
+		want string
+	}{
+		{&policy.OutsideError{Rule: policy.RuleRevoked, Err: &policy.RevokedError{What: "bundle", Value: "sha256:ab"}},
+			`the lock rests on a revoked bundle "sha256:ab" (policy "revoked"): it approves nothing; verify a new bundle and pin again`},
+		{&policy.OutsideError{Rule: policy.RuleLockUnproven, Err: lockErr(policy.RuleLockUnproven)},
+			"the reason: the lock approves nothing under this policy until a bundle proves it"},
+		{&policy.OutsideError{Rule: policy.RuleLockSignerUnlisted, Err: lockErr(policy.RuleLockSignerUnlisted)},
+			"the reason: the lock approves nothing under this policy; pin again under it"},
+		{&policy.OutsideError{Rule: policy.RuleLockMethodRefused, Err: errors.New("other")}, "other"},
+	} {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.err.Rule, got, c.want)
+		}
+	}
+}
