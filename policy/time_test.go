@@ -3,7 +3,6 @@ package policy_test
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,39 +10,27 @@ import (
 
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
-	"github.com/sigstore/sigstore-go/pkg/root"
 	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/testkit/virtualsigstore"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/verify"
 )
 
-// virtualRoot writes the trusted_root.json of an in-process Sigstore (its
-// timestamp authority and log) to dir: a trust a key identity can require
-// a timestamp or a log entry under, with no stack.
+// virtualRoot is an in-process Sigstore and its trusted_root.json in dir
+// (its timestamp authority and log): a trust a key identity can require a
+// timestamp or a log entry under, with no stack.
 func virtualRoot(t *testing.T, dir string) (*ca.VirtualSigstore, string) {
 	t.Helper()
 	vs, err := ca.NewVirtualSigstore()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, nil, nil, vs.TimestampingAuthorities(), vs.RekorLogs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := tr.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "trusted_root.json")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return vs, p
+	return vs, virtualsigstore.WriteTrustedRoot(t, vs, dir)
 }
 
 // signTimestamped signs snap with s's key, with an RFC 3161 timestamp of
