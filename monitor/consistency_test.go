@@ -101,3 +101,44 @@ func TestConsistencyProofs(t *testing.T) {
 		})
 	}
 }
+
+// TestRunStateOrigin: a first run (no state) starts at the log's
+// checkpoint and keeps it; a state is for one log: an origin given that is
+// not the state's is ErrState, none given is the state's.
+func TestRunStateOrigin(t *testing.T) {
+	t.Parallel()
+	l := newFakeLog(t, "origin.monitor.example")
+	url := l.start(t)
+	k := newKeyPair(t)
+	l.add(k.signStatement(t, "a").body)
+	other := l.state(t, url)
+	other.Log.Origin = "other.monitor.example"
+	for _, c := range []struct {
+		name   string
+		origin string
+		prev   *State
+		err    error
+	}{
+		{"first run", "", nil, nil},
+		{"first run, the origin given", l.origin, nil, nil},
+		{"the state's origin", "", l.state(t, url), nil},
+		{"the state's origin, given", l.origin, l.state(t, url), nil},
+		{"another log's state", l.origin, other, ErrState},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := Run(context.Background(), Options{LogURL: url, Origin: c.origin, TrustedMaterial: fakeRoot(t, l)}, c.prev)
+			if c.err != nil {
+				if !errors.Is(err, c.err) {
+					t.Fatalf("error %v, want %v", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.State == nil || res.State.Log.Origin != l.origin || res.To != 1 {
+				t.Fatalf("result %+v, state %+v", res, res.State)
+			}
+		})
+	}
+}
