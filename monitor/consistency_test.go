@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,6 +139,34 @@ func TestRunStateOrigin(t *testing.T) {
 			}
 			if res.State == nil || res.State.Log.Origin != l.origin || res.To != 1 {
 				t.Fatalf("result %+v, state %+v", res, res.State)
+			}
+		})
+	}
+}
+
+// TestRunLogURL: the log is read over http or https, nothing else.
+func TestRunLogURL(t *testing.T) {
+	t.Parallel()
+	l := newFakeLog(t, "url.monitor.example")
+	l.add(newKeyPair(t).signStatement(t, "a").body)
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { l.serveLog(t, w, r) }))
+	t.Cleanup(tlsSrv.Close)
+	for _, c := range []struct {
+		name, url string
+		ok        bool
+	}{
+		{"https", tlsSrv.URL, true},
+		{"http", l.start(t), true},
+		{"another scheme", "ftp://" + strings.TrimPrefix(tlsSrv.URL, "https://"), false},
+		{"no host", "https:///checkpoint", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Run(context.Background(), Options{LogURL: c.url, HTTPClient: tlsSrv.Client(), TrustedMaterial: fakeRoot(t, l)}, nil)
+			switch {
+			case c.ok && err != nil:
+				t.Fatal(err)
+			case !c.ok && (err == nil || !strings.Contains(err.Error(), "is not an http(s) URL")):
+				t.Fatalf("error %v, want the URL refused", err)
 			}
 		})
 	}
