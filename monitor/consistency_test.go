@@ -105,7 +105,8 @@ func TestConsistencyProofs(t *testing.T) {
 
 // TestRunStateOrigin: a first run (no state) starts at the log's
 // checkpoint and keeps it; a state is for one log: an origin given that is
-// not the state's is ErrState, none given is the state's.
+// not the state's is ErrState, none given is the state's; a checkpoint of
+// another origin than the one given is ErrCheckpoint.
 func TestRunStateOrigin(t *testing.T) {
 	t.Parallel()
 	l := newFakeLog(t, "origin.monitor.example")
@@ -125,6 +126,7 @@ func TestRunStateOrigin(t *testing.T) {
 		{"the state's origin", "", l.state(t, url), nil},
 		{"the state's origin, given", l.origin, l.state(t, url), nil},
 		{"another log's state", l.origin, other, ErrState},
+		{"the checkpoint of another origin", "other.monitor.example", nil, ErrCheckpoint},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			res, err := Run(context.Background(), Options{LogURL: url, Origin: c.origin, TrustedMaterial: fakeRoot(t, l)}, c.prev)
