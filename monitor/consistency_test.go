@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -169,6 +170,35 @@ func TestRunLogURL(t *testing.T) {
 				t.Fatal(err)
 			case !c.ok && (err == nil || !strings.Contains(err.Error(), "is not an http(s) URL")):
 				t.Fatalf("error %v, want the URL refused", err)
+			}
+		})
+	}
+}
+
+// TestRunStartIndex: a first run reads from StartIndex, at most the log's
+// size (nothing to read); beyond it is refused.
+func TestRunStartIndex(t *testing.T) {
+	t.Parallel()
+	l := newFakeLog(t, "start.monitor.example")
+	url := l.start(t)
+	k := newKeyPair(t)
+	l.add(k.signStatement(t, "a").body, k.signStatement(t, "b").body)
+	for _, c := range []struct {
+		start uint64
+		ok    bool
+	}{{0, true}, {1, true}, {2, true}, {3, false}} {
+		t.Run(fmt.Sprint(c.start), func(t *testing.T) {
+			start := c.start
+			res, err := Run(context.Background(), Options{LogURL: url, StartIndex: &start, TrustedMaterial: fakeRoot(t, l)}, nil)
+			switch {
+			case !c.ok:
+				if err == nil || !strings.Contains(err.Error(), "start index 3 is beyond the log's size 2") {
+					t.Fatalf("error %v, want the start index refused", err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case res.From != c.start || res.To != 2:
+				t.Fatalf("read %d to %d, want %d to 2", res.From, res.To, c.start)
 			}
 		})
 	}
