@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/merkle/testonly"
 )
@@ -199,6 +201,71 @@ func TestRunStartIndex(t *testing.T) {
 				t.Fatal(err)
 			case res.From != c.start || res.To != 2:
 				t.Fatalf("read %d to %d, want %d to 2", res.From, res.To, c.start)
+			}
+		})
+	}
+}
+
+// TestNoteVerifierKeys: the checkpoint of an origin verifies under any of
+// the trusted root's keys for it, but a key whose validity ended only
+// when it is the origin's one key (a rotated log's old key signs no new
+// checkpoint; none left is ErrNoLog); a key with no signature hash named
+// is SHA-256.
+func TestNoteVerifierKeys(t *testing.T) {
+	t.Parallel()
+	const origin = "keys.monitor.example"
+	l1, l2 := newFakeLog(t, origin), newFakeLog(t, origin)
+	ended := func(l *fakeLog) *root.TransparencyLog {
+		tl := l.transparencyLog()
+		tl.ValidityPeriodEnd = time.Now().Add(-time.Minute)
+		return tl
+	}
+	noHash := func(l *fakeLog) *root.TransparencyLog {
+		tl := l.transparencyLog()
+		tl.SignatureHashFunc = 0
+		return tl
+	}
+	hash := rfc6962.DefaultHasher.EmptyRoot()
+	for _, c := range []struct {
+		name    string
+		logs    map[*fakeLog]*root.TransparencyLog
+		signers []*fakeLog // whose checkpoints verify
+		refused []*fakeLog // whose checkpoints do not
+	}{
+		{"two keys", map[*fakeLog]*root.TransparencyLog{l1: l1.transparencyLog(), l2: l2.transparencyLog()}, []*fakeLog{l1, l2}, nil},
+		{"a rotated key", map[*fakeLog]*root.TransparencyLog{l1: ended(l1), l2: l2.transparencyLog()}, []*fakeLog{l2}, []*fakeLog{l1}},
+		{"the one key, ended", map[*fakeLog]*root.TransparencyLog{l1: ended(l1)}, []*fakeLog{l1}, []*fakeLog{l2}},
+		{"every key ended", map[*fakeLog]*root.TransparencyLog{l1: ended(l1), l2: ended(l2)}, nil, nil},
+		{"no signature hash named", map[*fakeLog]*root.TransparencyLog{l1: noHash(l1)}, []*fakeLog{l1}, []*fakeLog{l2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := map[string]*root.TransparencyLog{}
+			for l, tl := range c.logs {
+				m[hexID(l)] = tl
+			}
+			tm, err := root.NewTrustedRoot(root.TrustedRootMediaType01, nil, nil, nil, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs, err := noteVerifiers(tm, origin)
+			if c.signers == nil {
+				if !errors.Is(err, ErrNoLog) {
+					t.Fatalf("error %v, want ErrNoLog", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range c.signers {
+				if _, err := parseCheckpoint([]byte(l.signCheckpoint(t, 0, hash)), origin, vs); err != nil {
+					t.Errorf("a checkpoint of a trusted key: %v", err)
+				}
+			}
+			for _, l := range c.refused {
+				if _, err := parseCheckpoint([]byte(l.signCheckpoint(t, 0, hash)), origin, vs); err == nil {
+					t.Error("a checkpoint of a key not trusted verifies")
+				}
 			}
 		})
 	}
