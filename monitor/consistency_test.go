@@ -270,3 +270,52 @@ func TestNoteVerifierKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestTilesBeforeTheRange: the tiles left of the range read must hash to
+// the stored checkpoint, which the consistency proof from a stored size
+// that is a power of two does not use: a log that serves the honest
+// checkpoint and the honest right edge, but a forged tile before the
+// stored size, is caught there, naming where the range starts.
+func TestTilesBeforeTheRange(t *testing.T) {
+	t.Parallel()
+	l := newFakeLog(t, "left.monitor.example")
+	url := l.start(t)
+	k := newKeyPair(t)
+	a, b := k.signStatement(t, "a").body, k.signStatement(t, "b").body
+	const size, stored = 300, 64
+	honest, forged := testonly.New(rfc6962.DefaultHasher), testonly.New(rfc6962.DefaultHasher)
+	var entries [][]byte
+	for i := range size {
+		honest.AppendData(a)
+		e := a
+		if i == 10 {
+			e = b
+		}
+		entries = append(entries, e)
+		forged.AppendData(e)
+	}
+	cp := l.signCheckpoint(t, size, honest.Hash())
+	l.mu.Lock()
+	l.serve = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serveTiles(t, w, r, l, entries, forged, cp) })
+	l.mu.Unlock()
+	prev := &State{Kind: StateKind, StateVersion: StateVersion, Log: StateLog{Origin: l.origin, URL: url}, Checkpoint: l.signCheckpoint(t, stored, honest.HashAt(stored))}
+	_, err := Run(context.Background(), Options{LogURL: url, TrustedMaterial: fakeRoot(t, l)}, prev)
+	if !errors.Is(err, ErrTileHash) || !strings.Contains(err.Error(), "the tiles before index 64 do not hash to the stored checkpoint") {
+		t.Fatalf("error %v, want the tiles before the range refused", err)
+	}
+}
+
+// TestFromAnEmptyTree: a state stored when the log was empty is consistent
+// with any growth, and the run reads from its first entry.
+func TestFromAnEmptyTree(t *testing.T) {
+	t.Parallel()
+	l := newFakeLog(t, "empty.monitor.example")
+	url := l.start(t)
+	prev := &State{Kind: StateKind, StateVersion: StateVersion, Log: StateLog{Origin: l.origin, URL: url},
+		Checkpoint: l.signCheckpoint(t, 0, rfc6962.DefaultHasher.EmptyRoot())}
+	l.add(newKeyPair(t).signStatement(t, "a").body)
+	res, err := Run(context.Background(), Options{LogURL: url, TrustedMaterial: fakeRoot(t, l)}, prev)
+	if err != nil || res.From != 0 || res.To != 1 {
+		t.Fatalf("result %+v, %v; want entries 0 to 1 read", res, err)
+	}
+}
