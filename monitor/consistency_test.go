@@ -319,3 +319,20 @@ func TestFromAnEmptyTree(t *testing.T) {
 		t.Fatalf("result %+v, %v; want entries 0 to 1 read", res, err)
 	}
 }
+
+// TestRunFullTile: a log of exactly one full tile is read to its end and no
+// further.
+func TestRunFullTile(t *testing.T) {
+	t.Parallel()
+	l := newFakeLog(t, "full.monitor.example")
+	url := l.start(t)
+	e := newKeyPair(t).signStatement(t, "a").body
+	for range tileWidth {
+		l.add(e)
+	}
+	start := uint64(0)
+	res, err := Run(context.Background(), Options{LogURL: url, StartIndex: &start, TrustedMaterial: fakeRoot(t, l)}, nil)
+	if err != nil || res.To != tileWidth || res.Bundles != 1 {
+		t.Fatalf("result %+v, %v; want one entry bundle of %d entries", res, err, tileWidth)
+	}
+}
