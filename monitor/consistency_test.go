@@ -336,3 +336,35 @@ func TestRunFullTile(t *testing.T) {
 		t.Fatalf("result %+v, %v; want one entry bundle of %d entries", res, err, tileWidth)
 	}
 }
+
+// TestRunPartialFromFullTile: a log that has grown past the checkpoint
+// read, and serves only full tiles (its partial ones gone), is read from
+// the full tiles, each cut to the checkpoint's size.
+func TestRunPartialFromFullTile(t *testing.T) {
+	t.Parallel()
+	l := newFakeLog(t, "grown.monitor.example")
+	url := l.start(t)
+	e := newKeyPair(t).signStatement(t, "a").body
+	tree := testonly.New(rfc6962.DefaultHasher)
+	var entries [][]byte
+	for range tileWidth {
+		entries = append(entries, e)
+		tree.AppendData(e)
+	}
+	const size = 100
+	cp := l.signCheckpoint(t, size, tree.HashAt(size))
+	l.mu.Lock()
+	l.serve = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, ".p/") {
+			http.NotFound(w, r)
+			return
+		}
+		serveTiles(t, w, r, l, entries, tree, cp)
+	})
+	l.mu.Unlock()
+	start := uint64(0)
+	res, err := Run(context.Background(), Options{LogURL: url, StartIndex: &start, TrustedMaterial: fakeRoot(t, l)}, nil)
+	if err != nil || res.To != size {
+		t.Fatalf("result %+v, %v; want the %d entries read", res, err, size)
+	}
+}
