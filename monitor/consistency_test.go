@@ -332,8 +332,8 @@ func TestRunFullTile(t *testing.T) {
 	}
 	start := uint64(0)
 	res, err := Run(context.Background(), Options{LogURL: url, StartIndex: &start, TrustedMaterial: fakeRoot(t, l)}, nil)
-	if err != nil || res.To != tileWidth || res.Bundles != 1 {
-		t.Fatalf("result %+v, %v; want one entry bundle of %d entries", res, err, tileWidth)
+	if err != nil || res.To != tileWidth || res.Bundles != 1 || res.HashTiles != 1 {
+		t.Fatalf("result %+v, %v; want one entry bundle of %d entries, one hash tile read once", res, err, tileWidth)
 	}
 }
 
