@@ -137,6 +137,10 @@ func TestRunStateOrigin(t *testing.T) {
 				if !errors.Is(err, c.err) {
 					t.Fatalf("error %v, want %v", err, c.err)
 				}
+				// A check that concerns no entry names none (-1).
+				if ce := (*CheckError)(nil); errors.As(err, &ce) && ce.Index != -1 {
+					t.Errorf("the check names log index %d: %v", ce.Index, err)
+				}
 				return
 			}
 			if err != nil {
