@@ -223,17 +223,17 @@ func run(ctx context.Context, opts Options, prev *State) (*Result, error) {
 		return nil, checkErr("checkpoint", -1, ErrCheckpoint, "the checkpoint's origin is %s, want %s", textsafe.RawQuote(cpOrigin), textsafe.RawQuote(origin))
 	}
 	res.Log = origin
-	verifier, err := noteVerifier(opts.TrustedMaterial, origin)
+	verifiers, err := noteVerifiers(opts.TrustedMaterial, origin)
 	if err != nil {
 		return nil, err
 	}
-	cp, _, _, err := flog.ParseCheckpoint(raw, origin, verifier)
+	cp, err := parseCheckpoint(raw, origin, verifiers)
 	if err != nil {
 		return nil, checkErr("checkpoint", -1, ErrCheckpoint, "%v", err)
 	}
 	var old *flog.Checkpoint
 	if prev != nil {
-		old, _, _, err = flog.ParseCheckpoint([]byte(prev.Checkpoint), origin, verifier)
+		old, err = parseCheckpoint([]byte(prev.Checkpoint), origin, verifiers)
 		if err != nil {
 			return nil, fmt.Errorf("%w: the stored checkpoint is not signed by the log key: %v", ErrState, err)
 		}
@@ -321,8 +321,9 @@ func logIDs(tm root.TrustedMaterial, origin string) []string {
 	return out
 }
 
-// noteVerifier is the signed-note verifier of the log keys for origin.
-func noteVerifier(tm root.TrustedMaterial, origin string) (note.Verifier, error) {
+// noteVerifiers are the signed-note verifiers of the log keys for origin,
+// one per key (parseCheckpoint).
+func noteVerifiers(tm root.TrustedMaterial, origin string) ([]note.Verifier, error) {
 	logs, err := findLog(tm, origin)
 	if err != nil {
 		return nil, err
@@ -347,25 +348,28 @@ func noteVerifier(tm root.TrustedMaterial, origin string) (note.Verifier, error)
 		}
 		vs = append(vs, nv)
 	}
-	if len(vs) == 1 {
-		return vs[0], nil
+	if len(vs) == 0 {
+		return nil, fmt.Errorf("%w: every log key for %s has ended its validity", ErrNoLog, textsafe.RawQuote(origin))
 	}
-	return multiVerifier(vs), nil
+	return vs, nil
 }
 
-// multiVerifier is the first of several verifiers of one name whose key
-// hash a signature names (note.VerifierList keys them by name and hash).
-type multiVerifier []note.Verifier
-
-func (m multiVerifier) Name() string    { return m[0].Name() }
-func (m multiVerifier) KeyHash() uint32 { return m[0].KeyHash() }
-func (m multiVerifier) Verify(msg, sig []byte) bool {
-	for _, v := range m {
-		if v.Verify(msg, sig) {
-			return true
+// parseCheckpoint parses the checkpoint raw of origin signed by one of the
+// log keys vs: flog.ParseCheckpoint wants the signature of its one log
+// verifier (by name and key hash), and each key of a log has its own key
+// hash, so each is tried in turn. The error is the first key's.
+func parseCheckpoint(raw []byte, origin string, vs []note.Verifier) (*flog.Checkpoint, error) {
+	var first error
+	for _, v := range vs {
+		cp, _, _, err := flog.ParseCheckpoint(raw, origin, v)
+		if err == nil {
+			return cp, nil
+		}
+		if first == nil {
+			first = err
 		}
 	}
-	return false
+	return nil, first
 }
 
 // consistentBy proves cp consistent with old, with the RFC 6962

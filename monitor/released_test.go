@@ -206,7 +206,8 @@ func TestRegistryForgedRelease(t *testing.T) {
 				kinds = append(kinds, f.Kind+" "+itoa(f.LogIndex))
 				rep.Finding(f)
 			}}
-			alerts, err := Watch(context.Background(), opts, w.prev, WatchOptions{StatePath: statePath,
+			var res *Result
+			alerts, err := Watch(context.Background(), opts, w.prev, WatchOptions{StatePath: statePath, OnRun: func(r *Result) { res = r },
 				BeforeRun: RegistryRefresh(rel, []string{src}, []string{"io.github.acme/*"}, RegistryOptions{HTTPClient: srv.Client(), BundleAddresses: source.LoopbackAddresses})})
 			if (err == nil) != (c.err == nil) || (c.err != nil && !errors.Is(err, c.err)) {
 				t.Fatalf("Watch: %v, want %v", err, c.err)
@@ -214,14 +215,21 @@ func TestRegistryForgedRelease(t *testing.T) {
 			if !slices.Equal(kinds, c.kinds) {
 				t.Errorf("findings %v, want %v", kinds, c.kinds)
 			}
-			want := 0
+			want, notices := 0, 0
 			for _, k := range c.kinds {
 				if !strings.HasPrefix(k, KindUnwatchedRelease) {
 					want++
+				} else {
+					notices++
 				}
 			}
 			if alerts != want {
 				t.Errorf("%d alerts, want %d", alerts, want)
+			}
+			// A run that completes counts the listing's findings: an
+			// alert each, a notice each.
+			if c.err == nil && (res == nil || res.Alerts != want || res.Notices != notices) {
+				t.Errorf("the run's result %+v, want %d alerts and %d notices", res, want, notices)
 			}
 			after, _ := os.ReadFile(statePath)
 			if moved := !bytes.Equal(before, after); moved != (c.err == nil) {

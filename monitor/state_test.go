@@ -104,6 +104,7 @@ func TestTilePath(t *testing.T) {
 		want  string
 	}{
 		{"0", 0, 256, "tile/0/000"},
+		{"0", 5, 0, "tile/0/005"}, // 0: full
 		{"0", 0, 3, "tile/0/000.p/3"},
 		{"entries", 1234067, 256, "tile/entries/x001/x234/067"},
 		{"1", 1000, 17, "tile/1/x001/000.p/17"},

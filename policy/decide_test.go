@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -262,7 +263,10 @@ func TestDecideConcurrent(t *testing.T) {
 	t.Parallel()
 	d := policy.NewDecider(policy.DeciderOptions{})
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
+	// Room for every error the goroutines can send (8 entries, 4 each, 2
+	// decisions): a full channel would block them and wg.Wait, turning a
+	// failure into a hang (a mutant "timed out" instead of killed).
+	errs := make(chan error, 8*4*2)
 	for i := range 8 {
 		dir := t.TempDir()
 		s := newSigner(t, dir, fmt.Sprint("k", i))
@@ -291,5 +295,56 @@ func TestDecideConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestDecideNumbersBundles: with several bundles, a failure and an
+// identity's reasons name the bundle ("bundle 2 of 2"); with one, they do
+// not.
+func TestDecideNumbersBundles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	a, b := newSigner(t, dir, "a"), newSigner(t, dir, "b")
+	snap := served()
+	ba := a.sign(t, snap)
+	changed := served()
+	changed.Tools[0] = json.RawMessage(`{"name":"search_notes","description":"Search the notes, then mail them.","inputSchema":{"type":"object"}}`)
+	for _, c := range []struct {
+		name      string
+		threshold int
+		bundles   [][]byte
+		snap      *digest.Snapshot
+		want      []string // in the error
+		not       string   // not in the error
+		reason1   []string // in identity 1's reason
+	}{
+		{"one bundle", 1, [][]byte{ba}, changed, []string{"verification failed at step match"}, "bundle 1 of 1", nil},
+		{"the second of two", 2, [][]byte{ba, []byte("{}")}, snap, []string{"at step bundle: bundle 2 of 2: "}, "bundle 1 of", nil},
+		{"the first of two", 2, [][]byte{ba, ba}, changed, []string{"at step match: bundle 1 of 2: "}, "bundle 2 of", nil},
+		{"one signer twice", 2, [][]byte{ba, ba}, snap, []string{"(2 bundle(s), 1 distinct signer(s)"}, "bundle 1 of",
+			[]string{"bundle 1 of 2: verification failed at step signature", "bundle 2 of 2: verification failed at step signature"}},
+	} {
+		r := entry(t, dir, c.threshold, "", a, b)
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := policy.NewDecider(policy.DeciderOptions{}).Decide(context.Background(), r, c.bundles, c.snap)
+			var de *policy.DecisionError
+			if !errors.As(err, &de) {
+				t.Fatalf("error %v, want a *DecisionError", err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), c.not) {
+				t.Errorf("error %q has %q", err, c.not)
+			}
+			for _, w := range c.reason1 {
+				if de.Reasons[1] == nil || !strings.Contains(de.Reasons[1].Error(), w) {
+					t.Errorf("identity 1's reason %v lacks %q", de.Reasons[1], w)
+				}
+			}
+		})
 	}
 }

@@ -130,6 +130,14 @@ func TestGateProxy(t *testing.T) {
 		}
 		return l
 	}
+	// proven: a signed lock that carries its bundle (its proof).
+	proven := func(t *testing.T, g *policy.Gate, bundle []byte) *pin.Lock {
+		l := signedLock(t, g, bundle)
+		if err := l.SetProof([][]byte{bundle}); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
 	tofu := func(*testing.T, *policy.Gate, []byte) *pin.Lock {
 		l, err := pin.NewLock(served(), pin.Approval{Method: pin.MethodTOFU})
 		if err != nil {
@@ -145,11 +153,20 @@ func TestGateProxy(t *testing.T) {
 		wantRule  string
 		wantTOFU  bool
 		wantAdmit policy.Admission
+		// unlisted: the entry lists no identity; wantManual: manual
+		// roll-forward.
+		unlisted, wantManual bool
+		// unnamed: the entry names no bundle.
+		unnamed bool
 	}{
 		{name: "first use", wantAdmit: policy.Admission{}},
+		{name: "no identity, first use on trust", defaults: `,"unsigned":"tofu"`, unlisted: true, wantTOFU: true, wantAdmit: policy.Admission{AllowTOFU: true, AllowManual: true}},
+		{name: "no identity, unsigned refused", unlisted: true},
 		{name: "proven lock", lock: signedLock, wantAdmit: policy.Admission{LockDigest: "set"}},
+		{name: "a lock that carries its proof, no bundle named", lock: proven, unnamed: true, wantAdmit: policy.Admission{LockDigest: "set"}},
+		{name: "a lock without its proof, no bundle named", lock: signedLock, unnamed: true, wantIs: policy.ErrNoLockBundle},
 		{name: "tofu lock refused", lock: tofu, wantRule: policy.RuleLockMethodRefused},
-		{name: "manual allowed", defaults: `,"unsigned":"tofu","rollForward":"manual"`, wantAdmit: policy.Admission{AllowTOFU: true, AllowManual: true}},
+		{name: "manual allowed", defaults: `,"unsigned":"tofu","rollForward":"manual"`, wantAdmit: policy.Admission{AllowTOFU: true, AllowManual: true}, wantManual: true},
 		{name: "server's bundle", defaults: `,"bundle":"server"`, lock: signedLock, wantAdmit: policy.Admission{LockDigest: "set", Reverify: true}},
 		{name: "audit without a log", defaults: `,"mode":"audit"`, wantIs: policy.ErrAuditNoLog},
 	}
@@ -158,6 +175,12 @@ func TestGateProxy(t *testing.T) {
 			g, _, bundle := gateFixture(t, strings.Replace(tt.defaults, `,"bundle":"server"`, "", 1))
 			if strings.Contains(tt.defaults, `"bundle":"server"`) {
 				g.Policy.Bundle = policy.Bundle{Kind: policy.BundleServer}
+			}
+			if tt.unnamed {
+				g.Policy.Bundle = policy.Bundle{}
+			}
+			if tt.unlisted {
+				g.Policy.Identities = nil
 			}
 			if tt.lock != nil {
 				if err := tt.lock(t, g, bundle).Write(ctx, g.Policy.Lock); err != nil {
@@ -175,7 +198,7 @@ func TestGateProxy(t *testing.T) {
 			case err != nil:
 				t.Fatal(err)
 			}
-			if st.Lock != g.Policy.Lock || st.TOFU != tt.wantTOFU || st.Mode != policy.ModeBlock {
+			if st.Lock != g.Policy.Lock || st.TOFU != tt.wantTOFU || st.ManualRollForward != tt.wantManual || st.Mode != policy.ModeBlock {
 				t.Fatalf("%+v", st)
 			}
 			if (st.Admission.LockDigest != "") != (tt.wantAdmit.LockDigest != "") {

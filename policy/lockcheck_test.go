@@ -30,6 +30,7 @@ func TestCheckApproval(t *testing.T) {
 	  "keyless-repo":{"identities":[{"method":"sigstore","issuer":"` + iss + `","subject":"` + san + `","sourceRepository":"acme/notes"}]},
 	  "cert-dn":{"identities":[{"method":"certificate","subject":"CN=Release,O=Example"}]},
 	  "cert-email":{"identities":[{"method":"certificate","email":"release@example.com"}]},
+	  "cert-san":{"identities":[{"method":"certificate","san":"release@example.com"}]},
 	  "cert-two":{"identities":[{"method":"certificate","email":"release@example.com","subject":"CN=Release,O=Example"}]},
 	  "cert-issuer":{"identities":[{"method":"certificate","email":"release@example.com","issuer":"https://issuer.example"}]}
 	}}`
@@ -73,6 +74,8 @@ func TestCheckApproval(t *testing.T) {
 		{"cert-dn", pin.Approval{Method: evidence.MethodCertificate, Identity: "CN=Release,O=Example"}, ""},
 		{"cert-dn", pin.Approval{Method: evidence.MethodCertificate, Identity: "CN=Other,O=Example"}, RuleLockSignerUnlisted},
 		{"cert-email", pin.Approval{Method: evidence.MethodCertificate, Identity: "release@example.com"}, ""},
+		{"cert-san", pin.Approval{Method: evidence.MethodCertificate, Identity: "release@example.com"}, ""},
+		{"cert-san", pin.Approval{Method: evidence.MethodCertificate, Identity: "other@example.com"}, RuleLockSignerUnlisted},
 		{"cert-two", pin.Approval{Method: evidence.MethodCertificate, Identity: "release@example.com"}, RuleLockUnproven},
 		{"cert-two", pin.Approval{Method: evidence.MethodCertificate, Identity: "other@example.com"}, RuleLockSignerUnlisted},
 		{"cert-issuer", pin.Approval{Method: evidence.MethodCertificate, Identity: "release@example.com"}, RuleLockUnproven},
@@ -89,6 +92,24 @@ func TestCheckApproval(t *testing.T) {
 			t.Errorf("%s %+v: %v, want it to pass", tt.server, tt.a, err)
 		case tt.want != "" && (!errors.As(err, &le) || le.Rule != tt.want):
 			t.Errorf("%s %+v: %v, want %s", tt.server, tt.a, err, tt.want)
+		}
+	}
+	// A refusal names the signer: its issuer, when it has one.
+	for _, c := range []struct {
+		server string
+		a      pin.Approval
+		want   string
+	}{
+		{"keyless", pin.Approval{Method: evidence.MethodSigstore, Identity: san, Issuer: "https://accounts.google.com"},
+			`signed by sigstore "` + san + `" (issuer "https://accounts.google.com"), which none`},
+		{"keyA", key(kidB), `signed by key "` + kidB + `", which none`},
+	} {
+		r, err := f.Resolve(c.server, ResolveOptions{StateDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.CheckApproval(c.a); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.server, err, c.want)
 		}
 	}
 	rk, err := Parse([]byte(revokesKey), p)

@@ -9,7 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
+	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
+	sgca "github.com/sigstore/sigstore-go/pkg/testing/ca"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testpki"
+	"github.com/mcpsign/mcpsign/internal/testkit/virtualsigstore"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/capability"
 	"github.com/mcpsign/mcpsign/policy"
@@ -80,9 +88,11 @@ func TestCheckLock(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := d.CheckLock(ctx, tt.r, tt.lock, nil, policy.LockCheck{Bundles: tt.bundles})
+			st, err := d.CheckLock(ctx, tt.r, tt.lock, nil, policy.LockCheck{Bundles: tt.bundles})
 			var out *policy.OutsideError
 			switch {
+			case st.OverridesDropped:
+				t.Fatalf("overrides dropped from a lock that has none (%v)", err)
 			case tt.wantIs != nil:
 				if !errors.Is(err, tt.wantIs) {
 					t.Fatalf("error %v, want %v", err, tt.wantIs)
@@ -113,5 +123,112 @@ func TestCheckLock(t *testing.T) {
 	}
 	if _, err := d.CheckServedLock(ctx, r, signed(t, ba), snap, false, policy.LockCheck{Bundles: fromServer}); err != nil {
 		t.Fatalf("served: %v", err)
+	}
+}
+
+// TestOutsideErrorText: what a lock outside the policy says, per rule
+// (the message of its drift finding).
+func TestOutsideErrorText(t *testing.T) {
+	t.Parallel()
+	lockErr := func(rule string) error { return &policy.LockError{Rule: rule, Reason: "the reason"} }
+	for _, c := range []struct {
+		err  *policy.OutsideError
+		want string
+	}{
+		{&policy.OutsideError{Rule: policy.RuleRevoked, Err: &policy.RevokedError{What: "bundle", Value: "sha256:ab"}},
+			`the lock rests on a revoked bundle "sha256:ab" (policy "revoked"): it approves nothing; verify a new bundle and pin again`},
+		{&policy.OutsideError{Rule: policy.RuleLockUnproven, Err: lockErr(policy.RuleLockUnproven)},
+			"the reason: the lock approves nothing under this policy until a bundle proves it"},
+		{&policy.OutsideError{Rule: policy.RuleLockSignerUnlisted, Err: lockErr(policy.RuleLockSignerUnlisted)},
+			"the reason: the lock approves nothing under this policy; pin again under it"},
+		{&policy.OutsideError{Rule: policy.RuleLockMethodRefused, Err: errors.New("other")}, "other"},
+	} {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.err.Rule, got, c.want)
+		}
+	}
+}
+
+// TestCheckLockLogEntry: a signed lock that records a transparency log
+// entry stands only when the bundle that proves it holds that very entry
+// (the proxy takes the signing time from it); a lock recording none holds
+// no claim. The certificate method, a log of an in-process Sigstore.
+func TestCheckLockLogEntry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	ca := testpki.New(t, testpki.Names{Organization: "Corp", Root: "Corp Root", Intermediate: "Corp Signing"})
+	roots, inters := filepath.Join(dir, "roots.pem"), filepath.Join(dir, "intermediates.pem")
+	os.WriteFile(roots, testpki.PEM(ca.Root), 0o644)
+	os.WriteFile(inters, testpki.PEM(ca.Intermediate), 0o644)
+	vs, err := sgca.NewVirtualSigstore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted := virtualsigstore.WriteTrustedRoot(t, vs, dir)
+	one := newSigner(t, dir, "one")
+	leaf := ca.Issue(t, one.key.GetPublicKey(), testpki.CodeSigningLeaf(t, "release", "Corp", "release@corp.example"))
+	snap := served()
+	// logged signs snap under leaf with a log entry of vs.
+	logged := func(t *testing.T) []byte {
+		st, err := attest.Build(snap, attest.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload, err := st.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pb, err := sgsign.Bundle(&sgsign.DSSEData{Data: payload, PayloadType: attest.PayloadType}, one.key, sgsign.BundleOptions{CertificateProvider: leafCert{leaf.Raw}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig := pb.GetDsseEnvelope().GetSignatures()[0].GetSig()
+		pb.VerificationMaterial.TlogEntries = []*protorekor.TransparencyLogEntry{virtualsigstore.RekorEntry(t, vs, leaf, attest.PayloadType, payload, sig)}
+		b, err := protojson.Marshal(pb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	body := `{"kind":"mcpsign.policy","policyVersion":1,"trust":{"trustedRoot":"` + trusted + `","caRoots":"` + roots + `","caIntermediates":"` + inters + `"},` +
+		`"servers":{"notes":{"identities":[{"method":"certificate","subject":"CN=release,O=Corp"}],"require":["tlog"],"lock":"n.lock"}}}`
+	r := resolveNotes(t, filepath.Join(dir, "policy.json"), dir, body)
+	d := policy.NewDecider(policy.DeciderOptions{})
+	bundle := logged(t)
+	dec, err := d.Decide(ctx, r, [][]byte{bundle}, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dec.Approval().Tlog == nil {
+		t.Fatal("the approval records no log entry")
+	}
+	lock := func(edit func(*pin.Approval)) *pin.Lock {
+		a := dec.Approval()
+		edit(&a)
+		l, err := pin.NewLock(snap, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	for _, c := range []struct {
+		name string
+		lock *pin.Lock
+		want string // "": the lock stands
+	}{
+		{"the bundle's entry", lock(func(*pin.Approval) {}), ""},
+		{"no entry recorded", lock(func(a *pin.Approval) { a.Tlog = nil }), ""},
+		{"another entry", lock(func(a *pin.Approval) { e := *a.Tlog; e.LogIndex++; a.Tlog = &e }), "the transparency log entry the lock records is not the first bundle's"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := d.CheckLock(ctx, r, c.lock, nil, policy.LockCheck{Bundles: func(context.Context, *digest.Snapshot) ([][]byte, error) { return [][]byte{bundle}, nil }})
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("CheckLock: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,13 +55,16 @@ func TestDecideOneSignerTwoIdentities(t *testing.T) {
 	}
 	snap := served()
 	release, ops := cert(one, "release"), cert(one, "ops")
-	otherOps := cert(other, "ops")
+	otherOps, otherRelease := cert(other, "ops"), cert(other, "release")
 	const (
 		key      = `{"method":"key","key":"one.pub.pem"}`
+		otherKey = `{"method":"key","key":"other.pub.pem"}`
 		relSubj  = `{"method":"certificate","subject":"CN=release,O=Corp"}`
 		opsSubj  = `{"method":"certificate","subject":"CN=ops,O=Corp"}`
 		relExact = `{"method":"certificate","san":"release@corp.example"}`
 		relRe    = `{"method":"certificate","sanRegexp":"release@corp\\.example"}`
+		anyRe    = `{"method":"certificate","sanRegexp":"(release|ops)@corp\\.example"}`
+		nobody   = `{"method":"certificate","subject":"CN=nobody,O=Corp"}`
 	)
 	for _, c := range []struct {
 		name    string
@@ -68,13 +72,31 @@ func TestDecideOneSignerTwoIdentities(t *testing.T) {
 		bundles [][]byte
 		signers int // distinct signers found
 		holds   bool
+		// first is, for each signer in order, the bundle whose result it
+		// holds: its first bundle's (a merged signer takes the place and
+		// the result of the first it merged).
+		first []int
+		// notCounted is the reason of the identity no signer counts for
+		// (nil: ErrSignerCounted).
+		notCounted error
 	}{
-		{"a key listed as a key and certified by the CA", []string{key, relSubj}, [][]byte{one.sign(t, snap), one.signWithCert(t, snap, release)}, 1, false},
-		{"the certificate first", []string{key, relSubj}, [][]byte{one.signWithCert(t, snap, release), one.sign(t, snap)}, 1, false},
-		{"one key certified twice", []string{relSubj, opsSubj}, [][]byte{one.signWithCert(t, snap, release), one.signWithCert(t, snap, ops)}, 1, false},
-		{"an exact and a regexp identity of one certificate", []string{relExact, relRe}, [][]byte{one.signWithCert(t, snap, release), one.signWithCert(t, snap, release)}, 1, false},
+		{"a key listed as a key and certified by the CA", []string{key, relSubj}, [][]byte{one.sign(t, snap), one.signWithCert(t, snap, release)}, 1, false, []int{0}, nil},
+		{"the certificate first", []string{key, relSubj}, [][]byte{one.signWithCert(t, snap, release), one.sign(t, snap)}, 1, false, []int{0}, nil},
+		{"one key certified twice", []string{relSubj, opsSubj}, [][]byte{one.signWithCert(t, snap, release), one.signWithCert(t, snap, ops)}, 1, false, []int{0}, nil},
+		{"an exact and a regexp identity of one certificate", []string{relExact, relRe}, [][]byte{one.signWithCert(t, snap, release), one.signWithCert(t, snap, release)}, 1, false, []int{0}, nil},
+		// A signer merged after another signer's bundle keeps its place.
+		{"a key, another signer, the key certified", []string{key, relSubj, opsSubj},
+			[][]byte{one.sign(t, snap), other.signWithCert(t, snap, otherOps), one.signWithCert(t, snap, release)}, 2, true, []int{0, 1}, nil},
+		// The third bundle joins two signers: one subject certified for
+		// both keys makes them one.
+		{"one subject certified for two keys", []string{relSubj, otherKey},
+			[][]byte{one.signWithCert(t, snap, release), other.sign(t, snap), other.signWithCert(t, snap, otherRelease)}, 1, false, []int{0}, nil},
+		// Two signers of one identity count for it once: one identity is
+		// one signature, whoever else signs.
+		{"two signers of one identity", []string{anyRe, nobody},
+			[][]byte{one.signWithCert(t, snap, release), other.signWithCert(t, snap, otherOps)}, 2, false, []int{0, 1}, verify.ErrIdentityMismatch},
 		// Control: two keys, two subjects.
-		{"two signers", []string{relSubj, opsSubj}, [][]byte{one.signWithCert(t, snap, release), other.signWithCert(t, snap, otherOps)}, 2, true},
+		{"two signers", []string{relSubj, opsSubj}, [][]byte{one.signWithCert(t, snap, release), other.signWithCert(t, snap, otherOps)}, 2, true, []int{0, 1}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			body := `{"kind":"mcpsign.policy","policyVersion":1,"trust":{"caRoots":"roots.pem","caIntermediates":"intermediates.pem"},` +
@@ -83,14 +105,31 @@ func TestDecideOneSignerTwoIdentities(t *testing.T) {
 			body = strings.ReplaceAll(body, `"roots.pem"`, `"`+filepath.Join(dir, "roots.pem")+`"`)
 			body = strings.ReplaceAll(body, `"intermediates.pem"`, `"`+filepath.Join(dir, "intermediates.pem")+`"`)
 			body = strings.ReplaceAll(body, `"one.pub.pem"`, `"`+one.pem+`"`)
+			body = strings.ReplaceAll(body, `"other.pub.pem"`, `"`+other.pem+`"`)
 			r := resolveNotes(t, filepath.Join(t.TempDir(), "policy.json"), dir, body)
 			d := policy.NewDecider(policy.DeciderOptions{AllowCurrentTime: true})
 			dec, err := d.Decide(context.Background(), r, c.bundles, snap)
-			if dec == nil || len(dec.Results) != 2 {
-				t.Fatalf("the bundles do not both verify: %v", err)
+			if dec == nil || len(dec.Results) != len(c.bundles) {
+				t.Fatalf("the bundles do not all verify: %v", err)
 			}
 			if len(dec.Signers) != c.signers {
-				t.Errorf("%d signers, want %d", len(dec.Signers), c.signers)
+				t.Fatalf("%d signers, want %d", len(dec.Signers), c.signers)
+			}
+			counted := 0
+			for i, s := range dec.Signers {
+				if got := slices.Index(dec.Results, s.Result); got != c.first[i] {
+					t.Errorf("signer %d holds the result of bundle %d, want %d", i, got, c.first[i])
+				}
+				// Each counts for an identity it satisfies, or none (-1).
+				switch {
+				case s.Counted >= 0 && slices.Contains(s.Identities, s.Counted):
+					counted++
+				case s.Counted != -1:
+					t.Errorf("signer %d counts for identity %d, not one of its %v", i, s.Counted, s.Identities)
+				}
+			}
+			if counted != dec.Matched {
+				t.Errorf("%d signers count, matched %d", counted, dec.Matched)
 			}
 			if c.holds {
 				if err != nil || dec.Matched != 2 {
@@ -106,9 +145,13 @@ func TestDecideOneSignerTwoIdentities(t *testing.T) {
 			if n := len(de.Reasons); n != 2 || (de.Reasons[0] == nil) == (de.Reasons[1] == nil) {
 				t.Fatalf("reasons %v", de.Reasons)
 			}
+			want := c.notCounted
+			if want == nil {
+				want = policy.ErrSignerCounted
+			}
 			for _, reason := range de.Reasons {
-				if reason != nil && !errors.Is(reason, policy.ErrSignerCounted) {
-					t.Errorf("reason %v, want ErrSignerCounted", reason)
+				if reason != nil && !errors.Is(reason, want) {
+					t.Errorf("reason %v, want %v", reason, want)
 				}
 			}
 			if step, _ := verify.FailedStep(err); step != verify.StepIdentity {

@@ -6,13 +6,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"testing"
 	"time"
 
-	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 	protodsse "github.com/sigstore/protobuf-specs/gen/pb-go/dsse"
@@ -28,6 +26,7 @@ import (
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testpki"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testsnap"
+	"github.com/mcpsign/mcpsign/internal/testkit/virtualsigstore"
 	"github.com/mcpsign/mcpsign/trustroot"
 )
 
@@ -237,34 +236,7 @@ func certSigned(t testing.TB, p *testPKI, vs *ca.VirtualSigstore, payload []byte
 // inclusion proof and a signed entry timestamp.
 func rekorEntry(t testing.TB, vs *ca.VirtualSigstore, leaf *x509.Certificate, payloadType string, payload, sig []byte) *protorekor.TransparencyLogEntry {
 	t.Helper()
-	env := &dsse.Envelope{
-		PayloadType: payloadType,
-		Payload:     base64.StdEncoding.EncodeToString(payload),
-		Signatures:  []dsse.Signature{{Sig: base64.StdEncoding.EncodeToString(sig)}},
-	}
-	integrated := time.Now().Add(-time.Minute)
-	e, err := vs.GenerateTlogEntry(leaf, env, sig, integrated.Unix(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tle := proto.Clone(e.TransparencyLogEntry()).(*protorekor.TransparencyLogEntry)
-	tle.KindVersion = &protorekor.KindVersion{Kind: "dsse", Version: "0.0.1"}
-	logID, err := vs.RekorLogID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := vs.RekorSignPayload(tlog.RekorPayload{
-		Body: base64.StdEncoding.EncodeToString(tle.CanonicalizedBody), IntegratedTime: integrated.Unix(),
-		LogIndex: tle.LogIndex, LogID: logID,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tle.InclusionPromise = &protorekor.InclusionPromise{SignedEntryTimestamp: set}
-	if raw, _ := hex.DecodeString(logID); len(raw) > 0 {
-		tle.LogId = &protocommon.LogId{KeyId: raw}
-	}
-	return tle
+	return virtualsigstore.RekorEntry(t, vs, leaf, payloadType, payload, sig)
 }
 
 // virtualAttest is a bundle of vs's own DSSE attestation: a leaf of its

@@ -28,6 +28,9 @@
 #   TAGS         build tags passed to gremlins (-tags)
 #   SKIP         a `go test -skip` regexp for tests too slow to run once per
 #                mutant (passed through GOFLAGS to every go test run)
+#   EXCLUDE      a regexp of file paths whose mutants are not run (gremlins'
+#                --exclude-files), to split a slow package into runs:
+#                EXCLUDE='capability/' for pin without pin/capability
 #   OUT          the results directory
 #
 # Tests that need the local Sigstore stack or npm's MCP servers skip in the
@@ -75,7 +78,7 @@ echo "gremlins $version, $workers worker(s), timeout coefficient $coefficient, r
 results="$out/results.txt"
 {
 	echo "# mcpsign mutation run $(date -u +%Y-%m-%dT%H:%MZ), gremlins $version, $(nproc) CPUs, workers $workers, coefficient $coefficient"
-	echo "# commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)${SKIP:+, skip $SKIP}"
+	echo "# commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)${SKIP:+, skip $SKIP}${EXCLUDE:+, exclude $EXCLUDE}"
 } >"$results"
 
 row() { printf '%-18s %6s %6s %6s %8s %8s %6s %8s %8s\n' "$@"; }
@@ -93,7 +96,7 @@ for pkg in "${pkgs[@]}"; do
 	start=$SECONDS
 	status=0
 	"$bin" unleash --workers "$workers" --timeout-coefficient "$coefficient" \
-		${TAGS:+--tags "$TAGS"} --output "$out/$name.json" "./$pkg" >"$out/$name.log" 2>&1 || status=$?
+		${TAGS:+--tags "$TAGS"} ${EXCLUDE:+--exclude-files "$EXCLUDE"} --output "$out/$name.json" "./$pkg" >"$out/$name.log" 2>&1 || status=$?
 	secs=$((SECONDS - start))
 	if [[ ! -s $out/$name.json ]]; then
 		echo "   gremlins failed (exit $status), see $out/$name.log" >&2
