@@ -17,6 +17,7 @@ import (
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/testpki"
+	"github.com/mcpsign/mcpsign/internal/testkit/publisher"
 	"github.com/mcpsign/mcpsign/internal/testkit/virtualsigstore"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/pin/capability"
@@ -171,14 +172,7 @@ func TestCheckLockLogEntry(t *testing.T) {
 	snap := served()
 	// logged signs snap under leaf with a log entry of vs.
 	logged := func(t *testing.T) []byte {
-		st, err := attest.Build(snap, attest.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		payload, err := st.Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
+		payload := publisher.Statement(t, snap)
 		pb, err := sgsign.Bundle(&sgsign.DSSEData{Data: payload, PayloadType: attest.PayloadType}, one.key, sgsign.BundleOptions{CertificateProvider: leafCert{leaf.Raw}})
 		if err != nil {
 			t.Fatal(err)

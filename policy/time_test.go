@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/testkit/publisher"
 	"github.com/mcpsign/mcpsign/internal/testkit/virtualsigstore"
 	"github.com/mcpsign/mcpsign/policy"
 	"github.com/mcpsign/mcpsign/verify"
@@ -37,14 +38,7 @@ func virtualRoot(t *testing.T, dir string) (*ca.VirtualSigstore, string) {
 // vs's authority over the signature: a verified signing time of now.
 func (s signer) signTimestamped(t *testing.T, snap *digest.Snapshot, vs *ca.VirtualSigstore) []byte {
 	t.Helper()
-	st, err := attest.Build(snap, attest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, err := st.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
+	payload := publisher.Statement(t, snap)
 	pb, err := sgsign.Bundle(&sgsign.DSSEData{Data: payload, PayloadType: attest.PayloadType}, s.key, sgsign.BundleOptions{})
 	if err != nil {
 		t.Fatal(err)
