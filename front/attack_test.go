@@ -125,7 +125,7 @@ func TestReadyProbesOnce(t *testing.T) {
 // server does.
 func TestClosedSessionsCountUntilStopped(t *testing.T) {
 	pids := t.TempDir()
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	script := `echo $$ > "` + pids + `/$$"; "$0" "$@"; sleep 30`
 	u := upstream{name: "lingering", command: []string{"/bin/sh", "-c", script, server, "--mode", fixtures.ModeHonest}}
 	lock := lockOf(t, stdioExample(t, fixtures.ModeHonest))

@@ -50,7 +50,7 @@ type upstream struct {
 func (u upstream) spec() source.Spec { return source.Spec{Command: u.command, URL: u.url} }
 
 func stdioExample(t testing.TB, mode string) upstream {
-	return upstream{name: "stdio", command: []string{fixtures.BuildExampleServer(t), "--mode", mode}}
+	return upstream{name: "stdio", command: []string{fixtures.BuildExampleServerNoRace(t), "--mode", mode}}
 }
 
 func httpExample(t testing.TB, mode string) upstream {

@@ -102,7 +102,7 @@ func (s *session) connect(ctx context.Context, protocol string, opts *mcp.Client
 
 // exampleArgv is the command line of the example server.
 func exampleArgv(t *testing.T, mode string, args ...string) []string {
-	return append([]string{fixtures.BuildExampleServer(t), "--mode", mode}, args...)
+	return append([]string{fixtures.BuildExampleServerNoRace(t), "--mode", mode}, args...)
 }
 
 // snapshotOf lists the example server with the source package.
