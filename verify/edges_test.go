@@ -1,0 +1,117 @@
+package verify
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The edges of verify's rules that a mutation run (docs/TESTING.md,
+// "Mutation testing") found no test holding: each row fails with the
+// mutant it names applied.
+
+// TestOpenArtifactNoAlgorithm: a name with a colon whose prefix is no
+// digest algorithm is a file name, never an empty digest (artifact.go:20,
+// want >= 0).
+func TestOpenArtifactNoAlgorithm(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "release") + ":"
+	a, done, err := OpenArtifact(missing)
+	if err == nil {
+		done()
+		t.Fatalf("%q: %+v, want the file's error", missing, a)
+	}
+}
+
+// TestParseBundleSizeBound: a bundle of exactly MaxBundleBytes is read
+// (and refused for what it holds); one byte more is ErrBundleTooLarge
+// (bundle.go:37, >= for >).
+func TestParseBundleSizeBound(t *testing.T) {
+	at := bytes.Repeat([]byte(" "), MaxBundleBytes)
+	if _, err := ParseBundle(at, false); err == nil || errors.Is(err, ErrBundleTooLarge) {
+		t.Errorf("%d bytes: %v, want a parse error, not ErrBundleTooLarge", len(at), err)
+	}
+	if _, err := ParseBundle(append(at, ' '), false); !errors.Is(err, ErrBundleTooLarge) {
+		t.Errorf("%d bytes: %v, want ErrBundleTooLarge", len(at)+1, err)
+	}
+}
+
+// TestCertificateMatcherMethods: the certificate method has a matcher as
+// the sigstore method has (certmatch.go:44, == for the second !=).
+func TestCertificateMatcherMethods(t *testing.T) {
+	if _, err := NewCertificateMatcher(MethodCertificate, []Identity{{SAN: "release@corp.example"}}); err != nil {
+		t.Errorf("certificate method: %v", err)
+	}
+}
+
+// TestListSANs: how an error lists a certificate's SANs: "none", a kind
+// without a value in parentheses, a named one with its value
+// (identity.go:84, 89).
+func TestListSANs(t *testing.T) {
+	for _, tc := range []struct {
+		sans []san
+		want string
+	}{
+		{nil, "none"},
+		{[]san{{kind: sanEmail, value: "a@example.com"}}, `e-mail "a@example.com"`},
+		{[]san{{kind: sanOther, value: "10.0.0.1"}}, "(other)"},
+		{[]san{{kind: sanOtherName, value: "x"}}, "(otherName)"},
+		{[]san{{kind: sanURI, value: "https://e.example"}, {kind: sanOther}}, `URI "https://e.example", (other)`},
+	} {
+		if got := listSANs(tc.sans); got != tc.want {
+			t.Errorf("listSANs(%v) = %q, want %q", tc.sans, got, tc.want)
+		}
+	}
+}
+
+// TestValidDNSName: a dNSName criterion's grammar at each of its bounds
+// (policy.go:273-285).
+func TestValidDNSName(t *testing.T) {
+	label63 := strings.Repeat("a", 63)
+	name253 := strings.Repeat(label63+".", 3) + strings.Repeat("b", 61) // 4*64-1-2 = 253
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"example.com", true},
+		{"*.example.com", true},
+		{"a", true},
+		{"", false},
+		{"*", false},
+		{label63 + ".com", true},
+		{label63 + "a.com", false},
+		{name253, true},
+		{name253 + "b", false},
+		{"-a.com", false},
+		{"a-.com", false},
+		{"a-b.com", true},
+		{"a..com", false},
+		{"azAZ09.com", true},
+		{"a`.com", false}, // just below 'a'
+		{"a{.com", false}, // just above 'z'
+		{"a@.com", false}, // just below 'A'
+		{"a[.com", false}, // just above 'Z'
+		{"a/.com", false}, // just below '0'
+		{"a:.com", false}, // just above '9'
+		{"a_b.com", false},
+		{"a.*.com", false},
+	} {
+		if got := validDNSName(tc.name); got != tc.ok {
+			t.Errorf("validDNSName(%q) = %v, want %v", tc.name, got, tc.ok)
+		}
+	}
+}
+
+// TestCompileIdentitiesIndex: an error names the identity's index only
+// among several (policy.go:176, >= 1 for > 1).
+func TestCompileIdentitiesIndex(t *testing.T) {
+	bad := Identity{SANRegexp: "(", Issuer: "https://issuer.example"}
+	good := Identity{SAN: "a@example.com", Issuer: "https://issuer.example"}
+	if _, err := compileIdentities(MethodSigstore, []Identity{bad}); err == nil || strings.HasPrefix(err.Error(), "identity 0") {
+		t.Errorf("one identity: %v, want an error without its index", err)
+	}
+	if _, err := compileIdentities(MethodSigstore, []Identity{good, bad}); err == nil || !strings.HasPrefix(err.Error(), "identity 1: ") {
+		t.Errorf("two identities: %v, want \"identity 1: ...\"", err)
+	}
+}
