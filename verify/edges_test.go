@@ -3,9 +3,14 @@ package verify
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/digest"
 )
 
 // The edges of verify's rules that a mutation run (docs/TESTING.md,
@@ -113,5 +118,69 @@ func TestCompileIdentitiesIndex(t *testing.T) {
 	}
 	if _, err := compileIdentities(MethodSigstore, []Identity{good, bad}); err == nil || !strings.HasPrefix(err.Error(), "identity 1: ") {
 		t.Errorf("two identities: %v, want \"identity 1: ...\"", err)
+	}
+}
+
+// TestNewReport: what a report says of each outcome: verified only with
+// no error and a verified result; a signing time, the signed server and
+// the counts only when there are some; the counts by status, the
+// instructions' row included (report.go:62-89, result.go:91-94).
+func TestNewReport(t *testing.T) {
+	when := time.Date(2026, 12, 6, 12, 0, 0, 0, time.FixedZone("CET", 3600))
+	rows := []Row{{Status: StatusOK}, {Status: StatusOK}, {Status: StatusChanged}}
+	for _, tc := range []struct {
+		name     string
+		res      *Result
+		err      error
+		verified bool
+		check    func(t *testing.T, r *Report)
+	}{
+		{name: "nothing", verified: false, check: func(t *testing.T, r *Report) {
+			if r.Error != "" || r.Counts != nil || r.SigningTime != nil || r.Server != nil {
+				t.Errorf("%+v", r)
+			}
+		}},
+		{name: "an error, no result", err: errors.New("bad"), verified: false, check: func(t *testing.T, r *Report) {
+			if r.Error != "bad" {
+				t.Errorf("error %q", r.Error)
+			}
+		}},
+		{name: "a verified result and an error", res: &Result{Verified: true}, err: errors.New("bad"), verified: false},
+		{name: "an unverified result", res: &Result{}, verified: false},
+		{name: "verified, nothing more", res: &Result{Verified: true}, verified: true, check: func(t *testing.T, r *Report) {
+			if r.SigningTime != nil || r.TimeSource != "" || r.Server != nil || r.Counts != nil {
+				t.Errorf("%+v", r)
+			}
+		}},
+		{name: "verified with time, statement and rows", verified: true,
+			res: &Result{Verified: true, SigningTime: when, TimeSource: "Tlog", Statement: &attest.Statement{}, Server: digest.ServerInfo{Name: "notes"},
+				Definitions: rows, Instructions: &InstructionsRow{Status: StatusChanged}},
+			check: func(t *testing.T, r *Report) {
+				if r.SigningTime == nil || !r.SigningTime.Equal(when) || r.SigningTime.Location() != time.UTC || r.TimeSource != "Tlog" {
+					t.Errorf("signing time %v %q", r.SigningTime, r.TimeSource)
+				}
+				if r.Server == nil || r.Server.Name != "notes" {
+					t.Errorf("server %+v", r.Server)
+				}
+				if want := map[Status]int{StatusOK: 2, StatusChanged: 2}; !maps.Equal(r.Counts, want) {
+					t.Errorf("counts %v, want %v", r.Counts, want)
+				}
+			}},
+		{name: "only the instructions' row", res: &Result{Instructions: &InstructionsRow{Status: StatusOK}}, verified: false,
+			check: func(t *testing.T, r *Report) {
+				if want := map[Status]int{StatusOK: 1}; !maps.Equal(r.Counts, want) {
+					t.Errorf("counts %v, want %v", r.Counts, want)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewReport(tc.res, tc.err)
+			if r.Verified != tc.verified {
+				t.Errorf("verified %v, want %v", r.Verified, tc.verified)
+			}
+			if tc.check != nil {
+				tc.check(t, r)
+			}
+		})
 	}
 }
