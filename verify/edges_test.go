@@ -184,3 +184,27 @@ func TestNewReport(t *testing.T) {
 		})
 	}
 }
+
+// TestASCIIEqualFold: ASCII letters fold at both ends of the range, the
+// bytes next to them and every non-ASCII byte compare exactly, and the
+// lengths must agree (san.go:114-125).
+func TestASCIIEqualFold(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"Example.COM", "example.com", true},
+		{"AZ", "az", true},
+		{"az", "AZ", true},
+		{"@[", "`{", false}, // the bytes just outside A-Z and a-z
+		{"`{", "@[", false},
+		{"\u212a", "k", false}, // KELVIN SIGN
+		{"ab", "abc", false},
+		{"abc", "ab", false},
+		{"", "", true},
+	} {
+		if got := asciiEqualFold(tc.a, tc.b); got != tc.want {
+			t.Errorf("asciiEqualFold(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
