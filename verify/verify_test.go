@@ -246,7 +246,14 @@ func TestStepsKey(t *testing.T) {
 		{name: "extra definition", step: StepMatch, is: ErrMismatch, build: keyCase(payload, attest.PayloadType, extra, nil),
 			check: wantRows(map[Status][]string{StatusExtra: {"tool/run_command"}})},
 		{name: "missing definition", step: StepMatch, is: ErrMismatch, build: keyCase(payload, attest.PayloadType, missing, nil),
-			check: wantRows(map[Status][]string{StatusMissing: {"prompt/summarize"}})},
+			check: func(t *testing.T, res *Result) {
+				wantRows(map[Status][]string{StatusMissing: {"prompt/summarize"}})(t, res)
+				for _, r := range res.Definitions {
+					if r.Status == StatusMissing && r.Index != -1 {
+						t.Errorf("missing row %s/%s: index %d, want -1 (not served)", r.Kind, r.Key, r.Index)
+					}
+				}
+			}},
 		{name: "changed definition", step: StepMatch, is: ErrMismatch, substr: "1 changed", build: keyCase(payload, attest.PayloadType, changed, nil),
 			check: func(t *testing.T, res *Result) {
 				wantRows(map[Status][]string{StatusChanged: {"tool/search_notes"}})(t, res)
