@@ -208,3 +208,66 @@ func TestASCIIEqualFold(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitAuthority: userinfo up to the last "@", a port after the last
+// ":" unless it is inside an IP literal's brackets (san.go:194-198).
+func TestSplitAuthority(t *testing.T) {
+	for _, tc := range []struct{ in, user, host, port string }{
+		{"example.com", "", "example.com", ""},
+		{"u@example.com:8443", "u@", "example.com", ":8443"},
+		{"a@b@example.com", "a@b@", "example.com", ""},
+		{"@example.com", "@", "example.com", ""},
+		{":443", "", "", ":443"},
+		{"[::1]", "", "[::1]", ""},
+		{"[::1]:443", "", "[::1]", ":443"},
+		{"u:pw@[fe80::1]:8", "u:pw@", "[fe80::1]", ":8"},
+		{"]:1", "", "]", ":1"},
+	} {
+		u, h, p := splitAuthority(tc.in)
+		if u != tc.user || h != tc.host || p != tc.port {
+			t.Errorf("splitAuthority(%q) = %q %q %q, want %q %q %q", tc.in, u, h, p, tc.user, tc.host, tc.port)
+		}
+	}
+}
+
+// TestShortDigest: a digest is cut after 12 hex digits only when longer
+// (text.go:22).
+func TestShortDigest(t *testing.T) {
+	hex12 := "0123456789ab"
+	for _, tc := range []struct{ in, want string }{
+		{"", "-"},
+		{digest.Prefix + hex12, digest.Prefix + hex12},
+		{digest.Prefix + hex12 + "c", digest.Prefix + hex12 + "…"},
+		{digest.Prefix + strings.Repeat("f", 64), digest.Prefix + "ffffffffffff…"},
+		{"sha512:" + strings.Repeat("f", 128), "sha512:" + strings.Repeat("f", 128)},
+	} {
+		if got := shortDigest(tc.in); got != tc.want {
+			t.Errorf("shortDigest(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestTextServerRenamed: the text report notes a server that calls itself
+// otherwise than what was signed, by name or by version, and only then
+// (text.go:91).
+func TestTextServerRenamed(t *testing.T) {
+	signed := digest.ServerInfo{Name: "notes", Version: "1.0.0"}
+	for _, tc := range []struct {
+		observed digest.ServerInfo
+		note     bool
+	}{
+		{signed, false},
+		{digest.ServerInfo{Name: "other", Version: "1.0.0"}, true},
+		{digest.ServerInfo{Name: "notes", Version: "2.0.0"}, true},
+	} {
+		obs := tc.observed
+		res := &Result{Verified: true, Statement: &attest.Statement{}, Server: signed, Observed: &obs}
+		var b strings.Builder
+		if err := WriteResultText(&b, res, nil, TextOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), "the server now calls itself"); got != tc.note {
+			t.Errorf("observed %+v: note %v, want %v:\n%s", tc.observed, got, tc.note, b.String())
+		}
+	}
+}
