@@ -2,8 +2,15 @@ package verify
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"errors"
 	"maps"
+	"math/big"
+	"net"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -269,5 +276,51 @@ func TestTextServerRenamed(t *testing.T) {
 		if got := strings.Contains(b.String(), "the server now calls itself"); got != tc.note {
 			t.Errorf("observed %+v: note %v, want %v:\n%s", tc.observed, got, tc.note, b.String())
 		}
+	}
+}
+
+// TestSummarizable: only a leaf whose SANs are all DNS names or IP
+// addresses gets the placeholder SAN for sigstore-go's summary
+// (summary.go:27, 35).
+func TestSummarizable(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse("https://ci.example/release")
+	for _, tc := range []struct {
+		name    string
+		tmpl    x509.Certificate
+		summary bool
+	}{
+		{"DNS", x509.Certificate{DNSNames: []string{"release.example"}}, true},
+		{"IP", x509.Certificate{IPAddresses: []net.IP{net.ParseIP("192.0.2.1")}}, true},
+		{"DNS and IP", x509.Certificate{DNSNames: []string{"release.example"}, IPAddresses: []net.IP{net.ParseIP("192.0.2.1")}}, true},
+		{"e-mail", x509.Certificate{EmailAddresses: []string{"release@example.com"}}, false},
+		{"URI", x509.Certificate{URIs: []*url.URL{u}}, false},
+		{"DNS and e-mail", x509.Certificate{DNSNames: []string{"release.example"}, EmailAddresses: []string{"release@example.com"}}, false},
+		{"none", x509.Certificate{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl := tc.tmpl
+			tmpl.SerialNumber = big.NewInt(1)
+			der, err := x509.CreateCertificate(rand.Reader, &tmpl, &tmpl, &key.PublicKey, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leaf, err := x509.ParseCertificate(der)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := &parsedBundle{}
+			got, err := summarizable(b, leaf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, summary := got.(summaryEntity)
+			if summary != tc.summary {
+				t.Errorf("a summary entity: %v, want %v", summary, tc.summary)
+			}
+		})
 	}
 }
