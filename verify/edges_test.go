@@ -324,3 +324,25 @@ func TestSummarizable(t *testing.T) {
 		})
 	}
 }
+
+// TestCutAuthority: "//" starts an authority, even an empty one; anything
+// shorter or else is none (san.go:179).
+func TestCutAuthority(t *testing.T) {
+	for _, tc := range []struct {
+		in, auth, tail string
+		ok             bool
+	}{
+		{"//", "", "", true},
+		{"//h", "h", "", true},
+		{"//h/p?q#f", "h", "/p?q#f", true},
+		{"//h?q", "h", "?q", true},
+		{"/", "", "/", false},
+		{"", "", "", false},
+		{"h/p", "", "h/p", false},
+	} {
+		a, tail, ok := cutAuthority(tc.in)
+		if a != tc.auth || tail != tc.tail || ok != tc.ok {
+			t.Errorf("cutAuthority(%q) = %q %q %v, want %q %q %v", tc.in, a, tail, ok, tc.auth, tc.tail, tc.ok)
+		}
+	}
+}
