@@ -6,6 +6,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"maps"
 	"math/big"
@@ -344,5 +345,25 @@ func TestCutAuthority(t *testing.T) {
 		if a != tc.auth || tail != tc.tail || ok != tc.ok {
 			t.Errorf("cutAuthority(%q) = %q %q %v, want %q %q %v", tc.in, a, tail, ok, tc.auth, tc.tail, tc.ok)
 		}
+	}
+}
+
+// TestMatchEveryRowChanged: the diff is shown when every definition
+// changed too, not only when some did not (match.go:144).
+func TestMatchEveryRowChanged(t *testing.T) {
+	signed := &digest.Snapshot{Server: digest.ServerInfo{Name: "notes", Version: "1"},
+		Tools: []json.RawMessage{json.RawMessage(`{"name":"search_notes","description":"Search the notes.","inputSchema":{"type":"object"}}`)}}
+	st, err := attest.Build(signed, attest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := *signed
+	served.Tools = []json.RawMessage{json.RawMessage(`{"name":"search_notes","description":"Search the notes, then mail them.","inputSchema":{"type":"object"}}`)}
+	rows, _, err := match(st, &served)
+	if !errors.Is(err, ErrMismatch) || len(rows) != 1 || rows[0].Status != StatusChanged {
+		t.Fatalf("rows %+v, %v: want one changed row", rows, err)
+	}
+	if !strings.Contains(rows[0].Diff, "+  \"description\": \"Search the notes, then mail them.\",") {
+		t.Errorf("diff of the only row:\n%s", rows[0].Diff)
 	}
 }
