@@ -215,6 +215,13 @@ func TestIdentity(t *testing.T) {
 					t.Errorf("issuer %q", res.Issuer)
 				}
 			}},
+		{name: "issuer reported when the SAN does not match", step: StepIdentity, is: ErrIdentityMismatch,
+			build: build(f.pki, Identity{Email: "someone@example.com"}, issuers("https://a.example", "https://a.example")),
+			check: func(t *testing.T, res *Result) {
+				if res.Issuer != "https://a.example" {
+					t.Errorf("issuer %q, want the certificate's (verifier.go:440)", res.Issuer)
+				}
+			}},
 		{name: "DNS-only leaf", build: build(f.pki, Identity{DNS: "signer.example.com"}, dnsOnly("signer.example.com")),
 			check: identity("signer.example.com")},
 		{name: "DNS-only leaf, second name", build: build(f.pki, Identity{DNS: "b.example.com"}, dnsOnly("a.example.com", "b.example.com")),
