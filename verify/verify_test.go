@@ -418,6 +418,20 @@ func TestStepsCertificate(t *testing.T) {
 		{name: "no digitalSignature", step: StepChain, is: ErrKeyUsage, build: build(Policy{}, payload, certOpts{tsa: true, leaf: func(c *x509.Certificate) {
 			c.KeyUsage = x509.KeyUsageKeyEncipherment
 		}})},
+		{name: "an enterprise leaf's Fulcio source extensions vouch for nothing", build: build(Policy{}, payload, certOpts{tsa: true, leaf: func(c *x509.Certificate) {
+			repo, err := asn1.MarshalWithParams("https://github.com/acme/notes", "utf8")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.ExtraExtensions = append(c.ExtraExtensions, pkix.Extension{Id: asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 1, 12}, Value: repo})
+		}}), check: func(t *testing.T, res *Result) {
+			if res.Certificate == nil || res.Certificate.Extensions.SourceRepositoryURI != "https://github.com/acme/notes" {
+				t.Fatalf("the leaf's extension was not read: %+v", res.Certificate)
+			}
+			if res.CertificateSource != nil {
+				t.Errorf("certificate source %+v from an enterprise CA's leaf, want none (verifier.go:256)", res.CertificateSource)
+			}
+		}},
 		{name: "no EKU is code signing enough", build: build(Policy{}, payload, certOpts{tsa: true, leaf: func(c *x509.Certificate) {
 			c.ExtKeyUsage = nil
 		}})},
