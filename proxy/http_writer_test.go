@@ -88,7 +88,9 @@ func TestBridgeWriterFailures(t *testing.T) {
 			// longer than 200 ms to say so (failed in CI).
 			timeout := 10 * time.Second
 			if tc.server == "hang" {
-				timeout = 200 * time.Millisecond
+				// Long enough for the POST to reach the handler first on a
+				// loaded machine under -race (200 ms did not, in CI).
+				timeout = time.Second
 			}
 			u := testHTTPConn(t, url, UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: &stderr, Timeout: timeout, Grace: time.Second})
 			defer u.Stop(time.Second)

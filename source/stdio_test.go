@@ -176,7 +176,9 @@ func TestStdioErrors(t *testing.T) {
 		},
 		{
 			name: "hangs on list", argv: []string{bad, "--behavior", fixtures.BadHangsOnList},
-			opts: Options{Timeout: 500 * time.Millisecond},
+			// Long enough for initialize to be answered first under -race on
+			// a loaded machine (500 ms was not, in a helper's full run).
+			opts: Options{Timeout: 1500 * time.Millisecond},
 			is:   ErrTimeout, stage: "tools/list", page: 1, msgs: []string{"tools/list page 1: timeout"},
 		},
 		{
