@@ -81,6 +81,21 @@ func startGoSDKServerWrapped(t *testing.T, wait time.Duration, wrap func(http.Ha
 
 func (g *goSDKServer) upstream() upstream { return upstream{name: "go-sdk-http", url: g.srv.URL} }
 
+// session serves g through a front with a lock of g, and connects a go-sdk
+// client to it (protocol 2025-11-25), closed when the test ends.
+func (g *goSDKServer) session(t *testing.T) (*served, context.Context, *mcp.ClientSession) {
+	t.Helper()
+	u := g.upstream()
+	s := serve(t, u, lockOf(t, u), nil)
+	ctx := testContext(t)
+	cs, err := connect(ctx, s.url, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return s, ctx, cs
+}
+
 func call(ctx context.Context, cs *mcp.ClientSession, name string) (string, error) {
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
 	if err != nil {
@@ -97,14 +112,7 @@ func call(ctx context.Context, cs *mcp.ClientSession, name string) (string, erro
 // session is gone.
 func TestUpstreamCrashMidCall(t *testing.T) {
 	g := startGoSDKServer(t, time.Hour)
-	u := g.upstream()
-	s := serve(t, u, lockOf(t, u), nil)
-	ctx := testContext(t)
-	cs, err := connect(ctx, s.url, "2025-11-25")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	_, ctx, cs := g.session(t)
 	errc := make(chan error, 1)
 	go func() {
 		_, err := call(ctx, cs, "hang")
@@ -191,14 +199,7 @@ func TestAbandonedCallsLeaveNoPending(t *testing.T) {
 	for _, how := range []string{"disconnect", "cancel"} {
 		t.Run(how, func(t *testing.T) {
 			g := startGoSDKServer(t, time.Hour)
-			u := g.upstream()
-			s := serve(t, u, lockOf(t, u), nil)
-			ctx := testContext(t)
-			cs, err := connect(ctx, s.url, "2025-11-25")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
+			s, ctx, cs := g.session(t)
 			g.abandonCalls(ctx, t, n, func(cctx context.Context, i int) error {
 				if how == "cancel" {
 					_, err := call(cctx, cs, "hang")
@@ -230,14 +231,7 @@ func TestAbandonedCallsLeaveNoPending(t *testing.T) {
 // it.
 func TestRefusedDuplicateCancelsNothing(t *testing.T) {
 	g := startGoSDKServer(t, time.Hour)
-	u := g.upstream()
-	s := serve(t, u, lockOf(t, u), nil)
-	ctx := testContext(t)
-	cs, err := connect(ctx, s.url, "2025-11-25")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	s, ctx, cs := g.session(t)
 	const id = 300
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -304,14 +298,7 @@ func TestAbandonedUnreadCallLeavesNoTransportState(t *testing.T) {
 			close(release)
 		}
 	}()
-	u := g.upstream()
-	s := serve(t, u, lockOf(t, u), nil)
-	ctx := testContext(t)
-	cs, err := connect(ctx, s.url, "2025-11-25")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	s, ctx, cs := g.session(t)
 	// The relay's reader sends the notification on and waits for the
 	// upstream to accept it.
 	if status, body := rawRequest(ctx, t, s.url, cs.ID(), `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`); status/100 != 2 {
@@ -365,14 +352,7 @@ func TestCancelledCallsHoldNoUpstreamStream(t *testing.T) {
 	g := startGoSDKServerWrapped(t, time.Hour, func(h http.Handler) http.Handler {
 		return countCalls(honourCancellation(h), &open)
 	})
-	u := g.upstream()
-	s := serve(t, u, lockOf(t, u), nil)
-	ctx := testContext(t)
-	cs, err := connect(ctx, s.url, "2025-11-25")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	s, ctx, cs := g.session(t)
 	g.abandonCalls(ctx, t, n, func(cctx context.Context, i int) error {
 		return rawCall(cctx, s.url, cs.ID(), 800+i, "hang")
 	})
@@ -530,14 +510,7 @@ func TestDrain(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := startGoSDKServer(t, 300*time.Millisecond)
-			u := g.upstream()
-			s := serve(t, u, lockOf(t, u), nil)
-			ctx := testContext(t)
-			cs, err := connect(ctx, s.url, "2025-11-25")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
+			s, ctx, cs := g.session(t)
 			type answer struct {
 				text string
 				err  error
@@ -566,7 +539,7 @@ func TestDrain(t *testing.T) {
 			case !tc.wantErr && (a.err != nil || a.text != "slow"):
 				t.Errorf("want the slow call's result, got %q %v", a.text, a.err)
 			}
-			err = <-drained
+			err := <-drained
 			if tc.wantErr != (err != nil) {
 				t.Errorf("Drain = %v", err)
 			}
