@@ -27,3 +27,19 @@ func PostEnded(f *Front, session string, id int64, status int) {
 		}
 	}
 }
+
+// RelayedCalls is the number of client requests the open sessions of f
+// hold as read by the relay and not answered yet.
+func RelayedCalls(f *Front) int {
+	n := 0
+	for _, s := range f.allSessions() {
+		s.mu.Lock()
+		for _, st := range s.pending {
+			if st == callRelayed {
+				n++
+			}
+		}
+		s.mu.Unlock()
+	}
+	return n
+}

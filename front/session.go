@@ -274,8 +274,7 @@ func (c *fromClient) NextLine() ([]byte, error) {
 			return nil, io.EOF
 		}
 		if req, ok := msg.(*jsonrpc.Request); ok {
-			switch {
-			case req.IsCall():
+			if req.IsCall() {
 				s.mu.Lock()
 				if s.pending[req.ID] == callAbandoned {
 					delete(s.pending, req.ID)
@@ -290,20 +289,10 @@ func (c *fromClient) NextLine() ([]byte, error) {
 				}
 				s.pending[req.ID] = callRelayed
 				s.mu.Unlock()
-			case req.Method == mcpwire.MethodCancelled:
-				// The client expects no answer to the request any more
-				// (the server need not send one).
-				var p struct {
-					RequestID any `json:"requestId"`
-				}
-				if json.Unmarshal(req.Params, &p) == nil {
-					if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
-						s.mu.Lock()
-						delete(s.pending, id)
-						s.mu.Unlock()
-					}
-				}
 			}
+			// A client's notifications/cancelled is the relay's to read
+			// (strictly, once): it answers the request it cancels, and that
+			// answer (deliver) is what makes the front forget it.
 		}
 		data, err := jsonrpc.EncodeMessage(msg)
 		if err != nil {

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"errors"
 
 	"github.com/mcpsign/mcpsign/digest"
@@ -248,45 +247,6 @@ func (r *relay) fromClient(m *inbound) {
 	}
 }
 
-// cancel handles the client's notifications/cancelled at once, whatever is
-// held: a request cancelled while held is dropped (the client expects no
-// answer to it), and a list request cancelled in flight no longer holds
-// later requests, since the server may never answer it. It reports whether
-// the notification was consumed; otherwise it goes the normal way.
-func (r *relay) cancel(m *inbound) bool {
-	id := cancelledID(m.env.Params)
-	if id == nil {
-		return false
-	}
-	for i, h := range r.heldClient {
-		if h.perr == nil && !h.blank && h.env.Kind == mcpwire.KindRequest && bytes.Equal(h.env.ID, id) {
-			r.heldClient = append(r.heldClient[:i:i], r.heldClient[i+1:]...)
-			r.heldBytes -= len(h.line)
-			return true
-		}
-	}
-	if p, ok := r.pending.Get(id); ok && p.gating {
-		p.gating = false
-		r.listsInFlight--
-		r.sendServer(m.line)
-		r.drain()
-		return true
-	}
-	return false
-}
-
-// cancelledID returns the raw requestId of notifications/cancelled params.
-func cancelledID(params []byte) []byte {
-	if len(params) == 0 || params[0] != '{' {
-		return nil
-	}
-	m, err := digest.ReadMembers(params, "requestId")
-	if err != nil {
-		return nil
-	}
-	return m["requestId"]
-}
-
 // clientMessage applies the gate's decision on one client message
 // (arriving: just read; else the held one the drain retries). It reports
 // whether the message was consumed (false: it is held, and the drain
@@ -365,6 +325,11 @@ func (r *relay) track(env *mcpwire.Message) bool {
 				p.gating = true
 			}
 		}
+	}
+	if r.cancelled.has(env.ID) {
+		// Its late answer could be taken for this request's (cancel).
+		r.answer(env.ID, codeInvalidRequest, "mcpsign proxy: a request with this id was cancelled and the server may still answer it: use another id", nil)
+		return false
 	}
 	if err := r.pending.Add(env.ID, p); err != nil {
 		r.answer(env.ID, codeInvalidRequest, "mcpsign proxy: a request with this id is already in flight", nil)

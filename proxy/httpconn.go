@@ -241,7 +241,7 @@ func (u *httpConn) Send(line []byte) error {
 // goCall POSTs a request on a goroutine of its own, under a context of its
 // own, so that a call the client cancelled and the server accepted the
 // cancellation of (abandon) lets go of its answer stream: it is then
-// answered with the proxy's error once (answerCancelled).
+// answered once (the relay answered it; answerCancelled ends its id).
 func (u *httpConn) goCall(body []byte, m mcpwire.Message) {
 	ctx, stop := context.WithCancel(u.ctx)
 	id := string(m.ID)
@@ -278,13 +278,13 @@ func (u *httpConn) goCall(body []byte, m mcpwire.Message) {
 	}()
 }
 
-// answerCancelled answers a request whose answer is no longer read
-// (abandon) with the proxy's error, so that it is answered once, as by a
-// server that answers a cancelled request (go-sdk's does): the relay and
-// the client's transport forget it. The client, which cancelled it, may
-// ignore the answer (the MCP spec's cancellation rule).
+// answerCancelled hands the relay an answer for a request whose answer is
+// no longer read (abandon), as by a server that answers a cancelled request
+// (go-sdk's does): the relay answered the request when it sent the
+// cancellation (cancel.go), and drops this late answer, which lets it
+// forget the id (cancelledIDs) at once.
 func (u *httpConn) answerCancelled(id []byte) {
-	_ = u.deliverError(id, "mcpsign proxy: the request was cancelled")
+	_ = u.deliverError(id, cancelledMessage)
 }
 
 // abandon stops reading the answer of the request id, once the server

@@ -86,8 +86,9 @@ type relay struct {
 	heldServer      []*inbound
 	heldBytes       int
 	pending         mcpwire.Pending[*pendingReq]
-	listsInFlight   int  // client list requests forwarded and not yet answered
-	draining        bool // drain is running: a nested call leaves the work to it
+	cancelled       cancelledIDs // of requests cancelled in flight (cancel.go)
+	listsInFlight   int          // client list requests forwarded and not yet answered
+	draining        bool         // drain is running: a nested call leaves the work to it
 	chains          map[digest.Kind]map[string]*chain
 	chainBytes      int // what the chains keep, counted against MaxHeldBytes
 	session         *mcpwire.Hello
@@ -398,6 +399,11 @@ func (r *relay) serverResponse(m *inbound) {
 	// Tied to a request by its exact id only: anything a client could
 	// match otherwise, or an answer to nothing pending, would reach the
 	// client as an answer the proxy did not check.
+	if r.cancelled.take(env.ID) {
+		// A late answer to a request the client cancelled, which the proxy
+		// answered already: it reaches no one (cancel).
+		return
+	}
 	p, err := r.pending.Take(env.ID)
 	if err != nil {
 		r.block(&BlockedError{What: "a response from the server", Err: err})

@@ -80,6 +80,14 @@ const (
 //	                "everything" server lists get-roots-list)
 //	roots-evil      lists list_roots to a client with roots, and the
 //	                changed greet to a client without
+//	late-after-cancel
+//	                holds a tools/call whose arguments are {"hang":true}
+//	                until its notifications/cancelled arrives, then
+//	                answers it (a late answer)
+//	ignores-cancel  holds such a call for good, cancelled or not
+//
+// A notifications/cancelled it receives is recorded in the calls file too,
+// as "cancelled " and its requestId as read by encoding/json (loosely).
 //
 // Every tools/call it receives is appended to the file named by
 // scriptedCallsEnv, when set, and answered with scriptedCallResultEnv, when
@@ -93,8 +101,21 @@ func scriptedServer(behavior string) int {
 			Capabilities struct {
 				Roots json.RawMessage `json:"roots"`
 			} `json:"capabilities"`
+			Arguments struct {
+				Hang bool `json:"hang"`
+			} `json:"arguments"`
+			RequestID json.RawMessage `json:"requestId"`
 		} `json:"params"`
 	}
+	record := func(line string) {
+		if f := os.Getenv(scriptedCallsEnv); f != "" {
+			if fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+				fmt.Fprintf(fh, "%s\n", line)
+				fh.Close()
+			}
+		}
+	}
+	held := map[string]bool{} // calls held until cancelled (late-after-cancel)
 	waitingPong, pinged, roots := false, false, false
 	ownLists := 0   // the proxy's own tools/list requests
 	var later []msg // what came while waiting for the pong, in order
@@ -156,12 +177,17 @@ func scriptedServer(behavior string) int {
 			if behavior == "double-answer" {
 				answer(m.ID, `{"tools":[`+scriptedEvilTool+`]}`)
 			}
+		case "notifications/cancelled":
+			record("cancelled " + string(m.Params.RequestID))
+			if behavior == "late-after-cancel" && held[string(m.Params.RequestID)] {
+				delete(held, string(m.Params.RequestID))
+				answer(m.Params.RequestID, `{"content":[{"type":"text","text":"late"}]}`)
+			}
 		case "tools/call":
-			if f := os.Getenv(scriptedCallsEnv); f != "" {
-				if fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
-					fmt.Fprintf(fh, "%s\n", m.ID)
-					fh.Close()
-				}
+			record(string(m.ID))
+			if m.Params.Arguments.Hang && (behavior == "late-after-cancel" || behavior == "ignores-cancel") {
+				held[string(m.ID)] = true
+				return
 			}
 			if res := os.Getenv(scriptedCallResultEnv); res != "" {
 				answer(m.ID, res)
@@ -419,6 +445,11 @@ func TestWireRules(t *testing.T) {
 			t.Fatalf("the call reached the server before the listing was answered")
 		}
 		p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
+		// The cancelled listing is answered by the proxy (cancel.go), then
+		// the call goes on.
+		if m := decode(t, p.next()); string(m.ID) != "2" || m.Error == nil || m.Error.Message != cancelledMessage {
+			t.Fatalf("listing answer %+v, want the proxy's cancellation error", m)
+		}
 		if m := decode(t, p.next()); string(m.ID) != "3" || m.Error != nil {
 			t.Fatalf("call answer %+v", m)
 		}
