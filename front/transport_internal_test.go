@@ -1,0 +1,85 @@
+package front
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStreamTrip: a GET stream on a connection of its own, over http and
+// https, reads the server's events as they come, and its connection ends
+// when the body is closed or the request's context ends (the server's
+// handler sees its request end).
+func TestStreamTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		start func(http.Handler) *httptest.Server
+	}{
+		{"http", httptest.NewServer},
+		{"https", httptest.NewTLSServer},
+	} {
+		for _, end := range []string{"close", "cancel"} {
+			t.Run(tc.name+" "+end, func(t *testing.T) {
+				gone := make(chan struct{})
+				srv := tc.start(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Method != http.MethodGet || r.Header.Get("Mcp-Session-Id") != "s1" {
+						http.Error(w, "bad", http.StatusBadRequest)
+						return
+					}
+					w.Header().Set("Content-Type", "text/event-stream")
+					w.WriteHeader(http.StatusOK)
+					w.Write([]byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"))
+					w.(http.Flusher).Flush()
+					<-r.Context().Done()
+					close(gone)
+				}))
+				defer srv.Close()
+				base := http.DefaultTransport.(*http.Transport).Clone()
+				if tc.name == "https" {
+					base.TLSClientConfig = &tls.Config{RootCAs: srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+				}
+				ut := newUpstreamTransport(base)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/mcp", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Mcp-Session-Id", "s1")
+				resp, err := (&http.Client{Transport: ut}).Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, own := resp.Body.(*streamBody); !own || resp.StatusCode != http.StatusOK {
+					t.Fatalf("status %d, body %T: want 200 on a connection of its own", resp.StatusCode, resp.Body)
+				}
+				br := bufio.NewReader(resp.Body)
+				for _, want := range []string{"event: message", "data: {", ""} {
+					line, err := br.ReadString('\n')
+					if err != nil || !strings.HasPrefix(strings.TrimSpace(line), want) {
+						t.Fatalf("read %q %v, want %q", line, err, want)
+					}
+				}
+				if end == "close" {
+					resp.Body.Close()
+				} else {
+					cancel()
+					if _, err := br.ReadString('\n'); err == nil {
+						t.Error("the stream was still read after its context ended")
+					}
+					resp.Body.Close()
+				}
+				select {
+				case <-gone:
+				case <-time.After(5 * time.Second):
+					t.Fatal("the server's request never ended")
+				}
+			})
+		}
+	}
+}
