@@ -57,6 +57,7 @@ type session struct {
 	inject     [][]byte
 	readCtx    context.Context
 	readCancel context.CancelFunc
+	readParent context.Context // readCtx's parent: the relay's context of the read
 }
 
 // callState is where a client request is (session.pending).
@@ -91,7 +92,8 @@ func (f *Front) newSession(r *http.Request) (*session, string) {
 		return nil, "the session could not be started"
 	}
 	s := &session{f: f, id: id, t: t, conn: conn, pending: map[jsonrpc.ID]callState{}}
-	s.readCtx, s.readCancel = context.WithCancel(context.Background())
+	s.readParent = context.Background()
+	s.readCtx, s.readCancel = context.WithCancel(s.readParent)
 	s.auth = credentialsOf(r)
 	s.lastUsed.Store(time.Now().UnixNano())
 	f.sessions[id] = s
@@ -252,6 +254,13 @@ type fromClient struct {
 // NextLine returns the client's next message, one line; io.EOF once the
 // transport is closed.
 func (c *fromClient) NextLine() ([]byte, error) {
+	return c.NextLineContext(context.Background())
+}
+
+// NextLineContext is NextLine, or ctx's error once ctx ended first (a
+// proxy.ContextLineSource: the relay of an HTTP upstream reads the client
+// on its own run goroutine, and wakes it so).
+func (c *fromClient) NextLineContext(parent context.Context) ([]byte, error) {
 	s := c.s
 	for {
 		s.mu.Lock()
@@ -261,13 +270,18 @@ func (c *fromClient) NextLine() ([]byte, error) {
 			s.mu.Unlock()
 			return line, nil
 		}
-		if s.readCtx.Err() != nil {
-			s.readCtx, s.readCancel = context.WithCancel(context.Background())
+		if s.readCtx.Err() != nil || s.readParent != parent {
+			s.readCancel()
+			s.readCtx, s.readCancel = context.WithCancel(parent)
+			s.readParent = parent
 		}
 		ctx := s.readCtx
 		s.mu.Unlock()
 		msg, err := s.conn.Read(ctx)
 		if err != nil {
+			if parent.Err() != nil {
+				return nil, parent.Err()
+			}
 			if errors.Is(err, context.Canceled) {
 				continue // woken for a line of the front's
 			}

@@ -377,6 +377,18 @@ type LineSource interface {
 	NextLine() ([]byte, error)
 }
 
+// ContextLineSource is a [LineSource] whose next line can be waited for
+// under a context: NextLineContext returns ctx's error, and no line, once
+// ctx ends before a line came. When the upstream hands the relay its
+// messages on its own readers (an HTTP upstream), Run reads such a source
+// on the goroutine it runs on instead of one of its own: an idle session
+// of the HTTP front holds no goroutine for its client's side
+// (docs/PERFORMANCE.md, "HTTP front").
+type ContextLineSource interface {
+	LineSource
+	NextLineContext(ctx context.Context) ([]byte, error)
+}
+
 // boundedLines reads src, refusing a line longer than max (not counting
 // its line end) as mcpwire.LineReader does.
 func boundedLines(src LineSource, max int) func() ([]byte, error) {

@@ -63,6 +63,10 @@ type relay struct {
 
 	// wake tells run that the session may have ended.
 	wake chan struct{}
+	// wakeMu guards wakeCancel: when run reads the client itself
+	// (readHere), signal also ends the context of that read.
+	wakeMu     sync.Mutex
+	wakeCancel context.CancelFunc
 	// side delivers events and stderr lines outside mu (events.go).
 	side *sideQueue
 	// ctx is the session's context (set by run): every check derives from
@@ -144,6 +148,11 @@ func (r *relay) signal() {
 	case r.wake <- struct{}{}:
 	default:
 	}
+	r.wakeMu.Lock()
+	if r.wakeCancel != nil {
+		r.wakeCancel()
+	}
+	r.wakeMu.Unlock()
 }
 
 func (r *relay) run(ctx context.Context) error {
@@ -162,15 +171,29 @@ func (r *relay) run(ctx context.Context) error {
 		serverDone = r.goRead(r.c.Receive, true)
 	}
 	var clientNext func() ([]byte, error)
-	if src, ok := r.clientIn.(LineSource); ok {
-		clientNext = boundedLines(src, r.o.MaxMessageBytes)
+	src, here := r.clientIn.(ContextLineSource)
+	here = here && r.isPushed()
+	if ls, ok := r.clientIn.(LineSource); ok {
+		clientNext = boundedLines(ls, r.o.MaxMessageBytes)
 	} else {
 		clientNext = mcpwire.NewLineReader(r.clientIn, r.o.MaxMessageBytes).Next
 	}
-	clientDone := r.goRead(clientNext, false)
+	var clientDone <-chan struct{}
+	if here {
+		done := make(chan struct{})
+		close(done) // read on this goroutine: done when run returns
+		clientDone = done
+	} else {
+		clientDone = r.goRead(clientNext, false)
+	}
 	defer r.closeSide()
 	defer r.toClient.wait(r.o.ShutdownGrace)
 	defer r.end(cancel, clientDone, serverDone)
+	if here {
+		if done, err := r.readHere(ctx, src); done {
+			return err
+		}
+	}
 	var endTimer <-chan time.Time // after the client left: how long the server gets to finish
 	closing := false
 	for {
@@ -210,6 +233,93 @@ func (r *relay) run(ctx context.Context) error {
 			endTimer = time.After(r.o.ShutdownGrace)
 		}
 	}
+}
+
+// isPushed reports whether the upstream hands the relay its messages on
+// its own readers (pushConn: an HTTP upstream), whose writes are bounded
+// (a POST's answer is read on a goroutine of its own, a notification's
+// acceptance within CheckTimeout).
+func (r *relay) isPushed() bool {
+	_, ok := r.c.(pushConn)
+	return ok
+}
+
+// readHere reads the client on run's own goroutine until the client's side
+// ends (a [ContextLineSource] of an upstream that pushes its messages): an
+// idle session then holds no goroutine for the client's side besides
+// run's. What run's loop waits for (a signal, ctx's end) ends the read
+// under way (signal ends its context), and is looked at as run's loop
+// does. done reports that the session ended, with err; otherwise the
+// client's side ended and run's loop goes on.
+func (r *relay) readHere(ctx context.Context, src ContextLineSource) (done bool, err error) {
+	defer func() {
+		r.wakeMu.Lock()
+		if r.wakeCancel != nil {
+			r.wakeCancel()
+			r.wakeCancel = nil
+		}
+		r.wakeMu.Unlock()
+	}()
+	var wctx context.Context
+	for {
+		if ctx.Err() != nil {
+			r.interrupted(context.Cause(ctx))
+			r.c.Stop(min(r.o.ShutdownGrace, proctree.PromptGrace))
+			return true, context.Cause(ctx)
+		}
+		select {
+		case <-r.wake:
+			if done, err := r.lookHere(); done {
+				return true, err
+			}
+		default:
+		}
+		r.wakeMu.Lock()
+		if wctx == nil || wctx.Err() != nil {
+			wctx, r.wakeCancel = context.WithCancel(ctx)
+		}
+		rctx := wctx
+		// A signal sent before this context was in place did not end it:
+		// its wake is looked at first.
+		signalled := len(r.wake) > 0
+		r.wakeMu.Unlock()
+		if signalled {
+			continue
+		}
+		line, err := src.NextLineContext(rctx)
+		if err != nil && rctx.Err() != nil {
+			continue // woken
+		}
+		if err == nil && len(mcpwire.Content(line)) > r.o.MaxMessageBytes {
+			err = fmt.Errorf("%w: a message has more than %d bytes", mcpwire.ErrMessageTooLarge, r.o.MaxMessageBytes)
+		}
+		if !r.handle(line, err, false) {
+			return false, nil // the client's side ended
+		}
+	}
+}
+
+// lookHere looks at the session's state after a signal while run reads
+// the client (readHere), as run's loop does; done reports that the
+// session ended, with err.
+func (r *relay) lookHere() (done bool, err error) {
+	r.mu.Lock()
+	blocked, serverEOF, running, overflow := r.blocked, r.serverEOF, r.running != nil, r.overflow
+	r.mu.Unlock()
+	switch {
+	case blocked != nil:
+		return false, nil // answering every request until the client leaves
+	case overflow:
+		r.c.Stop(r.o.ShutdownGrace)
+		return true, fmt.Errorf("a peer stopped reading: more than %d bytes are queued for it", r.o.MaxHeldBytes)
+	case r.toClient.failed() != nil:
+		// The client stopped reading: the session is over.
+		r.c.Stop(r.o.ShutdownGrace)
+		return true, nil
+	case serverEOF && !running:
+		return true, r.finish()
+	}
+	return false, nil
 }
 
 // readDeadliner is an input whose blocked read a deadline ends.
