@@ -161,6 +161,10 @@ type Front struct {
 	drift   *proxy.Decision
 	readyAt time.Time // when a check last passed
 
+	// approved are the approved definitions the relays share
+	// (proxy.Options.Approved): sessions of one server hold one copy.
+	approved proxy.ApprovedSets
+
 	// probing holds the one readiness probe running: Ready calls that
 	// arrive together wait for it instead of each starting a relay.
 	probing chan struct{}
@@ -210,6 +214,9 @@ func (f *Front) load(ctx context.Context) (*generation, error) {
 	}
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = proxy.DefaultMaxMessageBytes
+	}
+	if opts.Approved == nil {
+		opts.Approved = &f.approved
 	}
 	if opts.URL != "" && opts.HTTPClient == nil {
 		// Every session keeps a connection or two to the one upstream:

@@ -224,7 +224,7 @@ func (r *relay) taskDone(res *taskResult) {
 		r.session = res.hello
 	}
 	if res.approved != nil && (r.approved == nil || d.Updated || t.startup || t.relist) {
-		r.approved = newApprovedSet(res.approved)
+		r.approved = r.o.Approved.intern(res.approved)
 	}
 	if t.startup {
 		r.checked = true

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"sync"
 
 	"github.com/yosida95/uritemplate/v3"
 
@@ -28,8 +29,10 @@ type approvedSet struct {
 	// (static resources too, when the snapshot listed them).
 	approvedKeys map[digest.Kind]map[string]bool
 	// templates are the approved resource templates, parsed on the first
-	// resources/read the mode checks (resources.go); nil until then.
-	templates []*uritemplate.Template
+	// resources/read the mode checks (resources.go, once: a set may be
+	// shared by relays, ApprovedSets).
+	templates     []*uritemplate.Template
+	templatesOnce sync.Once
 }
 
 // digested returns the digested definitions of s: the signed kinds', and

@@ -233,6 +233,12 @@ type Options struct {
 	// capability for (docs/PROXY.md, "What the server asks of the
 	// client").
 	ServerRequests ServerRequests
+	// Approved, when set, is shared by the relays of one process that
+	// serve many sessions (the HTTP front): relays whose approved
+	// definitions are the same share one copy of them and of their index,
+	// instead of one each for as long as their sessions. Nil: each relay
+	// keeps its own.
+	Approved *ApprovedSets
 	// OnEvent, when set, is called for each check, update and block, in
 	// order, on a goroutine of the proxy's own and never while the relay
 	// holds its lock: a slow handler delays later events, not the session.

@@ -9,8 +9,9 @@ import (
 )
 
 // How messages enter the relay: a reader goroutine per peer that reads
-// lines (read, goRead), or an upstream that hands them over on its own
-// readers (pushConn); either way each line is parsed and handled under the
+// lines (read, goRead), an upstream that hands them over on its own
+// readers (pushConn), or, for a ContextLineSource client of such an
+// upstream, run's own goroutine (readHere); either way each line is parsed and handled under the
 // relay's lock by handle (docs/PROXY.md, "Lifetimes").
 // read reads one peer's lines (next returns them one at a time) and
 // handles each under the lock, on this goroutine, then writes what the

@@ -72,14 +72,13 @@ func (a *approvedSet) readable(uri string) bool {
 	if hasDotSegment(uri) {
 		return false
 	}
-	if a.templates == nil {
-		a.templates = []*uritemplate.Template{}
+	a.templatesOnce.Do(func() {
 		for key := range a.approvedKeys[digest.KindResourceTemplate] {
 			if t := compileTemplate(key); t != nil {
 				a.templates = append(a.templates, t)
 			}
 		}
-	}
+	})
 	for _, t := range a.templates {
 		if t.Regexp().MatchString(uri) {
 			return true
