@@ -31,7 +31,9 @@ func TestApprovedSetsShared(t *testing.T) {
 	}
 	instr := "hi"
 	for name, mod := range map[string]func(*digest.Snapshot){
-		"a tool's bytes":      func(s *digest.Snapshot) { s.Tools[0] = json.RawMessage(`{"name":"a", "inputSchema":{"type":"object"}}`) },
+		"a tool's bytes": func(s *digest.Snapshot) {
+			s.Tools[0] = json.RawMessage(`{"name":"a", "inputSchema":{"type":"object"}}`)
+		},
 		"instructions":        func(s *digest.Snapshot) { s.Instructions = &instr },
 		"empty instructions":  func(s *digest.Snapshot) { s.Instructions = new(string) },
 		"no tools":            func(s *digest.Snapshot) { s.Tools = nil },
