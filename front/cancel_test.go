@@ -139,7 +139,7 @@ func TestCancellationReadOnce(t *testing.T) {
 // session, or got the late answer.
 func TestCancelledStdioCall(t *testing.T) {
 	const id = 900
-	for _, behavior := range []string{"ignores-cancel", "late-after-cancel"} {
+	for _, behavior := range []string{fixtures.BadIgnoresCancel, fixtures.BadLateAfterCancel} {
 		t.Run(behavior, func(t *testing.T) {
 			u := upstream{name: "stdio-" + behavior, command: []string{fixtures.BuildBadServer(t), "--behavior", behavior}}
 			s := serve(t, u, lockOf(t, u), nil)
@@ -179,7 +179,7 @@ func TestCancelledStdioCall(t *testing.T) {
 			if status != http.StatusOK || !strings.Contains(body, `"called"`) {
 				t.Fatalf("the call after: %d %q, want its answer", status, body)
 			}
-			if behavior == "ignores-cancel" {
+			if behavior == fixtures.BadIgnoresCancel {
 				// The transport forgot the id (the proxy answered it); the
 				// relay refuses it while the server may still answer it.
 				status, body := rawRequest(ctx, t, s.url, cs.ID(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"good","arguments":{}}}`, id))
