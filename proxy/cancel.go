@@ -40,25 +40,25 @@ const (
 // (its requestId absent, unreadable strictly, repeated, or not
 // byte-identical to a pending id; or the handshake's, which is never
 // cancelled) is dropped: a server reading it loosely could take it for
-// another request's, which the relay would then wait on for good. It
-// reports whether the notification was consumed (always, today).
-func (r *relay) cancel(m *inbound) bool {
+// another request's, which the relay would then wait on for good. Once
+// blocked, the gate drops every cancellation instead.
+func (r *relay) cancel(m *inbound) {
 	id := cancelledID(m.env.Params)
 	if id == nil {
 		r.notice("dropped a notifications/cancelled from the client whose requestId cannot be read strictly")
-		return true
+		return
 	}
 	for i, h := range r.heldClient {
 		if h.perr == nil && !h.blank && h.env.Kind == mcpwire.KindRequest && bytes.Equal(h.env.ID, id) {
 			r.heldClient = append(r.heldClient[:i:i], r.heldClient[i+1:]...)
 			r.heldBytes -= len(h.line)
 			r.answer(id, codeInternalError, cancelledMessage, nil)
-			return true
+			return
 		}
 	}
 	p, ok := r.pending.Get(id)
 	if !ok || p.method == mcpwire.MethodInitialize || p.method == mcpwire.MethodDiscover {
-		return true
+		return
 	}
 	_, _ = r.pending.Take(id)
 	r.cancelled.add(id)
@@ -69,7 +69,6 @@ func (r *relay) cancel(m *inbound) bool {
 		r.listsInFlight--
 		r.drain()
 	}
-	return true
 }
 
 // cancelledID returns the raw requestId of notifications/cancelled params,

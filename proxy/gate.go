@@ -118,6 +118,8 @@ func gate(s gateState, m gateMsg) decision {
 	// A notification.
 	switch {
 	case m.method == mcpwire.MethodCancelled:
+		// (The relay handles a cancellation before the gate unless the
+		// session is blocked: cancel.go.)
 		return decision{step: stepForward}
 	case s.listsInFlight, !s.checked:
 		// In order behind the requests held, or until the start-up check
@@ -239,7 +241,8 @@ func (r *relay) answersResourceList(env *mcpwire.Message) bool {
 // fromClient handles one message from the client as it arrives: a
 // cancellation at once (cancel), everything else by the gate (gate.go).
 func (r *relay) fromClient(m *inbound) {
-	if r.blocked == nil && m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindNotification && m.env.Method == mcpwire.MethodCancelled && r.cancel(m) {
+	if r.blocked == nil && m.perr == nil && !m.blank && m.env.Kind == mcpwire.KindNotification && m.env.Method == mcpwire.MethodCancelled {
+		r.cancel(m)
 		return
 	}
 	if !r.clientMessage(m, true) {
