@@ -202,30 +202,15 @@ func (r *relay) run(ctx context.Context) error {
 		case <-endTimer:
 			return r.finish()
 		case <-ctx.Done():
-			r.interrupted(context.Cause(ctx))
-			r.c.Stop(min(r.o.ShutdownGrace, proctree.PromptGrace))
-			return context.Cause(ctx)
+			return r.interrupt(ctx)
+		}
+		if done, err := r.look(); done {
+			return err
 		}
 		r.mu.Lock()
-		blocked, clientEOF, serverEOF, running := r.blocked, r.clientEOF, r.serverEOF, r.running != nil
-		overflow := r.overflow
+		blocked, clientEOF := r.blocked, r.clientEOF
 		r.mu.Unlock()
-		switch {
-		case blocked != nil && clientEOF:
-			<-r.stopped
-			return blocked
-		case blocked != nil:
-			continue // answering every request until the client leaves
-		case overflow:
-			r.c.Stop(r.o.ShutdownGrace)
-			return fmt.Errorf("a peer stopped reading: more than %d bytes are queued for it", r.o.MaxHeldBytes)
-		case r.toClient.failed() != nil:
-			// The client stopped reading: the session is over.
-			r.c.Stop(r.o.ShutdownGrace)
-			return nil
-		case serverEOF && !running:
-			return r.finish()
-		case clientEOF && !closing:
+		if blocked == nil && clientEOF && !closing {
 			// The client is gone: ask the server to exit once what the
 			// client sent is written, and let it finish for a while.
 			closing = true
@@ -233,6 +218,41 @@ func (r *relay) run(ctx context.Context) error {
 			endTimer = time.After(r.o.ShutdownGrace)
 		}
 	}
+}
+
+// interrupt ends a session whose context (Run's) ended (interrupted),
+// and stops the server.
+func (r *relay) interrupt(ctx context.Context) error {
+	r.interrupted(context.Cause(ctx))
+	r.c.Stop(min(r.o.ShutdownGrace, proctree.PromptGrace))
+	return context.Cause(ctx)
+}
+
+// look looks at the session's state after a signal; done reports that
+// the session ended, with err (a blocked session answers every request
+// until the client leaves).
+func (r *relay) look() (done bool, err error) {
+	r.mu.Lock()
+	blocked, clientEOF, serverEOF, running := r.blocked, r.clientEOF, r.serverEOF, r.running != nil
+	overflow := r.overflow
+	r.mu.Unlock()
+	switch {
+	case blocked != nil && clientEOF:
+		<-r.stopped
+		return true, blocked
+	case blocked != nil:
+		return false, nil
+	case overflow:
+		r.c.Stop(r.o.ShutdownGrace)
+		return true, fmt.Errorf("a peer stopped reading: more than %d bytes are queued for it", r.o.MaxHeldBytes)
+	case r.toClient.failed() != nil:
+		// The client stopped reading: the session is over.
+		r.c.Stop(r.o.ShutdownGrace)
+		return true, nil
+	case serverEOF && !running:
+		return true, r.finish()
+	}
+	return false, nil
 }
 
 // isPushed reports whether the upstream hands the relay its messages on
@@ -249,7 +269,7 @@ func (r *relay) isPushed() bool {
 // idle session then holds no goroutine for the client's side besides
 // run's. What run's loop waits for (a signal, ctx's end) ends the read
 // under way (signal ends its context), and is looked at as run's loop
-// does. done reports that the session ended, with err; otherwise the
+// does (look). done reports that the session ended, with err; otherwise the
 // client's side ended and run's loop goes on.
 func (r *relay) readHere(ctx context.Context, src ContextLineSource) (done bool, err error) {
 	defer func() {
@@ -263,13 +283,11 @@ func (r *relay) readHere(ctx context.Context, src ContextLineSource) (done bool,
 	var wctx context.Context
 	for {
 		if ctx.Err() != nil {
-			r.interrupted(context.Cause(ctx))
-			r.c.Stop(min(r.o.ShutdownGrace, proctree.PromptGrace))
-			return true, context.Cause(ctx)
+			return true, r.interrupt(ctx)
 		}
 		select {
 		case <-r.wake:
-			if done, err := r.lookHere(); done {
+			if done, err := r.look(); done {
 				return true, err
 			}
 		default:
@@ -297,29 +315,6 @@ func (r *relay) readHere(ctx context.Context, src ContextLineSource) (done bool,
 			return false, nil // the client's side ended
 		}
 	}
-}
-
-// lookHere looks at the session's state after a signal while run reads
-// the client (readHere), as run's loop does; done reports that the
-// session ended, with err.
-func (r *relay) lookHere() (done bool, err error) {
-	r.mu.Lock()
-	blocked, serverEOF, running, overflow := r.blocked, r.serverEOF, r.running != nil, r.overflow
-	r.mu.Unlock()
-	switch {
-	case blocked != nil:
-		return false, nil // answering every request until the client leaves
-	case overflow:
-		r.c.Stop(r.o.ShutdownGrace)
-		return true, fmt.Errorf("a peer stopped reading: more than %d bytes are queued for it", r.o.MaxHeldBytes)
-	case r.toClient.failed() != nil:
-		// The client stopped reading: the session is over.
-		r.c.Stop(r.o.ShutdownGrace)
-		return true, nil
-	case serverEOF && !running:
-		return true, r.finish()
-	}
-	return false, nil
 }
 
 // readDeadliner is an input whose blocked read a deadline ends.
