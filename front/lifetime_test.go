@@ -61,3 +61,45 @@ func TestSessionsLeaveNoGoroutines(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleSessionGoroutines: an idle session of an HTTP upstream holds
+// four goroutines in the front (docs/PERFORMANCE.md, "HTTP front": the
+// client's GET stream on net/http's server, two; the upstream GET
+// stream's reader; the relay's run): counted as the goroutines n sessions
+// through the front add, minus what the same n go-sdk clients add
+// connected to the upstream straight (the front's own few, its pools'
+// idle connections, add 0.3-0.6 a session at n = 16). Failed on main: 7.3
+// (net/http's two loops of the upstream GET stream's connection, and the
+// relay's reader of the client).
+func TestIdleSessionGoroutines(t *testing.T) {
+	const n, most = 16, 5.5
+	up := httpExample(t, fixtures.ModeHonest)
+	s := serve(t, up, lockOf(t, up), nil)
+	ctx := testContext(t)
+	added := func(url string) int {
+		settle := func() int {
+			last := -1
+			for range 50 { // until the count holds still
+				time.Sleep(50 * time.Millisecond)
+				c := runtime.NumGoroutine()
+				if c == last {
+					return c
+				}
+				last = c
+			}
+			return last
+		}
+		before := settle()
+		closeAll := openSessions(t, ctx, url, n)
+		defer closeAll()
+		return settle() - before
+	}
+	clients := added(up.url)
+	time.Sleep(300 * time.Millisecond) // the clients' goroutines end
+	front := added(s.url)
+	per := float64(front-clients) / n
+	t.Logf("%.2f goroutines a session (%d through the front, %d the clients alone)", per, front, clients)
+	if per > most {
+		t.Errorf("an idle session holds %.1f goroutines in the front (%d for %d sessions and their clients, %d for the clients alone), want at most %v", per, front, n, clients, most)
+	}
+}
