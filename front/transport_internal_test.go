@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +82,42 @@ func TestStreamTrip(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestStreamTripThroughProxy: a GET stream the transport's settings send
+// through an HTTP proxy is left to net/http's transport, which speaks to
+// the proxy.
+func TestStreamTripThroughProxy(t *testing.T) {
+	proxied := make(chan string, 1)
+	proxySrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxied <- r.URL.String() // an absolute URI: the request came as to a proxy
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer proxySrv.Close()
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.Proxy = func(*http.Request) (*url.URL, error) { return url.Parse(proxySrv.URL) }
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://upstream.invalid/mcp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: newUpstreamTransport(base)}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, own := resp.Body.(*streamBody); own {
+		t.Error("a GET through a proxy went on a connection of its own")
+	}
+	select {
+	case u := <-proxied:
+		if u != "http://upstream.invalid/mcp" {
+			t.Errorf("the proxy was asked for %q", u)
+		}
+	default:
+		t.Error("the proxy never saw the GET")
 	}
 }
