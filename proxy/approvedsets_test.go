@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"reflect"
 	"runtime"
 	"testing"
 	"time"
@@ -56,5 +57,62 @@ func TestApprovedSetsShared(t *testing.T) {
 	}
 	if n := c.len(); n != 0 {
 		t.Errorf("%d sets remembered after no relay holds any", n)
+	}
+}
+
+// TestSnapshotKeyCoversEveryMember: snapshotKey reads every member of
+// digest.Snapshot but CapturedAt. A member added to the snapshot and not to
+// the key would let two relays that approved different definitions share
+// one set, so each member is changed in turn, by reflection, and the key
+// must change with it.
+func TestSnapshotKeyCoversEveryMember(t *testing.T) {
+	base := func() *digest.Snapshot {
+		instr := "i"
+		return &digest.Snapshot{
+			Kind: "k", SnapshotVersion: 1, Server: digest.ServerInfo{Name: "s", Version: "1"}, ProtocolVersion: "p",
+			Instructions:       &instr,
+			Tools:              []json.RawMessage{json.RawMessage(`{"name":"t"}`)},
+			Prompts:            []json.RawMessage{json.RawMessage(`{"name":"p"}`)},
+			ResourceTemplates:  []json.RawMessage{json.RawMessage(`{"name":"r"}`)},
+			Resources:          []json.RawMessage{json.RawMessage(`{"uri":"u"}`)},
+			CapturedAt:         time.Unix(1, 0),
+			ClientCapabilities: json.RawMessage(`{"a":1}`),
+			Advertised:         json.RawMessage(`{"b":2}`),
+		}
+	}
+	want := snapshotKey(base())
+	typ := reflect.TypeFor[digest.Snapshot]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		s := base()
+		v := reflect.ValueOf(s).Elem().Field(i)
+		switch {
+		case f.Type == reflect.TypeFor[time.Time]():
+			v.Set(reflect.ValueOf(time.Unix(2, 0)))
+		case v.Kind() == reflect.String:
+			v.SetString(v.String() + "x")
+		case v.Kind() == reflect.Int:
+			v.SetInt(v.Int() + 1)
+		case v.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.String:
+			v.Set(reflect.ValueOf(new(string)))
+		case f.Type == reflect.TypeFor[json.RawMessage]():
+			v.SetBytes([]byte(`{"c":3}`))
+		case f.Type == reflect.TypeFor[[]json.RawMessage]():
+			v.Set(reflect.ValueOf([]json.RawMessage{json.RawMessage(`{"name":"other"}`)}))
+		case f.Type == reflect.TypeFor[digest.ServerInfo]():
+			v.Set(reflect.ValueOf(digest.ServerInfo{Name: "other", Version: "1"}))
+		default:
+			t.Fatalf("digest.Snapshot.%s (%s): a member this test does not know; key it in snapshotKey and change it here", f.Name, f.Type)
+		}
+		got := snapshotKey(s)
+		if f.Name == "CapturedAt" {
+			if got != want {
+				t.Errorf("CapturedAt changed the key: snapshots captured at two times would not share a set")
+			}
+			continue
+		}
+		if got == want {
+			t.Errorf("digest.Snapshot.%s is not in snapshotKey: relays that approved different %s would share one set", f.Name, f.Name)
+		}
 	}
 }
