@@ -149,15 +149,25 @@ func TestPasswordPromptAtTerminal(t *testing.T) {
 		t.Error("key written after a mismatch")
 	}
 
+	// The key keygen wrote is encrypted with the password as typed (no
+	// line end): mcpsign without -race opens it (fixtures, runSetup).
+	if code, _, stderr := runSetup(t, map[string]string{"PW": pw}, "sign", "key", "--key", prefix+".key", "--password-env", "PW", snap, "-o", filepath.Join(dir, "a.json")); code != 0 {
+		t.Errorf("the key keygen wrote at a terminal does not open with the typed password: exit %d %s", code, stderr)
+	}
+
+	// The prompt of 'sign key' for a key that exists: a setup key with the
+	// same password (the subject is the prompt; keygen's key would take
+	// 600,000 PBKDF2 iterations in this race-instrumented process for each).
+	signer := setupKey(t, dir, "signer", pw)
 	out := filepath.Join(dir, "b.json")
-	code, stderr, echoed = runAtTerminal(t, []string{pw}, "sign", "key", "--key", prefix+".key", snap, "-o", out)
+	code, stderr, echoed = runAtTerminal(t, []string{pw}, "sign", "key", "--key", signer.key, snap, "-o", out)
 	if code != 0 {
 		t.Fatalf("sign at a terminal: exit %d %s", code, stderr)
 	}
 	if strings.Contains(echoed+stderr, pw) {
 		t.Error("the password was echoed")
 	}
-	code, stderr, _ = runAtTerminal(t, []string{"wrong " + pw}, "sign", "key", "--key", prefix+".key", snap, "-o", filepath.Join(dir, "c.json"))
+	code, stderr, _ = runAtTerminal(t, []string{"wrong " + pw}, "sign", "key", "--key", signer.key, snap, "-o", filepath.Join(dir, "c.json"))
 	if code != 2 || !strings.Contains(stderr, "wrong password") {
 		t.Errorf("wrong password at a terminal: exit %d %s", code, stderr)
 	}
