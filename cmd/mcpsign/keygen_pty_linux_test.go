@@ -38,9 +38,9 @@ func openPTY(t *testing.T) (ctl, tty *os.File) {
 	return ctl, tty
 }
 
-// echoOff waits up to limit for the terminal's echo to be off, and reports
-// whether it is.
-func echoOff(tty *os.File, limit time.Duration) bool {
+// echoOff waits up to limit, or until stop is closed, for the terminal's
+// echo to be off, and reports whether it is.
+func echoOff(tty *os.File, limit time.Duration, stop <-chan struct{}) bool {
 	deadline := time.Now().Add(limit)
 	for {
 		tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
@@ -50,7 +50,11 @@ func echoOff(tty *os.File, limit time.Duration) bool {
 		if err != nil || time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(2 * time.Millisecond)
+		select {
+		case <-stop:
+			return false
+		case <-time.After(2 * time.Millisecond):
+		}
 	}
 }
 
@@ -75,26 +79,36 @@ func runAtTerminal(t *testing.T, lines []string, args ...string) (int, string, s
 		}
 	}()
 	stderr := &promptWriter{prompts: make(chan struct{}, 8)}
-	go func() {
+	// The typist ends before runAtTerminal returns (stop, then Wait): it
+	// reads the terminal's state, and the test's cleanup closes the
+	// terminal (a data race under -race once 'sign key' answered faster than
+	// the race detector's history forgets).
+	stop := make(chan struct{})
+	var typist sync.WaitGroup
+	typist.Go(func() {
 		for _, l := range lines {
 			select {
 			case <-stderr.prompts:
+			case <-stop:
+				return
 			case <-time.After(30 * time.Second):
 				return
 			}
 			// Type once ReadPassword has turned echo off.
-			if !echoOff(tty, 10*time.Second) {
+			if !echoOff(tty, 10*time.Second, stop) {
 				return
 			}
 			io.WriteString(ctl, l+"\r")
 		}
-	}()
+	})
 	a := &app{
 		stdin: tty, stdout: io.Discard, stderr: stderr,
 		getenv:     func(string) string { return "" },
 		isTerminal: func() bool { return true },
 	}
 	code := run(context.Background(), args, a)
+	close(stop)
+	typist.Wait()
 	time.Sleep(50 * time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
