@@ -195,7 +195,7 @@ step "Official MCP servers (npm ci)"
 run "npm ci" env -C testdata/npm npm ci --no-audit --no-fund --loglevel=error
 
 step "go vet"
-run "go vet (compiles every package; minutes when the build cache is cold)" go vet ./... ./testdata/exampleserver ./testdata/badservers
+run "go vet (compiles every package; minutes when the build cache is cold)" go vet ./... ./testdata/exampleserver ./testdata/badservers ./testdata/scriptserver
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
@@ -212,7 +212,7 @@ fi
 step "type check for windows and darwin (scripts/typecheck)"
 go build -o "$TMP/typecheck" ./scripts/typecheck
 for os in windows darwin; do
-	run "type check for $os" env GOOS=$os GOARCH=amd64 "$TMP/typecheck" ./... ./testdata/exampleserver ./testdata/badservers ||
+	run "type check for $os" env GOOS=$os GOARCH=amd64 "$TMP/typecheck" ./... ./testdata/exampleserver ./testdata/badservers ./testdata/scriptserver ||
 		{ echo "does not type-check for $os"; exit 1; }
 done
 

@@ -82,7 +82,7 @@ func TestListingBothEras(t *testing.T) {
 	// verify (with a bundle of the server's agreeing face) and sign read
 	// every version too.
 	env := keysEnv()
-	k, _ := sharedKeys(t)
+	k := setupKey(t, dir, "k", sharedKeyPassword) // the subject is the listing, not the key
 	bundle := filepath.Join(dir, "same.sigstore.json")
 	if code, _, stderr := runWith(t, env, "sign", "key", "--key", k.key, "--password-env", "PW", "-o", bundle, "--", server, "same"); code != 0 {
 		t.Fatalf("sign of a server whose versions agree: %s", stderr)

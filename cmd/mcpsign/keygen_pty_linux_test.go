@@ -38,9 +38,9 @@ func openPTY(t *testing.T) (ctl, tty *os.File) {
 	return ctl, tty
 }
 
-// echoOff waits up to limit for the terminal's echo to be off, and reports
-// whether it is.
-func echoOff(tty *os.File, limit time.Duration) bool {
+// echoOff waits up to limit, or until stop is closed, for the terminal's
+// echo to be off, and reports whether it is.
+func echoOff(tty *os.File, limit time.Duration, stop <-chan struct{}) bool {
 	deadline := time.Now().Add(limit)
 	for {
 		tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
@@ -50,7 +50,11 @@ func echoOff(tty *os.File, limit time.Duration) bool {
 		if err != nil || time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(2 * time.Millisecond)
+		select {
+		case <-stop:
+			return false
+		case <-time.After(2 * time.Millisecond):
+		}
 	}
 }
 
@@ -75,26 +79,36 @@ func runAtTerminal(t *testing.T, lines []string, args ...string) (int, string, s
 		}
 	}()
 	stderr := &promptWriter{prompts: make(chan struct{}, 8)}
-	go func() {
+	// The typist ends before runAtTerminal returns (stop, then Wait): it
+	// reads the terminal's state, and the test's cleanup closes the
+	// terminal (a data race under -race once 'sign key' answered faster than
+	// the race detector's history forgets).
+	stop := make(chan struct{})
+	var typist sync.WaitGroup
+	typist.Go(func() {
 		for _, l := range lines {
 			select {
 			case <-stderr.prompts:
+			case <-stop:
+				return
 			case <-time.After(30 * time.Second):
 				return
 			}
 			// Type once ReadPassword has turned echo off.
-			if !echoOff(tty, 10*time.Second) {
+			if !echoOff(tty, 10*time.Second, stop) {
 				return
 			}
 			io.WriteString(ctl, l+"\r")
 		}
-	}()
+	})
 	a := &app{
 		stdin: tty, stdout: io.Discard, stderr: stderr,
 		getenv:     func(string) string { return "" },
 		isTerminal: func() bool { return true },
 	}
 	code := run(context.Background(), args, a)
+	close(stop)
+	typist.Wait()
 	time.Sleep(50 * time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
@@ -149,15 +163,25 @@ func TestPasswordPromptAtTerminal(t *testing.T) {
 		t.Error("key written after a mismatch")
 	}
 
+	// The key keygen wrote is encrypted with the password as typed (no
+	// line end): mcpsign without -race opens it (fixtures, runSetup).
+	if code, _, stderr := runSetup(t, map[string]string{"PW": pw}, "sign", "key", "--key", prefix+".key", "--password-env", "PW", snap, "-o", filepath.Join(dir, "a.json")); code != 0 {
+		t.Errorf("the key keygen wrote at a terminal does not open with the typed password: exit %d %s", code, stderr)
+	}
+
+	// The prompt of 'sign key' for a key that exists: a setup key with the
+	// same password (the subject is the prompt; keygen's key would take
+	// 600,000 PBKDF2 iterations in this race-instrumented process for each).
+	signer := setupKey(t, dir, "signer", pw)
 	out := filepath.Join(dir, "b.json")
-	code, stderr, echoed = runAtTerminal(t, []string{pw}, "sign", "key", "--key", prefix+".key", snap, "-o", out)
+	code, stderr, echoed = runAtTerminal(t, []string{pw}, "sign", "key", "--key", signer.key, snap, "-o", out)
 	if code != 0 {
 		t.Fatalf("sign at a terminal: exit %d %s", code, stderr)
 	}
 	if strings.Contains(echoed+stderr, pw) {
 		t.Error("the password was echoed")
 	}
-	code, stderr, _ = runAtTerminal(t, []string{"wrong " + pw}, "sign", "key", "--key", prefix+".key", snap, "-o", filepath.Join(dir, "c.json"))
+	code, stderr, _ = runAtTerminal(t, []string{"wrong " + pw}, "sign", "key", "--key", signer.key, snap, "-o", filepath.Join(dir, "c.json"))
 	if code != 2 || !strings.Contains(stderr, "wrong password") {
 		t.Errorf("wrong password at a terminal: exit %d %s", code, stderr)
 	}

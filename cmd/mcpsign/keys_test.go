@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto"
+	"encoding/pem"
 	"errors"
 	"os"
 	"os/exec"
@@ -13,7 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/youmark/pkcs8"
+
+	"github.com/mcpsign/mcpsign/evidence"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
+	"github.com/mcpsign/mcpsign/sign"
 )
 
 // A keyPair is a key pair that 'mcpsign keygen' wrote: key (encrypted with
@@ -92,4 +98,48 @@ func runSetup(t *testing.T, env map[string]string, args ...string) (code int, st
 		t.Fatalf("running mcpsign %s: %v", strings.Join(args, " "), err)
 	}
 	return code, out.String(), errb.String()
+}
+
+// setupKeyIterations is the PBKDF2 iteration count of setupKey's keys:
+// enough to be a PBES2 key as keygen writes one, a six-hundredth of its
+// cost (sign's tests make their setup keys the same way).
+const setupKeyIterations = 1000
+
+// setupKey writes an ECDSA P-256 key pair into dir as PREFIX.key and
+// PREFIX.pub, the private key a PEM "ENCRYPTED PRIVATE KEY" (PKCS#8, PBES2:
+// PBKDF2-HMAC-SHA256 at setupKeyIterations, AES-256-CBC) with the password
+// pw, for the tests whose subject is not the key derivation but a flag, a
+// prompt or a message: keygen's keys take 600,000 iterations, seconds of
+// CPU in this race-instrumented process for each 'sign key'. The tests of
+// keygen and at least one 'sign key' of each test that signs with a key
+// keep keygen's.
+func setupKey(t *testing.T, dir, prefix, pw string) keyPair {
+	t.Helper()
+	k, err := sign.GenerateKey(sign.ECDSAP256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := pkcs8.MarshalPrivateKey(k, []byte(pw), &pkcs8.Opts{
+		Cipher:  pkcs8.AES256CBC,
+		KDFOpts: pkcs8.PBKDF2Opts{SaltSize: 16, IterationCount: setupKeyIterations, HMACHash: crypto.SHA256},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := sign.MarshalPublicKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := evidence.KeyID(k.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := keyPair{key: filepath.Join(dir, prefix+".key"), pub: filepath.Join(dir, prefix+".pub"), id: id}
+	if err := os.WriteFile(p.key, pem.EncodeToMemory(&pem.Block{Type: "ENCRYPTED PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.pub, pub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

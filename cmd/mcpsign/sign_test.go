@@ -306,18 +306,27 @@ func TestSignKeyCommand(t *testing.T) {
 	snap, want := exampleSnapshot(t, dir)
 	const testdataPW = "test-password"
 	keygen, _ := sharedKeys(t) // a key 'mcpsign keygen' wrote
-	keys := map[string]struct{ key, pw string }{
-		"ecdsa-p256 (keygen)":   {keygen.key, sharedKeyPassword},
-		"ecdsa-p384 pbkdf2":     {keyFile(t, "ec-p384-pkcs8-pbkdf2.pem"), testdataPW},
-		"ed25519 pkcs8 scrypt":  {keyFile(t, "ed25519-pkcs8-scrypt.pem"), testdataPW},
-		"rsa-2048 pkcs1, plain": {keyFile(t, "rsa-2048-pkcs1.pem"), testdataPW},
+	// pub: the public key keygen wrote beside its key (reading it from the
+	// private key would derive the key's encryption key once more, 600,000
+	// PBKDF2 iterations in this race-instrumented process); "" for the
+	// public key of the private key.
+	keys := map[string]struct{ key, pw, pub string }{
+		"ecdsa-p256 (keygen)":   {keygen.key, sharedKeyPassword, keygen.pub},
+		"ecdsa-p384 pbkdf2":     {keyFile(t, "ec-p384-pkcs8-pbkdf2.pem"), testdataPW, ""},
+		"ed25519 pkcs8 scrypt":  {keyFile(t, "ed25519-pkcs8-scrypt.pem"), testdataPW, ""},
+		"rsa-2048 pkcs1, plain": {keyFile(t, "rsa-2048-pkcs1.pem"), testdataPW, ""},
 	}
 	for name, k := range keys {
 		t.Run(name, func(t *testing.T) {
 			d := t.TempDir()
 			key, pw := k.key, k.pw
 			env := map[string]string{"PW": pw}
-			pubPEM := publicPEM(t, key, pw)
+			var pubPEM []byte
+			if k.pub != "" {
+				pubPEM = mustRead(t, k.pub)
+			} else {
+				pubPEM = publicPEM(t, key, pw)
+			}
 			pubFile := filepath.Join(d, "k.pub")
 			os.WriteFile(pubFile, pubPEM, 0o644)
 			out := filepath.Join(d, "b.sigstore.json")

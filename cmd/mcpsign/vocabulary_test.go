@@ -31,7 +31,7 @@ func TestVocabulary(t *testing.T) {
 		snap, _ := exampleSnapshot(t, dir)
 		lock := filepath.Join(dir, "l.lock")
 		env := keysEnv()
-		k, _ := sharedKeys(t)
+		k := setupKey(t, dir, "k", sharedKeyPassword) // the subject is the output, not the key
 		for _, args := range [][]string{
 			{"digest", snap},
 			{"pin", snap, "--lock", lock, "--tofu"},

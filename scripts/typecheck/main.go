@@ -61,7 +61,7 @@ type listed struct {
 }
 
 func main() {
-	os.Exit(run(goCommand{}, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(goCommand{}, newStdLib(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // goCommand is how the go command is run: in Dir (the current directory
@@ -78,7 +78,9 @@ func (g goCommand) command(args ...string) *exec.Cmd {
 	return cmd
 }
 
-func run(g goCommand, patterns []string, stdout, stderr io.Writer) int {
+// run lists and checks the patterns; std holds the standard library's
+// packages once checked, for every run of the process.
+func run(g goCommand, std *stdLib, patterns []string, stdout, stderr io.Writer) int {
 	if len(patterns) == 0 {
 		patterns = []string{"./..."}
 	}
@@ -90,7 +92,7 @@ func run(g goCommand, patterns []string, stdout, stderr io.Writer) int {
 	goos, goarch := g.env("GOOS"), g.env("GOARCH")
 	// A file of a package with tests is checked twice (the package, and
 	// its variant for the tests): its error is said once.
-	errs := check(pkgs, types.SizesFor("gc", goarch))
+	errs := check(pkgs, goos+"/"+goarch, types.SizesFor("gc", goarch), std)
 	slices.Sort(errs)
 	errs = slices.Compact(errs)
 	for _, e := range errs {
@@ -158,10 +160,50 @@ func (g goCommand) list(patterns []string) ([]*listed, error) {
 	return pkgs, nil
 }
 
+// stdLib holds the packages of the standard library once type-checked,
+// by system and import path, with the file set they were parsed into:
+// the runs of a process (the rows of the tests) check each once per
+// system, the command itself once.
+type stdLib struct {
+	fset *token.FileSet
+	mu   sync.Mutex
+	pkgs map[string]*stdPackage
+}
+
+// stdPackage is one package of a stdLib, checked once.
+type stdPackage struct {
+	once sync.Once
+	tp   *types.Package
+	err  error
+}
+
+func newStdLib() *stdLib {
+	return &stdLib{fset: token.NewFileSet(), pkgs: map[string]*stdPackage{}}
+}
+
+// get returns the package of p (a package of the standard library, not
+// one recompiled for a test) for the system, which check makes the first
+// time: the key holds the system, the directory and the files, which a
+// build constraint may change.
+func (s *stdLib) get(system string, p *listed, check func() (*types.Package, error)) (*types.Package, error) {
+	key := system + "\x00" + p.ImportPath + "\x00" + p.Dir + "\x00" + strings.Join(p.GoFiles, ",")
+	s.mu.Lock()
+	e := s.pkgs[key]
+	if e == nil {
+		e = &stdPackage{}
+		s.pkgs[key] = e
+	}
+	s.mu.Unlock()
+	e.once.Do(func() { e.tp, e.err = check() })
+	return e.tp, e.err
+}
+
 // check type-checks pkgs, each once its imports are done, as many at once
-// as there are CPUs. A dependency is checked without function bodies.
-func check(pkgs []*listed, sizes types.Sizes) []string {
-	fset := token.NewFileSet()
+// as there are CPUs. A dependency is checked without function bodies; a
+// package of the standard library is taken from std when a run of the
+// process checked it for the same system.
+func check(pkgs []*listed, system string, sizes types.Sizes, std *stdLib) []string {
+	fset := std.fset
 	done := make(map[string]chan struct{}, len(pkgs))
 	typed := make(map[string]*types.Package, len(pkgs))
 	for _, p := range pkgs {
@@ -199,19 +241,28 @@ func check(pkgs []*listed, sizes types.Sizes) []string {
 					<-ch
 				}
 			}
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			tp, err := checkOne(fset, p, sizes, func(path string) (*types.Package, error) {
-				if path == "unsafe" {
-					return types.Unsafe, nil
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				if t := typed[resolve(path)]; t != nil {
-					return t, nil
-				}
-				return nil, fmt.Errorf("%s: not type-checked (an error above)", resolve(path))
-			}, report)
+			one := func() (*types.Package, error) {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				return checkOne(fset, p, sizes, func(path string) (*types.Package, error) {
+					if path == "unsafe" {
+						return types.Unsafe, nil
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					if t := typed[resolve(path)]; t != nil {
+						return t, nil
+					}
+					return nil, fmt.Errorf("%s: not type-checked (an error above)", resolve(path))
+				}, report)
+			}
+			var tp *types.Package
+			var err error
+			if p.Standard && p.ForTest == "" {
+				tp, err = std.get(system, p, one)
+			} else {
+				tp, err = one()
+			}
 			if err != nil {
 				report(err.Error())
 				return

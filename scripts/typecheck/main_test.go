@@ -8,6 +8,11 @@ import (
 	"testing"
 )
 
+// testStd is the standard library the tests' runs share, each package
+// type-checked once per system (as the command does in its one run),
+// instead of once per row.
+var testStd = newStdLib()
+
 // TestRun type-checks small modules for another system: what does not
 // exist there (in a package, in its tests, in its external tests) is
 // reported with its place, and a module that builds there passes.
@@ -137,7 +142,7 @@ func TestRun(t *testing.T) {
 			}
 			g := goCommand{Dir: dir, Env: []string{"GOOS=" + tt.goos, "GOARCH=amd64", "GOFLAGS="}}
 			var stdout, stderr bytes.Buffer
-			code := run(g, []string{"./..."}, &stdout, &stderr)
+			code := run(g, testStd, []string{"./..."}, &stdout, &stderr)
 			out := stdout.String() + stderr.String()
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d; output:\n%s", code, tt.code, out)
@@ -160,7 +165,7 @@ func TestListError(t *testing.T) {
 	}
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
-	if code := run(goCommand{Dir: dir}, []string{"./nosuch"}, &stdout, &stderr); code == 0 {
+	if code := run(goCommand{Dir: dir}, testStd, []string{"./nosuch"}, &stdout, &stderr); code == 0 {
 		t.Fatalf("exit 0 for a pattern that matches nothing; output:\n%s%s", stdout.String(), stderr.String())
 	}
 }

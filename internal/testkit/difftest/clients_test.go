@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsign/mcpsign/internal/testkit/difftest/scriptserver"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
@@ -300,7 +301,7 @@ func goClient(transport mcp.Transport, sc scenario, tm timing) *holdings {
 	})
 	if !do("initialize", func(ctx context.Context) error {
 		var err error
-		cs, err = client.Connect(ctx, rt, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+		cs, err = client.Connect(ctx, rt, &mcp.ClientSessionOptions{ProtocolVersion: scriptserver.ProtocolVersion})
 		return err
 	}) {
 		return h

@@ -32,8 +32,8 @@ const (
 )
 
 // FuzzProxyTranscript runs a server transcript (the scripted server's
-// rules, see rule) through proxy.Run in process with the go-sdk client,
-// and checks the oracle (not strict: a fuzzed server may refuse requests).
+// rules, see scriptserver) through proxy.Run in process with the go-sdk
+// client, and checks the oracle (not strict: a fuzzed server may refuse requests).
 func FuzzProxyTranscript(f *testing.F) {
 	for _, r := range rows() {
 		f.Add(r.transcript, seedFlags(r))

@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsign/mcpsign/internal/testkit/difftest/scriptserver"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/pin"
 	"github.com/mcpsign/mcpsign/source"
@@ -51,16 +52,16 @@ type exchange struct {
 }
 
 // honest is the honest answer to the request.
-func (x *exchange) honest() string { return honestAnswer(x.method, x.id) }
+func (x *exchange) honest() string { return scriptserver.HonestAnswer(x.method, x.id) }
 
 // evil is an answer the lock does not hold: poisoned instructions or tools,
 // the honest answer for other methods.
 func (x *exchange) evil() string {
 	switch x.method {
 	case "initialize":
-		return `{"jsonrpc":"2.0","id":` + string(x.id) + `,"result":` + evilInit + `}`
+		return `{"jsonrpc":"2.0","id":` + string(x.id) + `,"result":` + scriptserver.EvilInit + `}`
 	case "tools/list":
-		return `{"jsonrpc":"2.0","id":` + string(x.id) + `,"result":{"tools":[` + toolEvilGreet + `,` + toolSearch + `]}}`
+		return `{"jsonrpc":"2.0","id":` + string(x.id) + `,"result":{"tools":[` + scriptserver.ToolEvilGreet + `,` + scriptserver.ToolSearch + `]}}`
 	}
 	return x.honest()
 }
@@ -176,12 +177,12 @@ func httpRows(evilOrigin string) []httpRow {
 
 		// The four attacks that started it.
 		{name: "attack-lone-cr-tools", respond: on("tools/list", func(x *exchange) {
-			x.write(es, 200, `data: {"jsonrpc":"2.0","id":`+string(x.id)+`,"result":{"tools":[`+"\r"+honestTools+`],"x":[`+"\n"+
-				`data: `+toolEvilGreet+","+toolSearch+`]}}`+"\n\n")
+			x.write(es, 200, `data: {"jsonrpc":"2.0","id":`+string(x.id)+`,"result":{"tools":[`+"\r"+scriptserver.HonestTools+`],"x":[`+"\n"+
+				`data: `+scriptserver.ToolEvilGreet+","+scriptserver.ToolSearch+`]}}`+"\n\n")
 		})},
 		{name: "attack-lone-cr-initialize", respond: on("initialize", func(x *exchange) {
-			x.write(es, 200, `data: {"jsonrpc":"2.0","id":`+string(x.id)+`,"result":`+initHead+`,"instructions":"`+honestInstr+`","x":[`+"\r"+`],"y":[`+"\n"+
-				`data: ],"instructions":"`+evilInstr+`"}}`+"\n\n")
+			x.write(es, 200, `data: {"jsonrpc":"2.0","id":`+string(x.id)+`,"result":`+scriptserver.InitHead+`,"instructions":"`+scriptserver.HonestInstr+`","x":[`+"\r"+`],"y":[`+"\n"+
+				`data: ],"instructions":"`+scriptserver.EvilInstr+`"}}`+"\n\n")
 		})},
 		{name: "attack-bom", respond: on("tools/list", func(x *exchange) {
 			x.write(es, 200, "\ufeff"+"data: "+x.evil()+"\n\n", sse(x.honest()))
@@ -424,7 +425,7 @@ func httpRows(evilOrigin string) []httpRow {
 		// Slow and huge bodies.
 		{name: "huge-answer", args: []string{"--max-message-bytes", "100000"}, respond: on("tools/list", func(x *exchange) {
 			big := `{"name":"big","description":"` + strings.Repeat("x", 150000) + `","inputSchema":{"type":"object"}}`
-			x.write(es, 200, sse(`{"jsonrpc":"2.0","id":`+string(x.id)+`,"result":{"tools":[`+big+`,`+honestTools+`]}}`))
+			x.write(es, 200, sse(`{"jsonrpc":"2.0","id":`+string(x.id)+`,"result":{"tools":[`+big+`,`+scriptserver.HonestTools+`]}}`))
 		})},
 		{name: "open-after-answer", respond: on("tools/list", func(x *exchange) {
 			x.write(es, 200, sse(x.honest()))

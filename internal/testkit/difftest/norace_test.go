@@ -2,5 +2,8 @@
 
 package difftest
 
-// raceSlowdown: see race_test.go.
-const raceSlowdown = 1
+// raceSlowdown, raceBuilt: see race_test.go.
+const (
+	raceSlowdown = 1
+	raceBuilt    = false
+)
