@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,6 +58,37 @@ func toolhivePeer(tb testing.TB, upstream string) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	addr := startPeer(tb, "the ToolHive peer", func(port string) *exec.Cmd {
+		return exec.Command(exe, port, u.Scheme+"://"+u.Host)
+	})
+	return "http://" + addr + u.Path
+}
+
+// supergatewayPeer starts supergateway (npm, the peer of docs/PERFORMANCE.md
+// for a stdio upstream: it serves a stdio server over Streamable HTTP,
+// one process per session, checking nothing) from $MCPSIGN_SUPERGATEWAY
+// (its executable, installed out of tree) in front of the stdio command,
+// and returns its URL; "" when the variable is unset.
+func supergatewayPeer(tb testing.TB, command []string) string {
+	exe := os.Getenv("MCPSIGN_SUPERGATEWAY")
+	if exe == "" {
+		return ""
+	}
+	quoted := make([]string, len(command))
+	for i, a := range command {
+		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	addr := startPeer(tb, "the supergateway peer", func(port string) *exec.Cmd {
+		return exec.Command(exe, "--stdio", strings.Join(quoted, " "), "--outputTransport", "streamableHttp",
+			"--stateful", "--port", port, "--logLevel", "none")
+	})
+	return "http://" + addr + "/mcp"
+}
+
+// startPeer starts a peer's process on a free port of 127.0.0.1 (cmd of
+// the port) and waits until it listens there; it is stopped (SIGINT, then
+// killed) when tb ends. It returns the address.
+func startPeer(tb testing.TB, what string, cmdOf func(port string) *exec.Cmd) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -64,10 +96,10 @@ func toolhivePeer(tb testing.TB, upstream string) string {
 	addr := l.Addr().String()
 	l.Close()
 	_, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(exe, port, u.Scheme+"://"+u.Host)
+	cmd := cmdOf(port)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if err := cmd.Start(); err != nil {
-		tb.Fatalf("the ToolHive peer %s: %v", exe, err)
+		tb.Fatalf("%s %s: %v", what, cmd.Path, err)
 	}
 	tb.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
@@ -87,11 +119,11 @@ func toolhivePeer(tb testing.TB, upstream string) string {
 			break
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("the ToolHive peer never listened on %s", addr)
+			tb.Fatalf("%s never listened on %s", what, addr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return "http://" + addr + u.Path
+	return addr
 }
 
 // BenchmarkFrontRoundTrip: tools/call round trips of go-sdk clients
@@ -184,88 +216,142 @@ func roundTrips(b *testing.B, url string, sessions int) {
 func BenchmarkFrontInterleaved(b *testing.B) {
 	up := httpExample(b, fixtures.ModeHonest)
 	s := serve(b, up, lockOf(b, up), nil)
-	paths := []struct{ name, url string }{
-		{"direct", up.url},
-		{"reverseproxy", reverseProxy(b, up.url)},
-		{"front", s.url},
+	paths := []benchPath{
+		httpPath("direct", up.url),
+		httpPath("reverseproxy", reverseProxy(b, up.url)),
+		httpPath("front", s.url),
 	}
 	if th := toolhivePeer(b, up.url); th != "" {
-		paths = append(paths, struct{ name, url string }{"toolhive", th})
+		paths = append(paths, httpPath("toolhive", th))
 	}
 	for _, sessions := range []int{1, 64} {
 		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			args := &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "x"}}
-			css := make([][]*mcp.ClientSession, len(paths))
-			for p := range paths {
-				for range sessions {
-					cs, err := connect(ctx, paths[p].url, "2025-11-25")
-					if err != nil {
-						b.Fatal(err)
+			interleave(b, paths, sessions, "reverseproxy", "rp", "toolhive")
+		})
+	}
+}
+
+// benchPath is one way to the upstream: how a client session is opened.
+type benchPath struct {
+	name string
+	dial func(context.Context) (*mcp.ClientSession, error)
+}
+
+// httpPath is a go-sdk client session over Streamable HTTP to url.
+func httpPath(name, url string) benchPath {
+	return benchPath{name, func(ctx context.Context) (*mcp.ClientSession, error) { return connect(ctx, url, "2025-11-25") }}
+}
+
+// interleave opens sessions sessions on every path at once, runs the calls
+// in 10 rounds, each round every path in turn (the order rotating), and
+// reports each path's p50 and p99 in µs and calls/s, and the front's
+// ratios to the path named peer (metrics "front/<short>-…"; p50 and p99:
+// lower is better; throughput: higher is better) and to each of more, if
+// present (metrics "front/<name>-…").
+func interleave(b *testing.B, paths []benchPath, sessions int, peer, short string, more ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	args := &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "x"}}
+	css := make([][]*mcp.ClientSession, len(paths))
+	for p := range paths {
+		for range sessions {
+			cs, err := paths[p].dial(ctx)
+			if err != nil {
+				b.Fatalf("%s: %v", paths[p].name, err)
+			}
+			defer cs.Close()
+			if _, err := cs.CallTool(ctx, args); err != nil { // warm up
+				b.Fatalf("%s: %v", paths[p].name, err)
+			}
+			css[p] = append(css[p], cs)
+		}
+	}
+	const rounds = 10
+	per := max(b.N/len(paths)/sessions/rounds, 1)
+	lat := make([][]time.Duration, len(paths))
+	busy := make([]time.Duration, len(paths))
+	b.ResetTimer()
+	for r := range rounds {
+		for k := range paths {
+			p := (r + k) % len(paths)
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			t0 := time.Now()
+			for _, cs := range css[p] {
+				wg.Go(func() {
+					l := make([]time.Duration, 0, per)
+					for range per {
+						t := time.Now()
+						if _, err := cs.CallTool(ctx, args); err != nil {
+							b.Error(err)
+							return
+						}
+						l = append(l, time.Since(t))
 					}
-					defer cs.Close()
-					if _, err := cs.CallTool(ctx, args); err != nil { // warm up
-						b.Fatal(err)
-					}
-					css[p] = append(css[p], cs)
-				}
+					mu.Lock()
+					lat[p] = append(lat[p], l...)
+					mu.Unlock()
+				})
 			}
-			const rounds = 10
-			per := max(b.N/len(paths)/sessions/rounds, 1)
-			lat := make([][]time.Duration, len(paths))
-			busy := make([]time.Duration, len(paths))
-			b.ResetTimer()
-			for r := range rounds {
-				for k := range paths {
-					p := (r + k) % len(paths)
-					var mu sync.Mutex
-					var wg sync.WaitGroup
-					t0 := time.Now()
-					for _, cs := range css[p] {
-						wg.Go(func() {
-							l := make([]time.Duration, 0, per)
-							for range per {
-								t := time.Now()
-								if _, err := cs.CallTool(ctx, args); err != nil {
-									b.Error(err)
-									return
-								}
-								l = append(l, time.Since(t))
-							}
-							mu.Lock()
-							lat[p] = append(lat[p], l...)
-							mu.Unlock()
-						})
-					}
-					wg.Wait()
-					busy[p] += time.Since(t0)
-				}
-			}
-			b.StopTimer()
-			type stat struct{ p50, p99, rate float64 }
-			st := make([]stat, len(paths))
-			for p := range paths {
-				slices.Sort(lat[p])
-				n := len(lat[p])
-				if n == 0 {
-					return
-				}
-				st[p] = stat{float64(lat[p][n/2].Microseconds()), float64(lat[p][n*99/100].Microseconds()), float64(n) / busy[p].Seconds()}
-				b.ReportMetric(st[p].p50, paths[p].name+"-p50-µs")
-				b.ReportMetric(st[p].p99, paths[p].name+"-p99-µs")
-				b.ReportMetric(st[p].rate, paths[p].name+"-calls/s")
-			}
-			rp, fr := st[1], st[2]
-			b.ReportMetric(fr.p50/rp.p50, "front/rp-p50")
-			b.ReportMetric(fr.p99/rp.p99, "front/rp-p99")
-			b.ReportMetric(fr.rate/rp.rate, "front/rp-throughput")
-			if len(st) > 3 {
-				th := st[3]
-				b.ReportMetric(fr.p50/th.p50, "front/toolhive-p50")
-				b.ReportMetric(fr.p99/th.p99, "front/toolhive-p99")
-				b.ReportMetric(fr.rate/th.rate, "front/toolhive-throughput")
-			}
+			wg.Wait()
+			busy[p] += time.Since(t0)
+		}
+	}
+	b.StopTimer()
+	type stat struct{ p50, p99, rate float64 }
+	st := map[string]stat{}
+	for p := range paths {
+		slices.Sort(lat[p])
+		n := len(lat[p])
+		if n == 0 {
+			return
+		}
+		s := stat{float64(lat[p][n/2].Microseconds()), float64(lat[p][n*99/100].Microseconds()), float64(n) / busy[p].Seconds()}
+		st[paths[p].name] = s
+		b.ReportMetric(s.p50, paths[p].name+"-p50-µs")
+		b.ReportMetric(s.p99, paths[p].name+"-p99-µs")
+		b.ReportMetric(s.rate, paths[p].name+"-calls/s")
+	}
+	fr := st["front"]
+	ratios := func(name, short string) {
+		if o, ok := st[name]; ok {
+			b.ReportMetric(fr.p50/o.p50, "front/"+short+"-p50")
+			b.ReportMetric(fr.p99/o.p99, "front/"+short+"-p99")
+			b.ReportMetric(fr.rate/o.rate, "front/"+short+"-throughput")
+		}
+	}
+	ratios(peer, short)
+	for _, m := range more {
+		ratios(m, m)
+	}
+}
+
+// BenchmarkFrontStdio: BenchmarkFrontInterleaved for a stdio upstream (the
+// example server, one process per session on every path): go-sdk clients
+// straight to the server (mcp.CommandTransport, the floor), through the
+// front, and, with $MCPSIGN_SUPERGATEWAY (supergatewayPeer), through
+// supergateway, the plain peer: the front's ratios to it are
+// "front/sg-…".
+//
+//	MCPSIGN_SUPERGATEWAY=/tmp/sg/node_modules/.bin/supergateway \
+//	go test ./front -run '^$' -bench FrontStdio -benchtime 6000x
+func BenchmarkFrontStdio(b *testing.B) {
+	up := stdioExample(b, fixtures.ModeHonest)
+	s := serve(b, up, lockOf(b, up), nil)
+	paths := []benchPath{
+		{"direct", func(ctx context.Context) (*mcp.ClientSession, error) {
+			c := mcp.NewClient(&mcp.Implementation{Name: "front-bench", Version: "0"}, nil)
+			return c.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(up.command[0], up.command[1:]...)},
+				&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		}},
+		httpPath("front", s.url),
+	}
+	if sg := supergatewayPeer(b, up.command); sg != "" {
+		paths = append(paths, httpPath("supergateway", sg))
+	}
+	for _, sessions := range []int{1, 64} {
+		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
+			interleave(b, paths, sessions, "supergateway", "sg", "direct")
 		})
 	}
 }

@@ -163,13 +163,13 @@ func (s *session) serve(w http.ResponseWriter, r *http.Request, call jsonrpc.ID)
 		}
 		s.mu.Unlock()
 	}
-	dw := &deadlineWriter{ResponseWriter: w, d: s.f.o.WriteTimeout}
+	dw := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: s.f.o.WriteTimeout}
 	s.t.ServeHTTP(dw, r)
 	if owned {
 		s.postEnded(call, dw.status)
 	}
 	// The connection may serve another request: no deadline of this one.
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	_ = dw.rc.SetWriteDeadline(time.Time{})
 }
 
 // cancelReason is the reason of the front's notifications/cancelled.
@@ -439,6 +439,7 @@ func (s *session) close() {
 // It records the status written.
 type deadlineWriter struct {
 	http.ResponseWriter
+	rc     *http.ResponseController // of ResponseWriter, one for the request's writes
 	d      time.Duration
 	status int
 }
@@ -451,13 +452,12 @@ func (w *deadlineWriter) WriteHeader(code int) {
 }
 
 func (w *deadlineWriter) Write(p []byte) (int, error) {
-	rc := http.NewResponseController(w.ResponseWriter)
-	_ = rc.SetWriteDeadline(time.Now().Add(w.d))
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.d))
 	return w.ResponseWriter.Write(p)
 }
 
 func (w *deadlineWriter) Flush() {
-	_ = http.NewResponseController(w.ResponseWriter).Flush()
+	_ = w.rc.Flush()
 }
 
 func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

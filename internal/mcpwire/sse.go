@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
@@ -85,6 +86,7 @@ type EventReader struct {
 	err  error // the first error, returned again
 
 	lastID string // the id both clients resume after (LastID)
+	pooled bool   // r is from readers (release)
 }
 
 // LastID returns the id of the last event read so far that had an id and
@@ -113,6 +115,41 @@ func newEventReaderSize(r io.Reader, maxEventBytes, size int) *EventReader {
 	}
 	return &EventReader{r: bufio.NewReaderSize(r, size), max: maxEventBytes}
 }
+
+// newPooledEventReader is newEventReaderSize with a read buffer from
+// readers when it is of their size: its caller calls release once done.
+func newPooledEventReader(r io.Reader, maxEventBytes, size int) *EventReader {
+	if maxEventBytes+2 < size || size != readBufferBytes {
+		return newEventReaderSize(r, maxEventBytes, size)
+	}
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &EventReader{r: br, max: maxEventBytes, pooled: true}
+}
+
+// readers are the read buffers of event readers of readBufferBytes, which
+// ReadResponse takes for each answer stream and gives back when the stream
+// ended (an answer a second: no new 4 KiB buffer each; docs/PERFORMANCE.md,
+// "HTTP front"). What Next returns never points into them (readLine
+// copies).
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufferBytes) }}
+
+// release gives er's read buffer back for another reader; er is not used
+// again.
+func (er *EventReader) release() {
+	if er.pooled {
+		er.pooled = false
+		er.r.Reset(nil)
+		readers.Put(er.r)
+		er.r = nil
+		if er.err == nil {
+			er.err = errReleased
+		}
+	}
+}
+
+// errReleased is what Next returns after release.
+var errReleased = errors.New("the event reader was released")
 
 // Next returns the next event that carries a message. At the end of a
 // stream that ends between events it returns io.EOF. A stream that breaks

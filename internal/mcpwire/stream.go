@@ -417,7 +417,8 @@ func ReadResponse(ctx context.Context, kind BodyKind, body io.ReadCloser, c *Str
 	if o.MaxBodyBytes < 0 {
 		size = streamBufferBytes
 	}
-	er := newEventReaderSize(r, o.MaxMessageBytes+EventOverhead, size)
+	er := newPooledEventReader(r, o.MaxMessageBytes+EventOverhead, size)
+	defer er.release()
 	for {
 		ev, err := er.Next()
 		if errors.Is(err, io.EOF) {
