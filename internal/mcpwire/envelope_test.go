@@ -31,6 +31,7 @@ func TestParseEnvelope(t *testing.T) {
 		{name: "escaped member names", in: `{"\u006asonrpc":"2.0","\u0069d":7,"\u006dethod":"x"}`, kind: KindRequest, method: "x", id: "7"},
 		{name: "error response", in: `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}`, kind: KindResponse, id: "null"},
 		{name: "list result", in: `{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a}\"{"}],"nextCursor":"c"}}`, kind: KindResponse, id: "2", lists: HasTools},
+		{name: "escaped list member name", in: `{"id":2,"result":{"\u0074ools":[]}}`, kind: KindResponse, id: "2", lists: HasTools},
 		{name: "all lists", in: `{"id":2,"result":{"prompts":[],"resourceTemplates":[],"tools":[]}}`, kind: KindResponse, id: "2", lists: HasTools | HasPrompts | HasResourceTemplates},
 		{name: "other members", in: `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"tools"}]},"extra":{"tools":[]}}`, kind: KindResponse, id: "3"},
 		{name: "deep value", in: `{"id":3,"result":{"a":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}}`, kind: KindResponse, id: "3"},
@@ -66,6 +67,9 @@ func TestParseEnvelope(t *testing.T) {
 		{name: "bad escape", in: `{"id":1,"result":{"a":"\x"}}`, err: "invalid escape"},
 		{name: "control character", in: "{\"id\":1,\"result\":{\"a\":\"\x01\"}}", err: "control character"},
 		{name: "lone surrogate in a name", in: `{"id":1,"\ud800":1,"result":{}}`, err: "lone high surrogate"},
+		// The same name, escaped two ways: a name of escapes only is decoded too.
+		{name: "repeated name, a backslash escaped two ways", in: `{"id":1,"\\":1,"\u005c":2,"result":{}}`, err: "repeated"},
+		{name: "a continuation byte 0x80 in a name", in: "{\"id\":1,\"\x80\":1,\"result\":{}}", err: "invalid UTF-8"},
 		{name: "invalid UTF-8 in a name", in: "{\"id\":1,\"\xff\":1,\"result\":{}}", err: "invalid UTF-8"},
 		{name: "too deep", in: `{"id":1,"result":` + strings.Repeat("[", MaxDepth+2) + strings.Repeat("]", MaxDepth+2) + `}`, err: "nesting deeper than"},
 		{name: "unterminated", in: `{"id":1,"result":{"a":"b}}`, err: "unterminated"},
