@@ -208,3 +208,37 @@ func TestMetaVersion(t *testing.T) {
 		})
 	}
 }
+
+// TestRequestMeta: mcpsign's own modern requests carry the client's info
+// and capabilities when it sent them, the server's version, and defaults
+// otherwise.
+func TestRequestMeta(t *testing.T) {
+	const (
+		info = `{"name":"host","version":"3"}`
+		caps = `{"roots":{}}`
+	)
+	for _, tt := range []struct {
+		name       string
+		clientMeta []byte
+		clientInfo json.RawMessage
+		want       string
+	}{
+		{name: "the client's", clientMeta: []byte(`{"io.modelcontextprotocol/clientInfo":` + info + `,"io.modelcontextprotocol/clientCapabilities":` + caps + `,"other":1}`),
+			want: `{"io.modelcontextprotocol/clientCapabilities":` + caps + `,"io.modelcontextprotocol/clientInfo":` + info + `,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`},
+		{name: "the client's info, default capabilities", clientMeta: []byte(`{"io.modelcontextprotocol/clientInfo":` + info + `}`), clientInfo: json.RawMessage(`{"name":"x","version":"1"}`),
+			want: `{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":` + info + `,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`},
+		{name: "none: the stand-in", clientInfo: json.RawMessage(`{"name":"x","version":"1"}`),
+			want: `{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"x","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`},
+		{name: "none: mcpsign",
+			want: `{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"mcpsign","version":"devel"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`},
+		{name: "unreadable: the defaults", clientMeta: []byte(`{"io.modelcontextprotocol/clientInfo":` + info + `,"io.modelcontextprotocol/clientInfo":` + info + `}`),
+			want: `{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"mcpsign","version":"devel"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := RequestMeta(tt.clientMeta, ProtocolModern, tt.clientInfo)
+			if err != nil || string(got) != tt.want {
+				t.Errorf("RequestMeta = %s, %v; want %s", got, err, tt.want)
+			}
+		})
+	}
+}
