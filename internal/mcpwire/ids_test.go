@@ -39,6 +39,10 @@ func TestLooseMatch(t *testing.T) {
 		{"-2", `"-2"`, ts},
 		{"2", `"2/"`, ""},
 		{"2", `"2:"`, ""},
+		// Number() trims U+2000 to U+200A, not the code points around them.
+		{"2", `"\u20002\u200a"`, ts},
+		{"2", `"\u1fff2"`, ""},
+		{"2", `"2\u200b"`, ""},
 		{"", "1", ""}, // nothing is no number
 		{"1", "", ""},
 	} {
