@@ -365,3 +365,41 @@ func TestEventReaderLastID(t *testing.T) {
 		}
 	}
 }
+
+// TestEventReaderSizeCap: the cap is on the whole event, every line and
+// line end of it, the blank line that ends it included: inclusive, and
+// counted afresh for each event (a skipped one too).
+func TestEventReaderSizeCap(t *testing.T) {
+	t.Parallel()
+	const max = 100
+	line := func(n int) string { return "data: " + strings.Repeat("x", n-7) + "\n" } // n bytes
+	for _, tt := range []struct {
+		name   string
+		in     string
+		events int
+		tooBig bool
+	}{
+		{name: "one line at the cap", in: line(max-1) + "\n", events: 1},
+		{name: "one line over the cap", in: line(max) + "\n", tooBig: true},
+		{name: "two lines at the cap", in: line(50) + line(49) + "\n", events: 1},
+		{name: "two lines over the cap, each under it", in: line(60) + line(60) + "\n", tooBig: true},
+		{name: "a comment counts", in: ": " + strings.Repeat("c", 47) + "\n" + line(50) + "\n", tooBig: true},
+		{name: "two events, each at the cap", in: line(max-1) + "\n" + line(max-1) + "\n", events: 2},
+		{name: "a skipped event, then one at the cap", in: "id: p1\ndata: \n\n" + line(max-1) + "\n", events: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			er := NewEventReader(strings.NewReader(tt.in), max)
+			n := 0
+			var err error
+			for {
+				if _, err = er.Next(); err != nil {
+					break
+				}
+				n++
+			}
+			if tt.tooBig != errors.Is(err, ErrMessageTooLarge) || !tt.tooBig && err != io.EOF || n != tt.events {
+				t.Errorf("%d events, then %v; want %d, too large: %v", n, err, tt.events, tt.tooBig)
+			}
+		})
+	}
+}
