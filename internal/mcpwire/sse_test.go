@@ -43,6 +43,8 @@ func TestEventReader(t *testing.T) {
 		{name: "empty id", in: "id:\ndata: x\n\n", want: []Event{{Data: []byte("x")}}},
 		{name: "lone CR", in: sseAttacks["lone CR in tools/list"], err: "CR that is not part of a CRLF"},
 		{name: "CR CR LF", in: "data: x\r\r\n\n", err: "CR that is not part of a CRLF"},
+		{name: "CR first on a line", in: "data: x\n\rdata: y\n\n", err: "CR that is not part of a CRLF"},
+		{name: "a lone CR line", in: "data: x\n\r\r\n\n", err: "CR that is not part of a CRLF"},
 		{name: "BOM", in: sseAttacks["byte-order mark"], err: "byte-order mark"},
 		{name: "Latin-1 BOM", in: "\u00ef\u00bb\u00bfdata: x\n\n", err: "unknown field"},
 		{name: "event name with trailing space", in: sseAttacks["event name with space"], err: `named "message "`},
