@@ -59,7 +59,15 @@ func TestEventReader(t *testing.T) {
 		{name: "id and retry without a data line", in: "retry: 1\nid: g-1\n\n", err: "an id and no data line"},
 		{name: "bad retry", in: "retry: 1.5\ndata: x\n\n", err: "retry"},
 		{name: "cut off event", in: "data: x\n", err: "ends inside an event"},
-		{name: "cut off line", in: "data: x\n\ndata: y", want: []Event{{Data: []byte("x")}}, err: "ends inside a line"},
+		{name: "cut off line", in: "data: x\n\ndata: y", want: []Event{{Data: []byte("x")}}, err: "line 3: the stream ends inside a line"},
+		{name: "id with an inner space", in: "id: a b\ndata: x\n\n", want: []Event{{ID: "a b", Data: []byte("x")}}},
+		{name: "id of every printable byte", in: "id: !~\ndata: x\n\n", want: []Event{{ID: "!~", Data: []byte("x")}}},
+		{name: "DEL in id", in: "id: a\x7fb\ndata: x\n\n", err: "id that is not printable"},
+		{name: "retry 0 and 9", in: "retry: 09\ndata: x\n\n", want: []Event{{Data: []byte("x")}}},
+		{name: "retry of ten digits", in: "retry: 9999999999\ndata: x\n\n", want: []Event{{Data: []byte("x")}}},
+		{name: "retry of eleven digits", in: "retry: 99999999999\ndata: x\n\n", err: "retry"},
+		{name: "retry with a colon", in: "retry: 1:\ndata: x\n\n", err: "retry"},
+		{name: "retry with a slash", in: "retry: /1\ndata: x\n\n", err: "retry"},
 		{name: "too large", in: "data: " + strings.Repeat("x", 200) + "\n\n", err: "more than 100 bytes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
