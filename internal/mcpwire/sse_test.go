@@ -413,3 +413,29 @@ func TestEventReaderSizeCap(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionIDBounds: a session id is 1 to MaxSessionIDBytes bytes of
+// visible ASCII, 0x21 to 0x7E, each bound inclusive.
+func TestSessionIDBounds(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, id string
+		ok       bool
+	}{
+		{"at the length bound", strings.Repeat("a", MaxSessionIDBytes), true},
+		{"over the length bound", strings.Repeat("a", MaxSessionIDBytes+1), false},
+		{"one byte", "a", true},
+		{"the first and last visible bytes", "!~", true},
+		{"space", "a b", false},
+		{"DEL", "a\x7f", false},
+		{"a byte over 0x7F", "a\x80", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var s SessionIDs
+			err := s.Check(http.Header{"Mcp-Session-Id": {tt.id}})
+			if tt.ok != (err == nil) || tt.ok && s.ID() != tt.id {
+				t.Errorf("Check: %v, id %d bytes; want ok %v", err, len(s.ID()), tt.ok)
+			}
+		})
+	}
+}
