@@ -286,6 +286,13 @@ func TestReadResponse(t *testing.T) {
 		if _, _, err := read(BodyJSON, sseAnswer, ResponseOptions{MaxMessageBytes: 10}); !errors.Is(err, ErrMessageTooLarge) {
 			t.Fatal(err)
 		}
+		// The message cap is inclusive.
+		if _, held, err := read(BodyJSON, sseAnswer, ResponseOptions{MaxMessageBytes: len(sseAnswer)}); err != nil || len(held) != 1 {
+			t.Fatalf("a body of MaxMessageBytes: %q %v", held, err)
+		}
+		if _, _, err := read(BodyJSON, sseAnswer, ResponseOptions{MaxMessageBytes: len(sseAnswer) - 1}); !errors.Is(err, ErrMessageTooLarge) {
+			t.Fatal(err)
+		}
 	})
 	for name, body := range sseAttacks {
 		t.Run(name, func(t *testing.T) {
@@ -316,8 +323,23 @@ func TestReadResponse(t *testing.T) {
 		if err == nil || held != nil || !strings.Contains(err.Error(), "stayed open") {
 			t.Fatalf("held %q, error %v", held, err)
 		}
-		if time.Since(start) > 5*time.Second {
+		// Before DefaultEndWait: the wait given, not the default.
+		if time.Since(start) > DefaultEndWait*3/4 {
 			t.Error("the end wait was not enforced promptly")
+		}
+	})
+	t.Run("no end wait given is the default", func(t *testing.T) {
+		t.Parallel()
+		b := newSlowBody()
+		go func() {
+			b.w.Write([]byte("data: " + sseAnswer + "\n\n"))
+			time.Sleep(100 * time.Millisecond) // open for a while after the answer
+			b.w.Write([]byte("data: " + sseNote + "\n\n"))
+			b.w.Close()
+		}()
+		held, err := ReadResponse(context.Background(), BodyEventStream, b, post(), ResponseOptions{}, func([]byte) error { return nil })
+		if err != nil || len(held) != 2 {
+			t.Fatalf("held %q, error %v", held, err)
 		}
 	})
 	t.Run("context", func(t *testing.T) {
