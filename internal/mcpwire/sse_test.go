@@ -314,6 +314,16 @@ func TestReadResponse(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("an event of a message at the cap", func(t *testing.T) {
+		t.Parallel()
+		// The event may be EventOverhead bytes longer than its message:
+		// an id and a comment beside a message of MaxMessageBytes.
+		body := ": " + strings.Repeat("c", 1000) + "\nid: 1\ndata: " + sseAnswer + "\n\n"
+		_, held, err := read(BodyEventStream, body, ResponseOptions{MaxMessageBytes: len(sseAnswer)})
+		if err != nil || len(held) != 1 {
+			t.Fatalf("held %q, error %v", held, err)
+		}
+	})
 	t.Run("open after the answer", func(t *testing.T) {
 		t.Parallel()
 		b := newSlowBody()
