@@ -381,6 +381,40 @@ func TestLimitBody(t *testing.T) {
 	}
 }
 
+// TestLimitBodyBuffers: a Read never returns more than its buffer holds,
+// whatever the buffer's size beside what is left under the cap.
+func TestLimitBodyBuffers(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name       string
+		size, read int // body bytes; each Read's buffer (its capacity too)
+		trip       bool
+	}{
+		{name: "buffer of the cap", size: 100, read: 100},
+		{name: "buffer of the cap less one", size: 100, read: 99},
+		{name: "buffer of the cap plus one", size: 100, read: 101},
+		{name: "buffer of the cap, body over it", size: 150, read: 100, trip: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := LimitBody(io.NopCloser(strings.NewReader(strings.Repeat("x", tt.size))), 100)
+			total := 0
+			var err error
+			for err == nil {
+				buf := make([]byte, tt.read)
+				var n int
+				n, err = r.Read(buf)
+				if n > len(buf) {
+					t.Fatalf("Read of %d bytes returned %d", len(buf), n)
+				}
+				total += n
+			}
+			if tt.trip != errors.Is(err, ErrMessageTooLarge) || !tt.trip && (err != io.EOF || total != tt.size) {
+				t.Errorf("%d bytes, then %v", total, err)
+			}
+		})
+	}
+}
+
 // TestEventReaderLastID: the id a client resumes after is that of the last
 // event with an id and a data line, whether or not it carried a message.
 func TestEventReaderLastID(t *testing.T) {
