@@ -24,6 +24,9 @@ func TestParseServerBounds(t *testing.T) {
 		{name: "over the size bound", in: two, lim: Limits{MaxEntryBytes: len(two) - 1}},
 		{name: "at the package bound", in: two, lim: Limits{MaxPackages: 2}, ok: true},
 		{name: "over the package bound", in: two, lim: Limits{MaxPackages: 1}},
+		{name: "version of 1024 bytes", in: serverJSON("a/b", strings.Repeat("1", 1024), ""), ok: true},
+		{name: "version of 1025 bytes", in: serverJSON("a/b", strings.Repeat("1", 1025), "")},
+		{name: "empty version", in: serverJSON("a/b", "", "")},
 		{name: "repository", in: repo, ok: true, repoURL: "https://github.com/a/b"},
 		{name: "repository null", in: serverJSON("a/b", "1", `,"repository":null`), ok: true},
 	} {
