@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -81,5 +82,37 @@ func TestPrepareNamespaceOwner(t *testing.T) {
 				t.Errorf("prepare: %v; want refused for its namespace owner: %v", err, tt.owner)
 			}
 		})
+	}
+}
+
+// TestRunPositions: Run numbers the entries of its listing from 0, in the
+// listing's order.
+func TestRunPositions(t *testing.T) {
+	t.Parallel()
+	pf, err := policy.Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1}`), "/p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := New(Options{Policy: pf, Fetch: func(context.Context, Pointer) ([]byte, error) { return nil, errors.New("none") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(fn func([]byte) error) error {
+		for _, name := range []string{"a/x", "a/y", "a/z"} {
+			if err := fn([]byte(serverJSON(name, "1", ""))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var got []string
+	if _, err := v.Run(context.Background(), list, RunOptions{Workers: 2, Emit: func(r *Result) error {
+		got = append(got, fmt.Sprintf("%s@%d", r.Name, r.Position.Index))
+		return nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "a/x@0 a/y@1 a/z@2"; strings.Join(got, " ") != want {
+		t.Errorf("results %q, want %q", got, want)
 	}
 }
