@@ -74,3 +74,27 @@ func TestParseEntryBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestEnvironmentVariablesRead: a package's environmentVariables are read
+// as strictly as its packageArguments: a member that is not an array of
+// input objects is refused.
+func TestEnvironmentVariablesRead(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, member string
+		ok           bool
+	}{
+		{"none", `null`, true},
+		{"an input the user gives", `[{"name":"TOKEN","description":"d"}]`, true},
+		{"not an array", `{"name":"TOKEN"}`, false},
+		{"an input not an object", `["TOKEN"]`, false},
+		{"a repeated member", `[{"name":"A","name":"B"}]`, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := serverJSON("a/b", "1", `,"packages":[{"registryType":"npm","identifier":"n","version":"1.0.0","transport":{"type":"stdio"},"environmentVariables":`+tt.member+`}]`)
+			if _, err := ParseServer([]byte(in), Limits{}); tt.ok != (err == nil) {
+				t.Errorf("ParseServer: %v, want ok %v", err, tt.ok)
+			}
+		})
+	}
+}

@@ -116,3 +116,70 @@ func TestRunPositions(t *testing.T) {
 		t.Errorf("results %q, want %q", got, want)
 	}
 }
+
+// TestResultTextStatus: a result's line names a status other than active.
+func TestResultTextStatus(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ status, want string }{
+		{"", `FAILED   "a/b" "1" (entry 0) at step status: x`},
+		{StatusActive, `FAILED   "a/b" "1" (entry 0) at step status: x`},
+		{StatusDeleted, `FAILED   "a/b" "1" (entry 0, deleted) at step status: x`},
+	} {
+		r := &Result{Name: "a/b", Version: "1", Status: tt.status, Step: StepStatus, Reason: "x"}
+		if got := r.Text(); got != tt.want {
+			t.Errorf("status %q: %q, want %q", tt.status, got, tt.want)
+		}
+	}
+}
+
+// TestSummaryTable: the table names other shards and interrupted entries
+// when there are any.
+func TestSummaryTable(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		sum        Summary
+		shards, in bool
+	}{
+		{Summary{}, false, false},
+		{Summary{OtherShards: 1}, true, false},
+		{Summary{Interrupted: 1}, false, true},
+	} {
+		tab := tt.sum.Table()
+		if strings.Contains(tab, "in other shards") != tt.shards || strings.Contains(tab, "interrupted") != tt.in {
+			t.Errorf("%+v:\n%s", tt.sum, tab)
+		}
+	}
+}
+
+// TestRunWithdrawsDuplicates: a name and version listed twice is refused
+// at its second place, and the first is withdrawn at the end, every one
+// emitted.
+func TestRunWithdrawsDuplicates(t *testing.T) {
+	t.Parallel()
+	pf, err := policy.Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1}`), "/p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := New(Options{Policy: pf, Fetch: func(context.Context, Pointer) ([]byte, error) { return nil, errors.New("none") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(fn func([]byte) error) error {
+		for _, name := range []string{"a/x", "a/y", "a/x", "a/y"} {
+			if err := fn([]byte(serverJSON(name, "1", ""))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var got []string
+	if _, err := v.Run(context.Background(), list, RunOptions{Workers: 1, Emit: func(r *Result) error {
+		got = append(got, fmt.Sprintf("%s@%d:%s", r.Name, r.Position.Index, r.Step))
+		return nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "a/x@0:policy a/y@1:policy a/x@2:duplicate a/y@3:duplicate a/x@0:duplicate a/y@1:duplicate"; strings.Join(got, " ") != want {
+		t.Errorf("results %q, want %q", got, want)
+	}
+}
