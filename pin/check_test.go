@@ -65,6 +65,10 @@ func TestCheckExampleServer(t *testing.T) {
 					if !slices.Equal(f.Capabilities, []capability.Capability{capability.Exec}) || len(f.Sources[capability.Exec]) == 0 {
 						t.Errorf("capability finding %+v: want exec with its sources", f)
 					}
+					// A new tool "has" a capability; a changed one "gained" it.
+					if !strings.HasPrefix(f.Message, `new tool "run_command" has exec (`) {
+						t.Errorf("capability finding message %q", f.Message)
+					}
 				case RuleToolChanged:
 					var fields []string
 					for _, c := range f.Changes {
