@@ -77,6 +77,9 @@ func TestCheckExampleServer(t *testing.T) {
 					if !slices.Equal(fields, []string{"description", "inputSchema"}) {
 						t.Errorf("changed fields %v", fields)
 					}
+					if f.Message != `tool "search_notes" changed: description, inputSchema` {
+						t.Errorf("changed tool message %q", f.Message)
+					}
 					if !strings.Contains(f.Changes[0].Diff, "\u200b<IMPORTANT>\u202e") {
 						t.Errorf("the description diff lacks the hidden instruction: %q", f.Changes[0].Diff)
 					}

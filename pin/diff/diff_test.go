@@ -255,3 +255,59 @@ func TestDiffTotalBudget(t *testing.T) {
 		t.Errorf("%d changes, %d bytes of diff, %d truncated", len(d.Definitions), total, truncated)
 	}
 }
+
+// TestBudgetSpent: once the budget is spent, no further text diff is
+// made, whatever a text diff's own default bound.
+func TestBudgetSpent(t *testing.T) {
+	for _, tt := range []struct {
+		left      int
+		x, y      string
+		want      string
+		truncated bool
+	}{
+		{left: 0, x: "a\n", y: "b\n", want: "", truncated: true},
+		{left: 0, x: "a\n", y: "a\n", want: ""},
+		{left: -5, x: "a\n", y: "b\n", want: "", truncated: true},
+	} {
+		b := &budget{left: tt.left}
+		if got, trunc := b.textDiff(tt.x, tt.y, TextOptions{}); got != tt.want || trunc != tt.truncated {
+			t.Errorf("left %d: %q, %v; want %q, %v", tt.left, got, trunc, tt.want, tt.truncated)
+		}
+	}
+}
+
+// TestDiffInvalidSides: a key with more than one definition, or one
+// without a digest, on either side, says so for each side.
+func TestDiffInvalidSides(t *testing.T) {
+	one := json.RawMessage(`{"name":"t","description":"d"}`)
+	two := json.RawMessage(`{"name":"t","description":"e"}`)
+	for _, tt := range []struct {
+		name       string
+		olds, news []json.RawMessage
+		want       string
+	}{
+		{"side B twice", []json.RawMessage{one}, []json.RawMessage{one, two}, "side B has 2 definitions with this key"},
+		{"side A twice", []json.RawMessage{one, two}, []json.RawMessage{one}, "side A has 2 definitions with this key"},
+		{"both twice", []json.RawMessage{one, two}, []json.RawMessage{two, one}, "side A has 2 definitions with this key; side B has 2 definitions with this key"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Compare(sideOf(tt.olds), sideOf(tt.news), Options{})
+			if len(d.Definitions) != 1 || d.Definitions[0].Invalid != tt.want {
+				t.Fatalf("changes %+v, want one with %q", d.Definitions, tt.want)
+			}
+		})
+	}
+}
+
+// TestDiffCapabilityOverrides: a side's capability overrides classify its
+// tools.
+func TestDiffCapabilityOverrides(t *testing.T) {
+	olds := []json.RawMessage{json.RawMessage(`{"name":"t","description":"d"}`)}
+	news := []json.RawMessage{json.RawMessage(`{"name":"t","description":"e"}`)}
+	b := sideOf(news)
+	b.Capabilities = capability.Overrides{"t": {capability.Exec}}
+	d := Compare(sideOf(olds), b, Options{})
+	if len(d.Definitions) != 1 || !slices.Contains(d.Definitions[0].GainedCapabilities, capability.Exec) {
+		t.Fatalf("changes %+v, want exec gained from the override", d.Definitions)
+	}
+}
