@@ -311,3 +311,35 @@ func TestDiffCapabilityOverrides(t *testing.T) {
 		t.Fatalf("changes %+v, want exec gained from the override", d.Definitions)
 	}
 }
+
+// TestBreakingTypeMessage: a parameter's type change names the type it had,
+// or "no type".
+func TestBreakingTypeMessage(t *testing.T) {
+	for _, tt := range []struct{ old, cur, want string }{
+		{`{"type":"object","properties":{"q":{"type":"string"}}}`, `{"type":"object","properties":{"q":{"type":"number"}}}`, `parameter "q" changed type from "string" to "number"`},
+		{`{"type":"object","properties":{"q":{}}}`, `{"type":"object","properties":{"q":{"type":"number"}}}`, `parameter "q" changed type from no type to "number"`},
+	} {
+		d := Compare(sideOf([]json.RawMessage{tool("t", tt.old)}), sideOf([]json.RawMessage{tool("t", tt.cur)}), Options{})
+		if len(d.Breaking) != 1 || d.Breaking[0].Message != tt.want {
+			t.Errorf("breaking %+v, want %q", d.Breaking, tt.want)
+		}
+	}
+}
+
+// TestDiffFieldsCanonical: a member that differs only in its JSON spelling
+// (order, space) is not a changed field.
+func TestDiffFieldsCanonical(t *testing.T) {
+	old := json.RawMessage(`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{}}}`)
+	cur := json.RawMessage(`{"name":"t","description":"e","inputSchema":{ "properties" : {}, "type":"object" }}`)
+	d := Compare(sideOf([]json.RawMessage{old}), sideOf([]json.RawMessage{cur}), Options{})
+	if len(d.Definitions) != 1 {
+		t.Fatalf("changes %+v", d.Definitions)
+	}
+	var fields []string
+	for _, f := range d.Definitions[0].Fields {
+		fields = append(fields, f.Field)
+	}
+	if !slices.Equal(fields, []string{"description"}) {
+		t.Errorf("changed fields %q, want only the description", fields)
+	}
+}
