@@ -343,3 +343,20 @@ func TestDiffFieldsCanonical(t *testing.T) {
 		t.Errorf("changed fields %q, want only the description", fields)
 	}
 }
+
+// TestHiddenCharactersMessage: the breaking change names the member that
+// gained hidden characters.
+func TestHiddenCharactersMessage(t *testing.T) {
+	old := json.RawMessage(`{"name":"t","description":"Look up notes."}`)
+	cur := json.RawMessage(`{"name":"t","description":"Look up notes.\u200b"}`)
+	d := Compare(sideOf([]json.RawMessage{old}), sideOf([]json.RawMessage{cur}), Options{})
+	var msgs []string
+	for _, b := range d.Breaking {
+		if b.Rule == BreakingHiddenCharacters {
+			msgs = append(msgs, b.Message)
+		}
+	}
+	if len(msgs) != 1 || !strings.HasPrefix(msgs[0], `tool "t": "description" gained hidden characters (`) {
+		t.Errorf("messages %q", msgs)
+	}
+}
