@@ -360,3 +360,40 @@ func TestHiddenCharactersMessage(t *testing.T) {
 		t.Errorf("messages %q", msgs)
 	}
 }
+
+// TestWriteTextLines: the text report's optional lines (the blank line
+// before header changes, an invalid key, the breaking count) appear only
+// when there is something to say, and a change of the whole definition is
+// labelled so.
+func TestWriteTextLines(t *testing.T) {
+	one := json.RawMessage(`{"name":"t","description":"d"}`)
+	two := json.RawMessage(`{"name":"t","description":"e"}`)
+	snap := func(tools ...json.RawMessage) *digest.Snapshot {
+		return &digest.Snapshot{Tools: tools, Prompts: []json.RawMessage{}, ResourceTemplates: []json.RawMessage{}}
+	}
+	head := "A: a (snapshot) · (unnamed server) · protocol \nB: b (snapshot) · (unnamed server) · protocol \n"
+	for _, tt := range []struct {
+		name string
+		a, b *digest.Snapshot
+		want string
+	}{
+		{"a description changed", snap(one), snap(two),
+			head + "\n~ tool \"t\": changed\n    description (changed, text):\n      @@ -1 +1 @@\n      -d\n      +e\n\n0 added, 0 removed, 1 changed\n"},
+		{"invalid and breaking", snap(tool("t", `{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)), snap(tool("t", `{"type":"object","properties":{}}`), one, two),
+			head + "\n~ tool \"t\": changed\n    invalid: side B has 3 definitions with this key\n    BREAKING removed-parameter: parameter \"q\" was removed\n\n0 added, 0 removed, 1 changed; 1 breaking change\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := WriteText(&b, Compare(SnapshotSide("a", OriginSnapshot, tt.a), SnapshotSide("b", OriginSnapshot, tt.b), Options{})); err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != tt.want {
+				t.Errorf("text\n%q\nwant\n%q", b.String(), tt.want)
+			}
+		})
+	}
+	var b strings.Builder
+	if err := (FieldChange{Change: Changed, Format: "json"}).WriteText(&b, "  "); err != nil || b.String() != "  (whole definition) (changed, json):\n" {
+		t.Errorf("whole-definition change: %q, %v", b.String(), err)
+	}
+}
