@@ -38,3 +38,19 @@ func TestCheckMembersNamesFive(t *testing.T) {
 		t.Errorf("missing member: %v", err)
 	}
 }
+
+// TestSplitNotContainer: empty text, space only, or another value is
+// neither an object nor an array, refused without reading past the end.
+func TestSplitNotContainer(t *testing.T) {
+	for _, in := range []string{"", "  ", "1", `"x"`} {
+		if _, err := splitArray([]byte(in)); err == nil {
+			t.Errorf("splitArray(%q) accepted", in)
+		}
+		if _, err := splitObject([]byte(in)); err == nil {
+			t.Errorf("splitObject(%q) accepted", in)
+		}
+	}
+	if got, err := splitArray([]byte(` [1, {"a":2}] `)); err != nil || len(got) != 2 || string(got[1]) != `{"a":2}` {
+		t.Errorf("splitArray: %q, %v", got, err)
+	}
+}
