@@ -246,6 +246,8 @@ func TestNewLockRefuses(t *testing.T) {
 		{"sigstore without bundle digest", snap, Approval{Method: evidence.MethodSigstore, Identity: "a@example.com"}, "bundleDigest"},
 		{"tofu with a bundle", snap, Approval{Method: MethodTOFU, BundleDigest: digest.InstructionsDigest("")}, "tofu"},
 		{"tlog index too large", snap, Approval{Method: evidence.MethodKey, Identity: "k", BundleDigest: digest.InstructionsDigest(""), Tlog: &evidence.Tlog{LogIndex: 1 << 53, LogID: "ab"}}, "2^53"},
+		{"tlog time too large", snap, Approval{Method: evidence.MethodKey, Identity: "k", BundleDigest: digest.InstructionsDigest(""), Tlog: &evidence.Tlog{LogID: "ab", IntegratedTime: new(time.Unix(1<<53, 0).UTC())}}, "2^53"},
+		{"tlog index negative", snap, Approval{Method: evidence.MethodKey, Identity: "k", BundleDigest: digest.InstructionsDigest(""), Tlog: &evidence.Tlog{LogIndex: -1, LogID: "ab"}}, "2^53"},
 		{"tlog id not hex", snap, Approval{Method: evidence.MethodKey, Identity: "k", BundleDigest: digest.InstructionsDigest(""), Tlog: &evidence.Tlog{LogID: "XYZ"}}, "logId"},
 	}
 	for _, tc := range tests {
@@ -255,6 +257,12 @@ func TestNewLockRefuses(t *testing.T) {
 				t.Errorf("NewLock: %v, want an error about %q", err, tc.want)
 			}
 		})
+	}
+	// Each bound inclusive: 2^53-1 is the largest index and time.
+	top := Approval{Method: evidence.MethodKey, Identity: "k", BundleDigest: digest.InstructionsDigest(""), ApprovedAt: time.Now(),
+		Tlog: &evidence.Tlog{LogIndex: 1<<53 - 1, LogID: "ab", IntegratedTime: new(time.Unix(1<<53-1, 0).UTC())}}
+	if _, err := NewLock(snap, top); err != nil {
+		t.Errorf("a log index and time of 2^53-1: %v", err)
 	}
 	l := tofuLock(t, "honest")
 	if err := l.SetCapabilities(capability.Overrides{"run_command": {capability.Read}}); err == nil || !strings.Contains(err.Error(), "run_command") {
