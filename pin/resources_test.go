@@ -79,6 +79,15 @@ func TestLockResourcesRoundTrip(t *testing.T) {
 					t.Errorf("resources %+v, want a then b without _meta", back.Resources)
 				}
 			}
+			// An empty list is written "[]", on one line.
+			if tc.member && len(tc.resources) == 0 && !bytes.Contains(data, []byte(`"definitions": []}`)) {
+				t.Errorf("no resources not written as an empty list:\n%s", data)
+			}
+			// The lock's snapshot lists the resources as the lock does: not
+			// listed, or these.
+			if rs := back.Snapshot().Resources; (rs == nil) != !tc.member || len(rs) != len(tc.resources) {
+				t.Errorf("snapshot resources %q, want %d (listed: %v)", rs, len(tc.resources), tc.member)
+			}
 			if again := mustMarshal(t, back); !bytes.Equal(again, data) {
 				t.Errorf("written twice differently:\n%s\n%s", data, again)
 			}
