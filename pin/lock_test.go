@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/evidence"
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/examplesnap"
 	"github.com/mcpsign/mcpsign/pin/capability"
 )
@@ -394,5 +395,45 @@ func TestLockStoresNoMeta(t *testing.T) {
 	forged := reseal(t, bytes.Replace(data, []byte(`{"name":"t",`), []byte(`{"name":"t","_meta":{},`), 1))
 	if _, err := Parse(forged); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "_meta") {
 		t.Errorf("a lock with _meta: %v", err)
+	}
+}
+
+// TestParseRefusesRepeatedDefinition: a lock that lists one definition
+// twice is refused, even resealed.
+func TestParseRefusesRepeatedDefinition(t *testing.T) {
+	data := mustMarshal(t, resourceLock(t, resourceSnap()))
+	i := bytes.Index(data, []byte(`{"kind": "tool"`))
+	k := bytes.Index(data[i:], []byte(`"definition": `)) // the entry's last line
+	if i < 0 || k < 0 {
+		t.Fatalf("no tool entry in\n%s", data)
+	}
+	j := i + k + bytes.IndexByte(data[i+k:], '\n')
+	var twice []byte
+	twice = append(twice, data[:j]...)
+	twice = append(twice, ",\n    "...)
+	twice = append(twice, data[i:j]...)
+	twice = append(twice, data[j:]...)
+	_, err := Parse(reseal(t, twice))
+	if !errors.Is(err, ErrModified) || !strings.Contains(err.Error(), "out of order or repeated") {
+		t.Errorf("Parse of a repeated definition: %v", err)
+	}
+}
+
+// TestValidateProofBundleSize: a proof bundle may be up to
+// boundedfile.MaxBundleBytes, inclusive.
+func TestValidateProofBundleSize(t *testing.T) {
+	for _, tt := range []struct {
+		size   int
+		tooBig bool
+	}{
+		{boundedfile.MaxBundleBytes, false},
+		{boundedfile.MaxBundleBytes + 1, true},
+	} {
+		b := bytes.Repeat([]byte("x"), tt.size)
+		l := &Lock{Approval: Approval{Method: evidence.MethodKey, BundleDigest: evidence.BundleDigest(b)}, Proof: [][]byte{b}}
+		err := l.validateProof()
+		if got := err != nil && strings.Contains(err.Error(), "bytes: from 1 to"); got != tt.tooBig {
+			t.Errorf("a proof bundle of %d bytes: %v", tt.size, err)
+		}
 	}
 }
