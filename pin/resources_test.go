@@ -115,6 +115,7 @@ func TestReadRefusesBadResources(t *testing.T) {
 		{"a wrong kind, resealed", `{"kind": "resource", "key": "file:///a.txt"`, `{"kind": "tool", "key": "file:///a.txt"`, true, ErrModified, `is not "resource"`},
 		{"an unknown member of resources", `"resources": {"set"`, `"resources": {"extra": 1, "set"`, true, ErrMalformed, `unknown member "extra"`},
 		{"a key that is not the uri, resealed", `"key": "file:///a.txt"`, `"key": "file:///z.txt"`, true, ErrModified, "out of order"},
+		{"a resource twice, resealed", `{"kind": "resource", "key": "file:///b.txt"`, `{"kind": "resource", "key": "file:///a.txt"`, true, ErrModified, "out of order or repeated"},
 		{"a wrong set digest, resealed", `"set": "sha256:`, `"set": "sha256:0`, true, ErrMalformed, "set is not a sha256 digest"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
