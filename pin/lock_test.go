@@ -437,3 +437,19 @@ func TestValidateProofBundleSize(t *testing.T) {
 		}
 	}
 }
+
+// TestParseSizeBound: a lock of MaxLockBytes reads (white space after its
+// object is allowed); one byte more is refused before it is read.
+func TestParseSizeBound(t *testing.T) {
+	data := mustMarshal(t, resourceLock(t, resourceSnap()))
+	for _, tt := range []struct {
+		size int
+		ok   bool
+	}{{MaxLockBytes, true}, {MaxLockBytes + 1, false}} {
+		padded := append(bytes.Clone(data), bytes.Repeat([]byte(" "), tt.size-len(data))...)
+		_, err := Parse(padded)
+		if tt.ok != (err == nil) || !tt.ok && !errors.Is(err, ErrMalformed) {
+			t.Errorf("a lock of %d bytes: %v, want ok %v", tt.size, err, tt.ok)
+		}
+	}
+}
