@@ -453,3 +453,26 @@ func TestParseSizeBound(t *testing.T) {
 		}
 	}
 }
+
+// TestParseAuditHead: a lock's auditHead is a sha256 digest or absent.
+func TestParseAuditHead(t *testing.T) {
+	data := mustMarshal(t, resourceLock(t, resourceSnap()))
+	for _, tt := range []struct {
+		head string
+		ok   bool
+	}{
+		{`"` + digest.InstructionsDigest("") + `"`, true},
+		{`"sha256:0"`, false},
+		{`"x"`, false},
+		{`7`, false},
+	} {
+		edited := bytes.Replace(data, []byte(`"approval": {`), []byte(`"auditHead": `+tt.head+`, "approval": {`), 1)
+		if bytes.Equal(edited, data) {
+			t.Fatalf("no approval member in\n%s", data)
+		}
+		_, err := Parse(reseal(t, edited))
+		if tt.ok != (err == nil) || !tt.ok && (!errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "auditHead")) {
+			t.Errorf("auditHead %s: %v, want ok %v", tt.head, err, tt.ok)
+		}
+	}
+}
