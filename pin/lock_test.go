@@ -476,3 +476,23 @@ func TestParseAuditHead(t *testing.T) {
 		}
 	}
 }
+
+// TestCarryOverrides: a capability override is carried to the next lock
+// for a tool whose definition did not change, and only then.
+func TestCarryOverrides(t *testing.T) {
+	prev := tofuLock(t, "honest")
+	name := prev.Definitions[0].Key
+	if err := prev.SetCapabilities(capability.Overrides{name: {capability.Read}}); err != nil {
+		t.Fatal(err)
+	}
+	same := tofuLock(t, "honest")
+	same.CarryOverrides(prev)
+	if got := same.Capabilities[name]; len(got) != 1 || got[0] != capability.Read {
+		t.Errorf("override of unchanged %s: %v, want read", name, same.Capabilities)
+	}
+	none := tofuLock(t, "honest")
+	none.CarryOverrides(tofuLock(t, "honest"))
+	if len(none.Capabilities) != 0 {
+		t.Errorf("overrides %v carried from a lock without any", none.Capabilities)
+	}
+}
