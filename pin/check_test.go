@@ -367,4 +367,12 @@ func TestReportTextCountsByLabel(t *testing.T) {
 	if !strings.Contains(text.String(), "OK: the server matches the lock (1 info)") {
 		t.Errorf("OK header:\n%s", text.String())
 	}
+	// No finding: no count.
+	text.Reset()
+	if err := WriteReportText(&text, &Report{Approval: r.Approval, Findings: []Finding{}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "OK: the server matches the lock\n") {
+		t.Errorf("OK header without findings:\n%s", text.String())
+	}
 }
