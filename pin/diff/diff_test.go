@@ -397,3 +397,25 @@ func TestWriteTextLines(t *testing.T) {
 		t.Errorf("whole-definition change: %q, %v", b.String(), err)
 	}
 }
+
+// TestBreakingCapabilityMessage: a new tool "has" a dangerous capability,
+// a changed one "gained" it.
+func TestBreakingCapabilityMessage(t *testing.T) {
+	schema := `{"type":"object","properties":{}}`
+	for _, tt := range []struct {
+		old, cur []json.RawMessage
+		want     string
+	}{
+		{nil, []json.RawMessage{tool("run_command", schema)}, `new tool "run_command" has the exec capability`},
+		{[]json.RawMessage{tool("t", schema, `"description":"Look up notes."`)}, []json.RawMessage{tool("t", schema, `"description":"Look up notes, or execute a shell line."`)}, `tool "t" gained the exec capability`},
+	} {
+		old := tt.old
+		if old == nil {
+			old = []json.RawMessage{}
+		}
+		d := Compare(sideOf(old), sideOf(tt.cur), Options{})
+		if len(d.Breaking) != 1 || d.Breaking[0].Message != tt.want {
+			t.Errorf("breaking %+v, want %q", d.Breaking, tt.want)
+		}
+	}
+}
