@@ -376,3 +376,40 @@ func TestReportTextCountsByLabel(t *testing.T) {
 		t.Errorf("OK header without findings:\n%s", text.String())
 	}
 }
+
+// TestReportVerdictLines: the Markdown verdict says refused, no drift or
+// the errors; an instructions diff is shown only when there is one.
+func TestReportVerdictLines(t *testing.T) {
+	a := &Approval{Method: MethodTOFU}
+	drift := Finding{Rule: RuleInstructionsChanged, Severity: SeverityError, Message: "m", Diff: "-a\n+b\n"}
+	for _, tt := range []struct {
+		name      string
+		r         *Report
+		verdict   string
+		diffShown bool
+	}{
+		{"refused", &Report{Findings: []Finding{}}, "❌ the lock was refused", false},
+		{"clean", &Report{Approval: a, Findings: []Finding{}}, "✅ no drift", false},
+		{"info only", &Report{Approval: a, Findings: []Finding{{Rule: RuleClientCapabilitiesDiffer, Severity: SeverityInfo, Message: "m"}}}, "✅ no drift", false},
+		{"one error", &Report{Approval: a, Findings: []Finding{drift}}, "❌ drift: 1 error", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var md, text strings.Builder
+			if err := WriteReportMarkdown(&md, tt.r, FailOnDrift); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(md.String(), "### mcpsign verify-pin: "+tt.verdict+"\n") {
+				t.Errorf("markdown:\n%s", md.String())
+			}
+			if got := strings.Contains(md.String(), "# instructions"); got != tt.diffShown {
+				t.Errorf("markdown instructions block %v, want %v:\n%s", got, tt.diffShown, md.String())
+			}
+			if err := WriteReportText(&text, tt.r); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(text.String(), "    instructions:\n"); got != tt.diffShown {
+				t.Errorf("text instructions lines %v, want %v:\n%s", got, tt.diffShown, text.String())
+			}
+		})
+	}
+}
