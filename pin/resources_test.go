@@ -206,6 +206,10 @@ func TestSameResources(t *testing.T) {
 			t.Errorf("%s: SameResources = %v, want ok %v", tc.name, err, tc.ok)
 		}
 	}
+	// The refusal says what each lock pins.
+	if err := SameResources(withA, none); err == nil || !strings.Contains(err.Error(), "pins 1 resource (set "+withA.ResourceSet+"), the new one no resources") {
+		t.Errorf("SameResources text: %v", err)
+	}
 	next := resourceLock(t, resourceSnap())
 	next.CarryResources(withAB)
 	if err := SameResources(withAB, next); err != nil {
