@@ -65,6 +65,10 @@ func TestCheckExampleServer(t *testing.T) {
 					if !slices.Equal(f.Capabilities, []capability.Capability{capability.Exec}) || len(f.Sources[capability.Exec]) == 0 {
 						t.Errorf("capability finding %+v: want exec with its sources", f)
 					}
+					// A new tool "has" a capability; a changed one "gained" it.
+					if !strings.HasPrefix(f.Message, `new tool "run_command" has exec (`) {
+						t.Errorf("capability finding message %q", f.Message)
+					}
 				case RuleToolChanged:
 					var fields []string
 					for _, c := range f.Changes {
@@ -72,6 +76,9 @@ func TestCheckExampleServer(t *testing.T) {
 					}
 					if !slices.Equal(fields, []string{"description", "inputSchema"}) {
 						t.Errorf("changed fields %v", fields)
+					}
+					if f.Message != `tool "search_notes" changed: description, inputSchema` {
+						t.Errorf("changed tool message %q", f.Message)
 					}
 					if !strings.Contains(f.Changes[0].Diff, "\u200b<IMPORTANT>\u202e") {
 						t.Errorf("the description diff lacks the hidden instruction: %q", f.Changes[0].Diff)
@@ -359,5 +366,50 @@ func TestReportTextCountsByLabel(t *testing.T) {
 	}
 	if !strings.Contains(text.String(), "OK: the server matches the lock (1 info)") {
 		t.Errorf("OK header:\n%s", text.String())
+	}
+	// No finding: no count.
+	text.Reset()
+	if err := WriteReportText(&text, &Report{Approval: r.Approval, Findings: []Finding{}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "OK: the server matches the lock\n") {
+		t.Errorf("OK header without findings:\n%s", text.String())
+	}
+}
+
+// TestReportVerdictLines: the Markdown verdict says refused, no drift or
+// the errors; an instructions diff is shown only when there is one.
+func TestReportVerdictLines(t *testing.T) {
+	a := &Approval{Method: MethodTOFU}
+	drift := Finding{Rule: RuleInstructionsChanged, Severity: SeverityError, Message: "m", Diff: "-a\n+b\n"}
+	for _, tt := range []struct {
+		name      string
+		r         *Report
+		verdict   string
+		diffShown bool
+	}{
+		{"refused", &Report{Findings: []Finding{}}, "❌ the lock was refused", false},
+		{"clean", &Report{Approval: a, Findings: []Finding{}}, "✅ no drift", false},
+		{"info only", &Report{Approval: a, Findings: []Finding{{Rule: RuleClientCapabilitiesDiffer, Severity: SeverityInfo, Message: "m"}}}, "✅ no drift", false},
+		{"one error", &Report{Approval: a, Findings: []Finding{drift}}, "❌ drift: 1 error", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var md, text strings.Builder
+			if err := WriteReportMarkdown(&md, tt.r, FailOnDrift); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(md.String(), "### mcpsign verify-pin: "+tt.verdict+"\n") {
+				t.Errorf("markdown:\n%s", md.String())
+			}
+			if got := strings.Contains(md.String(), "# instructions"); got != tt.diffShown {
+				t.Errorf("markdown instructions block %v, want %v:\n%s", got, tt.diffShown, md.String())
+			}
+			if err := WriteReportText(&text, tt.r); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(text.String(), "    instructions:\n"); got != tt.diffShown {
+				t.Errorf("text instructions lines %v, want %v:\n%s", got, tt.diffShown, text.String())
+			}
+		})
 	}
 }

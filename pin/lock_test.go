@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/evidence"
+	"github.com/mcpsign/mcpsign/internal/boundedfile"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures/examplesnap"
 	"github.com/mcpsign/mcpsign/pin/capability"
 )
@@ -246,6 +247,8 @@ func TestNewLockRefuses(t *testing.T) {
 		{"sigstore without bundle digest", snap, Approval{Method: evidence.MethodSigstore, Identity: "a@example.com"}, "bundleDigest"},
 		{"tofu with a bundle", snap, Approval{Method: MethodTOFU, BundleDigest: digest.InstructionsDigest("")}, "tofu"},
 		{"tlog index too large", snap, Approval{Method: evidence.MethodKey, Identity: "k", BundleDigest: digest.InstructionsDigest(""), Tlog: &evidence.Tlog{LogIndex: 1 << 53, LogID: "ab"}}, "2^53"},
+		{"tlog time too large", snap, Approval{Method: evidence.MethodKey, Identity: "k", BundleDigest: digest.InstructionsDigest(""), Tlog: &evidence.Tlog{LogID: "ab", IntegratedTime: new(time.Unix(1<<53, 0).UTC())}}, "2^53"},
+		{"tlog index negative", snap, Approval{Method: evidence.MethodKey, Identity: "k", BundleDigest: digest.InstructionsDigest(""), Tlog: &evidence.Tlog{LogIndex: -1, LogID: "ab"}}, "2^53"},
 		{"tlog id not hex", snap, Approval{Method: evidence.MethodKey, Identity: "k", BundleDigest: digest.InstructionsDigest(""), Tlog: &evidence.Tlog{LogID: "XYZ"}}, "logId"},
 	}
 	for _, tc := range tests {
@@ -255,6 +258,12 @@ func TestNewLockRefuses(t *testing.T) {
 				t.Errorf("NewLock: %v, want an error about %q", err, tc.want)
 			}
 		})
+	}
+	// Each bound inclusive: 2^53-1 is the largest index and time.
+	top := Approval{Method: evidence.MethodKey, Identity: "k", BundleDigest: digest.InstructionsDigest(""), ApprovedAt: time.Now(),
+		Tlog: &evidence.Tlog{LogIndex: 1<<53 - 1, LogID: "ab", IntegratedTime: new(time.Unix(1<<53-1, 0).UTC())}}
+	if _, err := NewLock(snap, top); err != nil {
+		t.Errorf("a log index and time of 2^53-1: %v", err)
 	}
 	l := tofuLock(t, "honest")
 	if err := l.SetCapabilities(capability.Overrides{"run_command": {capability.Read}}); err == nil || !strings.Contains(err.Error(), "run_command") {
@@ -386,5 +395,104 @@ func TestLockStoresNoMeta(t *testing.T) {
 	forged := reseal(t, bytes.Replace(data, []byte(`{"name":"t",`), []byte(`{"name":"t","_meta":{},`), 1))
 	if _, err := Parse(forged); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "_meta") {
 		t.Errorf("a lock with _meta: %v", err)
+	}
+}
+
+// TestParseRefusesRepeatedDefinition: a lock that lists one definition
+// twice is refused, even resealed.
+func TestParseRefusesRepeatedDefinition(t *testing.T) {
+	data := mustMarshal(t, resourceLock(t, resourceSnap()))
+	i := bytes.Index(data, []byte(`{"kind": "tool"`))
+	k := bytes.Index(data[i:], []byte(`"definition": `)) // the entry's last line
+	if i < 0 || k < 0 {
+		t.Fatalf("no tool entry in\n%s", data)
+	}
+	j := i + k + bytes.IndexByte(data[i+k:], '\n')
+	var twice []byte
+	twice = append(twice, data[:j]...)
+	twice = append(twice, ",\n    "...)
+	twice = append(twice, data[i:j]...)
+	twice = append(twice, data[j:]...)
+	_, err := Parse(reseal(t, twice))
+	if !errors.Is(err, ErrModified) || !strings.Contains(err.Error(), "out of order or repeated") {
+		t.Errorf("Parse of a repeated definition: %v", err)
+	}
+}
+
+// TestValidateProofBundleSize: a proof bundle may be up to
+// boundedfile.MaxBundleBytes, inclusive.
+func TestValidateProofBundleSize(t *testing.T) {
+	for _, tt := range []struct {
+		size   int
+		tooBig bool
+	}{
+		{boundedfile.MaxBundleBytes, false},
+		{boundedfile.MaxBundleBytes + 1, true},
+	} {
+		b := bytes.Repeat([]byte("x"), tt.size)
+		l := &Lock{Approval: Approval{Method: evidence.MethodKey, BundleDigest: evidence.BundleDigest(b)}, Proof: [][]byte{b}}
+		err := l.validateProof()
+		if got := err != nil && strings.Contains(err.Error(), "bytes: from 1 to"); got != tt.tooBig {
+			t.Errorf("a proof bundle of %d bytes: %v", tt.size, err)
+		}
+	}
+}
+
+// TestParseSizeBound: a lock of MaxLockBytes reads (white space after its
+// object is allowed); one byte more is refused before it is read.
+func TestParseSizeBound(t *testing.T) {
+	data := mustMarshal(t, resourceLock(t, resourceSnap()))
+	for _, tt := range []struct {
+		size int
+		ok   bool
+	}{{MaxLockBytes, true}, {MaxLockBytes + 1, false}} {
+		padded := append(bytes.Clone(data), bytes.Repeat([]byte(" "), tt.size-len(data))...)
+		_, err := Parse(padded)
+		if tt.ok != (err == nil) || !tt.ok && !errors.Is(err, ErrMalformed) {
+			t.Errorf("a lock of %d bytes: %v, want ok %v", tt.size, err, tt.ok)
+		}
+	}
+}
+
+// TestParseAuditHead: a lock's auditHead is a sha256 digest or absent.
+func TestParseAuditHead(t *testing.T) {
+	data := mustMarshal(t, resourceLock(t, resourceSnap()))
+	for _, tt := range []struct {
+		head string
+		ok   bool
+	}{
+		{`"` + digest.InstructionsDigest("") + `"`, true},
+		{`"sha256:0"`, false},
+		{`"x"`, false},
+		{`7`, false},
+	} {
+		edited := bytes.Replace(data, []byte(`"approval": {`), []byte(`"auditHead": `+tt.head+`, "approval": {`), 1)
+		if bytes.Equal(edited, data) {
+			t.Fatalf("no approval member in\n%s", data)
+		}
+		_, err := Parse(reseal(t, edited))
+		if tt.ok != (err == nil) || !tt.ok && (!errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "auditHead")) {
+			t.Errorf("auditHead %s: %v, want ok %v", tt.head, err, tt.ok)
+		}
+	}
+}
+
+// TestCarryOverrides: a capability override is carried to the next lock
+// for a tool whose definition did not change, and only then.
+func TestCarryOverrides(t *testing.T) {
+	prev := tofuLock(t, "honest")
+	name := prev.Definitions[0].Key
+	if err := prev.SetCapabilities(capability.Overrides{name: {capability.Read}}); err != nil {
+		t.Fatal(err)
+	}
+	same := tofuLock(t, "honest")
+	same.CarryOverrides(prev)
+	if got := same.Capabilities[name]; len(got) != 1 || got[0] != capability.Read {
+		t.Errorf("override of unchanged %s: %v, want read", name, same.Capabilities)
+	}
+	none := tofuLock(t, "honest")
+	none.CarryOverrides(tofuLock(t, "honest"))
+	if len(none.Capabilities) != 0 {
+		t.Errorf("overrides %v carried from a lock without any", none.Capabilities)
 	}
 }

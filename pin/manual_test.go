@@ -68,3 +68,27 @@ func TestManualLock(t *testing.T) {
 		t.Fatal("validApprovalMethod / Method.Valid (signed)")
 	}
 }
+
+// TestNewChangeResources: the pinned resource set is the lock's when it
+// pins resources, the empty set's otherwise; a snapshot that did not list
+// them keeps the lock's stand.
+func TestNewChangeResources(t *testing.T) {
+	with := resourceLock(t, resourceSnap(resA))
+	without := resourceLock(t, resourceSnap())
+	for _, tt := range []struct {
+		name string
+		held *Lock
+		want string
+	}{
+		{"pinned", with, with.ResourceSet},
+		{"not pinned", without, digest.EmptySetDigest},
+	} {
+		c, err := NewChange(tt.held, resourceSnap())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Pinned[digest.KindResource] != tt.want || c.Served[digest.KindResource] != tt.want {
+			t.Errorf("%s: pinned %s, served %s; want %s", tt.name, c.Pinned[digest.KindResource], c.Served[digest.KindResource], tt.want)
+		}
+	}
+}

@@ -79,6 +79,15 @@ func TestLockResourcesRoundTrip(t *testing.T) {
 					t.Errorf("resources %+v, want a then b without _meta", back.Resources)
 				}
 			}
+			// An empty list is written "[]", on one line.
+			if tc.member && len(tc.resources) == 0 && !bytes.Contains(data, []byte(`"definitions": []}`)) {
+				t.Errorf("no resources not written as an empty list:\n%s", data)
+			}
+			// The lock's snapshot lists the resources as the lock does: not
+			// listed, or these.
+			if rs := back.Snapshot().Resources; (rs == nil) != !tc.member || len(rs) != len(tc.resources) {
+				t.Errorf("snapshot resources %q, want %d (listed: %v)", rs, len(tc.resources), tc.member)
+			}
 			if again := mustMarshal(t, back); !bytes.Equal(again, data) {
 				t.Errorf("written twice differently:\n%s\n%s", data, again)
 			}
@@ -106,6 +115,7 @@ func TestReadRefusesBadResources(t *testing.T) {
 		{"a wrong kind, resealed", `{"kind": "resource", "key": "file:///a.txt"`, `{"kind": "tool", "key": "file:///a.txt"`, true, ErrModified, `is not "resource"`},
 		{"an unknown member of resources", `"resources": {"set"`, `"resources": {"extra": 1, "set"`, true, ErrMalformed, `unknown member "extra"`},
 		{"a key that is not the uri, resealed", `"key": "file:///a.txt"`, `"key": "file:///z.txt"`, true, ErrModified, "out of order"},
+		{"a resource twice, resealed", `{"kind": "resource", "key": "file:///b.txt"`, `{"kind": "resource", "key": "file:///a.txt"`, true, ErrModified, "out of order or repeated"},
 		{"a wrong set digest, resealed", `"set": "sha256:`, `"set": "sha256:0`, true, ErrMalformed, "set is not a sha256 digest"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,6 +205,10 @@ func TestSameResources(t *testing.T) {
 		if tc.ok != (err == nil) || (err != nil && (!errors.As(err, &ae) || ae.Rule != RuleRollForwardResources)) {
 			t.Errorf("%s: SameResources = %v, want ok %v", tc.name, err, tc.ok)
 		}
+	}
+	// The refusal says what each lock pins.
+	if err := SameResources(withA, none); err == nil || !strings.Contains(err.Error(), "pins 1 resource (set "+withA.ResourceSet+"), the new one no resources") {
+		t.Errorf("SameResources text: %v", err)
 	}
 	next := resourceLock(t, resourceSnap())
 	next.CarryResources(withAB)

@@ -101,6 +101,7 @@ func TestEvidenceTime(t *testing.T) {
 	}{
 		{nil, time.Time{}},
 		{&evidence.Tlog{LogIndex: 1, LogID: "0a"}, time.Time{}},
+		{&evidence.Tlog{LogIndex: 1, LogID: "0a", IntegratedTime: new(time.Unix(0, 0).UTC())}, time.Time{}}, // no time, not 1970
 		{&evidence.Tlog{LogIndex: 1, LogID: "0a", IntegratedTime: new(time.Unix(1767225600, 0).UTC())}, time.Unix(1767225600, 0).UTC()},
 	} {
 		l := &Lock{Approval: Approval{Method: evidence.MethodKey, Tlog: tc.tlog}}

@@ -239,6 +239,8 @@ func TestPackageBinding(t *testing.T) {
 		{"mcpb other file", Package{RegistryType: "mcpb", Identifier: "https://x/n.mcpb", FileSHA256: h}, st("1.0.0", attest.Package{PURL: "pkg:generic/n@1.0.0", Digest: map[string]string{"sha256": strings.Repeat("cd", 32)}}), false},
 		{"mcpb no hash", Package{RegistryType: "mcpb", Identifier: "https://x/n.mcpb"}, st("1.0.0"), false},
 		{"oci digest", Package{RegistryType: "oci", Identifier: "ghcr.io/acme/notes@sha256:" + h}, st("1.0.0", attest.Package{PURL: "pkg:oci/notes", Digest: map[string]string{"sha256": h}}), true},
+		{"oci fileSha256 agrees", Package{RegistryType: "oci", Identifier: "ghcr.io/acme/notes@sha256:" + h, FileSHA256: h}, st("1.0.0", attest.Package{PURL: "pkg:oci/notes", Digest: map[string]string{"sha256": h}}), true},
+		{"oci fileSha256 contradicts", Package{RegistryType: "oci", Identifier: "ghcr.io/acme/notes@sha256:" + h, FileSHA256: strings.Repeat("cd", 32)}, st("1.0.0", attest.Package{PURL: "pkg:oci/notes", Digest: map[string]string{"sha256": h}}), false},
 		{"oci tag only", Package{RegistryType: "oci", Identifier: "ghcr.io/acme/notes:1.0.0"}, st("1.0.0", attest.Package{PURL: "pkg:oci/notes", Digest: map[string]string{"sha256": h}}), false},
 		{"npm fileSha256 contradicts", Package{RegistryType: "npm", Identifier: "n", Version: "1.0.0", FileSHA256: h}, st("1.0.0", attest.Package{PURL: "pkg:npm/n@1.0.0", Digest: map[string]string{"sha256": strings.Repeat("cd", 32)}}), false},
 		{"unknown type", Package{RegistryType: "cargo", Identifier: "n", Version: "1"}, st("1.0.0"), false},

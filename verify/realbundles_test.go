@@ -103,6 +103,11 @@ func TestRealBundles(t *testing.T) {
 			if res.Tlog == nil || res.Tlog.IntegratedTime == nil || res.SigningTime.IsZero() {
 				t.Errorf("no verified log entry / signing time: %+v", res.Tlog)
 			}
+			// sigstore-go's result names the identity the policy matched
+			// (verified by mcpsign, not by sigstore-go, which is given none).
+			if vi := res.Sigstore.VerifiedIdentity; vi == nil || vi.SubjectAlternativeName.SubjectAlternativeName != rb.identity || vi.Issuer.Issuer != rb.issuer {
+				t.Errorf("sigstore-go's verified identity %+v, want %s from %s", vi, rb.identity, rb.issuer)
+			}
 			if res.BundleDigest != BundleDigest(data) || !strings.HasPrefix(res.BundleDigest, "sha256:") {
 				t.Errorf("bundle digest %s", res.BundleDigest)
 			}

@@ -3,10 +3,12 @@ package verify
 import (
 	"encoding/base64"
 	"testing"
+	"time"
 
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
 	"github.com/sigstore/sigstore-go/pkg/tlog"
+	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mcpsign/mcpsign/digest"
@@ -91,4 +93,77 @@ func TestTlogEvidenceIsVerified(t *testing.T) {
 			}
 		}},
 	})
+}
+
+// TestTlogEvidenceVerifiedFlag: tlogEvidence takes sigstore-go's own check
+// of the bundle for its entry's only when the bundle has one entry (the
+// entry sigstore-go verified); with several, each is verified on its own
+// (a bogus entry first is skipped even when sigstore-go's check of the
+// bundle passed). An integrated time is reported only when sigstore-go
+// returned it as a verified log timestamp.
+func TestTlogEvidenceVerifiedFlag(t *testing.T) {
+	f := newFixture(t)
+	v := f.certVerifier(t, Policy{RequireTlog: true})
+	var real *protorekor.TransparencyLogEntry
+	data := func(t *testing.T, entries func(real *protorekor.TransparencyLogEntry) []*protorekor.TransparencyLogEntry) *parsedBundle {
+		b := certSigned(t, f.pki, f.vs, f.payload, certOpts{tlog: true, mutate: func(pb *protobundle.Bundle) {
+			real = pb.VerificationMaterial.TlogEntries[0]
+			pb.VerificationMaterial.TlogEntries = entries(real)
+		}})
+		pb, err := ParseBundle(b, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newParsedBundle(pb)
+	}
+	bogus := func(real *protorekor.TransparencyLogEntry) *protorekor.TransparencyLogEntry {
+		b := proto.Clone(real).(*protorekor.TransparencyLogEntry)
+		b.LogIndex = 987654321
+		b.InclusionPromise.SignedEntryTimestamp = []byte("garbage")
+		return b
+	}
+	logTime := func() []sgverify.TimestampVerificationResult {
+		return []sgverify.TimestampVerificationResult{{Type: "Tlog", Timestamp: time.Unix(real.GetIntegratedTime(), 0)}}
+	}
+	for _, tc := range []struct {
+		name     string
+		entries  func(real *protorekor.TransparencyLogEntry) []*protorekor.TransparencyLogEntry
+		noTimes  bool // sigstore-go returned no verified log timestamp
+		verified bool
+		wantTime bool
+	}{
+		{name: "one entry, verified, its time returned", entries: func(r *protorekor.TransparencyLogEntry) []*protorekor.TransparencyLogEntry {
+			return []*protorekor.TransparencyLogEntry{r}
+		}, verified: true, wantTime: true},
+		{name: "one entry, verified, no time returned", entries: func(r *protorekor.TransparencyLogEntry) []*protorekor.TransparencyLogEntry {
+			return []*protorekor.TransparencyLogEntry{r}
+		}, verified: true, noTimes: true},
+		{name: "one entry, not verified, no time returned", entries: func(r *protorekor.TransparencyLogEntry) []*protorekor.TransparencyLogEntry {
+			return []*protorekor.TransparencyLogEntry{r}
+		}, noTimes: true},
+		{name: "bogus first, verified", entries: func(r *protorekor.TransparencyLogEntry) []*protorekor.TransparencyLogEntry {
+			return []*protorekor.TransparencyLogEntry{bogus(r), r}
+		}, verified: true, wantTime: true},
+		{name: "bogus first, not verified", entries: func(r *protorekor.TransparencyLogEntry) []*protorekor.TransparencyLogEntry {
+			return []*protorekor.TransparencyLogEntry{bogus(r), r}
+		}, wantTime: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pb := data(t, tc.entries)
+			var ts []sgverify.TimestampVerificationResult
+			if !tc.noTimes {
+				ts = logTime()
+			}
+			ev, err := tlogEvidence(pb, v.trust, ts, tc.verified)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.LogIndex != real.GetLogIndex() {
+				t.Errorf("evidence of log index %d, want the verified entry's %d", ev.LogIndex, real.GetLogIndex())
+			}
+			if (ev.IntegratedTime != nil) != tc.wantTime {
+				t.Errorf("integrated time %v, want one: %v", ev.IntegratedTime, tc.wantTime)
+			}
+		})
+	}
 }

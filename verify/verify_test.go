@@ -367,6 +367,11 @@ func TestStepsCertificate(t *testing.T) {
 			if res.Issuer != "CN=Corp Signing CA,O=Example Corp" {
 				t.Errorf("issuer %q", res.Issuer)
 			}
+			// The certificate method's identity is no Sigstore identity:
+			// sigstore-go's result names none.
+			if res.Sigstore == nil || res.Sigstore.VerifiedIdentity != nil {
+				t.Errorf("sigstore-go's verified identity %+v under the certificate method, want none", res.Sigstore)
+			}
 		}},
 		{name: "ok with a log entry", build: build(Policy{RequireTlog: true}, payload, certOpts{tlog: true}), check: func(t *testing.T, res *Result) {
 			if res.Tlog == nil || res.Tlog.IntegratedTime == nil || res.TimeSource != "Tlog" {
@@ -396,6 +401,18 @@ func TestStepsCertificate(t *testing.T) {
 				return v, certSigned(t, f.pki, f.vs, payload, certOpts{tsa: true}), snap
 			}},
 		{name: "current time allowed", build: build(Policy{AllowCurrentTime: true}, payload, certOpts{}), check: func(t *testing.T, res *Result) {
+			if res.TimeSource != "CurrentTime" {
+				t.Errorf("time from %q", res.TimeSource)
+			}
+		}},
+		// No Sigstore trusted root (no TSA): a bundle without a timestamp
+		// is checked at the current time, not refused for a timestamp it
+		// does not carry.
+		{name: "current time allowed, no Sigstore trusted root", build: func(t *testing.T) (*Verifier, []byte, *digest.Snapshot) {
+			v := mustVerifier(t, Trust{CertificateAuthorities: f.pki.authorities(t)},
+				Policy{Method: MethodCertificate, Identities: []Identity{{Email: "release@example.com"}}, AllowCurrentTime: true})
+			return v, certSigned(t, f.pki, f.vs, payload, certOpts{}), snap
+		}, check: func(t *testing.T, res *Result) {
 			if res.TimeSource != "CurrentTime" {
 				t.Errorf("time from %q", res.TimeSource)
 			}

@@ -12,6 +12,10 @@ const testDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef01234
 
 func TestAdvertisedAttestation(t *testing.T) {
 	big := `{"x":"` + strings.Repeat("a", MaxAttestationBundleBytes) + `"}`
+	// atBound is a bundle of exactly MaxAttestationBundleBytes, the most
+	// accepted; one byte more is refused.
+	atBound := `{"x":"` + strings.Repeat("a", MaxAttestationBundleBytes-8) + `"}`
+	overBound := `{"x":"` + strings.Repeat("a", MaxAttestationBundleBytes-7) + `"}`
 	tests := []struct {
 		name    string
 		caps    string
@@ -43,6 +47,8 @@ func TestAdvertisedAttestation(t *testing.T) {
 		{name: "bad digest", caps: `{"dev.mcpsign/attestation":{"bundleUrl":"https://e.com/b","bundleDigest":"sha256:ABC"}}`, wantErr: "not sha256:"},
 		{name: "sha512 digest", caps: `{"dev.mcpsign/attestation":{"bundleUrl":"https://e.com/b","bundleDigest":"sha512:` + strings.Repeat("a", 128) + `"}}`, wantErr: "not sha256:"},
 		{name: "oversized", caps: `{"dev.mcpsign/attestation":{"bundle":` + big + `}}`, wantErr: "at most"},
+		{name: "bundle at the bound", caps: `{"dev.mcpsign/attestation":{"bundle":` + atBound + `}}`, want: Attestation{Bundle: []byte(atBound)}},
+		{name: "oversized by one byte", caps: `{"dev.mcpsign/attestation":{"bundle":` + overBound + `}}`, wantErr: "at most"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,7 +62,7 @@ func TestAdvertisedAttestation(t *testing.T) {
 				if !errors.Is(err, ErrAttestation) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want ErrAttestation with %q", err, tt.wantErr)
 				}
-				if tt.name == "oversized" && !errors.Is(err, boundedfile.ErrTooLarge) {
+				if strings.HasPrefix(tt.name, "oversized") && !errors.Is(err, boundedfile.ErrTooLarge) {
 					t.Fatalf("err = %v, want ErrTooLarge", err)
 				}
 			case err != nil:

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/internal/textsafe"
 )
 
 func TestParseEnvelope(t *testing.T) {
@@ -30,6 +31,7 @@ func TestParseEnvelope(t *testing.T) {
 		{name: "escaped member names", in: `{"\u006asonrpc":"2.0","\u0069d":7,"\u006dethod":"x"}`, kind: KindRequest, method: "x", id: "7"},
 		{name: "error response", in: `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}`, kind: KindResponse, id: "null"},
 		{name: "list result", in: `{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a}\"{"}],"nextCursor":"c"}}`, kind: KindResponse, id: "2", lists: HasTools},
+		{name: "escaped list member name", in: `{"id":2,"result":{"\u0074ools":[]}}`, kind: KindResponse, id: "2", lists: HasTools},
 		{name: "all lists", in: `{"id":2,"result":{"prompts":[],"resourceTemplates":[],"tools":[]}}`, kind: KindResponse, id: "2", lists: HasTools | HasPrompts | HasResourceTemplates},
 		{name: "other members", in: `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"tools"}]},"extra":{"tools":[]}}`, kind: KindResponse, id: "3"},
 		{name: "deep value", in: `{"id":3,"result":{"a":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}}`, kind: KindResponse, id: "3"},
@@ -65,10 +67,16 @@ func TestParseEnvelope(t *testing.T) {
 		{name: "bad escape", in: `{"id":1,"result":{"a":"\x"}}`, err: "invalid escape"},
 		{name: "control character", in: "{\"id\":1,\"result\":{\"a\":\"\x01\"}}", err: "control character"},
 		{name: "lone surrogate in a name", in: `{"id":1,"\ud800":1,"result":{}}`, err: "lone high surrogate"},
+		// The same name, escaped two ways: a name of escapes only is decoded too.
+		{name: "repeated name, a backslash escaped two ways", in: `{"id":1,"\\":1,"\u005c":2,"result":{}}`, err: "repeated"},
+		{name: "a continuation byte 0x80 in a name", in: "{\"id\":1,\"\x80\":1,\"result\":{}}", err: "invalid UTF-8"},
 		{name: "invalid UTF-8 in a name", in: "{\"id\":1,\"\xff\":1,\"result\":{}}", err: "invalid UTF-8"},
 		{name: "too deep", in: `{"id":1,"result":` + strings.Repeat("[", MaxDepth+2) + strings.Repeat("]", MaxDepth+2) + `}`, err: "nesting deeper than"},
 		{name: "unterminated", in: `{"id":1,"result":{"a":"b}}`, err: "unterminated"},
 		{name: "bad literal", in: `{"id":1,"result":tru}`, err: "invalid character"},
+		// The message ends where the result's value should start.
+		{name: "ends after the result's name", in: `{"id":1,"result":`, err: "at byte 17"},
+		{name: "ends after the result's name and space", in: `{"id":1,"result": `, err: "at byte 18"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -219,5 +227,35 @@ func TestParseFromServerExcerpt(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !utf8.ValidString(err.Error()) {
 			t.Errorf("%q: %v, want %q", tt.in, err, tt.want)
 		}
+	}
+}
+
+// TestExcerptRuneBoundaries: an excerpt starts and ends on a rune boundary
+// (never inside a multi-byte character), and a text that starts with a
+// continuation byte is quoted from its first byte.
+func TestExcerptRuneBoundaries(t *testing.T) {
+	t.Parallel()
+	e := strings.Repeat("é", 100) // two bytes each
+	ae := "a" + e                 // é starts at every odd byte
+	tests := []struct {
+		name   string
+		data   string
+		offset int
+		want   string
+	}{
+		{"start on a rune", ae, 21, "…" + textsafe.RawQuote(ae[1:81]) + "…"},
+		{"start inside a rune moves back", ae, 22, "…" + textsafe.RawQuote(ae[1:81]) + "…"},
+		{"end on a rune", e, 0, textsafe.RawQuote(e[:80]) + "…"},
+		{"end inside a rune moves back", ae, 0, textsafe.RawQuote(ae[:79]) + "…"},
+		{"continuation byte first", "\x80abc", 0, textsafe.RawQuote("\x80abc")},
+		{"continuation bytes first, offset inside", "\x80\x80abc", 2, textsafe.RawQuote("\x80\x80abc")},
+		{"offset past the end", "abc", 10, textsafe.RawQuote("abc")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := excerpt([]byte(tt.data), tt.offset); got != tt.want {
+				t.Errorf("excerpt(%q, %d) = %q, want %q", tt.data, tt.offset, got, tt.want)
+			}
+		})
 	}
 }

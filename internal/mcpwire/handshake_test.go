@@ -83,3 +83,52 @@ func TestHandshakeDiscoverRefusal(t *testing.T) {
 		})
 	}
 }
+
+// TestHandshakeForcedVersion: a forced modern version asks server/discover
+// only (its failure is an error, no fallback); a forced legacy version asks
+// initialize only, for that version.
+func TestHandshakeForcedVersion(t *testing.T) {
+	t.Parallel()
+	const (
+		discover = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}`
+		legacy   = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}`
+	)
+	for _, tt := range []struct {
+		name, force string
+		results     map[string]string
+		calls       []string
+		version     string // of the hello; "" for an error
+		negotiated  string
+		err         string
+	}{
+		{name: "modern", force: ProtocolModern, results: map[string]string{MethodDiscover: discover, MethodInitialize: legacy},
+			calls: []string{MethodDiscover}, version: ProtocolModern},
+		{name: "modern, no server/discover", force: ProtocolModern, results: map[string]string{MethodInitialize: legacy},
+			calls: []string{MethodDiscover}, err: "forced"},
+		{name: "legacy", force: "2025-06-18", results: map[string]string{MethodDiscover: discover, MethodInitialize: legacy},
+			calls: []string{MethodInitialize}, version: "2025-06-18", negotiated: "2025-06-18"},
+		{name: "default, no server/discover", results: map[string]string{MethodInitialize: legacy},
+			calls: []string{MethodDiscover, MethodInitialize}, version: "2025-06-18", negotiated: "2025-06-18"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := &fakeClient{results: tt.results}
+			negotiated := ""
+			h, err := Handshake(context.Background(), c, HandshakeOptions{ProtocolVersion: tt.force,
+				ClientInfo: json.RawMessage(`{"name":"t","version":"1"}`), ClientCapabilities: json.RawMessage(`{}`),
+				Negotiated: func(v string) { negotiated = v }})
+			if strings.Join(c.called, " ") != strings.Join(tt.calls, " ") {
+				t.Errorf("calls %v, want %v", c.called, tt.calls)
+			}
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("hello %+v, err %v; want an error with %q", h, err, tt.err)
+				}
+				return
+			}
+			if err != nil || h.ProtocolVersion != tt.version || negotiated != tt.negotiated {
+				t.Fatalf("hello %+v, negotiated %q, err %v; want version %s", h, negotiated, err, tt.version)
+			}
+		})
+	}
+}

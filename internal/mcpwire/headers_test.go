@@ -9,7 +9,7 @@ import (
 func TestParseHeaders(t *testing.T) {
 	t.Parallel()
 	const secret = "s3cr3t-value"
-	env := map[string]string{"TOKEN": secret, "EMPTY": "", "CRLF": "a\r\nX-Evil: 1", "DOLLAR": "$x"}
+	env := map[string]string{"TOKEN": secret, "EMPTY": "", "CRLF": "a\r\nX-Evil: 1", "DOLLAR": "$x", "AZ_az_09": "v", "_0": "v"}
 	lookup := func(name string) (string, bool) { v, ok := env[name]; return v, ok }
 	for _, tt := range []struct {
 		in   []string
@@ -32,6 +32,28 @@ func TestParseHeaders(t *testing.T) {
 		{in: []string{"Accept: ${TOKEN}"}, err: "set by the MCP transport"},
 		{in: []string{"Mcp-Session-Id: x"}, err: "set by the MCP transport"},
 		{in: []string{"X-A: a\x00" + secret}, err: "line break or NUL"},
+		// The argument a refusal names, counted from 1.
+		{in: []string{"X-A: a", "no colon"}, err: "header #2: want"},
+		{in: []string{"X(A): a"}, err: "header #1: the name is not"},
+		// Environment variable names: letters, digits (not first) and _,
+		// each range to its ends; the bytes just outside refused.
+		{in: []string{"X-A: ${AZ_az_09}"}, name: "X-A", want: []string{"v"}},
+		{in: []string{"X-A: ${_0}"}, name: "X-A", want: []string{"v"}},
+		{in: []string{"X-A: ${0A}"}, err: "no environment variable name"},
+		{in: []string{"X-A: ${9A}"}, err: "no environment variable name"},
+		{in: []string{"X-A: ${A@}"}, err: "no environment variable name"},
+		{in: []string{"X-A: ${A[}"}, err: "no environment variable name"},
+		{in: []string{"X-A: ${A`}"}, err: "no environment variable name"},
+		{in: []string{"X-A: ${A{}"}, err: "no environment variable name"},
+		{in: []string{"X-A: ${A/}"}, err: "no environment variable name"},
+		{in: []string{"X-A: ${A:}"}, err: "no environment variable name"},
+		{in: []string{"X-A: ${A-B}"}, err: "no environment variable name"},
+		{in: []string{"X-A: ${}"}, err: "no environment variable name"},
+		// Header names: RFC 9110 tokens; a space or a delimiter refused.
+		{in: []string{"X A: v"}, err: "not a valid HTTP header name"},
+		{in: []string{"\"X: v"}, err: "not a valid HTTP header name"},
+		{in: []string{"X\x7f: v"}, err: "not a valid HTTP header name"},
+		{in: []string{"X~!#$%&'*+-.^_`|: v"}, name: "X~!#$%&'*+-.^_`|", want: []string{"v"}},
 	} {
 		h, err := ParseHeaders(tt.in, lookup)
 		if tt.err != "" {

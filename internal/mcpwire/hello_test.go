@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcpsign/mcpsign/digest"
 )
 
 const discoverOK = `{"resultType":"complete","supportedVersions":["2026-07-28","2025-11-25"],` +
@@ -147,4 +149,96 @@ func FuzzParseDiscover(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParseDiscoverServerInfo: the server's info is the result's
+// serverInfo, or where go-sdk puts it (_meta's
+// io.modelcontextprotocol/serverInfo) only when the result has none.
+func TestParseDiscoverServerInfo(t *testing.T) {
+	const head = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{}`
+	const meta = `"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"m","version":"1"}}`
+	for _, tt := range []struct {
+		name, result string
+		want         digest.ServerInfo
+	}{
+		{"serverInfo", head + `,"serverInfo":{"name":"s","version":"2"}}`, digest.ServerInfo{Name: "s", Version: "2"}},
+		{"in _meta", head + `,` + meta + `}`, digest.ServerInfo{Name: "m", Version: "1"}},
+		{"both: serverInfo", head + `,"serverInfo":{"name":"s","version":"2"},` + meta + `}`, digest.ServerInfo{Name: "s", Version: "2"}},
+		{"_meta null", head + `,"_meta":null}`, digest.ServerInfo{}},
+		{"_meta without it", head + `,"_meta":{"other":1}}`, digest.ServerInfo{}},
+		{"neither", head + `}`, digest.ServerInfo{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h, ok, err := ParseDiscover([]byte(tt.result), nil, nil)
+			if err != nil || !ok {
+				t.Fatalf("refused: %v (ok %v)", err, ok)
+			}
+			if h.Server != tt.want {
+				t.Errorf("server %+v, want %+v", h.Server, tt.want)
+			}
+		})
+	}
+}
+
+// TestMetaVersion: the version a request _meta asks for, read strictly.
+func TestMetaVersion(t *testing.T) {
+	for _, tt := range []struct {
+		name, meta string
+		nilMeta    bool
+		want       string
+		ok         bool
+	}{
+		{name: "nil", nilMeta: true},
+		{name: "version", meta: `{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`, want: "2026-07-28", ok: true},
+		{name: "escaped", meta: `{"io.modelcontextprotocol/protocolVersion":"2026\u002d07-28","x":1}`, want: "2026-07-28", ok: true},
+		{name: "none", meta: `{"x":"2026-07-28"}`},
+		{name: "not an object", meta: `"2026-07-28"`},
+		{name: "repeated", meta: `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/protocolVersion":"2025-11-25"}`},
+		{name: "a number", meta: `{"io.modelcontextprotocol/protocolVersion":20260728}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var meta []byte
+			if !tt.nilMeta {
+				meta = []byte(tt.meta)
+			}
+			got, ok := MetaVersion(meta)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("MetaVersion(%s) = %q, %v; want %q, %v", meta, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+// TestRequestMeta: mcpsign's own modern requests carry the client's info
+// and capabilities when it sent them, the server's version, and defaults
+// otherwise.
+func TestRequestMeta(t *testing.T) {
+	const (
+		info = `{"name":"host","version":"3"}`
+		caps = `{"roots":{}}`
+	)
+	for _, tt := range []struct {
+		name       string
+		clientMeta []byte
+		clientInfo json.RawMessage
+		want       string
+	}{
+		{name: "the client's", clientMeta: []byte(`{"io.modelcontextprotocol/clientInfo":` + info + `,"io.modelcontextprotocol/clientCapabilities":` + caps + `,"other":1}`),
+			want: `{"io.modelcontextprotocol/clientCapabilities":` + caps + `,"io.modelcontextprotocol/clientInfo":` + info + `,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`},
+		{name: "the client's info, default capabilities", clientMeta: []byte(`{"io.modelcontextprotocol/clientInfo":` + info + `}`), clientInfo: json.RawMessage(`{"name":"x","version":"1"}`),
+			want: `{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":` + info + `,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`},
+		{name: "none: the stand-in", clientInfo: json.RawMessage(`{"name":"x","version":"1"}`),
+			want: `{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"x","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`},
+		{name: "none: mcpsign",
+			want: `{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"mcpsign","version":"devel"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`},
+		{name: "unreadable: the defaults", clientMeta: []byte(`{"io.modelcontextprotocol/clientInfo":` + info + `,"io.modelcontextprotocol/clientInfo":` + info + `}`),
+			want: `{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"mcpsign","version":"devel"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := RequestMeta(tt.clientMeta, ProtocolModern, tt.clientInfo)
+			if err != nil || string(got) != tt.want {
+				t.Errorf("RequestMeta = %s, %v; want %s", got, err, tt.want)
+			}
+		})
+	}
 }

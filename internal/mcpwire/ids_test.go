@@ -30,6 +30,21 @@ func TestLooseMatch(t *testing.T) {
 		{`"a"`, `"\u0061"`, gosdk},
 		{`"a"`, `"b"`, ""},
 		{`"mcpsign-1"`, `"mcpsign-1 "`, ""},
+		// Each end of the digits and the other bytes of a number in a string.
+		{"9", "9.0", both},
+		{"9", `"9"`, ts},
+		{"2", `"2.0"`, ts},
+		{"200", `"2e2"`, ts},
+		{"200", `"2E+2"`, ts},
+		{"-2", `"-2"`, ts},
+		{"2", `"2/"`, ""},
+		{"2", `"2:"`, ""},
+		// Number() trims U+2000 to U+200A, not the code points around them.
+		{"2", `"\u20002\u200a"`, ts},
+		{"2", `"\u1fff2"`, ""},
+		{"2", `"2\u200b"`, ""},
+		{"", "1", ""}, // nothing is no number
+		{"1", "", ""},
 	} {
 		if got := LooseMatch([]byte(tt.req), []byte(tt.resp)); got != tt.by {
 			t.Errorf("LooseMatch(%s, %s) = %q, want %q", tt.req, tt.resp, got, tt.by)

@@ -24,6 +24,10 @@ func TestLineReader(t *testing.T) {
 		{"long line across buffers", strings.Repeat("x", 200<<10) + "\n", 300 << 10, []string{strings.Repeat("x", 200<<10) + "\n"}, io.EOF},
 		{"long line over the cap", strings.Repeat("x", 200<<10) + "\n", 100 << 10, nil, ErrMessageTooLarge},
 		{"empty", "", 5, nil, io.EOF},
+		// The buffer fills exactly at the cap plus its "\r" (two buffers of
+		// readBufferBytes), the "\n" comes next: at the cap, not over it.
+		{"at the cap with CRLF across buffers", strings.Repeat("x", 2*readBufferBytes-1) + "\r\n", 2*readBufferBytes - 1, []string{strings.Repeat("x", 2*readBufferBytes-1) + "\r\n"}, io.EOF},
+		{"over the cap with CRLF across buffers", strings.Repeat("x", 2*readBufferBytes) + "\r\n", 2*readBufferBytes - 1, nil, ErrMessageTooLarge},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -103,5 +104,63 @@ func TestListFlagResources(t *testing.T) {
 		if _, err := Parse([]byte(in)); err == nil {
 			t.Errorf("Parse(%s) accepted", in)
 		}
+	}
+}
+
+// endlessCaller answers tools/list with one more page, a new cursor each
+// time, and fails after max calls (a listing that does not stop).
+type endlessCaller struct{ calls, max int }
+
+func (c *endlessCaller) Call(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
+	c.calls++
+	if c.calls > c.max {
+		return nil, errors.New("asked for too many pages")
+	}
+	return json.RawMessage(fmt.Sprintf(`{"tools":[],"nextCursor":"c%d"}`, c.calls)), nil
+}
+
+// TestListAllBounds: a listing stops at Limits.MaxPages pages of a kind,
+// naming the page, and at Limits.MaxBytes bytes of results, inclusive.
+func TestListAllBounds(t *testing.T) {
+	t.Parallel()
+	tools := &Hello{Caps: map[string][]byte{"tools": []byte(`{}`)}}
+	const page = `{"tools":[{"name":"a"}]}` // 24 bytes
+	for _, tc := range []struct {
+		name     string
+		c        Caller
+		lim      Limits
+		is       error // nil: listed
+		page     int   // of the ListError
+		progress []int
+	}{
+		{name: "pages to the bound", c: &endlessCaller{max: 10}, lim: Limits{MaxPages: 3}, is: ErrTooManyPages, page: 3, progress: []int{1, 2, 3}},
+		{name: "one page allowed", c: &endlessCaller{max: 10}, lim: Limits{MaxPages: 1}, is: ErrTooManyPages, page: 1, progress: []int{1}},
+		// An empty nextCursor on the first page names the page just read.
+		{name: "empty cursor first", c: &pagesCaller{pages: map[string]string{"tools/list ": `{"tools":[],"nextCursor":""}`}}, is: ErrCursorLoop, page: 1, progress: []int{1}},
+		{name: "bytes to the bound", c: &pagesCaller{pages: map[string]string{"tools/list ": page}}, lim: Limits{MaxBytes: int64(len(page))}, progress: []int{1}},
+		{name: "bytes over the bound", c: &pagesCaller{pages: map[string]string{"tools/list ": page}}, lim: Limits{MaxBytes: int64(len(page)) - 1}, is: ErrListingTooLarge, page: 1, progress: []int{1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var progress []int
+			tc.lim.Progress = func(method string, page int) {
+				if method == "tools/list" {
+					progress = append(progress, page)
+				}
+			}
+			snap, err := ListAll(context.Background(), tc.c, tools, tc.lim)
+			if fmt.Sprint(progress) != fmt.Sprint(tc.progress) {
+				t.Errorf("pages asked %v, want %v", progress, tc.progress)
+			}
+			if tc.is == nil {
+				if err != nil || len(snap.Tools) != 1 {
+					t.Fatalf("ListAll = %v; want one tool", err)
+				}
+				return
+			}
+			var le *ListError
+			if !errors.Is(err, tc.is) || !errors.As(err, &le) || le.Page != tc.page {
+				t.Fatalf("ListAll = %v; want a *ListError of page %d wrapping %v", err, tc.page, tc.is)
+			}
+		})
 	}
 }

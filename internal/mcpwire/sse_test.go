@@ -43,6 +43,8 @@ func TestEventReader(t *testing.T) {
 		{name: "empty id", in: "id:\ndata: x\n\n", want: []Event{{Data: []byte("x")}}},
 		{name: "lone CR", in: sseAttacks["lone CR in tools/list"], err: "CR that is not part of a CRLF"},
 		{name: "CR CR LF", in: "data: x\r\r\n\n", err: "CR that is not part of a CRLF"},
+		{name: "CR first on a line", in: "data: x\n\rdata: y\n\n", err: "CR that is not part of a CRLF"},
+		{name: "a lone CR line", in: "data: x\n\r\r\n\n", err: "CR that is not part of a CRLF"},
 		{name: "BOM", in: sseAttacks["byte-order mark"], err: "byte-order mark"},
 		{name: "Latin-1 BOM", in: "\u00ef\u00bb\u00bfdata: x\n\n", err: "unknown field"},
 		{name: "event name with trailing space", in: sseAttacks["event name with space"], err: `named "message "`},
@@ -57,7 +59,15 @@ func TestEventReader(t *testing.T) {
 		{name: "id and retry without a data line", in: "retry: 1\nid: g-1\n\n", err: "an id and no data line"},
 		{name: "bad retry", in: "retry: 1.5\ndata: x\n\n", err: "retry"},
 		{name: "cut off event", in: "data: x\n", err: "ends inside an event"},
-		{name: "cut off line", in: "data: x\n\ndata: y", want: []Event{{Data: []byte("x")}}, err: "ends inside a line"},
+		{name: "cut off line", in: "data: x\n\ndata: y", want: []Event{{Data: []byte("x")}}, err: "line 3: the stream ends inside a line"},
+		{name: "id with an inner space", in: "id: a b\ndata: x\n\n", want: []Event{{ID: "a b", Data: []byte("x")}}},
+		{name: "id of every printable byte", in: "id: !~\ndata: x\n\n", want: []Event{{ID: "!~", Data: []byte("x")}}},
+		{name: "DEL in id", in: "id: a\x7fb\ndata: x\n\n", err: "id that is not printable"},
+		{name: "retry 0 and 9", in: "retry: 09\ndata: x\n\n", want: []Event{{Data: []byte("x")}}},
+		{name: "retry of ten digits", in: "retry: 9999999999\ndata: x\n\n", want: []Event{{Data: []byte("x")}}},
+		{name: "retry of eleven digits", in: "retry: 99999999999\ndata: x\n\n", err: "retry"},
+		{name: "retry with a colon", in: "retry: 1:\ndata: x\n\n", err: "retry"},
+		{name: "retry with a slash", in: "retry: /1\ndata: x\n\n", err: "retry"},
 		{name: "too large", in: "data: " + strings.Repeat("x", 200) + "\n\n", err: "more than 100 bytes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -276,6 +286,13 @@ func TestReadResponse(t *testing.T) {
 		if _, _, err := read(BodyJSON, sseAnswer, ResponseOptions{MaxMessageBytes: 10}); !errors.Is(err, ErrMessageTooLarge) {
 			t.Fatal(err)
 		}
+		// The message cap is inclusive.
+		if _, held, err := read(BodyJSON, sseAnswer, ResponseOptions{MaxMessageBytes: len(sseAnswer)}); err != nil || len(held) != 1 {
+			t.Fatalf("a body of MaxMessageBytes: %q %v", held, err)
+		}
+		if _, _, err := read(BodyJSON, sseAnswer, ResponseOptions{MaxMessageBytes: len(sseAnswer) - 1}); !errors.Is(err, ErrMessageTooLarge) {
+			t.Fatal(err)
+		}
 	})
 	for name, body := range sseAttacks {
 		t.Run(name, func(t *testing.T) {
@@ -297,6 +314,16 @@ func TestReadResponse(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("an event of a message at the cap", func(t *testing.T) {
+		t.Parallel()
+		// The event may be EventOverhead bytes longer than its message:
+		// an id and a comment beside a message of MaxMessageBytes.
+		body := ": " + strings.Repeat("c", 1000) + "\nid: 1\ndata: " + sseAnswer + "\n\n"
+		_, held, err := read(BodyEventStream, body, ResponseOptions{MaxMessageBytes: len(sseAnswer)})
+		if err != nil || len(held) != 1 {
+			t.Fatalf("held %q, error %v", held, err)
+		}
+	})
 	t.Run("open after the answer", func(t *testing.T) {
 		t.Parallel()
 		b := newSlowBody()
@@ -306,8 +333,23 @@ func TestReadResponse(t *testing.T) {
 		if err == nil || held != nil || !strings.Contains(err.Error(), "stayed open") {
 			t.Fatalf("held %q, error %v", held, err)
 		}
-		if time.Since(start) > 5*time.Second {
+		// Before DefaultEndWait: the wait given, not the default.
+		if time.Since(start) > DefaultEndWait*3/4 {
 			t.Error("the end wait was not enforced promptly")
+		}
+	})
+	t.Run("no end wait given is the default", func(t *testing.T) {
+		t.Parallel()
+		b := newSlowBody()
+		go func() {
+			b.w.Write([]byte("data: " + sseAnswer + "\n\n"))
+			time.Sleep(100 * time.Millisecond) // open for a while after the answer
+			b.w.Write([]byte("data: " + sseNote + "\n\n"))
+			b.w.Close()
+		}()
+		held, err := ReadResponse(context.Background(), BodyEventStream, b, post(), ResponseOptions{}, func([]byte) error { return nil })
+		if err != nil || len(held) != 2 {
+			t.Fatalf("held %q, error %v", held, err)
 		}
 	})
 	t.Run("context", func(t *testing.T) {
@@ -339,6 +381,40 @@ func TestLimitBody(t *testing.T) {
 	}
 }
 
+// TestLimitBodyBuffers: a Read never returns more than its buffer holds,
+// whatever the buffer's size beside what is left under the cap.
+func TestLimitBodyBuffers(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name       string
+		size, read int // body bytes; each Read's buffer (its capacity too)
+		trip       bool
+	}{
+		{name: "buffer of the cap", size: 100, read: 100},
+		{name: "buffer of the cap less one", size: 100, read: 99},
+		{name: "buffer of the cap plus one", size: 100, read: 101},
+		{name: "buffer of the cap, body over it", size: 150, read: 100, trip: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := LimitBody(io.NopCloser(strings.NewReader(strings.Repeat("x", tt.size))), 100)
+			total := 0
+			var err error
+			for err == nil {
+				buf := make([]byte, tt.read)
+				var n int
+				n, err = r.Read(buf)
+				if n > len(buf) {
+					t.Fatalf("Read of %d bytes returned %d", len(buf), n)
+				}
+				total += n
+			}
+			if tt.trip != errors.Is(err, ErrMessageTooLarge) || !tt.trip && (err != io.EOF || total != tt.size) {
+				t.Errorf("%d bytes, then %v", total, err)
+			}
+		})
+	}
+}
+
 // TestEventReaderLastID: the id a client resumes after is that of the last
 // event with an id and a data line, whether or not it carried a message.
 func TestEventReaderLastID(t *testing.T) {
@@ -363,5 +439,69 @@ func TestEventReaderLastID(t *testing.T) {
 		if got := er.LastID(); got != want {
 			t.Errorf("%q: LastID %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestEventReaderSizeCap: the cap is on the whole event, every line and
+// line end of it, the blank line that ends it included: inclusive, and
+// counted afresh for each event (a skipped one too).
+func TestEventReaderSizeCap(t *testing.T) {
+	t.Parallel()
+	const max = 100
+	line := func(n int) string { return "data: " + strings.Repeat("x", n-7) + "\n" } // n bytes
+	for _, tt := range []struct {
+		name   string
+		in     string
+		events int
+		tooBig bool
+	}{
+		{name: "one line at the cap", in: line(max-1) + "\n", events: 1},
+		{name: "one line over the cap", in: line(max) + "\n", tooBig: true},
+		{name: "two lines at the cap", in: line(50) + line(49) + "\n", events: 1},
+		{name: "two lines over the cap, each under it", in: line(60) + line(60) + "\n", tooBig: true},
+		{name: "a comment counts", in: ": " + strings.Repeat("c", 47) + "\n" + line(50) + "\n", tooBig: true},
+		{name: "two events, each at the cap", in: line(max-1) + "\n" + line(max-1) + "\n", events: 2},
+		{name: "a skipped event, then one at the cap", in: "id: p1\ndata: \n\n" + line(max-1) + "\n", events: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			er := NewEventReader(strings.NewReader(tt.in), max)
+			n := 0
+			var err error
+			for {
+				if _, err = er.Next(); err != nil {
+					break
+				}
+				n++
+			}
+			if tt.tooBig != errors.Is(err, ErrMessageTooLarge) || !tt.tooBig && err != io.EOF || n != tt.events {
+				t.Errorf("%d events, then %v; want %d, too large: %v", n, err, tt.events, tt.tooBig)
+			}
+		})
+	}
+}
+
+// TestSessionIDBounds: a session id is 1 to MaxSessionIDBytes bytes of
+// visible ASCII, 0x21 to 0x7E, each bound inclusive.
+func TestSessionIDBounds(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, id string
+		ok       bool
+	}{
+		{"at the length bound", strings.Repeat("a", MaxSessionIDBytes), true},
+		{"over the length bound", strings.Repeat("a", MaxSessionIDBytes+1), false},
+		{"one byte", "a", true},
+		{"the first and last visible bytes", "!~", true},
+		{"space", "a b", false},
+		{"DEL", "a\x7f", false},
+		{"a byte over 0x7F", "a\x80", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var s SessionIDs
+			err := s.Check(http.Header{"Mcp-Session-Id": {tt.id}})
+			if tt.ok != (err == nil) || tt.ok && s.ID() != tt.id {
+				t.Errorf("Check: %v, id %d bytes; want ok %v", err, len(s.ID()), tt.ok)
+			}
+		})
 	}
 }

@@ -255,3 +255,167 @@ func TestDiffTotalBudget(t *testing.T) {
 		t.Errorf("%d changes, %d bytes of diff, %d truncated", len(d.Definitions), total, truncated)
 	}
 }
+
+// TestBudgetSpent: once the budget is spent, no further text diff is
+// made, whatever a text diff's own default bound.
+func TestBudgetSpent(t *testing.T) {
+	for _, tt := range []struct {
+		left      int
+		x, y      string
+		want      string
+		truncated bool
+	}{
+		{left: 0, x: "a\n", y: "b\n", want: "", truncated: true},
+		{left: 0, x: "a\n", y: "a\n", want: ""},
+		{left: -5, x: "a\n", y: "b\n", want: "", truncated: true},
+	} {
+		b := &budget{left: tt.left}
+		if got, trunc := b.textDiff(tt.x, tt.y, TextOptions{}); got != tt.want || trunc != tt.truncated {
+			t.Errorf("left %d: %q, %v; want %q, %v", tt.left, got, trunc, tt.want, tt.truncated)
+		}
+	}
+}
+
+// TestDiffInvalidSides: a key with more than one definition, or one
+// without a digest, on either side, says so for each side.
+func TestDiffInvalidSides(t *testing.T) {
+	one := json.RawMessage(`{"name":"t","description":"d"}`)
+	two := json.RawMessage(`{"name":"t","description":"e"}`)
+	for _, tt := range []struct {
+		name       string
+		olds, news []json.RawMessage
+		want       string
+	}{
+		{"side B twice", []json.RawMessage{one}, []json.RawMessage{one, two}, "side B has 2 definitions with this key"},
+		{"side A twice", []json.RawMessage{one, two}, []json.RawMessage{one}, "side A has 2 definitions with this key"},
+		{"both twice", []json.RawMessage{one, two}, []json.RawMessage{two, one}, "side A has 2 definitions with this key; side B has 2 definitions with this key"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Compare(sideOf(tt.olds), sideOf(tt.news), Options{})
+			if len(d.Definitions) != 1 || d.Definitions[0].Invalid != tt.want {
+				t.Fatalf("changes %+v, want one with %q", d.Definitions, tt.want)
+			}
+		})
+	}
+}
+
+// TestDiffCapabilityOverrides: a side's capability overrides classify its
+// tools.
+func TestDiffCapabilityOverrides(t *testing.T) {
+	olds := []json.RawMessage{json.RawMessage(`{"name":"t","description":"d"}`)}
+	news := []json.RawMessage{json.RawMessage(`{"name":"t","description":"e"}`)}
+	b := sideOf(news)
+	b.Capabilities = capability.Overrides{"t": {capability.Exec}}
+	d := Compare(sideOf(olds), b, Options{})
+	if len(d.Definitions) != 1 || !slices.Contains(d.Definitions[0].GainedCapabilities, capability.Exec) {
+		t.Fatalf("changes %+v, want exec gained from the override", d.Definitions)
+	}
+}
+
+// TestBreakingTypeMessage: a parameter's type change names the type it had,
+// or "no type".
+func TestBreakingTypeMessage(t *testing.T) {
+	for _, tt := range []struct{ old, cur, want string }{
+		{`{"type":"object","properties":{"q":{"type":"string"}}}`, `{"type":"object","properties":{"q":{"type":"number"}}}`, `parameter "q" changed type from "string" to "number"`},
+		{`{"type":"object","properties":{"q":{}}}`, `{"type":"object","properties":{"q":{"type":"number"}}}`, `parameter "q" changed type from no type to "number"`},
+	} {
+		d := Compare(sideOf([]json.RawMessage{tool("t", tt.old)}), sideOf([]json.RawMessage{tool("t", tt.cur)}), Options{})
+		if len(d.Breaking) != 1 || d.Breaking[0].Message != tt.want {
+			t.Errorf("breaking %+v, want %q", d.Breaking, tt.want)
+		}
+	}
+}
+
+// TestDiffFieldsCanonical: a member that differs only in its JSON spelling
+// (order, space) is not a changed field.
+func TestDiffFieldsCanonical(t *testing.T) {
+	old := json.RawMessage(`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{}}}`)
+	cur := json.RawMessage(`{"name":"t","description":"e","inputSchema":{ "properties" : {}, "type":"object" }}`)
+	d := Compare(sideOf([]json.RawMessage{old}), sideOf([]json.RawMessage{cur}), Options{})
+	if len(d.Definitions) != 1 {
+		t.Fatalf("changes %+v", d.Definitions)
+	}
+	var fields []string
+	for _, f := range d.Definitions[0].Fields {
+		fields = append(fields, f.Field)
+	}
+	if !slices.Equal(fields, []string{"description"}) {
+		t.Errorf("changed fields %q, want only the description", fields)
+	}
+}
+
+// TestHiddenCharactersMessage: the breaking change names the member that
+// gained hidden characters.
+func TestHiddenCharactersMessage(t *testing.T) {
+	old := json.RawMessage(`{"name":"t","description":"Look up notes."}`)
+	cur := json.RawMessage(`{"name":"t","description":"Look up notes.\u200b"}`)
+	d := Compare(sideOf([]json.RawMessage{old}), sideOf([]json.RawMessage{cur}), Options{})
+	var msgs []string
+	for _, b := range d.Breaking {
+		if b.Rule == BreakingHiddenCharacters {
+			msgs = append(msgs, b.Message)
+		}
+	}
+	if len(msgs) != 1 || !strings.HasPrefix(msgs[0], `tool "t": "description" gained hidden characters (`) {
+		t.Errorf("messages %q", msgs)
+	}
+}
+
+// TestWriteTextLines: the text report's optional lines (the blank line
+// before header changes, an invalid key, the breaking count) appear only
+// when there is something to say, and a change of the whole definition is
+// labelled so.
+func TestWriteTextLines(t *testing.T) {
+	one := json.RawMessage(`{"name":"t","description":"d"}`)
+	two := json.RawMessage(`{"name":"t","description":"e"}`)
+	snap := func(tools ...json.RawMessage) *digest.Snapshot {
+		return &digest.Snapshot{Tools: tools, Prompts: []json.RawMessage{}, ResourceTemplates: []json.RawMessage{}}
+	}
+	head := "A: a (snapshot) · (unnamed server) · protocol \nB: b (snapshot) · (unnamed server) · protocol \n"
+	for _, tt := range []struct {
+		name string
+		a, b *digest.Snapshot
+		want string
+	}{
+		{"a description changed", snap(one), snap(two),
+			head + "\n~ tool \"t\": changed\n    description (changed, text):\n      @@ -1 +1 @@\n      -d\n      +e\n\n0 added, 0 removed, 1 changed\n"},
+		{"invalid and breaking", snap(tool("t", `{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)), snap(tool("t", `{"type":"object","properties":{}}`), one, two),
+			head + "\n~ tool \"t\": changed\n    invalid: side B has 3 definitions with this key\n    BREAKING removed-parameter: parameter \"q\" was removed\n\n0 added, 0 removed, 1 changed; 1 breaking change\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := WriteText(&b, Compare(SnapshotSide("a", OriginSnapshot, tt.a), SnapshotSide("b", OriginSnapshot, tt.b), Options{})); err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != tt.want {
+				t.Errorf("text\n%q\nwant\n%q", b.String(), tt.want)
+			}
+		})
+	}
+	var b strings.Builder
+	if err := (FieldChange{Change: Changed, Format: "json"}).WriteText(&b, "  "); err != nil || b.String() != "  (whole definition) (changed, json):\n" {
+		t.Errorf("whole-definition change: %q, %v", b.String(), err)
+	}
+}
+
+// TestBreakingCapabilityMessage: a new tool "has" a dangerous capability,
+// a changed one "gained" it.
+func TestBreakingCapabilityMessage(t *testing.T) {
+	schema := `{"type":"object","properties":{}}`
+	for _, tt := range []struct {
+		old, cur []json.RawMessage
+		want     string
+	}{
+		{nil, []json.RawMessage{tool("run_command", schema)}, `new tool "run_command" has the exec capability`},
+		{[]json.RawMessage{tool("t", schema, `"description":"Look up notes."`)}, []json.RawMessage{tool("t", schema, `"description":"Look up notes, or execute a shell line."`)}, `tool "t" gained the exec capability`},
+	} {
+		old := tt.old
+		if old == nil {
+			old = []json.RawMessage{}
+		}
+		d := Compare(sideOf(old), sideOf(tt.cur), Options{})
+		if len(d.Breaking) != 1 || d.Breaking[0].Message != tt.want {
+			t.Errorf("breaking %+v, want %q", d.Breaking, tt.want)
+		}
+	}
+}

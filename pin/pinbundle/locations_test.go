@@ -32,6 +32,11 @@ func TestLocations(t *testing.T) {
 	if _, err := (Locations{server, file}).ForLock(ctx, nil); !errors.Is(err, ErrNeedsServer) {
 		t.Errorf("ForLock without a snapshot: %v, want ErrNeedsServer", err)
 	}
+	// With a snapshot the server's bundle is read from it: a snapshot that
+	// advertises nothing is the server's refusal, not ErrNeedsServer.
+	if _, err := (Locations{file, server}).ForLock(ctx, &digest.Snapshot{}); err == nil || errors.Is(err, ErrNeedsServer) {
+		t.Errorf("ForLock with a snapshot that advertises nothing: %v", err)
+	}
 	// The file is read first: its error, not the server's absence.
 	_, err = Locations{server, {File: missing}}.ForLock(ctx, nil)
 	var re *ReadError

@@ -1,6 +1,7 @@
 package pinbundle
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -214,5 +215,18 @@ func TestSourceSide(t *testing.T) {
 				t.Fatalf("label %q, origin %s; want %q, %s", s.Label, s.Origin, tt.wantLabel, tt.wantOrigin)
 			}
 		})
+	}
+}
+
+// TestStatementSizeBound: Statement reads up to MaxBytes, inclusive.
+func TestStatementSizeBound(t *testing.T) {
+	for _, tt := range []struct {
+		size   int
+		tooBig bool
+	}{{MaxBytes, false}, {MaxBytes + 1, true}} {
+		_, err := Statement(bytes.Repeat([]byte(" "), tt.size))
+		if err == nil || strings.Contains(err.Error(), "larger than") != tt.tooBig {
+			t.Errorf("%d bytes: %v, want too large: %v", tt.size, err, tt.tooBig)
+		}
 	}
 }
