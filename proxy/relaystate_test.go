@@ -88,3 +88,78 @@ func TestGateStateOf(t *testing.T) {
 		})
 	}
 }
+
+// inboundOf parses a client line as the relay's reader does.
+func inboundOf(t *testing.T, line string) *inbound {
+	t.Helper()
+	m := &inbound{line: []byte(line + "\n")}
+	m.env, m.perr = mcpwire.Parse([]byte(line))
+	return m
+}
+
+// TestCancel: the client's notifications/cancelled drops the request it
+// names while that is held (the server never sees it, the client expects
+// no answer), and ends the hold of a listing in flight; otherwise it goes
+// the normal way (docs/PROXY.md, "Order: exactly one answer per request").
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	const (
+		call    = `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x"}}`
+		note    = `{"jsonrpc":"2.0","method":"notifications/roots/list_changed","params":{"requestId":5}}`
+		cancel5 = `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`
+		cancel7 = `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`
+	)
+	for _, tc := range []struct {
+		name      string
+		held      []string
+		pending   map[string]bool // id: gating
+		cancel    string
+		consumed  bool
+		heldAfter int
+		lists     int // listsInFlight after
+		toServer  bool
+	}{
+		{"a held request is dropped", []string{note, call}, nil, cancel5, true, 1, 0, false},
+		{"another id: not consumed", []string{call}, nil, cancel7, false, 1, 0, false},
+		{"a held notification with that id: not consumed", []string{note}, nil, cancel5, false, 1, 0, false},
+		{"params not an object: not consumed", []string{call}, nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":[5]}`, false, 1, 0, false},
+		{"a listing in flight no longer holds", nil, map[string]bool{"7": true}, cancel7, true, 0, 0, true},
+		{"a call in flight: the normal way", nil, map[string]bool{"7": false}, cancel7, false, 0, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var toServer bytes.Buffer
+			r, _ := bareRelay(1 << 20)
+			r.toServer = newOutQueue(&toServer, 1<<40)
+			r.checked = true
+			for _, h := range tc.held {
+				r.hold(&r.heldClient, inboundOf(t, h))
+			}
+			for id, gating := range tc.pending {
+				if err := r.pending.Add([]byte(id), &pendingReq{id: []byte(id), gating: gating}); err != nil {
+					t.Fatal(err)
+				}
+				if gating {
+					r.listsInFlight++
+				}
+			}
+			before := r.heldBytes
+			got := r.cancel(inboundOf(t, tc.cancel))
+			r.flush()
+			if got != tc.consumed {
+				t.Errorf("cancel = %v, want %v", got, tc.consumed)
+			}
+			if len(r.heldClient) != tc.heldAfter {
+				t.Errorf("%d held after, want %d", len(r.heldClient), tc.heldAfter)
+			}
+			if tc.consumed && len(tc.held) > 0 && r.heldBytes != before-len(call)-1 {
+				t.Errorf("heldBytes %d after, want %d", r.heldBytes, before-len(call)-1)
+			}
+			if r.listsInFlight != tc.lists {
+				t.Errorf("listsInFlight %d after, want %d", r.listsInFlight, tc.lists)
+			}
+			if sent := toServer.String() == tc.cancel+"\n"; sent != tc.toServer {
+				t.Errorf("sent to the server %q; the cancellation: %v, want %v", toServer.String(), sent, tc.toServer)
+			}
+		})
+	}
+}
