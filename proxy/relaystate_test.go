@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
@@ -159,6 +162,55 @@ func TestCancel(t *testing.T) {
 			}
 			if sent := toServer.String() == tc.cancel+"\n"; sent != tc.toServer {
 				t.Errorf("sent to the server %q; the cancellation: %v, want %v", toServer.String(), sent, tc.toServer)
+			}
+		})
+	}
+}
+
+// TestHoldBound: what is held while a check runs may reach MaxHeldBytes
+// exactly; one byte more blocks the session, and every held request is
+// answered with the block's error.
+func TestHoldBound(t *testing.T) {
+	t.Parallel()
+	const ping = `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	for _, tc := range []struct {
+		name    string
+		max     int
+		blocked bool
+	}{
+		{"held bytes at the bound", 2 * (len(ping) + 1), false},
+		{"one byte over it", 2*(len(ping)+1) - 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testContext(t)
+			_, proxyEnd := mcp.NewInMemoryTransports()
+			conn, err := TransportUpstream(proxyEnd).Connect(ctx, UpstreamEnv{MaxMessageBytes: 1 << 10, Stderr: io.Discard, Grace: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Stop(time.Second)
+			r, out := bareRelay(tc.max)
+			r.c, r.side, r.o.OnEvent = conn, newSideQueue(), func(Event) {}
+			defer r.side.close(time.Second)
+			r.running = &task{}
+			r.mu.Lock()
+			r.fromClient(inboundOf(t, ping))
+			r.fromClient(inboundOf(t, strings.Replace(ping, `"id":1`, `"id":2`, 1)))
+			r.mu.Unlock()
+			r.flush()
+			if got := r.blocked != nil; got != tc.blocked {
+				t.Fatalf("blocked = %v, want %v", got, tc.blocked)
+			}
+			if !tc.blocked {
+				if len(r.heldClient) != 2 || r.heldBytes != tc.max {
+					t.Errorf("%d held, %d bytes; want 2, %d", len(r.heldClient), r.heldBytes, tc.max)
+				}
+				return
+			}
+			<-r.stopped
+			if n := strings.Count(out.String(), `"code":`+strconv.Itoa(BlockedCode)); n != 2 || len(r.heldClient) != 0 {
+				t.Errorf("%d held after the block, the client got %q; want both answered with %d", len(r.heldClient), out.String(), BlockedCode)
 			}
 		})
 	}
