@@ -215,3 +215,57 @@ func TestHoldBound(t *testing.T) {
 		})
 	}
 }
+
+// TestFromServerWhileChecking: while a check holds the server's traffic,
+// only a ping and roots/list reach the client (the server may wait for
+// their answers before it answers the proxy's listing), and only when
+// nothing of the server's is held before them: the order stays the
+// server's.
+func TestFromServerWhileChecking(t *testing.T) {
+	t.Parallel()
+	const (
+		ping     = `{"jsonrpc":"2.0","id":"s1","method":"ping"}`
+		roots    = `{"jsonrpc":"2.0","id":"s2","method":"roots/list"}`
+		sampling = `{"jsonrpc":"2.0","id":"s3","method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}`
+		progress = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`
+	)
+	for _, tc := range []struct {
+		name    string
+		running bool
+		held    []string
+		msg     string
+		relayed bool
+	}{
+		{"a ping passes a check", true, nil, ping, true},
+		{"roots/list passes a check", true, nil, roots, true},
+		{"sampling is held", true, nil, sampling, false},
+		{"a notification is held", true, nil, progress, false},
+		{"a ping behind a held message is held", true, []string{progress}, ping, false},
+		{"no check: sampling goes on", false, nil, sampling, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, out := bareRelay(1 << 20)
+			r.checked = true
+			r.clientCaps = readClientCaps([]byte(`{"roots":{},"sampling":{}}`))
+			if tc.running {
+				r.running = &task{}
+			}
+			for _, h := range tc.held {
+				r.hold(&r.heldServer, inboundOf(t, h))
+			}
+			m := &inbound{line: []byte(tc.msg + "\n")}
+			var err error
+			if m.env, err = mcpwire.ParseFromServer([]byte(tc.msg)); err != nil {
+				t.Fatal(err)
+			}
+			r.fromServer(m)
+			r.flush()
+			if got := out.String() == tc.msg+"\n"; got != tc.relayed {
+				t.Errorf("the client got %q; relayed: %v, want %v", out.String(), got, tc.relayed)
+			}
+			if held := len(r.heldServer) == len(tc.held)+1; held == tc.relayed {
+				t.Errorf("%d server messages held, want it held: %v", len(r.heldServer), !tc.relayed)
+			}
+		})
+	}
+}
