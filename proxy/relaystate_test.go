@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
+	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
 
 // bareRelay is a relay with no peers, for the bookkeeping of one step: what
@@ -265,6 +266,63 @@ func TestFromServerWhileChecking(t *testing.T) {
 			}
 			if held := len(r.heldServer) == len(tc.held)+1; held == tc.relayed {
 				t.Errorf("%d server messages held, want it held: %v", len(r.heldServer), !tc.relayed)
+			}
+		})
+	}
+}
+
+// TestClientMessageApplied: what the relay does with each step the gate
+// decides for a client message once the session is checked: who gets the
+// message or the proxy's answer, and what stderr says.
+func TestClientMessageApplied(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		line        string
+		dropInit    bool
+		toServer    string
+		toClient    string // a part of it
+		stderr      string // a part of it; "" for nothing
+		dropInitEnd bool
+	}{
+		{"not strict JSON-RPC: dropped, said on stderr", `{"jsonrpc":"2.0","method":`, false, "", "", "dropped a message from the client that is not strict JSON-RPC", false},
+		{"a batch: answered with id null", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, false, "", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`, "", false},
+		{"the client's initialized after the proxy's: dropped once", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, true, "", "", "", false},
+		{"a blank line: forwarded", `  `, false, "  \n", "", "", false},
+		{"a ping: forwarded", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, false, `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n", "", "", false},
+		{"a notification: forwarded", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, false, `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n", "", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var toServer bytes.Buffer
+			stderr := &fixtures.SyncBuffer{}
+			r, out := bareRelay(1 << 20)
+			r.toServer = newOutQueue(&toServer, 1<<40)
+			r.o.Stderr, r.side = stderr, newSideQueue()
+			r.checked, r.dropInitialized = true, tc.dropInit
+			m := inboundOf(t, tc.line)
+			if strings.TrimSpace(tc.line) == "" {
+				m = &inbound{line: []byte(tc.line + "\n"), blank: true}
+			}
+			if !r.clientMessage(m, true) {
+				t.Fatal("held")
+			}
+			r.flush()
+			r.side.close(time.Second)
+			if toServer.String() != tc.toServer {
+				t.Errorf("the server got %q, want %q", toServer.String(), tc.toServer)
+			}
+			if got := out.String(); (tc.toClient == "") != (got == "") || !strings.Contains(got, tc.toClient) {
+				t.Errorf("the client got %q, want %q", got, tc.toClient)
+			}
+			if got := stderr.String(); (tc.stderr == "") != (got == "") || !strings.Contains(got, tc.stderr) {
+				t.Errorf("stderr %q, want %q", got, tc.stderr)
+			}
+			// A request forwarded is pending; nothing else is.
+			if _, tracked := r.pending.Get([]byte("1")); tracked != strings.Contains(tc.toServer, `"id":1`) || r.pending.Len() > 1 {
+				t.Errorf("%d pending, request 1 among them: %v", r.pending.Len(), tracked)
+			}
+			if r.dropInitialized != tc.dropInitEnd {
+				t.Errorf("dropInitialized = %v after, want %v", r.dropInitialized, tc.dropInitEnd)
 			}
 		})
 	}
