@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -323,6 +325,63 @@ func TestClientMessageApplied(t *testing.T) {
 			}
 			if r.dropInitialized != tc.dropInitEnd {
 				t.Errorf("dropInitialized = %v after, want %v", r.dropInitialized, tc.dropInitEnd)
+			}
+		})
+	}
+}
+
+// TestPeerEnd: how a peer's end is taken (handle with an error). The
+// server's side ending cleanly, or a remote server that could not be used,
+// ends the session; any other error blocks it, unless a check runs, which
+// then sees the server gone, except for a protocol violation or an
+// oversized message, which block at once.
+func TestPeerEnd(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		server  bool
+		err     error
+		running bool
+		blocked bool
+	}{
+		{"the server's end", true, io.EOF, false, false},
+		{"a read error", true, errors.New("read failed"), false, true},
+		{"a read error while a check runs", true, errors.New("read failed"), true, false},
+		{"a protocol violation while a check runs", true, fmt.Errorf("%w: not JSON", mcpwire.ErrProtocol), true, true},
+		{"an oversized message while a check runs", true, fmt.Errorf("%w: 2 MiB", mcpwire.ErrMessageTooLarge), true, true},
+		{"a remote server that could not be used", true, &ConnectError{What: "the server could not be reached"}, false, false},
+		{"the client's end", false, io.EOF, false, false},
+		{"the client's read error", false, errors.New("read failed"), false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testContext(t)
+			_, proxyEnd := mcp.NewInMemoryTransports()
+			conn, err := TransportUpstream(proxyEnd).Connect(ctx, UpstreamEnv{MaxMessageBytes: 1 << 10, Stderr: io.Discard, Grace: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Stop(time.Second)
+			r, _ := bareRelay(1 << 20)
+			r.c, r.side, r.o.OnEvent, r.wake = conn, newSideQueue(), func(Event) {}, make(chan struct{}, 1)
+			defer r.side.close(time.Second)
+			if tc.running {
+				r.running = &task{}
+			}
+			if r.handle(nil, tc.err, tc.server) {
+				t.Error("handle reports more may follow a peer's end")
+			}
+			if got := r.blocked != nil; got != tc.blocked {
+				t.Errorf("blocked = %v, want %v", got, tc.blocked)
+			}
+			if r.serverEOF != tc.server || r.clientEOF == tc.server {
+				t.Errorf("serverEOF %v clientEOF %v, want the %s's end", r.serverEOF, r.clientEOF, map[bool]string{true: "server", false: "client"}[tc.server])
+			}
+			if tc.server && r.ownClosed == nil {
+				t.Error("the proxy's own calls are not failed")
+			}
+			if r.blocked != nil {
+				<-r.stopped
 			}
 		})
 	}
