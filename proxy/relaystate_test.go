@@ -392,3 +392,106 @@ func TestPeerEnd(t *testing.T) {
 		})
 	}
 }
+
+// connectedRelay is a bareRelay whose server is an in-process connection
+// nobody serves (block stops it), with the side queue a block reports on.
+func connectedRelay(t *testing.T, maxHeld int) (*relay, *bytes.Buffer) {
+	t.Helper()
+	_, proxyEnd := mcp.NewInMemoryTransports()
+	conn, err := TransportUpstream(proxyEnd).Connect(testContext(t), UpstreamEnv{MaxMessageBytes: 1 << 10, Stderr: io.Discard, Grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, out := bareRelay(maxHeld)
+	r.c, r.side, r.o.OnEvent, r.wake = conn, newSideQueue(), func(Event) {}, make(chan struct{}, 1)
+	t.Cleanup(func() {
+		r.mu.Lock()
+		stopped := r.stopped
+		r.mu.Unlock()
+		if stopped != nil {
+			<-stopped
+		}
+		conn.Stop(time.Second)
+		r.side.close(time.Second)
+	})
+	return r, out
+}
+
+// TestHandshakeAnswered: the server's answer to the client's initialize or
+// server/discover, a result or an error, ends the handshake (and with it
+// the wait its timer bounds); the answer to any other request does not.
+func TestHandshakeAnswered(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		method      string
+		handshaking bool
+	}{
+		{mcpwire.MethodInitialize, false},
+		{mcpwire.MethodDiscover, false},
+		{mcpwire.MethodPing, true},
+		{"tools/list", true},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			r, out := bareRelay(1 << 20)
+			r.handshaking = true
+			if err := r.pending.Add([]byte("1"), &pendingReq{id: []byte("1"), method: tc.method}); err != nil {
+				t.Fatal(err)
+			}
+			const answer = `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}`
+			m := &inbound{line: []byte(answer + "\n")}
+			var err error
+			if m.env, err = mcpwire.ParseFromServer([]byte(answer)); err != nil {
+				t.Fatal(err)
+			}
+			r.serverResponse(m)
+			r.flush()
+			if r.handshaking != tc.handshaking {
+				t.Errorf("handshaking = %v after the answer, want %v", r.handshaking, tc.handshaking)
+			}
+			if out.String() != answer+"\n" {
+				t.Errorf("the client got %q, want the answer", out.String())
+			}
+		})
+	}
+}
+
+// TestHandshakeTimer: a handshake the server does not answer within
+// CheckTimeout blocks the session, naming what was awaited; one answered,
+// or a session whose run ended, is not blocked for it.
+func TestHandshakeTimer(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		then    func(r *relay)
+		blocked bool
+	}{
+		{"unanswered", func(*relay) {}, true},
+		{"answered", func(r *relay) { r.handshaking = false }, false},
+		{"the run ended", func(r *relay) { r.ended.Store(true) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r, _ := connectedRelay(t, 1<<20)
+			r.o.CheckTimeout = 10 * time.Millisecond
+			r.mu.Lock()
+			r.handshaking = true
+			r.awaitHandshake(mcpwire.MethodInitialize)
+			tc.then(r)
+			r.mu.Unlock()
+			select {
+			case <-r.wake: // the timer's callback decided
+			case <-time.After(testTimeout):
+				t.Fatal("the handshake's timer did not fire")
+			}
+			r.mu.Lock()
+			b := r.blocked
+			r.mu.Unlock()
+			if (b != nil) != tc.blocked {
+				t.Fatalf("blocked: %v, want %v", b, tc.blocked)
+			}
+			if b != nil && b.What != "the server's answer to initialize" {
+				t.Errorf("blocked for %q, want the server's answer to initialize", b.What)
+			}
+		})
+	}
+}
