@@ -495,3 +495,46 @@ func TestHandshakeTimer(t *testing.T) {
 		})
 	}
 }
+
+// TestDrainStopsAtACheck: a held list_changed that starts a re-listing
+// closes the gate again in the middle of the drain: what is still held on
+// both sides stays held, in order, for the drain after that check.
+func TestDrainStopsAtACheck(t *testing.T) {
+	t.Parallel()
+	const (
+		listChanged = `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`
+		progress    = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`
+		call        = `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x"}}`
+	)
+	r, out := connectedRelay(t, 1<<20)
+	r.ctx, r.o.CheckTimeout = testContext(t), testTimeout
+	r.ownClosed = errors.New("the server is gone") // the re-listing fails at once, after the checks below
+	r.checked = true
+	r.mu.Lock()
+	for _, l := range []string{listChanged, progress} {
+		m := &inbound{line: []byte(l + "\n")}
+		var err error
+		if m.env, err = mcpwire.ParseFromServer([]byte(l)); err != nil {
+			t.Fatal(err)
+		}
+		r.hold(&r.heldServer, m)
+	}
+	r.hold(&r.heldClient, inboundOf(t, call))
+	r.drain()
+	running := r.running != nil
+	heldServer, heldClient := len(r.heldServer), len(r.heldClient)
+	r.mu.Unlock()
+	r.tasks.Wait()
+	r.flush()
+	if !running {
+		t.Fatal("the held list_changed started no re-listing")
+	}
+	if heldServer != 1 || heldClient != 1 {
+		t.Errorf("held after the drain: %d of the server's, %d of the client's; want 1 and 1", heldServer, heldClient)
+	}
+	// The re-listing failed: the session is blocked and the held call
+	// answered with the block's error, not lost.
+	if !strings.Contains(out.String(), `"id":5,"error":{"code":`+strconv.Itoa(BlockedCode)) {
+		t.Errorf("the client got %q, want the held call answered with %d", out.String(), BlockedCode)
+	}
+}
