@@ -299,6 +299,7 @@ func TestClientMessageApplied(t *testing.T) {
 		{"a blank line: forwarded", `  `, false, "  \n", "", "", false},
 		{"a ping: forwarded", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, false, `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n", "", "", false},
 		{"a notification: forwarded", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, false, `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n", "", "", false},
+		{"a listing: forwarded, holds what follows", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, false, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n", "", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var toServer bytes.Buffer
@@ -328,6 +329,9 @@ func TestClientMessageApplied(t *testing.T) {
 			// A request forwarded is pending; nothing else is.
 			if _, tracked := r.pending.Get([]byte("1")); tracked != strings.Contains(tc.toServer, `"id":1`) || r.pending.Len() > 1 {
 				t.Errorf("%d pending, request 1 among them: %v", r.pending.Len(), tracked)
+			}
+			if lists := r.listsInFlight == 1; lists != strings.Contains(tc.toServer, "tools/list") || r.listsInFlight > 1 {
+				t.Errorf("listsInFlight %d after", r.listsInFlight)
 			}
 			if r.dropInitialized != tc.dropInitEnd {
 				t.Errorf("dropInitialized = %v after, want %v", r.dropInitialized, tc.dropInitEnd)
