@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 )
@@ -192,16 +194,7 @@ func TestHoldBound(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := testContext(t)
-			_, proxyEnd := mcp.NewInMemoryTransports()
-			conn, err := TransportUpstream(proxyEnd).Connect(ctx, UpstreamEnv{MaxMessageBytes: 1 << 10, Stderr: io.Discard, Grace: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Stop(time.Second)
-			r, out := bareRelay(tc.max)
-			r.c, r.side, r.o.OnEvent = conn, newSideQueue(), func(Event) {}
-			defer r.side.close(time.Second)
+			r, out := connectedRelay(t, tc.max)
 			r.running = &task{}
 			r.mu.Lock()
 			r.fromClient(inboundOf(t, ping))
@@ -365,16 +358,7 @@ func TestPeerEnd(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := testContext(t)
-			_, proxyEnd := mcp.NewInMemoryTransports()
-			conn, err := TransportUpstream(proxyEnd).Connect(ctx, UpstreamEnv{MaxMessageBytes: 1 << 10, Stderr: io.Discard, Grace: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Stop(time.Second)
-			r, _ := bareRelay(1 << 20)
-			r.c, r.side, r.o.OnEvent, r.wake = conn, newSideQueue(), func(Event) {}, make(chan struct{}, 1)
-			defer r.side.close(time.Second)
+			r, _ := connectedRelay(t, 1<<20)
 			if tc.running {
 				r.running = &task{}
 			}
@@ -389,9 +373,6 @@ func TestPeerEnd(t *testing.T) {
 			}
 			if tc.server && r.ownClosed == nil {
 				t.Error("the proxy's own calls are not failed")
-			}
-			if r.blocked != nil {
-				<-r.stopped
 			}
 		})
 	}
@@ -540,5 +521,36 @@ func TestDrainStopsAtACheck(t *testing.T) {
 	// answered with the block's error, not lost.
 	if !strings.Contains(out.String(), `"id":5,"error":{"code":`+strconv.Itoa(BlockedCode)) {
 		t.Errorf("the client got %q, want the held call answered with %d", out.String(), BlockedCode)
+	}
+}
+
+// TestRelistNamesTheSubject: a call of a tool the approved set lacks is
+// held while the server is listed again; when that listing fails, the
+// call is answered with the block's error and the report names the
+// re-listing and what it was for.
+func TestRelistNamesTheSubject(t *testing.T) {
+	t.Parallel()
+	r, out := connectedRelay(t, 1<<20)
+	stderr := &fixtures.SyncBuffer{}
+	r.ctx, r.o.CheckTimeout, r.o.Stderr = testContext(t), testTimeout, stderr
+	r.ownClosed = errors.New("the server is gone") // the re-listing fails at once
+	r.checked = true
+	r.session = &mcpwire.Hello{}
+	r.approved = newApprovedSet(&digest.Snapshot{Tools: []json.RawMessage{json.RawMessage(`{"name":"greet","inputSchema":{"type":"object"}}`)}})
+	r.mu.Lock()
+	r.fromClient(inboundOf(t, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"run_command"}}`))
+	held := len(r.heldClient) == 1
+	r.mu.Unlock()
+	r.tasks.Wait()
+	r.flush()
+	r.side.close(time.Second)
+	if !held {
+		t.Error("the call was not held for the re-listing")
+	}
+	if !strings.Contains(out.String(), `"id":5,"error":{"code":`+strconv.Itoa(BlockedCode)) {
+		t.Errorf("the client got %q, want the call answered with %d", out.String(), BlockedCode)
+	}
+	if want := `re-listing before tools/call of tool "run_command" could not be checked`; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
 	}
 }
