@@ -354,3 +354,29 @@ func locked(r *relay, f func()) {
 	defer r.mu.Unlock()
 	f()
 }
+
+// TestBlockAnswerData: the error data of the block's answer names the
+// reason, and the policy's findings only when it has some.
+func TestBlockAnswerData(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		findings []string
+		data     string
+	}{
+		{"a refusal without findings", nil, `"data":{"reason":"the start-up listing"}`},
+		{"a refusal with findings", []string{"tool-changed"}, `"data":{"findings":["tool-changed"],"reason":"the start-up listing"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r, out := connectedRelay(t, 1<<20)
+			locked(r, func() {
+				r.block(&BlockedError{What: "the start-up listing", Decision: &Decision{Findings: tc.findings}, subjectID: []byte("1")})
+			})
+			r.flush()
+			if !strings.Contains(out.String(), tc.data) {
+				t.Errorf("the client got %q, want %s", out.String(), tc.data)
+			}
+		})
+	}
+}
