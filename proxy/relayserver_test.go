@@ -380,3 +380,42 @@ func TestBlockAnswerData(t *testing.T) {
 		})
 	}
 }
+
+// TestInterruptedAnswers: an interrupted session answers every request
+// still waiting, the one a running check holds the answer of among them,
+// with InterruptedCode; a blocked one has answered them all already.
+func TestInterruptedAnswers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		blocked bool
+		want    []string // ids answered with InterruptedCode
+	}{
+		{"waiting requests and the check's subject", false, []string{"1", "7"}},
+		{"blocked already", true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, out := bareRelay(1 << 20)
+			r.side = newSideQueue()
+			defer r.side.close(time.Second)
+			if err := r.pending.Add([]byte("1"), &pendingReq{id: []byte("1"), method: "tools/call"}); err != nil {
+				t.Fatal(err)
+			}
+			r.running = &task{subjID: []byte("7")}
+			if tc.blocked {
+				r.blocked = &BlockedError{What: "x"}
+			}
+			r.interrupted(errors.New("interrupted by SIGINT"))
+			r.flush()
+			got := strings.Count(out.String(), `"code":`+strconv.Itoa(InterruptedCode))
+			if got != len(tc.want) {
+				t.Errorf("the client got %q, want %d answers with %d", out.String(), len(tc.want), InterruptedCode)
+			}
+			for _, id := range tc.want {
+				if !strings.Contains(out.String(), `"id":`+id+`,"error"`) {
+					t.Errorf("request %s not answered: %q", id, out.String())
+				}
+			}
+		})
+	}
+}
