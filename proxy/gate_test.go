@@ -37,6 +37,7 @@ func TestGate(t *testing.T) {
 		{"a check runs: a ping is held", gateState{checkRunning: true}, req("ping"), stepHold, 0},
 		{"before the check, behind held ones: initialize overtakes", gateState{heldBefore: true}, req("initialize"), stepForward, 0},
 		{"before the check, behind held ones: ping overtakes", gateState{heldBefore: true, handshaking: true}, req("ping"), stepForward, 0},
+		{"before the check, behind held ones: server/discover overtakes", gateState{heldBefore: true}, req("server/discover"), stepForward, 0},
 		{"before the check, behind held ones: cancelled overtakes", gateState{heldBefore: true}, note("notifications/cancelled"), stepForward, 0},
 		{"before the check, behind held ones: a call waits", gateState{heldBefore: true, handshaking: true}, req("tools/call"), stepHold, 0},
 		{"after the check, behind held ones: even ping waits", gateState{checked: true, heldBefore: true}, req("ping"), stepHold, 0},

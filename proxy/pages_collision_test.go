@@ -3,6 +3,7 @@ package proxy
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/mcpsign/mcpsign/digest"
@@ -41,5 +42,53 @@ func TestApprovedSetNeedsTheBytes(t *testing.T) {
 				t.Errorf("covers = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestApprovedSetWith: the snapshot a page is judged in is the approved
+// one with the page's kind replaced by what the client received; for a
+// page of a listing not complete yet, the approved definitions whose keys
+// it has not received are kept (their absence is judged at the last page).
+// A definition the approved listing holds twice approves no bytes at all.
+func TestApprovedSetWith(t *testing.T) {
+	t.Parallel()
+	tool := func(name, desc string) json.RawMessage {
+		return json.RawMessage(`{"name":"` + name + `","description":"` + desc + `","inputSchema":{"type":"object"}}`)
+	}
+	a, b, a2 := tool("a", "x"), tool("b", "x"), tool("a", "changed")
+	prompt := json.RawMessage(`{"name":"p"}`)
+	set := newApprovedSet(&digest.Snapshot{Tools: []json.RawMessage{a, b}, Prompts: []json.RawMessage{prompt}})
+	for _, tc := range []struct {
+		name     string
+		items    []json.RawMessage
+		complete bool
+		want     []json.RawMessage
+	}{
+		{"a complete listing: what was received", []json.RawMessage{a2}, true, []json.RawMessage{a2}},
+		{"a page: the keys not received kept", []json.RawMessage{a2}, false, []json.RawMessage{a2, b}},
+		{"a page of every key", []json.RawMessage{b, a}, false, []json.RawMessage{b, a}},
+		{"an empty page", nil, false, []json.RawMessage{a, b}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := set.with(&pageCheck{kind: digest.KindTool, items: tc.items, complete: tc.complete})
+			if g, w := fmt.Sprintf("%s", got.Tools), fmt.Sprintf("%s", tc.want); g != w {
+				t.Errorf("tools %s, want %s", g, w)
+			}
+			if g := fmt.Sprintf("%s", got.Prompts); g != `[{"name":"p"}]` {
+				t.Errorf("prompts %s, want the approved ones", g)
+			}
+		})
+	}
+	dup := newApprovedSet(&digest.Snapshot{Tools: []json.RawMessage{a, b, a}})
+	for _, tc := range []struct {
+		items []json.RawMessage
+		want  bool
+	}{
+		{[]json.RawMessage{a}, false},
+		{[]json.RawMessage{b}, true},
+	} {
+		if got := dup.covers(digest.KindTool, tc.items, false); got != tc.want {
+			t.Errorf("approved [a b a]: covers(%s) = %v, want %v", tc.items, got, tc.want)
+		}
 	}
 }

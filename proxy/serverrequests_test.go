@@ -1,9 +1,12 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpsign/mcpsign/internal/mcpwire"
 )
@@ -94,6 +97,59 @@ func TestStripCapabilities(t *testing.T) {
 			}
 			if string(got) != want {
 				t.Errorf("got  %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+// TestServerCallsThroughTheRelay: what the server asks of the client on
+// its own is decided as it arrives, by the relay itself (no npm client
+// needed): a refused request is answered to the server with the proxy's
+// error and never reaches the client, a denied log message is dropped,
+// and what the client announced goes on.
+func TestServerCallsThroughTheRelay(t *testing.T) {
+	t.Parallel()
+	const (
+		sampling = `{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}`
+		logMsg   = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`
+	)
+	for _, tc := range []struct {
+		name     string
+		sr       ServerRequests
+		caps     string
+		msg      string
+		relayed  bool
+		answered bool // the server got the proxy's error
+	}{
+		{"sampling the client did not announce", ServerRequests{}, `{"roots":{}}`, sampling, false, true},
+		{"sampling the client announced", ServerRequests{}, `{"sampling":{}}`, sampling, true, false},
+		{"sampling the policy denies", ServerRequests{DenySampling: true}, `{"sampling":{}}`, sampling, false, true},
+		{"a log message", ServerRequests{}, `{}`, logMsg, true, false},
+		{"a log message the policy denies", ServerRequests{DenyLogging: true}, `{}`, logMsg, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var toServer bytes.Buffer
+			r, out := bareRelay(1 << 20)
+			r.toServer = newOutQueue(&toServer, 1<<40)
+			r.o.ServerRequests, r.side = tc.sr, newSideQueue()
+			r.checked, r.clientCaps = true, readClientCaps([]byte(tc.caps))
+			m := &inbound{line: []byte(tc.msg + "\n")}
+			var err error
+			if m.env, err = mcpwire.ParseFromServer([]byte(tc.msg)); err != nil {
+				t.Fatal(err)
+			}
+			r.fromServer(m)
+			r.flush()
+			r.side.close(time.Second)
+			if got := out.String() == tc.msg+"\n"; got != tc.relayed || (!got && out.Len() > 0) {
+				t.Errorf("the client got %q, want the message: %v", out.String(), tc.relayed)
+			}
+			want := ""
+			if tc.answered {
+				want = `{"jsonrpc":"2.0","id":"s1","error":{"code":` + strconv.Itoa(codeRefusedServerRequest)
+			}
+			if got := toServer.String(); (want == "") != (got == "") || !strings.HasPrefix(got, want) {
+				t.Errorf("the server got %q, want %q", got, want)
 			}
 		})
 	}
