@@ -102,11 +102,15 @@ func inboundOf(t *testing.T, line string) *inbound {
 	return m
 }
 
-// TestCancel: the client's notifications/cancelled drops the request it
-// names while that is held (the server never sees it, the client expects
-// no answer), and ends the hold of a listing in flight; otherwise it goes
-// the normal way, held behind what is held (docs/PROXY.md, "Order: exactly
-// one answer per request").
+// TestCancel: the client's notifications/cancelled is handled at once, by
+// the requestId the strict reader reads (docs/PROXY.md, "Cancellation"): a
+// held request it names is dropped, never sent, and answered with the
+// proxy's error; one in flight is answered the same way, the cancellation
+// sent on, and a listing in flight no longer holds; a cancellation that
+// names nothing held or in flight (or the handshake) is dropped, said on
+// stderr when its requestId cannot be read strictly. A request or another
+// notification that merely carries a requestId goes the normal way: held
+// behind what is held.
 func TestCancel(t *testing.T) {
 	t.Parallel()
 	const (
@@ -118,31 +122,39 @@ func TestCancel(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		held      []string
-		pending   map[string]bool // id: gating
+		pending   map[string]string // id: method ("tools/list" gates)
 		cancel    string
 		heldAfter int
-		toServer  bool // the cancellation is sent on
+		toServer  bool   // the cancellation is sent on
+		answered  string // the id the proxy answers as cancelled, "" for none
+		notice    bool   // said on stderr
 	}{
-		{"a held request is dropped", []string{note, call}, nil, cancel5, 1, false},
-		{"another id: held behind", []string{call}, nil, cancel7, 2, false},
-		{"a held notification with that id: held behind", []string{note}, nil, cancel5, 2, false},
-		{"params not an object: held behind", []string{call}, nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":[5]}`, 2, false},
-		{"no requestId: held behind", []string{call}, nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"x"}}`, 2, false},
-		{"a request of that name: held behind", []string{call}, nil, `{"jsonrpc":"2.0","id":9,"method":"notifications/cancelled","params":{"requestId":5}}`, 2, false},
-		{"another notification naming the id: held behind", []string{call}, nil, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"requestId":5}}`, 2, false},
-		{"a listing in flight no longer holds", nil, map[string]bool{"7": true}, cancel7, 0, true},
-		{"a call in flight: sent on", nil, map[string]bool{"7": false}, cancel7, 0, true},
+		{"a held request is dropped and answered", []string{note, call}, nil, cancel5, 1, false, "5", false},
+		{"another id: dropped", []string{call}, nil, cancel7, 1, false, "", false},
+		{"a held notification with that id: dropped", []string{note}, nil, cancel5, 1, false, "", false},
+		{"params not an object: dropped, said", []string{call}, nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":[5]}`, 1, false, "", true},
+		{"no requestId: dropped, said", []string{call}, nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"x"}}`, 1, false, "", true},
+		{"requestId twice: dropped, said", []string{call}, nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"requestId":5}}`, 1, false, "", true},
+		{"5.0 for 5: dropped", []string{call}, nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5.0}}`, 1, false, "", false},
+		{"a request of that name: held behind", []string{call}, nil, `{"jsonrpc":"2.0","id":9,"method":"notifications/cancelled","params":{"requestId":5}}`, 2, false, "", false},
+		{"another notification naming the id: held behind", []string{call}, nil, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"requestId":5}}`, 2, false, "", false},
+		{"a listing in flight no longer holds", nil, map[string]string{"7": "tools/list"}, cancel7, 0, true, "7", false},
+		{"a call in flight: sent on", nil, map[string]string{"7": "tools/call"}, cancel7, 0, true, "7", false},
+		{"the handshake: dropped", nil, map[string]string{"7": mcpwire.MethodInitialize}, cancel7, 0, false, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var toServer bytes.Buffer
-			r, _ := bareRelay(1 << 20)
+			stderr := &fixtures.SyncBuffer{}
+			r, out := bareRelay(1 << 20)
 			r.toServer = newOutQueue(&toServer, 1<<40)
+			r.o.Stderr, r.side = stderr, newSideQueue()
 			r.checked = true
 			for _, h := range tc.held {
 				r.hold(&r.heldClient, inboundOf(t, h))
 			}
-			for id, gating := range tc.pending {
-				if err := r.pending.Add([]byte(id), &pendingReq{id: []byte(id), gating: gating}); err != nil {
+			for id, method := range tc.pending {
+				gating := method == "tools/list"
+				if err := r.pending.Add([]byte(id), &pendingReq{id: []byte(id), method: method, gating: gating}); err != nil {
 					t.Fatal(err)
 				}
 				if gating {
@@ -153,14 +165,15 @@ func TestCancel(t *testing.T) {
 			before := r.heldBytes
 			r.fromClient(m)
 			r.flush()
+			r.side.close(time.Second)
 			if len(r.heldClient) != tc.heldAfter {
 				t.Errorf("%d held after, want %d", len(r.heldClient), tc.heldAfter)
 			}
-			want := before + len(m.line)
-			if tc.heldAfter < len(tc.held) {
+			want := before
+			if tc.heldAfter > len(tc.held) {
+				want = before + len(m.line)
+			} else if tc.heldAfter < len(tc.held) {
 				want = before - len(call) - 1
-			} else if tc.heldAfter == len(tc.held) {
-				want = before
 			}
 			if r.heldBytes != want {
 				t.Errorf("heldBytes %d after, want %d", r.heldBytes, want)
@@ -170,6 +183,19 @@ func TestCancel(t *testing.T) {
 			}
 			if sent := toServer.String() == tc.cancel+"\n"; sent != tc.toServer {
 				t.Errorf("sent to the server %q; the cancellation: %v, want %v", toServer.String(), sent, tc.toServer)
+			}
+			got := out.String()
+			if tc.answered == "" && got != "" {
+				t.Errorf("the client got %q, want nothing", got)
+			}
+			if tc.answered != "" && (!strings.Contains(got, `"id":`+tc.answered+`,`) || !strings.Contains(got, cancelledMessage)) {
+				t.Errorf("the client got %q, want request %s answered as cancelled", got, tc.answered)
+			}
+			if _, still := r.pending.Get([]byte("7")); still != (tc.pending != nil && !tc.toServer) {
+				t.Errorf("request 7 pending after: %v", still)
+			}
+			if said := stderr.String() != ""; said != tc.notice {
+				t.Errorf("stderr %q, want a notice: %v", stderr.String(), tc.notice)
 			}
 		})
 	}
