@@ -85,10 +85,10 @@ func TestPrepareNamespaceOwner(t *testing.T) {
 	}
 }
 
-// TestRunPositions: Run numbers the entries of its listing from 0, in the
-// listing's order.
-func TestRunPositions(t *testing.T) {
-	t.Parallel()
+// emptyPolicyVerifier returns a Verifier under a policy that names no
+// server, whose fetches all fail.
+func emptyPolicyVerifier(t *testing.T) *Verifier {
+	t.Helper()
 	pf, err := policy.Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1}`), "/p.json")
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +97,14 @@ func TestRunPositions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return v
+}
+
+// TestRunPositions: Run numbers the entries of its listing from 0, in the
+// listing's order.
+func TestRunPositions(t *testing.T) {
+	t.Parallel()
+	v := emptyPolicyVerifier(t)
 	list := func(fn func([]byte) error) error {
 		for _, name := range []string{"a/x", "a/y", "a/z"} {
 			if err := fn([]byte(serverJSON(name, "1", ""))); err != nil {
@@ -156,14 +164,7 @@ func TestSummaryTable(t *testing.T) {
 // emitted.
 func TestRunWithdrawsDuplicates(t *testing.T) {
 	t.Parallel()
-	pf, err := policy.Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1}`), "/p.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := New(Options{Policy: pf, Fetch: func(context.Context, Pointer) ([]byte, error) { return nil, errors.New("none") }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := emptyPolicyVerifier(t)
 	list := func(fn func([]byte) error) error {
 		for _, name := range []string{"a/x", "a/y", "a/x", "a/y"} {
 			if err := fn([]byte(serverJSON(name, "1", ""))); err != nil {
