@@ -51,6 +51,8 @@ func TestParseRefusals(t *testing.T) {
 		{"require repeated", `{` + base + `,"servers":{"a":{"require":["tlog","tlog"]}}}`, `/servers/a/require/1: "tlog" repeated`, false},
 		{"bad age", `{` + base + `,"servers":{"a":{"maxBundleAge":"30d"}}}`, `/servers/a/maxBundleAge: "30d"`, false},
 		{"negative age", `{` + base + `,"servers":{"a":{"maxBundleAge":"-1h"}}}`, `/servers/a/maxBundleAge: "-1h"`, false},
+		{"zero age", `{` + base + `,"servers":{"a":{"maxBundleAge":"0s"}}}`, `/servers/a/maxBundleAge: "0s": want a positive Go duration`, false},
+		{"threshold over the bound", `{` + base + `,"defaults":{"threshold":33}}`, `/defaults/threshold: want an integer from 1 to 32, not "33"`, false},
 		{"http bundle", `{` + base + `,"servers":{"a":{"bundle":"http://x/b.json"}}}`, `/servers/a/bundle: "http://x/b.json": a URL must be https://`, false},
 		{"bad purl", `{` + base + `,"servers":{"a":{"package":"npm:x"}}}`, `/servers/a/package: "npm:x": want a purl`, false},
 		{"no method", `{` + base + `,"servers":{"a":{"identities":[{"key":"k.pem"}]}}}`, `/servers/a/identities/0: missing member "method"`, false},
@@ -88,6 +90,31 @@ func TestParseRefusals(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %q does not contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestParseBounds: a value at the edge of what a member allows is read,
+// and read as written (the refusals just past each edge are
+// TestParseRefusals' rows).
+func TestParseBounds(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body string
+		ok         func(f *File) bool
+	}{
+		{"threshold at the bound, no identities to count", `{` + base + `,"defaults":{"threshold":32}}`,
+			func(f *File) bool { return f.Defaults.Threshold != nil && *f.Defaults.Threshold == MaxIdentities }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := parse(t, tt.body)
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if !tt.ok(f) {
+				t.Errorf("read as %+v", f)
 			}
 		})
 	}
