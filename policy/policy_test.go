@@ -51,6 +51,7 @@ func TestParseRefusals(t *testing.T) {
 		{"require repeated", `{` + base + `,"servers":{"a":{"require":["tlog","tlog"]}}}`, `/servers/a/require/1: "tlog" repeated`, false},
 		{"bad age", `{` + base + `,"servers":{"a":{"maxBundleAge":"30d"}}}`, `/servers/a/maxBundleAge: "30d"`, false},
 		{"negative age", `{` + base + `,"servers":{"a":{"maxBundleAge":"-1h"}}}`, `/servers/a/maxBundleAge: "-1h"`, false},
+		{"string over the bound", `{` + base + `,"$comment":"` + strings.Repeat("x", 4097) + `"}`, `/$comment: longer than 4096 bytes`, false},
 		{"zero age", `{` + base + `,"servers":{"a":{"maxBundleAge":"0s"}}}`, `/servers/a/maxBundleAge: "0s": want a positive Go duration`, false},
 		{"threshold over the bound", `{` + base + `,"defaults":{"threshold":33}}`, `/defaults/threshold: want an integer from 1 to 32, not "33"`, false},
 		{"http bundle", `{` + base + `,"servers":{"a":{"bundle":"http://x/b.json"}}}`, `/servers/a/bundle: "http://x/b.json": a URL must be https://`, false},
@@ -106,6 +107,8 @@ func TestParseBounds(t *testing.T) {
 	}{
 		{"threshold at the bound, no identities to count", `{` + base + `,"defaults":{"threshold":32}}`,
 			func(f *File) bool { return f.Defaults.Threshold != nil && *f.Defaults.Threshold == MaxIdentities }},
+		{"string at the bound", `{` + base + `,"defaults":{"package":"pkg:npm/` + strings.Repeat("x", 4096-len("pkg:npm/")) + `"}}`,
+			func(f *File) bool { return f.Defaults.Package != nil && len(*f.Defaults.Package) == 4096 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
