@@ -52,6 +52,7 @@ func TestParseRefusals(t *testing.T) {
 		{"bad age", `{` + base + `,"servers":{"a":{"maxBundleAge":"30d"}}}`, `/servers/a/maxBundleAge: "30d"`, false},
 		{"negative age", `{` + base + `,"servers":{"a":{"maxBundleAge":"-1h"}}}`, `/servers/a/maxBundleAge: "-1h"`, false},
 		{"string over the bound", `{` + base + `,"$comment":"` + strings.Repeat("x", 4097) + `"}`, `/$comment: longer than 4096 bytes`, false},
+		{"identities over the bound", `{` + base + `,"defaults":{"identities":[` + keyIdentities(MaxIdentities+1) + `]}}`, `/defaults/identities: more than 32 elements`, false},
 		{"zero age", `{` + base + `,"servers":{"a":{"maxBundleAge":"0s"}}}`, `/servers/a/maxBundleAge: "0s": want a positive Go duration`, false},
 		{"threshold over the bound", `{` + base + `,"defaults":{"threshold":33}}`, `/defaults/threshold: want an integer from 1 to 32, not "33"`, false},
 		{"http bundle", `{` + base + `,"servers":{"a":{"bundle":"http://x/b.json"}}}`, `/servers/a/bundle: "http://x/b.json": a URL must be https://`, false},
@@ -107,6 +108,12 @@ func TestParseBounds(t *testing.T) {
 	}{
 		{"threshold at the bound, no identities to count", `{` + base + `,"defaults":{"threshold":32}}`,
 			func(f *File) bool { return f.Defaults.Threshold != nil && *f.Defaults.Threshold == MaxIdentities }},
+		{"require both, the most it takes", `{` + base + `,"defaults":{"require":["timestamp","tlog"]}}`,
+			func(f *File) bool {
+				return f.Defaults.RequireTlog != nil && *f.Defaults.RequireTlog && f.Defaults.RequireTimestamp != nil && *f.Defaults.RequireTimestamp
+			}},
+		{"identities at the bound, all of them required", `{` + base + `,"defaults":{"identities":[` + keyIdentities(MaxIdentities) + `],"threshold":32}}`,
+			func(f *File) bool { return len(f.Defaults.Identities) == MaxIdentities && *f.Defaults.Threshold == MaxIdentities }},
 		{"string at the bound", `{` + base + `,"defaults":{"package":"pkg:npm/` + strings.Repeat("x", 4096-len("pkg:npm/")) + `"}}`,
 			func(f *File) bool { return f.Defaults.Package != nil && len(*f.Defaults.Package) == 4096 }},
 	}
@@ -121,6 +128,16 @@ func TestParseBounds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keyIdentities is n key identities, each its own key file, as a JSON
+// array's elements.
+func keyIdentities(n int) string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf(`{"method":"key","key":"k%d.pem"}`, i)
+	}
+	return strings.Join(ids, ",")
 }
 
 func TestResolve(t *testing.T) {
