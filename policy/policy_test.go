@@ -113,7 +113,9 @@ func TestParseBounds(t *testing.T) {
 				return f.Defaults.RequireTlog != nil && *f.Defaults.RequireTlog && f.Defaults.RequireTimestamp != nil && *f.Defaults.RequireTimestamp
 			}},
 		{"identities at the bound, all of them required", `{` + base + `,"defaults":{"identities":[` + keyIdentities(MaxIdentities) + `],"threshold":32}}`,
-			func(f *File) bool { return len(f.Defaults.Identities) == MaxIdentities && *f.Defaults.Threshold == MaxIdentities }},
+			func(f *File) bool {
+				return len(f.Defaults.Identities) == MaxIdentities && *f.Defaults.Threshold == MaxIdentities
+			}},
 		{"string at the bound", `{` + base + `,"defaults":{"package":"pkg:npm/` + strings.Repeat("x", 4096-len("pkg:npm/")) + `"}}`,
 			func(f *File) bool { return f.Defaults.Package != nil && len(*f.Defaults.Package) == 4096 }},
 	}
