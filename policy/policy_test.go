@@ -71,6 +71,7 @@ func TestParseRefusals(t *testing.T) {
 		{"intermediates alone", `{` + base + `,"trust":{"caIntermediates":"i.pem"}}`, `/trust/caIntermediates: intermediates without caRoots`, false},
 		{"tuf http mirror", `{` + base + `,"trust":{"tuf":{"mirror":"http://tuf"}}}`, `/trust/tuf/mirror`, false},
 		{"trailing data", `{` + base + `} {}`, `unexpected data after the JSON object`, false},
+		{"syntax error at the end", `{"kind":"mcpsign.policy"`, `line 1, column 25: expected ',' or '}'`, false},
 		{"syntax error line", "{" + base + ",\n  \"servers\": {\n    \"a\": {\"mode\": \"warn\",}\n  }\n}", `line 3, column 26: expected a member name`, false},
 		{"clientCapabilities null", `{` + base + `,"servers":{"a":{"clientCapabilities":null}}}`, `/servers/a/clientCapabilities: invalid client capabilities: want a JSON object, not "null"`, false},
 		{"clientCapabilities array", `{` + base + `,"defaults":{"clientCapabilities":[]}}`, `/defaults/clientCapabilities: invalid client capabilities: want a JSON object, not "[]"`, false},
