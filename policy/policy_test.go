@@ -29,6 +29,8 @@ func TestParseRefusals(t *testing.T) {
 		{"wrong kind", `{"kind":"mcpsign.lock","policyVersion":1}`, `/kind: is "mcpsign.lock"`, false},
 		{"no version", `{"kind":"mcpsign.policy"}`, `missing member "policyVersion"`, false},
 		{"version 2", `{"kind":"mcpsign.policy","policyVersion":2}`, `/policyVersion: is "2"`, false},
+		{"value of 40 bytes shown whole", `{"kind":"mcpsign.policy","policyVersion":` + strings.Repeat("1", 40) + `}`, `/policyVersion: is "` + strings.Repeat("1", 40) + `", want 1`, false},
+		{"value over 40 bytes cut", `{"kind":"mcpsign.policy","policyVersion":` + strings.Repeat("1", 41) + `}`, `/policyVersion: is "` + strings.Repeat("1", 40) + `…", want 1`, false},
 		{"version 1.0", `{"kind":"mcpsign.policy","policyVersion":1.0}`, `/policyVersion: is "1.0"`, false},
 		{"repeated member", `{` + base + `,"kind":"mcpsign.policy"}`, `repeated member "kind"`, false},
 		{"escaped repeat", `{` + base + `,"\u006bind":"mcpsign.policy"}`, `repeated member "kind"`, false},
@@ -332,4 +334,32 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestIdentityString: an identity as a report names it ('policy check',
+// refusals): each member it was given, a regexp marked with "~", and none
+// it was not.
+func TestIdentityString(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		id   Identity
+		want string
+	}{
+		{Identity{Method: verify.MethodKey, Key: "/k.pem"}, "key /k.pem"},
+		{Identity{Method: verify.MethodKey, Key: "/k.pem", KeyID: "sha256:ab"}, "key /k.pem (sha256:ab)"},
+		{Identity{Method: verify.MethodSigstore, Identity: verify.Identity{Issuer: "https://i", SAN: "a@example.com"}},
+			"sigstore issuer https://i subject a@example.com"},
+		{Identity{Method: verify.MethodSigstore, Identity: verify.Identity{IssuerRegexp: "https://.*", SANRegexp: "a@.*",
+			GitHubWorkflowRepository: "acme/a", GitHubWorkflowRef: "refs/tags/v1"}},
+			"sigstore issuer ~https://.* subject ~a@.* repository acme/a ref refs/tags/v1"},
+		{Identity{Method: verify.MethodCertificate, Identity: verify.Identity{Subject: "CN=x", SANRegexp: "x.*", Email: "e@example.com", URI: "https://u", DNS: "d.example"}},
+			"certificate subject CN=x san ~x.* email e@example.com uri https://u dns d.example"},
+		{Identity{Method: verify.MethodCertificate, Identity: verify.Identity{Email: "e@example.com"}}, "certificate email e@example.com"},
+		{Identity{Method: verify.MethodCertificate}, "certificate "},
+	}
+	for _, tt := range tests {
+		if got := tt.id.String(); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.id, got, tt.want)
+		}
+	}
 }
