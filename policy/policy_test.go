@@ -55,6 +55,7 @@ func TestParseRefusals(t *testing.T) {
 		{"negative age", `{` + base + `,"servers":{"a":{"maxBundleAge":"-1h"}}}`, `/servers/a/maxBundleAge: "-1h"`, false},
 		{"string over the bound", `{` + base + `,"$comment":"` + strings.Repeat("x", 4097) + `"}`, `/$comment: longer than 4096 bytes`, false},
 		{"identities over the bound", `{` + base + `,"defaults":{"identities":[` + keyIdentities(MaxIdentities+1) + `]}}`, `/defaults/identities: more than 32 elements`, false},
+		{"servers over the bound", `{` + base + `,"servers":{` + tofuServers(MaxServers+1) + `}}`, `/servers: more than 1024 servers`, false},
 		{"zero age", `{` + base + `,"servers":{"a":{"maxBundleAge":"0s"}}}`, `/servers/a/maxBundleAge: "0s": want a positive Go duration`, false},
 		{"threshold over the bound", `{` + base + `,"defaults":{"threshold":33}}`, `/defaults/threshold: want an integer from 1 to 32, not "33"`, false},
 		{"http bundle", `{` + base + `,"servers":{"a":{"bundle":"http://x/b.json"}}}`, `/servers/a/bundle: "http://x/b.json": a URL must be https://`, false},
@@ -119,6 +120,8 @@ func TestParseBounds(t *testing.T) {
 			func(f *File) bool {
 				return len(f.Defaults.Identities) == MaxIdentities && *f.Defaults.Threshold == MaxIdentities
 			}},
+		{"servers at the bound", `{` + base + `,"servers":{` + tofuServers(MaxServers) + `}}`,
+			func(f *File) bool { return len(f.Names) == MaxServers }},
 		{"string at the bound", `{` + base + `,"defaults":{"package":"pkg:npm/` + strings.Repeat("x", 4096-len("pkg:npm/")) + `"}}`,
 			func(f *File) bool { return f.Defaults.Package != nil && len(*f.Defaults.Package) == 4096 }},
 	}
@@ -133,6 +136,16 @@ func TestParseBounds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// tofuServers is n servers, each pinned on first use, as a JSON object's
+// members.
+func tofuServers(n int) string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = fmt.Sprintf(`"s%d":{"unsigned":"tofu"}`, i)
+	}
+	return strings.Join(s, ",")
 }
 
 // keyIdentities is n key identities, each its own key file, as a JSON
