@@ -376,3 +376,21 @@ func TestIdentityString(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveNoServer: a name the policy does not list is refused with
+// the names it does list.
+func TestResolveNoServer(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ servers, want string }{
+		{`{}`, `"x" (it lists no server)`},
+		{`{"a":{"unsigned":"tofu"},"b":{"unsigned":"tofu"}}`, `"x" (it lists "a", "b")`},
+	} {
+		f, err := parse(t, `{`+base+`,"servers":`+tt.servers+`}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Resolve("x", ResolveOptions{StateDir: "/s"}); !errors.Is(err, ErrNoServer) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want ErrNoServer with %s", tt.servers, err, tt.want)
+		}
+	}
+}

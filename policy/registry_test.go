@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -140,6 +141,34 @@ func TestRegistryCharEdges(t *testing.T) {
 	for _, tt := range tests {
 		if got := tt.f(tt.in); got != tt.want {
 			t.Errorf("%s(%q) = %v, want %v", tt.check, tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestRegistryThreshold: a repository signer counts as one identity
+// beside those the server lists, for the threshold a registry entry must
+// meet.
+func TestRegistryThreshold(t *testing.T) {
+	t.Parallel()
+	id := func(s string) string {
+		return `{"method":"sigstore","issuer":"https://token.actions.githubusercontent.com","subject":"` + s + `@example.com"}`
+	}
+	for _, tt := range []struct {
+		ids       []string
+		threshold int
+	}{
+		{[]string{id("a")}, 2},
+		{[]string{id("a"), id("b")}, 3},
+		{[]string{id("a"), id("b")}, 2},
+	} {
+		f, err := Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{"io.github.acme/*":{"repositorySigner":{},"identities":[`+
+			strings.Join(tt.ids, ",")+`],"threshold":`+strconv.Itoa(tt.threshold)+`}}}`), "/etc/p.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := f.ResolveRegistry("io.github.acme/notes")
+		if err != nil || r.Threshold != tt.threshold {
+			t.Errorf("%d identities and a repository signer, threshold %d: %+v, %v", len(tt.ids), tt.threshold, r, err)
 		}
 	}
 }
