@@ -135,6 +135,11 @@ func TestRegistryCharEdges(t *testing.T) {
 		{"refPattern", refPattern, "refs/a b", false},
 		{"refPattern", refPattern, "refs/a!b~", true},
 		{"refPattern", refPattern, "refs/a\x7f", false},
+		{"issuerURL", issuerURL, "https://token.actions.githubusercontent.com", true},
+		{"issuerURL", issuerURL, "http://i.example", true},
+		{"issuerURL", issuerURL, "https://I.example", false},
+		{"issuerURL", issuerURL, "ftp://i.example", false},
+		{"issuerURL", issuerURL, "https://i.example/%zz", false},
 		{"refMatches", func(s string) bool { return refMatches([]string{"refs/tags/*"}, s) }, "refs/tags/v", true},
 		{"refMatches", func(s string) bool { return refMatches([]string{"refs/tags/*"}, s) }, "refs/tags/", false},
 	}
