@@ -67,6 +67,11 @@ func TestCanonicalForms(t *testing.T) {
 		{"revoked key id SHA256:", `"revoked":{"identities":["SHA256:` + hex + `"]}`, nil, `/revoked/identities/0: "SHA256:`},
 		{"revoked key id leading space", `"revoked":{"identities":[" ` + kid + `"]}`, ErrNotCanonical, `/revoked/identities/0`},
 		{"revoked key id short", `"revoked":{"identities":["sha256:1e6e"]}`, nil, `/revoked/identities/0: "sha256:1e6e": want a key ID`},
+		{"revoked key id sha256: alone", `"revoked":{"identities":["sha256:"]}`, nil, `/revoked/identities/0: "sha256:": want a key ID`},
+		// 64 hex digits, each at an edge of a range isHex takes: a key ID
+		// without its sha256:, refused whichever digit it holds.
+		{"revoked identity of 64 characters, not hex", `"revoked":{"identities":["` + strings.Repeat("x", 52) + `@example.com"]}`, nil, ""},
+		{"revoked key id of edge digits without sha256:", `"revoked":{"identities":["` + strings.Repeat("09afAF", 10) + `09af"]}`, nil, `/revoked/identities/0: "09afAF`},
 		{"revoked identity trailing space", `"revoked":{"identities":["old@example.com "]}`, ErrNotCanonical, `/revoked/identities/0`},
 		{"revoked identity control", `"revoked":{"identities":["old@example.com\n"]}`, ErrNotCanonical, `/revoked/identities/0`},
 		{"revoked identity twice", `"revoked":{"identities":["old@example.com","Old@Example.com"]}`, ErrDuplicate, `/revoked/identities/1: duplicate: "Old@Example.com" repeats /revoked/identities/0`},

@@ -29,6 +29,8 @@ func TestParseRefusals(t *testing.T) {
 		{"wrong kind", `{"kind":"mcpsign.lock","policyVersion":1}`, `/kind: is "mcpsign.lock"`, false},
 		{"no version", `{"kind":"mcpsign.policy"}`, `missing member "policyVersion"`, false},
 		{"version 2", `{"kind":"mcpsign.policy","policyVersion":2}`, `/policyVersion: is "2"`, false},
+		{"value of 40 bytes shown whole", `{"kind":"mcpsign.policy","policyVersion":` + strings.Repeat("1", 40) + `}`, `/policyVersion: is "` + strings.Repeat("1", 40) + `", want 1`, false},
+		{"value over 40 bytes cut", `{"kind":"mcpsign.policy","policyVersion":` + strings.Repeat("1", 41) + `}`, `/policyVersion: is "` + strings.Repeat("1", 40) + `…", want 1`, false},
 		{"version 1.0", `{"kind":"mcpsign.policy","policyVersion":1.0}`, `/policyVersion: is "1.0"`, false},
 		{"repeated member", `{` + base + `,"kind":"mcpsign.policy"}`, `repeated member "kind"`, false},
 		{"escaped repeat", `{` + base + `,"\u006bind":"mcpsign.policy"}`, `repeated member "kind"`, false},
@@ -51,6 +53,11 @@ func TestParseRefusals(t *testing.T) {
 		{"require repeated", `{` + base + `,"servers":{"a":{"require":["tlog","tlog"]}}}`, `/servers/a/require/1: "tlog" repeated`, false},
 		{"bad age", `{` + base + `,"servers":{"a":{"maxBundleAge":"30d"}}}`, `/servers/a/maxBundleAge: "30d"`, false},
 		{"negative age", `{` + base + `,"servers":{"a":{"maxBundleAge":"-1h"}}}`, `/servers/a/maxBundleAge: "-1h"`, false},
+		{"string over the bound", `{` + base + `,"$comment":"` + strings.Repeat("x", 4097) + `"}`, `/$comment: longer than 4096 bytes`, false},
+		{"identities over the bound", `{` + base + `,"defaults":{"identities":[` + keyIdentities(MaxIdentities+1) + `]}}`, `/defaults/identities: more than 32 elements`, false},
+		{"servers over the bound", `{` + base + `,"servers":{` + tofuServers(MaxServers+1) + `}}`, `/servers: more than 1024 servers`, false},
+		{"zero age", `{` + base + `,"servers":{"a":{"maxBundleAge":"0s"}}}`, `/servers/a/maxBundleAge: "0s": want a positive Go duration`, false},
+		{"threshold over the bound", `{` + base + `,"defaults":{"threshold":33}}`, `/defaults/threshold: want an integer from 1 to 32, not "33"`, false},
 		{"http bundle", `{` + base + `,"servers":{"a":{"bundle":"http://x/b.json"}}}`, `/servers/a/bundle: "http://x/b.json": a URL must be https://`, false},
 		{"bad purl", `{` + base + `,"servers":{"a":{"package":"npm:x"}}}`, `/servers/a/package: "npm:x": want a purl`, false},
 		{"no method", `{` + base + `,"servers":{"a":{"identities":[{"key":"k.pem"}]}}}`, `/servers/a/identities/0: missing member "method"`, false},
@@ -67,6 +74,7 @@ func TestParseRefusals(t *testing.T) {
 		{"intermediates alone", `{` + base + `,"trust":{"caIntermediates":"i.pem"}}`, `/trust/caIntermediates: intermediates without caRoots`, false},
 		{"tuf http mirror", `{` + base + `,"trust":{"tuf":{"mirror":"http://tuf"}}}`, `/trust/tuf/mirror`, false},
 		{"trailing data", `{` + base + `} {}`, `unexpected data after the JSON object`, false},
+		{"syntax error at the end", `{"kind":"mcpsign.policy"`, `line 1, column 25: expected ',' or '}'`, false},
 		{"syntax error line", "{" + base + ",\n  \"servers\": {\n    \"a\": {\"mode\": \"warn\",}\n  }\n}", `line 3, column 26: expected a member name`, false},
 		{"clientCapabilities null", `{` + base + `,"servers":{"a":{"clientCapabilities":null}}}`, `/servers/a/clientCapabilities: invalid client capabilities: want a JSON object, not "null"`, false},
 		{"clientCapabilities array", `{` + base + `,"defaults":{"clientCapabilities":[]}}`, `/defaults/clientCapabilities: invalid client capabilities: want a JSON object, not "[]"`, false},
@@ -91,6 +99,63 @@ func TestParseRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestParseBounds: a value at the edge of what a member allows is read,
+// and read as written (the refusals just past each edge are
+// TestParseRefusals' rows).
+func TestParseBounds(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body string
+		ok         func(f *File) bool
+	}{
+		{"threshold at the bound, no identities to count", `{` + base + `,"defaults":{"threshold":32}}`,
+			func(f *File) bool { return f.Defaults.Threshold != nil && *f.Defaults.Threshold == MaxIdentities }},
+		{"require both, the most it takes", `{` + base + `,"defaults":{"require":["timestamp","tlog"]}}`,
+			func(f *File) bool {
+				return f.Defaults.RequireTlog != nil && *f.Defaults.RequireTlog && f.Defaults.RequireTimestamp != nil && *f.Defaults.RequireTimestamp
+			}},
+		{"identities at the bound, all of them required", `{` + base + `,"defaults":{"identities":[` + keyIdentities(MaxIdentities) + `],"threshold":32}}`,
+			func(f *File) bool {
+				return len(f.Defaults.Identities) == MaxIdentities && *f.Defaults.Threshold == MaxIdentities
+			}},
+		{"servers at the bound", `{` + base + `,"servers":{` + tofuServers(MaxServers) + `}}`,
+			func(f *File) bool { return len(f.Names) == MaxServers }},
+		{"string at the bound", `{` + base + `,"defaults":{"package":"pkg:npm/` + strings.Repeat("x", 4096-len("pkg:npm/")) + `"}}`,
+			func(f *File) bool { return f.Defaults.Package != nil && len(*f.Defaults.Package) == 4096 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := parse(t, tt.body)
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if !tt.ok(f) {
+				t.Errorf("read as %+v", f)
+			}
+		})
+	}
+}
+
+// tofuServers is n servers, each pinned on first use, as a JSON object's
+// members.
+func tofuServers(n int) string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = fmt.Sprintf(`"s%d":{"unsigned":"tofu"}`, i)
+	}
+	return strings.Join(s, ",")
+}
+
+// keyIdentities is n key identities, each its own key file, as a JSON
+// array's elements.
+func keyIdentities(n int) string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf(`{"method":"key","key":"k%d.pem"}`, i)
+	}
+	return strings.Join(ids, ",")
 }
 
 func TestResolve(t *testing.T) {
@@ -282,4 +347,50 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestIdentityString: an identity as a report names it ('policy check',
+// refusals): each member it was given, a regexp marked with "~", and none
+// it was not.
+func TestIdentityString(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		id   Identity
+		want string
+	}{
+		{Identity{Method: verify.MethodKey, Key: "/k.pem"}, "key /k.pem"},
+		{Identity{Method: verify.MethodKey, Key: "/k.pem", KeyID: "sha256:ab"}, "key /k.pem (sha256:ab)"},
+		{Identity{Method: verify.MethodSigstore, Identity: verify.Identity{Issuer: "https://i", SAN: "a@example.com"}},
+			"sigstore issuer https://i subject a@example.com"},
+		{Identity{Method: verify.MethodSigstore, Identity: verify.Identity{IssuerRegexp: "https://.*", SANRegexp: "a@.*",
+			GitHubWorkflowRepository: "acme/a", GitHubWorkflowRef: "refs/tags/v1"}},
+			"sigstore issuer ~https://.* subject ~a@.* repository acme/a ref refs/tags/v1"},
+		{Identity{Method: verify.MethodCertificate, Identity: verify.Identity{Subject: "CN=x", SANRegexp: "x.*", Email: "e@example.com", URI: "https://u", DNS: "d.example"}},
+			"certificate subject CN=x san ~x.* email e@example.com uri https://u dns d.example"},
+		{Identity{Method: verify.MethodCertificate, Identity: verify.Identity{Email: "e@example.com"}}, "certificate email e@example.com"},
+		{Identity{Method: verify.MethodCertificate}, "certificate "},
+	}
+	for _, tt := range tests {
+		if got := tt.id.String(); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.id, got, tt.want)
+		}
+	}
+}
+
+// TestResolveNoServer: a name the policy does not list is refused with
+// the names it does list.
+func TestResolveNoServer(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ servers, want string }{
+		{`{}`, `"x" (it lists no server)`},
+		{`{"a":{"unsigned":"tofu"},"b":{"unsigned":"tofu"}}`, `"x" (it lists "a", "b")`},
+	} {
+		f, err := parse(t, `{`+base+`,"servers":`+tt.servers+`}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Resolve("x", ResolveOptions{StateDir: "/s"}); !errors.Is(err, ErrNoServer) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want ErrNoServer with %s", tt.servers, err, tt.want)
+		}
+	}
 }

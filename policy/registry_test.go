@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -88,6 +89,91 @@ func TestRepositorySignerRefusals(t *testing.T) {
 	for _, name := range []string{"../a/b", "a../b", "a/.b", "/b", "a/", "a/*b"} {
 		if _, err := Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{"`+name+`":{}}}`), "/p.json"); err == nil {
 			t.Errorf("%q accepted", name)
+		}
+	}
+}
+
+// TestRegistryCharEdges: the hand-written character and length checks of
+// registry names, repository signers and refs, at each edge of each
+// range: the value on the edge is taken, the one past it refused.
+func TestRegistryCharEdges(t *testing.T) {
+	t.Parallel()
+	long := func(n int) string { return strings.Repeat("a", n) }
+	tests := []struct {
+		check string
+		f     func(string) bool
+		in    string
+		want  bool
+	}{
+		{"alnum", func(s string) bool { return alnum(s[0]) }, "a", true},
+		{"alnum", func(s string) bool { return alnum(s[0]) }, "z", true},
+		{"alnum", func(s string) bool { return alnum(s[0]) }, "A", true},
+		{"alnum", func(s string) bool { return alnum(s[0]) }, "Z", true},
+		{"alnum", func(s string) bool { return alnum(s[0]) }, "0", true},
+		{"alnum", func(s string) bool { return alnum(s[0]) }, "9", true},
+		{"alnum", func(s string) bool { return alnum(s[0]) }, "`", false},
+		{"alnum", func(s string) bool { return alnum(s[0]) }, "{", false},
+		{"alnum", func(s string) bool { return alnum(s[0]) }, "@", false},
+		{"alnum", func(s string) bool { return alnum(s[0]) }, "[", false},
+		{"alnum", func(s string) bool { return alnum(s[0]) }, "/", false},
+		{"alnum", func(s string) bool { return alnum(s[0]) }, ":", false},
+		{"githubPart", githubPart, long(100), true},
+		{"githubPart", githubPart, long(101), false},
+		{"githubOwner", githubOwner, long(39), true},
+		{"githubOwner", githubOwner, long(40), false},
+		{"workflowFile", workflowFile, "a.yml", true},
+		{"workflowFile", workflowFile, ".yml", false},
+		{"workflowFile", workflowFile, "a.yaml", true},
+		{"workflowFile", workflowFile, ".yaml", false},
+		{"ValidRegistryName", ValidRegistryName, long(198) + "/b", true},
+		{"ValidRegistryName", ValidRegistryName, long(199) + "/b", false},
+		{"refPattern", refPattern, "refs/" + long(250), true},
+		{"refPattern", refPattern, "refs/" + long(251), false},
+		{"refPattern", refPattern, "refs/", false},
+		{"refPattern", refPattern, "refs/a*", true},
+		{"refPattern", refPattern, "refs/*a", false},
+		{"refPattern", refPattern, "refs/a b", false},
+		{"refPattern", refPattern, "refs/a!b~", true},
+		{"refPattern", refPattern, "refs/a\x7f", false},
+		{"issuerURL", issuerURL, "https://token.actions.githubusercontent.com", true},
+		{"issuerURL", issuerURL, "http://i.example", true},
+		{"issuerURL", issuerURL, "https://I.example", false},
+		{"issuerURL", issuerURL, "ftp://i.example", false},
+		{"issuerURL", issuerURL, "https://i.example/%zz", false},
+		{"refMatches", func(s string) bool { return refMatches([]string{"refs/tags/*"}, s) }, "refs/tags/v", true},
+		{"refMatches", func(s string) bool { return refMatches([]string{"refs/tags/*"}, s) }, "refs/tags/", false},
+	}
+	for _, tt := range tests {
+		if got := tt.f(tt.in); got != tt.want {
+			t.Errorf("%s(%q) = %v, want %v", tt.check, tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestRegistryThreshold: a repository signer counts as one identity
+// beside those the server lists, for the threshold a registry entry must
+// meet.
+func TestRegistryThreshold(t *testing.T) {
+	t.Parallel()
+	id := func(s string) string {
+		return `{"method":"sigstore","issuer":"https://token.actions.githubusercontent.com","subject":"` + s + `@example.com"}`
+	}
+	for _, tt := range []struct {
+		ids       []string
+		threshold int
+	}{
+		{[]string{id("a")}, 2},
+		{[]string{id("a"), id("b")}, 3},
+		{[]string{id("a"), id("b")}, 2},
+	} {
+		f, err := Parse([]byte(`{"kind":"mcpsign.policy","policyVersion":1,"servers":{"io.github.acme/*":{"repositorySigner":{},"identities":[`+
+			strings.Join(tt.ids, ",")+`],"threshold":`+strconv.Itoa(tt.threshold)+`}}}`), "/etc/p.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := f.ResolveRegistry("io.github.acme/notes")
+		if err != nil || r.Threshold != tt.threshold {
+			t.Errorf("%d identities and a repository signer, threshold %d: %+v, %v", len(tt.ids), tt.threshold, r, err)
 		}
 	}
 }

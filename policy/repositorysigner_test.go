@@ -124,7 +124,7 @@ func TestRepositorySignerPinned(t *testing.T) {
 		{"outside io.github.: another workflow", "com.example/notes", "https://github.com/example-org/notes", run{"example-org/notes", "ci.yml", "refs/tags/v2", "release", "", ""}, "no e-mail or URI SAN matching"},
 		// The workflow that signs is the pinned one, the run was started
 		// by another (a workflow_call from ci.yml).
-		{"started by another workflow", "com.example/notes", "https://github.com/example-org/notes", run{"example-org/notes", "release.yml", "refs/tags/v2", "push", "", "ci.yml"}, "build configuration"},
+		{"started by another workflow", "com.example/notes", "https://github.com/example-org/notes", run{"example-org/notes", "release.yml", "refs/tags/v2", "push", "", "ci.yml"}, `build configuration (the workflow that started the run) is "https://github.com/example-org/notes/.github/workflows/ci.yml@refs/tags/v2", want "https://github.com/example-org/notes/.github/workflows/release.yml"`},
 		{"started by a workflow of the repository", "io.github.acme/notes", "https://github.com/acme/notes", run{"acme/notes", "release.yml", tag, "push", "", "ci.yml"}, ""},
 		{"a trigger the policy does not name", "com.example/notes", "https://github.com/example-org/notes", run{"example-org/notes", "release.yml", "refs/tags/v2", "workflow_dispatch", "", ""}, `"workflow_dispatch" is not one`},
 		{"a tag outside the pattern", "com.example/notes", "https://github.com/example-org/notes", run{"example-org/notes", "release.yml", "refs/tags/nightly", "push", "", ""}, "is not one"},

@@ -120,3 +120,20 @@ func TestWatchlistRegistryNames(t *testing.T) {
 		t.Fatalf("a registry name the policy does not list: %v", err)
 	}
 }
+
+// TestSkippedString: a skipped server names the identity left out when
+// there is one, and only the server when the whole server is.
+func TestSkippedString(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		s    policy.Skipped
+		want string
+	}{
+		{policy.Skipped{Server: "a", Reason: "it names no identity"}, `policy server "a" not watched: it names no identity`},
+		{policy.Skipped{Server: "a", Identity: "certificate email e@example.com", Reason: "r"}, `policy server "a": certificate email e@example.com not watched: r`},
+	} {
+		if got := tt.s.String(); got != tt.want {
+			t.Errorf("%q, want %q", got, tt.want)
+		}
+	}
+}
