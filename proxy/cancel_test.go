@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"bytes"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +114,35 @@ func TestCancellation(t *testing.T) {
 // (for their late answers) are bounded in number and bytes, oldest
 // forgotten first.
 func TestCancelledIDsBounded(t *testing.T) {
+	t.Parallel()
+	numbers := func(n int) [][]byte {
+		ids := make([][]byte, n)
+		for i := range ids {
+			ids[i] = []byte(strconv.Itoa(i))
+		}
+		return ids
+	}
+	half := bytes.Repeat([]byte("y"), maxCancelledBytes/2)
+	for _, tc := range []struct {
+		name string
+		ids  [][]byte
+		gone int // how many of the oldest are forgotten
+	}{
+		{"at the count bound: every id kept", numbers(maxCancelledIDs), 0},
+		{"one past the count bound: the oldest forgotten", numbers(maxCancelledIDs + 1), 1},
+		{"at the byte bound: every id kept", [][]byte{half, append([]byte("z"), half[1:]...)}, 0},
+		{"one byte past the byte bound: the oldest forgotten", [][]byte{half, append([]byte("z"), half...)}, 1},
+	} {
+		var c cancelledIDs
+		for _, id := range tc.ids {
+			c.add(id)
+		}
+		for i, id := range tc.ids {
+			if kept := c.has(id); kept != (i >= tc.gone) {
+				t.Errorf("%s: id %d of %d kept: %v", tc.name, i, len(tc.ids), kept)
+			}
+		}
+	}
 	var c cancelledIDs
 	for i := range 3 * maxCancelledIDs {
 		c.add([]byte(strings.Repeat("x", i%7) + string(rune('a'+i%26)) + strings.Repeat("0", i/26)))
