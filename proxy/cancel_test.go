@@ -163,3 +163,27 @@ func TestCancelledIDsBounded(t *testing.T) {
 		t.Fatalf("the oldest large id was kept past the byte bound (%d bytes)", d.bytes)
 	}
 }
+
+// TestCancelledIDsAmortized: the ids taken already (whose late answer
+// came) leave the order of cancelledIDs only once they are most of it, so
+// that a cancellation and its late answer cost no rebuilding of the order
+// each time; taking every id leaves nothing kept. Not parallel: it counts
+// the allocations of the whole process.
+func TestCancelledIDsAmortized(t *testing.T) {
+	var c cancelledIDs
+	for i := range 5 {
+		c.add([]byte(strconv.Itoa(i)))
+	}
+	id := []byte(`"call-7"`)
+	if n := testing.AllocsPerRun(1000, func() { c.add(id); c.take(id) }); n > 4 {
+		t.Errorf("%v allocations for a cancelled id and its late answer, want the order rebuilt only now and then", n)
+	}
+	for i := range 5 {
+		if !c.take([]byte(strconv.Itoa(i))) {
+			t.Fatalf("id %d not kept", i)
+		}
+	}
+	if c.len() != 0 || c.bytes != 0 || len(c.order) > 16 {
+		t.Errorf("after every id taken: %d kept, %d bytes, order %d", c.len(), c.bytes, len(c.order))
+	}
+}
