@@ -31,6 +31,11 @@ func TestApprovedSetsShared(t *testing.T) {
 		t.Fatal("the same definitions captured at another time were not shared")
 	}
 	instr := "hi"
+	// Every snapshot below gets a set of its own, none shared with another
+	// or with a's. The last two hold the same items in the same order, the
+	// lists split otherwise: a key that did not count each list's items
+	// would read one list's item as the next list's.
+	sets := map[*approvedSet]string{a: "the first"}
 	for name, mod := range map[string]func(*digest.Snapshot){
 		"a tool's bytes": func(s *digest.Snapshot) {
 			s.Tools[0] = json.RawMessage(`{"name":"a", "inputSchema":{"type":"object"}}`)
@@ -42,11 +47,20 @@ func TestApprovedSetsShared(t *testing.T) {
 		"client capabilities": func(s *digest.Snapshot) { s.ClientCapabilities = json.RawMessage(`{}`) },
 		"server version":      func(s *digest.Snapshot) { s.Server.Version = "2" },
 		"a tool moved":        func(s *digest.Snapshot) { s.Prompts, s.Tools = s.Tools, nil },
+		"a tool 0, no prompts": func(s *digest.Snapshot) {
+			s.Tools, s.Prompts = []json.RawMessage{json.RawMessage(`0`)}, []json.RawMessage{}
+		},
+		"no tools, a template 0": func(s *digest.Snapshot) {
+			s.Tools, s.ResourceTemplates = []json.RawMessage{}, []json.RawMessage{json.RawMessage(`0`)}
+		},
 	} {
-		if b := c.intern(snap(mod)); b == a {
-			t.Errorf("%s: another snapshot got the same set", name)
+		b := c.intern(snap(mod))
+		if other, ok := sets[b]; ok {
+			t.Errorf("%s: got the set of %s", name, other)
 		}
+		sets[b] = name
 	}
+	clear(sets)
 	var none *ApprovedSets
 	if none.intern(snap(nil)) == none.intern(snap(nil)) {
 		t.Error("without ApprovedSets, relays shared a set")

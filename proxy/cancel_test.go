@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"bytes"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +114,35 @@ func TestCancellation(t *testing.T) {
 // (for their late answers) are bounded in number and bytes, oldest
 // forgotten first.
 func TestCancelledIDsBounded(t *testing.T) {
+	t.Parallel()
+	numbers := func(n int) [][]byte {
+		ids := make([][]byte, n)
+		for i := range ids {
+			ids[i] = []byte(strconv.Itoa(i))
+		}
+		return ids
+	}
+	half := bytes.Repeat([]byte("y"), maxCancelledBytes/2)
+	for _, tc := range []struct {
+		name string
+		ids  [][]byte
+		gone int // how many of the oldest are forgotten
+	}{
+		{"at the count bound: every id kept", numbers(maxCancelledIDs), 0},
+		{"one past the count bound: the oldest forgotten", numbers(maxCancelledIDs + 1), 1},
+		{"at the byte bound: every id kept", [][]byte{half, append([]byte("z"), half[1:]...)}, 0},
+		{"one byte past the byte bound: the oldest forgotten", [][]byte{half, append([]byte("z"), half...)}, 1},
+	} {
+		var c cancelledIDs
+		for _, id := range tc.ids {
+			c.add(id)
+		}
+		for i, id := range tc.ids {
+			if kept := c.has(id); kept != (i >= tc.gone) {
+				t.Errorf("%s: id %d of %d kept: %v", tc.name, i, len(tc.ids), kept)
+			}
+		}
+	}
 	var c cancelledIDs
 	for i := range 3 * maxCancelledIDs {
 		c.add([]byte(strings.Repeat("x", i%7) + string(rune('a'+i%26)) + strings.Repeat("0", i/26)))
@@ -130,5 +161,29 @@ func TestCancelledIDsBounded(t *testing.T) {
 	d.add(append([]byte("z"), big...))
 	if d.has(big) || d.bytes > maxCancelledBytes {
 		t.Fatalf("the oldest large id was kept past the byte bound (%d bytes)", d.bytes)
+	}
+}
+
+// TestCancelledIDsAmortized: the ids taken already (whose late answer
+// came) leave the order of cancelledIDs only once they are most of it, so
+// that a cancellation and its late answer cost no rebuilding of the order
+// each time; taking every id leaves nothing kept. Not parallel: it counts
+// the allocations of the whole process.
+func TestCancelledIDsAmortized(t *testing.T) {
+	var c cancelledIDs
+	for i := range 5 {
+		c.add([]byte(strconv.Itoa(i)))
+	}
+	id := []byte(`"call-7"`)
+	if n := testing.AllocsPerRun(1000, func() { c.add(id); c.take(id) }); n > 4 {
+		t.Errorf("%v allocations for a cancelled id and its late answer, want the order rebuilt only now and then", n)
+	}
+	for i := range 5 {
+		if !c.take([]byte(strconv.Itoa(i))) {
+			t.Fatalf("id %d not kept", i)
+		}
+	}
+	if c.len() != 0 || c.bytes != 0 || len(c.order) > 16 {
+		t.Errorf("after every id taken: %d kept, %d bytes, order %d", c.len(), c.bytes, len(c.order))
 	}
 }
