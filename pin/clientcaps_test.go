@@ -211,3 +211,31 @@ func TestLockClientCapabilities(t *testing.T) {
 		t.Fatalf("NewLock: %v, want ErrClientCapabilities", err)
 	}
 }
+
+// TestCompareClientCapabilitiesText: the difference names each kind of
+// change only when there is one, names sorted, kinds in a fixed order, and
+// "they differ" when nothing names it or a side does not read.
+func TestCompareClientCapabilitiesText(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name             string
+		locked, observed string
+		why              string
+		fewer            bool
+	}{
+		{"one gone", `{"roots":{},"sampling":{}}`, `{"roots":{}}`, `"sampling": locked, not announced now`, true},
+		{"one added", `{"roots":{}}`, `{"elicitation":{},"roots":{}}`, `"elicitation": announced now, not locked`, false},
+		{"one changed, fewer below", `{"sampling":{"tools":{}}}`, `{"sampling":{}}`, `"sampling": announced otherwise`, true},
+		{"all three, names sorted", `{"a":{},"b":{},"c":{"x":1}}`, `{"c":{"x":2},"e":{},"d":{}}`,
+			`"a", "b": locked, not announced now; "d", "e": announced now, not locked; "c": announced otherwise`, false},
+		{"the same members", `{"roots":{}}`, `{"roots":{}}`, "they differ", true},
+		{"a side that does not read", `{"roots":{}}`, `[`, "they differ", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			why, fewer := compareClientCapabilities([]byte(tc.locked), []byte(tc.observed))
+			if why != tc.why || fewer != tc.fewer {
+				t.Errorf("compareClientCapabilities = %q, %v; want %q, %v", why, fewer, tc.why, tc.fewer)
+			}
+		})
+	}
+}
