@@ -109,7 +109,7 @@ func (u *upstreamTransport) streamTrip(r *http.Request) (*http.Response, error) 
 }
 
 // dial connects to r's host as the stream transport would (its dialer,
-// its TLS configuration), for HTTP/1.1 only.
+// its TLS configuration and handshake timeout), for HTTP/1.1 only.
 func (u *upstreamTransport) dial(ctx context.Context, r *http.Request) (net.Conn, error) {
 	host, port := r.URL.Hostname(), r.URL.Port()
 	if port == "" {
@@ -139,7 +139,13 @@ func (u *upstreamTransport) dial(ctx context.Context, r *http.Request) (net.Conn
 	}
 	cfg.NextProtos = []string{"http/1.1"}
 	tc := tls.Client(conn, cfg)
-	if err := tc.HandshakeContext(ctx); err != nil {
+	hctx := ctx
+	if d := u.stream.TLSHandshakeTimeout; d > 0 { // as net/http bounds its own
+		var cancel context.CancelFunc
+		hctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	if err := tc.HandshakeContext(hctx); err != nil {
 		conn.Close()
 		return nil, err
 	}

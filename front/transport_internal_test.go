@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -119,5 +120,44 @@ func TestStreamTripThroughProxy(t *testing.T) {
 		}
 	default:
 		t.Error("the proxy never saw the GET")
+	}
+}
+
+// TestStreamTripTLSHandshakeBound: a GET stream on a connection of its own
+// is bound by the transport's TLSHandshakeTimeout, as net/http bounds its
+// own connections: a server that accepts and never answers the handshake
+// fails the GET in that time, not at the end of the session's context.
+func TestStreamTripTLSHandshakeBound(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, silent, until the listener closes
+		}
+	}()
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.Proxy = nil
+	base.TLSHandshakeTimeout = 200 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+ln.Addr().String()+"/mcp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	resp, err := newUpstreamTransport(base).RoundTrip(req)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("a GET to a server that never handshakes succeeded")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the GET failed after %v (%v): the handshake was not bound by TLSHandshakeTimeout", d, err)
 	}
 }
