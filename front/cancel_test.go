@@ -33,6 +33,24 @@ func postBody(ctx context.Context, url, session, body string) (int, string, erro
 	return resp.StatusCode, string(b), err
 }
 
+// postAnswer is what postBody returned.
+type postAnswer struct {
+	status int
+	body   string
+	err    error
+}
+
+// postInBackground runs postBody on a goroutine of its own; its answer
+// comes on the channel.
+func postInBackground(ctx context.Context, url, session, body string) <-chan postAnswer {
+	done := make(chan postAnswer, 1)
+	go func() {
+		st, b, err := postBody(ctx, url, session, body)
+		done <- postAnswer{st, b, err}
+	}()
+	return done
+}
+
 // waitFor polls cond for up to d.
 func waitFor(d time.Duration, cond func() bool) bool {
 	for deadline := time.Now().Add(d); !cond(); time.Sleep(10 * time.Millisecond) {
@@ -74,16 +92,7 @@ func TestCancellationReadOnce(t *testing.T) {
 			s, ctx, cs := g.session(t)
 			cctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			type answer struct {
-				status int
-				body   string
-				err    error
-			}
-			done := make(chan answer, 1)
-			go func() {
-				st, b, err := postBody(cctx, s.url, cs.ID(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"hang","arguments":{}}}`, id))
-				done <- answer{st, b, err}
-			}()
+			done := postInBackground(cctx, s.url, cs.ID(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"hang","arguments":{}}}`, id))
 			select {
 			case <-g.started:
 			case <-ctx.Done():
@@ -151,16 +160,7 @@ func TestCancelledStdioCall(t *testing.T) {
 			t.Cleanup(func() { cs.Close() })
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			type answer struct {
-				status int
-				body   string
-				err    error
-			}
-			done := make(chan answer, 1)
-			go func() {
-				st, b, err := postBody(cctx, s.url, cs.ID(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"good","arguments":{"hang":true}}}`, id))
-				done <- answer{st, b, err}
-			}()
+			done := postInBackground(cctx, s.url, cs.ID(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"good","arguments":{"hang":true}}}`, id))
 			if !waitFor(5*time.Second, func() bool { return front.RelayedCalls(s.f) == 1 }) {
 				t.Fatal("the relay never read the call")
 			}
