@@ -159,7 +159,7 @@ func everythingScript(ctx context.Context, t *testing.T, cs *mcp.ClientSession) 
 func TestEverythingByteIdentical(t *testing.T) {
 	t.Parallel() // each its own server, proxy and lock
 	argv := npmServer(t, "server-everything")
-	ctx := testContext(t)
+	ctx := e2eContext(t)
 
 	direct := func() map[string][]byte {
 		cmd := exec.Command(argv[0], argv[1:]...)
@@ -240,7 +240,7 @@ func TestEverythingByteIdentical(t *testing.T) {
 func TestEverythingLockFromSnapshot(t *testing.T) {
 	t.Parallel() // each its own server, proxy and lock
 	argv := npmServer(t, "server-everything")
-	ctx := testContext(t)
+	ctx := e2eContext(t)
 	lock := writeEverythingLock(t, argv)
 	s := startProxy(t, lockPolicy(t, lock, LockOptions{}), argv, shortGrace)
 	cs, err := s.connect(ctx, "", &mcp.ClientOptions{
@@ -274,7 +274,7 @@ func TestEverythingLockFromSnapshot(t *testing.T) {
 func TestEverythingClientWithoutRoots(t *testing.T) {
 	t.Parallel() // each its own server, proxy and lock
 	argv := npmServer(t, "server-everything")
-	ctx := testContext(t)
+	ctx := e2eContext(t)
 	lock := writeEverythingLock(t, argv)
 	l, err := pin.Read(lock)
 	if err != nil {

@@ -20,7 +20,7 @@ func TestBridgeEverythingHTTP(t *testing.T) {
 	url := fixtures.StartEverythingHTTP(t, node, entry)
 	lock := httpLock(t, url)
 	s := startBridge(t, lockPolicy(t, lock, LockOptions{}), url, nil)
-	ctx := testContext(t)
+	ctx := e2eContext(t)
 	cs, err := s.connect(ctx, "", nil)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
