@@ -184,6 +184,7 @@ func TestVerifyInitTrace(t *testing.T) {
 	go func() {
 		cmd := exec.Command("go", "build", "-o", minimal, "./scripts/bench/minimal-verifier")
 		cmd.Dir = root
+		cmd.Env = fixtures.BuildEnv() // as mcpsign below is built: the two start alike
 		b, err := cmd.CombinedOutput()
 		if err != nil {
 			err = fmt.Errorf("go build ./scripts/bench/minimal-verifier: %w\n%s", err, b)
