@@ -700,3 +700,62 @@ func TestClientNeverReads(t *testing.T) {
 		t.Errorf("Drain took %v with a client that does not read", d)
 	}
 }
+
+// TestAnswerBeforeUpstreamStreamEnds: the upstream's answer to a call
+// reaches the client as soon as the front read and checked it, while the
+// upstream still holds that answer's event stream open (docs/SERVE.md,
+// docs/PROXY.md "Remote servers (the bridge)"); the session goes on once
+// the stream ends. Failed before: the answer was held until the stream
+// ended (here, 2 s).
+func TestAnswerBeforeUpstreamStreamEnds(t *testing.T) {
+	gate := make(chan struct{})
+	var ended atomic.Bool // the fast call's upstream stream has ended
+	g := startGoSDKServerWrapped(t, time.Hour, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if r.Method != http.MethodPost || !bytes.Contains(body, []byte(`"name":"fast"`)) {
+				h.ServeHTTP(w, r)
+				return
+			}
+			defer ended.Store(true)
+			h.ServeHTTP(&holdAfterAnswer{ResponseWriter: w, gate: gate}, r)
+		})
+	})
+	_, ctx, cs := g.session(t)
+	got, err := call(ctx, cs, "fast")
+	if ended.Load() {
+		t.Error("the answer reached the client only once the upstream's stream had ended")
+	}
+	close(gate)
+	if err != nil || got != "fast" {
+		t.Fatalf("the call: %q %v", got, err)
+	}
+	if got, err := call(ctx, cs, "fast"); err != nil || got != "fast" {
+		t.Errorf("the session after: %q %v", got, err)
+	}
+}
+
+// holdAfterAnswer writes through, and once it wrote an answer (an event
+// with a result), flushes it and holds the stream open until gate is
+// closed (at most 2 s).
+type holdAfterAnswer struct {
+	http.ResponseWriter
+	gate <-chan struct{}
+}
+
+func (w *holdAfterAnswer) Write(p []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(p)
+	if err == nil && bytes.Contains(p, []byte(`"result"`)) {
+		_ = http.NewResponseController(w.ResponseWriter).Flush()
+		select {
+		case <-w.gate:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	return n, err
+}
+
+func (w *holdAfterAnswer) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
+
+func (w *holdAfterAnswer) Unwrap() http.ResponseWriter { return w.ResponseWriter }

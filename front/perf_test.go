@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsign/mcpsign/front"
+	"github.com/mcpsign/mcpsign/internal/testkit/cputime"
 	"github.com/mcpsign/mcpsign/internal/testkit/fixtures"
 	"github.com/mcpsign/mcpsign/source"
 )
@@ -270,13 +271,14 @@ func interleave(b *testing.B, paths []benchPath, sessions int, peer, short strin
 	per := max(b.N/len(paths)/sessions/rounds, 1)
 	lat := make([][]time.Duration, len(paths))
 	busy := make([]time.Duration, len(paths))
+	cpu := make([]time.Duration, len(paths)) // this process's, during the path's turns
 	b.ResetTimer()
 	for r := range rounds {
 		for k := range paths {
 			p := (r + k) % len(paths)
 			var mu sync.Mutex
 			var wg sync.WaitGroup
-			t0 := time.Now()
+			t0, c0 := time.Now(), cputime.Self()
 			for _, cs := range css[p] {
 				wg.Go(func() {
 					l := make([]time.Duration, 0, per)
@@ -295,10 +297,11 @@ func interleave(b *testing.B, paths []benchPath, sessions int, peer, short strin
 			}
 			wg.Wait()
 			busy[p] += time.Since(t0)
+			cpu[p] += cputime.Self() - c0
 		}
 	}
 	b.StopTimer()
-	type stat struct{ p50, p99, rate float64 }
+	type stat struct{ p50, p99, rate, cpu float64 }
 	st := map[string]stat{}
 	for p := range paths {
 		slices.Sort(lat[p])
@@ -306,11 +309,17 @@ func interleave(b *testing.B, paths []benchPath, sessions int, peer, short strin
 		if n == 0 {
 			return
 		}
-		s := stat{float64(lat[p][n/2].Microseconds()), float64(lat[p][n*99/100].Microseconds()), float64(n) / busy[p].Seconds()}
+		s := stat{float64(lat[p][n/2].Microseconds()), float64(lat[p][n*99/100].Microseconds()), float64(n) / busy[p].Seconds(), float64(cpu[p].Microseconds()) / float64(n)}
 		st[paths[p].name] = s
 		b.ReportMetric(s.p50, paths[p].name+"-p50-µs")
 		b.ReportMetric(s.p99, paths[p].name+"-p99-µs")
 		b.ReportMetric(s.rate, paths[p].name+"-calls/s")
+		// The test process's CPU per call while the path ran: the
+		// clients' (alike on every path) and, through a proxy in this
+		// process (the front, the reverse proxy), the proxy's; minus the
+		// direct path's, the proxy's own. Not a peer's of its own
+		// process, nor the upstream's.
+		b.ReportMetric(s.cpu, paths[p].name+"-cpu-µs/call")
 	}
 	fr := st["front"]
 	ratios := func(name, short string) {

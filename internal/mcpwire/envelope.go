@@ -121,8 +121,13 @@ func excerpt(data []byte, offset int) string {
 		start--
 	}
 	end := min(len(data), start+excerptBytes)
-	for end < len(data) && !utf8.RuneStart(data[end]) {
+	for end > start && end < len(data) && !utf8.RuneStart(data[end]) {
 		end--
+	}
+	if end == start {
+		// No rune starts within the excerpt (bytes that are not UTF-8):
+		// cut it where it is, raw as the rest.
+		end = min(len(data), start+excerptBytes)
 	}
 	s := textsafe.RawQuote(string(data[start:end]))
 	if start > 0 {

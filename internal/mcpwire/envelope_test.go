@@ -121,7 +121,11 @@ func FuzzParseEnvelope(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	f.Add([]byte(strings.Repeat("\xad", 81)))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := ParseFromServer(data); err != nil && !errors.Is(err, ErrProtocol) {
+			t.Fatalf("ParseFromServer: %v does not wrap ErrProtocol", err)
+		}
 		env, err := Parse(data)
 		if err != nil {
 			return
@@ -228,6 +232,12 @@ func TestParseFromServerExcerpt(t *testing.T) {
 			t.Errorf("%q: %v, want %q", tt.in, err, tt.want)
 		}
 	}
+	// More bytes than an excerpt, none of which starts a rune: refused
+	// with the first 80 of them, not a panic (it was one: a server's body
+	// crashed the bridge; FuzzBridgeAnswer's seed baef6e8c5a90daa0).
+	if _, err := ParseFromServer([]byte(strings.Repeat("\xad", 81))); err == nil || !strings.Contains(err.Error(), "not a JSON object") || !errors.Is(err, ErrProtocol) {
+		t.Errorf("81 continuation bytes: %v", err)
+	}
 }
 
 // TestExcerptRuneBoundaries: an excerpt starts and ends on a rune boundary
@@ -250,6 +260,12 @@ func TestExcerptRuneBoundaries(t *testing.T) {
 		{"continuation byte first", "\x80abc", 0, textsafe.RawQuote("\x80abc")},
 		{"continuation bytes first, offset inside", "\x80\x80abc", 2, textsafe.RawQuote("\x80\x80abc")},
 		{"offset past the end", "abc", 10, textsafe.RawQuote("abc")},
+		// No rune starts in the first 80 bytes: cut at 80, not before the
+		// start (it panicked: FuzzBridgeAnswer's seed baef6e8c5a90daa0).
+		{"continuation bytes only", strings.Repeat("\xad", 81), 0, textsafe.RawQuote(strings.Repeat("\xad", 80)) + "…"},
+		// (The start moves back to the last rune start, here the first byte.)
+		{"continuation bytes after the start", "a" + strings.Repeat("\xad", 100), 30, textsafe.RawQuote("a"+strings.Repeat("\xad", 79)) + "…"},
+		{"continuation bytes only, offset inside", strings.Repeat("\xad", 200), 100, textsafe.RawQuote(strings.Repeat("\xad", 80)) + "…"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
