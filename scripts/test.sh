@@ -76,7 +76,7 @@ tests_done() {
 }
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/mcpsign-test.XXXXXX")
-STATE="" BUILD_PID="" FIRST_PID="" SECOND_PID="" INTERRUPTED=0
+STATE="" BUILD_PID="" FIRST_PID="" SECOND_PID="" NPM_PID="" CONTAINER_PID="" INTERRUPTED=0
 # stop_tests PGID...: stops the go test process groups (go test, its test
 # binaries and their fixtures): SIGTERM (a background job ignores SIGINT),
 # then SIGKILL after 3 s.
@@ -191,8 +191,11 @@ BUILD_PID=$!
 step "Go modules"
 run "go mod download" go mod download
 
-step "Official MCP servers (npm ci)"
-run "npm ci" env -C testdata/npm npm ci --no-audit --no-fund --loglevel=error
+# npm ci (mostly waiting on the npm cache and the disk) runs beside go vet
+# and gofmt; the tests start once it is done.
+step "Official MCP servers (npm ci), in the background"
+env -C testdata/npm npm ci --no-audit --no-fund --loglevel=error >"$TMP/npm.log" 2>&1 &
+NPM_PID=$!
 
 step "go vet"
 run "go vet (compiles every package; minutes when the build cache is cold)" go vet ./... ./testdata/exampleserver ./testdata/badservers ./testdata/scriptserver
@@ -204,6 +207,52 @@ if [[ -n $unformatted ]]; then
 	echo "$unformatted"
 	exit 1
 fi
+
+step "Official MCP servers: wait for npm ci"
+if ! watch "$NPM_PID" "npm ci"; then
+	cat "$TMP/npm.log"
+	echo "npm ci in testdata/npm failed"
+	exit 1
+fi
+cat "$TMP/npm.log"
+
+# The tests of the packages that need no service start here, and run while
+# the type checks, the binary, the conformance cases, the container image,
+# the compile of the other tests and the stack's build and start take
+# their turns: every step from here to the stack's start leaves a core
+# idle some of the time (waiting on docker, the disk, a single-threaded
+# check), which the tests fill. Both runs require every end-to-end
+# dependency. A service this script starts has its test kit listed here.
+# Each go test runs at most two test binaries at once, in the order given
+# (its scheduler takes the packages in command-line order): the packages
+# that ran longest in the last measured runs (docs/PERFORMANCE.md, "The
+# README's test command in 3 minutes") come first, so that none of them
+# starts last and runs alone at the end.
+SERVICE_KITS=(internal/testkit/sigstack internal/testkit/rekorv1 internal/testkit/registrylocal)
+LONGEST_FIRST=(cmd/mcpsign proxy internal/testkit/actiontest sign verify internal/testkit/difftest front trustroot pin source)
+export MCPSIGN_REQUIRE_SIGSTACK=1 MCPSIGN_REQUIRE_E2E=1
+kits=$(printf ' github.com/mcpsign/mcpsign/%s( |$)|' "${SERVICE_KITS[@]}")
+mapfile -t stack_pkgs < <(go list -test -f '{{if .ForTest}}{{.ForTest}} {{join .Deps " "}}{{end}}' ./... |
+	awk -v re="${kits%|}" '$0 ~ re { print $1 }' | sort -u)
+mapfile -t first_pkgs < <(go list ./... | grep -vxF -f <(printf '%s\n' "${stack_pkgs[@]}"))
+if ((${#stack_pkgs[@]} == 0 || ${#first_pkgs[@]} == 0)); then
+	echo "no package needs a service, or every package does: the package lists are wrong"
+	exit 1
+fi
+# longest_first PKG...: PKG in LONGEST_FIRST's order first, then the rest
+# in the order given.
+longest_first() {
+	local p l
+	for l in "${LONGEST_FIRST[@]}"; do
+		for p in "$@"; do [[ $p == "github.com/mcpsign/mcpsign/$l" ]] && echo "$p"; done
+	done
+	printf '%s\n' "$@" | grep -vxF -f <(printf 'github.com/mcpsign/mcpsign/%s\n' "${LONGEST_FIRST[@]}")
+}
+mapfile -t stack_pkgs < <(longest_first "${stack_pkgs[@]}")
+mapfile -t first_pkgs < <(longest_first "${first_pkgs[@]}")
+step "go test -race: ${#first_pkgs[@]} packages that need no service, in the background"
+setsid go test -race -json -timeout 30m "${first_pkgs[@]}" >"$TMP/first.json" 2>&1 &
+FIRST_PID=$!
 
 # scripts/typecheck type-checks every package and its tests for the
 # target from source, compiling nothing (a linked cross build of every
@@ -227,29 +276,16 @@ bash testdata/sigstore-conformance/run-cases.sh 'mcpsign verify bundle' both | a
 # The image (Dockerfile) is built FROM scratch with no registry pull and
 # run: a session through `mcpsign serve` in it, then SIGTERM, drained
 # (scripts/container starts a dockerd of its own when none runs, and stops
-# it). About 20 s once the binary's build is cached.
-step "container image (scripts/container test)"
-run "scripts/container test" scripts/container test
+# it). About 12 s once the binary's build is cached, most of it waiting on
+# dockerd: it runs in the background, beside the tests, and its result is
+# shown (and fails the run) before the summary.
+step "container image (scripts/container test), in the background"
+scripts/container test >"$TMP/container.log" 2>&1 &
+CONTAINER_PID=$!
 
-# The tests of the packages that need no service run while the stack
-# builds and starts; those that need one (every test package that imports
-# a package of SERVICE_KITS, directly or not) are compiled meanwhile and
-# run once the services are up. Both runs require every end-to-end
-# dependency. A service this script starts has its test kit listed here.
-SERVICE_KITS=(internal/testkit/sigstack internal/testkit/rekorv1 internal/testkit/registrylocal)
-export MCPSIGN_REQUIRE_SIGSTACK=1 MCPSIGN_REQUIRE_E2E=1
-kits=$(printf ' github.com/mcpsign/mcpsign/%s( |$)|' "${SERVICE_KITS[@]}")
-mapfile -t stack_pkgs < <(go list -test -f '{{if .ForTest}}{{.ForTest}} {{join .Deps " "}}{{end}}' ./... |
-	awk -v re="${kits%|}" '$0 ~ re { print $1 }' | sort -u)
-mapfile -t first_pkgs < <(go list ./... | grep -vxF -f <(printf '%s\n' "${stack_pkgs[@]}"))
-if ((${#stack_pkgs[@]} == 0 || ${#first_pkgs[@]} == 0)); then
-	echo "no package needs a service, or every package does: the package lists are wrong"
-	exit 1
-fi
-step "go test -race: ${#first_pkgs[@]} packages that need no service, in the background"
-setsid go test -race -json -timeout 30m "${first_pkgs[@]}" >"$TMP/first.json" 2>&1 &
-FIRST_PID=$!
-
+# Those that need a service (every test package that imports a package of
+# SERVICE_KITS, directly or not) are compiled meanwhile and run once the
+# services are up.
 # Compile (not link) the other packages and their tests with -race into
 # the build cache, so that their go test below only links and runs.
 step "compile the tests of ${#stack_pkgs[@]} packages that need a service, with -race"
@@ -294,9 +330,20 @@ step "go test -race: wait for the packages that need no service"
 first=0
 watch "$FIRST_PID" "go test of the packages that need no service" tests_done "$TMP/first.json" "${#first_pkgs[@]}" || first=$?
 FIRST_PID=""
+step "container image: result"
+container=0
+watch "$CONTAINER_PID" "scripts/container test" || container=$?
+CONTAINER_PID=""
+cat "$TMP/container.log"
+((container == 0)) || echo "scripts/container test failed (exit $container)"
+
 step "go test -race ./...: summary"
 cat "$TMP/first.json" "$TMP/second.json" | "${summary[@]}"
 if ((first != 0 || second != 0)); then
 	echo "go test exited $first (packages that need no service) and $second (the others)"
+	exit 1
+fi
+if ((container != 0)); then
+	echo "the container image's test failed (above, under \"container image: result\")"
 	exit 1
 fi
