@@ -291,6 +291,10 @@ mapfile -t first_pkgs < <(longest_first "${first_pkgs[@]}")
 # own tables): linking the 72 race-built test binaries took 48 s of CPU
 # with it, 44 s without (docs/PERFORMANCE.md).
 TEST_FLAGS=(-race -json -timeout 30m -ldflags=-w)
+# Both go test runs share what the tests build without -race (mcpsign, the
+# example server, the scripted server: internal/testkit/fixtures), made once
+# for this script's lifetime instead of once per go test run.
+export MCPSIGN_FIXTURES_RUN=$$
 step "go test -race: ${#first_pkgs[@]} packages that need no service, in the background"
 setsid go test "${TEST_FLAGS[@]}" "${first_pkgs[@]}" >"$TMP/first.json" 2>&1 &
 FIRST_PID=$!
