@@ -134,7 +134,7 @@ func TestAdvertisedBundle(t *testing.T) {
 // the snapshot, from the member of the generation negotiated, over stdio
 // and Streamable HTTP; a server that advertises none leaves it nil.
 func TestLoadAdvertised(t *testing.T) {
-	server := fixtures.BuildExampleServer(t)
+	server := fixtures.BuildExampleServerNoRace(t)
 	bundle := filepath.Join(t.TempDir(), "b.json")
 	if err := os.WriteFile(bundle, []byte(`{"mediaType": "m"}`), 0o644); err != nil {
 		t.Fatal(err)

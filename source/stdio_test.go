@@ -65,7 +65,7 @@ func checkExample(t *testing.T, snap *digest.Snapshot, protocol string) {
 }
 
 func TestStdioExampleServer(t *testing.T) {
-	bin := fixtures.BuildExampleServer(t)
+	bin := fixtures.BuildExampleServerNoRace(t)
 	var honest *digest.Result
 	tests := []struct {
 		name     string
@@ -118,7 +118,7 @@ func TestStdioExampleServer(t *testing.T) {
 // quickly, and leaves no process behind.
 func TestStdioErrors(t *testing.T) {
 	t.Parallel()
-	example := fixtures.BuildExampleServer(t)
+	example := fixtures.BuildExampleServerNoRace(t)
 	bad := fixtures.BuildBadServer(t)
 	tests := []struct {
 		name  string
@@ -287,7 +287,7 @@ func alive(pid int) bool {
 // exits does not leave it running.
 func TestStdioNoOrphanOnSuccess(t *testing.T) {
 	dir := t.TempDir()
-	snap, err := Load(context.Background(), Spec{Command: withPidFiles(dir, []string{fixtures.BuildExampleServer(t)})}, Options{})
+	snap, err := Load(context.Background(), Spec{Command: withPidFiles(dir, []string{fixtures.BuildExampleServerNoRace(t)})}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

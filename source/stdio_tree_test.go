@@ -37,7 +37,7 @@ func TestStdioNoSetsidSurvivor(t *testing.T) {
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	snap, err := Load(ctx, Spec{Command: fixtures.WithSetsidChild(t, dir, []string{fixtures.BuildExampleServer(t)})}, opts)
+	snap, err := Load(ctx, Spec{Command: fixtures.WithSetsidChild(t, dir, []string{fixtures.BuildExampleServerNoRace(t)})}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
