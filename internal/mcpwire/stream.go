@@ -81,7 +81,7 @@ func (e *StreamError) Unwrap() []error { return []error{ErrProtocol, ErrStream} 
 // for concurrent use; after an error it returns that error again.
 type StreamCheck struct {
 	get      bool
-	release  bool              // Relay, not Hold, for the answer and what follows it
+	release  bool // Relay, not Hold, for the answer and what follows it
 	pending  Pending[struct{}] // the posted request's id, until answered
 	method   string
 	answered bool
