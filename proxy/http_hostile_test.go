@@ -324,17 +324,7 @@ func TestBridgeHostile(t *testing.T) {
 			return true
 		}}, blocked, "more than"},
 		{"a slow stream that stays open after its answer", &scripted{answer: func(w http.ResponseWriter, r *http.Request, req *rpcReq, n int) bool {
-			// The call's answer is passed on at once; the stream kept
-			// open blocks the session 3 s after it, while the client
-			// waits for its second listing (held here for longer).
-			switch {
-			case req.Method == "tools/list" && n > 1:
-				select {
-				case <-r.Context().Done():
-				case <-time.After(10 * time.Second):
-				}
-				return false
-			case req.Method != "tools/call":
+			if req.Method != "tools/call" {
 				return false
 			}
 			writeSSE(w, sse(reply(req.ID, honestResult(req)))...)
@@ -345,18 +335,6 @@ func TestBridgeHostile(t *testing.T) {
 			}
 			return true
 		}}, blocked, "stayed open"},
-		{"a drifted listing, then the approved one, in one stream", &scripted{answer: func(w http.ResponseWriter, r *http.Request, req *rpcReq, n int) bool {
-			// The first answer is the one passed on, so it is the one
-			// checked (the relay finds it drifted, and answers the client
-			// only once it has listed again itself); the second answer
-			// blocks the session meanwhile: neither listing reaches the
-			// client.
-			if req.Method != "tools/list" || n < 2 {
-				return false
-			}
-			writeSSE(w, sse(reply(req.ID, `{"tools":[`+httpRugPull+`]}`), reply(req.ID, honestResult(req)))...)
-			return true
-		}}, blocked, "second answer"},
 		{"a redirect to another origin", &scripted{answer: func(w http.ResponseWriter, r *http.Request, req *rpcReq, n int) bool {
 			http.Redirect(w, r, "http://127.0.0.1:1/elsewhere", http.StatusTemporaryRedirect)
 			return true
@@ -442,92 +420,6 @@ func TestBridgeHostile(t *testing.T) {
 }
 
 var _ = context.Background
-
-// TestBridgeReleasesAnswerAtOnce: the answer to a request reaches the client
-// as soon as it is read and checked, while the server's stream for it is
-// still open (docs/PROXY.md, "Remote servers (the bridge)"); what the
-// server sends on that stream after the answer is still read and held to
-// the rule: a second answer or a request after it blocks the session (the
-// client keeps the first answer, the one checked; its next request gets
-// the block), notifications after it are passed on. Before the answer was
-// released only once the stream ended: the client got the first answer
-// only after it, or the block in its place.
-func TestBridgeReleasesAnswerAtOnce(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name    string
-		after   string // written once the client holds the answer ("": none)
-		blocked string // what the block says ("": the session goes on)
-	}{
-		{"a second answer after it", `{"jsonrpc":"2.0","id":ID,"result":{"content":[{"type":"text","text":"evil"}]}}`, "second answer"},
-		{"a request after it", `{"jsonrpc":"2.0","id":"s1","method":"roots/list"}`, "after the answer"},
-		{"a notification after it", `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"late"}}`, ""},
-		{"nothing after it", "", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			gate := make(chan struct{}) // closed once the client holds the answer
-			var ended atomic.Bool       // the call's stream has ended
-			s := &scripted{answer: func(w http.ResponseWriter, r *http.Request, req *rpcReq, n int) bool {
-				if req.Method != "tools/call" {
-					return false
-				}
-				defer ended.Store(true)
-				writeSSE(w, sseEvents(reply(req.ID, honestResult(req)))...)
-				w.(http.Flusher).Flush()
-				select {
-				case <-gate:
-				case <-time.After(2 * time.Second):
-				}
-				if tc.after != "" {
-					writeSSE(w, sseEvents(strings.ReplaceAll(tc.after, "ID", string(req.ID)))...)
-				}
-				return true
-			}}
-			url := serveScripted(t, &scripted{})
-			lock := httpLock(t, url)
-			sess := startBridge(t, lockPolicy(t, lock, LockOptions{}), serveScripted(t, s), func(o *Options) { o.CheckTimeout = 2 * time.Second })
-			ctx := testContext(t)
-			cs, err := sess.connect(ctx, "", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
-			if ended.Load() {
-				t.Errorf("the call returned only once its stream had ended")
-			}
-			close(gate)
-			if err != nil {
-				t.Fatalf("the call: %v, want its answer before the stream ended", err)
-			}
-			if len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "echo" {
-				t.Errorf("the call's answer: %+v, want the first one", res.Content)
-			}
-			for deadline := time.Now().Add(3 * time.Second); !ended.Load() && time.Now().Before(deadline); {
-				time.Sleep(5 * time.Millisecond)
-			}
-			_, err = cs.ListTools(ctx, nil)
-			if tc.blocked == "" {
-				if err != nil {
-					t.Errorf("the session after: %v", err)
-				}
-				cs.Close()
-				if err := sess.wait(); err != nil {
-					t.Errorf("Run: %v", err)
-				}
-				return
-			}
-			if !isBlocked(err) && !strings.Contains(fmt.Sprint(err), "blocked by mcpsign") {
-				t.Errorf("the next request: %v, want the block", err)
-			}
-			cs.Close()
-			b := asBlocked(sess.wait())
-			if b == nil || !errors.Is(b.Err, mcpwire.ErrProtocol) || !strings.Contains(b.Error(), tc.blocked) {
-				t.Errorf("Run: %v, want a protocol block saying %q\n%s", b, tc.blocked, sess.stderr.String())
-			}
-		})
-	}
-}
 
 // The session's headers: every request after initialize carries the
 // session id and the negotiated version, the user's headers go along, and

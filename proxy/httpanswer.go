@@ -18,44 +18,32 @@ import (
 // (docs/PROXY.md, "Remote servers"): application/json (one message, the
 // answer) or text/event-stream, in which requests and notifications before
 // the answer reach the relay as they come, the answer must carry the
-// request's id byte for byte and only notifications may follow it. The
-// answer and each notification after it reach the relay as soon as each
-// is read and checked (mcpwire.ResponseOptions.ReleaseAnswer: the relay
-// judges each message alone, as on stdio, and its client never reads the
-// server's stream); the stream is still read to its end, and what breaks
-// the rule after the answer ends the session. The answer to initialize
-// also gives the protocol version that later requests' header carries,
-// learned before the answer is passed on. answered reports whether the
-// answer reached the relay.
-func (u *httpConn) readAnswer(resp *http.Response, posted []byte, m *mcpwire.Message) (answered bool, err error) {
+// request's id byte for byte, only notifications may follow it, and the
+// answer and what follows are released when the stream ended cleanly.
+// The answer to initialize also gives the protocol version that later
+// requests' header carries.
+func (u *httpConn) readAnswer(resp *http.Response, posted []byte, m *mcpwire.Message) error {
 	kind, err := mcpwire.ReadContentType(resp.Header)
 	if err != nil {
-		return false, err
+		return err
 	}
 	c, err := mcpwire.NewPostCheck(posted)
 	if err != nil {
-		return false, err
+		return err
 	}
-	relay := func(msg []byte) error {
-		if c.Answered() && !answered {
-			// The answer: the first message relayed once the check took it.
-			answered = true
-			if m.Method == mcpwire.MethodInitialize {
-				u.learnVersion(msg)
-			}
-		}
-		return u.deliver(msg)
-	}
-	held, err := mcpwire.ReadResponse(u.ctx, kind, resp.Body, c, mcpwire.ResponseOptions{MaxMessageBytes: u.max, ReleaseAnswer: true}, relay)
+	held, err := mcpwire.ReadResponse(u.ctx, kind, resp.Body, c, mcpwire.ResponseOptions{MaxMessageBytes: u.max}, u.deliver)
 	if err != nil {
-		return answered, u.readError(err)
+		return u.readError(err)
 	}
-	for _, msg := range held { // none: ReleaseAnswer holds nothing
-		if err := relay(msg); err != nil {
-			return answered, err
+	for i, msg := range held {
+		if i == 0 && m.Method == mcpwire.MethodInitialize {
+			u.learnVersion(msg)
+		}
+		if err := u.deliver(msg); err != nil {
+			return err
 		}
 	}
-	return answered, nil
+	return nil
 }
 
 // errorBody reads the body of an error status: it reports whether it was
@@ -132,13 +120,11 @@ func (u *httpConn) answer(resp *http.Response, m *mcpwire.Message, body []byte) 
 			}
 		}
 	default:
-		answered, err := u.readAnswer(resp, body, m)
+		err := u.readAnswer(resp, body, m)
 		if err != nil && err != errIgnore {
 			u.end(err)
 		}
-		// An answer already passed on is the request's one answer, even
-		// when the stream after it was cut.
-		return err == errIgnore && !answered
+		return err == errIgnore
 	}
 	return false
 }

@@ -274,65 +274,6 @@ func TestReadResponse(t *testing.T) {
 			t.Fatalf("%q %q %v", relayed, held, err)
 		}
 	})
-	// ReleaseAnswer: the answer and the notifications after it are relayed
-	// as they come, in order, none held; what follows the answer is still
-	// read and refused as without it.
-	answer2 := `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"evil"}]}}`
-	for _, tt := range []struct {
-		name    string
-		kind    BodyKind
-		body    string
-		relayed []string
-		err     string
-	}{
-		{"stream", BodyEventStream, "data: " + sseNote + "\n\nid: 1\ndata: " + sseAnswer + "\n\ndata: " + sseNote + "\n\n", []string{sseNote, sseAnswer, sseNote}, ""},
-		{"JSON", BodyJSON, sseAnswer, []string{sseAnswer}, ""},
-		{"second answer", BodyEventStream, "data: " + sseAnswer + "\n\ndata: " + answer2 + "\n\n", []string{sseAnswer}, "second answer"},
-		{"request after the answer", BodyEventStream, "data: " + sseAnswer + "\n\ndata: " + ssePing + "\n\n", []string{sseAnswer}, "after the answer"},
-		{"a bad event after the answer", BodyEventStream, "data: " + sseAnswer + "\n\nevent: other\ndata: " + sseNote + "\n\n", []string{sseAnswer}, "event"},
-		{"no answer", BodyEventStream, "data: " + sseNote + "\n\n", []string{sseNote}, "without the answer"},
-		{"JSON, another id", BodyJSON, `{"jsonrpc":"2.0","id":2,"result":{}}`, nil, "no pending request"},
-	} {
-		t.Run("release/"+tt.name, func(t *testing.T) {
-			t.Parallel()
-			relayed, held, err := read(tt.kind, tt.body, ResponseOptions{ReleaseAnswer: true})
-			if held != nil {
-				t.Errorf("held %q, want none", held)
-			}
-			if strings.Join(relayed, "|") != strings.Join(tt.relayed, "|") {
-				t.Errorf("relayed %q, want %q", relayed, tt.relayed)
-			}
-			if tt.err == "" && err != nil || tt.err != "" && (!errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), tt.err)) {
-				t.Errorf("error %v, want %q", err, tt.err)
-			}
-		})
-	}
-	t.Run("release/before the end", func(t *testing.T) {
-		t.Parallel()
-		b := newSlowBody()
-		got := make(chan string, 1)
-		done := make(chan error, 1)
-		go func() {
-			_, err := ReadResponse(context.Background(), BodyEventStream, b, post(), ResponseOptions{ReleaseAnswer: true}, func(m []byte) error {
-				got <- string(m)
-				return nil
-			})
-			done <- err
-		}()
-		b.w.Write([]byte("data: " + sseAnswer + "\n\n"))
-		select {
-		case m := <-got:
-			if m != sseAnswer {
-				t.Errorf("relayed %q", m)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("the answer was not relayed while its stream was open")
-		}
-		b.w.Close()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
 	t.Run("JSON", func(t *testing.T) {
 		t.Parallel()
 		_, held, err := read(BodyJSON, " "+sseAnswer+"\n", ResponseOptions{})

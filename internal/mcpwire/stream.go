@@ -68,11 +68,7 @@ func (e *StreamError) Unwrap() []error { return []error{ErrProtocol, ErrStream} 
 //     reach one and not the other;
 //   - the answer (and the notifications after it) are released only once
 //     the stream has ended cleanly ([StreamCheck.End]): whatever comes
-//     before the end can still refuse the whole response. A reader that
-//     passes every message on to one client of its own, one at a time, as
-//     the proxy's relay does, may release them as they come instead
-//     ([ResponseOptions.ReleaseAnswer]): the rest of the stream is still
-//     read and checked to its end.
+//     before the end can still refuse the whole response.
 //
 // A GET stream carries requests and notifications only: nothing is pending
 // on it, so an answer there is refused.
@@ -81,7 +77,6 @@ func (e *StreamError) Unwrap() []error { return []error{ErrProtocol, ErrStream} 
 // for concurrent use; after an error it returns that error again.
 type StreamCheck struct {
 	get      bool
-	release  bool // Relay, not Hold, for the answer and what follows it
 	pending  Pending[struct{}] // the posted request's id, until answered
 	method   string
 	answered bool
@@ -142,9 +137,6 @@ func (c *StreamCheck) message(data []byte) (Disposition, error) {
 			return 0, fmt.Errorf("%w (in the response to %s)", err, c.method)
 		}
 		c.answered = true
-		if c.release {
-			return Relay, nil
-		}
 		c.held = append(c.held, bytes.Clone(data))
 		return Hold, nil
 	case KindRequest:
@@ -153,7 +145,7 @@ func (c *StreamCheck) message(data []byte) (Disposition, error) {
 		}
 		return Relay, nil
 	default: // a notification
-		if c.answered && !c.release {
+		if c.answered {
 			c.held = append(c.held, bytes.Clone(data))
 			return Hold, nil
 		}
@@ -329,20 +321,6 @@ type ResponseOptions struct {
 	// a stream that has not ended by then is refused (whatever could still
 	// come might change what a client holds). Zero means DefaultEndWait.
 	EndWait time.Duration
-	// ReleaseAnswer passes the answer, and each notification after it, to
-	// relay as soon as it is read and checked, instead of holding them
-	// until the stream has ended cleanly; ReadResponse then returns none
-	// held. The rest of the stream is still read and checked to its end
-	// (and refused EndWait after the answer if it has not ended): a
-	// violation after the answer is returned as the error, after the
-	// answer was relayed. For a reader whose relay hands each message to
-	// one client of its own that judges it alone, as the proxy's relay
-	// does on stdio (docs/PROXY.md, "Remote servers (the bridge)"): what
-	// comes after a complete event cannot change that event, and that
-	// client never reads the server's stream itself. Not for a reader
-	// that must hold what every official client reading the server
-	// directly would hold (docs/REMOTE.md, "One answer per request").
-	ReleaseAnswer bool
 }
 
 func (o ResponseOptions) withDefaults() ResponseOptions {
@@ -367,8 +345,7 @@ func (o ResponseOptions) withDefaults() ResponseOptions {
 // longer than o.EndWait after the answer, the body is closed and the error
 // returned. No message of a refused response is ever returned as held; the
 // ones relayed before the violation came before the answer (and a client
-// would have had them too), or, under o.ReleaseAnswer, were the answer and
-// the notifications after it, each checked and complete when relayed.
+// would have had them too).
 //
 // A JSON body is one message, the answer (a BOM before it is refused: the
 // TypeScript SDK drops it, go-sdk fails on it).
@@ -428,15 +405,8 @@ func ReadResponse(ctx context.Context, kind BodyKind, body io.ReadCloser, c *Str
 		if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
 			return nil, &StreamError{"a byte-order mark before the JSON body (the TypeScript SDK drops it, go-sdk fails on it)"}
 		}
-		c.release = o.ReleaseAnswer
-		d, err := c.Message(data)
-		if err != nil {
+		if _, err := c.Message(data); err != nil {
 			return nil, err
-		}
-		if d == Relay {
-			if err := relay(data); err != nil {
-				return nil, err
-			}
 		}
 		return c.End()
 	}
@@ -447,7 +417,6 @@ func ReadResponse(ctx context.Context, kind BodyKind, body io.ReadCloser, c *Str
 	if o.MaxBodyBytes < 0 {
 		size = streamBufferBytes
 	}
-	c.release = o.ReleaseAnswer
 	er := newPooledEventReader(r, o.MaxMessageBytes+EventOverhead, size)
 	defer er.release()
 	for {
