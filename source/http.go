@@ -30,6 +30,14 @@ import (
 // only) and the negotiated protocol version header, and reads every
 // response as docs/REMOTE.md, "Reading Streamable HTTP", says.
 func loadHTTP(parent context.Context, endpoint string, o *Options) (*digest.Snapshot, error) {
+	var own *http.Transport
+	defer func() {
+		if own != nil {
+			// After stop: what was in flight then is cancelled (its
+			// connection closed); what is idle is closed here.
+			own.CloseIdleConnections()
+		}
+	}()
 	ctx, abort, stop := withLimits(parent, o)
 	defer stop()
 	o.Progress(StageStart, 0)
@@ -60,6 +68,17 @@ func loadHTTP(parent context.Context, endpoint string, o *Options) (*digest.Snap
 			rt.base = b.Transport
 		}
 		client.Jar, client.Timeout = b.Jar, b.Timeout
+	}
+	if t, ok := rt.base.(*http.Transport); ok {
+		// Connections of this listing's own. The listings of one server
+		// under each protocol version run at once (loadEras) and each
+		// ends, cancelling what it still has in flight, on its own; on
+		// one shared pool net/http could fail one listing's request
+		// with "context canceled" while its own context was live (a
+		// connection that another listing's cancellation closed),
+		// which read as a server that cannot be reached.
+		own = t.Clone()
+		rt.base = own
 	}
 	client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if err := mcpwire.CheckRedirect(req, via); err != nil {
