@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -125,7 +126,11 @@ func ExampleRun_inProcess() {
 		call()
 		if changed != nil {
 			changed()
-			<-blocked
+			select {
+			case <-blocked:
+			case <-time.After(10 * time.Second): // the example fails, not hangs
+				fmt.Println(name + ": not blocked")
+			}
 			call()
 		}
 		cs.Close()
