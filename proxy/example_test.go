@@ -54,7 +54,9 @@ func ExampleRun() {
 // checked against the lock; when the server then changes a tool, the
 // proxy lists it again, and the session is blocked.
 func ExampleRun_inProcess() {
-	ctx := context.Background()
+	// A host bounds its sessions (and the example fails, not hangs).
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	server := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1.0.0"}, nil)
 	type query struct {
 		Query string `json:"query"`
@@ -128,7 +130,7 @@ func ExampleRun_inProcess() {
 			changed()
 			select {
 			case <-blocked:
-			case <-time.After(10 * time.Second): // the example fails, not hangs
+			case <-ctx.Done():
 				fmt.Println(name + ": not blocked")
 			}
 			call()
