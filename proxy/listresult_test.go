@@ -53,3 +53,59 @@ func TestChainsKept(t *testing.T) {
 		t.Errorf("a cursor the proxy did not hand continues %+v", ch)
 	}
 }
+
+// TestPageListing: the pages of the client's own listing are one listing,
+// complete at the page with no nextCursor, of at most MaxPages pages
+// (inclusive); a list in any other result is a page of its own, never
+// complete and never kept.
+func TestPageListing(t *testing.T) {
+	const k = digest.KindTool
+	page := func(r *relay, p *pendingReq, next string) (*chain, bool, error) {
+		res := `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]`
+		if next != "" {
+			res += `,"nextCursor":"` + next + `"`
+		}
+		return r.page(inboundOf(t, `{"jsonrpc":"2.0","id":1,"result":`+res+`}`), p, k)
+	}
+	list := func(cursor *string) *pendingReq {
+		return &pendingReq{id: []byte("1"), method: "tools/list", kind: k, cursor: cursor}
+	}
+	for _, pages := range []int{1, 2, MaxPages, MaxPages + 1} {
+		t.Run(fmt.Sprint(pages, " pages"), func(t *testing.T) {
+			r, _ := bareRelay(1 << 30)
+			r.chains = map[digest.Kind]map[string]*chain{}
+			var cursor *string
+			for i := 1; i <= pages; i++ {
+				next := ""
+				if i < pages {
+					next = fmt.Sprint("p", i+1)
+				}
+				ch, complete, err := page(r, list(cursor), next)
+				if pages > MaxPages && i == pages {
+					if err == nil {
+						t.Fatalf("page %d of a listing: no error", i)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("page %d: %v", i, err)
+				}
+				if ch.pages != i || len(ch.items) != i || complete != (next == "") {
+					t.Fatalf("page %d: %d pages, %d items, complete %v", i, ch.pages, len(ch.items), complete)
+				}
+				if _, kept := r.chains[k][next]; kept != (next != "") {
+					t.Fatalf("page %d: listing kept %v under %q", i, kept, next)
+				}
+				cursor = &next
+			}
+		})
+	}
+	r, _ := bareRelay(1 << 30)
+	r.chains = map[digest.Kind]map[string]*chain{}
+	for _, p := range []*pendingReq{nil, {id: []byte("1"), method: "prompts/list", kind: digest.KindPrompt}} {
+		ch, complete, err := page(r, p, "p2")
+		if err != nil || complete || ch.started || len(r.chains[k]) != 0 {
+			t.Errorf("tools in the answer to %+v: %v, complete %v, %d kept", p, err, complete, len(r.chains[k]))
+		}
+	}
+}
