@@ -52,6 +52,17 @@ func TestChainsKept(t *testing.T) {
 	if ch := r.takeChain(k, &other); ch.started || len(ch.items) != 0 || ch.cursors == nil {
 		t.Errorf("a cursor the proxy did not hand continues %+v", ch)
 	}
+
+	// What the listings keep may reach MaxHeldBytes exactly, their cursors
+	// counted.
+	r, _ = bareRelay(100)
+	r.chains = map[digest.Kind]map[string]*chain{}
+	if err := r.keepChain(k, "c1", &chain{bytes: 98}); err != nil {
+		t.Errorf("listings of MaxHeldBytes: %v", err)
+	}
+	if err := r.keepChain(k, "c", &chain{}); err == nil {
+		t.Errorf("listings of MaxHeldBytes+1: no error")
+	}
 }
 
 // TestPageListing: the pages of the client's own listing are one listing,
