@@ -120,3 +120,34 @@ func TestPageListing(t *testing.T) {
 		}
 	}
 }
+
+// TestCursorOf: the cursor of list request params, read strictly; none
+// when the params are no object, have no string cursor, or cannot be read.
+func TestCursorOf(t *testing.T) {
+	for _, tc := range []struct {
+		params string
+		want   *string
+	}{
+		{`{"cursor":"p2"}`, new("p2")},
+		{`{"cursor":""}`, new("")},
+		{`{"_meta":{},"cursor":"a\u0062"}`, new("ab")},
+		{``, nil},
+		{`{}`, nil},
+		{`{"cursor":null}`, nil},
+		{`{"cursor":2}`, nil},
+		{`{"cursor":"a","cursor":"b"}`, nil},
+		{`["p2"]`, nil},
+	} {
+		got := cursorOf([]byte(tc.params))
+		if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+			t.Errorf("cursorOf(%s) = %v, want %v", tc.params, deref(got), deref(tc.want))
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%q", *s)
+}
