@@ -32,6 +32,7 @@ func TestServerCallRefusal(t *testing.T) {
 		{"roots denied", ServerRequests{DenyRoots: true}, every, `{"jsonrpc":"2.0","id":1,"method":"roots/list"}`, true},
 		{"roots not announced", ServerRequests{}, `{}`, `{"jsonrpc":"2.0","id":1,"method":"roots/list"}`, true},
 		{"elicitation form, {} announced", ServerRequests{}, every, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"m"}}`, false},
+		{"elicitation without params: form", ServerRequests{}, every, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create"}`, false},
 		{"elicitation url, {} announced", ServerRequests{}, every, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"mode":"url","url":"https://x"}}`, true},
 		{"elicitation url announced", ServerRequests{}, `{"elicitation":{"url":{}}}`, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"mode":"url","url":"https://x"}}`, false},
 		{"elicitation form, only url announced", ServerRequests{}, `{"elicitation":{"url":{}}}`, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"m"}}`, true},
