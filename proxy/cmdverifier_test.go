@@ -220,3 +220,25 @@ func TestCommandVerifierAdvertised(t *testing.T) {
 		})
 	}
 }
+
+// TestExactMembers: a verifier's answer has only the members mcpsign
+// reads, spelled exactly, at the top and in its approval, server and tlog
+// objects (a null one is not read further).
+func TestExactMembers(t *testing.T) {
+	for _, tc := range []struct {
+		answer string
+		ok     bool
+	}{
+		{`{"approval":{"method":"key","tlog":{"logIndex":1}},"server":{"name":"a"},"signedAt":null}`, true},
+		{`{"approval":null,"server":null}`, true},
+		{`{"approval":{},"extra":1}`, false},
+		{`{"approval":{"method":"key","extra":1}}`, false},
+		{`{"server":{"name":"a","Name":"b"}}`, false},
+		{`{"approval":{"tlog":{"logIndex":1,"extra":1}}}`, false},
+		{`{"approval":{"method":"key","method":"key"}}`, false},
+	} {
+		if err := exactMembers([]byte(tc.answer), verifiedMembers.Get()); (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want accepted %v", tc.answer, err, tc.ok)
+		}
+	}
+}
