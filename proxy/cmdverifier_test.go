@@ -242,3 +242,25 @@ func TestExactMembers(t *testing.T) {
 		}
 	}
 }
+
+// TestCappedBuffer: what a verifier prints is kept up to the cap exactly,
+// and only a byte past it is noted.
+func TestCappedBuffer(t *testing.T) {
+	b := &cappedBuffer{max: 4}
+	for _, tc := range []struct {
+		write, kept string
+		over        bool
+	}{{"ab", "ab", false}, {"cd", "abcd", false}, {"e", "abcd", true}} {
+		if n, err := b.Write([]byte(tc.write)); n != len(tc.write) || err != nil {
+			t.Fatalf("Write(%q): %d, %v", tc.write, n, err)
+		}
+		if b.String() != tc.kept || b.over != tc.over {
+			t.Errorf("after %q: %q kept, over %v; want %q, %v", tc.write, b.String(), b.over, tc.kept, tc.over)
+		}
+	}
+	b = &cappedBuffer{max: 3}
+	b.Write([]byte("abcd"))
+	if b.String() != "abc" || !b.over {
+		t.Errorf("one write past the cap: %q kept, over %v", b.String(), b.over)
+	}
+}
