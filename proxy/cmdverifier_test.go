@@ -220,3 +220,47 @@ func TestCommandVerifierAdvertised(t *testing.T) {
 		})
 	}
 }
+
+// TestExactMembers: a verifier's answer has only the members mcpsign
+// reads, spelled exactly, at the top and in its approval, server and tlog
+// objects (a null one is not read further).
+func TestExactMembers(t *testing.T) {
+	for _, tc := range []struct {
+		answer string
+		ok     bool
+	}{
+		{`{"approval":{"method":"key","tlog":{"logIndex":1}},"server":{"name":"a"},"signedAt":null}`, true},
+		{`{"approval":null,"server":null}`, true},
+		{`{"approval":{},"extra":1}`, false},
+		{`{"approval":{"method":"key","extra":1}}`, false},
+		{`{"server":{"name":"a","Name":"b"}}`, false},
+		{`{"approval":{"tlog":{"logIndex":1,"extra":1}}}`, false},
+		{`{"approval":{"method":"key","method":"key"}}`, false},
+	} {
+		if err := exactMembers([]byte(tc.answer), verifiedMembers.Get()); (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want accepted %v", tc.answer, err, tc.ok)
+		}
+	}
+}
+
+// TestCappedBuffer: what a verifier prints is kept up to the cap exactly,
+// and only a byte past it is noted.
+func TestCappedBuffer(t *testing.T) {
+	b := &cappedBuffer{max: 4}
+	for _, tc := range []struct {
+		write, kept string
+		over        bool
+	}{{"ab", "ab", false}, {"cd", "abcd", false}, {"e", "abcd", true}} {
+		if n, err := b.Write([]byte(tc.write)); n != len(tc.write) || err != nil {
+			t.Fatalf("Write(%q): %d, %v", tc.write, n, err)
+		}
+		if b.String() != tc.kept || b.over != tc.over {
+			t.Errorf("after %q: %q kept, over %v; want %q, %v", tc.write, b.String(), b.over, tc.kept, tc.over)
+		}
+	}
+	b = &cappedBuffer{max: 3}
+	b.Write([]byte("abcd"))
+	if b.String() != "abc" || !b.over {
+		t.Errorf("one write past the cap: %q kept, over %v", b.String(), b.over)
+	}
+}

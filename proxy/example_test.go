@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -53,7 +54,9 @@ func ExampleRun() {
 // checked against the lock; when the server then changes a tool, the
 // proxy lists it again, and the session is blocked.
 func ExampleRun_inProcess() {
-	ctx := context.Background()
+	// A host bounds its sessions (and the example fails, not hangs).
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	server := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1.0.0"}, nil)
 	type query struct {
 		Query string `json:"query"`
@@ -125,7 +128,11 @@ func ExampleRun_inProcess() {
 		call()
 		if changed != nil {
 			changed()
-			<-blocked
+			select {
+			case <-blocked:
+			case <-ctx.Done():
+				fmt.Println(name + ": not blocked")
+			}
 			call()
 		}
 		cs.Close()

@@ -123,12 +123,16 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 		manualRF   bool      // LockOptions.ManualRollForward
 		heldAt     time.Time // the held lock's log integrated time
 		signs      string    // the release alice's bundle signs
-		signedAt   time.Time // its verified signing time (zero: none)
+		// byMallory: mallory signs the update instead, and the VerifyFunc
+		// trusts mallory's key (the roll-forward rules must still refuse).
+		byMallory bool
+		signedAt  time.Time // its verified signing time (zero: none)
 		// change, when set, changes the lock file behind the proxy's back.
 		change   func(t *testing.T, e *env)
 		observed string // the release the server now serves
 		allow    bool
 		findings []string // the first findings
+		report   string   // a text the report says
 		// after is what the lock file holds then: "unchanged" (as before
 		// Check), or the release it approves.
 		after string
@@ -137,6 +141,8 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 		{name: "forward to a newer version, roll-forward manual", manualRF: true, signs: "notes 3.0.0", observed: "notes 3.0.0",
 			findings: []string{"pin-tool-added tool/search"}, after: "unchanged"},
 		{name: "forward, signed later", heldAt: t2, signs: "notes 3.0.0", signedAt: t3, observed: "notes 3.0.0", allow: true, after: "notes 3.0.0"},
+		{name: "forward, signed by another key", signs: "notes 3.0.0", byMallory: true, observed: "notes 3.0.0",
+			findings: []string{pin.RuleRollForwardOtherSigner}, report: "the new definitions are signed by another signer: ", after: "unchanged"},
 		{name: "forward to another server", signs: "twofaced 1.0.0", observed: "twofaced 1.0.0",
 			findings: []string{pin.RuleRollForwardOtherServer}, after: "unchanged"},
 		{name: "back to an older release, signed before the lock's evidence", heldAt: t2, signs: "notes 1.0.0", signedAt: t1, observed: "notes 1.0.0",
@@ -247,10 +253,14 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 				held.Approval.Tlog = &evidence.Tlog{LogIndex: 7, LogID: "0a", IntegratedTime: new(time.Unix(tc.heldAt.Unix(), 0).UTC())}
 			}
 			writeLock(t, held, e.lock)
-			if tc.signs != "notes 2.0.0" {
-				alice.Sign(t, release(t, tc.signs), e.bundle)
+			signer := alice
+			if tc.byMallory {
+				signer = mallory
 			}
-			e.policy = lockPolicy(t, e.lock, LockOptions{Verify: atTime(pinbundle.Verifier(alice.Verifier, e.bundle), tc.signedAt), ManualRollForward: tc.manualRF})
+			if tc.signs != "notes 2.0.0" {
+				signer.Sign(t, release(t, tc.signs), e.bundle)
+			}
+			e.policy = lockPolicy(t, e.lock, LockOptions{Verify: atTime(pinbundle.Verifier(signer.Verifier, e.bundle), tc.signedAt), ManualRollForward: tc.manualRF})
 			if tc.change != nil {
 				tc.change(t, e)
 			}
@@ -265,6 +275,9 @@ func TestLockChangedOnDiskAndRollForward(t *testing.T) {
 			}
 			if len(d.Findings) < len(tc.findings) || !slices.Equal(d.Findings[:len(tc.findings)], tc.findings) {
 				t.Errorf("findings %q, want them to start with %q\n%s", d.Findings, tc.findings, d.Report)
+			}
+			if !strings.Contains(d.Report, tc.report) {
+				t.Errorf("the report does not say %q:\n%s", tc.report, d.Report)
 			}
 			if slices.Contains(tc.findings, pin.RuleLockChangedByAnotherProcess) &&
 				(!strings.Contains(d.Report, "was changed by another process") || !strings.Contains(d.Summary, "changed by another process")) {

@@ -2,9 +2,12 @@ package proxy
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -219,5 +222,80 @@ func TestConcurrentProxiesOneLock(t *testing.T) {
 		if r := l.Check(snapshotOf(t, exampleArgv(t, step.mode))); r.Errors() != 0 {
 			t.Errorf("%s: the lock does not approve the server: %d findings", step.mode, r.Errors())
 		}
+	}
+}
+
+// TestListResultCheckedAgain: a list result the policy refuses is not
+// refused yet: the proxy lists the whole server again and judges that, and
+// only an approved update (a signed roll-forward) that then also approves
+// the list result lets it through (docs/PROXY.md, "Checks"). The server
+// answers the proxy's own listing honestly and the client's with the
+// rug-pull tools; the policy is scripted by call: the start-up listing,
+// the client's list result, the listing again, the list result again.
+func TestListResultCheckedAgain(t *testing.T) {
+	t.Parallel()
+	allow := &Decision{Allow: true, Summary: "start-up"}
+	page := &Decision{Summary: "the page", Findings: []string{"pin-tool-added tool/run_command"}}
+	for _, tc := range []struct {
+		name  string
+		again []*Decision // the listing again, the list result again
+		err   error       // of the listing again
+		// want: the refusal that blocks, by its summary; "": none, the
+		// client receives the new tools.
+		want, wantErr string
+	}{
+		{name: "an update that approves the list result",
+			again: []*Decision{{Allow: true, Updated: true, Summary: "updated"}, {Allow: true, Summary: "the page again"}}},
+		{name: "an update that does not approve the list result",
+			again: []*Decision{{Allow: true, Updated: true, Summary: "updated"}, {Summary: "the page again"}}, want: "the page again"},
+		{name: "the listing again approved without an update",
+			again: []*Decision{{Allow: true, Summary: "no update"}}, want: "the page"},
+		{name: "the listing again refused",
+			again: []*Decision{{Summary: "refused again"}}, want: "the page"},
+		{name: "the listing again cannot be checked",
+			err: errors.New("no verdict"), want: "the page", wantErr: "checking the server's listing again before the refusal failed: no verdict"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			var mu sync.Mutex
+			calls := 0
+			policy := PolicyFunc(func(context.Context, *digest.Snapshot) (*Decision, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				calls++
+				switch n := calls - 3; {
+				case calls == 1:
+					return allow, nil
+				case calls == 2:
+					return page, nil
+				case n == 0 && tc.err != nil:
+					return nil, tc.err
+				case n < len(tc.again):
+					return tc.again[n], nil
+				}
+				t.Errorf("the policy called %d times", calls)
+				return &Decision{Summary: "too many calls"}, nil
+			})
+			s := startProxy(t, policy, exampleArgv(t, fixtures.ModeHonestProbe), nil)
+			cs, err := s.connect(ctx, "", nil)
+			if err != nil {
+				t.Fatalf("connect: %v", err)
+			}
+			res, err := cs.ListTools(ctx, nil)
+			cs.Close()
+			b := asBlocked(s.wait())
+			if tc.want == "" {
+				if err != nil || len(res.Tools) != len(fixtures.RugPullToolNames()) || b != nil {
+					t.Fatalf("tools/list: %v; Run: %v; want the update's tools", err, b)
+				}
+				return
+			}
+			if !isBlocked(err) || b == nil || b.Decision == nil || b.Decision.Summary != tc.want {
+				t.Fatalf("tools/list: %v; Run: %v; want the block of %q", err, b, tc.want)
+			}
+			if got := fmt.Sprint(b.Err); (tc.wantErr == "") != (b.Err == nil) || !strings.Contains(got, tc.wantErr) {
+				t.Errorf("the block's error %q, want %q", got, tc.wantErr)
+			}
+		})
 	}
 }

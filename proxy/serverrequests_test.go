@@ -32,6 +32,7 @@ func TestServerCallRefusal(t *testing.T) {
 		{"roots denied", ServerRequests{DenyRoots: true}, every, `{"jsonrpc":"2.0","id":1,"method":"roots/list"}`, true},
 		{"roots not announced", ServerRequests{}, `{}`, `{"jsonrpc":"2.0","id":1,"method":"roots/list"}`, true},
 		{"elicitation form, {} announced", ServerRequests{}, every, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"m"}}`, false},
+		{"elicitation without params: form", ServerRequests{}, every, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create"}`, false},
 		{"elicitation url, {} announced", ServerRequests{}, every, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"mode":"url","url":"https://x"}}`, true},
 		{"elicitation url announced", ServerRequests{}, `{"elicitation":{"url":{}}}`, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"mode":"url","url":"https://x"}}`, false},
 		{"elicitation form, only url announced", ServerRequests{}, `{"elicitation":{"url":{}}}`, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"m"}}`, true},
@@ -150,6 +151,58 @@ func TestServerCallsThroughTheRelay(t *testing.T) {
 			}
 			if got := toServer.String(); (want == "") != (got == "") || !strings.HasPrefix(got, want) {
 				t.Errorf("the server got %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestNarrowCapabilities: a client request that announces capabilities
+// (initialize's, or a 2026-07-28 request's _meta) has those the policy
+// denies removed before anything reads it, the line and the parsed message
+// alike; any other request, or a policy that denies none, is left as it is;
+// capabilities that must be narrowed but cannot be are refused (false).
+func TestNarrowCapabilities(t *testing.T) {
+	deny := ServerRequests{DenySampling: true}
+	const (
+		initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"sampling":{},"roots":{}}}}`
+		narrowed   = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"roots":{}}}}`
+		call       = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a","_meta":{"io.modelcontextprotocol/clientCapabilities":{"sampling":{},"roots":{}}}}}`
+		callNarrow = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a","_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{}}}}}`
+		// sampling announced where no capability is read (no _meta).
+		noMeta = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a","capabilities":{"sampling":{}}}}`
+	)
+	for _, tc := range []struct {
+		name, line string
+		sr         ServerRequests
+		want       string // "": the line as it is
+		ok         bool
+	}{
+		{"initialize", initialize, deny, narrowed, true},
+		{"initialize, nothing denied", initialize, ServerRequests{}, "", true},
+		{"initialize, nothing to remove", narrowed, deny, "", true},
+		{"a request's _meta", call, deny, callNarrow, true},
+		{"a request without _meta", noMeta, deny, "", true},
+		{"cannot be narrowed", strings.Replace(initialize, `"id":1,`, `"id":1,`+"\r", 1), deny, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := bareRelay(1 << 20)
+			r.o.ServerRequests = tc.sr
+			m := inboundOf(t, tc.line)
+			if m.perr != nil {
+				t.Fatal(m.perr)
+			}
+			if ok := r.narrowCapabilities(m); ok != tc.ok {
+				t.Fatalf("narrowCapabilities: %v, want %v", ok, tc.ok)
+			}
+			want := tc.want
+			if want == "" {
+				want = tc.line
+			}
+			if string(m.line) != want+"\n" {
+				t.Errorf("the line is %s, want %s", m.line, want)
+			}
+			if e, err := mcpwire.Parse([]byte(want)); err != nil || !bytes.Equal(m.env.Params, e.Params) {
+				t.Errorf("the message's params are %s, want %s (%v)", m.env.Params, e.Params, err)
 			}
 		})
 	}

@@ -1,13 +1,17 @@
 package pinbundle
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/mcpsign/mcpsign/attest"
 	"github.com/mcpsign/mcpsign/digest"
+	"github.com/mcpsign/mcpsign/verify"
 )
 
 // TestLocations: bundles before the server in order, nil in the place of
@@ -50,5 +54,40 @@ func TestLocations(t *testing.T) {
 	_, err = server.Fresh(ctx, &digest.Snapshot{})
 	if err == nil || !errors.Is(err, ErrAdvertised) || errors.As(err, &re) {
 		t.Errorf("Fresh of a server that advertises nothing: %v", err)
+	}
+}
+
+// TestAdvertisedParsed: the bundle a server advertises inline is parsed
+// as it is read (a malformed one is the server's refusal, ErrAdvertised at
+// the bundle step, not bytes handed on to be verified); a bundle that
+// parses is returned as advertised.
+func TestAdvertisedParsed(t *testing.T) {
+	ctx := context.Background()
+	snap := snapshot(t, honestSnap)
+	good := signBundle(t, snap, attest.Options{})
+	for _, tc := range []struct {
+		name   string
+		bundle string
+		ok     bool
+	}{
+		{"a signed bundle", string(good), true},
+		{"an object that is no bundle", `{"a":1}`, false},
+		{"a bundle of an unknown media type", `{"mediaType":"application/vnd.dev.sigstore.bundle.v9+json"}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := *snap
+			s.Advertised = json.RawMessage(`{"dev.mcpsign/attestation":{"bundle":` + tc.bundle + `}}`)
+			got, err := Location{FromServer: true}.Read(ctx, &s)
+			if tc.ok {
+				if err != nil || !bytes.Equal(got, bytes.TrimSpace([]byte(tc.bundle))) {
+					t.Fatalf("Read: %d bytes, %v; want the advertised bundle", len(got), err)
+				}
+				return
+			}
+			var se *verify.StepError
+			if !errors.As(err, &se) || se.Step != verify.StepBundle || !errors.Is(err, ErrAdvertised) || got != nil {
+				t.Fatalf("Read: %q, %v; want the bundle step's ErrAdvertised", got, err)
+			}
+		})
 	}
 }
