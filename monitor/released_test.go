@@ -129,6 +129,10 @@ func TestReleasedMeansVerified(t *testing.T) {
 			if !slices.Equal(alerts, c.alerts) {
 				t.Errorf("alerts at %v, want %v", alerts, c.alerts)
 			}
+			// R, P and X are the watched key's; those not alerts released.
+			if res.Watched != 3 || res.Released != 3-len(c.alerts) {
+				t.Errorf("watched %d, released %d; want 3, %d", res.Watched, res.Released, 3-len(c.alerts))
+			}
 			if res.State == nil {
 				t.Error("no state after a checked range")
 			}
