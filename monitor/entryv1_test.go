@@ -42,6 +42,14 @@ func TestParseEntryV1(t *testing.T) {
 			t.Errorf("dsse signers %+v", e.signers)
 		}
 	}
+	// A body of maxEntryV1 bytes is read; one byte more is not.
+	atBound := bodies["hashedrekord"] + strings.Repeat(" ", maxEntryV1-len(bodies["hashedrekord"]))
+	if _, err := parseEntryV1([]byte(atBound)); err != nil {
+		t.Errorf("a body of %d bytes: %v", maxEntryV1, err)
+	}
+	if _, err := parseEntryV1([]byte(atBound + " ")); !errors.Is(err, ErrEntry) || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("a body of %d bytes: %v, want refused for its size", maxEntryV1+1, err)
+	}
 	for _, tc := range []struct {
 		name, in string
 		want     error
