@@ -176,3 +176,27 @@ func FuzzScanEntry(f *testing.F) {
 		}
 	})
 }
+
+// TestSignerDecodeLineEnds: a verifier's base64 with line ends in it
+// (which Go's decoder skips, and which no JSON string holds raw) is
+// refused, not read as the DER without them; the same base64 without
+// them decodes. (The scanner hands it only base64 of a length that is a
+// multiple of 4.)
+func TestSignerDecodeLineEnds(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		b64 string
+		ok  bool
+	}{
+		{"MAMCAQE=", true},
+		{"MAMC\n\n\n\nAQE=", false},
+		{"MAMCAQE=\r\n\r\n", false},
+		{"\r\r\r\rMAMCAQE=", false},
+	} {
+		s := rawSigner{b64: []byte(c.b64)}
+		_, err := s.decode(nil)
+		if (err == nil) != c.ok || c.ok && !bytes.Equal(s.der, []byte{0x30, 3, 2, 1, 1}) {
+			t.Errorf("%q: der %x, error %v; want ok %v", c.b64, s.der, err, c.ok)
+		}
+	}
+}
