@@ -110,8 +110,9 @@ func TestScanEntry(t *testing.T) {
 		escapeRaw(dsse),
 		strings.Replace(string(real), `"keyDetails":"PKIX_ECDSA_P256_SHA_256",`, ``, 1),
 		strings.Replace(dsse, `"publicKey":{"rawBytes":"AAAA"}`, `"publicKey":{"rawBytes":"AAAA"},"x509Certificate":{"rawBytes":"AAAA"}`, 1),
-		strings.Replace(dsse, `"AAAA"`, `"AAA"`, 1),                // unpadded base64
-		strings.Replace(dsse, `"digest":"AAAA"`, `"digest":""`, 1), // no digest, which protojson's reader refuses
+		strings.Replace(dsse, `"AAAA"`, `"AAA"`, 1),                    // unpadded base64
+		strings.Replace(dsse, `"rawBytes":"AAAA"`, `"rawBytes":""`, 1), // no key
+		strings.Replace(dsse, `"digest":"AAAA"`, `"digest":""`, 1),     // no digest, which protojson's reader refuses
 		string(real) + ` {}`,
 		`{"apiVersion":"0.0.2","kind":"dsse","spec":{"dsseV002":{"payloadHash":{"algorithm":"SHA2_256","digest":"AAAA"},"signatures":[]}}}`,
 	} {
