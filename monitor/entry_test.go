@@ -120,6 +120,15 @@ func TestScanEntry(t *testing.T) {
 			t.Errorf("scanned %s", in)
 		}
 	}
+	// Every proper prefix of an entry is given up on, without a panic at
+	// its end.
+	for _, in := range []string{string(real), dsse} {
+		for i := range len(in) {
+			if s.scan([]byte(in[:i])) {
+				t.Errorf("scanned the prefix %s", in[:i])
+			}
+		}
+	}
 }
 
 // escapeRaw writes the first four characters of entry's first rawBytes
