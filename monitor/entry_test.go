@@ -92,6 +92,16 @@ func TestScanEntry(t *testing.T) {
 	if _, err := s.e.signers[1].decode(nil); err != nil || !bytes.Equal(s.e.signers[1].der, []byte{1, 2, 3}) {
 		t.Fatalf("dsse key: %v %x", err, s.e.signers[1].der)
 	}
+	// JSON's whitespace between tokens, and an empty signature content,
+	// which protojson reads too, are read.
+	for _, in := range []string{
+		" \t\r\n" + strings.NewReplacer(`:`, " :\t", `,`, "\n,\r", `{`, "{ ", `}`, " }", `[`, "[\n", `]`, "\t]").Replace(dsse) + "\n",
+		strings.Replace(dsse, `"content":"AA=="`, `"content":""`, 1),
+	} {
+		if !s.scan([]byte(in)) || s.e.kind != "dsse" || len(s.e.signers) != 2 || s.e.Digest() != "sha384:000000" {
+			t.Errorf("not scanned, or not as protojson reads it: %q: %+v", in, s.e)
+		}
+	}
 	for _, bad := range []string{"AA\nA", "AA\rA", "AA\\A", "AAA\x00"} {
 		sg := rawSigner{b64: []byte(strings.NewReplacer(`\n`, "\n", `\r`, "\r", `\x00`, "\x00").Replace(bad))}
 		if _, err := sg.decode(nil); err == nil {

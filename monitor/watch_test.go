@@ -106,3 +106,36 @@ func TestSetupPrepareOptions(t *testing.T) {
 		t.Errorf("a released digest that is none: %v", err)
 	}
 }
+
+// TestWatchReportFailed: a run whose findings were not all reported (the
+// report's writer failed) writes no state, and ends Watch with ErrReport:
+// the next run reads the same range and reports them again. Reported,
+// the state is written.
+func TestWatchReportFailed(t *testing.T) {
+	t.Parallel()
+	w := newReleaseWorld(t)
+	for _, c := range []struct {
+		name     string
+		reported error
+	}{
+		{"reported", nil},
+		{"the report failed", errors.New("stdout closed")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			statePath := filepath.Join(t.TempDir(), "state.json")
+			opts := Options{LogURL: w.aURL, TrustedMaterial: fakeRoot(t, w.a, w.b), KeyIDs: []string{w.key.id}}
+			alerts, err := Watch(context.Background(), opts, w.prev, WatchOptions{StatePath: statePath, Reported: func() error { return c.reported }})
+			_, serr := os.Stat(statePath)
+			if c.reported != nil {
+				if !errors.Is(err, ErrReport) || !errors.Is(serr, os.ErrNotExist) {
+					t.Fatalf("error %v, state file %v; want ErrReport and no state", err, serr)
+				}
+				return
+			}
+			if err != nil || serr != nil || alerts != 3 {
+				t.Fatalf("error %v, state file %v, %d alerts; want the state and 3 alerts", err, serr, alerts)
+			}
+		})
+	}
+}
