@@ -330,9 +330,16 @@ func TestHint(t *testing.T) {
 	if e, err := ParseServer(out2, Limits{}); err != nil || len(e.Pointers) != 2 {
 		t.Fatalf("%+v %v", e, err)
 	}
-	for _, bad := range [][]Pointer{nil, {{URL: "http://x/b", Digest: dg}}, {{URL: "https://x/b", Digest: "sha256:AB"}}} {
-		if _, err := Hint([]byte(in), bad); !errors.Is(err, ErrHint) {
+	if _, err := Hint([]byte(in), nil); !errors.Is(err, ErrHint) {
+		t.Errorf("no pointer: %v", err)
+	}
+	// A refused pointer is named by its place, from 1.
+	for _, bad := range []Pointer{{URL: "http://x/b", Digest: dg}, {URL: "https://x/b", Digest: "sha256:AB"}} {
+		if _, err := Hint([]byte(in), []Pointer{bad}); !errors.Is(err, ErrHint) || !strings.Contains(err.Error(), ": bundle 1: bundle") {
 			t.Errorf("%v: %v", bad, err)
+		}
+		if _, err := Hint([]byte(in), []Pointer{p, bad}); !errors.Is(err, ErrHint) || !strings.Contains(err.Error(), ": bundle 2: bundle") {
+			t.Errorf("%v second: %v", bad, err)
 		}
 	}
 	if _, err := Hint([]byte(`{"name":"a","name":"b"}`), []Pointer{p}); !errors.Is(err, ErrHint) {
