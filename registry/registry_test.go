@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -345,10 +346,34 @@ func TestHint(t *testing.T) {
 	if _, err := Hint([]byte(`{"name":"a","name":"b"}`), []Pointer{p}); !errors.Is(err, ErrHint) {
 		t.Errorf("repeated member: %v", err)
 	}
-	// The registry keeps 4,096 bytes of publisher-provided _meta.
-	big := `{"name":"a/b","version":"1","_meta":{"` + PublisherProvided + `":{"x":"` + strings.Repeat("a", 4000) + `"}}}`
-	if _, err := Hint([]byte(big), []Pointer{p}); !errors.Is(err, ErrHint) {
-		t.Errorf("over 4096: %v", err)
+	// The registry keeps 4,096 bytes of publisher-provided _meta, counted
+	// compact (its white space is not kept): a block of exactly 4,096
+	// bytes is written, one of 4,097 refused.
+	if !regexp.MustCompile(`"` + regexp.QuoteMeta(AttestationMember) + `":\s*\{"bundleUrl"`).Match(out) {
+		t.Errorf("one pointer not written as an object: %s", out)
+	}
+	sized := func(pad int) string {
+		return "{\"name\": \"a/b\", \"version\": \"1\", \"_meta\": {\"" + PublisherProvided + "\": {\n    \"x\":  \"" + strings.Repeat("a", pad) + "\"\n  }}}"
+	}
+	var lastOK []byte
+	pad := MaxPublisherProvidedBytes - 300
+	for ; pad < MaxPublisherProvidedBytes; pad++ {
+		out, err := Hint([]byte(sized(pad)), []Pointer{p})
+		if err != nil {
+			if !errors.Is(err, ErrHint) || !strings.Contains(err.Error(), fmt.Sprintf("would be %d bytes", MaxPublisherProvidedBytes+1)) {
+				t.Fatalf("pad %d: %v, want refused at 4097 bytes", pad, err)
+			}
+			break
+		}
+		lastOK = out
+	}
+	if lastOK == nil || pad == MaxPublisherProvidedBytes {
+		t.Fatalf("no bound found between pads %d and %d", MaxPublisherProvidedBytes-300, pad)
+	}
+	_, m, _ := jsonMembers(lastOK)
+	_, meta, _ := jsonMembers(m["_meta"])
+	if n := len(compact(meta[PublisherProvided])); n != MaxPublisherProvidedBytes || len(meta[PublisherProvided]) == n {
+		t.Errorf("the largest block written is %d bytes compact (%d as written), want %d", n, len(meta[PublisherProvided]), MaxPublisherProvidedBytes)
 	}
 }
 
