@@ -331,6 +331,12 @@ func TestHint(t *testing.T) {
 	if e, err := ParseServer(out2, Limits{}); err != nil || len(e.Pointers) != 2 {
 		t.Fatalf("%+v %v", e, err)
 	}
+	// A member added in an existing object is indented as the document's
+	// members are, one level deeper (tabs here, not the default two spaces).
+	tabbed := "{\n\t\"name\": \"a/b\",\n\t\"version\": \"1\",\n\t\"_meta\": {\n\t}\n}\n"
+	if out, err := Hint([]byte(tabbed), []Pointer{p}); err != nil || !strings.HasPrefix(string(out), "{\n\t\"name\": \"a/b\",\n\t\"version\": \"1\",\n\t\"_meta\": {\n\t\t\""+PublisherProvided+"\": {") {
+		t.Errorf("layout not kept: %q %v", out, err)
+	}
 	if _, err := Hint([]byte(in), nil); !errors.Is(err, ErrHint) {
 		t.Errorf("no pointer: %v", err)
 	}
