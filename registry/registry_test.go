@@ -318,6 +318,13 @@ func TestHint(t *testing.T) {
 	if err != nil || len(e.Pointers) != 1 || e.Pointers[0] != p {
 		t.Fatalf("%+v %v", e, err)
 	}
+	// Again, the pointer the block's first member: replaced.
+	p3 := Pointer{URL: "https://example.com/d.json", Digest: dg}
+	if again, err := Hint(out, []Pointer{p3}); err != nil {
+		t.Errorf("hinted again: %v", err)
+	} else if e, err := ParseServer(again, Limits{}); err != nil || len(e.Pointers) != 1 || e.Pointers[0] != p3 {
+		t.Errorf("hinted again: %+v %v", e, err)
+	}
 	// Again, with two: replaced, other _meta members kept.
 	withOther := strings.Replace(string(out), `"dev.mcpsign/attestation"`, `"other": 1, "dev.mcpsign/attestation"`, 1)
 	p2 := Pointer{URL: "https://example.com/c.json", Digest: strings.Replace(dg, "1", "3", -1)}
