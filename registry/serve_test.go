@@ -3,6 +3,7 @@ package registry
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -217,6 +218,9 @@ func TestServeRoutes(t *testing.T) {
 		{"/v0.1/servers?include_deleted=maybe", 400, ""},
 		{"/v0.1/servers?search=" + strings.Repeat("a", MaxServeSearch+1), 400, ""},
 		{"/v0.1/servers?x=" + strings.Repeat("a", MaxServeQuery), 400, ""},
+		{"/v0.1/servers?search=" + strings.Repeat("a", MaxServeSearch), 200, ""},
+		{"/v0.1/servers?cursor=" + base64.RawURLEncoding.EncodeToString([]byte("a/"+strings.Repeat("a", MaxServeCursor*3/4-4)+"\n1")), 200, // MaxServeCursor bytes
+			"com.example/tool@0.1.0 io.github.acme/Search@2.0.0+build.7 io.github.acme/notes@1.0.0 io.github.acme/notes@1.10.0 io.github.acme/notes@1.9.0"},
 		{"/v0.1/servers?x=" + strings.Repeat("a", MaxServeQuery-2), 200, "com.example/tool@0.1.0 io.github.acme/Search@2.0.0+build.7 io.github.acme/notes@1.0.0 io.github.acme/notes@1.10.0 io.github.acme/notes@1.9.0"},
 		{"/v0.1/servers/io.github.acme%2Fnotes/other", 404, ""},
 		{"/v0.1/servers/io.github.acme%2Fnotes/other/1.0.0", 404, ""},
