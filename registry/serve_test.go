@@ -219,6 +219,8 @@ func TestServeRoutes(t *testing.T) {
 		{"/v0.1/servers?search=" + strings.Repeat("a", MaxServeSearch+1), 400, ""},
 		{"/v0.1/servers?x=" + strings.Repeat("a", MaxServeQuery), 400, ""},
 		{"/v0.1/servers?search=" + strings.Repeat("a", MaxServeSearch), 200, ""},
+		{"/v0.1/servers?version=" + strings.Repeat("1", MaxServeSearch), 200, ""},
+		{"/v0.1/servers?version=" + strings.Repeat("1", MaxServeSearch+1), 400, ""},
 		{"/v0.1/servers?cursor=" + base64.RawURLEncoding.EncodeToString([]byte("a/"+strings.Repeat("a", MaxServeCursor*3/4-4)+"\n1")), 200, // MaxServeCursor bytes
 			"com.example/tool@0.1.0 io.github.acme/Search@2.0.0+build.7 io.github.acme/notes@1.0.0 io.github.acme/notes@1.10.0 io.github.acme/notes@1.9.0"},
 		{"/v0.1/servers?x=" + strings.Repeat("a", MaxServeQuery-2), 200, "com.example/tool@0.1.0 io.github.acme/Search@2.0.0+build.7 io.github.acme/notes@1.0.0 io.github.acme/notes@1.10.0 io.github.acme/notes@1.9.0"},
