@@ -550,3 +550,26 @@ func TestLoadServedFiles(t *testing.T) {
 		t.Errorf("a shard that does not read: %v", err)
 	}
 }
+
+// TestEtagMatch: If-None-Match names the tag, weak or strong, in a list,
+// or "*"; a header of 8192 bytes is read, a longer one is not.
+func TestEtagMatch(t *testing.T) {
+	t.Parallel()
+	const tag = `"abc"`
+	for _, c := range []struct {
+		inm  string
+		want bool
+	}{
+		{tag, true},
+		{`W/"abc"`, true},
+		{`"x", ` + tag, true},
+		{`*`, true},
+		{`"abd"`, false},
+		{strings.Repeat(" ", 8192-len(tag)) + tag, true},
+		{strings.Repeat(" ", 8193-len(tag)) + tag, false},
+	} {
+		if got := etagMatch(c.inm, tag); got != c.want {
+			t.Errorf("etagMatch(%.20q… (%d bytes)) = %v, want %v", c.inm, len(c.inm), got, c.want)
+		}
+	}
+}
