@@ -573,3 +573,17 @@ func TestEtagMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestServeLoadErrorText: a refused dump entry is named by its name and
+// version when they read, by its position alone when they do not.
+func TestServeLoadErrorText(t *testing.T) {
+	t.Parallel()
+	named := (&ServeLoadError{Name: "a/b", Version: "1", Err: errors.New("why")}).Error()
+	unnamed := (&ServeLoadError{Err: errors.New("why")}).Error()
+	if !strings.HasPrefix(named, `registry: the dump's entry "a/b" "1" (`) || !strings.HasSuffix(named, "is refused, and the dump with it: why") {
+		t.Errorf("named: %s", named)
+	}
+	if !strings.HasPrefix(unnamed, `registry: the dump's entry (`) || strings.Contains(unnamed, `""`) {
+		t.Errorf("unnamed: %s", unnamed)
+	}
+}
