@@ -406,6 +406,7 @@ func TestLoadServedRefuses(t *testing.T) {
 		{"twice", "[" + entry + "," + entry + "]", "the same name and version"},
 		{"twice in another case", "[" + entry + "," + strings.Replace(entry, "acme/notes", "ACME/notes", 1) + "]", "the same name and version"},
 		{"invalid UTF-8", "[" + strings.Replace(entry, "Notes server", "Notes \xff", 1) + "]", "UTF-8"},
+		{"invalid UTF-8, the entry named", "[" + strings.Replace(entry, "Notes server", "Notes \xff", 1) + "]", `the dump's entry "io.github.acme/notes" "1.0.0" (`},
 		// A file being rewritten in place (cp, a configuration tool) is
 		// empty for a moment: served, it would take every entry down.
 		// Text is escaped once, where it is printed (the CLI, the log): the
