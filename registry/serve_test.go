@@ -389,10 +389,14 @@ func TestLoadServedRefuses(t *testing.T) {
 		}
 		return "[" + entry + ",\n" + strings.Replace(strings.Replace(entry, `"1.0.0"`, `"2.0.0"`, 2), old, new, 1) + "]"
 	}
+	deprecated := string(servedDump(t, serveSpecs[1:2]))
+	i := strings.LastIndex(deprecated, `"status":"deprecated"`)
+	otherStatus := deprecated[:i] + `"status":"active"` + deprecated[i+len(`"status":"deprecated"`):]
 	for _, c := range []struct {
 		name, dump, want string
 	}{
 		{"not JSON", `[{"name":`, "line"},
+		{"the block's status not the entry's", otherStatus, `status "active", but the entry's is "deprecated"`},
 		{"a bare entry without the block", "[" + realServerJSON("a/b", "1", "") + "]", "no /_meta/dev.mcpsign~1verified"},
 		{"a repeated member", block(`"policy"`, `"policy":"x","policy"`), "repeated"},
 		{"an unknown member in the block", block(`"policy"`, `"trusted":true,"policy"`), "unknown field"},
