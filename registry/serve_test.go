@@ -498,6 +498,22 @@ func TestVerifyServed(t *testing.T) {
 	if set, _, err := v.VerifyServed(context.Background(), filepath.Join(dir, "none"), SourceOptions{}, Limits{}); err == nil || set != nil {
 		t.Fatalf("a source that does not read gave a set: %v", err)
 	}
+	// With VerifiedOut, the run writes its dump in a directory of its own
+	// beside it (the rename to VerifiedOut is then atomic), removed after.
+	outDir := t.TempDir()
+	out := filepath.Join(outDir, "verified.json")
+	beside := false
+	_, _, err = v.VerifyServed(context.Background(), src, SourceOptions{VerifiedOut: out, RunOptions: RunOptions{Emit: func(*Result) error {
+		des, _ := os.ReadDir(outDir)
+		for _, de := range des {
+			beside = beside || strings.HasPrefix(de.Name(), ".mcpsign-serve-") && de.IsDir()
+		}
+		return nil
+	}}}, Limits{})
+	des, _ := os.ReadDir(outDir)
+	if err != nil || !beside || len(des) != 1 || des[0].Name() != "verified.json" {
+		t.Fatalf("error %v, a directory beside VerifiedOut %v, left %v", err, beside, des)
+	}
 }
 
 // TestServeReloadKeepsOld: a reload that fails (a dump with one entry
