@@ -264,9 +264,14 @@ func TestPackageBinding(t *testing.T) {
 
 func TestShard(t *testing.T) {
 	t.Parallel()
-	for _, bad := range []string{"", "1", "4/4", "-1/4", "0/0", "01/4", "a/b", "0/70000"} {
+	for _, bad := range []string{"", "1", "4/4", "-1/4", "0/0", "01/4", "a/b", "0/70000", "0/65537", "1/1", "0/x", "x/4", "0/04", "0/+4"} {
 		if _, err := ParseShard(bad); !errors.Is(err, ErrShard) {
 			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	for _, good := range []string{"0/1", "0/4", "3/4", "0/65536", "65535/65536"} {
+		if s, err := ParseShard(good); err != nil || s.String() != good {
+			t.Errorf("%q: %v %v", good, s, err)
 		}
 	}
 	counts := make([]int, 4)
