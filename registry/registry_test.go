@@ -567,3 +567,56 @@ func TestBoundVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestParsePage: a registry API page read strictly: its entries and next
+// cursor; each bound (the page's bytes, its entries, the cursor's bytes)
+// inclusive; what is not a page refused with ErrPage.
+func TestParsePage(t *testing.T) {
+	t.Parallel()
+	lim := Limits{MaxPageBytes: 200, MaxPageEntries: 3}
+	pad := func(s string, n int) string { return s + strings.Repeat(" ", n-len(s)) }
+	for _, c := range []struct {
+		name, page string
+		entries    int
+		next       string
+		err        string // "" when it reads
+	}{
+		{"two entries and a cursor", `{"servers":[{"a":1},{"b":2}],"metadata":{"nextCursor":"c1","count":2}}`, 2, "c1", ""},
+		{"no metadata", `{"servers":[]}`, 0, "", ""},
+		{"servers null, metadata null", `{"servers":null,"metadata":null}`, 0, "", ""},
+		{"cursor null", `{"servers":[],"metadata":{"nextCursor":null}}`, 0, "", ""},
+		{"white space around", " \n{\"servers\":[{}]}\n", 1, "", ""},
+		{"the most entries", `{"servers":[{},{},{}]}`, 3, "", ""},
+		{"one entry too many", `{"servers":[{},{},{},{}]}`, 0, "", "more than 3 servers"},
+		{"the most bytes", pad(`{"servers":[{}]}`, 200), 1, "", ""},
+		{"one byte too many", pad(`{"servers":[{}]}`, 201), 0, "", "201 bytes, at most 200"},
+		{"a cursor of 4096 bytes", `{"servers":[],"metadata":{"nextCursor":"` + strings.Repeat("c", 4096) + `"}}`, 0, strings.Repeat("c", 4096), ""},
+		{"a cursor of 4097 bytes", `{"servers":[],"metadata":{"nextCursor":"` + strings.Repeat("c", 4097) + `"}}`, 0, "", "longer than 4096"},
+		{"a cursor not a string", `{"servers":[],"metadata":{"nextCursor":1}}`, 0, "", "nextCursor"},
+		{"not an object", `[]`, 0, "", "not a JSON object"},
+		{"empty", ``, 0, "", "not a JSON object"},
+		{"no servers", `{"metadata":{}}`, 0, "", `no "servers"`},
+		{"servers not an array", `{"servers":{}}`, 0, "", "not a JSON array"},
+		{"servers repeated", `{"servers":[],"servers":[]}`, 0, "", `repeated member "servers"`},
+		{"a case variant", `{"servers":[],"Servers":[]}`, 0, "", "Servers"},
+		{"data after", `{"servers":[]} {}`, 0, "", "unexpected data"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			l := lim
+			if strings.Contains(c.name, "cursor") {
+				l.MaxPageBytes = 8192
+			}
+			entries, next, err := ParsePage([]byte(c.page), l)
+			if c.err != "" {
+				if !errors.Is(err, ErrPage) || !strings.Contains(err.Error(), c.err) || entries != nil {
+					t.Fatalf("error %v, entries %d; want ErrPage with %q", err, len(entries), c.err)
+				}
+				return
+			}
+			if err != nil || len(entries) != c.entries || next != c.next || entries == nil {
+				t.Fatalf("%d entries, next %.10q, error %v; want %d, %.10q", len(entries), next, err, c.entries, c.next)
+			}
+		})
+	}
+}
