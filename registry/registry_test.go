@@ -620,3 +620,20 @@ func TestParsePage(t *testing.T) {
 		})
 	}
 }
+
+// TestBoundReader: one read returns at most what is left of the bound,
+// and the read after the bound fails with ErrPage.
+func TestBoundReader(t *testing.T) {
+	t.Parallel()
+	b := &boundReader{r: strings.NewReader(strings.Repeat("a", 100)), limit: 10}
+	p := make([]byte, 64)
+	if n, err := b.Read(p[:4]); n != 4 || err != nil {
+		t.Fatalf("first read: %d %v", n, err)
+	}
+	if n, err := b.Read(p); n != 6 || err != nil {
+		t.Fatalf("second read: %d %v, want the 6 bytes left of the bound", n, err)
+	}
+	if n, err := b.Read(p); n != 0 || !errors.Is(err, ErrPage) {
+		t.Fatalf("past the bound: %d %v", n, err)
+	}
+}
