@@ -637,3 +637,23 @@ func TestBoundReader(t *testing.T) {
 		t.Fatalf("past the bound: %d %v", n, err)
 	}
 }
+
+// TestReadDumpMaxEntries: a file of MaxEntries entries is read whole, one
+// of more is refused at the entry past the bound.
+func TestReadDumpMaxEntries(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{3, 4} {
+		var lines []string
+		for i := range n {
+			lines = append(lines, serverJSON(fmt.Sprintf("a/b%d", i), "1", ""))
+		}
+		got := 0
+		err := ReadDump(strings.NewReader(strings.Join(lines, "\n")), Limits{MaxEntries: 3}, func([]byte) error { got++; return nil })
+		if n == 3 && (err != nil || got != 3) {
+			t.Errorf("3 entries: %d read, %v", got, err)
+		}
+		if n == 4 && (!errors.Is(err, ErrPage) || !strings.Contains(err.Error(), "more than 3 entries") || got != 3) {
+			t.Errorf("4 entries: %d read, %v", got, err)
+		}
+	}
+}
