@@ -657,3 +657,23 @@ func TestReadDumpMaxEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestReadDumpValueBound: a value of MaxPageBytes is read, one byte
+// longer is refused naming its line.
+func TestReadDumpValueBound(t *testing.T) {
+	t.Parallel()
+	doc := serverJSON("a/b", "1", "")
+	for _, c := range []struct {
+		max int
+		ok  bool
+	}{{len(doc), true}, {len(doc) - 1, false}} {
+		got := 0
+		err := ReadDump(strings.NewReader("\n"+doc+"\n"), Limits{MaxPageBytes: c.max}, func([]byte) error { got++; return nil })
+		if c.ok && (err != nil || got != 1) {
+			t.Errorf("a value of %d bytes, at most %d: %d read, %v", len(doc), c.max, got, err)
+		}
+		if !c.ok && (!errors.Is(err, ErrPage) || !strings.Contains(err.Error(), fmt.Sprintf("line 2: a value of %d bytes, at most %d", len(doc), c.max))) {
+			t.Errorf("a value of %d bytes, at most %d: %v", len(doc), c.max, err)
+		}
+	}
+}
