@@ -677,3 +677,38 @@ func TestReadDumpValueBound(t *testing.T) {
 		}
 	}
 }
+
+// TestRedact: a URL named in an error has its password hidden; text that
+// is no URL is not printed.
+func TestRedact(t *testing.T) {
+	t.Parallel()
+	if got := redact("https://user:secret@registry.example/v0.1/servers"); got != "https://user:xxxxx@registry.example/v0.1/servers" {
+		t.Errorf("redact: %s", got)
+	}
+	if got := redact("https://registry.example/\x7f"); got != "(a URL)" {
+		t.Errorf("redact of no URL: %s", got)
+	}
+}
+
+// TestClientPageSize: the listing asks for PageSize entries a page, 100
+// when it is not set.
+func TestClientPageSize(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		size int
+		want string
+	}{{0, "100"}, {-1, "100"}, {1, "1"}, {7, "7"}} {
+		var got atomic.Value
+		srv := tlsRegistry(t, func(w http.ResponseWriter, r *http.Request) {
+			got.Store(r.URL.Query().Get("limit"))
+			fmt.Fprint(w, `{"servers":[],"metadata":{}}`)
+		})
+		cl := Client{Base: srv.URL, HTTPClient: srv.Client(), PageSize: c.size}
+		if err := cl.Each(context.Background(), func([]byte) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if g, _ := got.Load().(string); g != c.want {
+			t.Errorf("PageSize %d: limit=%s, want %s", c.size, g, c.want)
+		}
+	}
+}
