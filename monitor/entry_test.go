@@ -92,6 +92,16 @@ func TestScanEntry(t *testing.T) {
 	if _, err := s.e.signers[1].decode(nil); err != nil || !bytes.Equal(s.e.signers[1].der, []byte{1, 2, 3}) {
 		t.Fatalf("dsse key: %v %x", err, s.e.signers[1].der)
 	}
+	// JSON's whitespace between tokens, and an empty signature content,
+	// which protojson reads too, are read.
+	for _, in := range []string{
+		" \t\r\n" + strings.NewReplacer(`:`, " :\t", `,`, "\n,\r", `{`, "{ ", `}`, " }", `[`, "[\n", `]`, "\t]").Replace(dsse) + "\n",
+		strings.Replace(dsse, `"content":"AA=="`, `"content":""`, 1),
+	} {
+		if !s.scan([]byte(in)) || s.e.kind != "dsse" || len(s.e.signers) != 2 || s.e.Digest() != "sha384:000000" {
+			t.Errorf("not scanned, or not as protojson reads it: %q: %+v", in, s.e)
+		}
+	}
 	for _, bad := range []string{"AA\nA", "AA\rA", "AA\\A", "AAA\x00"} {
 		sg := rawSigner{b64: []byte(strings.NewReplacer(`\n`, "\n", `\r`, "\r", `\x00`, "\x00").Replace(bad))}
 		if _, err := sg.decode(nil); err == nil {
@@ -110,12 +120,23 @@ func TestScanEntry(t *testing.T) {
 		escapeRaw(dsse),
 		strings.Replace(string(real), `"keyDetails":"PKIX_ECDSA_P256_SHA_256",`, ``, 1),
 		strings.Replace(dsse, `"publicKey":{"rawBytes":"AAAA"}`, `"publicKey":{"rawBytes":"AAAA"},"x509Certificate":{"rawBytes":"AAAA"}`, 1),
-		strings.Replace(dsse, `"AAAA"`, `"AAA"`, 1), // unpadded base64
+		strings.Replace(dsse, `"AAAA"`, `"AAA"`, 1),                    // unpadded base64
+		strings.Replace(dsse, `"rawBytes":"AAAA"`, `"rawBytes":""`, 1), // no key
+		strings.Replace(dsse, `"digest":"AAAA"`, `"digest":""`, 1),     // no digest, which protojson's reader refuses
 		string(real) + ` {}`,
 		`{"apiVersion":"0.0.2","kind":"dsse","spec":{"dsseV002":{"payloadHash":{"algorithm":"SHA2_256","digest":"AAAA"},"signatures":[]}}}`,
 	} {
 		if s.scan([]byte(in)) {
 			t.Errorf("scanned %s", in)
+		}
+	}
+	// Every proper prefix of an entry is given up on, without a panic at
+	// its end.
+	for _, in := range []string{string(real), dsse} {
+		for i := range len(in) {
+			if s.scan([]byte(in[:i])) {
+				t.Errorf("scanned the prefix %s", in[:i])
+			}
 		}
 	}
 }
@@ -175,4 +196,28 @@ func FuzzScanEntry(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSignerDecodeLineEnds: a verifier's base64 with line ends in it
+// (which Go's decoder skips, and which no JSON string holds raw) is
+// refused, not read as the DER without them; the same base64 without
+// them decodes. (The scanner hands it only base64 of a length that is a
+// multiple of 4.)
+func TestSignerDecodeLineEnds(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		b64 string
+		ok  bool
+	}{
+		{"MAMCAQE=", true},
+		{"MAMC\n\n\n\nAQE=", false},
+		{"MAMCAQE=\r\n\r\n", false},
+		{"\r\r\r\rMAMCAQE=", false},
+	} {
+		s := rawSigner{b64: []byte(c.b64)}
+		_, err := s.decode(nil)
+		if (err == nil) != c.ok || c.ok && !bytes.Equal(s.der, []byte{0x30, 3, 2, 1, 1}) {
+			t.Errorf("%q: der %x, error %v; want ok %v", c.b64, s.der, err, c.ok)
+		}
+	}
 }

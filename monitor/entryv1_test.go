@@ -42,6 +42,14 @@ func TestParseEntryV1(t *testing.T) {
 			t.Errorf("dsse signers %+v", e.signers)
 		}
 	}
+	// A body of maxEntryV1 bytes is read; one byte more is not.
+	atBound := bodies["hashedrekord"] + strings.Repeat(" ", maxEntryV1-len(bodies["hashedrekord"]))
+	if _, err := parseEntryV1([]byte(atBound)); err != nil {
+		t.Errorf("a body of %d bytes: %v", maxEntryV1, err)
+	}
+	if _, err := parseEntryV1([]byte(atBound + " ")); !errors.Is(err, ErrEntry) || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("a body of %d bytes: %v, want refused for its size", maxEntryV1+1, err)
+	}
 	for _, tc := range []struct {
 		name, in string
 		want     error
@@ -50,6 +58,7 @@ func TestParseEntryV1(t *testing.T) {
 		{"rekord", `{"apiVersion":"0.0.1","kind":"rekord","spec":{}}`, ErrUnknownKind},
 		{"no digest", strings.Replace(bodies["hashedrekord"], `"hash":{"algorithm":"sha256","value":"`+strings.Repeat("ab", 32)+`"}`, `"hash":{}`, 1), ErrEntry},
 		{"md5", strings.Replace(bodies["hashedrekord"], `"sha256"`, `"md5"`, 1), ErrEntry},
+		{"unknown algorithm, no digits", strings.Replace(bodies["hashedrekord"], `"algorithm":"sha256","value":"`+strings.Repeat("ab", 32)+`"`, `"algorithm":"md5","value":""`, 1), ErrEntry},
 		{"upper-case hex", strings.Replace(bodies["hashedrekord"], strings.Repeat("ab", 32), strings.Repeat("AB", 32), 1), ErrEntry},
 		{"no signature", `{"apiVersion":"0.0.1","kind":"dsse","spec":{"payloadHash":{"algorithm":"sha256","value":"` + strings.Repeat("ab", 32) + `"},"signatures":[]}}`, ErrEntry},
 		{"not PEM", strings.Replace(bodies["intoto1"], `"publicKey":"`, `"publicKey":"AAAA`, 1), ErrEntry},

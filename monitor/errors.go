@@ -32,6 +32,9 @@ var (
 	ErrState = errors.New("invalid monitor state")
 	// ErrNoLog: the trusted root has no log that signs the checkpoint.
 	ErrNoLog = errors.New("no log of the trusted root for this checkpoint")
+	// ErrKeyID: a watched key ID (Options.KeyIDs) is not "sha256:" and 64
+	// lowercase hex digits, as verify.KeyID writes it.
+	ErrKeyID = errors.New("invalid watched key ID")
 	// ErrInconsistent: the log's checkpoint is not consistent with the
 	// stored one: the log forked or rewrote its history. It is also
 	// reported as a finding.

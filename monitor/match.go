@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
 
@@ -47,7 +48,8 @@ func newChecker(opts *Options, res *Result) *checker {
 	}
 	for _, id := range opts.KeyIDs {
 		var sum [sha256.Size]byte
-		if b, err := hex.DecodeString(id[len(digest.Prefix):]); len(id) > len(digest.Prefix) && err == nil && len(b) == sha256.Size {
+		// Run refused an ID of another form (ErrKeyID).
+		if b, err := hex.DecodeString(strings.TrimPrefix(id, digest.Prefix)); err == nil && len(b) == sha256.Size {
 			copy(sum[:], b)
 			if c.keys == nil {
 				c.keys = map[[sha256.Size]byte]string{}

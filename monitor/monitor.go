@@ -23,6 +23,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/mcpsign/mcpsign/attest"
+	"github.com/mcpsign/mcpsign/digest"
 	"github.com/mcpsign/mcpsign/internal/textsafe"
 	"github.com/mcpsign/mcpsign/verify"
 )
@@ -104,7 +105,8 @@ type Options struct {
 	TrustedMaterial root.TrustedMaterial
 	// Identities are the watched certificate identities (nil: none).
 	Identities *verify.CertificateMatcher
-	// KeyIDs are the watched public keys ("sha256:HEX", verify.KeyID).
+	// KeyIDs are the watched public keys ("sha256:HEX", verify.KeyID); Run
+	// refuses one of another form (ErrKeyID).
 	KeyIDs []string
 	// Released are the released artifact digests.
 	Released *Released
@@ -175,6 +177,12 @@ func Run(ctx context.Context, opts Options, prev *State) (*Result, error) {
 }
 
 func run(ctx context.Context, opts Options, prev *State) (*Result, error) {
+	// A key ID that does not read would watch nothing (fail closed).
+	for _, id := range opts.KeyIDs {
+		if !digest.ValidDigest(id) {
+			return nil, fmt.Errorf("%w: %s is not sha256: and 64 lowercase hex digits (verify.KeyID)", ErrKeyID, textsafe.RawQuote(id))
+		}
+	}
 	client := opts.HTTPClient
 	if client == nil {
 		client = &http.Client{Timeout: 30 * time.Second}

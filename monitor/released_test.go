@@ -129,6 +129,10 @@ func TestReleasedMeansVerified(t *testing.T) {
 			if !slices.Equal(alerts, c.alerts) {
 				t.Errorf("alerts at %v, want %v", alerts, c.alerts)
 			}
+			// R, P and X are the watched key's; those not alerts released.
+			if res.Watched != 3 || res.Released != 3-len(c.alerts) {
+				t.Errorf("watched %d, released %d; want 3, %d", res.Watched, res.Released, 3-len(c.alerts))
+			}
 			if res.State == nil {
 				t.Error("no state after a checked range")
 			}
@@ -338,4 +342,40 @@ func FuzzAddBundle(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReleasedLogs: a digest released by bundles is released in the union
+// of their logs, and one given as released (AddDigest) stays released in
+// every log whatever bundle adds it again, before or after.
+func TestReleasedLogs(t *testing.T) {
+	t.Parallel()
+	const d = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, c := range []struct {
+		name   string
+		add    func(r *Released)
+		in, no []string
+	}{
+		{"two bundles", func(r *Released) { r.addIn(d, map[string]bool{"a": true}); r.addIn(d, map[string]bool{"b": true}) }, []string{"a", "b"}, []string{"c"}},
+		{"given, then a bundle", func(r *Released) { _ = r.AddDigest(d); r.addIn(d, map[string]bool{"b": true}) }, []string{"a", "b", "c"}, nil},
+		{"a bundle, then given", func(r *Released) { r.addIn(d, map[string]bool{"b": true}); _ = r.AddDigest(d) }, []string{"a", "b", "c"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r, err := NewReleased(ReleaseCheck{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.add(r)
+			for _, id := range c.in {
+				if !r.releasedIn(d, []string{id}) {
+					t.Errorf("not released in %s", id)
+				}
+			}
+			for _, id := range c.no {
+				if r.releasedIn(d, []string{id}) {
+					t.Errorf("released in %s", id)
+				}
+			}
+		})
+	}
 }

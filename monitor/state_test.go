@@ -16,6 +16,9 @@ func TestParseState(t *testing.T) {
 	if err != nil || st.Log.Origin != "log.example" || !strings.HasPrefix(st.Checkpoint, "log.example\n1\n") {
 		t.Fatalf("%+v %v", st, err)
 	}
+	if _, err := ParseState([]byte(goodState + strings.Repeat(" ", maxStateFile-len(goodState)))); err != nil {
+		t.Fatalf("a state of %d bytes: %v", maxStateFile, err)
+	}
 	for _, tc := range []struct{ name, in, want string }{
 		{"not JSON", `nope`, "not a JSON object"},
 		{"other kind", strings.Replace(goodState, "mcpsign.monitor-state", "mcpsign.lock", 1), "not an mcpsign monitor state"},
@@ -31,6 +34,10 @@ func TestParseState(t *testing.T) {
 		{"empty origin", strings.Replace(goodState, `"origin":"log.example"`, `"origin":""`, 1), "log.origin is empty"},
 		{"trailing data", goodState + `{}`, ""},
 		{"array", `[` + goodState + `]`, "not a JSON object"},
+		{"empty checkpoint", strings.Replace(goodState, `"checkpoint":"log.example\n1\nAAAA\n\n— log.example abcd\n"`, `"checkpoint":""`, 1), "checkpoint is empty"},
+		{"a version of 33 digits", strings.Replace(goodState, `"stateVersion":1`, `"stateVersion":`+strings.Repeat("1", 33), 1), `stateVersion "` + strings.Repeat("1", 32) + `"…,`},
+		{"a version of 32 digits", strings.Replace(goodState, `"stateVersion":1`, `"stateVersion":`+strings.Repeat("1", 32), 1), `stateVersion "` + strings.Repeat("1", 32) + `",`},
+		{"one byte over the bound", goodState + strings.Repeat(" ", maxStateFile+1-len(goodState)), "more than 65536 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseState([]byte(tc.in))

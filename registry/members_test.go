@@ -586,3 +586,19 @@ func TestDupKey(t *testing.T) {
 		t.Error("distinct entries share a key")
 	}
 }
+
+// TestEnvName: a portable environment variable name is [A-Za-z_] then
+// [A-Za-z0-9_]: each range to its ends, the bytes just outside each,
+// a digit first, and the empty name.
+func TestEnvName(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]bool{
+		"A": true, "Z": true, "a": true, "z": true, "_": true, "A0": true, "A9": true, "_9": true, "Az_09": true,
+		"": false, "0A": false, "9": false, "@": false, "[": false, "`": false, "{": false,
+		"A/": false, "A:": false, "A-B": false, "A B": false, "É": false,
+	} {
+		if got := envName(name); got != want {
+			t.Errorf("envName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -155,4 +155,21 @@ func TestRunSource(t *testing.T) {
 	if _, err := v.RunSource(context.Background(), src, SourceOptions{VerifiedOut: filepath.Join(dir, "no", "dir.json")}); !errors.As(err, &de) {
 		t.Errorf("a dump that cannot be created: %v", err)
 	}
+	// Interrupted after the source's last entry: still interrupted, and
+	// the dump is not written.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	late := filepath.Join(dir, "interrupted.json")
+	_, err = v.RunSource(ctx, src, SourceOptions{VerifiedOut: late,
+		RunOptions: RunOptions{Emit: func(r *Result) error {
+			if r.Name == "c/d" {
+				cancel(errors.New("interrupt signal received"))
+			}
+			return nil
+		}}})
+	if !errors.Is(err, ErrInterrupted) || strings.Count(err.Error(), "interrupt signal received") != 1 {
+		t.Errorf("interrupted after the last entry: %v, want ErrInterrupted saying its cause once", err)
+	}
+	if _, err := os.Stat(late); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("an interrupted run wrote its dump: %v", err)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -263,9 +264,14 @@ func TestPackageBinding(t *testing.T) {
 
 func TestShard(t *testing.T) {
 	t.Parallel()
-	for _, bad := range []string{"", "1", "4/4", "-1/4", "0/0", "01/4", "a/b", "0/70000"} {
+	for _, bad := range []string{"", "1", "4/4", "-1/4", "0/0", "01/4", "a/b", "0/70000", "0/65537", "1/1", "0/x", "x/4", "0/04", "0/+4"} {
 		if _, err := ParseShard(bad); !errors.Is(err, ErrShard) {
 			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	for _, good := range []string{"0/1", "0/4", "3/4", "0/65536", "65535/65536"} {
+		if s, err := ParseShard(good); err != nil || s.String() != good {
+			t.Errorf("%q: %v %v", good, s, err)
 		}
 	}
 	counts := make([]int, 4)
@@ -317,6 +323,13 @@ func TestHint(t *testing.T) {
 	if err != nil || len(e.Pointers) != 1 || e.Pointers[0] != p {
 		t.Fatalf("%+v %v", e, err)
 	}
+	// Again, the pointer the block's first member: replaced.
+	p3 := Pointer{URL: "https://example.com/d.json", Digest: dg}
+	if again, err := Hint(out, []Pointer{p3}); err != nil {
+		t.Errorf("hinted again: %v", err)
+	} else if e, err := ParseServer(again, Limits{}); err != nil || len(e.Pointers) != 1 || e.Pointers[0] != p3 {
+		t.Errorf("hinted again: %+v %v", e, err)
+	}
 	// Again, with two: replaced, other _meta members kept.
 	withOther := strings.Replace(string(out), `"dev.mcpsign/attestation"`, `"other": 1, "dev.mcpsign/attestation"`, 1)
 	p2 := Pointer{URL: "https://example.com/c.json", Digest: strings.Replace(dg, "1", "3", -1)}
@@ -330,18 +343,55 @@ func TestHint(t *testing.T) {
 	if e, err := ParseServer(out2, Limits{}); err != nil || len(e.Pointers) != 2 {
 		t.Fatalf("%+v %v", e, err)
 	}
-	for _, bad := range [][]Pointer{nil, {{URL: "http://x/b", Digest: dg}}, {{URL: "https://x/b", Digest: "sha256:AB"}}} {
-		if _, err := Hint([]byte(in), bad); !errors.Is(err, ErrHint) {
+	// A member added in an existing object is indented as the document's
+	// members are, one level deeper (tabs here, not the default two spaces).
+	tabbed := "{\n\t\"name\": \"a/b\",\n\t\"version\": \"1\",\n\t\"_meta\": {\n\t}\n}\n"
+	if out, err := Hint([]byte(tabbed), []Pointer{p}); err != nil || !strings.HasPrefix(string(out), "{\n\t\"name\": \"a/b\",\n\t\"version\": \"1\",\n\t\"_meta\": {\n\t\t\""+PublisherProvided+"\": {") {
+		t.Errorf("layout not kept: %q %v", out, err)
+	}
+	if _, err := Hint([]byte(in), nil); !errors.Is(err, ErrHint) {
+		t.Errorf("no pointer: %v", err)
+	}
+	// A refused pointer is named by its place, from 1.
+	for _, bad := range []Pointer{{URL: "http://x/b", Digest: dg}, {URL: "https://x/b", Digest: "sha256:AB"}} {
+		if _, err := Hint([]byte(in), []Pointer{bad}); !errors.Is(err, ErrHint) || !strings.Contains(err.Error(), ": bundle 1: bundle") {
 			t.Errorf("%v: %v", bad, err)
+		}
+		if _, err := Hint([]byte(in), []Pointer{p, bad}); !errors.Is(err, ErrHint) || !strings.Contains(err.Error(), ": bundle 2: bundle") {
+			t.Errorf("%v second: %v", bad, err)
 		}
 	}
 	if _, err := Hint([]byte(`{"name":"a","name":"b"}`), []Pointer{p}); !errors.Is(err, ErrHint) {
 		t.Errorf("repeated member: %v", err)
 	}
-	// The registry keeps 4,096 bytes of publisher-provided _meta.
-	big := `{"name":"a/b","version":"1","_meta":{"` + PublisherProvided + `":{"x":"` + strings.Repeat("a", 4000) + `"}}}`
-	if _, err := Hint([]byte(big), []Pointer{p}); !errors.Is(err, ErrHint) {
-		t.Errorf("over 4096: %v", err)
+	// The registry keeps 4,096 bytes of publisher-provided _meta, counted
+	// compact (its white space is not kept): a block of exactly 4,096
+	// bytes is written, one of 4,097 refused.
+	if !regexp.MustCompile(`"` + regexp.QuoteMeta(AttestationMember) + `":\s*\{"bundleUrl"`).Match(out) {
+		t.Errorf("one pointer not written as an object: %s", out)
+	}
+	sized := func(pad int) string {
+		return "{\"name\": \"a/b\", \"version\": \"1\", \"_meta\": {\"" + PublisherProvided + "\": {\n    \"x\":  \"" + strings.Repeat("a", pad) + "\"\n  }}}"
+	}
+	var lastOK []byte
+	pad := MaxPublisherProvidedBytes - 300
+	for ; pad < MaxPublisherProvidedBytes; pad++ {
+		out, err := Hint([]byte(sized(pad)), []Pointer{p})
+		if err != nil {
+			if !errors.Is(err, ErrHint) || !strings.Contains(err.Error(), fmt.Sprintf("would be %d bytes", MaxPublisherProvidedBytes+1)) {
+				t.Fatalf("pad %d: %v, want refused at 4097 bytes", pad, err)
+			}
+			break
+		}
+		lastOK = out
+	}
+	if lastOK == nil || pad == MaxPublisherProvidedBytes {
+		t.Fatalf("no bound found between pads %d and %d", MaxPublisherProvidedBytes-300, pad)
+	}
+	_, m, _ := jsonMembers(lastOK)
+	_, meta, _ := jsonMembers(m["_meta"])
+	if n := len(compact(meta[PublisherProvided])); n != MaxPublisherProvidedBytes || len(meta[PublisherProvided]) == n {
+		t.Errorf("the largest block written is %d bytes compact (%d as written), want %d", n, len(meta[PublisherProvided]), MaxPublisherProvidedBytes)
 	}
 }
 
@@ -514,6 +564,151 @@ func TestBoundVersion(t *testing.T) {
 		}
 		if got := slices.Contains(e.Bound, "/packages/0/version"); got != tt.want {
 			t.Errorf("%s: /packages/0/version bound %v, want %v (bound %v)", tt.pkg, got, tt.want, e.Bound)
+		}
+	}
+}
+
+// TestParsePage: a registry API page read strictly: its entries and next
+// cursor; each bound (the page's bytes, its entries, the cursor's bytes)
+// inclusive; what is not a page refused with ErrPage.
+func TestParsePage(t *testing.T) {
+	t.Parallel()
+	lim := Limits{MaxPageBytes: 200, MaxPageEntries: 3}
+	pad := func(s string, n int) string { return s + strings.Repeat(" ", n-len(s)) }
+	for _, c := range []struct {
+		name, page string
+		entries    int
+		next       string
+		err        string // "" when it reads
+	}{
+		{"two entries and a cursor", `{"servers":[{"a":1},{"b":2}],"metadata":{"nextCursor":"c1","count":2}}`, 2, "c1", ""},
+		{"no metadata", `{"servers":[]}`, 0, "", ""},
+		{"servers null, metadata null", `{"servers":null,"metadata":null}`, 0, "", ""},
+		{"cursor null", `{"servers":[],"metadata":{"nextCursor":null}}`, 0, "", ""},
+		{"white space around", " \n{\"servers\":[{}]}\n", 1, "", ""},
+		{"the most entries", `{"servers":[{},{},{}]}`, 3, "", ""},
+		{"one entry too many", `{"servers":[{},{},{},{}]}`, 0, "", "more than 3 servers"},
+		{"the most bytes", pad(`{"servers":[{}]}`, 200), 1, "", ""},
+		{"one byte too many", pad(`{"servers":[{}]}`, 201), 0, "", "201 bytes, at most 200"},
+		{"a cursor of 4096 bytes", `{"servers":[],"metadata":{"nextCursor":"` + strings.Repeat("c", 4096) + `"}}`, 0, strings.Repeat("c", 4096), ""},
+		{"a cursor of 4097 bytes", `{"servers":[],"metadata":{"nextCursor":"` + strings.Repeat("c", 4097) + `"}}`, 0, "", "longer than 4096"},
+		{"a cursor not a string", `{"servers":[],"metadata":{"nextCursor":1}}`, 0, "", "nextCursor"},
+		{"not an object", `[]`, 0, "", "not a JSON object"},
+		{"empty", ``, 0, "", "not a JSON object"},
+		{"no servers", `{"metadata":{}}`, 0, "", `no "servers"`},
+		{"servers not an array", `{"servers":{}}`, 0, "", "not a JSON array"},
+		{"servers repeated", `{"servers":[],"servers":[]}`, 0, "", `repeated member "servers"`},
+		{"a case variant", `{"servers":[],"Servers":[]}`, 0, "", "Servers"},
+		{"data after", `{"servers":[]} {}`, 0, "", "unexpected data"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			l := lim
+			if strings.Contains(c.name, "cursor") {
+				l.MaxPageBytes = 8192
+			}
+			entries, next, err := ParsePage([]byte(c.page), l)
+			if c.err != "" {
+				if !errors.Is(err, ErrPage) || !strings.Contains(err.Error(), c.err) || entries != nil {
+					t.Fatalf("error %v, entries %d; want ErrPage with %q", err, len(entries), c.err)
+				}
+				return
+			}
+			if err != nil || len(entries) != c.entries || next != c.next || entries == nil {
+				t.Fatalf("%d entries, next %.10q, error %v; want %d, %.10q", len(entries), next, err, c.entries, c.next)
+			}
+		})
+	}
+}
+
+// TestBoundReader: one read returns at most what is left of the bound,
+// and the read after the bound fails with ErrPage.
+func TestBoundReader(t *testing.T) {
+	t.Parallel()
+	b := &boundReader{r: strings.NewReader(strings.Repeat("a", 100)), limit: 10}
+	p := make([]byte, 64)
+	if n, err := b.Read(p[:4]); n != 4 || err != nil {
+		t.Fatalf("first read: %d %v", n, err)
+	}
+	if n, err := b.Read(p); n != 6 || err != nil {
+		t.Fatalf("second read: %d %v, want the 6 bytes left of the bound", n, err)
+	}
+	if n, err := b.Read(p); n != 0 || !errors.Is(err, ErrPage) {
+		t.Fatalf("past the bound: %d %v", n, err)
+	}
+}
+
+// TestReadDumpMaxEntries: a file of MaxEntries entries is read whole, one
+// of more is refused at the entry past the bound.
+func TestReadDumpMaxEntries(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{3, 4} {
+		var lines []string
+		for i := range n {
+			lines = append(lines, serverJSON(fmt.Sprintf("a/b%d", i), "1", ""))
+		}
+		got := 0
+		err := ReadDump(strings.NewReader(strings.Join(lines, "\n")), Limits{MaxEntries: 3}, func([]byte) error { got++; return nil })
+		if n == 3 && (err != nil || got != 3) {
+			t.Errorf("3 entries: %d read, %v", got, err)
+		}
+		if n == 4 && (!errors.Is(err, ErrPage) || !strings.Contains(err.Error(), "more than 3 entries") || got != 3) {
+			t.Errorf("4 entries: %d read, %v", got, err)
+		}
+	}
+}
+
+// TestReadDumpValueBound: a value of MaxPageBytes is read, one byte
+// longer is refused naming its line.
+func TestReadDumpValueBound(t *testing.T) {
+	t.Parallel()
+	doc := serverJSON("a/b", "1", "")
+	for _, c := range []struct {
+		max int
+		ok  bool
+	}{{len(doc), true}, {len(doc) - 1, false}} {
+		got := 0
+		err := ReadDump(strings.NewReader("\n"+doc+"\n"), Limits{MaxPageBytes: c.max}, func([]byte) error { got++; return nil })
+		if c.ok && (err != nil || got != 1) {
+			t.Errorf("a value of %d bytes, at most %d: %d read, %v", len(doc), c.max, got, err)
+		}
+		if !c.ok && (!errors.Is(err, ErrPage) || !strings.Contains(err.Error(), fmt.Sprintf("line 2: a value of %d bytes, at most %d", len(doc), c.max))) {
+			t.Errorf("a value of %d bytes, at most %d: %v", len(doc), c.max, err)
+		}
+	}
+}
+
+// TestRedact: a URL named in an error has its password hidden; text that
+// is no URL is not printed.
+func TestRedact(t *testing.T) {
+	t.Parallel()
+	if got := redact("https://user:secret@registry.example/v0.1/servers"); got != "https://user:xxxxx@registry.example/v0.1/servers" {
+		t.Errorf("redact: %s", got)
+	}
+	if got := redact("https://registry.example/\x7f"); got != "(a URL)" {
+		t.Errorf("redact of no URL: %s", got)
+	}
+}
+
+// TestClientPageSize: the listing asks for PageSize entries a page, 100
+// when it is not set.
+func TestClientPageSize(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		size int
+		want string
+	}{{0, "100"}, {-1, "100"}, {1, "1"}, {7, "7"}} {
+		var got atomic.Value
+		srv := tlsRegistry(t, func(w http.ResponseWriter, r *http.Request) {
+			got.Store(r.URL.Query().Get("limit"))
+			fmt.Fprint(w, `{"servers":[],"metadata":{}}`)
+		})
+		cl := Client{Base: srv.URL, HTTPClient: srv.Client(), PageSize: c.size}
+		if err := cl.Each(context.Background(), func([]byte) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if g, _ := got.Load().(string); g != c.want {
+			t.Errorf("PageSize %d: limit=%s, want %s", c.size, g, c.want)
 		}
 	}
 }

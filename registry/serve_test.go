@@ -3,6 +3,7 @@ package registry
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -217,6 +218,14 @@ func TestServeRoutes(t *testing.T) {
 		{"/v0.1/servers?include_deleted=maybe", 400, ""},
 		{"/v0.1/servers?search=" + strings.Repeat("a", MaxServeSearch+1), 400, ""},
 		{"/v0.1/servers?x=" + strings.Repeat("a", MaxServeQuery), 400, ""},
+		{"/v0.1/servers?search=" + strings.Repeat("a", MaxServeSearch), 200, ""},
+		{"/v0.1/servers?version=" + strings.Repeat("1", MaxServeSearch), 200, ""},
+		{"/v0.1/servers?version=" + strings.Repeat("1", MaxServeSearch+1), 400, ""},
+		{"/v0.1/servers?cursor=" + base64.RawURLEncoding.EncodeToString([]byte("a/"+strings.Repeat("a", MaxServeCursor*3/4-4)+"\n1")), 200, // MaxServeCursor bytes
+			"com.example/tool@0.1.0 io.github.acme/Search@2.0.0+build.7 io.github.acme/notes@1.0.0 io.github.acme/notes@1.10.0 io.github.acme/notes@1.9.0"},
+		{"/v0.1/servers?x=" + strings.Repeat("a", MaxServeQuery-2), 200, "com.example/tool@0.1.0 io.github.acme/Search@2.0.0+build.7 io.github.acme/notes@1.0.0 io.github.acme/notes@1.10.0 io.github.acme/notes@1.9.0"},
+		{"/v0.1/servers/io.github.acme%2Fnotes/other", 404, ""},
+		{"/v0.1/servers/io.github.acme%2Fnotes/other/1.0.0", 404, ""},
 		{"/v0.1/servers?search=%zz", 400, ""},
 	} {
 		t.Run(c.target[:min(len(c.target), 80)], func(t *testing.T) {
@@ -380,10 +389,14 @@ func TestLoadServedRefuses(t *testing.T) {
 		}
 		return "[" + entry + ",\n" + strings.Replace(strings.Replace(entry, `"1.0.0"`, `"2.0.0"`, 2), old, new, 1) + "]"
 	}
+	deprecated := string(servedDump(t, serveSpecs[1:2]))
+	i := strings.LastIndex(deprecated, `"status":"deprecated"`)
+	otherStatus := deprecated[:i] + `"status":"active"` + deprecated[i+len(`"status":"deprecated"`):]
 	for _, c := range []struct {
 		name, dump, want string
 	}{
 		{"not JSON", `[{"name":`, "line"},
+		{"the block's status not the entry's", otherStatus, `status "active", but the entry's is "deprecated"`},
 		{"a bare entry without the block", "[" + realServerJSON("a/b", "1", "") + "]", "no /_meta/dev.mcpsign~1verified"},
 		{"a repeated member", block(`"policy"`, `"policy":"x","policy"`), "repeated"},
 		{"an unknown member in the block", block(`"policy"`, `"trusted":true,"policy"`), "unknown field"},
@@ -397,6 +410,7 @@ func TestLoadServedRefuses(t *testing.T) {
 		{"twice", "[" + entry + "," + entry + "]", "the same name and version"},
 		{"twice in another case", "[" + entry + "," + strings.Replace(entry, "acme/notes", "ACME/notes", 1) + "]", "the same name and version"},
 		{"invalid UTF-8", "[" + strings.Replace(entry, "Notes server", "Notes \xff", 1) + "]", "UTF-8"},
+		{"invalid UTF-8, the entry named", "[" + strings.Replace(entry, "Notes server", "Notes \xff", 1) + "]", `the dump's entry "io.github.acme/notes" "1.0.0" (`},
 		// A file being rewritten in place (cp, a configuration tool) is
 		// empty for a moment: served, it would take every entry down.
 		// Text is escaped once, where it is printed (the CLI, the log): the
@@ -484,6 +498,22 @@ func TestVerifyServed(t *testing.T) {
 	if set, _, err := v.VerifyServed(context.Background(), filepath.Join(dir, "none"), SourceOptions{}, Limits{}); err == nil || set != nil {
 		t.Fatalf("a source that does not read gave a set: %v", err)
 	}
+	// With VerifiedOut, the run writes its dump in a directory of its own
+	// beside it (the rename to VerifiedOut is then atomic), removed after.
+	outDir := t.TempDir()
+	out := filepath.Join(outDir, "verified.json")
+	beside := false
+	_, _, err = v.VerifyServed(context.Background(), src, SourceOptions{VerifiedOut: out, RunOptions: RunOptions{Emit: func(*Result) error {
+		des, _ := os.ReadDir(outDir)
+		for _, de := range des {
+			beside = beside || strings.HasPrefix(de.Name(), ".mcpsign-serve-") && de.IsDir()
+		}
+		return nil
+	}}}, Limits{})
+	des, _ := os.ReadDir(outDir)
+	if err != nil || !beside || len(des) != 1 || des[0].Name() != "verified.json" {
+		t.Fatalf("error %v, a directory beside VerifiedOut %v, left %v", err, beside, des)
+	}
 }
 
 // TestServeReloadKeepsOld: a reload that fails (a dump with one entry
@@ -539,5 +569,42 @@ func TestLoadServedFiles(t *testing.T) {
 	os.WriteFile(bad, []byte("[{"), 0o644)
 	if _, err := LoadServedFiles(context.Background(), []string{a, bad}, Limits{}); !errors.Is(err, ErrNotServable) {
 		t.Errorf("a shard that does not read: %v", err)
+	}
+}
+
+// TestEtagMatch: If-None-Match names the tag, weak or strong, in a list,
+// or "*"; a header of 8192 bytes is read, a longer one is not.
+func TestEtagMatch(t *testing.T) {
+	t.Parallel()
+	const tag = `"abc"`
+	for _, c := range []struct {
+		inm  string
+		want bool
+	}{
+		{tag, true},
+		{`W/"abc"`, true},
+		{`"x", ` + tag, true},
+		{`*`, true},
+		{`"abd"`, false},
+		{strings.Repeat(" ", 8192-len(tag)) + tag, true},
+		{strings.Repeat(" ", 8193-len(tag)) + tag, false},
+	} {
+		if got := etagMatch(c.inm, tag); got != c.want {
+			t.Errorf("etagMatch(%.20q… (%d bytes)) = %v, want %v", c.inm, len(c.inm), got, c.want)
+		}
+	}
+}
+
+// TestServeLoadErrorText: a refused dump entry is named by its name and
+// version when they read, by its position alone when they do not.
+func TestServeLoadErrorText(t *testing.T) {
+	t.Parallel()
+	named := (&ServeLoadError{Name: "a/b", Version: "1", Err: errors.New("why")}).Error()
+	unnamed := (&ServeLoadError{Err: errors.New("why")}).Error()
+	if !strings.HasPrefix(named, `registry: the dump's entry "a/b" "1" (`) || !strings.HasSuffix(named, "is refused, and the dump with it: why") {
+		t.Errorf("named: %s", named)
+	}
+	if !strings.HasPrefix(unnamed, `registry: the dump's entry (`) || strings.Contains(unnamed, `""`) {
+		t.Errorf("unnamed: %s", unnamed)
 	}
 }
