@@ -105,11 +105,7 @@ func (v *fakeV1) serveV1(t testing.TB, w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		var hs []string
-		for _, h := range hashes {
-			hs = append(hs, hex.EncodeToString(h))
-		}
-		reply(&models.ConsistencyProof{Hashes: hs, RootHash: str(hex.EncodeToString(src.HashAt(last)))})
+		reply(&models.ConsistencyProof{Hashes: hexAll(hashes), RootHash: str(hex.EncodeToString(src.HashAt(last)))})
 	case "/api/v1/log/entries/retrieve":
 		if fail {
 			http.Error(w, "down", http.StatusInternalServerError)
@@ -128,10 +124,7 @@ func (v *fakeV1) serveV1(t testing.TB, w http.ResponseWriter, r *http.Request) {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
-			var hs []string
-			for _, h := range hashes {
-				hs = append(hs, hex.EncodeToString(h))
-			}
+			hs := hexAll(hashes)
 			body := base64.StdEncoding.EncodeToString(entries[i])
 			e := models.LogEntryAnon{Body: body, IntegratedTime: i64(1700000000 + int64(i)), LogID: str(hexID(v.fakeLog)), LogIndex: i64(*idx),
 				Verification: &models.LogEntryAnonVerification{InclusionProof: &models.InclusionProof{
@@ -274,4 +267,13 @@ func TestRekorV1Fake(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hexAll is each of hashes in hex, as Rekor v1's API gives a proof.
+func hexAll(hashes [][]byte) []string {
+	hs := make([]string, 0, len(hashes))
+	for _, h := range hashes {
+		hs = append(hs, hex.EncodeToString(h))
+	}
+	return hs
 }
