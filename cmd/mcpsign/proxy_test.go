@@ -162,8 +162,8 @@ func TestProxyCommandSignedFirstUse(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "demo")
 	// The demo's files: a key pair and a bundle over the honest server.
-	if code, _, stderr := runWith(t, map[string]string{envDemoServer: server}, "demo", "--keep", out); code != 0 {
-		t.Fatalf("demo: exit %d: %s", code, stderr)
+	if code, stdout, stderr := runWith(t, map[string]string{envDemoServer: server}, "demo", "--keep", out); code != 0 {
+		t.Fatalf("demo: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr) // the demo reports its steps on stdout
 	}
 	bundle, pub := filepath.Join(out, "server.sigstore.json"), filepath.Join(out, "publisher.pub")
 	lock := filepath.Join(dir, "mcp.lock")
@@ -183,8 +183,8 @@ func TestProxyCommandSignedFirstUse(t *testing.T) {
 
 	// Another key: the first use does not verify, the session is blocked.
 	other := filepath.Join(dir, "other")
-	if code, _, stderr := runWith(t, map[string]string{envDemoServer: server}, "demo", "--keep", other); code != 0 {
-		t.Fatalf("demo: exit %d: %s", code, stderr)
+	if code, stdout, stderr := runWith(t, map[string]string{envDemoServer: server}, "demo", "--keep", other); code != 0 {
+		t.Fatalf("demo: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	lock2 := filepath.Join(dir, "mcp2.lock")
 	s = startCLI(t, nil, "proxy", "--lock", lock2, "--bundle", bundle, "--key", filepath.Join(other, "publisher.pub"), "--", server)
