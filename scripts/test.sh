@@ -76,7 +76,7 @@ tests_done() {
 }
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/mcpsign-test.XXXXXX")
-STATE="" BUILD_PID="" FIRST_PID="" SECOND_PID="" NPM_PID="" CONTAINER_PID="" INTERRUPTED=0
+STATE="" BUILD_PID="" FIRST_PID="" SECOND_PID="" INTERRUPTED=0
 # stop_tests PGID...: stops the go test process groups (go test, its test
 # binaries and their fixtures): SIGTERM (a background job ignores SIGINT),
 # then SIGKILL after 3 s.
@@ -191,38 +191,8 @@ BUILD_PID=$!
 step "Go modules"
 run "go mod download" go mod download
 
-# npm ci (mostly waiting on the npm cache and the disk) runs beside go vet
-# and gofmt; the tests start once it is done. It is skipped when
-# node_modules already holds what package-lock.json names: npm's own
-# record of what it installed (node_modules/.package-lock.json) has every
-# entry of the lock but the optional packages of other systems, each the
-# same, and each package's directory is there. npm ci empties
-# node_modules first, through a symbolic link too: a linked node_modules
-# that does not match is refused, not emptied.
-npm_current() {
-	env -C testdata/npm node -e '
-		const fs = require("fs");
-		const want = require("./package-lock.json").packages;
-		const have = require("./node_modules/.package-lock.json").packages;
-		for (const [k, v] of Object.entries(want)) {
-			if (k === "") continue;
-			if (!(k in have)) { if (v.optional) continue; process.exit(1); }
-			if (JSON.stringify(v) !== JSON.stringify(have[k]) || !fs.existsSync(k)) process.exit(1);
-		}
-		for (const k of Object.keys(have)) if (!(k in want)) process.exit(1);
-	' 2>/dev/null
-}
-NPM_PID=""
-if npm_current; then
-	step "Official MCP servers: testdata/npm/node_modules matches package-lock.json (npm ci skipped)"
-elif [[ -L testdata/npm/node_modules ]]; then
-	echo "testdata/npm/node_modules is a symbolic link to $(readlink testdata/npm/node_modules) that does not hold what package-lock.json names; npm ci would empty that directory: run npm ci there, or remove the link"
-	exit 1
-else
-	step "Official MCP servers (npm ci), in the background"
-	env -C testdata/npm npm ci --no-audit --no-fund --loglevel=error >"$TMP/npm.log" 2>&1 &
-	NPM_PID=$!
-fi
+step "Official MCP servers (npm ci)"
+run "npm ci" env -C testdata/npm npm ci --no-audit --no-fund --loglevel=error
 
 # Every build without -race has cgo off: vet, the binaries, the container
 # image's static binary and the tests' own builds (fixtures.BuildEnv), so
@@ -240,37 +210,38 @@ if [[ -n $unformatted ]]; then
 	exit 1
 fi
 
-if [[ -n $NPM_PID ]]; then
-	step "Official MCP servers: wait for npm ci"
-	if ! watch "$NPM_PID" "npm ci"; then
-		cat "$TMP/npm.log"
-		echo "npm ci in testdata/npm failed"
-		exit 1
-	fi
-	NPM_PID=""
-	cat "$TMP/npm.log"
-fi
+# scripts/typecheck type-checks every package and its tests for the
+# target from source, compiling nothing (a linked cross build of every
+# command, or go vet, which compiles every dependency for the target,
+# costs minutes).
+step "type check for windows and darwin (scripts/typecheck)"
+go build -o "$TMP/typecheck" ./scripts/typecheck
+for os in windows darwin; do
+	run "type check for $os" env GOOS=$os GOARCH=amd64 "$TMP/typecheck" ./... ./testdata/exampleserver ./testdata/badservers ./testdata/scriptserver ||
+		{ echo "does not type-check for $os"; exit 1; }
+done
 
 step "mcpsign binary"
 mkdir -p bin
 CGO_ENABLED=0 go build -o bin/ ./cmd/mcpsign ./cmd/mcpsign-proxy # installed as a pair: mcpsign proxy hands over to mcpsign-proxy
 export PATH=$PWD/bin:$PATH
 
-# The tests of the packages that need no service start here, and run while
-# the container image, the compile of the other tests, the stack's build
-# and start, the type checks and the conformance cases take their turns:
-# each of those leaves a core idle some of the time (waiting on docker,
-# the disk, a service's start, a single-threaded check), which the tests
-# fill; the tests that need a service start as soon as it runs, before
-# the type checks and the conformance cases. Both runs require every end-to-end
+step "Sigstore conformance: mcpsign verify bundle (testdata/sigstore-conformance)"
+bash testdata/sigstore-conformance/run-cases.sh 'mcpsign verify bundle' both | awk '!/^OK\t/' # the mismatches and the TOTAL line
+
+# The image (Dockerfile) is built FROM scratch with no registry pull and
+# run: a session through `mcpsign serve` in it, then SIGTERM, drained
+# (scripts/container starts a dockerd of its own when none runs, and stops
+# it). About 20 s once the binary's build is cached.
+step "container image (scripts/container test)"
+run "scripts/container test" scripts/container test
+
+# The tests of the packages that need no service run while the stack
+# builds and starts; those that need one (every test package that imports
+# a package of SERVICE_KITS, directly or not) are compiled meanwhile and
+# run once the services are up. Both runs require every end-to-end
 # dependency. A service this script starts has its test kit listed here.
-# Each go test runs at most two test binaries at once, in the order given
-# (its scheduler takes the packages in command-line order): the packages
-# that ran longest in the last measured runs (docs/PERFORMANCE.md, "The
-# README's test command in 3 minutes") come first, so that none of them
-# starts last and runs alone at the end.
 SERVICE_KITS=(internal/testkit/sigstack internal/testkit/rekorv1 internal/testkit/registrylocal)
-LONGEST_FIRST=(cmd/mcpsign proxy internal/testkit/actiontest sign verify internal/testkit/difftest front trustroot pin source)
 export MCPSIGN_REQUIRE_SIGSTACK=1 MCPSIGN_REQUIRE_E2E=1
 kits=$(printf ' github.com/mcpsign/mcpsign/%s( |$)|' "${SERVICE_KITS[@]}")
 mapfile -t stack_pkgs < <(go list -test -f '{{if .ForTest}}{{.ForTest}} {{join .Deps " "}}{{end}}' ./... |
@@ -280,17 +251,6 @@ if ((${#stack_pkgs[@]} == 0 || ${#first_pkgs[@]} == 0)); then
 	echo "no package needs a service, or every package does: the package lists are wrong"
 	exit 1
 fi
-# longest_first PKG...: PKG in LONGEST_FIRST's order first, then the rest
-# in the order given.
-longest_first() {
-	local p l
-	for l in "${LONGEST_FIRST[@]}"; do
-		for p in "$@"; do [[ $p == "github.com/mcpsign/mcpsign/$l" ]] && echo "$p"; done
-	done
-	printf '%s\n' "$@" | grep -vxF -f <(printf 'github.com/mcpsign/mcpsign/%s\n' "${LONGEST_FIRST[@]}")
-}
-mapfile -t stack_pkgs < <(longest_first "${stack_pkgs[@]}")
-mapfile -t first_pkgs < <(longest_first "${first_pkgs[@]}")
 # -ldflags=-w: the test binaries are linked without DWARF, which nothing
 # reads (a failure's stack trace and a race report come from the runtime's
 # own tables): linking the 72 race-built test binaries took 48 s of CPU
@@ -304,19 +264,6 @@ step "go test -race: ${#first_pkgs[@]} packages that need no service, in the bac
 setsid go test "${TEST_FLAGS[@]}" "${first_pkgs[@]}" >"$TMP/first.json" 2>&1 &
 FIRST_PID=$!
 
-# The image (Dockerfile) is built FROM scratch with no registry pull and
-# run: a session through `mcpsign serve` in it, then SIGTERM, drained
-# (scripts/container starts a dockerd of its own when none runs, and stops
-# it). About 12 s once the binary's build is cached, most of it waiting on
-# dockerd: it runs in the background, beside the tests, and its result is
-# shown (and fails the run) before the summary.
-step "container image (scripts/container test), in the background"
-scripts/container test >"$TMP/container.log" 2>&1 &
-CONTAINER_PID=$!
-
-# Those that need a service (every test package that imports a package of
-# SERVICE_KITS, directly or not) are compiled meanwhile and run once the
-# services are up.
 # Compile (not link) the other packages and their tests with -race into
 # the build cache, so that their go test below only links and runs.
 step "compile the tests of ${#stack_pkgs[@]} packages that need a service, with -race"
@@ -350,27 +297,10 @@ scripts/registry-local/start.sh "$REGSTATE" >"$TMP/registry.log" 2>&1 || { cat "
 source "$REGSTATE/env.sh"
 export MCPSIGN_REQUIRE_REGISTRY=1
 
-step "go test -race: ${#stack_pkgs[@]} packages that need a service, in the background"
+step "go test -race: ${#stack_pkgs[@]} packages that need a service"
 second=0
 setsid go test "${TEST_FLAGS[@]}" "${stack_pkgs[@]}" >"$TMP/second.json" 2>&1 &
 SECOND_PID=$!
-
-# The checks that need no test run beside both go test runs.
-# scripts/typecheck type-checks every package and its tests for the
-# target from source, compiling nothing (a linked cross build of every
-# command, or go vet, which compiles every dependency for the target,
-# costs minutes).
-step "type check for windows and darwin (scripts/typecheck)"
-go build -o "$TMP/typecheck" ./scripts/typecheck
-for os in windows darwin; do
-	run "type check for $os" env GOOS=$os GOARCH=amd64 "$TMP/typecheck" ./... ./testdata/exampleserver ./testdata/badservers ./testdata/scriptserver ||
-		{ echo "does not type-check for $os"; exit 1; }
-done
-
-step "Sigstore conformance: mcpsign verify bundle (testdata/sigstore-conformance)"
-bash testdata/sigstore-conformance/run-cases.sh 'mcpsign verify bundle' both | awk '!/^OK\t/' # the mismatches and the TOTAL line
-
-step "go test -race: wait for the ${#stack_pkgs[@]} packages that need a service"
 watch "$SECOND_PID" "go test of the packages that need a service" tests_done "$TMP/second.json" "${#stack_pkgs[@]}" || second=$?
 SECOND_PID=""
 
@@ -378,20 +308,9 @@ step "go test -race: wait for the packages that need no service"
 first=0
 watch "$FIRST_PID" "go test of the packages that need no service" tests_done "$TMP/first.json" "${#first_pkgs[@]}" || first=$?
 FIRST_PID=""
-step "container image: result"
-container=0
-watch "$CONTAINER_PID" "scripts/container test" || container=$?
-CONTAINER_PID=""
-cat "$TMP/container.log"
-((container == 0)) || echo "scripts/container test failed (exit $container)"
-
 step "go test -race ./...: summary"
 cat "$TMP/first.json" "$TMP/second.json" | "${summary[@]}"
 if ((first != 0 || second != 0)); then
 	echo "go test exited $first (packages that need no service) and $second (the others)"
-	exit 1
-fi
-if ((container != 0)); then
-	echo "the container image's test failed (above, under \"container image: result\")"
 	exit 1
 fi
