@@ -151,13 +151,7 @@ func TestCancelledStdioCall(t *testing.T) {
 	for _, behavior := range []string{fixtures.BadIgnoresCancel, fixtures.BadLateAfterCancel} {
 		t.Run(behavior, func(t *testing.T) {
 			u := upstream{name: "stdio-" + behavior, command: []string{fixtures.BuildBadServer(t), "--behavior", behavior}}
-			s := serve(t, u, lockOf(t, u), nil)
-			ctx := testContext(t)
-			cs, err := connect(ctx, s.url, "2025-11-25")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cs.Close() })
+			s, ctx, cs := sessionOf(t, u)
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			done := postInBackground(cctx, s.url, cs.ID(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"good","arguments":{"hang":true}}}`, id))

@@ -82,10 +82,16 @@ func startGoSDKServerWrapped(t *testing.T, wait time.Duration, wrap func(http.Ha
 func (g *goSDKServer) upstream() upstream { return upstream{name: "go-sdk-http", url: g.srv.URL} }
 
 // session serves g through a front with a lock of g, and connects a go-sdk
-// client to it (protocol 2025-11-25), closed when the test ends.
+// client to it (sessionOf).
 func (g *goSDKServer) session(t *testing.T) (*served, context.Context, *mcp.ClientSession) {
 	t.Helper()
-	u := g.upstream()
+	return sessionOf(t, g.upstream())
+}
+
+// sessionOf serves u through a front with a lock of u, and connects a
+// go-sdk client to it (protocol 2025-11-25), closed when the test ends.
+func sessionOf(t *testing.T, u upstream) (*served, context.Context, *mcp.ClientSession) {
+	t.Helper()
 	s := serve(t, u, lockOf(t, u), nil)
 	ctx := testContext(t)
 	cs, err := connect(ctx, s.url, "2025-11-25")

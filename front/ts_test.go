@@ -130,13 +130,7 @@ func TestServerEverything(t *testing.T) {
 	t.Parallel() // node processes, as TestTypeScriptClients
 	node, entry := fixtures.NPMServer(t, "server-everything")
 	u := upstream{name: "everything", command: []string{node, entry, "stdio"}}
-	s := serve(t, u, lockOf(t, u), nil)
-	ctx := testContext(t)
-	cs, err := connect(ctx, s.url, "2025-11-25")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	_, ctx, cs := sessionOf(t, u)
 	names := toolNames(t, ctx, cs)
 	if !slices.Contains(names, "echo") {
 		t.Fatalf("tools %v: no echo", names)
