@@ -142,7 +142,7 @@ func TestFetchBudgetPerEntry(t *testing.T) {
 		if strings.HasPrefix(r.URL.Path, "/slow/") {
 			// Slow, each just within its bound: the attack is the delay.
 			select {
-			case <-time.After(150 * time.Millisecond):
+			case <-time.After(400 * time.Millisecond):
 			case <-r.Context().Done():
 				return
 			}
@@ -158,8 +158,8 @@ func TestFetchBudgetPerEntry(t *testing.T) {
 	}{
 		// 32 bundles of 900 bytes, each under the 1,000-byte bound.
 		{"bytes", "/big/", Options{MaxBundleBytes: 1000}},
-		// 32 bundles of 150 ms each, each under the 250 ms bound.
-		{"time", "/slow/", Options{FetchTimeout: 250 * time.Millisecond}},
+		// 32 bundles of 400 ms each, each under the 500 ms bound.
+		{"time", "/slow/", Options{FetchTimeout: 500 * time.Millisecond}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			requests.Store(0)
@@ -180,7 +180,13 @@ func TestFetchBudgetPerEntry(t *testing.T) {
 			if r.Verified || r.Step != StepFetch {
 				t.Fatalf("want a failure at fetch: %+v", r)
 			}
-			if n := requests.Load(); n > 2 {
+			// Two: the first, and the second that the budget cuts off. A
+			// third only when the budget's timer fired late, after the
+			// second's answer, as it can on a loaded machine: at least 300
+			// ms late, since each answer takes 400. Without the entry's
+			// budget all 32 are fetched. TestFetchDeadlineShared checks the
+			// one deadline itself, without timing.
+			if n := requests.Load(); n > 3 {
 				t.Errorf("%d bundles fetched for one entry after %s; its budget is one bundle's bound", n, time.Since(start).Round(time.Millisecond))
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcpsign/mcpsign/policy"
 )
@@ -38,6 +39,50 @@ func TestFetchBudgetExhausted(t *testing.T) {
 	}
 	if n := calls.Load(); n != 1 {
 		t.Errorf("%d bundles fetched, want 1", n)
+	}
+}
+
+// TestFetchDeadlineShared: every bundle of an entry is fetched under one
+// deadline, one bundle's bound from the start of the entry's fetches, so
+// that 32 bundles cannot hold a worker for 32 bounds (checked here
+// without timing: TestFetchBudgetPerEntry shows it over https).
+func TestFetchDeadlineShared(t *testing.T) {
+	t.Parallel()
+	const bound = time.Hour
+	var deadlines []time.Time
+	v, err := New(Options{Policy: keyPolicy(t), FetchTimeout: bound, Fetch: func(ctx context.Context, p Pointer) ([]byte, error) {
+		d, ok := ctx.Deadline()
+		if !ok {
+			return nil, errors.New("no deadline")
+		}
+		deadlines = append(deadlines, d)
+		return []byte(p.URL), nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	var ptrs []string
+	for i := range 32 {
+		u := fmt.Sprintf("https://x/%d", i)
+		ptrs = append(ptrs, `{"bundleUrl":"`+u+`","bundleDigest":"`+PointerDigest([]byte(u))+`"}`)
+	}
+	raw := serverJSON("a/b", "1", `,"_meta":{"`+PublisherProvided+`":{"`+AttestationMember+`":[`+strings.Join(ptrs, ",")+`]}}`)
+	start := time.Now()
+	r := v.VerifyEntry(context.Background(), []byte(raw))
+	if r.Verified || r.Step == StepFetch {
+		t.Fatalf("want every bundle fetched, then a failure past fetch: %+v", r)
+	}
+	if len(deadlines) != 32 {
+		t.Fatalf("%d fetches, want 32 (%+v)", len(deadlines), r)
+	}
+	for i, d := range deadlines {
+		if !d.Equal(deadlines[0]) {
+			t.Fatalf("bundle %d fetched with deadline %s, bundle 0 with %s: want one for the entry", i, d, deadlines[0])
+		}
+	}
+	if d := deadlines[0]; d.Before(start.Add(bound)) || d.After(time.Now().Add(bound)) {
+		t.Fatalf("deadline %s is not one bound (%s) from the entry's start %s", d, bound, start)
 	}
 }
 
