@@ -338,12 +338,15 @@ func withMax(load func(context.Context) (proxy.Options, error), max int) func(co
 // TestSessionLifecycle: DELETE ends a session (its id is then unknown),
 // the cap answers 503 with Retry-After, and the idle timeout closes a
 // session and stops its upstream.
+//
+// The cap is checked under the default idle timeout and the idle timeout
+// under a front of its own: with both in one front (700 ms), a loaded
+// machine took longer than that to start the second session's upstream,
+// the first session idled out meanwhile, and the third was let in.
 func TestSessionLifecycle(t *testing.T) {
 	u := stdioExample(t, fixtures.ModeHonest)
-	s := serve(t, u, lockOf(t, u), func(o *front.Options) {
-		o.MaxSessions = 2
-		o.IdleTimeout = 700 * time.Millisecond
-	})
+	lock := lockOf(t, u)
+	s := serve(t, u, lock, func(o *front.Options) { o.MaxSessions = 2 })
 	ctx := testContext(t)
 	a, err := connect(ctx, s.url, "2025-11-25")
 	if err != nil {
@@ -371,14 +374,26 @@ func TestSessionLifecycle(t *testing.T) {
 	if resp := postSession(t, s.url, id, `{"jsonrpc":"2.0","id":9,"method":"ping"}`); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("after DELETE: got %d, want 404", resp.StatusCode)
 	}
-	bid := b.ID()
-	time.Sleep(1500 * time.Millisecond) // b idles out
-	if resp := postSession(t, s.url, bid, `{"jsonrpc":"2.0","id":9,"method":"ping"}`); resp.StatusCode != http.StatusNotFound {
+	b.Close()
+
+	// The idle timeout: a session that receives no POST is closed. Waited
+	// for without a fixed sleep (no POST, which would keep it alive): the
+	// count of open sessions falls to 0 once the reaper closed it; without
+	// the timeout it stays 1 and the wait runs out.
+	idle := serve(t, u, lock, func(o *front.Options) { o.IdleTimeout = 700 * time.Millisecond })
+	c, err := connect(ctx, idle.url, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !waitFor(testTimeout, func() bool { return counterSum(t, idle.f, "mcpsign_front_sessions_open") == 0 }) {
+		t.Fatalf("sessions open = %v %s after connecting, want 0: the idle timeout of 700ms closed nothing", counterSum(t, idle.f, "mcpsign_front_sessions_open"), testTimeout)
+	}
+	if resp := postSession(t, idle.url, c.ID(), `{"jsonrpc":"2.0","id":9,"method":"ping"}`); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("after the idle timeout: got %d, want 404", resp.StatusCode)
 	}
-	b.Close()
-	if n := counterSum(t, s.f, "mcpsign_front_sessions_open"); n != 0 {
-		t.Errorf("sessions open = %v, want 0", n)
+	if !waitFor(testTimeout, func() bool { return counterSum(t, s.f, "mcpsign_front_sessions_open") == 0 }) {
+		t.Errorf("sessions open = %v after both were deleted, want 0", counterSum(t, s.f, "mcpsign_front_sessions_open"))
 	}
 }
 
