@@ -43,3 +43,28 @@ func RelayedCalls(f *Front) int {
 	}
 	return n
 }
+
+// Draining reports whether Drain started on f, for the tests (without the
+// probe Ready may run).
+func Draining(f *Front) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.draining
+}
+
+// AbandonedCalls is the number of client requests the open sessions of f
+// hold as abandoned before the relay read them (their POST ended), for
+// the tests.
+func AbandonedCalls(f *Front) int {
+	n := 0
+	for _, s := range f.allSessions() {
+		s.mu.Lock()
+		for _, st := range s.pending {
+			if st == callAbandoned {
+				n++
+			}
+		}
+		s.mu.Unlock()
+	}
+	return n
+}

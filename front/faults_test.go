@@ -320,7 +320,12 @@ func TestAbandonedUnreadCallLeavesNoTransportState(t *testing.T) {
 	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	_ = rawCall(cctx, s.url, cs.ID(), id, "fast")
 	cancel()
-	time.Sleep(100 * time.Millisecond) // the POST's end is seen
+	// The front saw the POST end before the relay reads on: waited for,
+	// not slept for (after a fixed 100 ms a loaded machine could still be
+	// serving the POST, and the relay then relayed the call).
+	if !waitFor(testTimeout, func() bool { return front.AbandonedCalls(s.f) == 1 }) {
+		t.Fatalf("the front never saw the abandoned call's POST end (%d abandoned)", front.AbandonedCalls(s.f))
+	}
 	close(release)
 	if got, err := call(ctx, cs, "fast"); err != nil || got != "fast" {
 		t.Fatalf("a call after the relay read on: %q %v", got, err)
@@ -531,7 +536,12 @@ func TestDrain(t *testing.T) {
 			defer cancel()
 			drained := make(chan error, 1)
 			go func() { drained <- s.f.Drain(dctx) }()
-			time.Sleep(50 * time.Millisecond)
+			// Drain marks the front draining first: waited for, not slept
+			// for (a 50 ms sleep let the initialize in before Drain's
+			// goroutine ran, on a loaded machine).
+			if !waitFor(testTimeout, func() bool { return front.Draining(s.f) }) {
+				t.Fatal("Drain never started")
+			}
 			if resp := post(t, s.url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`); resp.StatusCode != http.StatusServiceUnavailable {
 				t.Errorf("a new session while draining: %d, want 503", resp.StatusCode)
 			}
