@@ -65,7 +65,10 @@ func TestApprovedSetsShared(t *testing.T) {
 	if none.intern(snap(nil)) == none.intern(snap(nil)) {
 		t.Error("without ApprovedSets, relays shared a set")
 	}
-	for i := 0; i < 50 && c.len() > 0; i++ {
+	// The weak pointers' cleanups run on the runtime's goroutine after a
+	// collection: waited for up to testTimeout (not 50 rounds of 10 ms, which
+	// a loaded machine may not give it).
+	for deadline := time.Now().Add(testTimeout); c.len() > 0 && time.Now().Before(deadline); {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}

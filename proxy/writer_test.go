@@ -15,10 +15,16 @@ type slowWriter struct {
 	buf   bytes.Buffer
 	gate  chan struct{}
 	fails bool
+	// entered, when set, gets one value each time a Write starts waiting
+	// at gate.
+	entered chan struct{}
 }
 
 func (w *slowWriter) Write(p []byte) (int, error) {
 	if w.gate != nil {
+		if w.entered != nil {
+			w.entered <- struct{}{}
+		}
 		<-w.gate
 	}
 	w.mu.Lock()
@@ -56,7 +62,7 @@ func TestOutQueue(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		o.wait(time.Second)
+		o.wait(testTimeout) // returns once drained: a bound for a hang
 		want := ""
 		for i := 0; i < 1600; i++ {
 			want += strings.Repeat("x", i%7) + "\n"
@@ -66,20 +72,20 @@ func TestOutQueue(t *testing.T) {
 		}
 	})
 	t.Run("a slow peer blocks only its flusher", func(t *testing.T) {
-		w := &slowWriter{gate: make(chan struct{})}
+		w := &slowWriter{gate: make(chan struct{}), entered: make(chan struct{}, 2)}
 		o := newOutQueue(w, 1<<20)
 		o.enqueue([]byte("a\n"))
-		go o.flush() // blocks in Write
-		time.Sleep(20 * time.Millisecond)
+		go o.flush()
+		<-w.entered // the first flush blocks in Write (a sleep was not always long enough)
 		done := make(chan struct{})
 		go func() { o.enqueue([]byte("b\n")); o.flush(); close(done) }()
 		select {
 		case <-done: // returned at once: the busy flusher writes it
-		case <-time.After(time.Second):
+		case <-time.After(testTimeout): // a hang bound: the gate opens only below
 			t.Fatal("a second flush waited for the slow write")
 		}
 		close(w.gate)
-		o.wait(time.Second)
+		o.wait(testTimeout)
 		if w.String() != "a\nb\n" {
 			t.Errorf("wrote %q", w.String())
 		}
