@@ -386,7 +386,9 @@ func TestSessionErrors(t *testing.T) {
 		{
 			name: "error answer on page 2",
 			sc:   legacy(map[string][]string{"tools/list": {result(`{"tools":[],"nextCursor":"p9"}`)}}),
-			opts: Options{Timeout: 300 * time.Millisecond},
+			// A bound for a hang only (300 ms ran out on a loaded machine
+			// before the three answers were read).
+			opts: Options{Timeout: 10 * time.Second},
 			// p9 is past the script's pages: answered with an error instead
 			stage: "tools/list", page: 2, msg: "server answered tools/list with error -32602",
 		},
