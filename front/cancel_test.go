@@ -107,7 +107,7 @@ func TestCancellationReadOnce(t *testing.T) {
 					if a.err != nil || a.status != http.StatusOK || !strings.Contains(a.body, "mcpsign proxy: the request was cancelled") {
 						t.Errorf("the cancelled call's answer: %d %q %v, want the proxy's cancellation error", a.status, a.body, a.err)
 					}
-				case <-time.After(5 * time.Second):
+				case <-time.After(hangBound):
 					t.Fatal("the cancelled call was never answered")
 				}
 			} else {
@@ -125,10 +125,10 @@ func TestCancellationReadOnce(t *testing.T) {
 			}
 			select {
 			case <-g.cancelled:
-			case <-time.After(5 * time.Second):
+			case <-time.After(hangBound):
 				t.Fatal("the upstream was never told the call was cancelled")
 			}
-			if !waitFor(5*time.Second, func() bool { return front.PendingCalls(s.f) == 0 }) {
+			if !waitFor(hangBound, func() bool { return front.PendingCalls(s.f) == 0 }) {
 				t.Errorf("the front holds %d unanswered calls, want 0", front.PendingCalls(s.f))
 			}
 			if got, err := call(ctx, cs, "fast"); err != nil || got != "fast" {
@@ -152,10 +152,10 @@ func TestCancelledStdioCall(t *testing.T) {
 		t.Run(behavior, func(t *testing.T) {
 			u := upstream{name: "stdio-" + behavior, command: []string{fixtures.BuildBadServer(t), "--behavior", behavior}}
 			s, ctx, cs := sessionOf(t, u)
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			cctx, cancel := context.WithTimeout(ctx, hangBound)
 			defer cancel()
 			done := postInBackground(cctx, s.url, cs.ID(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"good","arguments":{"hang":true}}}`, id))
-			if !waitFor(5*time.Second, func() bool { return front.RelayedCalls(s.f) == 1 }) {
+			if !waitFor(hangBound, func() bool { return front.RelayedCalls(s.f) == 1 }) {
 				t.Fatal("the relay never read the call")
 			}
 			time.Sleep(50 * time.Millisecond) // and sent it on
@@ -166,7 +166,7 @@ func TestCancelledStdioCall(t *testing.T) {
 			if a.err != nil || a.status != http.StatusOK || !strings.Contains(a.body, "mcpsign proxy: the request was cancelled") || strings.Contains(a.body, "late") {
 				t.Fatalf("the cancelled call's answer: %d %q %v, want the proxy's cancellation error", a.status, a.body, a.err)
 			}
-			if !waitFor(5*time.Second, func() bool { return front.PendingCalls(s.f) == 0 }) {
+			if !waitFor(hangBound, func() bool { return front.PendingCalls(s.f) == 0 }) {
 				t.Errorf("the front holds %d unanswered calls, want 0", front.PendingCalls(s.f))
 			}
 			status, body := rawRequest(ctx, t, s.url, cs.ID(), `{"jsonrpc":"2.0","id":901,"method":"tools/call","params":{"name":"good","arguments":{}}}`)

@@ -187,7 +187,7 @@ func (g *goSDKServer) abandonCalls(ctx context.Context, t *testing.T, n int, cal
 		<-done
 		select {
 		case <-g.cancelled:
-		case <-time.After(5 * time.Second):
+		case <-time.After(hangBound):
 			t.Fatalf("call %d: the upstream was never told the call was cancelled", i)
 		}
 	}
@@ -213,7 +213,7 @@ func TestAbandonedCallsLeaveNoPending(t *testing.T) {
 				}
 				return rawCall(cctx, s.url, cs.ID(), 100+i, "hang")
 			})
-			deadline := time.Now().Add(5 * time.Second)
+			deadline := time.Now().Add(hangBound)
 			for front.PendingCalls(s.f) != 0 && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
 			}
@@ -260,7 +260,7 @@ func TestRefusedDuplicateCancelsNothing(t *testing.T) {
 	<-done
 	select {
 	case <-g.cancelled: // its own POST's end cancels it
-	case <-time.After(5 * time.Second):
+	case <-time.After(hangBound):
 		t.Fatal("the call was never cancelled once its own POST ended")
 	}
 }
@@ -312,7 +312,7 @@ func TestAbandonedUnreadCallLeavesNoTransportState(t *testing.T) {
 	}
 	select {
 	case <-stalled:
-	case <-time.After(5 * time.Second):
+	case <-time.After(hangBound):
 		t.Fatal("the notification never reached the upstream")
 	}
 	// Meanwhile a call is posted and its client leaves before the relay
@@ -335,7 +335,7 @@ func TestAbandonedUnreadCallLeavesNoTransportState(t *testing.T) {
 	}
 	var status int
 	var body string
-	for deadline := time.Now().Add(3 * time.Second); ; {
+	for deadline := time.Now().Add(hangBound); ; {
 		status, body = rawRequest(ctx, t, s.url, cs.ID(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fast","arguments":{}}}`, id))
 		if status == http.StatusOK || time.Now().After(deadline) {
 			break
@@ -367,7 +367,7 @@ func TestCancelledCallsHoldNoUpstreamStream(t *testing.T) {
 	g.abandonCalls(ctx, t, n, func(cctx context.Context, i int) error {
 		return rawCall(cctx, s.url, cs.ID(), 800+i, "hang")
 	})
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(hangBound)
 	for open.Load() != 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -382,7 +382,7 @@ func TestCancelledCallsHoldNoUpstreamStream(t *testing.T) {
 	// answers a cancelled request would have.
 	var status int
 	var body string
-	for deadline := time.Now().Add(3 * time.Second); ; {
+	for deadline := time.Now().Add(hangBound); ; {
 		status, body = rawRequest(ctx, t, s.url, cs.ID(), `{"jsonrpc":"2.0","id":800,"method":"tools/call","params":{"name":"fast","arguments":{}}}`)
 		if status == http.StatusOK || time.Now().After(deadline) {
 			break
@@ -465,7 +465,7 @@ func honourCancellation(h http.Handler) http.Handler {
 // body of the answer.
 func rawRequest(ctx context.Context, t *testing.T, url, session, body string) (int, string) {
 	t.Helper()
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	rctx, cancel := context.WithTimeout(ctx, hangBound)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {

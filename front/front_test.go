@@ -34,6 +34,11 @@ func TestMain(m *testing.M) { fixtures.Main(m) }
 
 const testTimeout = 30 * time.Second
 
+// hangBound bounds a wait that a correct run ends at once (an answer, a
+// cancellation reaching the upstream, a count falling to 0): long, so that
+// a loaded machine's lateness never reaches it, and within testTimeout.
+const hangBound = 20 * time.Second
+
 func testContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	t.Cleanup(cancel)
