@@ -81,10 +81,40 @@ var pushes = []string{pushSampling, pushElicitation, pushRoots, pushLogging}
 // on the GET stream as soon as it is opened, and inside the tools/call
 // stream before the answer. It records the client capabilities it was shown
 // at initialize and the answers it got to its pushes.
+//
+// With await set, it answers the tools/call only once every push has its
+// answer (or after awaitBound): the client closes the session a moment
+// after the call's answer, and the proxy answers the pushes of the GET
+// stream, which it opens beside the call, on its own time. A fixed moment
+// was too short on a loaded machine; this way the answers are in before
+// the session can end, and a proxy that never answers still fails the
+// check, after the bound.
 type serverPushHTTP struct {
-	mu      sync.Mutex
-	caps    json.RawMessage
-	answers map[string]string // push id → the answer's body
+	mu       sync.Mutex
+	caps     json.RawMessage
+	answers  map[string]string // push id → the answer's body
+	await    bool
+	answered chan struct{} // a value for each answer recorded, when await
+}
+
+// awaitBound bounds how long serverPushHTTP holds the tools/call answer
+// for the pushes' answers: within the clients' 20 s.
+const awaitBound = 10 * time.Second
+
+// pushIDs are the ids of the server's pushed requests: on the GET stream,
+// and inside the tools/call stream.
+var pushIDs = []string{"push-s", "push-e", "push-r", "call-push-s", "call-push-e", "call-push-r"}
+
+// allAnswered reports whether every push has its answer.
+func (s *serverPushHTTP) allAnswered() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range pushIDs {
+		if _, ok := s.answers[id]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *serverPushHTTP) serve(t testing.TB) string {
@@ -118,6 +148,12 @@ func (s *serverPushHTTP) serve(t testing.TB) string {
 					s.mu.Lock()
 					s.answers[id] = string(body)
 					s.mu.Unlock()
+					if s.answered != nil {
+						select {
+						case s.answered <- struct{}{}:
+						default:
+						}
+					}
 				}
 			}
 			w.WriteHeader(http.StatusAccepted)
@@ -133,6 +169,24 @@ func (s *serverPushHTTP) serve(t testing.TB) string {
 		if m.Method == "tools/call" {
 			for _, p := range pushes {
 				events = append(events, sse(strings.Replace(p, `"id":"push-`, `"id":"call-push-`, 1)))
+			}
+			if s.await {
+				x.write("text/event-stream", 200, events...)
+				bound := time.NewTimer(awaitBound)
+				defer bound.Stop()
+			wait:
+				for !s.allAnswered() {
+					select {
+					case <-s.answered:
+					case <-bound.C:
+						break wait
+					case <-req.Context().Done():
+						return
+					}
+				}
+				io.WriteString(w, sse(x.honest()))
+				flush(w)
+				return
 			}
 		}
 		x.write("text/event-stream", 200, append(events, sse(x.honest()))...)
@@ -311,6 +365,9 @@ func TestServerRequestsReachOnlyWhatTheClientAsked(t *testing.T) {
 						} else {
 							w := newWorld(t, "", httpLock)
 							hs = &serverPushHTTP{answers: map[string]string{}}
+							if !all || deny { // the proxy answers every push: checked below
+								hs.await, hs.answered = true, make(chan struct{}, 1)
+							}
 							cfg.Lock, cfg.URL = w.lock, hs.serve(t)
 						}
 						data, _ := json.Marshal(cfg)
@@ -340,7 +397,7 @@ func TestServerRequestsReachOnlyWhatTheClientAsked(t *testing.T) {
 							}
 						}
 						if !all || deny {
-							for _, id := range []string{"push-s", "push-e", "push-r", "call-push-s", "call-push-e", "call-push-r"} {
+							for _, id := range pushIDs {
 								if a, ok := hs.answers[id]; !ok || !strings.Contains(a, `"error"`) || !strings.Contains(a, "mcpsign proxy") {
 									t.Errorf("the server's %s was answered %q, want the proxy's error", id, a)
 								}
