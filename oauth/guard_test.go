@@ -149,12 +149,18 @@ func TestPKCES256Required(t *testing.T) {
 			t.Parallel()
 			f := newFakeServer(t, tt.pkce)
 			var opened atomic.Int64
-			tr, err := oauth.New(oauth.Options{ServerURL: f.URL + "/mcp", CacheDir: t.TempDir(), SignInTimeout: 2 * time.Second,
-				Open: func(context.Context, string) error { opened.Add(1); return errors.New("no browser here") }})
+			// The sign-in ends when the browser would open (its context is
+			// cancelled), not at a short SignInTimeout: 2 s ran out before
+			// the registration on a loaded machine. The timeout is a hang
+			// bound.
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			tr, err := oauth.New(oauth.Options{ServerURL: f.URL + "/mcp", CacheDir: t.TempDir(), SignInTimeout: time.Minute,
+				Open: func(context.Context, string) error { opened.Add(1); cancel(); return errors.New("no browser here") }})
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = tr.Authorize(context.Background())
+			err = tr.Authorize(ctx)
 			if err == nil {
 				t.Fatal("signed in with a server that issues no token")
 			}
