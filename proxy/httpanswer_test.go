@@ -1,0 +1,93 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
+)
+
+// answerLines gives the HTTP upstream's reader the answer (status, content
+// type, body) to the posted tools/list request 1 and returns the lines
+// that reach the relay.
+func answerLines(t *testing.T, status int, contentType, body string) []string {
+	t.Helper()
+	u := testHTTPConn(t, "http://127.0.0.1:1/mcp", UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: io.Discard})
+	posted := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	m, err := mcpwire.Parse(posted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := &http.Response{StatusCode: status, Status: http.StatusText(status), Header: http.Header{"Content-Type": {contentType}},
+		Body: io.NopCloser(strings.NewReader(body))}
+	var lines []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			line, err := u.Receive()
+			if err != nil {
+				return
+			}
+			lines = append(lines, string(line))
+		}
+	}()
+	u.answer(resp, &m, posted)
+	u.end(io.EOF)
+	<-done
+	return lines
+}
+
+// TestAnswerRelayed: what of an answer body reaches the relay. Of an event
+// stream, the answer and every notification after it, in order; of an
+// error status, the server's JSON-RPC error answer as it is only when it is
+// a JSON body that reads strictly as the error answer to the request, else
+// an error answer of the proxy's naming the status (docs/PROXY.md,
+// "Remote servers").
+func TestAnswerRelayed(t *testing.T) {
+	t.Parallel()
+	const (
+		answer   = `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`
+		note     = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`
+		srvError = `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"unsupported protocol version"}}`
+		proxyErr = `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"mcpsign proxy: the server answered Bad Request"}}`
+	)
+	sse := func(msgs ...string) string {
+		var b strings.Builder
+		for _, m := range msgs {
+			b.WriteString("event: message\ndata: " + m + "\n\n")
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name        string
+		status      int
+		contentType string
+		body        string
+		want        []string
+	}{
+		{"a stream: the answer and the notifications after it", 200, "text/event-stream", sse(note, answer, note, note), []string{note, answer, note, note}},
+		{"a JSON answer", 200, "application/json", answer, []string{answer}},
+		{"an error status with the server's error answer", 400, "application/json", srvError, []string{srvError}},
+		{"an error status with an error answer in a stream", 400, "text/event-stream", sse(srvError), []string{proxyErr}},
+		{"an error status with a result", 400, "application/json", answer, []string{proxyErr}},
+		{"an error status with another request's error", 400, "application/json", strings.Replace(srvError, `"id":1`, `"id":2`, 1), []string{proxyErr}},
+		{"an error status with no JSON", 400, "text/plain", "bad request", []string{proxyErr}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := answerLines(t, tc.status, tc.contentType, tc.body)
+			want := make([]string, len(tc.want))
+			for i, w := range tc.want {
+				want[i] = w + "\n"
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("relayed\n%q\nwant\n%q", got, want)
+			}
+		})
+	}
+}
+
