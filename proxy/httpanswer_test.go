@@ -90,4 +90,3 @@ func TestAnswerRelayed(t *testing.T) {
 		})
 	}
 }
-
