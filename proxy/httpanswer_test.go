@@ -12,7 +12,7 @@ import (
 
 // answerLines gives the HTTP upstream's reader the answer (status, content
 // type, body) to the posted tools/list request 1 and returns the lines
-// that reach the relay.
+// that reach the relay; none of these answers may end the session.
 func answerLines(t *testing.T, status int, contentType, body string) []string {
 	t.Helper()
 	u := testHTTPConn(t, "http://127.0.0.1:1/mcp", UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: io.Discard})
@@ -35,7 +35,14 @@ func answerLines(t *testing.T, status int, contentType, body string) []string {
 			lines = append(lines, string(line))
 		}
 	}()
-	u.answer(resp, &m, posted)
+	if cut := u.answer(resp, &m, posted); cut {
+		t.Error("the answer was cut short")
+	}
+	select {
+	case <-u.ended:
+		t.Errorf("the answer ended the session: %v", u.endErr)
+	default:
+	}
 	u.end(io.EOF)
 	<-done
 	return lines
