@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -15,6 +16,17 @@ import (
 // that reach the relay; none of these answers may end the session.
 func answerLines(t *testing.T, status int, contentType, body string) []string {
 	t.Helper()
+	lines, err := answerEnd(t, status, contentType, body)
+	if err != nil {
+		t.Errorf("the answer ended the session: %v", err)
+	}
+	return lines
+}
+
+// answerEnd is answerLines for an answer that may end the session: it
+// returns the error the session ended with, nil if it did not.
+func answerEnd(t *testing.T, status int, contentType, body string) (lines []string, ended error) {
+	t.Helper()
 	u := testHTTPConn(t, "http://127.0.0.1:1/mcp", UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: io.Discard})
 	posted := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	m, err := mcpwire.Parse(posted)
@@ -23,7 +35,6 @@ func answerLines(t *testing.T, status int, contentType, body string) []string {
 	}
 	resp := &http.Response{StatusCode: status, Status: http.StatusText(status), Header: http.Header{"Content-Type": {contentType}},
 		Body: io.NopCloser(strings.NewReader(body))}
-	var lines []string
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -40,12 +51,12 @@ func answerLines(t *testing.T, status int, contentType, body string) []string {
 	}
 	select {
 	case <-u.ended:
-		t.Errorf("the answer ended the session: %v", u.endErr)
+		ended = u.endErr
 	default:
 	}
 	u.end(io.EOF)
 	<-done
-	return lines
+	return lines, ended
 }
 
 // TestAnswerRelayed: what of an answer body reaches the relay. Of an event
@@ -93,6 +104,61 @@ func TestAnswerRelayed(t *testing.T) {
 			}
 			if !slices.Equal(got, want) {
 				t.Errorf("relayed\n%q\nwant\n%q", got, want)
+			}
+		})
+	}
+}
+
+// TestAnswerBreaksTheTransport: an answer body that breaks the transport
+// ends the session with a protocol violation, and nothing of it reaches
+// the relay.
+func TestAnswerBreaksTheTransport(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, contentType, body string
+	}{
+		{"a JSON answer to another request", "application/json", `{"jsonrpc":"2.0","id":2,"result":{}}`},
+		{"a JSON body that is no message", "application/json", `[]`},
+		{"a second answer in a stream", "text/event-stream",
+			"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lines, err := answerEnd(t, 200, tc.contentType, tc.body)
+			if !errors.Is(err, mcpwire.ErrProtocol) {
+				t.Errorf("the session ended with %v, want a protocol violation", err)
+			}
+			if len(lines) != 0 {
+				t.Errorf("relayed %q, want nothing", lines)
+			}
+		})
+	}
+}
+
+// TestAsLine: a message reaches the relay as one line, its bytes as the
+// server sent them (white space between tokens kept) unless it holds a
+// line break, LF or CR, outside its strings, which is taken out with the
+// other white space between tokens; a line break inside a string stays
+// escaped, as JSON has it.
+func TestAsLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, msg, want string
+	}{
+		{"one line with spaces", `{"a": 1, "b": [1, 2]}`, `{"a": 1, "b": [1, 2]}`},
+		{"white space around it", " \t{\"a\": 1}\n", `{"a": 1}`},
+		{"a line feed between tokens", "{\"a\":\n 1}", `{"a":1}`},
+		{"a carriage return between tokens", "{\"a\":\r 1}", `{"a":1}`},
+		{"both", "{\"a\":\r\n 1,\n\"b\": \"x y\"}", `{"a":1,"b":"x y"}`},
+		{"an escaped line break in a string", `{"a": "x\ny"}`, `{"a": "x\ny"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := asLine([]byte(tc.msg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want+"\n" {
+				t.Errorf("asLine(%q) = %q, want %q", tc.msg, got, tc.want+"\n")
 			}
 		})
 	}
