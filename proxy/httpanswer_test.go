@@ -163,3 +163,12 @@ func TestAsLine(t *testing.T) {
 		})
 	}
 }
+
+// TestAsLineNotJSON: a message with a line break that is not JSON is a
+// protocol violation, not a line.
+func TestAsLineNotJSON(t *testing.T) {
+	t.Parallel()
+	if line, err := asLine([]byte("{\"a\":\n}")); !errors.Is(err, mcpwire.ErrProtocol) {
+		t.Errorf("asLine = %q, %v, want a protocol violation", line, err)
+	}
+}
