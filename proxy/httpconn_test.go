@@ -103,9 +103,22 @@ func TestCancelAbandonsTheAnswer(t *testing.T) {
 				close(release)
 				want = answer + "\n"
 			}
-			line, err := u.Receive()
-			if err != nil || string(line) != want {
-				t.Errorf("Receive = %q, %v; want %q", line, err, want)
+			type received struct {
+				line []byte
+				err  error
+			}
+			got := make(chan received, 1)
+			go func() {
+				line, err := u.Receive()
+				got <- received{line, err}
+			}()
+			select {
+			case r := <-got:
+				if r.err != nil || string(r.line) != want {
+					t.Errorf("Receive = %q, %v; want %q", r.line, r.err, want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Errorf("nothing reached the relay; want %q", want)
 			}
 		})
 	}
