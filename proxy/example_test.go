@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -89,6 +90,11 @@ func ExampleRun_inProcess() {
 		inR, inW := io.Pipe()   // the proxy's stdin
 		outR, outW := io.Pipe() // the proxy's stdout
 		blocked := make(chan struct{})
+		// Events come on a goroutine of the proxy's own, apart from the
+		// session's traffic: the call's answer waits for the check's
+		// event, so that the output reads in order.
+		checked := make(chan struct{})
+		checkedOnce := sync.OnceFunc(func() { close(checked) })
 		done := make(chan error, 1)
 		go func() {
 			done <- proxy.Run(ctx, inR, outW, proxy.Options{
@@ -98,8 +104,10 @@ func ExampleRun_inProcess() {
 					switch e.Kind {
 					case proxy.EventUpdated:
 						fmt.Println(name + ": pinned on first use")
+						checkedOnce()
 					case proxy.EventChecked:
 						fmt.Println(name + ": checked against the lock")
+						checkedOnce()
 					case proxy.EventBlocked:
 						close(blocked)
 					}
@@ -116,6 +124,10 @@ func ExampleRun_inProcess() {
 		}
 		call := func() {
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_notes", Arguments: map[string]any{"query": "x"}})
+			select {
+			case <-checked:
+			case <-ctx.Done():
+			}
 			switch {
 			case err != nil && strings.Contains(err.Error(), proxy.BlockedMessage):
 				fmt.Println(name + ": search_notes: " + proxy.BlockedMessage)

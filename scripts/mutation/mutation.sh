@@ -7,6 +7,7 @@
 #   scripts/mutation/mutation.sh                  every security package
 #   scripts/mutation/mutation.sh digest pin       only these directories
 #   WORKERS=2 COEFFICIENT=5 scripts/mutation/mutation.sh proxy
+#   RUN='^TestHTTP' EXCLUDE='^(gate|relay)\.go$' scripts/mutation/mutation.sh proxy
 #
 # For each directory it runs `gremlins unleash ./DIR` from the module root:
 # gremlins measures the coverage of `go test ./DIR/...`, then applies each
@@ -28,6 +29,13 @@
 #   TAGS         build tags passed to gremlins (-tags)
 #   SKIP         a `go test -skip` regexp for tests too slow to run once per
 #                mutant (passed through GOFLAGS to every go test run)
+#   RUN          a `go test -run` regexp: only these tests, for the coverage
+#                run and every mutant (passed through GOFLAGS, like SKIP; no
+#                spaces). With EXCLUDE it narrows a slow package to the tests
+#                of the files that run; they must cover every line of those
+#                files the whole suite covers (check it with -coverprofile),
+#                or a mutant only another test kills counts as not covered
+#                or lived (docs/TESTING.md, "Running it")
 #   EXCLUDE      a regexp of file paths whose mutants are not run (gremlins'
 #                --exclude-files), to split a slow package into runs:
 #                EXCLUDE='capability/' for pin without pin/capability
@@ -52,6 +60,13 @@ export GOFLAGS=${GOFLAGS:-"-buildvcs=false -trimpath"}
 GOFLAGS="$GOFLAGS -count=1"
 if [[ -n ${SKIP:-} ]]; then
 	GOFLAGS="$GOFLAGS -skip=$SKIP"
+fi
+if [[ -n ${RUN:-} ]]; then
+	if [[ $RUN == *[[:space:]]* ]]; then
+		echo "mutation.sh: RUN must hold no spaces (it is passed in GOFLAGS)" >&2
+		exit 2
+	fi
+	GOFLAGS="$GOFLAGS -run=$RUN"
 fi
 
 workers=${WORKERS:-1}
@@ -78,7 +93,7 @@ echo "gremlins $version, $workers worker(s), timeout coefficient $coefficient, r
 results="$out/results.txt"
 {
 	echo "# mcpsign mutation run $(date -u +%Y-%m-%dT%H:%MZ), gremlins $version, $(nproc) CPUs, workers $workers, coefficient $coefficient"
-	echo "# commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)${SKIP:+, skip $SKIP}${EXCLUDE:+, exclude $EXCLUDE}"
+	echo "# commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)${SKIP:+, skip $SKIP}${RUN:+, run $RUN}${EXCLUDE:+, exclude $EXCLUDE}"
 } >"$results"
 
 row() { printf '%-18s %6s %6s %6s %8s %8s %6s %8s %8s\n' "$@"; }

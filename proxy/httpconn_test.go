@@ -1,0 +1,125 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpsign/mcpsign/internal/netguard"
+)
+
+// TestHTTPUpstreamURL: an HTTP upstream's URL is checked when it is made:
+// plain http:// only to a loopback host unless allowed, and never with
+// credentials (a header) to another host, allowed or not
+// (docs/PROXY.md, "Remote servers").
+func TestHTTPUpstreamURL(t *testing.T) {
+	t.Parallel()
+	auth := http.Header{"Authorization": {"Bearer secret"}}
+	for _, tc := range []struct {
+		name string
+		url  string
+		o    HTTPOptions
+		want error
+	}{
+		{"https with a header", "https://mcp.example.com/mcp", HTTPOptions{Header: auth}, nil},
+		{"plain http, not allowed", "http://mcp.example.com/mcp", HTTPOptions{}, netguard.ErrInsecureURL},
+		{"plain http, allowed, no header", "http://mcp.example.com/mcp", HTTPOptions{AllowInsecureHTTP: true}, nil},
+		{"plain http, allowed, an empty header", "http://mcp.example.com/mcp", HTTPOptions{AllowInsecureHTTP: true, Header: http.Header{}}, nil},
+		{"plain http, allowed, a header", "http://mcp.example.com/mcp", HTTPOptions{AllowInsecureHTTP: true, Header: auth}, netguard.ErrInsecureCredentials},
+		{"plain http to loopback with a header", "http://127.0.0.1:8080/mcp", HTTPOptions{Header: auth}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := HTTPUpstream(tc.url, tc.o)
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Errorf("HTTPUpstream(%s) = %v, want %v", tc.url, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCancelAbandonsTheAnswer: once the server accepted the client's
+// cancellation of a request, the request's POST is closed (a server need
+// not answer a cancelled request, and the TypeScript SDK's keeps its stream
+// open until the session ends), and the relay gets the one late answer
+// that lets it forget the id (docs/PROXY.md, "Remote servers"). Another
+// notification abandons nothing: the server's answer is read when it comes.
+func TestCancelAbandonsTheAnswer(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		line      string
+		abandoned bool
+	}{
+		{"the request cancelled", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, true},
+		{"another request cancelled", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`, false},
+		{"another notification naming it", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"requestId":1,"progressToken":1,"progress":1}}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			posted, closed := make(chan struct{}), make(chan struct{})
+			release := make(chan struct{})
+			const answer = `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				if !strings.Contains(string(body), `"method":"tools/call"`) {
+					w.WriteHeader(http.StatusAccepted)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				w.(http.Flusher).Flush()
+				close(posted)
+				select {
+				case <-r.Context().Done():
+					close(closed)
+				case <-release:
+					io.WriteString(w, "event: message\ndata: "+answer+"\n\n")
+				}
+			}))
+			defer srv.Close()
+			u := testHTTPConn(t, srv.URL+"/mcp", UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: io.Discard, Timeout: testTimeout, Grace: time.Second})
+			defer u.Stop(time.Second)
+			if err := u.Send([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet"}}` + "\n")); err != nil {
+				t.Fatal(err)
+			}
+			<-posted
+			if err := u.Send([]byte(tc.line + "\n")); err != nil {
+				t.Fatal(err)
+			}
+			want := `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"` + cancelledMessage + `"}}` + "\n"
+			if tc.abandoned {
+				select {
+				case <-closed:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the cancelled request's POST is still open")
+				}
+			} else {
+				// The server answers now: its answer is read, not dropped.
+				close(release)
+				want = answer + "\n"
+			}
+			type received struct {
+				line []byte
+				err  error
+			}
+			got := make(chan received, 1)
+			go func() {
+				line, err := u.Receive()
+				got <- received{line, err}
+			}()
+			select {
+			case r := <-got:
+				if r.err != nil || string(r.line) != want {
+					t.Errorf("Receive = %q, %v; want %q", r.line, r.err, want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Errorf("nothing reached the relay; want %q", want)
+			}
+		})
+	}
+}
