@@ -186,3 +186,37 @@ func TestReadDumpErrorText(t *testing.T) {
 		})
 	}
 }
+
+// TestClientVersionBound: Version reads an answer of up to twice
+// MaxEntryBytes (white space around an entry included), and refuses a
+// longer one before parsing it; an answer for another name or version is
+// refused.
+func TestClientVersionBound(t *testing.T) {
+	t.Parallel()
+	const bound = 4096
+	entry := `{"server":` + serverJSON("a/b", "1", "") + `}`
+	for _, c := range []struct {
+		name, body string
+		err        string // "" when it reads
+	}{
+		{"the most bytes", entry + strings.Repeat(" ", 2*bound-len(entry)), ""},
+		{"one byte too many", entry + strings.Repeat(" ", 2*bound+1-len(entry)), "larger than 8192 bytes"},
+		{"another version", `{"server":` + serverJSON("a/b", "2", "") + `}`, `asked for "a/b" "1", the registry answered "a/b" "2"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := tlsRegistry(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.EscapedPath() != "/v0.1/servers/a%2Fb/versions/1" {
+					http.NotFound(w, r)
+					return
+				}
+				fmt.Fprint(w, c.body)
+			})
+			cl := Client{Base: srv.URL, HTTPClient: srv.Client(), Limits: Limits{MaxEntryBytes: bound}}
+			e, err := cl.Version(context.Background(), "a/b", "1")
+			if c.err == "" && (err != nil || e == nil || e.Name != "a/b") || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+				t.Errorf("entry %v, error %v; want %q", e, err, c.err)
+			}
+		})
+	}
+}
