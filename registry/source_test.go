@@ -108,7 +108,8 @@ func TestClientEachAtBounds(t *testing.T) {
 }
 
 // TestClientListingTimeText: a listing over its time budget says so, with
-// the budget and the pages read; a listing the caller cancels returns the
+// the budget and the pages read (the first page's, or none on a machine
+// too loaded to answer it within the budget); a listing the caller cancels returns the
 // caller's cancellation, not the budget's.
 func TestClientListingTimeText(t *testing.T) {
 	t.Parallel()
@@ -129,10 +130,10 @@ func TestClientListingTimeText(t *testing.T) {
 	}
 
 	cl, _ := serve()
-	cl.Limits.ListingTimeout = 200 * time.Millisecond
+	cl.Limits.ListingTimeout = 500 * time.Millisecond
 	err := cl.Each(context.Background(), func([]byte) error { return nil })
 	if !errors.Is(err, ErrFetch) || !errors.Is(err, errListingTime) ||
-		!regexp.MustCompile(`^reading the registry: the listing's time budget is spent: more than 200ms after 1 pages$`).MatchString(err.Error()) {
+		!regexp.MustCompile(`^reading the registry: the listing's time budget is spent: more than 500ms after [01] pages$`).MatchString(err.Error()) {
 		t.Errorf("over the budget: %v", err)
 	}
 
