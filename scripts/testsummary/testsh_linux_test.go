@@ -57,10 +57,6 @@ run "sleeping" sleep 2.5
 step "go test"
 setsid bash -c 'echo "{\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"TestA\"}"; exec sleep 60' >"$TMP/first.json" 2>&1 &
 FIRST_PID=$!
-# Ready once the test's first line is written (it has left the group by
-# then): a fixed 200 ms after starting it was not always enough on a loaded
-# machine, and the test then ran as not started.
-until grep -q TestA "$TMP/first.json" 2>/dev/null; do sleep 0.01; done
 echo "READY $FIRST_PID"
 watch "$FIRST_PID" "go test" tests_done "$TMP/first.json" 3
 `
@@ -88,6 +84,7 @@ watch "$FIRST_PID" "go test" tests_done "$TMP/first.json" 3
 			testPG, _ = strconv.Atoi(strings.TrimSpace(rest))
 		}
 	}
+	time.Sleep(200 * time.Millisecond)
 	start := time.Now()
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
