@@ -158,10 +158,12 @@ func TestClosedSessionsCountUntilStopped(t *testing.T) {
 			if served == 0 {
 				t.Fatal("nothing served")
 			}
-			// Let the lingering processes be stopped before the next row.
-			deadline := time.Now().Add(5 * time.Second)
-			for alive(t, pids) > 0 && time.Now().Before(deadline) {
-				time.Sleep(50 * time.Millisecond)
+			// Let the lingering processes be stopped, and the front count
+			// them no more, before the next row: waited for (5 s was not
+			// always enough on a loaded machine, and the next row was then
+			// refused every request).
+			if !waitFor(hangBound, func() bool { return alive(t, pids) == 0 && front.Relays(s.f) == 0 }) {
+				t.Fatalf("%d upstream processes alive, %d relays counted, %s after the row", alive(t, pids), front.Relays(s.f), hangBound)
 			}
 		})
 	}

@@ -68,3 +68,12 @@ func AbandonedCalls(f *Front) int {
 	}
 	return n
 }
+
+// Relays is the number of relays f counts against MaxSessions (open
+// sessions, stateless requests, and closed ones whose upstream is still
+// being stopped), for the tests.
+func Relays(f *Front) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.relays
+}

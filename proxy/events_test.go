@@ -39,13 +39,13 @@ func TestSideQueueGoroutine(t *testing.T) {
 		defer q.mu.Unlock()
 		return !q.running
 	}
-	for deadline := time.Now().Add(5 * time.Second); !idle() && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(testTimeout); !idle() && time.Now().Before(deadline); { // a hang bound
 		time.Sleep(time.Millisecond)
 	}
 	if !idle() {
 		t.Fatal("the side queue's goroutine still runs with nothing queued")
 	}
-	for deadline := time.Now().Add(2 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(testTimeout); runtime.NumGoroutine() > before && time.Now().Before(deadline); { // a leak stays
 		time.Sleep(time.Millisecond)
 	}
 	if n := runtime.NumGoroutine(); n > before {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -23,8 +24,16 @@ import (
 // startBridge runs Run against url in the background on pipes.
 func startBridge(t *testing.T, policy Policy, url string, mod func(*Options)) *session {
 	t.Helper()
+	// A transport of the session's own, not http.DefaultTransport's pool:
+	// every httptest.Server.Close of a test running beside it closes that
+	// pool's idle connections, and a request that had just taken one
+	// failed ("http: CloseIdleConnections called", seen in a loaded stress
+	// run of TestBridgeHostile). The proxy itself never closes them.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
 	return startProxy(t, policy, nil, func(o *Options) {
 		o.Command, o.URL = nil, url
+		o.HTTPClient = &http.Client{Transport: tr}
 		if mod != nil {
 			mod(o)
 		}

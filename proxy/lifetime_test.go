@@ -137,7 +137,7 @@ func TestClientReaderEndsWithRun(t *testing.T) {
 	if _, err := io.WriteString(pw, "next\n"); err != nil {
 		t.Fatal(err)
 	}
-	if err := pr.SetReadDeadline(time.Now().Add(2 * time.Second)); err != nil {
+	if err := pr.SetReadDeadline(time.Now().Add(testTimeout)); err != nil { // a hang bound: the line is in the pipe
 		t.Fatal(err)
 	}
 	buf := make([]byte, 16)

@@ -104,7 +104,7 @@ func Example_host() {
 		return
 	}
 	server := source.Spec{Command: []string{exe}}
-	opts := source.Options{Env: []string{"MCPSIGN_VERIFY_EXAMPLE_SERVER=1"}, Timeout: 10 * time.Second}
+	opts := source.Options{Env: []string{"MCPSIGN_VERIFY_EXAMPLE_SERVER=1"}, Timeout: time.Minute} // a hang bound: each listing starts this race-built binary again
 	trustedRoot, rootsFile, bundleJSON, err := publish(ctx, dir, server, opts)
 	if err != nil {
 		fmt.Println("publish:", err)

@@ -56,10 +56,11 @@ func (b *logBuffer) lines(t *testing.T) []map[string]any {
 	return out
 }
 
-// waitFor waits until a log line has msg, and returns it.
+// waitFor waits until a log line has msg, and returns it; 30 s is a hang
+// bound (a loaded machine may take seconds to log).
 func (b *logBuffer) waitFor(t *testing.T, msg string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, l := range b.lines(t) {
 			if l["msg"] == msg {

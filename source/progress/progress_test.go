@@ -32,7 +32,9 @@ func (s *syncBuf) String() string {
 func TestSlowNotice(t *testing.T) {
 	t.Run("hangs", func(t *testing.T) {
 		w := &syncBuf{mu: make(chan struct{}, 1)}
-		progress, done := SlowNotice(w, 30*time.Second, 20*time.Millisecond, "--timeout")
+		// 500 ms (was 20): the start stage's notice must not come before
+		// the next stage begins, a call later, however late it runs.
+		progress, done := SlowNotice(w, 30*time.Second, 500*time.Millisecond, "--timeout")
 		progress(source.StageStart, 0)
 		progress(source.StageInitialize, 0)
 		deadline := time.Now().Add(10 * time.Second)
@@ -41,16 +43,19 @@ func TestSlowNotice(t *testing.T) {
 		}
 		done()
 		got := w.String()
-		if want := "mcpsign: waiting for the server to answer initialize: no answer after 20ms (the limit is 30s, --timeout)\n"; got != want {
+		if want := "mcpsign: waiting for the server to answer initialize: no answer after 500ms (the limit is 30s, --timeout)\n"; got != want {
 			t.Errorf("notice %q, want %q", got, want)
 		}
 	})
 	t.Run("quick", func(t *testing.T) {
 		w := &syncBuf{mu: make(chan struct{}, 1)}
-		progress, done := SlowNotice(w, 30*time.Second, 50*time.Millisecond, "--timeout")
+		// 500 ms (was 50): done must run before the delay, a call later,
+		// however late it runs; then past the delay, the stopped timer
+		// wrote nothing.
+		progress, done := SlowNotice(w, 30*time.Second, 500*time.Millisecond, "--timeout")
 		progress(source.StageStart, 0)
 		done()
-		time.Sleep(100 * time.Millisecond) // past the delay: the stopped timer wrote nothing
+		time.Sleep(700 * time.Millisecond)
 		if got := w.String(); got != "" {
 			t.Errorf("quick listing noticed: %q", got)
 		}

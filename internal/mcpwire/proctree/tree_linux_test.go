@@ -204,7 +204,10 @@ func gone(id ident) bool {
 // TestStopTree: whatever way a server's descendant left it, Stop leaves
 // neither it nor its zombie, within the grace unless it ignores SIGTERM.
 func TestStopTree(t *testing.T) {
-	const grace = 400 * time.Millisecond
+	// Unbroken, a tree that heeds SIGTERM is gone in milliseconds; broken
+	// (Stop waits out its grace) it takes the grace. 2 s (was 400 ms)
+	// leaves a loaded machine its lateness; only setsid-noterm waits it.
+	const grace = 2 * time.Second
 	for _, tc := range []struct {
 		mode       string
 		reparented bool          // a child of ours before Stop
@@ -266,7 +269,7 @@ func inSession(sid int) []int {
 // runs is re-parented to us and reaped, not left a zombie.
 func TestReapWhileRunning(t *testing.T) {
 	s := startFixture(t, "doublefork-short")
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a hang bound: a zombie stays for good
 	for !gone(s.left) {
 		if time.Now().After(deadline) {
 			st, _ := readStat(s.left.pid)
@@ -295,7 +298,13 @@ func TestStopLeavesOthers(t *testing.T) {
 		other.Wait()
 	}()
 	otherStat, _ := readStat(other.Process.Pid)
-	time.Sleep(pollInterval + 100*time.Millisecond) // both trees recorded
+	// Both trees recorded by their poll: waited for, not slept for (one
+	// poll interval and 100 ms was not always enough on a loaded machine).
+	for _, s := range []*started{a, b} {
+		if !waitRecorded(s.p.tree, s.left, 30*time.Second) {
+			t.Fatalf("the setsid child %d was never recorded in its server's tree", s.left.pid)
+		}
+	}
 	a.p.Stdin.Close()
 	a.p.Stop(300*time.Millisecond, a.waitExit)
 	if !gone(a.left) {
@@ -316,6 +325,19 @@ func TestStopLeavesOthers(t *testing.T) {
 	if !gone(b.left) {
 		t.Errorf("the second server's setsid child %d survived its Stop", b.left.pid)
 	}
+}
+
+// waitRecorded waits up to d until t's poll recorded id as a member.
+func waitRecorded(t *tree, id ident, d time.Duration) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		registry.Lock()
+		_, ok := t.seen[id]
+		registry.Unlock()
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 // TestSignalChecksStartTime: a pid whose start time is not the one recorded
