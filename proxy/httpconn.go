@@ -70,7 +70,10 @@ type httpConn struct {
 	ended     chan struct{} // closed by end
 	endMu     sync.Mutex
 	endErr    error // io.EOF when the session ended cleanly
-	wg        sync.WaitGroup
+	// clientLeft is set when the client left, before the session's
+	// DELETE is sent: a 404 after it is that deletion (end).
+	clientLeft atomic.Bool
+	wg         sync.WaitGroup
 
 	mu sync.Mutex
 	// calls stop the POST of each request in flight, by its raw id: a

@@ -59,7 +59,11 @@ func (u *httpConn) end(err error) {
 		return
 	default:
 	}
-	if err == nil {
+	if err == nil || u.clientLeft.Load() && isNotFound(err) {
+		// A 404 once the client left and the DELETE went out (the GET
+		// stream opened again, a POST under way) is the server having
+		// done as asked, before the DELETE's own answer came back: the
+		// session ended cleanly, not by the server's doing.
 		err = io.EOF
 	}
 	u.endErr = err
@@ -69,6 +73,12 @@ func (u *httpConn) end(err error) {
 		// handler (a Send that failed), which holds pushMu.
 		go u.pushEnd()
 	}
+}
+
+// isNotFound reports whether err is the server's 404 of the session.
+func isNotFound(err error) bool {
+	var ce *ConnectError
+	return errors.As(err, &ce) && ce.Status == http.StatusNotFound
 }
 
 // fail ends the session with err, unless it ended already, and returns
@@ -84,6 +94,7 @@ func (u *httpConn) fail(err error) error {
 // CloseInput ends the session because the client left: the server is told
 // (DELETE of the session), and the relay reads the end.
 func (u *httpConn) CloseInput() {
+	u.clientLeft.Store(true)
 	u.sendDelete(u.grace)
 	u.end(io.EOF)
 }
