@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpsign/mcpsign/internal/mcpwire"
 	"github.com/mcpsign/mcpsign/internal/netguard"
 )
 
@@ -119,6 +120,71 @@ func TestCancelAbandonsTheAnswer(t *testing.T) {
 				}
 			case <-time.After(10 * time.Second):
 				t.Errorf("nothing reached the relay; want %q", want)
+			}
+		})
+	}
+}
+
+// TestRequestHeaders: the headers of the HTTP upstream's requests, message
+// after message of one session: the protocol version a request says in its
+// _meta, remembered for the messages after it when it is 2026-07-28 or
+// later, an initialize without one sent with no version, the method header
+// of that transport, and a Host given in the user's header.
+func TestRequestHeaders(t *testing.T) {
+	t.Parallel()
+	meta := func(v string) string {
+		return `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + v + `"}`
+	}
+	for _, tc := range []struct {
+		name    string
+		header  http.Header
+		msgs    []string
+		version string // of the last message; "" none
+		method  string // Mcp-Method of the last message; "" none
+		host    string // the request's Host
+	}{
+		{"initialize without _meta", nil, []string{`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`}, "", "", ""},
+		{"a request with 2026-07-28 in _meta", nil, []string{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta("2026-07-28") + `}}`}, "2026-07-28", "tools/list", ""},
+		{"a notification after a 2026-07-28 request", nil, []string{
+			`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta("2026-07-28") + `}}`,
+			`{"jsonrpc":"2.0","method":"notifications/initialized"}`}, "2026-07-28", "notifications/initialized", ""},
+		{"a notification after an older request", nil, []string{
+			`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta("2025-11-25") + `}}`,
+			`{"jsonrpc":"2.0","method":"notifications/initialized"}`}, "", "", ""},
+		{"a notification naming a version", nil, []string{
+			`{"jsonrpc":"2.0","method":"notifications/initialized","params":{` + meta("2026-07-28") + `}}`}, "", "", ""},
+		{"a Host header", http.Header{"Host": {"mcp.example.com"}}, []string{`{"jsonrpc":"2.0","method":"notifications/initialized"}`}, "", "", "mcp.example.com"},
+		{"a Host header with no value", http.Header{"Host": {}}, []string{`{"jsonrpc":"2.0","method":"notifications/initialized"}`}, "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			up, err := HTTPUpstream("http://127.0.0.1:1/mcp", HTTPOptions{Header: tc.header})
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := up.(*httpUpstream).session(UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: io.Discard})
+			defer u.Stop(time.Second)
+			var req *http.Request
+			for _, msg := range tc.msgs {
+				m, err := mcpwire.Parse([]byte(msg))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if req, err = u.request(http.MethodPost, []byte(msg), &m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := req.Header.Get(hdrVersion); got != tc.version {
+				t.Errorf("%s: %q, want %q", hdrVersion, got, tc.version)
+			}
+			if got := req.Header.Get(hdrMethod); got != tc.method {
+				t.Errorf("%s: %q, want %q", hdrMethod, got, tc.method)
+			}
+			if tc.host == "" {
+				tc.host = "127.0.0.1:1"
+			}
+			if req.Host != tc.host {
+				t.Errorf("Host: %q, want %q", req.Host, tc.host)
 			}
 		})
 	}
