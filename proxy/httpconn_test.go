@@ -148,6 +148,9 @@ func TestRequestHeaders(t *testing.T) {
 		{"a notification after a 2026-07-28 request", nil, []string{
 			`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta("2026-07-28") + `}}`,
 			`{"jsonrpc":"2.0","method":"notifications/initialized"}`}, "2026-07-28", "notifications/initialized", ""},
+		{"a response after a 2026-07-28 request", nil, []string{
+			`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta("2026-07-28") + `}}`,
+			`{"jsonrpc":"2.0","id":"s1","result":{}}`}, "2026-07-28", "", ""},
 		{"a notification after an older request", nil, []string{
 			`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta("2025-11-25") + `}}`,
 			`{"jsonrpc":"2.0","method":"notifications/initialized"}`}, "", "", ""},

@@ -90,6 +90,21 @@ func TestOutQueue(t *testing.T) {
 			t.Error("the cap is not enforced")
 		}
 	})
+	t.Run("the cap counts only what waits", func(t *testing.T) {
+		// What was written no longer counts: a session's traffic is
+		// bounded per moment, not in total.
+		w := &slowWriter{}
+		o := newOutQueue(w, 4)
+		for i := range 3 {
+			if !o.enqueue([]byte("abc\n")) {
+				t.Fatalf("message %d refused after %q was written", i, w.String())
+			}
+			o.flush()
+		}
+		if w.String() != "abc\nabc\nabc\n" {
+			t.Errorf("wrote %q", w.String())
+		}
+	})
 	t.Run("drop", func(t *testing.T) {
 		w := &slowWriter{}
 		o := newOutQueue(w, 100)
