@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/base64"
 	"errors"
 	"io"
 	"net/http"
@@ -188,6 +189,42 @@ func TestRequestHeaders(t *testing.T) {
 			}
 			if req.Host != tc.host {
 				t.Errorf("Host: %q, want %q", req.Host, tc.host)
+			}
+		})
+	}
+}
+
+// TestHeaderName: the Mcp-Name header of a request is the tool or prompt
+// name or the resource URI as it is when it is printable ASCII with no
+// white space around it, else base64 in the transport's =?base64?…?= form.
+func TestHeaderName(t *testing.T) {
+	t.Parallel()
+	b64 := func(s string) string { return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?=" }
+	for _, tc := range []struct {
+		name, msg, want string
+		ok              bool
+	}{
+		{"a tool", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_weather"}}`, "get_weather", true},
+		{"a space inside", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"a b"}}`, "a b", true},
+		{"a tilde", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a~"}}`, "a~", true},
+		{"a resource", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a"}}`, "file:///a", true},
+		{"DEL", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\u007f"}}`, b64("a\x7f"), true},
+		{"a control character", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\u001fb"}}`, b64("a\x1fb"), true},
+		{"a line break", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\nb"}}`, b64("a\nb"), true},
+		{"not ASCII", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"café"}}`, b64("café"), true},
+		{"white space around", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":" a"}}`, b64(" a"), true},
+		{"another method", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"a"}}`, "", false},
+		{"a name that is no string", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":1}}`, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m, err := mcpwire.Parse([]byte(tc.msg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := headerName(&m)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("headerName = %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
 			}
 		})
 	}
