@@ -229,3 +229,57 @@ func TestHeaderName(t *testing.T) {
 		})
 	}
 }
+
+// TestNotFound: a 404 to initialize (no session yet) is no MCP endpoint at
+// the URL, which ends the session saying so; a 404 to another request
+// without a session is that request's error, answered by the proxy.
+func TestNotFound(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		line  string
+		ended string // what the session's end says; "" it goes on
+	}{
+		{"initialize", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "no MCP endpoint at"},
+		{"another request", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.NotFoundHandler())
+			defer srv.Close()
+			u := testHTTPConn(t, srv.URL+"/mcp", UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: io.Discard, Timeout: testTimeout, Grace: time.Second})
+			defer u.Stop(time.Second)
+			err := u.Send([]byte(tc.line + "\n"))
+			if tc.ended != "" {
+				if err == nil { // the session's end says it
+					select {
+					case <-u.ended:
+						err = u.endErr
+					case <-time.After(10 * time.Second):
+					}
+				}
+				var ce *ConnectError
+				if !errors.As(err, &ce) || !strings.Contains(ce.What, tc.ended) {
+					t.Errorf("the session ended with %v; want it ended saying %q", err, tc.ended)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan []byte, 1)
+			go func() {
+				line, _ := u.Receive()
+				got <- line
+			}()
+			select {
+			case line := <-got:
+				if !strings.Contains(string(line), `"id":1,"error"`) || !strings.Contains(string(line), "404") {
+					t.Errorf("the relay got %q, want the proxy's error answer naming 404", line)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("nothing reached the relay, and the session goes on")
+			}
+		})
+	}
+}
