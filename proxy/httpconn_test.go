@@ -283,3 +283,38 @@ func TestNotFound(t *testing.T) {
 		})
 	}
 }
+
+// TestGETStreamByVersion: the GET stream of the server's own messages is
+// opened after initialized only for protocols before 2026-07-28 (which
+// have one); a session whose version is not known yet opens none.
+func TestGETStreamByVersion(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		version string
+		opened  bool
+	}{
+		{"", false},
+		{"2026-07-28", false},
+		{"2026-12-01", false},
+		{"2025-11-25", true},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusMethodNotAllowed) // no GET stream here
+			}))
+			defer srv.Close()
+			u := testHTTPConn(t, srv.URL+"/mcp", UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: io.Discard, Timeout: testTimeout, Grace: time.Second})
+			defer u.Stop(time.Second)
+			u.mu.Lock()
+			u.version = tc.version
+			u.mu.Unlock()
+			u.startGET()
+			opened := true
+			u.getOnce.Do(func() { opened = false })
+			if opened != tc.opened {
+				t.Errorf("GET stream opened: %v, want %v", opened, tc.opened)
+			}
+		})
+	}
+}
