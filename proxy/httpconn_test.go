@@ -318,3 +318,37 @@ func TestGETStreamByVersion(t *testing.T) {
 		})
 	}
 }
+
+// TestGETStreamBackoff: a GET stream that ends without a message is opened
+// again after a delay that doubles up to its most, getRetries times:
+// the loop takes at least the sum of those delays (a lower bound only, which
+// a loaded machine does not break).
+func TestGETStreamBackoff(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	u := testHTTPConn(t, srv.URL+"/mcp", UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: io.Discard, Timeout: time.Second, Grace: time.Second})
+	defer u.Stop(time.Second)
+	u.getMin, u.getMax = 20*time.Millisecond, 80*time.Millisecond
+	var least time.Duration
+	for i, d := 0, u.getMin; i < getRetries; i, d = i+1, min(2*d, u.getMax) {
+		least += d
+	}
+	start := time.Now()
+	looped := make(chan struct{})
+	go func() {
+		u.getLoop()
+		close(looped)
+	}()
+	select {
+	case <-looped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the GET stream is still opened again after 10 s")
+	}
+	if took := time.Since(start); took < least {
+		t.Errorf("getRetries empty streams took %v, want at least %v (the delays doubling from %v to %v)", took, least, u.getMin, u.getMax)
+	}
+}
