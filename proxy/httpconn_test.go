@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -350,5 +351,52 @@ func TestGETStreamBackoff(t *testing.T) {
 	}
 	if took := time.Since(start); took < least {
 		t.Errorf("getRetries empty streams took %v, want at least %v (the delays doubling from %v to %v)", took, least, u.getMin, u.getMax)
+	}
+}
+
+// TestGETStreamMessagesReset: a GET stream that passed a message is no
+// failure: it is opened again however many times it ends so, and only
+// getRetries empty ones in a row after it give it up.
+func TestGETStreamMessagesReset(t *testing.T) {
+	t.Parallel()
+	const withMessage = getRetries + 1
+	var mu sync.Mutex
+	gets := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		gets++
+		n := gets
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		if n <= withMessage {
+			io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
+		}
+	}))
+	defer srv.Close()
+	u := testHTTPConn(t, srv.URL+"/mcp", UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: io.Discard, Timeout: time.Second, Grace: time.Second})
+	defer u.Stop(time.Second)
+	u.getMin, u.getMax = time.Millisecond, 4*time.Millisecond
+	go func() { // the relay reads what the stream passes on
+		for {
+			if _, err := u.Receive(); err != nil {
+				return
+			}
+		}
+	}()
+	looped := make(chan struct{})
+	go func() {
+		u.getLoop()
+		close(looped)
+	}()
+	select {
+	case <-looped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the GET stream is still opened again after 10 s")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if gets != withMessage+getRetries {
+		t.Errorf("%d GETs, want %d: %d streams with a message, then %d empty ones", gets, withMessage+getRetries, withMessage, getRetries)
 	}
 }
