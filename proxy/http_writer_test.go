@@ -155,6 +155,17 @@ func TestBridgeGETStreamGivenUp(t *testing.T) {
 			w.Write([]byte("data: {\"jsonrpc\":"))
 			panic(http.ErrAbortHandler)
 		}, "could not be opened, or ended without a message, 5 times in a row"},
+		{"streams broken by the transport", func(w http.ResponseWriter) {
+			// A chunk length that is no number: the body's read fails
+			// below the event stream.
+			conn, buf, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				panic(err)
+			}
+			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
+			buf.Flush()
+			conn.Close()
+		}, "could not be opened, or ended without a message, 5 times in a row"},
 		{"server unreachable", nil, "could not be opened, or ended without a message, 5 times in a row"},
 		{"no stream offered (405)", func(w http.ResponseWriter) {
 			w.WriteHeader(http.StatusMethodNotAllowed)
