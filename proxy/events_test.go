@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -80,5 +82,48 @@ func TestSideQueueGoroutine(t *testing.T) {
 	}
 	if !idle() {
 		t.Error("the side queue's goroutine runs after close")
+	}
+}
+
+// TestSideQueueBound: behind a slow handler, at most maxSideItems stderr
+// lines wait, the next is dropped and counted, an event never is; at the
+// end the count is said on stderr, and nothing is said when none was
+// dropped.
+func TestSideQueueBound(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		notices int
+		dropped int
+	}{
+		{"none", 0, 0},
+		{"at the bound", maxSideItems, 0},
+		{"one past it", maxSideItems + 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var stderr strings.Builder
+			r := &relay{o: &Options{Stderr: &stderr, ShutdownGrace: 10 * time.Second}, side: newSideQueue()}
+			gate, started := make(chan struct{}), make(chan struct{})
+			events := 0
+			r.side.push(func() { close(started); <-gate }, true)
+			<-started // the handler runs: what follows waits behind it
+			for range tc.notices {
+				r.stderr("n\n", false)
+			}
+			r.side.push(func() { events++ }, true)
+			close(gate)
+			r.closeSide()
+			want := strings.Repeat("n\n", tc.notices-tc.dropped)
+			if tc.dropped > 0 {
+				want += "mcpsign proxy: " + strconv.Itoa(tc.dropped) + " notices dropped: stderr was not read fast enough\n"
+			}
+			if stderr.String() != want {
+				t.Errorf("stderr has %d bytes, want %d: it ends %q", stderr.Len(), len(want), stderr.String()[max(0, stderr.Len()-80):])
+			}
+			if events != 1 {
+				t.Errorf("%d events delivered, want 1", events)
+			}
+		})
 	}
 }

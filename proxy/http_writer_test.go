@@ -155,6 +155,18 @@ func TestBridgeGETStreamGivenUp(t *testing.T) {
 			w.Write([]byte("data: {\"jsonrpc\":"))
 			panic(http.ErrAbortHandler)
 		}, "could not be opened, or ended without a message, 5 times in a row"},
+		{"streams broken by the transport", func(w http.ResponseWriter) {
+			// A chunk length that is no number: the body's read fails
+			// below the event stream.
+			conn, buf, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				panic(err)
+			}
+			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
+			buf.Flush()
+			conn.Close()
+		}, "could not be opened, or ended without a message, 5 times in a row"},
+		{"server unreachable", nil, "could not be opened, or ended without a message, 5 times in a row"},
 		{"no stream offered (405)", func(w http.ResponseWriter) {
 			w.WriteHeader(http.StatusMethodNotAllowed)
 		}, ""},
@@ -183,19 +195,42 @@ func TestBridgeGETStreamGivenUp(t *testing.T) {
 				tc.get(w)
 			}))
 			t.Cleanup(srv.Close)
+			url := srv.URL + "/mcp"
+			if tc.get == nil {
+				// A loopback port nobody listens on: every GET fails to
+				// connect.
+				l, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				url = "http://" + l.Addr().String() + "/mcp"
+				l.Close()
+			}
 			var stderr strings.Builder
-			u := testHTTPConn(t, srv.URL+"/mcp", UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: &stderr, Timeout: time.Second, Grace: time.Second})
+			u := testHTTPConn(t, url, UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: &stderr, Timeout: time.Second, Grace: time.Second})
 			defer u.Stop(time.Second)
 			u.getMin, u.getMax = time.Millisecond, 4*time.Millisecond
-			u.getLoop()
+			looped := make(chan struct{})
+			go func() {
+				u.getLoop()
+				close(looped)
+			}()
+			select {
+			case <-looped:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the GET stream is still opened again after 10 s")
+			}
 			mu.Lock()
 			n := gets
+			if tc.get == nil {
+				n = getRetries // counted by nobody: the notice says it
+			}
 			mu.Unlock()
 			if tc.notice == "" {
 				if stderr.Len() > 0 {
 					t.Errorf("after %d GETs, stderr = %q; want nothing", n, stderr.String())
 				}
-			} else if !strings.Contains(stderr.String(), tc.notice) || !strings.Contains(stderr.String(), srv.URL+"/mcp") {
+			} else if !strings.Contains(stderr.String(), tc.notice) || !strings.Contains(stderr.String(), url) {
 				t.Errorf("after %d GETs, stderr = %q; want it to say %q and the URL", n, stderr.String(), tc.notice)
 			}
 			if strings.Contains(tc.notice, "in a row") && n != getRetries {

@@ -37,6 +37,10 @@ func TestTransportConn(t *testing.T) {
 		{name: "a message over the cap", server: func(ctx context.Context, c mcp.Connection) {
 			c.Write(ctx, &jsonrpc.Request{Method: "notifications/message", Params: []byte(`{"data":"` + strings.Repeat("x", 300) + `"}`)})
 		}, err: mcpwire.ErrMessageTooLarge},
+		{name: "a message of the cap, inclusive", server: func(ctx context.Context, c mcp.Connection) {
+			c.Write(ctx, &jsonrpc.Request{Method: "notifications/message", Params: []byte(`{"data":"` + strings.Repeat("x", 185) + `"}`)})
+			c.Close()
+		}, line: `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("x", 185) + `"}}` + "\n", err: io.EOF, clean: true},
 		{name: "the server leaves", server: func(_ context.Context, c mcp.Connection) { c.Close() }, err: io.EOF, clean: true},
 		{name: "the proxy stops", server: func(context.Context, mcp.Connection) {}, stop: true, err: io.EOF, clean: true},
 	} {

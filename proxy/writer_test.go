@@ -96,6 +96,45 @@ func TestOutQueue(t *testing.T) {
 			t.Error("the cap is not enforced")
 		}
 	})
+	t.Run("the cap counts only what waits", func(t *testing.T) {
+		// What was written no longer counts: a session's traffic is
+		// bounded per moment, not in total.
+		w := &slowWriter{}
+		o := newOutQueue(w, 4)
+		for i := range 3 {
+			if !o.enqueue([]byte("abc\n")) {
+				t.Fatalf("message %d refused after %q was written", i, w.String())
+			}
+			o.flush()
+		}
+		if w.String() != "abc\nabc\nabc\n" {
+			t.Errorf("wrote %q", w.String())
+		}
+	})
+	t.Run("wait ends when the queue is written", func(t *testing.T) {
+		// Not before (a message queued, nobody writing yet), and not only
+		// at its bound.
+		w := &slowWriter{gate: make(chan struct{})}
+		o := newOutQueue(w, 1<<20)
+		o.enqueue([]byte("a\n"))
+		done := make(chan struct{})
+		go func() { o.wait(time.Hour); close(done) }()
+		select {
+		case <-done:
+			t.Fatal("wait returned while a message was queued")
+		case <-time.After(50 * time.Millisecond):
+		}
+		go o.flush()
+		close(w.gate)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("wait did not return once the queue was written")
+		}
+		if w.String() != "a\n" {
+			t.Errorf("wrote %q", w.String())
+		}
+	})
 	t.Run("drop", func(t *testing.T) {
 		w := &slowWriter{}
 		o := newOutQueue(w, 100)
