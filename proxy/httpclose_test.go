@@ -84,3 +84,42 @@ func TestClientLeftSessionEndsClean(t *testing.T) {
 		t.Errorf("the session ended with %q after the client left; want it ended cleanly", status)
 	}
 }
+
+// TestDeleteFails: a DELETE of the session that gets no answer (the
+// connection dropped) still ends the session cleanly when the client left:
+// the server was told as far as it could be.
+func TestDeleteFails(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodDelete:
+			c, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				c.Close()
+			}
+		case http.MethodGet:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		default:
+			if r.Header.Get("Mcp-Session-Id") == "" {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Mcp-Session-Id", "s1")
+				io.WriteString(w, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`)
+				return
+			}
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer srv.Close()
+	u := testHTTPConn(t, srv.URL+"/mcp", UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: io.Discard, Timeout: testTimeout, Grace: testTimeout})
+	defer u.Stop(time.Second)
+	if err := u.Send([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Receive(); err != nil {
+		t.Fatal(err)
+	}
+	u.CloseInput()
+	if status, clean := u.Exit(); !clean {
+		t.Errorf("the session ended with %q; want it ended cleanly", status)
+	}
+}
