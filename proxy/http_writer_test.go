@@ -210,16 +210,7 @@ func TestBridgeGETStreamGivenUp(t *testing.T) {
 			u := testHTTPConn(t, url, UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: &stderr, Timeout: time.Second, Grace: time.Second})
 			defer u.Stop(time.Second)
 			u.getMin, u.getMax = time.Millisecond, 4*time.Millisecond
-			looped := make(chan struct{})
-			go func() {
-				u.getLoop()
-				close(looped)
-			}()
-			select {
-			case <-looped:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the GET stream is still opened again after 10 s")
-			}
+			runGETLoop(t, u)
 			mu.Lock()
 			n := gets
 			if tc.get == nil {

@@ -29,9 +29,7 @@ func TestClientLeftSessionEndsClean(t *testing.T) {
 		mu.Unlock()
 		switch {
 		case r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "":
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Mcp-Session-Id", "s1")
-			io.WriteString(w, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`)
+			answerInitialize(w)
 		case gone:
 			if r.Method == http.MethodGet {
 				select {
@@ -67,12 +65,7 @@ func TestClientLeftSessionEndsClean(t *testing.T) {
 	u := testHTTPConn(t, srv.URL+"/mcp", UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: io.Discard, Timeout: testTimeout, Grace: testTimeout})
 	defer u.Stop(time.Second)
 	u.getMin, u.getMax = 10*time.Millisecond, 10*time.Millisecond
-	if err := u.Send([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := u.Receive(); err != nil {
-		t.Fatal(err)
-	}
+	initialize(t, u)
 	if err := u.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -101,9 +94,7 @@ func TestDeleteFails(t *testing.T) {
 			w.WriteHeader(http.StatusMethodNotAllowed)
 		default:
 			if r.Header.Get("Mcp-Session-Id") == "" {
-				w.Header().Set("Content-Type", "application/json")
-				w.Header().Set("Mcp-Session-Id", "s1")
-				io.WriteString(w, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`)
+				answerInitialize(w)
 				return
 			}
 			w.WriteHeader(http.StatusAccepted)
@@ -112,14 +103,28 @@ func TestDeleteFails(t *testing.T) {
 	defer srv.Close()
 	u := testHTTPConn(t, srv.URL+"/mcp", UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: io.Discard, Timeout: testTimeout, Grace: testTimeout})
 	defer u.Stop(time.Second)
+	initialize(t, u)
+	u.CloseInput()
+	if status, clean := u.Exit(); !clean {
+		t.Errorf("the session ended with %q; want it ended cleanly", status)
+	}
+}
+
+// answerInitialize answers an initialize with session s1 and a protocol
+// version that has the GET stream.
+func answerInitialize(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Mcp-Session-Id", "s1")
+	io.WriteString(w, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`)
+}
+
+// initialize sends u's initialize and reads its answer.
+func initialize(t *testing.T, u *httpConn) {
+	t.Helper()
 	if err := u.Send([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := u.Receive(); err != nil {
 		t.Fatal(err)
-	}
-	u.CloseInput()
-	if status, clean := u.Exit(); !clean {
-		t.Errorf("the session ended with %q; want it ended cleanly", status)
 	}
 }

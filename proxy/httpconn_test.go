@@ -339,6 +339,15 @@ func TestGETStreamBackoff(t *testing.T) {
 		least += d
 	}
 	start := time.Now()
+	runGETLoop(t, u)
+	if took := time.Since(start); took < least {
+		t.Errorf("getRetries empty streams took %v, want at least %v (the delays doubling from %v to %v)", took, least, u.getMin, u.getMax)
+	}
+}
+
+// runGETLoop runs u's GET stream loop until it gives up, at most 10 s.
+func runGETLoop(t *testing.T, u *httpConn) {
+	t.Helper()
 	looped := make(chan struct{})
 	go func() {
 		u.getLoop()
@@ -348,9 +357,6 @@ func TestGETStreamBackoff(t *testing.T) {
 	case <-looped:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the GET stream is still opened again after 10 s")
-	}
-	if took := time.Since(start); took < least {
-		t.Errorf("getRetries empty streams took %v, want at least %v (the delays doubling from %v to %v)", took, least, u.getMin, u.getMax)
 	}
 }
 
@@ -384,16 +390,7 @@ func TestGETStreamMessagesReset(t *testing.T) {
 			}
 		}
 	}()
-	looped := make(chan struct{})
-	go func() {
-		u.getLoop()
-		close(looped)
-	}()
-	select {
-	case <-looped:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the GET stream is still opened again after 10 s")
-	}
+	runGETLoop(t, u)
 	mu.Lock()
 	defer mu.Unlock()
 	if gets != withMessage+getRetries {
