@@ -30,19 +30,7 @@ func PostEnded(f *Front, session string, id int64, status int) {
 
 // RelayedCalls is the number of client requests the open sessions of f
 // hold as read by the relay and not answered yet.
-func RelayedCalls(f *Front) int {
-	n := 0
-	for _, s := range f.allSessions() {
-		s.mu.Lock()
-		for _, st := range s.pending {
-			if st == callRelayed {
-				n++
-			}
-		}
-		s.mu.Unlock()
-	}
-	return n
-}
+func RelayedCalls(f *Front) int { return callsIn(f, callRelayed) }
 
 // Draining reports whether Drain started on f, for the tests (without the
 // probe Ready may run).
@@ -55,12 +43,16 @@ func Draining(f *Front) bool {
 // AbandonedCalls is the number of client requests the open sessions of f
 // hold as abandoned before the relay read them (their POST ended), for
 // the tests.
-func AbandonedCalls(f *Front) int {
+func AbandonedCalls(f *Front) int { return callsIn(f, callAbandoned) }
+
+// callsIn is the number of client requests the open sessions of f hold in
+// state st.
+func callsIn(f *Front, st callState) int {
 	n := 0
 	for _, s := range f.allSessions() {
 		s.mu.Lock()
-		for _, st := range s.pending {
-			if st == callAbandoned {
+		for _, got := range s.pending {
+			if got == st {
 				n++
 			}
 		}
