@@ -3,6 +3,7 @@ package proctree
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -30,6 +31,16 @@ func TestParseStat(t *testing.T) {
 		{"state of two letters", statLine(42, "x", "SS", 1, 1, 1, "6"), procStat{}},
 		{"truncated before the start time", "42 (x) S 1 1 1 0 1 0 0 0 0 0 0 0 0 0 20 0", procStat{}},
 		{"pid with a sign", "+42 " + statLine(42, "x", "S", 1, 1, 1, "6")[3:], procStat{}},
+		// The fields end at the start time (field 22): nothing after it
+		// is read, so the line is whole; one field fewer is cut.
+		{"ends at the start time", "42 (x) S 7 42 7" + strings.Repeat(" 0", 22-7) + " 123", procStat{pid: 42, state: 'S', ppid: 7, pgrp: 42, session: 7, start: 123}},
+		{"ends one field before the start time", "42 (x) S 7 42 7" + strings.Repeat(" 0", 22-7), procStat{}},
+		{"ends two fields before the start time", "42 (x) S 7 42 7" + strings.Repeat(" 0", 22-8), procStat{}},
+		// The state is one byte from 'A' to 'z', both included.
+		{"state A", statLine(42, "x", "A", 1, 1, 1, "6"), procStat{pid: 42, state: 'A', ppid: 1, pgrp: 1, session: 1, start: 6}},
+		{"state z", statLine(42, "x", "z", 1, 1, 1, "6"), procStat{pid: 42, state: 'z', ppid: 1, pgrp: 1, session: 1, start: 6}},
+		{"state below A", statLine(42, "x", "@", 1, 1, 1, "6"), procStat{}},
+		{"state above z", statLine(42, "x", "{", 1, 1, 1, "6"), procStat{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseStat([]byte(tc.line))
