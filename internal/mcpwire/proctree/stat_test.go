@@ -68,6 +68,10 @@ func TestParsePids(t *testing.T) {
 		{"12 x", nil, false},
 		{"12 0", nil, false},
 		{"-3", nil, false},
+		// A number of at most 10 digits, at most 1<<30.
+		{"1073741824 0000000007", []int{1 << 30, 7}, true},
+		{"1073741825", nil, false},
+		{"00000000007", nil, false},
 	} {
 		got, err := parsePids([]byte(tc.in))
 		if (err == nil) != tc.ok || fmt.Sprint(got) != fmt.Sprint(tc.want) {
