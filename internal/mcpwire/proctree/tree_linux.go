@@ -61,6 +61,7 @@ type tree struct {
 	self     int   // our pid
 	selfPgrp int   // our process group
 	seen     map[ident]struct{}
+	limit    int           // members tracked at most: maxMembers (a test lowers it)
 	stopping bool          // set when stop begins, under registry's lock
 	quit     chan struct{} // closed by stop: ends the poll
 	done     chan struct{} // closed when the poll has ended
@@ -88,6 +89,7 @@ func startTree(cmd *exec.Cmd) (*tree, error) {
 		self:     os.Getpid(),
 		selfPgrp: unix.Getpgrp(),
 		seen:     map[ident]struct{}{},
+		limit:    maxMembers,
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -147,14 +149,14 @@ func (t *tree) sweep() (live []procStat, found int) {
 // collect returns the server's descendants (live and zombie, without the
 // server itself): those below the server, those recorded earlier and still
 // there, and those re-parented to us that belong to this tree (see owns),
-// with everything below them. At most maxMembers. registry must be locked.
+// with everything below them. At most t.limit. registry must be locked.
 func (t *tree) collect() []procStat {
 	w := walker{}
 	var members []procStat
 	have := map[int]bool{t.leader.pid: true}
 	var queue []int
 	add := func(s procStat) {
-		if have[s.pid] || len(members) >= maxMembers {
+		if have[s.pid] || len(members) >= t.limit {
 			return
 		}
 		have[s.pid] = true

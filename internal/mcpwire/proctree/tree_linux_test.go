@@ -453,3 +453,58 @@ func TestConcurrentTrees(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectRecorded: a process recorded in a tree is a member while it is
+// that process (its pid and start time), never once its pid names another,
+// and the members are at most the tree's limit. The process is older than
+// the tree's leader, so that only the record reaches it (owns refuses it).
+func TestCollectRecorded(t *testing.T) {
+	start := func(attr *syscall.SysProcAttr) ident {
+		cmd := fixtureCmd("sleep", attr)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+		})
+		st, ok := readStat(cmd.Process.Pid)
+		if !ok {
+			t.Fatalf("no stat for the child %d", cmd.Process.Pid)
+		}
+		return st.ident()
+	}
+	recorded := start(nil)
+	leader := start(&syscall.SysProcAttr{Setpgid: true})
+	for _, tc := range []struct {
+		name  string
+		seen  ident
+		limit int
+		want  []int
+	}{
+		{"recorded", recorded, maxMembers, []int{recorded.pid}},
+		{"at the limit", recorded, 1, []int{recorded.pid}},
+		{"beyond the limit", recorded, 0, nil},
+		{"its pid reused", ident{pid: recorded.pid, start: recorded.start + 1}, maxMembers, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &tree{
+				leader:   leader,
+				self:     os.Getpid(),
+				selfPgrp: syscall.Getpgrp(),
+				seen:     map[ident]struct{}{tc.seen: {}},
+				limit:    tc.limit,
+			}
+			registry.Lock()
+			members := tr.collect()
+			registry.Unlock()
+			var got []int
+			for _, m := range members {
+				got = append(got, m.pid)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("members %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
