@@ -122,14 +122,7 @@ func (t *tree) poll() {
 // are our children and returns the live members and how many members (live
 // or zombie) it found.
 func (t *tree) sweep() (live []procStat, found int) {
-	registry.Lock()
-	members := t.collect()
-	seen := make(map[ident]struct{}, len(members))
-	for _, m := range members {
-		seen[m.ident()] = struct{}{}
-	}
-	t.seen = seen
-	registry.Unlock()
+	members := t.record()
 	for _, m := range members {
 		if !m.zombie() {
 			live = append(live, m)
@@ -144,6 +137,21 @@ func (t *tree) sweep() (live []procStat, found int) {
 		}
 	}
 	return live, len(members)
+}
+
+// record collects the tree's members and records them as seen, under the
+// registry's lock, which it releases even if the walk panics (a panic while
+// it is held would leave stop's deferred unregistering waiting for good).
+func (t *tree) record() []procStat {
+	registry.Lock()
+	defer registry.Unlock()
+	members := t.collect()
+	seen := make(map[ident]struct{}, len(members))
+	for _, m := range members {
+		seen[m.ident()] = struct{}{}
+	}
+	t.seen = seen
+	return members
 }
 
 // collect returns the server's descendants (live and zombie, without the
