@@ -232,7 +232,7 @@ func Transport(base http.RoundTripper, s Scope) (http.RoundTripper, error) {
 	}
 	direct := bt.Clone()
 	direct.Proxy = nil
-	guarded := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: s.control}
+	guarded := s.dialer()
 	dial := direct.DialContext
 	if base == http.DefaultTransport {
 		dial = nil // net/http's own dialer, which ours replaces (same timeouts), with the Control check
@@ -261,6 +261,13 @@ func Transport(base http.RoundTripper, s Scope) (http.RoundTripper, error) {
 		return nil, fmt.Errorf("%w: a request without its proxy reached the proxies' transport", ErrRefused)
 	}
 	return &router{scope: s, proxy: bt.Proxy, direct: direct, proxied: proxied}, nil
+}
+
+// dialer is the dialer that replaces net/http's own in a guarded
+// transport: its timeouts (a connection bounded to 30 s, net/http's
+// DefaultTransport's), with s's check of every address it connects to.
+func (s Scope) dialer() *net.Dialer {
+	return &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: s.control}
 }
 
 // proxyKey is the context key under which router hands the proxy it chose

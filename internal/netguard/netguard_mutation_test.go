@@ -69,3 +69,15 @@ func TestScopeNames(t *testing.T) {
 		t.Error("ParseScope of an unknown name: accepted")
 	}
 }
+
+// TestDialerBounds: the dialer of a guarded transport bounds a connection
+// as net/http's default one does (30 s to connect, keep-alive every 30
+// s): a zero timeout would leave a connection to a silent address to the
+// system's bound, minutes. Mutants that made both zero lived.
+func TestDialerBounds(t *testing.T) {
+	t.Parallel()
+	d := Public.dialer()
+	if d.Timeout != 30*time.Second || d.KeepAlive != 30*time.Second || d.Control == nil {
+		t.Errorf("dialer: timeout %v, keep-alive %v, control set %v; want 30s, 30s, set", d.Timeout, d.KeepAlive, d.Control != nil)
+	}
+}
