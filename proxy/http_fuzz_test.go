@@ -26,24 +26,8 @@ func FuzzBridgeAnswer(f *testing.F) {
 		if kind%2 == 1 {
 			ct = "application/json"
 		}
-		posted := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-		m, _ := mcpwire.Parse(posted)
 		resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {ct}}, Body: io.NopCloser(bytes.NewReader(body))}
-		var lines [][]byte
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for {
-				line, err := u.Receive()
-				if err != nil {
-					return
-				}
-				lines = append(lines, line)
-			}
-		}()
-		u.answer(resp, &m, posted)
-		u.end(io.EOF)
-		<-done
+		lines, _, _ := relayAnswer(t, u, resp)
 		answered := false
 		for _, line := range lines {
 			if len(line) == 0 || line[len(line)-1] != '\n' || bytes.ContainsAny(line[:len(line)-1], "\r\n") {

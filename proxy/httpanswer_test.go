@@ -28,13 +28,28 @@ func answerLines(t *testing.T, status int, contentType, body string) []string {
 func answerEnd(t *testing.T, status int, contentType, body string) (lines []string, ended error) {
 	t.Helper()
 	u := testHTTPConn(t, "http://127.0.0.1:1/mcp", UpstreamEnv{MaxMessageBytes: 1 << 16, Stderr: io.Discard})
+	resp := &http.Response{StatusCode: status, Status: http.StatusText(status), Header: http.Header{"Content-Type": {contentType}},
+		Body: io.NopCloser(strings.NewReader(body))}
+	got, cut, ended := relayAnswer(t, u, resp)
+	if cut {
+		t.Error("the answer was cut short")
+	}
+	for _, line := range got {
+		lines = append(lines, string(line))
+	}
+	return lines, ended
+}
+
+// relayAnswer hands u resp as the answer to a tools/list of id 1, and
+// returns what reached the relay, whether the answer was cut short, and
+// the error the session ended with (nil: it went on); u is then ended.
+func relayAnswer(t testing.TB, u *httpConn, resp *http.Response) (lines [][]byte, cut bool, ended error) {
+	t.Helper()
 	posted := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	m, err := mcpwire.Parse(posted)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp := &http.Response{StatusCode: status, Status: http.StatusText(status), Header: http.Header{"Content-Type": {contentType}},
-		Body: io.NopCloser(strings.NewReader(body))}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -43,12 +58,10 @@ func answerEnd(t *testing.T, status int, contentType, body string) (lines []stri
 			if err != nil {
 				return
 			}
-			lines = append(lines, string(line))
+			lines = append(lines, line)
 		}
 	}()
-	if cut := u.answer(resp, &m, posted); cut {
-		t.Error("the answer was cut short")
-	}
+	cut = u.answer(resp, &m, posted)
 	select {
 	case <-u.ended:
 		ended = u.endErr
@@ -56,7 +69,7 @@ func answerEnd(t *testing.T, status int, contentType, body string) (lines []stri
 	}
 	u.end(io.EOF)
 	<-done
-	return lines, ended
+	return lines, cut, ended
 }
 
 // TestAnswerRelayed: what of an answer body reaches the relay. Of an event
