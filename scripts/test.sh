@@ -76,6 +76,9 @@ tests_done() {
 }
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/mcpsign-test.XXXXXX")
+# What outlives a run: the npm packages, the type check's stamps, the test
+# binaries (the stack's binaries are in $CACHE/sigstore-local and beside).
+CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/mcpsign
 STATE="" BUILD_PID="" FIRST_PID="" SECOND_PID="" INTERRUPTED=0
 # stop_tests PGID...: stops the go test process groups (go test, its test
 # binaries and their fixtures): SIGTERM (a background job ignores SIGINT),
@@ -148,6 +151,7 @@ trap cleanup EXIT
 summary=("$TMP/testsummary" -expected scripts/expected-skips.txt -slowest 10)
 case ${CI:-} in "" | false | 0) ;; *) summary+=(-ci) ;; esac
 go build -o "$TMP/testsummary" ./scripts/testsummary
+go build -o "$TMP/testrun" ./scripts/testrun
 
 if [[ ${1:-} == --quick ]]; then
 	go test -json ./... 2>&1 | "${summary[@]}"
@@ -191,8 +195,24 @@ BUILD_PID=$!
 step "Go modules"
 run "go mod download" go mod download
 
-step "Official MCP servers (npm ci)"
-run "npm ci" env -C testdata/npm npm ci --no-audit --no-fund --loglevel=error
+# What `npm ci` installs from testdata/npm/package-lock.json is kept in the
+# cache, named by the lock's hash and the Node.js and npm versions, and
+# copied from there when they are the same (less than a second, where npm
+# ci takes 10 s and 13 s of CPU).
+step "Official MCP servers (npm ci, or its copy in $CACHE/npm)"
+npm_key=$(cat testdata/npm/package-lock.json <(node --version) <(npm --version) | sha256sum | cut -c1-32)
+npm_saved=$CACHE/npm/$npm_key
+rm -rf testdata/npm/node_modules
+if [[ -d $npm_saved/node_modules ]]; then
+	cp -a "$npm_saved/node_modules" testdata/npm/
+	echo "copied from $npm_saved (npm ci of the same package-lock.json)"
+else
+	run "npm ci" env -C testdata/npm npm ci --no-audit --no-fund --loglevel=error
+	mkdir -p "$CACHE/npm"
+	rm -rf "$CACHE"/npm/tmp.* "$CACHE"/npm/*/ 2>/dev/null || true # an older lock's copy
+	npm_tmp=$(mktemp -d "$CACHE/npm/tmp.XXXXXX")
+	cp -a testdata/npm/node_modules "$npm_tmp/" && mv "$npm_tmp" "$npm_saved"
+fi
 
 # Every build without -race has cgo off: vet, the binaries, the container
 # image's static binary and the tests' own builds (fixtures.BuildEnv), so
@@ -217,7 +237,7 @@ fi
 step "type check for windows and darwin (scripts/typecheck)"
 go build -o "$TMP/typecheck" ./scripts/typecheck
 for os in windows darwin; do
-	run "type check for $os" env GOOS=$os GOARCH=amd64 "$TMP/typecheck" ./... ./testdata/exampleserver ./testdata/badservers ./testdata/scriptserver ||
+	run "type check for $os" env GOOS=$os GOARCH=amd64 "$TMP/typecheck" -cache "$CACHE/typecheck" ./... ./testdata/exampleserver ./testdata/badservers ./testdata/scriptserver ||
 		{ echo "does not type-check for $os"; exit 1; }
 done
 
@@ -251,24 +271,27 @@ if ((${#stack_pkgs[@]} == 0 || ${#first_pkgs[@]} == 0)); then
 	echo "no package needs a service, or every package does: the package lists are wrong"
 	exit 1
 fi
-# -ldflags=-w: the test binaries are linked without DWARF, which nothing
-# reads (a failure's stack trace and a race report come from the runtime's
-# own tables): linking the 72 race-built test binaries took 48 s of CPU
-# with it, 44 s without (docs/PERFORMANCE.md).
-TEST_FLAGS=(-race -json -timeout 30m -ldflags=-w)
-# Both go test runs share what the tests build without -race (mcpsign, the
+# The race tests run with scripts/testrun: go test -json's run, with the
+# test binaries kept in $CACHE/testbin/race and linked again only when
+# out of date (go test links all 72 on every run: 44 s of CPU), the
+# packages that took longest last time first. -ldflags=-w: the test
+# binaries are linked without DWARF, which nothing reads (a failure's
+# stack trace and a race report come from the runtime's own tables).
+TESTBIN=$CACHE/testbin/race
+TESTRUN=("$TMP/testrun" -o "$TESTBIN" -times "$TESTBIN/times.json" -race -ldflags=-w -timeout 30m)
+# Both test runs share what the tests build without -race (mcpsign, the
 # example server, the scripted server: internal/testkit/fixtures), made once
-# for this script's lifetime instead of once per go test run.
+# for this script's lifetime instead of once per test run.
 export MCPSIGN_FIXTURES_RUN=$$
 step "go test -race: ${#first_pkgs[@]} packages that need no service, in the background"
-setsid go test "${TEST_FLAGS[@]}" "${first_pkgs[@]}" >"$TMP/first.json" 2>&1 &
+setsid "${TESTRUN[@]}" "${first_pkgs[@]}" >"$TMP/first.json" 2>&1 &
 FIRST_PID=$!
 
-# Compile (not link) the other packages and their tests with -race into
-# the build cache, so that their go test below only links and runs.
-step "compile the tests of ${#stack_pkgs[@]} packages that need a service, with -race"
-go list -export -test -race "${stack_pkgs[@]}" >/dev/null &
-watch $! "compiling the tests of ${#stack_pkgs[@]} packages (minutes when the build cache is cold)"
+# Build the other packages' test binaries meanwhile, so that their run
+# below only runs them (a build that fails is reported by that run).
+step "build the tests of ${#stack_pkgs[@]} packages that need a service, with -race"
+"${TESTRUN[@]}" -c "${stack_pkgs[@]}" >/dev/null 2>&1 &
+watch $! "building the tests of ${#stack_pkgs[@]} packages (minutes when the build cache is cold)" || true
 
 step "Local Sigstore stack: wait for the build"
 # build.sh prints a line per binary ("building...", "built in", "up to
@@ -299,7 +322,7 @@ export MCPSIGN_REQUIRE_REGISTRY=1
 
 step "go test -race: ${#stack_pkgs[@]} packages that need a service"
 second=0
-setsid go test "${TEST_FLAGS[@]}" "${stack_pkgs[@]}" >"$TMP/second.json" 2>&1 &
+setsid "${TESTRUN[@]}" "${stack_pkgs[@]}" >"$TMP/second.json" 2>&1 &
 SECOND_PID=$!
 watch "$SECOND_PID" "go test of the packages that need a service" tests_done "$TMP/second.json" "${#stack_pkgs[@]}" || second=$?
 SECOND_PID=""

@@ -24,12 +24,22 @@
 //
 // It prints each error as FILE:LINE:COL: MESSAGE and exits 1 if there was
 // one, 2 if the packages could not be listed.
+//
+// With -cache DIR (scripts/test.sh passes one in the user's cache) a check
+// that passed leaves a stamp there named by a hash of what it read: this
+// program, the toolchain, the system, and every package it checked, with
+// the contents of its files (the standard library's are the toolchain's).
+// A later run that would read the same finds the stamp and checks nothing:
+// the sources it type-checks have not changed since they passed.
 package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -38,6 +48,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -61,7 +72,9 @@ type listed struct {
 }
 
 func main() {
-	os.Exit(run(goCommand{}, newStdLib(), os.Args[1:], os.Stdout, os.Stderr))
+	cache := flag.String("cache", "", "`directory` of the stamps of checks that passed")
+	flag.Parse()
+	os.Exit(run(goCommand{}, newStdLib(), flag.Args(), *cache, os.Stdout, os.Stderr))
 }
 
 // goCommand is how the go command is run: in Dir (the current directory
@@ -79,8 +92,9 @@ func (g goCommand) command(args ...string) *exec.Cmd {
 }
 
 // run lists and checks the patterns; std holds the standard library's
-// packages once checked, for every run of the process.
-func run(g goCommand, std *stdLib, patterns []string, stdout, stderr io.Writer) int {
+// packages once checked, for every run of the process; cache, when not
+// empty, is the directory of the stamps of checks that passed.
+func run(g goCommand, std *stdLib, patterns []string, cache string, stdout, stderr io.Writer) int {
 	if len(patterns) == 0 {
 		patterns = []string{"./..."}
 	}
@@ -90,6 +104,25 @@ func run(g goCommand, std *stdLib, patterns []string, stdout, stderr io.Writer) 
 		return 2
 	}
 	goos, goarch := g.env("GOOS"), g.env("GOARCH")
+	roots := 0
+	for _, p := range pkgs {
+		if !p.DepOnly {
+			roots++
+		}
+	}
+	stamp := ""
+	if cache != "" {
+		key, err := sourcesKey(pkgs, goos+"/"+goarch)
+		if err != nil {
+			fmt.Fprintln(stderr, "typecheck:", err)
+			return 2
+		}
+		stamp = filepath.Join(cache, key)
+		if _, err := os.Stat(stamp); err == nil {
+			fmt.Fprintf(stderr, "typecheck: %d packages and tests, %d dependencies: no error for %s/%s (the same sources passed before: %s)\n", roots, len(pkgs)-roots, goos, goarch, stamp)
+			return 0
+		}
+	}
 	// A file of a package with tests is checked twice (the package, and
 	// its variant for the tests): its error is said once.
 	errs := check(pkgs, goos+"/"+goarch, types.SizesFor("gc", goarch), std)
@@ -97,12 +130,6 @@ func run(g goCommand, std *stdLib, patterns []string, stdout, stderr io.Writer) 
 	errs = slices.Compact(errs)
 	for _, e := range errs {
 		fmt.Fprintln(stdout, e)
-	}
-	roots := 0
-	for _, p := range pkgs {
-		if !p.DepOnly {
-			roots++
-		}
 	}
 	if len(errs) > 0 {
 		noun := "errors"
@@ -113,7 +140,76 @@ func run(g goCommand, std *stdLib, patterns []string, stdout, stderr io.Writer) 
 		return 1
 	}
 	fmt.Fprintf(stderr, "typecheck: %d packages and tests, %d dependencies: no error for %s/%s\n", roots, len(pkgs)-roots, goos, goarch)
+	if stamp != "" {
+		if err := writeStamp(stamp); err != nil {
+			fmt.Fprintln(stderr, "typecheck:", err) // the check passed; the next one runs again
+		}
+	}
 	return 0
+}
+
+// sourcesKey is a hash of what a check of pkgs for system reads: this
+// program, the toolchain's version, the system, and each package as
+// listed, with the contents of its files (not the standard library's: the
+// toolchain's version names them).
+func sourcesKey(pkgs []*listed, system string) (string, error) {
+	h := sha256.New()
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	if err := hashFile(h, exe); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(h, "%s\x00%s\x00", runtime.Version(), system)
+	for _, p := range pkgs {
+		// The listing itself: names, files, imports and their mapping,
+		// the errors go list reported.
+		if err := json.NewEncoder(h).Encode(p); err != nil {
+			return "", err
+		}
+		if p.Standard {
+			continue
+		}
+		for _, f := range slices.Concat(p.GoFiles, p.SFiles) {
+			if err := hashFile(h, filepath.Join(p.Dir, f)); err != nil {
+				return "", err
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// hashFile writes the length and contents of file to h.
+func hashFile(h io.Writer, file string) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(h, "%d\x00", len(b))
+	_, err = h.Write(b)
+	return err
+}
+
+// writeStamp creates the empty stamp file, atomically (a temporary file
+// renamed into place).
+func writeStamp(stamp string) error {
+	if err := os.MkdirAll(filepath.Dir(stamp), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(stamp), ".stamp-*")
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), stamp); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
 }
 
 // env is what the go command takes for name, so that a GOOS the caller

@@ -142,7 +142,7 @@ func TestRun(t *testing.T) {
 			}
 			g := goCommand{Dir: dir, Env: []string{"GOOS=" + tt.goos, "GOARCH=amd64", "GOFLAGS="}}
 			var stdout, stderr bytes.Buffer
-			code := run(g, testStd, []string{"./..."}, &stdout, &stderr)
+			code := run(g, testStd, []string{"./..."}, "", &stdout, &stderr)
 			out := stdout.String() + stderr.String()
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d; output:\n%s", code, tt.code, out)
@@ -165,7 +165,44 @@ func TestListError(t *testing.T) {
 	}
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
-	if code := run(goCommand{Dir: dir}, testStd, []string{"./nosuch"}, &stdout, &stderr); code == 0 {
+	if code := run(goCommand{Dir: dir}, testStd, []string{"./nosuch"}, "", &stdout, &stderr); code == 0 {
 		t.Fatalf("exit 0 for a pattern that matches nothing; output:\n%s%s", stdout.String(), stderr.String())
 	}
+}
+
+// TestCache: a check that passed leaves a stamp, and the same sources
+// again are not checked; a changed file, another system, or a check that
+// failed is checked (and a failure leaves no stamp).
+func TestCache(t *testing.T) {
+	t.Parallel()
+	dir, cache := t.TempDir(), t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module example.com/p\n\ngo 1.26\n")
+	write("p.go", "package p\n\nfunc F() int { return 1 }\n")
+	check := func(goos string, wantCode int, wantCached bool) {
+		t.Helper()
+		g := goCommand{Dir: dir, Env: []string{"GOOS=" + goos, "GOARCH=amd64", "GOFLAGS="}}
+		var stdout, stderr bytes.Buffer
+		code := run(g, testStd, []string{"./..."}, cache, &stdout, &stderr)
+		out := stdout.String() + stderr.String()
+		if code != wantCode {
+			t.Fatalf("exit %d, want %d; output:\n%s", code, wantCode, out)
+		}
+		if cached := strings.Contains(out, "the same sources passed before"); cached != wantCached {
+			t.Fatalf("cached %v, want %v; output:\n%s", cached, wantCached, out)
+		}
+	}
+	check("windows", 0, false)
+	check("windows", 0, true)
+	check("darwin", 0, false)
+	write("p.go", "package p\n\nfunc F() int { return 2 }\n")
+	check("windows", 0, false)
+	write("p.go", "package p\n\nimport \"syscall\"\n\nfunc F() error { return syscall.Kill(1, syscall.SIGTERM) }\n")
+	check("windows", 1, false)
+	check("windows", 1, false)
 }
