@@ -404,45 +404,57 @@ func sweep(dir string) {
 	}
 }
 
-// runTests runs p's test binary through the toolchain's test2json, copying its
-// events to out with go test's result line before the last one, and
-// returns the package's elapsed time and whether it passed.
+// runTests runs p's test binary with its output converted by the
+// toolchain's test2json, as go test does: the binary is this process's
+// child (test2json's own way to run a command ignores SIGINT and SIGQUIT,
+// and its children would inherit that), its output goes to test2json,
+// and go test's closing lines follow it ("exit status 2" when it failed,
+// then "ok" or "FAIL" with the package and the time). It copies the events
+// to out and returns the package's elapsed time and whether it passed.
 func runTests(ctx context.Context, o options, p *pkg, out *lineWriter) (float64, bool, error) {
-	cmd := exec.CommandContext(ctx, o.test2json, "-t", "-p", p.importPath, p.binary,
-		"-test.v=test2json", "-test.paniconexit0", "-test.timeout="+o.timeout.String())
-	cmd.Dir = p.dir
-	cmd.Env = append(os.Environ(), "PWD="+p.dir) // as go test runs it
-	cmd.Stderr = os.Stderr
-	// A signal reaches the whole process group; the context's kill is
-	// for a test binary that outlived it.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 5 * time.Second
-	r, err := cmd.StdoutPipe()
+	conv := exec.Command(o.test2json, "-t", "-p", p.importPath)
+	conv.Stderr = os.Stderr
+	convIn, err := conv.StdinPipe()
 	if err != nil {
 		return 0, false, err
 	}
-	if err := cmd.Start(); err != nil {
+	convOut, err := conv.StdoutPipe()
+	if err != nil {
 		return 0, false, err
 	}
-	br := bufio.NewReaderSize(r, 1<<16)
-	held := ""
-	for {
-		line, rerr := br.ReadString('\n')
-		if line != "" {
-			if held != "" {
-				out.line(held)
-			}
-			held = line
-		}
-		if rerr != nil {
-			break
-		}
+	if err := conv.Start(); err != nil {
+		return 0, false, err
 	}
-	werr := cmd.Wait()
+	events := make(chan string, 1)
+	go func() { events <- copyHoldingLast(convOut, out) }()
+
+	cmd := exec.CommandContext(ctx, p.binary, "-test.v=test2json", "-test.paniconexit0", "-test.timeout="+o.timeout.String())
+	cmd.Dir = p.dir
+	cmd.Env = append(os.Environ(), "PWD="+p.dir) // as go test runs it
+	cmd.Stdout, cmd.Stderr = convIn, convIn
+	// A signal reaches the whole process group; the context's kill is
+	// for a test binary that outlived it.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	// A process the tests started and left holding the output: go test
+	// waits as long (its WaitDelay) before it stops reading.
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	werr := cmd.Run()
+	took := time.Since(start).Seconds()
+	if werr != nil {
+		fmt.Fprintf(convIn, "%v\nFAIL\t%s\t%.3fs\n", werr, p.importPath, took)
+	} else {
+		fmt.Fprintf(convIn, "ok  \t%s\t%.3fs\n", p.importPath, took)
+	}
+	convIn.Close()
+	held := <-events
+	if err := conv.Wait(); err != nil && ctx.Err() == nil {
+		return 0, false, fmt.Errorf("test2json: %w", err)
+	}
 	var last event
 	if held == "" || json.Unmarshal([]byte(held), &last) != nil || last.Test != "" || last.Elapsed == nil ||
 		(last.Action != "pass" && last.Action != "fail") {
-		// Not test2json's closing event: the stream broke.
+		// No closing event: the binary printed neither PASS nor FAIL.
 		if held != "" {
 			out.line(held)
 		}
@@ -452,23 +464,30 @@ func runTests(ctx context.Context, o options, p *pkg, out *lineWriter) (float64,
 			// as not finished).
 			return 0, false, nil
 		}
-		now := time.Now()
-		msg := "FAIL\t" + p.importPath + " [test2json ended without a result]\n"
-		if werr != nil {
-			msg = "FAIL\t" + p.importPath + " [" + werr.Error() + "]\n"
-		}
-		out.event(event{Time: now, Action: "output", Package: p.importPath, Output: msg})
-		out.event(event{Time: now, Action: "fail", Package: p.importPath, Elapsed: ptr(0.0)})
-		return 0, false, nil
+		out.event(event{Time: time.Now(), Action: "fail", Package: p.importPath, Elapsed: ptr(took)})
+		return took, false, nil
 	}
-	result := "ok  "
-	if last.Action == "fail" {
-		result = "FAIL"
-	}
-	out.event(event{Time: last.Time, Action: "output", Package: p.importPath,
-		Output: fmt.Sprintf("%s\t%s\t%.3fs\n", result, p.importPath, *last.Elapsed)})
 	out.line(held)
-	return *last.Elapsed, last.Action == "pass", nil
+	return took, last.Action == "pass", nil
+}
+
+// copyHoldingLast copies the lines of r to out, one line behind, and
+// returns the last line (test2json's closing event) uncopied.
+func copyHoldingLast(r io.Reader, out *lineWriter) string {
+	br := bufio.NewReaderSize(r, 1<<16)
+	held := ""
+	for {
+		line, err := br.ReadString('\n')
+		if line != "" {
+			if held != "" {
+				out.line(held)
+			}
+			held = line
+		}
+		if err != nil {
+			return held
+		}
+	}
 }
 
 // event is a test2json event, as go test -json writes it.

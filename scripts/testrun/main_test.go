@@ -89,11 +89,14 @@ func TestRun(t *testing.T) {
 		"broken/b_test.go":   testFile("broken", "func TestB(t *testing.T) { undefined() }"),
 		"panics/p_test.go":   testFile("panics", "func TestP(t *testing.T) { panic(\"boom\") }"),
 		"exits/exit_test.go": testFile("exits", "import \"os\"\n\nfunc TestExit(t *testing.T) { os.Exit(0) }"),
+		// A test binary gets the signals go test leaves it: a test of
+		// Ctrl-C handling (scripts/testsummary's) needs SIGINT.
+		"sig/sig_test.go": testFile("sig", "import (\n\t\"os\"\n\t\"os/signal\"\n)\n\nfunc TestSig(t *testing.T) {\n\tif signal.Ignored(os.Interrupt) {\n\t\tt.Fatal(\"SIGINT is ignored\")\n\t}\n}"),
 	})
 	bin := t.TempDir()
 	o := options{dir: bin, parallel: 2, timeout: time.Minute, times: filepath.Join(bin, "times.json"), patterns: []string{"./..."}}
 	code, res, _ := results(t, mod, o)
-	want := map[string]string{"ok": "pass", "slow": "pass", "bad": "fail", "dep": "pass", "notest": "skip", "wd": "pass", "broken": "fail", "panics": "fail", "exits": "fail"}
+	want := map[string]string{"ok": "pass", "slow": "pass", "bad": "fail", "dep": "pass", "notest": "skip", "wd": "pass", "broken": "fail", "panics": "fail", "exits": "fail", "sig": "pass"}
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
