@@ -79,7 +79,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/mcpsign-test.XXXXXX")
 # What outlives a run: the npm packages, the type check's stamps, the test
 # binaries (the stack's binaries are in $CACHE/sigstore-local and beside).
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/mcpsign
-STATE="" BUILD_PID="" FIRST_PID="" SECOND_PID="" INTERRUPTED=0
+STATE="" BUILD_PID="" FIRST_PID="" SECOND_PID="" CONTAINER_PID="" INTERRUPTED=0
 # stop_tests PGID...: stops the go test process groups (go test, its test
 # binaries and their fixtures): SIGTERM (a background job ignores SIGINT),
 # then SIGKILL after 3 s.
@@ -253,8 +253,9 @@ bash testdata/sigstore-conformance/run-cases.sh 'mcpsign verify bundle' both | a
 # run: a session through `mcpsign serve` in it, then SIGTERM, drained
 # (scripts/container starts a dockerd of its own when none runs, and stops
 # it). About 20 s once the binary's build is cached.
-step "container image (scripts/container test)"
-run "scripts/container test" scripts/container test
+step "container image (scripts/container test), in the background"
+scripts/container test >"$TMP/container.log" 2>&1 &
+CONTAINER_PID=$!
 
 # The tests of the packages that need no service run while the stack
 # builds and starts; those that need one (every test package that imports
@@ -274,11 +275,12 @@ fi
 # The race tests run with scripts/testrun: go test -json's run, with the
 # test binaries kept in $CACHE/testbin/race and linked again only when
 # out of date (go test links all 72 on every run: 44 s of CPU), the
-# packages that took longest last time first. -ldflags=-w: the test
-# binaries are linked without DWARF, which nothing reads (a failure's
-# stack trace and a race report come from the runtime's own tables).
+# packages that took longest last time first. -ldflags="-s -w": the test
+# binaries are linked without DWARF and the symbol table, as go test links
+# those it runs (a failure's stack trace and a race report come from the
+# runtime's own tables).
 TESTBIN=$CACHE/testbin/race
-TESTRUN=("$TMP/testrun" -o "$TESTBIN" -times "$TESTBIN/times.json" -race -ldflags=-w -timeout 30m)
+TESTRUN=("$TMP/testrun" -o "$TESTBIN" -times "$TESTBIN/times.json" -race "-ldflags=-s -w" -timeout 30m)
 # Both test runs share what the tests build without -race (mcpsign, the
 # example server, the scripted server: internal/testkit/fixtures), made once
 # for this script's lifetime instead of once per test run.
@@ -331,9 +333,18 @@ step "go test -race: wait for the packages that need no service"
 first=0
 watch "$FIRST_PID" "go test of the packages that need no service" tests_done "$TMP/first.json" "${#first_pkgs[@]}" || first=$?
 FIRST_PID=""
+step "container image: wait for scripts/container test"
+container=0
+watch "$CONTAINER_PID" "scripts/container test" tail -n 1 "$TMP/container.log" || container=$?
+CONTAINER_PID=""
+cat "$TMP/container.log"
 step "go test -race ./...: summary"
 cat "$TMP/first.json" "$TMP/second.json" | "${summary[@]}"
 if ((first != 0 || second != 0)); then
 	echo "go test exited $first (packages that need no service) and $second (the others)"
+	exit 1
+fi
+if ((container != 0)); then
+	echo "scripts/container test failed (exit $container): its output is above"
 	exit 1
 fi
