@@ -280,7 +280,7 @@ fi
 # those it runs (a failure's stack trace and a race report come from the
 # runtime's own tables).
 TESTBIN=$CACHE/testbin/race
-TESTRUN=("$TMP/testrun" -o "$TESTBIN" -times "$TESTBIN/times.json" -race "-ldflags=-s -w" -timeout 30m)
+TESTRUN=("$TMP/testrun" -o "$TESTBIN" -race "-ldflags=-s -w" -timeout 30m)
 # Both test runs share what the tests build without -race (mcpsign, the
 # example server, the scripted server: internal/testkit/fixtures), made once
 # for this script's lifetime instead of once per test run.
