@@ -2,15 +2,15 @@
 // the test binaries kept between runs: scripts/test.sh runs the race tests
 // with it.
 //
-//	testrun -o DIR [-p N] [-timeout D] [-times FILE] [-c] [build flags] packages...
+//	testrun -o DIR [-p N] [-timeout D] [-times FILE] [-ready FILE] [build flags] packages... [-- packages...]
 //
 // `go test` links every test binary anew on every run, even when nothing
 // changed (the build cache keeps compiled packages, not linked test
 // binaries): 72 race-built test binaries, 44 s of CPU on two cores, every
 // warm run (docs/PERFORMANCE.md). testrun builds them with `go test -c -o
 // DIR/`, which links only a binary that is missing or out of date, then
-// runs each binary through `go tool test2json` in its package's directory,
-// with go test's arguments (-test.v=test2json, -test.paniconexit0,
+// runs each binary in its package's directory, its output converted by
+// the toolchain's test2json, with go test's arguments (-test.v=test2json, -test.paniconexit0,
 // -test.timeout), at most N at a time, the packages that took longest on
 // the last run first (-times). Its output is go test -json's: the build's
 // events (build-output, build-fail, the packages with no test files), a
@@ -20,9 +20,13 @@
 // DIR is locked while the binaries are built, and the run uses hard links
 // to them in a directory of its own (DIR/run-PID-*), so that another run's
 // build, of other sources, cannot replace a binary under this one. A run
-// removes its directory when it ends, and those of runs that are gone.
+// removes its directory when it ends, and those that runs killed before
+// their end left (older than 3 hours).
 //
-// With -c it only builds the binaries (a later run finds them up to date).
+// The packages after "--" wait for the -ready file (scripts/test.sh writes
+// it once the services those packages' tests need run, with the variables
+// that say where they are): one queue, N binaries at a time, for both.
+//
 // The build flags it passes to `go test -c` are -race and -ldflags.
 //
 // It exits 1 when a package failed (its build, or a test), 2 when the
@@ -57,12 +61,12 @@ func main() {
 	flag.IntVar(&o.parallel, "p", runtime.GOMAXPROCS(0), "run at most `N` test binaries at a time")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "each test binary's -test.timeout")
 	flag.StringVar(&o.times, "times", "", "`file` of each package's last run time: read to run the longest first, updated")
-	flag.BoolVar(&o.buildOnly, "c", false, "only build the test binaries")
+	flag.StringVar(&o.ready, "ready", "", "the packages after -- run once `file` exists; its KEY=VALUE lines are added to their environment")
 	race := flag.Bool("race", false, "build with the race detector")
 	ldflags := flag.String("ldflags", "", "go test -ldflags")
 	flag.Parse()
 	if o.dir == "" || flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: testrun -o DIR [-p N] [-timeout D] [-times FILE] [-c] [-race] [-ldflags F] packages...")
+		fmt.Fprintln(os.Stderr, "usage: testrun -o DIR [-p N] [-timeout D] [-times FILE] [-ready FILE] [-race] [-ldflags F] packages... [-- packages...]")
 		os.Exit(2)
 	}
 	if *race {
@@ -72,6 +76,13 @@ func main() {
 		o.buildFlags = append(o.buildFlags, "-ldflags="+*ldflags)
 	}
 	o.patterns = flag.Args()
+	if i := slices.Index(o.patterns, "--"); i >= 0 {
+		o.patterns, o.later = o.patterns[:i], o.patterns[i+1:]
+		if o.ready == "" && len(o.later) > 0 {
+			fmt.Fprintln(os.Stderr, "testrun: packages after -- wait for -ready FILE, and there is none")
+			os.Exit(2)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, o, os.Stdout, os.Stderr))
@@ -82,10 +93,11 @@ type options struct {
 	parallel   int
 	timeout    time.Duration
 	times      string
-	buildOnly  bool
 	buildFlags []string
-	patterns   []string
-	test2json  string // the toolchain's test2json
+	patterns   []string // the packages to run at once
+	later      []string // the packages to run once the ready file exists
+	ready      string   // the ready file (-ready)
+	test2json  string   // the toolchain's test2json
 }
 
 // pkg is a package whose tests run.
@@ -94,6 +106,7 @@ type pkg struct {
 	dir        string // the package's source directory: the tests run there
 	binary     string // its test binary, in the run's own directory
 	last       float64
+	later      bool // it waits for the ready file
 }
 
 // buildWait bounds the wait for another run's build of the same directory
@@ -116,6 +129,17 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "testrun:", err)
 		return 2
 	}
+	if len(o.later) > 0 {
+		later, err := list(ctx, o.later)
+		if err != nil {
+			fmt.Fprintln(stderr, "testrun:", err)
+			return 2
+		}
+		for _, p := range later {
+			p.later = true
+		}
+		pkgs = append(pkgs, later...)
+	}
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		fmt.Fprintln(stderr, "testrun:", err)
 		return 2
@@ -133,21 +157,12 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 				return err
 			}
 		}
-		if o.buildOnly {
-			return nil
-		}
 		runDir, err = linkRun(o.dir, pkgs, failedBuild)
 		return err
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "testrun:", err)
 		return 2
-	}
-	if o.buildOnly {
-		if len(failedBuild) > 0 {
-			return 1
-		}
-		return 0
 	}
 	defer os.RemoveAll(runDir)
 
@@ -188,23 +203,53 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	})
 
 	var (
-		mu      sync.Mutex
-		elapsed = map[string]float64{}
-		next    = 0
-		wg      sync.WaitGroup
+		mu       sync.Mutex
+		elapsed  = map[string]float64{}
+		wg       sync.WaitGroup
+		readyEnv []string // the ready file's lines, once it exists
+		isReady  = o.ready == ""
 	)
+	// next takes the first package of runs that may run now; nil when none
+	// is left, or when those left wait for the ready file (ok false then).
+	next := func() (p *pkg, env []string, done bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !isReady {
+			if b, err := os.ReadFile(o.ready); err == nil {
+				isReady = true
+				for line := range strings.Lines(string(b)) {
+					if line = strings.TrimRight(line, "\r\n"); strings.Contains(line, "=") {
+						readyEnv = append(readyEnv, line)
+					}
+				}
+			}
+		}
+		for i, q := range runs {
+			if !q.later || isReady {
+				runs = slices.Delete(runs, i, i+1)
+				if q.later {
+					env = readyEnv
+				}
+				return q, env, false
+			}
+		}
+		return nil, nil, len(runs) == 0
+	}
 	for range max(o.parallel, 1) {
 		wg.Go(func() {
-			for {
-				mu.Lock()
-				if next == len(runs) || ctx.Err() != nil {
-					mu.Unlock()
+			for ctx.Err() == nil {
+				p, env, done := next()
+				if done {
 					return
 				}
-				p := runs[next]
-				next++
-				mu.Unlock()
-				e, ok, err := runTests(ctx, o, p, out)
+				if p == nil {
+					select {
+					case <-ctx.Done():
+					case <-time.After(100 * time.Millisecond):
+					}
+					continue
+				}
+				e, ok, err := runTests(ctx, o, p, env, out)
 				mu.Lock()
 				if err != nil {
 					fmt.Fprintf(stderr, "testrun: %s: %v\n", p.importPath, err)
@@ -404,14 +449,15 @@ func sweep(dir string) {
 	}
 }
 
-// runTests runs p's test binary with its output converted by the
+// runTests runs p's test binary, with env added to this process's
+// environment, its output converted by the
 // toolchain's test2json, as go test does: the binary is this process's
 // child (test2json's own way to run a command ignores SIGINT and SIGQUIT,
 // and its children would inherit that), its output goes to test2json,
 // and go test's closing lines follow it ("exit status 2" when it failed,
 // then "ok" or "FAIL" with the package and the time). It copies the events
 // to out and returns the package's elapsed time and whether it passed.
-func runTests(ctx context.Context, o options, p *pkg, out *lineWriter) (float64, bool, error) {
+func runTests(ctx context.Context, o options, p *pkg, env []string, out *lineWriter) (float64, bool, error) {
 	conv := exec.Command(o.test2json, "-t", "-p", p.importPath)
 	conv.Stderr = os.Stderr
 	convIn, err := conv.StdinPipe()
@@ -430,7 +476,7 @@ func runTests(ctx context.Context, o options, p *pkg, out *lineWriter) (float64,
 
 	cmd := exec.CommandContext(ctx, p.binary, "-test.v=test2json", "-test.paniconexit0", "-test.timeout="+o.timeout.String())
 	cmd.Dir = p.dir
-	cmd.Env = append(os.Environ(), "PWD="+p.dir) // as go test runs it
+	cmd.Env = append(slices.Concat(os.Environ(), env), "PWD="+p.dir) // as go test runs it
 	cmd.Stdout, cmd.Stderr = convIn, convIn
 	// A signal reaches the whole process group; the context's kill is
 	// for a test binary that outlived it.

@@ -153,3 +153,32 @@ func TestStaleBinaryNotRun(t *testing.T) {
 		t.Fatalf("after lib broke: exit %d, %v; want 1, user fail (its stale binary not run), other pass", code, res)
 	}
 }
+
+// TestReady: the packages after "--" start only once the ready file exists,
+// with its KEY=VALUE lines in their environment; the others do not wait.
+func TestReady(t *testing.T) {
+	mod := module(t, map[string]string{
+		"now/now_test.go": testFile("now", "import \"os\"\n\nfunc TestNow(t *testing.T) {\n\tif os.Getenv(\"SERVICE\") != \"\" {\n\t\tt.Fatal(\"SERVICE set\")\n\t}\n}"),
+		"svc/svc_test.go": testFile("svc", "import \"os\"\n\nfunc TestSvc(t *testing.T) {\n\tif os.Getenv(\"SERVICE\") != \"http://127.0.0.1:1\" {\n\t\tt.Fatalf(\"SERVICE %q\", os.Getenv(\"SERVICE\"))\n\t}\n}"),
+	})
+	bin := t.TempDir()
+	ready := filepath.Join(t.TempDir(), "ready.env")
+	o := options{dir: bin, parallel: 2, timeout: time.Minute, patterns: []string{"./now"}, later: []string{"./svc"}, ready: ready}
+	written := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(time.Second)
+		if err := os.WriteFile(ready, []byte("SERVICE=http://127.0.0.1:1\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+		written <- time.Now()
+	}()
+	start := time.Now()
+	code, res, order := results(t, mod, o)
+	if code != 0 || res["now"] != "pass" || res["svc"] != "pass" {
+		t.Fatalf("exit %d, %v; want 0 and both passed", code, res)
+	}
+	w := <-written
+	if !slices.Equal(order, []string{"example.com/m/now", "example.com/m/svc"}) {
+		t.Errorf("order %v: now did not finish before the ready file (written %v after the start)", order, w.Sub(start))
+	}
+}
