@@ -2,7 +2,7 @@
 // the test binaries kept between runs: scripts/test.sh runs the race tests
 // with it.
 //
-//	testrun -o DIR [-p N] [-timeout D] [-times FILE] [-ready FILE] [build flags] packages... [-- packages...]
+//	testrun -o DIR [-p N] [-short D] [-timeout D] [-times FILE] [-ready FILE] [build flags] packages... [-- packages...]
 //
 // `go test` links every test binary anew on every run, even when nothing
 // changed (the build cache keeps compiled packages, not linked test
@@ -12,7 +12,9 @@
 // runs each binary in its package's directory, its output converted by
 // the toolchain's test2json, with go test's arguments (-test.v=test2json, -test.paniconexit0,
 // -test.timeout), at most N at a time, the packages that took longest on
-// the last run first (-times). Its output is go test -json's: the build's
+// the last run first (-times), and beside them, N at a time, those that
+// took less than -short (10 s): their time is mostly a race-built
+// binary's start and the race detector's second of sleep at its exit. Its output is go test -json's: the build's
 // events (build-output, build-fail, the packages with no test files), a
 // failed build as a failed package, each package's events ending with its
 // "ok" or "FAIL" line and its result.
@@ -60,6 +62,7 @@ func main() {
 	flag.StringVar(&o.dir, "o", "", "`directory` the test binaries are kept in (required)")
 	flag.IntVar(&o.parallel, "p", runtime.GOMAXPROCS(0), "run at most `N` test binaries at a time")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "each test binary's -test.timeout")
+	flag.DurationVar(&o.short, "short", 10*time.Second, "a package that took less than `D` last time (-times) runs beside the long ones, N more at a time")
 	flag.StringVar(&o.times, "times", "", "`file` of each package's last run time: read to run the longest first, updated")
 	flag.StringVar(&o.ready, "ready", "", "the packages after -- run once `file` exists; its KEY=VALUE lines are added to their environment")
 	race := flag.Bool("race", false, "build with the race detector")
@@ -92,6 +95,7 @@ type options struct {
 	dir        string
 	parallel   int
 	timeout    time.Duration
+	short      time.Duration
 	times      string
 	buildFlags []string
 	patterns   []string // the packages to run at once
@@ -107,6 +111,7 @@ type pkg struct {
 	binary     string // its test binary, in the run's own directory
 	last       float64
 	later      bool // it waits for the ready file
+	short      bool // it took less than -short last time
 }
 
 // buildWait bounds the wait for another run's build of the same directory
@@ -146,7 +151,9 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 	runDir := ""
 	var failedBuild map[string]string // package -> the failed ImportPath that breaks its test binary
-	err = filelock.With(ctx, filepath.Join(o.dir, ".lock"), "another test run is building the test binaries", func() error {
+	buildCtx, cancel := context.WithTimeout(ctx, buildWait)
+	defer cancel()
+	err = filelock.With(buildCtx, filepath.Join(o.dir, ".lock"), "another test run is building the test binaries", func() error {
 		sweep(o.dir)
 		failed, err := build(ctx, o, pkgs, out, stderr)
 		if err != nil {
@@ -183,6 +190,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	last := readTimes(o.times)
 	for _, p := range runs {
 		p.last = last[p.importPath]
+		p.short = p.last > 0 && p.last < o.short.Seconds() // a package without a time is long
 	}
 	// Longest first: a package the times do not know yet counts as longest.
 	slices.SortStableFunc(runs, func(a, b *pkg) int {
@@ -209,9 +217,9 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		readyEnv []string // the ready file's lines, once it exists
 		isReady  = o.ready == ""
 	)
-	// next takes the first package of runs that may run now; nil when none
-	// is left, or when those left wait for the ready file (ok false then).
-	next := func() (p *pkg, env []string, done bool) {
+	// next takes the first package of runs that may run now and that take
+	// accepts; nil when there is none (done when none is left at all).
+	next := func(take func(q *pkg) bool) (p *pkg, env []string, done bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		if !isReady {
@@ -225,7 +233,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 			}
 		}
 		for i, q := range runs {
-			if !q.later || isReady {
+			if (!q.later || isReady) && take(q) {
 				runs = slices.Delete(runs, i, i+1)
 				if q.later {
 					env = readyEnv
@@ -235,34 +243,57 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		}
 		return nil, nil, len(runs) == 0
 	}
-	for range max(o.parallel, 1) {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				p, env, done := next()
-				if done {
-					return
-				}
-				if p == nil {
-					select {
-					case <-ctx.Done():
-					case <-time.After(100 * time.Millisecond):
-					}
-					continue
-				}
-				e, ok, err := runTests(ctx, o, p, env, out)
-				mu.Lock()
-				if err != nil {
-					fmt.Fprintf(stderr, "testrun: %s: %v\n", p.importPath, err)
-				}
-				if !ok {
-					code = 1
-				}
-				if e > 0 {
-					elapsed[p.importPath] = e
-				}
-				mu.Unlock()
+	// laterLeft reports whether a long package waiting for the ready file
+	// is left (called with mu held, from take).
+	laterLeft := func() bool {
+		return slices.ContainsFunc(runs, func(q *pkg) bool { return q.later && !q.short })
+	}
+	worker := func(take func(q *pkg) bool) {
+		for ctx.Err() == nil {
+			p, env, done := next(take)
+			if done {
+				return
 			}
+			if p == nil {
+				select {
+				case <-ctx.Done():
+				case <-time.After(100 * time.Millisecond):
+				}
+				continue
+			}
+			e, ok, err := runTests(ctx, o, p, env, out)
+			mu.Lock()
+			if err != nil {
+				fmt.Fprintf(stderr, "testrun: %s: %v\n", p.importPath, err)
+			}
+			if !ok {
+				code = 1
+			}
+			if e > 0 {
+				elapsed[p.importPath] = e
+			}
+			mu.Unlock()
+		}
+	}
+	// N workers for the long packages, the longest first; the first of
+	// them keeps to the packages that wait for the ready file while one
+	// is left, so that the longest of those (on the path that decides
+	// when the run ends) starts as the services do, not once a long
+	// package ends. N more for the short packages (under -short last
+	// time), which spend most of their time starting and in the race
+	// detector's second of sleep at exit: they run beside the long ones
+	// instead of N at a time at the end. A long worker takes a short
+	// package when no long one is left.
+	for i := range max(o.parallel, 1) {
+		wg.Go(func() {
+			worker(func(q *pkg) bool {
+				if i == 0 && laterLeft() {
+					return q.later && !q.short
+				}
+				return !q.short || !slices.ContainsFunc(runs, func(r *pkg) bool { return !r.short })
+			})
 		})
+		wg.Go(func() { worker(func(q *pkg) bool { return q.short }) })
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
