@@ -276,8 +276,8 @@ fi
 # test binaries kept in $CACHE/testbin/race and linked again only when
 # out of date (go test links all 72 on every run: 44 s of CPU), in one
 # queue for both kinds of package, the packages that took longest last
-# time first, at most MCPSIGN_TEST_BINARIES (3) long ones at a time and as
-# many short ones beside them;
+# time first, at most MCPSIGN_TEST_BINARIES (3) at a time, and beside them
+# one at a time those that took less than 3 s;
 # a package that needs a service is taken once the services run ($TMP/
 # services.env, written below, says where). -ldflags="-s -w": the test
 # binaries are linked without DWARF and the symbol table, as go test links

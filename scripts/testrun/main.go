@@ -12,9 +12,9 @@
 // runs each binary in its package's directory, its output converted by
 // the toolchain's test2json, with go test's arguments (-test.v=test2json, -test.paniconexit0,
 // -test.timeout), at most N at a time, the packages that took longest on
-// the last run first (-times), and beside them, N at a time, those that
-// took less than -short (10 s): their time is mostly a race-built
-// binary's start and the race detector's second of sleep at its exit. Its output is go test -json's: the build's
+// the last run first (-times), and beside them, one at a time, those that
+// took less than -short (3 s): their time is mostly a race-built binary's
+// start and the race detector's second of sleep at its exit. Its output is go test -json's: the build's
 // events (build-output, build-fail, the packages with no test files), a
 // failed build as a failed package, each package's events ending with its
 // "ok" or "FAIL" line and its result.
@@ -62,7 +62,7 @@ func main() {
 	flag.StringVar(&o.dir, "o", "", "`directory` the test binaries are kept in (required)")
 	flag.IntVar(&o.parallel, "p", runtime.GOMAXPROCS(0), "run at most `N` test binaries at a time")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "each test binary's -test.timeout")
-	flag.DurationVar(&o.short, "short", 10*time.Second, "a package that took less than `D` last time (-times) runs beside the long ones, N more at a time")
+	flag.DurationVar(&o.short, "short", 3*time.Second, "a package that took less than `D` last time (-times) runs beside the long ones, one at a time")
 	flag.StringVar(&o.times, "times", "", "`file` of each package's last run time: read to run the longest first, updated")
 	flag.StringVar(&o.ready, "ready", "", "the packages after -- run once `file` exists; its KEY=VALUE lines are added to their environment")
 	race := flag.Bool("race", false, "build with the race detector")
@@ -279,11 +279,12 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	// them keeps to the packages that wait for the ready file while one
 	// is left, so that the longest of those (on the path that decides
 	// when the run ends) starts as the services do, not once a long
-	// package ends. N more for the short packages (under -short last
+	// package ends. One more for the short packages (under -short last
 	// time), which spend most of their time starting and in the race
-	// detector's second of sleep at exit: they run beside the long ones
-	// instead of N at a time at the end. A long worker takes a short
-	// package when no long one is left.
+	// detector's second of sleep at exit, not on a core: they run beside
+	// the long ones instead of N at a time at the end. A long worker takes
+	// a short package when no long one is left. (More binaries at a time
+	// cost more CPU in all: docs/TESTING.md.)
 	for i := range max(o.parallel, 1) {
 		wg.Go(func() {
 			worker(func(q *pkg) bool {
@@ -293,8 +294,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 				return !q.short || !slices.ContainsFunc(runs, func(r *pkg) bool { return !r.short })
 			})
 		})
-		wg.Go(func() { worker(func(q *pkg) bool { return q.short }) })
 	}
+	wg.Go(func() { worker(func(q *pkg) bool { return q.short }) })
 	wg.Wait()
 	if ctx.Err() != nil {
 		return 1
