@@ -79,7 +79,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/mcpsign-test.XXXXXX")
 # What outlives a run: the npm packages, the type check's stamps, the test
 # binaries (the stack's binaries are in $CACHE/sigstore-local and beside).
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/mcpsign
-STATE="" BUILD_PID="" FIRST_PID="" CONTAINER_PID="" INTERRUPTED=0
+STATE="" BUILD_PID="" FIRST_PID="" SECOND_PID="" CONTAINER_PID="" INTERRUPTED=0
 # stop_tests PGID...: stops the go test process groups (go test, its test
 # binaries and their fixtures): SIGTERM (a background job ignores SIGINT),
 # then SIGKILL after 3 s.
@@ -106,7 +106,7 @@ cleanup() {
 	trap '' INT TERM
 	# The go test runs are process groups of their own (setsid): stop them
 	# with their test binaries and fixtures.
-	for j in "$FIRST_PID"; do [[ -n $j ]] && groups+=("$j"); done
+	for j in "$FIRST_PID" "$SECOND_PID"; do [[ -n $j ]] && groups+=("$j"); done
 	((${#groups[@]} == 0)) || stop_tests "${groups[@]}"
 	# What run started in the background (a background job ignores the
 	# terminal's SIGINT).
@@ -274,25 +274,27 @@ if ((${#stack_pkgs[@]} == 0 || ${#first_pkgs[@]} == 0)); then
 fi
 # The race tests run with scripts/testrun: go test -json's run, with the
 # test binaries kept in $CACHE/testbin/race and linked again only when
-# out of date (go test links all 72 on every run: 44 s of CPU), in one
-# queue for both kinds of package, the packages that took longest last
-# time first, at most MCPSIGN_TEST_BINARIES (3) at a time, and beside them
-# one at a time those that took less than 3 s;
-# a package that needs a service is taken once the services run ($TMP/
-# services.env, written below, says where). -ldflags="-s -w": the test
-# binaries are linked without DWARF and the symbol table, as go test links
-# those it runs (a failure's stack trace and a race report come from the
-# runtime's own tables).
+# out of date (go test links all 72 on every run: 44 s of CPU), the
+# packages in go list's order, two binaries at a time in each of the two
+# runs below, as go test would. -ldflags="-s -w": the test binaries are
+# linked without DWARF and the symbol table, as go test links those it runs
+# (a failure's stack trace and a race report come from the runtime's own
+# tables).
 TESTBIN=$CACHE/testbin/race
-# The tests share what they build without -race (mcpsign, the example
-# server, the scripted server: internal/testkit/fixtures), made once for
-# this script's lifetime.
+TESTRUN=("$TMP/testrun" -o "$TESTBIN" -race "-ldflags=-s -w" -timeout 30m)
+# Both test runs share what the tests build without -race (mcpsign, the
+# example server, the scripted server: internal/testkit/fixtures), made once
+# for this script's lifetime instead of once per test run.
 export MCPSIGN_FIXTURES_RUN=$$
-env | sort >"$TMP/env.before"
-step "go test -race: ${#first_pkgs[@]} packages now, ${#stack_pkgs[@]} once the services run, in the background"
-setsid "$TMP/testrun" -o "$TESTBIN" -times "$TESTBIN/times.json" -ready "$TMP/services.env" -p "${MCPSIGN_TEST_BINARIES:-3}" \
-	-race "-ldflags=-s -w" -timeout 30m "${first_pkgs[@]}" -- "${stack_pkgs[@]}" >"$TMP/tests.json" 2>&1 &
+step "go test -race: ${#first_pkgs[@]} packages that need no service, in the background"
+setsid "${TESTRUN[@]}" "${first_pkgs[@]}" >"$TMP/first.json" 2>&1 &
 FIRST_PID=$!
+
+# Build the other packages' test binaries meanwhile, so that their run
+# below only runs them (a build that fails is reported by that run).
+step "build the tests of ${#stack_pkgs[@]} packages that need a service, with -race"
+"${TESTRUN[@]}" -c "${stack_pkgs[@]}" >/dev/null 2>&1 &
+watch $! "building the tests of ${#stack_pkgs[@]} packages (minutes when the build cache is cold)" || true
 
 step "Local Sigstore stack: wait for the build"
 # build.sh prints a line per binary ("building...", "built in", "up to
@@ -321,13 +323,16 @@ scripts/registry-local/start.sh "$REGSTATE" >"$TMP/registry.log" 2>&1 || { cat "
 source "$REGSTATE/env.sh"
 export MCPSIGN_REQUIRE_REGISTRY=1
 
-# What the services added to the environment, for the tests that need
-# them (written whole: testrun reads it once it exists).
-comm -13 "$TMP/env.before" <(env | sort) >"$TMP/services.env.partial"
-mv "$TMP/services.env.partial" "$TMP/services.env"
-step "go test -race: the services run; waiting for the tests"
-tests=0
-watch "$FIRST_PID" "go test -race" tests_done "$TMP/tests.json" "$((${#first_pkgs[@]} + ${#stack_pkgs[@]}))" || tests=$?
+step "go test -race: ${#stack_pkgs[@]} packages that need a service"
+second=0
+setsid "${TESTRUN[@]}" "${stack_pkgs[@]}" >"$TMP/second.json" 2>&1 &
+SECOND_PID=$!
+watch "$SECOND_PID" "go test of the packages that need a service" tests_done "$TMP/second.json" "${#stack_pkgs[@]}" || second=$?
+SECOND_PID=""
+
+step "go test -race: wait for the packages that need no service"
+first=0
+watch "$FIRST_PID" "go test of the packages that need no service" tests_done "$TMP/first.json" "${#first_pkgs[@]}" || first=$?
 FIRST_PID=""
 step "container image: wait for scripts/container test"
 container=0
@@ -335,9 +340,9 @@ watch "$CONTAINER_PID" "scripts/container test" tail -n 1 "$TMP/container.log" |
 CONTAINER_PID=""
 cat "$TMP/container.log"
 step "go test -race ./...: summary"
-"${summary[@]}" <"$TMP/tests.json"
-if ((tests != 0)); then
-	echo "the tests exited $tests"
+cat "$TMP/first.json" "$TMP/second.json" | "${summary[@]}"
+if ((first != 0 || second != 0)); then
+	echo "go test exited $first (packages that need no service) and $second (the others)"
 	exit 1
 fi
 if ((container != 0)); then

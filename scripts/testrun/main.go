@@ -2,19 +2,17 @@
 // the test binaries kept between runs: scripts/test.sh runs the race tests
 // with it.
 //
-//	testrun -o DIR [-p N] [-short D] [-timeout D] [-times FILE] [-ready FILE] [build flags] packages... [-- packages...]
+//	testrun -o DIR [-p N] [-timeout D] [-c] [build flags] packages...
 //
 // `go test` links every test binary anew on every run, even when nothing
 // changed (the build cache keeps compiled packages, not linked test
 // binaries): 72 race-built test binaries, 44 s of CPU on two cores, every
 // warm run (docs/PERFORMANCE.md). testrun builds them with `go test -c -o
 // DIR/`, which links only a binary that is missing or out of date, then
-// runs each binary in its package's directory, its output converted by
-// the toolchain's test2json, with go test's arguments (-test.v=test2json, -test.paniconexit0,
-// -test.timeout), at most N at a time, the packages that took longest on
-// the last run first (-times), and beside them, one at a time, those that
-// took less than -short (3 s): their time is mostly a race-built binary's
-// start and the race detector's second of sleep at its exit. Its output is go test -json's: the build's
+// runs each binary in its package's directory, its output converted by the
+// toolchain's test2json, with go test's arguments (-test.v=test2json,
+// -test.paniconexit0, -test.timeout), at most N at a time, in the order
+// given (go test's). Its output is go test -json's: the build's
 // events (build-output, build-fail, the packages with no test files), a
 // failed build as a failed package, each package's events ending with its
 // "ok" or "FAIL" line and its result.
@@ -25,10 +23,7 @@
 // removes its directory when it ends, and those that runs killed before
 // their end left (older than 3 hours).
 //
-// The packages after "--" wait for the -ready file (scripts/test.sh writes
-// it once the services those packages' tests need run, with the variables
-// that say where they are): one queue, N binaries at a time, for both.
-//
+// With -c it only builds the binaries (a later run finds them up to date).
 // The build flags it passes to `go test -c` are -race and -ldflags.
 //
 // It exits 1 when a package failed (its build, or a test), 2 when the
@@ -62,14 +57,12 @@ func main() {
 	flag.StringVar(&o.dir, "o", "", "`directory` the test binaries are kept in (required)")
 	flag.IntVar(&o.parallel, "p", runtime.GOMAXPROCS(0), "run at most `N` test binaries at a time")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "each test binary's -test.timeout")
-	flag.DurationVar(&o.short, "short", 3*time.Second, "a package that took less than `D` last time (-times) runs beside the long ones, one at a time")
-	flag.StringVar(&o.times, "times", "", "`file` of each package's last run time: read to run the longest first, updated")
-	flag.StringVar(&o.ready, "ready", "", "the packages after -- run once `file` exists; its KEY=VALUE lines are added to their environment")
+	flag.BoolVar(&o.buildOnly, "c", false, "only build the test binaries")
 	race := flag.Bool("race", false, "build with the race detector")
 	ldflags := flag.String("ldflags", "", "go test -ldflags")
 	flag.Parse()
 	if o.dir == "" || flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: testrun -o DIR [-p N] [-timeout D] [-times FILE] [-ready FILE] [-race] [-ldflags F] packages... [-- packages...]")
+		fmt.Fprintln(os.Stderr, "usage: testrun -o DIR [-p N] [-timeout D] [-c] [-race] [-ldflags F] packages...")
 		os.Exit(2)
 	}
 	if *race {
@@ -79,13 +72,6 @@ func main() {
 		o.buildFlags = append(o.buildFlags, "-ldflags="+*ldflags)
 	}
 	o.patterns = flag.Args()
-	if i := slices.Index(o.patterns, "--"); i >= 0 {
-		o.patterns, o.later = o.patterns[:i], o.patterns[i+1:]
-		if o.ready == "" && len(o.later) > 0 {
-			fmt.Fprintln(os.Stderr, "testrun: packages after -- wait for -ready FILE, and there is none")
-			os.Exit(2)
-		}
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, o, os.Stdout, os.Stderr))
@@ -95,13 +81,10 @@ type options struct {
 	dir        string
 	parallel   int
 	timeout    time.Duration
-	short      time.Duration
-	times      string
+	buildOnly  bool
 	buildFlags []string
-	patterns   []string // the packages to run at once
-	later      []string // the packages to run once the ready file exists
-	ready      string   // the ready file (-ready)
-	test2json  string   // the toolchain's test2json
+	patterns   []string
+	test2json  string // the toolchain's test2json
 }
 
 // pkg is a package whose tests run.
@@ -109,9 +92,6 @@ type pkg struct {
 	importPath string
 	dir        string // the package's source directory: the tests run there
 	binary     string // its test binary, in the run's own directory
-	last       float64
-	later      bool // it waits for the ready file
-	short      bool // it took less than -short last time
 }
 
 // buildWait bounds the wait for another run's build of the same directory
@@ -134,17 +114,6 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "testrun:", err)
 		return 2
 	}
-	if len(o.later) > 0 {
-		later, err := list(ctx, o.later)
-		if err != nil {
-			fmt.Fprintln(stderr, "testrun:", err)
-			return 2
-		}
-		for _, p := range later {
-			p.later = true
-		}
-		pkgs = append(pkgs, later...)
-	}
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		fmt.Fprintln(stderr, "testrun:", err)
 		return 2
@@ -164,12 +133,21 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 				return err
 			}
 		}
+		if o.buildOnly {
+			return nil
+		}
 		runDir, err = linkRun(o.dir, pkgs, failedBuild)
 		return err
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "testrun:", err)
 		return 2
+	}
+	if o.buildOnly {
+		if len(failedBuild) > 0 {
+			return 1
+		}
+		return 0
 	}
 	defer os.RemoveAll(runDir)
 
@@ -187,132 +165,37 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		p.binary = filepath.Join(runDir, p.binary)
 		runs = append(runs, p)
 	}
-	last := readTimes(o.times)
-	for _, p := range runs {
-		p.last = last[p.importPath]
-		p.short = p.last > 0 && p.last < o.short.Seconds() // a package without a time is long
-	}
-	// Longest first: a package the times do not know yet counts as longest.
-	slices.SortStableFunc(runs, func(a, b *pkg) int {
-		ka, kb := a.last, b.last
-		if ka == 0 {
-			ka = 1e9
-		}
-		if kb == 0 {
-			kb = 1e9
-		}
-		switch {
-		case ka > kb:
-			return -1
-		case ka < kb:
-			return 1
-		}
-		return 0
-	})
-
 	var (
-		mu       sync.Mutex
-		elapsed  = map[string]float64{}
-		wg       sync.WaitGroup
-		readyEnv []string // the ready file's lines, once it exists
-		isReady  = o.ready == ""
+		mu   sync.Mutex
+		next = 0
+		wg   sync.WaitGroup
 	)
-	// next takes the first package of runs that may run now and that take
-	// accepts; nil when there is none (done when none is left at all).
-	next := func(take func(q *pkg) bool) (p *pkg, env []string, done bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !isReady {
-			if b, err := os.ReadFile(o.ready); err == nil {
-				isReady = true
-				for line := range strings.Lines(string(b)) {
-					if line = strings.TrimRight(line, "\r\n"); strings.Contains(line, "=") {
-						readyEnv = append(readyEnv, line)
-					}
-				}
-			}
-		}
-		for i, q := range runs {
-			if (!q.later || isReady) && take(q) {
-				runs = slices.Delete(runs, i, i+1)
-				if q.later {
-					env = readyEnv
-				}
-				return q, env, false
-			}
-		}
-		return nil, nil, len(runs) == 0
-	}
-	// laterLeft reports whether a long package waiting for the ready file
-	// is left (called with mu held, from take).
-	laterLeft := func() bool {
-		return slices.ContainsFunc(runs, func(q *pkg) bool { return q.later && !q.short })
-	}
-	worker := func(take func(q *pkg) bool) {
-		for ctx.Err() == nil {
-			p, env, done := next(take)
-			if done {
-				return
-			}
-			if p == nil {
-				select {
-				case <-ctx.Done():
-				case <-time.After(100 * time.Millisecond):
-				}
-				continue
-			}
-			e, ok, err := runTests(ctx, o, p, env, out)
-			mu.Lock()
-			if err != nil {
-				fmt.Fprintf(stderr, "testrun: %s: %v\n", p.importPath, err)
-			}
-			if !ok {
-				code = 1
-			}
-			if e > 0 {
-				elapsed[p.importPath] = e
-			}
-			mu.Unlock()
-		}
-	}
-	// N workers for the long packages, the longest first; the first of
-	// them keeps to the packages that wait for the ready file while one
-	// is left, so that the longest of those (on the path that decides
-	// when the run ends) starts as the services do, not once a long
-	// package ends. One more for the short packages (under -short last
-	// time), which spend most of their time starting and in the race
-	// detector's second of sleep at exit, not on a core: they run beside
-	// the long ones instead of N at a time at the end. A long worker takes
-	// a short package when no long one is left. (More binaries at a time
-	// cost more CPU in all: docs/TESTING.md.)
-	for i := range max(o.parallel, 1) {
+	for range max(o.parallel, 1) {
 		wg.Go(func() {
-			worker(func(q *pkg) bool {
-				if i == 0 && laterLeft() {
-					return q.later && !q.short
+			for {
+				mu.Lock()
+				if next == len(runs) || ctx.Err() != nil {
+					mu.Unlock()
+					return
 				}
-				return !q.short || !slices.ContainsFunc(runs, func(r *pkg) bool { return !r.short })
-			})
+				p := runs[next]
+				next++
+				mu.Unlock()
+				ok, err := runTests(ctx, o, p, out)
+				mu.Lock()
+				if err != nil {
+					fmt.Fprintf(stderr, "testrun: %s: %v\n", p.importPath, err)
+				}
+				if !ok {
+					code = 1
+				}
+				mu.Unlock()
+			}
 		})
 	}
-	wg.Go(func() { worker(func(q *pkg) bool { return q.short }) })
 	wg.Wait()
 	if ctx.Err() != nil {
 		return 1
-	}
-	if o.times != "" {
-		// Runs of other packages write the file too (scripts/test.sh runs
-		// two at once): what it holds now, with this run's times.
-		err := filelock.With(context.Background(), filepath.Join(o.dir, ".lock"), "another test run is building the test binaries", func() error {
-			t := readTimes(o.times)
-			for k, v := range elapsed {
-				t[k] = v
-			}
-			return writeTimes(o.times, t)
-		})
-		if err != nil {
-			fmt.Fprintln(stderr, "testrun:", err)
-		}
 	}
 	return code
 }
@@ -481,34 +364,33 @@ func sweep(dir string) {
 	}
 }
 
-// runTests runs p's test binary, with env added to this process's
-// environment, its output converted by the
+// runTests runs p's test binary with its output converted by the
 // toolchain's test2json, as go test does: the binary is this process's
 // child (test2json's own way to run a command ignores SIGINT and SIGQUIT,
 // and its children would inherit that), its output goes to test2json,
 // and go test's closing lines follow it ("exit status 2" when it failed,
 // then "ok" or "FAIL" with the package and the time). It copies the events
-// to out and returns the package's elapsed time and whether it passed.
-func runTests(ctx context.Context, o options, p *pkg, env []string, out *lineWriter) (float64, bool, error) {
+// to out and returns whether the package passed.
+func runTests(ctx context.Context, o options, p *pkg, out *lineWriter) (bool, error) {
 	conv := exec.Command(o.test2json, "-t", "-p", p.importPath)
 	conv.Stderr = os.Stderr
 	convIn, err := conv.StdinPipe()
 	if err != nil {
-		return 0, false, err
+		return false, err
 	}
 	convOut, err := conv.StdoutPipe()
 	if err != nil {
-		return 0, false, err
+		return false, err
 	}
 	if err := conv.Start(); err != nil {
-		return 0, false, err
+		return false, err
 	}
 	events := make(chan string, 1)
 	go func() { events <- copyHoldingLast(convOut, out) }()
 
 	cmd := exec.CommandContext(ctx, p.binary, "-test.v=test2json", "-test.paniconexit0", "-test.timeout="+o.timeout.String())
 	cmd.Dir = p.dir
-	cmd.Env = append(slices.Concat(os.Environ(), env), "PWD="+p.dir) // as go test runs it
+	cmd.Env = append(os.Environ(), "PWD="+p.dir) // as go test runs it
 	cmd.Stdout, cmd.Stderr = convIn, convIn
 	// A signal reaches the whole process group; the context's kill is
 	// for a test binary that outlived it.
@@ -527,7 +409,7 @@ func runTests(ctx context.Context, o options, p *pkg, env []string, out *lineWri
 	convIn.Close()
 	held := <-events
 	if err := conv.Wait(); err != nil && ctx.Err() == nil {
-		return 0, false, fmt.Errorf("test2json: %w", err)
+		return false, fmt.Errorf("test2json: %w", err)
 	}
 	var last event
 	if held == "" || json.Unmarshal([]byte(held), &last) != nil || last.Test != "" || last.Elapsed == nil ||
@@ -540,13 +422,13 @@ func runTests(ctx context.Context, o options, p *pkg, env []string, out *lineWri
 			// Interrupted: no result, as go test gives none when it is
 			// stopped (scripts/testsummary counts the package's tests
 			// as not finished).
-			return 0, false, nil
+			return false, nil
 		}
 		out.event(event{Time: time.Now(), Action: "fail", Package: p.importPath, Elapsed: ptr(took)})
-		return took, false, nil
+		return false, nil
 	}
 	out.line(held)
-	return took, last.Action == "pass", nil
+	return last.Action == "pass", nil
 }
 
 // copyHoldingLast copies the lines of r to out, one line behind, and
@@ -602,45 +484,4 @@ func (l *lineWriter) event(e event) {
 		panic(err) // an event always marshals
 	}
 	l.line(string(b) + "\n")
-}
-
-// readTimes reads the -times file: package → seconds. A missing or broken
-// file is no times (every package counts as long).
-func readTimes(file string) map[string]float64 {
-	t := map[string]float64{}
-	if file == "" {
-		return t
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return t
-	}
-	if json.Unmarshal(b, &t) != nil {
-		return map[string]float64{}
-	}
-	return t
-}
-
-// writeTimes replaces the -times file atomically.
-func writeTimes(file string, t map[string]float64) error {
-	b, err := json.MarshalIndent(t, "", "\t")
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), filepath.Base(file)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(append(b, '\n'))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), file)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", file, err)
-	}
-	return nil
 }

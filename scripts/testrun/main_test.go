@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,13 +72,11 @@ func testFile(pkg, body string) string {
 
 // TestRun: what go test -json says of each kind of package (passing,
 // failing, not building, depending on one that does not build, without
-// tests), the exit code, and a second run that links nothing and runs the
-// longest package first.
+// tests), the exit code, and a second run that links nothing.
 func TestRun(t *testing.T) {
 	mod := module(t, map[string]string{
 		"ok/ok.go":           "package ok\n\nvar X = 1\n",
 		"ok/ok_test.go":      testFile("ok", "func TestOK(t *testing.T) {}"),
-		"slow/slow_test.go":  testFile("slow", "import \"time\"\n\nfunc TestSlow(t *testing.T) { time.Sleep(300 * time.Millisecond) }"),
 		"bad/bad_test.go":    testFile("bad", "func TestBad(t *testing.T) { t.Fatal(\"no\") }"),
 		"dep/dep.go":         "package dep\n\nimport \"example.com/m/ok\"\n\nvar Y = ok.X\n",
 		"dep/dep_test.go":    testFile("dep", "func TestDep(t *testing.T) { _ = Y }"),
@@ -94,9 +91,9 @@ func TestRun(t *testing.T) {
 		"sig/sig_test.go": testFile("sig", "import (\n\t\"os\"\n\t\"os/signal\"\n)\n\nfunc TestSig(t *testing.T) {\n\tif signal.Ignored(os.Interrupt) {\n\t\tt.Fatal(\"SIGINT is ignored\")\n\t}\n}"),
 	})
 	bin := t.TempDir()
-	o := options{dir: bin, parallel: 2, timeout: time.Minute, times: filepath.Join(bin, "times.json"), patterns: []string{"./..."}}
+	o := options{dir: bin, parallel: 2, timeout: time.Minute, patterns: []string{"./..."}}
 	code, res, _ := results(t, mod, o)
-	want := map[string]string{"ok": "pass", "slow": "pass", "bad": "fail", "dep": "pass", "notest": "skip", "wd": "pass", "broken": "fail", "panics": "fail", "exits": "fail", "sig": "pass"}
+	want := map[string]string{"ok": "pass", "bad": "fail", "dep": "pass", "notest": "skip", "wd": "pass", "broken": "fail", "panics": "fail", "exits": "fail", "sig": "pass"}
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
@@ -105,8 +102,8 @@ func TestRun(t *testing.T) {
 			t.Errorf("%s: %q, want %q", p, res[p], w)
 		}
 	}
-	// The second run finds every binary up to date (the same inode: not
-	// linked again) and runs the slowest package first.
+	// The second run finds every binary up to date: the same file, not
+	// linked again.
 	stat := func() os.FileInfo {
 		fi, err := os.Stat(filepath.Join(bin, "ok.test"))
 		if err != nil {
@@ -115,17 +112,11 @@ func TestRun(t *testing.T) {
 		return fi
 	}
 	before := stat()
-	o.parallel = 1
-	_, _, order := results(t, mod, o)
+	if code, res2, _ := results(t, mod, o); code != 1 || res2["ok"] != "pass" {
+		t.Errorf("second run: exit %d, %v", code, res2)
+	}
 	if !os.SameFile(before, stat()) {
 		t.Error("ok.test was linked again (another file)")
-	}
-	// Of the packages that passed, slow took longest.
-	at := func(p string) int { return slices.Index(order, "example.com/m/"+p) }
-	for _, p := range []string{"ok", "dep", "wd"} {
-		if at(p) < 0 || at("slow") > at(p) {
-			t.Errorf("order %v: want example.com/m/slow before %s (the longest last time)", order, p)
-		}
 	}
 	if runs, _ := filepath.Glob(filepath.Join(bin, "run-*")); len(runs) != 0 {
 		t.Errorf("run directories left: %v", runs)
@@ -151,34 +142,5 @@ func TestStaleBinaryNotRun(t *testing.T) {
 	code, res, _ := results(t, mod, o)
 	if code != 1 || res["user"] != "fail" || res["other"] != "pass" {
 		t.Fatalf("after lib broke: exit %d, %v; want 1, user fail (its stale binary not run), other pass", code, res)
-	}
-}
-
-// TestReady: the packages after "--" start only once the ready file exists,
-// with its KEY=VALUE lines in their environment; the others do not wait.
-func TestReady(t *testing.T) {
-	mod := module(t, map[string]string{
-		"now/now_test.go": testFile("now", "import \"os\"\n\nfunc TestNow(t *testing.T) {\n\tif os.Getenv(\"SERVICE\") != \"\" {\n\t\tt.Fatal(\"SERVICE set\")\n\t}\n}"),
-		"svc/svc_test.go": testFile("svc", "import \"os\"\n\nfunc TestSvc(t *testing.T) {\n\tif os.Getenv(\"SERVICE\") != \"http://127.0.0.1:1\" {\n\t\tt.Fatalf(\"SERVICE %q\", os.Getenv(\"SERVICE\"))\n\t}\n}"),
-	})
-	bin := t.TempDir()
-	ready := filepath.Join(t.TempDir(), "ready.env")
-	o := options{dir: bin, parallel: 2, timeout: time.Minute, patterns: []string{"./now"}, later: []string{"./svc"}, ready: ready}
-	written := make(chan time.Time, 1)
-	go func() {
-		time.Sleep(time.Second)
-		if err := os.WriteFile(ready, []byte("SERVICE=http://127.0.0.1:1\n"), 0o644); err != nil {
-			t.Error(err)
-		}
-		written <- time.Now()
-	}()
-	start := time.Now()
-	code, res, order := results(t, mod, o)
-	if code != 0 || res["now"] != "pass" || res["svc"] != "pass" {
-		t.Fatalf("exit %d, %v; want 0 and both passed", code, res)
-	}
-	w := <-written
-	if !slices.Equal(order, []string{"example.com/m/now", "example.com/m/svc"}) {
-		t.Errorf("order %v: now did not finish before the ready file (written %v after the start)", order, w.Sub(start))
 	}
 }
