@@ -76,8 +76,8 @@ tests_done() {
 }
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/mcpsign-test.XXXXXX")
-# What outlives a run: the npm packages, the type check's stamps, the test
-# binaries (the stack's binaries are in $CACHE/sigstore-local and beside).
+# What outlives a run: the npm packages and the type check's stamps (the
+# stack's binaries are in $CACHE/sigstore-local and beside them).
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/mcpsign
 STATE="" BUILD_PID="" FIRST_PID="" SECOND_PID="" CONTAINER_PID="" INTERRUPTED=0
 # stop_tests PGID...: stops the go test process groups (go test, its test
@@ -151,7 +151,6 @@ trap cleanup EXIT
 summary=("$TMP/testsummary" -expected scripts/expected-skips.txt -slowest 10)
 case ${CI:-} in "" | false | 0) ;; *) summary+=(-ci) ;; esac
 go build -o "$TMP/testsummary" ./scripts/testsummary
-go build -o "$TMP/testrun" ./scripts/testrun
 
 if [[ ${1:-} == --quick ]]; then
 	go test -json ./... 2>&1 | "${summary[@]}"
@@ -272,29 +271,24 @@ if ((${#stack_pkgs[@]} == 0 || ${#first_pkgs[@]} == 0)); then
 	echo "no package needs a service, or every package does: the package lists are wrong"
 	exit 1
 fi
-# The race tests run with scripts/testrun: go test -json's run, with the
-# test binaries kept in $CACHE/testbin/race and linked again only when
-# out of date (go test links all 72 on every run: 44 s of CPU), the
-# packages in go list's order, two binaries at a time in each of the two
-# runs below, as go test would. -ldflags="-s -w": the test binaries are
-# linked without DWARF and the symbol table, as go test links those it runs
-# (a failure's stack trace and a race report come from the runtime's own
-# tables).
-TESTBIN=$CACHE/testbin/race
-TESTRUN=("$TMP/testrun" -o "$TESTBIN" -race "-ldflags=-s -w" -timeout 30m)
-# Both test runs share what the tests build without -race (mcpsign, the
+# -ldflags=-w: the test binaries are linked without DWARF, which nothing
+# reads (a failure's stack trace and a race report come from the runtime's
+# own tables): linking the 72 race-built test binaries took 48 s of CPU
+# with it, 44 s without (docs/PERFORMANCE.md).
+TEST_FLAGS=(-race -json -timeout 30m -ldflags=-w)
+# Both go test runs share what the tests build without -race (mcpsign, the
 # example server, the scripted server: internal/testkit/fixtures), made once
-# for this script's lifetime instead of once per test run.
+# for this script's lifetime instead of once per go test run.
 export MCPSIGN_FIXTURES_RUN=$$
 step "go test -race: ${#first_pkgs[@]} packages that need no service, in the background"
-setsid "${TESTRUN[@]}" "${first_pkgs[@]}" >"$TMP/first.json" 2>&1 &
+setsid go test "${TEST_FLAGS[@]}" "${first_pkgs[@]}" >"$TMP/first.json" 2>&1 &
 FIRST_PID=$!
 
-# Build the other packages' test binaries meanwhile, so that their run
-# below only runs them (a build that fails is reported by that run).
-step "build the tests of ${#stack_pkgs[@]} packages that need a service, with -race"
-"${TESTRUN[@]}" -c "${stack_pkgs[@]}" >/dev/null 2>&1 &
-watch $! "building the tests of ${#stack_pkgs[@]} packages (minutes when the build cache is cold)" || true
+# Compile (not link) the other packages and their tests with -race into
+# the build cache, so that their go test below only links and runs.
+step "compile the tests of ${#stack_pkgs[@]} packages that need a service, with -race"
+go list -export -test -race "${stack_pkgs[@]}" >/dev/null &
+watch $! "compiling the tests of ${#stack_pkgs[@]} packages (minutes when the build cache is cold)"
 
 step "Local Sigstore stack: wait for the build"
 # build.sh prints a line per binary ("building...", "built in", "up to
@@ -325,7 +319,7 @@ export MCPSIGN_REQUIRE_REGISTRY=1
 
 step "go test -race: ${#stack_pkgs[@]} packages that need a service"
 second=0
-setsid "${TESTRUN[@]}" "${stack_pkgs[@]}" >"$TMP/second.json" 2>&1 &
+setsid go test "${TEST_FLAGS[@]}" "${stack_pkgs[@]}" >"$TMP/second.json" 2>&1 &
 SECOND_PID=$!
 watch "$SECOND_PID" "go test of the packages that need a service" tests_done "$TMP/second.json" "${#stack_pkgs[@]}" || second=$?
 SECOND_PID=""
