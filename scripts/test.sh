@@ -17,15 +17,19 @@
 # reason and the ten slowest packages and tests (scripts/testsummary). With CI set (CI=true), a skip that
 # scripts/expected-skips.txt does not list for this machine fails the run.
 # It runs every test once: nothing is retried, and a failure is never
-# hidden (a test that fails once fails the run).
+# hidden (a test that fails once fails the run). As go test does, a
+# package whose test binary and inputs are those of a run that passed is
+# not run again: its result is replayed from go test's cache (a second run
+# in the same clone replays most of the small packages).
 #
 # Every step says when it starts and how long the one before took; a step
 # that runs longer than 15 s says every 15 s what it waits for and for how
 # long. Ctrl-C (or SIGTERM) stops the tests, prints what ran so far under
 # "INTERRUPTED" (a stopped test did not fail) and cleans up, saying so.
 #
-# Needs: about 6 GB of disk (Go module and build caches, the stack's
-# binaries in ~/.cache/mcpsign), and root, or the Debian packages below
+# Needs: about 6 GB of disk (Go module and build caches; in
+# ~/.cache/mcpsign the stack's binaries, a copy of the npm packages and the
+# type check's stamps), and root, or the Debian packages below
 # already installed (it runs apt-get install when one is missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
