@@ -162,10 +162,20 @@ func sourcesKey(pkgs []*listed, system string) (string, error) {
 		return "", err
 	}
 	fmt.Fprintf(h, "%s\x00%s\x00", runtime.Version(), system)
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
 	for _, p := range pkgs {
 		// The listing itself: names, files, imports and their mapping,
-		// the errors go list reported.
-		if err := json.NewEncoder(h).Encode(p); err != nil {
+		// the errors go list reported. A directory under the current one
+		// (the module's) is named relative to it: another clone of the
+		// same sources has the same key.
+		q := *p
+		if rel, err := filepath.Rel(wd, q.Dir); err == nil && filepath.IsLocal(rel) {
+			q.Dir = rel
+		}
+		if err := json.NewEncoder(h).Encode(&q); err != nil {
 			return "", err
 		}
 		if p.Standard {

@@ -206,3 +206,24 @@ func TestCache(t *testing.T) {
 	check("windows", 1, false)
 	check("windows", 1, false)
 }
+
+// TestCacheAnotherClone: the same sources in another directory (another
+// clone) find the stamp their first check left.
+func TestCacheAnotherClone(t *testing.T) {
+	cache := t.TempDir()
+	for i, wantCached := range []bool{false, true} {
+		dir := t.TempDir()
+		for name, text := range map[string]string{"go.mod": "module example.com/p\n\ngo 1.26\n", "p.go": "package p\n\nfunc F() int { return 1 }\n"} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Chdir(dir) // the module's directory, as scripts/test.sh runs it
+		var stdout, stderr bytes.Buffer
+		code := run(goCommand{Env: []string{"GOOS=windows", "GOARCH=amd64", "GOFLAGS="}}, testStd, []string{"./..."}, cache, &stdout, &stderr)
+		out := stdout.String() + stderr.String()
+		if cached := strings.Contains(out, "the same sources passed before"); code != 0 || cached != wantCached {
+			t.Fatalf("clone %d: exit %d, cached %v, want 0 and %v; output:\n%s", i+1, code, cached, wantCached, out)
+		}
+	}
+}
