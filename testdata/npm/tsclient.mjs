@@ -4,12 +4,7 @@
 //   node tsclient.mjs '<config JSON>'    one session, one line on stdout
 //   node tsclient.mjs --serve            many sessions, one process
 //
-// With --serve it reads requests from stdin, one JSON line each,
-// {"id": N, "config": {...}}, runs each as its own session (its own Client
-// and transport, concurrently with the others) and writes one line per
-// request, {"id": N, "out": {...}}, in the order they end; it exits once
-// stdin is closed and the sessions it holds have ended. This saves a Node.js
-// start and the SDK's load (about 0.4 s of CPU) per session.
+// (sessions.mjs says how --serve reads and answers.)
 //
 // config: {command, args, call?: {name, arguments}, pipeline?: bool,
 // afterCall?: {name, arguments}, resources?: bool, timeoutMs, settleMs}, or
@@ -26,7 +21,7 @@
 // stderr}. Definitions are the raw objects of the answers the SDK accepted
 // (its typed schemas drop unknown members). Every request has a hard
 // timeout: one that runs out is listed in hung.
-import { createInterface } from 'node:readline';
+import { runSessions } from './sessions.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -237,26 +232,4 @@ async function session(cfg) {
   return out;
 }
 
-if (process.argv[2] === '--serve') {
-  const running = new Set();
-  let closed = false;
-  const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
-  lines.on('line', (line) => {
-    if (line.trim() === '') return;
-    const req = JSON.parse(line);
-    const p = session(req.config).then((out) => {
-      process.stdout.write(JSON.stringify({ id: req.id, out }) + '\n');
-      running.delete(p);
-      if (closed && running.size === 0) process.stdout.write('', () => process.exit(0));
-    });
-    running.add(p);
-  });
-  lines.on('close', () => {
-    closed = true;
-    if (running.size === 0) process.stdout.write('', () => process.exit(0));
-  });
-} else {
-  const out = await session(JSON.parse(process.argv[2]));
-  // Exit once the line is written: a large one is still in flight.
-  process.stdout.write(JSON.stringify(out) + '\n', () => process.exit(0));
-}
+await runSessions(session);

@@ -3,7 +3,10 @@
 // notifications/message) through mcpsign (internal/testkit/difftest,
 // TestServerRequestsReachOnlyWhatTheClientAsked).
 //
-//   node tsserverrequests.mjs '<config JSON>'
+//   node tsserverrequests.mjs '<config JSON>'    one session, one line on stdout
+//   node tsserverrequests.mjs --serve            many sessions, one process
+//
+// (sessions.mjs says how --serve reads and answers.)
 //
 // config: {sdk: "v1" | "v2", command, args, env, capabilities, call: {name,
 // arguments}, timeoutMs, settleMs}. sdk v1 is @modelcontextprotocol/sdk, v2
@@ -14,56 +17,74 @@
 // and notifications as they arrived on the client's transport (before the
 // SDK's own capability checks), in order; notifications/* list_changed and
 // progress are left out.
-const cfg = JSON.parse(process.argv[2]);
-let Client;
-let StdioClientTransport;
-if (cfg.sdk === 'v2') {
-  ({ Client } = await import('@modelcontextprotocol/client'));
-  ({ StdioClientTransport } = await import('@modelcontextprotocol/client/stdio'));
-} else {
-  ({ Client } = await import('@modelcontextprotocol/sdk/client/index.js'));
-  ({ StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js'));
-}
-const out = { received: [], call: null, error: null };
-const transport = new StdioClientTransport({
-  command: cfg.command,
-  args: cfg.args ?? [],
-  env: { ...process.env, ...(cfg.env ?? {}) },
-  stderr: 'inherit',
-});
-const start = transport.start.bind(transport);
-transport.start = async () => {
-  const prev = transport.onmessage;
-  transport.onmessage = (m, extra) => {
-    if (typeof m?.method === 'string' && !m.method.endsWith('/list_changed') && m.method !== 'notifications/progress') {
-      out.received.push({ method: m.method, params: m.params ?? null });
-    }
-    prev?.(m, extra);
-  };
-  await start();
+import { runSessions } from './sessions.mjs';
+
+// sdks loads each SDK's client once, when a session first asks for it.
+const sdks = {
+  v1: async () => ({
+    Client: (await import('@modelcontextprotocol/sdk/client/index.js')).Client,
+    StdioClientTransport: (await import('@modelcontextprotocol/sdk/client/stdio.js')).StdioClientTransport,
+  }),
+  v2: async () => ({
+    Client: (await import('@modelcontextprotocol/client')).Client,
+    StdioClientTransport: (await import('@modelcontextprotocol/client/stdio')).StdioClientTransport,
+  }),
 };
-const client = new Client({ name: 'mcpsign-serverrequests', version: '0' }, { capabilities: cfg.capabilities ?? {} });
+
 const answers = {
   'sampling/createMessage': { role: 'assistant', content: { type: 'text', text: 'ok' }, model: 'none' },
   'elicitation/create': { action: 'decline' },
   'roots/list': { roots: [] },
 };
-client.fallbackRequestHandler = async (req) => answers[req.method] ?? {};
-client.fallbackNotificationHandler = async () => {};
-const timeoutMs = cfg.timeoutMs ?? 5000;
-const timeout = (p) => Promise.race([p, new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), timeoutMs))]);
-try {
-  await timeout(client.connect(transport));
+
+// session runs one client session as cfg says and returns what it received.
+async function session(cfg) {
+  const out = { received: [], call: null, error: null };
+  const { Client, StdioClientTransport } = await sdks[cfg.sdk === 'v2' ? 'v2' : 'v1']();
+  const transport = new StdioClientTransport({
+    command: cfg.command,
+    args: cfg.args ?? [],
+    env: { ...process.env, ...(cfg.env ?? {}) },
+    stderr: 'inherit',
+  });
+  const start = transport.start.bind(transport);
+  transport.start = async () => {
+    const prev = transport.onmessage;
+    transport.onmessage = (m, extra) => {
+      if (typeof m?.method === 'string' && !m.method.endsWith('/list_changed') && m.method !== 'notifications/progress') {
+        out.received.push({ method: m.method, params: m.params ?? null });
+      }
+      prev?.(m, extra);
+    };
+    await start();
+  };
+  const client = new Client({ name: 'mcpsign-serverrequests', version: '0' }, { capabilities: cfg.capabilities ?? {} });
+  client.fallbackRequestHandler = async (req) => answers[req.method] ?? {};
+  client.fallbackNotificationHandler = async () => {};
+  const timeoutMs = cfg.timeoutMs ?? 5000;
+  const timeout = (p) => {
+    let timer;
+    const expired = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
+    });
+    return Promise.race([p, expired]).finally(() => clearTimeout(timer));
+  };
   try {
-    await timeout(client.callTool(cfg.call));
-    out.call = { ok: true };
+    await timeout(client.connect(transport));
+    try {
+      await timeout(client.callTool(cfg.call));
+      out.call = { ok: true };
+    } catch (e) {
+      out.call = { ok: false, error: String(e?.message ?? e) };
+    }
+    await new Promise((resolve) => setTimeout(resolve, cfg.settleMs ?? 300));
   } catch (e) {
-    out.call = { ok: false, error: String(e?.message ?? e) };
+    out.error = String(e?.message ?? e);
   }
-  await new Promise((resolve) => setTimeout(resolve, cfg.settleMs ?? 300));
-} catch (e) {
-  out.error = String(e?.message ?? e);
+  // The answer does not wait for the close (the server's exit); in one
+  // process per session, the process exits once the answer is written.
+  client.close().catch(() => {});
+  return out;
 }
-process.stdout.write(JSON.stringify(out) + '\n');
-await client.close().catch(() => {});
-process.exit(0);
+
+await runSessions(session);

@@ -204,6 +204,7 @@ func runOnStackWith(t *testing.T, env *sigstack.Env, tokenURL string, claims url
 		}
 	}
 	npmPack(t, ws)
+	preinstall(t, temp)
 	// The server: the example server of the mcpsign the action installs
 	// (its install step puts it at RUNNER_TEMP/mcpsign-action/bin).
 	mcpsign := filepath.Join(temp, "mcpsign-action", "bin", "mcpsign")

@@ -279,8 +279,7 @@ func goPushClient(t *testing.T, argv, env []string, all bool) []string {
 }
 
 func tsPushClient(t *testing.T, sdk string, argv, env []string, all bool) []string {
-	tsClient(t)
-	node, dir := fixtures.Node(t), fixtures.NPMDir(t)
+	dir := fixtures.NPMDir(t)
 	if sdk == "v2" {
 		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "client", "package.json")); err != nil {
 			fixtures.MissingE2E(t, "@modelcontextprotocol/client is not installed (%v)", err)
@@ -295,17 +294,8 @@ func tsPushClient(t *testing.T, sdk string, argv, env []string, all bool) []stri
 		k, v, _ := strings.Cut(e, "=")
 		envMap[k] = v
 	}
-	cfg, _ := json.Marshal(map[string]any{"sdk": sdk, "command": argv[0], "args": argv[1:], "env": envMap, "capabilities": caps,
-		"call": map[string]any{"name": "greet", "arguments": map[string]any{"who": "x"}}, "timeoutMs": 20000, "settleMs": 300})
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "tsserverrequests.mjs"), string(cfg))
-	cmd.Dir = dir
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s client: %v", sdk, err)
-	}
+	stdout := fixtures.TSSession(t, "tsserverrequests.mjs", map[string]any{"sdk": sdk, "command": argv[0], "args": argv[1:], "env": envMap, "capabilities": caps,
+		"call": map[string]any{"name": "greet", "arguments": map[string]any{"who": "x"}}, "timeoutMs": 20000, "settleMs": 300}, 40*time.Second)
 	var out struct {
 		Received []struct {
 			Method string `json:"method"`
