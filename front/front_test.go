@@ -30,7 +30,9 @@ import (
 	"github.com/mcpsign/mcpsign/source"
 )
 
-func TestMain(m *testing.M) { fixtures.Main(m) }
+func TestMain(m *testing.M) {
+	fixtures.Main(m, fixtures.Program{Name: programReverseProxy, Main: reverseProxyMain})
+}
 
 const testTimeout = 30 * time.Second
 

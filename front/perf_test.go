@@ -2,6 +2,7 @@ package front_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -43,6 +44,38 @@ func reverseProxy(tb testing.TB, upstream string) string {
 	srv := httptest.NewServer(rp)
 	tb.Cleanup(srv.Close)
 	return srv.URL + u.Path
+}
+
+// programReverseProxy is reverseProxyMain as a program of this test
+// binary (fixtures.Executable).
+const programReverseProxy = "reverse-proxy"
+
+// reverseProxyMain is the 30-line plain peer as a process of its own:
+// reverse-proxy ADDR TARGET serves httputil.ReverseProxy to TARGET (a
+// scheme and host) at ADDR, flushing every write, until ctx is done.
+func reverseProxyMain(ctx context.Context, args []string) int {
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: reverse-proxy ADDR TARGET")
+		return 2
+	}
+	target, err := url.Parse(args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.FlushInterval = -1
+	rp.ErrorLog = log.New(io.Discard, "", 0)
+	srv := &http.Server{Addr: args[0], Handler: rp}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 // toolhivePeer starts ToolHive's transparent proxy (the second peer of
@@ -229,6 +262,59 @@ func BenchmarkFrontInterleaved(b *testing.B) {
 		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
 			interleave(b, paths, sessions, "reverseproxy", "rp", "toolhive")
 		})
+	}
+}
+
+// BenchmarkFrontProcesses: BenchmarkFrontInterleaved with each proxy in a
+// process of its own, as they are deployed: `mcpsign serve` (the mcpsign
+// binary, built without -race) and the reverse proxy (reverseProxyMain),
+// so that neither shares a collector or a scheduler with the clients, or
+// with the other. The test process's CPU per call is then the clients'
+// alone on every path.
+//
+//	go test ./front -run '^$' -bench FrontProcesses -benchtime 6000x
+func BenchmarkFrontProcesses(b *testing.B) {
+	up := httpExample(b, fixtures.ModeHonest)
+	lock := lockOf(b, up)
+	u, err := url.Parse(up.url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rp := startPeer(b, "the reverse proxy", func(port string) *exec.Cmd {
+		return exec.Command(fixtures.Executable(b, programReverseProxy), "127.0.0.1:"+port, u.Scheme+"://"+u.Host)
+	})
+	mcpsign := fixtures.BuildMcpsignNoRace(b)
+	fr := startPeer(b, "mcpsign serve", func(port string) *exec.Cmd {
+		return exec.Command(mcpsign, "serve", "--listen", "127.0.0.1:"+port, "--lock", lock, "--", up.url)
+	})
+	waitReady(b, "http://"+fr+"/readyz")
+	paths := []benchPath{
+		httpPath("direct", up.url),
+		httpPath("reverseproxy", "http://"+rp+u.Path),
+		httpPath("front", "http://"+fr+"/mcp"),
+	}
+	for _, sessions := range []int{1, 64} {
+		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
+			interleave(b, paths, sessions, "reverseproxy", "rp")
+		})
+	}
+}
+
+// waitReady waits until url answers 200 (a front's /readyz).
+func waitReady(tb testing.TB, url string) {
+	tb.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: not ready in 20 s (%v)", url, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
