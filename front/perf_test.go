@@ -30,29 +30,34 @@ import (
 )
 
 // reverseProxy is the plain peer of the front (docs/PERFORMANCE.md, "HTTP
-// front"): Go's httputil.ReverseProxy in front of the same upstream,
-// flushing every write (the SSE answers), checking nothing.
+// front"): plainReverseProxy in front of the same upstream, in this
+// process.
 func reverseProxy(tb testing.TB, upstream string) string {
 	u, err := url.Parse(upstream)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	target := &url.URL{Scheme: u.Scheme, Host: u.Host}
+	srv := httptest.NewServer(plainReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host}))
+	tb.Cleanup(srv.Close)
+	return srv.URL + u.Path
+}
+
+// plainReverseProxy is Go's httputil.ReverseProxy to target, flushing
+// every write (the SSE answers), checking nothing.
+func plainReverseProxy(target *url.URL) *httputil.ReverseProxy {
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.FlushInterval = -1
 	rp.ErrorLog = log.New(io.Discard, "", 0) // a client that closes its stream is no news
-	srv := httptest.NewServer(rp)
-	tb.Cleanup(srv.Close)
-	return srv.URL + u.Path
+	return rp
 }
 
 // programReverseProxy is reverseProxyMain as a program of this test
 // binary (fixtures.Executable).
 const programReverseProxy = "reverse-proxy"
 
-// reverseProxyMain is the 30-line plain peer as a process of its own:
-// reverse-proxy ADDR TARGET serves httputil.ReverseProxy to TARGET (a
-// scheme and host) at ADDR, flushing every write, until ctx is done.
+// reverseProxyMain is the plain peer as a process of its own, the 30-line
+// program: reverse-proxy ADDR TARGET serves plainReverseProxy to TARGET (a
+// scheme and host) at ADDR until ctx is done.
 func reverseProxyMain(ctx context.Context, args []string) int {
 	if len(args) != 2 {
 		fmt.Fprintln(os.Stderr, "usage: reverse-proxy ADDR TARGET")
@@ -63,10 +68,7 @@ func reverseProxyMain(ctx context.Context, args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.FlushInterval = -1
-	rp.ErrorLog = log.New(io.Discard, "", 0)
-	srv := &http.Server{Addr: args[0], Handler: rp}
+	srv := &http.Server{Addr: args[0], Handler: plainReverseProxy(target)}
 	go func() {
 		<-ctx.Done()
 		_ = srv.Close()
