@@ -306,7 +306,7 @@ func BenchmarkFrontProcesses(b *testing.B) {
 func waitReady(tb testing.TB, url string) {
 	tb.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		resp, err := http.Get(url)
+		resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(url)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

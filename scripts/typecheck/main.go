@@ -53,6 +53,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/mcpsign/mcpsign/internal/atomicfile"
 )
 
 // listed is what `go list -json` says of a package that typecheck reads.
@@ -201,25 +203,12 @@ func hashFile(h io.Writer, file string) error {
 	return err
 }
 
-// writeStamp creates the empty stamp file, atomically (a temporary file
-// renamed into place).
+// writeStamp creates the empty stamp file, atomically.
 func writeStamp(stamp string) error {
 	if err := os.MkdirAll(filepath.Dir(stamp), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(stamp), ".stamp-*")
-	if err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), stamp); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
+	return atomicfile.Write(stamp, nil, atomicfile.Options{Overwrite: true})
 }
 
 // env is what the go command takes for name, so that a GOOS the caller
