@@ -19,6 +19,13 @@ var decodeSeeds = []string{
 	`{"jsonrpc":"2.0","id":null,"result":{}}`,
 	`{"id":1,"result":{}}`,
 	`{"jsonrpc":"2.0","id":"\u0061","result":{"a":"\u00e9"}}`,
+	// ids go-sdk reads as a float64 truncated to int64 (mcpwire.IDValue)
+	`{"jsonrpc":"2.0","id":1.9,"result":{}}`,
+	`{"jsonrpc":"2.0","id":-0,"result":{}}`,
+	`{"jsonrpc":"2.0","id":9007199254740993,"result":{}}`,
+	`{"jsonrpc":"2.0","id":1e300,"result":{}}`,
+	`{"jsonrpc":"2.0","id":1e400,"result":{}}`,
+	`{"jsonrpc":"2.0","id":"\ud83d\ude00","method":"ping"}`,
 }
 
 // TestDecodeChecked: the front's decoder of what the relay let through

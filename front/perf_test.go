@@ -94,7 +94,7 @@ func toolhivePeer(tb testing.TB, upstream string) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	addr := startPeer(tb, "the ToolHive peer", func(port string) *exec.Cmd {
+	addr, _ := startPeer(tb, "the ToolHive peer", func(port string) *exec.Cmd {
 		return exec.Command(exe, port, u.Scheme+"://"+u.Host)
 	})
 	return "http://" + addr + u.Path
@@ -114,7 +114,7 @@ func supergatewayPeer(tb testing.TB, command []string) string {
 	for i, a := range command {
 		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
-	addr := startPeer(tb, "the supergateway peer", func(port string) *exec.Cmd {
+	addr, _ := startPeer(tb, "the supergateway peer", func(port string) *exec.Cmd {
 		return exec.Command(exe, "--stdio", strings.Join(quoted, " "), "--outputTransport", "streamableHttp",
 			"--stateful", "--port", port, "--logLevel", "none")
 	})
@@ -123,13 +123,13 @@ func supergatewayPeer(tb testing.TB, command []string) string {
 
 // startPeer starts a peer's process on a free port of 127.0.0.1 (cmd of
 // the port) and waits until it listens there; it is stopped (SIGINT, then
-// killed) when tb ends. It returns the address.
-func startPeer(tb testing.TB, what string, cmdOf func(port string) *exec.Cmd) string {
+// killed) when tb ends. It returns the address and the process's id.
+func startPeer(tb testing.TB, what string, cmdOf func(port string) *exec.Cmd) (addr string, pid int) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	addr := l.Addr().String()
+	addr = l.Addr().String()
 	l.Close()
 	_, port, _ := net.SplitHostPort(addr)
 	cmd := cmdOf(port)
@@ -159,7 +159,7 @@ func startPeer(tb testing.TB, what string, cmdOf func(port string) *exec.Cmd) st
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return addr
+	return addr, cmd.Process.Pid
 }
 
 // BenchmarkFrontRoundTrip: tools/call round trips of go-sdk clients
@@ -282,18 +282,18 @@ func BenchmarkFrontProcesses(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rp := startPeer(b, "the reverse proxy", func(port string) *exec.Cmd {
+	rp, rpPID := startPeer(b, "the reverse proxy", func(port string) *exec.Cmd {
 		return exec.Command(fixtures.Executable(b, programReverseProxy), "127.0.0.1:"+port, u.Scheme+"://"+u.Host)
 	})
 	mcpsign := fixtures.BuildMcpsignNoRace(b)
-	fr := startPeer(b, "mcpsign serve", func(port string) *exec.Cmd {
+	fr, frPID := startPeer(b, "mcpsign serve", func(port string) *exec.Cmd {
 		return exec.Command(mcpsign, "serve", "--listen", "127.0.0.1:"+port, "--lock", lock, "--", up.url)
 	})
 	waitReady(b, "http://"+fr+"/readyz")
 	paths := []benchPath{
 		httpPath("direct", up.url),
-		httpPath("reverseproxy", "http://"+rp+u.Path),
-		httpPath("front", "http://"+fr+"/mcp"),
+		httpPath("reverseproxy", "http://"+rp+u.Path).in(rpPID),
+		httpPath("front", "http://"+fr+"/mcp").in(frPID),
 	}
 	for _, sessions := range []int{1, 64} {
 		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
@@ -320,15 +320,24 @@ func waitReady(tb testing.TB, url string) {
 	}
 }
 
-// benchPath is one way to the upstream: how a client session is opened.
+// benchPath is one way to the upstream: how a client session is opened,
+// and the process of its proxy when that is not this one.
 type benchPath struct {
 	name string
 	dial func(context.Context) (*mcp.ClientSession, error)
+	pid  int
+}
+
+// in is p through a proxy in the process pid: interleave reports that
+// process's CPU per call too.
+func (p benchPath) in(pid int) benchPath {
+	p.pid = pid
+	return p
 }
 
 // httpPath is a go-sdk client session over Streamable HTTP to url.
 func httpPath(name, url string) benchPath {
-	return benchPath{name, func(ctx context.Context) (*mcp.ClientSession, error) { return connect(ctx, url, "2025-11-25") }}
+	return benchPath{name: name, dial: func(ctx context.Context) (*mcp.ClientSession, error) { return connect(ctx, url, "2025-11-25") }}
 }
 
 // interleave opens sessions sessions on every path at once, runs the calls
@@ -359,14 +368,15 @@ func interleave(b *testing.B, paths []benchPath, sessions int, peer, short strin
 	per := max(b.N/len(paths)/sessions/rounds, 1)
 	lat := make([][]time.Duration, len(paths))
 	busy := make([]time.Duration, len(paths))
-	cpu := make([]time.Duration, len(paths)) // this process's, during the path's turns
+	cpu := make([]time.Duration, len(paths))  // this process's, during the path's turns
+	proc := make([]time.Duration, len(paths)) // the path's proxy process's, during its turns
 	b.ResetTimer()
 	for r := range rounds {
 		for k := range paths {
 			p := (r + k) % len(paths)
 			var mu sync.Mutex
 			var wg sync.WaitGroup
-			t0, c0 := time.Now(), cputime.Self()
+			t0, c0, p0 := time.Now(), cputime.Self(), cputime.Process(paths[p].pid)
 			for _, cs := range css[p] {
 				wg.Go(func() {
 					l := make([]time.Duration, 0, per)
@@ -386,10 +396,13 @@ func interleave(b *testing.B, paths []benchPath, sessions int, peer, short strin
 			wg.Wait()
 			busy[p] += time.Since(t0)
 			cpu[p] += cputime.Self() - c0
+			if paths[p].pid != 0 {
+				proc[p] += cputime.Process(paths[p].pid) - p0
+			}
 		}
 	}
 	b.StopTimer()
-	type stat struct{ p50, p99, rate, cpu float64 }
+	type stat struct{ p50, p99, rate, cpu, proc float64 }
 	st := map[string]stat{}
 	for p := range paths {
 		slices.Sort(lat[p])
@@ -397,7 +410,7 @@ func interleave(b *testing.B, paths []benchPath, sessions int, peer, short strin
 		if n == 0 {
 			return
 		}
-		s := stat{float64(lat[p][n/2].Microseconds()), float64(lat[p][n*99/100].Microseconds()), float64(n) / busy[p].Seconds(), float64(cpu[p].Microseconds()) / float64(n)}
+		s := stat{float64(lat[p][n/2].Microseconds()), float64(lat[p][n*99/100].Microseconds()), float64(n) / busy[p].Seconds(), float64(cpu[p].Microseconds()) / float64(n), float64(proc[p].Microseconds()) / float64(n)}
 		st[paths[p].name] = s
 		b.ReportMetric(s.p50, paths[p].name+"-p50-µs")
 		b.ReportMetric(s.p99, paths[p].name+"-p99-µs")
@@ -408,6 +421,11 @@ func interleave(b *testing.B, paths []benchPath, sessions int, peer, short strin
 		// direct path's, the proxy's own. Not a peer's of its own
 		// process, nor the upstream's.
 		b.ReportMetric(s.cpu, paths[p].name+"-cpu-µs/call")
+		if paths[p].pid != 0 {
+			// The proxy's own process (cputime.Process, to 10 ms over
+			// the path's calls).
+			b.ReportMetric(s.proc, paths[p].name+"-proc-cpu-µs/call")
+		}
 	}
 	fr := st["front"]
 	ratios := func(name, short string) {
@@ -415,6 +433,9 @@ func interleave(b *testing.B, paths []benchPath, sessions int, peer, short strin
 			b.ReportMetric(fr.p50/o.p50, "front/"+short+"-p50")
 			b.ReportMetric(fr.p99/o.p99, "front/"+short+"-p99")
 			b.ReportMetric(fr.rate/o.rate, "front/"+short+"-throughput")
+			if fr.proc > 0 && o.proc > 0 {
+				b.ReportMetric(fr.proc/o.proc, "front/"+short+"-proc-cpu")
+			}
 		}
 	}
 	ratios(peer, short)
@@ -436,7 +457,7 @@ func BenchmarkFrontStdio(b *testing.B) {
 	up := stdioExample(b, fixtures.ModeHonest)
 	s := serve(b, up, lockOf(b, up), nil)
 	paths := []benchPath{
-		{"direct", func(ctx context.Context) (*mcp.ClientSession, error) {
+		{name: "direct", dial: func(ctx context.Context) (*mcp.ClientSession, error) {
 			c := mcp.NewClient(&mcp.Implementation{Name: "front-bench", Version: "0"}, nil)
 			return c.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(up.command[0], up.command[1:]...)},
 				&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})

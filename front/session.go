@@ -505,10 +505,10 @@ func decodeChecked(content []byte) (jsonrpc.Message, error) {
 }
 
 // idOf reads a JSON-RPC id (a string or a number, as go-sdk reads it:
-// jsonrpc.MakeID of the decoded value).
+// jsonrpc.MakeID of the decoded value, mcpwire.IDValue).
 func idOf(raw []byte) (jsonrpc.ID, bool) {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	v, ok := mcpwire.IDValue(raw)
+	if !ok {
 		return jsonrpc.ID{}, false
 	}
 	id, err := jsonrpc.MakeID(v)

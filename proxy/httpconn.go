@@ -59,6 +59,8 @@ type httpConn struct {
 	ctx    context.Context // of every request; cancelled by Stop
 	cancel context.CancelFunc
 	msgs   chan []byte // lines for the relay (Receive)
+	// workers run the requests' POSTs (goCall).
+	workers *callWorkers
 	// push is the relay's handler of each message (receiveTo), called by
 	// the goroutine that read it, one call at a time (pushMu), in place of
 	// Receive; pushing is set once it is; pushEnded once it was given the
@@ -157,6 +159,7 @@ func (h *httpUpstream) session(env UpstreamEnv) *httpConn {
 		getMax:   getRetryMax,
 		ctx:      ctx,
 		cancel:   cancel,
+		workers:  newCallWorkers(ctx),
 		msgs:     make(chan []byte),
 		ended:    make(chan struct{}),
 	}
@@ -255,7 +258,7 @@ func (u *httpConn) goCall(body []byte, m mcpwire.Message) {
 	u.calls[id] = stop
 	u.mu.Unlock()
 	u.wg.Add(1)
-	go func() {
+	u.workers.run(func() {
 		defer u.wg.Done()
 		defer func() {
 			u.mu.Lock()
@@ -278,7 +281,7 @@ func (u *httpConn) goCall(body []byte, m mcpwire.Message) {
 		if u.answer(resp, &m, body) && abandoned() {
 			u.answerCancelled(m.ID)
 		}
-	}()
+	})
 }
 
 // answerCancelled hands the relay an answer for a request whose answer is

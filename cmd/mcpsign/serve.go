@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -124,6 +125,16 @@ on, a drain cut at --drain-timeout.`,
 	return cmd
 }
 
+// serveGCPercent is the garbage collector's target (GOGC) of `mcpsign
+// serve` when the operator set none: every POST allocates about 130 KB in
+// the MCP SDK's server transport (its decoders' buffers), garbage at once,
+// against a live heap of a few kilobytes per session; at the default
+// (100) a collection ran every few dozen calls and took about a third of
+// the front's CPU. At 400 the heap may grow to five times the live heap
+// between collections; GOMEMLIMIT bounds it (docs/DEPLOY.md, "CPU and
+// memory").
+const serveGCPercent = 400
+
 func runServe(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFlags, sf *serveFlags, args []string) error {
 	if po.OAuth.Enabled {
 		return errors.New("--oauth signs in in a browser, which a service cannot: give a remote server's credentials with --header")
@@ -136,6 +147,9 @@ func runServe(cmd *cobra.Command, a *app, po *options.ProxyOptions, f *verifyFla
 	}
 	if sf.passAuth && (sf.tokensFile != "" || sf.tokensEnv != "") {
 		return errors.New("--pass-authorization and --tokens-file/--tokens-env both use the client's Authorization header: give one")
+	}
+	if a.getenv("GOGC") == "" {
+		debug.SetGCPercent(serveGCPercent)
 	}
 	// A SIGHUP while the first check runs must not end the process.
 	defer service.HoldHangup()()

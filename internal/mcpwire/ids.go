@@ -182,24 +182,39 @@ func jsSpace(r rune) bool {
 }
 
 // goSDKKey is the id go-sdk v1.8.0 matches a response under
-// (jsonrpc2.MakeID): a string as itself, a number decoded as float64 and
-// truncated to int64.
+// (jsonrpc2.MakeID of IDValue): a string as itself, a number truncated to
+// int64.
 func goSDKKey(raw []byte) (string, bool) {
+	v, ok := IDValue(raw)
+	if !ok {
+		return "", false
+	}
+	if f, isNumber := v.(float64); isNumber {
+		return "n:" + strconv.FormatInt(int64(f), 10), true
+	}
+	return "s:" + v.(string), true
+}
+
+// IDValue is a JSON-RPC id value as a JSON decoder gives it to go-sdk's
+// jsonrpc.MakeID: a number as a float64, a string (strictly decoded) as a
+// string. ok is false for anything else (null, a string that is not
+// strict, a number out of float64's range).
+func IDValue(raw []byte) (v any, ok bool) {
 	switch {
 	case isNumber(raw):
 		f, err := strconv.ParseFloat(string(raw), 64)
 		if err != nil {
-			return "", false
+			return nil, false
 		}
-		return "n:" + strconv.FormatInt(int64(f), 10), true
+		return f, true
 	case len(raw) > 0 && raw[0] == '"':
 		s, err := digest.DecodeString(raw)
 		if err != nil {
-			return "", false
+			return nil, false
 		}
-		return "s:" + s, true
+		return s, true
 	}
-	return "", false
+	return nil, false
 }
 
 // Get returns the request pending under id (byte-identical), leaving it
