@@ -272,7 +272,8 @@ func BenchmarkFrontInterleaved(b *testing.B) {
 // binary, built without -race) and the reverse proxy (reverseProxyMain),
 // so that neither shares a collector or a scheduler with the clients, or
 // with the other. The test process's CPU per call is then the clients'
-// alone on every path.
+// alone on every path, and each proxy's process's own is reported beside
+// it ("-proc-cpu-µs/call", and the front's ratio "front/rp-proc-cpu").
 //
 //	go test ./front -run '^$' -bench FrontProcesses -benchtime 6000x
 func BenchmarkFrontProcesses(b *testing.B) {

@@ -244,10 +244,11 @@ func (u *httpConn) Send(line []byte) error {
 	return nil
 }
 
-// goCall POSTs a request on a goroutine of its own, under a context of its
-// own, so that a call the client cancelled and the server accepted the
-// cancellation of (abandon) lets go of its answer stream: it is then
-// answered once (the relay answered it; answerCancelled ends its id).
+// goCall POSTs a request on a goroutine of its own (callWorkers: one that
+// finished a call may take the next), under a context of its own, so that
+// a call the client cancelled and the server accepted the cancellation of
+// (abandon) lets go of its answer stream: it is then answered once (the
+// relay answered it; answerCancelled ends its id).
 func (u *httpConn) goCall(body []byte, m mcpwire.Message) {
 	ctx, stop := context.WithCancel(u.ctx)
 	id := string(m.ID)
