@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,12 +15,14 @@ const callLinger = 100 * time.Millisecond
 // goroutine reads and checks the answer and writes it on to the client, a
 // deep stack that a new goroutine grows (and the runtime copies) on every
 // call (docs/PERFORMANCE.md, "HTTP front"). A goroutine waits at most
-// callLinger for the next call, and not past ctx, so that an idle session
+// linger for the next call, and not past ctx, so that an idle session
 // holds none.
 type callWorkers struct {
 	ctx    context.Context
 	tasks  chan func()
 	linger time.Duration // callLinger; the tests' own
+	// live counts the goroutines, waiting those waiting for a call.
+	live, waiting atomic.Int32
 }
 
 func newCallWorkers(ctx context.Context) *callWorkers {
@@ -31,21 +34,27 @@ func (w *callWorkers) run(task func()) {
 	select {
 	case w.tasks <- task:
 	default:
+		w.live.Add(1)
 		go w.work(task)
 	}
 }
 
 func (w *callWorkers) work(task func()) {
+	defer w.live.Add(-1)
 	t := time.NewTimer(w.linger)
 	defer t.Stop()
 	for {
 		task()
 		t.Reset(w.linger)
+		w.waiting.Add(1)
 		select {
 		case task = <-w.tasks:
+			w.waiting.Add(-1)
 		case <-t.C:
+			w.waiting.Add(-1)
 			return
 		case <-w.ctx.Done():
+			w.waiting.Add(-1)
 			return
 		}
 	}

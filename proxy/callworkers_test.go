@@ -2,88 +2,94 @@ package proxy
 
 import (
 	"context"
-	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// goroutinesBack waits up to 5 s for the goroutine count to fall to n,
-// and returns it as it is then.
-func goroutinesBack(n int) int {
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > n && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+// within waits up to 5 s for cond.
+func within(cond func() bool) bool {
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
 	}
-	return runtime.NumGoroutine()
+	return true
 }
 
 // TestCallWorkers: calls one after another reuse a goroutine; calls at
-// once each get one (none waits for another); no goroutine outlives
-// callLinger without a call, nor the session's context.
+// once each get one (none waits for another); a goroutine without a call
+// exits after the linger, and at once when the session's context ends.
 func TestCallWorkers(t *testing.T) {
-	before := runtime.NumGoroutine()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w := newCallWorkers(ctx)
-
-	// One after another: one goroutine, reused.
-	most := 0
-	for range 50 {
+	t.Run("one after another", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		w := newCallWorkers(ctx)
+		w.linger = time.Hour // every goroutine started stays: live counts them
+		for i := range 50 {
+			done := make(chan struct{})
+			w.run(func() { close(done) })
+			<-done
+			if !within(func() bool { return w.waiting.Load() >= 1 }) {
+				t.Fatalf("call %d: no goroutine waiting for the next call", i)
+			}
+		}
+		// One, reused; a second only if a call came in the instant between
+		// the waiting count and the wait itself.
+		if n := w.live.Load(); n > 2 {
+			t.Errorf("50 calls one after another started %d goroutines, want 1", n)
+		}
+		cancel()
+		if !within(func() bool { return w.live.Load() == 0 }) {
+			t.Errorf("%d goroutines left after the context ended", w.live.Load())
+		}
+	})
+	t.Run("at once", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		w := newCallWorkers(ctx)
+		const n = 8
+		var started atomic.Int32
+		release := make(chan struct{})
+		var finished sync.WaitGroup
+		for range n {
+			finished.Add(1)
+			w.run(func() {
+				defer finished.Done()
+				started.Add(1)
+				<-release
+			})
+		}
+		if !within(func() bool { return started.Load() == n }) {
+			t.Errorf("%d calls at once: %d started while the others ran", n, started.Load())
+		}
+		close(release)
+		finished.Wait()
+	})
+	t.Run("linger", func(t *testing.T) {
+		w := newCallWorkers(context.Background())
+		w.linger = 10 * time.Millisecond
 		done := make(chan struct{})
 		w.run(func() { close(done) })
 		<-done
-		time.Sleep(time.Millisecond) // the goroutine back to waiting
-		most = max(most, runtime.NumGoroutine()-before)
-	}
-	if most > 1 {
-		t.Errorf("50 calls one after another held up to %d goroutines, want 1", most)
-	}
-
-	// At once: each call runs while the others are blocked.
-	const n = 8
-	var started sync.WaitGroup
-	started.Add(n)
-	release := make(chan struct{})
-	var finished sync.WaitGroup
-	for range n {
-		finished.Add(1)
-		w.run(func() {
-			defer finished.Done()
-			started.Done()
-			<-release
-		})
-	}
-	waited := make(chan struct{})
-	go func() { started.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-time.After(5 * time.Second):
-		t.Fatalf("%d calls at once: not all started while the others ran", n)
-	}
-	close(release)
-	finished.Wait()
-
-	// Idle: gone after the linger.
-	if got := goroutinesBack(before); got > before {
-		t.Errorf("%d goroutines %v after the last call, want %d", got, w.linger, before)
-	}
-
-	// The session's end ends a waiting goroutine, however long it would
-	// linger.
-	ctx, cancel = context.WithCancel(context.Background())
-	defer cancel()
-	w = newCallWorkers(ctx)
-	w.linger = time.Hour
-	done := make(chan struct{})
-	w.run(func() { close(done) })
-	<-done
-	time.Sleep(time.Millisecond)
-	if got := runtime.NumGoroutine(); got != before+1 {
-		t.Errorf("%d goroutines waiting for a call, want %d", got-before, 1)
-	}
-	cancel()
-	if got := goroutinesBack(before); got > before {
-		t.Errorf("%d goroutines after the context ended, want %d", got, before)
-	}
+		if !within(func() bool { return w.live.Load() == 0 }) {
+			t.Errorf("a goroutine without a call still there 5 s after a linger of %v", w.linger)
+		}
+	})
+	t.Run("the session's end", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		w := newCallWorkers(ctx)
+		w.linger = time.Hour
+		done := make(chan struct{})
+		w.run(func() { close(done) })
+		<-done
+		if !within(func() bool { return w.waiting.Load() == 1 }) {
+			t.Fatal("no goroutine waiting for a call")
+		}
+		cancel()
+		if !within(func() bool { return w.live.Load() == 0 }) {
+			t.Error("the waiting goroutine outlived the session's context")
+		}
+	})
 }
