@@ -31,11 +31,16 @@ export async function runSessions(session) {
   lines.on('line', (line) => {
     if (line.trim() === '') return;
     const req = JSON.parse(line);
-    const p = session(req.config).then((out) => {
-      process.stdout.write(JSON.stringify({ id: req.id, out }) + '\n');
-      running.delete(p);
-      exitWhenDone();
-    });
+    // A session that throws answers its own request with the error: it
+    // must not take down the process and the other sessions with it.
+    const p = Promise.resolve()
+      .then(() => session(req.config))
+      .catch((e) => ({ error: `session threw: ${e?.message ?? e}` }))
+      .then((out) => {
+        process.stdout.write(JSON.stringify({ id: req.id, out }) + '\n');
+        running.delete(p);
+        exitWhenDone();
+      });
     running.add(p);
   });
   lines.on('close', () => {
